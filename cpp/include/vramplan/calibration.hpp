@@ -1,0 +1,69 @@
+// The few constants vramplan cannot derive from first principles, fitted to the vLLM 0.19
+// development records in shared/measured/dev.jsonl (H100 80GB, llm-d-planner logs) unless
+// noted. Each is a physical quantity with a unit; none is per model. docs/accounting.md
+// lists the records behind each value and the fit residuals.
+#pragma once
+
+#include <cstdint>
+
+namespace vramplan::calibration {
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+
+// Activation peak of the profile run.
+// Hidden-size-wide activation buffers alive at the forward peak (residual, normed input,
+// attention input/output, q/k/v slices): Llama-3.1-8B PP=2/4 first stages (dev-023/024,
+// no sampler) peak at 1.05-1.10 GiB = T * 2 B * (3 * I + k * h) with k ~ 6.
+constexpr double kForwardHiddenBuffers = 6.0;
+// Sampler peak per (request x vocab entry), beyond the logits dtype itself: fp32 logits,
+// softmax probabilities, top-k/top-p sort values and int64 indices. Fitted over the TP=1 dense
+// 0.19 records (Llama-3.1-8B, Qwen2.5-7B, Qwen3-8B, phi-4, gemma-2/3) at 1024 requests:
+// 15.2 +- 0.5 B per entry with bf16 logits.
+constexpr double kSamplerBytesPerLogit = 13.2;
+// vLLM 0.11-0.16 kept more sampler temporaries: Qwen3-14B 5.64 GiB in 0.15/0.16 vs 2.23 GiB
+// in 0.17/0.18 at the same launch (dev-049..052).
+constexpr double kSamplerBytesPerLogitPre017 = 36.9;
+
+// Memory outside torch's allocator grown during the profile run.
+// TP=1: cuBLAS/cuBLASLt workspaces and attention-backend buffers (0.24-0.27 GiB on every
+// 0.19 TP=1 record).
+constexpr std::int64_t kNonTorchSingleRank = 256 * kMiB;
+// PP>1 with TP=1 (0.07 GiB, dev-023/024): the workspaces are created before the snapshot.
+constexpr std::int64_t kNonTorchPipelineOnly = 72 * kMiB;
+// TP>=2: custom all-reduce IPC buffers and lazily created NCCL buffers: 2.06-2.17 GiB at
+// TP=2/4 (dev-025/026/031/042/043/011/046/029).
+constexpr std::int64_t kNonTorchTensorParallel = 2110 * kMiB;
+// vLLM <= 0.17 measured 0.13 GiB at TP=1 (dev-049..051).
+constexpr std::int64_t kNonTorchSingleRankPre018 = 133 * kMiB;
+// V0 reported 0.35 GiB non-torch on an RTX 3090 (dev-001/002).
+constexpr std::int64_t kNonTorchV0 = 358 * kMiB;
+
+// CUDA-graph pool: a fixed part (the largest capture's activations and the graph pool's
+// first segments) plus a per-captured-piece cost (each piecewise graph is one decoder layer
+// at one batch size; its driver-side exec memory and pool outputs). Fitted on the 0.19
+// records with 51 capture sizes: Llama-3.1-8B PP=1/2/4 (0.91/0.65/0.51 GiB) gives the
+// per-layer slope; TP=2/4 (0.76/0.67) its 1/TP part.
+constexpr std::int64_t kCudagraphBase = 400 * kMiB;
+constexpr double kCudagraphPieceBytesFixed = 0.125 * kMiB;
+constexpr double kCudagraphPieceBytesPerTp = 0.195 * kMiB;  // divided by TP
+// Extra per captured piece for a routed-expert layer (routing, align/sort kernels) and for an
+// MLA layer: Qwen3-30B-A3B 1.41, Mixtral TP=2 0.93, DeepSeek-V2-Lite 1.57, gpt-oss-20b 1.84 GiB.
+constexpr double kCudagraphPieceBytesMoe = 0.15 * kMiB;
+constexpr double kCudagraphPieceBytesMla = 0.40 * kMiB;
+
+// CUDA context created before the init snapshot: 0.51 GiB on H100 with vLLM 0.19
+// (`cuda_memory=0.51GiB` at worker init, reference/gpus.md); NCCL communicators add to it
+// when the rank talks to others.
+constexpr std::int64_t kCudaContext = 522 * kMiB;
+constexpr std::int64_t kNcclCommunicators = 256 * kMiB;
+
+// Host RAM (reference/host-ram.md section 6): per-process baselines, x86.
+constexpr std::int64_t kHostApiServer = 1536 * kMiB;
+constexpr std::int64_t kHostEngineCore = 1536 * kMiB;
+constexpr std::int64_t kHostWorker = 3 * kGiB;
+// Pinned allocations round up to a power of two in torch's CachingHostAllocator; 1.9x is
+// the reference's planning ratio for cpu_offload_gb when the build is unknown.
+constexpr double kPinnedOverhead = 1.9;
+
+}  // namespace vramplan::calibration

@@ -1,0 +1,215 @@
+// What a checkpoint is: dimensions, per-layer attention geometry, MoE, optional Mamba /
+// linear-attention mixers, towers and MTP layers, and the stored weight format. One schema
+// for all sources (YAML database, config.json import, header readers).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "vramplan/dtype.hpp"
+
+namespace vramplan {
+
+// How a decoder layer mixes tokens, which decides its KV-cache spec in vLLM.
+enum class AttentionKind : std::uint8_t {
+  Full,             // FullAttentionSpec
+  SlidingWindow,    // SlidingWindowSpec, window = LayerSpec::sliding_window
+  ChunkedLocal,     // ChunkedLocalAttentionSpec (Llama-4 local layers)
+  Mla,              // MLAAttentionSpec: one latent of kv_lora_rank + qk_rope_head_dim
+  Mamba,            // MambaSpec (Mamba2 state)
+  LinearAttention,  // MambaSpec-like GatedDeltaNet state (Qwen3-Next)
+  None,             // no KV (MLP-only layer or a layer sharing another layer's KV)
+};
+
+const char* attention_kind_name(AttentionKind kind) noexcept;
+
+struct LayerSpec {
+  AttentionKind attention = AttentionKind::Full;
+  bool mlp = true;                      // layer has an MLP (Nemotron-H mixer-only layers: false)
+  bool moe = false;                     // MLP of this layer is routed experts
+  std::int32_t num_key_value_heads = 0;  // total over TP
+  std::int32_t head_dim = 0;            // K head size
+  std::int32_t head_dim_v = 0;          // V head size (= head_dim unless the model differs)
+  std::int32_t sliding_window = 0;      // tokens, SlidingWindow only
+  std::int32_t attention_chunk_size = 0;  // tokens, ChunkedLocal only
+};
+
+struct MlaSpec {
+  std::int32_t q_lora_rank = 0;  // 0: q_proj is a plain column-parallel Linear
+  std::int32_t kv_lora_rank = 0;
+  std::int32_t qk_nope_head_dim = 0;
+  std::int32_t qk_rope_head_dim = 0;
+  std::int32_t v_head_dim = 0;
+};
+
+struct MoeSpec {
+  std::int32_t num_experts = 0;
+  std::int32_t num_experts_per_tok = 0;
+  std::int32_t moe_intermediate_size = 0;
+  std::int32_t num_shared_experts = 0;               // each of shared_expert_intermediate_size
+  std::int32_t shared_expert_intermediate_size = 0;  // per shared expert
+  bool shared_expert_gate = false;  // Qwen2-MoE style sigmoid gate [1, hidden]
+  bool expert_bias = false;         // gpt-oss: biases on expert projections
+  bool router_bias = false;
+  bool router_quantizable = false;  // vLLM passes quant_config to the router Linear
+};
+
+// Mamba2 mixer (Nemotron-H, Jamba-2 style): in_proj, conv1d, A/D/dt, gated norm, out_proj.
+struct MambaSpec {
+  std::int32_t num_heads = 0;
+  std::int32_t head_dim = 0;
+  std::int32_t state_size = 0;
+  std::int32_t n_groups = 1;
+  std::int32_t conv_kernel = 4;
+  DType ssm_state_dtype = DType::F32;  // vLLM mamba_ssm_cache_dtype default for the model
+};
+
+// Gated DeltaNet linear attention (Qwen3-Next): state (Hv, dv, dk) and a conv over q/k/v.
+struct LinearAttentionSpec {
+  std::int32_t num_key_heads = 0;
+  std::int32_t key_head_dim = 0;
+  std::int32_t num_value_heads = 0;
+  std::int32_t value_head_dim = 0;
+  std::int32_t conv_kernel = 4;
+};
+
+// Vision/audio encoder and projector, counted by parameters (stored unquantized).
+struct TowerSpec {
+  std::int64_t num_parameters = 0;
+};
+
+enum class QuantMethod : std::uint8_t {
+  None,         // weights stored in torch_dtype
+  Fp8,          // serialized or online fp8 (strategy below)
+  Int8,         // compressed-tensors W8A8 int8
+  Awq,          // AWQ GEMM 4-bit
+  Gptq,         // GPTQ (AutoGPTQ / GPTQModel)
+  PackedWNA16,  // compressed-tensors pack-quantized W4A16/W8A16
+  BnbNf4,       // bitsandbytes 4-bit
+  BnbInt8,      // bitsandbytes LLM.int8
+  Mxfp4,        // gpt-oss experts
+  Nvfp4,        // ModelOpt / compressed-tensors NVFP4
+  Gguf,         // llama.cpp block types per tensor role
+};
+
+const char* quant_method_name(QuantMethod method) noexcept;
+
+enum class ScaleStrategy : std::uint8_t { Tensor, Channel, Block };
+
+struct QuantSpec {
+  QuantMethod method = QuantMethod::None;
+  std::int32_t bits = 16;
+  std::int32_t group_size = 128;  // -1: one group over the whole input dim
+  bool desc_act = false;          // GPTQ act-order (g_idx used)
+  bool sym = true;
+  ScaleStrategy scale_strategy = ScaleStrategy::Tensor;  // fp8 / int8
+  std::int32_t block_n = 128;                            // Block strategy
+  std::int32_t block_k = 128;
+  bool static_activation_scale = false;  // input_scale stored
+  bool double_quant = true;              // bitsandbytes nested absmax in the checkpoint
+  bool online = false;                   // quantized at load from a 16-bit checkpoint
+  // Tensor roles left in torch_dtype (names as tensor_role_name, e.g. "lm_head", "router").
+  std::vector<std::string> unquantized_roles;
+  // GGUF: block type per tensor role ("default" covers every role not listed).
+  std::map<std::string, DType> gguf_types;
+};
+
+struct ModelSpec {
+  std::string id;                    // canonical database id, e.g. "meta-llama/Llama-3.1-8B"
+  std::vector<std::string> aliases;  // other HF ids that resolve to this spec
+  std::string source;                // file the spec was read from
+  std::string model_type;            // HF model_type / family, e.g. "llama"
+
+  std::int32_t hidden_size = 0;
+  std::int32_t num_hidden_layers = 0;
+  std::int32_t num_attention_heads = 0;
+  std::int32_t num_key_value_heads = 0;
+  std::int32_t head_dim = 0;
+  std::int32_t intermediate_size = 0;  // dense MLP width
+  std::int32_t vocab_size = 0;
+  std::int64_t max_position_embeddings = 0;
+  bool tie_word_embeddings = false;
+  DType torch_dtype = DType::BF16;
+
+  bool gated_mlp = true;         // gate+up+down (SwiGLU/GeGLU) vs up+down
+  bool qkv_bias = false;
+  bool o_proj_bias = false;
+  bool mlp_bias = false;
+  bool qk_norm = false;          // per-head q/k RMSNorm weights (Qwen3, Gemma-3)
+  bool attention_sinks = false;  // per-head sink logits (gpt-oss)
+  bool attn_output_gate = false;  // q_proj also emits a gate of Hq*head_dim (Qwen3-Next)
+  std::int32_t norms_per_layer = 2;
+  std::int32_t rotary_dim = 0;  // 0: head_dim (partial rotary models set it)
+
+  std::vector<LayerSpec> layers;  // expanded, size num_hidden_layers
+  bool has_mla = false;
+  MlaSpec mla;
+  bool has_moe = false;
+  MoeSpec moe;
+  bool has_mamba = false;
+  MambaSpec mamba;
+  bool has_linear_attention = false;
+  LinearAttentionSpec linear_attention;
+  TowerSpec vision;                        // num_parameters 0: text-only
+  std::int32_t num_nextn_predict_layers = 0;  // MTP layers shipped in the checkpoint
+  QuantSpec quantization;
+};
+
+// Role of a weight tensor: decides how TP splits it and whether a format quantizes it.
+enum class TensorRole : std::uint8_t {
+  Embedding,
+  LmHead,
+  AttnQ,
+  AttnKV,
+  AttnO,
+  MlaQA,    // q_a_proj (replicated)
+  MlaQB,    // q_b_proj (column)
+  MlaKVA,   // kv_a_proj_with_mqa (replicated)
+  MlaKVB,   // kv_b_proj (column)
+  MlpGateUp,
+  MlpDown,
+  ExpertGateUp,
+  ExpertDown,
+  SharedExpertGateUp,
+  SharedExpertDown,
+  Router,
+  MixerIn,     // Mamba / linear-attention input projection (column)
+  MixerOut,    // Mamba / linear-attention output projection (row)
+  MixerSmall,  // conv1d, A_log, D, dt_bias, gated norm: column-split small tensors
+  Norm,        // replicated RMSNorm / LayerNorm weights, sinks
+  Bias,        // column-split biases
+  RowBias,     // replicated biases of row-parallel layers
+  Vision,
+};
+
+const char* tensor_role_name(TensorRole role) noexcept;
+
+enum class TensorSplit : std::uint8_t {
+  Replicated,
+  Column,       // output dim divided by TP
+  Row,          // input dim divided by TP
+  Vocab,        // rows padded to 64 then divided by TP
+  KvHeads,      // output dim = 2 * max(1, Hkv / TP) * head_dim (heads replicated past Hkv)
+};
+
+// A group of identical logical Linear/parameter tensors [rows, cols] (rows = out features).
+struct TensorGroup {
+  TensorRole role;
+  TensorSplit split;
+  std::int32_t layer;   // decoder layer index, -1 for model-level tensors
+  std::int64_t rows;    // full (TP=1) out features
+  std::int64_t cols;    // full in features (1 for vectors)
+  std::int64_t count;   // stacked copies (experts)
+  std::int64_t heads;   // KvHeads split: KV heads in `rows` (rows / heads per head); else 0
+  bool is_linear;       // a Linear weight a quantization method may quantize
+};
+
+// The model's weight tensors as vLLM builds them (no MTP layers unless asked).
+std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include_mtp = false);
+
+// Logical parameter count (TP=1, no padding), tied embeddings counted once.
+std::int64_t parameter_count(const ModelSpec& spec, bool include_mtp = false);
+
+}  // namespace vramplan

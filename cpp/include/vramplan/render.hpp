@@ -1,0 +1,16 @@
+// Renderers shared by C++, Python and the CLI, so every surface prints identical output.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "vramplan/engine.hpp"
+#include "vramplan/model_spec.hpp"
+
+namespace vramplan {
+
+nlohmann::json to_json(const ModelSpec& spec);
+nlohmann::json to_json(const GpuSpec& gpu);
+// Every term in bytes; `weights_bytes` and `kv_bytes_per_token` are those of rank 0.
+nlohmann::json to_json(const Breakdown& breakdown);
+
+}  // namespace vramplan

@@ -1,0 +1,63 @@
+// The spec database: model YAML files and gpus.yaml, validated against the schema in
+// spec_yaml.cpp (one key table, also printed by `vramplan schema`).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "vramplan/hardware.hpp"
+#include "vramplan/model_spec.hpp"
+
+namespace vramplan {
+
+// Parse one model spec from YAML text; `file` names the source in errors.
+ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string& file);
+// Read one model YAML file.
+ModelSpec load_model_spec_file(const std::string& path);
+// Parse a gpus.yaml document (a top-level `gpus:` list).
+std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::string& file);
+
+// Validate cross-field rules and expand defaults (head_dim, per-layer geometry). Throws
+// SpecError naming `spec.source`. Used by every source (YAML, config.json import).
+void finalize_model_spec(ModelSpec& spec);
+
+struct SchemaKey {
+  const char* record;  // "model", "moe", "mla", "mamba", "linear_attention", "quantization", "gpu", ...
+  const char* key;
+  const char* type;    // "int", "bool", "string", "dtype", "list[string]", ...
+  bool required;
+  const char* doc;
+};
+// The schema table, for documentation and `vramplan schema`.
+const std::vector<SchemaKey>& schema_keys();
+// The schema rendered as a Markdown table per record.
+std::string schema_markdown();
+
+class SpecDatabase {
+ public:
+  // Load <dir>/models/**/*.yaml and <dir>/gpus.yaml. Throws SpecError on the first bad file.
+  static SpecDatabase load_directory(const std::string& dir);
+
+  // Find a model by id or alias (case-insensitive). Throws ConfigError listing near names.
+  const ModelSpec& model(const std::string& name) const;
+  const GpuSpec& gpu(const std::string& name) const;
+  bool has_model(const std::string& name) const;
+  bool has_gpu(const std::string& name) const;
+
+  std::vector<std::string> model_ids() const;
+  std::vector<std::string> gpu_ids() const;
+  const std::vector<ModelSpec>& models() const { return models_; }
+  const std::vector<GpuSpec>& gpus() const { return gpus_; }
+
+  void add_model(ModelSpec spec);  // throws SpecError on a duplicate id/alias
+  void add_gpu(GpuSpec gpu);
+
+ private:
+  std::vector<ModelSpec> models_;
+  std::vector<GpuSpec> gpus_;
+  std::map<std::string, std::size_t> model_index_;  // lower-cased id/alias -> index
+  std::map<std::string, std::size_t> gpu_index_;
+};
+
+}  // namespace vramplan

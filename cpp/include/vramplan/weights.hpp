@@ -1,0 +1,57 @@
+// Weight bytes, exact per storage format, per GPU rank under tensor and pipeline parallelism.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "vramplan/model_spec.hpp"
+
+namespace vramplan {
+
+// Where a rank sits: TP degree and its pipeline stage.
+struct RankPlacement {
+  std::int32_t tensor_parallel_size = 1;
+  std::int32_t pipeline_parallel_size = 1;
+  std::int32_t pipeline_rank = 0;
+};
+
+// Decoder layers [begin, end) held by a pipeline stage, as vLLM's get_pp_indices splits them:
+// an even split, the remainder going one layer each to the stages before the last.
+struct LayerRange {
+  std::int32_t begin = 0;
+  std::int32_t end = 0;
+};
+LayerRange pipeline_layer_range(std::int32_t num_layers, std::int32_t pipeline_parallel_size,
+                                std::int32_t pipeline_rank) noexcept;
+
+// vLLM pads vocab rows of VocabParallelEmbedding / ParallelLMHead to a multiple of 64.
+std::int64_t padded_vocab_size(std::int64_t vocab_size) noexcept;
+
+// Bytes one rank holds for a tensor group. `quant` is the effective weight format (the
+// checkpoint's, or online fp8 applied to a 16-bit checkpoint); unquantized tensors are held
+// in `served_dtype`. `checkpoint_layout` gives the safetensors bytes instead (tensors vLLM
+// drops or repacks at load, e.g. GPTQ qzeros/g_idx under Marlin, count as stored).
+std::int64_t tensor_group_bytes(const TensorGroup& group, const QuantSpec& quant, DType served_dtype,
+                                std::int32_t tensor_parallel_size, bool checkpoint_layout) noexcept;
+
+// What one rank's weights are made of, in bytes.
+struct WeightBytes {
+  std::int64_t embedding = 0;
+  std::int64_t lm_head = 0;
+  std::int64_t attention = 0;  // attention / MLA / mixer projections, their norms and biases
+  std::int64_t mlp = 0;        // dense MLP, routed and shared experts, routers
+  std::int64_t other = 0;      // norms, vision tower, MTP extras
+  std::int64_t rotary_cache = 0;  // cos/sin buffer [max_position, rotary_dim] in served dtype
+  std::int64_t total() const noexcept {
+    return embedding + lm_head + attention + mlp + other + rotary_cache;
+  }
+};
+
+// GPU bytes of the weights one rank holds after vLLM loads them ("Model loading took").
+WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
+                                  const RankPlacement& placement, bool include_mtp = false);
+
+// Total bytes of the checkpoint's tensors as stored (the safetensors total_size).
+std::int64_t checkpoint_tensor_bytes(const ModelSpec& spec, bool include_mtp = true);
+
+}  // namespace vramplan

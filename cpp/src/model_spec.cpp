@@ -1,0 +1,234 @@
+#include "vramplan/model_spec.hpp"
+
+namespace vramplan {
+
+const char* attention_kind_name(AttentionKind kind) noexcept {
+  switch (kind) {
+    case AttentionKind::Full: return "full_attention";
+    case AttentionKind::SlidingWindow: return "sliding_attention";
+    case AttentionKind::ChunkedLocal: return "chunked_attention";
+    case AttentionKind::Mla: return "mla";
+    case AttentionKind::Mamba: return "mamba";
+    case AttentionKind::LinearAttention: return "linear_attention";
+    case AttentionKind::None: return "none";
+  }
+  return "none";
+}
+
+const char* quant_method_name(QuantMethod method) noexcept {
+  switch (method) {
+    case QuantMethod::None: return "none";
+    case QuantMethod::Fp8: return "fp8";
+    case QuantMethod::Int8: return "int8";
+    case QuantMethod::Awq: return "awq";
+    case QuantMethod::Gptq: return "gptq";
+    case QuantMethod::PackedWNA16: return "packed_wna16";
+    case QuantMethod::BnbNf4: return "bnb_nf4";
+    case QuantMethod::BnbInt8: return "bnb_int8";
+    case QuantMethod::Mxfp4: return "mxfp4";
+    case QuantMethod::Nvfp4: return "nvfp4";
+    case QuantMethod::Gguf: return "gguf";
+  }
+  return "none";
+}
+
+const char* tensor_role_name(TensorRole role) noexcept {
+  switch (role) {
+    case TensorRole::Embedding: return "embedding";
+    case TensorRole::LmHead: return "lm_head";
+    case TensorRole::AttnQ: return "attn_q";
+    case TensorRole::AttnKV: return "attn_kv";
+    case TensorRole::AttnO: return "attn_o";
+    case TensorRole::MlaQA: return "mla_q_a";
+    case TensorRole::MlaQB: return "mla_q_b";
+    case TensorRole::MlaKVA: return "mla_kv_a";
+    case TensorRole::MlaKVB: return "mla_kv_b";
+    case TensorRole::MlpGateUp: return "mlp_gate_up";
+    case TensorRole::MlpDown: return "mlp_down";
+    case TensorRole::ExpertGateUp: return "expert_gate_up";
+    case TensorRole::ExpertDown: return "expert_down";
+    case TensorRole::SharedExpertGateUp: return "shared_expert_gate_up";
+    case TensorRole::SharedExpertDown: return "shared_expert_down";
+    case TensorRole::Router: return "router";
+    case TensorRole::MixerIn: return "mixer_in";
+    case TensorRole::MixerOut: return "mixer_out";
+    case TensorRole::MixerSmall: return "mixer_small";
+    case TensorRole::Norm: return "norm";
+    case TensorRole::Bias: return "bias";
+    case TensorRole::RowBias: return "row_bias";
+    case TensorRole::Vision: return "vision";
+  }
+  return "unknown";
+}
+
+namespace {
+
+class GroupBuilder {
+ public:
+  explicit GroupBuilder(std::vector<TensorGroup>& out) : out_(out) {}
+  void add(TensorRole role, TensorSplit split, int layer, std::int64_t rows, std::int64_t cols,
+           bool is_linear, std::int64_t count = 1, std::int64_t heads = 0) {
+    if (rows <= 0 || cols <= 0 || count <= 0) return;
+    out_.push_back(TensorGroup{role, split, layer, rows, cols, count, heads, is_linear});
+  }
+
+ private:
+  std::vector<TensorGroup>& out_;
+};
+
+void add_attention(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {
+  const std::int64_t h = s.hidden_size;
+  const std::int64_t hq = s.num_attention_heads;
+  const std::int64_t d = layer.head_dim;
+  const std::int64_t dv = layer.head_dim_v > 0 ? layer.head_dim_v : d;
+  const std::int64_t hkv = layer.num_key_value_heads;
+  const std::int64_t q_rows = hq * d * (s.attn_output_gate ? 2 : 1);
+  b.add(TensorRole::AttnQ, TensorSplit::Column, index, q_rows, h, true);
+  b.add(TensorRole::AttnKV, TensorSplit::KvHeads, index, hkv * (d + dv), h, true, 1, hkv);
+  b.add(TensorRole::AttnO, TensorSplit::Row, index, h, hq * dv, true);
+  if (s.qkv_bias) {
+    b.add(TensorRole::Bias, TensorSplit::Column, index, hq * d, 1, false);
+    b.add(TensorRole::Bias, TensorSplit::KvHeads, index, hkv * (d + dv), 1, false, 1, hkv);
+  }
+  if (s.o_proj_bias) b.add(TensorRole::RowBias, TensorSplit::Replicated, index, h, 1, false);
+  if (s.qk_norm) b.add(TensorRole::Norm, TensorSplit::Replicated, index, 2 * d, 1, false);
+  if (s.attention_sinks) b.add(TensorRole::Bias, TensorSplit::Column, index, hq, 1, false);
+}
+
+void add_mla(const ModelSpec& s, int index, GroupBuilder& b) {
+  const std::int64_t h = s.hidden_size;
+  const std::int64_t hq = s.num_attention_heads;
+  const MlaSpec& m = s.mla;
+  const std::int64_t qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  if (m.q_lora_rank > 0) {
+    b.add(TensorRole::MlaQA, TensorSplit::Replicated, index, m.q_lora_rank, h, true);
+    b.add(TensorRole::Norm, TensorSplit::Replicated, index, m.q_lora_rank, 1, false);
+    b.add(TensorRole::MlaQB, TensorSplit::Column, index, hq * qk_head, m.q_lora_rank, true);
+  } else {
+    b.add(TensorRole::AttnQ, TensorSplit::Column, index, hq * qk_head, h, true);
+  }
+  b.add(TensorRole::MlaKVA, TensorSplit::Replicated, index, m.kv_lora_rank + m.qk_rope_head_dim,
+        h, true);
+  b.add(TensorRole::Norm, TensorSplit::Replicated, index, m.kv_lora_rank, 1, false);
+  b.add(TensorRole::MlaKVB, TensorSplit::Column, index,
+        hq * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, true);
+  b.add(TensorRole::AttnO, TensorSplit::Row, index, h, hq * m.v_head_dim, true);
+}
+
+void add_mamba(const ModelSpec& s, int index, GroupBuilder& b) {
+  const MambaSpec& m = s.mamba;
+  const std::int64_t inner = static_cast<std::int64_t>(m.num_heads) * m.head_dim;
+  const std::int64_t groups_state = 2LL * m.n_groups * m.state_size;
+  const std::int64_t conv_dim = inner + groups_state;
+  b.add(TensorRole::MixerIn, TensorSplit::Column, index, 2 * inner + groups_state + m.num_heads,
+        s.hidden_size, true);
+  // conv1d weight [conv_dim, kernel] + bias [conv_dim]; A_log, D, dt_bias [heads]; norm [inner].
+  b.add(TensorRole::MixerSmall, TensorSplit::Column, index, conv_dim, m.conv_kernel + 1, false);
+  b.add(TensorRole::MixerSmall, TensorSplit::Column, index, 3LL * m.num_heads + inner, 1, false);
+  b.add(TensorRole::MixerOut, TensorSplit::Row, index, s.hidden_size, inner, true);
+}
+
+void add_linear_attention(const ModelSpec& s, int index, GroupBuilder& b) {
+  const LinearAttentionSpec& g = s.linear_attention;
+  const std::int64_t key_dim = static_cast<std::int64_t>(g.num_key_heads) * g.key_head_dim;
+  const std::int64_t value_dim = static_cast<std::int64_t>(g.num_value_heads) * g.value_head_dim;
+  // in_proj_qkvz [2*key + 2*value, h] and in_proj_ba [2*Hv, h].
+  b.add(TensorRole::MixerIn, TensorSplit::Column, index,
+        2 * key_dim + 2 * value_dim + 2LL * g.num_value_heads, s.hidden_size, true);
+  // conv1d over q,k,v [2*key + value, kernel]; dt_bias and A_log [Hv].
+  b.add(TensorRole::MixerSmall, TensorSplit::Column, index, 2 * key_dim + value_dim, g.conv_kernel,
+        false);
+  b.add(TensorRole::MixerSmall, TensorSplit::Column, index, 2LL * g.num_value_heads, 1, false);
+  b.add(TensorRole::Norm, TensorSplit::Replicated, index, g.value_head_dim, 1, false);
+  b.add(TensorRole::MixerOut, TensorSplit::Row, index, s.hidden_size, value_dim, true);
+}
+
+void add_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {
+  const std::int64_t h = s.hidden_size;
+  const std::int64_t gate_factor = s.gated_mlp ? 2 : 1;
+  if (!layer.moe) {
+    b.add(TensorRole::MlpGateUp, TensorSplit::Column, index, gate_factor * s.intermediate_size, h,
+          true);
+    b.add(TensorRole::MlpDown, TensorSplit::Row, index, h, s.intermediate_size, true);
+    if (s.mlp_bias) {
+      b.add(TensorRole::Bias, TensorSplit::Column, index, gate_factor * s.intermediate_size, 1,
+            false);
+      b.add(TensorRole::RowBias, TensorSplit::Replicated, index, h, 1, false);
+    }
+    return;
+  }
+  const MoeSpec& m = s.moe;
+  b.add(TensorRole::Router, TensorSplit::Replicated, index, m.num_experts, h,
+        m.router_quantizable);
+  if (m.router_bias) b.add(TensorRole::RowBias, TensorSplit::Replicated, index, m.num_experts, 1, false);
+  b.add(TensorRole::ExpertGateUp, TensorSplit::Column, index, gate_factor * m.moe_intermediate_size,
+        h, true, m.num_experts);
+  b.add(TensorRole::ExpertDown, TensorSplit::Row, index, h, m.moe_intermediate_size, true,
+        m.num_experts);
+  if (m.expert_bias) {
+    b.add(TensorRole::Bias, TensorSplit::Column, index, gate_factor * m.moe_intermediate_size, 1,
+          false, m.num_experts);
+    b.add(TensorRole::RowBias, TensorSplit::Replicated, index, h, 1, false, m.num_experts);
+  }
+  if (m.num_shared_experts > 0) {
+    const std::int64_t shared = static_cast<std::int64_t>(m.num_shared_experts) *
+                                m.shared_expert_intermediate_size;
+    b.add(TensorRole::SharedExpertGateUp, TensorSplit::Column, index, gate_factor * shared, h, true);
+    b.add(TensorRole::SharedExpertDown, TensorSplit::Row, index, h, shared, true);
+    if (m.shared_expert_gate) b.add(TensorRole::Router, TensorSplit::Replicated, index, 1, h, false);
+  }
+}
+
+void add_layer(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {
+  b.add(TensorRole::Norm, TensorSplit::Replicated, index,
+        static_cast<std::int64_t>(s.norms_per_layer) * s.hidden_size, 1, false);
+  switch (layer.attention) {
+    case AttentionKind::Full:
+    case AttentionKind::SlidingWindow:
+    case AttentionKind::ChunkedLocal: add_attention(s, layer, index, b); break;
+    case AttentionKind::Mla: add_mla(s, index, b); break;
+    case AttentionKind::Mamba: add_mamba(s, index, b); break;
+    case AttentionKind::LinearAttention: add_linear_attention(s, index, b); break;
+    case AttentionKind::None: break;
+  }
+  if (layer.mlp) add_mlp(s, layer, index, b);
+}
+
+}  // namespace
+
+std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include_mtp) {
+  std::vector<TensorGroup> groups;
+  groups.reserve(spec.layers.size() * 8 + 8);
+  GroupBuilder b(groups);
+  const std::int64_t h = spec.hidden_size;
+  b.add(TensorRole::Embedding, TensorSplit::Vocab, -1, spec.vocab_size, h, false);
+  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+    add_layer(spec, spec.layers[i], static_cast<int>(i), b);
+  }
+  b.add(TensorRole::Norm, TensorSplit::Replicated, -1, h, 1, false);  // final norm
+  if (!spec.tie_word_embeddings) {
+    b.add(TensorRole::LmHead, TensorSplit::Vocab, -1, spec.vocab_size, h, false);
+  }
+  if (spec.vision.num_parameters > 0) {
+    b.add(TensorRole::Vision, TensorSplit::Replicated, -1, spec.vision.num_parameters, 1, false);
+  }
+  if (include_mtp && !spec.layers.empty()) {
+    // DeepSeek-style MTP layer: one more decoder layer (shaped like the last one) plus
+    // enorm/hnorm, eh_proj [h, 2h] and the shared head's norm; embeddings/lm_head shared.
+    for (int i = 0; i < spec.num_nextn_predict_layers; ++i) {
+      const int index = static_cast<int>(spec.layers.size()) + i;
+      add_layer(spec, spec.layers.back(), index, b);
+      b.add(TensorRole::Norm, TensorSplit::Replicated, index, 3 * h, 1, false);
+      b.add(TensorRole::MlpDown, TensorSplit::Replicated, index, h, 2 * h, true);
+    }
+  }
+  return groups;
+}
+
+std::int64_t parameter_count(const ModelSpec& spec, bool include_mtp) {
+  std::int64_t total = 0;
+  for (const auto& g : model_tensor_groups(spec, include_mtp)) total += g.rows * g.cols * g.count;
+  return total;
+}
+
+}  // namespace vramplan

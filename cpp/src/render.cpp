@@ -1,0 +1,130 @@
+#include "vramplan/render.hpp"
+
+namespace vramplan {
+
+nlohmann::json to_json(const ModelSpec& s) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& layer : s.layers) {
+    layers.push_back({{"attention", attention_kind_name(layer.attention)},
+                      {"mlp", layer.mlp},
+                      {"moe", layer.moe},
+                      {"num_key_value_heads", layer.num_key_value_heads},
+                      {"head_dim", layer.head_dim},
+                      {"sliding_window", layer.sliding_window},
+                      {"attention_chunk_size", layer.attention_chunk_size}});
+  }
+  return {{"id", s.id},
+          {"aliases", s.aliases},
+          {"source", s.source},
+          {"model_type", s.model_type},
+          {"hidden_size", s.hidden_size},
+          {"num_hidden_layers", s.num_hidden_layers},
+          {"num_attention_heads", s.num_attention_heads},
+          {"num_key_value_heads", s.num_key_value_heads},
+          {"head_dim", s.head_dim},
+          {"intermediate_size", s.intermediate_size},
+          {"vocab_size", s.vocab_size},
+          {"max_position_embeddings", s.max_position_embeddings},
+          {"tie_word_embeddings", s.tie_word_embeddings},
+          {"torch_dtype", dtype_info(s.torch_dtype).name},
+          {"quantization", quant_method_name(s.quantization.method)},
+          {"has_mla", s.has_mla},
+          {"has_moe", s.has_moe},
+          {"num_experts", s.has_moe ? s.moe.num_experts : 0},
+          {"parameter_count", parameter_count(s)},
+          {"layers", layers}};
+}
+
+nlohmann::json to_json(const GpuSpec& g) {
+  return {{"id", g.id},
+          {"aliases", g.aliases},
+          {"name", g.name},
+          {"vendor", g.vendor},
+          {"total_memory_bytes", g.total_memory_bytes},
+          {"total_memory_source", g.total_memory_source},
+          {"compute_capability", g.compute_capability},
+          {"num_sms", g.num_sms},
+          {"unified_memory", g.unified_memory}};
+}
+
+namespace {
+
+nlohmann::json terms_json(const std::vector<Term>& terms) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : terms) {
+    out.push_back({{"name", t.name}, {"bytes", t.bytes}, {"provenance", t.provenance}});
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Breakdown& b) {
+  const ResolvedConfig& c = b.config;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& r : b.ranks) {
+    ranks.push_back({{"pipeline_rank", r.pipeline_rank},
+                     {"total_memory_bytes", r.total_memory_bytes},
+                     {"requested_memory_bytes", r.requested_memory_bytes},
+                     {"weights_bytes", r.weights_bytes},
+                     {"activation_peak_bytes", r.activation_peak_bytes},
+                     {"non_torch_bytes", r.non_torch_bytes},
+                     {"cudagraph_bytes", r.cudagraph_bytes},
+                     {"cuda_context_bytes", r.cuda_context_bytes},
+                     {"kv_cache_bytes", r.kv_cache_bytes},
+                     {"kv_bytes_per_token", r.kv_bytes_per_token},
+                     {"num_blocks", r.num_blocks},
+                     {"block_size", r.kv_layout.block_size},
+                     {"kv_page_bytes", r.kv_layout.page_bytes},
+                     {"kv_group_size", r.kv_layout.group_size},
+                     {"kv_num_groups", r.kv_layout.groups.size()},
+                     {"kv_padding_layers", r.kv_layout.padding_layers},
+                     {"headroom_bytes", r.headroom_bytes},
+                     {"terms", terms_json(r.terms)}});
+  }
+  const RankBreakdown& first = b.ranks.front();
+  return {
+      {"model", b.model_id},
+      {"gpu", b.gpu_id},
+      {"engine_version", b.profile.version},
+      {"engine_era", engine_era_name(b.profile.era)},
+      {"config",
+       {{"gpu_memory_utilization", c.gpu_memory_utilization},
+        {"max_model_len", c.max_model_len},
+        {"max_num_seqs", c.max_num_seqs},
+        {"max_num_batched_tokens", c.max_num_batched_tokens},
+        {"block_size", c.block_size},
+        {"kv_element_bytes", c.kv_element_bytes},
+        {"dtype", dtype_info(c.served_dtype).name},
+        {"quantization", quant_method_name(c.quantization.method)},
+        {"tensor_parallel_size", c.tensor_parallel_size},
+        {"pipeline_parallel_size", c.pipeline_parallel_size},
+        {"enforce_eager", c.enforce_eager},
+        {"num_cudagraph_sizes", c.num_cudagraph_sizes},
+        {"max_cudagraph_capture_size", c.max_cudagraph_capture_size}}},
+      {"weights_bytes", first.weights_bytes},
+      {"kv_bytes_per_token", first.kv_bytes_per_token},
+      {"activation_peak_bytes", first.activation_peak_bytes},
+      {"non_torch_bytes", first.non_torch_bytes},
+      {"cudagraph_bytes", first.cudagraph_bytes},
+      {"kv_cache_bytes", first.kv_cache_bytes},
+      {"num_blocks", b.num_blocks},
+      {"kv_tokens", b.kv_tokens},
+      {"max_concurrency", b.max_concurrency},
+      {"request_kv_bytes", b.request_kv_bytes},
+      {"estimated_max_model_len", b.estimated_max_model_len},
+      {"startup_free_bytes", b.startup_free_bytes},
+      {"outcome", outcome_name(b.outcome)},
+      {"messages", b.messages},
+      {"ranks", ranks},
+      {"host",
+       {{"process_baseline_bytes", b.host.process_baseline_bytes},
+        {"loader_anonymous_bytes", b.host.loader_anonymous_bytes},
+        {"page_cache_bytes", b.host.page_cache_bytes},
+        {"pinned_bytes", b.host.pinned_bytes},
+        {"input_batch_bytes", b.host.input_batch_bytes},
+        {"required_bytes", b.host.required_bytes},
+        {"terms", terms_json(b.host.terms)}}}};
+}
+
+}  // namespace vramplan

@@ -1,0 +1,663 @@
+// The YAML schema for model and GPU specs: one key table (kSchema) drives validation,
+// error messages and the generated documentation.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "vramplan/errors.hpp"
+#include "vramplan/spec_db.hpp"
+
+namespace vramplan {
+namespace {
+
+constexpr std::uintmax_t kMaxSpecFileBytes = 1 << 20;  // specs are tiny; refuse anything huge
+
+// clang-format off
+const std::vector<SchemaKey> kSchema = {
+  {"model", "id", "string", true, "Canonical id, usually the Hugging Face repo id."},
+  {"model", "aliases", "list[string]", false, "Other HF ids that resolve to this spec (fine-tunes with identical shapes, mirrors)."},
+  {"model", "source", "string", false, "Where the numbers come from (config.json copy, model card)."},
+  {"model", "model_type", "string", true, "HF model_type (llama, qwen3, gemma2, deepseek_v2, ...)."},
+  {"model", "hidden_size", "int", true, "Residual width."},
+  {"model", "num_hidden_layers", "int", true, "Decoder layers (MTP layers excluded)."},
+  {"model", "num_attention_heads", "int", true, "Query heads."},
+  {"model", "num_key_value_heads", "int", false, "KV heads (GQA/MQA); default num_attention_heads."},
+  {"model", "head_dim", "int", false, "Per-head size; default hidden_size / num_attention_heads."},
+  {"model", "head_dim_v", "int", false, "V head size where it differs from head_dim."},
+  {"model", "intermediate_size", "int", true, "Dense MLP width (used by dense layers of MoE models too)."},
+  {"model", "vocab_size", "int", true, "Vocabulary rows of embed_tokens / lm_head."},
+  {"model", "max_position_embeddings", "int", true, "Model's maximum context (after rope scaling, as vLLM derives max_model_len)."},
+  {"model", "tie_word_embeddings", "bool", false, "lm_head shares the embedding tensor. Default false."},
+  {"model", "torch_dtype", "dtype", true, "Stored dtype of unquantized tensors (bfloat16, float16, float32)."},
+  {"model", "mlp", "string", false, "gated (gate+up+down, default) or plain (up+down)."},
+  {"model", "qkv_bias", "bool", false, "q/k/v projections have biases (Qwen2)."},
+  {"model", "o_proj_bias", "bool", false, "o_proj has a bias."},
+  {"model", "mlp_bias", "bool", false, "MLP projections have biases."},
+  {"model", "qk_norm", "bool", false, "Per-head q/k RMSNorm weights (Qwen3, Gemma-3)."},
+  {"model", "attention_sinks", "bool", false, "Per-head attention sink logits (gpt-oss)."},
+  {"model", "attn_output_gate", "bool", false, "q_proj also emits an output gate (Qwen3-Next)."},
+  {"model", "norms_per_layer", "int", false, "hidden_size-wide norms per layer; default 2 (Gemma-2/3: 4)."},
+  {"model", "rotary_dim", "int", false, "Rotated dims per head; default head_dim (MLA: qk_rope_head_dim)."},
+  {"model", "sliding_window", "int", false, "Window of sliding_attention layers, tokens."},
+  {"model", "attention_chunk_size", "int", false, "Chunk of chunked_attention layers, tokens (Llama-4)."},
+  {"model", "layer_types", "list[string]", false, "Per-layer kind, num_hidden_layers long: full_attention, sliding_attention, chunked_attention, mla, mamba, linear_attention, mlp_only."},
+  {"model", "layer_pattern", "list[string]", false, "Like layer_types, repeated cyclically (Gemma-3: 5 x sliding_attention, full_attention)."},
+  {"model", "hybrid_override_pattern", "string", false, "Nemotron-H pattern: M = Mamba2 mixer only, * = attention only, - = MLP only, E = MoE only."},
+  {"model", "mla", "map", false, "Multi-head latent attention geometry (DeepSeek V2/V3); makes every attention layer MLA."},
+  {"model", "moe", "map", false, "Routed experts."},
+  {"model", "mamba", "map", false, "Mamba2 mixer geometry."},
+  {"model", "linear_attention", "map", false, "Gated DeltaNet geometry (Qwen3-Next)."},
+  {"model", "vision", "map", false, "Vision/audio tower and projector."},
+  {"model", "num_nextn_predict_layers", "int", false, "MTP layers shipped in the checkpoint (DeepSeek-V3: 1)."},
+  {"model", "quantization", "map", false, "Stored weight format; absent = torch_dtype."},
+  {"mla", "q_lora_rank", "int", false, "0 or absent: plain q_proj (DeepSeek-V2-Lite)."},
+  {"mla", "kv_lora_rank", "int", true, "Latent KV width (512)."},
+  {"mla", "qk_nope_head_dim", "int", true, "Non-rotary q/k head dims (128)."},
+  {"mla", "qk_rope_head_dim", "int", true, "Rotary q/k head dims (64); cached beside the latent."},
+  {"mla", "v_head_dim", "int", true, "V head dims (128)."},
+  {"moe", "num_experts", "int", true, "Routed experts per MoE layer."},
+  {"moe", "num_experts_per_tok", "int", true, "Experts each token is routed to (top-k)."},
+  {"moe", "moe_intermediate_size", "int", true, "Width of one routed expert."},
+  {"moe", "num_shared_experts", "int", false, "Always-on shared experts. Default 0."},
+  {"moe", "shared_expert_intermediate_size", "int", false, "Width of one shared expert; default moe_intermediate_size."},
+  {"moe", "shared_expert_gate", "bool", false, "Sigmoid gate on the shared expert (Qwen2-MoE)."},
+  {"moe", "expert_bias", "bool", false, "Expert projections have biases (gpt-oss)."},
+  {"moe", "router_bias", "bool", false, "Router has a bias (gpt-oss)."},
+  {"moe", "router_quantizable", "bool", false, "vLLM hands the router the quant config (Qwen3-MoE true; Mixtral, DeepSeek false)."},
+  {"moe", "first_k_dense", "int", false, "The first k layers use a dense MLP (DeepSeek first_k_dense_replace)."},
+  {"moe", "moe_layer_step", "int", false, "Every n-th layer is MoE (decoder_sparse_step / interleave_moe_layer_step). Default 1."},
+  {"moe", "dense_layers", "list[int]", false, "Explicit dense-MLP layers (mlp_only_layers)."},
+  {"mamba", "num_heads", "int", true, "Mamba2 heads."},
+  {"mamba", "head_dim", "int", true, "Mamba2 head dim."},
+  {"mamba", "state_size", "int", true, "SSM state size."},
+  {"mamba", "n_groups", "int", false, "B/C groups. Default 1."},
+  {"mamba", "conv_kernel", "int", false, "Causal conv width. Default 4."},
+  {"mamba", "ssm_state_dtype", "dtype", false, "SSM state cache dtype. Default float32."},
+  {"linear_attention", "num_key_heads", "int", true, "linear_num_key_heads."},
+  {"linear_attention", "key_head_dim", "int", true, "linear_key_head_dim."},
+  {"linear_attention", "num_value_heads", "int", true, "linear_num_value_heads."},
+  {"linear_attention", "value_head_dim", "int", true, "linear_value_head_dim."},
+  {"linear_attention", "conv_kernel", "int", false, "linear_conv_kernel_dim. Default 4."},
+  {"vision", "num_parameters", "int", true, "Parameters of the encoder + projector (kept unquantized)."},
+  {"quantization", "method", "string", true, "none, fp8, int8, awq, gptq, packed_wna16, bnb_nf4, bnb_int8, mxfp4, nvfp4, gguf."},
+  {"quantization", "bits", "int", false, "Weight bits (gptq 2/3/4/8, packed_wna16 4/8)."},
+  {"quantization", "group_size", "int", false, "Quantization group along the input dim; -1 = whole row. Default 128."},
+  {"quantization", "desc_act", "bool", false, "GPTQ act-order (g_idx kept and sorted)."},
+  {"quantization", "sym", "bool", false, "Symmetric quantization. Default true."},
+  {"quantization", "scale_strategy", "string", false, "fp8/int8 weight scales: tensor, channel or block."},
+  {"quantization", "block_size", "list[int]", false, "Block scale shape [n, k] (fp8 block); default [128, 128]."},
+  {"quantization", "static_activation_scale", "bool", false, "An input_scale is stored per layer."},
+  {"quantization", "double_quant", "bool", false, "bitsandbytes nested absmax in the checkpoint. Default true."},
+  {"quantization", "online", "bool", false, "Quantized at load from a 16-bit checkpoint (--quantization fp8)."},
+  {"quantization", "unquantized", "list[string]", false, "Tensor roles kept in torch_dtype (lm_head, router, attn_q, ...)."},
+  {"quantization", "gguf_types", "map[string,dtype]", false, "GGUF block type per tensor role; key default covers the rest."},
+  {"gpu", "id", "string", true, "Database id (H100-80GB)."},
+  {"gpu", "aliases", "list[string]", false, "Other names (nvidia-smi names, short names)."},
+  {"gpu", "name", "string", true, "Product name."},
+  {"gpu", "vendor", "string", true, "nvidia or amd."},
+  {"gpu", "total_memory_bytes", "int", true, "Total memory as cudaMemGetInfo / torch report it (bytes), not the marketing figure."},
+  {"gpu", "total_memory_source", "string", true, "Where the total comes from."},
+  {"gpu", "compute_capability", "float", false, "CUDA compute capability (9.0 Hopper)."},
+  {"gpu", "num_sms", "int", false, "Streaming multiprocessors."},
+  {"gpu", "unified_memory", "bool", false, "Integrated/UMA device (GH200): free memory is host RAM."},
+};
+// clang-format on
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string node_text(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "null";
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a map";
+  return "?";
+}
+
+// Walks one YAML map against the schema table of its record, tracking the dotted path.
+class MapReader {
+ public:
+  MapReader(const YAML::Node& node, std::string file, std::string path, std::string record)
+      : node_(node), file_(std::move(file)), path_(std::move(path)), record_(std::move(record)) {
+    if (!node_.IsMap()) fail(path_.empty() ? "<root>" : path_, node_text(node_), "expected a map");
+    std::set<std::string> allowed;
+    for (const auto& k : kSchema) {
+      if (record_ == k.record) allowed.insert(k.key);
+    }
+    for (const auto& kv : node_) {
+      if (!kv.first.IsScalar()) fail(path_, node_text(kv.first), "keys must be plain strings");
+      const std::string key = kv.first.Scalar();
+      if (allowed.count(key) == 0) {
+        std::string keys;
+        for (const auto& a : allowed) keys += (keys.empty() ? "" : ", ") + a;
+        fail(field(key), "'" + key + "'", "unknown key in " + record_ + " (allowed: " + keys + ")");
+      }
+    }
+    for (const auto& k : kSchema) {
+      if (record_ == k.record && k.required && !has(k.key)) {
+        fail(field(k.key), "nothing", "missing required key");
+      }
+    }
+  }
+
+  bool has(const char* key) const { return node_[key].IsDefined() && !node_[key].IsNull(); }
+  YAML::Node child(const char* key) const { return node_[key]; }
+  std::string field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  const std::string& file() const { return file_; }
+
+  [[noreturn]] void fail(const std::string& field_path, const std::string& value,
+                         const std::string& problem) const {
+    throw SpecError(file_, field_path, value, problem);
+  }
+
+  std::string get_string(const char* key, const std::string& fallback = "") const {
+    if (!has(key)) return fallback;
+    const YAML::Node n = node_[key];
+    if (!n.IsScalar()) fail(field(key), node_text(n), "expected a string");
+    return n.Scalar();
+  }
+
+  std::int64_t parse_int(const YAML::Node& n, const std::string& where, std::int64_t min_value,
+                         std::int64_t max_value) const {
+    if (!n.IsScalar()) fail(where, node_text(n), "expected an integer");
+    const std::string text = n.Scalar();
+    std::int64_t value = 0;
+    const char* begin = text.data();
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(begin, end, value);
+    if (ec != std::errc() || ptr != end) fail(where, "'" + text + "'", "expected an integer");
+    if (value < min_value || value > max_value) {
+      fail(where, "'" + text + "'",
+           "out of range [" + std::to_string(min_value) + ", " + std::to_string(max_value) + "]");
+    }
+    return value;
+  }
+
+  std::int64_t get_int(const char* key, std::int64_t fallback, std::int64_t min_value = 0,
+                       std::int64_t max_value = std::numeric_limits<std::int32_t>::max()) const {
+    if (!has(key)) return fallback;
+    return parse_int(node_[key], field(key), min_value, max_value);
+  }
+
+  std::int32_t get_i32(const char* key, std::int32_t fallback, std::int32_t min_value = 0) const {
+    return static_cast<std::int32_t>(get_int(key, fallback, min_value));
+  }
+
+  double get_double(const char* key, double fallback, double min_value, double max_value) const {
+    if (!has(key)) return fallback;
+    const YAML::Node n = node_[key];
+    if (!n.IsScalar()) fail(field(key), node_text(n), "expected a number");
+    std::istringstream in(n.Scalar());
+    double value = 0;
+    in >> value;
+    if (in.fail() || !in.eof() || !(value >= min_value && value <= max_value)) {
+      fail(field(key), "'" + n.Scalar() + "'",
+           "expected a number in [" + std::to_string(min_value) + ", " +
+               std::to_string(max_value) + "]");
+    }
+    return value;
+  }
+
+  bool get_bool(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const YAML::Node n = node_[key];
+    if (n.IsScalar()) {
+      const std::string t = lower(n.Scalar());
+      if (t == "true") return true;
+      if (t == "false") return false;
+    }
+    fail(field(key), node_text(n), "expected true or false");
+  }
+
+  DType parse_dtype_node(const YAML::Node& n, const std::string& where) const {
+    if (!n.IsScalar()) fail(where, node_text(n), "expected a dtype name");
+    const auto dtype = parse_dtype(n.Scalar());
+    if (!dtype) fail(where, "'" + n.Scalar() + "'", "unknown dtype");
+    return *dtype;
+  }
+
+  DType get_dtype(const char* key, DType fallback) const {
+    if (!has(key)) return fallback;
+    return parse_dtype_node(node_[key], field(key));
+  }
+
+  std::vector<std::string> get_string_list(const char* key) const {
+    std::vector<std::string> out;
+    if (!has(key)) return out;
+    const YAML::Node n = node_[key];
+    if (!n.IsSequence()) fail(field(key), node_text(n), "expected a list of strings");
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      const std::string where = field(key) + "[" + std::to_string(i) + "]";
+      if (!n[i].IsScalar()) fail(where, node_text(n[i]), "expected a string");
+      out.push_back(n[i].Scalar());
+    }
+    return out;
+  }
+
+  std::vector<std::int64_t> get_int_list(const char* key, std::int64_t min_value) const {
+    std::vector<std::int64_t> out;
+    if (!has(key)) return out;
+    const YAML::Node n = node_[key];
+    if (!n.IsSequence()) fail(field(key), node_text(n), "expected a list of integers");
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      out.push_back(parse_int(n[i], field(key) + "[" + std::to_string(i) + "]", min_value,
+                              std::numeric_limits<std::int32_t>::max()));
+    }
+    return out;
+  }
+
+ private:
+  YAML::Node node_;
+  std::string file_;
+  std::string path_;
+  std::string record_;
+};
+
+std::optional<AttentionKind> parse_layer_kind(const std::string& name, bool& has_mlp) {
+  has_mlp = true;
+  if (name == "full_attention" || name == "attention") return AttentionKind::Full;
+  if (name == "sliding_attention") return AttentionKind::SlidingWindow;
+  if (name == "chunked_attention") return AttentionKind::ChunkedLocal;
+  if (name == "mla") return AttentionKind::Mla;
+  if (name == "mamba") return AttentionKind::Mamba;
+  if (name == "linear_attention") return AttentionKind::LinearAttention;
+  if (name == "mlp_only") return AttentionKind::None;
+  return std::nullopt;
+}
+
+QuantSpec read_quantization(const MapReader& parent) {
+  const MapReader r(parent.child("quantization"), parent.file(), parent.field("quantization"),
+                    "quantization");
+  QuantSpec q;
+  const std::string method = r.get_string("method");
+  static const std::map<std::string, QuantMethod> kMethods = {
+      {"none", QuantMethod::None},       {"fp8", QuantMethod::Fp8},
+      {"int8", QuantMethod::Int8},       {"awq", QuantMethod::Awq},
+      {"gptq", QuantMethod::Gptq},       {"packed_wna16", QuantMethod::PackedWNA16},
+      {"bnb_nf4", QuantMethod::BnbNf4},  {"bnb_int8", QuantMethod::BnbInt8},
+      {"mxfp4", QuantMethod::Mxfp4},     {"nvfp4", QuantMethod::Nvfp4},
+      {"gguf", QuantMethod::Gguf}};
+  const auto it = kMethods.find(method);
+  if (it == kMethods.end()) {
+    r.fail(r.field("method"), "'" + method + "'",
+           "unknown quantization method (allowed: none, fp8, int8, awq, gptq, packed_wna16, "
+           "bnb_nf4, bnb_int8, mxfp4, nvfp4, gguf)");
+  }
+  q.method = it->second;
+  const std::int32_t default_bits = q.method == QuantMethod::Fp8 || q.method == QuantMethod::Int8 ||
+                                            q.method == QuantMethod::BnbInt8
+                                        ? 8
+                                        : (q.method == QuantMethod::None ? 16 : 4);
+  q.bits = r.get_i32("bits", default_bits, 1);
+  if (q.method == QuantMethod::Gptq && q.bits != 2 && q.bits != 3 && q.bits != 4 && q.bits != 8) {
+    r.fail(r.field("bits"), std::to_string(q.bits), "GPTQ bits must be 2, 3, 4 or 8");
+  }
+  if (q.method == QuantMethod::PackedWNA16 && q.bits != 4 && q.bits != 8) {
+    r.fail(r.field("bits"), std::to_string(q.bits), "packed_wna16 bits must be 4 or 8");
+  }
+  if (q.method == QuantMethod::Awq && q.bits != 4) {
+    r.fail(r.field("bits"), std::to_string(q.bits), "AWQ bits must be 4");
+  }
+  q.group_size = static_cast<std::int32_t>(r.get_int("group_size", 128, -1));
+  if (q.group_size == 0) r.fail(r.field("group_size"), "0", "group_size must be -1 or positive");
+  q.desc_act = r.get_bool("desc_act", false);
+  q.sym = r.get_bool("sym", true);
+  const std::string strategy = r.get_string("scale_strategy", r.has("block_size") ? "block" : "tensor");
+  if (strategy == "tensor") {
+    q.scale_strategy = ScaleStrategy::Tensor;
+  } else if (strategy == "channel") {
+    q.scale_strategy = ScaleStrategy::Channel;
+  } else if (strategy == "block") {
+    q.scale_strategy = ScaleStrategy::Block;
+  } else {
+    r.fail(r.field("scale_strategy"), "'" + strategy + "'", "expected tensor, channel or block");
+  }
+  const auto block = r.get_int_list("block_size", 1);
+  if (!block.empty()) {
+    if (block.size() != 2) r.fail(r.field("block_size"), "a list", "expected [n, k]");
+    q.block_n = static_cast<std::int32_t>(block[0]);
+    q.block_k = static_cast<std::int32_t>(block[1]);
+  }
+  q.static_activation_scale = r.get_bool("static_activation_scale", false);
+  q.double_quant = r.get_bool("double_quant", true);
+  q.online = r.get_bool("online", false);
+  q.unquantized_roles = r.get_string_list("unquantized");
+  for (std::size_t i = 0; i < q.unquantized_roles.size(); ++i) {
+    bool known = false;
+    for (int role = 0; role <= static_cast<int>(TensorRole::Vision); ++role) {
+      known |= q.unquantized_roles[i] == tensor_role_name(static_cast<TensorRole>(role));
+    }
+    if (!known) {
+      r.fail(r.field("unquantized") + "[" + std::to_string(i) + "]",
+             "'" + q.unquantized_roles[i] + "'", "unknown tensor role");
+    }
+  }
+  if (r.has("gguf_types")) {
+    const YAML::Node n = r.child("gguf_types");
+    if (!n.IsMap()) r.fail(r.field("gguf_types"), node_text(n), "expected a map role -> type");
+    for (const auto& kv : n) {
+      const std::string role = kv.first.Scalar();
+      bool known = role == "default";
+      for (int i = 0; i <= static_cast<int>(TensorRole::Vision); ++i) {
+        known |= role == tensor_role_name(static_cast<TensorRole>(i));
+      }
+      const std::string where = r.field("gguf_types") + "." + role;
+      if (!known) r.fail(where, "'" + role + "'", "unknown tensor role");
+      q.gguf_types[role] = r.parse_dtype_node(kv.second, where);
+    }
+    if (q.gguf_types.count("default") == 0) {
+      r.fail(r.field("gguf_types"), "a map", "needs a 'default' entry");
+    }
+  } else if (q.method == QuantMethod::Gguf) {
+    r.fail(r.field("gguf_types"), "nothing", "gguf needs gguf_types");
+  }
+  return q;
+}
+
+}  // namespace
+
+const std::vector<SchemaKey>& schema_keys() { return kSchema; }
+
+std::string schema_markdown() {
+  std::ostringstream out;
+  std::string record;
+  for (const auto& k : kSchema) {
+    if (record != k.record) {
+      record = k.record;
+      out << (out.tellp() > 0 ? "\n" : "") << "### `" << record << "`\n\n"
+          << "| key | type | required | meaning |\n|---|---|---|---|\n";
+    }
+    out << "| `" << k.key << "` | " << k.type << " | " << (k.required ? "yes" : "no") << " | "
+        << k.doc << " |\n";
+  }
+  return out.str();
+}
+
+ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw SpecError(file, "line " + std::to_string(e.mark.line + 1), "YAML text",
+                    "not valid YAML: " + e.msg);
+  }
+  const MapReader r(root, file, "", "model");
+  ModelSpec s;
+  s.source = file;
+  s.id = r.get_string("id");
+  if (s.id.empty()) r.fail("id", "''", "id must not be empty");
+  s.aliases = r.get_string_list("aliases");
+  s.model_type = r.get_string("model_type");
+  s.hidden_size = r.get_i32("hidden_size", 0, 1);
+  s.num_hidden_layers = r.get_i32("num_hidden_layers", 0, 1);
+  if (s.num_hidden_layers > 4096) r.fail("num_hidden_layers", std::to_string(s.num_hidden_layers), "too many layers (max 4096)");
+  s.num_attention_heads = r.get_i32("num_attention_heads", 0, 1);
+  s.num_key_value_heads = r.get_i32("num_key_value_heads", s.num_attention_heads, 1);
+  s.head_dim = r.get_i32("head_dim", 0, 1);
+  const std::int32_t head_dim_v = r.get_i32("head_dim_v", 0, 1);
+  s.intermediate_size = r.get_i32("intermediate_size", 0, 0);
+  s.vocab_size = r.get_i32("vocab_size", 0, 1);
+  s.max_position_embeddings = r.get_int("max_position_embeddings", 0, 1, std::int64_t{1} << 40);
+  s.tie_word_embeddings = r.get_bool("tie_word_embeddings", false);
+  s.torch_dtype = r.get_dtype("torch_dtype", DType::BF16);
+  if (s.torch_dtype != DType::BF16 && s.torch_dtype != DType::F16 && s.torch_dtype != DType::F32) {
+    r.fail("torch_dtype", std::string(dtype_info(s.torch_dtype).name),
+           "torch_dtype must be bfloat16, float16 or float32");
+  }
+  const std::string mlp = r.get_string("mlp", "gated");
+  if (mlp != "gated" && mlp != "plain") r.fail("mlp", "'" + mlp + "'", "expected gated or plain");
+  s.gated_mlp = mlp == "gated";
+  s.qkv_bias = r.get_bool("qkv_bias", false);
+  s.o_proj_bias = r.get_bool("o_proj_bias", false);
+  s.mlp_bias = r.get_bool("mlp_bias", false);
+  s.qk_norm = r.get_bool("qk_norm", false);
+  s.attention_sinks = r.get_bool("attention_sinks", false);
+  s.attn_output_gate = r.get_bool("attn_output_gate", false);
+  s.norms_per_layer = r.get_i32("norms_per_layer", 2, 0);
+  s.rotary_dim = r.get_i32("rotary_dim", 0, 0);
+  const std::int32_t sliding_window = r.get_i32("sliding_window", 0, 1);
+  const std::int32_t chunk = r.get_i32("attention_chunk_size", 0, 1);
+  s.num_nextn_predict_layers = r.get_i32("num_nextn_predict_layers", 0, 0);
+
+  if (r.has("mla")) {
+    const MapReader m(r.child("mla"), file, "mla", "mla");
+    s.has_mla = true;
+    s.mla.q_lora_rank = m.get_i32("q_lora_rank", 0, 0);
+    s.mla.kv_lora_rank = m.get_i32("kv_lora_rank", 0, 1);
+    s.mla.qk_nope_head_dim = m.get_i32("qk_nope_head_dim", 0, 1);
+    s.mla.qk_rope_head_dim = m.get_i32("qk_rope_head_dim", 0, 1);
+    s.mla.v_head_dim = m.get_i32("v_head_dim", 0, 1);
+  }
+  std::vector<std::int64_t> dense_layers;
+  std::int32_t first_k_dense = 0;
+  std::int32_t moe_layer_step = 1;
+  if (r.has("moe")) {
+    const MapReader m(r.child("moe"), file, "moe", "moe");
+    s.has_moe = true;
+    s.moe.num_experts = m.get_i32("num_experts", 0, 1);
+    s.moe.num_experts_per_tok = m.get_i32("num_experts_per_tok", 0, 1);
+    if (s.moe.num_experts_per_tok > s.moe.num_experts) {
+      m.fail("moe.num_experts_per_tok", std::to_string(s.moe.num_experts_per_tok),
+             "more than num_experts (" + std::to_string(s.moe.num_experts) + ")");
+    }
+    s.moe.moe_intermediate_size = m.get_i32("moe_intermediate_size", 0, 1);
+    s.moe.num_shared_experts = m.get_i32("num_shared_experts", 0, 0);
+    s.moe.shared_expert_intermediate_size =
+        m.get_i32("shared_expert_intermediate_size", s.moe.moe_intermediate_size, 1);
+    s.moe.shared_expert_gate = m.get_bool("shared_expert_gate", false);
+    s.moe.expert_bias = m.get_bool("expert_bias", false);
+    s.moe.router_bias = m.get_bool("router_bias", false);
+    s.moe.router_quantizable = m.get_bool("router_quantizable", false);
+    first_k_dense = m.get_i32("first_k_dense", 0, 0);
+    moe_layer_step = m.get_i32("moe_layer_step", 1, 1);
+    dense_layers = m.get_int_list("dense_layers", 0);
+  }
+  if (r.has("mamba")) {
+    const MapReader m(r.child("mamba"), file, "mamba", "mamba");
+    s.has_mamba = true;
+    s.mamba.num_heads = m.get_i32("num_heads", 0, 1);
+    s.mamba.head_dim = m.get_i32("head_dim", 0, 1);
+    s.mamba.state_size = m.get_i32("state_size", 0, 1);
+    s.mamba.n_groups = m.get_i32("n_groups", 1, 1);
+    s.mamba.conv_kernel = m.get_i32("conv_kernel", 4, 1);
+    s.mamba.ssm_state_dtype = m.get_dtype("ssm_state_dtype", DType::F32);
+  }
+  if (r.has("linear_attention")) {
+    const MapReader m(r.child("linear_attention"), file, "linear_attention", "linear_attention");
+    s.has_linear_attention = true;
+    s.linear_attention.num_key_heads = m.get_i32("num_key_heads", 0, 1);
+    s.linear_attention.key_head_dim = m.get_i32("key_head_dim", 0, 1);
+    s.linear_attention.num_value_heads = m.get_i32("num_value_heads", 0, 1);
+    s.linear_attention.value_head_dim = m.get_i32("value_head_dim", 0, 1);
+    s.linear_attention.conv_kernel = m.get_i32("conv_kernel", 4, 1);
+  }
+  if (r.has("vision")) {
+    const MapReader m(r.child("vision"), file, "vision", "vision");
+    s.vision.num_parameters =
+        m.get_int("num_parameters", 0, 1, std::int64_t{1} << 42);
+  }
+  if (r.has("quantization")) s.quantization = read_quantization(r);
+
+  // Per-layer kinds: explicit list, cyclic pattern, Nemotron-H pattern, or uniform.
+  const int n = s.num_hidden_layers;
+  std::vector<std::string> kinds;
+  std::vector<bool> mlp_flags(static_cast<std::size_t>(n), true);
+  std::vector<bool> moe_only(static_cast<std::size_t>(n), false);
+  const int sources = (r.has("layer_types") ? 1 : 0) + (r.has("layer_pattern") ? 1 : 0) +
+                      (r.has("hybrid_override_pattern") ? 1 : 0);
+  if (sources > 1) {
+    r.fail("layer_types", "several", "give only one of layer_types, layer_pattern, hybrid_override_pattern");
+  }
+  if (r.has("layer_types")) {
+    kinds = r.get_string_list("layer_types");
+    if (static_cast<int>(kinds.size()) != n) {
+      r.fail("layer_types", std::to_string(kinds.size()) + " entries",
+             "must have num_hidden_layers (" + std::to_string(n) + ") entries");
+    }
+  } else if (r.has("layer_pattern")) {
+    const auto pattern = r.get_string_list("layer_pattern");
+    if (pattern.empty()) r.fail("layer_pattern", "[]", "must not be empty");
+    for (int i = 0; i < n; ++i) kinds.push_back(pattern[static_cast<std::size_t>(i) % pattern.size()]);
+  } else if (r.has("hybrid_override_pattern")) {
+    const std::string pattern = r.get_string("hybrid_override_pattern");
+    if (static_cast<int>(pattern.size()) != n) {
+      r.fail("hybrid_override_pattern", "'" + pattern + "'",
+             "must have num_hidden_layers (" + std::to_string(n) + ") characters");
+    }
+    for (int i = 0; i < n; ++i) {
+      const char c = pattern[static_cast<std::size_t>(i)];
+      const auto idx = static_cast<std::size_t>(i);
+      switch (c) {
+        case 'M': kinds.emplace_back("mamba"); mlp_flags[idx] = false; break;
+        case '*': kinds.emplace_back("full_attention"); mlp_flags[idx] = false; break;
+        case '-': kinds.emplace_back("mlp_only"); break;
+        case 'E': kinds.emplace_back("mlp_only"); moe_only[idx] = true; break;
+        default:
+          r.fail("hybrid_override_pattern[" + std::to_string(i) + "]", std::string("'") + c + "'",
+                 "expected M, *, - or E");
+      }
+    }
+  } else {
+    kinds.assign(static_cast<std::size_t>(n), s.has_mla ? "mla" : "full_attention");
+  }
+
+  s.layers.resize(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const auto idx = static_cast<std::size_t>(i);
+    LayerSpec& layer = s.layers[idx];
+    bool has_mlp = true;
+    const auto kind = parse_layer_kind(kinds[idx], has_mlp);
+    if (!kind) {
+      r.fail("layer_types[" + std::to_string(i) + "]", "'" + kinds[idx] + "'",
+             "unknown layer kind (allowed: full_attention, sliding_attention, chunked_attention, "
+             "mla, mamba, linear_attention, mlp_only)");
+    }
+    layer.attention = *kind;
+    if (s.has_mla && layer.attention == AttentionKind::Full) layer.attention = AttentionKind::Mla;
+    layer.mlp = mlp_flags[idx] && has_mlp;
+    layer.num_key_value_heads = s.num_key_value_heads;
+    layer.head_dim_v = head_dim_v;
+    layer.sliding_window = layer.attention == AttentionKind::SlidingWindow ? sliding_window : 0;
+    layer.attention_chunk_size = layer.attention == AttentionKind::ChunkedLocal ? chunk : 0;
+    if (layer.attention == AttentionKind::SlidingWindow && sliding_window <= 0) {
+      r.fail("sliding_window", "nothing", "sliding_attention layers need sliding_window");
+    }
+    if (layer.attention == AttentionKind::ChunkedLocal && chunk <= 0) {
+      r.fail("attention_chunk_size", "nothing", "chunked_attention layers need attention_chunk_size");
+    }
+    if (layer.attention == AttentionKind::Mla && !s.has_mla) {
+      r.fail("layer_types[" + std::to_string(i) + "]", "'mla'", "mla layers need an mla: block");
+    }
+    if (layer.attention == AttentionKind::Mamba && !s.has_mamba) {
+      r.fail("layer_types[" + std::to_string(i) + "]", "'mamba'", "mamba layers need a mamba: block");
+    }
+    if (layer.attention == AttentionKind::LinearAttention && !s.has_linear_attention) {
+      r.fail("layer_types[" + std::to_string(i) + "]", "'linear_attention'",
+             "linear_attention layers need a linear_attention: block");
+    }
+    if (s.has_moe && layer.mlp) {
+      const bool dense = i < first_k_dense || (i % moe_layer_step) != (moe_layer_step - 1) ||
+                         std::find(dense_layers.begin(), dense_layers.end(), i) != dense_layers.end();
+      layer.moe = moe_only[idx] || !dense;
+    }
+  }
+  finalize_model_spec(s);
+  return s;
+}
+
+void finalize_model_spec(ModelSpec& s) {
+  auto fail = [&](const std::string& field, const std::string& value, const std::string& problem) {
+    throw SpecError(s.source, field, value, problem);
+  };
+  if (s.hidden_size <= 0) fail("hidden_size", std::to_string(s.hidden_size), "must be positive");
+  if (s.num_attention_heads <= 0) {
+    fail("num_attention_heads", std::to_string(s.num_attention_heads), "must be positive");
+  }
+  if (s.num_key_value_heads <= 0 || s.num_attention_heads % s.num_key_value_heads != 0) {
+    fail("num_key_value_heads", std::to_string(s.num_key_value_heads),
+         "must divide num_attention_heads (" + std::to_string(s.num_attention_heads) + ")");
+  }
+  if (s.head_dim == 0) {
+    if (s.hidden_size % s.num_attention_heads != 0) {
+      fail("head_dim", "nothing", "hidden_size is not a multiple of num_attention_heads; give head_dim");
+    }
+    s.head_dim = s.hidden_size / s.num_attention_heads;
+  }
+  if (s.rotary_dim == 0) s.rotary_dim = s.has_mla ? s.mla.qk_rope_head_dim : s.head_dim;
+  if (static_cast<int>(s.layers.size()) != s.num_hidden_layers) {
+    fail("layers", std::to_string(s.layers.size()), "per-layer list does not match num_hidden_layers");
+  }
+  bool any_dense_mlp = false;
+  for (auto& layer : s.layers) {
+    if (layer.num_key_value_heads == 0) layer.num_key_value_heads = s.num_key_value_heads;
+    if (layer.head_dim == 0) layer.head_dim = s.head_dim;
+    if (layer.head_dim_v == 0) layer.head_dim_v = layer.head_dim;
+    any_dense_mlp |= layer.mlp && !layer.moe;
+  }
+  if (any_dense_mlp && s.intermediate_size <= 0) {
+    fail("intermediate_size", std::to_string(s.intermediate_size), "dense MLP layers need a positive width");
+  }
+  if (s.max_position_embeddings <= 0) {
+    fail("max_position_embeddings", std::to_string(s.max_position_embeddings), "must be positive");
+  }
+  if (s.vocab_size <= 0) fail("vocab_size", std::to_string(s.vocab_size), "must be positive");
+}
+
+ModelSpec load_model_spec_file(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw SpecError(path, "<file>", "unreadable", ec.message());
+  if (size > kMaxSpecFileBytes) {
+    throw SpecError(path, "<file>", std::to_string(size) + " bytes", "spec file larger than 1 MiB");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_model_spec_yaml(text.str(), path);
+}
+
+std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw SpecError(file, "line " + std::to_string(e.mark.line + 1), "YAML text",
+                    "not valid YAML: " + e.msg);
+  }
+  if (!root.IsMap() || !root["gpus"].IsSequence() || root.size() != 1) {
+    throw SpecError(file, "gpus", node_text(root), "expected a single top-level 'gpus:' list");
+  }
+  std::vector<GpuSpec> out;
+  const YAML::Node list = root["gpus"];
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const MapReader r(list[i], file, "gpus[" + std::to_string(i) + "]", "gpu");
+    GpuSpec g;
+    g.id = r.get_string("id");
+    g.aliases = r.get_string_list("aliases");
+    g.name = r.get_string("name");
+    g.vendor = r.get_string("vendor");
+    if (g.vendor != "nvidia" && g.vendor != "amd") {
+      r.fail(r.field("vendor"), "'" + g.vendor + "'", "expected nvidia or amd");
+    }
+    g.total_memory_bytes = r.get_int("total_memory_bytes", 0, std::int64_t{1} << 30,
+                                     std::int64_t{1} << 45);
+    g.total_memory_source = r.get_string("total_memory_source");
+    g.compute_capability = r.get_double("compute_capability", 0.0, 0.0, 20.0);
+    g.num_sms = r.get_i32("num_sms", 0, 0);
+    g.unified_memory = r.get_bool("unified_memory", false);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+}  // namespace vramplan

@@ -1,0 +1,206 @@
+#include "vramplan/weights.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace vramplan {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
+
+std::int64_t elem_bytes(DType dtype) noexcept { return dtype_info(dtype).block_bytes; }
+
+bool role_listed(const QuantSpec& q, TensorRole role) noexcept {
+  const std::string name = tensor_role_name(role);
+  return std::find(q.unquantized_roles.begin(), q.unquantized_roles.end(), name) !=
+         q.unquantized_roles.end();
+}
+
+bool is_expert(TensorRole role) noexcept {
+  return role == TensorRole::ExpertGateUp || role == TensorRole::ExpertDown;
+}
+
+// Does `quant` store this tensor quantized?
+bool quantizes(const QuantSpec& q, const TensorGroup& g) noexcept {
+  if (q.method == QuantMethod::None || role_listed(q, g.role)) return false;
+  if (q.method == QuantMethod::Gguf) {
+    // llama.cpp quantizes every 2-D weight (embeddings and output included), never 1-D ones.
+    return g.cols > 1 && g.role != TensorRole::Vision;
+  }
+  if (q.method == QuantMethod::Mxfp4) return is_expert(g.role);
+  return g.is_linear;
+}
+
+DType gguf_type_for(const QuantSpec& q, TensorRole role) noexcept {
+  const auto it = q.gguf_types.find(tensor_role_name(role));
+  return it != q.gguf_types.end() ? it->second : q.gguf_types.at("default");
+}
+
+// Bytes of one quantized Linear [n, k] (per rank), checkpoint or GPU layout.
+std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::int64_t n,
+                                    std::int64_t k, DType served, bool checkpoint) noexcept {
+  const std::int64_t nk = n * k;
+  const std::int64_t groups = q.group_size > 0 ? ceil_div(k, q.group_size) : 1;
+  switch (q.method) {
+    case QuantMethod::None: return nk * elem_bytes(served);
+    case QuantMethod::Fp8:
+    case QuantMethod::Int8: {
+      std::int64_t scales = 4;  // one fp32 per-tensor scale
+      if (q.scale_strategy == ScaleStrategy::Channel) scales = 4 * n;
+      if (q.scale_strategy == ScaleStrategy::Block) {
+        scales = 4 * ceil_div(n, q.block_n) * ceil_div(k, q.block_k);
+      }
+      return nk + scales + (q.static_activation_scale ? 4 : 0);
+    }
+    case QuantMethod::Awq:
+      // qweight int32 [k, n/8], qzeros int32 [k/G, n/8], fp16 scales [k/G, n]; Marlin keeps all.
+      return nk / 2 + groups * n / 2 + groups * n * 2;
+    case QuantMethod::Gptq: {
+      const std::int64_t packed = nk * q.bits / 8;
+      const std::int64_t scales = groups * n * 2;
+      const std::int64_t qzeros = groups * n * q.bits / 8;
+      if (checkpoint) return packed + scales + qzeros + 4 * k;  // g_idx always stored
+      const bool marlin = (q.bits == 4 || q.bits == 8) && q.sym;
+      if (!marlin) return packed + scales + qzeros + 4 * k;  // exllama path keeps g_idx [k]
+      return packed + scales + (q.desc_act ? 2 * 4 * k : 0);  // sorted g_idx + sort indices
+    }
+    case QuantMethod::PackedWNA16: {
+      const std::int64_t packed = nk * q.bits / 8;
+      const std::int64_t scales = groups * n * elem_bytes(served);
+      const std::int64_t zeros = q.sym ? 0 : ceil_div(n * q.bits, 32) * groups * 4;
+      const std::int64_t g_idx = q.desc_act ? 4 * k : 0;
+      if (checkpoint) return packed + scales + zeros + g_idx + 16;  // + weight_shape int64[2]
+      return packed + scales + (q.desc_act ? 2 * 4 * k : 0);
+    }
+    case QuantMethod::BnbNf4: {
+      const std::int64_t blocks = ceil_div(nk, 64);
+      if (!checkpoint || !q.double_quant) return nk / 2 + 4 * blocks + 64;  // fp32 absmax + code
+      // uint8 absmax, fp32 nested absmax per 256 blocks, code tables and a JSON state blob.
+      return nk / 2 + blocks + 4 * ceil_div(blocks, 256) + 64 + 1024;
+    }
+    case QuantMethod::BnbInt8: return nk + 4 * n;
+    case QuantMethod::Mxfp4: return nk / 2 + ceil_div(k, 32) * n;  // fp4 pairs + E8M0 per 32
+    case QuantMethod::Nvfp4: return nk / 2 + ceil_div(k, 16) * n + 8;  // fp8 scale per 16 + globals
+    case QuantMethod::Gguf: {
+      const DType t = gguf_type_for(q, role);
+      const auto& info = dtype_info(t);
+      if (info.block_elements == 1 && !checkpoint) return nk * elem_bytes(served);
+      return n * ceil_div(k, info.block_elements) * info.block_bytes;
+    }
+  }
+  return nk * elem_bytes(served);
+}
+
+}  // namespace
+
+LayerRange pipeline_layer_range(std::int32_t num_layers, std::int32_t pipeline_parallel_size,
+                                std::int32_t pipeline_rank) noexcept {
+  const std::int32_t pp = std::max(1, pipeline_parallel_size);
+  const std::int32_t base = num_layers / pp;
+  const std::int32_t remainder = num_layers % pp;
+  // Stages pp-1-remainder .. pp-2 get one extra layer each.
+  auto size_of = [&](std::int32_t rank) {
+    return base + ((rank >= pp - 1 - remainder && rank <= pp - 2) ? 1 : 0);
+  };
+  std::int32_t begin = 0;
+  for (std::int32_t r = 0; r < pipeline_rank && r < pp; ++r) begin += size_of(r);
+  return LayerRange{begin, begin + size_of(pipeline_rank)};
+}
+
+std::int64_t padded_vocab_size(std::int64_t vocab_size) noexcept {
+  return ceil_div(vocab_size, 64) * 64;
+}
+
+std::int64_t tensor_group_bytes(const TensorGroup& g, const QuantSpec& quant, DType served_dtype,
+                                std::int32_t tensor_parallel_size, bool checkpoint_layout) noexcept {
+  const std::int64_t tp = checkpoint_layout ? 1 : std::max(1, tensor_parallel_size);
+  std::int64_t rows = g.rows;
+  std::int64_t cols = g.cols;
+  switch (g.split) {
+    case TensorSplit::Replicated: break;
+    case TensorSplit::Column: rows = ceil_div(rows, tp); break;
+    case TensorSplit::Row: cols = ceil_div(cols, tp); break;
+    case TensorSplit::Vocab:
+      rows = checkpoint_layout ? rows : ceil_div(padded_vocab_size(rows), tp);
+      break;
+    case TensorSplit::KvHeads: {
+      // Each rank keeps max(1, Hkv / tp) heads; heads are replicated when Hkv < tp.
+      const std::int64_t per_head = rows / std::max<std::int64_t>(1, g.heads);
+      rows = per_head * std::max<std::int64_t>(1, g.heads / tp);
+      break;
+    }
+  }
+  std::int64_t bytes = 0;
+  if (quantizes(quant, g)) {
+    bytes = quantized_linear_bytes(quant, g.role, rows, cols, served_dtype, checkpoint_layout);
+  } else {
+    bytes = rows * cols * elem_bytes(served_dtype);
+  }
+  return bytes * g.count;
+}
+
+WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
+                                  const RankPlacement& placement, bool include_mtp) {
+  const LayerRange range = pipeline_layer_range(spec.num_hidden_layers,
+                                                placement.pipeline_parallel_size,
+                                                placement.pipeline_rank);
+  const bool first_stage = placement.pipeline_rank == 0;
+  const bool last_stage = placement.pipeline_rank == placement.pipeline_parallel_size - 1;
+  WeightBytes out;
+  for (const auto& g : model_tensor_groups(spec, include_mtp)) {
+    const bool model_level = g.layer < 0;
+    const bool mtp_layer = g.layer >= spec.num_hidden_layers;
+    if (!model_level && !mtp_layer && (g.layer < range.begin || g.layer >= range.end)) continue;
+    if (mtp_layer && !last_stage) continue;
+    const std::int64_t bytes =
+        tensor_group_bytes(g, quant, served_dtype, placement.tensor_parallel_size, false);
+    switch (g.role) {
+      case TensorRole::Embedding:
+        if (first_stage) out.embedding += bytes;
+        // A tied head on a later last stage needs its own copy of the embedding matrix.
+        if (spec.tie_word_embeddings && last_stage && !first_stage) out.lm_head += bytes;
+        break;
+      case TensorRole::LmHead:
+        if (last_stage) out.lm_head += bytes;
+        break;
+      case TensorRole::AttnQ:
+      case TensorRole::AttnKV:
+      case TensorRole::AttnO:
+      case TensorRole::MlaQA:
+      case TensorRole::MlaQB:
+      case TensorRole::MlaKVA:
+      case TensorRole::MlaKVB:
+      case TensorRole::MixerIn:
+      case TensorRole::MixerOut:
+      case TensorRole::MixerSmall: out.attention += bytes; break;
+      case TensorRole::MlpGateUp:
+      case TensorRole::MlpDown:
+      case TensorRole::ExpertGateUp:
+      case TensorRole::ExpertDown:
+      case TensorRole::SharedExpertGateUp:
+      case TensorRole::SharedExpertDown:
+      case TensorRole::Router: out.mlp += bytes; break;
+      case TensorRole::Norm:
+        if (model_level && !last_stage) break;  // final norm lives on the last stage
+        out.other += bytes;
+        break;
+      case TensorRole::Bias:
+      case TensorRole::RowBias: out.attention += bytes; break;
+      case TensorRole::Vision:
+        if (first_stage) out.other += bytes;
+        break;
+    }
+  }
+  out.rotary_cache = spec.max_position_embeddings * spec.rotary_dim * elem_bytes(served_dtype);
+  return out;
+}
+
+std::int64_t checkpoint_tensor_bytes(const ModelSpec& spec, bool include_mtp) {
+  std::int64_t total = 0;
+  for (const auto& g : model_tensor_groups(spec, include_mtp)) {
+    total += tensor_group_bytes(g, spec.quantization, spec.torch_dtype, 1, true);
+  }
+  return total;
+}
+
+}  // namespace vramplan

@@ -1,0 +1,13 @@
+// vramplan._core: thin bindings. Submodules mirror the C++ areas; results cross the boundary
+// as plain Python objects (dicts built from the C++ JSON renderers), so Python never re-derives
+// a number.
+#include <pybind11/pybind11.h>
+
+#include "register.hpp"
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "vramplan C++ core";
+  vramplan_py::register_errors(m);
+  vramplan_py::register_spec(m);
+  vramplan_py::register_engine(m);
+}

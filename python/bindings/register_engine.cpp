@@ -1,0 +1,69 @@
+#include <pybind11/stl.h>
+
+#include "register.hpp"
+#include "vramplan/engine.hpp"
+#include "vramplan/errors.hpp"
+#include "vramplan/render.hpp"
+
+namespace py = pybind11;
+
+namespace vramplan_py {
+namespace {
+
+// Python dict of vLLM knob names -> EngineConfig. Unknown keys are a ConfigError.
+vramplan::EngineConfig engine_config_from(const py::dict& knobs) {
+  vramplan::EngineConfig c;
+  for (const auto& item : knobs) {
+    const std::string key = py::str(item.first);
+    const py::handle value = item.second;
+    if (value.is_none()) continue;
+    if (key == "engine_version") c.engine_version = py::str(value);
+    else if (key == "gpu_memory_utilization") c.gpu_memory_utilization = value.cast<double>();
+    else if (key == "max_model_len") c.max_model_len = value.cast<std::int64_t>();
+    else if (key == "max_num_seqs") c.max_num_seqs = value.cast<std::int64_t>();
+    else if (key == "max_num_batched_tokens") c.max_num_batched_tokens = value.cast<std::int64_t>();
+    else if (key == "block_size") c.block_size = value.cast<std::int32_t>();
+    else if (key == "kv_cache_dtype") c.kv_cache_dtype = py::str(value);
+    else if (key == "dtype") c.dtype = py::str(value);
+    else if (key == "quantization") c.quantization = py::str(value);
+    else if (key == "tensor_parallel_size") c.tensor_parallel_size = value.cast<std::int32_t>();
+    else if (key == "pipeline_parallel_size") c.pipeline_parallel_size = value.cast<std::int32_t>();
+    else if (key == "enforce_eager") c.enforce_eager = value.cast<bool>();
+    else if (key == "llm_class") c.llm_class = value.cast<bool>();
+    else if (key == "cpu_offload_bytes") c.cpu_offload_bytes = value.cast<std::int64_t>();
+    else if (key == "kv_cache_memory_bytes") c.kv_cache_memory_bytes = value.cast<std::int64_t>();
+    else if (key == "num_speculative_tokens") c.num_speculative_tokens = value.cast<std::int32_t>();
+    else {
+      throw vramplan::ConfigError(key, py::str(value), "a vLLM engine knob (see vramplan.KNOBS)",
+                                  "unknown engine knob");
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+void register_engine(py::module_& m) {
+  m.def(
+      "compute_breakdown",
+      [](const vramplan::ModelSpec& spec, const vramplan::GpuSpec& gpu, const py::dict& knobs,
+         std::int32_t num_gpus, std::int64_t memory_used_by_others_bytes,
+         std::int64_t host_ram_bytes) {
+        vramplan::HardwareConfig hardware;
+        hardware.gpu = gpu;
+        hardware.num_gpus = num_gpus;
+        hardware.memory_used_by_others_bytes = memory_used_by_others_bytes;
+        hardware.host_ram_bytes = host_ram_bytes;
+        const vramplan::EngineConfig config = engine_config_from(knobs);
+        nlohmann::json out;
+        {
+          py::gil_scoped_release release;
+          out = vramplan::to_json(vramplan::compute_breakdown(spec, hardware, config));
+        }
+        return to_python(out);
+      },
+      py::arg("spec"), py::arg("gpu"), py::arg("knobs"), py::arg("num_gpus") = 1,
+      py::arg("memory_used_by_others_bytes") = 0, py::arg("host_ram_bytes") = 0);
+}
+
+}  // namespace vramplan_py

@@ -1,0 +1,47 @@
+"""vramplan: what vLLM's startup profiling will find, per GPU rank and on the host, before launch."""
+
+from __future__ import annotations
+
+try:
+    from . import _core
+except ImportError as err:  # pragma: no cover - only without a build
+    err.add_note("vramplan's C++ core is not built: run ./scripts/setup.sh (or `pip install .`).")
+    raise
+
+from ._core import ConfigError, Error, ParseError, SpecError
+from .api import (
+    DEFAULT_GPU,
+    DEFAULT_MODEL,
+    Breakdown,
+    breakdown,
+    gpus,
+    load_gpu,
+    load_model,
+    models,
+    schema_markdown,
+    spec_database,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_GPU",
+    "DEFAULT_MODEL",
+    "Breakdown",
+    "ConfigError",
+    "Error",
+    "ParseError",
+    "SpecError",
+    "__version__",
+    "breakdown",
+    "gpus",
+    "load_gpu",
+    "load_model",
+    "models",
+    "schema_markdown",
+    "spec_database",
+]
+
+
+def __dir__() -> list[str]:
+    return __all__

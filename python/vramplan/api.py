@@ -1,0 +1,116 @@
+"""Typed, keyword-only wrappers over the C++ core. Python reshapes; it never computes."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import _core
+from ._resources import model_specs_dir
+
+DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+DEFAULT_GPU = "H100-80GB"
+
+GIB = 1 << 30
+
+
+@functools.lru_cache(maxsize=1)
+def spec_database() -> _core.SpecDatabase:
+    """The packaged database, loaded once per process."""
+    return _core.SpecDatabase.load_directory(str(model_specs_dir()))
+
+
+def models() -> list[str]:
+    """Ids of every model in the database."""
+    return list(spec_database().model_ids())
+
+
+def gpus() -> list[str]:
+    """Ids of every GPU in the database."""
+    return list(spec_database().gpu_ids())
+
+
+def load_model(model: str | Path) -> _core.ModelSpec:
+    """A model by database id or HF alias, or a spec YAML file path."""
+    path = Path(model)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return _core.load_model_spec_file(str(path))
+    return spec_database().model(str(model))
+
+
+def load_gpu(gpu: str, *, total_memory_bytes: int | None = None) -> _core.GpuSpec:
+    """A GPU by database id or alias; `total_memory_bytes` overrides the database total."""
+    db = spec_database()
+    if db.has_gpu(gpu):
+        spec = db.gpu(gpu)
+        if total_memory_bytes is None:
+            return spec
+        return _core.GpuSpec(spec.id, total_memory_bytes, spec.name)
+    if total_memory_bytes is not None:
+        return _core.GpuSpec(gpu, total_memory_bytes)
+    return db.gpu(gpu)  # raises ConfigError with near names
+
+
+def schema_markdown() -> str:
+    """The model/GPU YAML schema as Markdown tables (generated from the C++ key table)."""
+    return str(_core.schema_markdown())
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Per-rank memory breakdown; every term in bytes (`data` is the C++ JSON)."""
+
+    data: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    @property
+    def weights_bytes(self) -> int:
+        return int(self.data["weights_bytes"])
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return int(self.data["kv_bytes_per_token"])
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        return int(self.data["kv_cache_bytes"])
+
+    @property
+    def kv_tokens(self) -> int:
+        return int(self.data["kv_tokens"])
+
+    @property
+    def outcome(self) -> str:
+        return str(self.data["outcome"])
+
+
+def breakdown(
+    model: str | _core.ModelSpec = DEFAULT_MODEL,
+    gpu: str | _core.GpuSpec = DEFAULT_GPU,
+    *,
+    num_gpus: int = 1,
+    memory_used_by_others_bytes: int = 0,
+    host_ram_bytes: int = 0,
+    **knobs: Any,
+) -> Breakdown:
+    """What vLLM's startup profiling will find for `model` on `gpu` with these engine knobs.
+
+    Knobs use vLLM's names: tensor_parallel_size, pipeline_parallel_size, max_model_len,
+    max_num_seqs, max_num_batched_tokens, gpu_memory_utilization, kv_cache_dtype, dtype,
+    quantization, block_size, enforce_eager, engine_version, ...
+    """
+    spec = model if isinstance(model, _core.ModelSpec) else load_model(model)
+    gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
+    data = _core.compute_breakdown(
+        spec,
+        gpu_spec,
+        knobs,
+        num_gpus=num_gpus,
+        memory_used_by_others_bytes=memory_used_by_others_bytes,
+        host_ram_bytes=host_ram_bytes,
+    )
+    return Breakdown(data)

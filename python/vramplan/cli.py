@@ -1,0 +1,137 @@
+"""The `vramplan` command: argument parsing and printing on top of the bindings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from . import api
+
+GIB = 1 << 30
+
+
+def _gib(value: int) -> str:
+    return f"{value / GIB:8.2f} GiB"
+
+
+def _add_launch_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", nargs="?", default=api.DEFAULT_MODEL,
+                   help=f"database id, HF alias or spec file (default {api.DEFAULT_MODEL})")
+    p.add_argument("--gpu", default=api.DEFAULT_GPU, help=f"GPU id or alias (default {api.DEFAULT_GPU})")
+    p.add_argument("--gpu-total-bytes", type=int, help="override the GPU's total memory (bytes)")
+    p.add_argument("--num-gpus", type=int, default=None, help="GPUs on the node")
+    p.add_argument("--tp", "--tensor-parallel-size", dest="tensor_parallel_size", type=int, default=1)
+    p.add_argument("--pp", "--pipeline-parallel-size", dest="pipeline_parallel_size", type=int, default=1)
+    p.add_argument("--engine-version", default=None, help="vLLM version (default: newest known)")
+    p.add_argument("--gpu-memory-utilization", type=float, default=None)
+    p.add_argument("--max-model-len", type=int, default=None)
+    p.add_argument("--max-num-seqs", type=int, default=None)
+    p.add_argument("--max-num-batched-tokens", type=int, default=None)
+    p.add_argument("--kv-cache-dtype", default=None)
+    p.add_argument("--dtype", default=None)
+    p.add_argument("--quantization", default=None)
+    p.add_argument("--block-size", type=int, default=None)
+    p.add_argument("--enforce-eager", action="store_true", default=None)
+    p.add_argument("--used-by-others-bytes", type=int, default=0,
+                   help="GPU memory already used by other processes, per GPU")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _knobs(args: argparse.Namespace) -> dict[str, Any]:
+    names = ["tensor_parallel_size", "pipeline_parallel_size", "engine_version",
+             "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
+             "kv_cache_dtype", "dtype", "quantization", "block_size", "enforce_eager"]
+    return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+
+
+def _print_breakdown(data: dict[str, Any]) -> None:
+    cfg = data["config"]
+    print(f"{data['model']} on {data['gpu']}  (vLLM {data['engine_version']}, {data['engine_era']})")
+    print(f"  TP={cfg['tensor_parallel_size']} PP={cfg['pipeline_parallel_size']}  "
+          f"gpu_memory_utilization={cfg['gpu_memory_utilization']:.2f}  "
+          f"max_model_len={cfg['max_model_len']}  max_num_seqs={cfg['max_num_seqs']}  "
+          f"max_num_batched_tokens={cfg['max_num_batched_tokens']}  dtype={cfg['dtype']}  "
+          f"quantization={cfg['quantization']}")
+    for rank in data["ranks"]:
+        print(f"\n  per GPU rank (pipeline stage {rank['pipeline_rank']}): "
+              f"total {_gib(rank['total_memory_bytes']).strip()}, "
+              f"budget {_gib(rank['requested_memory_bytes']).strip()}")
+        for term in rank["terms"]:
+            print(f"    {term['name']:<16}{_gib(term['bytes'])}   {term['provenance']}")
+        print(f"    {'kv per token':<16}{rank['kv_bytes_per_token']:>8} B     "
+              f"block {rank['block_size']} tokens, {rank['num_blocks']} blocks")
+    print(f"\n  GPU KV cache size: {data['kv_tokens']:,} tokens")
+    print(f"  Maximum concurrency for {cfg['max_model_len']:,} tokens per request: "
+          f"{data['max_concurrency']:.2f}x")
+    host = data["host"]
+    print(f"  host RAM required: {_gib(host['required_bytes']).strip()} "
+          f"(+ {_gib(host['page_cache_bytes']).strip()} reclaimable page cache)")
+    print(f"  outcome: {data['outcome']}")
+    for message in data["messages"]:
+        print(f"    {message}")
+
+
+def _cmd_breakdown(args: argparse.Namespace) -> int:
+    gpu = api.load_gpu(args.gpu, total_memory_bytes=args.gpu_total_bytes)
+    num_gpus = args.num_gpus or args.tensor_parallel_size * args.pipeline_parallel_size
+    result = api.breakdown(args.model, gpu, num_gpus=num_gpus,
+                           memory_used_by_others_bytes=args.used_by_others_bytes, **_knobs(args))
+    if args.json:
+        print(json.dumps(result.data, indent=2))
+    else:
+        _print_breakdown(result.data)
+    return 0
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    ids = api.models()
+    print(json.dumps(ids, indent=2) if args.json else "\n".join(ids))
+    return 0
+
+
+def _cmd_gpus(args: argparse.Namespace) -> int:
+    db = api.spec_database()
+    rows = [db.gpu(g).to_dict() for g in api.gpus()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for row in rows:
+            print(f"{row['id']:<14} {row['total_memory_bytes'] / GIB:7.2f} GiB  {row['name']}")
+    return 0
+
+
+def _cmd_schema(_: argparse.Namespace) -> int:
+    print(api.schema_markdown(), end="")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vramplan", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("breakdown", help="per-rank memory breakdown for one launch")
+    _add_launch_args(p)
+    p.set_defaults(func=_cmd_breakdown)
+    p = sub.add_parser("models", help="list model ids")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_models)
+    p = sub.add_parser("gpus", help="list GPUs with their CUDA-reported totals")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_gpus)
+    p = sub.add_parser("schema", help="print the model/GPU YAML schema as Markdown")
+    p.set_defaults(func=_cmd_schema)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ValueError as err:  # vramplan.Error subclasses ValueError: bad input, not a crash
+        print(f"vramplan: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+// KV-cache figures against hand derivations and real vLLM log lines.
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+#include "vramplan/engine.hpp"
+#include "vramplan/kv_cache.hpp"
+
+using namespace vramplan;
+using vramplan_test::kGiB;
+using vramplan_test::spec_from_yaml;
+
+TEST(KvCache, Llama31_8B_BytesPerTokenBf16) {
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  KvCacheOptions o;
+  // 2 (K and V) * 32 layers * 8 KV heads * 128 dims * 2 bytes.
+  EXPECT_EQ(kv_bytes_per_token(s, o), 2 * 32 * 8 * 128 * 2);
+  EXPECT_EQ(kv_bytes_per_token(s, o), 131072);
+  o.kv_element_bytes = 1;  // fp8 KV cache
+  EXPECT_EQ(kv_bytes_per_token(s, o), 65536);
+}
+
+TEST(KvCache, GqaBeyondKvHeadsReplicates) {
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  KvCacheOptions o;
+  o.tensor_parallel_size = 4;  // 8 heads / 4 = 2 per rank
+  EXPECT_EQ(kv_bytes_per_token(s, o), 2 * 32 * 2 * 128 * 2);
+  o.tensor_parallel_size = 16;  // 8 heads < 16 ranks: every rank keeps one head, not half
+  EXPECT_EQ(kv_bytes_per_token(s, o), 2 * 32 * 1 * 128 * 2);
+  o.tensor_parallel_size = 32;
+  EXPECT_EQ(kv_bytes_per_token(s, o), 2 * 32 * 1 * 128 * 2);
+}
+
+TEST(KvCache, DeepSeekV3MlaIsNotDividedByTp) {
+  const ModelSpec s = spec_from_yaml(R"(
+id: test/dsv3
+model_type: deepseek_v3
+hidden_size: 7168
+num_hidden_layers: 61
+num_attention_heads: 128
+intermediate_size: 18432
+vocab_size: 129280
+max_position_embeddings: 163840
+torch_dtype: bfloat16
+mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}
+)");
+  for (int tp : {1, 2, 8, 16}) {
+    KvCacheOptions o;
+    o.tensor_parallel_size = tp;
+    EXPECT_EQ(kv_bytes_per_token(s, o), 61 * (512 + 64) * 2) << "tp=" << tp;  // 70,272
+  }
+}
+
+// Gemma-2-9B: 42 layers alternating sliding (4096) and full; 8 KV heads of 256.
+static const char* kGemma2 = R"(
+id: test/gemma-2-9b
+model_type: gemma2
+hidden_size: 3584
+num_hidden_layers: 42
+num_attention_heads: 16
+num_key_value_heads: 8
+head_dim: 256
+intermediate_size: 14336
+vocab_size: 256000
+max_position_embeddings: 8192
+tie_word_embeddings: true
+torch_dtype: bfloat16
+norms_per_layer: 4
+sliding_window: 4096
+layer_pattern: [sliding_attention, full_attention]
+)";
+
+TEST(KvCache, SlidingWindowRequestNeedAt8kAnd128k) {
+  const ModelSpec s = spec_from_yaml(kGemma2);
+  KvCacheOptions o;
+  const KvLayout layout = kv_layout(s, o);
+  ASSERT_EQ(layout.groups.size(), 2u);
+  EXPECT_EQ(layout.group_size, 21);
+  const std::int64_t page = 16LL * 8 * 512 * 2;  // block * heads * (K+V dims) * bytes
+  EXPECT_EQ(layout.page_bytes, page);
+  // 8k context, 2048 batched tokens: full group cdiv(8192,16)=512 blocks; SWA group
+  // cdiv(min(4095+2048, 8192),16)+1 = 385 blocks; each block costs page * 21 layers.
+  EXPECT_EQ(kv_request_bytes(layout, 8192, 2048), (512 + 385) * page * 21);
+  // 128k: full grows to 8192 blocks, SWA stays capped at 385.
+  EXPECT_EQ(kv_request_bytes(layout, 131072, 2048), (8192 + 385) * page * 21);
+}
+
+TEST(KvCache, Gemma2TokensAndConcurrencyMatchVllmLog) {
+  // dev-012 (vLLM 0.19, H100): "Available KV cache memory: 54.12 GiB", "GPU KV cache size:
+  // 168,880 tokens", "Maximum concurrency for 8,192 tokens per request: 20.60x".
+  const ModelSpec s = spec_from_yaml(kGemma2);
+  const KvLayout layout = kv_layout(s, KvCacheOptions{});
+  const auto kv_bytes = static_cast<std::int64_t>(54.12 * kGiB);
+  const std::int64_t blocks = kv_num_blocks(layout, kv_bytes);
+  // 0.10-0.20 token formula: (num_blocks // num_groups) * block_size.
+  EXPECT_NEAR(static_cast<double>(blocks / 2 * 16), 168880.0, 16 * 2);
+  const double concurrency = static_cast<double>(blocks) /
+                             static_cast<double>(kv_blocks_per_request(layout, 8192, 8192));
+  EXPECT_NEAR(concurrency, 20.60, 0.01);
+}
+
+TEST(KvCache, Llama31_8B_H100TokensFromMeasuredKvGib) {
+  // dev.jsonl Llama-3.1-8B H100 records: "Available KV cache memory: X GiB" -> tokens.
+  // blocks = floor(X GiB / (16 tokens * 128 KiB)); tokens = blocks * 16. The log rounds X to
+  // 0.01 GiB, i.e. +-0.005 GiB = +-2,560 blocks*16 tokens... so allow that rounding.
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  struct Case {
+    double kv_gib;
+    int kv_element_bytes;
+    int tp;
+    std::int64_t tokens;
+  };
+  const Case cases[] = {
+      {58.11, 2, 1, 476016},   // dev-021
+      {58.11, 1, 1, 952032},   // dev-014 (fp8 KV)
+      {64.61, 2, 1, 529248},   // dev-016 (fp8 weights)
+      {63.76, 2, 2, 1044688},  // dev-025 (TP=2)
+      {67.44, 2, 4, 2209792},  // dev-026 (TP=4)
+  };
+  for (const auto& c : cases) {
+    KvCacheOptions o;
+    o.kv_element_bytes = c.kv_element_bytes;
+    o.tensor_parallel_size = c.tp;
+    const KvLayout layout = kv_layout(s, o);
+    const auto kv = static_cast<std::int64_t>(c.kv_gib * kGiB);
+    const std::int64_t tokens = kv_num_blocks(layout, kv) * 16;
+    const double tokens_per_gib = kGiB / static_cast<double>(kv_bytes_per_token(s, o));
+    EXPECT_NEAR(static_cast<double>(tokens), static_cast<double>(c.tokens),
+                0.005 * tokens_per_gib + 16)
+        << c.kv_gib;
+  }
+}
+
+TEST(KvCache, EstimatedMaxModelLenIsLargestFit) {
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  const KvLayout layout = kv_layout(s, KvCacheOptions{});
+  // 1 GiB holds 8192 tokens of 128 KiB: exactly 512 blocks.
+  EXPECT_EQ(kv_max_model_len_that_fits(layout, 1LL << 30, 131072, 2048), 8192);
+  EXPECT_EQ(kv_max_model_len_that_fits(layout, (1LL << 30) - 1, 131072, 2048), 8176);
+  EXPECT_EQ(kv_max_model_len_that_fits(layout, 100, 131072, 2048), 0);
+}

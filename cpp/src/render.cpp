@@ -127,4 +127,44 @@ nlohmann::json to_json(const Breakdown& b) {
         {"terms", terms_json(b.host.terms)}}}};
 }
 
+nlohmann::json to_llm_kwargs(const Plan& plan) {
+  const EngineConfig& c = plan.config;
+  nlohmann::json out = {{"gpu_memory_utilization", plan.gpu_memory_utilization},
+                        {"max_model_len", plan.max_model_len},
+                        {"max_num_seqs", plan.max_num_seqs},
+                        {"max_num_batched_tokens", plan.max_num_batched_tokens}};
+  if (c.tensor_parallel_size > 1) out["tensor_parallel_size"] = c.tensor_parallel_size;
+  if (c.pipeline_parallel_size > 1) out["pipeline_parallel_size"] = c.pipeline_parallel_size;
+  if (!c.kv_cache_dtype.empty() && c.kv_cache_dtype != "auto") out["kv_cache_dtype"] = c.kv_cache_dtype;
+  if (!c.dtype.empty() && c.dtype != "auto") out["dtype"] = c.dtype;
+  if (!c.quantization.empty()) out["quantization"] = c.quantization;
+  if (c.block_size > 0) out["block_size"] = c.block_size;
+  if (c.enforce_eager) out["enforce_eager"] = true;
+  if (c.cpu_offload_bytes > 0) out["cpu_offload_gb"] = c.cpu_offload_bytes >> 30;
+  return out;
+}
+
+nlohmann::json to_json(const Plan& plan) {
+  nlohmann::json remedies = nlohmann::json::array();
+  for (const auto& r : plan.remedies) {
+    remedies.push_back({{"kind", r.kind}, {"change", r.change}, {"fits", r.fits}, {"detail", r.detail}});
+  }
+  return {{"fits", plan.fits},
+          {"verdict", plan.verdict},
+          {"gpu_memory_utilization", plan.gpu_memory_utilization},
+          {"max_model_len", plan.max_model_len},
+          {"max_num_seqs", plan.max_num_seqs},
+          {"max_num_batched_tokens", plan.max_num_batched_tokens},
+          {"binding",
+           {{"gpu_memory_utilization", plan.binding_gpu_memory_utilization},
+            {"max_model_len", plan.binding_max_model_len},
+            {"max_num_seqs", plan.binding_max_num_seqs},
+            {"max_num_batched_tokens", plan.binding_max_num_batched_tokens}}},
+          {"safety_margin_bytes", plan.safety_margin_bytes},
+          {"vllm_args", to_vllm_args(plan)},
+          {"llm_kwargs", to_llm_kwargs(plan)},
+          {"remedies", remedies},
+          {"breakdown", to_json(plan.breakdown)}};
+}
+
 }  // namespace vramplan

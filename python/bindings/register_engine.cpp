@@ -4,6 +4,7 @@
 #include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/render.hpp"
+#include "vramplan/solver.hpp"
 
 namespace py = pybind11;
 
@@ -64,6 +65,33 @@ void register_engine(py::module_& m) {
       },
       py::arg("spec"), py::arg("gpu"), py::arg("knobs"), py::arg("num_gpus") = 1,
       py::arg("memory_used_by_others_bytes") = 0, py::arg("host_ram_bytes") = 0);
+
+  m.def(
+      "solve",
+      [](const vramplan::ModelSpec& spec, const vramplan::GpuSpec& gpu, const py::dict& knobs,
+         std::int32_t num_gpus, std::int64_t memory_used_by_others_bytes,
+         std::int64_t host_ram_bytes, std::int64_t target_context_tokens,
+         std::int64_t target_concurrency, std::int64_t safety_margin_bytes) {
+        vramplan::SolveRequest request;
+        request.pinned = engine_config_from(knobs);
+        request.hardware.gpu = gpu;
+        request.hardware.num_gpus = num_gpus;
+        request.hardware.memory_used_by_others_bytes = memory_used_by_others_bytes;
+        request.hardware.host_ram_bytes = host_ram_bytes;
+        request.target_context_tokens = target_context_tokens;
+        request.target_concurrency = target_concurrency;
+        if (safety_margin_bytes >= 0) request.safety_margin_bytes = safety_margin_bytes;
+        nlohmann::json out;
+        {
+          py::gil_scoped_release release;
+          out = vramplan::to_json(vramplan::solve(spec, request));
+        }
+        return to_python(out);
+      },
+      py::arg("spec"), py::arg("gpu"), py::arg("knobs"), py::arg("num_gpus") = 1,
+      py::arg("memory_used_by_others_bytes") = 0, py::arg("host_ram_bytes") = 0,
+      py::arg("target_context_tokens") = 0, py::arg("target_concurrency") = 0,
+      py::arg("safety_margin_bytes") = -1);
 }
 
 }  // namespace vramplan_py

@@ -4,39 +4,49 @@
 namespace py = pybind11;
 
 namespace vramplan_py {
+namespace {
+
+// Python exception types, created once at import and kept for the process lifetime.
+PyObject* g_error = nullptr;
+PyObject* g_spec_error = nullptr;
+PyObject* g_parse_error = nullptr;
+PyObject* g_config_error = nullptr;
+
+// Raise `type(message)` with structured attributes a caller can read (err.file, err.field...).
+void raise_with(PyObject* type, const char* message,
+                std::initializer_list<std::pair<const char*, py::object>> attributes) {
+  py::object exc = py::handle(type)(message);
+  for (const auto& [name, value] : attributes) exc.attr(name) = value;
+  PyErr_SetObject(type, exc.ptr());
+}
+
+}  // namespace
 
 pybind11::object to_python(const nlohmann::json& value) {
   return py::module_::import("json").attr("loads")(value.dump());
 }
 
 void register_errors(py::module_& m) {
-  // Base first, subtypes after: pybind11 tries translators in reverse registration order.
-  static py::exception<vramplan::Error> error(m, "Error", PyExc_ValueError);
-  static py::exception<vramplan::SpecError> spec_error(m, "SpecError", error.ptr());
-  static py::exception<vramplan::ParseError> parse_error(m, "ParseError", error.ptr());
-  static py::exception<vramplan::ConfigError> config_error(m, "ConfigError", error.ptr());
+  g_error = py::exception<vramplan::Error>(m, "Error", PyExc_ValueError).release().ptr();
+  g_spec_error = py::exception<vramplan::SpecError>(m, "SpecError", g_error).release().ptr();
+  g_parse_error = py::exception<vramplan::ParseError>(m, "ParseError", g_error).release().ptr();
+  g_config_error = py::exception<vramplan::ConfigError>(m, "ConfigError", g_error).release().ptr();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const vramplan::SpecError& e) {
-      py::object exc = spec_error(e.what());
-      exc.attr("file") = e.file();
-      exc.attr("field_path") = e.field_path();
-      exc.attr("value") = e.value();
-      PyErr_SetObject(spec_error.ptr(), exc.ptr());
+      raise_with(g_spec_error, e.what(),
+                 {{"file", py::str(e.file())}, {"field_path", py::str(e.field_path())},
+                  {"value", py::str(e.value())}});
     } catch (const vramplan::ParseError& e) {
-      py::object exc = parse_error(e.what());
-      exc.attr("file") = e.file();
-      exc.attr("offset") = e.offset();
-      PyErr_SetObject(parse_error.ptr(), exc.ptr());
+      raise_with(g_parse_error, e.what(),
+                 {{"file", py::str(e.file())}, {"offset", py::int_(e.offset())}});
     } catch (const vramplan::ConfigError& e) {
-      py::object exc = config_error(e.what());
-      exc.attr("field") = e.field();
-      exc.attr("value") = e.value();
-      exc.attr("allowed") = e.allowed();
-      PyErr_SetObject(config_error.ptr(), exc.ptr());
+      raise_with(g_config_error, e.what(),
+                 {{"field", py::str(e.field())}, {"value", py::str(e.value())},
+                  {"allowed", py::str(e.allowed())}});
     } catch (const vramplan::Error& e) {
-      PyErr_SetString(error.ptr(), e.what());
+      PyErr_SetString(g_error, e.what());
     }
   });
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,3 +115,63 @@ def breakdown(
         host_ram_bytes=host_ram_bytes,
     )
     return Breakdown(data)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The solver's answer: the largest safe knobs, why each binds, remedies, breakdown."""
+
+    data: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.data["fits"])
+
+    def to_vllm_args(self) -> str:
+        """The `vllm serve` flag line (without the model)."""
+        return str(self.data["vllm_args"])
+
+    def to_llm_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for `vllm.LLM(model, **kwargs)`."""
+        return dict(self.data["llm_kwargs"])
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, indent=2)
+
+    @property
+    def breakdown(self) -> Breakdown:
+        return Breakdown(self.data["breakdown"])
+
+
+def plan(
+    model: str | _core.ModelSpec = DEFAULT_MODEL,
+    gpu: str | _core.GpuSpec = DEFAULT_GPU,
+    *,
+    num_gpus: int = 1,
+    memory_used_by_others_bytes: int = 0,
+    host_ram_bytes: int = 0,
+    context: int = 0,
+    concurrency: int = 0,
+    safety_margin_bytes: int | None = None,
+    **pinned: Any,
+) -> Plan:
+    """Largest safe gpu_memory_utilization / max_model_len / max_num_seqs /
+    max_num_batched_tokens for `model` on `gpu`; `pinned` knobs (vLLM names) are kept as given.
+    """
+    spec = model if isinstance(model, _core.ModelSpec) else load_model(model)
+    gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
+    data = _core.solve(
+        spec,
+        gpu_spec,
+        pinned,
+        num_gpus=num_gpus,
+        memory_used_by_others_bytes=memory_used_by_others_bytes,
+        host_ram_bytes=host_ram_bytes,
+        target_context_tokens=context,
+        target_concurrency=concurrency,
+        safety_margin_bytes=-1 if safety_margin_bytes is None else safety_margin_bytes,
+    )
+    return Plan(data)

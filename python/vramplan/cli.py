@@ -85,6 +85,58 @@ def _cmd_breakdown(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plan_from_args(args: argparse.Namespace) -> api.Plan:
+    gpu = api.load_gpu(args.gpu, total_memory_bytes=args.gpu_total_bytes)
+    tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
+    margin = None if args.safety_margin_gib is None else int(args.safety_margin_gib * GIB)
+    return api.plan(args.model, gpu, num_gpus=args.num_gpus or tp * pp,
+                    memory_used_by_others_bytes=args.used_by_others_bytes,
+                    host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
+                    context=args.context or 0, concurrency=args.concurrency or 0,
+                    safety_margin_bytes=margin, **_knobs(args))
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    result = _plan_from_args(args)
+    if args.json:
+        print(result.to_json())
+        return 0
+    data = result.data
+    _print_breakdown(data["breakdown"])
+    print(f"\n  verdict: {data['verdict']}")
+    print(f"  safety margin kept free per GPU: {data['safety_margin_bytes'] / GIB:.2f} GiB")
+    for knob, why in data["binding"].items():
+        print(f"  {knob:<24}{data[knob]!s:<10} <- {why}")
+    print(f"\n  vllm serve {data['breakdown']['model']} {data['vllm_args']}")
+    if data["remedies"]:
+        print("\n  remedies (cheapest first):")
+        for remedy in data["remedies"]:
+            mark = "fits" if remedy["fits"] else "not enough alone"
+            print(f"    {remedy['change']:<46} [{mark}] {remedy['detail']}")
+    return 0
+
+
+def _cmd_flags(args: argparse.Namespace) -> int:
+    result = _plan_from_args(args)
+    print(result.to_vllm_args())
+    return 0 if result.fits else 1
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from . import validate
+
+    if args.records:
+        replays = validate.replay_file(args.records)
+        if args.json:
+            for replay in replays:
+                print(json.dumps(replay.to_json()))
+        else:
+            print(validate.format_table(replays))
+        return 0
+    msg = "give --records FILE.jsonl"
+    raise api._core.ConfigError(msg)
+
+
 def _cmd_models(args: argparse.Namespace) -> int:
     ids = api.models()
     print(json.dumps(ids, indent=2) if args.json else "\n".join(ids))
@@ -113,6 +165,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("breakdown", help="per-rank memory breakdown for one launch")
     _add_launch_args(p)
     p.set_defaults(func=_cmd_breakdown)
+    for name, func, text in (("plan", _cmd_plan, "solve for the largest safe flags"),
+                             ("flags", _cmd_flags, "print only the `vllm serve` flag line")):
+        p = sub.add_parser(name, help=text)
+        _add_launch_args(p)
+        p.add_argument("--context", type=int, help="context length to serve (tokens)")
+        p.add_argument("--concurrency", type=int, help="sequences of that context to hold at once")
+        p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
+        p.add_argument("--safety-margin-gib", type=float, help="GPU memory kept free (default 0.5)")
+        p.set_defaults(func=func)
+    p = sub.add_parser("validate", help="replay measured startups and compare per term")
+    p.add_argument("--records", help="records in shared/measured/README.md format (JSONL)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_validate)
     p = sub.add_parser("models", help="list model ids")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_models)

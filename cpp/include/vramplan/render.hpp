@@ -5,6 +5,7 @@
 
 #include "vramplan/engine.hpp"
 #include "vramplan/model_spec.hpp"
+#include "vramplan/solver.hpp"
 
 namespace vramplan {
 
@@ -12,5 +13,9 @@ nlohmann::json to_json(const ModelSpec& spec);
 nlohmann::json to_json(const GpuSpec& gpu);
 // Every term in bytes; `weights_bytes` and `kv_bytes_per_token` are those of rank 0.
 nlohmann::json to_json(const Breakdown& breakdown);
+// The plan: fits, the four knobs, binding constraint per knob, remedies, breakdown, flags.
+nlohmann::json to_json(const Plan& plan);
+// Keyword arguments for vllm.LLM(**kwargs), vLLM's names.
+nlohmann::json to_llm_kwargs(const Plan& plan);
 
 }  // namespace vramplan

@@ -1,0 +1,194 @@
+"""Replay measured vLLM startups (shared/measured record format) through the planner.
+
+Each record becomes a launch (model, GPU total, version, flags); the prediction of every term
+is compared with what the log printed. A record the planner cannot express is reported with
+its reason, never dropped or guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import _core, api
+
+GIB = float(1 << 30)
+
+TERMS = ("weights_gib", "activation_peak_gib", "non_torch_gib", "cudagraph_gib", "kv_cache_gib",
+         "kv_tokens")
+
+# GPU names as records spell them -> database ids (first match wins).
+_GPU_PATTERNS = (
+    (r"h200", "H200"),
+    (r"h100", "H100-80GB"),
+    (r"a100.*40", "A100-40GB"),
+    (r"a100", "A100-80GB"),
+    (r"rtx\s*5090", "RTX-5090"),
+    (r"rtx\s*4090", "RTX-4090"),
+    (r"rtx\s*3090", "RTX-3090"),
+    (r"l40s", "L40S"),
+    (r"\bl4\b", "L4"),
+    (r"a10g?\b", "A10G"),
+)
+
+
+class Unsupported(Exception):
+    """The record names something the planner cannot express; the message says what."""
+
+
+@dataclass
+class Replay:
+    id: str
+    predicted: dict[str, Any] | None
+    measured: dict[str, Any]
+    unsupported: str | None
+    launch: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "predicted": self.predicted, "measured": self.measured,
+                "unsupported": self.unsupported, "launch": self.launch}
+
+
+def _version(record: dict[str, Any]) -> str:
+    text = record.get("vllm_version")
+    if text:
+        match = re.search(r"(\d+)\.(\d+)", str(text))
+        if match:
+            return f"{match.group(1)}.{match.group(2)}.0"
+    notes = str(record.get("notes") or "")
+    if re.search(r"\bV0\b", notes):
+        return "0.6.4"  # a V0 log of late 2024
+    msg = "vLLM version unknown (no version and no era stated in the record)"
+    raise Unsupported(msg)
+
+
+def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
+    name = str(record.get("gpu") or "")
+    gpu_id = None
+    for pattern, candidate in _GPU_PATTERNS:
+        if re.search(pattern, name, re.IGNORECASE):
+            gpu_id = candidate
+            break
+    total_gib = record.get("gpu_total_gib")
+    db = api.spec_database()
+    if gpu_id and db.has_gpu(gpu_id):
+        if total_gib:
+            return api.load_gpu(gpu_id, total_memory_bytes=round(total_gib * GIB))
+        return db.gpu(gpu_id)
+    if total_gib:
+        return _core.GpuSpec(name or "unnamed", round(total_gib * GIB))
+    msg = f"GPU {name!r} not in the database and no gpu_total_gib"
+    raise Unsupported(msg)
+
+
+def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
+    knobs: dict[str, Any] = {"engine_version": _version(record)}
+    for key in ("tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization",
+                "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size",
+                "enforce_eager"):
+        if record.get(key) is not None:
+            knobs[key] = record[key]
+    dtype = str(record.get("dtype") or "auto").split()[0]
+    knobs["dtype"] = dtype
+    kv = record.get("kv_cache_dtype")
+    if kv:
+        knobs["kv_cache_dtype"] = str(kv).split()[0]
+    quant = str(record.get("quantization") or "")
+    stored = spec.to_dict()["quantization"]
+    if quant.startswith("fp8") and stored == "none":
+        knobs["quantization"] = "fp8"  # online --quantization fp8 of a 16-bit checkpoint
+    elif quant and stored == "none":
+        msg = f"record quantization {quant!r} but the database spec is unquantized"
+        raise Unsupported(msg)
+    flags = str(record.get("other_flags") or "")
+    if "data_parallel_size" in flags:
+        msg = f"data parallel launch ({flags}) is not modelled"
+        raise Unsupported(msg)
+    if record.get("speculative"):
+        msg = "speculative decoding records are not modelled yet"
+        raise Unsupported(msg)
+    return knobs
+
+
+def _measured(record: dict[str, Any]) -> dict[str, Any]:
+    out = {term: record.get(term) for term in TERMS}
+    out["outcome"] = record.get("outcome")
+    return out
+
+
+def replay_record(record: dict[str, Any]) -> Replay:
+    rid = str(record.get("id"))
+    measured = _measured(record)
+    try:
+        db = api.spec_database()
+        model = str(record.get("model") or "")
+        if not db.has_model(model):
+            msg = f"model {model!r} is not in model_specs/"
+            raise Unsupported(msg)
+        spec = db.model(model)
+        gpu = _gpu(record)
+        knobs = _knobs(record, spec)
+        tp = int(knobs.get("tensor_parallel_size", 1))
+        pp = int(knobs.get("pipeline_parallel_size", 1))
+        result = api.breakdown(spec, gpu, num_gpus=tp * pp, **knobs)
+    except Unsupported as why:
+        return Replay(rid, None, measured, str(why))
+    except ValueError as why:  # vramplan.Error: the launch itself is invalid for the planner
+        return Replay(rid, None, measured, f"planner rejected the launch: {why}")
+    data = result.data
+    cudagraph = data["cudagraph_bytes"] / GIB
+    predicted = {
+        "weights_gib": data["weights_bytes"] / GIB,
+        "activation_peak_gib": data["activation_peak_bytes"] / GIB,
+        "non_torch_gib": data["non_torch_bytes"] / GIB,
+        "cudagraph_gib": cudagraph,
+        "kv_cache_gib": data["kv_cache_bytes"] / GIB,
+        "kv_tokens": data["kv_tokens"],
+        "outcome": data["outcome"],
+    }
+    launch = {"model": spec.id, "gpu": gpu.id, **knobs}
+    return Replay(rid, predicted, measured, None, launch)
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    records = []
+    with Path(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                msg = f"{path}:{number}: not a JSON record ({err.msg})"
+                raise _core.ParseError(msg) from err
+    return records
+
+
+def replay_file(path: str | Path) -> list[Replay]:
+    return [replay_record(r) for r in read_records(path)]
+
+
+def format_table(replays: list[Replay]) -> str:
+    """Predicted vs measured per term, one line per record."""
+    lines = [f"{'id':<9}{'term':<21}{'predicted':>12}{'measured':>12}{'error':>10}"]
+    for replay in replays:
+        if replay.unsupported:
+            lines.append(f"{replay.id:<9}unsupported: {replay.unsupported}")
+            continue
+        assert replay.predicted is not None
+        for term in (*TERMS, "outcome"):
+            predicted = replay.predicted.get(term)
+            measured = replay.measured.get(term)
+            if measured is None:
+                continue
+            if term == "outcome":
+                flag = "ok" if predicted == measured else "MISMATCH"
+                lines.append(f"{replay.id:<9}{term:<21}{predicted!s:>12}{measured!s:>12}{flag:>10}")
+            else:
+                error = float(predicted) - float(measured)
+                lines.append(f"{replay.id:<9}{term:<21}{predicted:>12.2f}{measured:>12.2f}"
+                             f"{error:>+10.2f}")
+    return "\n".join(lines)

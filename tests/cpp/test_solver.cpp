@@ -1,0 +1,240 @@
+// The engine model and solver on real situations, each number derived in the test.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "test_support.hpp"
+#include "vramplan/engine.hpp"
+#include "vramplan/solver.hpp"
+
+using namespace vramplan;
+using vramplan_test::kGiB;
+using vramplan_test::spec_from_yaml;
+
+namespace {
+
+// Qwen3-32B config.json: h 5120, 64 layers, 64 heads / 8 KV of 128, I 25600, vocab 151936.
+const char* kQwen3_32B = R"(
+id: test/qwen3-32b
+model_type: qwen3
+hidden_size: 5120
+num_hidden_layers: 64
+num_attention_heads: 64
+num_key_value_heads: 8
+head_dim: 128
+intermediate_size: 25600
+vocab_size: 151936
+max_position_embeddings: 40960
+torch_dtype: bfloat16
+qk_norm: true
+)";
+
+// Llama-3.1-70B config.json: h 8192, 80 layers, 64 heads / 8 KV, I 28672.
+const char* kLlama31_70B = R"(
+id: test/llama-3.1-70b
+model_type: llama
+hidden_size: 8192
+num_hidden_layers: 80
+num_attention_heads: 64
+num_key_value_heads: 8
+intermediate_size: 28672
+vocab_size: 128256
+max_position_embeddings: 131072
+torch_dtype: float16
+)";
+
+GpuSpec card(const char* id, double total_gib) {
+  GpuSpec g;
+  g.id = id;
+  g.name = id;
+  g.vendor = "nvidia";
+  g.total_memory_bytes = static_cast<std::int64_t>(std::llround(total_gib * kGiB));
+  g.compute_capability = 8.9;
+  return g;
+}
+
+}  // namespace
+
+TEST(Engine, KvBudgetIsRequestedMinusTheOtherTerms) {
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  HardwareConfig hw;
+  hw.gpu = vramplan_test::h100();
+  EngineConfig c;
+  c.engine_version = "0.19.0";
+  c.gpu_memory_utilization = 0.95;
+  c.max_model_len = 8192;
+  const Breakdown b = compute_breakdown(s, hw, c);
+  const RankBreakdown& r = b.ranks.front();
+  EXPECT_EQ(r.requested_memory_bytes,
+            static_cast<std::int64_t>(std::ceil(0.95 * static_cast<double>(hw.gpu.total_memory_bytes))));
+  // vLLM 0.19 captures graphs after the KV allocation: not subtracted.
+  EXPECT_EQ(r.kv_cache_bytes, r.requested_memory_bytes - r.weights_bytes - r.activation_peak_bytes -
+                                  r.non_torch_bytes);
+  // The same launch on >= 0.21 subtracts the graph estimate and defaults to 0.92.
+  c.engine_version = "0.21.0";
+  const Breakdown newer = compute_breakdown(s, hw, c);
+  EXPECT_EQ(newer.ranks.front().kv_cache_bytes,
+            r.requested_memory_bytes - r.weights_bytes - r.activation_peak_bytes -
+                r.non_torch_bytes - newer.ranks.front().cudagraph_bytes);
+  c.gpu_memory_utilization = -1;
+  EXPECT_DOUBLE_EQ(compute_breakdown(s, hw, c).config.gpu_memory_utilization, 0.92);
+  // dev-021 measured "Available KV cache memory: 58.11 GiB": our terms land within 0.1 GiB.
+  EXPECT_NEAR(r.kv_cache_bytes / kGiB, 58.11, 0.1);
+  // Defaults on an 80 GiB non-A100 card for `vllm serve`: 1024 seqs, 8192 batched tokens.
+  EXPECT_EQ(b.config.max_num_seqs, 1024);
+  EXPECT_EQ(b.config.max_num_batched_tokens, 8192);
+}
+
+TEST(Engine, CaptureSizeLadder) {
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  HardwareConfig hw;
+  hw.gpu = vramplan_test::h100();
+  EngineConfig c;
+  c.engine_version = "0.19.0";
+  // 1,2,4 + 8..248 step 8 (31) + 256..512 step 16 (17) = 51, as the 0.19 log lists them.
+  EXPECT_EQ(resolve_config(s, hw, c, engine_profile(c.engine_version)).num_cudagraph_sizes, 51);
+  c.max_num_seqs = 64;  // max capture 128: 3 + 16
+  EXPECT_EQ(resolve_config(s, hw, c, engine_profile(c.engine_version)).num_cudagraph_sizes, 19);
+  c.enforce_eager = true;
+  EXPECT_EQ(compute_breakdown(s, hw, c).ranks.front().cudagraph_bytes, 0);
+}
+
+TEST(Solver, Qwen3_32B_Bf16OnTwo4090sDoesNotFit) {
+  const ModelSpec s = spec_from_yaml(kQwen3_32B);
+  // Parameters: 64 * (q 5120*8192 + kv 2*1024*5120 + o 8192*5120 + mlp 3*25600*5120 + norms)
+  //             + 2 * 151936*5120 = 32.76e9 -> 61.0 GiB in bf16, 30.5 GiB per TP rank.
+  SolveRequest req;
+  req.hardware.gpu = card("RTX-4090", 23.64);
+  req.hardware.num_gpus = 2;
+  req.pinned.tensor_parallel_size = 2;
+  req.pinned.max_model_len = 32768;
+  const Plan plan = solve(s, req);
+  EXPECT_FALSE(plan.fits);
+  const RankBreakdown& r = plan.breakdown.ranks.front();
+  EXPECT_NEAR(r.weights_bytes / kGiB, 30.5, 0.15);
+  EXPECT_EQ(plan.breakdown.outcome, Outcome::OomAtLoad);  // the weights are the cause
+  bool quantized = false;
+  bool more_gpus = false;
+  for (const auto& remedy : plan.remedies) {
+    if (remedy.kind == "quantized_weights") {
+      quantized = true;
+      EXPECT_NE(remedy.detail.find("weights 15."), std::string::npos) << remedy.detail;
+    }
+    if (remedy.kind == "tensor_parallel") {
+      more_gpus = true;
+      EXPECT_TRUE(remedy.fits) << remedy.detail;
+    }
+  }
+  EXPECT_TRUE(quantized);
+  EXPECT_TRUE(more_gpus);
+}
+
+TEST(Solver, Llama31_8B_On24GBCardFits) {
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  SolveRequest req;
+  req.hardware.gpu = card("RTX-4090", 23.64);
+  req.pinned.gpu_memory_utilization = 0.85;
+  req.pinned.max_model_len = 8192;
+  req.pinned.max_num_seqs = 32;
+  const Plan plan = solve(s, req);
+  ASSERT_TRUE(plan.fits) << plan.verdict;
+  const RankBreakdown& r = plan.breakdown.ranks.front();
+  // Budget 0.85 * 23.64 = 20.09 GiB; weights 14.99; KV what is left after the other terms.
+  EXPECT_NEAR(r.requested_memory_bytes / kGiB, 20.09, 0.01);
+  EXPECT_NEAR(r.weights_bytes / kGiB, 14.99, 0.01);
+  // Tokens: floor(KV / (16 tokens * 32 layers * 4 KiB)) * 16.
+  const std::int64_t blocks = r.kv_cache_bytes / (16 * 131072);
+  EXPECT_EQ(plan.breakdown.kv_tokens, static_cast<std::int64_t>(
+                                          static_cast<double>(blocks) / 512.0 * 8192.0));
+  EXPECT_NEAR(plan.breakdown.max_concurrency, static_cast<double>(blocks) / 512.0, 1e-9);
+  EXPECT_GT(plan.breakdown.max_concurrency, 3.0);  // ~4 GiB of KV: about 4 full requests
+  // The largest safe max_model_len at this utilization: every KV block for one request.
+  EXPECT_EQ(plan.breakdown.estimated_max_model_len, 8192);  // capped at the asked length
+  SolveRequest open = req;
+  open.pinned.max_model_len = -1;
+  const Plan longest = solve(s, open);
+  EXPECT_EQ(longest.max_model_len, longest.breakdown.ranks.front().kv_cache_bytes / (16 * 131072) * 16);
+}
+
+TEST(Solver, Llama31_70B_32kContextTimes8NeedsEightyGiB) {
+  const ModelSpec s = spec_from_yaml(kLlama31_70B);
+  KvCacheOptions o;  // fp16
+  // 2 * 80 layers * 8 heads * 128 * 2 B = 327,680 B/token; * 32768 * 8 = 80 GiB.
+  EXPECT_EQ(kv_bytes_per_token(s, o), 327680);
+  const KvLayout layout = kv_layout(s, o);
+  EXPECT_EQ(8 * kv_request_bytes(layout, 32768, 8192), 80LL * (1LL << 30));
+}
+
+TEST(Solver, LongContextOnL4IsRejectedWithVllmEstimate) {
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  HardwareConfig hw;
+  hw.gpu = card("L4", 22.05);
+  EngineConfig c;
+  c.engine_version = "0.19.0";
+  c.max_model_len = 131072;
+  const Breakdown b = compute_breakdown(s, hw, c);
+  ASSERT_EQ(b.outcome, Outcome::InsufficientKvForMaxModelLen);
+  const std::int64_t kv = b.ranks.front().kv_cache_bytes;
+  EXPECT_EQ(b.request_kv_bytes, 131072LL * 131072);  // 16 GiB for one 128k request
+  // vLLM's binary search: the largest L with 32 * cdiv(L,16) * 64 KiB <= KV.
+  EXPECT_EQ(b.estimated_max_model_len, kv / (16 * 131072) * 16);
+  ASSERT_FALSE(b.messages.empty());
+  EXPECT_NE(b.messages.front().find("estimated maximum model length is " +
+                                    std::to_string(b.estimated_max_model_len)),
+            std::string::npos);
+}
+
+TEST(Solver, StartupFreeMemoryCheckUsesOtherProcesses) {
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  HardwareConfig hw;
+  hw.gpu = vramplan_test::h100();
+  hw.memory_used_by_others_bytes = 20LL << 30;
+  EngineConfig c;
+  c.gpu_memory_utilization = 0.9;
+  c.max_model_len = 8192;
+  EXPECT_EQ(compute_breakdown(s, hw, c).outcome, Outcome::StartupFreeMemory);
+  SolveRequest req;
+  req.hardware = hw;
+  req.pinned.max_model_len = 8192;
+  const Plan plan = solve(s, req);
+  EXPECT_TRUE(plan.fits);
+  // 79.19 - 20 - 0.51 context - 0.5 margin = 58.18 GiB -> 0.73.
+  EXPECT_DOUBLE_EQ(plan.gpu_memory_utilization, 0.73);
+}
+
+TEST(SolverProperties, MonotoneAndDeterministic) {
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  Plan previous;
+  bool first = true;
+  for (double others_gib : {30.0, 20.0, 10.0, 5.0, 0.0}) {  // more free memory each step
+    SolveRequest req;
+    req.hardware.gpu = vramplan_test::h100();
+    req.hardware.memory_used_by_others_bytes = static_cast<std::int64_t>(others_gib * kGiB);
+    req.target_context_tokens = 32768;
+    const Plan plan = solve(s, req);
+    const Plan again = solve(s, req);
+    EXPECT_EQ(plan.max_num_seqs, again.max_num_seqs);
+    EXPECT_EQ(plan.breakdown.kv_tokens, again.breakdown.kv_tokens);
+    EXPECT_EQ(to_vllm_args(plan), to_vllm_args(again));
+    if (!first) {
+      EXPECT_GE(plan.gpu_memory_utilization, previous.gpu_memory_utilization);
+      EXPECT_GE(plan.max_model_len, previous.max_model_len);
+      EXPECT_GE(plan.max_num_seqs, previous.max_num_seqs);
+      EXPECT_GE(plan.max_num_batched_tokens, previous.max_num_batched_tokens);
+    }
+    // The recommended flags pass the engine's own checks.
+    HardwareConfig hw = req.hardware;
+    EXPECT_EQ(compute_breakdown(s, hw, plan.config).outcome, Outcome::Started);
+    previous = plan;
+    first = false;
+  }
+  std::int64_t seqs_before = 1 << 30;
+  for (std::int64_t context : {2048, 8192, 32768, 131072}) {  // longer context each step
+    SolveRequest req;
+    req.hardware.gpu = vramplan_test::h100();
+    req.target_context_tokens = context;
+    const Plan plan = solve(s, req);
+    EXPECT_LE(plan.max_num_seqs, seqs_before) << context;
+    seqs_before = plan.max_num_seqs;
+  }
+}

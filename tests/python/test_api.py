@@ -1,0 +1,64 @@
+"""The Python surface hands the right arguments to the C++ core and reshapes, never computes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import vramplan
+from vramplan import _core
+
+
+def test_database_lists_models_and_gpus() -> None:
+    assert "meta-llama/Llama-3.1-8B-Instruct" in vramplan.models()
+    assert "H100-80GB" in vramplan.gpus()
+    spec = vramplan.load_model("meta-llama/Meta-Llama-3.1-8B")  # an alias
+    assert spec.id == "meta-llama/Llama-3.1-8B-Instruct"
+    assert spec.parameter_count() == 8_030_261_248
+
+
+def test_breakdown_is_exactly_the_core_result() -> None:
+    spec = vramplan.load_model(vramplan.DEFAULT_MODEL)
+    gpu = vramplan.load_gpu(vramplan.DEFAULT_GPU)
+    knobs = {"max_model_len": 8192, "engine_version": "0.19.0", "gpu_memory_utilization": 0.95}
+    via_api = vramplan.breakdown(spec, gpu, **knobs)
+    via_core = _core.compute_breakdown(spec, gpu, knobs)
+    assert via_api.data == via_core
+    assert via_api.kv_bytes_per_token == 131072
+    assert via_api.weights_bytes == 16_060_522_496 + 131072 * 128 * 2
+
+
+def test_plan_is_exactly_the_core_result() -> None:
+    spec = vramplan.load_model(vramplan.DEFAULT_MODEL)
+    gpu = vramplan.load_gpu(vramplan.DEFAULT_GPU)
+    via_api = vramplan.plan(spec, gpu, context=8192)
+    via_core = _core.solve(spec, gpu, {}, target_context_tokens=8192)
+    assert via_api.data == via_core
+    kwargs = via_api.to_llm_kwargs()
+    assert kwargs["max_model_len"] == 8192
+    assert via_api.to_vllm_args().startswith("--gpu-memory-utilization ")
+    assert json.loads(via_api.to_json())["fits"] is True
+
+
+def test_gpu_total_override() -> None:
+    gpu = vramplan.load_gpu("H100-80GB", total_memory_bytes=40 << 30)
+    assert gpu.total_memory_bytes == 40 << 30
+
+
+@pytest.mark.parametrize(
+    ("knobs", "field"),
+    [
+        ({"tensor_parallel_size": 3}, "tensor_parallel_size"),
+        ({"gpu_memory_utilization": 1.5}, "gpu_memory_utilization"),
+        ({"kv_cache_dtype": "int2"}, "kv_cache_dtype"),
+        ({"engine_version": "banana"}, "engine_version"),
+        ({"max_model_len": -5}, "max_model_len"),
+        ({"max_num_seqz": 4}, "max_num_seqz"),
+    ],
+)
+def test_bad_knobs_raise_config_error_naming_the_field(knobs: dict, field: str) -> None:
+    with pytest.raises(vramplan.ConfigError) as info:
+        vramplan.breakdown(**knobs)
+    assert info.value.field == field
+    assert isinstance(info.value, ValueError)

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_core, m) {
   vramplan_py::register_errors(m);
   vramplan_py::register_spec(m);
   vramplan_py::register_engine(m);
+  vramplan_py::register_log_parser(m);
 }

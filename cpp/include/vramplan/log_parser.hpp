@@ -1,0 +1,84 @@
+// Reads the figures a vLLM startup log prints (launch settings, the memory profile, the KV
+// cache size, and how the launch ended) so measured launches can be compared with plans.
+//
+// The input is untrusted text. parse_vllm_log never throws for bad input (only std::bad_alloc
+// can escape) and runs in time linear in the input: it scans line by line without regular
+// expressions, skips lines longer than 64 KiB, splits on '\n' and '\r' (CRLF logs and
+// progress bars redrawn with '\r'), removes ANSI colour codes (ESC[...m, and the "^[[...m"
+// form left when such logs are pasted into issues) and the "(EngineCore pid=N)" /
+// "(Worker_TP1 pid=N)" process prefixes.
+//
+// Figures printed by several ranks or processes keep their FIRST occurrence (for TP/PP logs,
+// the first worker that logged it, as dev.jsonl records them). gpu_total_gib is taken from the
+// first memory line of any kind that states the device total. Launch settings come from
+// "non-default args: {...}" first, then the engine config line ("Initializing a V1 LLM engine
+// (v0.19.0) with config: ..."), then lines that state the effective value (e.g. "Using max
+// model len 8192", "Defaulting max_num_seqs to 1024", "Requested memory: 0.95 (util)").
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vramplan {
+
+// Every field is optional: absent when the log does not print it. GiB = 2^30 bytes (vLLM's
+// older "GB" labels are GiB too).
+struct VllmLogFigures {
+  // Launch.
+  std::optional<std::string> vllm_version;
+  std::optional<std::string> model;
+  std::optional<std::string> dtype;  // "bfloat16" ("torch." prefix removed)
+  std::optional<std::string> quantization;
+  std::optional<std::string> kv_cache_dtype;
+  std::optional<int> tensor_parallel_size;
+  std::optional<int> pipeline_parallel_size;
+  std::optional<int> data_parallel_size;
+  std::optional<double> gpu_memory_utilization;
+  std::optional<std::int64_t> max_model_len;
+  std::optional<std::int64_t> max_num_seqs;
+  std::optional<std::int64_t> max_num_batched_tokens;
+  std::optional<std::int64_t> block_size;
+  std::optional<bool> enforce_eager;
+  std::optional<bool> enable_prefix_caching;
+  std::optional<double> gpu_total_gib;
+
+  // Measured figures.
+  std::optional<double> weights_gib;
+  std::optional<double> activation_peak_gib;
+  std::optional<double> non_torch_gib;
+  std::optional<double> total_non_kv_gib;
+  std::optional<double> kv_cache_gib;  // can be negative (a failed launch)
+  std::optional<std::int64_t> kv_tokens;
+  std::optional<std::int64_t> num_gpu_blocks;
+  std::optional<double> max_concurrency;
+  std::optional<std::int64_t> max_concurrency_tokens;
+  std::optional<double> cudagraph_gib;
+  std::optional<double> cudagraph_estimate_gib;
+  std::optional<std::int64_t> padding_layers;
+  std::optional<double> startup_free_gib;
+  std::optional<double> startup_desired_gib;
+  std::optional<std::int64_t> estimated_max_model_len;
+  std::optional<double> needed_kv_gib;
+  std::optional<double> oom_tried_gib;
+  std::optional<double> oom_total_gib;
+  std::optional<double> oom_free_gib;
+
+  // "started", "insufficient_kv_for_max_model_len", "oom_kv_alloc", "oom_at_load",
+  // "startup_free_memory" or "unknown".
+  std::string outcome = "unknown";
+  // The failing lines, without process prefix and log header, trimmed, de-duplicated, at most
+  // 32 of them (each cut at 2000 characters). Generic exception lines ("XyzError: ...") are
+  // kept only when the launch did not start.
+  std::vector<std::string> error_lines;
+};
+
+VllmLogFigures parse_vllm_log(std::string_view text);
+
+// Keys are exactly the field names above; an absent field is null.
+nlohmann::json to_json(const VllmLogFigures& figures);
+
+}  // namespace vramplan

@@ -1,0 +1,530 @@
+// safetensors header reader: u64 LE length N, N bytes of JSON
+//   {"name": {"dtype": "BF16", "shape": [..], "data_offsets": [begin, end]}, ...,
+//    "__metadata__": {"k": "v"}}
+// then the data region; offsets are relative to its start (8 + N).
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+
+#include "vramplan/errors.hpp"
+#include "vramplan/tensor_headers.hpp"
+
+namespace vramplan {
+
+namespace detail {
+
+std::size_t find_invalid_utf8(std::string_view text) noexcept {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+      cp = c & 0x1Fu;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      cp = c & 0x0Fu;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      cp = c & 0x07u;
+    } else {
+      return i;  // continuation byte, overlong lead (C0/C1) or F5..FF
+    }
+    if (n - i < len) return i;
+    for (std::size_t k = 1; k < len; ++k) {
+      const unsigned char cc = s[i + k];
+      if ((cc & 0xC0u) != 0x80u) return i;
+      cp = (cp << 6) | (cc & 0x3Fu);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return i;
+    }
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace detail
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kLengthPrefix = 8;
+constexpr int kMaxJsonDepth = 16;  // a valid header nests 3 deep
+
+std::string show_name(std::string_view s) {
+  // Names in messages: printable ASCII kept, the rest escaped, long names cut.
+  std::string out = "'";
+  std::size_t shown = 0;
+  for (const char ch : s) {
+    if (++shown > 200) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7F && c != '\'' && c != '\\') {
+      out += ch;
+    } else {
+      static const char* kHex = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    }
+  }
+  out += "'";
+  return out;
+}
+
+std::uint64_t read_u64_le(const char* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+// Depth of [ and { outside strings, so that no hostile header nests deeper than the
+// format needs (keeps nlohmann's work and memory proportional and shallow).
+void check_json_depth(std::string_view text, const std::string& name) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw ParseError(
+            name, kLengthPrefix + static_cast<std::int64_t>(i),
+            "JSON header nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+// Non-negative integer from a JSON number; nullopt for floats, negatives, > INT64_MAX.
+std::optional<std::int64_t> json_nonneg_int(const json& v) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      return std::nullopt;
+    }
+    return static_cast<std::int64_t>(u);
+  }
+  if (v.is_number_integer()) {
+    const auto i = v.get<std::int64_t>();
+    if (i < 0) return std::nullopt;
+    return i;
+  }
+  return std::nullopt;
+}
+
+// Element types a safetensors file may name: the plain (non-block) types, spelled exactly
+// as in the format ("BF16", not "bfloat16" or "Q4_K").
+std::optional<DType> safetensors_dtype(const std::string& s) {
+  const auto d = parse_dtype(s);
+  if (!d) return std::nullopt;
+  const auto& info = dtype_info(*d);
+  if (info.block_elements != 1 || info.name != s) return std::nullopt;
+  return d;
+}
+
+struct Span {
+  std::int64_t begin;
+  std::int64_t end;
+  std::size_t index;
+};
+
+}  // namespace
+
+std::int64_t SafetensorsHeader::tensor_bytes() const {
+  std::int64_t sum = 0;
+  for (const auto& t : tensors) sum += t.bytes;
+  return sum;
+}
+
+SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::int64_t file_bytes,
+                                           const std::string& name) {
+  if (file_bytes < 0 || static_cast<std::uint64_t>(file_bytes) < bytes.size()) {
+    throw ParseError(name, 0,
+                     "file size " + std::to_string(file_bytes) + " is smaller than the " +
+                         std::to_string(bytes.size()) + " bytes given");
+  }
+  if (file_bytes < kLengthPrefix || bytes.size() < static_cast<std::size_t>(kLengthPrefix)) {
+    throw ParseError(name, 0,
+                     "truncated: file has " + std::to_string(file_bytes) +
+                         " bytes, too short for the 8-byte safetensors header length");
+  }
+  const std::uint64_t n = read_u64_le(bytes.data());
+  if (n > static_cast<std::uint64_t>(kSafetensorsMaxHeaderBytes)) {
+    throw ParseError(name, 0,
+                     "header length " + std::to_string(n) + " exceeds the limit of " +
+                         std::to_string(kSafetensorsMaxHeaderBytes) +
+                         " bytes (not a safetensors file?)");
+  }
+  const auto header_len = static_cast<std::int64_t>(n);
+  if (header_len > file_bytes - kLengthPrefix) {
+    throw ParseError(name, 0,
+                     "header length " + std::to_string(header_len) +
+                         " runs past the end of the file (" + std::to_string(file_bytes) +
+                         " bytes)");
+  }
+  if (static_cast<std::uint64_t>(kLengthPrefix + header_len) > bytes.size()) {
+    throw ParseError(name, kLengthPrefix + static_cast<std::int64_t>(bytes.size()),
+                     "header length " + std::to_string(header_len) +
+                         " runs past the end of the bytes given (" + std::to_string(bytes.size()) +
+                         ")");
+  }
+  const std::string_view text = bytes.substr(kLengthPrefix, static_cast<std::size_t>(n));
+  if (const auto bad = detail::find_invalid_utf8(text); bad != std::string_view::npos) {
+    throw ParseError(name, kLengthPrefix + static_cast<std::int64_t>(bad),
+                     "JSON header is not valid UTF-8");
+  }
+  if (text.empty() || text.front() != '{') {
+    throw ParseError(name, kLengthPrefix, "JSON header does not start with '{'");
+  }
+  check_json_depth(text, name);
+
+  // Duplicate top-level keys would silently hide a tensor (nlohmann keeps the last one).
+  std::set<std::string> keys;
+  const json::parser_callback_t on_event = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (depth == 1 && event == json::parse_event_t::key &&
+        !keys.insert(parsed.get<std::string>()).second) {
+      throw ParseError(
+          name, kLengthPrefix,
+          "tensor " + show_name(parsed.get<std::string>()) + " appears twice in the header");
+    }
+    return true;
+  };
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end(), on_event, /*allow_exceptions=*/true);
+  } catch (const json::parse_error& e) {
+    const auto pos = e.byte > 0 ? static_cast<std::int64_t>(e.byte) - 1 : 0;
+    throw ParseError(name, kLengthPrefix + pos,
+                     std::string("JSON header does not parse: ") + e.what());
+  } catch (const json::exception& e) {
+    throw ParseError(name, kLengthPrefix, std::string("JSON header does not parse: ") + e.what());
+  }
+  if (!root.is_object()) {
+    throw ParseError(name, kLengthPrefix, "JSON header is not an object");
+  }
+
+  SafetensorsHeader out;
+  out.file = name;
+  out.header_bytes = kLengthPrefix + header_len;
+  out.file_bytes = file_bytes;
+  const std::int64_t data_len = file_bytes - out.header_bytes;
+
+  std::vector<Span> spans;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string& key = it.key();
+    const json& value = it.value();
+    const auto field_error = [&](const std::string& field, const std::string& problem) {
+      return ParseError(
+          name, kLengthPrefix,
+          "tensor " + show_name(key) + (field.empty() ? "" : ": " + field) + ": " + problem);
+    };
+    if (key == "__metadata__") {
+      if (!value.is_object()) {
+        throw ParseError(name, kLengthPrefix, "__metadata__ is not an object");
+      }
+      for (const auto& [mk, mv] : value.items()) {
+        if (!mv.is_string()) {
+          throw ParseError(name, kLengthPrefix,
+                           "__metadata__ value " + show_name(mk) + " is not a string");
+        }
+        out.metadata.emplace(mk, mv.get<std::string>());
+      }
+      continue;
+    }
+    // nlohmann validates UTF-8 (including \u escapes) but the check is cheap to restate.
+    if (detail::find_invalid_utf8(key) != std::string_view::npos) {
+      throw field_error("", "name is not valid UTF-8");
+    }
+    if (!value.is_object()) throw field_error("", "entry is not an object");
+    const auto dt = value.find("dtype");
+    const auto sh = value.find("shape");
+    const auto off = value.find("data_offsets");
+    if (dt == value.end()) throw field_error("dtype", "missing");
+    if (sh == value.end()) throw field_error("shape", "missing");
+    if (off == value.end()) throw field_error("data_offsets", "missing");
+    if (!dt->is_string()) throw field_error("dtype", "not a string");
+    const auto dtype = safetensors_dtype(dt->get<std::string>());
+    if (!dtype) throw field_error("dtype", "unknown dtype " + show_name(dt->get<std::string>()));
+
+    if (!sh->is_array()) throw field_error("shape", "not an array");
+    TensorInfo t;
+    t.name = key;
+    t.dtype = *dtype;
+    std::int64_t elements = 1;
+    for (const auto& d : *sh) {
+      const auto dim = json_nonneg_int(d);
+      if (!dim)
+        throw field_error("shape", "dimension " + d.dump() + " is not a non-negative integer");
+      t.shape.push_back(*dim);
+      if (*dim != 0 && elements > std::numeric_limits<std::int64_t>::max() / *dim) {
+        throw field_error("shape", "element count overflows int64");
+      }
+      elements *= *dim;
+    }
+    t.bytes = dtype_bytes_for_elements(t.dtype, elements);
+    if (t.bytes < 0) throw field_error("shape", "byte size overflows int64");
+
+    if (!off->is_array() || off->size() != 2) {
+      throw field_error("data_offsets", "not an array of two integers");
+    }
+    const auto begin = json_nonneg_int((*off)[0]);
+    const auto end = json_nonneg_int((*off)[1]);
+    if (!begin || !end) throw field_error("data_offsets", "not non-negative integers");
+    if (*begin > *end) {
+      throw field_error("data_offsets",
+                        "begin " + std::to_string(*begin) + " > end " + std::to_string(*end));
+    }
+    if (*end > data_len) {
+      throw field_error("data_offsets", "end " + std::to_string(*end) +
+                                            " lies outside the data region (" +
+                                            std::to_string(data_len) + " bytes)");
+    }
+    if (*end - *begin != t.bytes) {
+      throw field_error("data_offsets", "span of " + std::to_string(*end - *begin) +
+                                            " bytes does not match " +
+                                            std::string(dtype_info(t.dtype).name) +
+                                            " x shape = " + std::to_string(t.bytes) + " bytes");
+    }
+    t.offset = out.header_bytes + *begin;
+    spans.push_back({*begin, *end, out.tensors.size()});
+    out.tensors.push_back(std::move(t));
+  }
+
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  std::int64_t max_end = 0;
+  std::size_t max_owner = 0;
+  bool have_owner = false;
+  for (const auto& s : spans) {
+    if (s.end == s.begin) continue;  // empty tensors occupy no bytes
+    if (have_owner && s.begin < max_end) {
+      throw ParseError(name, out.header_bytes + s.begin,
+                       "tensor " + show_name(out.tensors[s.index].name) + " data_offsets [" +
+                           std::to_string(s.begin) + ", " + std::to_string(s.end) +
+                           ") overlap tensor " + show_name(out.tensors[max_owner].name));
+    }
+    if (s.end > max_end) {
+      max_end = s.end;
+      max_owner = s.index;
+      have_owner = true;
+    }
+  }
+
+  std::vector<TensorInfo> sorted;
+  sorted.reserve(out.tensors.size());
+  for (const auto& s : spans) sorted.push_back(std::move(out.tensors[s.index]));
+  out.tensors = std::move(sorted);
+  return out;
+}
+
+SafetensorsHeader read_safetensors_header(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);  // follows symlinks
+  if (ec) throw ParseError(path, 0, "cannot read file: " + ec.message());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ParseError(path, 0, std::string("cannot open file: ") + std::strerror(errno));
+  const auto file_bytes = static_cast<std::int64_t>(size);
+  std::string buf(static_cast<std::size_t>(std::min<std::int64_t>(file_bytes, kLengthPrefix)),
+                  '\0');
+  in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+  if (in.gcount() != static_cast<std::streamsize>(buf.size())) {
+    throw ParseError(path, 0, "read failed (file shrank while reading?)");
+  }
+  if (buf.size() == static_cast<std::size_t>(kLengthPrefix)) {
+    const std::uint64_t n = read_u64_le(buf.data());
+    // Only read the JSON if its length is plausible; otherwise let the parser report it.
+    if (n <= static_cast<std::uint64_t>(kSafetensorsMaxHeaderBytes) &&
+        static_cast<std::int64_t>(n) <= file_bytes - kLengthPrefix) {
+      buf.resize(static_cast<std::size_t>(kLengthPrefix + static_cast<std::int64_t>(n)));
+      in.read(buf.data() + kLengthPrefix, static_cast<std::streamsize>(n));
+      if (in.gcount() != static_cast<std::streamsize>(n)) {
+        throw ParseError(path, kLengthPrefix, "read failed (file shrank while reading?)");
+      }
+    }
+  }
+  return parse_safetensors_header(buf, file_bytes, path);
+}
+
+// ---------------------------------------------------------------------------------------
+// Folders.
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+constexpr std::int64_t kMaxIndexBytes = 256 << 20;
+
+json read_index_json(const fs::path& path) {
+  const std::string name = path.string();
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw ParseError(name, 0, "cannot read file: " + ec.message());
+  if (size > static_cast<std::uint64_t>(kMaxIndexBytes)) {
+    throw ParseError(name, 0, "index file larger than 256 MiB");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string text(static_cast<std::size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!in || in.gcount() != static_cast<std::streamsize>(text.size())) {
+    throw ParseError(name, 0, "cannot read file");
+  }
+  check_json_depth(text, name);
+  try {
+    return json::parse(text, nullptr, /*allow_exceptions=*/true);
+  } catch (const json::parse_error& e) {
+    const auto pos = e.byte > 0 ? static_cast<std::int64_t>(e.byte) - 1 : 0;
+    throw ParseError(name, pos, std::string("index JSON does not parse: ") + e.what());
+  }
+}
+
+}  // namespace
+
+CheckpointTensors read_safetensors_folder(const std::string& dir) {
+  const fs::path root(dir);
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) throw ParseError(dir, 0, "not a directory");
+
+  std::vector<std::string> present;  // *.safetensors names in the folder
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string fname = it->path().filename().string();
+    if (ends_with(fname, ".safetensors")) present.push_back(fname);
+  }
+  if (ec) throw ParseError(dir, 0, "cannot list directory: " + ec.message());
+  std::sort(present.begin(), present.end());
+
+  const fs::path index_path = root / "model.safetensors.index.json";
+  std::vector<std::string> chosen;
+  std::unordered_map<std::string, std::string> weight_map;  // tensor -> shard, from index
+  const bool have_index = fs::exists(index_path, ec);
+  if (!have_index && fs::is_symlink(fs::symlink_status(index_path, ec))) {
+    throw ParseError(index_path.string(), 0, "broken symlink (incomplete download?)");
+  }
+  if (have_index) {
+    const json index = read_index_json(index_path);
+    const std::string iname = index_path.string();
+    if (!index.is_object()) throw ParseError(iname, 0, "index is not a JSON object");
+    const auto wm = index.find("weight_map");
+    if (wm == index.end() || !wm->is_object()) {
+      throw ParseError(iname, 0, "weight_map: missing or not an object");
+    }
+    std::set<std::string> shards;
+    for (const auto& [tensor, shard] : wm->items()) {
+      if (!shard.is_string()) {
+        throw ParseError(iname, 0,
+                         "weight_map: value of " + show_name(tensor) + " is not a string");
+      }
+      const auto s = shard.get<std::string>();
+      // Shard names are plain file names in the same folder.
+      if (s.empty() || s.find('/') != std::string::npos || s.find('\\') != std::string::npos ||
+          s == "." || s == "..") {
+        throw ParseError(iname, 0,
+                         "weight_map: shard name " + show_name(s) + " is not a file name");
+      }
+      shards.insert(s);
+      weight_map.emplace(tensor, s);
+    }
+    if (shards.empty()) throw ParseError(iname, 0, "weight_map is empty");
+    chosen.assign(shards.begin(), shards.end());
+  } else {
+    bool any_consolidated = false;
+    bool any_other = false;
+    for (const auto& f : present) {
+      (starts_with(f, "consolidated") ? any_consolidated : any_other) = true;
+    }
+    for (const auto& f : present) {
+      if (any_consolidated && any_other && starts_with(f, "consolidated")) continue;
+      chosen.push_back(f);
+    }
+  }
+  if (chosen.empty()) throw ParseError(dir, 0, "no *.safetensors files in folder");
+
+  CheckpointTensors out;
+  std::unordered_map<std::string, std::string> seen;  // tensor -> file
+  for (const auto& shard : chosen) {
+    const fs::path p = root / shard;
+    const std::string pname = p.string();
+    if (!fs::exists(p, ec)) {
+      throw ParseError(pname, 0,
+                       have_index ? "shard named in model.safetensors.index.json is missing "
+                                    "(or a broken symlink)"
+                                  : "file is missing (broken symlink?)");
+    }
+    SafetensorsHeader h = read_safetensors_header(pname);
+    for (auto& t : h.tensors) {
+      if (have_index) {
+        const auto w = weight_map.find(t.name);
+        if (w == weight_map.end()) {
+          throw ParseError(
+              pname, t.offset,
+              "tensor " + show_name(t.name) + " is not listed in model.safetensors.index.json");
+        }
+        if (w->second != shard) {
+          throw ParseError(pname, t.offset,
+                           "tensor " + show_name(t.name) +
+                               " is in this shard but the index maps it to " +
+                               show_name(w->second));
+        }
+      }
+      const auto [it, inserted] = seen.emplace(t.name, pname);
+      if (!inserted) {
+        throw ParseError(pname, t.offset,
+                         "tensor " + show_name(t.name) + " also appears in " + it->second +
+                             " (duplicate checkpoint copies in one folder?)");
+      }
+      out.total_bytes += t.bytes;
+      out.tensors.push_back(std::move(t));
+    }
+    out.files.push_back(pname);
+  }
+  if (have_index) {
+    for (const auto& [tensor, shard] : weight_map) {
+      if (seen.find(tensor) == seen.end()) {
+        throw ParseError((root / shard).string(), 0,
+                         "tensor " + show_name(tensor) +
+                             " listed in model.safetensors.index.json is not in this shard");
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace vramplan

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Build the libFuzzer targets (tests/fuzz) with clang in build-fuzz/ and run each one for a
+# bounded number of executions: scripts/fuzz.sh [RUNS] (default 200000).
+# Seeds are tiny valid files generated into build-fuzz/corpus/<reader>/; libFuzzer adds the
+# inputs it finds there, and writes crashing inputs to build-fuzz/artifacts/.
+# Exits non-zero if a fuzzer crashes (sanitizer report, abort, timeout, out-of-memory).
+# Environment: JOBS (build parallelism, default 2), FUZZ_SECONDS (optional cap per reader).
+set -euo pipefail
+
+RUNS="${1:-200000}"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="$ROOT/build-fuzz"
+JOBS="${JOBS:-2}"
+
+# --- toolchain: clang with the libFuzzer runtime ----------------------------------------
+have_libfuzzer() {
+  command -v clang++ >/dev/null 2>&1 || return 1
+  local tmp
+  tmp="$(mktemp -d)"
+  printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' \
+    >"$tmp/t.cpp"
+  clang++ -fsanitize=fuzzer,address,undefined "$tmp/t.cpp" -o "$tmp/t" >/dev/null 2>&1
+  local rc=$?
+  rm -rf "$tmp"
+  return $rc
+}
+if ! have_libfuzzer; then
+  echo "fuzz.sh: installing clang and its libFuzzer runtime with apt-get" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update
+  # Debian 12 ships clang 14; the runtime package follows the default clang's major version.
+  CLANG_MAJOR="$(apt-cache policy clang | sed -n 's/.*Candidate: *[0-9]*:\{0,1\}\([0-9]*\)\..*/\1/p')"
+  $SUDO apt-get install -y clang "libclang-rt-${CLANG_MAJOR:-14}-dev" ||
+    $SUDO apt-get install -y clang
+  have_libfuzzer || { echo "fuzz.sh: clang cannot link -fsanitize=fuzzer" >&2; exit 2; }
+fi
+
+# --- build -------------------------------------------------------------------------------
+cmake -S "$ROOT" -B "$BUILD" \
+  -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DVRAMPLAN_BUILD_FUZZERS=ON \
+  -DVRAMPLAN_BUILD_TESTS=OFF \
+  -DVRAMPLAN_BUILD_PYTHON=OFF \
+  -DVRAMPLAN_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build "$BUILD" --target fuzz_safetensors fuzz_gguf -j "$JOBS"
+
+# --- seed corpus and dictionaries ----------------------------------------------------------
+mkdir -p "$BUILD/corpus/safetensors" "$BUILD/corpus/gguf" "$BUILD/artifacts"
+python3 - "$BUILD" <<'PY'
+import json, struct, sys
+from pathlib import Path
+
+build = Path(sys.argv[1])
+st_dir, gg_dir = build / "corpus" / "safetensors", build / "corpus" / "gguf"
+
+def safetensors(entries, metadata=None, pad=0):
+    head, off = {}, 0
+    if metadata is not None:
+        head["__metadata__"] = metadata
+    for name, dtype, shape, size in entries:
+        head[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + size]}
+        off += size
+    text = json.dumps(head, separators=(",", ":")).encode() + b" " * pad
+    return struct.pack("<Q", len(text)) + text + b"\0" * off
+
+seeds = {
+    "empty": safetensors([]),
+    "one_f32": safetensors([("w", "F32", [2, 2], 16)]),
+    "dtypes": safetensors([("a", "BF16", [4], 8), ("b", "F16", [3], 6), ("c", "F8_E4M3", [5], 5),
+                           ("d", "I32", [2], 8), ("e", "U8", [0, 3], 0), ("f", "F64", [], 8)],
+                          {"format": "pt"}, pad=3),
+    "meta_only": safetensors([], {"format": "pt", "k": "v"}),
+}
+for name, data in seeds.items():
+    (st_dir / f"seed_{name}.safetensors").write_bytes(data)
+
+def gstr(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+def gguf(kvs, tensors, version=3, alignment=32):
+    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs))
+    for key, typ, payload in kvs:
+        out += gstr(key) + struct.pack("<I", typ) + payload
+    off = 0
+    for name, ne, typ, size in tensors:
+        out += gstr(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        out += struct.pack("<IQ", typ, off)
+        off += (size + alignment - 1) // alignment * alignment
+    out += b"\0" * (-len(out) % alignment)
+    return out + b"\0" * off
+
+U32, F32, BOOL, STR, ARR, I32 = 4, 6, 7, 8, 9, 5
+kv_arch = ("general.architecture", STR, gstr("llama"))
+kv_blocks = ("llama.block_count", U32, struct.pack("<I", 2))
+kv_rope = ("llama.rope.freq_base", F32, struct.pack("<f", 10000.0))
+kv_flag = ("general.flag", BOOL, b"\1")
+kv_toks = ("tokenizer.ggml.tokens", ARR,
+           struct.pack("<IQ", STR, 3) + gstr("a") + gstr("b") + gstr("<0x0A>"))
+kv_ints = ("llama.attention.head_count_kv", ARR, struct.pack("<IQ", I32, 2) + struct.pack("<ii", 8, 4))
+gseeds = {
+    "empty_v3": gguf([], []),
+    "empty_v2": gguf([kv_arch], [], version=2),
+    "meta": gguf([kv_arch, kv_blocks, kv_rope, kv_flag, kv_toks, kv_ints], []),
+    "tensors": gguf([kv_arch], [("f32", [8, 2], 0, 64), ("q4_0", [32, 2], 2, 36),
+                                ("q8_0", [32], 8, 34), ("q4_k", [256], 12, 144),
+                                ("q6_k", [256], 14, 210), ("iq4_xs", [256], 23, 136),
+                                ("mxfp4", [32, 1, 2], 39, 34), ("bf16", [4], 30, 8)]),
+    "aligned64": gguf([("general.alignment", U32, struct.pack("<I", 64))],
+                      [("w", [16], 1, 32), ("v", [4], 0, 16)], alignment=64),
+}
+for name, data in gseeds.items():
+    (gg_dir / f"seed_{name}.gguf").write_bytes(data)
+
+def dict_line(i, b):
+    return "kw%d=\"%s\"\n" % (i, "".join(chr(c) if 32 <= c < 127 and c not in b'"\\' else "\\x%02x" % c
+                                          for c in b))
+st_words = [b'"dtype"', b'"shape"', b'"data_offsets"', b'"__metadata__"', b'"F32"', b'"BF16"',
+            b'"F16"', b'"F8_E4M3"', b'"F8_E5M2"', b'"I64"', b'"U8"', b'"BOOL"', b"18446744073709551615",
+            b"9223372036854775807", b"\\ud800", b"\xc3\xa9", b"\xff"]
+gg_words = [b"GGUF", b"general.alignment", b"general.architecture", struct.pack("<I", 3),
+            struct.pack("<I", 9), struct.pack("<Q", 2**63), struct.pack("<Q", 2**64 - 1),
+            struct.pack("<Q", 256), struct.pack("<Q", 32)]
+(build / "safetensors.dict").write_text("".join(dict_line(i, w) for i, w in enumerate(st_words)))
+(build / "gguf.dict").write_text("".join(dict_line(i, w) for i, w in enumerate(gg_words)))
+PY
+
+# --- run -----------------------------------------------------------------------------------
+status=0
+for reader in safetensors gguf; do
+  extra=()
+  if [ -n "${FUZZ_SECONDS:-}" ]; then extra+=("-max_total_time=$FUZZ_SECONDS"); fi
+  log="$BUILD/fuzz_$reader.log"
+  echo "== fuzz_$reader: $RUNS runs (log: $log)"
+  set +e
+  "$BUILD/tests/fuzz/fuzz_$reader" \
+    -runs="$RUNS" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+    -dict="$BUILD/$reader.dict" -print_final_stats=1 \
+    -artifact_prefix="$BUILD/artifacts/$reader-" "${extra[@]}" \
+    "$BUILD/corpus/$reader" >"$log" 2>&1
+  rc=$?
+  set -e
+  grep -E "^Done|stat::number_of_executed_units|stat::peak_rss_mb" "$log" || true
+  if [ $rc -ne 0 ]; then
+    echo "fuzz_$reader FAILED (exit $rc); crashing input in $BUILD/artifacts/:" >&2
+    tail -n 40 "$log" >&2
+    status=1
+  fi
+done
+exit $status

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the libFuzzer targets (tests/fuzz) with clang in build-fuzz/ and run each one for a
-# bounded number of executions: scripts/fuzz.sh [RUNS] (default 200000).
+# Build the libFuzzer targets (tests/fuzz: safetensors, GGUF, YAML spec, config.json readers)
+# with clang in build-fuzz/ and run each one for a bounded number of executions:
+# scripts/fuzz.sh [RUNS] (default 200000).
 # Seeds are tiny valid files generated into build-fuzz/corpus/<reader>/; libFuzzer adds the
 # inputs it finds there, and writes crashing inputs to build-fuzz/artifacts/.
 # Exits non-zero if a fuzzer crashes (sanitizer report, abort, timeout, out-of-memory).
@@ -44,10 +45,20 @@ cmake -S "$ROOT" -B "$BUILD" \
   -DVRAMPLAN_BUILD_TESTS=OFF \
   -DVRAMPLAN_BUILD_PYTHON=OFF \
   -DVRAMPLAN_BUILD_BENCHMARKS=OFF >/dev/null
-cmake --build "$BUILD" --target fuzz_safetensors fuzz_gguf -j "$JOBS"
+READERS=(safetensors gguf spec_yaml)
+[ -f "$ROOT/tests/fuzz/fuzz_hf_config.cpp" ] && READERS+=(hf_config)
+cmake --build "$BUILD" --target "${READERS[@]/#/fuzz_}" -j "$JOBS"
 
 # --- seed corpus and dictionaries ----------------------------------------------------------
-mkdir -p "$BUILD/corpus/safetensors" "$BUILD/corpus/gguf" "$BUILD/artifacts"
+mkdir -p "$BUILD/corpus/safetensors" "$BUILD/corpus/gguf" "$BUILD/corpus/spec_yaml" \
+  "$BUILD/corpus/hf_config" "$BUILD/artifacts"
+# Text readers start from the real files: every spec, the malformed ones, real configs.
+cp "$ROOT"/model_specs/gpus.yaml "$ROOT"/tests/data/bad_specs/*.yaml "$BUILD/corpus/spec_yaml/"
+find "$ROOT/model_specs/models" -name '*.yaml' -exec cp {} "$BUILD/corpus/spec_yaml/" \;
+find "$ROOT/tests/data" -path '*bad_configs*' -name '*.json' -exec cp {} "$BUILD/corpus/hf_config/" \;
+if [ -d "$ROOT/../shared/reference/configs" ]; then
+  cp "$ROOT"/../shared/reference/configs/*.json "$BUILD/corpus/hf_config/"
+fi
 python3 - "$BUILD" <<'PY'
 import json, struct, sys
 from pathlib import Path
@@ -129,15 +140,16 @@ PY
 
 # --- run -----------------------------------------------------------------------------------
 status=0
-for reader in safetensors gguf; do
+for reader in "${READERS[@]}"; do
   extra=()
+  if [ -f "$BUILD/$reader.dict" ]; then extra+=("-dict=$BUILD/$reader.dict"); fi
   if [ -n "${FUZZ_SECONDS:-}" ]; then extra+=("-max_total_time=$FUZZ_SECONDS"); fi
   log="$BUILD/fuzz_$reader.log"
   echo "== fuzz_$reader: $RUNS runs (log: $log)"
   set +e
   "$BUILD/tests/fuzz/fuzz_$reader" \
     -runs="$RUNS" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-    -dict="$BUILD/$reader.dict" -print_final_stats=1 \
+    -print_final_stats=1 \
     -artifact_prefix="$BUILD/artifacts/$reader-" "${extra[@]}" \
     "$BUILD/corpus/$reader" >"$log" 2>&1
   rc=$?

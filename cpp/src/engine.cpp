@@ -141,10 +141,10 @@ const char* outcome_name(Outcome outcome) noexcept {
   switch (outcome) {
     case Outcome::Started: return "started";
     case Outcome::InsufficientKvForMaxModelLen: return "insufficient_kv_for_max_model_len";
-    case Outcome::NoKvMemory: return "no_kv_memory";
+    case Outcome::NoKvMemory: return "oom_kv_alloc";  // the records' name for it
     case Outcome::StartupFreeMemory: return "startup_free_memory";
     case Outcome::OomAtLoad: return "oom_at_load";
-    case Outcome::OomCudagraph: return "oom_kv_alloc";
+    case Outcome::OomAfterKvAlloc: return "oom_kv_alloc";
   }
   return "?";
 }
@@ -226,6 +226,14 @@ ResolvedConfig resolve_config(const ModelSpec& spec, const HardwareConfig& hardw
   r.served_dtype = served_dtype(spec, config.dtype);
   r.kv_element_bytes = kv_element_bytes(config.kv_cache_dtype, r.served_dtype);
   r.quantization = effective_quantization(spec, config);
+  if (r.quantization.method == QuantMethod::Mxfp4) {
+    // MXFP4 MoE backend by architecture: Blackwell's TRT-LLM kernels round H and I to 256;
+    // Ampere/Hopper run Marlin, which rounds H to 256 and I to 128 (gpt-oss-120b 65.97 GiB,
+    // gpt-oss-20b 13.64 GiB measured on H100).
+    const bool blackwell = hardware.gpu.compute_capability >= 10.0;
+    r.quantization.expert_hidden_multiple = 256;
+    r.quantization.expert_intermediate_multiple = blackwell ? 256 : 128;
+  }
   r.max_model_len = config.max_model_len > 0 ? config.max_model_len : spec.max_position_embeddings;
   // Block size: 16, except MLA backends (FlashMLA 64 on Hopper, CUTLASS MLA 128 on Blackwell).
   r.block_size = 16;
@@ -276,7 +284,6 @@ std::int64_t activation_peak_bytes(const ModelSpec& spec, const ResolvedConfig& 
                                    const EngineProfile& profile, const LayerRange& layers,
                                    bool last_stage) {
   const std::int64_t tokens = c.max_num_batched_tokens;
-  const std::int64_t requests = std::min(c.max_num_seqs, c.max_num_batched_tokens);
   const std::int64_t act_bytes = dtype_info(c.served_dtype).block_bytes;
   const std::int64_t tp = c.tensor_parallel_size;
   const std::int64_t gate_factor = spec.gated_mlp ? 2 : 1;
@@ -300,14 +307,18 @@ std::int64_t activation_peak_bytes(const ModelSpec& spec, const ResolvedConfig& 
   // MXFP4 experts run through kernels that do not use the fused-MoE workspace.
   const bool moe_workspace = moe_width > 0 && c.quantization.method != QuantMethod::Mxfp4;
   const std::int64_t moe = moe_workspace ? tokens * act_bytes * moe_width : 0;
-  std::int64_t sampler = 0;
-  if (last_stage) {
-    const double per_logit = profile.sampler_bytes_per_logit + static_cast<double>(act_bytes);
-    sampler = static_cast<std::int64_t>(per_logit * static_cast<double>(requests) *
-                                        static_cast<double>(padded_vocab_size(spec.vocab_size))) +
-              tokens * spec.hidden_size * act_bytes;  // the forward's output is still alive
-  }
+  const std::int64_t sampler = last_stage ? sampler_peak_bytes(spec, c, profile) : 0;
   return std::max(forward, sampler) + moe;
+}
+
+std::int64_t sampler_peak_bytes(const ModelSpec& spec, const ResolvedConfig& c,
+                                const EngineProfile& profile) {
+  const std::int64_t requests = std::min(c.max_num_seqs, c.max_num_batched_tokens);
+  const std::int64_t act_bytes = dtype_info(c.served_dtype).block_bytes;
+  const double per_logit = profile.sampler_bytes_per_logit + static_cast<double>(act_bytes);
+  return static_cast<std::int64_t>(per_logit * static_cast<double>(requests) *
+                                   static_cast<double>(padded_vocab_size(spec.vocab_size))) +
+         c.max_num_batched_tokens * spec.hidden_size * act_bytes;
 }
 
 std::int64_t non_torch_bytes(const ResolvedConfig& c, const EngineProfile& profile) {
@@ -330,6 +341,9 @@ std::int64_t cudagraph_bytes(const ModelSpec& spec, const ResolvedConfig& c,
     const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
     per_size += dense_piece;
     if (layer.moe) per_size += calibration::kCudagraphPieceBytesMoe;
+    if (layer.moe && c.quantization.method == QuantMethod::Mxfp4) {
+      per_size += calibration::kCudagraphPieceBytesMxfp4Moe;
+    }
     if (layer.attention == AttentionKind::Mla) per_size += calibration::kCudagraphPieceBytesMla;
   }
   return calibration::kCudagraphBase +
@@ -516,15 +530,29 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
     b.messages.push_back(msg);
     return b;
   }
-  if (!b.profile.cudagraph_in_budget && !c.enforce_eager) {
-    // Graphs are captured after the KV cache is allocated; the profile run's activations are
-    // free again by then, the rest must come out of the (1 - U) headroom.
-    const std::int64_t room = first.headroom_bytes + first.activation_peak_bytes;
-    if (first.cudagraph_bytes > room) {
-      b.outcome = Outcome::OomCudagraph;
-      b.messages.push_back("CUDA out of memory capturing CUDA graphs: " +
-                           gib_text(first.cudagraph_bytes) + " GiB needed, " + gib_text(room) +
+  if (b.profile.era == EngineEra::V1Mid || b.profile.era == EngineEra::V1Latest) {
+    // After the KV cache is allocated, the profile run's activations are free again (plus the
+    // graph estimate where the budget reserved it). Graph capture outside the budget and then
+    // the sampler warm-up on max_num_seqs dummy requests must fit in that; weights repacked
+    // at load leave segments the allocator cannot reuse for these large blocks.
+    const std::int64_t graph_reserved = b.profile.cudagraph_in_budget ? first.cudagraph_bytes : 0;
+    const std::int64_t room =
+        first.headroom_bytes + first.activation_peak_bytes + graph_reserved -
+        (c.quantization.method == QuantMethod::Mxfp4 ? calibration::kRepackedWeightsUnreusable : 0);
+    const std::int64_t graphs = c.enforce_eager ? 0 : first.cudagraph_bytes;
+    const std::int64_t sampler = sampler_peak_bytes(spec, c, b.profile);
+    if (graphs > room) {
+      b.outcome = Outcome::OomAfterKvAlloc;
+      b.messages.push_back("CUDA out of memory capturing CUDA graphs: " + gib_text(graphs) +
+                           " GiB needed, " + gib_text(room) +
                            " GiB free after the KV cache allocation.");
+    } else if (graphs + sampler > room) {
+      b.outcome = Outcome::OomAfterKvAlloc;
+      b.messages.push_back("CUDA out of memory occurred when warming up sampler with " +
+                           std::to_string(std::min(c.max_num_seqs, c.max_num_batched_tokens)) +
+                           " dummy requests: " + gib_text(sampler) + " GiB needed, " +
+                           gib_text(room - graphs) + " GiB free after the KV cache and graphs. "
+                           "Lower max_num_seqs or gpu_memory_utilization.");
     }
   }
   return b;

@@ -8,6 +8,10 @@ namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
 
+std::int64_t round_up(std::int64_t value, std::int64_t multiple) noexcept {
+  return ceil_div(value, multiple) * multiple;
+}
+
 std::int64_t elem_bytes(DType dtype) noexcept { return dtype_info(dtype).block_bytes; }
 
 bool role_listed(const QuantSpec& q, TensorRole role) noexcept {
@@ -128,6 +132,18 @@ std::int64_t tensor_group_bytes(const TensorGroup& g, const QuantSpec& quant, DT
       const std::int64_t per_head = rows / std::max<std::int64_t>(1, g.heads);
       rows = per_head * std::max<std::int64_t>(1, g.heads / tp);
       break;
+    }
+  }
+  if (!checkpoint_layout && is_expert(g.role)) {
+    // Kernel backends round the per-rank expert dims up (reference weight-formats 7.1).
+    const std::int64_t hidden_multiple = std::max(1, quant.expert_hidden_multiple);
+    const std::int64_t inter_multiple = std::max(1, quant.expert_intermediate_multiple);
+    if (g.role == TensorRole::ExpertGateUp) {
+      rows = 2 * round_up(rows / 2, inter_multiple);
+      cols = round_up(cols, hidden_multiple);
+    } else {
+      rows = round_up(rows, hidden_multiple);
+      cols = round_up(cols, inter_multiple);
     }
   }
   std::int64_t bytes = 0;

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 try:
-    from . import _core
+    from . import _core  # noqa: F401 - fail early with a hint when the core is missing
 except ImportError as err:  # pragma: no cover - only without a build
     err.add_note("vramplan's C++ core is not built: run ./scripts/setup.sh (or `pip install .`).")
     raise
 
-from ._core import ConfigError, Error, ParseError, SpecError
+from ._core import ConfigError, Error, ParseError, SpecError, parse_vllm_log
 from .api import (
     DEFAULT_GPU,
     DEFAULT_MODEL,
@@ -30,10 +30,10 @@ __all__ = [
     "DEFAULT_GPU",
     "DEFAULT_MODEL",
     "Breakdown",
-    "Plan",
     "ConfigError",
     "Error",
     "ParseError",
+    "Plan",
     "SpecError",
     "__version__",
     "breakdown",
@@ -41,6 +41,7 @@ __all__ = [
     "load_gpu",
     "load_model",
     "models",
+    "parse_vllm_log",
     "plan",
     "schema_markdown",
     "spec_database",

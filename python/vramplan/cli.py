@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from . import api
@@ -133,8 +134,21 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         else:
             print(validate.format_table(replays))
         return 0
-    msg = "give --records FILE.jsonl"
-    raise api._core.ConfigError(msg)
+    if not args.logfile:
+        msg = "give a vLLM startup LOGFILE or --records FILE.jsonl"
+        raise api._core.ConfigError(msg)
+    path = Path(args.logfile)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        msg = f"{path}: cannot read the log ({err.strerror})"
+        raise api._core.ConfigError(msg) from err
+    replay = validate.replay_log(text, log_id=path.name, model=args.model, gpu=args.gpu)
+    if args.json:
+        print(json.dumps(replay.to_json(), indent=2))
+    else:
+        print(validate.format_table([replay]))
+    return 0 if replay.unsupported is None else 1
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
@@ -175,7 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--safety-margin-gib", type=float, help="GPU memory kept free (default 0.5)")
         p.set_defaults(func=func)
     p = sub.add_parser("validate", help="replay measured startups and compare per term")
+    p.add_argument("logfile", nargs="?", help="a vLLM startup log: predict the same launch")
     p.add_argument("--records", help="records in shared/measured/README.md format (JSONL)")
+    p.add_argument("--model", help="model id to plan when the log names a local path")
+    p.add_argument("--gpu", help="GPU id (default: from the total memory the log prints)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_validate)
     p = sub.add_parser("models", help="list model ids")

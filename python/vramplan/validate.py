@@ -171,12 +171,49 @@ def replay_file(path: str | Path) -> list[Replay]:
     return [replay_record(r) for r in read_records(path)]
 
 
+# Launch fields of the C++ log parser that are record fields under the same name.
+_LOG_LAUNCH_KEYS = ("model", "dtype", "quantization", "kv_cache_dtype", "tensor_parallel_size",
+                    "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len",
+                    "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager",
+                    "gpu_total_gib")
+
+
+def record_from_log(figures: dict[str, Any], *, log_id: str = "log",
+                    model: str | None = None, gpu: str | None = None) -> dict[str, Any]:
+    """A measured record (shared/measured format) from `parse_vllm_log` figures.
+
+    `model` / `gpu` override what the log names (logs often give a local path, and never the
+    GPU's name, only its total memory).
+    """
+    record: dict[str, Any] = {key: figures.get(key) for key in _LOG_LAUNCH_KEYS}
+    record["id"] = log_id
+    record["vllm_version"] = figures.get("vllm_version")
+    if figures.get("data_parallel_size") not in (None, 1):
+        record["other_flags"] = f"data_parallel_size={figures['data_parallel_size']}"
+    if model:
+        record["model"] = model
+    record["gpu"] = gpu or ""
+    for term in TERMS:
+        record[term] = figures.get(term)
+    outcome = figures.get("outcome")
+    record["outcome"] = None if outcome == "unknown" else outcome
+    return record
+
+
+def replay_log(text: str, *, log_id: str = "log", model: str | None = None,
+               gpu: str | None = None) -> Replay:
+    """Parse a vLLM startup log (C++ parser) and replay the launch it describes."""
+    figures = _core.parse_vllm_log(text)
+    return replay_record(record_from_log(figures, log_id=log_id, model=model, gpu=gpu))
+
+
 def format_table(replays: list[Replay]) -> str:
     """Predicted vs measured per term, one line per record."""
-    lines = [f"{'id':<9}{'term':<21}{'predicted':>12}{'measured':>12}{'error':>10}"]
+    width = max([9, *(len(r.id) + 2 for r in replays)])
+    lines = [f"{'id':<{width}}{'term':<21}{'predicted':>12}{'measured':>12}{'error':>10}"]
     for replay in replays:
         if replay.unsupported:
-            lines.append(f"{replay.id:<9}unsupported: {replay.unsupported}")
+            lines.append(f"{replay.id:<{width}}unsupported: {replay.unsupported}")
             continue
         assert replay.predicted is not None
         for term in (*TERMS, "outcome"):
@@ -186,9 +223,9 @@ def format_table(replays: list[Replay]) -> str:
                 continue
             if term == "outcome":
                 flag = "ok" if predicted == measured else "MISMATCH"
-                lines.append(f"{replay.id:<9}{term:<21}{predicted!s:>12}{measured!s:>12}{flag:>10}")
+                lines.append(f"{replay.id:<{width}}{term:<21}{predicted!s:>12}{measured!s:>12}{flag:>10}")
             else:
                 error = float(predicted) - float(measured)
-                lines.append(f"{replay.id:<9}{term:<21}{predicted:>12.2f}{measured:>12.2f}"
+                lines.append(f"{replay.id:<{width}}{term:<21}{predicted:>12.2f}{measured:>12.2f}"
                              f"{error:>+10.2f}")
     return "\n".join(lines)

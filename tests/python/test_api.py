@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 import vramplan
 from vramplan import _core
 

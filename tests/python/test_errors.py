@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 import vramplan
 
 BAD = sorted((Path(__file__).resolve().parents[1] / "data" / "bad_specs").glob("*.yaml"))
@@ -22,5 +21,5 @@ def test_bad_spec(path: Path) -> None:
 
 
 def test_unknown_model_lists_near_names() -> None:
-    with pytest.raises(vramplan.ConfigError, match="(?i)llama-3.1-8b"):
+    with pytest.raises(vramplan.ConfigError, match=r"(?i)llama-3\.1-8b"):
         vramplan.load_model("meta-llama/Llama-3.1-8X")

@@ -4,7 +4,6 @@ published checkpoint sizes (shared/reference/sizes.md)."""
 from __future__ import annotations
 
 import pytest
-
 import vramplan
 
 GIB = float(1 << 30)

@@ -51,12 +51,22 @@ constexpr double kCudagraphPieceBytesPerTp = 0.195 * kMiB;  // divided by TP
 // MLA layer: Qwen3-30B-A3B 1.41, Mixtral TP=2 0.93, DeepSeek-V2-Lite 1.57, gpt-oss-20b 1.84 GiB.
 constexpr double kCudagraphPieceBytesMoe = 0.15 * kMiB;
 constexpr double kCudagraphPieceBytesMla = 0.40 * kMiB;
+// MXFP4 expert layers (gpt-oss) keep their kernels' intermediates per captured piece on top of
+// the MoE cost: gpt-oss-20b 1.84 / 1.55 GiB at TP=1/2 (dev-032/033) against 0.95 / 0.84 GiB
+// without this term, over 24 layers x 51 sizes: 0.75 / 0.59 MiB per piece, mean 0.67.
+constexpr double kCudagraphPieceBytesMxfp4Moe = 0.67 * kMiB;
 
 // CUDA context created before the init snapshot: 0.51 GiB on H100 with vLLM 0.19
 // (`cuda_memory=0.51GiB` at worker init, reference/gpus.md); NCCL communicators add to it
 // when the rank talks to others.
 constexpr std::int64_t kCudaContext = 522 * kMiB;
 constexpr std::int64_t kNcclCommunicators = 256 * kMiB;
+
+// MXFP4 experts are repacked (swizzled) for their kernels after loading; the freed checkpoint
+// layout stays reserved by torch's allocator in pieces it cannot reuse for the sampler
+// warm-up's large blocks. The OOM lines of dev-032/033 (gpt-oss-20b, 0.19, TP=1/2) report
+// 1.78 and 1.62 GiB "reserved by PyTorch but unallocated".
+constexpr std::int64_t kRepackedWeightsUnreusable = 1700 * kMiB;
 
 // Host RAM (reference/host-ram.md section 6): per-process baselines, x86.
 constexpr std::int64_t kHostApiServer = 1536 * kMiB;

@@ -115,10 +115,12 @@ struct RankBreakdown {
 enum class Outcome : std::uint8_t {
   Started,
   InsufficientKvForMaxModelLen,  // "To serve at least one request with the model's max seq len"
-  NoKvMemory,                    // "No available memory for the cache blocks"
+  NoKvMemory,  // "No available memory for the cache blocks" (reported as oom_kv_alloc)
   StartupFreeMemory,             // "Free memory on device ... less than desired"
   OomAtLoad,                     // weights alone exceed the device
-  OomCudagraph,                  // graphs captured outside the budget do not fit the headroom
+  // CUDA OOM after the KV cache is allocated: graph capture or the sampler warm-up on
+  // max_num_seqs dummy requests does not fit what is left of the GPU.
+  OomAfterKvAlloc,
 };
 const char* outcome_name(Outcome outcome) noexcept;
 
@@ -160,6 +162,11 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
 std::int64_t activation_peak_bytes(const ModelSpec& spec, const ResolvedConfig& config,
                                    const EngineProfile& profile, const LayerRange& layers,
                                    bool last_stage);
+// The sampler on `requests` x vocab logits (fp32 logits, probabilities, top-k/top-p sort
+// buffers) plus the forward's output still alive: part of the profile peak on the last stage,
+// and allocated again by the warm-up after the KV cache and the graphs.
+std::int64_t sampler_peak_bytes(const ModelSpec& spec, const ResolvedConfig& config,
+                                const EngineProfile& profile);
 // Memory outside torch's allocator grown during the profile run (cuBLAS/attention workspaces,
 // custom all-reduce buffers at TP >= 2).
 std::int64_t non_torch_bytes(const ResolvedConfig& config, const EngineProfile& profile);

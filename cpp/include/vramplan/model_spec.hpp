@@ -112,6 +112,10 @@ struct QuantSpec {
   bool online = false;                   // quantized at load from a 16-bit checkpoint
   // Tensor roles left in torch_dtype (names as tensor_role_name, e.g. "lm_head", "router").
   std::vector<std::string> unquantized_roles;
+  // Expert matrices rounded up at load by the MoE kernel backend (the engine sets these from
+  // the GPU: MXFP4 under Marlin pads H to 256 and I to 128); 1 = no padding.
+  std::int32_t expert_hidden_multiple = 1;
+  std::int32_t expert_intermediate_multiple = 1;
   // GGUF: block type per tensor role ("default" covers every role not listed).
   std::map<std::string, DType> gguf_types;
 };

@@ -144,6 +144,7 @@ const char* outcome_name(Outcome outcome) noexcept {
     case Outcome::NoKvMemory: return "oom_kv_alloc";  // the records' name for it
     case Outcome::StartupFreeMemory: return "startup_free_memory";
     case Outcome::OomAtLoad: return "oom_at_load";
+    case Outcome::HostOomKilled: return "host_oom_killed";
     case Outcome::OomAfterKvAlloc: return "oom_kv_alloc";
   }
   return "?";
@@ -181,7 +182,10 @@ EngineProfile engine_profile(const std::string& version) {
   p.cudagraph_in_budget = p.era == EngineEra::V1Latest;
   p.chunked_prefill_default = p.era != EngineEra::V0;
   p.tokens_from_concurrency = p.era == EngineEra::V1Latest;
-  p.sampler_bytes_per_logit = (p.era == EngineEra::V1Mid && minor <= 16)
+  // V1 before 0.17 kept the larger set of sampler temporaries (dev-049..052 at 0.15/0.16;
+  // dev-008 at 0.10.1 reaches its measured -2.14 GiB only with them).
+  const bool old_sampler = p.era == EngineEra::V1Early || (p.era == EngineEra::V1Mid && minor <= 16);
+  p.sampler_bytes_per_logit = old_sampler
                                   ? calibration::kSamplerBytesPerLogitPre017
                                   : calibration::kSamplerBytesPerLogit;
   return p;
@@ -355,35 +359,72 @@ std::int64_t cuda_context_bytes(const ResolvedConfig& c) {
   return calibration::kCudaContext + (distributed ? calibration::kNcclCommunicators : 0);
 }
 
-HostBreakdown host_ram(const ModelSpec& spec, const ResolvedConfig& c,
-                       const HardwareConfig& hardware, std::int64_t cpu_offload_bytes) {
-  (void)hardware;
+namespace {
+
+std::int64_t next_power_of_two(std::int64_t bytes) noexcept {
+  std::int64_t p = 1;
+  while (p < bytes && p < (std::int64_t{1} << 62)) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+HostBreakdown host_ram(const ModelSpec& spec, const ResolvedConfig& c, const EngineProfile& profile,
+                       const EngineConfig& knobs) {
   HostBreakdown h;
   const std::int64_t workers = static_cast<std::int64_t>(c.tensor_parallel_size) *
                                c.pipeline_parallel_size;
   h.process_baseline_bytes = calibration::kHostApiServer + calibration::kHostEngineCore +
                              workers * calibration::kHostWorker;
-  // Default loader memory-maps each shard: anonymous memory stays near the largest tensor
-  // per worker, the rest is reclaimable page cache shared by all ranks.
+  // Every rank reads every shard and keeps its slice. Memory-mapped (lazy) loading holds about
+  // one tensor per worker in anonymous memory, eager loading a whole shard, prefetch only
+  // warms the page cache. The rest is file-backed page cache, shared and reclaimable.
   std::int64_t largest_tensor = 0;
   for (const auto& g : model_tensor_groups(spec)) {
     largest_tensor = std::max(largest_tensor,
                               tensor_group_bytes(g, spec.quantization, spec.torch_dtype, 1, true));
   }
-  h.loader_anonymous_bytes = workers * largest_tensor;
   h.page_cache_bytes = checkpoint_tensor_bytes(spec, false);
+  const std::string strategy = lower(knobs.safetensors_load_strategy);
+  std::string staging_note = "formula: largest tensor per worker (memory-mapped safetensors)";
+  if (strategy == "eager") {
+    // save_pretrained's default shard cap is 5 GB; a smaller checkpoint is one file.
+    const std::int64_t shard = std::min(h.page_cache_bytes, calibration::kHostShardBytes);
+    h.loader_anonymous_bytes = workers * std::max(shard, largest_tensor);
+    staging_note = "formula: one whole shard per worker (eager load, 5 GB shards)";
+  } else if (strategy == "lazy" || strategy == "prefetch" || strategy.empty()) {
+    h.loader_anonymous_bytes = workers * largest_tensor;
+  } else {
+    throw ConfigError("safetensors_load_strategy", "'" + knobs.safetensors_load_strategy + "'",
+                      "lazy, eager, prefetch", "unknown loader strategy");
+  }
   h.input_batch_bytes = workers * 5 * c.max_num_seqs * c.max_model_len;
-  h.pinned_bytes = static_cast<std::int64_t>(calibration::kPinnedOverhead *
-                                             static_cast<double>(cpu_offload_bytes * workers));
+  // Pinned memory: torch's host allocator rounds each pin_memory block up to a power of two.
+  // cpu_offload pins many tensors (measured 1.15-1.9x, 1.9 planned); one KV offload buffer
+  // per worker rounds exactly; V0 pinned its swap space per GPU (default 4 GiB).
+  const std::int64_t offload_pinned = static_cast<std::int64_t>(
+      calibration::kPinnedOverhead * static_cast<double>(knobs.cpu_offload_bytes * workers));
+  const std::int64_t kv_offload_pinned =
+      knobs.kv_offloading_bytes > 0
+          ? c.tensor_parallel_size *
+                next_power_of_two(knobs.kv_offloading_bytes / c.tensor_parallel_size)
+          : 0;
+  std::int64_t swap = 0;
+  if (profile.era == EngineEra::V0) {
+    swap = workers * (knobs.swap_space_bytes >= 0 ? knobs.swap_space_bytes
+                                                  : calibration::kHostV0SwapSpace);
+  }
+  h.pinned_bytes = offload_pinned + kv_offload_pinned + swap;
   h.required_bytes = h.process_baseline_bytes + h.loader_anonymous_bytes + h.input_batch_bytes +
                      h.pinned_bytes;
   h.terms = {
       {"process_baseline", h.process_baseline_bytes,
        "calibrated: API server 1.5 GiB + engine core 1.5 GiB + 3 GiB per worker (host-ram.md 6)"},
-      {"loader_staging", h.loader_anonymous_bytes,
-       "formula: largest tensor per worker (memory-mapped safetensors)"},
+      {"loader_staging", h.loader_anonymous_bytes, staging_note},
       {"input_batch", h.input_batch_bytes, "formula: 5 B x max_num_seqs x max_model_len per worker"},
-      {"pinned", h.pinned_bytes, "formula: cpu_offload x workers x 1.9 (pinned pow-2 rounding)"},
+      {"pinned", h.pinned_bytes,
+       "formula: cpu_offload x workers x 1.9 + KV offload per worker rounded to a power of two"
+       " + V0 swap space"},
       {"page_cache", h.page_cache_bytes,
        "formula: checkpoint bytes, file-backed and reclaimable (not required)"},
   };
@@ -488,7 +529,7 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
     const std::int64_t groups = std::max<std::int64_t>(1, static_cast<std::int64_t>(worst->groups.size()));
     b.kv_tokens = (b.num_blocks / groups) * worst->block_size;
   }
-  b.host = host_ram(spec, c, hardware, config.cpu_offload_bytes);
+  b.host = host_ram(spec, c, b.profile, config);
 
   // Startup verdict, in the order vLLM meets the checks.
   const RankBreakdown& first = b.ranks.front();
@@ -501,6 +542,15 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
                          gib_text(total) + " GiB) on startup is less than desired GPU memory "
                          "utilization (" + std::to_string(c.gpu_memory_utilization) + ", " +
                          gib_text(requested) + " GiB).");
+    return b;
+  }
+  if (hardware.host_ram_bytes > 0 && b.host.required_bytes > hardware.host_ram_bytes) {
+    b.outcome = Outcome::HostOomKilled;
+    b.messages.push_back("Host RAM exhausted while loading: " + gib_text(b.host.required_bytes) +
+                         " GiB of anonymous and pinned memory needed, " +
+                         gib_text(hardware.host_ram_bytes) +
+                         " GiB on the host. The kernel OOM killer ends the process (`Killed`, "
+                         "visible in dmesg).");
     return b;
   }
   if (max_weights > b.startup_free_bytes) {

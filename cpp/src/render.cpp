@@ -1,5 +1,14 @@
 #include "vramplan/render.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "vramplan/solver.hpp"
+
 namespace vramplan {
 
 nlohmann::json to_json(const ModelSpec& s) {
@@ -127,21 +136,68 @@ nlohmann::json to_json(const Breakdown& b) {
         {"terms", terms_json(b.host.terms)}}}};
 }
 
-nlohmann::json to_llm_kwargs(const Plan& plan) {
+namespace {
+
+// The launch flags of a plan, in `vllm serve` order, with vLLM's keyword names: the one list
+// both the flag line and the LLM(...) kwargs are rendered from.
+std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& plan) {
   const EngineConfig& c = plan.config;
-  nlohmann::json out = {{"gpu_memory_utilization", plan.gpu_memory_utilization},
-                        {"max_model_len", plan.max_model_len},
-                        {"max_num_seqs", plan.max_num_seqs},
-                        {"max_num_batched_tokens", plan.max_num_batched_tokens}};
-  if (c.tensor_parallel_size > 1) out["tensor_parallel_size"] = c.tensor_parallel_size;
-  if (c.pipeline_parallel_size > 1) out["pipeline_parallel_size"] = c.pipeline_parallel_size;
-  if (!c.kv_cache_dtype.empty() && c.kv_cache_dtype != "auto") out["kv_cache_dtype"] = c.kv_cache_dtype;
-  if (!c.dtype.empty() && c.dtype != "auto") out["dtype"] = c.dtype;
-  if (!c.quantization.empty()) out["quantization"] = c.quantization;
-  if (c.block_size > 0) out["block_size"] = c.block_size;
-  if (c.enforce_eager) out["enforce_eager"] = true;
-  if (c.cpu_offload_bytes > 0) out["cpu_offload_gb"] = c.cpu_offload_bytes >> 30;
+  std::vector<std::pair<std::string, nlohmann::json>> flags = {
+      {"gpu_memory_utilization", plan.gpu_memory_utilization},
+      {"max_model_len", plan.max_model_len},
+      {"max_num_seqs", plan.max_num_seqs},
+      {"max_num_batched_tokens", plan.max_num_batched_tokens}};
+  if (c.tensor_parallel_size > 1) flags.emplace_back("tensor_parallel_size", c.tensor_parallel_size);
+  if (c.pipeline_parallel_size > 1) {
+    flags.emplace_back("pipeline_parallel_size", c.pipeline_parallel_size);
+  }
+  if (!c.kv_cache_dtype.empty() && c.kv_cache_dtype != "auto") {
+    flags.emplace_back("kv_cache_dtype", c.kv_cache_dtype);
+  }
+  if (!c.dtype.empty() && c.dtype != "auto") flags.emplace_back("dtype", c.dtype);
+  if (!c.quantization.empty()) flags.emplace_back("quantization", c.quantization);
+  if (c.block_size > 0) flags.emplace_back("block_size", c.block_size);
+  if (c.enforce_eager) flags.emplace_back("enforce_eager", true);
+  // GiB flags are rounded up to 0.01 so the offload is never smaller than planned.
+  auto gib_up = [](std::int64_t bytes) {
+    return std::ceil(static_cast<double>(bytes) / static_cast<double>(1 << 30) * 100.0) / 100.0;
+  };
+  if (c.cpu_offload_bytes > 0) flags.emplace_back("cpu_offload_gb", gib_up(c.cpu_offload_bytes));
+  if (c.kv_offloading_bytes > 0) {
+    flags.emplace_back("kv_offloading_size", gib_up(c.kv_offloading_bytes));
+  }
+  if (!c.safetensors_load_strategy.empty() && c.safetensors_load_strategy != "lazy") {
+    flags.emplace_back("safetensors_load_strategy", c.safetensors_load_strategy);
+  }
+  return flags;
+}
+
+}  // namespace
+
+nlohmann::json to_llm_kwargs(const Plan& plan) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, value] : launch_flags(plan)) out[name] = value;
   return out;
+}
+
+std::string to_vllm_args(const Plan& plan) {
+  std::ostringstream out;
+  for (const auto& [name, value] : launch_flags(plan)) {
+    std::string flag = "--" + name;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    out << (out.tellp() > 0 ? " " : "") << flag;
+    if (value.is_boolean()) continue;  // store_true flags
+    if (value.is_number_float()) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.2f", value.get<double>());
+      out << ' ' << text;
+    } else if (value.is_string()) {
+      out << ' ' << value.get<std::string>();
+    } else {
+      out << ' ' << value.dump();
+    }
+  }
+  return out.str();
 }
 
 nlohmann::json to_json(const Plan& plan) {

@@ -225,23 +225,4 @@ Plan solve(const ModelSpec& spec, const SolveRequest& request) {
   return plan;
 }
 
-std::string to_vllm_args(const Plan& plan) {
-  const EngineConfig& c = plan.config;
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(2);
-  out << "--gpu-memory-utilization " << plan.gpu_memory_utilization
-      << " --max-model-len " << plan.max_model_len << " --max-num-seqs " << plan.max_num_seqs
-      << " --max-num-batched-tokens " << plan.max_num_batched_tokens;
-  if (c.tensor_parallel_size > 1) out << " --tensor-parallel-size " << c.tensor_parallel_size;
-  if (c.pipeline_parallel_size > 1) out << " --pipeline-parallel-size " << c.pipeline_parallel_size;
-  if (!c.kv_cache_dtype.empty() && c.kv_cache_dtype != "auto") out << " --kv-cache-dtype " << c.kv_cache_dtype;
-  if (!c.dtype.empty() && c.dtype != "auto") out << " --dtype " << c.dtype;
-  if (!c.quantization.empty()) out << " --quantization " << c.quantization;
-  if (c.block_size > 0) out << " --block-size " << c.block_size;
-  if (c.enforce_eager) out << " --enforce-eager";
-  if (c.cpu_offload_bytes > 0) out << " --cpu-offload-gb " << c.cpu_offload_bytes / kGiB;
-  return out.str();
-}
-
 }  // namespace vramplan

@@ -32,6 +32,9 @@ vramplan::EngineConfig engine_config_from(const py::dict& knobs) {
     else if (key == "enforce_eager") c.enforce_eager = value.cast<bool>();
     else if (key == "llm_class") c.llm_class = value.cast<bool>();
     else if (key == "cpu_offload_bytes") c.cpu_offload_bytes = value.cast<std::int64_t>();
+    else if (key == "safetensors_load_strategy") c.safetensors_load_strategy = py::str(value);
+    else if (key == "kv_offloading_bytes") c.kv_offloading_bytes = value.cast<std::int64_t>();
+    else if (key == "swap_space_bytes") c.swap_space_bytes = value.cast<std::int64_t>();
     else if (key == "kv_cache_memory_bytes") c.kv_cache_memory_bytes = value.cast<std::int64_t>();
     else if (key == "num_speculative_tokens") c.num_speculative_tokens = value.cast<std::int32_t>();
     else {

@@ -35,6 +35,12 @@ def _add_launch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quantization", default=None)
     p.add_argument("--block-size", type=int, default=None)
     p.add_argument("--enforce-eager", action="store_true", default=None)
+    p.add_argument("--cpu-offload-gb", type=float, default=None, help="GiB of weights per GPU on the host")
+    p.add_argument("--kv-offloading-size", type=float, default=None,
+                   help="GiB of KV cache offloaded to host RAM (total over TP ranks)")
+    p.add_argument("--swap-space", type=float, default=None, help="V0 swap space per GPU (GiB)")
+    p.add_argument("--safetensors-load-strategy", default=None, choices=["lazy", "eager", "prefetch"])
+    p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
     p.add_argument("--used-by-others-bytes", type=int, default=0,
                    help="GPU memory already used by other processes, per GPU")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -44,7 +50,15 @@ def _knobs(args: argparse.Namespace) -> dict[str, Any]:
     names = ["tensor_parallel_size", "pipeline_parallel_size", "engine_version",
              "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
              "kv_cache_dtype", "dtype", "quantization", "block_size", "enforce_eager"]
-    return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+    knobs = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+    for flag, knob in (("cpu_offload_gb", "cpu_offload_bytes"),
+                       ("kv_offloading_size", "kv_offloading_bytes"),
+                       ("swap_space", "swap_space_bytes")):
+        if getattr(args, flag) is not None:
+            knobs[knob] = int(getattr(args, flag) * GIB)
+    if args.safetensors_load_strategy:
+        knobs["safetensors_load_strategy"] = args.safetensors_load_strategy
+    return knobs
 
 
 def _print_breakdown(data: dict[str, Any]) -> None:
@@ -78,7 +92,8 @@ def _cmd_breakdown(args: argparse.Namespace) -> int:
     gpu = api.load_gpu(args.gpu, total_memory_bytes=args.gpu_total_bytes)
     num_gpus = args.num_gpus or args.tensor_parallel_size * args.pipeline_parallel_size
     result = api.breakdown(args.model, gpu, num_gpus=num_gpus,
-                           memory_used_by_others_bytes=args.used_by_others_bytes, **_knobs(args))
+                           memory_used_by_others_bytes=args.used_by_others_bytes,
+                           host_ram_bytes=int((args.host_ram_gib or 0) * GIB), **_knobs(args))
     if args.json:
         print(json.dumps(result.data, indent=2))
     else:
@@ -185,7 +200,6 @@ def build_parser() -> argparse.ArgumentParser:
         _add_launch_args(p)
         p.add_argument("--context", type=int, help="context length to serve (tokens)")
         p.add_argument("--concurrency", type=int, help="sequences of that context to hold at once")
-        p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
         p.add_argument("--safety-margin-gib", type=float, help="GPU memory kept free (default 0.5)")
         p.set_defaults(func=func)
     p = sub.add_parser("validate", help="replay measured startups and compare per term")

@@ -21,8 +21,9 @@ constexpr double kForwardHiddenBuffers = 6.0;
 // 0.19 records (Llama-3.1-8B, Qwen2.5-7B, Qwen3-8B, phi-4, gemma-2/3) at 1024 requests:
 // 15.2 +- 0.5 B per entry with bf16 logits.
 constexpr double kSamplerBytesPerLogit = 13.2;
-// vLLM 0.11-0.16 kept more sampler temporaries: Qwen3-14B 5.64 GiB in 0.15/0.16 vs 2.23 GiB
-// in 0.17/0.18 at the same launch (dev-049..052).
+// V1 before 0.17 kept more sampler temporaries: Qwen3-14B 5.64 GiB in 0.15/0.16 vs 2.23 GiB
+// in 0.17/0.18 at the same launch (dev-049..052). Checked on 0.10.1 by dev-008 (gpt-oss-120b:
+// available KV -2.14 GiB measured, -2.2 GiB with this value).
 constexpr double kSamplerBytesPerLogitPre017 = 36.9;
 
 // Memory outside torch's allocator grown during the profile run.
@@ -75,5 +76,9 @@ constexpr std::int64_t kHostWorker = 3 * kGiB;
 // Pinned allocations round up to a power of two in torch's CachingHostAllocator; 1.9x is
 // the reference's planning ratio for cpu_offload_gb when the build is unknown.
 constexpr double kPinnedOverhead = 1.9;
+// V0's default --swap-space, pinned per GPU.
+constexpr std::int64_t kHostV0SwapSpace = 4 * kGiB;
+// HF save_pretrained's default max_shard_size "5GB" (eager loading holds one shard per worker).
+constexpr std::int64_t kHostShardBytes = 5'000'000'000;
 
 }  // namespace vramplan::calibration

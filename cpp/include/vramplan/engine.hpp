@@ -54,6 +54,9 @@ struct EngineConfig {
   bool enforce_eager = false;
   bool llm_class = false;                 // vllm.LLM(...) defaults instead of `vllm serve`
   std::int64_t cpu_offload_bytes = 0;     // --cpu-offload-gb, per GPU
+  std::string safetensors_load_strategy = "lazy";  // lazy (mmap), eager, prefetch
+  std::int64_t kv_offloading_bytes = 0;   // --kv-offloading-size, total over TP ranks
+  std::int64_t swap_space_bytes = -1;     // V0 --swap-space per GPU (-1: 4 GiB default in V0)
   std::int64_t kv_cache_memory_bytes = -1;  // --kv-cache-memory-bytes, per GPU
   std::int32_t num_speculative_tokens = 0;
 };
@@ -118,6 +121,7 @@ enum class Outcome : std::uint8_t {
   NoKvMemory,  // "No available memory for the cache blocks" (reported as oom_kv_alloc)
   StartupFreeMemory,             // "Free memory on device ... less than desired"
   OomAtLoad,                     // weights alone exceed the device
+  HostOomKilled,                 // host RAM exhausted while loading (the silent `Killed`)
   // CUDA OOM after the KV cache is allocated: graph capture or the sampler warm-up on
   // max_num_seqs dummy requests does not fit what is left of the GPU.
   OomAfterKvAlloc,
@@ -177,6 +181,6 @@ std::int64_t cudagraph_bytes(const ModelSpec& spec, const ResolvedConfig& config
 std::int64_t cuda_context_bytes(const ResolvedConfig& config);
 // Host RAM while loading and serving, per node.
 HostBreakdown host_ram(const ModelSpec& spec, const ResolvedConfig& config,
-                       const HardwareConfig& hardware, std::int64_t cpu_offload_bytes);
+                       const EngineProfile& profile, const EngineConfig& knobs);
 
 }  // namespace vramplan

@@ -210,7 +210,9 @@ std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include
     b.add(TensorRole::LmHead, TensorSplit::Vocab, -1, spec.vocab_size, h, false);
   }
   if (spec.vision.num_parameters > 0) {
-    b.add(TensorRole::Vision, TensorSplit::Replicated, -1, spec.vision.num_parameters, 1, false);
+    // vLLM builds the encoders (SigLIP, Llama-4 vision, Qwen-VL) from parallel Linears, so the
+    // tower shards with TP like the decoder; its few replicated embeddings are neglected.
+    b.add(TensorRole::Vision, TensorSplit::Column, -1, spec.vision.num_parameters, 1, false);
   }
   if (include_mtp && !spec.layers.empty()) {
     // DeepSeek-style MTP layer: one more decoder layer (shaped like the last one) plus

@@ -1,6 +1,7 @@
 #include "vramplan/engine.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <cctype>
 #include <cmath>
 #include <sstream>
@@ -229,6 +230,18 @@ ResolvedConfig resolve_config(const ModelSpec& spec, const HardwareConfig& hardw
                                  : profile.default_gpu_memory_utilization;
   r.served_dtype = served_dtype(spec, config.dtype);
   r.kv_element_bytes = kv_element_bytes(config.kv_cache_dtype, r.served_dtype);
+  if (config.max_loras < 0) {
+    throw ConfigError("max_loras", std::to_string(config.max_loras), ">= 0", "negative LoRA slots");
+  }
+  if (config.max_loras > 0) {
+    // The ranks vLLM's LoRA kernels accept.
+    static constexpr std::int32_t kLoraRanks[] = {1, 8, 16, 32, 64, 128, 256, 320, 512};
+    if (std::find(std::begin(kLoraRanks), std::end(kLoraRanks), config.max_lora_rank) ==
+        std::end(kLoraRanks)) {
+      throw ConfigError("max_lora_rank", std::to_string(config.max_lora_rank),
+                        "1, 8, 16, 32, 64, 128, 256, 320 or 512", "rank vLLM does not support");
+    }
+  }
   r.quantization = effective_quantization(spec, config);
   if (r.quantization.method == QuantMethod::Mxfp4) {
     // MXFP4 MoE backend by architecture: Blackwell's TRT-LLM kernels round H and I to 256;
@@ -462,7 +475,10 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
                                                       placement, config.num_speculative_tokens > 0);
     rank.total_memory_bytes = total;
     rank.requested_memory_bytes = requested;
-    rank.weights_bytes = std::max<std::int64_t>(0, weights.total() - config.cpu_offload_bytes);
+    const std::int64_t lora = lora_bytes_per_rank(spec, config.max_loras, config.max_lora_rank,
+                                                  c.served_dtype, placement);
+    rank.weights_bytes =
+        std::max<std::int64_t>(0, weights.total() - config.cpu_offload_bytes) + lora;
     rank.activation_peak_bytes = activation_peak_bytes(spec, c, b.profile, layers, last_stage);
     rank.non_torch_bytes = non_torch_bytes(c, b.profile);
     rank.cudagraph_bytes = cudagraph_bytes(spec, c, layers);
@@ -482,7 +498,10 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
         std::string("exact: tensors of the spec in ") +
         (c.quantization.method == QuantMethod::None ? dtype_info(c.served_dtype).name.data()
                                                     : quant_method_name(c.quantization.method)) +
-        " + rotary cos/sin cache";
+        " + rotary cos/sin cache" +
+        (lora > 0 ? " + " + std::to_string(config.max_loras) + " LoRA slots of rank " +
+                        std::to_string(config.max_lora_rank) + " (" + gib_text(lora) + " GiB)"
+                  : std::string());
     rank.terms = {
         {"weights", rank.weights_bytes, weights_note},
         {"activation_peak", rank.activation_peak_bytes,

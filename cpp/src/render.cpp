@@ -158,6 +158,11 @@ std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& pla
   if (!c.quantization.empty()) flags.emplace_back("quantization", c.quantization);
   if (c.block_size > 0) flags.emplace_back("block_size", c.block_size);
   if (c.enforce_eager) flags.emplace_back("enforce_eager", true);
+  if (c.max_loras > 0) {
+    flags.emplace_back("enable_lora", true);
+    flags.emplace_back("max_loras", c.max_loras);
+    flags.emplace_back("max_lora_rank", c.max_lora_rank);
+  }
   // GiB flags are rounded up to 0.01 so the offload is never smaller than planned.
   auto gib_up = [](std::int64_t bytes) {
     return std::ceil(static_cast<double>(bytes) / static_cast<double>(1 << 30) * 100.0) / 100.0;

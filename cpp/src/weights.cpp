@@ -211,6 +211,41 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
   return out;
 }
 
+std::int64_t lora_bytes_per_rank(const ModelSpec& spec, std::int32_t max_loras,
+                                 std::int32_t max_lora_rank, DType served_dtype,
+                                 const RankPlacement& placement) {
+  if (max_loras <= 0 || max_lora_rank <= 0) return 0;
+  const LayerRange range = pipeline_layer_range(spec.num_hidden_layers,
+                                                placement.pipeline_parallel_size,
+                                                placement.pipeline_rank);
+  const std::int64_t tp = std::max(1, placement.tensor_parallel_size);
+  std::int64_t elements_per_rank_unit = 0;  // sum of (A cols + B rows) over adapted slices
+  for (const auto& g : model_tensor_groups(spec)) {
+    if (g.layer < range.begin || g.layer >= range.end) continue;
+    std::int64_t slices = 1;  // packed layers keep one A/B pair per packed projection
+    switch (g.role) {
+      case TensorRole::AttnQ:
+      case TensorRole::AttnO:
+      case TensorRole::MlpDown: break;
+      case TensorRole::AttnKV: slices = 2; break;
+      case TensorRole::MlpGateUp: slices = spec.gated_mlp ? 2 : 1; break;
+      default: continue;
+    }
+    std::int64_t a_cols = g.cols;
+    std::int64_t b_rows = g.rows;
+    if (g.split == TensorSplit::Row) {
+      a_cols = ceil_div(g.cols, tp);
+    } else if (g.split == TensorSplit::KvHeads) {
+      b_rows = g.rows / std::max<std::int64_t>(1, g.heads) *
+               std::max<std::int64_t>(1, g.heads / tp);
+    } else if (g.split == TensorSplit::Column) {
+      b_rows = ceil_div(g.rows, tp);
+    }
+    elements_per_rank_unit += (slices * a_cols + b_rows) * g.count;
+  }
+  return elements_per_rank_unit * max_lora_rank * max_loras * elem_bytes(served_dtype);
+}
+
 std::int64_t checkpoint_tensor_bytes(const ModelSpec& spec, bool include_mtp) {
   std::int64_t total = 0;
   for (const auto& g : model_tensor_groups(spec, include_mtp)) {

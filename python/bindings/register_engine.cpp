@@ -35,6 +35,8 @@ vramplan::EngineConfig engine_config_from(const py::dict& knobs) {
     else if (key == "safetensors_load_strategy") c.safetensors_load_strategy = py::str(value);
     else if (key == "kv_offloading_bytes") c.kv_offloading_bytes = value.cast<std::int64_t>();
     else if (key == "swap_space_bytes") c.swap_space_bytes = value.cast<std::int64_t>();
+    else if (key == "max_loras") c.max_loras = value.cast<std::int32_t>();
+    else if (key == "max_lora_rank") c.max_lora_rank = value.cast<std::int32_t>();
     else if (key == "kv_cache_memory_bytes") c.kv_cache_memory_bytes = value.cast<std::int64_t>();
     else if (key == "num_speculative_tokens") c.num_speculative_tokens = value.cast<std::int32_t>();
     else {

@@ -40,6 +40,8 @@ def _add_launch_args(p: argparse.ArgumentParser) -> None:
                    help="GiB of KV cache offloaded to host RAM (total over TP ranks)")
     p.add_argument("--swap-space", type=float, default=None, help="V0 swap space per GPU (GiB)")
     p.add_argument("--safetensors-load-strategy", default=None, choices=["lazy", "eager", "prefetch"])
+    p.add_argument("--max-loras", type=int, default=None, help="LoRA slots (implies --enable-lora)")
+    p.add_argument("--max-lora-rank", type=int, default=None)
     p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
     p.add_argument("--used-by-others-bytes", type=int, default=0,
                    help="GPU memory already used by other processes, per GPU")
@@ -49,7 +51,8 @@ def _add_launch_args(p: argparse.ArgumentParser) -> None:
 def _knobs(args: argparse.Namespace) -> dict[str, Any]:
     names = ["tensor_parallel_size", "pipeline_parallel_size", "engine_version",
              "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
-             "kv_cache_dtype", "dtype", "quantization", "block_size", "enforce_eager"]
+             "kv_cache_dtype", "dtype", "quantization", "block_size", "enforce_eager",
+             "max_loras", "max_lora_rank"]
     knobs = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
     for flag, knob in (("cpu_offload_gb", "cpu_offload_bytes"),
                        ("kv_offloading_size", "kv_offloading_bytes"),

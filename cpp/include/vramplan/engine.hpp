@@ -59,6 +59,8 @@ struct EngineConfig {
   std::int64_t swap_space_bytes = -1;     // V0 --swap-space per GPU (-1: 4 GiB default in V0)
   std::int64_t kv_cache_memory_bytes = -1;  // --kv-cache-memory-bytes, per GPU
   std::int32_t num_speculative_tokens = 0;
+  std::int32_t max_loras = 0;             // --max-loras with --enable-lora (0: LoRA off)
+  std::int32_t max_lora_rank = 16;        // --max-lora-rank
 };
 
 // The machine: GPU as CUDA reports it, what else occupies it, and the host.

@@ -51,6 +51,13 @@ struct WeightBytes {
 WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
                                   const RankPlacement& placement, bool include_mtp = false);
 
+// GPU bytes of the LoRA slots one rank preallocates (--enable-lora): per slot and per adapted
+// Linear slice, A [rank, in] and B [out, rank] in the served dtype, the TP-split side sharded
+// (column layers split B, row layers split A). Attention and dense-MLP projections only.
+std::int64_t lora_bytes_per_rank(const ModelSpec& spec, std::int32_t max_loras,
+                                 std::int32_t max_lora_rank, DType served_dtype,
+                                 const RankPlacement& placement);
+
 // Total bytes of the checkpoint's tensors as stored (the safetensors total_size).
 std::int64_t checkpoint_tensor_bytes(const ModelSpec& spec, bool include_mtp = true);
 

@@ -208,6 +208,13 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
     }
   }
   out.rotary_cache = spec.max_position_embeddings * spec.rotary_dim * elem_bytes(served_dtype);
+  if (spec.checkpoint_bytes > 0 && spec.num_hidden_layers > 0) {
+    // Tensors the headers list but the spec does not describe: this rank's share of them.
+    const std::int64_t unexplained = spec.checkpoint_bytes - checkpoint_tensor_bytes(spec, true);
+    const std::int64_t layers = range.end - range.begin;
+    out.other += unexplained / std::max(1, placement.tensor_parallel_size) * layers /
+                 spec.num_hidden_layers;
+  }
   return out;
 }
 

@@ -153,3 +153,20 @@ num_nextn_predict_layers: 1
   EXPECT_EQ(expected, 671026419200LL);  // DeepSeek's published parameter count (671B)
   EXPECT_EQ(parameter_count(s), expected);
 }
+
+TEST(Weights, CheckpointBytesTheSpecDoesNotExplainAreSharedLikeLayers) {
+  ModelSpec spec = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
+  const RankPlacement tp2{2, 1, 0};
+  const std::int64_t formula = weight_bytes_per_rank(spec, spec.quantization, DType::BF16, tp2).total();
+  // Headers list 1 GiB more than the spec's tensors (e.g. an extra head the spec lacks): each
+  // of 2 TP ranks holds half; with PP=2 as well, each stage a quarter (16 of 32 layers).
+  spec.checkpoint_bytes = checkpoint_tensor_bytes(spec, true) + (std::int64_t{1} << 30);
+  EXPECT_EQ(weight_bytes_per_rank(spec, spec.quantization, DType::BF16, tp2).total() - formula,
+            std::int64_t{1} << 29);
+  const RankPlacement tp2_pp2{2, 2, 1};
+  spec.checkpoint_bytes = 0;
+  const std::int64_t stage = weight_bytes_per_rank(spec, spec.quantization, DType::BF16, tp2_pp2).total();
+  spec.checkpoint_bytes = checkpoint_tensor_bytes(spec, true) + (std::int64_t{1} << 30);
+  EXPECT_EQ(weight_bytes_per_rank(spec, spec.quantization, DType::BF16, tp2_pp2).total() - stage,
+            std::int64_t{1} << 28);
+}

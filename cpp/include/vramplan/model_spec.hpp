@@ -159,6 +159,9 @@ struct ModelSpec {
   TowerSpec vision;                        // num_parameters 0: text-only
   std::int32_t num_nextn_predict_layers = 0;  // MTP layers shipped in the checkpoint
   QuantSpec quantization;
+  // Exact stored bytes of the checkpoint's tensors when its headers were read (0: unknown).
+  // Bytes the spec's tensors do not explain are spread over ranks like the layers.
+  std::int64_t checkpoint_bytes = 0;
 };
 
 // Role of a weight tensor: decides how TP splits it and whether a format quantizes it.

@@ -11,4 +11,5 @@ PYBIND11_MODULE(_core, m) {
   vramplan_py::register_spec(m);
   vramplan_py::register_engine(m);
   vramplan_py::register_log_parser(m);
+  vramplan_py::register_readers(m);
 }

@@ -34,11 +34,26 @@ def gpus() -> list[str]:
 
 
 def load_model(model: str | Path) -> _core.ModelSpec:
-    """A model by database id or HF alias, or a spec YAML file path."""
-    path = Path(model)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
-        return _core.load_model_spec_file(str(path))
+    """A model by database id or HF alias, or a path read offline: a spec YAML, a config.json,
+    a checkpoint folder (its safetensors headers give the exact stored bytes) or a Hugging Face
+    cache entry (`models--ORG--NAME`)."""
+    if isinstance(model, Path) or Path(model).exists():
+        return _core.load_model_path(str(model))["spec"]
     return spec_database().model(str(model))
+
+
+def from_hf_config(path: str | Path) -> _core.ModelSpec:
+    """A ModelSpec from a config.json file (or a folder holding one), read offline."""
+    return _core.load_hf_config(str(path))
+
+
+def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
+    """What a model path holds: kind, files read, exact checkpoint bytes from the headers and
+    the spec formula's bytes for the same checkpoint."""
+    data = dict(_core.load_model_path(str(path)))
+    spec = data.pop("spec")
+    data["model"] = spec.id
+    return data
 
 
 def load_gpu(gpu: str, *, total_memory_bytes: int | None = None) -> _core.GpuSpec:

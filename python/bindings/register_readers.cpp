@@ -1,0 +1,72 @@
+// vramplan._core readers of files a user hands us: config.json import, model paths (folders,
+// HF cache entries), safetensors and GGUF headers. Results cross as plain dicts.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "register.hpp"
+#include "vramplan/hf_import.hpp"
+#include "vramplan/model_source.hpp"
+#include "vramplan/tensor_headers.hpp"
+
+namespace py = pybind11;
+
+namespace vramplan_py {
+namespace {
+
+nlohmann::json tensors_json(const std::vector<vramplan::TensorInfo>& tensors) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : tensors) {
+    out.push_back({{"name", t.name},
+                   {"dtype", std::string(vramplan::dtype_info(t.dtype).name)},
+                   {"shape", t.shape},
+                   {"bytes", t.bytes},
+                   {"offset", t.offset}});
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_readers(py::module_& m) {
+  m.def("load_hf_config", &vramplan::load_hf_config, py::arg("path"),
+        "ModelSpec from a config.json file or a folder holding one (hf_quant_config.json too).");
+  m.def(
+      "load_model_path",
+      [](const std::string& path) {
+        const vramplan::LoadedModel loaded = vramplan::load_model_path(path);
+        py::dict out;
+        out["spec"] = loaded.spec;
+        out["kind"] = loaded.kind;
+        out["files"] = loaded.files;
+        out["checkpoint_bytes"] = loaded.checkpoint_bytes;
+        out["spec_checkpoint_bytes"] = loaded.spec_checkpoint_bytes;
+        return out;
+      },
+      py::arg("path"));
+  m.def("resolve_model_folder", &vramplan::resolve_model_folder, py::arg("path"));
+  m.def(
+      "read_safetensors_folder",
+      [](const std::string& dir) {
+        const vramplan::CheckpointTensors c = vramplan::read_safetensors_folder(dir);
+        return to_python({{"files", c.files},
+                          {"total_bytes", c.total_bytes},
+                          {"tensors", tensors_json(c.tensors)}});
+      },
+      py::arg("dir"));
+  m.def(
+      "read_gguf_header",
+      [](const std::string& path) {
+        const vramplan::GgufHeader h = vramplan::read_gguf_header(path);
+        return to_python({{"file", h.file},
+                          {"version", h.version},
+                          {"architecture", h.architecture().value_or("")},
+                          {"tensor_bytes", h.tensor_bytes()},
+                          {"tensors", tensors_json(h.tensors)}});
+      },
+      py::arg("path"));
+}
+
+}  // namespace vramplan_py

@@ -493,6 +493,18 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
     rank.kv_bytes_per_token = rank.kv_layout.bytes_per_token;
     rank.num_blocks = kv_num_blocks(rank.kv_layout, rank.kv_cache_bytes);
     rank.headroom_bytes = total - hardware.memory_used_by_others_bytes - context - requested;
+    if (b.profile.era == EngineEra::V1Mid || b.profile.era == EngineEra::V1Latest) {
+      // After the KV cache is allocated the profile activations (and the graph estimate the
+      // budget reserved) are free again; graph capture outside the budget and then the
+      // sampler warm-up on max_num_seqs dummy requests need their room, and weights repacked
+      // at load leave segments the allocator cannot reuse for those large blocks.
+      const std::int64_t graphs = c.enforce_eager ? 0 : rank.cudagraph_bytes;
+      const std::int64_t freed = rank.activation_peak_bytes + graph_in_budget;
+      const std::int64_t unusable =
+          c.quantization.method == QuantMethod::Mxfp4 ? calibration::kRepackedWeightsUnreusable : 0;
+      const std::int64_t sampler = last_stage ? sampler_peak_bytes(spec, c, b.profile) : 0;
+      rank.post_allocation_bytes = graphs + sampler + unusable - freed;
+    }
     any_rank_empty |= rank.kv_layout.groups.empty();
     const std::string weights_note =
         std::string("exact: tensors of the spec in ") +
@@ -599,29 +611,28 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
     b.messages.push_back(msg);
     return b;
   }
-  if (b.profile.era == EngineEra::V1Mid || b.profile.era == EngineEra::V1Latest) {
-    // After the KV cache is allocated, the profile run's activations are free again (plus the
-    // graph estimate where the budget reserved it). Graph capture outside the budget and then
-    // the sampler warm-up on max_num_seqs dummy requests must fit in that; weights repacked
-    // at load leave segments the allocator cannot reuse for these large blocks.
-    const std::int64_t graph_reserved = b.profile.cudagraph_in_budget ? first.cudagraph_bytes : 0;
-    const std::int64_t room =
-        first.headroom_bytes + first.activation_peak_bytes + graph_reserved -
-        (c.quantization.method == QuantMethod::Mxfp4 ? calibration::kRepackedWeightsUnreusable : 0);
-    const std::int64_t graphs = c.enforce_eager ? 0 : first.cudagraph_bytes;
-    const std::int64_t sampler = sampler_peak_bytes(spec, c, b.profile);
-    if (graphs > room) {
-      b.outcome = Outcome::OomAfterKvAlloc;
+  const RankBreakdown* tightest = &first;
+  for (const auto& rank : b.ranks) {
+    if (rank.post_allocation_bytes - rank.headroom_bytes >
+        tightest->post_allocation_bytes - tightest->headroom_bytes) {
+      tightest = &rank;
+    }
+  }
+  if (tightest->post_allocation_bytes > tightest->headroom_bytes) {
+    const std::int64_t graphs = c.enforce_eager ? 0 : tightest->cudagraph_bytes;
+    const std::int64_t freed = tightest->activation_peak_bytes +
+                               (b.profile.cudagraph_in_budget ? tightest->cudagraph_bytes : 0);
+    b.outcome = Outcome::OomAfterKvAlloc;
+    if (graphs > tightest->headroom_bytes + freed) {
       b.messages.push_back("CUDA out of memory capturing CUDA graphs: " + gib_text(graphs) +
-                           " GiB needed, " + gib_text(room) +
-                           " GiB free after the KV cache allocation.");
-    } else if (graphs + sampler > room) {
-      b.outcome = Outcome::OomAfterKvAlloc;
+                           " GiB needed after the KV cache allocation.");
+    } else {
       b.messages.push_back("CUDA out of memory occurred when warming up sampler with " +
                            std::to_string(std::min(c.max_num_seqs, c.max_num_batched_tokens)) +
-                           " dummy requests: " + gib_text(sampler) + " GiB needed, " +
-                           gib_text(room - graphs) + " GiB free after the KV cache and graphs. "
-                           "Lower max_num_seqs or gpu_memory_utilization.");
+                           " dummy requests: " +
+                           gib_text(tightest->post_allocation_bytes - tightest->headroom_bytes) +
+                           " GiB short after the KV cache and graphs. Lower max_num_seqs or "
+                           "gpu_memory_utilization.");
     }
   }
   return b;

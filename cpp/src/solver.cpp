@@ -44,14 +44,18 @@ double max_utilization(const ModelSpec& spec, const SolveRequest& req, EngineCon
   const std::int64_t free = probe.startup_free_bytes - req.safety_margin_bytes;
   std::int64_t allowed = free;
   binding = "startup free-memory check: total - CUDA context - other processes - safety margin";
-  if (!probe.profile.cudagraph_in_budget && !probe.config.enforce_eager) {
-    // Graphs are captured after KV allocation from the headroom plus freed activations.
-    const RankBreakdown& r = probe.ranks.front();
-    const std::int64_t graphs = r.cudagraph_bytes - r.activation_peak_bytes;
-    if (graphs > 0 && free - graphs < allowed) {
-      allowed = free - graphs;
-      binding = "CUDA graphs captured outside the budget need headroom (this vLLM version)";
-    }
+  // After the KV allocation, graphs outside the budget and the sampler warm-up need room
+  // beyond what the profile activations free (the same quantity the breakdown checks).
+  std::int64_t post_allocation = 0;
+  for (const auto& rank : probe.ranks) {
+    post_allocation = std::max(post_allocation, rank.post_allocation_bytes);
+  }
+  if (post_allocation > 0) {
+    allowed = free - post_allocation;
+    binding = probe.profile.cudagraph_in_budget
+                  ? "sampler warm-up after the KV cache allocation needs headroom"
+                  : "CUDA graphs and the sampler warm-up after the KV allocation need headroom "
+                    "(this vLLM version)";
   }
   double u = std::floor(static_cast<double>(allowed) / static_cast<double>(total) * 100.0) / 100.0;
   u = std::min(u, 0.99);

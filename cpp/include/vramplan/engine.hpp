@@ -112,6 +112,10 @@ struct RankBreakdown {
   std::int64_t kv_bytes_per_token = 0;
   std::int64_t num_blocks = 0;
   std::int64_t headroom_bytes = 0;           // total - R - others - context: room for graphs outside the budget
+  // What must still fit in the headroom after the KV cache is allocated (0.11+): graphs
+  // captured outside the budget, the sampler warm-up and unusable repacked segments, less the
+  // profile activations (and in-budget graph estimate) freed by then. <= 0: nothing extra.
+  std::int64_t post_allocation_bytes = 0;
   KvLayout kv_layout;
   std::vector<Term> terms;
 };

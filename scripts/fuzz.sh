@@ -5,12 +5,13 @@
 # Seeds are tiny valid files generated into build-fuzz/corpus/<reader>/; libFuzzer adds the
 # inputs it finds there, and writes crashing inputs to build-fuzz/artifacts/.
 # Exits non-zero if a fuzzer crashes (sanitizer report, abort, timeout, out-of-memory).
-# Environment: JOBS (build parallelism, default 2), FUZZ_SECONDS (optional cap per reader).
+# Environment: JOBS (build parallelism, default 2), FUZZ_SECONDS (optional cap per reader),
+# FUZZ_BUILD_DIR (default build-fuzz/).
 set -euo pipefail
 
 RUNS="${1:-200000}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD="$ROOT/build-fuzz"
+BUILD="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 JOBS="${JOBS:-2}"
 
 # --- toolchain: clang with the libFuzzer runtime ----------------------------------------
@@ -45,19 +46,18 @@ cmake -S "$ROOT" -B "$BUILD" \
   -DVRAMPLAN_BUILD_TESTS=OFF \
   -DVRAMPLAN_BUILD_PYTHON=OFF \
   -DVRAMPLAN_BUILD_BENCHMARKS=OFF >/dev/null
-READERS=(safetensors gguf spec_yaml)
-[ -f "$ROOT/tests/fuzz/fuzz_hf_config.cpp" ] && READERS+=(hf_config)
+READERS=(safetensors gguf spec_yaml hf_import)
 cmake --build "$BUILD" --target "${READERS[@]/#/fuzz_}" -j "$JOBS"
 
 # --- seed corpus and dictionaries ----------------------------------------------------------
 mkdir -p "$BUILD/corpus/safetensors" "$BUILD/corpus/gguf" "$BUILD/corpus/spec_yaml" \
-  "$BUILD/corpus/hf_config" "$BUILD/artifacts"
+  "$BUILD/corpus/hf_import" "$BUILD/artifacts"
 # Text readers start from the real files: every spec, the malformed ones, real configs.
 cp "$ROOT"/model_specs/gpus.yaml "$ROOT"/tests/data/bad_specs/*.yaml "$BUILD/corpus/spec_yaml/"
 find "$ROOT/model_specs/models" -name '*.yaml' -exec cp {} "$BUILD/corpus/spec_yaml/" \;
-find "$ROOT/tests/data" -path '*bad_configs*' -name '*.json' -exec cp {} "$BUILD/corpus/hf_config/" \;
+find "$ROOT/tests/data" -path '*bad_configs*' -name '*.json' -exec cp {} "$BUILD/corpus/hf_import/" \;
 if [ -d "$ROOT/../shared/reference/configs" ]; then
-  cp "$ROOT"/../shared/reference/configs/*.json "$BUILD/corpus/hf_config/"
+  cp "$ROOT"/../shared/reference/configs/*.json "$BUILD/corpus/hf_import/"
 fi
 python3 - "$BUILD" <<'PY'
 import json, struct, sys

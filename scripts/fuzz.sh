@@ -6,7 +6,7 @@
 # inputs it finds there, and writes crashing inputs to build-fuzz/artifacts/.
 # Exits non-zero if a fuzzer crashes (sanitizer report, abort, timeout, out-of-memory).
 # Environment: JOBS (build parallelism, default 2), FUZZ_SECONDS (optional cap per reader),
-# FUZZ_BUILD_DIR (default build-fuzz/).
+# FUZZ_BUILD_DIR (default build-fuzz/), FUZZ_READERS (default: all four).
 set -euo pipefail
 
 RUNS="${1:-200000}"
@@ -46,7 +46,7 @@ cmake -S "$ROOT" -B "$BUILD" \
   -DVRAMPLAN_BUILD_TESTS=OFF \
   -DVRAMPLAN_BUILD_PYTHON=OFF \
   -DVRAMPLAN_BUILD_BENCHMARKS=OFF >/dev/null
-READERS=(safetensors gguf spec_yaml hf_import)
+read -r -a READERS <<<"${FUZZ_READERS:-safetensors gguf spec_yaml hf_import}"
 cmake --build "$BUILD" --target "${READERS[@]/#/fuzz_}" -j "$JOBS"
 
 # --- seed corpus and dictionaries ----------------------------------------------------------

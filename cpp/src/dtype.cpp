@@ -23,13 +23,13 @@ constexpr std::array<DTypeInfo, 38> kDTypeTable = {{
     {DType::I8, "I8", 1, 1, 24},
     {DType::U8, "U8", 1, 1, -1},
     {DType::BOOL, "BOOL", 1, 1, -1},
-    {DType::Q4_0, "Q4_0", 32, 2 + 16, 2},            // fp16 d + 32 nibbles
-    {DType::Q4_1, "Q4_1", 32, 2 + 2 + 16, 3},        // d + m + nibbles
-    {DType::Q5_0, "Q5_0", 32, 2 + 4 + 16, 6},        // d + high bits + nibbles
-    {DType::Q5_1, "Q5_1", 32, 2 + 2 + 4 + 16, 7},    // d + m + high bits + nibbles
-    {DType::Q8_0, "Q8_0", 32, 2 + 32, 8},            // d + 32 int8
-    {DType::Q8_1, "Q8_1", 32, 4 + 4 + 32, 9},        // fp32 d + fp32 s + 32 int8
-    {DType::Q2_K, "Q2_K", 256, 2 + 2 + 16 + 64, 10},  // d + dmin + scales + quants
+    {DType::Q4_0, "Q4_0", 32, 2 + 16, 2},              // fp16 d + 32 nibbles
+    {DType::Q4_1, "Q4_1", 32, 2 + 2 + 16, 3},          // d + m + nibbles
+    {DType::Q5_0, "Q5_0", 32, 2 + 4 + 16, 6},          // d + high bits + nibbles
+    {DType::Q5_1, "Q5_1", 32, 2 + 2 + 4 + 16, 7},      // d + m + high bits + nibbles
+    {DType::Q8_0, "Q8_0", 32, 2 + 32, 8},              // d + 32 int8
+    {DType::Q8_1, "Q8_1", 32, 4 + 4 + 32, 9},          // fp32 d + fp32 s + 32 int8
+    {DType::Q2_K, "Q2_K", 256, 2 + 2 + 16 + 64, 10},   // d + dmin + scales + quants
     {DType::Q3_K, "Q3_K", 256, 2 + 64 + 32 + 12, 11},  // d + quants + hmask + scales
     {DType::Q4_K, "Q4_K", 256, 2 + 2 + 12 + 128, 12},  // d + dmin + 6-bit scales + quants
     {DType::Q5_K, "Q5_K", 256, 2 + 2 + 12 + 32 + 128, 13},
@@ -46,8 +46,8 @@ constexpr std::array<DTypeInfo, 38> kDTypeTable = {{
     {DType::IQ1_M, "IQ1_M", 256, 56, 29},
     {DType::TQ1_0, "TQ1_0", 256, 54, 34},
     {DType::TQ2_0, "TQ2_0", 256, 66, 35},
-    {DType::MXFP4, "MXFP4", 32, 1 + 16, 39},   // E8M0 scale + 32 fp4
-    {DType::NVFP4, "NVFP4", 64, 4 + 32, 40},   // 4 fp8 scales (group 16) + 64 fp4
+    {DType::MXFP4, "MXFP4", 32, 1 + 16, 39},  // E8M0 scale + 32 fp4
+    {DType::NVFP4, "NVFP4", 64, 4 + 32, 40},  // 4 fp8 scales (group 16) + 64 fp4
 }};
 
 bool iequals(std::string_view a, std::string_view b) noexcept {
@@ -112,8 +112,8 @@ std::optional<DType> dtype_from_ggml_type(std::int64_t ggml_type_id) noexcept {
 std::int64_t dtype_bytes_for_elements(DType dtype, std::int64_t elements) noexcept {
   const auto& info = dtype_info(dtype);
   if (elements < 0) return -1;
-  const std::int64_t blocks = elements / info.block_elements +
-                              (elements % info.block_elements != 0 ? 1 : 0);
+  const std::int64_t blocks =
+      elements / info.block_elements + (elements % info.block_elements != 0 ? 1 : 0);
   if (blocks > std::numeric_limits<std::int64_t>::max() / info.block_bytes) return -1;
   return blocks * info.block_bytes;
 }

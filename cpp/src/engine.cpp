@@ -1,9 +1,9 @@
 #include "vramplan/engine.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 #include <sstream>
 
 #include "vramplan/calibration.hpp"
@@ -54,7 +54,8 @@ std::vector<std::int32_t> capture_sizes(const EngineProfile& profile, std::int64
     for (std::int32_t s = 8; s <= max_capture; s += 8) sizes.push_back(s);
     return sizes;
   }
-  for (std::int32_t s = 8; s <= std::min<std::int64_t>(248, max_capture); s += 8) sizes.push_back(s);
+  for (std::int32_t s = 8; s <= std::min<std::int64_t>(248, max_capture); s += 8)
+    sizes.push_back(s);
   for (std::int32_t s = 256; s <= max_capture; s += 16) sizes.push_back(s);
   return sizes;
 }
@@ -130,23 +131,34 @@ KvCacheOptions kv_options(const ResolvedConfig& c, const LayerRange& layers,
 
 const char* engine_era_name(EngineEra era) noexcept {
   switch (era) {
-    case EngineEra::V0: return "v0";
-    case EngineEra::V1Early: return "v1-early (0.8-0.10)";
-    case EngineEra::V1Mid: return "v1 (0.11-0.20)";
-    case EngineEra::V1Latest: return "v1 (>=0.21)";
+    case EngineEra::V0:
+      return "v0";
+    case EngineEra::V1Early:
+      return "v1-early (0.8-0.10)";
+    case EngineEra::V1Mid:
+      return "v1 (0.11-0.20)";
+    case EngineEra::V1Latest:
+      return "v1 (>=0.21)";
   }
   return "?";
 }
 
 const char* outcome_name(Outcome outcome) noexcept {
   switch (outcome) {
-    case Outcome::Started: return "started";
-    case Outcome::InsufficientKvForMaxModelLen: return "insufficient_kv_for_max_model_len";
-    case Outcome::NoKvMemory: return "oom_kv_alloc";  // the records' name for it
-    case Outcome::StartupFreeMemory: return "startup_free_memory";
-    case Outcome::OomAtLoad: return "oom_at_load";
-    case Outcome::HostOomKilled: return "host_oom_killed";
-    case Outcome::OomAfterKvAlloc: return "oom_kv_alloc";
+    case Outcome::Started:
+      return "started";
+    case Outcome::InsufficientKvForMaxModelLen:
+      return "insufficient_kv_for_max_model_len";
+    case Outcome::NoKvMemory:
+      return "oom_kv_alloc";  // the records' name for it
+    case Outcome::StartupFreeMemory:
+      return "startup_free_memory";
+    case Outcome::OomAtLoad:
+      return "oom_at_load";
+    case Outcome::HostOomKilled:
+      return "host_oom_killed";
+    case Outcome::OomAfterKvAlloc:
+      return "oom_kv_alloc";
   }
   return "?";
 }
@@ -185,10 +197,10 @@ EngineProfile engine_profile(const std::string& version) {
   p.tokens_from_concurrency = p.era == EngineEra::V1Latest;
   // V1 before 0.17 kept the larger set of sampler temporaries (dev-049..052 at 0.15/0.16;
   // dev-008 at 0.10.1 reaches its measured -2.14 GiB only with them).
-  const bool old_sampler = p.era == EngineEra::V1Early || (p.era == EngineEra::V1Mid && minor <= 16);
-  p.sampler_bytes_per_logit = old_sampler
-                                  ? calibration::kSamplerBytesPerLogitPre017
-                                  : calibration::kSamplerBytesPerLogit;
+  const bool old_sampler =
+      p.era == EngineEra::V1Early || (p.era == EngineEra::V1Mid && minor <= 16);
+  p.sampler_bytes_per_logit =
+      old_sampler ? calibration::kSamplerBytesPerLogitPre017 : calibration::kSamplerBytesPerLogit;
   return p;
 }
 
@@ -213,10 +225,10 @@ ResolvedConfig resolve_config(const ModelSpec& spec, const HardwareConfig& hardw
                       "1 .. num_hidden_layers", "out of range");
   }
   if (spec.num_attention_heads % config.tensor_parallel_size != 0) {
-    throw ConfigError("tensor_parallel_size", std::to_string(config.tensor_parallel_size),
-                      "a divisor of num_attention_heads (" +
-                          std::to_string(spec.num_attention_heads) + ")",
-                      "attention heads do not split evenly");
+    throw ConfigError(
+        "tensor_parallel_size", std::to_string(config.tensor_parallel_size),
+        "a divisor of num_attention_heads (" + std::to_string(spec.num_attention_heads) + ")",
+        "attention heads do not split evenly");
   }
   if (config.gpu_memory_utilization != -1.0 &&
       !(config.gpu_memory_utilization > 0.0 && config.gpu_memory_utilization <= 1.0)) {
@@ -260,9 +272,9 @@ ResolvedConfig resolve_config(const ModelSpec& spec, const HardwareConfig& hardw
   if (config.block_size > 0) r.block_size = config.block_size;
 
   // Batch defaults (EngineArgs.get_batch_defaults): big cards (>= 70 GiB, not A100) vs others.
-  const bool big_gpu = hardware.gpu.total_memory_bytes >= 70 * kGiB &&
-                       lower(hardware.gpu.id + " " + hardware.gpu.name).find("a100") ==
-                           std::string::npos;
+  const bool big_gpu =
+      hardware.gpu.total_memory_bytes >= 70 * kGiB &&
+      lower(hardware.gpu.id + " " + hardware.gpu.name).find("a100") == std::string::npos;
   std::int64_t default_seqs = 0;
   std::int64_t default_tokens = 0;
   if (profile.era == EngineEra::V0) {
@@ -385,8 +397,8 @@ std::int64_t next_power_of_two(std::int64_t bytes) noexcept {
 HostBreakdown host_ram(const ModelSpec& spec, const ResolvedConfig& c, const EngineProfile& profile,
                        const EngineConfig& knobs) {
   HostBreakdown h;
-  const std::int64_t workers = static_cast<std::int64_t>(c.tensor_parallel_size) *
-                               c.pipeline_parallel_size;
+  const std::int64_t workers =
+      static_cast<std::int64_t>(c.tensor_parallel_size) * c.pipeline_parallel_size;
   h.process_baseline_bytes = calibration::kHostApiServer + calibration::kHostEngineCore +
                              workers * calibration::kHostWorker;
   // Every rank reads every shard and keeps its slice. Memory-mapped (lazy) loading holds about
@@ -424,17 +436,18 @@ HostBreakdown host_ram(const ModelSpec& spec, const ResolvedConfig& c, const Eng
           : 0;
   std::int64_t swap = 0;
   if (profile.era == EngineEra::V0) {
-    swap = workers * (knobs.swap_space_bytes >= 0 ? knobs.swap_space_bytes
-                                                  : calibration::kHostV0SwapSpace);
+    swap = workers *
+           (knobs.swap_space_bytes >= 0 ? knobs.swap_space_bytes : calibration::kHostV0SwapSpace);
   }
   h.pinned_bytes = offload_pinned + kv_offload_pinned + swap;
-  h.required_bytes = h.process_baseline_bytes + h.loader_anonymous_bytes + h.input_batch_bytes +
-                     h.pinned_bytes;
+  h.required_bytes =
+      h.process_baseline_bytes + h.loader_anonymous_bytes + h.input_batch_bytes + h.pinned_bytes;
   h.terms = {
       {"process_baseline", h.process_baseline_bytes,
        "calibrated: API server 1.5 GiB + engine core 1.5 GiB + 3 GiB per worker (host-ram.md 6)"},
       {"loader_staging", h.loader_anonymous_bytes, staging_note},
-      {"input_batch", h.input_batch_bytes, "formula: 5 B x max_num_seqs x max_model_len per worker"},
+      {"input_batch", h.input_batch_bytes,
+       "formula: 5 B x max_num_seqs x max_model_len per worker"},
       {"pinned", h.pinned_bytes,
        "formula: cpu_offload x workers x 1.9 + KV offload per worker rounded to a power of two"
        " + V0 swap space"},
@@ -524,10 +537,12 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
         {"cudagraph", rank.cudagraph_bytes,
          std::string("calibrated: base + per captured layer piece x ") +
              std::to_string(c.num_cudagraph_sizes) + " sizes" +
-             (b.profile.cudagraph_in_budget ? " (inside the budget)"
-                                            : " (captured after KV allocation, outside the budget)")},
-        {"kv_cache", rank.kv_cache_bytes, "budget: requested - weights - activation - non_torch" +
-                                              std::string(b.profile.cudagraph_in_budget ? " - cudagraph" : "")},
+             (b.profile.cudagraph_in_budget
+                  ? " (inside the budget)"
+                  : " (captured after KV allocation, outside the budget)")},
+        {"kv_cache", rank.kv_cache_bytes,
+         "budget: requested - weights - activation - non_torch" +
+             std::string(b.profile.cudagraph_in_budget ? " - cudagraph" : "")},
         {"cuda_context", context, "calibrated: CUDA context (+ NCCL), outside the budget"},
     };
     if (b.num_blocks < 0 || rank.num_blocks < b.num_blocks) b.num_blocks = rank.num_blocks;
@@ -555,9 +570,11 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
     b.max_concurrency = static_cast<double>(b.num_blocks) / static_cast<double>(blocks_per_request);
   }
   if (b.profile.tokens_from_concurrency) {
-    b.kv_tokens = static_cast<std::int64_t>(b.max_concurrency * static_cast<double>(c.max_model_len));
+    b.kv_tokens =
+        static_cast<std::int64_t>(b.max_concurrency * static_cast<double>(c.max_model_len));
   } else {
-    const std::int64_t groups = std::max<std::int64_t>(1, static_cast<std::int64_t>(worst->groups.size()));
+    const std::int64_t groups =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(worst->groups.size()));
     b.kv_tokens = (b.num_blocks / groups) * worst->block_size;
   }
   b.host = host_ram(spec, c, b.profile, config);
@@ -569,10 +586,11 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
   if (b.profile.era != EngineEra::V0 && b.profile.era != EngineEra::V1Early &&
       b.startup_free_bytes < requested) {
     b.outcome = Outcome::StartupFreeMemory;
-    b.messages.push_back("Free memory on device (" + gib_text(b.startup_free_bytes) + "/" +
-                         gib_text(total) + " GiB) on startup is less than desired GPU memory "
-                         "utilization (" + std::to_string(c.gpu_memory_utilization) + ", " +
-                         gib_text(requested) + " GiB).");
+    b.messages.push_back(
+        "Free memory on device (" + gib_text(b.startup_free_bytes) + "/" + gib_text(total) +
+        " GiB) on startup is less than desired GPU memory "
+        "utilization (" +
+        std::to_string(c.gpu_memory_utilization) + ", " + gib_text(requested) + " GiB).");
     return b;
   }
   if (hardware.host_ram_bytes > 0 && b.host.required_bytes > hardware.host_ram_bytes) {
@@ -603,7 +621,8 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
     std::string msg = "To serve at least one request with the model's max seq len (" +
                       std::to_string(c.max_model_len) + "), (" + gib_text(worst_request) +
                       " GiB KV cache is needed, which is larger than the available KV cache "
-                      "memory (" + gib_text(min_kv) + " GiB).";
+                      "memory (" +
+                      gib_text(min_kv) + " GiB).";
     if (b.estimated_max_model_len > 0) {
       msg += " Based on the available memory, the estimated maximum model length is " +
              std::to_string(b.estimated_max_model_len) + ".";

@@ -29,27 +29,7 @@ constexpr std::int64_t kFirstChunk = 1 << 20;  // streaming reader starts with 1
 // Thrown by the cursor when the streaming reader should read more of the file and retry.
 struct NeedMore {};
 
-std::string show_name(std::string_view s) {
-  std::string out = "'";
-  std::size_t shown = 0;
-  for (const char ch : s) {
-    if (++shown > 200) {
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c < 0x7F && c != '\'' && c != '\\') {
-      out += ch;
-    } else {
-      static const char* kHex = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    }
-  }
-  out += "'";
-  return out;
-}
+using detail::show_name;
 
 // Fixed size of a scalar value type; 0 for STRING/ARRAY; -1 for unknown types.
 int fixed_size(std::uint32_t type) {

@@ -29,7 +29,8 @@ class Fields {
 
   bool has(const char* key) const { return object_.contains(key) && !object_.at(key).is_null(); }
 
-  [[noreturn]] void fail(const char* key, const std::string& value, const std::string& problem) const {
+  [[noreturn]] void fail(const char* key, const std::string& value,
+                         const std::string& problem) const {
     throw SpecError(file_, prefix_ + key, value, problem);
   }
 
@@ -63,7 +64,8 @@ class Fields {
  private:
   std::int64_t integer_value(const char* key, const json& v) const {
     if (v.is_number_integer() || v.is_number_unsigned()) {
-      if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxDimension)) {
+      if (v.is_number_unsigned() &&
+          v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxDimension)) {
         fail(key, v.dump(), "value out of range");
       }
       const std::int64_t n = v.get<std::int64_t>();
@@ -72,7 +74,8 @@ class Fields {
     }
     if (v.is_number_float()) {
       const double d = v.get<double>();
-      if (std::isfinite(d) && d >= 0 && d <= static_cast<double>(kMaxDimension) && d == std::floor(d)) {
+      if (std::isfinite(d) && d >= 0 && d <= static_cast<double>(kMaxDimension) &&
+          d == std::floor(d)) {
         return static_cast<std::int64_t>(d);
       }
     }
@@ -86,9 +89,10 @@ class Fields {
 
 // Families whose decoder and KV cache layout this importer knows.
 const std::set<std::string>& dense_families() {
-  static const std::set<std::string> kinds = {
-      "llama", "mistral", "qwen2", "qwen3", "phi3", "granite", "gemma", "gemma2", "gemma3_text",
-      "olmo2", "internlm2", "exaone", "cohere", "starcoder2", "llama4_text"};
+  static const std::set<std::string> kinds = {"llama",       "mistral",    "qwen2",      "qwen3",
+                                              "phi3",        "granite",    "gemma",      "gemma2",
+                                              "gemma3_text", "olmo2",      "internlm2",  "exaone",
+                                              "cohere",      "starcoder2", "llama4_text"};
   return kinds;
 }
 
@@ -117,7 +121,8 @@ std::int64_t vision_parameters(const json& vision, std::int64_t text_hidden,
   const std::int64_t patch = v.integer("patch_size");
   const std::int64_t image = v.integer("image_size");
   const std::int64_t channels = v.integer_or("num_channels", 3);
-  if (patch <= 0 || image < patch) v.fail("patch_size", std::to_string(patch), "patch larger than the image");
+  if (patch <= 0 || image < patch)
+    v.fail("patch_size", std::to_string(patch), "patch larger than the image");
   const std::int64_t positions = (image / patch) * (image / patch);
   const std::int64_t per_layer = 4 * h * h + 2 * h * inter + 9 * h + inter;
   return layers * per_layer + channels * patch * patch * h + h + positions * h + 2 * h +
@@ -210,7 +215,8 @@ json quantization_document(const json& config, const json* modelopt, const std::
              {"block_size", block},
              {"unquantized", json::array({"lm_head", "router"})}};
     } else {
-      out = {{"method", "fp8"}, {"scale_strategy", "tensor"},
+      out = {{"method", "fp8"},
+             {"scale_strategy", "tensor"},
              {"static_activation_scale", q.string_or("activation_scheme", "dynamic") == "static"}};
     }
   } else if (method == "awq") {
@@ -220,7 +226,8 @@ json quantization_document(const json& config, const json* modelopt, const std::
            {"sym", !q.boolean_or("zero_point", true)}};
     if (out["bits"] != 4) q.fail("bits", out["bits"].dump(), "AWQ is 4-bit");
   } else if (method == "gptq") {
-    const std::int64_t group = q.has("group_size") ? static_cast<std::int64_t>(q.number_or("group_size", 128)) : 128;
+    const std::int64_t group =
+        q.has("group_size") ? static_cast<std::int64_t>(q.number_or("group_size", 128)) : 128;
     out = {{"method", "gptq"},
            {"bits", q.integer("bits")},
            {"group_size", group},
@@ -231,22 +238,27 @@ json quantization_document(const json& config, const json* modelopt, const std::
   } else if (method == "bitsandbytes") {
     if (q.boolean_or("load_in_4bit", false)) {
       if (q.string_or("bnb_4bit_quant_type", "nf4") != "nf4") {
-        q.fail("bnb_4bit_quant_type", q.string_or("bnb_4bit_quant_type", ""), "only nf4 is modelled");
+        q.fail("bnb_4bit_quant_type", q.string_or("bnb_4bit_quant_type", ""),
+               "only nf4 is modelled");
       }
-      out = {{"method", "bnb_nf4"}, {"double_quant", q.boolean_or("bnb_4bit_use_double_quant", false)}};
+      out = {{"method", "bnb_nf4"},
+             {"double_quant", q.boolean_or("bnb_4bit_use_double_quant", false)}};
     } else if (q.boolean_or("load_in_8bit", false)) {
       out = {{"method", "bnb_int8"}};
     } else {
       q.fail("load_in_4bit", "false", "bitsandbytes config loads neither 4-bit nor 8-bit");
     }
   } else if (method == "compressed-tensors") {
-    if (!q.has("config_groups") || !q.at("config_groups").is_object() || q.at("config_groups").size() != 1) {
-      q.fail("config_groups", q.has("config_groups") ? q.at("config_groups").dump().substr(0, 200) : "missing",
+    if (!q.has("config_groups") || !q.at("config_groups").is_object() ||
+        q.at("config_groups").size() != 1) {
+      q.fail("config_groups",
+             q.has("config_groups") ? q.at("config_groups").dump().substr(0, 200) : "missing",
              "expected exactly one quantization group");
     }
     const json& group = q.at("config_groups").begin().value();
     const Fields g(group, file, "quantization_config.config_groups.*.");
-    if (!g.has("weights") || !g.at("weights").is_object()) g.fail("weights", "missing", "expected the weight scheme");
+    if (!g.has("weights") || !g.at("weights").is_object())
+      g.fail("weights", "missing", "expected the weight scheme");
     const Fields w(g.at("weights"), file, "quantization_config.config_groups.*.weights.");
     const std::int64_t bits = w.integer("num_bits");
     const std::string type = w.string_or("type", "int");
@@ -255,17 +267,20 @@ json quantization_document(const json& config, const json* modelopt, const std::
     if (type == "float" && bits == 8) {
       out = {{"method", "fp8"}, {"scale_strategy", strategy == "channel" ? "channel" : "tensor"}};
       if (activations && g.at("input_activations").is_object()) {
-        const Fields a(g.at("input_activations"), file, "quantization_config.config_groups.*.input_activations.");
+        const Fields a(g.at("input_activations"), file,
+                       "quantization_config.config_groups.*.input_activations.");
         out["static_activation_scale"] = !a.boolean_or("dynamic", true);
       }
     } else if (type == "int" && bits == 8 && activations) {
       out = {{"method", "int8"}, {"scale_strategy", strategy == "channel" ? "channel" : "tensor"}};
     } else if (type == "int" && (bits == 4 || bits == 8)) {
-      out = {{"method", "packed_wna16"}, {"bits", bits},
+      out = {{"method", "packed_wna16"},
+             {"bits", bits},
              {"group_size", w.integer_or("group_size", 128)},
              {"sym", w.boolean_or("symmetric", true)}};
     } else {
-      w.fail("num_bits", std::to_string(bits) + " " + type, "compressed-tensors scheme not modelled");
+      w.fail("num_bits", std::to_string(bits) + " " + type,
+             "compressed-tensors scheme not modelled");
     }
     if (q.has("ignore")) add_unquantized(q, "ignore", method, out);
   } else {
@@ -281,12 +296,14 @@ json quantization_document(const json& config, const json* modelopt, const std::
 
 json hf_config_to_spec_document(const json& config, const json* quant_config,
                                 const std::string& source) {
-  if (!config.is_object()) throw SpecError(source, "<root>", config.type_name(), "config.json must be an object");
+  if (!config.is_object())
+    throw SpecError(source, "<root>", config.type_name(), "config.json must be an object");
   const Fields top(config, source, "");
   const std::string model_type = top.string_or("model_type", "");
   if (model_type.empty()) top.fail("model_type", "missing", "required to know the cache layout");
   const bool nested = top.has("text_config");
-  if (nested && !config.at("text_config").is_object()) top.fail("text_config", "not an object", "expected an object");
+  if (nested && !config.at("text_config").is_object())
+    top.fail("text_config", "not an object", "expected an object");
   const json& text = nested ? config.at("text_config") : config;
   const Fields f(text, source, nested ? "text_config." : "");
   std::string family = model_type;
@@ -294,9 +311,9 @@ json hf_config_to_spec_document(const json& config, const json* quant_config,
     family = f.string_or("model_type", family + "_text");
   }
 
-  static const std::set<std::string> kSpecial = {"mixtral",     "qwen2_moe",   "qwen3_moe",
-                                                 "qwen3_next",  "deepseek_v2", "deepseek_v3",
-                                                 "gpt_oss",     "nemotron_h"};
+  static const std::set<std::string> kSpecial = {"mixtral",    "qwen2_moe",   "qwen3_moe",
+                                                 "qwen3_next", "deepseek_v2", "deepseek_v3",
+                                                 "gpt_oss",    "nemotron_h"};
   if (!dense_families().count(family) && !kSpecial.count(family)) {
     top.fail("model_type", model_type,
              "unknown cache layout; supported model types: " + supported_list());
@@ -310,7 +327,9 @@ json hf_config_to_spec_document(const json& config, const json* quant_config,
   const std::int64_t layers = f.integer("num_hidden_layers");
   const std::int64_t heads = f.integer("num_attention_heads");
   if (hidden <= 0 || layers <= 0 || heads <= 0) {
-    f.fail(hidden <= 0 ? "hidden_size" : layers <= 0 ? "num_hidden_layers" : "num_attention_heads",
+    f.fail(hidden <= 0   ? "hidden_size"
+           : layers <= 0 ? "num_hidden_layers"
+                         : "num_attention_heads",
            "0", "must be positive");
   }
   if (layers > 100000) f.fail("num_hidden_layers", std::to_string(layers), "absurd layer count");
@@ -320,7 +339,8 @@ json hf_config_to_spec_document(const json& config, const json* quant_config,
   doc["num_key_value_heads"] = f.integer_or("num_key_value_heads", heads);
   std::int64_t head_dim = f.integer_or("head_dim", f.integer_or("attention_head_dim", 0));
   if (head_dim == 0) {
-    if (hidden % heads != 0) f.fail("head_dim", "missing", "hidden_size is not a multiple of num_attention_heads");
+    if (hidden % heads != 0)
+      f.fail("head_dim", "missing", "hidden_size is not a multiple of num_attention_heads");
     head_dim = hidden / heads;
   }
   doc["head_dim"] = head_dim;
@@ -331,14 +351,16 @@ json hf_config_to_spec_document(const json& config, const json* quant_config,
   // vLLM derives max_model_len from max_position_embeddings (rope_scaling already folded in
   // by the checkpoints in use: Llama-3.1 131072, DeepSeek-V3 163840 = 4096 x yarn 40).
   doc["max_position_embeddings"] = f.integer("max_position_embeddings");
-  doc["tie_word_embeddings"] = top.boolean_or("tie_word_embeddings", f.boolean_or("tie_word_embeddings", false));
+  doc["tie_word_embeddings"] =
+      top.boolean_or("tie_word_embeddings", f.boolean_or("tie_word_embeddings", false));
   doc["torch_dtype"] = dtype_name(nested && !f.has("torch_dtype") && !f.has("dtype") ? top : f);
 
   const double partial_rotary = f.number_or("partial_rotary_factor", 1.0);
   if (partial_rotary <= 0 || partial_rotary > 1) {
     f.fail("partial_rotary_factor", std::to_string(partial_rotary), "expected (0, 1]");
   }
-  if (partial_rotary < 1.0) doc["rotary_dim"] = static_cast<std::int64_t>(head_dim * partial_rotary);
+  if (partial_rotary < 1.0)
+    doc["rotary_dim"] = static_cast<std::int64_t>(head_dim * partial_rotary);
 
   const bool attention_bias = f.boolean_or("attention_bias", false);
   if (family == "qwen2" || family == "qwen2_moe") {
@@ -348,7 +370,8 @@ json hf_config_to_spec_document(const json& config, const json* quant_config,
     doc["o_proj_bias"] = true;
   }
   if (f.boolean_or("mlp_bias", false)) doc["mlp_bias"] = true;
-  if (family == "qwen3" || family == "qwen3_moe" || family == "qwen3_next" || family == "gemma3_text") {
+  if (family == "qwen3" || family == "qwen3_moe" || family == "qwen3_next" ||
+      family == "gemma3_text") {
     doc["qk_norm"] = true;
   }
   if (family == "gemma2" || family == "gemma3_text") doc["norms_per_layer"] = 4;
@@ -381,7 +404,8 @@ json hf_config_to_spec_document(const json& config, const json* quant_config,
     kinds.push_back("full_attention");
     doc["layer_pattern"] = kinds;
     doc["sliding_window"] = window;
-  } else if (window > 0 && window_enabled && window < doc["max_position_embeddings"].get<std::int64_t>() &&
+  } else if (window > 0 && window_enabled &&
+             window < doc["max_position_embeddings"].get<std::int64_t>() &&
              family != "llama4_text" && family != "nemotron_h") {
     doc["sliding_window"] = window;
     doc["layer_pattern"] = {"sliding_attention"};
@@ -406,7 +430,8 @@ json hf_config_to_spec_document(const json& config, const json* quant_config,
     }
     const std::int64_t step = f.integer_or("decoder_sparse_step", 1);
     if (step != 1) moe["moe_layer_step"] = step;
-    if (f.has("mlp_only_layers") && !f.at("mlp_only_layers").empty()) moe["dense_layers"] = f.at("mlp_only_layers");
+    if (f.has("mlp_only_layers") && !f.at("mlp_only_layers").empty())
+      moe["dense_layers"] = f.at("mlp_only_layers");
   } else if (family == "deepseek_v2" || family == "deepseek_v3") {
     moe = {{"num_experts", f.integer("n_routed_experts")},
            {"num_experts_per_tok", f.integer("num_experts_per_tok")},
@@ -449,7 +474,8 @@ json hf_config_to_spec_document(const json& config, const json* quant_config,
   if (family == "qwen3_next") {
     doc["attn_output_gate"] = true;
     const std::int64_t interval = f.integer("full_attention_interval");
-    if (interval <= 0 || interval > layers) f.fail("full_attention_interval", std::to_string(interval), "out of range");
+    if (interval <= 0 || interval > layers)
+      f.fail("full_attention_interval", std::to_string(interval), "out of range");
     json kinds = json::array();
     for (std::int64_t i = 0; i + 1 < interval; ++i) kinds.push_back("linear_attention");
     kinds.push_back("full_attention");
@@ -461,7 +487,8 @@ json hf_config_to_spec_document(const json& config, const json* quant_config,
                                {"conv_kernel", f.integer_or("linear_conv_kernel_dim", 4)}};
   }
   if (family == "nemotron_h") {
-    if (!f.has("hybrid_override_pattern")) f.fail("hybrid_override_pattern", "missing", "required for nemotron_h");
+    if (!f.has("hybrid_override_pattern"))
+      f.fail("hybrid_override_pattern", "missing", "required for nemotron_h");
     doc["hybrid_override_pattern"] = f.string_or("hybrid_override_pattern", "");
     doc["mlp"] = "plain";
     doc["norms_per_layer"] = 1;
@@ -475,8 +502,10 @@ json hf_config_to_spec_document(const json& config, const json* quant_config,
     doc["num_nextn_predict_layers"] = f.integer("num_nextn_predict_layers");
   }
   if (top.has("vision_config")) {
-    if (!config.at("vision_config").is_object()) top.fail("vision_config", "not an object", "expected an object");
-    doc["vision"] = {{"num_parameters", vision_parameters(config.at("vision_config"), hidden, source)}};
+    if (!config.at("vision_config").is_object())
+      top.fail("vision_config", "not an object", "expected an object");
+    doc["vision"] = {
+        {"num_parameters", vision_parameters(config.at("vision_config"), hidden, source)}};
   }
   const json quant = quantization_document(config, quant_config, source);
   if (!quant.is_null()) doc["quantization"] = quant;
@@ -530,7 +559,8 @@ json read_json_file(const std::filesystem::path& path) {
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw ParseError(path.string(), 0, "cannot read the file (" + ec.message() + ")");
   if (size > kMaxConfigBytes) {
-    throw ParseError(path.string(), 0, "file of " + std::to_string(size) + " bytes exceeds the 16 MiB limit");
+    throw ParseError(path.string(), 0,
+                     "file of " + std::to_string(size) + " bytes exceeds the 16 MiB limit");
   }
   std::ifstream in(path, std::ios::binary);
   std::ostringstream buffer;
@@ -558,7 +588,8 @@ ModelSpec load_hf_config(const std::string& path) {
     // A sibling "<stem>.hf_quant_config.json" (copies) or hf_quant_config.json in the folder.
     const std::string stem = config_path.stem().string();
     const fs::path sibling = config_path.parent_path() / (stem + ".hf_quant_config.json");
-    quant_path = fs::exists(sibling, ec) ? sibling : config_path.parent_path() / "hf_quant_config.json";
+    quant_path =
+        fs::exists(sibling, ec) ? sibling : config_path.parent_path() / "hf_quant_config.json";
     if (config_path.filename() != "config.json" && !fs::exists(sibling, ec)) quant_path.clear();
   }
   if (!fs::is_regular_file(config_path, ec)) {

@@ -23,16 +23,20 @@ std::int64_t group_blocks(const KvGroup& g, std::int32_t block_size, std::int64_
                           std::int64_t max_num_batched_tokens, std::int32_t speculative) noexcept {
   switch (g.kind) {
     case AttentionKind::Full:
-    case AttentionKind::Mla: return ceil_div(max_model_len, block_size);
+    case AttentionKind::Mla:
+      return ceil_div(max_model_len, block_size);
     case AttentionKind::SlidingWindow:
       return ceil_div(std::min<std::int64_t>(g.window - 1 + max_num_batched_tokens, max_model_len),
-                      block_size) + 1;
+                      block_size) +
+             1;
     case AttentionKind::ChunkedLocal:
       return ceil_div(std::min<std::int64_t>(g.window + max_num_batched_tokens, max_model_len),
                       block_size);
     case AttentionKind::Mamba:
-    case AttentionKind::LinearAttention: return 1 + speculative;
-    case AttentionKind::None: return 0;
+    case AttentionKind::LinearAttention:
+      return 1 + speculative;
+    case AttentionKind::None:
+      return 0;
   }
   return 0;
 }
@@ -70,20 +74,23 @@ std::int64_t mamba_state_bytes(const ModelSpec& spec, const LayerSpec& layer,
     // n_groups is padded up to a multiple of TP so heads shard evenly.
     const std::int64_t groups = ceil_div(m.n_groups, tp) * tp;
     const std::int64_t conv_dim = (inner + 2 * groups * m.state_size) / tp;
-    const std::int64_t conv = conv_dim * (m.conv_kernel - 1 + o.num_speculative_tokens) *
-                              o.state_element_bytes;
-    const std::int64_t ssm = (m.num_heads / tp) * m.head_dim * m.state_size *
-                             dtype_info(m.ssm_state_dtype).block_bytes;
+    const std::int64_t conv =
+        conv_dim * (m.conv_kernel - 1 + o.num_speculative_tokens) * o.state_element_bytes;
+    const std::int64_t ssm =
+        (m.num_heads / tp) * m.head_dim * m.state_size * dtype_info(m.ssm_state_dtype).block_bytes;
     return conv + ssm;
   }
   if (layer.attention == AttentionKind::LinearAttention) {
     const LinearAttentionSpec& g = spec.linear_attention;
     const std::int64_t conv_dim =
-        (2LL * g.num_key_heads * g.key_head_dim + static_cast<std::int64_t>(g.num_value_heads) * g.value_head_dim) / tp;
-    const std::int64_t conv = conv_dim * (g.conv_kernel - 1 + o.num_speculative_tokens) *
-                              o.state_element_bytes;
-    const std::int64_t ssm = (g.num_value_heads / tp) * static_cast<std::int64_t>(g.value_head_dim) *
-                             g.key_head_dim * o.state_element_bytes;
+        (2LL * g.num_key_heads * g.key_head_dim +
+         static_cast<std::int64_t>(g.num_value_heads) * g.value_head_dim) /
+        tp;
+    const std::int64_t conv =
+        conv_dim * (g.conv_kernel - 1 + o.num_speculative_tokens) * o.state_element_bytes;
+    const std::int64_t ssm = (g.num_value_heads / tp) *
+                             static_cast<std::int64_t>(g.value_head_dim) * g.key_head_dim *
+                             o.state_element_bytes;
     return conv + ssm;
   }
   return 0;
@@ -114,8 +121,8 @@ KvLayout kv_layout(const ModelSpec& spec, const KvCacheOptions& o) {
   if (state_bytes > 0 && attn_token_bytes > 0) {
     // Hybrid with Mamba: raise the attention block size until one page holds a state.
     const std::int64_t align = std::max<std::int64_t>(16, o.block_size);
-    layout.block_size = static_cast<std::int32_t>(
-        align * ceil_div(state_bytes, align * attn_token_bytes));
+    layout.block_size =
+        static_cast<std::int32_t>(align * ceil_div(state_bytes, align * attn_token_bytes));
   }
   layout.page_bytes = attn_token_bytes > 0 ? attn_token_bytes * layout.block_size : state_bytes;
   if (buckets.size() == 1) {
@@ -168,7 +175,8 @@ std::int64_t kv_num_blocks(const KvLayout& layout, std::int64_t kv_budget_bytes)
 }
 
 std::int64_t kv_max_model_len_that_fits(const KvLayout& layout, std::int64_t kv_budget_bytes,
-                                        std::int64_t upper, std::int64_t max_num_batched_tokens) noexcept {
+                                        std::int64_t upper,
+                                        std::int64_t max_num_batched_tokens) noexcept {
   std::int64_t lo = 0;
   std::int64_t hi = upper;
   while (lo < hi) {  // largest L with need(L) <= budget; need is monotone in L

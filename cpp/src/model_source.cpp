@@ -88,8 +88,7 @@ std::string resolve_model_folder(const std::string& path) {
   }
   if (revisions.size() == 1) return (snapshots / revisions.front()).string();
   std::sort(revisions.begin(), revisions.end());
-  throw ConfigError("model", path,
-                    "a cache entry with refs/main or a single snapshot",
+  throw ConfigError("model", path, "a cache entry with refs/main or a single snapshot",
                     revisions.empty() ? "no snapshot downloaded"
                                       : std::to_string(revisions.size()) +
                                             " snapshots and no usable refs/main; pass one of "
@@ -101,7 +100,8 @@ LoadedModel load_model_path(const std::string& path) {
   std::error_code ec;
   LoadedModel out;
   const fs::path p(path);
-  if (!fs::exists(p, ec)) throw ConfigError("model", path, "an existing path", "no such file or folder");
+  if (!fs::exists(p, ec))
+    throw ConfigError("model", path, "an existing path", "no such file or folder");
   if (fs::is_regular_file(p, ec)) {
     if (has_suffix(path, ".yaml") || has_suffix(path, ".yml")) {
       out.spec = load_model_spec_file(path);

@@ -4,59 +4,100 @@ namespace vramplan {
 
 const char* attention_kind_name(AttentionKind kind) noexcept {
   switch (kind) {
-    case AttentionKind::Full: return "full_attention";
-    case AttentionKind::SlidingWindow: return "sliding_attention";
-    case AttentionKind::ChunkedLocal: return "chunked_attention";
-    case AttentionKind::Mla: return "mla";
-    case AttentionKind::Mamba: return "mamba";
-    case AttentionKind::LinearAttention: return "linear_attention";
-    case AttentionKind::None: return "none";
+    case AttentionKind::Full:
+      return "full_attention";
+    case AttentionKind::SlidingWindow:
+      return "sliding_attention";
+    case AttentionKind::ChunkedLocal:
+      return "chunked_attention";
+    case AttentionKind::Mla:
+      return "mla";
+    case AttentionKind::Mamba:
+      return "mamba";
+    case AttentionKind::LinearAttention:
+      return "linear_attention";
+    case AttentionKind::None:
+      return "none";
   }
   return "none";
 }
 
 const char* quant_method_name(QuantMethod method) noexcept {
   switch (method) {
-    case QuantMethod::None: return "none";
-    case QuantMethod::Fp8: return "fp8";
-    case QuantMethod::Int8: return "int8";
-    case QuantMethod::Awq: return "awq";
-    case QuantMethod::Gptq: return "gptq";
-    case QuantMethod::PackedWNA16: return "packed_wna16";
-    case QuantMethod::BnbNf4: return "bnb_nf4";
-    case QuantMethod::BnbInt8: return "bnb_int8";
-    case QuantMethod::Mxfp4: return "mxfp4";
-    case QuantMethod::Nvfp4: return "nvfp4";
-    case QuantMethod::Gguf: return "gguf";
+    case QuantMethod::None:
+      return "none";
+    case QuantMethod::Fp8:
+      return "fp8";
+    case QuantMethod::Int8:
+      return "int8";
+    case QuantMethod::Awq:
+      return "awq";
+    case QuantMethod::Gptq:
+      return "gptq";
+    case QuantMethod::PackedWNA16:
+      return "packed_wna16";
+    case QuantMethod::BnbNf4:
+      return "bnb_nf4";
+    case QuantMethod::BnbInt8:
+      return "bnb_int8";
+    case QuantMethod::Mxfp4:
+      return "mxfp4";
+    case QuantMethod::Nvfp4:
+      return "nvfp4";
+    case QuantMethod::Gguf:
+      return "gguf";
   }
   return "none";
 }
 
 const char* tensor_role_name(TensorRole role) noexcept {
   switch (role) {
-    case TensorRole::Embedding: return "embedding";
-    case TensorRole::LmHead: return "lm_head";
-    case TensorRole::AttnQ: return "attn_q";
-    case TensorRole::AttnKV: return "attn_kv";
-    case TensorRole::AttnO: return "attn_o";
-    case TensorRole::MlaQA: return "mla_q_a";
-    case TensorRole::MlaQB: return "mla_q_b";
-    case TensorRole::MlaKVA: return "mla_kv_a";
-    case TensorRole::MlaKVB: return "mla_kv_b";
-    case TensorRole::MlpGateUp: return "mlp_gate_up";
-    case TensorRole::MlpDown: return "mlp_down";
-    case TensorRole::ExpertGateUp: return "expert_gate_up";
-    case TensorRole::ExpertDown: return "expert_down";
-    case TensorRole::SharedExpertGateUp: return "shared_expert_gate_up";
-    case TensorRole::SharedExpertDown: return "shared_expert_down";
-    case TensorRole::Router: return "router";
-    case TensorRole::MixerIn: return "mixer_in";
-    case TensorRole::MixerOut: return "mixer_out";
-    case TensorRole::MixerSmall: return "mixer_small";
-    case TensorRole::Norm: return "norm";
-    case TensorRole::Bias: return "bias";
-    case TensorRole::RowBias: return "row_bias";
-    case TensorRole::Vision: return "vision";
+    case TensorRole::Embedding:
+      return "embedding";
+    case TensorRole::LmHead:
+      return "lm_head";
+    case TensorRole::AttnQ:
+      return "attn_q";
+    case TensorRole::AttnKV:
+      return "attn_kv";
+    case TensorRole::AttnO:
+      return "attn_o";
+    case TensorRole::MlaQA:
+      return "mla_q_a";
+    case TensorRole::MlaQB:
+      return "mla_q_b";
+    case TensorRole::MlaKVA:
+      return "mla_kv_a";
+    case TensorRole::MlaKVB:
+      return "mla_kv_b";
+    case TensorRole::MlpGateUp:
+      return "mlp_gate_up";
+    case TensorRole::MlpDown:
+      return "mlp_down";
+    case TensorRole::ExpertGateUp:
+      return "expert_gate_up";
+    case TensorRole::ExpertDown:
+      return "expert_down";
+    case TensorRole::SharedExpertGateUp:
+      return "shared_expert_gate_up";
+    case TensorRole::SharedExpertDown:
+      return "shared_expert_down";
+    case TensorRole::Router:
+      return "router";
+    case TensorRole::MixerIn:
+      return "mixer_in";
+    case TensorRole::MixerOut:
+      return "mixer_out";
+    case TensorRole::MixerSmall:
+      return "mixer_small";
+    case TensorRole::Norm:
+      return "norm";
+    case TensorRole::Bias:
+      return "bias";
+    case TensorRole::RowBias:
+      return "row_bias";
+    case TensorRole::Vision:
+      return "vision";
   }
   return "unknown";
 }
@@ -107,11 +148,11 @@ void add_mla(const ModelSpec& s, int index, GroupBuilder& b) {
   } else {
     b.add(TensorRole::AttnQ, TensorSplit::Column, index, hq * qk_head, h, true);
   }
-  b.add(TensorRole::MlaKVA, TensorSplit::Replicated, index, m.kv_lora_rank + m.qk_rope_head_dim,
-        h, true);
+  b.add(TensorRole::MlaKVA, TensorSplit::Replicated, index, m.kv_lora_rank + m.qk_rope_head_dim, h,
+        true);
   b.add(TensorRole::Norm, TensorSplit::Replicated, index, m.kv_lora_rank, 1, false);
-  b.add(TensorRole::MlaKVB, TensorSplit::Column, index,
-        hq * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, true);
+  b.add(TensorRole::MlaKVB, TensorSplit::Column, index, hq * (m.qk_nope_head_dim + m.v_head_dim),
+        m.kv_lora_rank, true);
   b.add(TensorRole::AttnO, TensorSplit::Row, index, h, hq * m.v_head_dim, true);
 }
 
@@ -158,9 +199,9 @@ void add_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder
     return;
   }
   const MoeSpec& m = s.moe;
-  b.add(TensorRole::Router, TensorSplit::Replicated, index, m.num_experts, h,
-        m.router_quantizable);
-  if (m.router_bias) b.add(TensorRole::RowBias, TensorSplit::Replicated, index, m.num_experts, 1, false);
+  b.add(TensorRole::Router, TensorSplit::Replicated, index, m.num_experts, h, m.router_quantizable);
+  if (m.router_bias)
+    b.add(TensorRole::RowBias, TensorSplit::Replicated, index, m.num_experts, 1, false);
   b.add(TensorRole::ExpertGateUp, TensorSplit::Column, index, gate_factor * m.moe_intermediate_size,
         h, true, m.num_experts);
   b.add(TensorRole::ExpertDown, TensorSplit::Row, index, h, m.moe_intermediate_size, true,
@@ -171,11 +212,13 @@ void add_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder
     b.add(TensorRole::RowBias, TensorSplit::Replicated, index, h, 1, false, m.num_experts);
   }
   if (m.num_shared_experts > 0) {
-    const std::int64_t shared = static_cast<std::int64_t>(m.num_shared_experts) *
-                                m.shared_expert_intermediate_size;
-    b.add(TensorRole::SharedExpertGateUp, TensorSplit::Column, index, gate_factor * shared, h, true);
+    const std::int64_t shared =
+        static_cast<std::int64_t>(m.num_shared_experts) * m.shared_expert_intermediate_size;
+    b.add(TensorRole::SharedExpertGateUp, TensorSplit::Column, index, gate_factor * shared, h,
+          true);
     b.add(TensorRole::SharedExpertDown, TensorSplit::Row, index, h, shared, true);
-    if (m.shared_expert_gate) b.add(TensorRole::Router, TensorSplit::Replicated, index, 1, h, false);
+    if (m.shared_expert_gate)
+      b.add(TensorRole::Router, TensorSplit::Replicated, index, 1, h, false);
   }
 }
 
@@ -185,11 +228,20 @@ void add_layer(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuild
   switch (layer.attention) {
     case AttentionKind::Full:
     case AttentionKind::SlidingWindow:
-    case AttentionKind::ChunkedLocal: add_attention(s, layer, index, b); break;
-    case AttentionKind::Mla: add_mla(s, index, b); break;
-    case AttentionKind::Mamba: add_mamba(s, index, b); break;
-    case AttentionKind::LinearAttention: add_linear_attention(s, index, b); break;
-    case AttentionKind::None: break;
+    case AttentionKind::ChunkedLocal:
+      add_attention(s, layer, index, b);
+      break;
+    case AttentionKind::Mla:
+      add_mla(s, index, b);
+      break;
+    case AttentionKind::Mamba:
+      add_mamba(s, index, b);
+      break;
+    case AttentionKind::LinearAttention:
+      add_linear_attention(s, index, b);
+      break;
+    case AttentionKind::None:
+      break;
   }
   if (layer.mlp) add_mlp(s, layer, index, b);
 }

@@ -92,48 +92,47 @@ nlohmann::json to_json(const Breakdown& b) {
                      {"terms", terms_json(r.terms)}});
   }
   const RankBreakdown& first = b.ranks.front();
-  return {
-      {"model", b.model_id},
-      {"gpu", b.gpu_id},
-      {"engine_version", b.profile.version},
-      {"engine_era", engine_era_name(b.profile.era)},
-      {"config",
-       {{"gpu_memory_utilization", c.gpu_memory_utilization},
-        {"max_model_len", c.max_model_len},
-        {"max_num_seqs", c.max_num_seqs},
-        {"max_num_batched_tokens", c.max_num_batched_tokens},
-        {"block_size", c.block_size},
-        {"kv_element_bytes", c.kv_element_bytes},
-        {"dtype", dtype_info(c.served_dtype).name},
-        {"quantization", quant_method_name(c.quantization.method)},
-        {"tensor_parallel_size", c.tensor_parallel_size},
-        {"pipeline_parallel_size", c.pipeline_parallel_size},
-        {"enforce_eager", c.enforce_eager},
-        {"num_cudagraph_sizes", c.num_cudagraph_sizes},
-        {"max_cudagraph_capture_size", c.max_cudagraph_capture_size}}},
-      {"weights_bytes", first.weights_bytes},
-      {"kv_bytes_per_token", first.kv_bytes_per_token},
-      {"activation_peak_bytes", first.activation_peak_bytes},
-      {"non_torch_bytes", first.non_torch_bytes},
-      {"cudagraph_bytes", first.cudagraph_bytes},
-      {"kv_cache_bytes", first.kv_cache_bytes},
-      {"num_blocks", b.num_blocks},
-      {"kv_tokens", b.kv_tokens},
-      {"max_concurrency", b.max_concurrency},
-      {"request_kv_bytes", b.request_kv_bytes},
-      {"estimated_max_model_len", b.estimated_max_model_len},
-      {"startup_free_bytes", b.startup_free_bytes},
-      {"outcome", outcome_name(b.outcome)},
-      {"messages", b.messages},
-      {"ranks", ranks},
-      {"host",
-       {{"process_baseline_bytes", b.host.process_baseline_bytes},
-        {"loader_anonymous_bytes", b.host.loader_anonymous_bytes},
-        {"page_cache_bytes", b.host.page_cache_bytes},
-        {"pinned_bytes", b.host.pinned_bytes},
-        {"input_batch_bytes", b.host.input_batch_bytes},
-        {"required_bytes", b.host.required_bytes},
-        {"terms", terms_json(b.host.terms)}}}};
+  return {{"model", b.model_id},
+          {"gpu", b.gpu_id},
+          {"engine_version", b.profile.version},
+          {"engine_era", engine_era_name(b.profile.era)},
+          {"config",
+           {{"gpu_memory_utilization", c.gpu_memory_utilization},
+            {"max_model_len", c.max_model_len},
+            {"max_num_seqs", c.max_num_seqs},
+            {"max_num_batched_tokens", c.max_num_batched_tokens},
+            {"block_size", c.block_size},
+            {"kv_element_bytes", c.kv_element_bytes},
+            {"dtype", dtype_info(c.served_dtype).name},
+            {"quantization", quant_method_name(c.quantization.method)},
+            {"tensor_parallel_size", c.tensor_parallel_size},
+            {"pipeline_parallel_size", c.pipeline_parallel_size},
+            {"enforce_eager", c.enforce_eager},
+            {"num_cudagraph_sizes", c.num_cudagraph_sizes},
+            {"max_cudagraph_capture_size", c.max_cudagraph_capture_size}}},
+          {"weights_bytes", first.weights_bytes},
+          {"kv_bytes_per_token", first.kv_bytes_per_token},
+          {"activation_peak_bytes", first.activation_peak_bytes},
+          {"non_torch_bytes", first.non_torch_bytes},
+          {"cudagraph_bytes", first.cudagraph_bytes},
+          {"kv_cache_bytes", first.kv_cache_bytes},
+          {"num_blocks", b.num_blocks},
+          {"kv_tokens", b.kv_tokens},
+          {"max_concurrency", b.max_concurrency},
+          {"request_kv_bytes", b.request_kv_bytes},
+          {"estimated_max_model_len", b.estimated_max_model_len},
+          {"startup_free_bytes", b.startup_free_bytes},
+          {"outcome", outcome_name(b.outcome)},
+          {"messages", b.messages},
+          {"ranks", ranks},
+          {"host",
+           {{"process_baseline_bytes", b.host.process_baseline_bytes},
+            {"loader_anonymous_bytes", b.host.loader_anonymous_bytes},
+            {"page_cache_bytes", b.host.page_cache_bytes},
+            {"pinned_bytes", b.host.pinned_bytes},
+            {"input_batch_bytes", b.host.input_batch_bytes},
+            {"required_bytes", b.host.required_bytes},
+            {"terms", terms_json(b.host.terms)}}}};
 }
 
 namespace {
@@ -147,7 +146,8 @@ std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& pla
       {"max_model_len", plan.max_model_len},
       {"max_num_seqs", plan.max_num_seqs},
       {"max_num_batched_tokens", plan.max_num_batched_tokens}};
-  if (c.tensor_parallel_size > 1) flags.emplace_back("tensor_parallel_size", c.tensor_parallel_size);
+  if (c.tensor_parallel_size > 1)
+    flags.emplace_back("tensor_parallel_size", c.tensor_parallel_size);
   if (c.pipeline_parallel_size > 1) {
     flags.emplace_back("pipeline_parallel_size", c.pipeline_parallel_size);
   }
@@ -208,7 +208,8 @@ std::string to_vllm_args(const Plan& plan) {
 nlohmann::json to_json(const Plan& plan) {
   nlohmann::json remedies = nlohmann::json::array();
   for (const auto& r : plan.remedies) {
-    remedies.push_back({{"kind", r.kind}, {"change", r.change}, {"fits", r.fits}, {"detail", r.detail}});
+    remedies.push_back(
+        {{"kind", r.kind}, {"change", r.change}, {"fits", r.fits}, {"detail", r.detail}});
   }
   return {{"fits", plan.fits},
           {"verdict", plan.verdict},

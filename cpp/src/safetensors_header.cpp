@@ -69,28 +69,7 @@ using nlohmann::json;
 constexpr std::int64_t kLengthPrefix = 8;
 constexpr int kMaxJsonDepth = 16;  // a valid header nests 3 deep
 
-std::string show_name(std::string_view s) {
-  // Names in messages: printable ASCII kept, the rest escaped, long names cut.
-  std::string out = "'";
-  std::size_t shown = 0;
-  for (const char ch : s) {
-    if (++shown > 200) {
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c < 0x7F && c != '\'' && c != '\\') {
-      out += ch;
-    } else {
-      static const char* kHex = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    }
-  }
-  out += "'";
-  return out;
-}
+using detail::show_name;
 
 std::uint64_t read_u64_le(const char* p) {
   std::uint64_t v = 0;
@@ -526,5 +505,31 @@ CheckpointTensors read_safetensors_folder(const std::string& dir) {
   }
   return out;
 }
+
+namespace detail {
+
+std::string show_name(std::string_view s) {
+  std::string out = "'";
+  std::size_t shown = 0;
+  for (const char ch : s) {
+    if (++shown > 200) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7F && c != '\'' && c != '\\') {
+      out += ch;
+    } else {
+      static const char* kHex = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    }
+  }
+  out += "'";
+  return out;
+}
+
+}  // namespace detail
 
 }  // namespace vramplan

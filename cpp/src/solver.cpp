@@ -23,8 +23,8 @@ std::string gib(std::int64_t bytes) {
 std::int64_t capacity_at(const Breakdown& b, std::int64_t context) {
   std::int64_t worst = 0;
   for (const auto& rank : b.ranks) {
-    worst = std::max(worst, kv_blocks_per_request(rank.kv_layout, context,
-                                                  b.config.max_num_batched_tokens));
+    worst = std::max(
+        worst, kv_blocks_per_request(rank.kv_layout, context, b.config.max_num_batched_tokens));
   }
   return worst > 0 ? b.num_blocks / worst : 0;
 }
@@ -79,9 +79,8 @@ Plan plan_once(const ModelSpec& spec, const SolveRequest& req) {
     plan.binding_max_model_len = "pinned by the user";
   } else if (req.target_context_tokens > 0) {
     config.max_model_len = std::min(req.target_context_tokens, model_max);
-    plan.binding_max_model_len = req.target_context_tokens > model_max
-                                     ? "model max_position_embeddings"
-                                     : "target context";
+    plan.binding_max_model_len =
+        req.target_context_tokens > model_max ? "model max_position_embeddings" : "target context";
   } else {
     config.max_model_len = model_max;
     plan.binding_max_model_len = "model max_position_embeddings";
@@ -125,8 +124,8 @@ Plan plan_once(const ModelSpec& spec, const SolveRequest& req) {
   plan.config = config;
 
   const std::int64_t capacity = capacity_at(b, context);
-  const bool host_ok = req.hardware.host_ram_bytes <= 0 ||
-                       b.host.required_bytes <= req.hardware.host_ram_bytes;
+  const bool host_ok =
+      req.hardware.host_ram_bytes <= 0 || b.host.required_bytes <= req.hardware.host_ram_bytes;
   const bool context_ok = req.target_context_tokens <= 0 ||
                           plan.max_model_len >= std::min(req.target_context_tokens, model_max);
   const bool concurrency_ok = req.target_concurrency <= 0 || capacity >= req.target_concurrency;
@@ -182,8 +181,9 @@ Plan solve(const ModelSpec& spec, const SolveRequest& request) {
     r.target_concurrency = 0;
     const Plan p = plan_once(spec, r);
     if (p.breakdown.outcome == Outcome::Started) {
-      plan.remedies.push_back({"shorter_context", "--max-model-len " + std::to_string(p.max_model_len),
-                               true, remedy_detail(p)});
+      plan.remedies.push_back({"shorter_context",
+                               "--max-model-len " + std::to_string(p.max_model_len), true,
+                               remedy_detail(p)});
     }
   }
   if (spec.quantization.method == QuantMethod::None && request.pinned.quantization.empty()) {
@@ -202,8 +202,9 @@ Plan solve(const ModelSpec& spec, const SolveRequest& request) {
     r.hardware.num_gpus = std::max(r.hardware.num_gpus, tp * pp);
     const Plan p = plan_once(spec, r);
     if (p.fits || tp == 8) {
-      plan.remedies.push_back({"tensor_parallel", "--tensor-parallel-size " + std::to_string(tp) +
-                                                      " (" + std::to_string(tp * pp) + " GPUs)",
+      plan.remedies.push_back({"tensor_parallel",
+                               "--tensor-parallel-size " + std::to_string(tp) + " (" +
+                                   std::to_string(tp * pp) + " GPUs)",
                                p.fits, remedy_detail(p)});
       break;
     }
@@ -213,7 +214,8 @@ Plan solve(const ModelSpec& spec, const SolveRequest& request) {
     const RankBreakdown& r0 = plan.breakdown.ranks.front();
     std::int64_t deficit = 0;
     if (plan.breakdown.outcome == Outcome::OomAtLoad) {
-      deficit = r0.weights_bytes - plan.breakdown.startup_free_bytes + r0.requested_memory_bytes / 4;
+      deficit =
+          r0.weights_bytes - plan.breakdown.startup_free_bytes + r0.requested_memory_bytes / 4;
     } else {
       deficit = plan.breakdown.request_kv_bytes - r0.kv_cache_bytes;
     }
@@ -222,7 +224,8 @@ Plan solve(const ModelSpec& spec, const SolveRequest& request) {
       SolveRequest r = request;
       r.pinned.cpu_offload_bytes = gib_needed * kGiB;
       const Plan p = plan_once(spec, r);
-      plan.remedies.push_back({"cpu_offload", "--cpu-offload-gb " + std::to_string(gib_needed), p.fits,
+      plan.remedies.push_back({"cpu_offload", "--cpu-offload-gb " + std::to_string(gib_needed),
+                               p.fits,
                                remedy_detail(p) + " (slower: weights stream over PCIe each step)"});
     }
   }

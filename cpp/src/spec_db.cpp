@@ -1,3 +1,5 @@
+#include "vramplan/spec_db.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -5,7 +7,6 @@
 #include <sstream>
 
 #include "vramplan/errors.hpp"
-#include "vramplan/spec_db.hpp"
 
 namespace vramplan {
 namespace {
@@ -18,7 +19,8 @@ std::string key_of(const std::string& name) {
 }
 
 // Up to five known names sharing the longest prefix with `name`, for "did you mean".
-std::string nearest_names(const std::map<std::string, std::size_t>& index, const std::string& name) {
+std::string nearest_names(const std::map<std::string, std::size_t>& index,
+                          const std::string& name) {
   const std::string wanted = key_of(name);
   std::vector<std::pair<std::size_t, std::string>> scored;
   for (const auto& [key, unused] : index) {
@@ -27,9 +29,11 @@ std::string nearest_names(const std::map<std::string, std::size_t>& index, const
     const bool contains = key.find(wanted) != std::string::npos;
     scored.emplace_back(contains ? 1000 + common : common, key);
   }
-  std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(scored.begin(), scored.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
   std::string out;
-  for (std::size_t i = 0; i < scored.size() && i < 5; ++i) out += (i ? ", " : "") + scored[i].second;
+  for (std::size_t i = 0; i < scored.size() && i < 5; ++i)
+    out += (i ? ", " : "") + scored[i].second;
   return out;
 }
 
@@ -44,7 +48,8 @@ SpecDatabase SpecDatabase::load_directory(const std::string& dir) {
   const fs::path models = root / "models";
   if (fs::is_directory(models)) {
     for (const auto& entry : fs::recursive_directory_iterator(models)) {
-      if (entry.is_regular_file() && entry.path().extension() == ".yaml") files.push_back(entry.path());
+      if (entry.is_regular_file() && entry.path().extension() == ".yaml")
+        files.push_back(entry.path());
     }
   }
   std::sort(files.begin(), files.end());  // deterministic order and error reporting

@@ -152,7 +152,9 @@ class MapReader {
 
   bool has(const char* key) const { return node_[key].IsDefined() && !node_[key].IsNull(); }
   YAML::Node child(const char* key) const { return node_[key]; }
-  std::string field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  std::string field(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
   const std::string& file() const { return file_; }
 
   [[noreturn]] void fail(const std::string& field_path, const std::string& value,
@@ -202,8 +204,8 @@ class MapReader {
     in >> value;
     if (in.fail() || !in.eof() || !(value >= min_value && value <= max_value)) {
       fail(field(key), "'" + n.Scalar() + "'",
-           "expected a number in [" + std::to_string(min_value) + ", " +
-               std::to_string(max_value) + "]");
+           "expected a number in [" + std::to_string(min_value) + ", " + std::to_string(max_value) +
+               "]");
     }
     return value;
   }
@@ -281,11 +283,11 @@ QuantSpec read_quantization(const MapReader& parent) {
   QuantSpec q;
   const std::string method = r.get_string("method");
   static const std::map<std::string, QuantMethod> kMethods = {
-      {"none", QuantMethod::None},       {"fp8", QuantMethod::Fp8},
-      {"int8", QuantMethod::Int8},       {"awq", QuantMethod::Awq},
-      {"gptq", QuantMethod::Gptq},       {"packed_wna16", QuantMethod::PackedWNA16},
-      {"bnb_nf4", QuantMethod::BnbNf4},  {"bnb_int8", QuantMethod::BnbInt8},
-      {"mxfp4", QuantMethod::Mxfp4},     {"nvfp4", QuantMethod::Nvfp4},
+      {"none", QuantMethod::None},      {"fp8", QuantMethod::Fp8},
+      {"int8", QuantMethod::Int8},      {"awq", QuantMethod::Awq},
+      {"gptq", QuantMethod::Gptq},      {"packed_wna16", QuantMethod::PackedWNA16},
+      {"bnb_nf4", QuantMethod::BnbNf4}, {"bnb_int8", QuantMethod::BnbInt8},
+      {"mxfp4", QuantMethod::Mxfp4},    {"nvfp4", QuantMethod::Nvfp4},
       {"gguf", QuantMethod::Gguf}};
   const auto it = kMethods.find(method);
   if (it == kMethods.end()) {
@@ -312,7 +314,8 @@ QuantSpec read_quantization(const MapReader& parent) {
   if (q.group_size == 0) r.fail(r.field("group_size"), "0", "group_size must be -1 or positive");
   q.desc_act = r.get_bool("desc_act", false);
   q.sym = r.get_bool("sym", true);
-  const std::string strategy = r.get_string("scale_strategy", r.has("block_size") ? "block" : "tensor");
+  const std::string strategy =
+      r.get_string("scale_strategy", r.has("block_size") ? "block" : "tensor");
   if (strategy == "tensor") {
     q.scale_strategy = ScaleStrategy::Tensor;
   } else if (strategy == "channel") {
@@ -400,7 +403,8 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
   s.model_type = r.get_string("model_type");
   s.hidden_size = r.get_i32("hidden_size", 0, 1);
   s.num_hidden_layers = r.get_i32("num_hidden_layers", 0, 1);
-  if (s.num_hidden_layers > 4096) r.fail("num_hidden_layers", std::to_string(s.num_hidden_layers), "too many layers (max 4096)");
+  if (s.num_hidden_layers > 4096)
+    r.fail("num_hidden_layers", std::to_string(s.num_hidden_layers), "too many layers (max 4096)");
   s.num_attention_heads = r.get_i32("num_attention_heads", 0, 1);
   s.num_key_value_heads = r.get_i32("num_key_value_heads", s.num_attention_heads, 1);
   s.head_dim = r.get_i32("head_dim", 0, 1);
@@ -483,8 +487,7 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
   }
   if (r.has("vision")) {
     const MapReader m(r.child("vision"), file, "vision", "vision");
-    s.vision.num_parameters =
-        m.get_int("num_parameters", 0, 1, std::int64_t{1} << 42);
+    s.vision.num_parameters = m.get_int("num_parameters", 0, 1, std::int64_t{1} << 42);
   }
   if (r.has("quantization")) s.quantization = read_quantization(r);
 
@@ -496,7 +499,8 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
   const int sources = (r.has("layer_types") ? 1 : 0) + (r.has("layer_pattern") ? 1 : 0) +
                       (r.has("hybrid_override_pattern") ? 1 : 0);
   if (sources > 1) {
-    r.fail("layer_types", "several", "give only one of layer_types, layer_pattern, hybrid_override_pattern");
+    r.fail("layer_types", "several",
+           "give only one of layer_types, layer_pattern, hybrid_override_pattern");
   }
   if (r.has("layer_types")) {
     kinds = r.get_string_list("layer_types");
@@ -507,7 +511,8 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
   } else if (r.has("layer_pattern")) {
     const auto pattern = r.get_string_list("layer_pattern");
     if (pattern.empty()) r.fail("layer_pattern", "[]", "must not be empty");
-    for (int i = 0; i < n; ++i) kinds.push_back(pattern[static_cast<std::size_t>(i) % pattern.size()]);
+    for (int i = 0; i < n; ++i)
+      kinds.push_back(pattern[static_cast<std::size_t>(i) % pattern.size()]);
   } else if (r.has("hybrid_override_pattern")) {
     const std::string pattern = r.get_string("hybrid_override_pattern");
     if (static_cast<int>(pattern.size()) != n) {
@@ -518,10 +523,21 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
       const char c = pattern[static_cast<std::size_t>(i)];
       const auto idx = static_cast<std::size_t>(i);
       switch (c) {
-        case 'M': kinds.emplace_back("mamba"); mlp_flags[idx] = false; break;
-        case '*': kinds.emplace_back("full_attention"); mlp_flags[idx] = false; break;
-        case '-': kinds.emplace_back("mlp_only"); break;
-        case 'E': kinds.emplace_back("mlp_only"); moe_only[idx] = true; break;
+        case 'M':
+          kinds.emplace_back("mamba");
+          mlp_flags[idx] = false;
+          break;
+        case '*':
+          kinds.emplace_back("full_attention");
+          mlp_flags[idx] = false;
+          break;
+        case '-':
+          kinds.emplace_back("mlp_only");
+          break;
+        case 'E':
+          kinds.emplace_back("mlp_only");
+          moe_only[idx] = true;
+          break;
         default:
           r.fail("hybrid_override_pattern[" + std::to_string(i) + "]", std::string("'") + c + "'",
                  "expected M, *, - or E");
@@ -553,21 +569,24 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
       r.fail("sliding_window", "nothing", "sliding_attention layers need sliding_window");
     }
     if (layer.attention == AttentionKind::ChunkedLocal && chunk <= 0) {
-      r.fail("attention_chunk_size", "nothing", "chunked_attention layers need attention_chunk_size");
+      r.fail("attention_chunk_size", "nothing",
+             "chunked_attention layers need attention_chunk_size");
     }
     if (layer.attention == AttentionKind::Mla && !s.has_mla) {
       r.fail("layer_types[" + std::to_string(i) + "]", "'mla'", "mla layers need an mla: block");
     }
     if (layer.attention == AttentionKind::Mamba && !s.has_mamba) {
-      r.fail("layer_types[" + std::to_string(i) + "]", "'mamba'", "mamba layers need a mamba: block");
+      r.fail("layer_types[" + std::to_string(i) + "]", "'mamba'",
+             "mamba layers need a mamba: block");
     }
     if (layer.attention == AttentionKind::LinearAttention && !s.has_linear_attention) {
       r.fail("layer_types[" + std::to_string(i) + "]", "'linear_attention'",
              "linear_attention layers need a linear_attention: block");
     }
     if (s.has_moe && layer.mlp) {
-      const bool dense = i < first_k_dense || (i % moe_layer_step) != (moe_layer_step - 1) ||
-                         std::find(dense_layers.begin(), dense_layers.end(), i) != dense_layers.end();
+      const bool dense =
+          i < first_k_dense || (i % moe_layer_step) != (moe_layer_step - 1) ||
+          std::find(dense_layers.begin(), dense_layers.end(), i) != dense_layers.end();
       layer.moe = moe_only[idx] || !dense;
     }
   }
@@ -589,13 +608,15 @@ void finalize_model_spec(ModelSpec& s) {
   }
   if (s.head_dim == 0) {
     if (s.hidden_size % s.num_attention_heads != 0) {
-      fail("head_dim", "nothing", "hidden_size is not a multiple of num_attention_heads; give head_dim");
+      fail("head_dim", "nothing",
+           "hidden_size is not a multiple of num_attention_heads; give head_dim");
     }
     s.head_dim = s.hidden_size / s.num_attention_heads;
   }
   if (s.rotary_dim == 0) s.rotary_dim = s.has_mla ? s.mla.qk_rope_head_dim : s.head_dim;
   if (static_cast<int>(s.layers.size()) != s.num_hidden_layers) {
-    fail("layers", std::to_string(s.layers.size()), "per-layer list does not match num_hidden_layers");
+    fail("layers", std::to_string(s.layers.size()),
+         "per-layer list does not match num_hidden_layers");
   }
   bool any_dense_mlp = false;
   for (auto& layer : s.layers) {
@@ -605,7 +626,8 @@ void finalize_model_spec(ModelSpec& s) {
     any_dense_mlp |= layer.mlp && !layer.moe;
   }
   if (any_dense_mlp && s.intermediate_size <= 0) {
-    fail("intermediate_size", std::to_string(s.intermediate_size), "dense MLP layers need a positive width");
+    fail("intermediate_size", std::to_string(s.intermediate_size),
+         "dense MLP layers need a positive width");
   }
   if (s.max_position_embeddings <= 0) {
     fail("max_position_embeddings", std::to_string(s.max_position_embeddings), "must be positive");
@@ -649,8 +671,8 @@ std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::st
     if (g.vendor != "nvidia" && g.vendor != "amd") {
       r.fail(r.field("vendor"), "'" + g.vendor + "'", "expected nvidia or amd");
     }
-    g.total_memory_bytes = r.get_int("total_memory_bytes", 0, std::int64_t{1} << 30,
-                                     std::int64_t{1} << 45);
+    g.total_memory_bytes =
+        r.get_int("total_memory_bytes", 0, std::int64_t{1} << 30, std::int64_t{1} << 45);
     g.total_memory_source = r.get_string("total_memory_source");
     g.compute_capability = r.get_double("compute_capability", 0.0, 0.0, 20.0);
     g.num_sms = r.get_i32("num_sms", 0, 0);

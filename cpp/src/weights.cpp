@@ -46,7 +46,8 @@ std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::in
   const std::int64_t nk = n * k;
   const std::int64_t groups = q.group_size > 0 ? ceil_div(k, q.group_size) : 1;
   switch (q.method) {
-    case QuantMethod::None: return nk * elem_bytes(served);
+    case QuantMethod::None:
+      return nk * elem_bytes(served);
     case QuantMethod::Fp8:
     case QuantMethod::Int8: {
       std::int64_t scales = 4;  // one fp32 per-tensor scale
@@ -65,7 +66,7 @@ std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::in
       const std::int64_t qzeros = groups * n * q.bits / 8;
       if (checkpoint) return packed + scales + qzeros + 4 * k;  // g_idx always stored
       const bool marlin = (q.bits == 4 || q.bits == 8) && q.sym;
-      if (!marlin) return packed + scales + qzeros + 4 * k;  // exllama path keeps g_idx [k]
+      if (!marlin) return packed + scales + qzeros + 4 * k;   // exllama path keeps g_idx [k]
       return packed + scales + (q.desc_act ? 2 * 4 * k : 0);  // sorted g_idx + sort indices
     }
     case QuantMethod::PackedWNA16: {
@@ -82,9 +83,12 @@ std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::in
       // uint8 absmax, fp32 nested absmax per 256 blocks, code tables and a JSON state blob.
       return nk / 2 + blocks + 4 * ceil_div(blocks, 256) + 64 + 1024;
     }
-    case QuantMethod::BnbInt8: return nk + 4 * n;
-    case QuantMethod::Mxfp4: return nk / 2 + ceil_div(k, 32) * n;  // fp4 pairs + E8M0 per 32
-    case QuantMethod::Nvfp4: return nk / 2 + ceil_div(k, 16) * n + 8;  // fp8 scale per 16 + globals
+    case QuantMethod::BnbInt8:
+      return nk + 4 * n;
+    case QuantMethod::Mxfp4:
+      return nk / 2 + ceil_div(k, 32) * n;  // fp4 pairs + E8M0 per 32
+    case QuantMethod::Nvfp4:
+      return nk / 2 + ceil_div(k, 16) * n + 8;  // fp8 scale per 16 + globals
     case QuantMethod::Gguf: {
       const DType t = gguf_type_for(q, role);
       const auto& info = dtype_info(t);
@@ -116,14 +120,20 @@ std::int64_t padded_vocab_size(std::int64_t vocab_size) noexcept {
 }
 
 std::int64_t tensor_group_bytes(const TensorGroup& g, const QuantSpec& quant, DType served_dtype,
-                                std::int32_t tensor_parallel_size, bool checkpoint_layout) noexcept {
+                                std::int32_t tensor_parallel_size,
+                                bool checkpoint_layout) noexcept {
   const std::int64_t tp = checkpoint_layout ? 1 : std::max(1, tensor_parallel_size);
   std::int64_t rows = g.rows;
   std::int64_t cols = g.cols;
   switch (g.split) {
-    case TensorSplit::Replicated: break;
-    case TensorSplit::Column: rows = ceil_div(rows, tp); break;
-    case TensorSplit::Row: cols = ceil_div(cols, tp); break;
+    case TensorSplit::Replicated:
+      break;
+    case TensorSplit::Column:
+      rows = ceil_div(rows, tp);
+      break;
+    case TensorSplit::Row:
+      cols = ceil_div(cols, tp);
+      break;
     case TensorSplit::Vocab:
       rows = checkpoint_layout ? rows : ceil_div(padded_vocab_size(rows), tp);
       break;
@@ -157,9 +167,8 @@ std::int64_t tensor_group_bytes(const TensorGroup& g, const QuantSpec& quant, DT
 
 WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
                                   const RankPlacement& placement, bool include_mtp) {
-  const LayerRange range = pipeline_layer_range(spec.num_hidden_layers,
-                                                placement.pipeline_parallel_size,
-                                                placement.pipeline_rank);
+  const LayerRange range = pipeline_layer_range(
+      spec.num_hidden_layers, placement.pipeline_parallel_size, placement.pipeline_rank);
   const bool first_stage = placement.pipeline_rank == 0;
   const bool last_stage = placement.pipeline_rank == placement.pipeline_parallel_size - 1;
   WeightBytes out;
@@ -188,20 +197,26 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
       case TensorRole::MlaKVB:
       case TensorRole::MixerIn:
       case TensorRole::MixerOut:
-      case TensorRole::MixerSmall: out.attention += bytes; break;
+      case TensorRole::MixerSmall:
+        out.attention += bytes;
+        break;
       case TensorRole::MlpGateUp:
       case TensorRole::MlpDown:
       case TensorRole::ExpertGateUp:
       case TensorRole::ExpertDown:
       case TensorRole::SharedExpertGateUp:
       case TensorRole::SharedExpertDown:
-      case TensorRole::Router: out.mlp += bytes; break;
+      case TensorRole::Router:
+        out.mlp += bytes;
+        break;
       case TensorRole::Norm:
         if (model_level && !last_stage) break;  // final norm lives on the last stage
         out.other += bytes;
         break;
       case TensorRole::Bias:
-      case TensorRole::RowBias: out.attention += bytes; break;
+      case TensorRole::RowBias:
+        out.attention += bytes;
+        break;
       case TensorRole::Vision:
         if (first_stage) out.other += bytes;
         break;
@@ -212,8 +227,8 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
     // Tensors the headers list but the spec does not describe: this rank's share of them.
     const std::int64_t unexplained = spec.checkpoint_bytes - checkpoint_tensor_bytes(spec, true);
     const std::int64_t layers = range.end - range.begin;
-    out.other += unexplained / std::max(1, placement.tensor_parallel_size) * layers /
-                 spec.num_hidden_layers;
+    out.other +=
+        unexplained / std::max(1, placement.tensor_parallel_size) * layers / spec.num_hidden_layers;
   }
   return out;
 }
@@ -222,9 +237,8 @@ std::int64_t lora_bytes_per_rank(const ModelSpec& spec, std::int32_t max_loras,
                                  std::int32_t max_lora_rank, DType served_dtype,
                                  const RankPlacement& placement) {
   if (max_loras <= 0 || max_lora_rank <= 0) return 0;
-  const LayerRange range = pipeline_layer_range(spec.num_hidden_layers,
-                                                placement.pipeline_parallel_size,
-                                                placement.pipeline_rank);
+  const LayerRange range = pipeline_layer_range(
+      spec.num_hidden_layers, placement.pipeline_parallel_size, placement.pipeline_rank);
   const std::int64_t tp = std::max(1, placement.tensor_parallel_size);
   std::int64_t elements_per_rank_unit = 0;  // sum of (A cols + B rows) over adapted slices
   for (const auto& g : model_tensor_groups(spec)) {
@@ -233,18 +247,24 @@ std::int64_t lora_bytes_per_rank(const ModelSpec& spec, std::int32_t max_loras,
     switch (g.role) {
       case TensorRole::AttnQ:
       case TensorRole::AttnO:
-      case TensorRole::MlpDown: break;
-      case TensorRole::AttnKV: slices = 2; break;
-      case TensorRole::MlpGateUp: slices = spec.gated_mlp ? 2 : 1; break;
-      default: continue;
+      case TensorRole::MlpDown:
+        break;
+      case TensorRole::AttnKV:
+        slices = 2;
+        break;
+      case TensorRole::MlpGateUp:
+        slices = spec.gated_mlp ? 2 : 1;
+        break;
+      default:
+        continue;
     }
     std::int64_t a_cols = g.cols;
     std::int64_t b_rows = g.rows;
     if (g.split == TensorSplit::Row) {
       a_cols = ceil_div(g.cols, tp);
     } else if (g.split == TensorSplit::KvHeads) {
-      b_rows = g.rows / std::max<std::int64_t>(1, g.heads) *
-               std::max<std::int64_t>(1, g.heads / tp);
+      b_rows =
+          g.rows / std::max<std::int64_t>(1, g.heads) * std::max<std::int64_t>(1, g.heads / tp);
     } else if (g.split == TensorSplit::Column) {
       b_rows = ceil_div(g.rows, tp);
     }

@@ -18,27 +18,48 @@ vramplan::EngineConfig engine_config_from(const py::dict& knobs) {
     const std::string key = py::str(item.first);
     const py::handle value = item.second;
     if (value.is_none()) continue;
-    if (key == "engine_version") c.engine_version = py::str(value);
-    else if (key == "gpu_memory_utilization") c.gpu_memory_utilization = value.cast<double>();
-    else if (key == "max_model_len") c.max_model_len = value.cast<std::int64_t>();
-    else if (key == "max_num_seqs") c.max_num_seqs = value.cast<std::int64_t>();
-    else if (key == "max_num_batched_tokens") c.max_num_batched_tokens = value.cast<std::int64_t>();
-    else if (key == "block_size") c.block_size = value.cast<std::int32_t>();
-    else if (key == "kv_cache_dtype") c.kv_cache_dtype = py::str(value);
-    else if (key == "dtype") c.dtype = py::str(value);
-    else if (key == "quantization") c.quantization = py::str(value);
-    else if (key == "tensor_parallel_size") c.tensor_parallel_size = value.cast<std::int32_t>();
-    else if (key == "pipeline_parallel_size") c.pipeline_parallel_size = value.cast<std::int32_t>();
-    else if (key == "enforce_eager") c.enforce_eager = value.cast<bool>();
-    else if (key == "llm_class") c.llm_class = value.cast<bool>();
-    else if (key == "cpu_offload_bytes") c.cpu_offload_bytes = value.cast<std::int64_t>();
-    else if (key == "safetensors_load_strategy") c.safetensors_load_strategy = py::str(value);
-    else if (key == "kv_offloading_bytes") c.kv_offloading_bytes = value.cast<std::int64_t>();
-    else if (key == "swap_space_bytes") c.swap_space_bytes = value.cast<std::int64_t>();
-    else if (key == "max_loras") c.max_loras = value.cast<std::int32_t>();
-    else if (key == "max_lora_rank") c.max_lora_rank = value.cast<std::int32_t>();
-    else if (key == "kv_cache_memory_bytes") c.kv_cache_memory_bytes = value.cast<std::int64_t>();
-    else if (key == "num_speculative_tokens") c.num_speculative_tokens = value.cast<std::int32_t>();
+    if (key == "engine_version")
+      c.engine_version = py::str(value);
+    else if (key == "gpu_memory_utilization")
+      c.gpu_memory_utilization = value.cast<double>();
+    else if (key == "max_model_len")
+      c.max_model_len = value.cast<std::int64_t>();
+    else if (key == "max_num_seqs")
+      c.max_num_seqs = value.cast<std::int64_t>();
+    else if (key == "max_num_batched_tokens")
+      c.max_num_batched_tokens = value.cast<std::int64_t>();
+    else if (key == "block_size")
+      c.block_size = value.cast<std::int32_t>();
+    else if (key == "kv_cache_dtype")
+      c.kv_cache_dtype = py::str(value);
+    else if (key == "dtype")
+      c.dtype = py::str(value);
+    else if (key == "quantization")
+      c.quantization = py::str(value);
+    else if (key == "tensor_parallel_size")
+      c.tensor_parallel_size = value.cast<std::int32_t>();
+    else if (key == "pipeline_parallel_size")
+      c.pipeline_parallel_size = value.cast<std::int32_t>();
+    else if (key == "enforce_eager")
+      c.enforce_eager = value.cast<bool>();
+    else if (key == "llm_class")
+      c.llm_class = value.cast<bool>();
+    else if (key == "cpu_offload_bytes")
+      c.cpu_offload_bytes = value.cast<std::int64_t>();
+    else if (key == "safetensors_load_strategy")
+      c.safetensors_load_strategy = py::str(value);
+    else if (key == "kv_offloading_bytes")
+      c.kv_offloading_bytes = value.cast<std::int64_t>();
+    else if (key == "swap_space_bytes")
+      c.swap_space_bytes = value.cast<std::int64_t>();
+    else if (key == "max_loras")
+      c.max_loras = value.cast<std::int32_t>();
+    else if (key == "max_lora_rank")
+      c.max_lora_rank = value.cast<std::int32_t>();
+    else if (key == "kv_cache_memory_bytes")
+      c.kv_cache_memory_bytes = value.cast<std::int64_t>();
+    else if (key == "num_speculative_tokens")
+      c.num_speculative_tokens = value.cast<std::int32_t>();
     else {
       throw vramplan::ConfigError(key, py::str(value), "a vLLM engine knob (see vramplan.KNOBS)",
                                   "unknown engine knob");

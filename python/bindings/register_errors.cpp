@@ -36,14 +36,16 @@ void register_errors(py::module_& m) {
       if (p) std::rethrow_exception(p);
     } catch (const vramplan::SpecError& e) {
       raise_with(g_spec_error, e.what(),
-                 {{"file", py::str(e.file())}, {"field_path", py::str(e.field_path())},
+                 {{"file", py::str(e.file())},
+                  {"field_path", py::str(e.field_path())},
                   {"value", py::str(e.value())}});
     } catch (const vramplan::ParseError& e) {
       raise_with(g_parse_error, e.what(),
                  {{"file", py::str(e.file())}, {"offset", py::int_(e.offset())}});
     } catch (const vramplan::ConfigError& e) {
       raise_with(g_config_error, e.what(),
-                 {{"field", py::str(e.field())}, {"value", py::str(e.value())},
+                 {{"field", py::str(e.field())},
+                  {"value", py::str(e.value())},
                   {"allowed", py::str(e.allowed())}});
     } catch (const vramplan::Error& e) {
       PyErr_SetString(g_error, e.what());

@@ -27,7 +27,9 @@ void register_spec(py::module_& m) {
       .def("to_dict", [](const ModelSpec& s) { return to_python(vramplan::to_json(s)); })
       .def(
           "parameter_count",
-          [](const ModelSpec& s, bool include_mtp) { return vramplan::parameter_count(s, include_mtp); },
+          [](const ModelSpec& s, bool include_mtp) {
+            return vramplan::parameter_count(s, include_mtp);
+          },
           py::arg("include_mtp") = false)
       .def(
           "checkpoint_bytes",

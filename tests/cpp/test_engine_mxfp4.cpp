@@ -38,8 +38,8 @@ Breakdown launch(const std::string& model, int tp, double util) {
 TEST(EngineMxfp4, MarlinPadsExpertMatricesOnHopper) {
   const ModelSpec& spec = database().model("openai/gpt-oss-20b");
   const Breakdown b = launch("openai/gpt-oss-20b", 1, 0.90);
-  const WeightBytes unpadded = weight_bytes_per_rank(spec, spec.quantization, DType::BF16,
-                                                     RankPlacement{1, 1, 0});
+  const WeightBytes unpadded =
+      weight_bytes_per_rank(spec, spec.quantization, DType::BF16, RankPlacement{1, 1, 0});
   // H = I = 2880; Marlin stores H 3072 x I 2944. Per expert, MXFP4 = K/2 bytes + K/32 scales
   // per row: w13 2*2944 x (3072/2 + 3072/32) + w2 3072 x (2944/2 + 2944/32) = 14,413,824 B
   // against 13,219,200 B unpadded; x 32 experts x 24 layers.
@@ -68,7 +68,7 @@ TEST(EngineMxfp4, SamplerWarmupRunsOutOfMemoryOnlyAtTheHigherUtilization) {
   config.engine_version = "0.19.0";
   config.gpu_memory_utilization = 0.95;
   config.max_model_len = 8192;
-  EXPECT_EQ(compute_breakdown(database().model("meta-llama/Llama-3.1-8B-Instruct"), hw, config)
-                .outcome,
-            Outcome::Started);
+  EXPECT_EQ(
+      compute_breakdown(database().model("meta-llama/Llama-3.1-8B-Instruct"), hw, config).outcome,
+      Outcome::Started);
 }

@@ -64,9 +64,11 @@ TEST(HfImport, EverySharedConfigImportsAndMatchesItsHandSpec) {
         for (int pp : {1, 2}) {
           for (int rank = 0; rank < pp; ++rank) {
             const RankPlacement place{tp, pp, rank};
-            EXPECT_EQ(weight_bytes_per_rank(config_spec, config_spec.quantization,
-                                            config_spec.torch_dtype, place).total(),
-                      weight_bytes_per_rank(hand, hand.quantization, hand.torch_dtype, place).total())
+            EXPECT_EQ(
+                weight_bytes_per_rank(config_spec, config_spec.quantization,
+                                      config_spec.torch_dtype, place)
+                    .total(),
+                weight_bytes_per_rank(hand, hand.quantization, hand.torch_dtype, place).total())
                 << hand.id << " tp " << tp << " pp " << pp << " rank " << rank;
           }
         }
@@ -110,29 +112,27 @@ TEST_P(HfImportMalformed, IsANamedError) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, HfImportMalformed,
-    ::testing::Values(BadConfig{"missing_heads.json", "num_attention_heads"},
-                      BadConfig{"string_hidden.json", "hidden_size"},
-                      BadConfig{"unknown_model_type.json", "model_type"},
-                      BadConfig{"no_model_type.json", "model_type"},
-                      BadConfig{"unknown_quant.json", "quant_method"},
-                      BadConfig{"unmappable_ignore.json", "ignore"},
-                      BadConfig{"layer_types_length.json", "layer_types"},
-                      BadConfig{"layer_types_unknown.json", "layer_types"},
-                      BadConfig{"heads_do_not_divide.json", "head_dim"},
-                      BadConfig{"negative_vocab.json", "vocab_size"},
-                      BadConfig{"top_level_array.json", "<root>"},
-                      BadConfig{"truncated.json", "not valid JSON"},
-                      BadConfig{"huge_layers.json", "num_hidden_layers"},
-                      BadConfig{"float_layers.json", "num_hidden_layers"},
-                      BadConfig{"awq_8bit.json", "bits"},
-                      BadConfig{"block_size_bad.json", "weight_block_size"},
-                      BadConfig{"nemotron_no_pattern.json", "hybrid_override_pattern"},
-                      BadConfig{"deepseek_no_kv_lora.json", "kv_lora_rank"},
-                      BadConfig{"text_config_not_object.json", "text_config"},
-                      BadConfig{"zero_layers.json", "num_hidden_layers"},
-                      BadConfig{"modules_not_convert.json", "modules_to_not_convert"},
-                      BadConfig{"bnb_fp4.json", "bnb_4bit_quant_type"},
-                      BadConfig{"partial_rotary.json", "partial_rotary_factor"},
-                      BadConfig{"vision_patch.json", "patch_size"},
-                      BadConfig{"dtype_number.json", "torch_dtype"},
-                      BadConfig{"invalid_utf8.json", "not valid JSON"}));
+    ::testing::Values(
+        BadConfig{"missing_heads.json", "num_attention_heads"},
+        BadConfig{"string_hidden.json", "hidden_size"},
+        BadConfig{"unknown_model_type.json", "model_type"},
+        BadConfig{"no_model_type.json", "model_type"},
+        BadConfig{"unknown_quant.json", "quant_method"},
+        BadConfig{"unmappable_ignore.json", "ignore"},
+        BadConfig{"layer_types_length.json", "layer_types"},
+        BadConfig{"layer_types_unknown.json", "layer_types"},
+        BadConfig{"heads_do_not_divide.json", "head_dim"},
+        BadConfig{"negative_vocab.json", "vocab_size"}, BadConfig{"top_level_array.json", "<root>"},
+        BadConfig{"truncated.json", "not valid JSON"},
+        BadConfig{"huge_layers.json", "num_hidden_layers"},
+        BadConfig{"float_layers.json", "num_hidden_layers"}, BadConfig{"awq_8bit.json", "bits"},
+        BadConfig{"block_size_bad.json", "weight_block_size"},
+        BadConfig{"nemotron_no_pattern.json", "hybrid_override_pattern"},
+        BadConfig{"deepseek_no_kv_lora.json", "kv_lora_rank"},
+        BadConfig{"text_config_not_object.json", "text_config"},
+        BadConfig{"zero_layers.json", "num_hidden_layers"},
+        BadConfig{"modules_not_convert.json", "modules_to_not_convert"},
+        BadConfig{"bnb_fp4.json", "bnb_4bit_quant_type"},
+        BadConfig{"partial_rotary.json", "partial_rotary_factor"},
+        BadConfig{"vision_patch.json", "patch_size"}, BadConfig{"dtype_number.json", "torch_dtype"},
+        BadConfig{"invalid_utf8.json", "not valid JSON"}));

@@ -54,13 +54,12 @@ std::int64_t write_safetensors(const fs::path& file, const std::vector<Tensor>& 
   std::int64_t offset = 0;
   for (const Tensor& t : tensors) {
     const std::int64_t bytes = t.rows * t.cols * 2;
-    const std::string shape = t.cols == 1 ? "[" + std::to_string(t.rows) + "]"
-                                          : "[" + std::to_string(t.rows) + "," +
-                                                std::to_string(t.cols) + "]";
-    header += (offset == 0 ? "" : ",") + ("\"" + t.name + "\":{\"dtype\":\"BF16\",\"shape\":" +
-                                          shape + ",\"data_offsets\":[" +
-                                          std::to_string(offset) + "," +
-                                          std::to_string(offset + bytes) + "]}");
+    const std::string shape =
+        t.cols == 1 ? "[" + std::to_string(t.rows) + "]"
+                    : "[" + std::to_string(t.rows) + "," + std::to_string(t.cols) + "]";
+    header += (offset == 0 ? "" : ",") +
+              ("\"" + t.name + "\":{\"dtype\":\"BF16\",\"shape\":" + shape + ",\"data_offsets\":[" +
+               std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}");
     offset += bytes;
   }
   header += "}";
@@ -75,8 +74,9 @@ class ModelSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = fs::temp_directory_path() /
-            ("vramplan-model-source-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-             "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+            ("vramplan-model-source-" +
+             std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     fs::create_directories(root_);
   }

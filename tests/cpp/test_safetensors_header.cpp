@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "test_support.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/tensor_headers.hpp"
 
@@ -17,34 +18,11 @@ namespace fs = std::filesystem;
 using vramplan::DType;
 using vramplan::ParseError;
 
-// A fresh directory under the GoogleTest temp dir, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string leaf = std::string("vramplan_st_") + info->test_suite_name() + "_" + info->name();
-    for (auto& c : leaf) {
-      if (c == '/') c = '_';
-    }
-    path_ = fs::path(::testing::TempDir()) / leaf;
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
+using vramplan_test::write_file;
 
- private:
-  fs::path path_;
+struct TempDir : vramplan_test::TempDir {
+  TempDir() : vramplan_test::TempDir("st") {}
 };
-
-void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << p;
-}
 
 std::string u64_le(std::uint64_t v) {
   std::string s(8, '\0');

@@ -65,17 +65,18 @@ TEST(Engine, KvBudgetIsRequestedMinusTheOtherTerms) {
   c.max_model_len = 8192;
   const Breakdown b = compute_breakdown(s, hw, c);
   const RankBreakdown& r = b.ranks.front();
-  EXPECT_EQ(r.requested_memory_bytes,
-            static_cast<std::int64_t>(std::ceil(0.95 * static_cast<double>(hw.gpu.total_memory_bytes))));
+  EXPECT_EQ(
+      r.requested_memory_bytes,
+      static_cast<std::int64_t>(std::ceil(0.95 * static_cast<double>(hw.gpu.total_memory_bytes))));
   // vLLM 0.19 captures graphs after the KV allocation: not subtracted.
   EXPECT_EQ(r.kv_cache_bytes, r.requested_memory_bytes - r.weights_bytes - r.activation_peak_bytes -
                                   r.non_torch_bytes);
   // The same launch on >= 0.21 subtracts the graph estimate and defaults to 0.92.
   c.engine_version = "0.21.0";
   const Breakdown newer = compute_breakdown(s, hw, c);
-  EXPECT_EQ(newer.ranks.front().kv_cache_bytes,
-            r.requested_memory_bytes - r.weights_bytes - r.activation_peak_bytes -
-                r.non_torch_bytes - newer.ranks.front().cudagraph_bytes);
+  EXPECT_EQ(newer.ranks.front().kv_cache_bytes, r.requested_memory_bytes - r.weights_bytes -
+                                                    r.activation_peak_bytes - r.non_torch_bytes -
+                                                    newer.ranks.front().cudagraph_bytes);
   c.gpu_memory_utilization = -1;
   EXPECT_DOUBLE_EQ(compute_breakdown(s, hw, c).config.gpu_memory_utilization, 0.92);
   // dev-021 measured "Available KV cache memory: 58.11 GiB": our terms land within 0.1 GiB.
@@ -144,8 +145,8 @@ TEST(Solver, Llama31_8B_On24GBCardFits) {
   EXPECT_NEAR(r.weights_bytes / kGiB, 14.99, 0.01);
   // Tokens: floor(KV / (16 tokens * 32 layers * 4 KiB)) * 16.
   const std::int64_t blocks = r.kv_cache_bytes / (16 * 131072);
-  EXPECT_EQ(plan.breakdown.kv_tokens, static_cast<std::int64_t>(
-                                          static_cast<double>(blocks) / 512.0 * 8192.0));
+  EXPECT_EQ(plan.breakdown.kv_tokens,
+            static_cast<std::int64_t>(static_cast<double>(blocks) / 512.0 * 8192.0));
   EXPECT_NEAR(plan.breakdown.max_concurrency, static_cast<double>(blocks) / 512.0, 1e-9);
   EXPECT_GT(plan.breakdown.max_concurrency, 3.0);  // ~4 GiB of KV: about 4 full requests
   // The largest safe max_model_len at this utilization: every KV block for one request.
@@ -153,7 +154,8 @@ TEST(Solver, Llama31_8B_On24GBCardFits) {
   SolveRequest open = req;
   open.pinned.max_model_len = -1;
   const Plan longest = solve(s, open);
-  EXPECT_EQ(longest.max_model_len, longest.breakdown.ranks.front().kv_cache_bytes / (16 * 131072) * 16);
+  EXPECT_EQ(longest.max_model_len,
+            longest.breakdown.ranks.front().kv_cache_bytes / (16 * 131072) * 16);
 }
 
 TEST(Solver, Llama31_70B_32kContextTimes8NeedsEightyGiB) {

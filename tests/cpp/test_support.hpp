@@ -1,6 +1,11 @@
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <system_error>
 
 #include "vramplan/spec_db.hpp"
 
@@ -35,6 +40,37 @@ inline vramplan::GpuSpec h100() {
   g.total_memory_bytes = 85029158912;  // 79.19 GiB as vLLM 0.19 logs it
   g.compute_capability = 9.0;
   return g;
+}
+
+// A fresh directory under the GoogleTest temp dir, named after the test, removed at its end.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix) {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string leaf = "vramplan_" + prefix + "_" + info->test_suite_name() + "_" + info->name();
+    for (auto& c : leaf) {
+      if (c == '/') c = '_';
+    }
+    path_ = std::filesystem::path(::testing::TempDir()) / leaf;
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_file(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << p;
 }
 
 }  // namespace vramplan_test

@@ -115,8 +115,8 @@ max_position_embeddings: 32768
 torch_dtype: bfloat16
 qkv_bias: true
 )");
-  const std::int64_t per_layer = 3584LL * 3584 + 2LL * 512 * 3584 + (3584 + 1024) +
-                                 3584LL * 3584 + 3LL * 18944 * 3584 + 2 * 3584;
+  const std::int64_t per_layer = 3584LL * 3584 + 2LL * 512 * 3584 + (3584 + 1024) + 3584LL * 3584 +
+                                 3LL * 18944 * 3584 + 2 * 3584;
   const std::int64_t expected = 28 * per_layer + 2LL * 152064 * 3584 + 3584;
   EXPECT_EQ(parameter_count(s), expected);
   EXPECT_NEAR(expected / 1e9, 7.62, 0.005);  // "7.62B" on the model card
@@ -148,8 +148,8 @@ num_nextn_predict_layers: 1
                             128LL * 256 * 512 + 7168LL * 128 * 128;
   const std::int64_t dense_mlp = 3LL * 7168 * 18432;
   const std::int64_t moe_mlp = 256LL * 7168 + 256 + 256LL * 3 * 7168 * 2048 + 3LL * 7168 * 2048;
-  const std::int64_t expected = 61 * (attn + 2 * 7168) + 3 * dense_mlp + 58 * moe_mlp +
-                                2LL * 129280 * 7168 + 7168;
+  const std::int64_t expected =
+      61 * (attn + 2 * 7168) + 3 * dense_mlp + 58 * moe_mlp + 2LL * 129280 * 7168 + 7168;
   EXPECT_EQ(expected, 671026419200LL);  // DeepSeek's published parameter count (671B)
   EXPECT_EQ(parameter_count(s), expected);
 }
@@ -157,7 +157,8 @@ num_nextn_predict_layers: 1
 TEST(Weights, CheckpointBytesTheSpecDoesNotExplainAreSharedLikeLayers) {
   ModelSpec spec = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
   const RankPlacement tp2{2, 1, 0};
-  const std::int64_t formula = weight_bytes_per_rank(spec, spec.quantization, DType::BF16, tp2).total();
+  const std::int64_t formula =
+      weight_bytes_per_rank(spec, spec.quantization, DType::BF16, tp2).total();
   // Headers list 1 GiB more than the spec's tensors (e.g. an extra head the spec lacks): each
   // of 2 TP ranks holds half; with PP=2 as well, each stage a quarter (16 of 32 layers).
   spec.checkpoint_bytes = checkpoint_tensor_bytes(spec, true) + (std::int64_t{1} << 30);
@@ -165,7 +166,8 @@ TEST(Weights, CheckpointBytesTheSpecDoesNotExplainAreSharedLikeLayers) {
             std::int64_t{1} << 29);
   const RankPlacement tp2_pp2{2, 2, 1};
   spec.checkpoint_bytes = 0;
-  const std::int64_t stage = weight_bytes_per_rank(spec, spec.quantization, DType::BF16, tp2_pp2).total();
+  const std::int64_t stage =
+      weight_bytes_per_rank(spec, spec.quantization, DType::BF16, tp2_pp2).total();
   spec.checkpoint_bytes = checkpoint_tensor_bytes(spec, true) + (std::int64_t{1} << 30);
   EXPECT_EQ(weight_bytes_per_rank(spec, spec.quantization, DType::BF16, tp2_pp2).total() - stage,
             std::int64_t{1} << 28);

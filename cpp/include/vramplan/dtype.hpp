@@ -54,10 +54,10 @@ enum class DType : std::uint8_t {
 
 struct DTypeInfo {
   DType dtype;
-  std::string_view name;           // our canonical name (safetensors spelling for plain types)
-  std::int32_t block_elements;     // elements per block (1 for plain element types)
-  std::int32_t block_bytes;        // bytes per block, scales included
-  std::int32_t ggml_type_id;       // ggml_type id, -1 if the type does not exist in GGUF
+  std::string_view name;        // our canonical name (safetensors spelling for plain types)
+  std::int32_t block_elements;  // elements per block (1 for plain element types)
+  std::int32_t block_bytes;     // bytes per block, scales included
+  std::int32_t ggml_type_id;    // ggml_type id, -1 if the type does not exist in GGUF
 };
 
 // Table entry for a dtype. Never fails: every enumerator has a row.

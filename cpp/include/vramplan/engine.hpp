@@ -25,14 +25,14 @@ const char* engine_era_name(EngineEra era) noexcept;
 
 // Version-specific rules as data.
 struct EngineProfile {
-  std::string version;                    // as given, e.g. "0.19.0"
+  std::string version;  // as given, e.g. "0.19.0"
   EngineEra era = EngineEra::V1Latest;
-  std::int32_t minor = 21;                // 0.<minor>
+  std::int32_t minor = 21;  // 0.<minor>
   double default_gpu_memory_utilization = 0.92;
-  bool cudagraph_in_budget = true;        // estimate subtracted from the KV budget
+  bool cudagraph_in_budget = true;  // estimate subtracted from the KV budget
   bool chunked_prefill_default = true;
-  bool tokens_from_concurrency = true;    // "GPU KV cache size" = int(concurrency * max_model_len)
-  double sampler_bytes_per_logit = 0.0;   // fitted: peak sampler bytes per (request x vocab entry)
+  bool tokens_from_concurrency = true;   // "GPU KV cache size" = int(concurrency * max_model_len)
+  double sampler_bytes_per_logit = 0.0;  // fitted: peak sampler bytes per (request x vocab entry)
 };
 
 // Parse "0.19.0", "v0.6.4.post2", "0.10.1.x"; empty -> newest profile. Throws ConfigError.
@@ -40,35 +40,35 @@ EngineProfile engine_profile(const std::string& version);
 
 // The knobs, with vLLM's names. Negative / empty = unset: the engine default applies.
 struct EngineConfig {
-  std::string engine_version;             // empty: newest
+  std::string engine_version;  // empty: newest
   double gpu_memory_utilization = -1.0;
   std::int64_t max_model_len = -1;
   std::int64_t max_num_seqs = -1;
   std::int64_t max_num_batched_tokens = -1;
   std::int32_t block_size = -1;
-  std::string kv_cache_dtype = "auto";    // auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16
-  std::string dtype = "auto";             // auto, bfloat16, float16, float32
-  std::string quantization;               // empty: checkpoint's; "fp8": online fp8
+  std::string kv_cache_dtype = "auto";  // auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16
+  std::string dtype = "auto";           // auto, bfloat16, float16, float32
+  std::string quantization;             // empty: checkpoint's; "fp8": online fp8
   std::int32_t tensor_parallel_size = 1;
   std::int32_t pipeline_parallel_size = 1;
   bool enforce_eager = false;
-  bool llm_class = false;                 // vllm.LLM(...) defaults instead of `vllm serve`
-  std::int64_t cpu_offload_bytes = 0;     // --cpu-offload-gb, per GPU
+  bool llm_class = false;                          // vllm.LLM(...) defaults instead of `vllm serve`
+  std::int64_t cpu_offload_bytes = 0;              // --cpu-offload-gb, per GPU
   std::string safetensors_load_strategy = "lazy";  // lazy (mmap), eager, prefetch
-  std::int64_t kv_offloading_bytes = 0;   // --kv-offloading-size, total over TP ranks
-  std::int64_t swap_space_bytes = -1;     // V0 --swap-space per GPU (-1: 4 GiB default in V0)
+  std::int64_t kv_offloading_bytes = 0;            // --kv-offloading-size, total over TP ranks
+  std::int64_t swap_space_bytes = -1;       // V0 --swap-space per GPU (-1: 4 GiB default in V0)
   std::int64_t kv_cache_memory_bytes = -1;  // --kv-cache-memory-bytes, per GPU
   std::int32_t num_speculative_tokens = 0;
-  std::int32_t max_loras = 0;             // --max-loras with --enable-lora (0: LoRA off)
-  std::int32_t max_lora_rank = 16;        // --max-lora-rank
+  std::int32_t max_loras = 0;       // --max-loras with --enable-lora (0: LoRA off)
+  std::int32_t max_lora_rank = 16;  // --max-lora-rank
 };
 
 // The machine: GPU as CUDA reports it, what else occupies it, and the host.
 struct HardwareConfig {
   GpuSpec gpu;
-  std::int32_t num_gpus = 1;               // GPUs on the node (>= TP x PP)
+  std::int32_t num_gpus = 1;                     // GPUs on the node (>= TP x PP)
   std::int64_t memory_used_by_others_bytes = 0;  // per GPU, before vLLM starts
-  std::int64_t host_ram_bytes = 0;         // 0 = unknown (host check skipped)
+  std::int64_t host_ram_bytes = 0;               // 0 = unknown (host check skipped)
 };
 
 // Knobs after vLLM's defaulting, the values the breakdown is computed at.
@@ -80,10 +80,10 @@ struct ResolvedConfig {
   std::int32_t block_size = 16;
   std::int32_t kv_element_bytes = 2;
   DType served_dtype = DType::BF16;
-  QuantSpec quantization;                   // effective weight format
+  QuantSpec quantization;  // effective weight format
   std::int32_t tensor_parallel_size = 1;
   std::int32_t pipeline_parallel_size = 1;
-  std::int32_t num_cudagraph_sizes = 0;     // capture sizes (0 with enforce_eager)
+  std::int32_t num_cudagraph_sizes = 0;  // capture sizes (0 with enforce_eager)
   std::int32_t max_cudagraph_capture_size = 0;
   bool enforce_eager = false;
   bool chunked_prefill = true;
@@ -102,16 +102,17 @@ struct Term {
 struct RankBreakdown {
   std::int32_t pipeline_rank = 0;
   std::int64_t total_memory_bytes = 0;
-  std::int64_t requested_memory_bytes = 0;   // ceil(total * gpu_memory_utilization)
+  std::int64_t requested_memory_bytes = 0;  // ceil(total * gpu_memory_utilization)
   std::int64_t weights_bytes = 0;
   std::int64_t activation_peak_bytes = 0;
   std::int64_t non_torch_bytes = 0;
-  std::int64_t cudagraph_bytes = 0;          // graph pool (estimate where in budget)
-  std::int64_t cuda_context_bytes = 0;       // outside the budget: context + NCCL init
-  std::int64_t kv_cache_bytes = 0;           // "Available KV cache memory" (may be negative)
+  std::int64_t cudagraph_bytes = 0;     // graph pool (estimate where in budget)
+  std::int64_t cuda_context_bytes = 0;  // outside the budget: context + NCCL init
+  std::int64_t kv_cache_bytes = 0;      // "Available KV cache memory" (may be negative)
   std::int64_t kv_bytes_per_token = 0;
   std::int64_t num_blocks = 0;
-  std::int64_t headroom_bytes = 0;           // total - R - others - context: room for graphs outside the budget
+  std::int64_t headroom_bytes =
+      0;  // total - R - others - context: room for graphs outside the budget
   // What must still fit in the headroom after the KV cache is allocated (0.11+): graphs
   // captured outside the budget, the sampler warm-up and unusable repacked segments, less the
   // profile activations (and in-budget graph estimate) freed by then. <= 0: nothing extra.
@@ -124,10 +125,10 @@ struct RankBreakdown {
 enum class Outcome : std::uint8_t {
   Started,
   InsufficientKvForMaxModelLen,  // "To serve at least one request with the model's max seq len"
-  NoKvMemory,  // "No available memory for the cache blocks" (reported as oom_kv_alloc)
-  StartupFreeMemory,             // "Free memory on device ... less than desired"
-  OomAtLoad,                     // weights alone exceed the device
-  HostOomKilled,                 // host RAM exhausted while loading (the silent `Killed`)
+  NoKvMemory,         // "No available memory for the cache blocks" (reported as oom_kv_alloc)
+  StartupFreeMemory,  // "Free memory on device ... less than desired"
+  OomAtLoad,          // weights alone exceed the device
+  HostOomKilled,      // host RAM exhausted while loading (the silent `Killed`)
   // CUDA OOM after the KV cache is allocated: graph capture or the sampler warm-up on
   // max_num_seqs dummy requests does not fit what is left of the GPU.
   OomAfterKvAlloc,
@@ -149,13 +150,13 @@ struct Breakdown {
   std::string gpu_id;
   EngineProfile profile;
   ResolvedConfig config;
-  std::vector<RankBreakdown> ranks;  // one per pipeline stage (TP ranks are symmetric)
+  std::vector<RankBreakdown> ranks;   // one per pipeline stage (TP ranks are symmetric)
   std::int64_t num_blocks = 0;        // min over ranks
   std::int64_t kv_tokens = 0;         // "GPU KV cache size: N tokens" as this version reports
   double max_concurrency = 0.0;       // "Maximum concurrency for max_model_len tokens"
   std::int64_t request_kv_bytes = 0;  // one max_model_len request, worst rank
   std::int64_t estimated_max_model_len = 0;  // largest length that fits (vLLM's estimate)
-  std::int64_t startup_free_bytes = 0;  // free memory at the startup check
+  std::int64_t startup_free_bytes = 0;       // free memory at the startup check
   HostBreakdown host;
   Outcome outcome = Outcome::Started;
   std::vector<std::string> messages;  // what vLLM would print for a failure, and warnings

@@ -17,7 +17,8 @@ class Error : public std::runtime_error {
 // A spec file (YAML model/GPU database entry, HF config.json) is wrong.
 class SpecError : public Error {
  public:
-  SpecError(std::string file, std::string field_path, std::string value, const std::string& problem);
+  SpecError(std::string file, std::string field_path, std::string value,
+            const std::string& problem);
   const std::string& file() const noexcept { return file_; }
   const std::string& field_path() const noexcept { return field_path_; }
   const std::string& value() const noexcept { return value_; }
@@ -43,7 +44,8 @@ class ParseError : public Error {
 // The user's knobs are inconsistent or out of range.
 class ConfigError : public Error {
  public:
-  ConfigError(std::string field, std::string value, std::string allowed, const std::string& problem);
+  ConfigError(std::string field, std::string value, std::string allowed,
+              const std::string& problem);
   const std::string& field() const noexcept { return field_; }
   const std::string& value() const noexcept { return value_; }
   const std::string& allowed() const noexcept { return allowed_; }

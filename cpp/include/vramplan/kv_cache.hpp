@@ -13,29 +13,29 @@ namespace vramplan {
 
 struct KvCacheOptions {
   std::int32_t tensor_parallel_size = 1;
-  std::int32_t block_size = 16;           // tokens per block for attention layers (before hybrid alignment)
-  std::int32_t kv_element_bytes = 2;      // 2 for bf16/fp16 ("auto"), 1 for fp8, 4 for fp32 models
-  std::int32_t state_element_bytes = 2;   // Mamba conv / linear-attention state dtype bytes
+  std::int32_t block_size = 16;  // tokens per block for attention layers (before hybrid alignment)
+  std::int32_t kv_element_bytes = 2;     // 2 for bf16/fp16 ("auto"), 1 for fp8, 4 for fp32 models
+  std::int32_t state_element_bytes = 2;  // Mamba conv / linear-attention state dtype bytes
   std::int32_t num_speculative_tokens = 0;
-  LayerRange layers{0, 0};                // layers on this rank (pipeline stage); {0,0} = all
+  LayerRange layers{0, 0};  // layers on this rank (pipeline stage); {0,0} = all
 };
 
 // One KV group of the hybrid allocator: layers sharing a spec and a page size.
 struct KvGroup {
   AttentionKind kind;
-  std::int32_t window = 0;        // sliding window / chunk, tokens
-  std::int32_t num_layers = 0;    // layers of this kind in the group (<= group_size)
+  std::int32_t window = 0;      // sliding window / chunk, tokens
+  std::int32_t num_layers = 0;  // layers of this kind in the group (<= group_size)
 };
 
 // The rank's KV layout.
 struct KvLayout {
-  std::int32_t block_size = 16;        // tokens per block after hybrid alignment
-  std::int64_t page_bytes = 0;         // bytes of one block of one layer (uniform after unification)
-  std::int32_t group_size = 0;         // tensors in the shared pool (layers for a uniform model)
-  std::vector<KvGroup> groups;         // uniform model: one group
-  std::int32_t padding_layers = 0;     // "Add N padding layers" slots
-  std::int64_t bytes_per_token = 0;    // attention layers only, for display (Mamba state excluded)
-  std::int64_t mamba_page_bytes = 0;   // real (unpadded) state bytes per slot, 0 without Mamba
+  std::int32_t block_size = 16;       // tokens per block after hybrid alignment
+  std::int64_t page_bytes = 0;        // bytes of one block of one layer (uniform after unification)
+  std::int32_t group_size = 0;        // tensors in the shared pool (layers for a uniform model)
+  std::vector<KvGroup> groups;        // uniform model: one group
+  std::int32_t padding_layers = 0;    // "Add N padding layers" slots
+  std::int64_t bytes_per_token = 0;   // attention layers only, for display (Mamba state excluded)
+  std::int64_t mamba_page_bytes = 0;  // real (unpadded) state bytes per slot, 0 without Mamba
   bool uniform = true;
   std::int32_t num_speculative_tokens = 0;  // extra Mamba state slots per request
 };
@@ -63,6 +63,7 @@ std::int64_t kv_num_blocks(const KvLayout& layout, std::int64_t kv_budget_bytes)
 // Largest max_model_len in [1, upper] whose request fits in `kv_budget_bytes` (vLLM's
 // estimate_max_model_len binary search); 0 if not even one token fits.
 std::int64_t kv_max_model_len_that_fits(const KvLayout& layout, std::int64_t kv_budget_bytes,
-                                        std::int64_t upper, std::int64_t max_num_batched_tokens) noexcept;
+                                        std::int64_t upper,
+                                        std::int64_t max_num_batched_tokens) noexcept;
 
 }  // namespace vramplan

@@ -27,12 +27,12 @@ const char* attention_kind_name(AttentionKind kind) noexcept;
 
 struct LayerSpec {
   AttentionKind attention = AttentionKind::Full;
-  bool mlp = true;                      // layer has an MLP (Nemotron-H mixer-only layers: false)
-  bool moe = false;                     // MLP of this layer is routed experts
-  std::int32_t num_key_value_heads = 0;  // total over TP
-  std::int32_t head_dim = 0;            // K head size
-  std::int32_t head_dim_v = 0;          // V head size (= head_dim unless the model differs)
-  std::int32_t sliding_window = 0;      // tokens, SlidingWindow only
+  bool mlp = true;                        // layer has an MLP (Nemotron-H mixer-only layers: false)
+  bool moe = false;                       // MLP of this layer is routed experts
+  std::int32_t num_key_value_heads = 0;   // total over TP
+  std::int32_t head_dim = 0;              // K head size
+  std::int32_t head_dim_v = 0;            // V head size (= head_dim unless the model differs)
+  std::int32_t sliding_window = 0;        // tokens, SlidingWindow only
   std::int32_t attention_chunk_size = 0;  // tokens, ChunkedLocal only
 };
 
@@ -50,8 +50,8 @@ struct MoeSpec {
   std::int32_t moe_intermediate_size = 0;
   std::int32_t num_shared_experts = 0;               // each of shared_expert_intermediate_size
   std::int32_t shared_expert_intermediate_size = 0;  // per shared expert
-  bool shared_expert_gate = false;  // Qwen2-MoE style sigmoid gate [1, hidden]
-  bool expert_bias = false;         // gpt-oss: biases on expert projections
+  bool shared_expert_gate = false;                   // Qwen2-MoE style sigmoid gate [1, hidden]
+  bool expert_bias = false;                          // gpt-oss: biases on expert projections
   bool router_bias = false;
   bool router_quantizable = false;  // vLLM passes quant_config to the router Linear
 };
@@ -137,12 +137,12 @@ struct ModelSpec {
   bool tie_word_embeddings = false;
   DType torch_dtype = DType::BF16;
 
-  bool gated_mlp = true;         // gate+up+down (SwiGLU/GeGLU) vs up+down
+  bool gated_mlp = true;  // gate+up+down (SwiGLU/GeGLU) vs up+down
   bool qkv_bias = false;
   bool o_proj_bias = false;
   bool mlp_bias = false;
-  bool qk_norm = false;          // per-head q/k RMSNorm weights (Qwen3, Gemma-3)
-  bool attention_sinks = false;  // per-head sink logits (gpt-oss)
+  bool qk_norm = false;           // per-head q/k RMSNorm weights (Qwen3, Gemma-3)
+  bool attention_sinks = false;   // per-head sink logits (gpt-oss)
   bool attn_output_gate = false;  // q_proj also emits a gate of Hq*head_dim (Qwen3-Next)
   std::int32_t norms_per_layer = 2;
   std::int32_t rotary_dim = 0;  // 0: head_dim (partial rotary models set it)
@@ -156,7 +156,7 @@ struct ModelSpec {
   MambaSpec mamba;
   bool has_linear_attention = false;
   LinearAttentionSpec linear_attention;
-  TowerSpec vision;                        // num_parameters 0: text-only
+  TowerSpec vision;                           // num_parameters 0: text-only
   std::int32_t num_nextn_predict_layers = 0;  // MTP layers shipped in the checkpoint
   QuantSpec quantization;
   // Exact stored bytes of the checkpoint's tensors when its headers were read (0: unknown).
@@ -171,10 +171,10 @@ enum class TensorRole : std::uint8_t {
   AttnQ,
   AttnKV,
   AttnO,
-  MlaQA,    // q_a_proj (replicated)
-  MlaQB,    // q_b_proj (column)
-  MlaKVA,   // kv_a_proj_with_mqa (replicated)
-  MlaKVB,   // kv_b_proj (column)
+  MlaQA,   // q_a_proj (replicated)
+  MlaQB,   // q_b_proj (column)
+  MlaKVA,  // kv_a_proj_with_mqa (replicated)
+  MlaKVB,  // kv_b_proj (column)
   MlpGateUp,
   MlpDown,
   ExpertGateUp,
@@ -195,22 +195,22 @@ const char* tensor_role_name(TensorRole role) noexcept;
 
 enum class TensorSplit : std::uint8_t {
   Replicated,
-  Column,       // output dim divided by TP
-  Row,          // input dim divided by TP
-  Vocab,        // rows padded to 64 then divided by TP
-  KvHeads,      // output dim = 2 * max(1, Hkv / TP) * head_dim (heads replicated past Hkv)
+  Column,   // output dim divided by TP
+  Row,      // input dim divided by TP
+  Vocab,    // rows padded to 64 then divided by TP
+  KvHeads,  // output dim = 2 * max(1, Hkv / TP) * head_dim (heads replicated past Hkv)
 };
 
 // A group of identical logical Linear/parameter tensors [rows, cols] (rows = out features).
 struct TensorGroup {
   TensorRole role;
   TensorSplit split;
-  std::int32_t layer;   // decoder layer index, -1 for model-level tensors
-  std::int64_t rows;    // full (TP=1) out features
-  std::int64_t cols;    // full in features (1 for vectors)
-  std::int64_t count;   // stacked copies (experts)
-  std::int64_t heads;   // KvHeads split: KV heads in `rows` (rows / heads per head); else 0
-  bool is_linear;       // a Linear weight a quantization method may quantize
+  std::int32_t layer;  // decoder layer index, -1 for model-level tensors
+  std::int64_t rows;   // full (TP=1) out features
+  std::int64_t cols;   // full in features (1 for vectors)
+  std::int64_t count;  // stacked copies (experts)
+  std::int64_t heads;  // KvHeads split: KV heads in `rows` (rows / heads per head); else 0
+  bool is_linear;      // a Linear weight a quantization method may quantize
 };
 
 // The model's weight tensors as vLLM builds them (no MTP layers unless asked).

@@ -12,7 +12,7 @@
 namespace vramplan {
 
 struct SolveRequest {
-  EngineConfig pinned;                  // knobs the user fixed (unset = solver chooses)
+  EngineConfig pinned;  // knobs the user fixed (unset = solver chooses)
   HardwareConfig hardware;
   std::int64_t target_context_tokens = 0;  // context to serve (0: model maximum)
   std::int64_t target_concurrency = 0;     // sequences of that context to hold at once (0: none)
@@ -22,7 +22,8 @@ struct SolveRequest {
 };
 
 struct Remedy {
-  std::string kind;    // fp8_kv_cache, shorter_context, quantized_weights, tensor_parallel, cpu_offload
+  std::string
+      kind;  // fp8_kv_cache, shorter_context, quantized_weights, tensor_parallel, cpu_offload
   std::string change;  // the flag(s) to add, as `vllm serve` spells them
   bool fits = false;   // whether the launch fits with this change alone
   std::string detail;  // numbers: resulting KV tokens, weights per rank, ...
@@ -40,8 +41,8 @@ struct Plan {
   std::string binding_max_num_seqs;
   std::string binding_max_num_batched_tokens;
   std::int64_t safety_margin_bytes = 0;
-  EngineConfig config;      // the full knob set the flags render
-  Breakdown breakdown;      // at the chosen values
+  EngineConfig config;  // the full knob set the flags render
+  Breakdown breakdown;  // at the chosen values
   std::vector<Remedy> remedies;
 };
 

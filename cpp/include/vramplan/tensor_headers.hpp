@@ -148,6 +148,9 @@ namespace detail {
 // Index of the first byte that is not part of a well-formed UTF-8 sequence (overlongs,
 // surrogates and code points above U+10FFFF rejected), or npos when `text` is valid.
 std::size_t find_invalid_utf8(std::string_view text) noexcept;
+// A name from a hostile file, for an error message: quoted, printable ASCII kept, other bytes
+// as \xNN, cut after 200 characters.
+std::string show_name(std::string_view name);
 }  // namespace detail
 
 }  // namespace vramplan

@@ -31,16 +31,17 @@ std::int64_t padded_vocab_size(std::int64_t vocab_size) noexcept;
 // checkpoint's, or online fp8 applied to a 16-bit checkpoint); unquantized tensors are held
 // in `served_dtype`. `checkpoint_layout` gives the safetensors bytes instead (tensors vLLM
 // drops or repacks at load, e.g. GPTQ qzeros/g_idx under Marlin, count as stored).
-std::int64_t tensor_group_bytes(const TensorGroup& group, const QuantSpec& quant, DType served_dtype,
-                                std::int32_t tensor_parallel_size, bool checkpoint_layout) noexcept;
+std::int64_t tensor_group_bytes(const TensorGroup& group, const QuantSpec& quant,
+                                DType served_dtype, std::int32_t tensor_parallel_size,
+                                bool checkpoint_layout) noexcept;
 
 // What one rank's weights are made of, in bytes.
 struct WeightBytes {
   std::int64_t embedding = 0;
   std::int64_t lm_head = 0;
-  std::int64_t attention = 0;  // attention / MLA / mixer projections, their norms and biases
-  std::int64_t mlp = 0;        // dense MLP, routed and shared experts, routers
-  std::int64_t other = 0;      // norms, vision tower, MTP extras
+  std::int64_t attention = 0;     // attention / MLA / mixer projections, their norms and biases
+  std::int64_t mlp = 0;           // dense MLP, routed and shared experts, routers
+  std::int64_t other = 0;         // norms, vision tower, MTP extras
   std::int64_t rotary_cache = 0;  // cos/sin buffer [max_position, rotary_dim] in served dtype
   std::int64_t total() const noexcept {
     return embedding + lm_head + attention + mlp + other + rotary_cache;

@@ -18,13 +18,23 @@ def _gib(value: int) -> str:
 
 
 def _add_launch_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", nargs="?", default=api.DEFAULT_MODEL,
-                   help=f"database id, HF alias or spec file (default {api.DEFAULT_MODEL})")
-    p.add_argument("--gpu", default=api.DEFAULT_GPU, help=f"GPU id or alias (default {api.DEFAULT_GPU})")
+    p.add_argument(
+        "model",
+        nargs="?",
+        default=api.DEFAULT_MODEL,
+        help=f"database id, HF alias or spec file (default {api.DEFAULT_MODEL})",
+    )
+    p.add_argument(
+        "--gpu", default=api.DEFAULT_GPU, help=f"GPU id or alias (default {api.DEFAULT_GPU})"
+    )
     p.add_argument("--gpu-total-bytes", type=int, help="override the GPU's total memory (bytes)")
     p.add_argument("--num-gpus", type=int, default=None, help="GPUs on the node")
-    p.add_argument("--tp", "--tensor-parallel-size", dest="tensor_parallel_size", type=int, default=1)
-    p.add_argument("--pp", "--pipeline-parallel-size", dest="pipeline_parallel_size", type=int, default=1)
+    p.add_argument(
+        "--tp", "--tensor-parallel-size", dest="tensor_parallel_size", type=int, default=1
+    )
+    p.add_argument(
+        "--pp", "--pipeline-parallel-size", dest="pipeline_parallel_size", type=int, default=1
+    )
     p.add_argument("--engine-version", default=None, help="vLLM version (default: newest known)")
     p.add_argument("--gpu-memory-utilization", type=float, default=None)
     p.add_argument("--max-model-len", type=int, default=None)
@@ -35,28 +45,54 @@ def _add_launch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quantization", default=None)
     p.add_argument("--block-size", type=int, default=None)
     p.add_argument("--enforce-eager", action="store_true", default=None)
-    p.add_argument("--cpu-offload-gb", type=float, default=None, help="GiB of weights per GPU on the host")
-    p.add_argument("--kv-offloading-size", type=float, default=None,
-                   help="GiB of KV cache offloaded to host RAM (total over TP ranks)")
+    p.add_argument(
+        "--cpu-offload-gb", type=float, default=None, help="GiB of weights per GPU on the host"
+    )
+    p.add_argument(
+        "--kv-offloading-size",
+        type=float,
+        default=None,
+        help="GiB of KV cache offloaded to host RAM (total over TP ranks)",
+    )
     p.add_argument("--swap-space", type=float, default=None, help="V0 swap space per GPU (GiB)")
-    p.add_argument("--safetensors-load-strategy", default=None, choices=["lazy", "eager", "prefetch"])
+    p.add_argument(
+        "--safetensors-load-strategy", default=None, choices=["lazy", "eager", "prefetch"]
+    )
     p.add_argument("--max-loras", type=int, default=None, help="LoRA slots (implies --enable-lora)")
     p.add_argument("--max-lora-rank", type=int, default=None)
     p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
-    p.add_argument("--used-by-others-bytes", type=int, default=0,
-                   help="GPU memory already used by other processes, per GPU")
+    p.add_argument(
+        "--used-by-others-bytes",
+        type=int,
+        default=0,
+        help="GPU memory already used by other processes, per GPU",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _knobs(args: argparse.Namespace) -> dict[str, Any]:
-    names = ["tensor_parallel_size", "pipeline_parallel_size", "engine_version",
-             "gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
-             "kv_cache_dtype", "dtype", "quantization", "block_size", "enforce_eager",
-             "max_loras", "max_lora_rank"]
+    names = [
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "engine_version",
+        "gpu_memory_utilization",
+        "max_model_len",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "kv_cache_dtype",
+        "dtype",
+        "quantization",
+        "block_size",
+        "enforce_eager",
+        "max_loras",
+        "max_lora_rank",
+    ]
     knobs = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
-    for flag, knob in (("cpu_offload_gb", "cpu_offload_bytes"),
-                       ("kv_offloading_size", "kv_offloading_bytes"),
-                       ("swap_space", "swap_space_bytes")):
+    for flag, knob in (
+        ("cpu_offload_gb", "cpu_offload_bytes"),
+        ("kv_offloading_size", "kv_offloading_bytes"),
+        ("swap_space", "swap_space_bytes"),
+    ):
         if getattr(args, flag) is not None:
             knobs[knob] = int(getattr(args, flag) * GIB)
     if args.safetensors_load_strategy:
@@ -66,26 +102,38 @@ def _knobs(args: argparse.Namespace) -> dict[str, Any]:
 
 def _print_breakdown(data: dict[str, Any]) -> None:
     cfg = data["config"]
-    print(f"{data['model']} on {data['gpu']}  (vLLM {data['engine_version']}, {data['engine_era']})")
-    print(f"  TP={cfg['tensor_parallel_size']} PP={cfg['pipeline_parallel_size']}  "
-          f"gpu_memory_utilization={cfg['gpu_memory_utilization']:.2f}  "
-          f"max_model_len={cfg['max_model_len']}  max_num_seqs={cfg['max_num_seqs']}  "
-          f"max_num_batched_tokens={cfg['max_num_batched_tokens']}  dtype={cfg['dtype']}  "
-          f"quantization={cfg['quantization']}")
+    print(
+        f"{data['model']} on {data['gpu']}  (vLLM {data['engine_version']}, {data['engine_era']})"
+    )
+    print(
+        f"  TP={cfg['tensor_parallel_size']} PP={cfg['pipeline_parallel_size']}  "
+        f"gpu_memory_utilization={cfg['gpu_memory_utilization']:.2f}  "
+        f"max_model_len={cfg['max_model_len']}  max_num_seqs={cfg['max_num_seqs']}  "
+        f"max_num_batched_tokens={cfg['max_num_batched_tokens']}  dtype={cfg['dtype']}  "
+        f"quantization={cfg['quantization']}"
+    )
     for rank in data["ranks"]:
-        print(f"\n  per GPU rank (pipeline stage {rank['pipeline_rank']}): "
-              f"total {_gib(rank['total_memory_bytes']).strip()}, "
-              f"budget {_gib(rank['requested_memory_bytes']).strip()}")
+        print(
+            f"\n  per GPU rank (pipeline stage {rank['pipeline_rank']}): "
+            f"total {_gib(rank['total_memory_bytes']).strip()}, "
+            f"budget {_gib(rank['requested_memory_bytes']).strip()}"
+        )
         for term in rank["terms"]:
             print(f"    {term['name']:<16}{_gib(term['bytes'])}   {term['provenance']}")
-        print(f"    {'kv per token':<16}{rank['kv_bytes_per_token']:>8} B     "
-              f"block {rank['block_size']} tokens, {rank['num_blocks']} blocks")
+        print(
+            f"    {'kv per token':<16}{rank['kv_bytes_per_token']:>8} B     "
+            f"block {rank['block_size']} tokens, {rank['num_blocks']} blocks"
+        )
     print(f"\n  GPU KV cache size: {data['kv_tokens']:,} tokens")
-    print(f"  Maximum concurrency for {cfg['max_model_len']:,} tokens per request: "
-          f"{data['max_concurrency']:.2f}x")
+    print(
+        f"  Maximum concurrency for {cfg['max_model_len']:,} tokens per request: "
+        f"{data['max_concurrency']:.2f}x"
+    )
     host = data["host"]
-    print(f"  host RAM required: {_gib(host['required_bytes']).strip()} "
-          f"(+ {_gib(host['page_cache_bytes']).strip()} reclaimable page cache)")
+    print(
+        f"  host RAM required: {_gib(host['required_bytes']).strip()} "
+        f"(+ {_gib(host['page_cache_bytes']).strip()} reclaimable page cache)"
+    )
     print(f"  outcome: {data['outcome']}")
     for message in data["messages"]:
         print(f"    {message}")
@@ -94,9 +142,14 @@ def _print_breakdown(data: dict[str, Any]) -> None:
 def _cmd_breakdown(args: argparse.Namespace) -> int:
     gpu = api.load_gpu(args.gpu, total_memory_bytes=args.gpu_total_bytes)
     num_gpus = args.num_gpus or args.tensor_parallel_size * args.pipeline_parallel_size
-    result = api.breakdown(args.model, gpu, num_gpus=num_gpus,
-                           memory_used_by_others_bytes=args.used_by_others_bytes,
-                           host_ram_bytes=int((args.host_ram_gib or 0) * GIB), **_knobs(args))
+    result = api.breakdown(
+        args.model,
+        gpu,
+        num_gpus=num_gpus,
+        memory_used_by_others_bytes=args.used_by_others_bytes,
+        host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
+        **_knobs(args),
+    )
     if args.json:
         print(json.dumps(result.data, indent=2))
     else:
@@ -108,11 +161,17 @@ def _plan_from_args(args: argparse.Namespace) -> api.Plan:
     gpu = api.load_gpu(args.gpu, total_memory_bytes=args.gpu_total_bytes)
     tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
     margin = None if args.safety_margin_gib is None else int(args.safety_margin_gib * GIB)
-    return api.plan(args.model, gpu, num_gpus=args.num_gpus or tp * pp,
-                    memory_used_by_others_bytes=args.used_by_others_bytes,
-                    host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
-                    context=args.context or 0, concurrency=args.concurrency or 0,
-                    safety_margin_bytes=margin, **_knobs(args))
+    return api.plan(
+        args.model,
+        gpu,
+        num_gpus=args.num_gpus or tp * pp,
+        memory_used_by_others_bytes=args.used_by_others_bytes,
+        host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
+        context=args.context or 0,
+        concurrency=args.concurrency or 0,
+        safety_margin_bytes=margin,
+        **_knobs(args),
+    )
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
@@ -197,8 +256,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("breakdown", help="per-rank memory breakdown for one launch")
     _add_launch_args(p)
     p.set_defaults(func=_cmd_breakdown)
-    for name, func, text in (("plan", _cmd_plan, "solve for the largest safe flags"),
-                             ("flags", _cmd_flags, "print only the `vllm serve` flag line")):
+    for name, func, text in (
+        ("plan", _cmd_plan, "solve for the largest safe flags"),
+        ("flags", _cmd_flags, "print only the `vllm serve` flag line"),
+    ):
         p = sub.add_parser(name, help=text)
         _add_launch_args(p)
         p.add_argument("--context", type=int, help="context length to serve (tokens)")

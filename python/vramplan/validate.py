@@ -17,8 +17,14 @@ from . import _core, api
 
 GIB = float(1 << 30)
 
-TERMS = ("weights_gib", "activation_peak_gib", "non_torch_gib", "cudagraph_gib", "kv_cache_gib",
-         "kv_tokens")
+TERMS = (
+    "weights_gib",
+    "activation_peak_gib",
+    "non_torch_gib",
+    "cudagraph_gib",
+    "kv_cache_gib",
+    "kv_tokens",
+)
 
 # GPU names as records spell them -> database ids (first match wins).
 _GPU_PATTERNS = (
@@ -48,8 +54,13 @@ class Replay:
     launch: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "predicted": self.predicted, "measured": self.measured,
-                "unsupported": self.unsupported, "launch": self.launch}
+        return {
+            "id": self.id,
+            "predicted": self.predicted,
+            "measured": self.measured,
+            "unsupported": self.unsupported,
+            "launch": self.launch,
+        }
 
 
 def _version(record: dict[str, Any]) -> str:
@@ -86,9 +97,16 @@ def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
 
 def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
     knobs: dict[str, Any] = {"engine_version": _version(record)}
-    for key in ("tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization",
-                "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size",
-                "enforce_eager"):
+    for key in (
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "gpu_memory_utilization",
+        "max_model_len",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "block_size",
+        "enforce_eager",
+    ):
         if record.get(key) is not None:
             knobs[key] = record[key]
     dtype = str(record.get("dtype") or "auto").split()[0]
@@ -172,14 +190,30 @@ def replay_file(path: str | Path) -> list[Replay]:
 
 
 # Launch fields of the C++ log parser that are record fields under the same name.
-_LOG_LAUNCH_KEYS = ("model", "dtype", "quantization", "kv_cache_dtype", "tensor_parallel_size",
-                    "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len",
-                    "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager",
-                    "gpu_total_gib")
+_LOG_LAUNCH_KEYS = (
+    "model",
+    "dtype",
+    "quantization",
+    "kv_cache_dtype",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "gpu_memory_utilization",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "block_size",
+    "enforce_eager",
+    "gpu_total_gib",
+)
 
 
-def record_from_log(figures: dict[str, Any], *, log_id: str = "log",
-                    model: str | None = None, gpu: str | None = None) -> dict[str, Any]:
+def record_from_log(
+    figures: dict[str, Any],
+    *,
+    log_id: str = "log",
+    model: str | None = None,
+    gpu: str | None = None,
+) -> dict[str, Any]:
     """A measured record (shared/measured format) from `parse_vllm_log` figures.
 
     `model` / `gpu` override what the log names (logs often give a local path, and never the
@@ -200,8 +234,9 @@ def record_from_log(figures: dict[str, Any], *, log_id: str = "log",
     return record
 
 
-def replay_log(text: str, *, log_id: str = "log", model: str | None = None,
-               gpu: str | None = None) -> Replay:
+def replay_log(
+    text: str, *, log_id: str = "log", model: str | None = None, gpu: str | None = None
+) -> Replay:
     """Parse a vLLM startup log (C++ parser) and replay the launch it describes."""
     figures = _core.parse_vllm_log(text)
     return replay_record(record_from_log(figures, log_id=log_id, model=model, gpu=gpu))
@@ -223,9 +258,13 @@ def format_table(replays: list[Replay]) -> str:
                 continue
             if term == "outcome":
                 flag = "ok" if predicted == measured else "MISMATCH"
-                lines.append(f"{replay.id:<{width}}{term:<21}{predicted!s:>12}{measured!s:>12}{flag:>10}")
+                lines.append(
+                    f"{replay.id:<{width}}{term:<21}{predicted!s:>12}{measured!s:>12}{flag:>10}"
+                )
             else:
                 error = float(predicted) - float(measured)
-                lines.append(f"{replay.id:<{width}}{term:<21}{predicted:>12.2f}{measured:>12.2f}"
-                             f"{error:>+10.2f}")
+                lines.append(
+                    f"{replay.id:<{width}}{term:<21}{predicted:>12.2f}{measured:>12.2f}"
+                    f"{error:>+10.2f}"
+                )
     return "\n".join(lines)

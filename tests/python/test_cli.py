@@ -6,8 +6,9 @@ import sys
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "vramplan", *args], capture_output=True,
-                          text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "vramplan", *args], capture_output=True, text=True, check=False
+    )
 
 
 def test_breakdown_json_has_per_rank_terms() -> None:
@@ -22,8 +23,16 @@ def test_plan_json_and_flags() -> None:
     out = run("plan", "--context", "8192", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    for key in ("fits", "gpu_memory_utilization", "max_model_len", "max_num_seqs",
-                "max_num_batched_tokens", "binding", "remedies", "breakdown"):
+    for key in (
+        "fits",
+        "gpu_memory_utilization",
+        "max_model_len",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "binding",
+        "remedies",
+        "breakdown",
+    ):
         assert key in data
     flags = run("flags", "--context", "8192")
     assert flags.returncode == 0

@@ -28,10 +28,12 @@ def test_from_hf_config_matches_the_database(tmp_path: Path) -> None:
     spec = vramplan.from_hf_config(folder)
     hand = vramplan.load_model("meta-llama/Llama-3.1-8B")
     assert spec.to_dict()["parameter_count"] == hand.to_dict()["parameter_count"] == 8_030_261_248
-    via_path = vramplan.breakdown(vramplan.load_model(folder), "H100", engine_version="0.19.0",
-                                  max_model_len=8192)
-    via_id = vramplan.breakdown("meta-llama/Llama-3.1-8B", "H100", engine_version="0.19.0",
-                                max_model_len=8192)
+    via_path = vramplan.breakdown(
+        vramplan.load_model(folder), "H100", engine_version="0.19.0", max_model_len=8192
+    )
+    via_id = vramplan.breakdown(
+        "meta-llama/Llama-3.1-8B", "H100", engine_version="0.19.0", max_model_len=8192
+    )
     assert via_path.weights_bytes == via_id.weights_bytes
     assert via_path.kv_tokens == via_id.kv_tokens
     info = vramplan.inspect_checkpoint(folder)
@@ -43,9 +45,23 @@ def test_cli_plans_a_folder(tmp_path: Path) -> None:
     folder = tmp_path / "qwen3-8b"
     folder.mkdir()
     shutil.copy(config("Qwen__Qwen3-8B.json"), folder / "config.json")
-    out = subprocess.run([sys.executable, "-m", "vramplan", "plan", str(folder), "--gpu", "L40S",
-                          "--context", "32768", "--json"], capture_output=True, text=True,
-                         check=False)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vramplan",
+            "plan",
+            str(folder),
+            "--gpu",
+            "L40S",
+            "--context",
+            "32768",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["fits"] is True
@@ -53,9 +69,18 @@ def test_cli_plans_a_folder(tmp_path: Path) -> None:
 
 
 def test_unknown_layout_fails_closed(tmp_path: Path) -> None:
-    (tmp_path / "config.json").write_text(json.dumps({
-        "model_type": "rwkv7", "hidden_size": 64, "num_hidden_layers": 2,
-        "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,
-        "max_position_embeddings": 256}))
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "rwkv7",
+                "hidden_size": 64,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 4,
+                "intermediate_size": 128,
+                "vocab_size": 100,
+                "max_position_embeddings": 256,
+            }
+        )
+    )
     with pytest.raises(vramplan.SpecError, match="model_type"):
         vramplan.load_model(tmp_path)

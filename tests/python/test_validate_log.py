@@ -15,8 +15,9 @@ LOGS_019 = Path(__file__).resolve().parents[3] / "shared" / "measured" / "logs" 
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "vramplan", *args], capture_output=True,
-                          text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "vramplan", *args], capture_output=True, text=True, check=False
+    )
 
 
 def log_019(name: str) -> Path:
@@ -61,8 +62,13 @@ def test_validate_log_reports_what_it_cannot_express() -> None:
 
 
 def test_record_from_log_prefers_the_callers_model_and_gpu() -> None:
-    figures = {"model": "/models/llama", "vllm_version": "0.19.0", "tensor_parallel_size": 1,
-               "weights_gib": 14.99, "outcome": "unknown"}
+    figures = {
+        "model": "/models/llama",
+        "vllm_version": "0.19.0",
+        "tensor_parallel_size": 1,
+        "weights_gib": 14.99,
+        "outcome": "unknown",
+    }
     record = validate.record_from_log(figures, model="meta-llama/Llama-3.1-8B", gpu="H100")
     assert record["model"] == "meta-llama/Llama-3.1-8B"
     assert record["gpu"] == "H100"
@@ -70,8 +76,7 @@ def test_record_from_log_prefers_the_callers_model_and_gpu() -> None:
     replay = validate.replay_record(record)
     assert replay.unsupported is None
     assert replay.predicted is not None
-    assert replay.predicted["weights_gib"] == pytest.approx(
-        14.99, abs=0.01)
+    assert replay.predicted["weights_gib"] == pytest.approx(14.99, abs=0.01)
 
 
 def test_unreadable_log_is_a_clean_error(tmp_path: Path) -> None:

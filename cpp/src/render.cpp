@@ -89,6 +89,7 @@ nlohmann::json to_json(const Breakdown& b) {
                      {"kv_num_groups", r.kv_layout.groups.size()},
                      {"kv_padding_layers", r.kv_layout.padding_layers},
                      {"headroom_bytes", r.headroom_bytes},
+                     {"post_allocation_bytes", r.post_allocation_bytes},
                      {"terms", terms_json(r.terms)}});
   }
   const RankBreakdown& first = b.ranks.front();

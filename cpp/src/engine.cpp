@@ -457,9 +457,73 @@ HostBreakdown host_ram(const ModelSpec& spec, const ResolvedConfig& c, const Eng
   return h;
 }
 
+namespace {
+
+// The drafter a speculative-decoding launch adds, resolved from the knobs.
+struct Drafter {
+  bool mtp = false;                  // the target's own MTP layers
+  const ModelSpec* model = nullptr;  // a separate draft model (EAGLE heads, small LM)
+  std::vector<LayerSpec> kv_layers;  // attention layers the drafter adds to the KV pool
+};
+
+Drafter resolve_drafter(const ModelSpec& spec, const EngineConfig& config) {
+  Drafter d;
+  if (config.num_speculative_tokens < 0) {
+    throw ConfigError("num_speculative_tokens", std::to_string(config.num_speculative_tokens),
+                      ">= 0", "negative speculative tokens");
+  }
+  std::string method = lower(config.speculative_method);
+  if (config.num_speculative_tokens == 0) {
+    if (!method.empty()) {
+      throw ConfigError("num_speculative_tokens", "0", ">= 1",
+                        "speculative_method '" + method + "' needs num_speculative_tokens");
+    }
+    return d;
+  }
+  if (method.empty()) {
+    if (spec.num_nextn_predict_layers == 0) {
+      throw ConfigError("speculative_method", "unset", "mtp, eagle, eagle3, draft_model, ngram",
+                        spec.id + " ships no MTP layers: name the speculative method");
+    }
+    method = "mtp";
+  }
+  if (method == "mtp" || method == "deepseek_mtp") {
+    if (spec.num_nextn_predict_layers == 0) {
+      throw ConfigError("speculative_method", "'mtp'", "eagle, eagle3, draft_model, ngram",
+                        spec.id + " ships no MTP layers");
+    }
+    d.mtp = true;
+    d.kv_layers.assign(static_cast<std::size_t>(spec.num_nextn_predict_layers), spec.layers.back());
+  } else if (method == "eagle" || method == "eagle3" || method == "draft_model") {
+    if (!config.draft_model) {
+      throw ConfigError("speculative_model", "unset", "a model id or path",
+                        "speculative_method '" + method + "' needs the drafter's model");
+    }
+    d.model = config.draft_model.get();
+    for (const LayerSpec& layer : d.model->layers) {
+      if (layer.attention != AttentionKind::None) d.kv_layers.push_back(layer);
+    }
+  } else if (method != "ngram" && method != "suffix") {
+    throw ConfigError("speculative_method", "'" + config.speculative_method + "'",
+                      "mtp, eagle, eagle3, draft_model, ngram", "unknown speculative method");
+  }
+  return d;
+}
+
+// The spec whose layers the last stage's KV pool holds: the target's plus the drafter's.
+ModelSpec with_drafter_layers(const ModelSpec& spec, const Drafter& drafter) {
+  ModelSpec merged = spec;
+  merged.layers.insert(merged.layers.end(), drafter.kv_layers.begin(), drafter.kv_layers.end());
+  merged.num_hidden_layers = static_cast<std::int32_t>(merged.layers.size());
+  return merged;
+}
+
+}  // namespace
+
 Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardware,
                             const EngineConfig& config) {
   Breakdown b;
+  const Drafter drafter = resolve_drafter(spec, config);
   b.model_id = spec.id;
   b.gpu_id = hardware.gpu.id;
   b.profile = engine_profile(config.engine_version);
@@ -484,25 +548,52 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
     const LayerRange layers =
         pipeline_layer_range(spec.num_hidden_layers, c.pipeline_parallel_size, stage);
     const RankPlacement placement{c.tensor_parallel_size, c.pipeline_parallel_size, stage};
-    const WeightBytes weights = weight_bytes_per_rank(spec, c.quantization, c.served_dtype,
-                                                      placement, config.num_speculative_tokens > 0);
+    const WeightBytes weights =
+        weight_bytes_per_rank(spec, c.quantization, c.served_dtype, placement, drafter.mtp);
+    // A separate drafter lives on the last stage, sharded with the target's TP.
+    const RankPlacement draft_placement{c.tensor_parallel_size, 1, 0};
+    const std::int64_t draft_weights =
+        drafter.model != nullptr && last_stage
+            ? weight_bytes_per_rank(*drafter.model, drafter.model->quantization, c.served_dtype,
+                                    draft_placement)
+                  .total()
+            : 0;
     rank.total_memory_bytes = total;
     rank.requested_memory_bytes = requested;
     const std::int64_t lora = lora_bytes_per_rank(spec, config.max_loras, config.max_lora_rank,
                                                   c.served_dtype, placement);
-    rank.weights_bytes =
-        std::max<std::int64_t>(0, weights.total() - config.cpu_offload_bytes) + lora;
+    rank.weights_bytes = std::max<std::int64_t>(0, weights.total() - config.cpu_offload_bytes) +
+                         lora + draft_weights;
     rank.activation_peak_bytes = activation_peak_bytes(spec, c, b.profile, layers, last_stage);
     rank.non_torch_bytes = non_torch_bytes(c, b.profile);
     rank.cudagraph_bytes = cudagraph_bytes(spec, c, layers);
+    if (last_stage && drafter.model != nullptr) {
+      // The drafter's dummy forward follows the target's in the profile run; its graphs are
+      // captured too (pieces only: the pool base is shared).
+      const LayerRange draft_layers{0, drafter.model->num_hidden_layers};
+      rank.activation_peak_bytes =
+          std::max(rank.activation_peak_bytes,
+                   activation_peak_bytes(*drafter.model, c, b.profile, draft_layers, false));
+      if (rank.cudagraph_bytes > 0) {
+        rank.cudagraph_bytes +=
+            cudagraph_bytes(*drafter.model, c, draft_layers) - calibration::kCudagraphBase;
+      }
+    }
     rank.cuda_context_bytes = context;
     const std::int64_t graph_in_budget = b.profile.cudagraph_in_budget ? rank.cudagraph_bytes : 0;
     rank.kv_cache_bytes = config.kv_cache_memory_bytes > 0
                               ? config.kv_cache_memory_bytes
                               : requested - rank.weights_bytes - rank.activation_peak_bytes -
                                     rank.non_torch_bytes - graph_in_budget;
-    const KvCacheOptions kv = kv_options(c, layers, config.num_speculative_tokens);
-    rank.kv_layout = kv_layout(spec, kv);
+    if (last_stage && !drafter.kv_layers.empty()) {
+      // The drafter's attention layers share the KV pool (same page size, one more group
+      // member each).
+      const ModelSpec merged = with_drafter_layers(spec, drafter);
+      const LayerRange kv_layers{layers.begin, merged.num_hidden_layers};
+      rank.kv_layout = kv_layout(merged, kv_options(c, kv_layers, config.num_speculative_tokens));
+    } else {
+      rank.kv_layout = kv_layout(spec, kv_options(c, layers, config.num_speculative_tokens));
+    }
     rank.kv_bytes_per_token = rank.kv_layout.bytes_per_token;
     rank.num_blocks = kv_num_blocks(rank.kv_layout, rank.kv_cache_bytes);
     rank.headroom_bytes = total - hardware.memory_used_by_others_bytes - context - requested;

@@ -159,6 +159,12 @@ std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& pla
   if (!c.quantization.empty()) flags.emplace_back("quantization", c.quantization);
   if (c.block_size > 0) flags.emplace_back("block_size", c.block_size);
   if (c.enforce_eager) flags.emplace_back("enforce_eager", true);
+  if (c.num_speculative_tokens > 0) {
+    nlohmann::json speculative = {{"num_speculative_tokens", c.num_speculative_tokens}};
+    if (!c.speculative_method.empty()) speculative["method"] = c.speculative_method;
+    if (c.draft_model) speculative["model"] = c.draft_model->id;
+    flags.emplace_back("speculative_config", speculative);
+  }
   if (c.max_loras > 0) {
     flags.emplace_back("enable_lora", true);
     flags.emplace_back("max_loras", c.max_loras);
@@ -199,6 +205,8 @@ std::string to_vllm_args(const Plan& plan) {
       out << ' ' << text;
     } else if (value.is_string()) {
       out << ' ' << value.get<std::string>();
+    } else if (value.is_object()) {
+      out << " '" << value.dump() << "'";  // one shell word
     } else {
       out << ' ' << value.dump();
     }

@@ -60,6 +60,11 @@ vramplan::EngineConfig engine_config_from(const py::dict& knobs) {
       c.kv_cache_memory_bytes = value.cast<std::int64_t>();
     else if (key == "num_speculative_tokens")
       c.num_speculative_tokens = value.cast<std::int32_t>();
+    else if (key == "speculative_method")
+      c.speculative_method = py::str(value);
+    else if (key == "speculative_model")  // a ModelSpec (Python resolves ids and paths)
+      c.draft_model =
+          std::make_shared<const vramplan::ModelSpec>(value.cast<vramplan::ModelSpec>());
     else {
       throw vramplan::ConfigError(key, py::str(value), "a vLLM engine knob (see vramplan.KNOBS)",
                                   "unknown engine knob");

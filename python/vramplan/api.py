@@ -69,6 +69,14 @@ def load_gpu(gpu: str, *, total_memory_bytes: int | None = None) -> _core.GpuSpe
     return db.gpu(gpu)  # raises ConfigError with near names
 
 
+def _resolve_draft(knobs: dict[str, Any]) -> dict[str, Any]:
+    """`speculative_model` may be an id or a path: the core takes the drafter's ModelSpec."""
+    draft = knobs.get("speculative_model")
+    if draft is None or isinstance(draft, _core.ModelSpec):
+        return knobs
+    return {**knobs, "speculative_model": load_model(draft)}
+
+
 def schema_markdown() -> str:
     """The model/GPU YAML schema as Markdown tables (generated from the C++ key table)."""
     return str(_core.schema_markdown())
@@ -121,6 +129,7 @@ def breakdown(
     """
     spec = model if isinstance(model, _core.ModelSpec) else load_model(model)
     gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
+    knobs = _resolve_draft(knobs)
     data = _core.compute_breakdown(
         spec,
         gpu_spec,
@@ -178,6 +187,7 @@ def plan(
     """
     spec = model if isinstance(model, _core.ModelSpec) else load_model(model)
     gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
+    pinned = _resolve_draft(pinned)
     data = _core.solve(
         spec,
         gpu_spec,

@@ -58,6 +58,13 @@ def _add_launch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--safetensors-load-strategy", default=None, choices=["lazy", "eager", "prefetch"]
     )
+    p.add_argument("--num-speculative-tokens", type=int, default=None)
+    p.add_argument(
+        "--speculative-method",
+        default=None,
+        help="mtp, eagle, eagle3, draft_model, ngram (default: mtp if the model has it)",
+    )
+    p.add_argument("--speculative-model", default=None, help="the drafter: id, alias or path")
     p.add_argument("--max-loras", type=int, default=None, help="LoRA slots (implies --enable-lora)")
     p.add_argument("--max-lora-rank", type=int, default=None)
     p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
@@ -86,6 +93,9 @@ def _knobs(args: argparse.Namespace) -> dict[str, Any]:
         "enforce_eager",
         "max_loras",
         "max_lora_rank",
+        "num_speculative_tokens",
+        "speculative_method",
+        "speculative_model",
     ]
     knobs = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
     for flag, knob in (

@@ -61,3 +61,30 @@ def test_bad_knobs_raise_config_error_naming_the_field(knobs: dict, field: str) 
         vramplan.breakdown(**knobs)
     assert info.value.field == field
     assert isinstance(info.value, ValueError)
+
+
+def test_speculative_drafter_by_id_reaches_the_flags() -> None:
+    plain = vramplan.breakdown("meta-llama/Llama-3.1-8B-Instruct", "H100", max_model_len=8192)
+    drafted = vramplan.breakdown(
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "H100",
+        max_model_len=8192,
+        num_speculative_tokens=3,
+        speculative_method="draft_model",
+        speculative_model="meta-llama/Llama-3.2-1B-Instruct",
+    )
+    # Llama-3.2-1B adds 16 layers x 2 x 8 KV heads x 64 x 2 B = 32,768 B per token.
+    assert drafted.kv_bytes_per_token - plain.kv_bytes_per_token == 32_768
+    plan = vramplan.plan(
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "H100",
+        context=8192,
+        num_speculative_tokens=3,
+        speculative_method="draft_model",
+        speculative_model="meta-llama/Llama-3.2-1B-Instruct",
+    )
+    assert plan.to_llm_kwargs()["speculative_config"] == {
+        "method": "draft_model",
+        "model": "meta-llama/Llama-3.2-1B-Instruct",
+        "num_speculative_tokens": 3,
+    }

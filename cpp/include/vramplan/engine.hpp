@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,8 +60,13 @@ struct EngineConfig {
   std::int64_t swap_space_bytes = -1;       // V0 --swap-space per GPU (-1: 4 GiB default in V0)
   std::int64_t kv_cache_memory_bytes = -1;  // --kv-cache-memory-bytes, per GPU
   std::int32_t num_speculative_tokens = 0;
-  std::int32_t max_loras = 0;       // --max-loras with --enable-lora (0: LoRA off)
-  std::int32_t max_lora_rank = 16;  // --max-lora-rank
+  // "mtp" (the checkpoint's own MTP layers), "eagle" / "eagle3" / "draft_model" (a separate
+  // drafter: draft_model), "ngram" (no GPU memory). Empty with num_speculative_tokens > 0:
+  // "mtp" when the model ships MTP layers.
+  std::string speculative_method;
+  std::shared_ptr<const ModelSpec> draft_model;  // the drafter's spec for eagle/draft_model
+  std::int32_t max_loras = 0;                    // --max-loras with --enable-lora (0: LoRA off)
+  std::int32_t max_lora_rank = 16;               // --max-lora-rank
 };
 
 // The machine: GPU as CUDA reports it, what else occupies it, and the host.

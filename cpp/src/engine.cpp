@@ -365,7 +365,8 @@ std::int64_t cudagraph_bytes(const ModelSpec& spec, const ResolvedConfig& c,
   if (c.enforce_eager || c.num_cudagraph_sizes == 0) return 0;
   double per_size = 0.0;
   const double dense_piece = calibration::kCudagraphPieceBytesFixed +
-                             calibration::kCudagraphPieceBytesPerTp / c.tensor_parallel_size;
+                             calibration::kCudagraphPieceBytesPerHidden *
+                                 static_cast<double>(spec.hidden_size) / c.tensor_parallel_size;
   for (std::int32_t i = layers.begin; i < layers.end; ++i) {
     const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
     per_size += dense_piece;

@@ -42,12 +42,14 @@ constexpr std::int64_t kNonTorchV0 = 358 * kMiB;
 
 // CUDA-graph pool: a fixed part (the largest capture's activations and the graph pool's
 // first segments) plus a per-captured-piece cost (each piecewise graph is one decoder layer
-// at one batch size; its driver-side exec memory and pool outputs). Fitted on the 0.19
-// records with 51 capture sizes: Llama-3.1-8B PP=1/2/4 (0.91/0.65/0.51 GiB) gives the
-// per-layer slope; TP=2/4 (0.76/0.67) its 1/TP part.
+// at one batch size: its exec nodes and the outputs it keeps in the pool, which grow with the
+// rank's hidden width h/TP). Fitted on the 0.19 records with 51 capture sizes: Llama-3.1-8B
+// TP=1/2/4 (0.91/0.76/0.67 GiB, dev-021/025/026: 0.326/0.232/0.165 MiB per piece) give the
+// slope and intercept, PP=2/4 (0.65/0.51, dev-023/024) confirm the per-layer count, and
+// Llama-3.3-70B TP=2 (1.79/1.85, dev-011/046) the width (0.36 MiB per piece at h/TP 4096).
 constexpr std::int64_t kCudagraphBase = 400 * kMiB;
-constexpr double kCudagraphPieceBytesFixed = 0.125 * kMiB;
-constexpr double kCudagraphPieceBytesPerTp = 0.195 * kMiB;  // divided by TP
+constexpr double kCudagraphPieceBytesFixed = 0.111 * kMiB;
+constexpr double kCudagraphPieceBytesPerHidden = 5.24e-5 * kMiB;  // x hidden_size / TP
 // Extra per captured piece for a routed-expert layer (routing, align/sort kernels) and for an
 // MLA layer: Qwen3-30B-A3B 1.41, Mixtral TP=2 0.93, DeepSeek-V2-Lite 1.57, gpt-oss-20b 1.84 GiB.
 constexpr double kCudagraphPieceBytesMoe = 0.15 * kMiB;

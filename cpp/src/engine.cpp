@@ -351,8 +351,9 @@ std::int64_t sampler_peak_bytes(const ModelSpec& spec, const ResolvedConfig& c,
 }
 
 std::int64_t non_torch_bytes(const ResolvedConfig& c, const EngineProfile& profile) {
-  if (profile.era == EngineEra::V0) return calibration::kNonTorchV0;
+  // Custom all-reduce and NCCL buffers exist at TP >= 2 in every era (V0 dev-004: 3.58 GiB).
   if (c.tensor_parallel_size > 1) return calibration::kNonTorchTensorParallel;
+  if (profile.era == EngineEra::V0) return calibration::kNonTorchV0;
   if (c.pipeline_parallel_size > 1) return calibration::kNonTorchPipelineOnly;
   if (profile.era == EngineEra::V1Mid && profile.minor <= 17) {
     return calibration::kNonTorchSingleRankPre018;

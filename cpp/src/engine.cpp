@@ -407,11 +407,13 @@ HostBreakdown host_ram(const ModelSpec& spec, const ResolvedConfig& c, const Eng
   // one tensor per worker in anonymous memory, eager loading a whole shard, prefetch only
   // warms the page cache. The rest is file-backed page cache, shared and reclaimable.
   std::int64_t largest_tensor = 0;
+  std::int64_t checkpoint_bytes = 0;
   for (const auto& g : model_tensor_groups(spec)) {
-    largest_tensor = std::max(largest_tensor,
-                              tensor_group_bytes(g, spec.quantization, spec.torch_dtype, 1, true));
+    const std::int64_t bytes = tensor_group_bytes(g, spec.quantization, spec.torch_dtype, 1, true);
+    checkpoint_bytes += bytes;
+    largest_tensor = std::max(largest_tensor, bytes / std::max<std::int64_t>(1, g.count));
   }
-  h.page_cache_bytes = checkpoint_tensor_bytes(spec, false);
+  h.page_cache_bytes = spec.checkpoint_bytes > 0 ? spec.checkpoint_bytes : checkpoint_bytes;
   const std::string strategy = lower(knobs.safetensors_load_strategy);
   std::string staging_note = "formula: largest tensor per worker (memory-mapped safetensors)";
   if (strategy == "eager") {

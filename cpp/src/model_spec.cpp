@@ -250,7 +250,7 @@ void add_layer(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuild
 
 std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include_mtp) {
   std::vector<TensorGroup> groups;
-  groups.reserve(spec.layers.size() * 8 + 8);
+  groups.reserve(spec.layers.size() * 16 + 16);
   GroupBuilder b(groups);
   const std::int64_t h = spec.hidden_size;
   b.add(TensorRole::Embedding, TensorSplit::Vocab, -1, spec.vocab_size, h, false);

@@ -15,9 +15,9 @@ std::int64_t round_up(std::int64_t value, std::int64_t multiple) noexcept {
 std::int64_t elem_bytes(DType dtype) noexcept { return dtype_info(dtype).block_bytes; }
 
 bool role_listed(const QuantSpec& q, TensorRole role) noexcept {
-  const std::string name = tensor_role_name(role);
-  return std::find(q.unquantized_roles.begin(), q.unquantized_roles.end(), name) !=
-         q.unquantized_roles.end();
+  const char* name = tensor_role_name(role);  // compared in place: no string is built
+  return std::any_of(q.unquantized_roles.begin(), q.unquantized_roles.end(),
+                     [name](const std::string& listed) { return listed == name; });
 }
 
 bool is_expert(TensorRole role) noexcept {

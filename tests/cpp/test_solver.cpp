@@ -6,6 +6,7 @@
 #include "test_support.hpp"
 #include "vramplan/engine.hpp"
 #include "vramplan/solver.hpp"
+#include "vramplan/spec_db.hpp"
 
 using namespace vramplan;
 using vramplan_test::kGiB;
@@ -239,4 +240,49 @@ TEST(SolverProperties, MonotoneAndDeterministic) {
     EXPECT_LE(plan.max_num_seqs, seqs_before) << context;
     seqs_before = plan.max_num_seqs;
   }
+}
+
+TEST(SolverProperties, HoldAcrossArchitecturesGpusAndVersions) {
+  const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  int plans_that_fit = 0;
+  for (const char* model : {"meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B", "google/gemma-2-9b-it",
+                            "openai/gpt-oss-20b", "Qwen/Qwen3-Next-80B-A3B-Thinking",
+                            "deepseek-ai/DeepSeek-V2-Lite-Chat"}) {
+    for (const char* gpu : {"L40S", "H100-80GB", "H200"}) {
+      for (const char* version : {"0.19.0", "0.21.0"}) {
+        SCOPED_TRACE(std::string(model) + " on " + gpu + " vLLM " + version);
+        Plan previous;
+        bool have_previous = false;
+        for (double others_gib : {12.0, 6.0, 0.0}) {  // more free memory each step
+          SolveRequest req;
+          req.hardware.gpu = db.gpu(gpu);
+          req.hardware.memory_used_by_others_bytes = static_cast<std::int64_t>(others_gib * kGiB);
+          req.pinned.engine_version = version;
+          req.target_context_tokens = 16384;
+          const Plan plan = solve(db.model(model), req);
+          EXPECT_EQ(to_vllm_args(plan), to_vllm_args(solve(db.model(model), req)));
+          if (plan.fits) {
+            ++plans_that_fit;
+            // The recommended flags pass the engine's own checks.
+            EXPECT_EQ(compute_breakdown(db.model(model), req.hardware, plan.config).outcome,
+                      Outcome::Started);
+          }
+          if (have_previous && previous.fits) {
+            EXPECT_TRUE(plan.fits);
+            EXPECT_GE(plan.gpu_memory_utilization, previous.gpu_memory_utilization);
+            EXPECT_GE(plan.max_model_len, previous.max_model_len);
+            EXPECT_GE(plan.max_num_seqs, previous.max_num_seqs);
+            EXPECT_GE(plan.max_num_batched_tokens, previous.max_num_batched_tokens);
+          }
+          previous = plan;
+          have_previous = true;
+        }
+      }
+    }
+  }
+  // 108 launches. Never fitting: Qwen3-Next (149 GiB of bf16 weights) on any card (18);
+  // Qwen3-30B-A3B (56.9 GiB) on the 44.4 GiB L40S (6); DeepSeek-V2-Lite (29.3 GiB) on an
+  // L40S with 12 GiB taken by others (2). The other 82 must fit, or the properties above
+  // test nothing.
+  EXPECT_EQ(plans_that_fit, 82);
 }

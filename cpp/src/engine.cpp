@@ -163,47 +163,6 @@ const char* outcome_name(Outcome outcome) noexcept {
   return "?";
 }
 
-EngineProfile engine_profile(const std::string& version) {
-  EngineProfile p;
-  p.version = version.empty() ? "0.21.0" : version;
-  std::string v = lower(p.version);
-  std::size_t pos = 0;
-  while (pos < v.size() && !std::isdigit(static_cast<unsigned char>(v[pos]))) ++pos;
-  int major = -1;
-  int minor = -1;
-  if (pos < v.size()) {
-    std::istringstream in(v.substr(pos));
-    char dot = 0;
-    in >> major >> dot >> minor;
-    if (in.fail() || dot != '.') minor = -1;
-  }
-  if (major != 0 || minor < 0) {
-    throw ConfigError("engine_version", "'" + version + "'", "0.5 .. 0.x",
-                      "not a vLLM version this planner knows");
-  }
-  p.minor = minor;
-  if (minor <= 7) {
-    p.era = EngineEra::V0;
-  } else if (minor <= 10) {
-    p.era = EngineEra::V1Early;
-  } else if (minor <= 20) {
-    p.era = EngineEra::V1Mid;
-  } else {
-    p.era = EngineEra::V1Latest;
-  }
-  p.default_gpu_memory_utilization = p.era == EngineEra::V1Latest ? 0.92 : 0.9;
-  p.cudagraph_in_budget = p.era == EngineEra::V1Latest;
-  p.chunked_prefill_default = p.era != EngineEra::V0;
-  p.tokens_from_concurrency = p.era == EngineEra::V1Latest;
-  // V1 before 0.17 kept the larger set of sampler temporaries (dev-049..052 at 0.15/0.16;
-  // dev-008 at 0.10.1 reaches its measured -2.14 GiB only with them).
-  const bool old_sampler =
-      p.era == EngineEra::V1Early || (p.era == EngineEra::V1Mid && minor <= 16);
-  p.sampler_bytes_per_logit =
-      old_sampler ? calibration::kSamplerBytesPerLogitPre017 : calibration::kSamplerBytesPerLogit;
-  return p;
-}
-
 ResolvedConfig resolve_config(const ModelSpec& spec, const HardwareConfig& hardware,
                               const EngineConfig& config, const EngineProfile& profile) {
   ResolvedConfig r;
@@ -275,15 +234,13 @@ ResolvedConfig resolve_config(const ModelSpec& spec, const HardwareConfig& hardw
   const bool big_gpu =
       hardware.gpu.total_memory_bytes >= 70 * kGiB &&
       lower(hardware.gpu.id + " " + hardware.gpu.name).find("a100") == std::string::npos;
-  std::int64_t default_seqs = 0;
-  std::int64_t default_tokens = 0;
-  if (profile.era == EngineEra::V0) {
-    default_seqs = 256;
-    default_tokens = std::max<std::int64_t>(r.max_model_len, 2048);
-  } else {
-    default_seqs = big_gpu ? 1024 : 256;
-    default_tokens = big_gpu ? (config.llm_class ? 16384 : 8192) : (config.llm_class ? 8192 : 2048);
-  }
+  const std::int64_t default_seqs =
+      big_gpu ? profile.max_num_seqs_large_gpu : profile.max_num_seqs_other_gpu;
+  const std::int64_t default_tokens =
+      config.llm_class ? (big_gpu ? profile.max_num_batched_tokens_llm_large_gpu
+                                  : profile.max_num_batched_tokens_llm_other_gpu)
+                       : (big_gpu ? profile.max_num_batched_tokens_serve_large_gpu
+                                  : profile.max_num_batched_tokens_serve_other_gpu);
   r.chunked_prefill = profile.chunked_prefill_default;
   r.max_num_seqs = config.max_num_seqs > 0 ? config.max_num_seqs : default_seqs;
   if (config.max_num_batched_tokens > 0) {
@@ -353,12 +310,10 @@ std::int64_t sampler_peak_bytes(const ModelSpec& spec, const ResolvedConfig& c,
 std::int64_t non_torch_bytes(const ResolvedConfig& c, const EngineProfile& profile) {
   // Custom all-reduce and NCCL buffers exist at TP >= 2 in every era (V0 dev-004: 3.58 GiB).
   if (c.tensor_parallel_size > 1) return calibration::kNonTorchTensorParallel;
-  if (profile.era == EngineEra::V0) return calibration::kNonTorchV0;
-  if (c.pipeline_parallel_size > 1) return calibration::kNonTorchPipelineOnly;
-  if (profile.era == EngineEra::V1Mid && profile.minor <= 17) {
-    return calibration::kNonTorchSingleRankPre018;
+  if (c.pipeline_parallel_size > 1 && profile.era != EngineEra::V0) {
+    return calibration::kNonTorchPipelineOnly;
   }
-  return calibration::kNonTorchSingleRank;
+  return profile.non_torch_single_rank_bytes;  // per version: model_specs/engines.yaml
 }
 
 std::int64_t cudagraph_bytes(const ModelSpec& spec, const ResolvedConfig& c,

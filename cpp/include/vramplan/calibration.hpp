@@ -16,29 +16,15 @@ constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 // attention input/output, q/k/v slices): Llama-3.1-8B PP=2/4 first stages (dev-023/024,
 // no sampler) peak at 1.05-1.10 GiB = T * 2 B * (3 * I + k * h) with k ~ 6.
 constexpr double kForwardHiddenBuffers = 6.0;
-// Sampler peak per (request x vocab entry), beyond the logits dtype itself: fp32 logits,
-// softmax probabilities, top-k/top-p sort values and int64 indices. Fitted over the TP=1 dense
-// 0.19 records (Llama-3.1-8B, Qwen2.5-7B, Qwen3-8B, phi-4, gemma-2/3) at 1024 requests:
-// 15.2 +- 0.5 B per entry with bf16 logits.
-constexpr double kSamplerBytesPerLogit = 13.2;
-// V1 before 0.17 kept more sampler temporaries: Qwen3-14B 5.64 GiB in 0.15/0.16 vs 2.23 GiB
-// in 0.17/0.18 at the same launch (dev-049..052). Checked on 0.10.1 by dev-008 (gpt-oss-120b:
-// available KV -2.14 GiB measured, -2.2 GiB with this value).
-constexpr double kSamplerBytesPerLogitPre017 = 36.9;
+// Sampler bytes per logit and the TP=1 non-torch memory change between vLLM releases: they
+// are per-version data in model_specs/engines.yaml, with the records they come from.
 
 // Memory outside torch's allocator grown during the profile run.
-// TP=1: cuBLAS/cuBLASLt workspaces and attention-backend buffers (0.24-0.27 GiB on every
-// 0.19 TP=1 record).
-constexpr std::int64_t kNonTorchSingleRank = 256 * kMiB;
 // PP>1 with TP=1 (0.07 GiB, dev-023/024): the workspaces are created before the snapshot.
 constexpr std::int64_t kNonTorchPipelineOnly = 72 * kMiB;
 // TP>=2: custom all-reduce IPC buffers and lazily created NCCL buffers: 2.06-2.17 GiB at
 // TP=2/4 (dev-025/026/031/042/043/011/046/029).
 constexpr std::int64_t kNonTorchTensorParallel = 2110 * kMiB;
-// vLLM <= 0.17 measured 0.13 GiB at TP=1 (dev-049..051).
-constexpr std::int64_t kNonTorchSingleRankPre018 = 133 * kMiB;
-// V0 reported 0.35 GiB non-torch on an RTX 3090 (dev-001/002).
-constexpr std::int64_t kNonTorchV0 = 358 * kMiB;
 
 // CUDA-graph pool: a fixed part (the largest capture's activations and the graph pool's
 // first segments) plus a per-captured-piece cost (each piecewise graph is one decoder layer

@@ -28,15 +28,30 @@ const char* engine_era_name(EngineEra era) noexcept;
 struct EngineProfile {
   std::string version;  // as given, e.g. "0.19.0"
   EngineEra era = EngineEra::V1Latest;
-  std::int32_t minor = 21;  // 0.<minor>
+  std::int32_t minor = 21;       // 0.<minor>
+  std::int32_t from_minor = 21;  // the model_specs/engines.yaml row this profile comes from
   double default_gpu_memory_utilization = 0.92;
   bool cudagraph_in_budget = true;  // estimate subtracted from the KV budget
   bool chunked_prefill_default = true;
   bool tokens_from_concurrency = true;   // "GPU KV cache size" = int(concurrency * max_model_len)
   double sampler_bytes_per_logit = 0.0;  // fitted: peak sampler bytes per (request x vocab entry)
+  std::int64_t non_torch_single_rank_bytes = 0;  // TP=1, no PP: cuBLAS/attention workspaces
+  // Batch defaults: "large" GPUs have >= 70 GiB and are not A100s; `llm` is vllm.LLM(...).
+  std::int64_t max_num_seqs_large_gpu = 1024;
+  std::int64_t max_num_seqs_other_gpu = 256;
+  std::int64_t max_num_batched_tokens_serve_large_gpu = 8192;
+  std::int64_t max_num_batched_tokens_serve_other_gpu = 2048;
+  std::int64_t max_num_batched_tokens_llm_large_gpu = 16384;
+  std::int64_t max_num_batched_tokens_llm_other_gpu = 8192;
 };
 
-// Parse "0.19.0", "v0.6.4.post2", "0.10.1.x"; empty -> newest profile. Throws ConfigError.
+// The rows of an engines YAML document (model_specs/engines.yaml), validated: eras known,
+// versions ascending, every field present with a sane value. Throws SpecError naming `file`.
+std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
+                                                 const std::string& file);
+
+// Parse "0.19.0", "v0.6.4.post2", "0.10.1.x"; empty -> newest profile. The profile is the
+// compiled-in engines.yaml row for that version. Throws ConfigError.
 EngineProfile engine_profile(const std::string& version);
 
 // The knobs, with vLLM's names. Negative / empty = unset: the engine default applies.

@@ -1,0 +1,85 @@
+// Engine profiles are data (model_specs/engines.yaml, compiled in): versions map to their
+// rows, and a malformed engines document is a named error.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "vramplan/engine.hpp"
+#include "vramplan/errors.hpp"
+
+using namespace vramplan;
+
+TEST(EngineProfiles, VersionsMapToTheirRows) {
+  // 0.19: graphs captured after the KV allocation, outside the 0.90 budget; tokens from blocks.
+  const EngineProfile v019 = engine_profile("0.19.0");
+  EXPECT_EQ(v019.era, EngineEra::V1Mid);
+  EXPECT_DOUBLE_EQ(v019.default_gpu_memory_utilization, 0.90);
+  EXPECT_FALSE(v019.cudagraph_in_budget);
+  EXPECT_FALSE(v019.tokens_from_concurrency);
+  EXPECT_EQ(v019.non_torch_single_rank_bytes, 256 << 20);
+  EXPECT_EQ(v019.max_num_seqs_large_gpu, 1024);
+  // >= 0.21: the CUDA-graph estimate is inside the budget, default utilization 0.92.
+  const EngineProfile v021 = engine_profile("0.21.0");
+  EXPECT_EQ(v021.era, EngineEra::V1Latest);
+  EXPECT_DOUBLE_EQ(v021.default_gpu_memory_utilization, 0.92);
+  EXPECT_TRUE(v021.cudagraph_in_budget);
+  EXPECT_TRUE(v021.tokens_from_concurrency);
+  EXPECT_EQ(engine_profile("0.27.1").from_minor, 21);
+  EXPECT_EQ(engine_profile("").era, EngineEra::V1Latest);  // newest when unset
+  // 0.15/0.16 kept the larger sampler temporaries and 0.13 GiB of TP=1 non-torch memory.
+  EXPECT_DOUBLE_EQ(engine_profile("0.15.1").sampler_bytes_per_logit, 36.9);
+  EXPECT_EQ(engine_profile("0.16.0").non_torch_single_rank_bytes, 133 << 20);
+  EXPECT_DOUBLE_EQ(engine_profile("0.17.0").sampler_bytes_per_logit, 13.2);
+  // V0: no chunked prefill by default, 256 sequences everywhere.
+  const EngineProfile v0 = engine_profile("v0.6.4.post2");
+  EXPECT_EQ(v0.era, EngineEra::V0);
+  EXPECT_FALSE(v0.chunked_prefill_default);
+  EXPECT_EQ(v0.max_num_seqs_large_gpu, 256);
+  EXPECT_EQ(engine_profile("0.10.1.x").era, EngineEra::V1Early);
+  for (const char* bad : {"0.4.0", "1.0.0", "banana", "0"}) {
+    EXPECT_THROW(engine_profile(bad), ConfigError) << bad;
+  }
+}
+
+TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
+  const std::string row =
+      "  - from_version: \"0.19\"\n    era: v1\n    default_gpu_memory_utilization: 0.9\n"
+      "    cudagraph_in_budget: false\n    chunked_prefill_default: true\n"
+      "    kv_tokens_report: blocks\n    sampler_bytes_per_logit: 13.2\n"
+      "    non_torch_single_rank_bytes: 268435456\n"
+      "    max_num_seqs: {large_gpu: 1024, other_gpu: 256}\n"
+      "    max_num_batched_tokens: {serve_large_gpu: 8192, serve_other_gpu: 2048, "
+      "llm_large_gpu: 16384, llm_other_gpu: 8192}\n";
+  EXPECT_EQ(parse_engine_profiles("engines:\n" + row, "e.yaml").size(), 1u);
+  struct Case {
+    std::string text;
+    const char* field;
+  };
+  auto replace = [&row](const std::string& from, const std::string& to) {
+    std::string r = row;
+    r.replace(r.find(from), from.size(), to);
+    return "engines:\n" + r;
+  };
+  const Case cases[] = {
+      {"engines: []\n", "engines"},
+      {"models: {}\n", "engines"},
+      {replace("era: v1", "era: v2"), "era"},
+      {replace("0.9\n", "1.7\n"), "default_gpu_memory_utilization"},
+      {replace("cudagraph_in_budget: false", "cudagraph_in_budget: maybe"), "cudagraph_in_budget"},
+      {replace("kv_tokens_report: blocks", "kv_tokens_report: pages"), "kv_tokens_report"},
+      {replace("    sampler_bytes_per_logit: 13.2\n", ""), "sampler_bytes_per_logit"},
+      {replace("large_gpu: 1024,", "large_gpu: -3,"), "max_num_seqs.large_gpu"},
+      {replace("\"0.19\"", "\"nineteen\""), "from_version"},
+      {"engines:\n" + row + row, "from_version"},  // not ascending
+      {"engines: [unclosed\n", "<document>"},
+  };
+  for (const Case& c : cases) {
+    try {
+      (void)parse_engine_profiles(c.text, "e.yaml");
+      ADD_FAILURE() << "accepted: " << c.text;
+    } catch (const SpecError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.field), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("e.yaml"), std::string::npos) << e.what();
+    }
+  }
+}

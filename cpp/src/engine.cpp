@@ -222,6 +222,13 @@ ResolvedConfig resolve_config(const ModelSpec& spec, const HardwareConfig& hardw
     r.quantization.expert_hidden_multiple = 256;
     r.quantization.expert_intermediate_multiple = blackwell ? 256 : 128;
   }
+  if (config.max_model_len > spec.max_position_embeddings) {
+    // vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (then quality is not guaranteed).
+    throw ConfigError("max_model_len", std::to_string(config.max_model_len),
+                      "<= " + std::to_string(spec.max_position_embeddings) +
+                          " (the model's max_position_embeddings)",
+                      "longer than the model supports");
+  }
   r.max_model_len = config.max_model_len > 0 ? config.max_model_len : spec.max_position_embeddings;
   // Block size: 16, except MLA backends (FlashMLA 64 on Hopper, CUTLASS MLA 128 on Blackwell).
   r.block_size = 16;

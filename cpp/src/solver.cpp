@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "vramplan/calibration.hpp"
+#include "vramplan/errors.hpp"
 
 namespace vramplan {
 namespace {
@@ -230,6 +231,48 @@ Plan solve(const ModelSpec& spec, const SolveRequest& request) {
     }
   }
   return plan;
+}
+
+std::vector<SweepPoint> sweep(const ModelSpec& spec, const HardwareConfig& hardware,
+                              const EngineConfig& base, const SweepGrid& grid) {
+  const std::vector<double> utils = grid.gpu_memory_utilization.empty()
+                                        ? std::vector<double>{base.gpu_memory_utilization}
+                                        : grid.gpu_memory_utilization;
+  const std::vector<std::int64_t> lens = grid.max_model_len.empty()
+                                             ? std::vector<std::int64_t>{base.max_model_len}
+                                             : grid.max_model_len;
+  const std::vector<std::int64_t> seqs =
+      grid.max_num_seqs.empty() ? std::vector<std::int64_t>{base.max_num_seqs} : grid.max_num_seqs;
+  std::vector<SweepPoint> out;
+  out.reserve(utils.size() * lens.size() * seqs.size());
+  EngineConfig config = base;
+  for (const double u : utils) {
+    for (const std::int64_t len : lens) {
+      for (const std::int64_t n : seqs) {
+        config.gpu_memory_utilization = u;
+        config.max_model_len = len;
+        config.max_num_seqs = n;
+        SweepPoint point;
+        point.gpu_memory_utilization = u;
+        point.max_model_len = len;
+        point.max_num_seqs = n;
+        try {
+          const Breakdown b = compute_breakdown(spec, hardware, config);
+          point.kv_cache_bytes = b.ranks.front().kv_cache_bytes;
+          for (const auto& rank : b.ranks) {
+            point.kv_cache_bytes = std::min(point.kv_cache_bytes, rank.kv_cache_bytes);
+          }
+          point.kv_tokens = b.kv_tokens;
+          point.max_concurrency = b.max_concurrency;
+          point.outcome = static_cast<int>(b.outcome);
+        } catch (const ConfigError&) {
+          point.outcome = -1;  // e.g. max_model_len beyond the model
+        }
+        out.push_back(point);
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace vramplan

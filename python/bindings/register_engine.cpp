@@ -123,6 +123,51 @@ void register_engine(py::module_& m) {
       py::arg("memory_used_by_others_bytes") = 0, py::arg("host_ram_bytes") = 0,
       py::arg("target_context_tokens") = 0, py::arg("target_concurrency") = 0,
       py::arg("safety_margin_bytes") = -1);
+
+  m.def(
+      "sweep",
+      [](const vramplan::ModelSpec& spec, const vramplan::GpuSpec& gpu, const py::dict& knobs,
+         std::vector<double> utilizations, std::vector<std::int64_t> max_model_lens,
+         std::vector<std::int64_t> max_num_seqs, std::int32_t num_gpus,
+         std::int64_t memory_used_by_others_bytes) {
+        vramplan::HardwareConfig hardware;
+        hardware.gpu = gpu;
+        hardware.num_gpus = num_gpus;
+        hardware.memory_used_by_others_bytes = memory_used_by_others_bytes;
+        const vramplan::EngineConfig base = engine_config_from(knobs);
+        const vramplan::SweepGrid grid{std::move(utilizations), std::move(max_model_lens),
+                                       std::move(max_num_seqs)};
+        std::vector<vramplan::SweepPoint> points;
+        {
+          py::gil_scoped_release release;
+          points = vramplan::sweep(spec, hardware, base, grid);
+        }
+        // Columns, so a notebook can hand them to pandas / numpy directly.
+        py::list util, length, seqs, kv_bytes, kv_tokens, concurrency, outcome;
+        for (const auto& p : points) {
+          util.append(p.gpu_memory_utilization);
+          length.append(p.max_model_len);
+          seqs.append(p.max_num_seqs);
+          kv_bytes.append(p.kv_cache_bytes);
+          kv_tokens.append(p.kv_tokens);
+          concurrency.append(p.max_concurrency);
+          outcome.append(p.outcome < 0
+                             ? std::string("rejected")
+                             : vramplan::outcome_name(static_cast<vramplan::Outcome>(p.outcome)));
+        }
+        py::dict out;
+        out["gpu_memory_utilization"] = util;
+        out["max_model_len"] = length;
+        out["max_num_seqs"] = seqs;
+        out["kv_cache_bytes"] = kv_bytes;
+        out["kv_tokens"] = kv_tokens;
+        out["max_concurrency"] = concurrency;
+        out["outcome"] = outcome;
+        return out;
+      },
+      py::arg("spec"), py::arg("gpu"), py::arg("knobs"), py::arg("gpu_memory_utilization"),
+      py::arg("max_model_len"), py::arg("max_num_seqs"), py::arg("num_gpus") = 1,
+      py::arg("memory_used_by_others_bytes") = 0);
 }
 
 }  // namespace vramplan_py

@@ -24,6 +24,7 @@ from .api import (
     plan,
     schema_markdown,
     spec_database,
+    sweep,
 )
 
 __version__ = "0.1.0"
@@ -49,6 +50,7 @@ __all__ = [
     "plan",
     "schema_markdown",
     "spec_database",
+    "sweep",
 ]
 
 

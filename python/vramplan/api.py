@@ -200,3 +200,34 @@ def plan(
         safety_margin_bytes=-1 if safety_margin_bytes is None else safety_margin_bytes,
     )
     return Plan(data)
+
+
+def sweep(
+    model: str | _core.ModelSpec = DEFAULT_MODEL,
+    gpu: str | _core.GpuSpec = DEFAULT_GPU,
+    *,
+    gpu_memory_utilization: list[float] | None = None,
+    max_model_len: list[int] | None = None,
+    max_num_seqs: list[int] | None = None,
+    num_gpus: int = 1,
+    memory_used_by_others_bytes: int = 0,
+    **knobs: Any,
+) -> dict[str, list[Any]]:
+    """Every combination of the listed utilizations, context lengths and sequence limits,
+    evaluated in C++ in one call. Returns columns (lists of equal length): the grid values,
+    kv_cache_bytes (worst rank), kv_tokens, max_concurrency and outcome ("rejected" when the
+    engine would refuse the knobs outright)."""
+    spec = model if isinstance(model, _core.ModelSpec) else load_model(model)
+    gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
+    return dict(
+        _core.sweep(
+            spec,
+            gpu_spec,
+            _resolve_draft(knobs),
+            list(gpu_memory_utilization or []),
+            list(max_model_len or []),
+            list(max_num_seqs or []),
+            num_gpus=num_gpus,
+            memory_used_by_others_bytes=memory_used_by_others_bytes,
+        )
+    )

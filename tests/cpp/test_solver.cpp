@@ -5,6 +5,7 @@
 
 #include "test_support.hpp"
 #include "vramplan/engine.hpp"
+#include "vramplan/errors.hpp"
 #include "vramplan/solver.hpp"
 #include "vramplan/spec_db.hpp"
 
@@ -285,4 +286,16 @@ TEST(SolverProperties, HoldAcrossArchitecturesGpusAndVersions) {
   // L40S with 12 GiB taken by others (2). The other 82 must fit, or the properties above
   // test nothing.
   EXPECT_EQ(plans_that_fit, 82);
+}
+
+TEST(Engine, MaxModelLenBeyondTheModelIsRefused) {
+  // Llama-3.1-8B: max_position_embeddings 131072; vLLM refuses a longer max_model_len.
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  HardwareConfig hw;
+  hw.gpu = vramplan_test::h100();
+  EngineConfig config;
+  config.max_model_len = 131072;
+  EXPECT_NO_THROW(compute_breakdown(s, hw, config));
+  config.max_model_len = 131073;
+  EXPECT_THROW(compute_breakdown(s, hw, config), ConfigError);
 }

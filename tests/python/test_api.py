@@ -88,3 +88,35 @@ def test_speculative_drafter_by_id_reaches_the_flags() -> None:
         "model": "meta-llama/Llama-3.2-1B-Instruct",
         "num_speculative_tokens": 3,
     }
+
+
+def test_sweep_agrees_with_breakdown_and_is_monotone() -> None:
+    grid = vramplan.sweep(
+        "meta-llama/Llama-3.1-8B",
+        "H100",
+        gpu_memory_utilization=[0.5, 0.7, 0.9],
+        max_model_len=[8192, 131072, 262144],
+        max_num_seqs=[64, 256],
+        engine_version="0.19.0",
+    )
+    assert {len(column) for column in grid.values()} == {18}
+    # 262144 exceeds Llama-3.1-8B's 131072 positions: vLLM refuses it.
+    rejected = [i for i, n in enumerate(grid["max_model_len"]) if n == 262144]
+    assert all(grid["outcome"][i] == "rejected" for i in rejected)
+    i = grid["max_model_len"].index(131072)
+    one = vramplan.breakdown(
+        "meta-llama/Llama-3.1-8B",
+        "H100",
+        gpu_memory_utilization=grid["gpu_memory_utilization"][i],
+        max_model_len=131072,
+        max_num_seqs=grid["max_num_seqs"][i],
+        engine_version="0.19.0",
+    )
+    assert grid["kv_tokens"][i] == one.kv_tokens
+    tokens_8k = [
+        t
+        for t, n, s in zip(grid["kv_tokens"], grid["max_model_len"], grid["max_num_seqs"])
+        if n == 8192 and s == 64
+    ]
+    assert tokens_8k == sorted(tokens_8k)
+    assert tokens_8k[0] < tokens_8k[-1]

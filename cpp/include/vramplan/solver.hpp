@@ -48,6 +48,27 @@ struct Plan {
 
 Plan solve(const ModelSpec& spec, const SolveRequest& request);
 
+// A grid of launches evaluated in one call (notebook sweeps): the cartesian product of the
+// listed utilizations, context lengths and sequence limits over `base` (empty list = base's
+// value). Rows are in that nesting order; a launch the engine rejects outright (an invalid
+// knob) reports outcome -1.
+struct SweepGrid {
+  std::vector<double> gpu_memory_utilization;
+  std::vector<std::int64_t> max_model_len;
+  std::vector<std::int64_t> max_num_seqs;
+};
+struct SweepPoint {
+  double gpu_memory_utilization = 0.0;
+  std::int64_t max_model_len = 0;
+  std::int64_t max_num_seqs = 0;
+  std::int64_t kv_cache_bytes = 0;  // worst rank
+  std::int64_t kv_tokens = 0;
+  double max_concurrency = 0.0;
+  int outcome = -1;  // static_cast<int>(Outcome), -1 = rejected knobs
+};
+std::vector<SweepPoint> sweep(const ModelSpec& spec, const HardwareConfig& hardware,
+                              const EngineConfig& base, const SweepGrid& grid);
+
 // `vllm serve` flags for the plan (model not included), e.g. "--gpu-memory-utilization 0.91 ...".
 std::string to_vllm_args(const Plan& plan);
 

@@ -24,6 +24,7 @@ TERMS = (
     "cudagraph_gib",
     "kv_cache_gib",
     "kv_tokens",
+    "max_concurrency",
 )
 
 # GPU names as records spell them -> database ids (first match wins).
@@ -133,6 +134,10 @@ def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
 
 def _measured(record: dict[str, Any]) -> dict[str, Any]:
     out = {term: record.get(term) for term in TERMS}
+    concurrency = out.get("max_concurrency")
+    if isinstance(concurrency, str):  # records write "58.11x @ 8,192 tokens"
+        match = re.match(r"\s*([0-9.]+)\s*x", concurrency)
+        out["max_concurrency"] = float(match.group(1)) if match else None
     out["outcome"] = record.get("outcome")
     return out
 
@@ -165,6 +170,7 @@ def replay_record(record: dict[str, Any]) -> Replay:
         "cudagraph_gib": cudagraph,
         "kv_cache_gib": data["kv_cache_bytes"] / GIB,
         "kv_tokens": data["kv_tokens"],
+        "max_concurrency": data["max_concurrency"],
         "outcome": data["outcome"],
     }
     launch = {"model": spec.id, "gpu": gpu.id, **knobs}

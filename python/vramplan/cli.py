@@ -255,6 +255,21 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    info = api.inspect_checkpoint(args.path)
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"{info['model']}  ({info['kind']}, {len(info['files'])} files read)")
+    if info["checkpoint_bytes"]:
+        diff = info["checkpoint_bytes"] - info["spec_checkpoint_bytes"]
+        print(f"  checkpoint tensors: {info['checkpoint_bytes']:,} bytes (exact, from the headers)")
+        print(
+            f"  spec formula:       {info['spec_checkpoint_bytes']:,} bytes ({diff:+,} unexplained)"
+        )
+    return 0
+
+
 def _cmd_schema(_: argparse.Namespace) -> int:
     print(api.schema_markdown(), end="")
     return 0
@@ -289,6 +304,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gpus", help="list GPUs with their CUDA-reported totals")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_gpus)
+    p = sub.add_parser("inspect", help="what a model path holds: files, exact checkpoint bytes")
+    p.add_argument("path", help="config.json, checkpoint folder or HF cache entry")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_inspect)
     p = sub.add_parser("schema", help="print the model/GPU YAML schema as Markdown")
     p.set_defaults(func=_cmd_schema)
     return parser

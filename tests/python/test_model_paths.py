@@ -84,3 +84,60 @@ def test_unknown_layout_fails_closed(tmp_path: Path) -> None:
     )
     with pytest.raises(vramplan.SpecError, match="model_type"):
         vramplan.load_model(tmp_path)
+
+
+def _write_safetensors(path: Path, tensors: dict[str, list[int]]) -> int:
+    """bf16 tensors of the given shapes, zero data; returns the data bytes written."""
+    header, offset = {}, 0
+    for name, shape in tensors.items():
+        size = 2
+        for dim in shape:
+            size *= dim
+        header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header).encode()
+    path.write_bytes(len(text).to_bytes(8, "little") + text + bytes(offset))
+    return offset
+
+
+def test_inspect_reports_exact_checkpoint_bytes(tmp_path: Path) -> None:
+    config = {
+        "model_type": "llama",
+        "hidden_size": 64,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "intermediate_size": 128,
+        "vocab_size": 100,
+        "max_position_embeddings": 256,
+        "torch_dtype": "bfloat16",
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    layer = "model.layers.0."
+    tensors = {
+        "model.embed_tokens.weight": [100, 64],
+        "lm_head.weight": [100, 64],
+        "model.norm.weight": [64],
+        layer + "self_attn.q_proj.weight": [64, 64],
+        layer + "self_attn.k_proj.weight": [32, 64],
+        layer + "self_attn.v_proj.weight": [32, 64],
+        layer + "self_attn.o_proj.weight": [64, 64],
+        layer + "mlp.gate_proj.weight": [128, 64],
+        layer + "mlp.up_proj.weight": [128, 64],
+        layer + "mlp.down_proj.weight": [64, 128],
+        layer + "input_layernorm.weight": [64],
+        layer + "post_attention_layernorm.weight": [64],
+        "extra_head.weight": [10, 64],
+    }  # a tensor the config does not describe
+    written = _write_safetensors(tmp_path / "model.safetensors", tensors)
+    out = subprocess.run(
+        [sys.executable, "-m", "vramplan", "inspect", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["kind"] == "safetensors"
+    assert info["checkpoint_bytes"] == written
+    assert info["checkpoint_bytes"] - info["spec_checkpoint_bytes"] == 10 * 64 * 2

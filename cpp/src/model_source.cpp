@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vramplan/errors.hpp"
+#include "vramplan/gguf_import.hpp"
 #include "vramplan/hf_import.hpp"
 #include "vramplan/spec_db.hpp"
 #include "vramplan/tensor_headers.hpp"
@@ -107,13 +108,10 @@ LoadedModel load_model_path(const std::string& path) {
       out.spec = load_model_spec_file(path);
       out.kind = "yaml";
     } else if (has_suffix(path, ".gguf")) {
-      // The header is read (and checked) so the error can state the architecture.
       const GgufHeader header = read_gguf_header(path);
-      throw ConfigError("model", path, "a spec YAML with quantization method gguf",
-                        "planning straight from a GGUF file (architecture " +
-                            header.architecture().value_or("?") +
-                            ") is not supported yet; write a spec (see model_specs/models/"
-                            "bartowski/)");
+      out.spec = model_spec_from_gguf(header);
+      out.kind = "gguf";
+      out.checkpoint_bytes = header.tensor_bytes();
     } else if (has_suffix(path, ".json")) {
       out.spec = load_hf_config(path);
       out.kind = "config";
@@ -125,7 +123,15 @@ LoadedModel load_model_path(const std::string& path) {
   } else {
     const std::string dir = resolve_model_folder(path);
     if (!fs::is_regular_file(fs::path(dir) / "config.json", ec)) {
-      throw ConfigError("model", dir, "a folder with config.json", "no config.json in the folder");
+      // A folder holding one GGUF file (a llama.cpp download) plans from that file.
+      std::vector<std::string> ggufs;
+      for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        if (has_suffix(entry.path().string(), ".gguf")) ggufs.push_back(entry.path().string());
+        if (ggufs.size() > 1) break;
+      }
+      if (ggufs.size() == 1) return load_model_path(ggufs.front());
+      throw ConfigError("model", dir, "a folder with config.json or a single .gguf file",
+                        "no config.json in the folder");
     }
     out.spec = load_hf_config(dir);
     out.kind = "config";

@@ -1,5 +1,5 @@
 // Models the user points at on disk, read offline: a spec YAML, a config.json, a checkpoint
-// folder (plain, or a Hugging Face cache entry models--ORG--NAME).
+// folder (plain, or a Hugging Face cache entry models--ORG--NAME), or a GGUF file.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@ std::string resolve_model_folder(const std::string& path);
 
 struct LoadedModel {
   ModelSpec spec;
-  std::string kind;                // "yaml", "config", "safetensors"
+  std::string kind;                // "yaml", "config", "safetensors", "gguf"
   std::vector<std::string> files;  // the files read
   // Exact stored bytes of every tensor in the checkpoint files (0 when only a config was read).
   std::int64_t checkpoint_bytes = 0;

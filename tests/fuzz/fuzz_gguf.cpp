@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vramplan/errors.hpp"
+#include "vramplan/gguf_import.hpp"
 #include "vramplan/tensor_headers.hpp"
 
 namespace {
@@ -44,6 +45,11 @@ void run(std::string_view bytes, std::int64_t file_bytes) {
     }
     (void)h.architecture();
     (void)h.get_int("general.alignment");
+    try {  // the metadata -> ModelSpec importer must fail closed too
+      const vramplan::ModelSpec spec = vramplan::model_spec_from_gguf(h);
+      check(static_cast<std::int64_t>(spec.layers.size()) == spec.num_hidden_layers);
+    } catch (const vramplan::SpecError&) {
+    }
   } catch (const vramplan::ParseError&) {
   }
 }

@@ -96,18 +96,22 @@ def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
     raise Unsupported(msg)
 
 
+# Record fields that are engine knobs under the same name.
+_KNOB_KEYS = (
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "gpu_memory_utilization",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "block_size",
+    "enforce_eager",
+)
+
+
 def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
     knobs: dict[str, Any] = {"engine_version": _version(record)}
-    for key in (
-        "tensor_parallel_size",
-        "pipeline_parallel_size",
-        "gpu_memory_utilization",
-        "max_model_len",
-        "max_num_seqs",
-        "max_num_batched_tokens",
-        "block_size",
-        "enforce_eager",
-    ):
+    for key in _KNOB_KEYS:
         if record.get(key) is not None:
             knobs[key] = record[key]
     dtype = str(record.get("dtype") or "auto").split()[0]
@@ -201,15 +205,8 @@ _LOG_LAUNCH_KEYS = (
     "dtype",
     "quantization",
     "kv_cache_dtype",
-    "tensor_parallel_size",
-    "pipeline_parallel_size",
-    "gpu_memory_utilization",
-    "max_model_len",
-    "max_num_seqs",
-    "max_num_batched_tokens",
-    "block_size",
-    "enforce_eager",
     "gpu_total_gib",
+    *_KNOB_KEYS,
 )
 
 

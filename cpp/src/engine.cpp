@@ -194,6 +194,13 @@ ResolvedConfig resolve_config(const ModelSpec& spec, const HardwareConfig& hardw
     throw ConfigError("gpu_memory_utilization", std::to_string(config.gpu_memory_utilization),
                       "(0, 1]", "out of range");
   }
+  const std::int64_t gpus_needed =
+      std::int64_t{config.tensor_parallel_size} * config.pipeline_parallel_size;
+  if (gpus_needed > hardware.num_gpus) {
+    throw ConfigError("tensor_parallel_size", std::to_string(config.tensor_parallel_size),
+                      "TP x PP <= the " + std::to_string(hardware.num_gpus) + " GPUs given",
+                      "the launch needs " + std::to_string(gpus_needed) + " GPUs");
+  }
   r.tensor_parallel_size = config.tensor_parallel_size;
   r.pipeline_parallel_size = config.pipeline_parallel_size;
   r.gpu_memory_utilization = config.gpu_memory_utilization > 0

@@ -69,6 +69,15 @@ def load_gpu(gpu: str, *, total_memory_bytes: int | None = None) -> _core.GpuSpe
     return db.gpu(gpu)  # raises ConfigError with near names
 
 
+def _gpus_for(num_gpus: int | None, knobs: dict[str, Any]) -> int:
+    """GPUs on the node: as given, else exactly what the launch's TP x PP needs."""
+    if num_gpus is not None:
+        return num_gpus
+    return int(knobs.get("tensor_parallel_size") or 1) * int(
+        knobs.get("pipeline_parallel_size") or 1
+    )
+
+
 def _resolve_draft(knobs: dict[str, Any]) -> dict[str, Any]:
     """`speculative_model` may be an id or a path: the core takes the drafter's ModelSpec."""
     draft = knobs.get("speculative_model")
@@ -116,7 +125,7 @@ def breakdown(
     model: str | _core.ModelSpec = DEFAULT_MODEL,
     gpu: str | _core.GpuSpec = DEFAULT_GPU,
     *,
-    num_gpus: int = 1,
+    num_gpus: int | None = None,
     memory_used_by_others_bytes: int = 0,
     host_ram_bytes: int = 0,
     **knobs: Any,
@@ -134,7 +143,7 @@ def breakdown(
         spec,
         gpu_spec,
         knobs,
-        num_gpus=num_gpus,
+        num_gpus=_gpus_for(num_gpus, knobs),
         memory_used_by_others_bytes=memory_used_by_others_bytes,
         host_ram_bytes=host_ram_bytes,
     )
@@ -174,7 +183,7 @@ def plan(
     model: str | _core.ModelSpec = DEFAULT_MODEL,
     gpu: str | _core.GpuSpec = DEFAULT_GPU,
     *,
-    num_gpus: int = 1,
+    num_gpus: int | None = None,
     memory_used_by_others_bytes: int = 0,
     host_ram_bytes: int = 0,
     context: int = 0,
@@ -192,7 +201,7 @@ def plan(
         spec,
         gpu_spec,
         pinned,
-        num_gpus=num_gpus,
+        num_gpus=_gpus_for(num_gpus, pinned),
         memory_used_by_others_bytes=memory_used_by_others_bytes,
         host_ram_bytes=host_ram_bytes,
         target_context_tokens=context,
@@ -209,7 +218,7 @@ def sweep(
     gpu_memory_utilization: list[float] | None = None,
     max_model_len: list[int] | None = None,
     max_num_seqs: list[int] | None = None,
-    num_gpus: int = 1,
+    num_gpus: int | None = None,
     memory_used_by_others_bytes: int = 0,
     **knobs: Any,
 ) -> dict[str, list[Any]]:
@@ -227,7 +236,7 @@ def sweep(
             list(gpu_memory_utilization or []),
             list(max_model_len or []),
             list(max_num_seqs or []),
-            num_gpus=num_gpus,
+            num_gpus=_gpus_for(num_gpus, knobs),
             memory_used_by_others_bytes=memory_used_by_others_bytes,
         )
     )

@@ -299,3 +299,15 @@ TEST(Engine, MaxModelLenBeyondTheModelIsRefused) {
   config.max_model_len = 131073;
   EXPECT_THROW(compute_breakdown(s, hw, config), ConfigError);
 }
+
+TEST(Engine, LaunchNeedsItsGpus) {
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  HardwareConfig hw;
+  hw.gpu = vramplan_test::h100();
+  hw.num_gpus = 2;
+  EngineConfig config;
+  config.tensor_parallel_size = 2;
+  EXPECT_NO_THROW(compute_breakdown(s, hw, config));
+  config.pipeline_parallel_size = 2;  // TP 2 x PP 2 = 4 GPUs, 2 given
+  EXPECT_THROW(compute_breakdown(s, hw, config), ConfigError);
+}

@@ -251,11 +251,7 @@ class Parser {
   std::uint64_t stored_items_ = 0;
 };
 
-struct Span {
-  std::int64_t begin;
-  std::int64_t end;
-  std::size_t index;
-};
+using Span = detail::ByteSpan;
 
 GgufHeader parse_impl(std::string_view bytes, std::int64_t file_bytes, const std::string& name,
                       bool can_grow, bool at_read_cap) {
@@ -425,24 +421,10 @@ GgufHeader parse_impl(std::string_view bytes, std::int64_t file_bytes, const std
     t.offset = h.data_offset + rel_offsets[i];
     spans.push_back({rel_offsets[i], rel_offsets[i] + t.bytes, i});
   }
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
-  std::int64_t max_end = 0;
-  std::size_t owner = 0;
-  bool have_owner = false;
-  for (const auto& s : spans) {
-    if (s.end == s.begin) continue;
-    if (have_owner && s.begin < max_end) {
-      throw ParseError(name, info_offsets[s.index],
-                       "tensor " + show_name(h.tensors[s.index].name) + " data overlaps tensor " +
-                           show_name(h.tensors[owner].name));
-    }
-    if (s.end > max_end) {
-      max_end = s.end;
-      owner = s.index;
-      have_owner = true;
-    }
+  if (const auto overlap = detail::sort_and_find_overlap(spans)) {
+    throw ParseError(name, info_offsets[overlap->first],
+                     "tensor " + show_name(h.tensors[overlap->first].name) +
+                         " data overlaps tensor " + show_name(h.tensors[overlap->second].name));
   }
   return h;
 }

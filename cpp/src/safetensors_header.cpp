@@ -21,6 +21,26 @@ namespace vramplan {
 
 namespace detail {
 
+std::optional<std::pair<std::size_t, std::size_t>> sort_and_find_overlap(
+    std::vector<ByteSpan>& spans) {
+  std::sort(spans.begin(), spans.end(), [](const ByteSpan& a, const ByteSpan& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  std::int64_t max_end = 0;
+  std::size_t owner = 0;
+  bool have_owner = false;
+  for (const auto& s : spans) {
+    if (s.end == s.begin) continue;  // empty tensors occupy no bytes
+    if (have_owner && s.begin < max_end) return std::make_pair(s.index, owner);
+    if (s.end > max_end) {
+      max_end = s.end;
+      owner = s.index;
+      have_owner = true;
+    }
+  }
+  return std::nullopt;
+}
+
 std::size_t find_invalid_utf8(std::string_view text) noexcept {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
@@ -131,11 +151,7 @@ std::optional<DType> safetensors_dtype(const std::string& s) {
   return d;
 }
 
-struct Span {
-  std::int64_t begin;
-  std::int64_t end;
-  std::size_t index;
-};
+using Span = detail::ByteSpan;
 
 }  // namespace
 
@@ -299,25 +315,13 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::int64_t 
     out.tensors.push_back(std::move(t));
   }
 
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
-  std::int64_t max_end = 0;
-  std::size_t max_owner = 0;
-  bool have_owner = false;
-  for (const auto& s : spans) {
-    if (s.end == s.begin) continue;  // empty tensors occupy no bytes
-    if (have_owner && s.begin < max_end) {
-      throw ParseError(name, out.header_bytes + s.begin,
-                       "tensor " + show_name(out.tensors[s.index].name) + " data_offsets [" +
-                           std::to_string(s.begin) + ", " + std::to_string(s.end) +
-                           ") overlap tensor " + show_name(out.tensors[max_owner].name));
-    }
-    if (s.end > max_end) {
-      max_end = s.end;
-      max_owner = s.index;
-      have_owner = true;
-    }
+  if (const auto overlap = detail::sort_and_find_overlap(spans)) {
+    const Span& s = *std::find_if(spans.begin(), spans.end(),
+                                  [&](const Span& x) { return x.index == overlap->first; });
+    throw ParseError(name, out.header_bytes + s.begin,
+                     "tensor " + show_name(out.tensors[s.index].name) + " data_offsets [" +
+                         std::to_string(s.begin) + ", " + std::to_string(s.end) +
+                         ") overlap tensor " + show_name(out.tensors[overlap->second].name));
   }
 
   std::vector<TensorInfo> sorted;

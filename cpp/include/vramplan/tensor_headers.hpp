@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -148,6 +149,16 @@ namespace detail {
 // Index of the first byte that is not part of a well-formed UTF-8 sequence (overlongs,
 // surrogates and code points above U+10FFFF rejected), or npos when `text` is valid.
 std::size_t find_invalid_utf8(std::string_view text) noexcept;
+// Byte range [begin, end) of tensor `index` inside a file's data region.
+struct ByteSpan {
+  std::int64_t begin;
+  std::int64_t end;
+  std::size_t index;
+};
+// Sorts `spans` by position and returns {overlapping index, index it overlaps} for the first
+// span that starts inside an earlier non-empty one; nullopt when none overlap.
+std::optional<std::pair<std::size_t, std::size_t>> sort_and_find_overlap(
+    std::vector<ByteSpan>& spans);
 // A name from a hostile file, for an error message: quoted, printable ASCII kept, other bytes
 // as \xNN, cut after 200 characters.
 std::string show_name(std::string_view name);

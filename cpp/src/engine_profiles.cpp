@@ -167,7 +167,6 @@ EngineProfile engine_profile(const std::string& version) {
     if (row.from_minor <= minor) p = row;
   }
   p.version = version.empty() ? "0." + std::to_string(minor) + ".0" : version;
-  p.minor = minor;
   return p;
 }
 

@@ -28,7 +28,6 @@ const char* engine_era_name(EngineEra era) noexcept;
 struct EngineProfile {
   std::string version;  // as given, e.g. "0.19.0"
   EngineEra era = EngineEra::V1Latest;
-  std::int32_t minor = 21;       // 0.<minor>
   std::int32_t from_minor = 21;  // the model_specs/engines.yaml row this profile comes from
   double default_gpu_memory_utilization = 0.92;
   bool cudagraph_in_budget = true;  // estimate subtracted from the KV budget

@@ -7,7 +7,9 @@
 #include <sstream>
 
 #include "vramplan/calibration.hpp"
+#include "vramplan/compiled.hpp"
 #include "vramplan/errors.hpp"
+#include "vramplan/knobs.hpp"
 
 namespace vramplan {
 namespace {
@@ -29,35 +31,6 @@ std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
-}
-
-// Capture sizes as each era builds them (vllm-memory.md 4.2).
-std::vector<std::int32_t> capture_sizes(const EngineProfile& profile, std::int64_t max_num_seqs,
-                                        std::int64_t max_num_batched_tokens,
-                                        std::int32_t num_speculative_tokens) {
-  std::vector<std::int32_t> sizes;
-  if (profile.era == EngineEra::V0) {
-    const std::int64_t limit = std::min<std::int64_t>(256, max_num_seqs);
-    for (std::int32_t s : {1, 2, 4}) {
-      if (s <= limit) sizes.push_back(s);
-    }
-    for (std::int32_t s = 8; s <= limit; s += 8) sizes.push_back(s);
-    return sizes;
-  }
-  std::int64_t max_capture =
-      std::min<std::int64_t>(max_num_seqs * (1 + num_speculative_tokens) * 2, 512);
-  max_capture = std::min(max_capture, max_num_batched_tokens);
-  for (std::int32_t s : {1, 2, 4}) {
-    if (s <= max_capture) sizes.push_back(s);
-  }
-  if (profile.era == EngineEra::V1Early) {
-    for (std::int32_t s = 8; s <= max_capture; s += 8) sizes.push_back(s);
-    return sizes;
-  }
-  for (std::int32_t s = 8; s <= std::min<std::int64_t>(248, max_capture); s += 8)
-    sizes.push_back(s);
-  for (std::int32_t s = 256; s <= max_capture; s += 16) sizes.push_back(s);
-  return sizes;
 }
 
 QuantSpec effective_quantization(const ModelSpec& spec, const EngineConfig& config) {
@@ -91,7 +64,7 @@ QuantSpec effective_quantization(const ModelSpec& spec, const EngineConfig& conf
   return online;
 }
 
-DType served_dtype(const ModelSpec& spec, const std::string& dtype) {
+DType dtype_served(const ModelSpec& spec, const std::string& dtype) {
   const std::string d = lower(dtype);
   if (d.empty() || d == "auto") {
     // vLLM serves fp32 checkpoints in bf16 under `auto`; quantized checkpoints keep fp16.
@@ -106,25 +79,14 @@ DType served_dtype(const ModelSpec& spec, const std::string& dtype) {
   return *parsed;
 }
 
-std::int32_t kv_element_bytes(const std::string& kv_cache_dtype, DType served) {
+// Bytes per KV element for --kv-cache-dtype; 0 for "auto" (the served dtype's width).
+std::int32_t kv_element_bytes(const std::string& kv_cache_dtype) {
   const std::string k = lower(kv_cache_dtype);
-  if (k.empty() || k == "auto") return dtype_info(served).block_bytes;
+  if (k.empty() || k == "auto") return 0;
   if (k == "fp8" || k == "fp8_e4m3" || k == "fp8_e5m2" || k == "fp8_inc") return 1;
   if (k == "bfloat16" || k == "float16" || k == "half") return 2;
   throw ConfigError("kv_cache_dtype", "'" + kv_cache_dtype + "'",
                     "auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16", "unknown KV cache dtype");
-}
-
-KvCacheOptions kv_options(const ResolvedConfig& c, const LayerRange& layers,
-                          std::int32_t speculative) {
-  KvCacheOptions o;
-  o.tensor_parallel_size = c.tensor_parallel_size;
-  o.block_size = c.block_size;
-  o.kv_element_bytes = c.kv_element_bytes;
-  o.state_element_bytes = dtype_info(c.served_dtype).block_bytes;
-  o.num_speculative_tokens = speculative;
-  o.layers = layers;
-  return o;
 }
 
 }  // namespace
@@ -161,273 +123,6 @@ const char* outcome_name(Outcome outcome) noexcept {
       return "oom_kv_alloc";
   }
   return "?";
-}
-
-ResolvedConfig resolve_config(const ModelSpec& spec, const HardwareConfig& hardware,
-                              const EngineConfig& config, const EngineProfile& profile) {
-  ResolvedConfig r;
-  auto check_positive = [](const char* field, std::int64_t value) {
-    if (value == 0 || value < -1) {
-      throw ConfigError(field, std::to_string(value), "a positive integer or unset",
-                        "must be positive");
-    }
-  };
-  check_positive("max_model_len", config.max_model_len);
-  check_positive("max_num_seqs", config.max_num_seqs);
-  check_positive("max_num_batched_tokens", config.max_num_batched_tokens);
-  if (config.tensor_parallel_size < 1) {
-    throw ConfigError("tensor_parallel_size", std::to_string(config.tensor_parallel_size), ">= 1",
-                      "must be at least 1");
-  }
-  if (config.pipeline_parallel_size < 1 || config.pipeline_parallel_size > spec.num_hidden_layers) {
-    throw ConfigError("pipeline_parallel_size", std::to_string(config.pipeline_parallel_size),
-                      "1 .. num_hidden_layers", "out of range");
-  }
-  if (spec.num_attention_heads % config.tensor_parallel_size != 0) {
-    throw ConfigError(
-        "tensor_parallel_size", std::to_string(config.tensor_parallel_size),
-        "a divisor of num_attention_heads (" + std::to_string(spec.num_attention_heads) + ")",
-        "attention heads do not split evenly");
-  }
-  if (config.gpu_memory_utilization != -1.0 &&
-      !(config.gpu_memory_utilization > 0.0 && config.gpu_memory_utilization <= 1.0)) {
-    throw ConfigError("gpu_memory_utilization", std::to_string(config.gpu_memory_utilization),
-                      "(0, 1]", "out of range");
-  }
-  const std::int64_t gpus_needed =
-      std::int64_t{config.tensor_parallel_size} * config.pipeline_parallel_size;
-  if (gpus_needed > hardware.num_gpus) {
-    throw ConfigError("tensor_parallel_size", std::to_string(config.tensor_parallel_size),
-                      "TP x PP <= the " + std::to_string(hardware.num_gpus) + " GPUs given",
-                      "the launch needs " + std::to_string(gpus_needed) + " GPUs");
-  }
-  r.tensor_parallel_size = config.tensor_parallel_size;
-  r.pipeline_parallel_size = config.pipeline_parallel_size;
-  r.gpu_memory_utilization = config.gpu_memory_utilization > 0
-                                 ? config.gpu_memory_utilization
-                                 : profile.default_gpu_memory_utilization;
-  r.served_dtype = served_dtype(spec, config.dtype);
-  r.kv_element_bytes = kv_element_bytes(config.kv_cache_dtype, r.served_dtype);
-  if (config.max_loras < 0) {
-    throw ConfigError("max_loras", std::to_string(config.max_loras), ">= 0", "negative LoRA slots");
-  }
-  if (config.max_loras > 0) {
-    // The ranks vLLM's LoRA kernels accept.
-    static constexpr std::int32_t kLoraRanks[] = {1, 8, 16, 32, 64, 128, 256, 320, 512};
-    if (std::find(std::begin(kLoraRanks), std::end(kLoraRanks), config.max_lora_rank) ==
-        std::end(kLoraRanks)) {
-      throw ConfigError("max_lora_rank", std::to_string(config.max_lora_rank),
-                        "1, 8, 16, 32, 64, 128, 256, 320 or 512", "rank vLLM does not support");
-    }
-  }
-  r.quantization = effective_quantization(spec, config);
-  if (r.quantization.method == QuantMethod::Mxfp4) {
-    // MXFP4 MoE backend by architecture: Blackwell's TRT-LLM kernels round H and I to 256;
-    // Ampere/Hopper run Marlin, which rounds H to 256 and I to 128 (gpt-oss-120b 65.97 GiB,
-    // gpt-oss-20b 13.64 GiB measured on H100).
-    const bool blackwell = hardware.gpu.compute_capability >= 10.0;
-    r.quantization.expert_hidden_multiple = 256;
-    r.quantization.expert_intermediate_multiple = blackwell ? 256 : 128;
-  }
-  if (config.max_model_len > spec.max_position_embeddings) {
-    // vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (then quality is not guaranteed).
-    throw ConfigError("max_model_len", std::to_string(config.max_model_len),
-                      "<= " + std::to_string(spec.max_position_embeddings) +
-                          " (the model's max_position_embeddings)",
-                      "longer than the model supports");
-  }
-  r.max_model_len = config.max_model_len > 0 ? config.max_model_len : spec.max_position_embeddings;
-  // Block size: 16, except MLA backends (FlashMLA 64 on Hopper, CUTLASS MLA 128 on Blackwell).
-  r.block_size = 16;
-  if (spec.has_mla && profile.era != EngineEra::V0) {
-    r.block_size = hardware.gpu.compute_capability >= 10.0 ? 128 : 64;
-  }
-  if (config.block_size > 0) r.block_size = config.block_size;
-
-  // Batch defaults (EngineArgs.get_batch_defaults): big cards (>= 70 GiB, not A100) vs others.
-  const bool big_gpu =
-      hardware.gpu.total_memory_bytes >= 70 * kGiB &&
-      lower(hardware.gpu.id + " " + hardware.gpu.name).find("a100") == std::string::npos;
-  const std::int64_t default_seqs =
-      big_gpu ? profile.max_num_seqs_large_gpu : profile.max_num_seqs_other_gpu;
-  const std::int64_t default_tokens =
-      config.llm_class ? (big_gpu ? profile.max_num_batched_tokens_llm_large_gpu
-                                  : profile.max_num_batched_tokens_llm_other_gpu)
-                       : (big_gpu ? profile.max_num_batched_tokens_serve_large_gpu
-                                  : profile.max_num_batched_tokens_serve_other_gpu);
-  r.chunked_prefill = profile.chunked_prefill_default;
-  r.max_num_seqs = config.max_num_seqs > 0 ? config.max_num_seqs : default_seqs;
-  if (config.max_num_batched_tokens > 0) {
-    r.max_num_batched_tokens = config.max_num_batched_tokens;
-  } else {
-    std::int64_t tokens = default_tokens;
-    if (!r.chunked_prefill) tokens = std::max(tokens, r.max_model_len);
-    r.max_num_batched_tokens = std::min(r.max_num_seqs * r.max_model_len, tokens);
-  }
-  if (config.max_num_seqs <= 0) r.max_num_seqs = std::min(r.max_num_seqs, r.max_num_batched_tokens);
-  if (!r.chunked_prefill && r.max_num_batched_tokens < r.max_model_len) {
-    throw ConfigError("max_num_batched_tokens", std::to_string(r.max_num_batched_tokens),
-                      ">= max_model_len (" + std::to_string(r.max_model_len) + ")",
-                      "without chunked prefill a whole prompt must fit in one batch");
-  }
-  r.enforce_eager = config.enforce_eager;
-  if (!r.enforce_eager) {
-    const auto sizes = capture_sizes(profile, r.max_num_seqs, r.max_num_batched_tokens,
-                                     config.num_speculative_tokens);
-    r.num_cudagraph_sizes = static_cast<std::int32_t>(sizes.size());
-    r.max_cudagraph_capture_size = sizes.empty() ? 0 : sizes.back();
-  }
-  return r;
-}
-
-std::int64_t activation_peak_bytes(const ModelSpec& spec, const ResolvedConfig& c,
-                                   const EngineProfile& profile, const LayerRange& layers,
-                                   bool last_stage) {
-  const std::int64_t tokens = c.max_num_batched_tokens;
-  const std::int64_t act_bytes = dtype_info(c.served_dtype).block_bytes;
-  const std::int64_t tp = c.tensor_parallel_size;
-  const std::int64_t gate_factor = spec.gated_mlp ? 2 : 1;
-  // Widest per-token MLP intermediate of a dense layer on this stage (gate_up out + act out).
-  std::int64_t dense_width = 0;
-  std::int64_t moe_width = 0;
-  for (std::int32_t i = layers.begin; i < layers.end; ++i) {
-    const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
-    if (!layer.mlp) continue;
-    if (layer.moe) {
-      const std::int64_t inter = ceil_div(spec.moe.moe_intermediate_size, tp);
-      // fused-MoE workspaces: [T, topk, 2I] + [T*topk, I] + [T, topk, h].
-      moe_width = spec.moe.num_experts_per_tok * ((gate_factor + 1) * inter + spec.hidden_size);
-    } else {
-      dense_width = std::max(dense_width, (gate_factor + 1) * ceil_div(spec.intermediate_size, tp));
-    }
-  }
-  const std::int64_t hidden_buffers = static_cast<std::int64_t>(
-      calibration::kForwardHiddenBuffers * static_cast<double>(spec.hidden_size));
-  const std::int64_t forward = tokens * act_bytes * (dense_width + hidden_buffers);
-  // MXFP4 experts run through kernels that do not use the fused-MoE workspace.
-  const bool moe_workspace = moe_width > 0 && c.quantization.method != QuantMethod::Mxfp4;
-  const std::int64_t moe = moe_workspace ? tokens * act_bytes * moe_width : 0;
-  const std::int64_t sampler = last_stage ? sampler_peak_bytes(spec, c, profile) : 0;
-  return std::max(forward, sampler) + moe;
-}
-
-std::int64_t sampler_peak_bytes(const ModelSpec& spec, const ResolvedConfig& c,
-                                const EngineProfile& profile) {
-  const std::int64_t requests = std::min(c.max_num_seqs, c.max_num_batched_tokens);
-  const std::int64_t act_bytes = dtype_info(c.served_dtype).block_bytes;
-  const double per_logit = profile.sampler_bytes_per_logit + static_cast<double>(act_bytes);
-  return static_cast<std::int64_t>(per_logit * static_cast<double>(requests) *
-                                   static_cast<double>(padded_vocab_size(spec.vocab_size))) +
-         c.max_num_batched_tokens * spec.hidden_size * act_bytes;
-}
-
-std::int64_t non_torch_bytes(const ResolvedConfig& c, const EngineProfile& profile) {
-  // Custom all-reduce and NCCL buffers exist at TP >= 2 in every era (V0 dev-004: 3.58 GiB).
-  if (c.tensor_parallel_size > 1) return calibration::kNonTorchTensorParallel;
-  if (c.pipeline_parallel_size > 1 && profile.era != EngineEra::V0) {
-    return calibration::kNonTorchPipelineOnly;
-  }
-  return profile.non_torch_single_rank_bytes;  // per version: model_specs/engines.yaml
-}
-
-std::int64_t cudagraph_bytes(const ModelSpec& spec, const ResolvedConfig& c,
-                             const LayerRange& layers) {
-  if (c.enforce_eager || c.num_cudagraph_sizes == 0) return 0;
-  double per_size = 0.0;
-  const double dense_piece = calibration::kCudagraphPieceBytesFixed +
-                             calibration::kCudagraphPieceBytesPerHidden *
-                                 static_cast<double>(spec.hidden_size) / c.tensor_parallel_size;
-  for (std::int32_t i = layers.begin; i < layers.end; ++i) {
-    const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
-    per_size += dense_piece;
-    if (layer.moe) per_size += calibration::kCudagraphPieceBytesMoe;
-    if (layer.moe && c.quantization.method == QuantMethod::Mxfp4) {
-      per_size += calibration::kCudagraphPieceBytesMxfp4Moe;
-    }
-    if (layer.attention == AttentionKind::Mla) per_size += calibration::kCudagraphPieceBytesMla;
-  }
-  return calibration::kCudagraphBase +
-         static_cast<std::int64_t>(per_size * static_cast<double>(c.num_cudagraph_sizes));
-}
-
-std::int64_t cuda_context_bytes(const ResolvedConfig& c) {
-  const bool distributed = c.tensor_parallel_size * c.pipeline_parallel_size > 1;
-  return calibration::kCudaContext + (distributed ? calibration::kNcclCommunicators : 0);
-}
-
-namespace {
-
-std::int64_t next_power_of_two(std::int64_t bytes) noexcept {
-  std::int64_t p = 1;
-  while (p < bytes && p < (std::int64_t{1} << 62)) p <<= 1;
-  return p;
-}
-
-}  // namespace
-
-HostBreakdown host_ram(const ModelSpec& spec, const ResolvedConfig& c, const EngineProfile& profile,
-                       const EngineConfig& knobs) {
-  HostBreakdown h;
-  const std::int64_t workers =
-      static_cast<std::int64_t>(c.tensor_parallel_size) * c.pipeline_parallel_size;
-  h.process_baseline_bytes = calibration::kHostApiServer + calibration::kHostEngineCore +
-                             workers * calibration::kHostWorker;
-  // Every rank reads every shard and keeps its slice. Memory-mapped (lazy) loading holds about
-  // one tensor per worker in anonymous memory, eager loading a whole shard, prefetch only
-  // warms the page cache. The rest is file-backed page cache, shared and reclaimable.
-  std::int64_t largest_tensor = 0;
-  std::int64_t checkpoint_bytes = 0;
-  for (const auto& g : model_tensor_groups(spec)) {
-    const std::int64_t bytes = tensor_group_bytes(g, spec.quantization, spec.torch_dtype, 1, true);
-    checkpoint_bytes += bytes;
-    largest_tensor = std::max(largest_tensor, bytes / std::max<std::int64_t>(1, g.count));
-  }
-  h.page_cache_bytes = spec.checkpoint_bytes > 0 ? spec.checkpoint_bytes : checkpoint_bytes;
-  const std::string strategy = lower(knobs.safetensors_load_strategy);
-  std::string staging_note = "formula: largest tensor per worker (memory-mapped safetensors)";
-  if (strategy == "eager") {
-    // save_pretrained's default shard cap is 5 GB; a smaller checkpoint is one file.
-    const std::int64_t shard = std::min(h.page_cache_bytes, calibration::kHostShardBytes);
-    h.loader_anonymous_bytes = workers * std::max(shard, largest_tensor);
-    staging_note = "formula: one whole shard per worker (eager load, 5 GB shards)";
-  } else if (strategy == "lazy" || strategy == "prefetch" || strategy.empty()) {
-    h.loader_anonymous_bytes = workers * largest_tensor;
-  } else {
-    throw ConfigError("safetensors_load_strategy", "'" + knobs.safetensors_load_strategy + "'",
-                      "lazy, eager, prefetch", "unknown loader strategy");
-  }
-  h.input_batch_bytes = workers * 5 * c.max_num_seqs * c.max_model_len;
-  // Pinned memory: torch's host allocator rounds each pin_memory block up to a power of two.
-  // cpu_offload pins many tensors (measured 1.15-1.9x, 1.9 planned); one KV offload buffer
-  // per worker rounds exactly; V0 pinned its swap space per GPU (default 4 GiB).
-  const std::int64_t offload_pinned = static_cast<std::int64_t>(
-      calibration::kPinnedOverhead * static_cast<double>(knobs.cpu_offload_bytes * workers));
-  const std::int64_t kv_offload_pinned =
-      knobs.kv_offloading_bytes > 0
-          ? c.tensor_parallel_size *
-                next_power_of_two(knobs.kv_offloading_bytes / c.tensor_parallel_size)
-          : 0;
-  std::int64_t swap = 0;
-  if (profile.era == EngineEra::V0) {
-    swap = workers *
-           (knobs.swap_space_bytes >= 0 ? knobs.swap_space_bytes : calibration::kHostV0SwapSpace);
-  }
-  h.pinned_bytes = offload_pinned + kv_offload_pinned + swap;
-  h.required_bytes =
-      h.process_baseline_bytes + h.loader_anonymous_bytes + h.input_batch_bytes + h.pinned_bytes;
-  h.terms = {
-      {"process_baseline", h.process_baseline_bytes,
-       "calibrated: API server 1.5 GiB + engine core 1.5 GiB + 3 GiB per worker (host-ram.md 6)"},
-      {"loader_staging", h.loader_anonymous_bytes, staging_note},
-      {"input_batch", h.input_batch_bytes,
-       "formula: 5 B x max_num_seqs x max_model_len per worker"},
-      {"pinned", h.pinned_bytes,
-       "formula: cpu_offload x workers x 1.9 + KV offload per worker rounded to a power of two"
-       " + V0 swap space"},
-      {"page_cache", h.page_cache_bytes,
-       "formula: checkpoint bytes, file-backed and reclaimable (not required)"},
-  };
-  return h;
 }
 
 namespace {
@@ -493,232 +188,682 @@ ModelSpec with_drafter_layers(const ModelSpec& spec, const Drafter& drafter) {
 
 }  // namespace
 
-Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardware,
-                            const EngineConfig& config) {
-  Breakdown b;
-  const Drafter drafter = resolve_drafter(spec, config);
-  b.model_id = spec.id;
-  b.gpu_id = hardware.gpu.id;
-  b.profile = engine_profile(config.engine_version);
-  b.config = resolve_config(spec, hardware, config, b.profile);
-  const ResolvedConfig& c = b.config;
-  if (hardware.gpu.total_memory_bytes <= 0) {
-    throw ConfigError("gpu.total_memory_bytes", std::to_string(hardware.gpu.total_memory_bytes),
-                      "> 0", "GPU total memory must be positive");
-  }
-  const std::int64_t total = hardware.gpu.total_memory_bytes;
-  const std::int64_t requested =
-      static_cast<std::int64_t>(std::ceil(static_cast<double>(total) * c.gpu_memory_utilization));
-  const std::int64_t context = cuda_context_bytes(c);
-  b.startup_free_bytes = total - hardware.memory_used_by_others_bytes - context;
+LaunchKnobs launch_knobs(const EngineConfig& config) {
+  LaunchKnobs k;
+  k.gpu_memory_utilization = config.gpu_memory_utilization;
+  k.max_model_len = config.max_model_len;
+  k.max_num_seqs = config.max_num_seqs;
+  k.max_num_batched_tokens = config.max_num_batched_tokens;
+  k.block_size = config.block_size;
+  k.kv_element_bytes = kv_element_bytes(config.kv_cache_dtype);
+  return k;
+}
 
-  b.num_blocks = -1;
-  bool any_rank_empty = false;
-  for (std::int32_t stage = 0; stage < c.pipeline_parallel_size; ++stage) {
-    RankBreakdown rank;
+CaptureSizes cudagraph_capture_sizes(const EngineProfile& profile, std::int64_t max_num_seqs,
+                                     std::int64_t max_num_batched_tokens,
+                                     std::int32_t num_speculative_tokens) noexcept {
+  std::int64_t limit = max_num_seqs * profile.capture_seq_multiplier;
+  if (profile.capture_counts_speculative_tokens) limit *= 1 + num_speculative_tokens;
+  limit = std::min<std::int64_t>(limit, profile.capture_max_size);
+  if (profile.capture_bounded_by_batched_tokens) limit = std::min(limit, max_num_batched_tokens);
+  CaptureSizes sizes;
+  for (std::int32_t i = 0; i < profile.capture_ladder_segments; ++i) {
+    const CaptureSegment& seg = profile.capture_ladder[static_cast<std::size_t>(i)];
+    if (limit < seg.start) break;
+    const std::int64_t last = std::min<std::int64_t>(seg.end, limit);
+    const std::int64_t steps = (last - seg.start) / seg.step;
+    sizes.count += static_cast<std::int32_t>(steps + 1);
+    sizes.largest = static_cast<std::int32_t>(seg.start + steps * seg.step);
+  }
+  return sizes;
+}
+
+std::int64_t sampler_peak_bytes(const SamplerModel& sampler, std::int64_t requests,
+                                std::int64_t batched_tokens) noexcept {
+  return static_cast<std::int64_t>(sampler.bytes_per_logit * static_cast<double>(requests) *
+                                   sampler.padded_vocab) +
+         batched_tokens * sampler.bytes_per_batched_token;
+}
+
+std::int64_t activation_peak_bytes(const ActivationModel& model, const SamplerModel& sampler,
+                                   std::int64_t batched_tokens, std::int64_t requests) noexcept {
+  const std::int64_t forward = batched_tokens * model.forward_bytes_per_token;
+  const std::int64_t sampled =
+      model.sampler ? sampler_peak_bytes(sampler, requests, batched_tokens) : 0;
+  return std::max(forward, sampled) + batched_tokens * model.moe_bytes_per_token;
+}
+
+namespace {
+
+// Peak torch allocation of the profile run per token: one eager forward over the stage's layers
+// (widest dense MLP intermediate, hidden-size buffers) and the fused-MoE workspace.
+ActivationModel activation_model(const ModelSpec& spec, const QuantSpec& quant,
+                                 std::int64_t act_bytes, std::int64_t tp,
+                                 const LayerRange& layers, bool last_stage) {
+  const std::int64_t gate_factor = spec.gated_mlp ? 2 : 1;
+  std::int64_t dense_width = 0;
+  std::int64_t moe_width = 0;
+  for (std::int32_t i = layers.begin; i < layers.end; ++i) {
+    const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
+    if (!layer.mlp) continue;
+    if (layer.moe) {
+      const std::int64_t inter = ceil_div(spec.moe.moe_intermediate_size, tp);
+      // fused-MoE workspaces: [T, topk, 2I] + [T*topk, I] + [T, topk, h].
+      moe_width = spec.moe.num_experts_per_tok * ((gate_factor + 1) * inter + spec.hidden_size);
+    } else {
+      dense_width = std::max(dense_width, (gate_factor + 1) * ceil_div(spec.intermediate_size, tp));
+    }
+  }
+  const std::int64_t hidden_buffers = static_cast<std::int64_t>(
+      calibration::kForwardHiddenBuffers * static_cast<double>(spec.hidden_size));
+  ActivationModel model;
+  model.forward_bytes_per_token = act_bytes * (dense_width + hidden_buffers);
+  // MXFP4 experts run through kernels that do not use the fused-MoE workspace.
+  const bool moe_workspace = moe_width > 0 && quant.method != QuantMethod::Mxfp4;
+  model.moe_bytes_per_token = moe_workspace ? act_bytes * moe_width : 0;
+  model.sampler = last_stage;
+  return model;
+}
+
+// CUDA-graph pool bytes per capture size: one piece per captured layer, wider with the rank's
+// hidden width, more for routed-expert, MXFP4-expert and MLA layers.
+double cudagraph_bytes_per_size(const ModelSpec& spec, const EngineProfile& profile,
+                                const QuantSpec& quant, std::int32_t tp,
+                                const LayerRange& layers) {
+  const double mib = static_cast<double>(calibration::kMiB);
+  const double dense_piece =
+      profile.cudagraph_piece_mib * mib + profile.cudagraph_piece_mib_per_hidden * mib *
+                                              static_cast<double>(spec.hidden_size) / tp;
+  double per_size = 0.0;
+  for (std::int32_t i = layers.begin; i < layers.end; ++i) {
+    const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
+    per_size += dense_piece;
+    if (layer.moe) per_size += profile.cudagraph_piece_mib_moe * mib;
+    if (layer.moe && quant.method == QuantMethod::Mxfp4) {
+      per_size += profile.cudagraph_piece_mib_mxfp4_moe * mib;
+    }
+    if (layer.attention == AttentionKind::Mla) per_size += profile.cudagraph_piece_mib_mla * mib;
+  }
+  return per_size;
+}
+
+std::int64_t next_power_of_two(std::int64_t bytes) noexcept {
+  std::int64_t p = 1;
+  while (p < bytes && p < (std::int64_t{1} << 62)) p <<= 1;
+  return p;
+}
+
+// Host RAM while loading and serving, per node, without the input batch (it grows with the
+// evaluated knobs; see CompiledLaunch::host).
+HostBreakdown host_model(const ModelSpec& spec, std::int64_t workers, std::int32_t tp,
+                         const EngineProfile& profile, const EngineConfig& knobs) {
+  HostBreakdown h;
+  h.process_baseline_bytes = calibration::kHostApiServer + calibration::kHostEngineCore +
+                             workers * calibration::kHostWorker;
+  // Every rank reads every shard and keeps its slice. Memory-mapped (lazy) loading holds about
+  // one tensor per worker in anonymous memory, eager loading a whole shard, prefetch only
+  // warms the page cache. The rest is file-backed page cache, shared and reclaimable.
+  std::int64_t largest_tensor = 0;
+  std::int64_t checkpoint_bytes = 0;
+  for (const auto& g : model_tensor_groups(spec)) {
+    const std::int64_t bytes = tensor_group_bytes(g, spec.quantization, spec.torch_dtype, 1, true);
+    checkpoint_bytes += bytes;
+    largest_tensor = std::max(largest_tensor, bytes / std::max<std::int64_t>(1, g.count));
+  }
+  h.page_cache_bytes = spec.checkpoint_bytes > 0 ? spec.checkpoint_bytes : checkpoint_bytes;
+  const std::string strategy = lower(knobs.safetensors_load_strategy);
+  if (strategy == "eager") {
+    // save_pretrained's default shard cap is 5 GB; a smaller checkpoint is one file.
+    const std::int64_t shard = std::min(h.page_cache_bytes, calibration::kHostShardBytes);
+    h.loader_anonymous_bytes = workers * std::max(shard, largest_tensor);
+  } else {
+    h.loader_anonymous_bytes = workers * largest_tensor;
+  }
+  // Pinned memory: torch's host allocator rounds each pin_memory block up to a power of two.
+  // cpu_offload pins many tensors (measured 1.15-1.9x, 1.9 planned); one KV offload buffer
+  // per worker rounds exactly; V0 pinned its swap space per GPU (default 4 GiB).
+  const std::int64_t offload_pinned = static_cast<std::int64_t>(
+      calibration::kPinnedOverhead * static_cast<double>(knobs.cpu_offload_bytes * workers));
+  const std::int64_t kv_offload_pinned =
+      knobs.kv_offloading_bytes > 0 ? tp * next_power_of_two(knobs.kv_offloading_bytes / tp) : 0;
+  const std::int64_t swap =
+      profile.swap_space_default_bytes > 0
+          ? workers * knobs.swap_space_bytes.value_or(profile.swap_space_default_bytes)
+          : 0;
+  h.pinned_bytes = offload_pinned + kv_offload_pinned + swap;
+  h.required_bytes = h.process_baseline_bytes + h.loader_anonymous_bytes + h.pinned_bytes;
+  return h;
+}
+
+bool is_large_gpu(const GpuSpec& gpu) {
+  // EngineArgs.get_batch_defaults: >= 70 GiB and not an A100.
+  return gpu.total_memory_bytes >= 70 * kGiB &&
+         lower(gpu.id + " " + gpu.name).find("a100") == std::string::npos;
+}
+
+}  // namespace
+
+CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareConfig hardware,
+                               EngineConfig config)
+    : spec_(std::move(spec)), hardware_(std::move(hardware)), config_(std::move(config)) {
+  const ModelSpec& s = *spec_;
+  const EngineConfig& c = config_;
+  validate_knobs(c);
+  const Drafter drafter = resolve_drafter(s, c);
+  profile_ = engine_profile(c.engine_version);
+  if (c.pipeline_parallel_size > s.num_hidden_layers) {
+    throw ConfigError("pipeline_parallel_size", std::to_string(c.pipeline_parallel_size),
+                      "1 .. num_hidden_layers (" + std::to_string(s.num_hidden_layers) + ")",
+                      "more stages than layers");
+  }
+  if (s.num_attention_heads % c.tensor_parallel_size != 0) {
+    throw ConfigError(
+        "tensor_parallel_size", std::to_string(c.tensor_parallel_size),
+        "a divisor of num_attention_heads (" + std::to_string(s.num_attention_heads) + ")",
+        "attention heads do not split evenly");
+  }
+  const std::int64_t gpus_needed =
+      std::int64_t{c.tensor_parallel_size} * c.pipeline_parallel_size;
+  if (gpus_needed > hardware_.num_gpus) {
+    throw ConfigError("tensor_parallel_size", std::to_string(c.tensor_parallel_size),
+                      "TP x PP <= the " + std::to_string(hardware_.num_gpus) + " GPUs given",
+                      "the launch needs " + std::to_string(gpus_needed) + " GPUs");
+  }
+  const std::int64_t total = hardware_.gpu.total_memory_bytes;
+  if (total <= 0) {
+    throw ConfigError("gpu.total_memory_bytes", std::to_string(total), "> 0",
+                      "GPU total memory must be positive");
+  }
+  if (hardware_.memory_used_by_others_bytes < 0 || hardware_.memory_used_by_others_bytes >= total) {
+    throw ConfigError("memory_used_by_others_bytes",
+                      std::to_string(hardware_.memory_used_by_others_bytes),
+                      "0 .. the GPU's total (" + std::to_string(total) + ")", "out of range");
+  }
+  if (hardware_.host_ram_bytes < 0) {
+    throw ConfigError("host_ram_bytes", std::to_string(hardware_.host_ram_bytes),
+                      ">= 0 (0: unknown)", "negative host RAM");
+  }
+  served_dtype_ = dtype_served(s, c.dtype);
+  quantization_ = effective_quantization(s, c);
+  if (quantization_.method == QuantMethod::Mxfp4) {
+    // MXFP4 MoE backend by architecture: Blackwell's TRT-LLM kernels round H and I to 256;
+    // Ampere/Hopper run Marlin, which rounds H to 256 and I to 128 (gpt-oss-120b 65.97 GiB,
+    // gpt-oss-20b 13.64 GiB measured on H100).
+    const bool blackwell = hardware_.gpu.compute_capability >= 10.0;
+    quantization_.expert_hidden_multiple = 256;
+    quantization_.expert_intermediate_multiple = blackwell ? 256 : 128;
+  }
+  // Block size: 16, except MLA backends (FlashMLA 64 on Hopper, CUTLASS MLA 128 on Blackwell).
+  if (s.has_mla && profile_.mla_backend_block_size) {
+    default_block_size_ = hardware_.gpu.compute_capability >= 10.0 ? 128 : 64;
+  }
+  const bool large = is_large_gpu(hardware_.gpu);
+  default_max_num_seqs_ = large ? profile_.max_num_seqs_large_gpu : profile_.max_num_seqs_other_gpu;
+  default_max_num_batched_tokens_ =
+      c.llm_class ? (large ? profile_.max_num_batched_tokens_llm_large_gpu
+                           : profile_.max_num_batched_tokens_llm_other_gpu)
+                  : (large ? profile_.max_num_batched_tokens_serve_large_gpu
+                           : profile_.max_num_batched_tokens_serve_other_gpu);
+  const std::int32_t tp = c.tensor_parallel_size;
+  const std::int32_t pp = c.pipeline_parallel_size;
+  cuda_context_bytes_ =
+      calibration::kCudaContext + (tp * pp > 1 ? calibration::kNcclCommunicators : 0);
+  startup_free_bytes_ = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_;
+  cudagraph_base_bytes_ = static_cast<std::int64_t>(profile_.cudagraph_base_mib *
+                                                    static_cast<double>(calibration::kMiB));
+  unusable_after_repack_bytes_ =
+      quantization_.method == QuantMethod::Mxfp4 ? calibration::kRepackedWeightsUnreusable : 0;
+  num_speculative_tokens_ = c.num_speculative_tokens;
+  const std::int64_t act_bytes = dtype_info(served_dtype_).block_bytes;
+  sampler_.bytes_per_logit = profile_.sampler_bytes_per_logit + static_cast<double>(act_bytes);
+  sampler_.padded_vocab = static_cast<double>(padded_vocab_size(s.vocab_size));
+  sampler_.bytes_per_batched_token = s.hidden_size * act_bytes;
+
+  const std::int64_t non_torch = tp > 1   ? profile_.non_torch_tensor_parallel_bytes
+                                 : pp > 1 ? profile_.non_torch_pipeline_only_bytes
+                                          : profile_.non_torch_single_rank_bytes;
+  std::unique_ptr<ModelSpec> merged;  // the last stage's KV pool holds the drafter's layers
+  if (!drafter.kv_layers.empty()) {
+    merged = std::make_unique<ModelSpec>(with_drafter_layers(s, drafter));
+  }
+  for (std::int32_t stage = 0; stage < pp; ++stage) {
+    CompiledRank rank;
     rank.pipeline_rank = stage;
-    const bool last_stage = stage == c.pipeline_parallel_size - 1;
-    const LayerRange layers =
-        pipeline_layer_range(spec.num_hidden_layers, c.pipeline_parallel_size, stage);
-    const RankPlacement placement{c.tensor_parallel_size, c.pipeline_parallel_size, stage};
+    rank.last_stage = stage == pp - 1;
+    const LayerRange layers = pipeline_layer_range(s.num_hidden_layers, pp, stage);
+    const RankPlacement placement{tp, pp, stage};
     const WeightBytes weights =
-        weight_bytes_per_rank(spec, c.quantization, c.served_dtype, placement, drafter.mtp);
+        weight_bytes_per_rank(s, quantization_, served_dtype_, placement, drafter.mtp);
     // A separate drafter lives on the last stage, sharded with the target's TP.
-    const RankPlacement draft_placement{c.tensor_parallel_size, 1, 0};
     const std::int64_t draft_weights =
-        drafter.model != nullptr && last_stage
-            ? weight_bytes_per_rank(*drafter.model, drafter.model->quantization, c.served_dtype,
-                                    draft_placement)
+        drafter.model != nullptr && rank.last_stage
+            ? weight_bytes_per_rank(*drafter.model, drafter.model->quantization, served_dtype_,
+                                    RankPlacement{tp, 1, 0})
                   .total()
             : 0;
-    rank.total_memory_bytes = total;
-    rank.requested_memory_bytes = requested;
-    const std::int64_t lora = lora_bytes_per_rank(spec, config.max_loras, config.max_lora_rank,
-                                                  c.served_dtype, placement);
-    rank.weights_bytes = std::max<std::int64_t>(0, weights.total() - config.cpu_offload_bytes) +
-                         lora + draft_weights;
-    rank.activation_peak_bytes = activation_peak_bytes(spec, c, b.profile, layers, last_stage);
-    rank.non_torch_bytes = non_torch_bytes(c, b.profile);
-    rank.cudagraph_bytes = cudagraph_bytes(spec, c, layers);
-    if (last_stage && drafter.model != nullptr) {
+    rank.lora_bytes = lora_bytes_per_rank(s, c.max_loras, c.max_lora_rank, served_dtype_, placement);
+    rank.weights_bytes = std::max<std::int64_t>(0, weights.total() - c.cpu_offload_bytes) +
+                         rank.lora_bytes + draft_weights;
+    rank.non_torch_bytes = non_torch;
+    rank.activation = activation_model(s, quantization_, act_bytes, tp, layers, rank.last_stage);
+    rank.cudagraph_bytes_per_size = cudagraph_bytes_per_size(s, profile_, quantization_, tp, layers);
+    if (rank.last_stage && drafter.model != nullptr) {
       // The drafter's dummy forward follows the target's in the profile run; its graphs are
       // captured too (pieces only: the pool base is shared).
       const LayerRange draft_layers{0, drafter.model->num_hidden_layers};
-      rank.activation_peak_bytes =
-          std::max(rank.activation_peak_bytes,
-                   activation_peak_bytes(*drafter.model, c, b.profile, draft_layers, false));
-      if (rank.cudagraph_bytes > 0) {
-        rank.cudagraph_bytes +=
-            cudagraph_bytes(*drafter.model, c, draft_layers) - calibration::kCudagraphBase;
-      }
+      rank.draft_activation =
+          activation_model(*drafter.model, quantization_, act_bytes, tp, draft_layers, false);
+      rank.draft_cudagraph_bytes_per_size =
+          cudagraph_bytes_per_size(*drafter.model, profile_, quantization_, tp, draft_layers);
     }
-    rank.cuda_context_bytes = context;
-    const std::int64_t graph_in_budget = b.profile.cudagraph_in_budget ? rank.cudagraph_bytes : 0;
-    rank.kv_cache_bytes = config.kv_cache_memory_bytes > 0
-                              ? config.kv_cache_memory_bytes
-                              : requested - rank.weights_bytes - rank.activation_peak_bytes -
-                                    rank.non_torch_bytes - graph_in_budget;
-    if (last_stage && !drafter.kv_layers.empty()) {
+    KvCacheOptions kv;
+    kv.tensor_parallel_size = tp;
+    kv.state_element_bytes = static_cast<std::int32_t>(act_bytes);
+    kv.num_speculative_tokens = c.num_speculative_tokens;
+    if (rank.last_stage && merged) {
       // The drafter's attention layers share the KV pool (same page size, one more group
       // member each).
-      const ModelSpec merged = with_drafter_layers(spec, drafter);
-      const LayerRange kv_layers{layers.begin, merged.num_hidden_layers};
-      rank.kv_layout = kv_layout(merged, kv_options(c, kv_layers, config.num_speculative_tokens));
+      kv.layers = LayerRange{layers.begin, merged->num_hidden_layers};
+      rank.kv = kv_geometry(*merged, kv);
     } else {
-      rank.kv_layout = kv_layout(spec, kv_options(c, layers, config.num_speculative_tokens));
+      kv.layers = layers;
+      rank.kv = kv_geometry(s, kv);
     }
-    rank.kv_bytes_per_token = rank.kv_layout.bytes_per_token;
-    rank.num_blocks = kv_num_blocks(rank.kv_layout, rank.kv_cache_bytes);
-    rank.headroom_bytes = total - hardware.memory_used_by_others_bytes - context - requested;
-    if (b.profile.era == EngineEra::V1Mid || b.profile.era == EngineEra::V1Latest) {
-      // After the KV cache is allocated the profile activations (and the graph estimate the
-      // budget reserved) are free again; graph capture outside the budget and then the
-      // sampler warm-up on max_num_seqs dummy requests need their room, and weights repacked
-      // at load leave segments the allocator cannot reuse for those large blocks.
-      const std::int64_t graphs = c.enforce_eager ? 0 : rank.cudagraph_bytes;
-      const std::int64_t freed = rank.activation_peak_bytes + graph_in_budget;
-      const std::int64_t unusable =
-          c.quantization.method == QuantMethod::Mxfp4 ? calibration::kRepackedWeightsUnreusable : 0;
-      const std::int64_t sampler = last_stage ? sampler_peak_bytes(spec, c, b.profile) : 0;
-      rank.post_allocation_bytes = graphs + sampler + unusable - freed;
+    ranks_.push_back(std::move(rank));
+  }
+  host_ = host_model(s, std::int64_t{tp} * pp, tp, profile_, c);
+}
+
+KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) const noexcept {
+  const ModelSpec& s = *spec_;
+  if ((k.max_model_len && *k.max_model_len <= 0) || (k.max_num_seqs && *k.max_num_seqs <= 0) ||
+      (k.max_num_batched_tokens && *k.max_num_batched_tokens <= 0) ||
+      (k.block_size && *k.block_size <= 0) || k.kv_element_bytes < 0 ||
+      (k.gpu_memory_utilization &&
+       !(*k.gpu_memory_utilization > 0.0 && *k.gpu_memory_utilization <= 1.0))) {
+    return KnobProblem::NotPositive;
+  }
+  // vLLM refuses a longer context unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (then quality is not
+  // guaranteed).
+  if (k.max_model_len && *k.max_model_len > s.max_position_embeddings) {
+    return KnobProblem::MaxModelLenBeyondModel;
+  }
+  r.gpu_memory_utilization =
+      k.gpu_memory_utilization.value_or(profile_.default_gpu_memory_utilization);
+  r.max_model_len = k.max_model_len.value_or(s.max_position_embeddings);
+  r.block_size = k.block_size.value_or(default_block_size_);
+  r.kv_element_bytes =
+      k.kv_element_bytes > 0 ? k.kv_element_bytes : dtype_info(served_dtype_).block_bytes;
+  // Batch defaults (EngineArgs.get_batch_defaults), then the scheduler's own clamps.
+  r.max_num_seqs = k.max_num_seqs.value_or(default_max_num_seqs_);
+  if (k.max_num_batched_tokens) {
+    r.max_num_batched_tokens = *k.max_num_batched_tokens;
+  } else {
+    std::int64_t tokens = default_max_num_batched_tokens_;
+    if (!profile_.chunked_prefill_default) tokens = std::max(tokens, r.max_model_len);
+    r.max_num_batched_tokens = std::min(r.max_num_seqs * r.max_model_len, tokens);
+  }
+  if (!k.max_num_seqs) r.max_num_seqs = std::min(r.max_num_seqs, r.max_num_batched_tokens);
+  if (!profile_.chunked_prefill_default && r.max_num_batched_tokens < r.max_model_len) {
+    return KnobProblem::BatchedTokensBelowModelLen;
+  }
+  if (r.max_num_batched_tokens < r.max_num_seqs) return KnobProblem::BatchedTokensBelowNumSeqs;
+  r.num_cudagraph_sizes = 0;
+  r.max_cudagraph_capture_size = 0;
+  if (!config_.enforce_eager) {
+    const CaptureSizes sizes = cudagraph_capture_sizes(profile_, r.max_num_seqs,
+                                                       r.max_num_batched_tokens,
+                                                       num_speculative_tokens_);
+    r.num_cudagraph_sizes = sizes.count;
+    r.max_cudagraph_capture_size = sizes.largest;
+  }
+  return KnobProblem::None;
+}
+
+ResolvedKnobs CompiledLaunch::resolve(const LaunchKnobs& k) const {
+  ResolvedKnobs r;
+  switch (try_resolve(k, r)) {
+    case KnobProblem::None:
+      return r;
+    case KnobProblem::NotPositive: {
+      // The registry names the knob; C++ callers filling LaunchKnobs directly land here.
+      EngineConfig probe;
+      probe.gpu_memory_utilization = k.gpu_memory_utilization;
+      probe.max_model_len = k.max_model_len;
+      probe.max_num_seqs = k.max_num_seqs;
+      probe.max_num_batched_tokens = k.max_num_batched_tokens;
+      probe.block_size = k.block_size;
+      validate_knobs(probe);
+      throw ConfigError("kv_element_bytes", std::to_string(k.kv_element_bytes), "1, 2 or 4",
+                        "unknown KV element width");
     }
-    any_rank_empty |= rank.kv_layout.groups.empty();
-    const std::string weights_note =
-        std::string("exact: tensors of the spec in ") +
-        (c.quantization.method == QuantMethod::None ? dtype_info(c.served_dtype).name.data()
-                                                    : quant_method_name(c.quantization.method)) +
-        " + rotary cos/sin cache" +
-        (lora > 0 ? " + " + std::to_string(config.max_loras) + " LoRA slots of rank " +
-                        std::to_string(config.max_lora_rank) + " (" + gib_text(lora) + " GiB)"
-                  : std::string());
+    case KnobProblem::MaxModelLenBeyondModel:
+      throw ConfigError("max_model_len", std::to_string(*k.max_model_len),
+                        "<= " + std::to_string(spec_->max_position_embeddings) +
+                            " (the model's max_position_embeddings)",
+                        "longer than the model supports");
+    case KnobProblem::BatchedTokensBelowModelLen:
+      throw ConfigError("max_num_batched_tokens", std::to_string(r.max_num_batched_tokens),
+                        ">= max_model_len (" + std::to_string(r.max_model_len) + ")",
+                        "without chunked prefill a whole prompt must fit in one batch");
+    case KnobProblem::BatchedTokensBelowNumSeqs:
+      throw ConfigError("max_num_batched_tokens", std::to_string(r.max_num_batched_tokens),
+                        ">= max_num_seqs (" + std::to_string(r.max_num_seqs) + ")",
+                        "vLLM schedules at least one token per sequence");
+  }
+  return r;
+}
+
+RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
+                                             const ResolvedKnobs& k) const noexcept {
+  const CompiledRank& rank = ranks_[index];
+  RankEvaluation e;
+  const std::int64_t total = hardware_.gpu.total_memory_bytes;
+  const std::int64_t tokens = k.max_num_batched_tokens;
+  const std::int64_t requests = std::min(k.max_num_seqs, tokens);
+  e.requested_memory_bytes = static_cast<std::int64_t>(
+      std::ceil(static_cast<double>(total) * k.gpu_memory_utilization));
+  e.activation_peak_bytes = activation_peak_bytes(rank.activation, sampler_, tokens, requests);
+  if (rank.draft_activation) {
+    e.activation_peak_bytes =
+        std::max(e.activation_peak_bytes,
+                 activation_peak_bytes(*rank.draft_activation, sampler_, tokens, requests));
+  }
+  if (k.num_cudagraph_sizes > 0) {
+    const double sizes = static_cast<double>(k.num_cudagraph_sizes);
+    e.cudagraph_bytes = cudagraph_base_bytes_ +
+                        static_cast<std::int64_t>(rank.cudagraph_bytes_per_size * sizes);
+    if (rank.draft_activation) {
+      e.cudagraph_bytes += static_cast<std::int64_t>(rank.draft_cudagraph_bytes_per_size * sizes);
+    }
+  }
+  const std::int64_t graph_in_budget = profile_.cudagraph_in_budget ? e.cudagraph_bytes : 0;
+  e.kv_cache_bytes = config_.kv_cache_memory_bytes
+                         ? *config_.kv_cache_memory_bytes
+                         : e.requested_memory_bytes - rank.weights_bytes -
+                               e.activation_peak_bytes - rank.non_torch_bytes - graph_in_budget;
+  e.page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
+  e.num_blocks = kv_num_blocks(rank.kv, e.page, e.kv_cache_bytes);
+  e.headroom_bytes = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_ -
+                     e.requested_memory_bytes;
+  if (profile_.post_allocation_check) {
+    // After the KV cache is allocated the profile activations (and the graph estimate the
+    // budget reserved) are free again; graph capture outside the budget and then the
+    // sampler warm-up on max_num_seqs dummy requests need their room, and weights repacked
+    // at load leave segments the allocator cannot reuse for those large blocks.
+    const std::int64_t sampler =
+        rank.last_stage ? sampler_peak_bytes(sampler_, requests, tokens) : 0;
+    e.post_allocation_bytes = e.cudagraph_bytes + sampler + unusable_after_repack_bytes_ -
+                              (e.activation_peak_bytes + graph_in_budget);
+  }
+  return e;
+}
+
+Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
+  Evaluation out;
+  out.knobs = k;
+  std::int64_t num_blocks = -1;
+  std::int64_t worst_request = 0;
+  std::int64_t tightest_margin = 0;  // post-allocation need beyond the headroom
+  std::int64_t worst_requested = 0;
+  KvPage worst_page;
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    const RankEvaluation e = evaluate_rank(i, k);
+    const CompiledRank& rank = ranks_[i];
+    out.kv_empty |= rank.kv.groups.empty();
+    if (num_blocks < 0 || e.num_blocks < num_blocks) num_blocks = e.num_blocks;
+    out.max_weights_bytes = std::max(out.max_weights_bytes, rank.weights_bytes);
+    out.max_post_allocation_bytes = std::max(out.max_post_allocation_bytes, e.post_allocation_bytes);
+    // The worst rank: the largest shortfall of one request against its KV cache.
+    out.min_kv_cache_bytes = i == 0 ? e.kv_cache_bytes : std::min(out.min_kv_cache_bytes, e.kv_cache_bytes);
+    const std::int64_t need =
+        kv_request_bytes(rank.kv, e.page, k.max_model_len, k.max_num_batched_tokens);
+    if (need - e.kv_cache_bytes >= worst_request - out.min_kv_cache_bytes) {
+      worst_request = need;
+      out.worst_rank = static_cast<std::int32_t>(i);
+      worst_page = e.page;
+    }
+    const std::int64_t margin = e.post_allocation_bytes - e.headroom_bytes;
+    if (i == 0 || margin > tightest_margin) {
+      tightest_margin = margin;
+      out.tightest_rank = static_cast<std::int32_t>(i);
+    }
+    worst_requested = e.requested_memory_bytes;
+  }
+  out.num_blocks = std::max<std::int64_t>(0, num_blocks);
+  out.request_kv_bytes = worst_request;
+  const KvGeometry& worst = ranks_[static_cast<std::size_t>(out.worst_rank)].kv;
+  const std::int64_t blocks_per_request =
+      kv_blocks_per_request(worst, worst_page, k.max_model_len, k.max_num_batched_tokens);
+  if (blocks_per_request > 0) {
+    out.max_concurrency =
+        static_cast<double>(out.num_blocks) / static_cast<double>(blocks_per_request);
+  }
+  if (profile_.tokens_from_concurrency) {
+    out.kv_tokens =
+        static_cast<std::int64_t>(out.max_concurrency * static_cast<double>(k.max_model_len));
+  } else {
+    const std::int64_t groups =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(worst.groups.size()));
+    out.kv_tokens = (out.num_blocks / groups) * worst_page.block_size;
+  }
+  const std::int64_t workers =
+      std::int64_t{config_.tensor_parallel_size} * config_.pipeline_parallel_size;
+  out.host_required_bytes = host_.required_bytes + workers * 5 * k.max_num_seqs * k.max_model_len;
+
+  // Startup verdict, in the order vLLM meets the checks.
+  const std::int64_t kv_fixed = config_.kv_cache_memory_bytes.value_or(0);
+  if (profile_.startup_free_memory_check && startup_free_bytes_ < worst_requested) {
+    out.outcome = Outcome::StartupFreeMemory;
+  } else if (hardware_.host_ram_bytes > 0 && out.host_required_bytes > hardware_.host_ram_bytes) {
+    out.outcome = Outcome::HostOomKilled;
+  } else if (out.max_weights_bytes > startup_free_bytes_) {
+    out.outcome = Outcome::OomAtLoad;
+  } else if ((out.min_kv_cache_bytes <= 0 && !out.kv_empty) ||
+             (kv_fixed > 0 && out.max_weights_bytes + ranks_.front().non_torch_bytes + kv_fixed >
+                                  startup_free_bytes_)) {
+    // A fixed --kv-cache-memory-bytes is allocated as asked: it must fit beside the weights.
+    out.outcome = Outcome::NoKvMemory;
+  } else if (worst_request > out.min_kv_cache_bytes) {
+    out.outcome = Outcome::InsufficientKvForMaxModelLen;
+  } else if (tightest_margin > 0) {
+    out.outcome = Outcome::OomAfterKvAlloc;
+  }
+  return out;
+}
+
+std::int64_t CompiledLaunch::estimated_max_model_len(const Evaluation& e) const noexcept {
+  const ResolvedKnobs& k = e.knobs;
+  const std::size_t worst = static_cast<std::size_t>(e.worst_rank);
+  const KvPage page = kv_page(ranks_[worst].kv, k.block_size, k.kv_element_bytes);
+  return kv_max_model_len_that_fits(ranks_[worst].kv, page, e.min_kv_cache_bytes,
+                                    k.max_model_len, k.max_num_batched_tokens);
+}
+
+std::int64_t CompiledLaunch::blocks_per_request(const ResolvedKnobs& k,
+                                                std::int64_t context) const noexcept {
+  std::int64_t worst = 0;
+  for (const CompiledRank& rank : ranks_) {
+    const KvPage page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
+    worst = std::max(worst, kv_blocks_per_request(rank.kv, page, context, k.max_num_batched_tokens));
+  }
+  return worst;
+}
+
+HostBreakdown CompiledLaunch::host(const ResolvedKnobs& k) const {
+  HostBreakdown h = host_;
+  const std::int64_t workers =
+      std::int64_t{config_.tensor_parallel_size} * config_.pipeline_parallel_size;
+  h.input_batch_bytes = workers * 5 * k.max_num_seqs * k.max_model_len;
+  h.required_bytes += h.input_batch_bytes;
+  h.terms = {
+      {"process_baseline", h.process_baseline_bytes,
+       "calibrated: API server 1.5 GiB + engine core 1.5 GiB + 3 GiB per worker (host-ram.md 6)"},
+      {"loader_staging", h.loader_anonymous_bytes,
+       lower(config_.safetensors_load_strategy) == "eager"
+           ? "formula: one whole shard per worker (eager load, 5 GB shards)"
+           : "formula: largest tensor per worker (memory-mapped safetensors)"},
+      {"input_batch", h.input_batch_bytes,
+       "formula: 5 B x max_num_seqs x max_model_len per worker"},
+      {"pinned", h.pinned_bytes,
+       "formula: cpu_offload x workers x 1.9 + KV offload per worker rounded to a power of two"
+       " + V0 swap space"},
+      {"page_cache", h.page_cache_bytes,
+       "formula: checkpoint bytes, file-backed and reclaimable (not required)"},
+  };
+  return h;
+}
+
+Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
+  const ResolvedKnobs k = resolve(knobs);
+  const Evaluation e = evaluate(k);
+  Breakdown b;
+  b.model_id = spec_->id;
+  b.gpu_id = hardware_.gpu.id;
+  b.profile = profile_;
+  ResolvedConfig& c = b.config;
+  c.gpu_memory_utilization = k.gpu_memory_utilization;
+  c.max_model_len = k.max_model_len;
+  c.max_num_seqs = k.max_num_seqs;
+  c.max_num_batched_tokens = k.max_num_batched_tokens;
+  c.block_size = k.block_size;
+  c.kv_element_bytes = k.kv_element_bytes;
+  c.served_dtype = served_dtype_;
+  c.quantization = quantization_;
+  c.tensor_parallel_size = config_.tensor_parallel_size;
+  c.pipeline_parallel_size = config_.pipeline_parallel_size;
+  c.num_cudagraph_sizes = k.num_cudagraph_sizes;
+  c.max_cudagraph_capture_size = k.max_cudagraph_capture_size;
+  c.enforce_eager = config_.enforce_eager;
+  c.chunked_prefill = profile_.chunked_prefill_default;
+  const std::int64_t total = hardware_.gpu.total_memory_bytes;
+  b.startup_free_bytes = startup_free_bytes_;
+  b.num_blocks = e.num_blocks;
+  b.kv_tokens = e.kv_tokens;
+  b.max_concurrency = e.max_concurrency;
+  b.request_kv_bytes = e.request_kv_bytes;
+  b.outcome = e.outcome;
+  b.host = host(k);
+  const char* graph_note = profile_.cudagraph_in_budget
+                               ? "calibrated: base + per captured layer piece x capture sizes "
+                                 "(inside the budget)"
+                               : "calibrated: base + per captured layer piece x capture sizes "
+                                 "(captured after KV allocation, outside the budget)";
+  const char* kv_note = profile_.cudagraph_in_budget
+                            ? "budget: requested - weights - activation - non_torch - cudagraph"
+                            : "budget: requested - weights - activation - non_torch";
+  b.ranks.reserve(ranks_.size());
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    const CompiledRank& compiled = ranks_[i];
+    const RankEvaluation r = evaluate_rank(i, k);
+    RankBreakdown rank;
+    rank.pipeline_rank = compiled.pipeline_rank;
+    rank.total_memory_bytes = total;
+    rank.requested_memory_bytes = r.requested_memory_bytes;
+    rank.weights_bytes = compiled.weights_bytes;
+    rank.lora_bytes = compiled.lora_bytes;
+    rank.activation_peak_bytes = r.activation_peak_bytes;
+    rank.non_torch_bytes = compiled.non_torch_bytes;
+    rank.cudagraph_bytes = r.cudagraph_bytes;
+    rank.cuda_context_bytes = cuda_context_bytes_;
+    rank.kv_cache_bytes = r.kv_cache_bytes;
+    rank.kv_layout = kv_layout(compiled.kv, r.page);
+    rank.kv_bytes_per_token = r.page.bytes_per_token;
+    rank.num_blocks = r.num_blocks;
+    rank.headroom_bytes = r.headroom_bytes;
+    rank.post_allocation_bytes = r.post_allocation_bytes;
     rank.terms = {
-        {"weights", rank.weights_bytes, weights_note},
+        {"weights", rank.weights_bytes,
+         "exact: the spec's tensors in their stored format + rotary cos/sin cache (+ LoRA "
+         "slots, drafter; less CPU offload)"},
         {"activation_peak", rank.activation_peak_bytes,
          "formula + calibrated: forward of max_num_batched_tokens, fused-MoE workspace, sampler "
          "on requests x vocab logits"},
         {"non_torch", rank.non_torch_bytes,
          "calibrated: cuBLAS/attention workspaces; custom all-reduce + NCCL buffers at TP>=2"},
-        {"cudagraph", rank.cudagraph_bytes,
-         std::string("calibrated: base + per captured layer piece x ") +
-             std::to_string(c.num_cudagraph_sizes) + " sizes" +
-             (b.profile.cudagraph_in_budget
-                  ? " (inside the budget)"
-                  : " (captured after KV allocation, outside the budget)")},
-        {"kv_cache", rank.kv_cache_bytes,
-         "budget: requested - weights - activation - non_torch" +
-             std::string(b.profile.cudagraph_in_budget ? " - cudagraph" : "")},
-        {"cuda_context", context, "calibrated: CUDA context (+ NCCL), outside the budget"},
+        {"cudagraph", rank.cudagraph_bytes, graph_note},
+        {"kv_cache", rank.kv_cache_bytes, kv_note},
+        {"cuda_context", cuda_context_bytes_,
+         "calibrated: CUDA context (+ NCCL), outside the budget"},
     };
-    if (b.num_blocks < 0 || rank.num_blocks < b.num_blocks) b.num_blocks = rank.num_blocks;
     b.ranks.push_back(std::move(rank));
   }
-  b.num_blocks = std::max<std::int64_t>(0, b.num_blocks);
 
-  // Reported tokens and concurrency (worst rank's layout; ranks share the block count).
-  std::int64_t min_kv = b.ranks.front().kv_cache_bytes;
-  const KvLayout* worst = &b.ranks.front().kv_layout;
-  std::int64_t worst_request = 0;
-  for (const auto& rank : b.ranks) {
-    min_kv = std::min(min_kv, rank.kv_cache_bytes);
-    const std::int64_t need =
-        kv_request_bytes(rank.kv_layout, c.max_model_len, c.max_num_batched_tokens);
-    if (need - rank.kv_cache_bytes >= worst_request - min_kv) {
-      worst_request = need;
-      worst = &rank.kv_layout;
-    }
+  // What vLLM prints for a failure.
+  const std::int64_t requested = b.ranks.front().requested_memory_bytes;
+  switch (e.outcome) {
+    case Outcome::StartupFreeMemory:
+      b.messages.push_back("Free memory on device (" + gib_text(startup_free_bytes_) + "/" +
+                           gib_text(total) +
+                           " GiB) on startup is less than desired GPU memory utilization (" +
+                           std::to_string(k.gpu_memory_utilization) + ", " +
+                           gib_text(requested) + " GiB).");
+      return b;
+    case Outcome::HostOomKilled:
+      b.messages.push_back("Host RAM exhausted while loading: " +
+                           gib_text(e.host_required_bytes) +
+                           " GiB of anonymous and pinned memory needed, " +
+                           gib_text(hardware_.host_ram_bytes) +
+                           " GiB on the host. The kernel OOM killer ends the process (`Killed`, "
+                           "visible in dmesg).");
+      return b;
+    case Outcome::OomAtLoad:
+      b.messages.push_back("CUDA out of memory while loading weights: " +
+                           gib_text(e.max_weights_bytes) + " GiB per rank, " +
+                           gib_text(startup_free_bytes_) + " GiB free.");
+      return b;
+    case Outcome::NoKvMemory:
+      if (config_.kv_cache_memory_bytes && e.min_kv_cache_bytes > 0) {
+        b.messages.push_back("CUDA out of memory allocating the KV cache: kv_cache_memory_bytes " +
+                             gib_text(*config_.kv_cache_memory_bytes) + " GiB beside " +
+                             gib_text(e.max_weights_bytes) + " GiB of weights, " +
+                             gib_text(startup_free_bytes_) + " GiB free.");
+      } else {
+        b.messages.push_back("No available memory for the cache blocks (" +
+                             gib_text(e.min_kv_cache_bytes) +
+                             " GiB). Try increasing `gpu_memory_utilization`.");
+      }
+      return b;
+    default:
+      break;
   }
-  b.request_kv_bytes = worst_request;
-  const std::int64_t blocks_per_request =
-      kv_blocks_per_request(*worst, c.max_model_len, c.max_num_batched_tokens);
-  if (blocks_per_request > 0) {
-    b.max_concurrency = static_cast<double>(b.num_blocks) / static_cast<double>(blocks_per_request);
-  }
-  if (b.profile.tokens_from_concurrency) {
-    b.kv_tokens =
-        static_cast<std::int64_t>(b.max_concurrency * static_cast<double>(c.max_model_len));
-  } else {
-    const std::int64_t groups =
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(worst->groups.size()));
-    b.kv_tokens = (b.num_blocks / groups) * worst->block_size;
-  }
-  b.host = host_ram(spec, c, b.profile, config);
-
-  // Startup verdict, in the order vLLM meets the checks.
-  const RankBreakdown& first = b.ranks.front();
-  std::int64_t max_weights = 0;
-  for (const auto& rank : b.ranks) max_weights = std::max(max_weights, rank.weights_bytes);
-  if (b.profile.era != EngineEra::V0 && b.profile.era != EngineEra::V1Early &&
-      b.startup_free_bytes < requested) {
-    b.outcome = Outcome::StartupFreeMemory;
-    b.messages.push_back(
-        "Free memory on device (" + gib_text(b.startup_free_bytes) + "/" + gib_text(total) +
-        " GiB) on startup is less than desired GPU memory "
-        "utilization (" +
-        std::to_string(c.gpu_memory_utilization) + ", " + gib_text(requested) + " GiB).");
-    return b;
-  }
-  if (hardware.host_ram_bytes > 0 && b.host.required_bytes > hardware.host_ram_bytes) {
-    b.outcome = Outcome::HostOomKilled;
-    b.messages.push_back("Host RAM exhausted while loading: " + gib_text(b.host.required_bytes) +
-                         " GiB of anonymous and pinned memory needed, " +
-                         gib_text(hardware.host_ram_bytes) +
-                         " GiB on the host. The kernel OOM killer ends the process (`Killed`, "
-                         "visible in dmesg).");
-    return b;
-  }
-  if (max_weights > b.startup_free_bytes) {
-    b.outcome = Outcome::OomAtLoad;
-    b.messages.push_back("CUDA out of memory while loading weights: " + gib_text(max_weights) +
-                         " GiB per rank, " + gib_text(b.startup_free_bytes) + " GiB free.");
-    return b;
-  }
-  if (min_kv <= 0 && !any_rank_empty) {
-    b.outcome = Outcome::NoKvMemory;
-    b.messages.push_back("No available memory for the cache blocks (" + gib_text(min_kv) +
-                         " GiB). Try increasing `gpu_memory_utilization`.");
-    return b;
-  }
-  b.estimated_max_model_len =
-      kv_max_model_len_that_fits(*worst, min_kv, c.max_model_len, c.max_num_batched_tokens);
-  if (worst_request > min_kv) {
-    b.outcome = Outcome::InsufficientKvForMaxModelLen;
+  b.estimated_max_model_len = estimated_max_model_len(e);
+  if (e.outcome == Outcome::InsufficientKvForMaxModelLen) {
     std::string msg = "To serve at least one request with the model's max seq len (" +
-                      std::to_string(c.max_model_len) + "), (" + gib_text(worst_request) +
+                      std::to_string(k.max_model_len) + "), (" + gib_text(e.request_kv_bytes) +
                       " GiB KV cache is needed, which is larger than the available KV cache "
                       "memory (" +
-                      gib_text(min_kv) + " GiB).";
+                      gib_text(e.min_kv_cache_bytes) + " GiB).";
     if (b.estimated_max_model_len > 0) {
       msg += " Based on the available memory, the estimated maximum model length is " +
              std::to_string(b.estimated_max_model_len) + ".";
     }
     b.messages.push_back(msg);
-    return b;
-  }
-  const RankBreakdown* tightest = &first;
-  for (const auto& rank : b.ranks) {
-    if (rank.post_allocation_bytes - rank.headroom_bytes >
-        tightest->post_allocation_bytes - tightest->headroom_bytes) {
-      tightest = &rank;
-    }
-  }
-  if (tightest->post_allocation_bytes > tightest->headroom_bytes) {
-    const std::int64_t graphs = c.enforce_eager ? 0 : tightest->cudagraph_bytes;
-    const std::int64_t freed = tightest->activation_peak_bytes +
-                               (b.profile.cudagraph_in_budget ? tightest->cudagraph_bytes : 0);
-    b.outcome = Outcome::OomAfterKvAlloc;
-    if (graphs > tightest->headroom_bytes + freed) {
-      b.messages.push_back("CUDA out of memory capturing CUDA graphs: " + gib_text(graphs) +
+  } else if (e.outcome == Outcome::OomAfterKvAlloc) {
+    const RankBreakdown& tightest = b.ranks[static_cast<std::size_t>(e.tightest_rank)];
+    const std::int64_t graph_in_budget = profile_.cudagraph_in_budget ? tightest.cudagraph_bytes : 0;
+    const std::int64_t freed = tightest.activation_peak_bytes + graph_in_budget;
+    if (tightest.cudagraph_bytes > tightest.headroom_bytes + freed) {
+      b.messages.push_back("CUDA out of memory capturing CUDA graphs: " +
+                           gib_text(tightest.cudagraph_bytes) +
                            " GiB needed after the KV cache allocation.");
     } else {
       b.messages.push_back("CUDA out of memory occurred when warming up sampler with " +
-                           std::to_string(std::min(c.max_num_seqs, c.max_num_batched_tokens)) +
+                           std::to_string(std::min(k.max_num_seqs, k.max_num_batched_tokens)) +
                            " dummy requests: " +
-                           gib_text(tightest->post_allocation_bytes - tightest->headroom_bytes) +
+                           gib_text(tightest.post_allocation_bytes - tightest.headroom_bytes) +
                            " GiB short after the KV cache and graphs. Lower max_num_seqs or "
                            "gpu_memory_utilization.");
     }
   }
   return b;
 }
+
+Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardware,
+                            const EngineConfig& config) {
+  const CompiledLaunch launch(std::make_shared<const ModelSpec>(spec), hardware, config);
+  return launch.breakdown(launch_knobs(config));
+}
+
 
 }  // namespace vramplan

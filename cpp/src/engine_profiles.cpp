@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,18 +16,27 @@
 namespace vramplan {
 namespace {
 
-// 0.<minor> of a version string ("0.19.0", "v0.6.4.post2", "0.10.1.x"); -1 if unreadable.
-int parse_minor(const std::string& version) {
+// (major, minor) of a version string ("0.19.0", "v0.6.4.post2", "0.10.1.x", "1.0"); nullopt if
+// unreadable.
+struct Version {
+  int major = 0;
+  int minor = 0;
+  bool operator<(const Version& o) const { return major != o.major ? major < o.major : minor < o.minor; }
+  bool operator<=(const Version& o) const { return !(o < *this); }
+};
+std::optional<Version> parse_version(const std::string& version) {
   std::size_t pos = 0;
   while (pos < version.size() && !std::isdigit(static_cast<unsigned char>(version[pos]))) ++pos;
-  if (pos == version.size()) return -1;
+  if (pos == version.size()) return std::nullopt;
   std::istringstream in(version.substr(pos));
   int major = -1;
   int minor = -1;
   char dot = 0;
   in >> major >> dot >> minor;
-  if (in.fail() || dot != '.' || major != 0 || minor < 0 || minor > 1000) return -1;
-  return minor;
+  if (in.fail() || dot != '.' || major < 0 || major > 100 || minor < 0 || minor > 1000) {
+    return std::nullopt;
+  }
+  return Version{major, minor};
 }
 
 class Row {
@@ -63,14 +73,37 @@ class Row {
     if (v < low || v > high) fail(key, std::to_string(v), "out of range");
     return v;
   }
+  bool has(const std::string& key) const { return static_cast<bool>(node_[key]); }
   bool flag(const std::string& key) const { return scalar<bool>(key, get(key)); }
   std::string text(const std::string& key) const { return scalar<std::string>(key, get(key)); }
-  std::int64_t sub_integer(const std::string& map, const std::string& key) const {
-    const YAML::Node m = get(map);
-    if (!m.IsMap()) fail(map, "not a map", "expected a map");
+  YAML::Node map(const std::string& key) const {
+    const YAML::Node m = get(key);
+    if (!m.IsMap()) fail(key, "not a map", "expected a map");
+    return m;
+  }
+  YAML::Node entry(const std::string& map_key, const YAML::Node& m, const std::string& key) const {
     const YAML::Node v = m[key];
-    if (!v || !v.IsScalar()) fail(map + "." + key, "missing", "required field is missing");
-    return integer(map + "." + key, v, 1, std::int64_t{1} << 24);
+    if (!v || !v.IsScalar()) fail(map_key + "." + key, "missing", "required field is missing");
+    return v;
+  }
+  std::int64_t sub_integer(const std::string& map_key, const std::string& key, std::int64_t low,
+                           std::int64_t high) const {
+    return integer(map_key + "." + key, entry(map_key, map(map_key), key), low, high);
+  }
+  double sub_number(const std::string& map_key, const std::string& key, double low,
+                    double high) const {
+    const double v = scalar<double>(map_key + "." + key, entry(map_key, map(map_key), key));
+    if (!(v >= low && v <= high)) fail(map_key + "." + key, std::to_string(v), "out of range");
+    return v;
+  }
+  bool sub_flag(const std::string& map_key, const std::string& key) const {
+    return scalar<bool>(map_key + "." + key, entry(map_key, map(map_key), key));
+  }
+  // A field the row omits keeps the previous row's value; the first row must give them all.
+  bool inherits(const std::string& key, bool first_row) const {
+    if (has(key)) return false;
+    if (first_row) fail(key, "missing", "required field is missing (the first row gives all)");
+    return true;
   }
 
  private:
@@ -104,51 +137,109 @@ std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
                     "expected 1..1000 rows");
   }
   std::vector<EngineProfile> out;
+  constexpr std::int64_t kMaxBytes = std::int64_t{64} << 30;
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (!list[i].IsMap())
       throw SpecError(file, "engines[" + std::to_string(i) + "]", "", "expected a map");
     const Row row(list[i], file, i);
-    EngineProfile p;
+    const bool first = out.empty();
+    EngineProfile p = first ? EngineProfile{} : out.back();
     const std::string from = row.text("from_version");
-    p.from_minor = parse_minor(from);
-    if (p.from_minor < 0) row.fail("from_version", from, "expected 0.<minor>");
-    if (!out.empty() && p.from_minor <= out.back().from_minor) {
+    const auto version = parse_version(from);
+    if (!version) row.fail("from_version", from, "expected <major>.<minor>");
+    if (!first && *version <= Version{p.from_major, p.from_minor}) {
       row.fail("from_version", from, "rows must be in ascending version order");
     }
-    const std::string era = row.text("era");
-    if (era == "v0") {
-      p.era = EngineEra::V0;
-    } else if (era == "v1-early") {
-      p.era = EngineEra::V1Early;
-    } else if (era == "v1") {
-      p.era = EngineEra::V1Mid;
-    } else if (era == "v1-latest") {
-      p.era = EngineEra::V1Latest;
-    } else {
-      row.fail("era", era, "expected v0, v1-early, v1 or v1-latest");
+    p.from_major = version->major;
+    p.from_minor = version->minor;
+    if (!row.inherits("era", first)) {
+      const std::string era = row.text("era");
+      if (era == "v0") {
+        p.era = EngineEra::V0;
+      } else if (era == "v1-early") {
+        p.era = EngineEra::V1Early;
+      } else if (era == "v1") {
+        p.era = EngineEra::V1Mid;
+      } else if (era == "v1-latest") {
+        p.era = EngineEra::V1Latest;
+      } else {
+        row.fail("era", era, "expected v0, v1-early, v1 or v1-latest");
+      }
     }
-    p.default_gpu_memory_utilization = row.number("default_gpu_memory_utilization", 0.01, 1.0);
-    p.cudagraph_in_budget = row.flag("cudagraph_in_budget");
-    p.chunked_prefill_default = row.flag("chunked_prefill_default");
-    const std::string report = row.text("kv_tokens_report");
-    if (report != "blocks" && report != "concurrency") {
-      row.fail("kv_tokens_report", report, "expected blocks or concurrency");
+    auto number = [&](const char* key, double low, double high, double& dst) {
+      if (!row.inherits(key, first)) dst = row.number(key, low, high);
+    };
+    auto flag = [&](const char* key, bool& dst) {
+      if (!row.inherits(key, first)) dst = row.flag(key);
+    };
+    auto bytes = [&](const char* key, std::int64_t& dst) {
+      if (!row.inherits(key, first)) dst = row.integer(key, row.get(key), 0, kMaxBytes);
+    };
+    number("default_gpu_memory_utilization", 0.01, 1.0, p.default_gpu_memory_utilization);
+    flag("cudagraph_in_budget", p.cudagraph_in_budget);
+    flag("chunked_prefill_default", p.chunked_prefill_default);
+    flag("startup_free_memory_check", p.startup_free_memory_check);
+    flag("post_allocation_check", p.post_allocation_check);
+    flag("mla_backend_block_size", p.mla_backend_block_size);
+    if (!row.inherits("kv_tokens_report", first)) {
+      const std::string report = row.text("kv_tokens_report");
+      if (report != "blocks" && report != "concurrency") {
+        row.fail("kv_tokens_report", report, "expected blocks or concurrency");
+      }
+      p.tokens_from_concurrency = report == "concurrency";
     }
-    p.tokens_from_concurrency = report == "concurrency";
-    p.sampler_bytes_per_logit = row.number("sampler_bytes_per_logit", 0.0, 1000.0);
-    p.non_torch_single_rank_bytes =
-        row.integer("non_torch_single_rank_bytes", row.get("non_torch_single_rank_bytes"), 0,
-                    std::int64_t{64} << 30);
-    p.max_num_seqs_large_gpu = row.sub_integer("max_num_seqs", "large_gpu");
-    p.max_num_seqs_other_gpu = row.sub_integer("max_num_seqs", "other_gpu");
-    p.max_num_batched_tokens_serve_large_gpu =
-        row.sub_integer("max_num_batched_tokens", "serve_large_gpu");
-    p.max_num_batched_tokens_serve_other_gpu =
-        row.sub_integer("max_num_batched_tokens", "serve_other_gpu");
-    p.max_num_batched_tokens_llm_large_gpu =
-        row.sub_integer("max_num_batched_tokens", "llm_large_gpu");
-    p.max_num_batched_tokens_llm_other_gpu =
-        row.sub_integer("max_num_batched_tokens", "llm_other_gpu");
+    number("sampler_bytes_per_logit", 0.0, 1000.0, p.sampler_bytes_per_logit);
+    bytes("non_torch_single_rank_bytes", p.non_torch_single_rank_bytes);
+    bytes("non_torch_pipeline_only_bytes", p.non_torch_pipeline_only_bytes);
+    bytes("non_torch_tensor_parallel_bytes", p.non_torch_tensor_parallel_bytes);
+    bytes("swap_space_default_bytes", p.swap_space_default_bytes);
+    if (!row.inherits("cudagraph_capture", first)) {
+      const char* key = "cudagraph_capture";
+      const YAML::Node ladder = row.map(key)["ladder"];
+      if (!ladder || !ladder.IsSequence() || ladder.size() == 0 ||
+          ladder.size() > p.capture_ladder.size()) {
+        row.fail("cudagraph_capture.ladder", ladder ? "wrong shape" : "missing",
+                 "expected 1..4 [start, end, step] segments");
+      }
+      std::int32_t previous_end = 0;
+      for (std::size_t s = 0; s < ladder.size(); ++s) {
+        const std::string name = "cudagraph_capture.ladder[" + std::to_string(s) + "]";
+        const YAML::Node seg = ladder[s];
+        if (!seg.IsSequence() || seg.size() != 3) row.fail(name, "wrong shape", "expected [start, end, step]");
+        CaptureSegment c;
+        c.start = static_cast<std::int32_t>(row.integer(name, seg[0], 1, 1 << 16));
+        c.end = static_cast<std::int32_t>(row.integer(name, seg[1], c.start, 1 << 16));
+        c.step = static_cast<std::int32_t>(row.integer(name, seg[2], 1, 1 << 16));
+        if (c.start <= previous_end) row.fail(name, std::to_string(c.start), "segments must ascend");
+        previous_end = c.end;
+        p.capture_ladder[s] = c;
+      }
+      p.capture_ladder_segments = static_cast<std::int32_t>(ladder.size());
+      p.capture_seq_multiplier = static_cast<std::int32_t>(row.sub_integer(key, "seq_multiplier", 1, 64));
+      p.capture_counts_speculative_tokens = row.sub_flag(key, "counts_speculative_tokens");
+      p.capture_max_size = static_cast<std::int32_t>(row.sub_integer(key, "max_size", 1, 1 << 16));
+      p.capture_bounded_by_batched_tokens = row.sub_flag(key, "bounded_by_batched_tokens");
+    }
+    if (!row.inherits("cudagraph_pool_mib", first)) {
+      const char* key = "cudagraph_pool_mib";
+      p.cudagraph_base_mib = row.sub_number(key, "base", 0.0, 65536.0);
+      p.cudagraph_piece_mib = row.sub_number(key, "piece", 0.0, 1024.0);
+      p.cudagraph_piece_mib_per_hidden = row.sub_number(key, "piece_per_hidden", 0.0, 1.0);
+      p.cudagraph_piece_mib_moe = row.sub_number(key, "piece_moe", 0.0, 1024.0);
+      p.cudagraph_piece_mib_mla = row.sub_number(key, "piece_mla", 0.0, 1024.0);
+      p.cudagraph_piece_mib_mxfp4_moe = row.sub_number(key, "piece_mxfp4_moe", 0.0, 1024.0);
+    }
+    if (!row.inherits("max_num_seqs", first)) {
+      p.max_num_seqs_large_gpu = row.sub_integer("max_num_seqs", "large_gpu", 1, 1 << 24);
+      p.max_num_seqs_other_gpu = row.sub_integer("max_num_seqs", "other_gpu", 1, 1 << 24);
+    }
+    if (!row.inherits("max_num_batched_tokens", first)) {
+      const char* key = "max_num_batched_tokens";
+      p.max_num_batched_tokens_serve_large_gpu = row.sub_integer(key, "serve_large_gpu", 1, 1 << 24);
+      p.max_num_batched_tokens_serve_other_gpu = row.sub_integer(key, "serve_other_gpu", 1, 1 << 24);
+      p.max_num_batched_tokens_llm_large_gpu = row.sub_integer(key, "llm_large_gpu", 1, 1 << 24);
+      p.max_num_batched_tokens_llm_other_gpu = row.sub_integer(key, "llm_other_gpu", 1, 1 << 24);
+    }
     out.push_back(p);
   }
   return out;
@@ -156,17 +247,23 @@ std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
 
 EngineProfile engine_profile(const std::string& version) {
   const std::vector<EngineProfile>& rows = compiled_profiles();
-  const int minor = version.empty() ? rows.back().from_minor : parse_minor(version);
-  if (minor < rows.front().from_minor) {
+  const EngineProfile& oldest = rows.front();
+  const EngineProfile& newest = rows.back();
+  const auto parsed = version.empty() ? std::optional<Version>(Version{newest.from_major, newest.from_minor})
+                                      : parse_version(version);
+  if (!parsed || *parsed < Version{oldest.from_major, oldest.from_minor}) {
     throw ConfigError("engine_version", "'" + version + "'",
-                      "0." + std::to_string(rows.front().from_minor) + " or later",
+                      std::to_string(oldest.from_major) + "." + std::to_string(oldest.from_minor) +
+                          " or later",
                       "not a vLLM version this planner knows");
   }
-  EngineProfile p = rows.front();
+  EngineProfile p = oldest;
   for (const EngineProfile& row : rows) {
-    if (row.from_minor <= minor) p = row;
+    if (Version{row.from_major, row.from_minor} <= *parsed) p = row;
   }
-  p.version = version.empty() ? "0." + std::to_string(minor) + ".0" : version;
+  p.version = version.empty() ? std::to_string(parsed->major) + "." +
+                                    std::to_string(parsed->minor) + ".0"
+                              : version;
   return p;
 }
 

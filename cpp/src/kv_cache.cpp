@@ -96,15 +96,15 @@ std::int64_t mamba_state_bytes(const ModelSpec& spec, const LayerSpec& layer,
   return 0;
 }
 
-KvLayout kv_layout(const ModelSpec& spec, const KvCacheOptions& o) {
+KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& o) {
   const LayerRange range = effective_range(spec, o);
-  KvLayout layout;
-  layout.block_size = o.block_size;
-  layout.num_speculative_tokens = o.num_speculative_tokens;
-  // Bucket layers by spec: (kind, window) -> count; page bytes per token per kind.
+  KvGeometry geometry;
+  geometry.num_speculative_tokens = o.num_speculative_tokens;
+  // Token bytes are linear in the element width: measure them at one byte per element.
+  KvCacheOptions per_element = o;
+  per_element.kv_element_bytes = 1;
+  // Bucket layers by spec: (kind, window) -> count.
   std::map<std::pair<int, int>, std::int32_t> buckets;
-  std::int64_t attn_token_bytes = 0;  // per layer, the largest attention layer
-  std::int64_t state_bytes = 0;
   for (std::int32_t i = range.begin; i < range.end; ++i) {
     const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
     if (layer.attention == AttentionKind::None) continue;
@@ -112,26 +112,20 @@ KvLayout kv_layout(const ModelSpec& spec, const KvCacheOptions& o) {
     if (layer.attention == AttentionKind::SlidingWindow) window = layer.sliding_window;
     if (layer.attention == AttentionKind::ChunkedLocal) window = layer.attention_chunk_size;
     buckets[{static_cast<int>(layer.attention), window}] += 1;
-    attn_token_bytes = std::max(attn_token_bytes, kv_layer_bytes_per_token(spec, layer, o));
-    state_bytes = std::max(state_bytes, mamba_state_bytes(spec, layer, o));
-    layout.bytes_per_token += kv_layer_bytes_per_token(spec, layer, o);
+    const std::int64_t token_bytes = kv_layer_bytes_per_token(spec, layer, per_element);
+    geometry.max_layer_token_bytes_per_element =
+        std::max(geometry.max_layer_token_bytes_per_element, token_bytes);
+    geometry.token_bytes_per_element += token_bytes;
+    geometry.state_bytes = std::max(geometry.state_bytes, mamba_state_bytes(spec, layer, o));
   }
-  layout.mamba_page_bytes = state_bytes;
-  if (buckets.empty()) return layout;
-  if (state_bytes > 0 && attn_token_bytes > 0) {
-    // Hybrid with Mamba: raise the attention block size until one page holds a state.
-    const std::int64_t align = std::max<std::int64_t>(16, o.block_size);
-    layout.block_size =
-        static_cast<std::int32_t>(align * ceil_div(state_bytes, align * attn_token_bytes));
-  }
-  layout.page_bytes = attn_token_bytes > 0 ? attn_token_bytes * layout.block_size : state_bytes;
+  if (buckets.empty()) return geometry;
   if (buckets.size() == 1) {
     const auto& [key, count] = *buckets.begin();
-    layout.group_size = count;
-    layout.groups.push_back(KvGroup{static_cast<AttentionKind>(key.first), key.second, count});
-    return layout;
+    geometry.group_size = count;
+    geometry.groups.push_back(KvGroup{static_cast<AttentionKind>(key.first), key.second, count});
+    return geometry;
   }
-  layout.uniform = false;
+  geometry.uniform = false;
   std::int32_t smallest = buckets.begin()->second;
   std::int32_t largest = smallest;
   for (const auto& [key, count] : buckets) {
@@ -140,48 +134,118 @@ KvLayout kv_layout(const ModelSpec& spec, const KvCacheOptions& o) {
   }
   // vLLM takes the smallest bucket as group size, or the largest when they are close.
   const std::int32_t group_size = largest * 2 < smallest * 3 ? largest : smallest;
-  layout.group_size = group_size;
+  geometry.group_size = group_size;
   for (const auto& [key, count] : buckets) {
     const std::int32_t num_groups = static_cast<std::int32_t>(ceil_div(count, group_size));
     for (std::int32_t g = 0; g < num_groups; ++g) {
       const std::int32_t in_group = std::min(group_size, count - g * group_size);
-      layout.groups.push_back(KvGroup{static_cast<AttentionKind>(key.first), key.second, in_group});
+      geometry.groups.push_back(
+          KvGroup{static_cast<AttentionKind>(key.first), key.second, in_group});
     }
-    if (count % group_size != 0) layout.padding_layers += group_size - count % group_size;
+    if (count % group_size != 0) geometry.padding_layers += group_size - count % group_size;
   }
+  return geometry;
+}
+
+KvPage kv_page(const KvGeometry& g, std::int32_t block_size,
+               std::int32_t kv_element_bytes) noexcept {
+  KvPage page;
+  page.block_size = block_size;
+  page.bytes_per_token = g.token_bytes_per_element * kv_element_bytes;
+  if (g.groups.empty()) return page;
+  const std::int64_t attn_token_bytes = g.max_layer_token_bytes_per_element * kv_element_bytes;
+  if (g.state_bytes > 0 && attn_token_bytes > 0) {
+    // Hybrid with Mamba: raise the attention block size until one page holds a state.
+    const std::int64_t align = std::max<std::int64_t>(16, block_size);
+    page.block_size =
+        static_cast<std::int32_t>(align * ceil_div(g.state_bytes, align * attn_token_bytes));
+  }
+  page.page_bytes = attn_token_bytes > 0 ? attn_token_bytes * page.block_size : g.state_bytes;
+  return page;
+}
+
+KvLayout kv_layout(const KvGeometry& g, const KvPage& page) {
+  KvLayout layout;
+  layout.block_size = page.block_size;
+  layout.page_bytes = page.page_bytes;
+  layout.group_size = g.group_size;
+  layout.groups = g.groups;
+  layout.padding_layers = g.padding_layers;
+  layout.bytes_per_token = page.bytes_per_token;
+  layout.mamba_page_bytes = g.state_bytes;
+  layout.uniform = g.uniform;
+  layout.num_speculative_tokens = g.num_speculative_tokens;
   return layout;
 }
 
-std::int64_t kv_blocks_per_request(const KvLayout& layout, std::int64_t max_model_len,
-                                   std::int64_t max_num_batched_tokens) noexcept {
+KvLayout kv_layout(const ModelSpec& spec, const KvCacheOptions& o) {
+  const KvGeometry geometry = kv_geometry(spec, o);
+  return kv_layout(geometry, kv_page(geometry, o.block_size, o.kv_element_bytes));
+}
+
+namespace {
+
+std::int64_t blocks_per_request(const std::vector<KvGroup>& groups, std::int32_t block_size,
+                                 std::int32_t speculative, std::int64_t max_model_len,
+                                 std::int64_t max_num_batched_tokens) noexcept {
   std::int64_t blocks = 0;
-  for (const auto& g : layout.groups) {
-    blocks += group_blocks(g, layout.block_size, max_model_len, max_num_batched_tokens,
-                           layout.num_speculative_tokens);
+  for (const auto& g : groups) {
+    blocks += group_blocks(g, block_size, max_model_len, max_num_batched_tokens, speculative);
   }
   return blocks;
 }
 
+std::int64_t blocks_in_budget(std::int64_t page_bytes, std::int32_t group_size,
+                              std::int64_t kv_budget_bytes) noexcept {
+  if (page_bytes <= 0 || group_size <= 0 || kv_budget_bytes <= 0) return 0;
+  return kv_budget_bytes / page_bytes / group_size;
+}
+
+}  // namespace
+
+std::int64_t kv_blocks_per_request(const KvGeometry& g, const KvPage& page,
+                                   std::int64_t max_model_len,
+                                   std::int64_t max_num_batched_tokens) noexcept {
+  return blocks_per_request(g.groups, page.block_size, g.num_speculative_tokens, max_model_len,
+                            max_num_batched_tokens);
+}
+
+std::int64_t kv_blocks_per_request(const KvLayout& layout, std::int64_t max_model_len,
+                                   std::int64_t max_num_batched_tokens) noexcept {
+  return blocks_per_request(layout.groups, layout.block_size, layout.num_speculative_tokens,
+                            max_model_len, max_num_batched_tokens);
+}
+
+// Groups share one pool of group_size tensors, so each block costs page * group_size.
+std::int64_t kv_request_bytes(const KvGeometry& g, const KvPage& page, std::int64_t max_model_len,
+                              std::int64_t max_num_batched_tokens) noexcept {
+  return kv_blocks_per_request(g, page, max_model_len, max_num_batched_tokens) * page.page_bytes *
+         g.group_size;
+}
+
 std::int64_t kv_request_bytes(const KvLayout& layout, std::int64_t max_model_len,
                               std::int64_t max_num_batched_tokens) noexcept {
-  // Groups share one pool of group_size tensors, so each block costs page * group_size.
   return kv_blocks_per_request(layout, max_model_len, max_num_batched_tokens) * layout.page_bytes *
          layout.group_size;
 }
 
-std::int64_t kv_num_blocks(const KvLayout& layout, std::int64_t kv_budget_bytes) noexcept {
-  if (layout.page_bytes <= 0 || layout.group_size <= 0 || kv_budget_bytes <= 0) return 0;
-  return kv_budget_bytes / layout.page_bytes / layout.group_size;
+std::int64_t kv_num_blocks(const KvGeometry& g, const KvPage& page,
+                           std::int64_t kv_budget_bytes) noexcept {
+  return blocks_in_budget(page.page_bytes, g.group_size, kv_budget_bytes);
 }
 
-std::int64_t kv_max_model_len_that_fits(const KvLayout& layout, std::int64_t kv_budget_bytes,
-                                        std::int64_t upper,
+std::int64_t kv_num_blocks(const KvLayout& layout, std::int64_t kv_budget_bytes) noexcept {
+  return blocks_in_budget(layout.page_bytes, layout.group_size, kv_budget_bytes);
+}
+
+std::int64_t kv_max_model_len_that_fits(const KvGeometry& g, const KvPage& page,
+                                        std::int64_t kv_budget_bytes, std::int64_t upper,
                                         std::int64_t max_num_batched_tokens) noexcept {
   std::int64_t lo = 0;
   std::int64_t hi = upper;
   while (lo < hi) {  // largest L with need(L) <= budget; need is monotone in L
     const std::int64_t mid = lo + (hi - lo + 1) / 2;
-    if (kv_request_bytes(layout, mid, max_num_batched_tokens) <= kv_budget_bytes) {
+    if (kv_request_bytes(g, page, mid, max_num_batched_tokens) <= kv_budget_bytes) {
       lo = mid;
     } else {
       hi = mid - 1;

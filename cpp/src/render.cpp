@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "vramplan/knobs.hpp"
 #include "vramplan/solver.hpp"
 
 namespace vramplan {
@@ -76,6 +77,7 @@ nlohmann::json to_json(const Breakdown& b) {
                      {"total_memory_bytes", r.total_memory_bytes},
                      {"requested_memory_bytes", r.requested_memory_bytes},
                      {"weights_bytes", r.weights_bytes},
+                     {"lora_bytes", r.lora_bytes},
                      {"activation_peak_bytes", r.activation_peak_bytes},
                      {"non_torch_bytes", r.non_torch_bytes},
                      {"cudagraph_bytes", r.cudagraph_bytes},
@@ -138,48 +140,42 @@ nlohmann::json to_json(const Breakdown& b) {
 
 namespace {
 
-// The launch flags of a plan, in `vllm serve` order, with vLLM's keyword names: the one list
-// both the flag line and the LLM(...) kwargs are rendered from.
+// The launch flags of a plan, in the knob registry's order, with vLLM's keyword names: the one
+// list both the flag line and the LLM(...) kwargs are rendered from.
 std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& plan) {
   const EngineConfig& c = plan.config;
-  std::vector<std::pair<std::string, nlohmann::json>> flags = {
-      {"gpu_memory_utilization", plan.gpu_memory_utilization},
-      {"max_model_len", plan.max_model_len},
-      {"max_num_seqs", plan.max_num_seqs},
-      {"max_num_batched_tokens", plan.max_num_batched_tokens}};
-  if (c.tensor_parallel_size > 1)
-    flags.emplace_back("tensor_parallel_size", c.tensor_parallel_size);
-  if (c.pipeline_parallel_size > 1) {
-    flags.emplace_back("pipeline_parallel_size", c.pipeline_parallel_size);
-  }
-  if (!c.kv_cache_dtype.empty() && c.kv_cache_dtype != "auto") {
-    flags.emplace_back("kv_cache_dtype", c.kv_cache_dtype);
-  }
-  if (!c.dtype.empty() && c.dtype != "auto") flags.emplace_back("dtype", c.dtype);
-  if (!c.quantization.empty()) flags.emplace_back("quantization", c.quantization);
-  if (c.block_size > 0) flags.emplace_back("block_size", c.block_size);
-  if (c.enforce_eager) flags.emplace_back("enforce_eager", true);
-  if (c.num_speculative_tokens > 0) {
-    nlohmann::json speculative = {{"num_speculative_tokens", c.num_speculative_tokens}};
-    if (!c.speculative_method.empty()) speculative["method"] = c.speculative_method;
-    if (c.draft_model) speculative["model"] = c.draft_model->id;
-    flags.emplace_back("speculative_config", speculative);
-  }
-  if (c.max_loras > 0) {
-    flags.emplace_back("enable_lora", true);
-    flags.emplace_back("max_loras", c.max_loras);
-    flags.emplace_back("max_lora_rank", c.max_lora_rank);
-  }
-  // GiB flags are rounded up to 0.01 so the offload is never smaller than planned.
-  auto gib_up = [](std::int64_t bytes) {
-    return std::ceil(static_cast<double>(bytes) / static_cast<double>(1 << 30) * 100.0) / 100.0;
-  };
-  if (c.cpu_offload_bytes > 0) flags.emplace_back("cpu_offload_gb", gib_up(c.cpu_offload_bytes));
-  if (c.kv_offloading_bytes > 0) {
-    flags.emplace_back("kv_offloading_size", gib_up(c.kv_offloading_bytes));
-  }
-  if (!c.safetensors_load_strategy.empty() && c.safetensors_load_strategy != "lazy") {
-    flags.emplace_back("safetensors_load_strategy", c.safetensors_load_strategy);
+  std::vector<std::pair<std::string, nlohmann::json>> flags;
+  for (const KnobSpec& knob : knob_specs()) {
+    if (knob.kwarg.empty()) continue;  // planner-only knobs
+    if (knob.kwarg == "speculative_config") {
+      // The speculative knobs render together, once, as one JSON object.
+      if (knob.name != "num_speculative_tokens" || c.num_speculative_tokens == 0) continue;
+      nlohmann::json speculative = {{"num_speculative_tokens", c.num_speculative_tokens}};
+      if (!c.speculative_method.empty()) speculative["method"] = c.speculative_method;
+      if (c.draft_model) speculative["model"] = c.draft_model->id;
+      flags.emplace_back("speculative_config", speculative);
+      continue;
+    }
+    const std::optional<KnobValue> value = knob.get(c);
+    if (!value) continue;
+    const std::string kwarg(knob.kwarg);
+    if (knob.name == "max_loras") flags.emplace_back("enable_lora", true);
+    if (const bool* flag = std::get_if<bool>(&*value)) {
+      if (*flag) flags.emplace_back(kwarg, true);
+    } else if (const auto* integer = std::get_if<std::int64_t>(&*value)) {
+      if (knob.type == KnobType::Bytes && knob.flag_unit_bytes > 1) {
+        // GiB flags are rounded up to 0.01 so the offload is never smaller than planned.
+        const double units =
+            static_cast<double>(*integer) / static_cast<double>(knob.flag_unit_bytes);
+        flags.emplace_back(kwarg, std::ceil(units * 100.0) / 100.0);
+      } else {
+        flags.emplace_back(kwarg, *integer);
+      }
+    } else if (const double* real = std::get_if<double>(&*value)) {
+      flags.emplace_back(kwarg, *real);
+    } else {
+      flags.emplace_back(kwarg, std::get<std::string>(*value));
+    }
   }
   return flags;
 }
@@ -217,8 +213,11 @@ std::string to_vllm_args(const Plan& plan) {
 nlohmann::json to_json(const Plan& plan) {
   nlohmann::json remedies = nlohmann::json::array();
   for (const auto& r : plan.remedies) {
-    remedies.push_back(
-        {{"kind", r.kind}, {"change", r.change}, {"fits", r.fits}, {"detail", r.detail}});
+    remedies.push_back({{"kind", r.kind},
+                        {"change", r.change},
+                        {"fits", r.fits},
+                        {"detail", r.detail},
+                        {"flags", r.flags}});
   }
   return {{"fits", plan.fits},
           {"verdict", plan.verdict},
@@ -226,6 +225,7 @@ nlohmann::json to_json(const Plan& plan) {
           {"max_model_len", plan.max_model_len},
           {"max_num_seqs", plan.max_num_seqs},
           {"max_num_batched_tokens", plan.max_num_batched_tokens},
+          {"concurrent_sequences", plan.concurrent_sequences},
           {"binding",
            {{"gpu_memory_utilization", plan.binding_gpu_memory_utilization},
             {"max_model_len", plan.binding_max_model_len},

@@ -20,40 +20,35 @@ std::string gib(std::int64_t bytes) {
   return out.str();
 }
 
-// Sequences of `context` tokens the KV pool holds at once.
-std::int64_t capacity_at(const Breakdown& b, std::int64_t context) {
-  std::int64_t worst = 0;
-  for (const auto& rank : b.ranks) {
-    worst = std::max(
-        worst, kv_blocks_per_request(rank.kv_layout, context, b.config.max_num_batched_tokens));
-  }
-  return worst > 0 ? b.num_blocks / worst : 0;
-}
-
-struct Choice {
-  Plan plan;
-  bool ok = false;
+struct Targets {
+  std::int64_t context = 0;
+  std::int64_t concurrency = 0;
+  std::int64_t safety_margin_bytes = 0;
 };
 
+// Sequences of `context` tokens the KV pool holds at once.
+std::int64_t capacity_at(const CompiledLaunch& launch, const Evaluation& e,
+                         std::int64_t context) {
+  const std::int64_t per_request = launch.blocks_per_request(e.knobs, context);
+  return per_request > 0 ? e.num_blocks / per_request : 0;
+}
+
+Evaluation evaluate(const CompiledLaunch& launch, const LaunchKnobs& knobs) {
+  return launch.evaluate(launch.resolve(knobs));
+}
+
 // Largest utilization (0.01 steps) passing the startup free-memory check with the margin,
-// and, where graphs are captured outside the budget, leaving them room.
-double max_utilization(const ModelSpec& spec, const SolveRequest& req, EngineConfig config,
-                       std::string& binding) {
-  const std::int64_t total = req.hardware.gpu.total_memory_bytes;
-  config.gpu_memory_utilization = 0.5;
-  const Breakdown probe = compute_breakdown(spec, req.hardware, config);
-  const std::int64_t free = probe.startup_free_bytes - req.safety_margin_bytes;
+// and leaving room for what must fit after the KV allocation (graphs captured outside the
+// budget, the sampler warm-up): the same quantity the evaluation checks.
+double max_utilization(const CompiledLaunch& launch, const Evaluation& probe,
+                       std::int64_t safety_margin_bytes, std::string& binding) {
+  const std::int64_t total = launch.hardware().gpu.total_memory_bytes;
+  const std::int64_t free = launch.startup_free_bytes() - safety_margin_bytes;
   std::int64_t allowed = free;
   binding = "startup free-memory check: total - CUDA context - other processes - safety margin";
-  // After the KV allocation, graphs outside the budget and the sampler warm-up need room
-  // beyond what the profile activations free (the same quantity the breakdown checks).
-  std::int64_t post_allocation = 0;
-  for (const auto& rank : probe.ranks) {
-    post_allocation = std::max(post_allocation, rank.post_allocation_bytes);
-  }
-  if (post_allocation > 0) {
-    allowed = free - post_allocation;
-    binding = probe.profile.cudagraph_in_budget
+  if (probe.max_post_allocation_bytes > 0) {
+    allowed = free - probe.max_post_allocation_bytes;
+    binding = launch.profile().cudagraph_in_budget
                   ? "sampler warm-up after the KV cache allocation needs headroom"
                   : "CUDA graphs and the sampler warm-up after the KV allocation need headroom "
                     "(this vLLM version)";
@@ -64,94 +59,141 @@ double max_utilization(const ModelSpec& spec, const SolveRequest& req, EngineCon
   return std::max(u, 0.01);
 }
 
-Plan plan_once(const ModelSpec& spec, const SolveRequest& req) {
+void set_chosen(EngineConfig& config, const ResolvedKnobs& k) {
+  config.gpu_memory_utilization = k.gpu_memory_utilization;
+  config.max_model_len = k.max_model_len;
+  config.max_num_seqs = k.max_num_seqs;
+  config.max_num_batched_tokens = k.max_num_batched_tokens;
+}
+
+// The solve at fixed compile-time knobs: utilization, context, batched tokens, sequences.
+Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig config,
+               const Targets& t) {
   Plan plan;
-  plan.safety_margin_bytes = req.safety_margin_bytes;
-  EngineConfig config = req.pinned;
-  if (config.gpu_memory_utilization > 0) {
-    plan.binding_gpu_memory_utilization = "pinned by the user";
-  } else {
-    config.gpu_memory_utilization =
-        max_utilization(spec, req, config, plan.binding_gpu_memory_utilization);
-  }
+  plan.safety_margin_bytes = t.safety_margin_bytes;
+  const std::int64_t model_max = launch.spec().max_position_embeddings;
+  const bool pinned_len = knobs.max_model_len.has_value();
   // Context: pinned, else the target, else the model's maximum; shortened to what fits.
-  const std::int64_t model_max = spec.max_position_embeddings;
-  if (config.max_model_len > 0) {
+  if (pinned_len) {
     plan.binding_max_model_len = "pinned by the user";
-  } else if (req.target_context_tokens > 0) {
-    config.max_model_len = std::min(req.target_context_tokens, model_max);
-    plan.binding_max_model_len =
-        req.target_context_tokens > model_max ? "model max_position_embeddings" : "target context";
+  } else if (t.context > 0) {
+    knobs.max_model_len = t.context;
+    plan.binding_max_model_len = "target context";
   } else {
-    config.max_model_len = model_max;
+    knobs.max_model_len = model_max;
     plan.binding_max_model_len = "model max_position_embeddings";
   }
-  Breakdown b = compute_breakdown(spec, req.hardware, config);
-  if (b.outcome == Outcome::InsufficientKvForMaxModelLen && req.pinned.max_model_len <= 0 &&
-      b.estimated_max_model_len > 0) {
-    // Keep a block multiple so the estimate survives vLLM's own rounding.
-    const std::int64_t block = b.ranks.front().kv_layout.block_size;
-    config.max_model_len = std::max<std::int64_t>(block, b.estimated_max_model_len / block * block);
-    plan.binding_max_model_len = "KV cache capacity for one request";
-    b = compute_breakdown(spec, req.hardware, config);
+  if (knobs.gpu_memory_utilization) {
+    plan.binding_gpu_memory_utilization = "pinned by the user";
+  } else {
+    LaunchKnobs probe = knobs;
+    probe.gpu_memory_utilization = 0.5;
+    knobs.gpu_memory_utilization = max_utilization(launch, evaluate(launch, probe),
+                                                   t.safety_margin_bytes,
+                                                   plan.binding_gpu_memory_utilization);
+  }
+  Evaluation e = evaluate(launch, knobs);
+  if (e.outcome == Outcome::InsufficientKvForMaxModelLen && !pinned_len) {
+    const std::int64_t estimate = launch.estimated_max_model_len(e);
+    if (estimate > 0) {
+      // Keep a block multiple so the estimate survives vLLM's own rounding.
+      const std::int64_t block =
+          kv_page(launch.ranks().front().kv, e.knobs.block_size, e.knobs.kv_element_bytes)
+              .block_size;
+      knobs.max_model_len = std::max<std::int64_t>(block, estimate / block * block);
+      plan.binding_max_model_len = "KV cache capacity for one request";
+      e = evaluate(launch, knobs);
+    }
+  }
+  const std::int64_t context =
+      t.context > 0 ? std::min(t.context, e.knobs.max_model_len) : e.knobs.max_model_len;
+  // Batched tokens: the engine default, lowered when its activation peak keeps the target
+  // concurrency out of the KV pool (capacity falls as the activation peak grows with it).
+  if (knobs.max_num_batched_tokens) {
+    plan.binding_max_num_batched_tokens = "pinned by the user";
+  } else {
+    plan.binding_max_num_batched_tokens = "engine default (activation peak inside the budget)";
+    if (t.concurrency > 0 && e.outcome == Outcome::Started &&
+        capacity_at(launch, e, context) < t.concurrency) {
+      std::int64_t lo = std::max<std::int64_t>(t.concurrency, knobs.max_num_seqs.value_or(1));
+      if (!launch.profile().chunked_prefill_default) lo = std::max(lo, e.knobs.max_model_len);
+      std::int64_t hi = e.knobs.max_num_batched_tokens;
+      auto meets = [&](std::int64_t tokens) {
+        LaunchKnobs trial = knobs;
+        trial.max_num_batched_tokens = tokens;
+        ResolvedKnobs r;
+        if (launch.try_resolve(trial, r) != KnobProblem::None) return false;
+        const Evaluation te = launch.evaluate(r);
+        return te.outcome == Outcome::Started && capacity_at(launch, te, context) >= t.concurrency;
+      };
+      if (lo < hi && meets(lo)) {
+        while (lo < hi) {  // largest tokens that still holds the target
+          const std::int64_t mid = lo + (hi - lo + 1) / 2;
+          if (meets(mid)) {
+            lo = mid;
+          } else {
+            hi = mid - 1;
+          }
+        }
+        knobs.max_num_batched_tokens = lo;
+        plan.binding_max_num_batched_tokens =
+            "activation peak: the largest that leaves KV room for " +
+            std::to_string(t.concurrency) + " sequences of " + std::to_string(context) + " tokens";
+        e = evaluate(launch, knobs);
+      }
+    }
   }
   // Sequences: the engine default, lowered to what the KV pool holds at the target context.
   // Fewer sequences shrink the sampler and graph terms, so iterate to a fixed point.
-  const std::int64_t context = req.target_context_tokens > 0
-                                   ? std::min(req.target_context_tokens, b.config.max_model_len)
-                                   : b.config.max_model_len;
-  if (config.max_num_seqs > 0) {
+  if (knobs.max_num_seqs) {
     plan.binding_max_num_seqs = "pinned by the user";
   } else {
     plan.binding_max_num_seqs = "engine default for this GPU";
-    for (int iteration = 0; iteration < 4 && b.outcome == Outcome::Started; ++iteration) {
-      const std::int64_t capacity = std::max<std::int64_t>(1, capacity_at(b, context));
-      if (capacity >= b.config.max_num_seqs) break;
-      config.max_num_seqs = capacity;
+    for (int iteration = 0; iteration < 4 && e.outcome == Outcome::Started; ++iteration) {
+      const std::int64_t capacity = std::max<std::int64_t>(1, capacity_at(launch, e, context));
+      if (capacity >= e.knobs.max_num_seqs) break;
+      knobs.max_num_seqs = capacity;
       plan.binding_max_num_seqs = "KV cache capacity at " + std::to_string(context) + " tokens";
-      b = compute_breakdown(spec, req.hardware, config);
+      e = evaluate(launch, knobs);
     }
   }
-  plan.binding_max_num_batched_tokens = config.max_num_batched_tokens > 0
-                                            ? "pinned by the user"
-                                            : "engine default (activation peak inside the budget)";
-  plan.gpu_memory_utilization = b.config.gpu_memory_utilization;
-  plan.max_model_len = b.config.max_model_len;
-  plan.max_num_seqs = b.config.max_num_seqs;
-  plan.max_num_batched_tokens = b.config.max_num_batched_tokens;
-  config.max_num_seqs = plan.max_num_seqs;
-  config.max_num_batched_tokens = plan.max_num_batched_tokens;
-  config.max_model_len = plan.max_model_len;
-  plan.config = config;
+  const ResolvedKnobs& k = e.knobs;
+  plan.gpu_memory_utilization = k.gpu_memory_utilization;
+  plan.max_model_len = k.max_model_len;
+  plan.max_num_seqs = k.max_num_seqs;
+  plan.max_num_batched_tokens = k.max_num_batched_tokens;
+  set_chosen(config, k);
+  plan.config = std::move(config);
 
-  const std::int64_t capacity = capacity_at(b, context);
-  const bool host_ok =
-      req.hardware.host_ram_bytes <= 0 || b.host.required_bytes <= req.hardware.host_ram_bytes;
-  const bool context_ok = req.target_context_tokens <= 0 ||
-                          plan.max_model_len >= std::min(req.target_context_tokens, model_max);
-  const bool concurrency_ok = req.target_concurrency <= 0 || capacity >= req.target_concurrency;
-  plan.fits = b.outcome == Outcome::Started && host_ok && context_ok && concurrency_ok;
-  if (b.outcome != Outcome::Started) {
-    plan.verdict = std::string("does not fit: ") + outcome_name(b.outcome) +
+  const std::int64_t capacity = capacity_at(launch, e, context);
+  plan.concurrent_sequences = std::min(capacity, k.max_num_seqs);
+  const std::int64_t host_ram = launch.hardware().host_ram_bytes;
+  const bool host_ok = host_ram <= 0 || e.host_required_bytes <= host_ram;
+  const bool context_ok = t.context <= 0 || plan.max_model_len >= t.context;
+  const bool concurrency_ok = t.concurrency <= 0 || plan.concurrent_sequences >= t.concurrency;
+  plan.fits = e.outcome == Outcome::Started && host_ok && context_ok && concurrency_ok;
+  plan.breakdown = launch.breakdown(knobs);
+  const Breakdown& b = plan.breakdown;
+  if (e.outcome != Outcome::Started) {
+    plan.verdict = std::string("does not fit: ") + outcome_name(e.outcome) +
                    (b.messages.empty() ? "" : " - " + b.messages.front());
   } else if (!host_ok) {
-    plan.verdict = "does not fit: host RAM - needs " + gib(b.host.required_bytes) + ", node has " +
-                   gib(req.hardware.host_ram_bytes) +
+    plan.verdict = "does not fit: host RAM - needs " + gib(e.host_required_bytes) +
+                   ", node has " + gib(host_ram) +
                    " (the loader would be OOM-killed: a silent `Killed`, visible in dmesg)";
   } else if (!context_ok) {
-    plan.verdict = "does not fit: the target context of " +
-                   std::to_string(req.target_context_tokens) + " tokens leaves no KV room (" +
-                   std::to_string(plan.max_model_len) + " tokens fit)";
+    plan.verdict = "does not fit: the target context of " + std::to_string(t.context) +
+                   " tokens leaves no KV room (" + std::to_string(plan.max_model_len) +
+                   " tokens fit)";
   } else if (!concurrency_ok) {
-    plan.verdict = "does not fit: " + std::to_string(req.target_concurrency) + " sequences of " +
+    plan.verdict = "does not fit: " + std::to_string(t.concurrency) + " sequences of " +
                    std::to_string(context) + " tokens need more KV cache; " +
-                   std::to_string(capacity) + " fit";
+                   std::to_string(plan.concurrent_sequences) + " fit";
   } else {
     plan.verdict = "fits: " + std::to_string(b.kv_tokens) + " KV tokens, " +
-                   std::to_string(capacity) + " concurrent sequences of " +
+                   std::to_string(plan.concurrent_sequences) + " concurrent sequences of " +
                    std::to_string(context) + " tokens";
   }
-  plan.breakdown = std::move(b);
   return plan;
 }
 
@@ -162,117 +204,189 @@ std::string remedy_detail(const Plan& p) {
          std::to_string(p.max_model_len) + ", max_num_seqs " + std::to_string(p.max_num_seqs);
 }
 
+Plan plan_for(const CompiledLaunch& launch, const Targets& t) {
+  return plan_once(launch, launch_knobs(launch.config()), launch.config(), t);
+}
+
+// The same launch recompiled with a changed knob (weights format, TP, offload).
+Plan plan_changed(const CompiledLaunch& launch, EngineConfig config, HardwareConfig hardware,
+                  const Targets& t) {
+  const CompiledLaunch changed(launch.spec_ptr(), std::move(hardware), std::move(config));
+  return plan_for(changed, t);
+}
+
+Remedy remedy(std::string kind, std::string change, const Plan& p, std::string extra = "") {
+  return Remedy{std::move(kind), std::move(change), p.fits, remedy_detail(p) + extra,
+                to_vllm_args(p)};
+}
+
 }  // namespace
 
-Plan solve(const ModelSpec& spec, const SolveRequest& request) {
-  Plan plan = plan_once(spec, request);
-  if (plan.fits) return plan;
-  // Remedies in a fixed, documented order: cheapest change first.
-  const std::string kv = request.pinned.kv_cache_dtype;
-  if (kv.empty() || kv == "auto") {
-    SolveRequest r = request;
-    r.pinned.kv_cache_dtype = "fp8";
-    const Plan p = plan_once(spec, r);
-    plan.remedies.push_back({"fp8_kv_cache", "--kv-cache-dtype fp8", p.fits, remedy_detail(p)});
+Plan solve(const CompiledLaunch& launch, std::int64_t target_context_tokens,
+           std::int64_t target_concurrency, std::int64_t safety_margin_bytes) {
+  const ModelSpec& spec = launch.spec();
+  if (target_context_tokens < 0 || target_context_tokens > spec.max_position_embeddings) {
+    throw ConfigError("context", std::to_string(target_context_tokens),
+                      "1 .. " + std::to_string(spec.max_position_embeddings) +
+                          " (the model's max_position_embeddings), or 0 for the maximum",
+                      "target context out of range");
   }
-  if (request.target_context_tokens > 0 || request.pinned.max_model_len > 0) {
-    SolveRequest r = request;
-    r.target_context_tokens = 0;
-    r.pinned.max_model_len = -1;
-    r.target_concurrency = 0;
-    const Plan p = plan_once(spec, r);
-    if (p.breakdown.outcome == Outcome::Started) {
-      plan.remedies.push_back({"shorter_context",
-                               "--max-model-len " + std::to_string(p.max_model_len), true,
-                               remedy_detail(p)});
+  if (target_concurrency < 0) {
+    throw ConfigError("concurrency", std::to_string(target_concurrency), ">= 1, or 0 for none",
+                      "negative target concurrency");
+  }
+  if (safety_margin_bytes < 0 || safety_margin_bytes >= launch.hardware().gpu.total_memory_bytes) {
+    throw ConfigError("safety_margin_bytes", std::to_string(safety_margin_bytes),
+                      "0 .. the GPU's total memory", "out of range");
+  }
+  const Targets t{target_context_tokens, target_concurrency, safety_margin_bytes};
+  Plan plan = plan_for(launch, t);
+  if (plan.fits) return plan;
+  // Remedies in a fixed, documented order: cheapest change first. Each carries the full flag
+  // set of its own plan.
+  const EngineConfig& pinned = launch.config();
+  if (pinned.kv_cache_dtype.empty() || pinned.kv_cache_dtype == "auto") {
+    EngineConfig config = pinned;
+    config.kv_cache_dtype = "fp8";
+    LaunchKnobs knobs = launch_knobs(pinned);
+    knobs.kv_element_bytes = 1;
+    const Plan p = plan_once(launch, knobs, config, t);
+    plan.remedies.push_back(remedy("fp8_kv_cache", "--kv-cache-dtype fp8", p));
+  }
+  if (pinned.max_model_len && t.context == 0) {
+    // The pinned context is too long for this card: the longest that starts.
+    EngineConfig config = pinned;
+    config.max_model_len.reset();
+    LaunchKnobs knobs = launch_knobs(config);
+    const Plan p = plan_once(launch, knobs, config, Targets{0, t.concurrency, t.safety_margin_bytes});
+    if (p.breakdown.outcome == Outcome::Started && p.max_model_len != *pinned.max_model_len) {
+      plan.remedies.push_back(
+          remedy("shorter_context", "--max-model-len " + std::to_string(p.max_model_len), p));
     }
   }
-  if (spec.quantization.method == QuantMethod::None && request.pinned.quantization.empty()) {
-    SolveRequest r = request;
-    r.pinned.quantization = "fp8";
-    const Plan p = plan_once(spec, r);
-    plan.remedies.push_back({"quantized_weights",
-                             "--quantization fp8 (or an fp8/AWQ checkpoint of the same model)",
-                             p.fits, remedy_detail(p)});
+  if (spec.quantization.method == QuantMethod::None && pinned.quantization.empty()) {
+    EngineConfig config = pinned;
+    config.quantization = "fp8";
+    const Plan p = plan_changed(launch, config, launch.hardware(), t);
+    plan.remedies.push_back(remedy(
+        "quantized_weights", "--quantization fp8 (or an fp8/AWQ checkpoint of the same model)", p));
   }
-  const std::int32_t pp = std::max(1, request.pinned.pipeline_parallel_size);
-  for (std::int32_t tp = std::max(2, request.pinned.tensor_parallel_size * 2); tp <= 8; tp *= 2) {
+  const std::int32_t pp = pinned.pipeline_parallel_size;
+  for (std::int32_t tp = std::max(2, pinned.tensor_parallel_size * 2); tp <= 8; tp *= 2) {
     if (spec.num_attention_heads % tp != 0) break;
-    SolveRequest r = request;
-    r.pinned.tensor_parallel_size = tp;
-    r.hardware.num_gpus = std::max(r.hardware.num_gpus, tp * pp);
-    const Plan p = plan_once(spec, r);
+    EngineConfig config = pinned;
+    config.tensor_parallel_size = tp;
+    HardwareConfig hardware = launch.hardware();
+    hardware.num_gpus = std::max(hardware.num_gpus, tp * pp);
+    const Plan p = plan_changed(launch, config, hardware, t);
     if (p.fits || tp == 8) {
-      plan.remedies.push_back({"tensor_parallel",
-                               "--tensor-parallel-size " + std::to_string(tp) + " (" +
-                                   std::to_string(tp * pp) + " GPUs)",
-                               p.fits, remedy_detail(p)});
+      plan.remedies.push_back(remedy("tensor_parallel",
+                                     "--tensor-parallel-size " + std::to_string(tp) + " (" +
+                                         std::to_string(tp * pp) + " GPUs)",
+                                     p));
       break;
     }
   }
   {
     // Offload the weight bytes that do not fit, rounded up to whole GiB.
     const RankBreakdown& r0 = plan.breakdown.ranks.front();
-    std::int64_t deficit = 0;
-    if (plan.breakdown.outcome == Outcome::OomAtLoad) {
-      deficit =
-          r0.weights_bytes - plan.breakdown.startup_free_bytes + r0.requested_memory_bytes / 4;
-    } else {
-      deficit = plan.breakdown.request_kv_bytes - r0.kv_cache_bytes;
-    }
+    const std::int64_t deficit =
+        plan.breakdown.outcome == Outcome::OomAtLoad
+            ? r0.weights_bytes - plan.breakdown.startup_free_bytes + r0.requested_memory_bytes / 4
+            : plan.breakdown.request_kv_bytes - r0.kv_cache_bytes;
     if (deficit > 0 && deficit < r0.weights_bytes) {
       const std::int64_t gib_needed = (deficit + kGiB - 1) / kGiB;
-      SolveRequest r = request;
-      r.pinned.cpu_offload_bytes = gib_needed * kGiB;
-      const Plan p = plan_once(spec, r);
-      plan.remedies.push_back({"cpu_offload", "--cpu-offload-gb " + std::to_string(gib_needed),
-                               p.fits,
-                               remedy_detail(p) + " (slower: weights stream over PCIe each step)"});
+      EngineConfig config = pinned;
+      config.cpu_offload_bytes = pinned.cpu_offload_bytes + gib_needed * kGiB;
+      const Plan p = plan_changed(launch, config, launch.hardware(), t);
+      plan.remedies.push_back(remedy("cpu_offload",
+                                     "--cpu-offload-gb " + std::to_string(gib_needed), p,
+                                     " (slower: weights stream over PCIe each step)"));
     }
   }
   return plan;
 }
 
-std::vector<SweepPoint> sweep(const ModelSpec& spec, const HardwareConfig& hardware,
-                              const EngineConfig& base, const SweepGrid& grid) {
-  const std::vector<double> utils = grid.gpu_memory_utilization.empty()
-                                        ? std::vector<double>{base.gpu_memory_utilization}
-                                        : grid.gpu_memory_utilization;
-  const std::vector<std::int64_t> lens = grid.max_model_len.empty()
-                                             ? std::vector<std::int64_t>{base.max_model_len}
-                                             : grid.max_model_len;
-  const std::vector<std::int64_t> seqs =
-      grid.max_num_seqs.empty() ? std::vector<std::int64_t>{base.max_num_seqs} : grid.max_num_seqs;
-  std::vector<SweepPoint> out;
-  out.reserve(utils.size() * lens.size() * seqs.size());
-  EngineConfig config = base;
-  for (const double u : utils) {
-    for (const std::int64_t len : lens) {
-      for (const std::int64_t n : seqs) {
-        config.gpu_memory_utilization = u;
-        config.max_model_len = len;
-        config.max_num_seqs = n;
-        SweepPoint point;
-        point.gpu_memory_utilization = u;
-        point.max_model_len = len;
-        point.max_num_seqs = n;
-        try {
-          const Breakdown b = compute_breakdown(spec, hardware, config);
-          point.kv_cache_bytes = b.ranks.front().kv_cache_bytes;
-          for (const auto& rank : b.ranks) {
-            point.kv_cache_bytes = std::min(point.kv_cache_bytes, rank.kv_cache_bytes);
+Plan solve(const ModelSpec& spec, const SolveRequest& request) {
+  const CompiledLaunch launch(std::make_shared<const ModelSpec>(spec), request.hardware,
+                              request.pinned);
+  return solve(launch, request.target_context_tokens, request.target_concurrency,
+               request.safety_margin_bytes);
+}
+
+std::int64_t sweep_size(const SweepGrid& grid) {
+  std::int64_t rows = 1;
+  for (const std::size_t n : {grid.gpu_memory_utilization.size(), grid.max_model_len.size(),
+                              grid.max_num_seqs.size(), grid.max_num_batched_tokens.size()}) {
+    rows *= std::max<std::int64_t>(1, static_cast<std::int64_t>(n));
+    if (rows > kMaxSweepPoints) {
+      throw ConfigError("sweep grid", "more than " + std::to_string(kMaxSweepPoints) + " points",
+                        "<= " + std::to_string(kMaxSweepPoints) + " points",
+                        "grid too large: split it into several sweeps");
+    }
+  }
+  return rows;
+}
+
+namespace {
+
+// One axis of the grid: its listed values, or the launch's own (possibly unset) value.
+template <typename T>
+struct Axis {
+  const std::vector<T>& values;
+  std::optional<T> fixed;
+  std::size_t size() const { return values.empty() ? 1 : values.size(); }
+  std::optional<T> at(std::size_t i) const {
+    if (values.empty()) return fixed;
+    return values[i];
+  }
+};
+
+}  // namespace
+
+void sweep(const CompiledLaunch& launch, const SweepGrid& grid, const SweepColumns& out) noexcept {
+  LaunchKnobs knobs = launch_knobs(launch.config());
+  const Axis<double> utils{grid.gpu_memory_utilization, knobs.gpu_memory_utilization};
+  const Axis<std::int64_t> lens{grid.max_model_len, knobs.max_model_len};
+  const Axis<std::int64_t> seqs{grid.max_num_seqs, knobs.max_num_seqs};
+  const Axis<std::int64_t> tokens{grid.max_num_batched_tokens, knobs.max_num_batched_tokens};
+  knobs.gpu_memory_utilization.reset();  // resolved to the default, replaced per row
+  ResolvedKnobs resolved;
+  // Rows keep utilization outermost; the loops put it innermost so the knobs resolve once per
+  // (length, sequences, tokens) and only the budget changes per utilization.
+  for (std::size_t l = 0; l < lens.size(); ++l) {
+    knobs.max_model_len = lens.at(l);
+    for (std::size_t s = 0; s < seqs.size(); ++s) {
+      knobs.max_num_seqs = seqs.at(s);
+      for (std::size_t b = 0; b < tokens.size(); ++b) {
+        knobs.max_num_batched_tokens = tokens.at(b);
+        const bool refused = launch.try_resolve(knobs, resolved) != KnobProblem::None;
+        const double default_utilization = resolved.gpu_memory_utilization;
+        for (std::size_t u = 0; u < utils.size(); ++u) {
+          const std::size_t i = ((u * lens.size() + l) * seqs.size() + s) * tokens.size() + b;
+          const double utilization = utils.at(u).value_or(default_utilization);
+          out.gpu_memory_utilization[i] = utilization;
+          out.max_model_len[i] = knobs.max_model_len.value_or(resolved.max_model_len);
+          out.max_num_seqs[i] = knobs.max_num_seqs.value_or(resolved.max_num_seqs);
+          out.max_num_batched_tokens[i] =
+              knobs.max_num_batched_tokens.value_or(resolved.max_num_batched_tokens);
+          if (refused || !(utilization > 0.0 && utilization <= 1.0)) {
+            out.kv_cache_bytes[i] = 0;
+            out.kv_tokens[i] = 0;
+            out.max_concurrency[i] = 0.0;
+            out.outcome[i] = -1;
+            continue;
           }
-          point.kv_tokens = b.kv_tokens;
-          point.max_concurrency = b.max_concurrency;
-          point.outcome = static_cast<int>(b.outcome);
-        } catch (const ConfigError&) {
-          point.outcome = -1;  // e.g. max_model_len beyond the model
+          resolved.gpu_memory_utilization = utilization;
+          const Evaluation e = launch.evaluate(resolved);
+          out.kv_cache_bytes[i] = e.min_kv_cache_bytes;
+          out.kv_tokens[i] = e.kv_tokens;
+          out.max_concurrency[i] = e.max_concurrency;
+          out.outcome[i] = static_cast<std::int8_t>(e.outcome);
         }
-        out.push_back(point);
       }
     }
   }
-  return out;
 }
 
 }  // namespace vramplan

@@ -36,7 +36,10 @@ TEST(EngineProfiles, VersionsMapToTheirRows) {
   EXPECT_FALSE(v0.chunked_prefill_default);
   EXPECT_EQ(v0.max_num_seqs_large_gpu, 256);
   EXPECT_EQ(engine_profile("0.10.1.x").era, EngineEra::V1Early);
-  for (const char* bad : {"0.4.0", "1.0.0", "banana", "0"}) {
+  // Versions parse as (major, minor): a 1.x release takes the newest row.
+  EXPECT_EQ(engine_profile("1.0.0").from_minor, engine_profile("").from_minor);
+  EXPECT_EQ(engine_profile("1.0.0").version, "1.0.0");
+  for (const char* bad : {"0.4.0", "banana", "0"}) {
     EXPECT_THROW(engine_profile(bad), ConfigError) << bad;
   }
 }
@@ -47,6 +50,14 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    cudagraph_in_budget: false\n    chunked_prefill_default: true\n"
       "    kv_tokens_report: blocks\n    sampler_bytes_per_logit: 13.2\n"
       "    non_torch_single_rank_bytes: 268435456\n"
+      "    startup_free_memory_check: true\n    post_allocation_check: true\n"
+      "    mla_backend_block_size: true\n    non_torch_pipeline_only_bytes: 75497472\n"
+      "    non_torch_tensor_parallel_bytes: 2212495360\n    swap_space_default_bytes: 0\n"
+      "    cudagraph_capture: {ladder: [[1, 2, 1], [4, 4, 1], [8, 248, 8], [256, 512, 16]], "
+      "seq_multiplier: 2, counts_speculative_tokens: true, max_size: 512, "
+      "bounded_by_batched_tokens: true}\n"
+      "    cudagraph_pool_mib: {base: 400, piece: 0.111, piece_per_hidden: 5.24e-5, "
+      "piece_moe: 0.15, piece_mla: 0.40, piece_mxfp4_moe: 0.67}\n"
       "    max_num_seqs: {large_gpu: 1024, other_gpu: 256}\n"
       "    max_num_batched_tokens: {serve_large_gpu: 8192, serve_other_gpu: 2048, "
       "llm_large_gpu: 16384, llm_other_gpu: 8192}\n";
@@ -71,8 +82,18 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       {replace("large_gpu: 1024,", "large_gpu: -3,"), "max_num_seqs.large_gpu"},
       {replace("\"0.19\"", "\"nineteen\""), "from_version"},
       {"engines:\n" + row + row, "from_version"},  // not ascending
+      {replace("[8, 248, 8], [256", "[8, 248, 8], [200"), "cudagraph_capture.ladder[3]"},
+      {replace("piece_moe: 0.15", "piece_moe: -1"), "cudagraph_pool_mib.piece_moe"},
+      {replace("    post_allocation_check: true\n", ""), "post_allocation_check"},
       {"engines: [unclosed\n", "<document>"},
   };
+  // A later row keeps what it omits from the row before.
+  const auto two = parse_engine_profiles(
+      "engines:\n" + row + "  - from_version: \"0.21\"\n    cudagraph_in_budget: true\n", "e.yaml");
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_TRUE(two[1].cudagraph_in_budget);
+  EXPECT_DOUBLE_EQ(two[1].sampler_bytes_per_logit, 13.2);
+  EXPECT_EQ(two[1].capture_ladder_segments, 4);
   for (const Case& c : cases) {
     try {
       (void)parse_engine_profiles(c.text, "e.yaml");

@@ -132,9 +132,10 @@ TEST(KvCache, Llama31_8B_H100TokensFromMeasuredKvGib) {
 
 TEST(KvCache, EstimatedMaxModelLenIsLargestFit) {
   const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
-  const KvLayout layout = kv_layout(s, KvCacheOptions{});
+  const KvGeometry geometry = kv_geometry(s, KvCacheOptions{});
+  const KvPage page = kv_page(geometry, 16, 2);
   // 1 GiB holds 8192 tokens of 128 KiB: exactly 512 blocks.
-  EXPECT_EQ(kv_max_model_len_that_fits(layout, 1LL << 30, 131072, 2048), 8192);
-  EXPECT_EQ(kv_max_model_len_that_fits(layout, (1LL << 30) - 1, 131072, 2048), 8176);
-  EXPECT_EQ(kv_max_model_len_that_fits(layout, 100, 131072, 2048), 0);
+  EXPECT_EQ(kv_max_model_len_that_fits(geometry, page, 1LL << 30, 131072, 2048), 8192);
+  EXPECT_EQ(kv_max_model_len_that_fits(geometry, page, (1LL << 30) - 1, 131072, 2048), 8176);
+  EXPECT_EQ(kv_max_model_len_that_fits(geometry, page, 100, 131072, 2048), 0);
 }

@@ -79,7 +79,7 @@ TEST(Engine, KvBudgetIsRequestedMinusTheOtherTerms) {
   EXPECT_EQ(newer.ranks.front().kv_cache_bytes, r.requested_memory_bytes - r.weights_bytes -
                                                     r.activation_peak_bytes - r.non_torch_bytes -
                                                     newer.ranks.front().cudagraph_bytes);
-  c.gpu_memory_utilization = -1;
+  c.gpu_memory_utilization.reset();
   EXPECT_DOUBLE_EQ(compute_breakdown(s, hw, c).config.gpu_memory_utilization, 0.92);
   // dev-021 measured "Available KV cache memory: 58.11 GiB": our terms land within 0.1 GiB.
   EXPECT_NEAR(r.kv_cache_bytes / kGiB, 58.11, 0.1);
@@ -95,9 +95,18 @@ TEST(Engine, CaptureSizeLadder) {
   EngineConfig c;
   c.engine_version = "0.19.0";
   // 1,2,4 + 8..248 step 8 (31) + 256..512 step 16 (17) = 51, as the 0.19 log lists them.
-  EXPECT_EQ(resolve_config(s, hw, c, engine_profile(c.engine_version)).num_cudagraph_sizes, 51);
-  c.max_num_seqs = 64;  // max capture 128: 3 + 16
-  EXPECT_EQ(resolve_config(s, hw, c, engine_profile(c.engine_version)).num_cudagraph_sizes, 19);
+  EXPECT_EQ(compute_breakdown(s, hw, c).config.num_cudagraph_sizes, 51);
+  EXPECT_EQ(compute_breakdown(s, hw, c).config.max_cudagraph_capture_size, 512);
+  c.max_num_seqs = 64;  // limit 2 x 64 = 128: 1, 2, 4 + 8..128 step 8 (16) = 19
+  EXPECT_EQ(compute_breakdown(s, hw, c).config.num_cudagraph_sizes, 19);
+  EXPECT_EQ(compute_breakdown(s, hw, c).config.max_cudagraph_capture_size, 128);
+  // V0 (0.6): 1, 2, 4, 8..min(256, max_num_seqs) step 8, no doubling: 3 + 8 at 64 sequences.
+  c.engine_version = "0.6.4";
+  EXPECT_EQ(compute_breakdown(s, hw, c).config.num_cudagraph_sizes, 11);
+  EXPECT_EQ(compute_breakdown(s, hw, c).config.max_cudagraph_capture_size, 64);
+  // 0.10 (V1 early): steps of 8 all the way: 3 + 16 at a 128 limit.
+  c.engine_version = "0.10.1";
+  EXPECT_EQ(compute_breakdown(s, hw, c).config.num_cudagraph_sizes, 19);
   c.enforce_eager = true;
   EXPECT_EQ(compute_breakdown(s, hw, c).ranks.front().cudagraph_bytes, 0);
 }
@@ -154,7 +163,7 @@ TEST(Solver, Llama31_8B_On24GBCardFits) {
   // The largest safe max_model_len at this utilization: every KV block for one request.
   EXPECT_EQ(plan.breakdown.estimated_max_model_len, 8192);  // capped at the asked length
   SolveRequest open = req;
-  open.pinned.max_model_len = -1;
+  open.pinned.max_model_len.reset();
   const Plan longest = solve(s, open);
   EXPECT_EQ(longest.max_model_len,
             longest.breakdown.ranks.front().kv_cache_bytes / (16 * 131072) * 16);
@@ -259,7 +268,9 @@ TEST(SolverProperties, HoldAcrossArchitecturesGpusAndVersions) {
           req.hardware.gpu = db.gpu(gpu);
           req.hardware.memory_used_by_others_bytes = static_cast<std::int64_t>(others_gib * kGiB);
           req.pinned.engine_version = version;
-          req.target_context_tokens = 16384;
+          // 16k, or the model's maximum when shorter (a longer target is refused).
+          req.target_context_tokens =
+              std::min<std::int64_t>(16384, db.model(model).max_position_embeddings);
           const Plan plan = solve(db.model(model), req);
           EXPECT_EQ(to_vllm_args(plan), to_vllm_args(solve(db.model(model), req)));
           if (plan.fits) {

@@ -2,8 +2,10 @@
 // them), version profiles, the non-KV terms, the KV budget and the breakdown it produces.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +16,8 @@
 
 namespace vramplan {
 
-// vLLM releases whose memory accounting differs (vllm-memory.md section 9).
+// vLLM releases whose memory accounting differs (vllm-memory.md section 9). A label for
+// reports: every rule that differs between releases is a field of EngineProfile.
 enum class EngineEra : std::uint8_t {
   V0,        // <= 0.7: V0 worker, "memory profiling results" line, no chunked prefill default
   V1Early,   // 0.8 - 0.10: V1, snapshot before NCCL init, piecewise graphs, old token formula
@@ -24,17 +27,47 @@ enum class EngineEra : std::uint8_t {
 
 const char* engine_era_name(EngineEra era) noexcept;
 
-// Version-specific rules as data.
+// One run of CUDA-graph capture sizes: start, start + step, ... up to `end`.
+struct CaptureSegment {
+  std::int32_t start = 0;
+  std::int32_t end = 0;
+  std::int32_t step = 1;
+};
+
+// Version-specific rules as data: one row of model_specs/engines.yaml.
 struct EngineProfile {
   std::string version;  // as given, e.g. "0.19.0"
   EngineEra era = EngineEra::V1Latest;
-  std::int32_t from_minor = 21;  // the model_specs/engines.yaml row this profile comes from
+  std::int32_t from_major = 0;   // the row this profile comes from: from_major.from_minor
+  std::int32_t from_minor = 21;
   double default_gpu_memory_utilization = 0.92;
   bool cudagraph_in_budget = true;  // estimate subtracted from the KV budget
   bool chunked_prefill_default = true;
   bool tokens_from_concurrency = true;   // "GPU KV cache size" = int(concurrency * max_model_len)
+  bool startup_free_memory_check = true;  // "Free memory on device ... less than desired"
+  // CUDA OOM checks after the KV allocation: graphs captured then and the sampler warm-up.
+  bool post_allocation_check = true;
+  bool mla_backend_block_size = true;  // MLA backends pick 64 (Hopper) / 128 (Blackwell)
   double sampler_bytes_per_logit = 0.0;  // fitted: peak sampler bytes per (request x vocab entry)
-  std::int64_t non_torch_single_rank_bytes = 0;  // TP=1, no PP: cuBLAS/attention workspaces
+  std::int64_t non_torch_single_rank_bytes = 0;    // TP=1, no PP: cuBLAS/attention workspaces
+  std::int64_t non_torch_pipeline_only_bytes = 0;  // PP>1 at TP=1
+  std::int64_t non_torch_tensor_parallel_bytes = 0;  // TP>=2: custom all-reduce + NCCL buffers
+  std::int64_t swap_space_default_bytes = 0;  // pinned swap per GPU (V0); 0 = none pinned
+  // CUDA-graph capture sizes: the ladder cut at min(max_num_seqs x seq_multiplier
+  // [x (1 + speculative tokens)], max_size [, max_num_batched_tokens]).
+  std::array<CaptureSegment, 4> capture_ladder{};
+  std::int32_t capture_ladder_segments = 0;
+  std::int32_t capture_seq_multiplier = 2;
+  bool capture_counts_speculative_tokens = true;
+  std::int32_t capture_max_size = 512;
+  bool capture_bounded_by_batched_tokens = true;
+  // CUDA-graph pool: base + per captured piece (one layer at one size); fitted, in MiB.
+  double cudagraph_base_mib = 400.0;
+  double cudagraph_piece_mib = 0.111;
+  double cudagraph_piece_mib_per_hidden = 5.24e-5;  // x hidden_size / TP
+  double cudagraph_piece_mib_moe = 0.15;
+  double cudagraph_piece_mib_mla = 0.40;
+  double cudagraph_piece_mib_mxfp4_moe = 0.67;
   // Batch defaults: "large" GPUs have >= 70 GiB and are not A100s; `llm` is vllm.LLM(...).
   std::int64_t max_num_seqs_large_gpu = 1024;
   std::int64_t max_num_seqs_other_gpu = 256;
@@ -49,18 +82,19 @@ struct EngineProfile {
 std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
                                                  const std::string& file);
 
-// Parse "0.19.0", "v0.6.4.post2", "0.10.1.x"; empty -> newest profile. The profile is the
+// Parse "0.19.0", "v0.6.4.post2", "0.10.1.x", "1.0.2"; empty -> newest profile. The profile is the
 // compiled-in engines.yaml row for that version. Throws ConfigError.
 EngineProfile engine_profile(const std::string& version);
 
-// The knobs, with vLLM's names. Negative / empty = unset: the engine default applies.
+// The knobs, with vLLM's names; the knob registry (knobs.hpp) declares each one's type, range,
+// default and flag. An unset optional takes the engine's default for this version and GPU.
 struct EngineConfig {
   std::string engine_version;  // empty: newest
-  double gpu_memory_utilization = -1.0;
-  std::int64_t max_model_len = -1;
-  std::int64_t max_num_seqs = -1;
-  std::int64_t max_num_batched_tokens = -1;
-  std::int32_t block_size = -1;
+  std::optional<double> gpu_memory_utilization;
+  std::optional<std::int64_t> max_model_len;
+  std::optional<std::int64_t> max_num_seqs;
+  std::optional<std::int64_t> max_num_batched_tokens;
+  std::optional<std::int32_t> block_size;
   std::string kv_cache_dtype = "auto";  // auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16
   std::string dtype = "auto";           // auto, bfloat16, float16, float32
   std::string quantization;             // empty: checkpoint's; "fp8": online fp8
@@ -71,8 +105,8 @@ struct EngineConfig {
   std::int64_t cpu_offload_bytes = 0;              // --cpu-offload-gb, per GPU
   std::string safetensors_load_strategy = "lazy";  // lazy (mmap), eager, prefetch
   std::int64_t kv_offloading_bytes = 0;            // --kv-offloading-size, total over TP ranks
-  std::int64_t swap_space_bytes = -1;       // V0 --swap-space per GPU (-1: 4 GiB default in V0)
-  std::int64_t kv_cache_memory_bytes = -1;  // --kv-cache-memory-bytes, per GPU
+  std::optional<std::int64_t> swap_space_bytes;    // V0 --swap-space per GPU (unset: 4 GiB)
+  std::optional<std::int64_t> kv_cache_memory_bytes;  // --kv-cache-memory-bytes, per GPU
   std::int32_t num_speculative_tokens = 0;
   // "mtp" (the checkpoint's own MTP layers), "eagle" / "eagle3" / "draft_model" (a separate
   // drafter: draft_model), "ngram" (no GPU memory). Empty with num_speculative_tokens > 0:
@@ -109,9 +143,6 @@ struct ResolvedConfig {
   bool chunked_prefill = true;
 };
 
-ResolvedConfig resolve_config(const ModelSpec& spec, const HardwareConfig& hardware,
-                              const EngineConfig& config, const EngineProfile& profile);
-
 // One term of the breakdown, with how we know it.
 struct Term {
   std::string name;
@@ -124,6 +155,7 @@ struct RankBreakdown {
   std::int64_t total_memory_bytes = 0;
   std::int64_t requested_memory_bytes = 0;  // ceil(total * gpu_memory_utilization)
   std::int64_t weights_bytes = 0;
+  std::int64_t lora_bytes = 0;  // LoRA slots, part of weights_bytes
   std::int64_t activation_peak_bytes = 0;
   std::int64_t non_torch_bytes = 0;
   std::int64_t cudagraph_bytes = 0;     // graph pool (estimate where in budget)
@@ -182,32 +214,9 @@ struct Breakdown {
   std::vector<std::string> messages;  // what vLLM would print for a failure, and warnings
 };
 
+// One launch, compiled and evaluated at its own knobs (CompiledLaunch, compiled.hpp, does the
+// work; keep a CompiledLaunch to evaluate many knob values). Throws ConfigError.
 Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardware,
                             const EngineConfig& config);
-
-// --- The non-KV terms, one function each (bytes per rank). ---
-
-// Peak torch allocation of the profile run: one eager forward of max_num_batched_tokens over
-// min(max_num_seqs, max_num_batched_tokens) requests, the MoE kernel workspace, and (last
-// pipeline stage) the sampler on fp32 logits.
-std::int64_t activation_peak_bytes(const ModelSpec& spec, const ResolvedConfig& config,
-                                   const EngineProfile& profile, const LayerRange& layers,
-                                   bool last_stage);
-// The sampler on `requests` x vocab logits (fp32 logits, probabilities, top-k/top-p sort
-// buffers) plus the forward's output still alive: part of the profile peak on the last stage,
-// and allocated again by the warm-up after the KV cache and the graphs.
-std::int64_t sampler_peak_bytes(const ModelSpec& spec, const ResolvedConfig& config,
-                                const EngineProfile& profile);
-// Memory outside torch's allocator grown during the profile run (cuBLAS/attention workspaces,
-// custom all-reduce buffers at TP >= 2).
-std::int64_t non_torch_bytes(const ResolvedConfig& config, const EngineProfile& profile);
-// CUDA-graph pool for the capture sizes; 0 with enforce_eager.
-std::int64_t cudagraph_bytes(const ModelSpec& spec, const ResolvedConfig& config,
-                             const LayerRange& layers);
-// CUDA context and NCCL communicators: outside the budget, but must fit beside it.
-std::int64_t cuda_context_bytes(const ResolvedConfig& config);
-// Host RAM while loading and serving, per node.
-HostBreakdown host_ram(const ModelSpec& spec, const ResolvedConfig& config,
-                       const EngineProfile& profile, const EngineConfig& knobs);
 
 }  // namespace vramplan

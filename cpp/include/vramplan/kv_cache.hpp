@@ -27,17 +27,38 @@ struct KvGroup {
   std::int32_t num_layers = 0;  // layers of this kind in the group (<= group_size)
 };
 
-// The rank's KV layout.
+// What a rank's KV cache is made of, fixed by the model, parallelism and speculation: the
+// groups of the hybrid allocator and the bytes per token per KV element byte. Block size and
+// KV dtype are applied later (kv_page), so one geometry serves every value of those knobs.
+struct KvGeometry {
+  std::vector<KvGroup> groups;      // uniform model: one group; none without attention/state
+  std::int32_t group_size = 0;      // tensors in the shared pool (layers for a uniform model)
+  std::int32_t padding_layers = 0;  // "Add N padding layers" slots
+  bool uniform = true;
+  std::int64_t max_layer_token_bytes_per_element = 0;  // largest attention layer
+  std::int64_t token_bytes_per_element = 0;            // summed over attention layers
+  std::int64_t state_bytes = 0;  // real (unpadded) Mamba / linear-attention state per slot
+  std::int32_t num_speculative_tokens = 0;  // extra Mamba state slots per request
+};
+
+// The page at one block size and KV element width.
+struct KvPage {
+  std::int32_t block_size = 16;      // tokens per block after hybrid alignment
+  std::int64_t page_bytes = 0;       // bytes of one block of one layer (uniform after unification)
+  std::int64_t bytes_per_token = 0;  // attention layers only, for display (Mamba state excluded)
+};
+
+// The rank's KV layout: geometry and page together (what a breakdown reports).
 struct KvLayout {
-  std::int32_t block_size = 16;       // tokens per block after hybrid alignment
-  std::int64_t page_bytes = 0;        // bytes of one block of one layer (uniform after unification)
-  std::int32_t group_size = 0;        // tensors in the shared pool (layers for a uniform model)
-  std::vector<KvGroup> groups;        // uniform model: one group
-  std::int32_t padding_layers = 0;    // "Add N padding layers" slots
-  std::int64_t bytes_per_token = 0;   // attention layers only, for display (Mamba state excluded)
+  std::int32_t block_size = 16;
+  std::int64_t page_bytes = 0;
+  std::int32_t group_size = 0;
+  std::vector<KvGroup> groups;
+  std::int32_t padding_layers = 0;
+  std::int64_t bytes_per_token = 0;
   std::int64_t mamba_page_bytes = 0;  // real (unpadded) state bytes per slot, 0 without Mamba
   bool uniform = true;
-  std::int32_t num_speculative_tokens = 0;  // extra Mamba state slots per request
+  std::int32_t num_speculative_tokens = 0;
 };
 
 // Per-layer attention bytes per token on a rank: Hkv_rank * (D + Dv) * s, MLA latent * s.
@@ -49,21 +70,36 @@ std::int64_t kv_bytes_per_token(const ModelSpec& spec, const KvCacheOptions& opt
 std::int64_t mamba_state_bytes(const ModelSpec& spec, const LayerSpec& layer,
                                const KvCacheOptions& options) noexcept;
 
+// The geometry of the rank's layers (options.block_size and kv_element_bytes are not used).
+KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& options);
+// The page at `block_size` tokens of `kv_element_bytes`-wide elements: hybrid models with a
+// Mamba state raise the block size until one page holds a state.
+KvPage kv_page(const KvGeometry& geometry, std::int32_t block_size,
+               std::int32_t kv_element_bytes) noexcept;
+KvLayout kv_layout(const KvGeometry& geometry, const KvPage& page);
 KvLayout kv_layout(const ModelSpec& spec, const KvCacheOptions& options);
 
 // Blocks one request of `max_model_len` tokens needs, summed over groups
 // (SWA/chunked groups capped as vLLM caps them, Mamba = 1 + k slots).
+std::int64_t kv_blocks_per_request(const KvGeometry& geometry, const KvPage& page,
+                                   std::int64_t max_model_len,
+                                   std::int64_t max_num_batched_tokens) noexcept;
 std::int64_t kv_blocks_per_request(const KvLayout& layout, std::int64_t max_model_len,
                                    std::int64_t max_num_batched_tokens) noexcept;
 // Bytes one request needs: the "enough memory for one max_model_len request" figure.
+std::int64_t kv_request_bytes(const KvGeometry& geometry, const KvPage& page,
+                              std::int64_t max_model_len,
+                              std::int64_t max_num_batched_tokens) noexcept;
 std::int64_t kv_request_bytes(const KvLayout& layout, std::int64_t max_model_len,
                               std::int64_t max_num_batched_tokens) noexcept;
 // Blocks a KV budget buys: floor(budget / (page * group_size)).
+std::int64_t kv_num_blocks(const KvGeometry& geometry, const KvPage& page,
+                           std::int64_t kv_budget_bytes) noexcept;
 std::int64_t kv_num_blocks(const KvLayout& layout, std::int64_t kv_budget_bytes) noexcept;
 // Largest max_model_len in [1, upper] whose request fits in `kv_budget_bytes` (vLLM's
 // estimate_max_model_len binary search); 0 if not even one token fits.
-std::int64_t kv_max_model_len_that_fits(const KvLayout& layout, std::int64_t kv_budget_bytes,
-                                        std::int64_t upper,
+std::int64_t kv_max_model_len_that_fits(const KvGeometry& geometry, const KvPage& page,
+                                        std::int64_t kv_budget_bytes, std::int64_t upper,
                                         std::int64_t max_num_batched_tokens) noexcept;
 
 }  // namespace vramplan

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "vramplan/compiled.hpp"
 #include "vramplan/engine.hpp"
 
 namespace vramplan {
@@ -22,11 +23,11 @@ struct SolveRequest {
 };
 
 struct Remedy {
-  std::string
-      kind;  // fp8_kv_cache, shorter_context, quantized_weights, tensor_parallel, cpu_offload
-  std::string change;  // the flag(s) to add, as `vllm serve` spells them
-  bool fits = false;   // whether the launch fits with this change alone
+  std::string kind;    // fp8_kv_cache, shorter_context, quantized_weights, tensor_parallel, cpu_offload
+  std::string change;  // the flag(s) that change, as `vllm serve` spells them
+  bool fits = false;   // whether the launch then meets the target
   std::string detail;  // numbers: resulting KV tokens, weights per rank, ...
+  std::string flags;   // the whole `vllm serve` flag line of the remedied plan
 };
 
 struct Plan {
@@ -36,6 +37,7 @@ struct Plan {
   std::int64_t max_model_len = 0;
   std::int64_t max_num_seqs = 0;
   std::int64_t max_num_batched_tokens = 0;
+  std::int64_t concurrent_sequences = 0;  // sequences of the target context served at once
   std::string binding_gpu_memory_utilization;
   std::string binding_max_model_len;
   std::string binding_max_num_seqs;
@@ -46,28 +48,41 @@ struct Plan {
   std::vector<Remedy> remedies;
 };
 
+// The largest safe knobs for a compiled launch: its config's evaluated knobs that are set are
+// pinned, the others chosen. Remedies (when it does not fit) compile the changed launches.
+Plan solve(const CompiledLaunch& launch, std::int64_t target_context_tokens,
+           std::int64_t target_concurrency, std::int64_t safety_margin_bytes);
 Plan solve(const ModelSpec& spec, const SolveRequest& request);
 
 // A grid of launches evaluated in one call (notebook sweeps): the cartesian product of the
-// listed utilizations, context lengths and sequence limits over `base` (empty list = base's
-// value). Rows are in that nesting order; a launch the engine rejects outright (an invalid
-// knob) reports outcome -1.
+// listed utilizations, context lengths, sequence limits and batched-token limits over the
+// launch's own knobs (an empty list = the launch's value). Rows are in that nesting order
+// (utilization outermost). A launch the engine refuses outright reports outcome -1.
 struct SweepGrid {
   std::vector<double> gpu_memory_utilization;
   std::vector<std::int64_t> max_model_len;
   std::vector<std::int64_t> max_num_seqs;
+  std::vector<std::int64_t> max_num_batched_tokens;
 };
-struct SweepPoint {
-  double gpu_memory_utilization = 0.0;
-  std::int64_t max_model_len = 0;
-  std::int64_t max_num_seqs = 0;
-  std::int64_t kv_cache_bytes = 0;  // worst rank
-  std::int64_t kv_tokens = 0;
-  double max_concurrency = 0.0;
-  int outcome = -1;  // static_cast<int>(Outcome), -1 = rejected knobs
+// Grids beyond this many points are refused (ConfigError): 50 M rows of output columns take
+// about 2.5 GB.
+constexpr std::int64_t kMaxSweepPoints = 50'000'000;
+// Rows the grid has; throws ConfigError past kMaxSweepPoints.
+std::int64_t sweep_size(const SweepGrid& grid);
+// Output columns the caller owns, each with sweep_size(grid) elements. Resolved values are
+// written (an unset knob shows the engine default it resolved to).
+struct SweepColumns {
+  double* gpu_memory_utilization = nullptr;
+  std::int64_t* max_model_len = nullptr;
+  std::int64_t* max_num_seqs = nullptr;
+  std::int64_t* max_num_batched_tokens = nullptr;
+  std::int64_t* kv_cache_bytes = nullptr;  // worst rank
+  std::int64_t* kv_tokens = nullptr;
+  double* max_concurrency = nullptr;
+  std::int8_t* outcome = nullptr;  // static_cast<int8_t>(Outcome), -1 = refused knobs
 };
-std::vector<SweepPoint> sweep(const ModelSpec& spec, const HardwareConfig& hardware,
-                              const EngineConfig& base, const SweepGrid& grid);
+// Evaluates every row without heap allocation.
+void sweep(const CompiledLaunch& launch, const SweepGrid& grid, const SweepColumns& out) noexcept;
 
 // `vllm serve` flags for the plan (model not included), e.g. "--gpu-memory-utilization 0.91 ...".
 std::string to_vllm_args(const Plan& plan);

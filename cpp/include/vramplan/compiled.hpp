@@ -1,0 +1,177 @@
+// A launch compiled once, evaluated many times. Everything that depends only on the model, the
+// GPU, parallelism, dtype/quantization, speculation, LoRA, offload and the engine version is
+// worked out when the launch is compiled: weight bytes per rank, KV geometry per rank, the
+// activation and CUDA-graph coefficients, the host-RAM terms. The knobs a planner varies
+// (gpu_memory_utilization, max_model_len, max_num_seqs, max_num_batched_tokens, block_size,
+// KV element width) are then evaluated in closed form, without heap allocation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "vramplan/engine.hpp"
+
+namespace vramplan {
+
+// The knobs evaluated per point. Unset = the engine default for this version and GPU.
+struct LaunchKnobs {
+  std::optional<double> gpu_memory_utilization;
+  std::optional<std::int64_t> max_model_len;
+  std::optional<std::int64_t> max_num_seqs;
+  std::optional<std::int64_t> max_num_batched_tokens;
+  std::optional<std::int32_t> block_size;
+  std::int32_t kv_element_bytes = 0;  // 0: "auto", the served dtype's width
+};
+// The evaluated knobs of `config` (kv_cache_dtype read as an element width). Throws ConfigError.
+LaunchKnobs launch_knobs(const EngineConfig& config);
+
+// Knobs after vLLM's defaulting.
+struct ResolvedKnobs {
+  double gpu_memory_utilization = 0.0;
+  std::int64_t max_model_len = 0;
+  std::int64_t max_num_seqs = 0;
+  std::int64_t max_num_batched_tokens = 0;
+  std::int32_t block_size = 16;
+  std::int32_t kv_element_bytes = 2;
+  std::int32_t num_cudagraph_sizes = 0;  // 0 with enforce_eager
+  std::int32_t max_cudagraph_capture_size = 0;
+};
+
+// Why a set of knobs is refused before any memory is counted.
+enum class KnobProblem : std::uint8_t {
+  None,
+  MaxModelLenBeyondModel,        // > max_position_embeddings
+  BatchedTokensBelowModelLen,    // no chunked prefill: a whole prompt must fit in one step
+  BatchedTokensBelowNumSeqs,     // vLLM: max_num_batched_tokens >= max_num_seqs
+  NotPositive,                   // a knob <= 0 (C++ callers; the registry refuses it earlier)
+};
+
+// CUDA-graph capture sizes as a version builds them: how many, and the largest.
+struct CaptureSizes {
+  std::int32_t count = 0;
+  std::int32_t largest = 0;
+};
+CaptureSizes cudagraph_capture_sizes(const EngineProfile& profile, std::int64_t max_num_seqs,
+                                     std::int64_t max_num_batched_tokens,
+                                     std::int32_t num_speculative_tokens) noexcept;
+
+// The profile run's activation peak on one rank: a per-token forward (dense MLP and hidden
+// buffers), the fused-MoE workspace, and on the last stage the sampler on fp32 logits.
+struct ActivationModel {
+  std::int64_t forward_bytes_per_token = 0;
+  std::int64_t moe_bytes_per_token = 0;
+  bool sampler = false;  // last pipeline stage
+};
+// The sampler: requests x vocab logits (fp32 logits, probabilities, sort buffers) plus the
+// forward's output still alive; part of the profile peak, and allocated again by the warm-up.
+struct SamplerModel {
+  double bytes_per_logit = 0.0;  // fitted per version + the served dtype's width
+  double padded_vocab = 0.0;
+  std::int64_t bytes_per_batched_token = 0;  // hidden x activation bytes
+};
+std::int64_t sampler_peak_bytes(const SamplerModel& sampler, std::int64_t requests,
+                                std::int64_t batched_tokens) noexcept;
+std::int64_t activation_peak_bytes(const ActivationModel& model, const SamplerModel& sampler,
+                                   std::int64_t batched_tokens, std::int64_t requests) noexcept;
+
+// One pipeline stage (TP ranks are symmetric), compiled.
+struct CompiledRank {
+  std::int32_t pipeline_rank = 0;
+  bool last_stage = false;
+  std::int64_t weights_bytes = 0;  // after CPU offload, with LoRA slots and a drafter
+  std::int64_t lora_bytes = 0;
+  std::int64_t non_torch_bytes = 0;
+  ActivationModel activation;
+  std::optional<ActivationModel> draft_activation;  // a separate drafter's dummy forward
+  double cudagraph_bytes_per_size = 0.0;        // the rank's pieces at one capture size
+  double draft_cudagraph_bytes_per_size = 0.0;  // the drafter's pieces (pool base shared)
+  KvGeometry kv;
+};
+
+// One rank evaluated at resolved knobs.
+struct RankEvaluation {
+  std::int64_t requested_memory_bytes = 0;
+  std::int64_t activation_peak_bytes = 0;
+  std::int64_t cudagraph_bytes = 0;
+  std::int64_t kv_cache_bytes = 0;
+  std::int64_t num_blocks = 0;
+  std::int64_t headroom_bytes = 0;
+  std::int64_t post_allocation_bytes = 0;
+  KvPage page;
+};
+
+// The launch evaluated at resolved knobs: what the startup reports and how it ends.
+struct Evaluation {
+  ResolvedKnobs knobs;
+  Outcome outcome = Outcome::Started;
+  std::int64_t num_blocks = 0;        // min over ranks
+  std::int64_t kv_tokens = 0;         // "GPU KV cache size: N tokens" as this version reports
+  double max_concurrency = 0.0;       // "Maximum concurrency for max_model_len tokens"
+  std::int64_t min_kv_cache_bytes = 0;
+  std::int64_t request_kv_bytes = 0;  // one max_model_len request, worst rank
+  std::int64_t max_weights_bytes = 0;
+  std::int64_t max_post_allocation_bytes = 0;
+  std::int64_t host_required_bytes = 0;
+  std::int32_t worst_rank = 0;     // whose KV layout reports tokens
+  std::int32_t tightest_rank = 0;  // least headroom after the KV allocation
+  bool kv_empty = false;           // a rank with no KV-holding layer
+};
+
+class CompiledLaunch {
+ public:
+  // Validates every knob of `config` (knob registry), resolves the drafter, the engine profile
+  // and the effective weight format, and compiles each pipeline stage. Throws ConfigError.
+  CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareConfig hardware,
+                 EngineConfig config);
+
+  const ModelSpec& spec() const noexcept { return *spec_; }
+  const std::shared_ptr<const ModelSpec>& spec_ptr() const noexcept { return spec_; }
+  const HardwareConfig& hardware() const noexcept { return hardware_; }
+  // The knobs compiled in; its evaluated knobs are the defaults evaluate() starts from.
+  const EngineConfig& config() const noexcept { return config_; }
+  const EngineProfile& profile() const noexcept { return profile_; }
+  const std::vector<CompiledRank>& ranks() const noexcept { return ranks_; }
+  const QuantSpec& quantization() const noexcept { return quantization_; }
+  DType served_dtype() const noexcept { return served_dtype_; }
+  std::int64_t startup_free_bytes() const noexcept { return startup_free_bytes_; }
+  std::int64_t cuda_context_bytes() const noexcept { return cuda_context_bytes_; }
+
+  // vLLM's defaulting of the evaluated knobs; the problem when vLLM would refuse them.
+  KnobProblem try_resolve(const LaunchKnobs& knobs, ResolvedKnobs& out) const noexcept;
+  ResolvedKnobs resolve(const LaunchKnobs& knobs) const;  // throws ConfigError naming the knob
+  // The startup at `knobs`. `estimate_max_model_len` adds vLLM's binary search for the longest
+  // context that fits (the failure message's estimate), which sweeps do not need.
+  Evaluation evaluate(const ResolvedKnobs& knobs) const noexcept;
+  RankEvaluation evaluate_rank(std::size_t rank, const ResolvedKnobs& knobs) const noexcept;
+  // Largest max_model_len whose one request fits the worst rank's KV cache (vLLM's estimate).
+  std::int64_t estimated_max_model_len(const Evaluation& evaluation) const noexcept;
+  // Blocks one request of `context` tokens needs on the rank that needs most.
+  std::int64_t blocks_per_request(const ResolvedKnobs& knobs, std::int64_t context) const noexcept;
+  // Host RAM at these knobs, with its terms.
+  HostBreakdown host(const ResolvedKnobs& knobs) const;
+  // The full report: every term per rank with provenance, the verdict and vLLM's messages.
+  Breakdown breakdown(const LaunchKnobs& knobs) const;
+
+ private:
+  std::shared_ptr<const ModelSpec> spec_;
+  HardwareConfig hardware_;
+  EngineConfig config_;
+  EngineProfile profile_;
+  QuantSpec quantization_;
+  DType served_dtype_ = DType::BF16;
+  SamplerModel sampler_;
+  std::vector<CompiledRank> ranks_;
+  std::int64_t default_max_num_seqs_ = 0;
+  std::int64_t default_max_num_batched_tokens_ = 0;
+  std::int32_t default_block_size_ = 16;
+  std::int64_t cuda_context_bytes_ = 0;
+  std::int64_t startup_free_bytes_ = 0;
+  std::int64_t cudagraph_base_bytes_ = 0;
+  std::int64_t unusable_after_repack_bytes_ = 0;
+  std::int32_t num_speculative_tokens_ = 0;
+  HostBreakdown host_;  // without the per-knob input-batch term
+};
+
+}  // namespace vramplan

@@ -1,0 +1,307 @@
+#include "vramplan/knobs.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "vramplan/engine.hpp"
+#include "vramplan/errors.hpp"
+
+namespace vramplan {
+namespace {
+
+constexpr double kNoLimit = 9.0e15;  // below 2^53: every int64 in range converts exactly
+constexpr std::int64_t kGiBUnit = std::int64_t{1} << 30;
+
+// Member access by pointer-to-member: one getter and setter shape for every knob. A plain
+// member at its default reads as unset, so the set knobs are exactly those a user changed.
+std::optional<KnobValue> as_value(double v) { return KnobValue{v}; }
+std::optional<KnobValue> as_value(std::int64_t v) { return KnobValue{v}; }
+std::optional<KnobValue> as_value(std::int32_t v) { return KnobValue{std::int64_t{v}}; }
+std::optional<KnobValue> as_value(bool v) { return KnobValue{v}; }
+std::optional<KnobValue> as_value(const std::string& v) { return KnobValue{v}; }
+template <typename T>
+std::optional<KnobValue> as_value(const std::optional<T>& v) {
+  if (!v) return std::nullopt;
+  return as_value(*v);
+}
+
+template <typename T>
+void assign(T& member, const KnobValue& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    member = std::get<bool>(v);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    member = std::get<std::string>(v);
+  } else if constexpr (std::is_same_v<T, double>) {
+    member = std::get<double>(v);
+  } else {
+    member = static_cast<T>(std::get<std::int64_t>(v));
+  }
+}
+template <typename T>
+void assign(std::optional<T>& member, const KnobValue& v) {
+  T value{};
+  assign(value, v);
+  member = value;
+}
+
+template <auto Member>
+std::optional<KnobValue> get_member(const EngineConfig& c) {
+  const auto& value = c.*Member;
+  using T = std::decay_t<decltype(value)>;
+  if constexpr (!std::is_same_v<T, std::optional<double>> &&
+                !std::is_same_v<T, std::optional<std::int64_t>> &&
+                !std::is_same_v<T, std::optional<std::int32_t>>) {
+    if (value == EngineConfig{}.*Member) return std::nullopt;
+  }
+  return as_value(value);
+}
+template <auto Member>
+void set_member(EngineConfig& c, const std::optional<KnobValue>& v) {
+  if (!v) {
+    c.*Member = EngineConfig{}.*Member;
+    return;
+  }
+  assign(c.*Member, *v);
+}
+
+std::optional<KnobValue> get_draft(const EngineConfig& c) {
+  if (!c.draft_model) return std::nullopt;
+  return KnobValue{c.draft_model->id};
+}
+void set_draft(EngineConfig& c, const std::optional<KnobValue>& v) {
+  if (!v) {
+    c.draft_model.reset();
+    return;
+  }
+  // Only the bindings (which resolve an id or path to a ModelSpec) can set the drafter.
+  throw ConfigError("speculative_model", knob_value_text(*v), "a resolved model spec",
+                    "the drafter must be loaded before it is set");
+}
+
+#define VRAMPLAN_KNOB_ACCESS(member) &get_member<&EngineConfig::member>, &set_member<&EngineConfig::member>
+
+const std::vector<KnobSpec> kKnobs = {
+    {"engine_version", KnobType::Text, "vLLM version", 0, 0, "",
+     "newest row of model_specs/engines.yaml",
+     "vLLM release whose memory accounting applies (e.g. 0.10.1, 0.19.0)", "", "", 1,
+     VRAMPLAN_KNOB_ACCESS(engine_version)},
+    {"gpu_memory_utilization", KnobType::Fraction, "fraction of the GPU's total memory", 0.001,
+     1.0, "", "engine profile (0.90, or 0.92 from vLLM 0.21)",
+     "share of each GPU vLLM may use for weights, activations, graphs and the KV cache",
+     "--gpu-memory-utilization", "gpu_memory_utilization", 1,
+     VRAMPLAN_KNOB_ACCESS(gpu_memory_utilization)},
+    {"max_model_len", KnobType::Integer, "tokens", 1, kNoLimit, "",
+     "the model's max_position_embeddings",
+     "longest request (prompt + output); one such request must fit in the KV cache",
+     "--max-model-len", "max_model_len", 1, VRAMPLAN_KNOB_ACCESS(max_model_len)},
+    {"max_num_seqs", KnobType::Integer, "sequences", 1, 1 << 20, "",
+     "engine profile: 1024 on >= 70 GiB GPUs other than A100, else 256",
+     "sequences scheduled at once; sizes the sampler warm-up and the CUDA-graph capture sizes",
+     "--max-num-seqs", "max_num_seqs", 1, VRAMPLAN_KNOB_ACCESS(max_num_seqs)},
+    {"max_num_batched_tokens", KnobType::Integer, "tokens", 1, kNoLimit, "",
+     "engine profile: 8192 (serve) / 16384 (LLM) on large GPUs, 2048 / 8192 on others",
+     "tokens per scheduler step; the profile run's activation peak grows with it",
+     "--max-num-batched-tokens", "max_num_batched_tokens", 1,
+     VRAMPLAN_KNOB_ACCESS(max_num_batched_tokens)},
+    {"tensor_parallel_size", KnobType::Integer, "GPUs", 1, 1024, "", "1",
+     "GPUs each layer is split over (must divide the attention heads)",
+     "--tensor-parallel-size", "tensor_parallel_size", 1,
+     VRAMPLAN_KNOB_ACCESS(tensor_parallel_size)},
+    {"pipeline_parallel_size", KnobType::Integer, "GPUs", 1, 1024, "", "1",
+     "pipeline stages the layers are split into", "--pipeline-parallel-size",
+     "pipeline_parallel_size", 1, VRAMPLAN_KNOB_ACCESS(pipeline_parallel_size)},
+    {"kv_cache_dtype", KnobType::Text, "", 0, 0,
+     "auto,fp8,fp8_e4m3,fp8_e5m2,fp8_inc,bfloat16,float16,half", "auto: the served dtype",
+     "KV-cache element type; fp8 halves the bytes per token", "--kv-cache-dtype",
+     "kv_cache_dtype", 1, VRAMPLAN_KNOB_ACCESS(kv_cache_dtype)},
+    {"dtype", KnobType::Text, "", 0, 0, "auto,half,float16,bfloat16,float32",
+     "auto: the checkpoint's dtype (fp32 checkpoints served in bf16)",
+     "activation and unquantized weight dtype", "--dtype", "dtype", 1,
+     VRAMPLAN_KNOB_ACCESS(dtype)},
+    {"quantization", KnobType::Text, "", 0, 0, "", "the checkpoint's own format",
+     "weight format: fp8 or bitsandbytes quantizes a 16-bit checkpoint at load",
+     "--quantization", "quantization", 1, VRAMPLAN_KNOB_ACCESS(quantization)},
+    {"block_size", KnobType::Integer, "tokens per KV block", 1, 256, "1,8,16,32,64,128,256",
+     "16; 64 for MLA on Hopper, 128 on Blackwell",
+     "tokens per KV-cache block (hybrid models raise it so a page holds a Mamba state)",
+     "--block-size", "block_size", 1, VRAMPLAN_KNOB_ACCESS(block_size)},
+    {"enforce_eager", KnobType::Boolean, "", 0, 0, "", "false: CUDA graphs are captured",
+     "no CUDA graphs: saves their memory, costs decode speed", "--enforce-eager",
+     "enforce_eager", 1, VRAMPLAN_KNOB_ACCESS(enforce_eager)},
+    {"llm_class", KnobType::Boolean, "", 0, 0, "", "false: `vllm serve` defaults",
+     "plan for vllm.LLM(...) (offline batch) defaults instead of the server's", "", "", 1,
+     VRAMPLAN_KNOB_ACCESS(llm_class)},
+    {"num_speculative_tokens", KnobType::Integer, "tokens", 0, 64, "", "0: no speculation",
+     "draft tokens per step (speculative decoding)", "--speculative-config",
+     "speculative_config", 1, VRAMPLAN_KNOB_ACCESS(num_speculative_tokens)},
+    {"speculative_method", KnobType::Text, "", 0, 0,
+     "mtp,deepseek_mtp,eagle,eagle3,draft_model,ngram,suffix",
+     "mtp when the model ships MTP layers", "how draft tokens are proposed",
+     "--speculative-config", "speculative_config", 1,
+     VRAMPLAN_KNOB_ACCESS(speculative_method)},
+    {"speculative_model", KnobType::Text, "", 0, 0, "", "none",
+     "the drafter for eagle / eagle3 / draft_model: an id, alias or path",
+     "--speculative-config", "speculative_config", 1, &get_draft, &set_draft},
+    {"max_loras", KnobType::Integer, "adapters", 0, 1024, "", "0: LoRA off",
+     "LoRA adapters resident on the GPU at once (--enable-lora)", "--max-loras", "max_loras", 1,
+     VRAMPLAN_KNOB_ACCESS(max_loras)},
+    {"max_lora_rank", KnobType::Integer, "rank", 1, 512, "1,8,16,32,64,128,256,320,512", "16",
+     "largest LoRA rank served", "--max-lora-rank", "max_lora_rank", 1,
+     VRAMPLAN_KNOB_ACCESS(max_lora_rank)},
+    {"cpu_offload_bytes", KnobType::Bytes, "bytes per GPU", 0, kNoLimit, "", "0",
+     "weight bytes kept in host RAM and streamed over PCIe each step", "--cpu-offload-gb",
+     "cpu_offload_gb", kGiBUnit, VRAMPLAN_KNOB_ACCESS(cpu_offload_bytes)},
+    {"kv_offloading_bytes", KnobType::Bytes, "bytes over the TP ranks", 0, kNoLimit, "", "0",
+     "KV cache offloaded to pinned host RAM", "--kv-offloading-size", "kv_offloading_size",
+     kGiBUnit, VRAMPLAN_KNOB_ACCESS(kv_offloading_bytes)},
+    {"safetensors_load_strategy", KnobType::Text, "", 0, 0, "lazy,eager,prefetch",
+     "lazy (memory-mapped)", "how workers read checkpoint shards: host RAM while loading",
+     "--safetensors-load-strategy", "safetensors_load_strategy", 1,
+     VRAMPLAN_KNOB_ACCESS(safetensors_load_strategy)},
+    {"swap_space_bytes", KnobType::Bytes, "bytes per GPU", 0, kNoLimit, "",
+     "4 GiB in V0 (vLLM <= 0.7), unused in V1", "pinned host swap space for preempted requests (V0)",
+     "--swap-space", "swap_space", kGiBUnit, VRAMPLAN_KNOB_ACCESS(swap_space_bytes)},
+    {"kv_cache_memory_bytes", KnobType::Bytes, "bytes per GPU", 1, kNoLimit, "",
+     "unset: the budget from gpu_memory_utilization",
+     "a fixed KV-cache size instead of the utilization budget", "--kv-cache-memory-bytes",
+     "kv_cache_memory_bytes", 1, VRAMPLAN_KNOB_ACCESS(kv_cache_memory_bytes)},
+};
+
+#undef VRAMPLAN_KNOB_ACCESS
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool in_choices(std::string_view choices, const std::string& value) {
+  std::size_t start = 0;
+  while (start <= choices.size()) {
+    const std::size_t comma = std::min(choices.find(',', start), choices.size());
+    if (choices.substr(start, comma - start) == value) return true;
+    start = comma + 1;
+  }
+  return false;
+}
+
+std::string number_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.10g", v);
+  return text;
+}
+
+std::string allowed_text(const KnobSpec& k) {
+  if (!k.choices.empty()) return "one of " + std::string(k.choices);
+  switch (k.type) {
+    case KnobType::Fraction:
+      return "a number in [" + number_text(k.minimum) + ", " + number_text(k.maximum) + "]";
+    case KnobType::Integer:
+    case KnobType::Bytes:
+      return "an integer in [" + number_text(k.minimum) + ", " + number_text(k.maximum) + "]";
+    case KnobType::Boolean:
+      return "true or false";
+    case KnobType::Text:
+      return "text";
+  }
+  return "?";
+}
+
+}  // namespace
+
+const char* knob_type_name(KnobType type) noexcept {
+  switch (type) {
+    case KnobType::Fraction:
+      return "float";
+    case KnobType::Integer:
+      return "int";
+    case KnobType::Bytes:
+      return "bytes";
+    case KnobType::Boolean:
+      return "bool";
+    case KnobType::Text:
+      return "str";
+  }
+  return "?";
+}
+
+const std::vector<KnobSpec>& knob_specs() { return kKnobs; }
+
+const KnobSpec& knob_spec(std::string_view name) {
+  for (const KnobSpec& k : kKnobs) {
+    if (k.name == name) return k;
+  }
+  std::string names;
+  for (const KnobSpec& k : kKnobs) names += (names.empty() ? "" : ", ") + std::string(k.name);
+  throw ConfigError(std::string(name), "", names, "unknown engine knob");
+}
+
+std::string knob_value_text(const KnobValue& value) {
+  if (const bool* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
+  if (const auto* i = std::get_if<std::int64_t>(&value)) return std::to_string(*i);
+  if (const double* d = std::get_if<double>(&value)) return number_text(*d);
+  return "'" + std::get<std::string>(value) + "'";
+}
+
+KnobValue check_knob(const KnobSpec& k, const KnobValue& value) {
+  const std::string name(k.name);
+  auto fail = [&](const std::string& problem) {
+    throw ConfigError(name, knob_value_text(value), allowed_text(k), problem);
+  };
+  switch (k.type) {
+    case KnobType::Fraction: {
+      double v = 0.0;
+      if (const double* d = std::get_if<double>(&value)) {
+        v = *d;
+      } else if (const auto* i = std::get_if<std::int64_t>(&value)) {
+        v = static_cast<double>(*i);
+      } else {
+        fail("expected a number");
+      }
+      if (!std::isfinite(v)) fail("not a finite number");
+      if (v < k.minimum || v > k.maximum) fail("out of range");
+      return KnobValue{v};
+    }
+    case KnobType::Integer:
+    case KnobType::Bytes: {
+      const auto* i = std::get_if<std::int64_t>(&value);
+      if (i == nullptr) fail("expected an integer");
+      if (static_cast<double>(*i) < k.minimum || static_cast<double>(*i) > k.maximum) {
+        fail("out of range");
+      }
+      if (!k.choices.empty() && !in_choices(k.choices, std::to_string(*i))) {
+        fail("not a value vLLM accepts");
+      }
+      return value;
+    }
+    case KnobType::Boolean:
+      if (!std::holds_alternative<bool>(value)) fail("expected true or false");
+      return value;
+    case KnobType::Text: {
+      const auto* s = std::get_if<std::string>(&value);
+      if (s == nullptr) fail("expected text");
+      if (k.choices.empty()) return value;
+      const std::string canonical = lower(*s);
+      if (!in_choices(k.choices, canonical)) fail("not a value vLLM accepts");
+      return KnobValue{canonical};
+    }
+  }
+  return value;
+}
+
+void set_knob(EngineConfig& config, std::string_view name, const KnobValue& value) {
+  const KnobSpec& k = knob_spec(name);
+  k.set(config, check_knob(k, value));
+}
+
+void validate_knobs(const EngineConfig& config) {
+  for (const KnobSpec& k : kKnobs) {
+    if (const auto value = k.get(config)) check_knob(k, *value);
+  }
+}
+
+}  // namespace vramplan

@@ -1,5 +1,5 @@
-// How fast the planner answers: one breakdown, one full solve, and a sweep of one million
-// launch configurations (the use that needs the core in C++). Heap allocations per call are
+// How fast the planner answers: one breakdown from scratch, the compile step, one plan and
+// one evaluation on a compiled launch, and a sweep of a million launch configurations. Heap allocations per call are
 // counted with a replacement operator new, so the "allocation-light" claim has a number.
 #include <benchmark/benchmark.h>
 
@@ -7,8 +7,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "vramplan/compiled.hpp"
 #include "vramplan/engine.hpp"
 #include "vramplan/solver.hpp"
 #include "vramplan/spec_db.hpp"
@@ -45,6 +48,15 @@ void report_allocations(benchmark::State& state, std::int64_t before) {
       static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
 }
 
+std::shared_ptr<const vramplan::CompiledLaunch> compiled(const Launch& launch) {
+  vramplan::EngineConfig config;
+  config.tensor_parallel_size = launch.tensor_parallel_size;
+  return std::make_shared<const vramplan::CompiledLaunch>(
+      std::make_shared<const vramplan::ModelSpec>(database().model(launch.model)),
+      hardware(launch), config);
+}
+
+// One breakdown from scratch: compile + evaluate + the full report (the per-call API).
 void BM_Breakdown(benchmark::State& state) {
   const Launch& launch = kLaunches[state.range(0)];
   const vramplan::ModelSpec& spec = database().model(launch.model);
@@ -61,58 +73,84 @@ void BM_Breakdown(benchmark::State& state) {
 }
 BENCHMARK(BM_Breakdown)->DenseRange(0, 2);
 
-void BM_Solve(benchmark::State& state) {
+// The compile step alone: what a knob cannot change, worked out once.
+void BM_Compile(benchmark::State& state) {
   const Launch& launch = kLaunches[state.range(0)];
-  const vramplan::ModelSpec& spec = database().model(launch.model);
-  vramplan::SolveRequest request;
-  request.hardware = hardware(launch);
-  request.pinned.tensor_parallel_size = launch.tensor_parallel_size;
-  request.target_context_tokens = 32768;
+  const auto spec = std::make_shared<const vramplan::ModelSpec>(database().model(launch.model));
+  const vramplan::HardwareConfig hw = hardware(launch);
+  vramplan::EngineConfig config;
+  config.tensor_parallel_size = launch.tensor_parallel_size;
   const std::int64_t before = g_allocations.load();
   for (auto _ : state) {
-    benchmark::DoNotOptimize(vramplan::solve(spec, request).max_num_seqs);
+    const vramplan::CompiledLaunch compiled(spec, hw, config);
+    benchmark::DoNotOptimize(compiled.startup_free_bytes());
   }
   report_allocations(state, before);
   state.SetLabel(launch.model);
 }
-BENCHMARK(BM_Solve)->DenseRange(0, 2);
+BENCHMARK(BM_Compile)->DenseRange(0, 2);
 
-// One million launch points for Qwen3-30B-A3B on H100s: 16 utilizations x 8 context lengths
-// (256 .. 32768, the model's 40960 caps them) x 8 sequence limits x 4 TP degrees = 4,096
-// points per pass, 245 passes (1,003,520 points).
-void BM_Sweep1M(benchmark::State& state) {
-  const vramplan::ModelSpec& spec = database().model("Qwen/Qwen3-30B-A3B");
-  vramplan::HardwareConfig hw;
-  hw.gpu = database().gpu("H100-80GB");
-  hw.num_gpus = 8;
-  std::int64_t points = 0;
-  std::int64_t fitting = 0;
+// One plan on a compiled launch: the four knobs solved for a 32k context, with the full
+// breakdown and verdict at the chosen values.
+void BM_Plan(benchmark::State& state) {
+  const Launch& launch = kLaunches[state.range(0)];
+  const auto compiled_launch = compiled(launch);
+  const std::int64_t before = g_allocations.load();
   for (auto _ : state) {
-    for (int pass = 0; pass < 245; ++pass) {
-      for (int tp : {1, 2, 4, 8}) {
-        vramplan::EngineConfig config;
-        config.engine_version = "0.19.0";
-        config.tensor_parallel_size = tp;
-        for (int u = 0; u < 16; ++u) {
-          config.gpu_memory_utilization = 0.80 + 0.01 * u;
-          for (std::int64_t len = 256; len <= 32768; len *= 2) {
-            config.max_model_len = len;
-            for (std::int64_t seqs = 8; seqs <= 1024; seqs *= 2) {
-              config.max_num_seqs = seqs;
-              const vramplan::Breakdown b = vramplan::compute_breakdown(spec, hw, config);
-              fitting += b.outcome == vramplan::Outcome::Started;
-              ++points;
-            }
-          }
-        }
-      }
-    }
+    benchmark::DoNotOptimize(
+        vramplan::solve(*compiled_launch, 32768, 0, std::int64_t{512} << 20).max_num_seqs);
   }
-  state.SetItemsProcessed(points);
-  state.counters["fitting_fraction"] =
-      static_cast<double>(fitting) / static_cast<double>(points > 0 ? points : 1);
+  report_allocations(state, before);
+  state.SetLabel(launch.model);
 }
-BENCHMARK(BM_Sweep1M)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Plan)->DenseRange(0, 2);
+
+// One evaluation of the knobs on a compiled launch (the sweep's inner step).
+void BM_Evaluate(benchmark::State& state) {
+  const Launch& launch = kLaunches[state.range(0)];
+  const auto compiled_launch = compiled(launch);
+  vramplan::LaunchKnobs knobs;
+  knobs.max_model_len = 8192;
+  const std::int64_t before = g_allocations.load();
+  for (auto _ : state) {
+    knobs.gpu_memory_utilization = 0.9;
+    benchmark::DoNotOptimize(compiled_launch->evaluate(compiled_launch->resolve(knobs)).kv_tokens);
+  }
+  report_allocations(state, before);
+  state.SetLabel(launch.model);
+}
+BENCHMARK(BM_Evaluate)->DenseRange(0, 2);
+
+// A grid of 1,016,000 points (100 utilizations x 1016 context lengths x 10 sequence limits)
+// through sweep(): one compiled launch, output columns preallocated.
+void BM_Sweep(benchmark::State& state) {
+  const Launch& launch = kLaunches[state.range(0)];
+  const auto compiled_launch = compiled(launch);
+  vramplan::SweepGrid grid;
+  for (int u = 0; u < 100; ++u) grid.gpu_memory_utilization.push_back(0.80 + 0.001 * u);
+  for (std::int64_t len = 1024; len <= 131072 && len <= compiled_launch->spec().max_position_embeddings;
+       len += 128) {
+    grid.max_model_len.push_back(len);
+  }
+  grid.max_num_seqs = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+  const std::size_t rows = static_cast<std::size_t>(vramplan::sweep_size(grid));
+  std::vector<double> util(rows), concurrency(rows);
+  std::vector<std::int64_t> len(rows), seqs(rows), tokens(rows), kv(rows), kv_tokens(rows);
+  std::vector<std::int8_t> outcome(rows);
+  const vramplan::SweepColumns out{util.data(), len.data(),       seqs.data(),        tokens.data(),
+                                   kv.data(),   kv_tokens.data(), concurrency.data(), outcome.data()};
+  const vramplan::LaunchKnobs base;
+  const std::int64_t before = g_allocations.load();
+  for (auto _ : state) {
+    vramplan::sweep(*compiled_launch, base, grid, out);
+    benchmark::DoNotOptimize(outcome.data());
+  }
+  report_allocations(state, before);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(rows));
+  state.SetLabel(launch.model);
+}
+BENCHMARK(BM_Sweep)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -120,7 +120,7 @@ const char* outcome_name(Outcome outcome) noexcept {
     case Outcome::HostOomKilled:
       return "host_oom_killed";
     case Outcome::OomAfterKvAlloc:
-      return "oom_kv_alloc";
+      return "oom_after_kv_alloc";  // records call both failures oom_kv_alloc
   }
   return "?";
 }

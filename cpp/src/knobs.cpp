@@ -231,6 +231,14 @@ const char* knob_type_name(KnobType type) noexcept {
 
 const std::vector<KnobSpec>& knob_specs() { return kKnobs; }
 
+bool is_evaluated_knob(std::string_view name) noexcept {
+  for (std::string_view evaluated : {"gpu_memory_utilization", "max_model_len", "max_num_seqs",
+                                     "max_num_batched_tokens", "block_size", "kv_cache_dtype"}) {
+    if (name == evaluated) return true;
+  }
+  return false;
+}
+
 const KnobSpec& knob_spec(std::string_view name) {
   for (const KnobSpec& k : kKnobs) {
     if (k.name == name) return k;

@@ -62,7 +62,9 @@ namespace {
 nlohmann::json terms_json(const std::vector<Term>& terms) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& t : terms) {
-    out.push_back({{"name", t.name}, {"bytes", t.bytes}, {"provenance", t.provenance}});
+    out.push_back({{"name", std::string(t.name)},
+                   {"bytes", t.bytes},
+                   {"provenance", std::string(t.provenance)}});
   }
   return out;
 }

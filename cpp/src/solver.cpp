@@ -6,6 +6,7 @@
 
 #include "vramplan/calibration.hpp"
 #include "vramplan/errors.hpp"
+#include "vramplan/knobs.hpp"
 
 namespace vramplan {
 namespace {
@@ -204,15 +205,15 @@ std::string remedy_detail(const Plan& p) {
          std::to_string(p.max_model_len) + ", max_num_seqs " + std::to_string(p.max_num_seqs);
 }
 
-Plan plan_for(const CompiledLaunch& launch, const Targets& t) {
-  return plan_once(launch, launch_knobs(launch.config()), launch.config(), t);
+Plan plan_for(const CompiledLaunch& launch, const EngineConfig& pinned, const Targets& t) {
+  return plan_once(launch, launch_knobs(pinned), pinned, t);
 }
 
 // The same launch recompiled with a changed knob (weights format, TP, offload).
-Plan plan_changed(const CompiledLaunch& launch, EngineConfig config, HardwareConfig hardware,
-                  const Targets& t) {
-  const CompiledLaunch changed(launch.spec_ptr(), std::move(hardware), std::move(config));
-  return plan_for(changed, t);
+Plan plan_changed(const CompiledLaunch& launch, const EngineConfig& config,
+                  HardwareConfig hardware, const Targets& t) {
+  const CompiledLaunch changed(launch.spec_ptr(), std::move(hardware), config);
+  return plan_for(changed, config, t);
 }
 
 Remedy remedy(std::string kind, std::string change, const Plan& p, std::string extra = "") {
@@ -222,8 +223,22 @@ Remedy remedy(std::string kind, std::string change, const Plan& p, std::string e
 
 }  // namespace
 
+EngineConfig with_evaluated_knobs(EngineConfig base, const EngineConfig& from) {
+  for (const KnobSpec& knob : knob_specs()) {
+    if (is_evaluated_knob(knob.name)) knob.set(base, knob.get(from));
+  }
+  return base;
+}
+
 Plan solve(const CompiledLaunch& launch, std::int64_t target_context_tokens,
            std::int64_t target_concurrency, std::int64_t safety_margin_bytes) {
+  return solve(launch, launch.config(), target_context_tokens, target_concurrency,
+               safety_margin_bytes);
+}
+
+Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
+           std::int64_t target_context_tokens, std::int64_t target_concurrency,
+           std::int64_t safety_margin_bytes) {
   const ModelSpec& spec = launch.spec();
   if (target_context_tokens < 0 || target_context_tokens > spec.max_position_embeddings) {
     throw ConfigError("context", std::to_string(target_context_tokens),
@@ -240,11 +255,12 @@ Plan solve(const CompiledLaunch& launch, std::int64_t target_context_tokens,
                       "0 .. the GPU's total memory", "out of range");
   }
   const Targets t{target_context_tokens, target_concurrency, safety_margin_bytes};
-  Plan plan = plan_for(launch, t);
+  const EngineConfig pinned = with_evaluated_knobs(launch.config(), evaluated);
+  validate_knobs(pinned);
+  Plan plan = plan_for(launch, pinned, t);
   if (plan.fits) return plan;
   // Remedies in a fixed, documented order: cheapest change first. Each carries the full flag
   // set of its own plan.
-  const EngineConfig& pinned = launch.config();
   if (pinned.kv_cache_dtype.empty() || pinned.kv_cache_dtype == "auto") {
     EngineConfig config = pinned;
     config.kv_cache_dtype = "fp8";
@@ -344,8 +360,9 @@ struct Axis {
 
 }  // namespace
 
-void sweep(const CompiledLaunch& launch, const SweepGrid& grid, const SweepColumns& out) noexcept {
-  LaunchKnobs knobs = launch_knobs(launch.config());
+void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGrid& grid,
+           const SweepColumns& out) noexcept {
+  LaunchKnobs knobs = base;
   const Axis<double> utils{grid.gpu_memory_utilization, knobs.gpu_memory_utilization};
   const Axis<std::int64_t> lens{grid.max_model_len, knobs.max_model_len};
   const Axis<std::int64_t> seqs{grid.max_num_seqs, knobs.max_num_seqs};

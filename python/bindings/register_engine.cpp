@@ -1,8 +1,16 @@
+// The engine, solver and sweep as typed classes: a compiled launch (`Launch`), its
+// `Breakdown`, `Plan`, `RankBreakdown`, `HostBreakdown`, `Term` and `Remedy`, with read-only
+// properties; JSON only when asked (to_json). Knobs cross as a dict parsed by the C++ knob
+// registry, which checks every value.
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <climits>
+
 #include "register.hpp"
-#include "vramplan/engine.hpp"
+#include "vramplan/compiled.hpp"
 #include "vramplan/errors.hpp"
+#include "vramplan/knobs.hpp"
 #include "vramplan/render.hpp"
 #include "vramplan/solver.hpp"
 
@@ -11,163 +19,319 @@ namespace py = pybind11;
 namespace vramplan_py {
 namespace {
 
-// Python dict of vLLM knob names -> EngineConfig. Unknown keys are a ConfigError.
-vramplan::EngineConfig engine_config_from(const py::dict& knobs) {
-  vramplan::EngineConfig c;
+using vramplan::ConfigError;
+using vramplan::EngineConfig;
+using vramplan::KnobValue;
+
+// A Python value as the registry's variant; a type no knob takes is a ConfigError naming it.
+KnobValue knob_value(const std::string& name, const py::handle& value) {
+  if (py::isinstance<py::bool_>(value)) return KnobValue{value.cast<bool>()};
+  if (py::isinstance<py::int_>(value)) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+    if (overflow != 0) {
+      throw ConfigError(name, py::str(value), "an integer that fits in 64 bits", "too large");
+    }
+    return KnobValue{static_cast<std::int64_t>(v)};
+  }
+  if (py::isinstance<py::float_>(value)) return KnobValue{value.cast<double>()};
+  if (py::isinstance<py::str>(value)) return KnobValue{value.cast<std::string>()};
+  throw ConfigError(name, py::repr(value).cast<std::string>(), "a number, bool or str",
+                    "wrong type for an engine knob");
+}
+
+// Python dict of vLLM knob names -> EngineConfig through the registry. None = unset.
+EngineConfig engine_config_from(const py::dict& knobs) {
+  EngineConfig c;
   for (const auto& item : knobs) {
     const std::string key = py::str(item.first);
     const py::handle value = item.second;
-    if (value.is_none()) continue;
-    if (key == "engine_version")
-      c.engine_version = py::str(value);
-    else if (key == "gpu_memory_utilization")
-      c.gpu_memory_utilization = value.cast<double>();
-    else if (key == "max_model_len")
-      c.max_model_len = value.cast<std::int64_t>();
-    else if (key == "max_num_seqs")
-      c.max_num_seqs = value.cast<std::int64_t>();
-    else if (key == "max_num_batched_tokens")
-      c.max_num_batched_tokens = value.cast<std::int64_t>();
-    else if (key == "block_size")
-      c.block_size = value.cast<std::int32_t>();
-    else if (key == "kv_cache_dtype")
-      c.kv_cache_dtype = py::str(value);
-    else if (key == "dtype")
-      c.dtype = py::str(value);
-    else if (key == "quantization")
-      c.quantization = py::str(value);
-    else if (key == "tensor_parallel_size")
-      c.tensor_parallel_size = value.cast<std::int32_t>();
-    else if (key == "pipeline_parallel_size")
-      c.pipeline_parallel_size = value.cast<std::int32_t>();
-    else if (key == "enforce_eager")
-      c.enforce_eager = value.cast<bool>();
-    else if (key == "llm_class")
-      c.llm_class = value.cast<bool>();
-    else if (key == "cpu_offload_bytes")
-      c.cpu_offload_bytes = value.cast<std::int64_t>();
-    else if (key == "safetensors_load_strategy")
-      c.safetensors_load_strategy = py::str(value);
-    else if (key == "kv_offloading_bytes")
-      c.kv_offloading_bytes = value.cast<std::int64_t>();
-    else if (key == "swap_space_bytes")
-      c.swap_space_bytes = value.cast<std::int64_t>();
-    else if (key == "max_loras")
-      c.max_loras = value.cast<std::int32_t>();
-    else if (key == "max_lora_rank")
-      c.max_lora_rank = value.cast<std::int32_t>();
-    else if (key == "kv_cache_memory_bytes")
-      c.kv_cache_memory_bytes = value.cast<std::int64_t>();
-    else if (key == "num_speculative_tokens")
-      c.num_speculative_tokens = value.cast<std::int32_t>();
-    else if (key == "speculative_method")
-      c.speculative_method = py::str(value);
-    else if (key == "speculative_model")  // a ModelSpec (Python resolves ids and paths)
-      c.draft_model =
-          std::make_shared<const vramplan::ModelSpec>(value.cast<vramplan::ModelSpec>());
-    else {
-      throw vramplan::ConfigError(key, py::str(value), "a vLLM engine knob (see vramplan.KNOBS)",
-                                  "unknown engine knob");
+    if (key == "speculative_model" && py::isinstance<vramplan::ModelSpec>(value)) {
+      // Python resolves ids and paths; the core takes the drafter's spec.
+      c.draft_model = std::make_shared<const vramplan::ModelSpec>(value.cast<vramplan::ModelSpec>());
+      continue;
+    }
+    const vramplan::KnobSpec& knob = vramplan::knob_spec(key);
+    if (value.is_none()) {
+      knob.set(c, std::nullopt);
+    } else {
+      vramplan::set_knob(c, key, knob_value(key, value));
     }
   }
   return c;
 }
 
+// Only the evaluated knobs may vary without recompiling the launch.
+EngineConfig evaluated_config_from(const py::dict& knobs) {
+  for (const auto& item : knobs) {
+    const std::string key = py::str(item.first);
+    if (!vramplan::is_evaluated_knob(key)) {
+      throw ConfigError(key, py::str(item.second),
+                        "gpu_memory_utilization, max_model_len, max_num_seqs, "
+                        "max_num_batched_tokens, block_size, kv_cache_dtype",
+                        "changes the compiled launch: compile a new Launch for it");
+    }
+  }
+  return engine_config_from(knobs);
+}
+
+py::list knob_table() {
+  py::list out;
+  for (const vramplan::KnobSpec& k : vramplan::knob_specs()) {
+    py::dict row;
+    row["name"] = std::string(k.name);
+    row["type"] = vramplan::knob_type_name(k.type);
+    row["unit"] = std::string(k.unit);
+    row["minimum"] = k.minimum;
+    row["maximum"] = k.maximum;
+    py::list choices;
+    std::string_view rest = k.choices;
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(',');
+      choices.append(std::string(rest.substr(0, comma)));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+    row["choices"] = choices;
+    row["default"] = std::string(k.default_source);
+    row["help"] = std::string(k.help);
+    row["flag"] = std::string(k.flag);
+    row["kwarg"] = std::string(k.kwarg);
+    row["flag_unit_bytes"] = k.flag_unit_bytes;
+    row["evaluated"] = vramplan::is_evaluated_knob(k.name);
+    out.append(row);
+  }
+  return out;
+}
+
+std::int64_t min_kv_cache_bytes(const vramplan::Breakdown& b) {
+  std::int64_t out = b.ranks.front().kv_cache_bytes;
+  for (const auto& r : b.ranks) out = std::min(out, r.kv_cache_bytes);
+  return out;
+}
+
+template <typename T>
+py::array_t<T> column(std::int64_t rows) {
+  return py::array_t<T>(static_cast<py::ssize_t>(rows));
+}
+
 }  // namespace
 
 void register_engine(py::module_& m) {
-  m.def(
-      "compute_breakdown",
-      [](const vramplan::ModelSpec& spec, const vramplan::GpuSpec& gpu, const py::dict& knobs,
-         std::int32_t num_gpus, std::int64_t memory_used_by_others_bytes,
-         std::int64_t host_ram_bytes) {
-        vramplan::HardwareConfig hardware;
-        hardware.gpu = gpu;
-        hardware.num_gpus = num_gpus;
-        hardware.memory_used_by_others_bytes = memory_used_by_others_bytes;
-        hardware.host_ram_bytes = host_ram_bytes;
-        const vramplan::EngineConfig config = engine_config_from(knobs);
-        nlohmann::json out;
-        {
-          py::gil_scoped_release release;
-          out = vramplan::to_json(vramplan::compute_breakdown(spec, hardware, config));
-        }
-        return to_python(out);
-      },
-      py::arg("spec"), py::arg("gpu"), py::arg("knobs"), py::arg("num_gpus") = 1,
-      py::arg("memory_used_by_others_bytes") = 0, py::arg("host_ram_bytes") = 0);
+  m.attr("KNOBS") = knob_table();
+  m.attr("MAX_SWEEP_POINTS") = vramplan::kMaxSweepPoints;
 
-  m.def(
-      "solve",
-      [](const vramplan::ModelSpec& spec, const vramplan::GpuSpec& gpu, const py::dict& knobs,
-         std::int32_t num_gpus, std::int64_t memory_used_by_others_bytes,
-         std::int64_t host_ram_bytes, std::int64_t target_context_tokens,
-         std::int64_t target_concurrency, std::int64_t safety_margin_bytes) {
-        vramplan::SolveRequest request;
-        request.pinned = engine_config_from(knobs);
-        request.hardware.gpu = gpu;
-        request.hardware.num_gpus = num_gpus;
-        request.hardware.memory_used_by_others_bytes = memory_used_by_others_bytes;
-        request.hardware.host_ram_bytes = host_ram_bytes;
-        request.target_context_tokens = target_context_tokens;
-        request.target_concurrency = target_concurrency;
-        if (safety_margin_bytes >= 0) request.safety_margin_bytes = safety_margin_bytes;
-        nlohmann::json out;
-        {
-          py::gil_scoped_release release;
-          out = vramplan::to_json(vramplan::solve(spec, request));
-        }
-        return to_python(out);
-      },
-      py::arg("spec"), py::arg("gpu"), py::arg("knobs"), py::arg("num_gpus") = 1,
-      py::arg("memory_used_by_others_bytes") = 0, py::arg("host_ram_bytes") = 0,
-      py::arg("target_context_tokens") = 0, py::arg("target_concurrency") = 0,
-      py::arg("safety_margin_bytes") = -1);
+  py::class_<vramplan::Term>(m, "Term", "One term of a breakdown: bytes and how we know them.")
+      .def_readonly("name", &vramplan::Term::name)
+      .def_readonly("bytes", &vramplan::Term::bytes)
+      .def_readonly("provenance", &vramplan::Term::provenance)
+      .def("__repr__", [](const vramplan::Term& t) {
+        return "Term(" + std::string(t.name) + ", " + std::to_string(t.bytes) + " B)";
+      });
 
-  m.def(
-      "sweep",
-      [](const vramplan::ModelSpec& spec, const vramplan::GpuSpec& gpu, const py::dict& knobs,
-         std::vector<double> utilizations, std::vector<std::int64_t> max_model_lens,
-         std::vector<std::int64_t> max_num_seqs, std::int32_t num_gpus,
-         std::int64_t memory_used_by_others_bytes) {
-        vramplan::HardwareConfig hardware;
-        hardware.gpu = gpu;
-        hardware.num_gpus = num_gpus;
-        hardware.memory_used_by_others_bytes = memory_used_by_others_bytes;
-        const vramplan::EngineConfig base = engine_config_from(knobs);
-        const vramplan::SweepGrid grid{std::move(utilizations), std::move(max_model_lens),
-                                       std::move(max_num_seqs)};
-        std::vector<vramplan::SweepPoint> points;
-        {
-          py::gil_scoped_release release;
-          points = vramplan::sweep(spec, hardware, base, grid);
-        }
-        // Columns, so a notebook can hand them to pandas / numpy directly.
-        py::list util, length, seqs, kv_bytes, kv_tokens, concurrency, outcome;
-        for (const auto& p : points) {
-          util.append(p.gpu_memory_utilization);
-          length.append(p.max_model_len);
-          seqs.append(p.max_num_seqs);
-          kv_bytes.append(p.kv_cache_bytes);
-          kv_tokens.append(p.kv_tokens);
-          concurrency.append(p.max_concurrency);
-          outcome.append(p.outcome < 0
-                             ? std::string("rejected")
-                             : vramplan::outcome_name(static_cast<vramplan::Outcome>(p.outcome)));
-        }
-        py::dict out;
-        out["gpu_memory_utilization"] = util;
-        out["max_model_len"] = length;
-        out["max_num_seqs"] = seqs;
-        out["kv_cache_bytes"] = kv_bytes;
-        out["kv_tokens"] = kv_tokens;
-        out["max_concurrency"] = concurrency;
-        out["outcome"] = outcome;
-        return out;
-      },
-      py::arg("spec"), py::arg("gpu"), py::arg("knobs"), py::arg("gpu_memory_utilization"),
-      py::arg("max_model_len"), py::arg("max_num_seqs"), py::arg("num_gpus") = 1,
-      py::arg("memory_used_by_others_bytes") = 0);
+  using vramplan::RankBreakdown;
+  py::class_<RankBreakdown>(m, "RankBreakdown", "One pipeline stage (TP ranks are symmetric).")
+      .def_readonly("pipeline_rank", &RankBreakdown::pipeline_rank)
+      .def_readonly("total_memory_bytes", &RankBreakdown::total_memory_bytes)
+      .def_readonly("requested_memory_bytes", &RankBreakdown::requested_memory_bytes)
+      .def_readonly("weights_bytes", &RankBreakdown::weights_bytes)
+      .def_readonly("lora_bytes", &RankBreakdown::lora_bytes)
+      .def_readonly("activation_peak_bytes", &RankBreakdown::activation_peak_bytes)
+      .def_readonly("non_torch_bytes", &RankBreakdown::non_torch_bytes)
+      .def_readonly("cudagraph_bytes", &RankBreakdown::cudagraph_bytes)
+      .def_readonly("cuda_context_bytes", &RankBreakdown::cuda_context_bytes)
+      .def_readonly("kv_cache_bytes", &RankBreakdown::kv_cache_bytes)
+      .def_readonly("kv_bytes_per_token", &RankBreakdown::kv_bytes_per_token)
+      .def_readonly("num_blocks", &RankBreakdown::num_blocks)
+      .def_readonly("headroom_bytes", &RankBreakdown::headroom_bytes)
+      .def_readonly("post_allocation_bytes", &RankBreakdown::post_allocation_bytes)
+      .def_property_readonly("block_size",
+                             [](const RankBreakdown& r) { return r.kv_layout.block_size; })
+      .def_property_readonly("kv_page_bytes",
+                             [](const RankBreakdown& r) { return r.kv_layout.page_bytes; })
+      .def_readonly("terms", &RankBreakdown::terms);
+
+  using vramplan::HostBreakdown;
+  py::class_<HostBreakdown>(m, "HostBreakdown", "Host RAM per node while loading and serving.")
+      .def_readonly("process_baseline_bytes", &HostBreakdown::process_baseline_bytes)
+      .def_readonly("loader_anonymous_bytes", &HostBreakdown::loader_anonymous_bytes)
+      .def_readonly("page_cache_bytes", &HostBreakdown::page_cache_bytes)
+      .def_readonly("pinned_bytes", &HostBreakdown::pinned_bytes)
+      .def_readonly("input_batch_bytes", &HostBreakdown::input_batch_bytes)
+      .def_readonly("required_bytes", &HostBreakdown::required_bytes)
+      .def_readonly("terms", &HostBreakdown::terms);
+
+  using vramplan::Breakdown;
+  py::class_<Breakdown>(m, "Breakdown", "What vLLM's startup profiling will find, per rank.")
+      .def_readonly("model_id", &Breakdown::model_id)
+      .def_readonly("gpu_id", &Breakdown::gpu_id)
+      .def_property_readonly("engine_version",
+                             [](const Breakdown& b) { return b.profile.version; })
+      .def_property_readonly("engine_era",
+                             [](const Breakdown& b) { return vramplan::engine_era_name(b.profile.era); })
+      .def_readonly("ranks", &Breakdown::ranks)
+      .def_readonly("host", &Breakdown::host)
+      .def_readonly("num_blocks", &Breakdown::num_blocks)
+      .def_readonly("kv_tokens", &Breakdown::kv_tokens)
+      .def_readonly("max_concurrency", &Breakdown::max_concurrency)
+      .def_readonly("request_kv_bytes", &Breakdown::request_kv_bytes)
+      .def_readonly("estimated_max_model_len", &Breakdown::estimated_max_model_len)
+      .def_readonly("startup_free_bytes", &Breakdown::startup_free_bytes)
+      .def_readonly("messages", &Breakdown::messages)
+      .def_property_readonly("outcome",
+                             [](const Breakdown& b) { return vramplan::outcome_name(b.outcome); })
+      .def_property_readonly("gpu_memory_utilization",
+                             [](const Breakdown& b) { return b.config.gpu_memory_utilization; })
+      .def_property_readonly("max_model_len",
+                             [](const Breakdown& b) { return b.config.max_model_len; })
+      .def_property_readonly("max_num_seqs",
+                             [](const Breakdown& b) { return b.config.max_num_seqs; })
+      .def_property_readonly("max_num_batched_tokens",
+                             [](const Breakdown& b) { return b.config.max_num_batched_tokens; })
+      .def_property_readonly("block_size", [](const Breakdown& b) { return b.config.block_size; })
+      .def_property_readonly("num_cudagraph_sizes",
+                             [](const Breakdown& b) { return b.config.num_cudagraph_sizes; })
+      // Headline figures: the first rank's terms, the worst rank's KV cache.
+      .def_property_readonly("weights_bytes",
+                             [](const Breakdown& b) { return b.ranks.front().weights_bytes; })
+      .def_property_readonly("kv_bytes_per_token",
+                             [](const Breakdown& b) { return b.ranks.front().kv_bytes_per_token; })
+      .def_property_readonly("kv_cache_bytes", &min_kv_cache_bytes)
+      .def("to_json", [](const Breakdown& b) { return vramplan::to_json(b).dump(); });
+
+  using vramplan::Remedy;
+  py::class_<Remedy>(m, "Remedy", "A change that makes the launch fit, with its full flags.")
+      .def_readonly("kind", &Remedy::kind)
+      .def_readonly("change", &Remedy::change)
+      .def_readonly("fits", &Remedy::fits)
+      .def_readonly("detail", &Remedy::detail)
+      .def_readonly("flags", &Remedy::flags);
+
+  using vramplan::Plan;
+  py::class_<Plan>(m, "Plan", "The solver's answer: the largest safe knobs and why.")
+      .def_readonly("fits", &Plan::fits)
+      .def_readonly("verdict", &Plan::verdict)
+      .def_readonly("gpu_memory_utilization", &Plan::gpu_memory_utilization)
+      .def_readonly("max_model_len", &Plan::max_model_len)
+      .def_readonly("max_num_seqs", &Plan::max_num_seqs)
+      .def_readonly("max_num_batched_tokens", &Plan::max_num_batched_tokens)
+      .def_readonly("concurrent_sequences", &Plan::concurrent_sequences)
+      .def_readonly("safety_margin_bytes", &Plan::safety_margin_bytes)
+      .def_property_readonly("binding",
+                             [](const Plan& p) {
+                               py::dict d;
+                               d["gpu_memory_utilization"] = p.binding_gpu_memory_utilization;
+                               d["max_model_len"] = p.binding_max_model_len;
+                               d["max_num_seqs"] = p.binding_max_num_seqs;
+                               d["max_num_batched_tokens"] = p.binding_max_num_batched_tokens;
+                               return d;
+                             })
+      .def_readonly("breakdown", &Plan::breakdown)
+      .def_readonly("remedies", &Plan::remedies)
+      .def("vllm_args", [](const Plan& p) { return vramplan::to_vllm_args(p); })
+      .def("llm_kwargs", [](const Plan& p) { return to_python(vramplan::to_llm_kwargs(p)); })
+      .def("to_json", [](const Plan& p) { return vramplan::to_json(p).dump(); });
+
+  using vramplan::CompiledLaunch;
+  py::class_<CompiledLaunch, std::shared_ptr<CompiledLaunch>>(
+      m, "Launch",
+      "A launch compiled once (model, GPU, parallelism, formats, engine version); evaluate, "
+      "solve and sweep the other knobs without recompiling.")
+      .def(py::init([](const vramplan::ModelSpec& spec, const vramplan::GpuSpec& gpu,
+                       const py::dict& knobs, std::int32_t num_gpus,
+                       std::int64_t memory_used_by_others_bytes, std::int64_t host_ram_bytes) {
+             vramplan::HardwareConfig hardware;
+             hardware.gpu = gpu;
+             hardware.num_gpus = num_gpus;
+             hardware.memory_used_by_others_bytes = memory_used_by_others_bytes;
+             hardware.host_ram_bytes = host_ram_bytes;
+             EngineConfig config = engine_config_from(knobs);
+             auto shared = std::make_shared<const vramplan::ModelSpec>(spec);
+             py::gil_scoped_release release;
+             return std::make_shared<CompiledLaunch>(std::move(shared), std::move(hardware),
+                                                     std::move(config));
+           }),
+           py::arg("spec"), py::arg("gpu"), py::arg("knobs"), py::arg("num_gpus") = 1,
+           py::arg("memory_used_by_others_bytes") = 0, py::arg("host_ram_bytes") = 0)
+      .def(
+          "breakdown",
+          [](const CompiledLaunch& launch, const py::dict& knobs) {
+            const EngineConfig evaluated = vramplan::with_evaluated_knobs(
+                launch.config(), evaluated_config_from(knobs));
+            const vramplan::LaunchKnobs launch_knobs = vramplan::launch_knobs(evaluated);
+            py::gil_scoped_release release;
+            return launch.breakdown(launch_knobs);
+          },
+          py::arg("knobs"))
+      .def(
+          "solve",
+          [](const CompiledLaunch& launch, const py::dict& knobs, std::int64_t context,
+             std::int64_t concurrency, std::int64_t safety_margin_bytes) {
+            const EngineConfig evaluated = evaluated_config_from(knobs);
+            if (safety_margin_bytes < 0) safety_margin_bytes = vramplan::SolveRequest{}.safety_margin_bytes;
+            py::gil_scoped_release release;
+            return vramplan::solve(launch, evaluated, context, concurrency, safety_margin_bytes);
+          },
+          py::arg("knobs"), py::arg("context") = 0, py::arg("concurrency") = 0,
+          py::arg("safety_margin_bytes") = -1)
+      .def(
+          "sweep",
+          [](const CompiledLaunch& launch, const py::dict& knobs,
+             std::vector<double> gpu_memory_utilization, std::vector<std::int64_t> max_model_len,
+             std::vector<std::int64_t> max_num_seqs,
+             std::vector<std::int64_t> max_num_batched_tokens) {
+            const vramplan::LaunchKnobs base = vramplan::launch_knobs(
+                vramplan::with_evaluated_knobs(launch.config(), evaluated_config_from(knobs)));
+            vramplan::SweepGrid grid{std::move(gpu_memory_utilization), std::move(max_model_len),
+                                     std::move(max_num_seqs), std::move(max_num_batched_tokens)};
+            // Every listed value passes the same checks as a single knob.
+            EngineConfig probe;
+            for (double u : grid.gpu_memory_utilization) {
+              vramplan::set_knob(probe, "gpu_memory_utilization", u);
+            }
+            for (auto [name, values] :
+                 {std::pair{"max_model_len", &grid.max_model_len},
+                  std::pair{"max_num_seqs", &grid.max_num_seqs},
+                  std::pair{"max_num_batched_tokens", &grid.max_num_batched_tokens}}) {
+              for (std::int64_t v : *values) vramplan::set_knob(probe, name, v);
+            }
+            const std::int64_t rows = vramplan::sweep_size(grid);
+            auto util = column<double>(rows);
+            auto len = column<std::int64_t>(rows);
+            auto seqs = column<std::int64_t>(rows);
+            auto tokens = column<std::int64_t>(rows);
+            auto kv_bytes = column<std::int64_t>(rows);
+            auto kv_tokens = column<std::int64_t>(rows);
+            auto concurrency = column<double>(rows);
+            auto outcome = column<std::int8_t>(rows);
+            const vramplan::SweepColumns out{
+                util.mutable_data(),     len.mutable_data(),       seqs.mutable_data(),
+                tokens.mutable_data(),   kv_bytes.mutable_data(),  kv_tokens.mutable_data(),
+                concurrency.mutable_data(), outcome.mutable_data()};
+            {
+              py::gil_scoped_release release;
+              vramplan::sweep(launch, base, grid, out);
+            }
+            py::dict d;
+            d["gpu_memory_utilization"] = util;
+            d["max_model_len"] = len;
+            d["max_num_seqs"] = seqs;
+            d["max_num_batched_tokens"] = tokens;
+            d["kv_cache_bytes"] = kv_bytes;
+            d["kv_tokens"] = kv_tokens;
+            d["max_concurrency"] = concurrency;
+            d["outcome"] = outcome;
+            return d;
+          },
+          py::arg("knobs"), py::arg("gpu_memory_utilization"), py::arg("max_model_len"),
+          py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"));
+
+  m.def("outcome_names", [] {
+    py::list names;
+    for (int i = 0; i <= static_cast<int>(vramplan::Outcome::OomAfterKvAlloc); ++i) {
+      names.append(vramplan::outcome_name(static_cast<vramplan::Outcome>(i)));
+    }
+    return names;
+  });
 }
 
 }  // namespace vramplan_py

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from . import _core
 from ._resources import model_specs_dir
@@ -15,6 +17,7 @@ DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 DEFAULT_GPU = "H100-80GB"
 
 GIB = 1 << 30
+MAX_SWEEP_POINTS: int = _core.MAX_SWEEP_POINTS
 
 
 @functools.lru_cache(maxsize=1)
@@ -69,13 +72,23 @@ def load_gpu(gpu: str, *, total_memory_bytes: int | None = None) -> _core.GpuSpe
     return db.gpu(gpu)  # raises ConfigError with near names
 
 
+KNOBS: list[dict[str, Any]] = list(_core.KNOBS)
+"""The engine knobs, one dict each (name as vLLM names it, type, unit, range, choices, default,
+help, `vllm serve` flag, `LLM()` keyword), from the C++ knob registry."""
+
+_EVALUATED = frozenset(k["name"] for k in KNOBS if k["evaluated"])
+_OUTCOMES = ["rejected", *_core.outcome_names()]
+
+
 def _gpus_for(num_gpus: int | None, knobs: dict[str, Any]) -> int:
     """GPUs on the node: as given, else exactly what the launch's TP x PP needs."""
     if num_gpus is not None:
         return num_gpus
-    return int(knobs.get("tensor_parallel_size") or 1) * int(
-        knobs.get("pipeline_parallel_size") or 1
-    )
+    tp = knobs.get("tensor_parallel_size") or 1
+    pp = knobs.get("pipeline_parallel_size") or 1
+    if isinstance(tp, int) and isinstance(pp, int):
+        return tp * pp
+    return 1  # a wrong type is refused, with its name, when the launch compiles
 
 
 def _resolve_draft(knobs: dict[str, Any]) -> dict[str, Any]:
@@ -86,39 +99,100 @@ def _resolve_draft(knobs: dict[str, Any]) -> dict[str, Any]:
     return {**knobs, "speculative_model": load_model(draft)}
 
 
+@functools.lru_cache(maxsize=256)
+def _compiled(
+    model: str,
+    gpu: str,
+    num_gpus: int,
+    memory_used_by_others_bytes: int,
+    host_ram_bytes: int,
+    static_knobs: tuple[tuple[str, Any], ...],
+) -> _core.Launch:
+    return _compile(model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes,
+                    dict(static_knobs))
+
+
+def _compile(
+    model: str | _core.ModelSpec,
+    gpu: str | _core.GpuSpec,
+    num_gpus: int,
+    memory_used_by_others_bytes: int,
+    host_ram_bytes: int,
+    knobs: dict[str, Any],
+) -> _core.Launch:
+    spec = model if isinstance(model, _core.ModelSpec) else load_model(model)
+    gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
+    return _core.Launch(
+        spec,
+        gpu_spec,
+        _resolve_draft(knobs),
+        num_gpus=num_gpus,
+        memory_used_by_others_bytes=memory_used_by_others_bytes,
+        host_ram_bytes=host_ram_bytes,
+    )
+
+
+def _launch(
+    model: str | _core.ModelSpec,
+    gpu: str | _core.GpuSpec,
+    num_gpus: int | None,
+    memory_used_by_others_bytes: int,
+    host_ram_bytes: int,
+    knobs: dict[str, Any],
+) -> tuple[_core.Launch, dict[str, Any]]:
+    """The compiled launch (cached by its key when model and GPU are names) and the evaluated
+    knobs, which vary without recompiling."""
+    static = {k: v for k, v in knobs.items() if k not in _EVALUATED}
+    evaluated = {k: v for k, v in knobs.items() if k in _EVALUATED}
+    gpus_on_node = _gpus_for(num_gpus, static)
+    if isinstance(model, str) and isinstance(gpu, str):
+        try:
+            key = tuple(sorted(static.items()))
+            hash(key)
+        except TypeError:  # an unhashable knob value: compile without the cache
+            pass
+        else:
+            launch = _compiled(
+                model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, key
+            )
+            return launch, evaluated
+    launch = _compile(model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, static)
+    return launch, evaluated
+
+
 def schema_markdown() -> str:
     """The model/GPU YAML schema as Markdown tables (generated from the C++ key table)."""
     return str(_core.schema_markdown())
 
 
-@dataclass(frozen=True)
 class Breakdown:
-    """Per-rank memory breakdown; every term in bytes (`data` is the C++ JSON)."""
+    """Per-rank memory breakdown; every term in bytes. Attributes are the C++ result's
+    (`ranks`, `host`, `kv_tokens`, `outcome`, ...); `to_dict()` / `to_json()` give the JSON."""
 
-    data: dict[str, Any]
+    __slots__ = ("_core",)
+
+    def __init__(self, core: _core.Breakdown) -> None:
+        self._core = core
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._core, name)
 
     def __getitem__(self, key: str) -> Any:
-        return self.data[key]
+        return self.to_dict()[key]
 
-    @property
-    def weights_bytes(self) -> int:
-        return int(self.data["weights_bytes"])
+    def to_dict(self) -> dict[str, Any]:
+        return dict(json.loads(self._core.to_json()))
 
-    @property
-    def kv_bytes_per_token(self) -> int:
-        return int(self.data["kv_bytes_per_token"])
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
 
-    @property
-    def kv_cache_bytes(self) -> int:
-        return int(self.data["kv_cache_bytes"])
-
-    @property
-    def kv_tokens(self) -> int:
-        return int(self.data["kv_tokens"])
-
-    @property
-    def outcome(self) -> str:
-        return str(self.data["outcome"])
+    def __repr__(self) -> str:
+        c = self._core
+        return (
+            f"Breakdown({c.model_id} on {c.gpu_id}: {c.outcome}, "
+            f"weights {c.weights_bytes / GIB:.2f} GiB, KV {c.kv_cache_bytes / GIB:.2f} GiB, "
+            f"{c.kv_tokens} tokens)"
+        )
 
 
 def breakdown(
@@ -130,53 +204,49 @@ def breakdown(
     host_ram_bytes: int = 0,
     **knobs: Any,
 ) -> Breakdown:
-    """What vLLM's startup profiling will find for `model` on `gpu` with these engine knobs.
-
-    Knobs use vLLM's names: tensor_parallel_size, pipeline_parallel_size, max_model_len,
-    max_num_seqs, max_num_batched_tokens, gpu_memory_utilization, kv_cache_dtype, dtype,
-    quantization, block_size, enforce_eager, engine_version, ...
-    """
-    spec = model if isinstance(model, _core.ModelSpec) else load_model(model)
-    gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
-    knobs = _resolve_draft(knobs)
-    data = _core.compute_breakdown(
-        spec,
-        gpu_spec,
-        knobs,
-        num_gpus=_gpus_for(num_gpus, knobs),
-        memory_used_by_others_bytes=memory_used_by_others_bytes,
-        host_ram_bytes=host_ram_bytes,
+    """What vLLM's startup profiling will find for `model` on `gpu` with these engine knobs
+    (vLLM's names; see `vramplan.KNOBS`)."""
+    launch, evaluated = _launch(
+        model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, knobs
     )
-    return Breakdown(data)
+    return Breakdown(launch.breakdown(evaluated))
 
 
-@dataclass(frozen=True)
 class Plan:
-    """The solver's answer: the largest safe knobs, why each binds, remedies, breakdown."""
+    """The solver's answer: the largest safe knobs, why each binds, remedies, breakdown.
+    Attributes are the C++ result's (`fits`, `verdict`, `max_model_len`, `binding`, ...)."""
 
-    data: dict[str, Any]
+    __slots__ = ("_core",)
+
+    def __init__(self, core: _core.Plan) -> None:
+        self._core = core
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._core, name)
 
     def __getitem__(self, key: str) -> Any:
-        return self.data[key]
-
-    @property
-    def fits(self) -> bool:
-        return bool(self.data["fits"])
-
-    def to_vllm_args(self) -> str:
-        """The `vllm serve` flag line (without the model)."""
-        return str(self.data["vllm_args"])
-
-    def to_llm_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for `vllm.LLM(model, **kwargs)`."""
-        return dict(self.data["llm_kwargs"])
-
-    def to_json(self) -> str:
-        return json.dumps(self.data, indent=2)
+        return self.to_dict()[key]
 
     @property
     def breakdown(self) -> Breakdown:
-        return Breakdown(self.data["breakdown"])
+        return Breakdown(self._core.breakdown)
+
+    def to_vllm_args(self) -> str:
+        """The `vllm serve` flag line (without the model)."""
+        return str(self._core.vllm_args())
+
+    def to_llm_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for `vllm.LLM(model, **kwargs)`."""
+        return dict(self._core.llm_kwargs())
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(json.loads(self._core.to_json()))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def __repr__(self) -> str:
+        return f"Plan({self._core.verdict}; {self.to_vllm_args()})"
 
 
 def plan(
@@ -194,49 +264,44 @@ def plan(
     """Largest safe gpu_memory_utilization / max_model_len / max_num_seqs /
     max_num_batched_tokens for `model` on `gpu`; `pinned` knobs (vLLM names) are kept as given.
     """
-    spec = model if isinstance(model, _core.ModelSpec) else load_model(model)
-    gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
-    pinned = _resolve_draft(pinned)
-    data = _core.solve(
-        spec,
-        gpu_spec,
-        pinned,
-        num_gpus=_gpus_for(num_gpus, pinned),
-        memory_used_by_others_bytes=memory_used_by_others_bytes,
-        host_ram_bytes=host_ram_bytes,
-        target_context_tokens=context,
-        target_concurrency=concurrency,
-        safety_margin_bytes=-1 if safety_margin_bytes is None else safety_margin_bytes,
+    launch, evaluated = _launch(
+        model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, pinned
     )
-    return Plan(data)
+    return Plan(
+        launch.solve(
+            evaluated,
+            context=context,
+            concurrency=concurrency,
+            safety_margin_bytes=-1 if safety_margin_bytes is None else safety_margin_bytes,
+        )
+    )
 
 
 def sweep(
     model: str | _core.ModelSpec = DEFAULT_MODEL,
     gpu: str | _core.GpuSpec = DEFAULT_GPU,
     *,
-    gpu_memory_utilization: list[float] | None = None,
-    max_model_len: list[int] | None = None,
-    max_num_seqs: list[int] | None = None,
+    gpu_memory_utilization: Sequence[float] | None = None,
+    max_model_len: Sequence[int] | None = None,
+    max_num_seqs: Sequence[int] | None = None,
+    max_num_batched_tokens: Sequence[int] | None = None,
     num_gpus: int | None = None,
     memory_used_by_others_bytes: int = 0,
     **knobs: Any,
-) -> dict[str, list[Any]]:
-    """Every combination of the listed utilizations, context lengths and sequence limits,
-    evaluated in C++ in one call. Returns columns (lists of equal length): the grid values,
-    kv_cache_bytes (worst rank), kv_tokens, max_concurrency and outcome ("rejected" when the
-    engine would refuse the knobs outright)."""
-    spec = model if isinstance(model, _core.ModelSpec) else load_model(model)
-    gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
-    return dict(
-        _core.sweep(
-            spec,
-            gpu_spec,
-            _resolve_draft(knobs),
-            list(gpu_memory_utilization or []),
-            list(max_model_len or []),
-            list(max_num_seqs or []),
-            num_gpus=_gpus_for(num_gpus, knobs),
-            memory_used_by_others_bytes=memory_used_by_others_bytes,
-        )
+) -> pd.DataFrame:
+    """Every combination of the listed utilizations, context lengths, sequence limits and
+    batched-token limits, evaluated in C++ in one call (at most `MAX_SWEEP_POINTS` rows).
+    Returns a DataFrame: the grid values as resolved, kv_cache_bytes (worst rank), kv_tokens,
+    max_concurrency and outcome ("rejected" when the engine refuses the knobs outright)."""
+    launch, evaluated = _launch(model, gpu, num_gpus, memory_used_by_others_bytes, 0, knobs)
+    columns = launch.sweep(
+        evaluated,
+        list(gpu_memory_utilization or []),
+        list(max_model_len or []),
+        list(max_num_seqs or []),
+        list(max_num_batched_tokens or []),
     )
+    codes = columns.pop("outcome").astype("int16") + 1
+    frame = pd.DataFrame(columns, copy=False)
+    frame["outcome"] = pd.Categorical.from_codes(codes, categories=_OUTCOMES)
+    return frame

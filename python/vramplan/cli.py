@@ -17,6 +17,26 @@ def _gib(value: int) -> str:
     return f"{value / GIB:8.2f} GiB"
 
 
+# Short aliases people type for the two parallelism flags.
+_ALIASES = {"tensor_parallel_size": ["--tp"], "pipeline_parallel_size": ["--pp"]}
+
+
+def _knob_flag(knob: dict[str, Any]) -> str:
+    """The CLI flag of a knob: vLLM's own where it has one of its own, else the knob's name."""
+    if knob["flag"] and knob["kwarg"] != "speculative_config":
+        return str(knob["flag"])
+    return "--" + str(knob["name"]).replace("_", "-")
+
+
+def _knob_help(knob: dict[str, Any]) -> str:
+    text = str(knob["help"])
+    if knob["unit"] and knob["type"] != "bytes":
+        text += f" [{knob['unit']}]"
+    if knob["type"] == "bytes" and knob["flag_unit_bytes"] == GIB:
+        text += f" [GiB, {knob['unit'].replace('bytes ', '')}]"
+    return f"{text}; default: {knob['default']}"
+
+
 def _add_launch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "model",
@@ -29,44 +49,20 @@ def _add_launch_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--gpu-total-bytes", type=int, help="override the GPU's total memory (bytes)")
     p.add_argument("--num-gpus", type=int, default=None, help="GPUs on the node")
-    p.add_argument(
-        "--tp", "--tensor-parallel-size", dest="tensor_parallel_size", type=int, default=1
-    )
-    p.add_argument(
-        "--pp", "--pipeline-parallel-size", dest="pipeline_parallel_size", type=int, default=1
-    )
-    p.add_argument("--engine-version", default=None, help="vLLM version (default: newest known)")
-    p.add_argument("--gpu-memory-utilization", type=float, default=None)
-    p.add_argument("--max-model-len", type=int, default=None)
-    p.add_argument("--max-num-seqs", type=int, default=None)
-    p.add_argument("--max-num-batched-tokens", type=int, default=None)
-    p.add_argument("--kv-cache-dtype", default=None)
-    p.add_argument("--dtype", default=None)
-    p.add_argument("--quantization", default=None)
-    p.add_argument("--block-size", type=int, default=None)
-    p.add_argument("--enforce-eager", action="store_true", default=None)
-    p.add_argument(
-        "--cpu-offload-gb", type=float, default=None, help="GiB of weights per GPU on the host"
-    )
-    p.add_argument(
-        "--kv-offloading-size",
-        type=float,
-        default=None,
-        help="GiB of KV cache offloaded to host RAM (total over TP ranks)",
-    )
-    p.add_argument("--swap-space", type=float, default=None, help="V0 swap space per GPU (GiB)")
-    p.add_argument(
-        "--safetensors-load-strategy", default=None, choices=["lazy", "eager", "prefetch"]
-    )
-    p.add_argument("--num-speculative-tokens", type=int, default=None)
-    p.add_argument(
-        "--speculative-method",
-        default=None,
-        help="mtp, eagle, eagle3, draft_model, ngram (default: mtp if the model has it)",
-    )
-    p.add_argument("--speculative-model", default=None, help="the drafter: id, alias or path")
-    p.add_argument("--max-loras", type=int, default=None, help="LoRA slots (implies --enable-lora)")
-    p.add_argument("--max-lora-rank", type=int, default=None)
+    knobs = p.add_argument_group("engine knobs (vLLM's names; help from vramplan.KNOBS)")
+    for knob in api.KNOBS:
+        flags = [_knob_flag(knob), *_ALIASES.get(knob["name"], [])]
+        kwargs: dict[str, Any] = {"dest": knob["name"], "default": None, "help": _knob_help(knob)}
+        if knob["type"] == "bool":
+            kwargs["action"] = "store_true"
+        else:
+            gib_flag = knob["type"] == "bytes" and knob["flag_unit_bytes"] == GIB
+            kwargs["type"] = {"int": int, "float": float, "bytes": float if gib_flag else int}.get(
+                knob["type"], str
+            )
+            if knob["choices"] and knob["type"] == "str":
+                kwargs["choices"] = knob["choices"]
+        knobs.add_argument(*flags, **kwargs)
     p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
     p.add_argument(
         "--used-by-others-bytes",
@@ -78,36 +74,22 @@ def _add_launch_args(p: argparse.ArgumentParser) -> None:
 
 
 def _knobs(args: argparse.Namespace) -> dict[str, Any]:
-    names = [
-        "tensor_parallel_size",
-        "pipeline_parallel_size",
-        "engine_version",
-        "gpu_memory_utilization",
-        "max_model_len",
-        "max_num_seqs",
-        "max_num_batched_tokens",
-        "kv_cache_dtype",
-        "dtype",
-        "quantization",
-        "block_size",
-        "enforce_eager",
-        "max_loras",
-        "max_lora_rank",
-        "num_speculative_tokens",
-        "speculative_method",
-        "speculative_model",
-    ]
-    knobs = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
-    for flag, knob in (
-        ("cpu_offload_gb", "cpu_offload_bytes"),
-        ("kv_offloading_size", "kv_offloading_bytes"),
-        ("swap_space", "swap_space_bytes"),
-    ):
-        if getattr(args, flag) is not None:
-            knobs[knob] = int(getattr(args, flag) * GIB)
-    if args.safetensors_load_strategy:
-        knobs["safetensors_load_strategy"] = args.safetensors_load_strategy
-    return knobs
+    """The knobs given on the command line, in the units the core takes (bytes)."""
+    out: dict[str, Any] = {}
+    for knob in api.KNOBS:
+        value = getattr(args, knob["name"], None)
+        if value is None:
+            continue
+        if knob["type"] == "bytes" and knob["flag_unit_bytes"] != 1:
+            value = round(value * knob["flag_unit_bytes"])
+        out[knob["name"]] = value
+    return out
+
+
+def _launch_gpus(args: argparse.Namespace) -> int:
+    tp = args.tensor_parallel_size or 1
+    pp = args.pipeline_parallel_size or 1
+    return int(args.num_gpus or tp * pp)
 
 
 def _print_breakdown(data: dict[str, Any]) -> None:
@@ -151,30 +133,28 @@ def _print_breakdown(data: dict[str, Any]) -> None:
 
 def _cmd_breakdown(args: argparse.Namespace) -> int:
     gpu = api.load_gpu(args.gpu, total_memory_bytes=args.gpu_total_bytes)
-    num_gpus = args.num_gpus or args.tensor_parallel_size * args.pipeline_parallel_size
     result = api.breakdown(
         args.model,
         gpu,
-        num_gpus=num_gpus,
+        num_gpus=_launch_gpus(args),
         memory_used_by_others_bytes=args.used_by_others_bytes,
         host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
         **_knobs(args),
     )
     if args.json:
-        print(json.dumps(result.data, indent=2))
+        print(result.to_json())
     else:
-        _print_breakdown(result.data)
+        _print_breakdown(result.to_dict())
     return 0
 
 
 def _plan_from_args(args: argparse.Namespace) -> api.Plan:
     gpu = api.load_gpu(args.gpu, total_memory_bytes=args.gpu_total_bytes)
-    tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
     margin = None if args.safety_margin_gib is None else int(args.safety_margin_gib * GIB)
     return api.plan(
         args.model,
         gpu,
-        num_gpus=args.num_gpus or tp * pp,
+        num_gpus=_launch_gpus(args),
         memory_used_by_others_bytes=args.used_by_others_bytes,
         host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
         context=args.context or 0,
@@ -188,8 +168,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     result = _plan_from_args(args)
     if args.json:
         print(result.to_json())
-        return 0
-    data = result.data
+        return 0 if result.fits else 1
+    data = result.to_dict()
     _print_breakdown(data["breakdown"])
     print(f"\n  verdict: {data['verdict']}")
     print(f"  safety margin kept free per GPU: {data['safety_margin_bytes'] / GIB:.2f} GiB")
@@ -201,13 +181,23 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         for remedy in data["remedies"]:
             mark = "fits" if remedy["fits"] else "not enough alone"
             print(f"    {remedy['change']:<46} [{mark}] {remedy['detail']}")
-    return 0
+            print(f"      vllm serve {data['breakdown']['model']} {remedy['flags']}")
+    return 0 if result.fits else 1
 
 
 def _cmd_flags(args: argparse.Namespace) -> int:
     result = _plan_from_args(args)
+    if not result.fits:
+        # Nothing on stdout: `vllm serve M $(vramplan flags ...)` must not start a launch
+        # that cannot fit. The reason and the cheapest remedy that fits go to stderr.
+        print(f"vramplan: {result.verdict}", file=sys.stderr)
+        for remedy in result.remedies:
+            if remedy.fits:
+                print(f"vramplan: remedy: {remedy.change}: {remedy.flags}", file=sys.stderr)
+                break
+        return 1
     print(result.to_vllm_args())
-    return 0 if result.fits else 1
+    return 0
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:

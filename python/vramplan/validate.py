@@ -42,6 +42,11 @@ _GPU_PATTERNS = (
 )
 
 
+# Records name a CUDA OOM at the KV allocation and one just after it (graph capture, sampler
+# warm-up) both oom_kv_alloc.
+_RECORD_OUTCOMES = {"oom_after_kv_alloc": "oom_kv_alloc"}
+
+
 class Unsupported(Exception):
     """The record names something the planner cannot express; the message says what."""
 
@@ -97,16 +102,9 @@ def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
 
 
 # Record fields that are engine knobs under the same name.
-_KNOB_KEYS = (
-    "tensor_parallel_size",
-    "pipeline_parallel_size",
-    "gpu_memory_utilization",
-    "max_model_len",
-    "max_num_seqs",
-    "max_num_batched_tokens",
-    "block_size",
-    "enforce_eager",
-)
+# Record fields that are numeric or boolean engine knobs under vLLM's own names: from the knob
+# registry (the text knobs need translating and are read below).
+_KNOB_KEYS = tuple(k["name"] for k in api.KNOBS if k["flag"] and k["type"] in ("int", "float", "bool"))
 
 
 def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
@@ -165,17 +163,16 @@ def replay_record(record: dict[str, Any]) -> Replay:
         return Replay(rid, None, measured, str(why))
     except ValueError as why:  # vramplan.Error: the launch itself is invalid for the planner
         return Replay(rid, None, measured, f"planner rejected the launch: {why}")
-    data = result.data
-    cudagraph = data["cudagraph_bytes"] / GIB
+    first = result.ranks[0]
     predicted = {
-        "weights_gib": data["weights_bytes"] / GIB,
-        "activation_peak_gib": data["activation_peak_bytes"] / GIB,
-        "non_torch_gib": data["non_torch_bytes"] / GIB,
-        "cudagraph_gib": cudagraph,
-        "kv_cache_gib": data["kv_cache_bytes"] / GIB,
-        "kv_tokens": data["kv_tokens"],
-        "max_concurrency": data["max_concurrency"],
-        "outcome": data["outcome"],
+        "weights_gib": first.weights_bytes / GIB,
+        "activation_peak_gib": first.activation_peak_bytes / GIB,
+        "non_torch_gib": first.non_torch_bytes / GIB,
+        "cudagraph_gib": first.cudagraph_bytes / GIB,
+        "kv_cache_gib": first.kv_cache_bytes / GIB,
+        "kv_tokens": result.kv_tokens,
+        "max_concurrency": result.max_concurrency,
+        "outcome": _RECORD_OUTCOMES.get(result.outcome, result.outcome),
     }
     launch = {"model": spec.id, "gpu": gpu.id, **knobs}
     return Replay(rid, predicted, measured, None, launch)

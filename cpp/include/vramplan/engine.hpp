@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vramplan/hardware.hpp"
@@ -144,10 +145,11 @@ struct ResolvedConfig {
 };
 
 // One term of the breakdown, with how we know it.
+// Names and provenance are static text (no allocation per breakdown).
 struct Term {
-  std::string name;
+  std::string_view name;
   std::int64_t bytes = 0;
-  std::string provenance;
+  std::string_view provenance;
 };
 
 struct RankBreakdown {

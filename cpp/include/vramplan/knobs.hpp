@@ -42,6 +42,9 @@ struct KnobSpec {
   void (*set)(EngineConfig&, const std::optional<KnobValue>&);
 };
 
+// Knobs a compiled launch evaluates per point without recompiling (compiled.hpp LaunchKnobs):
+// utilization, context, sequences, batched tokens, block size, KV dtype.
+bool is_evaluated_knob(std::string_view name) noexcept;
 // Every knob, in the order flags render.
 const std::vector<KnobSpec>& knob_specs();
 // The knob called `name`; throws ConfigError listing the knobs when there is none.

@@ -52,11 +52,18 @@ struct Plan {
 // pinned, the others chosen. Remedies (when it does not fit) compile the changed launches.
 Plan solve(const CompiledLaunch& launch, std::int64_t target_context_tokens,
            std::int64_t target_concurrency, std::int64_t safety_margin_bytes);
+// The same with the evaluated knobs (knobs.hpp is_evaluated_knob) taken from `pinned` instead
+// of the launch's config: one compiled launch serves every value of those knobs.
+Plan solve(const CompiledLaunch& launch, const EngineConfig& pinned,
+           std::int64_t target_context_tokens, std::int64_t target_concurrency,
+           std::int64_t safety_margin_bytes);
+// `base` with its evaluated knobs replaced by those of `from`.
+EngineConfig with_evaluated_knobs(EngineConfig base, const EngineConfig& from);
 Plan solve(const ModelSpec& spec, const SolveRequest& request);
 
 // A grid of launches evaluated in one call (notebook sweeps): the cartesian product of the
-// listed utilizations, context lengths, sequence limits and batched-token limits over the
-// launch's own knobs (an empty list = the launch's value). Rows are in that nesting order
+// listed utilizations, context lengths, sequence limits and batched-token limits over a
+// base set of knobs (an empty list = the base value). Rows are in that nesting order
 // (utilization outermost). A launch the engine refuses outright reports outcome -1.
 struct SweepGrid {
   std::vector<double> gpu_memory_utilization;
@@ -81,8 +88,9 @@ struct SweepColumns {
   double* max_concurrency = nullptr;
   std::int8_t* outcome = nullptr;  // static_cast<int8_t>(Outcome), -1 = refused knobs
 };
-// Evaluates every row without heap allocation.
-void sweep(const CompiledLaunch& launch, const SweepGrid& grid, const SweepColumns& out) noexcept;
+// Evaluates every row without heap allocation; `base` gives the knobs no axis lists.
+void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGrid& grid,
+           const SweepColumns& out) noexcept;
 
 // `vllm serve` flags for the plan (model not included), e.g. "--gpu-memory-utilization 0.91 ...".
 std::string to_vllm_args(const Plan& plan);

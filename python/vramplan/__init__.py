@@ -12,6 +12,8 @@ from ._core import ConfigError, Error, ParseError, SpecError, parse_vllm_log
 from .api import (
     DEFAULT_GPU,
     DEFAULT_MODEL,
+    KNOBS,
+    MAX_SWEEP_POINTS,
     Breakdown,
     Plan,
     breakdown,
@@ -32,6 +34,8 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_GPU",
     "DEFAULT_MODEL",
+    "KNOBS",
+    "MAX_SWEEP_POINTS",
     "Breakdown",
     "ConfigError",
     "Error",

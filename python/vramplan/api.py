@@ -80,15 +80,31 @@ _EVALUATED = frozenset(k["name"] for k in KNOBS if k["evaluated"])
 _OUTCOMES = ["rejected", *_core.outcome_names()]
 
 
+def config_error(field: str, value: object, allowed: str, problem: str) -> _core.ConfigError:
+    """A ConfigError worded and shaped as the core's (`.field`, `.value`, `.allowed`)."""
+    err = _core.ConfigError(f"{field}: {problem} (got {value!r}; allowed: {allowed})")
+    err.field, err.value, err.allowed = field, repr(value), allowed
+    return err
+
+
+def _integer(field: str, value: object, low: int, high: int) -> int:
+    """An integer argument in [low, high], or a ConfigError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise config_error(field, value, f"an integer in [{low}, {high}]", "wrong type")
+    if not low <= value <= high:
+        raise config_error(field, value, f"an integer in [{low}, {high}]", "out of range")
+    return value
+
+
 def _gpus_for(num_gpus: int | None, knobs: dict[str, Any]) -> int:
     """GPUs on the node: as given, else exactly what the launch's TP x PP needs."""
     if num_gpus is not None:
-        return num_gpus
+        return _integer("num_gpus", num_gpus, 1, 1 << 16)
     tp = knobs.get("tensor_parallel_size") or 1
     pp = knobs.get("pipeline_parallel_size") or 1
-    if isinstance(tp, int) and isinstance(pp, int):
+    if isinstance(tp, int) and isinstance(pp, int) and 1 <= tp * pp <= 1 << 16:
         return tp * pp
-    return 1  # a wrong type is refused, with its name, when the launch compiles
+    return 1  # a wrong value is refused, with its name, when the launch compiles
 
 
 def _resolve_draft(knobs: dict[str, Any]) -> dict[str, Any]:
@@ -145,6 +161,8 @@ def _launch(
     static = {k: v for k, v in knobs.items() if k not in _EVALUATED}
     evaluated = {k: v for k, v in knobs.items() if k in _EVALUATED}
     gpus_on_node = _gpus_for(num_gpus, static)
+    _integer("memory_used_by_others_bytes", memory_used_by_others_bytes, 0, 1 << 50)
+    _integer("host_ram_bytes", host_ram_bytes, 0, 1 << 60)
     if isinstance(model, str) and isinstance(gpu, str):
         try:
             key = tuple(sorted(static.items()))
@@ -267,6 +285,10 @@ def plan(
     launch, evaluated = _launch(
         model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, pinned
     )
+    _integer("context", context, 0, 1 << 40)
+    _integer("concurrency", concurrency, 0, 1 << 30)
+    if safety_margin_bytes is not None:
+        _integer("safety_margin_bytes", safety_margin_bytes, 0, 1 << 50)
     return Plan(
         launch.solve(
             evaluated,

@@ -22,8 +22,10 @@ def test_breakdown_is_exactly_the_core_result() -> None:
     gpu = vramplan.load_gpu(vramplan.DEFAULT_GPU)
     knobs = {"max_model_len": 8192, "engine_version": "0.19.0", "gpu_memory_utilization": 0.95}
     via_api = vramplan.breakdown(spec, gpu, **knobs)
-    via_core = _core.compute_breakdown(spec, gpu, knobs)
-    assert via_api.data == via_core
+    launch = _core.Launch(spec, gpu, {"engine_version": "0.19.0"})
+    via_core = launch.breakdown({"max_model_len": 8192, "gpu_memory_utilization": 0.95})
+    assert via_api.to_dict() == json.loads(via_core.to_json())
+    assert isinstance(via_api.ranks[0], _core.RankBreakdown)  # typed, no JSON on the way
     assert via_api.kv_bytes_per_token == 131072
     assert via_api.weights_bytes == 16_060_522_496 + 131072 * 128 * 2
 
@@ -32,8 +34,8 @@ def test_plan_is_exactly_the_core_result() -> None:
     spec = vramplan.load_model(vramplan.DEFAULT_MODEL)
     gpu = vramplan.load_gpu(vramplan.DEFAULT_GPU)
     via_api = vramplan.plan(spec, gpu, context=8192)
-    via_core = _core.solve(spec, gpu, {}, target_context_tokens=8192)
-    assert via_api.data == via_core
+    via_core = _core.Launch(spec, gpu, {}).solve({}, context=8192)
+    assert via_api.to_dict() == json.loads(via_core.to_json())
     kwargs = via_api.to_llm_kwargs()
     assert kwargs["max_model_len"] == 8192
     assert via_api.to_vllm_args().startswith("--gpu-memory-utilization ")
@@ -99,17 +101,18 @@ def test_sweep_agrees_with_breakdown_and_is_monotone() -> None:
         max_num_seqs=[64, 256],
         engine_version="0.19.0",
     )
-    assert {len(column) for column in grid.values()} == {18}
+    assert len(grid) == 18
     # 262144 exceeds Llama-3.1-8B's 131072 positions: vLLM refuses it.
-    rejected = [i for i, n in enumerate(grid["max_model_len"]) if n == 262144]
-    assert all(grid["outcome"][i] == "rejected" for i in rejected)
-    i = grid["max_model_len"].index(131072)
+    rejected = grid[grid["max_model_len"] == 262144]
+    assert len(rejected) == 6
+    assert (rejected["outcome"] == "rejected").all()
+    i = int(grid.index[grid["max_model_len"] == 131072][0])
     one = vramplan.breakdown(
         "meta-llama/Llama-3.1-8B",
         "H100",
-        gpu_memory_utilization=grid["gpu_memory_utilization"][i],
+        gpu_memory_utilization=float(grid["gpu_memory_utilization"][i]),
         max_model_len=131072,
-        max_num_seqs=grid["max_num_seqs"][i],
+        max_num_seqs=int(grid["max_num_seqs"][i]),
         engine_version="0.19.0",
     )
     assert grid["kv_tokens"][i] == one.kv_tokens

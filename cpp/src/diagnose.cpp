@@ -535,15 +535,13 @@ Diagnosis Scanner::finish(VllmLogFigures figures) {
   if (f.outcome == "startup_free_memory" || !startup_free_.lines().empty()) {
     d.cause = FailureCause::GpuMemoryUtilizationOvershoot;
     shown.push_back(&startup_free_);
-    d.explanation = "vLLM's startup check found less free GPU memory than";
+    d.explanation = "vLLM's startup check found less free GPU memory than --gpu-memory-utilization";
     if (f.gpu_memory_utilization) {
       char buf[32];
       std::snprintf(buf, sizeof buf, " %.2f", *f.gpu_memory_utilization);
-      d.explanation += std::string(" gpu_memory_utilization") + buf;
-    } else {
-      d.explanation += " gpu_memory_utilization";
+      d.explanation += buf;
     }
-    d.explanation += " of the device asks for";
+    d.explanation += " asks for";
     if (f.startup_free_gib && f.gpu_total_gib && f.startup_desired_gib) {
       d.explanation += " (" + gib(*f.startup_free_gib) + " free of " + gib(*f.gpu_total_gib) +
                        ", " + gib(*f.startup_desired_gib) + " requested): other processes hold " +

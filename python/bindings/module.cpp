@@ -12,4 +12,5 @@ PYBIND11_MODULE(_core, m) {
   vramplan_py::register_engine(m);
   vramplan_py::register_log_parser(m);
   vramplan_py::register_readers(m);
+  vramplan_py::register_diagnose(m);
 }

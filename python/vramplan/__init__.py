@@ -28,6 +28,8 @@ from .api import (
     spec_database,
     sweep,
 )
+from .diagnose import diagnose
+from .probe import auto_gpu
 
 __version__ = "0.1.0"
 
@@ -43,7 +45,9 @@ __all__ = [
     "Plan",
     "SpecError",
     "__version__",
+    "auto_gpu",
     "breakdown",
+    "diagnose",
     "from_hf_config",
     "gpus",
     "inspect_checkpoint",

@@ -265,6 +265,74 @@ def _cmd_schema(_: argparse.Namespace) -> int:
     return 0
 
 
+# --- diagnose and probe -----------------------------------------------------------------
+
+
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    from .diagnose import diagnose, format_text, read_text
+
+    if args.logfile == "-" and args.dmesg == "-":
+        msg = "only one of LOG and --dmesg can be read from standard input ('-')"
+        raise api._core.ConfigError(msg)
+    result = diagnose(
+        read_text(args.logfile, what="log"),
+        dmesg=None if args.dmesg is None else read_text(args.dmesg, what="kernel log"),
+        model=args.model,
+        gpu=args.gpu,
+        host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
+    )
+    if args.json:
+        print(json.dumps(result.data, indent=2))
+    else:
+        print(format_text(result), end="")
+    return 0
+
+
+def _cmd_probe(args: argparse.Namespace) -> int:
+    from .probe import probe
+
+    found = probe(nvidia_smi_csv=args.nvidia_smi_csv)
+    if args.json:
+        print(json.dumps(found.to_json(), indent=2))
+        return 0
+    print(f"source: {found.source}")
+    for gpu in found.gpus:
+        mapped = gpu.database_id or "not in the database"
+        print(
+            f"  GPU {gpu.index}: {gpu.name} ({mapped})  total {_gib(gpu.total_bytes).strip()}, "
+            f"used {_gib(gpu.used_bytes).strip()}, free {_gib(gpu.free_bytes).strip()}"
+        )
+        for process in gpu.processes or []:
+            used = "?" if process.used_bytes is None else _gib(process.used_bytes).strip()
+            print(f"    pid {process.pid}: {used}")
+    host = found.host
+    if host.mem_available_bytes is not None:
+        print(f"  host MemAvailable: {_gib(host.mem_available_bytes).strip()}")
+    if host.cgroup_limit_bytes is not None:
+        print(
+            f"  memory cgroup limit: {_gib(host.cgroup_limit_bytes).strip()} "
+            f"({host.cgroup_file}), in use {_gib(host.cgroup_usage_bytes or 0).strip()}"
+        )
+    if host.usable_bytes is not None:
+        print(f"  host RAM usable by a launch: {_gib(host.usable_bytes).strip()}")
+    return 0
+
+
+def _add_diagnose_and_probe(sub: Any) -> None:
+    p = sub.add_parser("diagnose", help="name the cause of a failed launch and the fixing flags")
+    p.add_argument("logfile", help="the vLLM log (or a traceback / OOM excerpt); '-' for stdin")
+    p.add_argument("--dmesg", help="a dmesg / journalctl -k excerpt; '-' for stdin")
+    p.add_argument("--model", help="model id or path when the log names a local path")
+    p.add_argument("--gpu", help="GPU id (default: from the total memory the log prints)")
+    p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_diagnose)
+    p = sub.add_parser("probe", help="this machine's GPUs (NVML / nvidia-smi) and host RAM")
+    p.add_argument("--nvidia-smi-csv", help="saved nvidia-smi --query-gpu CSV output (MiB)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_probe)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vramplan", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -300,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_inspect)
     p = sub.add_parser("schema", help="print the model/GPU YAML schema as Markdown")
     p.set_defaults(func=_cmd_schema)
+    _add_diagnose_and_probe(sub)
     return parser
 
 

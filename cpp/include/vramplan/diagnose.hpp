@@ -1,0 +1,78 @@
+// Names the one cause of a failed vLLM launch from what the user has: the vLLM log (any era,
+// read by parse_vllm_log), the CUDA out-of-memory message and traceback inside it, and
+// optionally the kernel's OOM-killer lines (`dmesg` / `journalctl -k`).
+//
+// The input is untrusted text. diagnose_launch never throws for bad input (only
+// std::bad_alloc can escape), reads at most kMaxDiagnoseInputBytes of each text (the head
+// and the tail, where launch settings and the failure are), examines at most
+// kMaxDiagnoseLineBytes of each line, and runs in time linear in what it reads, without
+// regular expressions.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vramplan/log_parser.hpp"
+
+namespace vramplan {
+
+constexpr std::size_t kMaxDiagnoseInputBytes = std::size_t{64} << 20;
+constexpr std::size_t kMaxDiagnoseLineBytes = 64 * 1024;  // as parse_vllm_log
+
+// The fixed vocabulary; cause_name gives the JSON spelling (e.g. "sampler_warmup_oom").
+enum class FailureCause : std::uint8_t {
+  HostRamOomKiller,               // the kernel killed a process for host RAM
+  GpuMemoryUtilizationOvershoot,  // other tenants / free memory below the request
+  WeightsDoNotFit,                // CUDA OOM while loading weights
+  KvBudgetExhausted,              // no memory left for KV blocks after the profile
+  MaxModelLenExceedsKv,           // one max_model_len request does not fit the KV cache
+  ActivationPeakOom,              // CUDA OOM in the profile run (max_num_batched_tokens)
+  CudagraphProfilingOom,          // CUDA OOM in profile_cudagraph_memory (minimal KV cache)
+  CudagraphCaptureOom,            // CUDA OOM capturing graphs after the KV cache
+  SamplerWarmupOom,               // CUDA OOM warming up the sampler after the KV cache
+  RuntimeOom,                     // CUDA OOM after startup (bursts, fragmentation)
+  NotMemory,                      // the launch failed for a reason other than memory
+  Unknown,                        // no failure found in the text
+};
+const char* cause_name(FailureCause cause) noexcept;
+
+// One OOM-killer report: "Killed process 1703792 (ray::IDLE) total-vm:68545920kB,
+// anon-rss:37760kB, file-rss:77744kB, shmem-rss:0kB".
+struct OomKill {
+  std::int64_t pid = 0;
+  std::string process;  // as the kernel names it (15 characters at most)
+  bool cgroup = false;  // "Memory cgroup out of memory": the container's limit, not the host
+  std::optional<std::int64_t> anon_rss_bytes;
+  std::optional<std::int64_t> file_rss_bytes;
+  std::optional<std::int64_t> shmem_rss_bytes;
+};
+
+struct Diagnosis {
+  FailureCause cause = FailureCause::Unknown;
+  // The lines the cause rests on: cleaned (no ANSI codes, process prefix or log header),
+  // de-duplicated, at most 12, each cut at 400 bytes.
+  std::vector<std::string> evidence;
+  std::string explanation;  // why this cause, with the numbers the text gave
+
+  // Where in the startup the CUDA OOM struck, from the traceback frames or, without a
+  // traceback, from the last startup phase the log reached ("" when there was no CUDA OOM).
+  std::string oom_phase;
+  // Bytes other processes held on the GPU at the OOM ("Process N has X GiB memory in use").
+  std::optional<std::int64_t> oom_other_processes_bytes;
+  std::vector<OomKill> oom_kills;  // from the kernel lines, in order
+  VllmLogFigures figures;          // the log parser's reading of the same log
+};
+
+// `log_text`: a vLLM log or any part of it (a pasted traceback, one OOM line); `kernel_text`:
+// a dmesg / journalctl -k excerpt, or empty.
+Diagnosis diagnose_launch(std::string_view log_text, std::string_view kernel_text);
+
+// Keys: cause, evidence, explanation, oom_phase, oom_other_processes_bytes, oom_kills,
+// figures (the log parser's JSON).
+nlohmann::json to_json(const Diagnosis& diagnosis);
+
+}  // namespace vramplan

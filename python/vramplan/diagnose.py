@@ -1,0 +1,293 @@
+"""`diagnose`: the one cause of a failed vLLM launch, the lines it rests on, and the flags that
+fix it. The classifier is C++ (`_core.diagnose_launch`); this module reads the files (bounded),
+names the launch (model, GPU, knobs) from the log or the arguments, and asks the solver for the
+fixing flags with the failure's cause taken into account."""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from . import _core, api
+from .probe import match_gpu
+
+GIB = 1 << 30
+# Read at most this much of a file: its head (launch settings) and its tail (the failure).
+MAX_READ_BYTES = 64 << 20
+HEAD_BYTES = 4 << 20
+
+CAUSES = (
+    "host_ram_oom_killer",
+    "gpu_memory_utilization_overshoot",
+    "weights_do_not_fit",
+    "kv_budget_exhausted",
+    "max_model_len_exceeds_kv",
+    "activation_peak_oom",
+    "cudagraph_profiling_oom",
+    "cudagraph_capture_oom",
+    "sampler_warmup_oom",
+    "runtime_oom",
+    "not_memory",
+    "unknown",
+)
+# Causes the solver's flags address; the rest get no flags.
+_MEMORY_CAUSES = frozenset(CAUSES[:10])
+# Failures outside the utilization budget that CUDA graphs cause: eager mode avoids them.
+_GRAPH_CAUSES = frozenset({"cudagraph_profiling_oom", "cudagraph_capture_oom"})
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """`data` is the JSON: cause, evidence, explanation, oom_phase, oom_other_processes_bytes,
+    oom_kills, figures (the log parser's reading), launch, fix, fix_unavailable."""
+
+    data: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    @property
+    def cause(self) -> str:
+        return str(self.data["cause"])
+
+    @property
+    def evidence(self) -> list[str]:
+        return list(self.data["evidence"])
+
+    @property
+    def explanation(self) -> str:
+        return str(self.data["explanation"])
+
+    @property
+    def fix(self) -> dict[str, Any] | None:
+        return self.data["fix"]
+
+
+def _read_stream(handle: BinaryIO) -> bytes:
+    """Head and tail of a stream, at most MAX_READ_BYTES in all."""
+    head = handle.read(HEAD_BYTES)
+    tail: deque[bytes] = deque()
+    tail_bytes = 0
+    while True:
+        chunk = handle.read(1 << 20)
+        if not chunk:
+            break
+        tail.append(chunk)
+        tail_bytes += len(chunk)
+        while tail_bytes - len(tail[0]) >= MAX_READ_BYTES - HEAD_BYTES:
+            tail_bytes -= len(tail.popleft())
+    body = b"".join(tail)
+    if len(body) > MAX_READ_BYTES - HEAD_BYTES:
+        body = b"\n" + body[-(MAX_READ_BYTES - HEAD_BYTES) :]
+    return head + body
+
+
+def read_text(source: str | Path, *, what: str) -> str:
+    """A log or kernel excerpt from a file, or from standard input for "-", bounded."""
+    if str(source) == "-":
+        stream = getattr(sys.stdin, "buffer", None)
+        data = _read_stream(stream) if stream is not None else sys.stdin.read().encode()
+        return data.decode("utf-8", "replace")
+    path = Path(source)
+    try:
+        with path.open("rb") as handle:
+            data = _read_stream(handle)
+    except OSError as err:
+        msg = f"{path}: cannot read the {what} ({err.strerror})"
+        raise _core.ConfigError(msg) from err
+    return data.decode("utf-8", "replace")
+
+
+def _text(value: str | Path | None, what: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Path):
+        return read_text(value, what=what)
+    return value
+
+
+def _engine_version(text: str | None) -> str | None:
+    match = re.match(r"\s*v?(\d+)\.(\d+)", text or "")
+    return f"{match.group(1)}.{match.group(2)}.0" if match else None
+
+
+def _launch(
+    figures: dict[str, Any], model: str | Path | None, gpu: str | None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The launch the log describes: (launch, None) or (None, why it cannot be planned)."""
+    name = model or figures.get("model")
+    if not name:
+        return None, "the log does not name the model: pass --model"
+    try:
+        spec = api.load_model(name)
+    except ValueError as err:
+        return None, f"model {name!s} cannot be planned ({err}); pass --model ID or a config.json"
+    if gpu:
+        gpu_spec = api.load_gpu(gpu)
+    elif figures.get("gpu_total_gib"):
+        total = round(float(figures["gpu_total_gib"]) * GIB)
+        try:
+            gpu_spec = api.load_gpu(match_gpu(None, total, probed_total=False))
+        except ValueError as err:
+            return None, f"{err}; pass --gpu"
+    else:
+        return None, "the log does not show the GPU: pass --gpu"
+    knobs: dict[str, Any] = {}
+    for key in ("tensor_parallel_size", "pipeline_parallel_size", "dtype", "enforce_eager"):
+        if figures.get(key) is not None:
+            knobs[key] = figures[key]
+    if figures.get("kv_cache_dtype") and figures["kv_cache_dtype"] != "auto":
+        knobs["kv_cache_dtype"] = figures["kv_cache_dtype"]
+    quant = str(figures.get("quantization") or "")
+    if quant.startswith("fp8") and spec.to_dict()["quantization"] == "none":
+        knobs["quantization"] = "fp8"  # online fp8 of a 16-bit checkpoint
+    version = _engine_version(figures.get("vllm_version"))
+    if version:
+        knobs["engine_version"] = version
+    logged = {
+        key: figures[key]
+        for key in (
+            "gpu_memory_utilization",
+            "max_model_len",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+        )
+        if figures.get(key) is not None
+    }
+    return {"spec": spec, "gpu": gpu_spec, "knobs": knobs, "logged": logged}, None
+
+
+def _others_bytes(result: dict[str, Any]) -> int:
+    """GPU memory other processes held, as the log states it."""
+    figures = result["figures"]
+    if figures.get("startup_free_gib") is not None and figures.get("gpu_total_gib") is not None:
+        return max(0, round((figures["gpu_total_gib"] - figures["startup_free_gib"]) * GIB))
+    return int(result.get("oom_other_processes_bytes") or 0)
+
+
+def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) -> dict[str, Any]:
+    """The solver's flags for the same model, GPU and fixed knobs, given the cause."""
+    cause = result["cause"]
+    knobs = dict(launch["knobs"])
+    if cause in _GRAPH_CAUSES:
+        knobs["enforce_eager"] = True
+    others = _others_bytes(result)
+    context = int(launch["logged"].get("max_model_len") or 0)
+    tp = int(knobs.get("tensor_parallel_size") or 1)
+    pp = int(knobs.get("pipeline_parallel_size") or 1)
+    predicted = api.breakdown(
+        launch["spec"],
+        launch["gpu"],
+        num_gpus=tp * pp,
+        memory_used_by_others_bytes=others,
+        host_ram_bytes=host_ram_bytes,
+        **launch["knobs"],
+        **launch["logged"],
+    )
+    plan = api.plan(
+        launch["spec"],
+        launch["gpu"],
+        num_gpus=tp * pp,
+        memory_used_by_others_bytes=others,
+        host_ram_bytes=host_ram_bytes,
+        context=context,
+        **knobs,
+    )
+    return {
+        "vllm_args": plan.to_vllm_args(),
+        "fits": plan.fits,
+        "verdict": plan["verdict"],
+        "binding": plan["binding"],
+        "pinned": {k: v for k, v in knobs.items() if k != "engine_version"},
+        "context": context,
+        "memory_used_by_others_bytes": others,
+        "host_ram_required_bytes": plan.breakdown["host"]["required_bytes"],
+        "remedies": plan["remedies"],
+        # What the planner predicts for the launch exactly as logged: a "started" here for a
+        # launch that failed is a failure the engine model does not capture yet.
+        "logged_launch_predicted_outcome": predicted.outcome,
+    }
+
+
+def diagnose(
+    log: str | Path = "",
+    *,
+    dmesg: str | Path | None = None,
+    model: str | Path | None = None,
+    gpu: str | None = None,
+    host_ram_bytes: int | None = None,
+) -> Diagnosis:
+    """The cause of a failed vLLM launch.
+
+    `log`: the log text (or any part of it: a traceback, one OOM line), or a `pathlib.Path` to
+    read; `dmesg`: a `dmesg` / `journalctl -k` excerpt, as text or a Path. `model` / `gpu`
+    name the launch when the log does not (a local path, or no GPU total printed); with both
+    known the answer carries the solver's fixing flags (`fix`).
+    """
+    log_text = _text(log, "log")
+    kernel_text = _text(dmesg, "kernel log")
+    result = dict(_core.diagnose_launch(log_text, kernel_text))
+    result["launch"] = None
+    result["fix"] = None
+    result["fix_unavailable"] = None
+    if result["cause"] not in _MEMORY_CAUSES:
+        result["fix_unavailable"] = "no memory failure to fix"
+        return Diagnosis(result)
+    launch, why = _launch(result["figures"], model, gpu)
+    if launch is None:
+        result["fix_unavailable"] = why
+        return Diagnosis(result)
+    result["launch"] = {
+        "model": launch["spec"].id,
+        "gpu": launch["gpu"].id,
+        **launch["knobs"],
+        **launch["logged"],
+    }
+    try:
+        result["fix"] = _fix(result, launch, int(host_ram_bytes or 0))
+    except ValueError as err:  # vramplan.Error: the planner rejects the launch as logged
+        result["fix_unavailable"] = f"the planner cannot plan this launch: {err}"
+    return Diagnosis(result)
+
+
+def format_text(diagnosis: Diagnosis) -> str:
+    """The human-readable report."""
+    out = io.StringIO()
+    data = diagnosis.data
+    out.write(f"cause: {data['cause']}\n\n{data['explanation']}\n")
+    if data["evidence"]:
+        out.write("\nevidence:\n")
+        for line in data["evidence"]:
+            out.write(f"  {line}\n")
+    for kill in data["oom_kills"]:
+        scope = "memory cgroup" if kill["cgroup"] else "host"
+        rss = kill["anon_rss_bytes"]
+        rss_text = "?" if rss is None else f"{rss / GIB:.2f} GiB"
+        out.write(
+            f"\nOOM kill ({scope}): pid {kill['pid']} {kill['process']}, anon-rss {rss_text}\n"
+        )
+    fix = data["fix"]
+    if fix:
+        launch = data["launch"]
+        out.write(f"\nfix ({fix['verdict']}):\n  vllm serve {launch['model']} {fix['vllm_args']}\n")
+        if fix["memory_used_by_others_bytes"]:
+            out.write(
+                f"  (planned with {fix['memory_used_by_others_bytes'] / GIB:.2f} GiB held by "
+                "other processes)\n"
+            )
+        if not fix["fits"]:
+            for remedy in fix["remedies"]:
+                mark = "fits" if remedy["fits"] else "not enough alone"
+                out.write(f"  {remedy['change']:<46} [{mark}] {remedy['detail']}\n")
+        out.write(
+            "  planner's prediction for the launch as logged: "
+            f"{fix['logged_launch_predicted_outcome']}\n"
+        )
+    elif data["fix_unavailable"] and data["cause"] in _MEMORY_CAUSES:
+        out.write(f"\nno fixing flags: {data['fix_unavailable']}\n")
+    return out.getvalue()

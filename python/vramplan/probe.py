@@ -1,0 +1,419 @@
+"""What this machine really has: the GPUs (through NVML, else `nvidia-smi`, or a saved
+`nvidia-smi` CSV) with what other processes already hold on each, and the host RAM a launch can
+use (`MemAvailable`, capped by the memory cgroup's limit, since containers are killed at the
+cgroup line, not at the machine's).
+
+`auto_gpu()` is the `--gpu auto` answer: the database GPU, the memory other processes hold on
+the least-free GPU (it binds: every rank must fit the fullest GPU) and the host RAM.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from . import _core, api
+
+MIB = 1 << 20
+GIB = 1 << 30
+
+NVIDIA_SMI_QUERY = (
+    "nvidia-smi",
+    "--query-gpu=index,name,memory.total,memory.used,memory.free",
+    "--format=csv,noheader,nounits",
+)
+# A probed total (NVML, nvidia-smi) includes memory the driver reserves; CUDA reports up to a
+# few percent less (H100 80GB: 81559 MiB vs 79.19 GiB; L4: 23034 MiB vs 22.05 GiB).
+_TOTAL_BELOW_PROBED = 0.05
+_TOTAL_ABOVE_PROBED = 0.005
+_MAX_TEXT_BYTES = 1 << 20  # a CSV for 1000 GPUs is ~60 KiB
+_CGROUP_UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as 2^63 rounded to a page
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    used_bytes: int | None  # None where the driver does not say (MIG, some containers)
+
+
+@dataclass(frozen=True)
+class ProbedGpu:
+    index: int
+    name: str
+    total_bytes: int
+    used_bytes: int
+    free_bytes: int
+    processes: list[GpuProcess] | None = None  # None: the source does not list processes
+    database_id: str | None = None  # the matching GPU in model_specs/gpus.yaml
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "total_bytes": self.total_bytes,
+            "used_bytes": self.used_bytes,
+            "free_bytes": self.free_bytes,
+            "processes": None
+            if self.processes is None
+            else [{"pid": p.pid, "used_bytes": p.used_bytes} for p in self.processes],
+            "database_id": self.database_id,
+        }
+
+
+@dataclass(frozen=True)
+class HostMemory:
+    mem_available_bytes: int | None  # /proc/meminfo MemAvailable
+    cgroup_limit_bytes: int | None  # memory.max (v2) / memory.limit_in_bytes (v1); None: none
+    cgroup_usage_bytes: int | None  # memory.current / memory.usage_in_bytes
+    cgroup_file: str | None  # the file the limit came from
+
+    @property
+    def usable_bytes(self) -> int | None:
+        """What a launch can still take: MemAvailable, capped by the cgroup's headroom."""
+        candidates = []
+        if self.mem_available_bytes is not None:
+            candidates.append(self.mem_available_bytes)
+        if self.cgroup_limit_bytes is not None:
+            candidates.append(max(0, self.cgroup_limit_bytes - (self.cgroup_usage_bytes or 0)))
+        return min(candidates) if candidates else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mem_available_bytes": self.mem_available_bytes,
+            "cgroup_limit_bytes": self.cgroup_limit_bytes,
+            "cgroup_usage_bytes": self.cgroup_usage_bytes,
+            "cgroup_file": self.cgroup_file,
+            "usable_bytes": self.usable_bytes,
+        }
+
+
+@dataclass(frozen=True)
+class Probe:
+    source: str  # "nvml", "nvidia-smi" or "csv:<path>"
+    gpus: list[ProbedGpu]
+    host: HostMemory
+    tried: list[str] = field(default_factory=list)  # sources that failed first, with why
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "gpus": [g.to_json() for g in self.gpus],
+            "host": self.host.to_json(),
+            "tried": self.tried,
+        }
+
+
+class AutoGpu(NamedTuple):
+    gpu_id: str  # database id
+    memory_used_by_others_bytes: int  # on the least-free GPU, against the database total
+    host_ram_bytes: int  # 0 when unknown (the planner's "not given")
+
+
+# ---------------------------------------------------------------------------------------
+# GPUs
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _from_nvml(nvml: Any) -> list[ProbedGpu]:
+    nvml.nvmlInit()
+    try:
+        gpus = []
+        for index in range(int(nvml.nvmlDeviceGetCount())):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+            processes = [
+                GpuProcess(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
+                for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+            ]
+            gpus.append(
+                ProbedGpu(
+                    index=index,
+                    name=_text(nvml.nvmlDeviceGetName(handle)).strip(),
+                    total_bytes=int(memory.total),
+                    used_bytes=int(memory.used),
+                    free_bytes=int(memory.free),
+                    processes=processes,
+                )
+            )
+        return gpus
+    finally:
+        nvml.nvmlShutdown()
+
+
+def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi") -> list[ProbedGpu]:
+    """Rows of `index, name, memory.total, memory.used, memory.free` in MiB (the
+    `--format=csv,noheader,nounits` output)."""
+    if len(text) > _MAX_TEXT_BYTES:
+        msg = f"{source}: {len(text)} bytes is not nvidia-smi CSV output (over {_MAX_TEXT_BYTES})"
+        raise _core.ParseError(msg)
+    gpus = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        # The name may hold commas; the index leads and the three numbers trail.
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) < 5:
+            msg = (
+                f"{source}:{number}: expected 'index, name, memory.total, memory.used, "
+                f"memory.free' (MiB), got {line[:120]!r}"
+            )
+            raise _core.ParseError(msg)
+        index_text, name = fields[0], ", ".join(fields[1:-3])
+        try:
+            index = int(index_text)
+            total, used, free = (int(float(v)) * MIB for v in fields[-3:])
+        except ValueError as err:
+            msg = (
+                f"{source}:{number}: index and memory.total/used/free must be numbers in MiB "
+                f"(--format=csv,noheader,nounits), got {line[:120]!r}"
+            )
+            raise _core.ParseError(msg) from err
+        if min(index, total, used, free) < 0 or total == 0:
+            msg = f"{source}:{number}: negative or zero memory figures in {line[:120]!r}"
+            raise _core.ParseError(msg)
+        gpus.append(ProbedGpu(index, name, total, used, free))
+    if not gpus:
+        msg = f"{source}: no GPU rows (expected nvidia-smi --query-gpu CSV output)"
+        raise _core.ParseError(msg)
+    return gpus
+
+
+def _from_nvidia_smi() -> list[ProbedGpu]:
+    result = subprocess.run(
+        NVIDIA_SMI_QUERY, capture_output=True, timeout=20, check=False, text=True, errors="replace"
+    )
+    if result.returncode != 0:
+        why = (result.stderr or result.stdout).strip().splitlines()
+        raise RuntimeError(f"exit status {result.returncode}: {why[0] if why else 'no output'}")
+    return parse_nvidia_smi_csv(result.stdout[: _MAX_TEXT_BYTES + 1])
+
+
+def read_nvidia_smi_csv(path: str | Path) -> list[ProbedGpu]:
+    """A saved `nvidia-smi --query-gpu=... --format=csv,noheader,nounits` output."""
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(_MAX_TEXT_BYTES + 1)
+    except OSError as err:
+        msg = f"{path}: cannot read the nvidia-smi CSV ({err.strerror})"
+        raise _core.ConfigError(msg) from err
+    return parse_nvidia_smi_csv(data.decode("utf-8", "replace"), source=str(path))
+
+
+def probe_gpus(
+    *, nvidia_smi_csv: str | Path | None = None
+) -> tuple[str, list[ProbedGpu], list[str]]:
+    """(source, GPUs, what failed before it). NVML first, then nvidia-smi."""
+    if nvidia_smi_csv is not None:
+        return f"csv:{nvidia_smi_csv}", read_nvidia_smi_csv(nvidia_smi_csv), []
+    tried = []
+    try:
+        import pynvml  # nvidia-ml-py (the `probe` extra)
+    except ImportError:
+        tried.append("NVML: the nvidia-ml-py package (import pynvml) is not installed")
+    else:
+        try:
+            gpus = _from_nvml(pynvml)
+        except (pynvml.NVMLError, OSError) as err:  # no driver, no GPU, no libnvidia-ml
+            tried.append(f"NVML: {type(err).__name__}: {err}")
+        else:
+            if gpus:
+                return "nvml", gpus, tried
+            tried.append("NVML: the driver reports 0 GPUs")
+    try:
+        gpus = _from_nvidia_smi()
+    except FileNotFoundError:
+        tried.append("nvidia-smi: not found on PATH")
+    except subprocess.TimeoutExpired:
+        tried.append("nvidia-smi: no answer within 20 s")
+    except (OSError, RuntimeError, _core.ParseError) as err:
+        tried.append(f"nvidia-smi: {err}")
+    else:
+        return "nvidia-smi", gpus, tried
+    msg = "no GPU found; tried " + "; ".join(tried) + " (or pass --nvidia-smi-csv FILE)"
+    raise _core.ConfigError(msg)
+
+
+def _normal_name(name: str) -> str:
+    name = " ".join(name.lower().replace("-", " ").split())
+    return name.removeprefix("nvidia ").removeprefix("geforce ")
+
+
+def match_gpu(name: str | None, total_bytes: int | None, *, probed_total: bool = True) -> str:
+    """The database GPU id for a probed GPU, by name (database name, id or alias) and capacity.
+
+    `probed_total`: `total_bytes` comes from NVML / nvidia-smi (a little above CUDA's total);
+    False when it is CUDA's own figure (a vLLM log's `total_memory`), matched within 0.5%.
+    """
+    db = api.spec_database()
+    rows = [db.gpu(g).to_dict() for g in api.gpus()]
+
+    def fits(row: dict[str, Any]) -> bool:
+        if total_bytes is None:
+            return True
+        cuda_total = int(row["total_memory_bytes"])
+        if probed_total:
+            return (
+                total_bytes * (1 - _TOTAL_BELOW_PROBED)
+                <= cuda_total
+                <= total_bytes * (1 + _TOTAL_ABOVE_PROBED)
+            )
+        return abs(cuda_total - total_bytes) <= 0.005 * total_bytes
+
+    if name:
+        wanted = _normal_name(name)
+        named = [
+            r
+            for r in rows
+            if wanted
+            in {_normal_name(n) for n in [r["id"], r.get("name") or "", *(r.get("aliases") or [])]}
+        ]
+        sized = [r for r in named if fits(r)]
+        if sized:
+            return str(sized[0]["id"])
+        if named:
+            msg = (
+                f"GPU {name!r} matches database GPU {named[0]['id']!r} by name but not by "
+                f"capacity ({total_bytes} bytes probed, "
+                f"{named[0]['total_memory_bytes']} in model_specs/gpus.yaml); a MIG slice or "
+                "a different memory size: give --gpu and --gpu-total-bytes"
+            )
+            raise _core.ConfigError(msg)
+    if total_bytes is not None and not name:
+        sized = [r for r in rows if fits(r)]
+        if sized:
+            return str(sized[0]["id"])
+    msg = (
+        f"GPU {name or '(unnamed)'!r} with {total_bytes} bytes is not in model_specs/gpus.yaml; "
+        "give --gpu ID (see `vramplan gpus`) or add it to the database"
+    )
+    raise _core.ConfigError(msg)
+
+
+# ---------------------------------------------------------------------------------------
+# Host RAM
+
+
+def _read_small(path: Path) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(_MAX_TEXT_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _mem_available(proc_root: Path) -> int | None:
+    text = _read_small(proc_root / "meminfo")
+    for line in (text or "").splitlines():
+        if line.startswith("MemAvailable:"):
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                unit = parts[2].lower() if len(parts) > 2 else "kb"
+                return int(parts[1]) * (1024 if unit == "kb" else 1)
+    return None
+
+
+def _cgroup_number(path: Path) -> int | None:
+    text = _read_small(path)
+    if text is None:
+        return None
+    value = text.strip()
+    if not value.isdigit():
+        return None  # "max": no limit
+    number = int(value)
+    return None if number >= _CGROUP_UNLIMITED else number
+
+
+def _cgroup_dirs(proc_root: Path, cgroup_root: Path) -> tuple[list[Path], list[Path]]:
+    """Candidate v2 and v1 memory-controller directories, this process's own first."""
+    v2, v1 = [], []
+    for line in (_read_small(proc_root / "self" / "cgroup") or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        relative = parts[2].lstrip("/")
+        if parts[0] == "0" and parts[1] == "":
+            v2.append(cgroup_root / relative)
+        elif "memory" in parts[1].split(","):
+            v1.append(cgroup_root / "memory" / relative)
+    v2.append(cgroup_root)
+    v1.append(cgroup_root / "memory")
+    return v2, v1
+
+
+def probe_host(
+    *, proc_root: str | Path = "/proc", cgroup_root: str | Path = "/sys/fs/cgroup"
+) -> HostMemory:
+    proc_root, cgroup_root = Path(proc_root), Path(cgroup_root)
+    available = _mem_available(proc_root)
+    v2, v1 = _cgroup_dirs(proc_root, cgroup_root)
+    for directory in v2:
+        limit = _cgroup_number(directory / "memory.max")
+        if limit is not None:
+            usage = _cgroup_number(directory / "memory.current")
+            return HostMemory(available, limit, usage, str(directory / "memory.max"))
+    for directory in v1:
+        limit = _cgroup_number(directory / "memory.limit_in_bytes")
+        if limit is not None:
+            usage = _cgroup_number(directory / "memory.usage_in_bytes")
+            return HostMemory(available, limit, usage, str(directory / "memory.limit_in_bytes"))
+    return HostMemory(available, None, None, None)
+
+
+# ---------------------------------------------------------------------------------------
+# Together
+
+
+def probe(
+    *,
+    nvidia_smi_csv: str | Path | None = None,
+    proc_root: str | Path = "/proc",
+    cgroup_root: str | Path = "/sys/fs/cgroup",
+) -> Probe:
+    """The GPUs (each mapped to the database when it can be) and the host memory."""
+    source, gpus, tried = probe_gpus(nvidia_smi_csv=nvidia_smi_csv)
+    mapped = []
+    for gpu in gpus:
+        try:
+            gpu_id = match_gpu(gpu.name, gpu.total_bytes)
+        except _core.ConfigError:
+            gpu_id = None
+        mapped.append(ProbedGpu(**{**gpu.__dict__, "database_id": gpu_id}))
+    return Probe(source, mapped, probe_host(proc_root=proc_root, cgroup_root=cgroup_root), tried)
+
+
+def auto_gpu(
+    *,
+    gpu_indices: list[int] | None = None,
+    nvidia_smi_csv: str | Path | None = None,
+    proc_root: str | Path = "/proc",
+    cgroup_root: str | Path = "/sys/fs/cgroup",
+) -> AutoGpu:
+    """`--gpu auto`: (database GPU id, memory other processes hold on the least-free GPU, host
+    RAM usable now). `gpu_indices` limits the choice to the GPUs the launch will use.
+
+    Memory used by others is counted against the database (CUDA) total, so the planner sees
+    the free memory vLLM's startup check will see: database total - probed free."""
+    found = probe(nvidia_smi_csv=nvidia_smi_csv, proc_root=proc_root, cgroup_root=cgroup_root)
+    gpus = found.gpus
+    if gpu_indices is not None:
+        wanted = set(gpu_indices)
+        gpus = [g for g in gpus if g.index in wanted]
+        missing = wanted - {g.index for g in gpus}
+        if missing:
+            msg = f"GPU index {sorted(missing)} not found (probed {[g.index for g in found.gpus]})"
+            raise _core.ConfigError(msg)
+    if not gpus:
+        msg = "no GPU to plan for"
+        raise _core.ConfigError(msg)
+    binding = min(gpus, key=lambda g: (g.free_bytes, g.index))
+    gpu_id = match_gpu(binding.name, binding.total_bytes)
+    cuda_total = int(api.load_gpu(gpu_id).total_memory_bytes)
+    others = max(0, cuda_total - binding.free_bytes)
+    return AutoGpu(gpu_id, others, found.host.usable_bytes or 0)

@@ -395,7 +395,7 @@ const std::vector<Row>& rows() {
          {},
          llama4_extra});
     add({{"Mistral, Mistral-Small 3.x / Pixtral wrapper",
-          {"mistral", "ministral"},
+          {"mistral", "ministral", "ministral3"},
           {"mistral3"},
           {"mistral"},
           "MistralConfig",

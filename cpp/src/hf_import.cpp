@@ -34,6 +34,11 @@ std::string unquantized_role(const std::string& module, const std::string& metho
       ends_with(module, "embed_tokens")) {
     return "";
   }
+  // The vision tower and projector are counted unquantized in any case.
+  if (ends_with(module, "vision_tower") || ends_with(module, "multi_modal_projector") ||
+      ends_with(module, "visual")) {
+    return "";
+  }
   if (ends_with(module, "mlp.gate") || ends_with(module, "mlp.router")) return "router";
   if (method == "mxfp4" && ends_with(module, "self_attn")) return "";  // MXFP4 is experts-only
   return "?";

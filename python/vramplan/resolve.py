@@ -74,6 +74,19 @@ def _error(message: str) -> _core.Error:
     return _core.Error(message)
 
 
+def _unknown(name: str, detail: str) -> _core.ConfigError:
+    """The database's unknown-model error (near names included), extended with what else was
+    tried and a did-you-mean over ids and aliases."""
+    from .api import spec_database
+
+    try:
+        spec_database().model(name)
+        database = f"model: {name}"
+    except _core.ConfigError as err:
+        database = str(err)
+    return _core.ConfigError(f"{database}; {detail}.{_did_you_mean(name)}")
+
+
 def _did_you_mean(name: str) -> str:
     from .api import spec_database
 
@@ -206,9 +219,7 @@ def _hub_error(err: Exception, repo_id: str, endpoint: str, timeout_s: float) ->
             ".gguf file and pass its path."
         )
     if isinstance(err, hf_errors.RepositoryNotFoundError) or status == 404:
-        return _error(
-            f"model {where}: not found (HTTP 404) and not in the database.{_did_you_mean(repo_id)}"
-        )
+        return _unknown(repo_id, f"and {endpoint} answered HTTP 404 (no such repo)")
     return _error(f"model {where}: the Hub answered with an error: {err}")
 
 
@@ -245,7 +256,7 @@ def _with_deadline(work: Callable[[], _T], seconds: float) -> _T:
     def run() -> None:
         try:
             outcome["value"] = work()
-        except BaseException as err:  # handed to the caller's thread
+        except Exception as err:  # noqa: BLE001 - re-raised in the caller's thread
             outcome["error"] = err
 
     worker = threading.Thread(target=run, name="vramplan-hub", daemon=True)
@@ -333,9 +344,9 @@ def resolve_model(
     if cached is not None:
         return cached
     if _offline(offline):
-        raise _error(
-            f"model {name}: not in the database, not a path, and not in the Hugging Face cache "
-            f"({hub_cache_dir()}); offline (HF_HUB_OFFLINE=1 or --offline), so the Hub was not "
-            f"asked.{_did_you_mean(name)}"
+        raise _unknown(
+            name,
+            f"not a path, and not in the Hugging Face cache ({hub_cache_dir()}); offline "
+            "(HF_HUB_OFFLINE=1 or --offline), so the Hub was not asked",
         )
     return _from_hub(name, revision, token, timeout_s)

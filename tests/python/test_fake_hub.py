@@ -149,7 +149,9 @@ def test_hub_gives_config_and_exact_header_bytes_then_the_cache_answers(fake_hub
     assert first.spec.id == "acme/tiny-llama"
     # Two bf16 [256, 64] tensors: the header's bytes, read by range requests.
     assert first.checkpoint_bytes == 2 * 256 * 64 * 2
-    assert any(method == "GET" and "model.safetensors" in path for method, path in fake_hub.requests)
+    assert any(
+        method == "GET" and "model.safetensors" in path for method, path in fake_hub.requests
+    )
 
     fake_hub.requests.clear()
     second = resolve_model("acme/tiny-llama", timeout_s=5)
@@ -164,7 +166,11 @@ def test_sharded_checkpoint_sums_every_shard(fake_hub: FakeHub) -> None:
     shard2 = safetensors_file({"b": ("F32", [8], 32), "c": ("I8", [10, 10], 100)})
     index = {
         "metadata": {"total_size": 0},
-        "weight_map": {"a": "model-1.safetensors", "b": "model-2.safetensors", "c": "model-2.safetensors"},
+        "weight_map": {
+            "a": "model-1.safetensors",
+            "b": "model-2.safetensors",
+            "c": "model-2.safetensors",
+        },
     }
     fake_hub.repos["acme/sharded"] = Repo(
         {

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import vramplan
 from vramplan.cli import main as cli_main
 from vramplan.resolve import hub_cache_dir, resolve_model
@@ -85,7 +84,7 @@ def test_cache_revision_and_refs(hub_cache: Path) -> None:
 
 def test_offline_miss_suggests_database_ids(hub_cache: Path) -> None:
     with pytest.raises(vramplan.Error, match=r"Did you mean: .*Qwen/Qwen3-8B"):
-        resolve_model("Qwen/Qwen3-8b")
+        resolve_model("Qwen/Qwen3-8C")
 
 
 @pytest.mark.parametrize(("repo_id", "config"), fixture_repos(), ids=lambda v: str(v))

@@ -973,11 +973,9 @@ const std::vector<Row>& rows() {
           "",
           "",
           ""},
-         {{"tie_word_embeddings", true}, {"vocab_size", 65024}},
-         {{"hidden_size", 4544},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 71},
-          {"max_position_embeddings", 2048}},
+         // Falcon configs omit max_position_embeddings; vLLM then takes FalconConfig's 2048.
+         {{"tie_word_embeddings", true}, {"vocab_size", 65024}, {"max_position_embeddings", 2048}},
+         {{"hidden_size", 4544}, {"num_hidden_layers", 32}, {"num_attention_heads", 71}},
          Sliding::Never,
          {{"num_hidden_layers", "n_layer"}, {"num_attention_heads", "n_head"}},
          falcon_extra});

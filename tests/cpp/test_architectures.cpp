@@ -349,3 +349,130 @@ TEST(Architectures, MarkdownListsEveryFamilyAndRefusal) {
   for (const auto& r : refused_architectures())
     EXPECT_NE(md.find("`" + r.model_type + "`"), std::string::npos);
 }
+
+// --- families from published config values (tests/data/configs/published_values) ---------
+// Each case: the hand derivation of the parameters vLLM holds, the checkpoint's published
+// count (model page), and KV bytes per token in bf16 at TP 1.
+
+namespace {
+
+struct PublishedCase {
+  const char* file;
+  std::int64_t hand;      // derived below, per family
+  double published;       // parameters the model page states
+  std::int64_t kv_bytes;  // per token, derived by hand
+};
+
+std::int64_t gemma2_9b() {
+  // 42 layers: q/k/v/o (16 q, 8 KV heads of 256), GeGLU 14336, four RMSNorms; tied V 256000.
+  const std::int64_t h = 3584;
+  return 256000 * h + h + 42 * (attention(h, 16, 8, 256) + swiglu(h, 14336) + 4 * h);
+}
+std::int64_t qwen15_moe() {
+  // 24 layers: biased q/k/v, 60 experts of 1408, a shared expert of 5632 with a sigmoid gate.
+  const std::int64_t h = 2048;
+  const std::int64_t moe = 60 * h + 60 * swiglu(h, 1408) + swiglu(h, 5632) + h;
+  return 2 * 151936 * h + h + 24 * (attention(h, 16, 16, 128, false, true) + moe + 2 * h);
+}
+std::int64_t granite_moe() {
+  // 32 layers: 24 q / 8 KV heads of 64, 40 experts of 512; tied V 49155.
+  const std::int64_t h = 1536;
+  return 49155 * h + h + 32 * (attention(h, 24, 8, 64) + 40 * h + 40 * swiglu(h, 512) + 2 * h);
+}
+std::int64_t olmo2_1b() {
+  // 16 layers: MHA, q_norm and k_norm over all 16 heads (2 x 2048), post-attention and
+  // post-MLP RMSNorms; untied V 100352.
+  const std::int64_t h = 2048;
+  return 2 * 100352 * h + h + 16 * (attention(h, 16, 16, 128) + 2 * h + swiglu(h, 8192) + 2 * h);
+}
+std::int64_t falcon_7b() {
+  // 32 parallel blocks: fused qkv (71 heads + 1 shared K + 1 shared V, head 64), dense, 4h
+  // GELU MLP, one LayerNorm (weight+bias); tied V 65024; final LayerNorm.
+  const std::int64_t h = 4544;
+  return 65024 * h + 32 * ((71 + 2) * 64 * h + h * h + 2 * h * 4 * h + 2 * h) + 2 * h;
+}
+std::int64_t starcoder2_7b() {
+  // 32 layers: biased q/k/v/o (36 q, 4 KV heads of 128), biased c_fc/c_proj (GELU, 18432),
+  // two LayerNorms with biases; tied V 49152; final LayerNorm.
+  const std::int64_t h = 4608;
+  const std::int64_t i = 18432;
+  return 49152 * h +
+         32 * (attention(h, 36, 4, 128, false, true) + h + (i * h + i) + (h * i + h) + 4 * h) +
+         2 * h;
+}
+std::int64_t command_r() {
+  // 40 parallel blocks: MHA 64 x 128, SwiGLU 22528, one LayerNorm (weight only); tied V 256000.
+  const std::int64_t h = 8192;
+  return 256000 * h + h + 40 * (attention(h, 64, 64, 128) + swiglu(h, 22528) + h);
+}
+std::int64_t internlm25_7b() {
+  const std::int64_t h = 4096;
+  return 2 * 92544 * h + h + 32 * (attention(h, 32, 8, 128) + swiglu(h, 14336) + 2 * h);
+}
+std::int64_t glm4_9b() {
+  // 40 layers: biased q/k/v (32 q, 2 KV heads of 128), o, SwiGLU 13696, four RMSNorms.
+  const std::int64_t h = 4096;
+  return 2 * 151552 * h + h +
+         40 * (attention(h, 32, 2, 128, false, true) + swiglu(h, 13696) + 4 * h);
+}
+std::int64_t phi35_moe() {
+  // 32 layers: biased q/k/v/o, 16 experts of 6400, two LayerNorms with biases; untied V 32064
+  // with a biased lm_head; final LayerNorm with bias.
+  const std::int64_t h = 4096;
+  return 32064 * h + (32064 * h + 32064) + 2 * h +
+         32 * (attention(h, 32, 8, 128, false, true) + h + 16 * h + 16 * swiglu(h, 6400) + 4 * h);
+}
+std::int64_t deepseek_v2_lite() {
+  // MLA without q LoRA: q 16 x 192, kv_a 512 + 64 (+ norm 512), kv_b 16 x 256, o; layer 0 dense
+  // (10944), 26 MoE layers of 64 experts of 1408 + 2 shared.
+  const std::int64_t h = 2048;
+  const std::int64_t mla = 16 * 192 * h + 576 * h + 512 + 16 * 256 * 512 + h * 16 * 128;
+  const std::int64_t moe = 64 * h + 64 * swiglu(h, 1408) + 2 * swiglu(h, 1408);
+  return 2 * 102400 * h + h + (mla + swiglu(h, 10944) + 2 * h) + 26 * (mla + moe + 2 * h);
+}
+std::int64_t qwen2_vl_7b() {
+  // Text as Qwen2-7B; ViT: 32 blocks of 1280 (two LayerNorms with biases, biased qkv/proj,
+  // biased fc1/fc2 of 4 x 1280), bias-free Conv3d, LayerNorm + two-layer merger into 3584.
+  const std::int64_t h = 3584;
+  const std::int64_t text =
+      2 * 152064 * h + h + 28 * (attention(h, 28, 4, 128, false, true) + swiglu(h, 18944) + 2 * h);
+  const std::int64_t e = 1280;
+  const std::int64_t block =
+      4 * e + 3 * e * e + 3 * e + e * e + e + (e * 4 * e + 4 * e) + (4 * e * e + e);
+  const std::int64_t merger = 2 * e + (16 * e * e + 4 * e) + (4 * e * h + h);
+  return text + 3 * 2 * 14 * 14 * e + 32 * block + merger;
+}
+
+}  // namespace
+
+TEST(Architectures, PublishedValueFamilies) {
+  const PublishedCase cases[] = {
+      {"google__gemma-2-9b.json", gemma2_9b(), 9.24e9, 42 * 2 * 8 * 256 * 2},
+      {"Qwen__Qwen1.5-MoE-A2.7B.json", qwen15_moe(), 14.3e9, 24 * 2 * 16 * 128 * 2},
+      {"ibm-granite__granite-3.1-3b-a800m-instruct.json", granite_moe(), 3.3e9,
+       32 * 2 * 8 * 64 * 2},
+      {"allenai__OLMo-2-0425-1B.json", olmo2_1b(), 1.48e9, 16 * 2 * 16 * 128 * 2},
+      // Published 7.22B counts the checkpoint's stored copy of the tied lm_head (V x h).
+      {"tiiuae__falcon-7b.json", falcon_7b(), 7.22e9 - 65024.0 * 4544, 32 * 2 * 1 * 64 * 2},
+      {"bigcode__starcoder2-7b.json", starcoder2_7b(), 7.17e9, 32 * 2 * 4 * 128 * 2},
+      {"CohereForAI__c4ai-command-r-v01.json", command_r(), 34.98e9, 40 * 2 * 64 * 128 * 2},
+      {"internlm__internlm2_5-7b-chat.json", internlm25_7b(), 7.74e9, 32 * 2 * 8 * 128 * 2},
+      {"THUDM__GLM-4-9B-0414.json", glm4_9b(), 9.40e9, 40 * 2 * 2 * 128 * 2},
+      {"microsoft__Phi-3.5-MoE-instruct.json", phi35_moe(), 41.9e9, 32 * 2 * 8 * 128 * 2},
+      {"deepseek-ai__DeepSeek-V2-Lite.json", deepseek_v2_lite(), 15.7e9, 27 * (512 + 64) * 2},
+      {"Qwen__Qwen2-VL-7B-Instruct.json", qwen2_vl_7b(), 8.29e9, 28 * 2 * 4 * 128 * 2},
+  };
+  for (const PublishedCase& c : cases) {
+    SCOPED_TRACE(c.file);
+    const ModelSpec s = load(std::string("published_values/") + c.file);
+    expect_parameters(s, c.hand, c.file);
+    // The hand derivation itself agrees with the published (rounded) count.
+    EXPECT_LT(std::fabs(static_cast<double>(c.hand) - c.published) / c.published, 0.005)
+        << c.hand << " vs published " << c.published;
+    std::cout << "[published] " << c.file << ": spec " << parameter_count(s) << " vs "
+              << c.published << " ("
+              << relative_error(parameter_count(s), static_cast<std::int64_t>(c.published)) * 100
+              << " %)\n";
+    EXPECT_EQ(kv_per_token(s), c.kv_bytes);
+  }
+}

@@ -18,9 +18,10 @@ COMMIT = "fedcba9876543210fedcba9876543210fedcba98"
 
 
 def fixture_repos() -> list[tuple[str, Path]]:
-    """(ORG/NAME, config) for every real config.json copy in tests/data/configs."""
+    """(ORG/NAME, config) for every config in tests/data/configs (real copies, and the files
+    written from published values): one model or more per family of the architecture table."""
     out = []
-    for path in sorted(CONFIGS.glob("*.json")):
+    for path in sorted([*CONFIGS.glob("*.json"), *CONFIGS.glob("published_values/*.json")]):
         if path.name.endswith(".hf_quant_config.json"):
             continue
         org, name = path.stem.split("__", 1)

@@ -28,18 +28,26 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 
 // A module a quantization config leaves unquantized, as a tensor role: "" when the role is
 // never quantized anyway (norms, embeddings), nullopt-like "?" when it cannot be expressed.
-std::string unquantized_role(const std::string& module, const std::string& method) {
-  if (module == "lm_head") return "lm_head";
+std::string unquantized_role(const std::string& entry, const std::string& method) {
+  // compressed-tensors writes patterns as "re:<regex>"; the common ones name a module suffix.
+  std::string module = entry;
+  if (module.rfind("re:", 0) == 0) module = module.substr(3);
+  while (!module.empty() && (module.back() == '$' || module.back() == '*' || module.back() == '.'))
+    module.pop_back();
+  if (module == "lm_head" || ends_with(module, ".lm_head")) return "lm_head";
   if (ends_with(module, "layernorm") || ends_with(module, "norm") ||
-      ends_with(module, "embed_tokens")) {
+      ends_with(module, "embed_tokens") || ends_with(module, "shared_expert_gate")) {
     return "";
   }
   // The vision tower and projector are counted unquantized in any case.
-  if (ends_with(module, "vision_tower") || ends_with(module, "multi_modal_projector") ||
-      ends_with(module, "visual")) {
-    return "";
+  for (const char* tower :
+       {"vision_tower", "vision_model", "multi_modal_projector", "visual", "mm_projector"}) {
+    if (module.find(tower) != std::string::npos) return "";
   }
-  if (ends_with(module, "mlp.gate") || ends_with(module, "mlp.router")) return "router";
+  if (ends_with(module, "mlp.gate") || ends_with(module, "mlp.router") ||
+      ends_with(module, "block_sparse_moe.gate")) {
+    return "router";
+  }
   if (method == "mxfp4" && ends_with(module, "self_attn")) return "";  // MXFP4 is experts-only
   return "?";
 }
@@ -130,6 +138,17 @@ json quantization_document(const json& config, const json* modelopt, const std::
            {"group_size", group},
            {"desc_act", q.boolean_or("desc_act", false)},
            {"sym", q.boolean_or("sym", true)}};
+  } else if (method == "auto-round" || method == "intel/auto-round") {
+    // AutoRound exports GPTQ-packed (default) or AWQ-packed weights; vLLM loads either through
+    // the matching kernel, so the stored layout is the packing format's.
+    const std::string packing = q.string_or("packing_format", "auto_round:auto_gptq");
+    const bool awq = packing.find("awq") != std::string::npos;
+    out = {{"method", awq ? "awq" : "gptq"},
+           {"bits", q.integer("bits")},
+           {"group_size", q.integer_or("group_size", 128)},
+           {"sym", q.boolean_or("sym", true)}};
+    if (awq && out["bits"] != 4) q.fail("bits", out["bits"].dump(), "AWQ packing is 4-bit");
+    if (!awq) out["desc_act"] = false;
   } else if (method == "mxfp4") {
     out = {{"method", "mxfp4"}};
   } else if (method == "bitsandbytes") {
@@ -168,6 +187,9 @@ json quantization_document(const json& config, const json* modelopt, const std::
                              "quantization_config.config_groups.*.input_activations.");
         out["static_activation_scale"] = !a.boolean_or("dynamic", true);
       }
+    } else if (type == "float" && bits == 4) {
+      // NVFP4: e2m1 values, an fp8 scale per 16-element group, a global fp32 scale.
+      out = {{"method", "nvfp4"}, {"group_size", w.integer_or("group_size", 16)}};
     } else if (type == "int" && bits == 8 && activations) {
       out = {{"method", "int8"}, {"scale_strategy", strategy == "channel" ? "channel" : "tensor"}};
     } else if (type == "int" && (bits == 4 || bits == 8)) {
@@ -182,8 +204,8 @@ json quantization_document(const json& config, const json* modelopt, const std::
     if (q.has("ignore")) add_unquantized(q, "ignore", method, out);
   } else {
     q.fail("quant_method", method.empty() ? "missing" : method,
-           "quantization not supported (fp8, awq, gptq, mxfp4, bitsandbytes, compressed-tensors, "
-           "ModelOpt via hf_quant_config.json)");
+           "quantization not supported (fp8, awq, gptq, auto-round, mxfp4, bitsandbytes, "
+           "compressed-tensors, ModelOpt via hf_quant_config.json)");
   }
   if (q.has("modules_to_not_convert")) add_unquantized(q, "modules_to_not_convert", method, out);
   return out;
@@ -318,7 +340,23 @@ ModelSpec load_hf_config(const std::string& path) {
   if (!fs::is_regular_file(config_path, ec)) {
     throw ConfigError("model", config_path.string(), "a config.json file", "no such file");
   }
-  const json config = read_json_file(config_path);
+  json config = read_json_file(config_path);
+  // Older AutoGPTQ / AutoAWQ checkpoints keep the scheme in a side file, not in config.json.
+  if (config.is_object() && !config.contains("quantization_config") &&
+      config_path.filename() == "config.json") {
+    for (const char* side : {"quantize_config.json", "quant_config.json"}) {
+      const fs::path side_path = config_path.parent_path() / side;
+      if (!fs::is_regular_file(side_path, ec)) continue;
+      json scheme = read_json_file(side_path);
+      if (!scheme.is_object()) {
+        throw SpecError(side_path.string(), "<root>", scheme.type_name(), "expected an object");
+      }
+      if (!scheme.contains("quant_method"))
+        scheme["quant_method"] = scheme.contains("w_bit") ? "awq" : "gptq";
+      config["quantization_config"] = scheme;
+      break;
+    }
+  }
   json quant;
   const bool has_quant = !quant_path.empty() && fs::is_regular_file(quant_path, ec);
   if (has_quant) quant = read_json_file(quant_path);

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string>
 
 #include "test_support.hpp"
@@ -475,4 +477,92 @@ TEST(Architectures, PublishedValueFamilies) {
               << " %)\n";
     EXPECT_EQ(kv_per_token(s), c.kv_bytes);
   }
+}
+
+// docs/models.md is generated from the table: scripts/gen_models_doc.sh reruns this test with
+// VRAMPLAN_UPDATE_DOCS=1 to rewrite it; otherwise the test fails when the page is stale.
+TEST(Architectures, DocsModelsPageIsGeneratedFromTheTable) {
+  const fs::path page = fs::path(VRAMPLAN_SOURCE_DIR) / "docs" / "models.md";
+  const std::string expected =
+      "# Model families\n\n"
+      "<!-- Generated from cpp/src/architectures.cpp by scripts/gen_models_doc.sh; do not edit. "
+      "-->\n\n"
+      "Every `model_type` vramplan plans from a `config.json` (or a llama.cpp GGUF file), what "
+      "is modelled, and the transformers configuration class whose defaults fill keys a config "
+      "omits. A config whose `model_type` is not listed is refused with a named error; to plan "
+      "such a model, write a spec YAML under `model_specs/models/` (schema: `vramplan schema`). "
+      "Quantizations accepted for every family: compressed-tensors (fp8, int8 W8A8, "
+      "W4A16/W8A16 pack-quantized, NVFP4; `ignore` lists), ModelOpt FP8/NVFP4 "
+      "(`hf_quant_config.json`), fp8 (per-tensor or block), AWQ, GPTQ (incl. act-order), "
+      "AutoRound (GPTQ-packed), bitsandbytes nf4/int8, MXFP4 and GGUF block types. Vision "
+      "towers and projectors are always counted in the stored dtype.\n\n" +
+      architectures_markdown();
+  if (std::getenv("VRAMPLAN_UPDATE_DOCS") != nullptr) {
+    std::ofstream(page, std::ios::binary) << expected;
+  }
+  std::ifstream in(page, std::ios::binary);
+  const std::string actual((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(actual, expected) << "docs/models.md is stale: run scripts/gen_models_doc.sh";
+}
+
+// --- quantization as checkpoints declare it --------------------------------------------------
+
+namespace {
+
+ModelSpec import_text(const std::string& json_text, const std::string& side_name = "",
+                      const std::string& side_text = "") {
+  const vramplan_test::TempDir dir("quant");
+  std::ofstream(dir.path() / "config.json") << json_text;
+  if (!side_name.empty()) std::ofstream(dir.path() / side_name) << side_text;
+  return load_hf_config(dir.path().string());
+}
+
+// Llama-3.1-8B's shapes (tests/data/configs/meta-llama__Meta-Llama-3.1-8B.json).
+std::string llama8b(const std::string& extra) {
+  return R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+      "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+      "vocab_size": 128256, "max_position_embeddings": 131072, "torch_dtype": "bfloat16")" +
+         extra + "}";
+}
+
+// Llama-3.1-8B linear weights: 32 x (q 4096^2 + kv 2*1024*4096 + o 4096^2 + 3*4096*14336).
+constexpr std::int64_t kLlamaLinear = 32LL * (2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 4096 * 14336);
+constexpr std::int64_t kLlamaOther = 2LL * 128256 * 4096 + 65 * 4096;  // embed, lm_head, norms
+
+std::int64_t stored_bytes(const ModelSpec& s) {
+  const WeightBytes w = weight_bytes_per_rank(s, s.quantization, s.torch_dtype, {});
+  return w.total() - w.rotary_cache;
+}
+
+}  // namespace
+
+TEST(Architectures, AutoRoundIsGptqPacked) {
+  const ModelSpec s = import_text(llama8b(R"(, "quantization_config": {"quant_method": "auto-round",
+      "bits": 4, "group_size": 128, "sym": true, "packing_format": "auto_round:auto_gptq"})"));
+  EXPECT_EQ(s.quantization.method, QuantMethod::Gptq);
+  // 4-bit weights, an fp16 scale and a packed 4-bit zero per 128 inputs per output row.
+  const double per_weight = 0.5 + 2.0 / 128 + 0.5 / 128;
+  const double hand = kLlamaLinear * per_weight + 2.0 * kLlamaOther;
+  EXPECT_LT(std::fabs(stored_bytes(s) - hand) / hand, 0.005) << stored_bytes(s) << " vs " << hand;
+}
+
+TEST(Architectures, OlderGptqSideFile) {
+  const ModelSpec s =
+      import_text(llama8b(""), "quantize_config.json",
+                  R"({"bits": 4, "group_size": 128, "desc_act": true, "sym": true})");
+  EXPECT_EQ(s.quantization.method, QuantMethod::Gptq);
+  EXPECT_TRUE(s.quantization.desc_act);
+}
+
+TEST(Architectures, CompressedTensorsNvfp4WithIgnorePatterns) {
+  const ModelSpec s = import_text(llama8b(R"(, "quantization_config": {
+      "quant_method": "compressed-tensors", "ignore": ["lm_head", "re:.*mlp.gate$"],
+      "config_groups": {"group_0": {"targets": ["Linear"],
+        "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16},
+        "input_activations": {"num_bits": 4, "type": "float", "strategy": "tensor_group",
+                              "group_size": 16, "dynamic": "local"}}}})"));
+  EXPECT_EQ(s.quantization.method, QuantMethod::Nvfp4);
+  // e2m1 (0.5 B) + one fp8 scale per 16 weights; lm_head (in kLlamaOther) stays bf16.
+  const double hand = kLlamaLinear * (0.5 + 1.0 / 16) + 2.0 * kLlamaOther;
+  EXPECT_LT(std::fabs(stored_bytes(s) - hand) / hand, 0.005) << stored_bytes(s) << " vs " << hand;
 }

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "vramplan/architectures.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/spec_db.hpp"
 
@@ -58,18 +59,28 @@ const TensorInfo* find_tensor(const GgufHeader& h, const std::string& name) {
   return nullptr;
 }
 
+std::string gguf_architecture_list() {
+  std::string out;
+  for (const ArchitectureInfo& a : architecture_infos()) {
+    for (const auto& name : a.gguf_architectures) out += (out.empty() ? "" : ", ") + name;
+  }
+  return out;
+}
+
 }  // namespace
 
 ModelSpec model_spec_from_gguf(const GgufHeader& h) {
   const std::string file = h.file;
   const std::string arch = h.architecture().value_or("");
-  static const std::set<std::string> kArchitectures = {"llama",    "mistral",  "qwen2",  "qwen3",
-                                                       "qwen2moe", "qwen3moe", "phi3",   "gemma",
-                                                       "gemma2",   "gemma3",   "granite"};
-  if (!kArchitectures.count(arch)) {
+  const std::int64_t experts = h.get_int(arch + ".expert_count").value_or(0);
+  // llama.cpp files Mixtral under "llama" with experts; the table's row for the rest.
+  const std::string model_type =
+      arch == "llama" && experts > 0 ? "mixtral" : model_type_for_gguf(arch);
+  if (model_type.empty()) {
     throw SpecError(file, "general.architecture", arch.empty() ? "missing" : arch,
-                    "unknown cache layout; supported: llama, mistral, qwen2, qwen3, qwen2moe, "
-                    "qwen3moe, phi3, gemma, gemma2, gemma3, granite");
+                    "unknown architecture; GGUF architectures with a row in the architecture "
+                    "table: " +
+                        gguf_architecture_list());
   }
   auto required = [&](const std::string& key) {
     const auto v = h.get_int(arch + "." + key);
@@ -82,18 +93,15 @@ ModelSpec model_spec_from_gguf(const GgufHeader& h) {
   auto optional = [&](const std::string& key, std::int64_t fallback) {
     return h.get_int(arch + "." + key).value_or(fallback);
   };
-  json doc;
-  doc["id"] = h.get_string("general.name").value_or(file);
-  doc["source"] = file;
-  doc["model_type"] = arch == "qwen2moe"   ? "qwen2_moe"
-                      : arch == "qwen3moe" ? "qwen3_moe"
-                      : arch == "gemma3"   ? "gemma3_text"
-                                           : arch;
+  // The GGUF metadata, written as the config.json keys the architecture table reads.
+  json config;
+  config["model_type"] = model_type;
+  config["_name_or_path"] = h.get_string("general.name").value_or(file);
   const std::int64_t hidden = required("embedding_length");
   const std::int64_t heads = required("attention.head_count");
-  doc["hidden_size"] = hidden;
-  doc["num_hidden_layers"] = required("block_count");
-  doc["num_attention_heads"] = heads;
+  config["hidden_size"] = hidden;
+  config["num_hidden_layers"] = required("block_count");
+  config["num_attention_heads"] = heads;
   // head_count_kv may be a per-layer array in recent files; a uniform one is accepted.
   std::int64_t kv_heads = heads;
   if (const GgufValue* v = h.find(arch + ".attention.head_count_kv")) {
@@ -114,10 +122,11 @@ ModelSpec model_spec_from_gguf(const GgufHeader& h) {
     if (kv_heads <= 0)
       throw SpecError(file, arch + ".attention.head_count_kv", "", "must be positive");
   }
-  doc["num_key_value_heads"] = kv_heads;
+  config["num_key_value_heads"] = kv_heads;
   const std::int64_t head_dim = optional("attention.key_length", hidden / heads);
-  doc["head_dim"] = head_dim;
-  doc["intermediate_size"] = required("feed_forward_length");
+  config["head_dim"] = head_dim;
+  const std::int64_t ffn = required("feed_forward_length");
+  config["intermediate_size"] = ffn;
   std::int64_t vocab = optional("vocab_size", 0);
   if (vocab == 0) {
     const GgufValue* tokens = h.find("tokenizer.ggml.tokens");
@@ -128,40 +137,43 @@ ModelSpec model_spec_from_gguf(const GgufHeader& h) {
   }
   if (vocab <= 0)
     throw SpecError(file, "tokenizer.ggml.tokens", "missing", "vocabulary size unknown");
-  doc["vocab_size"] = vocab;
-  doc["max_position_embeddings"] = required("context_length");
-  doc["tie_word_embeddings"] = !has_tensor(h, "output.weight");
-  doc["torch_dtype"] = "bfloat16";  // vLLM serves the dequantized parts in the model dtype
+  config["vocab_size"] = vocab;
+  config["max_position_embeddings"] = required("context_length");
+  config["tie_word_embeddings"] = !has_tensor(h, "output.weight");
+  config["torch_dtype"] = "bfloat16";  // vLLM serves the dequantized parts in the model dtype
+  const std::int64_t window = optional("attention.sliding_window", 0);
+  if (window > 0) config["sliding_window"] = window;
+  if (experts > 0) {
+    const std::int64_t expert_ffn = optional("expert_feed_forward_length", ffn);
+    config["num_experts"] = experts;
+    config["num_local_experts"] = experts;
+    config["n_routed_experts"] = experts;
+    config["num_experts_per_tok"] = required("expert_used_count");
+    config["moe_intermediate_size"] = expert_ffn;
+    config["n_shared_experts"] = optional("expert_shared_count", 0);
+    config["first_k_dense_replace"] = optional("leading_dense_block_count", 0);
+    if (const TensorInfo* shared = find_tensor(h, "blk.0.ffn_up_shexp.weight")) {
+      if (!shared->shape.empty()) config["shared_expert_intermediate_size"] = shared->shape.front();
+    }
+  }
+  if (model_type == "deepseek_v2") {
+    const std::int64_t rope = required("rope.dimension_count");
+    config["kv_lora_rank"] = required("attention.kv_lora_rank");
+    config["q_lora_rank"] = optional("attention.q_lora_rank", 0);
+    config["qk_rope_head_dim"] = rope;
+    config["qk_nope_head_dim"] = head_dim - rope;
+    config["v_head_dim"] = required("attention.value_length");
+  }
+  json doc = architecture_spec_document(config, file);
+  // The tensor table is the truth for optional tensors the metadata does not state.
   const std::int64_t rope = optional("rope.dimension_count", head_dim);
-  if (rope != head_dim) doc["rotary_dim"] = rope;
+  if (rope != head_dim && model_type != "deepseek_v2") doc["rotary_dim"] = rope;
   if (has_tensor(h, "blk.0.attn_q.bias")) doc["qkv_bias"] = true;
   if (has_tensor(h, "blk.0.attn_output.bias")) doc["o_proj_bias"] = true;
   if (has_tensor(h, "blk.0.attn_q_norm.weight")) doc["qk_norm"] = true;
-  const std::int64_t window = optional("attention.sliding_window", 0);
-  if (arch == "gemma2" || arch == "gemma3") {
-    doc["norms_per_layer"] = 4;
-    json pattern = arch == "gemma2"
-                       ? json::array({"sliding_attention", "full_attention"})
-                       : json::array({"sliding_attention", "sliding_attention", "sliding_attention",
-                                      "sliding_attention", "sliding_attention", "full_attention"});
-    doc["layer_pattern"] = pattern;
-    if (window <= 0)
-      throw SpecError(file, arch + ".attention.sliding_window", "missing", "required");
-    doc["sliding_window"] = window;
-  }
-  const std::int64_t experts = optional("expert_count", 0);
-  if (experts > 0) {
-    json moe = {{"num_experts", experts},
-                {"num_experts_per_tok", required("expert_used_count")},
-                {"moe_intermediate_size", optional("expert_feed_forward_length",
-                                                   doc["intermediate_size"].get<std::int64_t>())},
-                {"router_quantizable", arch == "qwen3moe"}};
-    if (const TensorInfo* shared = find_tensor(h, "blk.0.ffn_up_shexp.weight")) {
-      moe["num_shared_experts"] = 1;
-      moe["shared_expert_intermediate_size"] = shared->shape.empty() ? 0 : shared->shape.front();
-      moe["shared_expert_gate"] = has_tensor(h, "blk.0.ffn_gate_inp_shexp.weight");
-    }
-    doc["moe"] = moe;
+  if (doc.contains("moe") && doc["moe"].contains("num_shared_experts") &&
+      !doc["moe"].contains("shared_expert_gate")) {
+    doc["moe"]["shared_expert_gate"] = has_tensor(h, "blk.0.ffn_gate_inp_shexp.weight");
   }
   // The storage types: per role the type holding most bytes; the overall majority as default.
   std::map<std::string, std::map<std::string, std::int64_t>> bytes_by_role;

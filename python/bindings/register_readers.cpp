@@ -48,6 +48,15 @@ void register_readers(py::module_& m) {
       py::arg("path"));
   m.def("resolve_model_folder", &vramplan::resolve_model_folder, py::arg("path"));
   m.def(
+      "with_checkpoint_bytes",
+      [](vramplan::ModelSpec spec, std::int64_t checkpoint_bytes) {
+        spec.checkpoint_bytes = checkpoint_bytes;
+        return spec;
+      },
+      py::arg("spec"), py::arg("checkpoint_bytes"),
+      "A copy of `spec` whose stored tensor bytes are `checkpoint_bytes` (exact, from safetensors "
+      "headers read elsewhere, e.g. over HTTP range requests).");
+  m.def(
       "read_safetensors_folder",
       [](const std::string& dir) {
         const vramplan::CheckpointTensors c = vramplan::read_safetensors_folder(dir);

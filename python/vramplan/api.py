@@ -12,6 +12,7 @@ import pandas as pd
 
 from . import _core
 from ._resources import model_specs_dir
+from .resolve import resolve_model
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 DEFAULT_GPU = "H100-80GB"
@@ -36,13 +37,13 @@ def gpus() -> list[str]:
     return list(spec_database().gpu_ids())
 
 
-def load_model(model: str | Path) -> _core.ModelSpec:
-    """A model by database id or HF alias, or a path read offline: a spec YAML, a config.json,
-    a checkpoint folder (its safetensors headers give the exact stored bytes) or a Hugging Face
-    cache entry (`models--ORG--NAME`)."""
-    if isinstance(model, Path) or Path(model).exists():
-        return _core.load_model_path(str(model))["spec"]
-    return spec_database().model(str(model))
+def load_model(
+    model: str | Path, *, revision: str | None = None, offline: bool | None = None
+) -> _core.ModelSpec:
+    """A model by database id or HF alias; a path (spec YAML, config.json, checkpoint folder,
+    `.gguf`, Hugging Face cache entry); else ORG/NAME from the local Hugging Face cache or the Hub
+    (see `vramplan.resolve.resolve_model`, which also says which source answered)."""
+    return resolve_model(model, revision=revision, offline=offline).spec
 
 
 def from_hf_config(path: str | Path) -> _core.ModelSpec:

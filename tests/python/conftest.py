@@ -19,3 +19,10 @@ def dev_records() -> Path:
     if not path.exists():
         pytest.skip("shared/measured/dev.jsonl not present")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _no_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach the real Hugging Face Hub: model names outside the database resolve
+    offline (the fake-Hub tests lift this and point HF_ENDPOINT at 127.0.0.1)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -21,8 +21,10 @@ nlohmann::json hf_config_to_spec_document(const nlohmann::json& config,
 ModelSpec model_spec_from_hf_config(const nlohmann::json& config,
                                     const nlohmann::json* quant_config, const std::string& source);
 
-// Reads a config.json file, or a folder holding config.json and optionally
-// hf_quant_config.json. Files are bounded (16 MiB); Python-style Infinity/NaN are accepted.
+// Reads a config.json file, or a folder holding config.json and optionally hf_quant_config.json
+// (ModelOpt) or quantize_config.json / quant_config.json (older GPTQ / AWQ exports). Files are
+// bounded (16 MiB, 128 levels of nesting); Python-style Infinity/NaN parse, and reading such a
+// value for a field the spec needs is a named error.
 ModelSpec load_hf_config(const std::string& path);
 
 }  // namespace vramplan

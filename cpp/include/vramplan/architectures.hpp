@@ -1,0 +1,86 @@
+// The one architecture table: for every Hugging Face model_type (and llama.cpp architecture)
+// vramplan can plan, how its config fields map to the spec schema, which transformers defaults
+// fill keys a config omits, and what is modelled (attention kinds, MoE, vision tower, MTP).
+// The config.json importer, the GGUF importer and docs/models.md all read this table.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace vramplan {
+
+// Reads the fields of one config object, naming "<prefix><key>" and the file in errors.
+// Keys the object omits take `applied` (transformers' defaults the family's configs rely on);
+// a required key found only in `hints` is an error quoting the transformers default.
+// A non-finite number (NaN / Infinity in the file) is an error whenever a field is read.
+class ConfigFields {
+ public:
+  ConfigFields(const nlohmann::json& object, std::string file, std::string prefix,
+               const nlohmann::json* applied = nullptr, const nlohmann::json* hints = nullptr,
+               std::string config_class = "");
+
+  bool has(const char* key) const;  // present in the file and not null
+  [[noreturn]] void fail(const char* key, const std::string& value,
+                         const std::string& problem) const;
+
+  // Required: the file's value, else a shape default the family applies, else a named error
+  // that quotes the transformers default the key would take.
+  std::int64_t integer(const char* key) const;
+  std::int64_t integer_or(const char* key, std::int64_t fallback) const;
+  double number_or(const char* key, double fallback) const;
+  bool boolean_or(const char* key, bool fallback) const;
+  std::string string_or(const char* key, const std::string& fallback) const;
+  const nlohmann::json& at(const char* key) const;  // the file's value (has(key) checked)
+  const std::string& file() const { return file_; }
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  const nlohmann::json* lookup(const char* key) const;  // file value, else default, else null
+  std::int64_t integer_value(const char* key, const nlohmann::json& v) const;
+  void check_finite(const char* key, const nlohmann::json& v) const;
+
+  const nlohmann::json& object_;
+  std::string file_;
+  std::string prefix_;
+  const nlohmann::json* applied_;
+  const nlohmann::json* hints_;
+  std::string config_class_;
+};
+
+// What the table says about one family, for docs and error messages.
+struct ArchitectureInfo {
+  std::string family;                            // "Llama 2/3/3.x"
+  std::vector<std::string> model_types;          // config.json (text) model_type values
+  std::vector<std::string> wrapper_model_types;  // multimodal model_types holding a text_config
+  std::vector<std::string> gguf_architectures;   // llama.cpp general.architecture values
+  std::string config_class;                      // transformers class whose defaults apply
+  std::string attention;                         // attention kinds modelled
+  std::string moe;                               // "" when dense
+  std::string vision;                            // "" when text-only
+  std::string mtp;                               // "" when no MTP layers
+};
+
+struct RefusedArchitecture {
+  std::string model_type;
+  std::string reason;
+};
+
+const std::vector<ArchitectureInfo>& architecture_infos();
+const std::vector<RefusedArchitecture>& refused_architectures();
+
+// Comma-separated list of every accepted model_type (text and multimodal wrappers).
+std::string supported_model_types();
+
+// The spec-schema document (JSON, without quantization) for a parsed config.json: the
+// decoder from the config (or its text_config), the vision tower from vision_config.
+// Throws SpecError naming the file and field for an unknown or refused model_type.
+nlohmann::json architecture_spec_document(const nlohmann::json& config, const std::string& file);
+
+// The model_type whose table row covers a llama.cpp architecture ("" when none does).
+std::string model_type_for_gguf(const std::string& gguf_architecture);
+
+// docs/models.md body: one row per family.
+std::string architectures_markdown();
+
+}  // namespace vramplan

@@ -1,0 +1,1485 @@
+#include "vramplan/architectures.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vramplan/errors.hpp"
+
+namespace vramplan {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t kMaxDimension = std::int64_t{1} << 40;  // absurd above this
+
+std::string number_text(const json& v) {
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isnan(d)) return "NaN";
+    if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
+  }
+  return v.dump();
+}
+
+}  // namespace
+
+ConfigFields::ConfigFields(const json& object, std::string file, std::string prefix,
+                           const json* applied, const json* hints, std::string config_class)
+    : object_(object),
+      file_(std::move(file)),
+      prefix_(std::move(prefix)),
+      applied_(applied),
+      hints_(hints),
+      config_class_(std::move(config_class)) {}
+
+bool ConfigFields::has(const char* key) const {
+  return object_.is_object() && object_.contains(key) && !object_.at(key).is_null();
+}
+
+void ConfigFields::fail(const char* key, const std::string& value,
+                        const std::string& problem) const {
+  throw SpecError(file_, prefix_ + key, value, problem);
+}
+
+const json* ConfigFields::lookup(const char* key) const {
+  if (has(key)) return &object_.at(key);
+  if (applied_ != nullptr && applied_->contains(key)) return &applied_->at(key);
+  return nullptr;
+}
+
+void ConfigFields::check_finite(const char* key, const json& v) const {
+  if (v.is_number_float() && !std::isfinite(v.get<double>())) {
+    fail(key, number_text(v), "non-finite number; expected a finite value");
+  }
+}
+
+std::int64_t ConfigFields::integer(const char* key) const {
+  if (const json* v = lookup(key)) return integer_value(key, *v);
+  if (hints_ != nullptr && hints_->contains(key)) {
+    fail(key, "missing",
+         "required field is missing; transformers' " + config_class_ + " would default it to " +
+             hints_->at(key).dump() +
+             " (a reference checkpoint's value): write it into config.json if that is this "
+             "checkpoint's value");
+  }
+  fail(key, "missing", "required field is missing");
+}
+
+std::int64_t ConfigFields::integer_or(const char* key, std::int64_t fallback) const {
+  const json* v = lookup(key);
+  return v != nullptr ? integer_value(key, *v) : fallback;
+}
+
+double ConfigFields::number_or(const char* key, double fallback) const {
+  const json* v = lookup(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) fail(key, v->dump(), "expected a number");
+  check_finite(key, *v);
+  return v->get<double>();
+}
+
+bool ConfigFields::boolean_or(const char* key, bool fallback) const {
+  const json* v = lookup(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) fail(key, number_text(*v), "expected true or false");
+  return v->get<bool>();
+}
+
+std::string ConfigFields::string_or(const char* key, const std::string& fallback) const {
+  const json* v = lookup(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_string()) fail(key, number_text(*v), "expected a string");
+  return v->get<std::string>();
+}
+
+const json& ConfigFields::at(const char* key) const { return object_.at(key); }
+
+std::int64_t ConfigFields::integer_value(const char* key, const json& v) const {
+  check_finite(key, v);
+  if (v.is_number_integer() || v.is_number_unsigned()) {
+    if (v.is_number_unsigned() &&
+        v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxDimension)) {
+      fail(key, v.dump(), "value out of range");
+    }
+    const std::int64_t n = v.get<std::int64_t>();
+    if (n < 0 || n > kMaxDimension) fail(key, v.dump(), "value out of range");
+    return n;
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d >= 0 && d <= static_cast<double>(kMaxDimension) && d == std::floor(d)) {
+      return static_cast<std::int64_t>(d);
+    }
+  }
+  fail(key, number_text(v), "expected a non-negative integer");
+}
+
+namespace {
+
+// How layers without an explicit layer_types list get their sliding windows.
+enum class Sliding : std::uint8_t {
+  IfSet,          // a sliding_window below max_position_embeddings applies to every layer
+  QwenGated,      // only when use_sliding_window is true (Qwen), then every layer
+  Never,          // the family's attention never slides (a sliding_window key is ignored)
+  Alternate,      // Gemma-2: sliding, full, sliding, full, ...
+  PatternKey,     // sliding_window_pattern (Gemma-3 6, Cohere-2 4): n-1 sliding then 1 full
+  ExaonePattern,  // EXAONE-4 sliding_window_pattern "LLLG" string or integer
+};
+
+// The vision tower a multimodal wrapper carries (counted by parameters, stored unquantized).
+enum class Vision : std::uint8_t { None, Vit, Siglip, Llava, Qwen2Vl, Qwen25Vl, Qwen3Vl, Pixtral };
+
+struct Context {
+  const ConfigFields& f;  // the text config, family defaults applied
+  const ConfigFields& top;
+  json& doc;
+};
+
+using Extra = std::function<void(Context&)>;
+
+struct Row {
+  ArchitectureInfo info;
+  // transformers defaults used for omitted keys.
+  json applied;
+  // Shape defaults, quoted when a required key is missing but not used: they describe some
+  // reference checkpoint, not the one in hand (unless the family's real configs rely on them,
+  // as Gemma-3's sparse text_config does: those sit in `applied`).
+  json hints;
+  Sliding sliding = Sliding::IfSet;
+  std::vector<std::pair<std::string, std::string>> renames;  // {spec key, this family's key}
+  Extra extra;
+};
+
+struct Wrapper {
+  std::string model_type;       // top-level model_type of the multimodal checkpoint
+  std::string text_model_type;  // when text_config names none (or there is none)
+  Vision vision = Vision::None;
+};
+
+// --- family-specific translation -------------------------------------------------------
+
+void qkv_bias_only(Context& c) {
+  c.doc["qkv_bias"] = c.f.boolean_or("attention_bias", true);
+  c.doc.erase("o_proj_bias");
+}
+
+json qwen_style_moe(const ConfigFields& f, bool router_quantizable) {
+  json moe = {{"num_experts", f.integer("num_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", f.integer("moe_intermediate_size")},
+              {"router_quantizable", router_quantizable}};
+  const std::int64_t shared = f.integer_or("shared_expert_intermediate_size", 0);
+  if (shared > 0) {
+    moe["num_shared_experts"] = 1;
+    moe["shared_expert_intermediate_size"] = shared;
+    moe["shared_expert_gate"] = true;
+  }
+  const std::int64_t step = f.integer_or("decoder_sparse_step", 1);
+  if (step != 1) moe["moe_layer_step"] = step;
+  if (f.has("mlp_only_layers")) {
+    const json& dense = f.at("mlp_only_layers");
+    if (!dense.is_array()) f.fail("mlp_only_layers", dense.dump(), "expected a list of layers");
+    if (!dense.empty()) moe["dense_layers"] = dense;
+  }
+  return moe;
+}
+
+json mixtral_style_moe(const ConfigFields& f) {
+  return {{"num_experts", f.integer("num_local_experts")},
+          {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+          {"moe_intermediate_size", f.integer("intermediate_size")}};
+}
+
+json linear_attention_block(const ConfigFields& f) {
+  return {{"num_key_heads", f.integer("linear_num_key_heads")},
+          {"key_head_dim", f.integer("linear_key_head_dim")},
+          {"num_value_heads", f.integer("linear_num_value_heads")},
+          {"value_head_dim", f.integer("linear_value_head_dim")},
+          {"conv_kernel", f.integer_or("linear_conv_kernel_dim", 4)}};
+}
+
+void deepseek_extra(Context& c) {
+  const ConfigFields& f = c.f;
+  json moe = {{"num_experts", f.integer("n_routed_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", f.integer("moe_intermediate_size")},
+              {"num_shared_experts", f.integer_or("n_shared_experts", 0)},
+              {"first_k_dense", f.integer_or("first_k_dense_replace", 0)}};
+  if (f.integer_or("moe_layer_freq", 1) != 1) moe["moe_layer_step"] = f.integer("moe_layer_freq");
+  if (f.string_or("topk_method", "") == "noaux_tc") moe["router_bias"] = true;
+  c.doc["moe"] = moe;
+  c.doc["mla"] = {{"q_lora_rank", f.integer_or("q_lora_rank", 0)},
+                  {"kv_lora_rank", f.integer("kv_lora_rank")},
+                  {"qk_nope_head_dim", f.integer("qk_nope_head_dim")},
+                  {"qk_rope_head_dim", f.integer("qk_rope_head_dim")},
+                  {"v_head_dim", f.integer("v_head_dim")}};
+  c.doc.erase("qkv_bias");
+  c.doc.erase("o_proj_bias");
+}
+
+void nemotron_h_extra(Context& c) {
+  const ConfigFields& f = c.f;
+  if (!f.has("hybrid_override_pattern"))
+    f.fail("hybrid_override_pattern", "missing", "required for nemotron_h");
+  const std::string pattern = f.string_or("hybrid_override_pattern", "");
+  c.doc["hybrid_override_pattern"] = pattern;
+  c.doc["mlp"] = "plain";  // squared-ReLU up/down
+  c.doc["norms_per_layer"] = 1;
+  c.doc["mamba"] = {{"num_heads", f.integer("mamba_num_heads")},
+                    {"head_dim", f.integer("mamba_head_dim")},
+                    {"state_size", f.integer("ssm_state_size")},
+                    {"n_groups", f.integer_or("n_groups", 1)},
+                    {"conv_kernel", f.integer_or("conv_kernel", 4)}};
+  if (pattern.find('E') != std::string::npos) {
+    json moe = {{"num_experts", f.integer("n_routed_experts")},
+                {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+                {"moe_intermediate_size", f.integer("moe_intermediate_size")},
+                {"router_bias", true}};  // e_score_correction_bias
+    const std::int64_t shared = f.integer_or("n_shared_experts", 0);
+    if (shared > 0) {
+      moe["num_shared_experts"] = shared;
+      moe["shared_expert_intermediate_size"] = f.integer("moe_shared_expert_intermediate_size");
+    }
+    c.doc["moe"] = moe;
+  }
+}
+
+void qwen3_next_extra(Context& c) {
+  const ConfigFields& f = c.f;
+  c.doc["moe"] = qwen_style_moe(f, false);
+  c.doc["attn_output_gate"] = true;
+  if (!c.doc.contains("layer_types")) {
+    const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+    const std::int64_t interval = f.integer("full_attention_interval");
+    if (interval <= 0 || interval > layers)
+      f.fail("full_attention_interval", std::to_string(interval), "out of range");
+    json kinds = json::array();
+    for (std::int64_t i = 0; i + 1 < interval; ++i) kinds.push_back("linear_attention");
+    kinds.push_back("full_attention");
+    c.doc["layer_pattern"] = kinds;
+  }
+  c.doc["linear_attention"] = linear_attention_block(f);
+}
+
+// Qwen3.5 / 3.6: Gated DeltaNet and gated full attention per layer_types, optional MoE with a
+// gated shared expert, MTP layers (mtp_num_hidden_layers).
+void qwen3_5_extra(Context& c, bool moe) {
+  const ConfigFields& f = c.f;
+  c.doc["attn_output_gate"] = f.boolean_or("attn_output_gate", true);
+  if (!c.doc.contains("layer_types")) {
+    const std::int64_t interval = f.integer("full_attention_interval");
+    if (interval <= 0) f.fail("full_attention_interval", std::to_string(interval), "out of range");
+    json kinds = json::array();
+    for (std::int64_t i = 0; i + 1 < interval; ++i) kinds.push_back("linear_attention");
+    kinds.push_back("full_attention");
+    c.doc["layer_pattern"] = kinds;
+  }
+  c.doc["linear_attention"] = linear_attention_block(f);
+  if (moe) c.doc["moe"] = qwen_style_moe(f, false);
+}
+
+void llama4_extra(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t inter = f.integer("intermediate_size");
+  c.doc["intermediate_size"] = f.integer_or("intermediate_size_mlp", inter);
+  json moe = {{"num_experts", f.integer("num_local_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", inter},
+              {"num_shared_experts", 1},
+              {"shared_expert_intermediate_size", inter}};
+  const std::int64_t step = f.integer_or("interleave_moe_layer_step", 1);
+  if (step != 1) moe["moe_layer_step"] = step;
+  c.doc["moe"] = moe;
+  // Local layers attend within chunks; every 4th layer (no RoPE) is global.
+  const std::int64_t chunk = f.integer_or("attention_chunk_size", 0);
+  if (chunk > 0) {
+    c.doc["attention_chunk_size"] = chunk;
+    c.doc["layer_pattern"] = {"chunked_attention", "chunked_attention", "chunked_attention",
+                              "full_attention"};
+  }
+}
+
+void glm4_moe_extra(Context& c) {
+  const ConfigFields& f = c.f;
+  qkv_bias_only(c);
+  if (f.boolean_or("use_qk_norm", false)) c.doc["qk_norm"] = true;
+  c.doc["moe"] = {{"num_experts", f.integer("n_routed_experts")},
+                  {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+                  {"moe_intermediate_size", f.integer("moe_intermediate_size")},
+                  {"num_shared_experts", f.integer_or("n_shared_experts", 0)},
+                  {"first_k_dense", f.integer_or("first_k_dense_replace", 0)},
+                  {"router_bias", true}};  // e_score_correction_bias
+}
+
+void falcon_extra(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  const bool new_arch = f.boolean_or("new_decoder_architecture", false);
+  std::int64_t kv = heads;
+  if (new_arch) {
+    kv = f.integer_or("num_kv_heads", heads);
+  } else if (f.boolean_or("multi_query", true)) {
+    kv = 1;
+  }
+  c.doc["num_key_value_heads"] = kv;
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  c.doc["intermediate_size"] = f.integer_or("ffn_hidden_size", 4 * hidden);
+  c.doc["mlp"] = "plain";
+  const bool bias = f.boolean_or("bias", false);
+  if (bias) {
+    c.doc["qkv_bias"] = true;
+    c.doc["o_proj_bias"] = true;
+    c.doc["mlp_bias"] = true;
+  }
+  // LayerNorms (weight + bias): one before parallel attention/MLP in Falcon-7B, two in the
+  // new decoder architecture and in sequential blocks.
+  const bool parallel = f.boolean_or("parallel_attn", true);
+  const std::int64_t norms = new_arch   ? f.integer_or("num_ln_in_parallel_attn", 2)
+                             : parallel ? 1
+                                        : 2;
+  c.doc["norms_per_layer"] = 2 * norms;
+  if (f.boolean_or("alibi", false))
+    f.fail("alibi", "true", "ALiBi Falcon checkpoints are not modelled");
+}
+
+// --- the table -----------------------------------------------------------------------------
+
+const std::vector<Row>& rows() {
+  static const std::vector<Row> table = [] {
+    std::vector<Row> t;
+    auto add = [&t](Row r) { t.push_back(std::move(r)); };
+    const char* kFull = "full";
+    add({{"Llama 2/3/3.x",
+          {"llama"},
+          {"llava", "llava_next"},
+          {"llama"},
+          "LlamaConfig",
+          kFull,
+          "",
+          "LLaVA / LLaVA-Next (Granite-Vision): ViT + projector",
+          ""},
+         {{"tie_word_embeddings", false}, {"attention_bias", false}, {"mlp_bias", false}},
+         {{"vocab_size", 32000},
+          {"hidden_size", 4096},
+          {"intermediate_size", 11008},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 2048}},
+         Sliding::IfSet,
+         {},
+         nullptr});
+    add({{"Llama 4",
+          {"llama4_text"},
+          {"llama4"},
+          {"llama4"},
+          "Llama4TextConfig",
+          "chunked local (3 of 4 layers) + full",
+          "routed experts + 1 shared, every n-th layer",
+          "Llama-4 ViT",
+          ""},
+         {{"tie_word_embeddings", false}, {"attention_bias", false}},
+         {{"vocab_size", 202048},
+          {"hidden_size", 5120},
+          {"intermediate_size", 8192},
+          {"num_hidden_layers", 48},
+          {"num_attention_heads", 40},
+          {"max_position_embeddings", 131072}},
+         Sliding::Never,
+         {},
+         llama4_extra});
+    add({{"Mistral, Mistral-Small 3.x / Pixtral wrapper",
+          {"mistral", "ministral", "ministral3"},
+          {"mistral3"},
+          {"mistral"},
+          "MistralConfig",
+          "full, or sliding window on every layer when set",
+          "",
+          "Pixtral ViT",
+          ""},
+         {{"tie_word_embeddings", false}, {"num_key_value_heads", 8}},
+         {{"vocab_size", 32000},
+          {"hidden_size", 4096},
+          {"intermediate_size", 14336},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 131072}},
+         Sliding::IfSet,
+         {},
+         nullptr});
+    add({{"Mixtral",
+          {"mixtral"},
+          {},
+          {},
+          "MixtralConfig",
+          "full (sliding window when set)",
+          "routed experts (num_local_experts)",
+          "",
+          ""},
+         {{"tie_word_embeddings", false},
+          {"num_key_value_heads", 8},
+          {"num_local_experts", 8},
+          {"num_experts_per_tok", 2}},
+         {{"vocab_size", 32000},
+          {"hidden_size", 4096},
+          {"intermediate_size", 14336},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 131072}},
+         Sliding::IfSet,
+         {},
+         [](Context& c) { c.doc["moe"] = mixtral_style_moe(c.f); }});
+    add({{"Qwen 1.5/2/2.5, Qwen2-VL/2.5-VL, MiMo",
+          {"qwen2", "mimo"},
+          {"qwen2_vl", "qwen2_5_vl"},
+          {"qwen2"},
+          "Qwen2Config",
+          "full (sliding only with use_sliding_window)",
+          "",
+          "Qwen2-VL / Qwen2.5-VL ViT",
+          "MiMo: num_nextn_predict_layers"},
+         {{"tie_word_embeddings", false}},
+         {{"vocab_size", 151936},
+          {"hidden_size", 4096},
+          {"intermediate_size", 22016},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 32768}},
+         Sliding::QwenGated,
+         {},
+         [](Context& c) {
+           c.doc["qkv_bias"] = true;
+           c.doc.erase("o_proj_bias");
+         }});
+    add({{"Qwen 1.5-MoE / Qwen2-MoE",
+          {"qwen2_moe"},
+          {},
+          {"qwen2moe"},
+          "Qwen2MoeConfig",
+          "full (sliding only with use_sliding_window)",
+          "routed experts + gated shared expert",
+          "",
+          ""},
+         {{"tie_word_embeddings", false}, {"decoder_sparse_step", 1}},
+         {{"vocab_size", 151936},
+          {"hidden_size", 2048},
+          {"intermediate_size", 5632},
+          {"num_hidden_layers", 24},
+          {"num_attention_heads", 16},
+          {"max_position_embeddings", 32768}},
+         Sliding::QwenGated,
+         {},
+         [](Context& c) {
+           c.doc["qkv_bias"] = true;
+           c.doc.erase("o_proj_bias");
+           c.doc["moe"] = qwen_style_moe(c.f, false);
+         }});
+    add({{"Qwen3, Qwen3-VL",
+          {"qwen3", "qwen3_vl_text"},
+          {"qwen3_vl"},
+          {"qwen3"},
+          "Qwen3Config",
+          "full, per-head q/k norm",
+          "",
+          "Qwen3-VL ViT (deepstack mergers)",
+          ""},
+         {{"tie_word_embeddings", false}, {"attention_bias", false}, {"head_dim", 128}},
+         {{"vocab_size", 151936},
+          {"hidden_size", 4096},
+          {"intermediate_size", 22016},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 32768}},
+         Sliding::QwenGated,
+         {},
+         [](Context& c) { c.doc["qk_norm"] = true; }});
+    add({{"Qwen3-MoE, Qwen3-VL-MoE",
+          {"qwen3_moe", "qwen3_vl_moe_text"},
+          {"qwen3_vl_moe"},
+          {"qwen3moe"},
+          "Qwen3MoeConfig",
+          "full, per-head q/k norm",
+          "routed experts",
+          "Qwen3-VL ViT",
+          ""},
+         {{"tie_word_embeddings", false}, {"attention_bias", false}, {"decoder_sparse_step", 1}},
+         {{"vocab_size", 151936},
+          {"hidden_size", 2048},
+          {"intermediate_size", 6144},
+          {"num_hidden_layers", 24},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 32768}},
+         Sliding::QwenGated,
+         {},
+         [](Context& c) {
+           c.doc["qk_norm"] = true;
+           c.doc["moe"] = qwen_style_moe(c.f, true);
+         }});
+    add({{"Qwen3-Next",
+          {"qwen3_next"},
+          {},
+          {},
+          "Qwen3NextConfig",
+          "Gated DeltaNet linear attention + gated full attention (full_attention_interval)",
+          "routed experts + gated shared expert",
+          "",
+          "num_nextn_predict_layers"},
+         {{"tie_word_embeddings", false}, {"attention_bias", false}, {"decoder_sparse_step", 1}},
+         {{"vocab_size", 151936},
+          {"hidden_size", 2048},
+          {"intermediate_size", 5632},
+          {"num_hidden_layers", 48},
+          {"num_attention_heads", 16},
+          {"max_position_embeddings", 32768}},
+         Sliding::Never,
+         {},
+         [](Context& c) {
+           c.doc["qk_norm"] = true;
+           qwen3_next_extra(c);
+         }});
+    add({{"Qwen3.5 / Qwen3.6 dense",
+          {"qwen3_5_text"},
+          {"qwen3_5"},
+          {},
+          "Qwen3_5TextConfig",
+          "Gated DeltaNet linear attention + gated full attention (layer_types)",
+          "",
+          "Qwen3-VL-style ViT",
+          "mtp_num_hidden_layers"},
+         {{"tie_word_embeddings", false}, {"attention_bias", false}},
+         {{"vocab_size", 248320},
+          {"hidden_size", 4096},
+          {"intermediate_size", 12288},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 16},
+          {"max_position_embeddings", 32768}},
+         Sliding::Never,
+         {},
+         [](Context& c) {
+           c.doc["qk_norm"] = true;
+           qwen3_5_extra(c, false);
+         }});
+    add({{"Qwen3.5 / Qwen3.6 MoE",
+          {"qwen3_5_moe_text"},
+          {"qwen3_5_moe"},
+          {},
+          "Qwen3_5MoeTextConfig",
+          "Gated DeltaNet linear attention + gated full attention (layer_types)",
+          "routed experts + gated shared expert",
+          "Qwen3-VL-style ViT",
+          "mtp_num_hidden_layers"},
+         {{"tie_word_embeddings", false}, {"attention_bias", false}, {"decoder_sparse_step", 1}},
+         {{"vocab_size", 248320},
+          {"hidden_size", 2048},
+          {"num_hidden_layers", 40},
+          {"num_attention_heads", 16},
+          {"max_position_embeddings", 32768}},
+         Sliding::Never,
+         {},
+         [](Context& c) {
+           c.doc["qk_norm"] = true;
+           qwen3_5_extra(c, true);
+         }});
+    add({{"Gemma 1", {"gemma"}, {}, {"gemma"}, "GemmaConfig", kFull, "", "", ""},
+         {{"tie_word_embeddings", true}, {"head_dim", 256}, {"attention_bias", false}},
+         {{"vocab_size", 256000},
+          {"hidden_size", 3072},
+          {"intermediate_size", 24576},
+          {"num_hidden_layers", 28},
+          {"num_attention_heads", 16},
+          {"max_position_embeddings", 8192}},
+         Sliding::Never,
+         {},
+         nullptr});
+    add({{"Gemma 2",
+          {"gemma2"},
+          {},
+          {"gemma2"},
+          "Gemma2Config",
+          "sliding window and full, alternating",
+          "",
+          "",
+          ""},
+         {{"tie_word_embeddings", true},
+          {"head_dim", 256},
+          {"num_key_value_heads", 4},
+          {"sliding_window", 4096},
+          {"attention_bias", false}},
+         {{"vocab_size", 256000},
+          {"hidden_size", 2304},
+          {"intermediate_size", 9216},
+          {"num_hidden_layers", 26},
+          {"num_attention_heads", 8},
+          {"max_position_embeddings", 8192}},
+         Sliding::Alternate,
+         {},
+         [](Context& c) { c.doc["norms_per_layer"] = 4; }});
+    // Gemma-3 configs name few keys: every transformers default is what vLLM builds.
+    add({{"Gemma 3",
+          {"gemma3_text"},
+          {"gemma3"},
+          {"gemma3"},
+          "Gemma3TextConfig",
+          "5 sliding-window layers then 1 full (sliding_window_pattern / layer_types), q/k norm",
+          "",
+          "SigLIP ViT + projector",
+          ""},
+         {{"tie_word_embeddings", true},
+          {"head_dim", 256},
+          {"num_key_value_heads", 4},
+          {"sliding_window", 4096},
+          {"sliding_window_pattern", 6},
+          {"attention_bias", false},
+          {"vocab_size", 262208},
+          {"hidden_size", 2304},
+          {"intermediate_size", 9216},
+          {"num_hidden_layers", 26},
+          {"num_attention_heads", 8},
+          {"max_position_embeddings", 131072}},
+         {},
+         Sliding::PatternKey,
+         {},
+         [](Context& c) {
+           c.doc["norms_per_layer"] = 4;
+           c.doc["qk_norm"] = true;
+         }});
+    add({{"Phi-1 / 1.5 / 2",
+          {"phi"},
+          {},
+          {"phi2"},
+          "PhiConfig",
+          "full, partial rotary",
+          "",
+          "",
+          ""},
+         {{"tie_word_embeddings", false}, {"partial_rotary_factor", 0.5}},
+         {{"vocab_size", 51200},
+          {"hidden_size", 2048},
+          {"intermediate_size", 8192},
+          {"num_hidden_layers", 24},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 2048}},
+         Sliding::Never,
+         {},
+         [](Context& c) {
+           // Parallel block: one LayerNorm (weight + bias), biased q/k/v/dense and fc1/fc2.
+           c.doc["mlp"] = "plain";
+           c.doc["qkv_bias"] = true;
+           c.doc["o_proj_bias"] = true;
+           c.doc["mlp_bias"] = true;
+           c.doc["norms_per_layer"] = 2;
+         }});
+    add({{"Phi-3 / 3.5 / 4",
+          {"phi3"},
+          {},
+          {"phi3"},
+          "Phi3Config",
+          "full (sliding window on every layer when set)",
+          "",
+          "",
+          ""},
+         {{"tie_word_embeddings", false}},
+         {{"vocab_size", 32064},
+          {"hidden_size", 3072},
+          {"intermediate_size", 8192},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 4096}},
+         Sliding::IfSet,
+         {},
+         nullptr});
+    add({{"Phi-3.5-MoE",
+          {"phimoe"},
+          {},
+          {},
+          "PhimoeConfig",
+          "full (sliding window on every layer when set)",
+          "routed experts (num_local_experts)",
+          "",
+          ""},
+         {{"tie_word_embeddings", false},
+          {"num_key_value_heads", 8},
+          {"attention_bias", false},
+          {"num_local_experts", 16},
+          {"num_experts_per_tok", 2}},
+         {{"vocab_size", 32064},
+          {"hidden_size", 4096},
+          {"intermediate_size", 6400},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 131072}},
+         Sliding::IfSet,
+         {},
+         [](Context& c) {
+           c.doc["moe"] = mixtral_style_moe(c.f);
+           c.doc["norms_per_layer"] = 4;  // two LayerNorms with biases
+         }});
+    add({{"Granite 3.x", {"granite"}, {}, {"granite"}, "GraniteConfig", kFull, "", "", ""},
+         {{"tie_word_embeddings", false}, {"attention_bias", false}, {"mlp_bias", false}},
+         {{"vocab_size", 32000},
+          {"hidden_size", 4096},
+          {"intermediate_size", 11008},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 2048}},
+         Sliding::Never,
+         {},
+         nullptr});
+    add({{"Granite-MoE",
+          {"granitemoe", "granitemoeshared"},
+          {},
+          {"granitemoe"},
+          "GraniteMoeConfig",
+          kFull,
+          "routed experts (+ shared expert in granitemoeshared)",
+          "",
+          ""},
+         {{"tie_word_embeddings", false},
+          {"attention_bias", false},
+          {"num_local_experts", 8},
+          {"num_experts_per_tok", 2},
+          {"shared_intermediate_size", 0}},
+         {{"vocab_size", 32000},
+          {"hidden_size", 4096},
+          {"intermediate_size", 11008},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 2048}},
+         Sliding::Never,
+         {},
+         [](Context& c) {
+           json moe = mixtral_style_moe(c.f);
+           const std::int64_t shared = c.f.integer_or("shared_intermediate_size", 0);
+           if (shared > 0) {
+             moe["num_shared_experts"] = 1;
+             moe["shared_expert_intermediate_size"] = shared;
+           }
+           c.doc["moe"] = moe;
+         }});
+    add({{"DeepSeek V2 / V2-Lite / V3 / R1, Kimi-K2",
+          {"deepseek_v2", "deepseek_v3", "kimi_k2"},
+          {"kimi_vl"},
+          {"deepseek2"},
+          "DeepseekV3Config",
+          "MLA (latent KV)",
+          "routed + shared experts, first_k_dense_replace dense layers",
+          "Kimi-VL MoonViT",
+          "num_nextn_predict_layers"},
+         {{"tie_word_embeddings", false}},
+         {{"vocab_size", 129280},
+          {"hidden_size", 7168},
+          {"intermediate_size", 18432},
+          {"num_hidden_layers", 61},
+          {"num_attention_heads", 128},
+          {"max_position_embeddings", 4096}},
+         Sliding::Never,
+         {},
+         deepseek_extra});
+    add({{"GPT-OSS",
+          {"gpt_oss"},
+          {},
+          {},
+          "GptOssConfig",
+          "sliding window 128 and full, alternating (layer_types), attention sinks",
+          "routed experts with biases (MXFP4)",
+          "",
+          ""},
+         {{"tie_word_embeddings", false}},
+         {{"vocab_size", 201088},
+          {"hidden_size", 2880},
+          {"intermediate_size", 2880},
+          {"num_hidden_layers", 36},
+          {"num_attention_heads", 64},
+          {"max_position_embeddings", 131072}},
+         Sliding::Never,
+         {},
+         [](Context& c) {
+           json moe = mixtral_style_moe(c.f);
+           moe["expert_bias"] = true;
+           moe["router_bias"] = true;
+           c.doc["moe"] = moe;
+           c.doc["attention_sinks"] = true;
+         }});
+    add({{"GLM-4 (0414)", {"glm4"}, {}, {"glm4"}, "Glm4Config", "full, partial rotary", "", "", ""},
+         {{"tie_word_embeddings", false},
+          {"attention_bias", true},
+          {"head_dim", 128},
+          {"partial_rotary_factor", 0.5},
+          {"num_key_value_heads", 2}},
+         {{"vocab_size", 151552},
+          {"hidden_size", 4096},
+          {"intermediate_size", 13696},
+          {"num_hidden_layers", 40},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 131072}},
+         Sliding::Never,
+         {},
+         [](Context& c) {
+           qkv_bias_only(c);
+           c.doc["norms_per_layer"] = 4;  // input, post-attention, post-self-attn, post-MLP
+         }});
+    add({{"GLM-4.5 / 4.6 / 4.7",
+          {"glm4_moe"},
+          {},
+          {"glm4moe"},
+          "Glm4MoeConfig",
+          "full, partial rotary, optional q/k norm",
+          "routed + shared experts, first_k_dense_replace dense layers",
+          "",
+          "num_nextn_predict_layers"},
+         {{"tie_word_embeddings", false},
+          {"attention_bias", false},
+          {"head_dim", 128},
+          {"partial_rotary_factor", 0.5},
+          {"num_key_value_heads", 8}},
+         {{"vocab_size", 151552},
+          {"hidden_size", 4096},
+          {"intermediate_size", 10944},
+          {"num_hidden_layers", 46},
+          {"num_attention_heads", 96},
+          {"max_position_embeddings", 131072}},
+         Sliding::Never,
+         {},
+         glm4_moe_extra});
+    add({{"OLMo 2 / OLMo 3",
+          {"olmo2", "olmo3"},
+          {},
+          {"olmo2"},
+          "Olmo2Config",
+          "full (OLMo 3: sliding and full per layer_types), q/k norm over all heads",
+          "",
+          "",
+          ""},
+         {{"tie_word_embeddings", false}, {"attention_bias", false}},
+         {{"vocab_size", 50304},
+          {"hidden_size", 4096},
+          {"intermediate_size", 11008},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 2048}},
+         Sliding::Never,
+         {},
+         [](Context& c) {
+           // post-attention and post-MLP RMSNorms, plus q_norm/k_norm over every head
+           // (hidden-wide when there are as many KV heads as heads).
+           c.doc["norms_per_layer"] = 4;
+         }});
+    add({{"InternLM 2 / 2.5 / 3",
+          {"internlm2", "internlm3"},
+          {},
+          {"internlm2"},
+          "InternLM2Config",
+          kFull,
+          "",
+          "",
+          ""},
+         {{"tie_word_embeddings", false}, {"bias", false}},
+         {{"vocab_size", 103168},
+          {"hidden_size", 4096},
+          {"intermediate_size", 11008},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 2048}},
+         Sliding::Never,
+         {},
+         [](Context& c) {
+           if (c.f.boolean_or("bias", false) || c.f.boolean_or("qkv_bias", false))
+             c.doc["qkv_bias"] = true;
+           if (c.f.boolean_or("bias", false)) c.doc["o_proj_bias"] = true;
+         }});
+    add({{"Cohere Command-R / R+",
+          {"cohere"},
+          {},
+          {"command-r"},
+          "CohereConfig",
+          "full (parallel attention and MLP)",
+          "",
+          "",
+          ""},
+         {{"tie_word_embeddings", true}, {"attention_bias", false}},
+         {{"vocab_size", 256000},
+          {"hidden_size", 8192},
+          {"intermediate_size", 22528},
+          {"num_hidden_layers", 40},
+          {"num_attention_heads", 64},
+          {"max_position_embeddings", 8192}},
+         Sliding::Never,
+         {},
+         [](Context& c) {
+           c.doc["norms_per_layer"] = 1;  // one LayerNorm without bias
+           if (c.f.boolean_or("use_qk_norm", false)) c.doc["qk_norm"] = true;
+         }});
+    add({{"Cohere Command-R7B / A",
+          {"cohere2"},
+          {},
+          {"cohere2"},
+          "Cohere2Config",
+          "3 sliding-window layers then 1 full (sliding_window_pattern / layer_types)",
+          "",
+          "",
+          ""},
+         {{"tie_word_embeddings", true},
+          {"attention_bias", false},
+          {"sliding_window", 4096},
+          {"sliding_window_pattern", 4}},
+         {{"vocab_size", 256000},
+          {"hidden_size", 8192},
+          {"intermediate_size", 22528},
+          {"num_hidden_layers", 40},
+          {"num_attention_heads", 64},
+          {"max_position_embeddings", 8192}},
+         Sliding::PatternKey,
+         {},
+         [](Context& c) { c.doc["norms_per_layer"] = 1; }});
+    add({{"StarCoder2",
+          {"starcoder2"},
+          {},
+          {"starcoder2"},
+          "Starcoder2Config",
+          "full (sliding window on every layer when set)",
+          "",
+          "",
+          ""},
+         {{"tie_word_embeddings", true}, {"use_bias", true}, {"num_key_value_heads", 2}},
+         {{"vocab_size", 49152},
+          {"hidden_size", 3072},
+          {"intermediate_size", 12288},
+          {"num_hidden_layers", 30},
+          {"num_attention_heads", 24},
+          {"max_position_embeddings", 4096}},
+         Sliding::IfSet,
+         {},
+         [](Context& c) {
+           c.doc["mlp"] = "plain";
+           c.doc["norms_per_layer"] = 4;  // two LayerNorms with biases
+           if (c.f.boolean_or("use_bias", true)) {
+             c.doc["qkv_bias"] = true;
+             c.doc["o_proj_bias"] = true;
+             c.doc["mlp_bias"] = true;
+           }
+         }});
+    add({{"Falcon 7B / 40B / 180B",
+          {"falcon"},
+          {},
+          {"falcon"},
+          "FalconConfig",
+          "full (multi-query or grouped KV)",
+          "",
+          "",
+          ""},
+         // Falcon configs omit max_position_embeddings; vLLM then takes FalconConfig's 2048.
+         {{"tie_word_embeddings", true}, {"vocab_size", 65024}, {"max_position_embeddings", 2048}},
+         {{"hidden_size", 4544}, {"num_hidden_layers", 32}, {"num_attention_heads", 71}},
+         Sliding::Never,
+         {{"num_hidden_layers", "n_layer"}, {"num_attention_heads", "n_head"}},
+         falcon_extra});
+    add({{"EXAONE 3 / 3.5", {"exaone"}, {}, {"exaone"}, "ExaoneConfig", kFull, "", "", ""},
+         {{"tie_word_embeddings", true}},
+         {{"vocab_size", 102400},
+          {"hidden_size", 2048},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 2048}},
+         Sliding::Never,
+         {{"num_hidden_layers", "num_layers"}},
+         nullptr});
+    add({{"EXAONE 4",
+          {"exaone4"},
+          {},
+          {"exaone4"},
+          "Exaone4Config",
+          "3 sliding-window layers then 1 full (sliding_window_pattern), q/k norm",
+          "",
+          "",
+          ""},
+         {{"tie_word_embeddings", false}, {"sliding_window_pattern", 4}},
+         {{"vocab_size", 102400},
+          {"hidden_size", 4096},
+          {"intermediate_size", 16384},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 2048}},
+         Sliding::ExaonePattern,
+         {},
+         [](Context& c) { c.doc["qk_norm"] = true; }});
+    add({{"Nemotron-H, Nemotron 3",
+          {"nemotron_h"},
+          {},
+          {},
+          "NemotronHConfig",
+          "Mamba2 + full attention per hybrid_override_pattern",
+          "routed + shared experts on E layers (Nemotron 3)",
+          "",
+          ""},
+         {{"tie_word_embeddings", false}},
+         {{"vocab_size", 131072},
+          {"hidden_size", 4096},
+          {"intermediate_size", 21504},
+          {"num_hidden_layers", 52},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 4096}},
+         Sliding::Never,
+         {},
+         nemotron_h_extra});
+    return t;
+  }();
+  return table;
+}
+
+const std::vector<Wrapper>& wrappers() {
+  static const std::vector<Wrapper> table = {
+      {"gemma3", "gemma3_text", Vision::Siglip},
+      {"llama4", "llama4_text", Vision::Vit},
+      {"mistral3", "mistral", Vision::Pixtral},
+      {"llava", "llama", Vision::Llava},
+      {"llava_next", "llama", Vision::Llava},
+      {"qwen2_vl", "qwen2", Vision::Qwen2Vl},
+      {"qwen2_5_vl", "qwen2", Vision::Qwen25Vl},
+      {"qwen3_vl", "qwen3_vl_text", Vision::Qwen3Vl},
+      {"qwen3_vl_moe", "qwen3_vl_moe_text", Vision::Qwen3Vl},
+      {"qwen3_5", "qwen3_5_text", Vision::Qwen3Vl},
+      {"qwen3_5_moe", "qwen3_5_moe_text", Vision::Qwen3Vl},
+      {"kimi_vl", "deepseek_v3", Vision::Vit},
+  };
+  return table;
+}
+
+const Row* find_row(const std::string& model_type) {
+  for (const Row& r : rows()) {
+    if (std::find(r.info.model_types.begin(), r.info.model_types.end(), model_type) !=
+        r.info.model_types.end()) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+const Wrapper* find_wrapper(const std::string& model_type) {
+  for (const Wrapper& w : wrappers()) {
+    if (w.model_type == model_type) return &w;
+  }
+  return nullptr;
+}
+
+[[noreturn]] void unknown_model_type(const ConfigFields& where, const char* key,
+                                     const std::string& model_type) {
+  for (const RefusedArchitecture& r : refused_architectures()) {
+    if (r.model_type == model_type) {
+      where.fail(key, model_type,
+                 "known but not modelled: " + r.reason +
+                     "; to plan it, write a spec YAML under model_specs/models/ (see "
+                     "docs/models.md)");
+    }
+  }
+  where.fail(key, model_type.empty() ? "missing" : model_type,
+             "unknown model_type; supported: " + supported_model_types() +
+                 ". To plan another family, write a spec YAML under model_specs/models/ (schema "
+                 "in docs/models.md) and pass its path");
+}
+
+// --- vision towers ------------------------------------------------------------------------
+
+// ViT encoder with biased q/k/v/o and two-matrix MLP, two LayerNorms per layer, a biased patch
+// convolution, learned positions and a post-LayerNorm (SigLIP / CLIP / Llama-4 style).
+std::int64_t vit_encoder(const ConfigFields& v) {
+  const std::int64_t h = v.integer("hidden_size");
+  const std::int64_t inter = v.integer("intermediate_size");
+  const std::int64_t layers = v.integer("num_hidden_layers");
+  const std::int64_t patch = v.integer("patch_size");
+  const std::int64_t image = v.integer("image_size");
+  const std::int64_t channels = v.integer_or("num_channels", 3);
+  if (patch <= 0 || image < patch)
+    v.fail("patch_size", std::to_string(patch), "patch larger than the image");
+  const std::int64_t positions = (image / patch) * (image / patch);
+  const std::int64_t per_layer = 4 * h * h + 2 * h * inter + 9 * h + inter;
+  return layers * per_layer + channels * patch * patch * h + h + positions * h + 2 * h;
+}
+
+// Qwen-VL vision transformers: 3-D patch convolution, blocks, and a patch merger MLP over
+// spatial_merge_size^2 patches into the text width. Versions differ in norms and MLP.
+std::int64_t qwen_vl_tower(const ConfigFields& v, Vision style, std::int64_t text_hidden) {
+  const bool v2 = style == Vision::Qwen2Vl;
+  const std::int64_t e = v.integer(v2 ? "embed_dim" : "hidden_size");
+  const std::int64_t depth = v.integer("depth");
+  const std::int64_t patch = v.integer("patch_size");
+  const std::int64_t temporal = v.integer_or("temporal_patch_size", 2);
+  const std::int64_t channels = v.integer_or("in_channels", v.integer_or("in_chans", 3));
+  const std::int64_t merge = v.integer_or("spatial_merge_size", 2);
+  const std::int64_t out =
+      v2 ? v.integer_or("hidden_size", text_hidden) : v.integer_or("out_hidden_size", text_hidden);
+  const std::int64_t merged = e * merge * merge;
+  const std::int64_t attention = 4 * e * e + 4 * e;  // qkv and proj with biases
+  std::int64_t per_layer = attention;
+  std::int64_t total = channels * temporal * patch * patch * e;
+  std::int64_t merger = merged * merged + merged + out * merged + out;
+  if (style == Vision::Qwen2Vl) {
+    const std::int64_t inter = e * v.integer_or("mlp_ratio", 4);
+    per_layer += 2 * e * inter + inter + e + 4 * e;  // fc1/fc2 + two LayerNorms
+    merger += 2 * e;
+  } else if (style == Vision::Qwen25Vl) {
+    const std::int64_t inter = v.integer("intermediate_size");
+    per_layer += 3 * e * inter + 2 * inter + e + 2 * e;  // gated MLP with biases + RMSNorms
+    merger += e;
+  } else {
+    const std::int64_t inter = v.integer("intermediate_size");
+    per_layer += 2 * e * inter + inter + e + 4 * e;
+    total += e + v.integer_or("num_position_embeddings", 0) * e;  // conv bias, positions
+    std::int64_t deepstack = 0;
+    if (v.has("deepstack_visual_indexes")) {
+      const json& idx = v.at("deepstack_visual_indexes");
+      if (!idx.is_array()) v.fail("deepstack_visual_indexes", idx.dump(), "expected a list");
+      deepstack = static_cast<std::int64_t>(idx.size());
+    }
+    total += deepstack * (merger + 2 * merged);  // post-shuffle LayerNorm per deepstack merger
+    merger += 2 * e;
+  }
+  return total + depth * per_layer + merger;
+}
+
+// Pixtral encoder (Mistral-3): RMSNorms, gated MLP, no biases; projector with patch merger.
+std::int64_t pixtral_tower(const ConfigFields& v, const ConfigFields& top,
+                           std::int64_t text_hidden) {
+  const std::int64_t h = v.integer("hidden_size");
+  const std::int64_t inter = v.integer("intermediate_size");
+  const std::int64_t layers = v.integer("num_hidden_layers");
+  const std::int64_t patch = v.integer("patch_size");
+  const std::int64_t channels = v.integer_or("num_channels", 3);
+  const std::int64_t merge = top.integer_or("spatial_merge_size", 2);
+  const std::int64_t encoder =
+      layers * (4 * h * h + 3 * h * inter + 2 * h) + channels * patch * patch * h + h;
+  const bool bias = top.boolean_or("multimodal_projector_bias", false);
+  const std::int64_t projector = h + h * h * merge * merge + text_hidden * h +
+                                 text_hidden * text_hidden + (bias ? 2 * text_hidden : 0);
+  return encoder + projector;
+}
+
+std::int64_t vision_parameters(const json& config, const ConfigFields& top, Vision style,
+                               std::int64_t text_hidden, const std::string& file) {
+  const json& vision = config.at("vision_config");
+  if (!vision.is_object()) top.fail("vision_config", "not an object", "expected an object");
+  const ConfigFields v(vision, file, "vision_config.");
+  switch (style) {
+    case Vision::Qwen2Vl:
+    case Vision::Qwen25Vl:
+    case Vision::Qwen3Vl:
+      return qwen_vl_tower(v, style, text_hidden);
+    case Vision::Pixtral:
+      return pixtral_tower(v, top, text_hidden);
+    case Vision::Llava: {
+      // LLaVA(-Next) projector: linear_1 over the concatenated feature layers, GELU, linear_2;
+      // LLaVA-Next adds the image_newline vector.
+      std::int64_t feature_layers = 1;
+      if (top.has("vision_feature_layer") && top.at("vision_feature_layer").is_array())
+        feature_layers = static_cast<std::int64_t>(top.at("vision_feature_layer").size());
+      const std::int64_t h = v.integer("hidden_size");
+      return vit_encoder(v) + text_hidden * h * feature_layers + text_hidden +
+             text_hidden * text_hidden + text_hidden + text_hidden;
+    }
+    case Vision::Siglip:
+    case Vision::Vit:
+    case Vision::None:
+      break;
+  }
+  // Gemma-3 projector: mm_input_projection [vision, text] and its soft-embedding norm.
+  const std::int64_t h = v.integer("hidden_size");
+  return vit_encoder(v) + h * text_hidden + h;
+}
+
+// --- shared decoder translation ------------------------------------------------------------
+
+json sliding_pattern(std::int64_t period) {
+  json kinds = json::array();
+  for (std::int64_t i = 0; i + 1 < period; ++i) kinds.push_back("sliding_attention");
+  kinds.push_back("full_attention");
+  return kinds;
+}
+
+void translate_layers(const ConfigFields& f, const Row& row, json& doc) {
+  const std::int64_t layers = doc["num_hidden_layers"].get<std::int64_t>();
+  const std::int64_t window = f.integer_or("sliding_window", 0);
+  const bool qwen_enabled = f.boolean_or("use_sliding_window", false);
+  if (f.has("layer_types")) {
+    const json& types = f.at("layer_types");
+    if (!types.is_array()) f.fail("layer_types", types.dump().substr(0, 80), "expected a list");
+    if (static_cast<std::int64_t>(types.size()) != layers) {
+      f.fail("layer_types", std::to_string(types.size()) + " entries",
+             "must have num_hidden_layers entries");
+    }
+    static const std::set<std::string> kKnown = {"full_attention", "sliding_attention",
+                                                 "linear_attention", "chunked_attention"};
+    bool any_sliding = false;
+    for (const auto& t : types) {
+      if (!t.is_string() || kKnown.count(t.get<std::string>()) == 0) {
+        f.fail("layer_types", t.dump(),
+               "unknown layer type (full_attention, sliding_attention, linear_attention, "
+               "chunked_attention)");
+      }
+      any_sliding |= t == "sliding_attention";
+    }
+    // Qwen configs list sliding layers but vLLM slides them only with use_sliding_window.
+    if (row.sliding == Sliding::QwenGated && !qwen_enabled) {
+      json full = json::array();
+      for (const auto& t : types) full.push_back(t == "sliding_attention" ? "full_attention" : t);
+      doc["layer_types"] = full;
+    } else {
+      doc["layer_types"] = types;
+      if (any_sliding) {
+        if (window <= 0) f.fail("sliding_window", "missing", "sliding_attention layers need it");
+        doc["sliding_window"] = window;
+      }
+    }
+    return;
+  }
+  const std::int64_t max_positions = doc["max_position_embeddings"].get<std::int64_t>();
+  switch (row.sliding) {
+    case Sliding::Never:
+      return;
+    case Sliding::Alternate:
+      doc["layer_pattern"] = {"sliding_attention", "full_attention"};
+      doc["sliding_window"] = f.integer("sliding_window");
+      return;
+    case Sliding::PatternKey: {
+      const std::int64_t period =
+          f.integer_or("sliding_window_pattern", f.integer_or("_sliding_window_pattern", 6));
+      if (period <= 0) f.fail("sliding_window_pattern", std::to_string(period), "must be positive");
+      doc["layer_pattern"] = sliding_pattern(period);
+      doc["sliding_window"] = f.integer("sliding_window");
+      return;
+    }
+    case Sliding::ExaonePattern: {
+      if (window <= 0) return;
+      json kinds = json::array();
+      if (f.has("sliding_window_pattern") && f.at("sliding_window_pattern").is_string()) {
+        for (char ch : f.at("sliding_window_pattern").get<std::string>()) {
+          if (ch != 'L' && ch != 'G')
+            f.fail("sliding_window_pattern", std::string(1, ch), "expected L or G letters");
+          kinds.push_back(ch == 'L' ? "sliding_attention" : "full_attention");
+        }
+        if (kinds.empty()) f.fail("sliding_window_pattern", "\"\"", "must not be empty");
+      } else {
+        kinds = sliding_pattern(f.integer_or("sliding_window_pattern", 4));
+      }
+      doc["layer_pattern"] = kinds;
+      doc["sliding_window"] = window;
+      return;
+    }
+    case Sliding::QwenGated:
+      if (!qwen_enabled) return;
+      break;
+    case Sliding::IfSet:
+      break;
+  }
+  if (window > 0 && window < max_positions) {
+    doc["sliding_window"] = window;
+    doc["layer_pattern"] = {"sliding_attention"};
+  }
+}
+
+json dtype_name(const ConfigFields& f) {
+  // Newer transformers write "dtype"; older "torch_dtype".
+  std::string dtype = f.string_or("torch_dtype", f.string_or("dtype", "bfloat16"));
+  if (dtype.rfind("torch.", 0) == 0) dtype = dtype.substr(6);
+  return dtype;
+}
+
+json decoder_document(const json& text, const ConfigFields& top, const Row& row,
+                      const std::string& model_type, const std::string& prefix,
+                      const std::string& file) {
+  json renamed = text;
+  for (const auto& [key, alias] : row.renames) {
+    if (!renamed.contains(key) && renamed.contains(alias)) renamed[key] = renamed[alias];
+  }
+  const ConfigFields f(renamed, file, prefix, &row.applied, &row.hints, row.info.config_class);
+  json doc;
+  doc["model_type"] = model_type;
+  const std::int64_t hidden = f.integer("hidden_size");
+  const std::int64_t layers = f.integer("num_hidden_layers");
+  const std::int64_t heads = f.integer("num_attention_heads");
+  if (hidden <= 0 || layers <= 0 || heads <= 0) {
+    f.fail(hidden <= 0   ? "hidden_size"
+           : layers <= 0 ? "num_hidden_layers"
+                         : "num_attention_heads",
+           "0", "must be positive");
+  }
+  if (layers > 100000) f.fail("num_hidden_layers", std::to_string(layers), "absurd layer count");
+  doc["hidden_size"] = hidden;
+  doc["num_hidden_layers"] = layers;
+  doc["num_attention_heads"] = heads;
+  doc["num_key_value_heads"] = f.integer_or("num_key_value_heads", heads);
+  std::int64_t head_dim = f.integer_or("head_dim", f.integer_or("attention_head_dim", 0));
+  if (head_dim == 0) {
+    if (hidden % heads != 0)
+      f.fail("head_dim", "missing", "hidden_size is not a multiple of num_attention_heads");
+    head_dim = hidden / heads;
+  }
+  doc["head_dim"] = head_dim;
+  // Families whose MLP width lives elsewhere (Falcon's ffn_hidden_size, MoE-only models) set it
+  // in their extra step; a present intermediate_size is always read.
+  doc["intermediate_size"] = f.integer_or("intermediate_size", 0);
+  const std::int64_t vocab = f.integer("vocab_size");
+  if (vocab <= 0) f.fail("vocab_size", std::to_string(vocab), "must be positive");
+  doc["vocab_size"] = vocab;
+  // vLLM derives max_model_len from max_position_embeddings (rope scaling already folded in by
+  // the checkpoints in use: Llama-3.1 131072, DeepSeek-V3 163840 = 4096 x yarn 40).
+  doc["max_position_embeddings"] = f.integer("max_position_embeddings");
+  // A wrapper's top-level flag, when given, is the one the ForConditionalGeneration reads.
+  doc["tie_word_embeddings"] =
+      f.has("tie_word_embeddings")
+          ? f.boolean_or("tie_word_embeddings", false)
+          : top.boolean_or("tie_word_embeddings", f.boolean_or("tie_word_embeddings", false));
+  doc["torch_dtype"] = dtype_name(!f.has("torch_dtype") && !f.has("dtype") ? top : f);
+
+  double partial_rotary = f.number_or("partial_rotary_factor", 1.0);
+  if (f.has("rope_parameters") && f.at("rope_parameters").is_object()) {
+    const ConfigFields rope(f.at("rope_parameters"), file, prefix + "rope_parameters.");
+    partial_rotary = rope.number_or("partial_rotary_factor", partial_rotary);
+  }
+  if (partial_rotary <= 0 || partial_rotary > 1) {
+    f.fail("partial_rotary_factor", std::to_string(partial_rotary), "expected (0, 1]");
+  }
+  if (partial_rotary < 1.0)
+    doc["rotary_dim"] = static_cast<std::int64_t>(static_cast<double>(head_dim) * partial_rotary);
+  if (f.boolean_or("attention_bias", false)) {
+    doc["qkv_bias"] = true;
+    doc["o_proj_bias"] = true;
+  }
+  if (f.boolean_or("mlp_bias", false)) doc["mlp_bias"] = true;
+  translate_layers(f, row, doc);
+  const std::int64_t mtp =
+      f.integer_or("num_nextn_predict_layers", f.integer_or("mtp_num_hidden_layers", 0));
+  if (mtp > 0) doc["num_nextn_predict_layers"] = mtp;
+  if (row.extra) {
+    Context context{f, top, doc};
+    row.extra(context);
+  }
+  if (doc["intermediate_size"].get<std::int64_t>() == 0 && !doc.contains("moe")) {
+    (void)f.integer("intermediate_size");  // dense model without an MLP width: named error
+  }
+  return doc;
+}
+
+}  // namespace
+
+const std::vector<ArchitectureInfo>& architecture_infos() {
+  static const std::vector<ArchitectureInfo> infos = [] {
+    std::vector<ArchitectureInfo> out;
+    for (const Row& r : rows()) out.push_back(r.info);
+    return out;
+  }();
+  return infos;
+}
+
+const std::vector<RefusedArchitecture>& refused_architectures() {
+  static const std::vector<RefusedArchitecture> refused = {
+      {"jamba",
+       "its Mamba-1 mixers (x_proj/dt_proj, per-channel state) differ from the Mamba2 "
+       "state the spec models"},
+      {"falcon_h1",
+       "each layer runs Mamba2 and attention in parallel with per-block "
+       "multipliers; the spec has one mixer per layer"},
+      {"gemma3n",
+       "per-layer embeddings, AltUp/Laurel blocks and KV sharing across layers are "
+       "not modelled"},
+      {"phi3small", "block-sparse attention and its fused gegelu MLP are not modelled"},
+      {"chatglm",
+       "the GLM-4-9B chat remote-code layout (fused query_key_value, "
+       "multi_query_group_num) is not mapped; the -0414 checkpoints (glm4) are"},
+      {"granitemoehybrid",
+       "Granite-4 hybrids need Mamba2 layers from layer_types with MoE; "
+       "not mapped yet"},
+      {"gemma4", "Gemma-4 layer layout is not mapped"},
+      {"deepseek_v32", "DeepSeek sparse attention's indexer cache is not modelled"},
+  };
+  return refused;
+}
+
+std::string supported_model_types() {
+  std::vector<std::string> names;
+  for (const Row& r : rows()) {
+    names.insert(names.end(), r.info.model_types.begin(), r.info.model_types.end());
+  }
+  for (const Wrapper& w : wrappers()) names.push_back(w.model_type);
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+json architecture_spec_document(const json& config, const std::string& file) {
+  if (!config.is_object())
+    throw SpecError(file, "<root>", config.type_name(), "config.json must be an object");
+  const ConfigFields top(config, file, "");
+  const std::string model_type = top.string_or("model_type", "");
+  if (model_type.empty()) top.fail("model_type", "missing", "required to know the cache layout");
+  const Wrapper* wrapper = find_wrapper(model_type);
+  const bool nested = top.has("text_config");
+  if (nested && !config.at("text_config").is_object())
+    top.fail("text_config", "not an object", "expected an object");
+  const json& text = nested ? config.at("text_config") : config;
+  const std::string prefix = nested ? "text_config." : "";
+  std::string text_type = model_type;
+  if (wrapper != nullptr) {
+    const ConfigFields t(text, file, prefix);
+    text_type =
+        nested ? t.string_or("model_type", wrapper->text_model_type) : wrapper->text_model_type;
+  }
+  const Row* row = find_row(text_type);
+  if (row == nullptr) {
+    if (text_type != model_type) {
+      unknown_model_type(ConfigFields(text, file, prefix), "model_type", text_type);
+    }
+    unknown_model_type(top, "model_type", model_type);
+  }
+  json doc = decoder_document(text, top, *row, text_type, prefix, file);
+  doc["id"] = top.string_or("_name_or_path", file);
+  doc["source"] = file;
+  if (top.has("vision_config")) {
+    const Vision style = wrapper != nullptr ? wrapper->vision : Vision::Siglip;
+    doc["vision"] = {
+        {"num_parameters",
+         vision_parameters(config, top, style, doc["hidden_size"].get<std::int64_t>(), file)}};
+  }
+  return doc;
+}
+
+std::string model_type_for_gguf(const std::string& gguf_architecture) {
+  for (const Row& r : rows()) {
+    const auto& names = r.info.gguf_architectures;
+    if (std::find(names.begin(), names.end(), gguf_architecture) != names.end()) {
+      return r.info.model_types.front();
+    }
+  }
+  return "";
+}
+
+std::string architectures_markdown() {
+  std::ostringstream out;
+  auto list = [](const std::vector<std::string>& items) {
+    std::string s;
+    for (const auto& i : items) s += (s.empty() ? "" : ", ") + ("`" + i + "`");
+    return s.empty() ? std::string("—") : s;
+  };
+  auto text = [](const std::string& s) { return s.empty() ? std::string("—") : s; };
+  out << "| family | model_type | multimodal model_type | GGUF architecture | transformers "
+         "defaults | attention | MoE | vision tower | MTP |\n"
+      << "|---|---|---|---|---|---|---|---|---|\n";
+  for (const Row& r : rows()) {
+    const ArchitectureInfo& a = r.info;
+    out << "| " << a.family << " | " << list(a.model_types) << " | " << list(a.wrapper_model_types)
+        << " | " << list(a.gguf_architectures) << " | `" << a.config_class << "` | " << a.attention
+        << " | " << text(a.moe) << " | " << text(a.vision) << " | " << text(a.mtp) << " |\n";
+  }
+  out << "\n## Refused, with why\n\n| model_type | why |\n|---|---|\n";
+  for (const RefusedArchitecture& r : refused_architectures()) {
+    out << "| `" << r.model_type << "` | " << r.reason << " |\n";
+  }
+  return out.str();
+}
+
+}  // namespace vramplan

@@ -1,0 +1,352 @@
+"""One resolution chain for every place that takes a MODEL.
+
+database id or alias -> a path (spec YAML, config.json, checkpoint folder, .gguf) -> the local
+Hugging Face cache (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub; the snapshot
+refs/<revision> names) -> the Hub itself through huggingface_hub, unless HF_HUB_OFFLINE=1 or
+offline=True. Online, config.json and the quantization side files land in the Hub cache (so the
+next resolution is offline), and the safetensors headers are read by HTTP range requests: the
+weights are exact bytes without downloading a shard. Python only finds files; the C++ core reads
+them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from . import _core
+
+_T = TypeVar("_T")
+
+# Where the answer came from, as the breakdown names it.
+SOURCES = ("database", "path", "cache", "hub")
+
+# Side files a checkpoint may carry beside config.json: ModelOpt's, and the AutoGPTQ /
+# AutoRound ones older checkpoints use instead of config.json's quantization_config.
+QUANT_SIDE_FILES = ("hf_quant_config.json", "quantize_config.json", "quant_config.json")
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_TRUE = {"1", "on", "yes", "true"}
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A ModelSpec and where it came from."""
+
+    spec: _core.ModelSpec
+    source: str  # one of SOURCES
+    location: str  # database file, path, cache snapshot folder or Hub URL
+    revision: str | None = None  # commit the cache or Hub answered with
+    checkpoint_bytes: int = 0  # exact stored tensor bytes from headers (0: not read)
+
+
+def hub_cache_dir() -> Path:
+    """The Hugging Face Hub cache, as huggingface_hub finds it."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    return Path("~/.cache/huggingface/hub").expanduser()
+
+
+def _vramplan_cache_dir() -> Path:
+    """Where header byte counts read over HTTP are kept (VRAMPLAN_CACHE, else XDG)."""
+    if os.environ.get("VRAMPLAN_CACHE"):
+        return Path(os.environ["VRAMPLAN_CACHE"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(base).expanduser() / "vramplan"
+
+
+def _offline(offline: bool | None) -> bool:
+    if offline is not None:
+        return offline
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
+
+
+def _error(message: str) -> _core.Error:
+    return _core.Error(message)
+
+
+def _unknown(name: str, detail: str) -> _core.ConfigError:
+    """The database's unknown-model error (near names included), extended with what else was
+    tried and a did-you-mean over ids and aliases."""
+    from .api import spec_database
+
+    try:
+        spec_database().model(name)
+        database = f"model: {name}"
+    except _core.ConfigError as err:
+        database = str(err)
+    return _core.ConfigError(f"{database}; {detail}.{_did_you_mean(name)}")
+
+
+def _did_you_mean(name: str) -> str:
+    from .api import spec_database
+
+    db = spec_database()
+    names = list(db.model_ids())
+    for model_id in db.model_ids():
+        names.extend(db.model(model_id).aliases)
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    lowered = {n.lower(): n for n in names}
+    if not close and name.lower() in lowered:
+        close = [lowered[name.lower()]]
+    return f" Did you mean: {', '.join(close)}?" if close else ""
+
+
+def _headers_cache_file(repo_id: str, commit: str) -> Path:
+    return _vramplan_cache_dir() / "safetensors" / repo_id.replace("/", "--") / f"{commit}.json"
+
+
+def _cached_header_bytes(repo_id: str, commit: str | None) -> int:
+    if commit is None:
+        return 0
+    path = _headers_cache_file(repo_id, commit)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    total = data.get("total_bytes") if isinstance(data, dict) else None
+    return total if isinstance(total, int) and total > 0 else 0
+
+
+def _store_header_bytes(repo_id: str, commit: str, total: int) -> None:
+    path = _headers_cache_file(repo_id, commit)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"repo_id": repo_id, "total_bytes": total}), encoding="utf-8")
+    except OSError:
+        pass  # a read-only cache only costs the next call its range requests
+
+
+def _cache_snapshot(repo_id: str, revision: str | None) -> tuple[Path, str] | None:
+    """The snapshot folder and commit of `repo_id` in the local Hub cache, or None."""
+    entry = hub_cache_dir() / ("models--" + repo_id.replace("/", "--"))
+    snapshots = entry / "snapshots"
+    if not snapshots.is_dir():
+        return None
+    wanted = revision or "main"
+    commit = wanted if _COMMIT.match(wanted) else None
+    if commit is None:
+        ref = entry / "refs" / wanted
+        try:
+            commit = ref.read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        if not _COMMIT.match(commit) and not re.match(r"^[A-Za-z0-9._-]{1,64}$", commit):
+            return None
+    folder = snapshots / commit
+    if not folder.is_dir():
+        return None
+    if not (folder / "config.json").is_file() and not any(folder.glob("*.gguf")):
+        return None
+    return folder, commit
+
+
+def _load_path(path: Path) -> tuple[_core.ModelSpec, int]:
+    data = _core.load_model_path(str(path))
+    return data["spec"], int(data["checkpoint_bytes"])
+
+
+def _from_cache(repo_id: str, revision: str | None) -> ResolvedModel | None:
+    found = _cache_snapshot(repo_id, revision)
+    if found is None:
+        return None
+    folder, commit = found
+    spec, exact = _load_path(folder)
+    if exact == 0:
+        exact = _cached_header_bytes(repo_id, commit)
+        if exact > 0:
+            spec = _core.with_checkpoint_bytes(spec, exact)
+    return ResolvedModel(spec, "cache", str(folder), commit, exact)
+
+
+def _is_timeout(err: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if "timeout" in type(current).__name__.lower():
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _status(err: BaseException) -> int | None:
+    response = getattr(err, "response", None)
+    code = getattr(response, "status_code", None)
+    return code if isinstance(code, int) else None
+
+
+def _remote_missing() -> type[Exception]:
+    """The error for a file the Hub says is absent (its name changed in huggingface_hub 1.0)."""
+    from huggingface_hub import errors as hf_errors
+
+    return getattr(hf_errors, "RemoteEntryNotFoundError", hf_errors.EntryNotFoundError)
+
+
+def _hub_error(err: Exception, repo_id: str, endpoint: str, timeout_s: float) -> _core.Error:
+    from huggingface_hub import errors as hf_errors
+
+    where = f"{repo_id} on {endpoint}"
+    status = _status(err)
+    if _is_timeout(err):
+        return _error(
+            f"model {repo_id}: no answer from {endpoint} within {timeout_s:g} s per request; "
+            "check the network or HF_ENDPOINT, or plan offline from a local path or the cache "
+            "(HF_HUB_OFFLINE=1)"
+        )
+    if isinstance(err, hf_errors.GatedRepoError) or status in (401, 403):
+        return _error(
+            f"model {where}: access denied (HTTP {status}): the repo is gated or private. "
+            "Accept its license on the Hub, then set HF_TOKEN (or run `hf auth login`) with a "
+            "token that can read it."
+        )
+    if isinstance(err, hf_errors.RevisionNotFoundError):
+        return _error(f"model {where}: revision not found.")
+    if isinstance(err, hf_errors.LocalEntryNotFoundError):
+        return _error(f"model {where}: the Hub could not be reached ({err.__cause__ or err}).")
+    if isinstance(err, _remote_missing()):
+        return _error(
+            f"model {where}: the repo has no config.json. For a GGUF-only repo download the "
+            ".gguf file and pass its path."
+        )
+    if isinstance(err, hf_errors.RepositoryNotFoundError) or status == 404:
+        return _unknown(repo_id, f"and {endpoint} answered HTTP 404 (no such repo)")
+    return _error(f"model {where}: the Hub answered with an error: {err}")
+
+
+def _safetensors_bytes(api: Any, repo_id: str, revision: str, timeout_s: float) -> int:
+    """Exact stored bytes of every tensor, from the shard headers (HTTP range requests)."""
+    from huggingface_hub import errors as hf_errors
+
+    try:
+        metadata = api.get_safetensors_metadata(repo_id, revision=revision, timeout=timeout_s)
+    except hf_errors.NotASafetensorsRepoError:
+        return 0
+    except hf_errors.SafetensorsParsingError as err:
+        raise _error(
+            f"model {repo_id}: a safetensors header is truncated or malformed ({err})"
+        ) from err
+    total = 0
+    for name, file_metadata in metadata.files_metadata.items():
+        for tensor_name, tensor in file_metadata.tensors.items():
+            begin, end = tensor.data_offsets
+            if not (0 <= begin <= end):
+                raise _error(f"model {repo_id}: {name}: tensor {tensor_name} has bad offsets")
+            total += end - begin
+    return total
+
+
+# huggingface_hub retries a timed-out request with backoff; the whole Hub step is bounded here.
+_DEADLINE_FACTOR = 6
+
+
+def _with_deadline(work: Callable[[], _T], seconds: float) -> _T:
+    """`work()` on a daemon thread, abandoned with TimeoutError after `seconds`."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except Exception as err:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome["error"] = err
+
+    worker = threading.Thread(target=run, name="vramplan-hub", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TimeoutError(f"the Hub did not answer within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _from_hub(
+    repo_id: str, revision: str | None, token: str | None, timeout_s: float
+) -> ResolvedModel:
+    try:
+        from huggingface_hub import HfApi, hf_hub_download
+    except ImportError as err:
+        raise _error(
+            f"model {repo_id}: not in the database or the local cache, and huggingface_hub is "
+            "not installed to fetch it (pip install huggingface_hub)"
+        ) from err
+
+    endpoint = os.environ.get("HF_ENDPOINT", "").rstrip("/") or "https://huggingface.co"
+    common: dict[str, Any] = {
+        "repo_id": repo_id,
+        "revision": revision,
+        "cache_dir": str(hub_cache_dir()),
+        "token": token,
+        "endpoint": endpoint,
+        "etag_timeout": timeout_s,
+    }
+
+    def fetch() -> tuple[Path, str, int]:
+        config_path = Path(hf_hub_download(filename="config.json", **common))
+        for side_file in QUANT_SIDE_FILES:
+            try:
+                hf_hub_download(filename=side_file, **common)
+            except _remote_missing():
+                pass
+        commit = config_path.parent.name
+        api = HfApi(endpoint=endpoint, token=token)
+        return config_path, commit, _safetensors_bytes(api, repo_id, commit, timeout_s)
+
+    try:
+        config_path, commit, exact = _with_deadline(fetch, _DEADLINE_FACTOR * timeout_s)
+    except _core.Error:
+        raise
+    except Exception as err:  # huggingface_hub / HTTP client errors, mapped to named ones
+        raise _hub_error(err, repo_id, endpoint, timeout_s) from err
+    spec, _ = _load_path(config_path.parent)
+    if exact > 0:
+        _store_header_bytes(repo_id, commit, exact)
+        spec = _core.with_checkpoint_bytes(spec, exact)
+    return ResolvedModel(spec, "hub", f"{endpoint}/{repo_id}", commit, exact)
+
+
+def resolve_model(
+    model: str | Path,
+    *,
+    revision: str | None = None,
+    offline: bool | None = None,
+    token: str | None = None,
+    timeout_s: float = 10.0,
+) -> ResolvedModel:
+    """Find `model` along the chain: database, path, Hugging Face cache, Hub.
+
+    `revision` (branch, tag or commit) applies to the cache and the Hub; `offline` overrides
+    HF_HUB_OFFLINE; `token` overrides HF_TOKEN / the saved token; `timeout_s` bounds each
+    request. Raises vramplan.Error naming what was tried."""
+    from .api import spec_database
+
+    if isinstance(model, Path) or Path(str(model)).expanduser().exists():
+        path = Path(model).expanduser()
+        spec, exact = _load_path(path)
+        return ResolvedModel(spec, "path", str(path), None, exact)
+    name = str(model)
+    db = spec_database()
+    if revision is None and db.has_model(name):
+        spec = db.model(name)
+        return ResolvedModel(spec, "database", spec.source)
+    if not _REPO_ID.match(name):
+        db.model(name)  # raises ConfigError listing near names
+    cached = _from_cache(name, revision)
+    if cached is not None:
+        return cached
+    if _offline(offline):
+        raise _unknown(
+            name,
+            f"not a path, and not in the Hugging Face cache ({hub_cache_dir()}); offline "
+            "(HF_HUB_OFFLINE=1 or --offline), so the Hub was not asked",
+        )
+    return _from_hub(name, revision, token, timeout_s)

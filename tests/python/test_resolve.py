@@ -1,0 +1,116 @@
+"""The resolution chain: database, path, Hugging Face cache (no network), offline errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import vramplan
+from vramplan.cli import main as cli_main
+from vramplan.resolve import hub_cache_dir, resolve_model
+
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
+COMMIT = "fedcba9876543210fedcba9876543210fedcba98"
+
+
+def fixture_repos() -> list[tuple[str, Path]]:
+    """(ORG/NAME, config) for every config in tests/data/configs (real copies, and the files
+    written from published values): one model or more per family of the architecture table."""
+    out = []
+    for path in sorted([*CONFIGS.glob("*.json"), *CONFIGS.glob("published_values/*.json")]):
+        if path.name.endswith(".hf_quant_config.json"):
+            continue
+        org, name = path.stem.split("__", 1)
+        out.append((f"{org}/{name}", path))
+    return out
+
+
+def put_in_cache(cache: Path, repo_id: str, config: Path, revision: str = "main") -> Path:
+    """The layout huggingface_hub leaves: models--ORG--NAME/{refs/<rev>, snapshots/<commit>/}."""
+    entry = cache / ("models--" + repo_id.replace("/", "--"))
+    snapshot = entry / "snapshots" / COMMIT
+    snapshot.mkdir(parents=True, exist_ok=True)
+    (snapshot / "config.json").write_bytes(config.read_bytes())
+    (entry / "refs").mkdir(exist_ok=True)
+    (entry / "refs" / revision).write_text(COMMIT)
+    return snapshot
+
+
+@pytest.fixture
+def hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # nothing here may reach a network
+    monkeypatch.setenv("VRAMPLAN_CACHE", str(tmp_path / "vramplan"))
+    return cache
+
+
+def test_cache_dir_follows_huggingface_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    assert hub_cache_dir() == tmp_path / "home" / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "c"))
+    assert hub_cache_dir() == tmp_path / "c"
+    monkeypatch.delenv("HF_HUB_CACHE")
+    monkeypatch.delenv("HF_HOME")
+    assert hub_cache_dir() == Path("~/.cache/huggingface/hub").expanduser()
+
+
+def test_database_id_answers_first(hub_cache: Path) -> None:
+    resolved = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
+    assert resolved.source == "database"
+    assert resolved.location.endswith(".yaml")
+
+
+def test_path_answers_with_its_kind(hub_cache: Path) -> None:
+    resolved = resolve_model(CONFIGS / "microsoft__phi-1.json")
+    assert resolved.source == "path"
+    assert resolved.spec.model_type == "phi"
+
+
+def test_cache_revision_and_refs(hub_cache: Path) -> None:
+    put_in_cache(hub_cache, "acme/phi", CONFIGS / "microsoft__phi-1.json", revision="v1")
+    with pytest.raises(vramplan.Error, match="offline"):
+        resolve_model("acme/phi")  # refs/main absent
+    resolved = resolve_model("acme/phi", revision="v1")
+    assert (resolved.source, resolved.revision) == ("cache", COMMIT)
+    assert resolve_model("acme/phi", revision=COMMIT).source == "cache"
+    assert vramplan.load_model("acme/phi", revision="v1").id == "acme/phi"
+
+
+def test_offline_miss_suggests_database_ids(hub_cache: Path) -> None:
+    with pytest.raises(vramplan.Error, match=r"Did you mean: .*Qwen/Qwen3-8B"):
+        resolve_model("Qwen/Qwen3-8C")
+
+
+@pytest.mark.parametrize(("repo_id", "config"), fixture_repos(), ids=lambda v: str(v))
+def test_plan_from_a_cache_holding_only_config_json(
+    hub_cache: Path, repo_id: str, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Names that are not database ids, so the cache must answer.
+    cached_id = repo_id + "-cached"
+    put_in_cache(hub_cache, cached_id, config)
+    assert cli_main(["plan", cached_id, "--gpu", "H100", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["breakdown"]["model"] == cached_id
+    assert plan["breakdown"]["weights_bytes"] > 0
+
+
+def test_python_m_vramplan_plan_from_the_cache(hub_cache: Path) -> None:
+    put_in_cache(hub_cache, "acme/qwen3.5-27b", CONFIGS / "Qwen__Qwen3.5-27B.json")
+    env = {**os.environ, "HF_HUB_CACHE": str(hub_cache), "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "vramplan", "plan", "acme/qwen3.5-27b", "--gpu", "H100"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "acme/qwen3.5-27b" in result.stdout

@@ -95,8 +95,9 @@ def test_plan_from_a_cache_holding_only_config_json(
     # Names that are not database ids, so the cache must answer.
     cached_id = repo_id + "-cached"
     put_in_cache(hub_cache, cached_id, config)
-    assert cli_main(["plan", cached_id, "--gpu", "H100", "--json"]) == 0
+    status = cli_main(["plan", cached_id, "--gpu", "H100", "--json"])
     plan = json.loads(capsys.readouterr().out)
+    assert status == (0 if plan["fits"] else 1)  # a plan that does not fit exits 1
     assert plan["breakdown"]["model"] == cached_id
     assert plan["breakdown"]["weights_bytes"] > 0
 

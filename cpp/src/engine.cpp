@@ -239,7 +239,8 @@ namespace {
 // (widest dense MLP intermediate, hidden-size buffers) and the fused-MoE workspace.
 ActivationModel activation_model(const ModelSpec& spec, const QuantSpec& quant,
                                  std::int64_t act_bytes, std::int64_t tp,
-                                 const LayerRange& layers, bool last_stage) {
+                                 const LayerRange& layers, bool last_stage,
+                                 double forward_hidden_buffers) {
   const std::int64_t gate_factor = spec.gated_mlp ? 2 : 1;
   std::int64_t dense_width = 0;
   std::int64_t moe_width = 0;
@@ -254,8 +255,8 @@ ActivationModel activation_model(const ModelSpec& spec, const QuantSpec& quant,
       dense_width = std::max(dense_width, (gate_factor + 1) * ceil_div(spec.intermediate_size, tp));
     }
   }
-  const std::int64_t hidden_buffers = static_cast<std::int64_t>(
-      calibration::kForwardHiddenBuffers * static_cast<double>(spec.hidden_size));
+  const std::int64_t hidden_buffers =
+      static_cast<std::int64_t>(forward_hidden_buffers * static_cast<double>(spec.hidden_size));
   ActivationModel model;
   model.forward_bytes_per_token = act_bytes * (dense_width + hidden_buffers);
   // MXFP4 experts run through kernels that do not use the fused-MoE workspace.
@@ -350,7 +351,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   const EngineConfig& c = config_;
   validate_knobs(c);
   const Drafter drafter = resolve_drafter(s, c);
-  profile_ = engine_profile(c.engine_version);
+  profile_ = c.profile ? *c.profile : engine_profile(c.engine_version);
   if (c.pipeline_parallel_size > s.num_hidden_layers) {
     throw ConfigError("pipeline_parallel_size", std::to_string(c.pipeline_parallel_size),
                       "1 .. num_hidden_layers (" + std::to_string(s.num_hidden_layers) + ")",
@@ -407,7 +408,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   const std::int32_t tp = c.tensor_parallel_size;
   const std::int32_t pp = c.pipeline_parallel_size;
   cuda_context_bytes_ =
-      calibration::kCudaContext + (tp * pp > 1 ? calibration::kNcclCommunicators : 0);
+      profile_.cuda_context_bytes + (tp * pp > 1 ? profile_.nccl_communicator_bytes : 0);
   startup_free_bytes_ = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_;
   cudagraph_base_bytes_ = static_cast<std::int64_t>(profile_.cudagraph_base_mib *
                                                     static_cast<double>(calibration::kMiB));
@@ -445,14 +446,16 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     rank.weights_bytes = std::max<std::int64_t>(0, weights.total() - c.cpu_offload_bytes) +
                          rank.lora_bytes + draft_weights;
     rank.non_torch_bytes = non_torch;
-    rank.activation = activation_model(s, quantization_, act_bytes, tp, layers, rank.last_stage);
+    rank.activation = activation_model(s, quantization_, act_bytes, tp, layers, rank.last_stage,
+                                       profile_.forward_hidden_buffers);
     rank.cudagraph_bytes_per_size = cudagraph_bytes_per_size(s, profile_, quantization_, tp, layers);
     if (rank.last_stage && drafter.model != nullptr) {
       // The drafter's dummy forward follows the target's in the profile run; its graphs are
       // captured too (pieces only: the pool base is shared).
       const LayerRange draft_layers{0, drafter.model->num_hidden_layers};
       rank.draft_activation =
-          activation_model(*drafter.model, quantization_, act_bytes, tp, draft_layers, false);
+          activation_model(*drafter.model, quantization_, act_bytes, tp, draft_layers, false,
+                           profile_.forward_hidden_buffers);
       rank.draft_cudagraph_bytes_per_size =
           cudagraph_bytes_per_size(*drafter.model, profile_, quantization_, tp, draft_layers);
     }

@@ -43,6 +43,8 @@ class Row {
  public:
   Row(const YAML::Node& node, std::string file, std::size_t index)
       : node_(node), file_(std::move(file)), prefix_("engines[" + std::to_string(index) + "].") {}
+  Row(const YAML::Node& node, std::string file, std::string prefix)
+      : node_(node), file_(std::move(file)), prefix_(std::move(prefix)) {}
 
   [[noreturn]] void fail(const std::string& key, const std::string& value,
                          const std::string& problem) const {
@@ -112,6 +114,103 @@ class Row {
   std::string prefix_;
 };
 
+// The fields of one row (or of a calibration profile) over `p`: a field the row omits keeps
+// p's value unless `first` (then every field is required).
+void apply_row(EngineProfile& p, const Row& row, bool first) {
+  constexpr std::int64_t kMaxBytes = std::int64_t{64} << 30;
+  if (!row.inherits("era", first)) {
+    const std::string era = row.text("era");
+    if (era == "v0") {
+      p.era = EngineEra::V0;
+    } else if (era == "v1-early") {
+      p.era = EngineEra::V1Early;
+    } else if (era == "v1") {
+      p.era = EngineEra::V1Mid;
+    } else if (era == "v1-latest") {
+      p.era = EngineEra::V1Latest;
+    } else {
+      row.fail("era", era, "expected v0, v1-early, v1 or v1-latest");
+    }
+  }
+  auto number = [&](const char* key, double low, double high, double& dst) {
+    if (!row.inherits(key, first)) dst = row.number(key, low, high);
+  };
+  auto flag = [&](const char* key, bool& dst) {
+    if (!row.inherits(key, first)) dst = row.flag(key);
+  };
+  auto bytes = [&](const char* key, std::int64_t& dst) {
+    if (!row.inherits(key, first)) dst = row.integer(key, row.get(key), 0, kMaxBytes);
+  };
+  number("default_gpu_memory_utilization", 0.01, 1.0, p.default_gpu_memory_utilization);
+  flag("cudagraph_in_budget", p.cudagraph_in_budget);
+  flag("chunked_prefill_default", p.chunked_prefill_default);
+  flag("startup_free_memory_check", p.startup_free_memory_check);
+  flag("post_allocation_check", p.post_allocation_check);
+  flag("mla_backend_block_size", p.mla_backend_block_size);
+  if (!row.inherits("kv_tokens_report", first)) {
+    const std::string report = row.text("kv_tokens_report");
+    if (report != "blocks" && report != "concurrency") {
+      row.fail("kv_tokens_report", report, "expected blocks or concurrency");
+    }
+    p.tokens_from_concurrency = report == "concurrency";
+  }
+  number("sampler_bytes_per_logit", 0.0, 1000.0, p.sampler_bytes_per_logit);
+  bytes("non_torch_single_rank_bytes", p.non_torch_single_rank_bytes);
+  bytes("non_torch_pipeline_only_bytes", p.non_torch_pipeline_only_bytes);
+  bytes("non_torch_tensor_parallel_bytes", p.non_torch_tensor_parallel_bytes);
+  bytes("swap_space_default_bytes", p.swap_space_default_bytes);
+  bytes("cuda_context_bytes", p.cuda_context_bytes);
+  bytes("nccl_communicator_bytes", p.nccl_communicator_bytes);
+  number("forward_hidden_buffers", 0.0, 1000.0, p.forward_hidden_buffers);
+  if (!row.inherits("cudagraph_capture", first)) {
+    const char* key = "cudagraph_capture";
+    const YAML::Node ladder = row.map(key)["ladder"];
+    if (!ladder || !ladder.IsSequence() || ladder.size() == 0 ||
+        ladder.size() > p.capture_ladder.size()) {
+      row.fail("cudagraph_capture.ladder", ladder ? "wrong shape" : "missing",
+               "expected 1..4 [start, end, step] segments");
+    }
+    std::int32_t previous_end = 0;
+    for (std::size_t s = 0; s < ladder.size(); ++s) {
+      const std::string name = "cudagraph_capture.ladder[" + std::to_string(s) + "]";
+      const YAML::Node seg = ladder[s];
+      if (!seg.IsSequence() || seg.size() != 3) row.fail(name, "wrong shape", "expected [start, end, step]");
+      CaptureSegment c;
+      c.start = static_cast<std::int32_t>(row.integer(name, seg[0], 1, 1 << 16));
+      c.end = static_cast<std::int32_t>(row.integer(name, seg[1], c.start, 1 << 16));
+      c.step = static_cast<std::int32_t>(row.integer(name, seg[2], 1, 1 << 16));
+      if (c.start <= previous_end) row.fail(name, std::to_string(c.start), "segments must ascend");
+      previous_end = c.end;
+      p.capture_ladder[s] = c;
+    }
+    p.capture_ladder_segments = static_cast<std::int32_t>(ladder.size());
+    p.capture_seq_multiplier = static_cast<std::int32_t>(row.sub_integer(key, "seq_multiplier", 1, 64));
+    p.capture_counts_speculative_tokens = row.sub_flag(key, "counts_speculative_tokens");
+    p.capture_max_size = static_cast<std::int32_t>(row.sub_integer(key, "max_size", 1, 1 << 16));
+    p.capture_bounded_by_batched_tokens = row.sub_flag(key, "bounded_by_batched_tokens");
+  }
+  if (!row.inherits("cudagraph_pool_mib", first)) {
+    const char* key = "cudagraph_pool_mib";
+    p.cudagraph_base_mib = row.sub_number(key, "base", 0.0, 65536.0);
+    p.cudagraph_piece_mib = row.sub_number(key, "piece", 0.0, 1024.0);
+    p.cudagraph_piece_mib_per_hidden = row.sub_number(key, "piece_per_hidden", 0.0, 1.0);
+    p.cudagraph_piece_mib_moe = row.sub_number(key, "piece_moe", 0.0, 1024.0);
+    p.cudagraph_piece_mib_mla = row.sub_number(key, "piece_mla", 0.0, 1024.0);
+    p.cudagraph_piece_mib_mxfp4_moe = row.sub_number(key, "piece_mxfp4_moe", 0.0, 1024.0);
+  }
+  if (!row.inherits("max_num_seqs", first)) {
+    p.max_num_seqs_large_gpu = row.sub_integer("max_num_seqs", "large_gpu", 1, 1 << 24);
+    p.max_num_seqs_other_gpu = row.sub_integer("max_num_seqs", "other_gpu", 1, 1 << 24);
+  }
+  if (!row.inherits("max_num_batched_tokens", first)) {
+    const char* key = "max_num_batched_tokens";
+    p.max_num_batched_tokens_serve_large_gpu = row.sub_integer(key, "serve_large_gpu", 1, 1 << 24);
+    p.max_num_batched_tokens_serve_other_gpu = row.sub_integer(key, "serve_other_gpu", 1, 1 << 24);
+    p.max_num_batched_tokens_llm_large_gpu = row.sub_integer(key, "llm_large_gpu", 1, 1 << 24);
+    p.max_num_batched_tokens_llm_other_gpu = row.sub_integer(key, "llm_other_gpu", 1, 1 << 24);
+  }
+}
+
 const std::vector<EngineProfile>& compiled_profiles() {
   static const std::vector<EngineProfile> profiles =
       parse_engine_profiles(detail::kEnginesYaml, "model_specs/engines.yaml");
@@ -137,7 +236,6 @@ std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
                     "expected 1..1000 rows");
   }
   std::vector<EngineProfile> out;
-  constexpr std::int64_t kMaxBytes = std::int64_t{64} << 30;
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (!list[i].IsMap())
       throw SpecError(file, "engines[" + std::to_string(i) + "]", "", "expected a map");
@@ -152,97 +250,33 @@ std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
     }
     p.from_major = version->major;
     p.from_minor = version->minor;
-    if (!row.inherits("era", first)) {
-      const std::string era = row.text("era");
-      if (era == "v0") {
-        p.era = EngineEra::V0;
-      } else if (era == "v1-early") {
-        p.era = EngineEra::V1Early;
-      } else if (era == "v1") {
-        p.era = EngineEra::V1Mid;
-      } else if (era == "v1-latest") {
-        p.era = EngineEra::V1Latest;
-      } else {
-        row.fail("era", era, "expected v0, v1-early, v1 or v1-latest");
-      }
-    }
-    auto number = [&](const char* key, double low, double high, double& dst) {
-      if (!row.inherits(key, first)) dst = row.number(key, low, high);
-    };
-    auto flag = [&](const char* key, bool& dst) {
-      if (!row.inherits(key, first)) dst = row.flag(key);
-    };
-    auto bytes = [&](const char* key, std::int64_t& dst) {
-      if (!row.inherits(key, first)) dst = row.integer(key, row.get(key), 0, kMaxBytes);
-    };
-    number("default_gpu_memory_utilization", 0.01, 1.0, p.default_gpu_memory_utilization);
-    flag("cudagraph_in_budget", p.cudagraph_in_budget);
-    flag("chunked_prefill_default", p.chunked_prefill_default);
-    flag("startup_free_memory_check", p.startup_free_memory_check);
-    flag("post_allocation_check", p.post_allocation_check);
-    flag("mla_backend_block_size", p.mla_backend_block_size);
-    if (!row.inherits("kv_tokens_report", first)) {
-      const std::string report = row.text("kv_tokens_report");
-      if (report != "blocks" && report != "concurrency") {
-        row.fail("kv_tokens_report", report, "expected blocks or concurrency");
-      }
-      p.tokens_from_concurrency = report == "concurrency";
-    }
-    number("sampler_bytes_per_logit", 0.0, 1000.0, p.sampler_bytes_per_logit);
-    bytes("non_torch_single_rank_bytes", p.non_torch_single_rank_bytes);
-    bytes("non_torch_pipeline_only_bytes", p.non_torch_pipeline_only_bytes);
-    bytes("non_torch_tensor_parallel_bytes", p.non_torch_tensor_parallel_bytes);
-    bytes("swap_space_default_bytes", p.swap_space_default_bytes);
-    if (!row.inherits("cudagraph_capture", first)) {
-      const char* key = "cudagraph_capture";
-      const YAML::Node ladder = row.map(key)["ladder"];
-      if (!ladder || !ladder.IsSequence() || ladder.size() == 0 ||
-          ladder.size() > p.capture_ladder.size()) {
-        row.fail("cudagraph_capture.ladder", ladder ? "wrong shape" : "missing",
-                 "expected 1..4 [start, end, step] segments");
-      }
-      std::int32_t previous_end = 0;
-      for (std::size_t s = 0; s < ladder.size(); ++s) {
-        const std::string name = "cudagraph_capture.ladder[" + std::to_string(s) + "]";
-        const YAML::Node seg = ladder[s];
-        if (!seg.IsSequence() || seg.size() != 3) row.fail(name, "wrong shape", "expected [start, end, step]");
-        CaptureSegment c;
-        c.start = static_cast<std::int32_t>(row.integer(name, seg[0], 1, 1 << 16));
-        c.end = static_cast<std::int32_t>(row.integer(name, seg[1], c.start, 1 << 16));
-        c.step = static_cast<std::int32_t>(row.integer(name, seg[2], 1, 1 << 16));
-        if (c.start <= previous_end) row.fail(name, std::to_string(c.start), "segments must ascend");
-        previous_end = c.end;
-        p.capture_ladder[s] = c;
-      }
-      p.capture_ladder_segments = static_cast<std::int32_t>(ladder.size());
-      p.capture_seq_multiplier = static_cast<std::int32_t>(row.sub_integer(key, "seq_multiplier", 1, 64));
-      p.capture_counts_speculative_tokens = row.sub_flag(key, "counts_speculative_tokens");
-      p.capture_max_size = static_cast<std::int32_t>(row.sub_integer(key, "max_size", 1, 1 << 16));
-      p.capture_bounded_by_batched_tokens = row.sub_flag(key, "bounded_by_batched_tokens");
-    }
-    if (!row.inherits("cudagraph_pool_mib", first)) {
-      const char* key = "cudagraph_pool_mib";
-      p.cudagraph_base_mib = row.sub_number(key, "base", 0.0, 65536.0);
-      p.cudagraph_piece_mib = row.sub_number(key, "piece", 0.0, 1024.0);
-      p.cudagraph_piece_mib_per_hidden = row.sub_number(key, "piece_per_hidden", 0.0, 1.0);
-      p.cudagraph_piece_mib_moe = row.sub_number(key, "piece_moe", 0.0, 1024.0);
-      p.cudagraph_piece_mib_mla = row.sub_number(key, "piece_mla", 0.0, 1024.0);
-      p.cudagraph_piece_mib_mxfp4_moe = row.sub_number(key, "piece_mxfp4_moe", 0.0, 1024.0);
-    }
-    if (!row.inherits("max_num_seqs", first)) {
-      p.max_num_seqs_large_gpu = row.sub_integer("max_num_seqs", "large_gpu", 1, 1 << 24);
-      p.max_num_seqs_other_gpu = row.sub_integer("max_num_seqs", "other_gpu", 1, 1 << 24);
-    }
-    if (!row.inherits("max_num_batched_tokens", first)) {
-      const char* key = "max_num_batched_tokens";
-      p.max_num_batched_tokens_serve_large_gpu = row.sub_integer(key, "serve_large_gpu", 1, 1 << 24);
-      p.max_num_batched_tokens_serve_other_gpu = row.sub_integer(key, "serve_other_gpu", 1, 1 << 24);
-      p.max_num_batched_tokens_llm_large_gpu = row.sub_integer(key, "llm_large_gpu", 1, 1 << 24);
-      p.max_num_batched_tokens_llm_other_gpu = row.sub_integer(key, "llm_other_gpu", 1, 1 << 24);
-    }
+    apply_row(p, row, first);
     out.push_back(p);
   }
   return out;
+}
+
+EngineProfile apply_profile_overrides(const EngineProfile& base, const std::string& yaml_text,
+                                      const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw SpecError(file, "<document>", "unparsable", e.what());
+  }
+  const YAML::Node overrides = root.IsMap() ? root["overrides"] : YAML::Node();
+  if (!overrides || !overrides.IsMap()) {
+    throw SpecError(file, "overrides", "missing", "expected an `overrides:` map of engine fields");
+  }
+  for (const auto& entry : overrides) {
+    const std::string key = entry.first.as<std::string>();
+    if (key == "from_version" || key == "era") {
+      throw SpecError(file, "overrides." + key, key, "a profile cannot change the version row");
+    }
+  }
+  EngineProfile p = base;
+  apply_row(p, Row(overrides, file, "overrides."), false);
+  return p;
 }
 
 EngineProfile engine_profile(const std::string& version) {

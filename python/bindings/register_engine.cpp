@@ -231,6 +231,38 @@ void register_engine(py::module_& m) {
       .def("llm_kwargs", [](const Plan& p) { return to_python(vramplan::to_llm_kwargs(p)); })
       .def("to_json", [](const Plan& p) { return vramplan::to_json(p).dump(); });
 
+  using vramplan::EngineProfile;
+  py::class_<EngineProfile, std::shared_ptr<EngineProfile>>(
+      m, "EngineProfile", "A vLLM version's accounting rules (engines.yaml row), maybe calibrated.")
+      .def_readonly("version", &EngineProfile::version)
+      .def_property_readonly("era", [](const EngineProfile& p) { return vramplan::engine_era_name(p.era); })
+      .def_readonly("default_gpu_memory_utilization", &EngineProfile::default_gpu_memory_utilization)
+      .def_readonly("cuda_context_bytes", &EngineProfile::cuda_context_bytes)
+      .def_readonly("nccl_communicator_bytes", &EngineProfile::nccl_communicator_bytes)
+      .def_readonly("forward_hidden_buffers", &EngineProfile::forward_hidden_buffers)
+      .def_readonly("sampler_bytes_per_logit", &EngineProfile::sampler_bytes_per_logit)
+      .def_readonly("non_torch_single_rank_bytes", &EngineProfile::non_torch_single_rank_bytes)
+      .def_readonly("non_torch_pipeline_only_bytes", &EngineProfile::non_torch_pipeline_only_bytes)
+      .def_readonly("non_torch_tensor_parallel_bytes",
+                    &EngineProfile::non_torch_tensor_parallel_bytes)
+      .def_readonly("cudagraph_base_mib", &EngineProfile::cudagraph_base_mib)
+      .def_readonly("cudagraph_piece_mib", &EngineProfile::cudagraph_piece_mib)
+      .def_readonly("cudagraph_piece_mib_per_hidden", &EngineProfile::cudagraph_piece_mib_per_hidden)
+      .def_readonly("cudagraph_piece_mib_moe", &EngineProfile::cudagraph_piece_mib_moe)
+      .def_readonly("cudagraph_piece_mib_mla", &EngineProfile::cudagraph_piece_mib_mla)
+      .def_readonly("cudagraph_piece_mib_mxfp4_moe", &EngineProfile::cudagraph_piece_mib_mxfp4_moe)
+      .def_readonly("cudagraph_in_budget", &EngineProfile::cudagraph_in_budget);
+  m.def(
+      "engine_profile", [](const std::string& version) { return vramplan::engine_profile(version); },
+      py::arg("version") = "", "The engines.yaml row for a vLLM version (empty: newest).");
+  m.def(
+      "apply_profile_overrides",
+      [](const EngineProfile& base, const std::string& yaml_text, const std::string& file) {
+        return vramplan::apply_profile_overrides(base, yaml_text, file);
+      },
+      py::arg("base"), py::arg("yaml_text"), py::arg("file"),
+      "A calibration profile (`overrides:` map of engines.yaml fields) applied over `base`.");
+
   using vramplan::CompiledLaunch;
   py::class_<CompiledLaunch, std::shared_ptr<CompiledLaunch>>(
       m, "Launch",
@@ -238,20 +270,23 @@ void register_engine(py::module_& m) {
       "solve and sweep the other knobs without recompiling.")
       .def(py::init([](const vramplan::ModelSpec& spec, const vramplan::GpuSpec& gpu,
                        const py::dict& knobs, std::int32_t num_gpus,
-                       std::int64_t memory_used_by_others_bytes, std::int64_t host_ram_bytes) {
+                       std::int64_t memory_used_by_others_bytes, std::int64_t host_ram_bytes,
+                       std::shared_ptr<EngineProfile> profile) {
              vramplan::HardwareConfig hardware;
              hardware.gpu = gpu;
              hardware.num_gpus = num_gpus;
              hardware.memory_used_by_others_bytes = memory_used_by_others_bytes;
              hardware.host_ram_bytes = host_ram_bytes;
              EngineConfig config = engine_config_from(knobs);
+             config.profile = std::move(profile);
              auto shared = std::make_shared<const vramplan::ModelSpec>(spec);
              py::gil_scoped_release release;
              return std::make_shared<CompiledLaunch>(std::move(shared), std::move(hardware),
                                                      std::move(config));
            }),
            py::arg("spec"), py::arg("gpu"), py::arg("knobs"), py::arg("num_gpus") = 1,
-           py::arg("memory_used_by_others_bytes") = 0, py::arg("host_ram_bytes") = 0)
+           py::arg("memory_used_by_others_bytes") = 0, py::arg("host_ram_bytes") = 0,
+           py::arg("profile") = nullptr)
       .def(
           "breakdown",
           [](const CompiledLaunch& launch, const py::dict& knobs) {

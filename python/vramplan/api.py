@@ -124,9 +124,12 @@ def _compiled(
     memory_used_by_others_bytes: int,
     host_ram_bytes: int,
     static_knobs: tuple[tuple[str, Any], ...],
+    profile: _core.EngineProfile | None,
 ) -> _core.Launch:
-    return _compile(model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes,
-                    dict(static_knobs))
+    return _compile(
+        model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, dict(static_knobs),
+        profile,
+    )
 
 
 def _compile(
@@ -136,6 +139,7 @@ def _compile(
     memory_used_by_others_bytes: int,
     host_ram_bytes: int,
     knobs: dict[str, Any],
+    profile: _core.EngineProfile | None = None,
 ) -> _core.Launch:
     spec = model if isinstance(model, _core.ModelSpec) else load_model(model)
     gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
@@ -146,6 +150,7 @@ def _compile(
         num_gpus=num_gpus,
         memory_used_by_others_bytes=memory_used_by_others_bytes,
         host_ram_bytes=host_ram_bytes,
+        profile=profile,
     )
 
 
@@ -159,6 +164,11 @@ def _launch(
 ) -> tuple[_core.Launch, dict[str, Any]]:
     """The compiled launch (cached by its key when model and GPU are names) and the evaluated
     knobs, which vary without recompiling."""
+    profile = knobs.pop("profile", None)  # a calibration profile, not a vLLM knob
+    if profile is not None and not isinstance(profile, _core.EngineProfile):
+        profile = getattr(profile, "engine_profile", profile)  # a vramplan.Profile
+        if not isinstance(profile, _core.EngineProfile):
+            raise config_error("profile", profile, "a vramplan.Profile", "wrong type")
     static = {k: v for k, v in knobs.items() if k not in _EVALUATED}
     evaluated = {k: v for k, v in knobs.items() if k in _EVALUATED}
     gpus_on_node = _gpus_for(num_gpus, static)
@@ -172,10 +182,13 @@ def _launch(
             pass
         else:
             launch = _compiled(
-                model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, key
+                model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, key,
+                profile,
             )
             return launch, evaluated
-    launch = _compile(model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, static)
+    launch = _compile(
+        model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, static, profile
+    )
     return launch, evaluated
 
 

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "test_support.hpp"
+
 #include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
 
@@ -53,6 +55,8 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    startup_free_memory_check: true\n    post_allocation_check: true\n"
       "    mla_backend_block_size: true\n    non_torch_pipeline_only_bytes: 75497472\n"
       "    non_torch_tensor_parallel_bytes: 2212495360\n    swap_space_default_bytes: 0\n"
+      "    cuda_context_bytes: 547356672\n    nccl_communicator_bytes: 268435456\n"
+      "    forward_hidden_buffers: 6.0\n"
       "    cudagraph_capture: {ladder: [[1, 2, 1], [4, 4, 1], [8, 248, 8], [256, 512, 16]], "
       "seq_multiplier: 2, counts_speculative_tokens: true, max_size: 512, "
       "bounded_by_batched_tokens: true}\n"
@@ -103,4 +107,35 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       EXPECT_NE(std::string(e.what()).find("e.yaml"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(EngineProfiles, CalibrationProfileOverridesARow) {
+  const EngineProfile base = engine_profile("0.10.1");
+  const EngineProfile calibrated = apply_profile_overrides(
+      base,
+      "fitted_on: [a.log, b.log]\noverrides:\n  cuda_context_bytes: 600000000\n"
+      "  cudagraph_pool_mib: {base: 300, piece: 0.2, piece_per_hidden: 1e-5, piece_moe: 0.1,"
+      " piece_mla: 0.3, piece_mxfp4_moe: 0.5}\n",
+      "p.yaml");
+  EXPECT_EQ(calibrated.cuda_context_bytes, 600000000);
+  EXPECT_DOUBLE_EQ(calibrated.cudagraph_base_mib, 300.0);
+  // Everything it does not name stays the 0.10 row's.
+  EXPECT_DOUBLE_EQ(calibrated.sampler_bytes_per_logit, base.sampler_bytes_per_logit);
+  EXPECT_EQ(calibrated.era, base.era);
+  for (const char* bad : {"overrides: {era: v1}\n", "overrides: {cuda_context_bytes: -4}\n",
+                          "overrides: [1, 2]\n", "fitted_on: x\n"}) {
+    EXPECT_THROW(apply_profile_overrides(base, bad, "p.yaml"), SpecError) << bad;
+  }
+  // A compiled launch takes the calibrated profile instead of the version's row.
+  const ModelSpec s = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
+  HardwareConfig hw;
+  hw.gpu = vramplan_test::h100();
+  EngineConfig c;
+  c.engine_version = "0.10.1";
+  const Breakdown plain = compute_breakdown(s, hw, c);
+  c.profile = std::make_shared<const EngineProfile>(calibrated);
+  const Breakdown fitted = compute_breakdown(s, hw, c);
+  EXPECT_EQ(fitted.ranks.front().cuda_context_bytes, 600000000);
+  EXPECT_EQ(fitted.startup_free_bytes - plain.startup_free_bytes,
+            plain.ranks.front().cuda_context_bytes - 600000000);
 }

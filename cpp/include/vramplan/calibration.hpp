@@ -11,20 +11,9 @@ namespace vramplan::calibration {
 constexpr std::int64_t kMiB = std::int64_t{1} << 20;
 constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 
-// Activation peak of the profile run.
-// Hidden-size-wide activation buffers alive at the forward peak (residual, normed input,
-// attention input/output, q/k/v slices): Llama-3.1-8B PP=2/4 first stages (dev-023/024,
-// no sampler) peak at 1.05-1.10 GiB = T * 2 B * (3 * I + k * h) with k ~ 6.
-constexpr double kForwardHiddenBuffers = 6.0;
-
-// Non-torch memory (per release) and the CUDA-graph pool coefficients are fitted per vLLM
-// version: they are data in model_specs/engines.yaml, with the records they come from.
-
-// CUDA context created before the init snapshot: 0.51 GiB on H100 with vLLM 0.19
-// (`cuda_memory=0.51GiB` at worker init, reference/gpus.md); NCCL communicators add to it
-// when the rank talks to others.
-constexpr std::int64_t kCudaContext = 522 * kMiB;
-constexpr std::int64_t kNcclCommunicators = 256 * kMiB;
+// The CUDA context, NCCL communicators, forward hidden buffers, non-torch memory (per release)
+// and the CUDA-graph pool coefficients are fitted per vLLM version: they are data in
+// model_specs/engines.yaml (and calibration profiles), with the records they come from.
 
 // MXFP4 experts are repacked (swizzled) for their kernels after loading; the freed checkpoint
 // layout stays reserved by torch's allocator in pieces it cannot reuse for the sampler

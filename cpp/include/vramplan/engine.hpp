@@ -54,6 +54,11 @@ struct EngineProfile {
   std::int64_t non_torch_pipeline_only_bytes = 0;  // PP>1 at TP=1
   std::int64_t non_torch_tensor_parallel_bytes = 0;  // TP>=2: custom all-reduce + NCCL buffers
   std::int64_t swap_space_default_bytes = 0;  // pinned swap per GPU (V0); 0 = none pinned
+  // Fitted: CUDA context made before the init snapshot, NCCL communicators when ranks talk,
+  // and the hidden-size-wide buffers alive at the forward's activation peak.
+  std::int64_t cuda_context_bytes = 547356672;
+  std::int64_t nccl_communicator_bytes = 268435456;
+  double forward_hidden_buffers = 6.0;
   // CUDA-graph capture sizes: the ladder cut at min(max_num_seqs x seq_multiplier
   // [x (1 + speculative tokens)], max_size [, max_num_batched_tokens]).
   std::array<CaptureSegment, 4> capture_ladder{};
@@ -82,6 +87,12 @@ struct EngineProfile {
 // versions ascending, every field present with a sane value. Throws SpecError naming `file`.
 std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
                                                  const std::string& file);
+
+// A calibration profile applied over `base`: a YAML document whose `overrides:` map holds any
+// subset of an engines.yaml row's fields (not from_version or era). Throws SpecError naming
+// `file` and the field.
+EngineProfile apply_profile_overrides(const EngineProfile& base, const std::string& yaml_text,
+                                      const std::string& file);
 
 // Parse "0.19.0", "v0.6.4.post2", "0.10.1.x", "1.0.2"; empty -> newest profile. The profile is the
 // compiled-in engines.yaml row for that version. Throws ConfigError.
@@ -116,6 +127,9 @@ struct EngineConfig {
   std::shared_ptr<const ModelSpec> draft_model;  // the drafter's spec for eagle/draft_model
   std::int32_t max_loras = 0;                    // --max-loras with --enable-lora (0: LoRA off)
   std::int32_t max_lora_rank = 16;               // --max-lora-rank
+  // A calibrated profile (apply_profile_overrides) used instead of the engines.yaml row of
+  // engine_version; not a vLLM knob.
+  std::shared_ptr<const EngineProfile> profile;
 };
 
 // The machine: GPU as CUDA reports it, what else occupies it, and the host.

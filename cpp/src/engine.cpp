@@ -119,8 +119,12 @@ const char* outcome_name(Outcome outcome) noexcept {
       return "oom_at_load";
     case Outcome::HostOomKilled:
       return "host_oom_killed";
-    case Outcome::OomAfterKvAlloc:
-      return "oom_after_kv_alloc";  // records call both failures oom_kv_alloc
+    case Outcome::CudagraphCaptureOom:
+      return "cudagraph_capture_oom";  // records call both this and the next oom_kv_alloc
+    case Outcome::SamplerWarmupOom:
+      return "sampler_warmup_oom";
+    case Outcome::CudagraphProfilingOom:
+      return "cudagraph_profiling_oom";
   }
   return "?";
 }
@@ -617,6 +621,14 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
     if (num_blocks < 0 || e.num_blocks < num_blocks) num_blocks = e.num_blocks;
     out.max_weights_bytes = std::max(out.max_weights_bytes, rank.weights_bytes);
     out.max_post_allocation_bytes = std::max(out.max_post_allocation_bytes, e.post_allocation_bytes);
+    if (profile_.graph_profiling_minimal_kv_cache && k.num_cudagraph_sizes > 0) {
+      // Graph profiling holds the weights, the workspaces, a minimal KV cache and the graphs.
+      const std::int64_t minimal_kv =
+          std::int64_t{k.max_cudagraph_capture_size} * e.page.page_bytes * rank.kv.group_size;
+      out.max_graph_profiling_bytes =
+          std::max(out.max_graph_profiling_bytes,
+                   rank.weights_bytes + rank.non_torch_bytes + minimal_kv + e.cudagraph_bytes);
+    }
     // The worst rank: the largest shortfall of one request against its KV cache.
     out.min_kv_cache_bytes = i == 0 ? e.kv_cache_bytes : std::min(out.min_kv_cache_bytes, e.kv_cache_bytes);
     const std::int64_t need =
@@ -662,6 +674,8 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
     out.outcome = Outcome::HostOomKilled;
   } else if (out.max_weights_bytes > startup_free_bytes_) {
     out.outcome = Outcome::OomAtLoad;
+  } else if (out.max_graph_profiling_bytes > startup_free_bytes_) {
+    out.outcome = Outcome::CudagraphProfilingOom;
   } else if ((out.min_kv_cache_bytes <= 0 && !out.kv_empty) ||
              (kv_fixed > 0 && out.max_weights_bytes + ranks_.front().non_torch_bytes + kv_fixed >
                                   startup_free_bytes_)) {
@@ -670,7 +684,12 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
   } else if (worst_request > out.min_kv_cache_bytes) {
     out.outcome = Outcome::InsufficientKvForMaxModelLen;
   } else if (tightest_margin > 0) {
-    out.outcome = Outcome::OomAfterKvAlloc;
+    // Graphs captured after the allocation come first; then the sampler warm-up.
+    const RankEvaluation t = evaluate_rank(static_cast<std::size_t>(out.tightest_rank), k);
+    const std::int64_t graph_in_budget = profile_.cudagraph_in_budget ? t.cudagraph_bytes : 0;
+    out.outcome = t.cudagraph_bytes > t.headroom_bytes + t.activation_peak_bytes + graph_in_budget
+                      ? Outcome::CudagraphCaptureOom
+                      : Outcome::SamplerWarmupOom;
   }
   return out;
 }
@@ -815,6 +834,22 @@ Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
                            gib_text(e.max_weights_bytes) + " GiB per rank, " +
                            gib_text(startup_free_bytes_) + " GiB free.");
       return b;
+    case Outcome::CudagraphProfilingOom: {
+      const RankBreakdown& first = b.ranks.front();
+      const std::int64_t minimal_kv = std::int64_t{k.max_cudagraph_capture_size} *
+                                      first.kv_layout.page_bytes * first.kv_layout.group_size;
+      b.messages.push_back(
+          "CUDA out of memory profiling CUDA graphs (profile_cudagraph_memory -> "
+          "_init_minimal_kv_cache_for_profiling): a minimal KV cache of " +
+          std::to_string(k.max_cudagraph_capture_size) + " blocks of " +
+          std::to_string(first.kv_layout.block_size) + " tokens (" + gib_text(minimal_kv) +
+          " GiB) beside " + gib_text(e.max_weights_bytes) + " GiB of weights and " +
+          gib_text(first.cudagraph_bytes) + " GiB of graphs; " + gib_text(startup_free_bytes_) +
+          " GiB free. This happens before the KV budget: lowering gpu_memory_utilization cannot "
+          "help. Lower max_num_seqs (fewer capture sizes), fewer speculative tokens, or "
+          "--enforce-eager.");
+      return b;
+    }
     case Outcome::NoKvMemory:
       if (config_.kv_cache_memory_bytes && e.min_kv_cache_bytes > 0) {
         b.messages.push_back("CUDA out of memory allocating the KV cache: kv_cache_memory_bytes " +
@@ -842,11 +877,10 @@ Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
              std::to_string(b.estimated_max_model_len) + ".";
     }
     b.messages.push_back(msg);
-  } else if (e.outcome == Outcome::OomAfterKvAlloc) {
+  } else if (e.outcome == Outcome::CudagraphCaptureOom ||
+             e.outcome == Outcome::SamplerWarmupOom) {
     const RankBreakdown& tightest = b.ranks[static_cast<std::size_t>(e.tightest_rank)];
-    const std::int64_t graph_in_budget = profile_.cudagraph_in_budget ? tightest.cudagraph_bytes : 0;
-    const std::int64_t freed = tightest.activation_peak_bytes + graph_in_budget;
-    if (tightest.cudagraph_bytes > tightest.headroom_bytes + freed) {
+    if (e.outcome == Outcome::CudagraphCaptureOom) {
       b.messages.push_back("CUDA out of memory capturing CUDA graphs: " +
                            gib_text(tightest.cudagraph_bytes) +
                            " GiB needed after the KV cache allocation.");

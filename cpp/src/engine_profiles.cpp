@@ -146,6 +146,7 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   flag("chunked_prefill_default", p.chunked_prefill_default);
   flag("startup_free_memory_check", p.startup_free_memory_check);
   flag("post_allocation_check", p.post_allocation_check);
+  flag("graph_profiling_minimal_kv_cache", p.graph_profiling_minimal_kv_cache);
   flag("mla_backend_block_size", p.mla_backend_block_size);
   if (!row.inherits("kv_tokens_report", first)) {
     const std::string report = row.text("kv_tokens_report");

@@ -74,6 +74,8 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   plan.safety_margin_bytes = t.safety_margin_bytes;
   const std::int64_t model_max = launch.spec().max_position_embeddings;
   const bool pinned_len = knobs.max_model_len.has_value();
+  const bool pinned_seqs = knobs.max_num_seqs.has_value();
+  std::string seqs_binding = "engine default for this GPU";
   // Context: pinned, else the target, else the model's maximum; shortened to what fits.
   if (pinned_len) {
     plan.binding_max_model_len = "pinned by the user";
@@ -106,6 +108,33 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
       e = evaluate(launch, knobs);
     }
   }
+  if (e.outcome == Outcome::CudagraphProfilingOom && !knobs.max_num_seqs) {
+    // Graph profiling's minimal KV cache holds max_cudagraph_capture_size blocks, which
+    // follows max_num_seqs: the largest sequence count whose profiling fits.
+    std::int64_t lo = 1;
+    std::int64_t hi = e.knobs.max_num_seqs;
+    auto profiles = [&](std::int64_t seqs) {
+      LaunchKnobs trial = knobs;
+      trial.max_num_seqs = seqs;
+      ResolvedKnobs r;
+      return launch.try_resolve(trial, r) == KnobProblem::None &&
+             launch.evaluate(r).outcome != Outcome::CudagraphProfilingOom;
+    };
+    if (profiles(lo)) {
+      while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo + 1) / 2;
+        if (profiles(mid)) {
+          lo = mid;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      knobs.max_num_seqs = lo;
+      seqs_binding = "CUDA-graph profiling: its minimal KV cache of max_cudagraph_capture_size "
+                     "blocks must fit beside the weights";
+      e = evaluate(launch, knobs);
+    }
+  }
   const std::int64_t context =
       t.context > 0 ? std::min(t.context, e.knobs.max_model_len) : e.knobs.max_model_len;
   // Batched tokens: the engine default, lowered when its activation peak keeps the target
@@ -116,7 +145,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
     plan.binding_max_num_batched_tokens = "engine default (activation peak inside the budget)";
     if (t.concurrency > 0 && e.outcome == Outcome::Started &&
         capacity_at(launch, e, context) < t.concurrency) {
-      std::int64_t lo = std::max<std::int64_t>(t.concurrency, knobs.max_num_seqs.value_or(1));
+      std::int64_t lo = std::max<std::int64_t>(t.concurrency, pinned_seqs ? *knobs.max_num_seqs : 1);
       if (!launch.profile().chunked_prefill_default) lo = std::max(lo, e.knobs.max_model_len);
       std::int64_t hi = e.knobs.max_num_batched_tokens;
       auto meets = [&](std::int64_t tokens) {
@@ -146,10 +175,10 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   }
   // Sequences: the engine default, lowered to what the KV pool holds at the target context.
   // Fewer sequences shrink the sampler and graph terms, so iterate to a fixed point.
-  if (knobs.max_num_seqs) {
+  if (pinned_seqs) {
     plan.binding_max_num_seqs = "pinned by the user";
   } else {
-    plan.binding_max_num_seqs = "engine default for this GPU";
+    plan.binding_max_num_seqs = seqs_binding;
     for (int iteration = 0; iteration < 4 && e.outcome == Outcome::Started; ++iteration) {
       const std::int64_t capacity = std::max<std::int64_t>(1, capacity_at(launch, e, context));
       if (capacity >= e.knobs.max_num_seqs) break;
@@ -286,6 +315,15 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
     const Plan p = plan_changed(launch, config, launch.hardware(), t);
     plan.remedies.push_back(remedy(
         "quantized_weights", "--quantization fp8 (or an fp8/AWQ checkpoint of the same model)", p));
+  }
+  const Outcome failed = plan.breakdown.outcome;
+  if (!pinned.enforce_eager &&
+      (failed == Outcome::CudagraphProfilingOom || failed == Outcome::CudagraphCaptureOom)) {
+    EngineConfig config = pinned;
+    config.enforce_eager = true;
+    const Plan p = plan_changed(launch, config, launch.hardware(), t);
+    plan.remedies.push_back(
+        remedy("enforce_eager", "--enforce-eager (no CUDA graphs: slower decode)", p));
   }
   const std::int32_t pp = pinned.pipeline_parallel_size;
   for (std::int32_t tp = std::max(2, pinned.tensor_parallel_size * 2); tp <= 8; tp *= 2) {

@@ -362,7 +362,7 @@ void register_engine(py::module_& m) {
 
   m.def("outcome_names", [] {
     py::list names;
-    for (int i = 0; i <= static_cast<int>(vramplan::Outcome::OomAfterKvAlloc); ++i) {
+    for (int i = 0; i <= static_cast<int>(vramplan::Outcome::CudagraphProfilingOom); ++i) {
       names.append(vramplan::outcome_name(static_cast<vramplan::Outcome>(i)));
     }
     return names;

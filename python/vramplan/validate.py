@@ -44,7 +44,7 @@ _GPU_PATTERNS = (
 
 # Records name a CUDA OOM at the KV allocation and one just after it (graph capture, sampler
 # warm-up) both oom_kv_alloc.
-_RECORD_OUTCOMES = {"oom_after_kv_alloc": "oom_kv_alloc"}
+_RECORD_OUTCOMES = {"cudagraph_capture_oom": "oom_kv_alloc", "sampler_warmup_oom": "oom_kv_alloc"}
 
 
 class Unsupported(Exception):

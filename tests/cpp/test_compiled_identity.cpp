@@ -87,6 +87,7 @@ TEST(CompiledIdentity, EveryGoldenLaunchGivesTheSameBytes) {
   std::string line;
   int compared = 0;
   int skipped = 0;
+  int newly_named = 0;
   while (std::getline(in, line)) {
     const auto f = split(line, '\t');
     ASSERT_GE(f.size(), 20u) << line;
@@ -109,8 +110,17 @@ TEST(CompiledIdentity, EveryGoldenLaunchGivesTheSameBytes) {
     const Breakdown b = compute_breakdown(*l.spec, l.hardware, l.config);
     // The golden run named both CUDA OOMs at the KV allocation "oom_kv_alloc", as records do.
     const std::string outcome =
-        b.outcome == Outcome::OomAfterKvAlloc ? "oom_kv_alloc" : outcome_name(b.outcome);
-    EXPECT_EQ(outcome, f[18]);
+        b.outcome == Outcome::CudagraphCaptureOom || b.outcome == Outcome::SamplerWarmupOom
+            ? "oom_kv_alloc"
+            : outcome_name(b.outcome);
+    if (b.outcome == Outcome::CudagraphProfilingOom) {
+      // Checked since the golden run (graph profiling's minimal KV cache, >= 0.21): it may
+      // only name an earlier failure of a launch that failed anyway, never stop one that started.
+      EXPECT_NE(f[18], "started");
+      ++newly_named;
+    } else {
+      EXPECT_EQ(outcome, f[18]);
+    }
     EXPECT_DOUBLE_EQ(b.config.gpu_memory_utilization, std::stod(f[19]));
     EXPECT_EQ(b.config.max_model_len, std::stoll(f[20]));
     EXPECT_EQ(b.config.max_num_seqs, std::stoll(f[21]));
@@ -131,6 +141,7 @@ TEST(CompiledIdentity, EveryGoldenLaunchGivesTheSameBytes) {
     ++compared;
   }
   EXPECT_GE(compared, 2000) << skipped << " skipped";
+  EXPECT_LE(newly_named, 10);
 }
 
 // The sweep's allocation-free path against full breakdowns at the same knobs.

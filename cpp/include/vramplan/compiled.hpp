@@ -113,6 +113,7 @@ struct Evaluation {
   std::int64_t request_kv_bytes = 0;  // one max_model_len request, worst rank
   std::int64_t max_weights_bytes = 0;
   std::int64_t max_post_allocation_bytes = 0;
+  std::int64_t max_graph_profiling_bytes = 0;  // weights + workspaces + minimal KV + graphs
   std::int64_t host_required_bytes = 0;
   std::int32_t worst_rank = 0;     // whose KV layout reports tokens
   std::int32_t tightest_rank = 0;  // least headroom after the KV allocation

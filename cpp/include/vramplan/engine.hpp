@@ -48,6 +48,9 @@ struct EngineProfile {
   bool startup_free_memory_check = true;  // "Free memory on device ... less than desired"
   // CUDA OOM checks after the KV allocation: graphs captured then and the sampler warm-up.
   bool post_allocation_check = true;
+  // CUDA-graph memory profiled before the KV budget on a minimal KV cache of
+  // max_cudagraph_capture_size blocks (profile_cudagraph_memory).
+  bool graph_profiling_minimal_kv_cache = true;
   bool mla_backend_block_size = true;  // MLA backends pick 64 (Hopper) / 128 (Blackwell)
   double sampler_bytes_per_logit = 0.0;  // fitted: peak sampler bytes per (request x vocab entry)
   std::int64_t non_torch_single_rank_bytes = 0;    // TP=1, no PP: cuBLAS/attention workspaces
@@ -197,9 +200,14 @@ enum class Outcome : std::uint8_t {
   StartupFreeMemory,  // "Free memory on device ... less than desired"
   OomAtLoad,          // weights alone exceed the device
   HostOomKilled,      // host RAM exhausted while loading (the silent `Killed`)
-  // CUDA OOM after the KV cache is allocated: graph capture or the sampler warm-up on
-  // max_num_seqs dummy requests does not fit what is left of the GPU.
-  OomAfterKvAlloc,
+  // CUDA OOM after the KV cache is allocated, outside the budget: graph capture (0.11-0.20)
+  // or the sampler warm-up on max_num_seqs dummy requests.
+  CudagraphCaptureOom,
+  SamplerWarmupOom,
+  // CUDA OOM while CUDA-graph memory is profiled (>= 0.21), before the budget applies: a
+  // minimal KV cache of max_cudagraph_capture_size blocks beside the weights and the graphs.
+  // Lowering gpu_memory_utilization cannot help.
+  CudagraphProfilingOom,
 };
 const char* outcome_name(Outcome outcome) noexcept;
 

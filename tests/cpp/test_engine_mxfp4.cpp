@@ -8,6 +8,7 @@
 
 #include "test_support.hpp"
 #include "vramplan/engine.hpp"
+#include "vramplan/solver.hpp"
 #include "vramplan/spec_db.hpp"
 #include "vramplan/weights.hpp"
 
@@ -71,4 +72,19 @@ TEST(EngineMxfp4, SamplerWarmupRunsOutOfMemoryOnlyAtTheHigherUtilization) {
   EXPECT_EQ(
       compute_breakdown(database().model("meta-llama/Llama-3.1-8B-Instruct"), hw, config).outcome,
       Outcome::Started);
+}
+
+TEST(EngineMxfp4, SolverKeepsTheSamplerWarmupHeadroom) {
+  // dev-033's launch with the utilization left to the solver: it keeps the warm-up's room
+  // after the KV allocation, and its flags replayed start.
+  SolveRequest request;
+  request.hardware.gpu = vramplan_test::h100();
+  request.hardware.num_gpus = 2;
+  request.pinned.engine_version = "0.19.0";
+  request.pinned.tensor_parallel_size = 2;
+  const ModelSpec& spec = database().model("openai/gpt-oss-20b");
+  const Plan plan = solve(spec, request);
+  ASSERT_TRUE(plan.fits) << plan.verdict;
+  EXPECT_LT(plan.gpu_memory_utilization, 0.95);
+  EXPECT_EQ(compute_breakdown(spec, request.hardware, plan.config).outcome, Outcome::Started);
 }

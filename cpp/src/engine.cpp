@@ -300,10 +300,13 @@ std::int64_t next_power_of_two(std::int64_t bytes) noexcept {
 
 // Host RAM while loading and serving, per node, without the input batch (it grows with the
 // evaluated knobs; see CompiledLaunch::host).
-HostBreakdown host_model(const ModelSpec& spec, std::int64_t workers, std::int32_t tp,
-                         const EngineProfile& profile, const EngineConfig& knobs) {
+HostBreakdown host_model(const ModelSpec& spec, std::int64_t workers, std::int64_t engine_cores,
+                         std::int32_t tp, const EngineProfile& profile,
+                         const EngineConfig& knobs) {
   HostBreakdown h;
-  h.process_baseline_bytes = calibration::kHostApiServer + calibration::kHostEngineCore +
+  // One API server; one engine core per data-parallel replica; one process per GPU.
+  h.process_baseline_bytes = calibration::kHostApiServer +
+                             engine_cores * calibration::kHostEngineCore +
                              workers * calibration::kHostWorker;
   // Every rank reads every shard and keeps its slice. Memory-mapped (lazy) loading holds about
   // one tensor per worker in anonymous memory, eager loading a whole shard, prefetch only
@@ -368,10 +371,10 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
         "attention heads do not split evenly");
   }
   const std::int64_t gpus_needed =
-      std::int64_t{c.tensor_parallel_size} * c.pipeline_parallel_size;
+      std::int64_t{c.tensor_parallel_size} * c.pipeline_parallel_size * c.data_parallel_size;
   if (gpus_needed > hardware_.num_gpus) {
     throw ConfigError("tensor_parallel_size", std::to_string(c.tensor_parallel_size),
-                      "TP x PP <= the " + std::to_string(hardware_.num_gpus) + " GPUs given",
+                      "TP x PP x DP <= the " + std::to_string(hardware_.num_gpus) + " GPUs given",
                       "the launch needs " + std::to_string(gpus_needed) + " GPUs");
   }
   const std::int64_t total = hardware_.gpu.total_memory_bytes;
@@ -411,8 +414,10 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
                            : profile_.max_num_batched_tokens_serve_other_gpu);
   const std::int32_t tp = c.tensor_parallel_size;
   const std::int32_t pp = c.pipeline_parallel_size;
+  const std::int32_t dp = c.data_parallel_size;
+  const std::int32_t ep = c.enable_expert_parallel && s.has_moe ? tp * dp : 1;
   cuda_context_bytes_ =
-      profile_.cuda_context_bytes + (tp * pp > 1 ? profile_.nccl_communicator_bytes : 0);
+      profile_.cuda_context_bytes + (tp * pp * dp > 1 ? profile_.nccl_communicator_bytes : 0);
   startup_free_bytes_ = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_;
   cudagraph_base_bytes_ = static_cast<std::int64_t>(profile_.cudagraph_base_mib *
                                                     static_cast<double>(calibration::kMiB));
@@ -436,7 +441,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     rank.pipeline_rank = stage;
     rank.last_stage = stage == pp - 1;
     const LayerRange layers = pipeline_layer_range(s.num_hidden_layers, pp, stage);
-    const RankPlacement placement{tp, pp, stage};
+    const RankPlacement placement{tp, pp, stage, ep};
     const WeightBytes weights =
         weight_bytes_per_rank(s, quantization_, served_dtype_, placement, drafter.mtp);
     // A separate drafter lives on the last stage, sharded with the target's TP.
@@ -450,8 +455,9 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     rank.weights_bytes = std::max<std::int64_t>(0, weights.total() - c.cpu_offload_bytes) +
                          rank.lora_bytes + draft_weights;
     rank.non_torch_bytes = non_torch;
-    rank.activation = activation_model(s, quantization_, act_bytes, tp, layers, rank.last_stage,
-                                       profile_.forward_hidden_buffers);
+    // Under expert parallelism each rank runs whole experts: the MoE workspace is unsplit.
+    rank.activation = activation_model(s, quantization_, act_bytes, ep > 1 ? 1 : tp, layers,
+                                       rank.last_stage, profile_.forward_hidden_buffers);
     rank.cudagraph_bytes_per_size = cudagraph_bytes_per_size(s, profile_, quantization_, tp, layers);
     if (rank.last_stage && drafter.model != nullptr) {
       // The drafter's dummy forward follows the target's in the profile run; its graphs are
@@ -478,7 +484,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     }
     ranks_.push_back(std::move(rank));
   }
-  host_ = host_model(s, std::int64_t{tp} * pp, tp, profile_, c);
+  host_ = host_model(s, std::int64_t{tp} * pp * dp, dp, tp, profile_, c);
 }
 
 KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) const noexcept {
@@ -662,8 +668,8 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
         std::max<std::int64_t>(1, static_cast<std::int64_t>(worst.groups.size()));
     out.kv_tokens = (out.num_blocks / groups) * worst_page.block_size;
   }
-  const std::int64_t workers =
-      std::int64_t{config_.tensor_parallel_size} * config_.pipeline_parallel_size;
+  const std::int64_t workers = std::int64_t{config_.tensor_parallel_size} *
+                               config_.pipeline_parallel_size * config_.data_parallel_size;
   out.host_required_bytes = host_.required_bytes + workers * 5 * k.max_num_seqs * k.max_model_len;
 
   // Startup verdict, in the order vLLM meets the checks.
@@ -714,13 +720,14 @@ std::int64_t CompiledLaunch::blocks_per_request(const ResolvedKnobs& k,
 
 HostBreakdown CompiledLaunch::host(const ResolvedKnobs& k) const {
   HostBreakdown h = host_;
-  const std::int64_t workers =
-      std::int64_t{config_.tensor_parallel_size} * config_.pipeline_parallel_size;
+  const std::int64_t workers = std::int64_t{config_.tensor_parallel_size} *
+                               config_.pipeline_parallel_size * config_.data_parallel_size;
   h.input_batch_bytes = workers * 5 * k.max_num_seqs * k.max_model_len;
   h.required_bytes += h.input_batch_bytes;
   h.terms = {
       {"process_baseline", h.process_baseline_bytes,
-       "calibrated: API server 1.5 GiB + engine core 1.5 GiB + 3 GiB per worker (host-ram.md 6)"},
+       "calibrated: API server 1.5 GiB + 1.5 GiB per engine core (one per DP replica) + 3 GiB "
+       "per worker (host-ram.md 6)"},
       {"loader_staging", h.loader_anonymous_bytes,
        lower(config_.safetensors_load_strategy) == "eager"
            ? "formula: one whole shard per worker (eager load, 5 GB shards)"

@@ -177,8 +177,15 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
     const bool mtp_layer = g.layer >= spec.num_hidden_layers;
     if (!model_level && !mtp_layer && (g.layer < range.begin || g.layer >= range.end)) continue;
     if (mtp_layer && !last_stage) continue;
-    const std::int64_t bytes =
-        tensor_group_bytes(g, quant, served_dtype, placement.tensor_parallel_size, false);
+    std::int64_t bytes = 0;
+    if (placement.expert_parallel_size > 1 && is_expert(g.role)) {
+      // Expert parallelism: whole experts, ceil(E / EP) of them on this rank.
+      TensorGroup local = g;
+      local.count = ceil_div(g.count, placement.expert_parallel_size);
+      bytes = tensor_group_bytes(local, quant, served_dtype, 1, false);
+    } else {
+      bytes = tensor_group_bytes(g, quant, served_dtype, placement.tensor_parallel_size, false);
+    }
     switch (g.role) {
       case TensorRole::Embedding:
         if (first_stage) out.embedding += bytes;

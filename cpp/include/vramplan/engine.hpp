@@ -115,6 +115,8 @@ struct EngineConfig {
   std::string quantization;             // empty: checkpoint's; "fp8": online fp8
   std::int32_t tensor_parallel_size = 1;
   std::int32_t pipeline_parallel_size = 1;
+  std::int32_t data_parallel_size = 1;  // replicas of the TP x PP group, one engine core each
+  bool enable_expert_parallel = false;  // routed experts over TP x DP ranks, unsplit
   bool enforce_eager = false;
   bool llm_class = false;                          // vllm.LLM(...) defaults instead of `vllm serve`
   std::int64_t cpu_offload_bytes = 0;              // --cpu-offload-gb, per GPU

@@ -13,6 +13,9 @@ struct RankPlacement {
   std::int32_t tensor_parallel_size = 1;
   std::int32_t pipeline_parallel_size = 1;
   std::int32_t pipeline_rank = 0;
+  // --enable-expert-parallel: routed experts spread whole over this many ranks (TP x DP)
+  // instead of each being split over TP; 1 = off.
+  std::int32_t expert_parallel_size = 1;
 };
 
 // Decoder layers [begin, end) held by a pipeline stage, as vLLM's get_pp_indices splits them:

@@ -619,6 +619,7 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
   std::int64_t worst_request = 0;
   std::int64_t tightest_margin = 0;  // post-allocation need beyond the headroom
   std::int64_t worst_requested = 0;
+  std::int64_t worst_blocks = 0;  // blocks one request needs on the worst rank
   KvPage worst_page;
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     const RankEvaluation e = evaluate_rank(i, k);
@@ -630,19 +631,21 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
     if (profile_.graph_profiling_minimal_kv_cache && k.num_cudagraph_sizes > 0) {
       // Graph profiling holds the weights, the workspaces, a minimal KV cache and the graphs.
       const std::int64_t minimal_kv =
-          std::int64_t{k.max_cudagraph_capture_size} * e.page.page_bytes * rank.kv.group_size;
+          kv_blocks_bytes(rank.kv, e.page, k.max_cudagraph_capture_size);
       out.max_graph_profiling_bytes =
           std::max(out.max_graph_profiling_bytes,
                    rank.weights_bytes + rank.non_torch_bytes + minimal_kv + e.cudagraph_bytes);
     }
     // The worst rank: the largest shortfall of one request against its KV cache.
     out.min_kv_cache_bytes = i == 0 ? e.kv_cache_bytes : std::min(out.min_kv_cache_bytes, e.kv_cache_bytes);
-    const std::int64_t need =
-        kv_request_bytes(rank.kv, e.page, k.max_model_len, k.max_num_batched_tokens);
+    const std::int64_t blocks =
+        kv_blocks_per_request(rank.kv, e.page, k.max_model_len, k.max_num_batched_tokens);
+    const std::int64_t need = kv_blocks_bytes(rank.kv, e.page, blocks);
     if (need - e.kv_cache_bytes >= worst_request - out.min_kv_cache_bytes) {
       worst_request = need;
       out.worst_rank = static_cast<std::int32_t>(i);
       worst_page = e.page;
+      worst_blocks = blocks;
     }
     const std::int64_t margin = e.post_allocation_bytes - e.headroom_bytes;
     if (i == 0 || margin > tightest_margin) {
@@ -654,11 +657,8 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
   out.num_blocks = std::max<std::int64_t>(0, num_blocks);
   out.request_kv_bytes = worst_request;
   const KvGeometry& worst = ranks_[static_cast<std::size_t>(out.worst_rank)].kv;
-  const std::int64_t blocks_per_request =
-      kv_blocks_per_request(worst, worst_page, k.max_model_len, k.max_num_batched_tokens);
-  if (blocks_per_request > 0) {
-    out.max_concurrency =
-        static_cast<double>(out.num_blocks) / static_cast<double>(blocks_per_request);
+  if (worst_blocks > 0) {
+    out.max_concurrency = static_cast<double>(out.num_blocks) / static_cast<double>(worst_blocks);
   }
   if (profile_.tokens_from_concurrency) {
     out.kv_tokens =

@@ -198,7 +198,7 @@ std::int64_t blocks_per_request(const std::vector<KvGroup>& groups, std::int32_t
 std::int64_t blocks_in_budget(std::int64_t page_bytes, std::int32_t group_size,
                               std::int64_t kv_budget_bytes) noexcept {
   if (page_bytes <= 0 || group_size <= 0 || kv_budget_bytes <= 0) return 0;
-  return kv_budget_bytes / page_bytes / group_size;
+  return kv_budget_bytes / (page_bytes * group_size);  // = floor(floor(b / page) / group)
 }
 
 }  // namespace
@@ -217,10 +217,15 @@ std::int64_t kv_blocks_per_request(const KvLayout& layout, std::int64_t max_mode
 }
 
 // Groups share one pool of group_size tensors, so each block costs page * group_size.
+std::int64_t kv_blocks_bytes(const KvGeometry& g, const KvPage& page,
+                             std::int64_t blocks) noexcept {
+  return blocks * page.page_bytes * g.group_size;
+}
+
 std::int64_t kv_request_bytes(const KvGeometry& g, const KvPage& page, std::int64_t max_model_len,
                               std::int64_t max_num_batched_tokens) noexcept {
-  return kv_blocks_per_request(g, page, max_model_len, max_num_batched_tokens) * page.page_bytes *
-         g.group_size;
+  return kv_blocks_bytes(g, page,
+                         kv_blocks_per_request(g, page, max_model_len, max_num_batched_tokens));
 }
 
 std::int64_t kv_request_bytes(const KvLayout& layout, std::int64_t max_model_len,

@@ -86,6 +86,9 @@ std::int64_t kv_blocks_per_request(const KvGeometry& geometry, const KvPage& pag
                                    std::int64_t max_num_batched_tokens) noexcept;
 std::int64_t kv_blocks_per_request(const KvLayout& layout, std::int64_t max_model_len,
                                    std::int64_t max_num_batched_tokens) noexcept;
+// Bytes of `blocks` blocks in every group's pool (each block costs page x group_size).
+std::int64_t kv_blocks_bytes(const KvGeometry& geometry, const KvPage& page,
+                             std::int64_t blocks) noexcept;
 // Bytes one request needs: the "enough memory for one max_model_len request" figure.
 std::int64_t kv_request_bytes(const KvGeometry& geometry, const KvPage& page,
                               std::int64_t max_model_len,

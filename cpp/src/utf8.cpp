@@ -43,6 +43,10 @@ std::size_t find_invalid(std::string_view text) noexcept {
   const std::size_t n = text.size();
   std::size_t i = 0;
   while (i < n) {
+    if (s[i] < 0x80) {  // ASCII: most of any log or header
+      ++i;
+      continue;
+    }
     const std::size_t len = sequence_length(s, n, i);
     if (len == 0) return i;
     i += len;

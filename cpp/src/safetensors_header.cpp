@@ -140,25 +140,25 @@ class EntryStream {
   }
 
   bool null() {
-    return scalar(json(nullptr), [](Dom& d) { return d.null(); });
+    return scalar([](Dom& d) { return d.null(); });
   }
   bool boolean(bool v) {
-    return scalar(json(v), [v](Dom& d) { return d.boolean(v); });
+    return scalar([v](Dom& d) { return d.boolean(v); });
   }
   bool number_integer(json::number_integer_t v) {
-    return scalar(json(v), [v](Dom& d) { return d.number_integer(v); });
+    return scalar([v](Dom& d) { return d.number_integer(v); });
   }
   bool number_unsigned(json::number_unsigned_t v) {
-    return scalar(json(v), [v](Dom& d) { return d.number_unsigned(v); });
+    return scalar([v](Dom& d) { return d.number_unsigned(v); });
   }
   bool number_float(json::number_float_t v, const json::string_t& text) {
-    return scalar(json(v), [&](Dom& d) { return d.number_float(v, text); });
+    return scalar([&](Dom& d) { return d.number_float(v, text); });
   }
   bool string(json::string_t& v) {
-    return scalar(json(v), [&](Dom& d) { return d.string(v); });
+    return scalar([&](Dom& d) { return d.string(v); });
   }
   bool binary(json::binary_t& v) {
-    return scalar(json(v), [&](Dom& d) { return d.binary(v); });
+    return scalar([&](Dom& d) { return d.binary(v); });
   }
   bool start_object(std::size_t n) {
     if (depth_ == 0) {
@@ -223,13 +223,13 @@ class EntryStream {
     }
   }
   template <class Forward>
-  bool scalar(json v, Forward forward) {
+  bool scalar(Forward forward) {
     if (depth_ == 0) return top_level_not_object();
-    if (depth_ == 1) {
-      on_entry_(std::move(entry_key_), std::move(v));
-      return true;
-    }
-    return forward(*dom_);
+    if (depth_ > 1) return forward(*dom_);
+    open_entry_value();  // a scalar entry: the whole value
+    forward(*dom_);
+    close_entry();
+    return true;
   }
   void close_entry() {
     dom_.reset();

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Build the libFuzzer targets (tests/fuzz: safetensors, GGUF, YAML spec, config.json readers)
-# with clang in build-fuzz/ and run each one for a bounded number of executions:
-# scripts/fuzz.sh [RUNS] (default 200000).
-# Seeds are tiny valid files generated into build-fuzz/corpus/<reader>/; libFuzzer adds the
-# inputs it finds there, and writes crashing inputs to build-fuzz/artifacts/.
+# Build the libFuzzer targets (tests/fuzz: safetensors, GGUF, YAML spec, config.json readers and
+# the vLLM log parser) with clang in build-fuzz/ and run each one, one after the other:
+#   scripts/fuzz.sh [RUNS]                 at most RUNS executions each (default 200000)
+#   FUZZ_SECONDS=60 scripts/fuzz.sh        at most 60 s each, runs unbounded (CI: <= 60 s)
+# (both given: whichever limit comes first).
+# Seeds: the committed corpus tests/fuzz/corpus/<target>/ (reproducers of past bugs), plus
+# tiny valid files generated or copied from tests/data into build-fuzz/corpus/<target>/;
+# libFuzzer adds the inputs it finds there, and writes crashing inputs to build-fuzz/artifacts/.
 # Exits non-zero if a fuzzer crashes (sanitizer report, abort, timeout, out-of-memory).
-# Environment: JOBS (build parallelism, default 2), FUZZ_SECONDS (optional cap per reader),
-# FUZZ_BUILD_DIR (default build-fuzz/), FUZZ_READERS (default: all four).
+# Environment: JOBS (build parallelism, default 2), FUZZ_SECONDS (time bound per target),
+# FUZZ_BUILD_DIR (default build-fuzz/), FUZZ_READERS (default: all five).
 set -euo pipefail
 
-RUNS="${1:-200000}"
+if [ -n "${FUZZ_SECONDS:-}" ]; then RUNS="${1:--1}"; else RUNS="${1:-200000}"; fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 JOBS="${JOBS:-2}"
@@ -46,12 +49,16 @@ cmake -S "$ROOT" -B "$BUILD" \
   -DVRAMPLAN_BUILD_TESTS=OFF \
   -DVRAMPLAN_BUILD_PYTHON=OFF \
   -DVRAMPLAN_BUILD_BENCHMARKS=OFF >/dev/null
-read -r -a READERS <<<"${FUZZ_READERS:-safetensors gguf spec_yaml hf_import}"
+read -r -a READERS <<<"${FUZZ_READERS:-safetensors gguf spec_yaml hf_import log_parser}"
 cmake --build "$BUILD" --target "${READERS[@]/#/fuzz_}" -j "$JOBS"
 
 # --- seed corpus and dictionaries ----------------------------------------------------------
 mkdir -p "$BUILD/corpus/safetensors" "$BUILD/corpus/gguf" "$BUILD/corpus/spec_yaml" \
-  "$BUILD/corpus/hf_import" "$BUILD/artifacts"
+  "$BUILD/corpus/hf_import" "$BUILD/corpus/log_parser" "$BUILD/artifacts"
+for dir in "$ROOT"/tests/fuzz/corpus/*/; do
+  cp "$dir"* "$BUILD/corpus/$(basename "$dir")/"
+done
+cp "$ROOT"/tests/data/vllm_logs/*.log "$BUILD/corpus/log_parser/"
 # Text readers start from the real files: every spec, the malformed ones, real configs.
 cp "$ROOT"/model_specs/gpus.yaml "$ROOT"/tests/data/bad_specs/*.yaml "$BUILD/corpus/spec_yaml/"
 find "$ROOT/model_specs/models" -name '*.yaml' -exec cp {} "$BUILD/corpus/spec_yaml/" \;
@@ -145,7 +152,7 @@ for reader in "${READERS[@]}"; do
   if [ -f "$BUILD/$reader.dict" ]; then extra+=("-dict=$BUILD/$reader.dict"); fi
   if [ -n "${FUZZ_SECONDS:-}" ]; then extra+=("-max_total_time=$FUZZ_SECONDS"); fi
   log="$BUILD/fuzz_$reader.log"
-  echo "== fuzz_$reader: $RUNS runs (log: $log)"
+  echo "== fuzz_$reader: runs ${RUNS/#-1/unbounded}, seconds ${FUZZ_SECONDS:-unbounded} (log: $log)"
   set +e
   "$BUILD/tests/fuzz/fuzz_$reader" \
     -runs="$RUNS" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \

@@ -1,26 +1,27 @@
 #include "vramplan/errors.hpp"
 
-#include <utility>
+#include "vramplan/utf8.hpp"
 
 namespace vramplan {
 
+// The parts are kept as valid UTF-8 too: Python reads them back as str attributes.
 SpecError::SpecError(std::string file, std::string field_path, std::string value,
                      const std::string& problem)
     : Error(file + ":" + field_path + ": " + problem + " (got " + value + ")"),
-      file_(std::move(file)),
-      field_path_(std::move(field_path)),
-      value_(std::move(value)) {}
+      file_(utf8::replace_invalid(file)),
+      field_path_(utf8::replace_invalid(field_path)),
+      value_(utf8::replace_invalid(value)) {}
 
 ParseError::ParseError(std::string file, std::int64_t offset, const std::string& problem)
     : Error(file + ":@" + std::to_string(offset) + ": " + problem),
-      file_(std::move(file)),
+      file_(utf8::replace_invalid(file)),
       offset_(offset) {}
 
 ConfigError::ConfigError(std::string field, std::string value, std::string allowed,
                          const std::string& problem)
     : Error(field + ": " + problem + " (got " + value + "; allowed: " + allowed + ")"),
-      field_(std::move(field)),
-      value_(std::move(value)),
-      allowed_(std::move(allowed)) {}
+      field_(utf8::replace_invalid(field)),
+      value_(utf8::replace_invalid(value)),
+      allowed_(utf8::replace_invalid(allowed)) {}
 
 }  // namespace vramplan

@@ -16,6 +16,7 @@
 
 #include "vramplan/errors.hpp"
 #include "vramplan/tensor_headers.hpp"
+#include "vramplan/utf8.hpp"
 
 namespace vramplan {
 
@@ -187,8 +188,16 @@ class Parser {
         v.scalar = c_.uint(1, what) != 0;
         break;
       case GgufType::STRING: {
+        const auto string_at = c_.pos();
         const auto s = c_.string(what);
-        if (store) v.scalar = std::string(s);
+        // Stored strings reach JSON and Python (general.name becomes a model id).
+        if (store) {
+          if (const auto bad = utf8::find_invalid(s); bad != std::string_view::npos) {
+            throw ParseError(c_.name(), string_at + 8 + static_cast<std::int64_t>(bad),
+                             what + ": string is not valid UTF-8");
+          }
+          v.scalar = std::string(s);
+        }
         break;
       }
       case GgufType::ARRAY:
@@ -303,7 +312,7 @@ GgufHeader parse_impl(std::string_view bytes, std::int64_t file_bytes, const std
     const std::string label = "metadata kv #" + std::to_string(i);
     const std::string key(c.string(label + " key"));
     if (key.empty()) throw ParseError(name, key_at, label + ": empty key");
-    if (detail::find_invalid_utf8(key) != std::string_view::npos) {
+    if (utf8::find_invalid(key) != std::string_view::npos) {
       throw ParseError(name, key_at, label + ": key is not valid UTF-8");
     }
     const std::uint32_t type = c.u32("type of " + show_name(key));
@@ -330,7 +339,7 @@ GgufHeader parse_impl(std::string_view bytes, std::int64_t file_bytes, const std
     const auto info_at = c.pos();
     const std::string label = "tensor info #" + std::to_string(i);
     const auto tname = c.string(label + " name");
-    if (detail::find_invalid_utf8(tname) != std::string_view::npos) {
+    if (utf8::find_invalid(tname) != std::string_view::npos) {
       throw ParseError(name, info_at, label + ": name is not valid UTF-8");
     }
     if (!names.insert(tname).second) {

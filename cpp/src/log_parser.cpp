@@ -2,18 +2,24 @@
 // with string_view::find (no regular expressions, so no backtracking on hostile input).
 #include "vramplan/log_parser.hpp"
 
+#include <cerrno>
 #include <charconv>
 #include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <utility>
 
+#include "vramplan/errors.hpp"
+#include "vramplan/utf8.hpp"
+
 namespace vramplan {
 namespace {
 
-constexpr std::size_t kMaxLineBytes = 64 * 1024;
 constexpr std::size_t kMaxErrorLines = 32;
-constexpr std::size_t kMaxErrorLineChars = 2000;
+constexpr std::size_t kMaxErrorLineBytes = 2000;
 constexpr std::size_t kMaxNumberChars = 40;
 constexpr std::size_t npos = std::string_view::npos;
 
@@ -505,11 +511,17 @@ class Parser {
 };
 
 void Parser::line(std::string_view raw) {
-  if (raw.size() > kMaxLineBytes) return;
+  if (raw.size() > kVllmLogMaxLineBytes) return;
   std::string cleaned;
   std::string_view text = raw;
   if (contains(raw, "\x1b") || contains(raw, "^[[")) {
     cleaned = strip_ansi(raw);
+    text = cleaned;
+  }
+  // Text from here on may be reported back (error lines, names): repair it once, after the
+  // ANSI removal (which can drop a lead byte and leave its continuation bytes).
+  if (utf8::find_invalid(text) != npos) {
+    cleaned = utf8::replace_invalid(text);
     text = cleaned;
   }
   const std::string_view line = strip_process_prefix(text);
@@ -648,7 +660,7 @@ void Parser::memory_line(std::string_view line) {
 }
 
 void Parser::add_error(std::string_view msg, std::vector<std::string>& into) {
-  std::string text(trim(msg).substr(0, kMaxErrorLineChars));
+  std::string text(utf8::truncate(trim(msg), kMaxErrorLineBytes));
   if (text.empty() || error_lines_.size() + exception_lines_.size() >= 4 * kMaxErrorLines) return;
   if (!seen_errors_.insert(text).second) return;
   into.push_back(std::move(text));
@@ -820,15 +832,89 @@ nlohmann::json opt(const std::optional<T>& v) {
 
 }  // namespace
 
-VllmLogFigures parse_vllm_log(std::string_view text) {
+struct VllmLogParser::State {
   Parser parser;
+  std::string partial;    // the line begun in an earlier chunk, not yet ended
+  bool overlong = false;  // that line is past kVllmLogMaxLineBytes: skip to its end
+  std::int64_t bytes_fed = 0;
+  bool truncated = false;
+
+  void carry(std::string_view piece) {
+    if (overlong) return;
+    if (partial.size() + piece.size() > kVllmLogMaxLineBytes) {
+      overlong = true;
+      std::string().swap(partial);
+      return;
+    }
+    partial.append(piece);
+  }
+};
+
+VllmLogParser::VllmLogParser() : state_(std::make_unique<State>()) {}
+VllmLogParser::~VllmLogParser() = default;
+
+bool VllmLogParser::truncated() const noexcept { return state_->truncated; }
+
+void VllmLogParser::feed(std::string_view chunk) {
+  State& s = *state_;
+  if (s.truncated) return;
+  const auto room = static_cast<std::uint64_t>(kVllmLogMaxBytes - s.bytes_fed);
+  if (chunk.size() > room) {
+    chunk = chunk.substr(0, static_cast<std::size_t>(room));
+    s.truncated = true;
+  }
+  s.bytes_fed += static_cast<std::int64_t>(chunk.size());
   std::size_t start = 0;
-  while (start <= text.size()) {
+  while (start < chunk.size()) {
     std::size_t end = start;
-    while (end < text.size() && text[end] != '\n' && text[end] != '\r') ++end;
-    parser.line(text.substr(start, end - start));
-    if (end >= text.size()) break;
+    while (end < chunk.size() && chunk[end] != '\n' && chunk[end] != '\r') ++end;
+    const std::string_view piece = chunk.substr(start, end - start);
+    if (end == chunk.size()) {  // the line goes on in the next chunk
+      s.carry(piece);
+      break;
+    }
+    if (s.partial.empty() && !s.overlong) {
+      s.parser.line(piece);  // the common case: the whole line is in this chunk, no copy
+    } else {
+      s.carry(piece);
+      if (!s.overlong) s.parser.line(s.partial);
+      s.partial.clear();
+      s.overlong = false;
+    }
     start = end + 1;
+  }
+}
+
+VllmLogFigures VllmLogParser::finish() {
+  State& s = *state_;
+  if (!s.overlong) s.parser.line(s.partial);  // the last line, without a line end
+  VllmLogFigures out = s.parser.finish();
+  out.truncated = s.truncated;
+  return out;
+}
+
+VllmLogFigures parse_vllm_log(std::string_view text) {
+  VllmLogParser parser;
+  parser.feed(text);
+  return parser.finish();
+}
+
+VllmLogFigures read_vllm_log_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ParseError(path, 0, "is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ParseError(path, 0, std::string("cannot open file: ") + std::strerror(errno));
+  constexpr std::size_t kChunkBytes = 1 << 20;
+  std::string chunk(kChunkBytes, '\0');
+  VllmLogParser parser;
+  std::int64_t offset = 0;
+  while (!parser.truncated()) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    if (in.bad()) throw ParseError(path, offset, "read failed");
+    parser.feed(std::string_view(chunk.data(), got));
+    offset += static_cast<std::int64_t>(got);
+    if (got < chunk.size()) break;  // end of file
   }
   return parser.finish();
 }
@@ -872,6 +958,7 @@ nlohmann::json to_json(const VllmLogFigures& f) {
   j["oom_free_gib"] = opt(f.oom_free_gib);
   j["outcome"] = f.outcome;
   j["error_lines"] = f.error_lines;
+  j["truncated"] = f.truncated;
   return j;
 }
 

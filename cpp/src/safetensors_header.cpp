@@ -7,15 +7,18 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "vramplan/errors.hpp"
 #include "vramplan/tensor_headers.hpp"
+#include "vramplan/utf8.hpp"
 
 namespace vramplan {
 
@@ -24,7 +27,8 @@ namespace detail {
 std::optional<std::pair<std::size_t, std::size_t>> sort_and_find_overlap(
     std::vector<ByteSpan>& spans) {
   std::sort(spans.begin(), spans.end(), [](const ByteSpan& a, const ByteSpan& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+    if (a.begin != b.begin) return a.begin < b.begin;
+    return a.end != b.end ? a.end < b.end : a.index < b.index;  // ties in input order
   });
   std::int64_t max_end = 0;
   std::size_t owner = 0;
@@ -39,45 +43,6 @@ std::optional<std::pair<std::size_t, std::size_t>> sort_and_find_overlap(
     }
   }
   return std::nullopt;
-}
-
-std::size_t find_invalid_utf8(std::string_view text) noexcept {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  while (i < n) {
-    const unsigned char c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t len = 0;
-    std::uint32_t cp = 0;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      cp = c & 0x1Fu;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      cp = c & 0x0Fu;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      cp = c & 0x07u;
-    } else {
-      return i;  // continuation byte, overlong lead (C0/C1) or F5..FF
-    }
-    if (n - i < len) return i;
-    for (std::size_t k = 1; k < len; ++k) {
-      const unsigned char cc = s[i + k];
-      if ((cc & 0xC0u) != 0x80u) return i;
-      cp = (cp << 6) | (cc & 0x3Fu);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return i;
-    }
-    i += len;
-  }
-  return std::string_view::npos;
 }
 
 }  // namespace detail
@@ -151,6 +116,137 @@ std::optional<DType> safetensors_dtype(const std::string& s) {
   return d;
 }
 
+// SAX front end to nlohmann's DOM builder for a JSON object of entries ({"key": value, ...}).
+// Each top-level value is built on its own and handed to `on_entry` as soon as it ends, so
+// memory follows one entry, not the whole document, and a bad entry stops the parse at once.
+// A key repeated in any object goes to `on_duplicate` (which throws): nlohmann would silently
+// keep the last copy. Top-level keys are hashed once each, nested objects' keys sorted once,
+// so the check is O(n log n) at worst (nlohmann's callback parser instead rescanned the
+// enclosing object at every value's end: quadratic).
+class EntryStream {
+ public:
+  using OnEntry = std::function<void(std::string&& key, json&& value)>;
+  // (top-level key the object sits in, or "" for the top level; the repeated key)
+  using OnDuplicate = std::function<void(const std::string& entry, const std::string& key)>;
+
+  EntryStream(OnEntry on_entry, OnDuplicate on_duplicate)
+      : on_entry_(std::move(on_entry)), on_duplicate_(std::move(on_duplicate)) {}
+
+  // Parses `text`; false when its top level is not an object. json::parse_error (and the
+  // other json::exception types) escape for malformed text, as from json::parse.
+  bool parse(std::string_view text) {
+    json::sax_parse(text.data(), text.data() + text.size(), this);
+    return !not_object_;
+  }
+
+  bool null() {
+    return scalar([](Dom& d) { return d.null(); });
+  }
+  bool boolean(bool v) {
+    return scalar([v](Dom& d) { return d.boolean(v); });
+  }
+  bool number_integer(json::number_integer_t v) {
+    return scalar([v](Dom& d) { return d.number_integer(v); });
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    return scalar([v](Dom& d) { return d.number_unsigned(v); });
+  }
+  bool number_float(json::number_float_t v, const json::string_t& text) {
+    return scalar([&](Dom& d) { return d.number_float(v, text); });
+  }
+  bool string(json::string_t& v) {
+    return scalar([&](Dom& d) { return d.string(v); });
+  }
+  bool binary(json::binary_t& v) {
+    return scalar([&](Dom& d) { return d.binary(v); });
+  }
+  bool start_object(std::size_t n) {
+    if (depth_ == 0) {
+      depth_ = 1;
+      return true;
+    }
+    open_entry_value();
+    nested_keys_.emplace_back();
+    ++depth_;
+    return dom_->start_object(n);
+  }
+  bool key(json::string_t& k) {
+    if (depth_ == 1) {
+      if (!top_keys_.insert(k).second) on_duplicate_("", k);
+      entry_key_ = k;
+      return true;
+    }
+    nested_keys_.back().push_back(k);
+    return dom_->key(k);
+  }
+  bool end_object() {
+    if (--depth_ == 0) return true;
+    // Nested objects are small (a tensor entry has 3 keys): sorting beats a hash set there.
+    std::vector<std::string>& keys = nested_keys_.back();
+    std::sort(keys.begin(), keys.end());
+    const auto repeated = std::adjacent_find(keys.begin(), keys.end());
+    if (repeated != keys.end()) on_duplicate_(entry_key_, *repeated);
+    nested_keys_.pop_back();
+    const bool ok = dom_->end_object();
+    if (depth_ == 1) close_entry();
+    return ok;
+  }
+  bool start_array(std::size_t n) {
+    if (depth_ == 0) return top_level_not_object();
+    open_entry_value();
+    ++depth_;
+    return dom_->start_array(n);
+  }
+  bool end_array() {
+    --depth_;
+    const bool ok = dom_->end_array();
+    if (depth_ == 1) close_entry();
+    return ok;
+  }
+  template <class Exception>
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
+                   const Exception& ex) {
+    throw ex;  // the concrete json::parse_error / out_of_range, with its byte position
+  }
+
+ private:
+  using Dom = nlohmann::detail::json_sax_dom_parser<json>;
+
+  bool top_level_not_object() {
+    not_object_ = true;
+    return false;  // stops the parse
+  }
+  void open_entry_value() {
+    if (depth_ == 1) {
+      value_ = json();
+      dom_.emplace(value_);
+    }
+  }
+  template <class Forward>
+  bool scalar(Forward forward) {
+    if (depth_ == 0) return top_level_not_object();
+    if (depth_ > 1) return forward(*dom_);
+    open_entry_value();  // a scalar entry: the whole value
+    forward(*dom_);
+    close_entry();
+    return true;
+  }
+  void close_entry() {
+    dom_.reset();
+    on_entry_(std::move(entry_key_), std::move(value_));
+  }
+
+  OnEntry on_entry_;
+  OnDuplicate on_duplicate_;
+  int depth_ = 0;  // open objects and arrays
+  bool not_object_ = false;
+  std::string entry_key_;
+  std::unordered_set<std::string> top_keys_;
+  std::vector<std::vector<std::string>> nested_keys_;  // one per open nested object
+  json value_;
+  std::optional<Dom> dom_;
+};
+
 using Span = detail::ByteSpan;
 
 }  // namespace
@@ -194,7 +290,7 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::int64_t 
                          ")");
   }
   const std::string_view text = bytes.substr(kLengthPrefix, static_cast<std::size_t>(n));
-  if (const auto bad = detail::find_invalid_utf8(text); bad != std::string_view::npos) {
+  if (const auto bad = utf8::find_invalid(text); bad != std::string_view::npos) {
     throw ParseError(name, kLengthPrefix + static_cast<std::int64_t>(bad),
                      "JSON header is not valid UTF-8");
   }
@@ -203,31 +299,6 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::int64_t 
   }
   check_json_depth(text, name);
 
-  // Duplicate top-level keys would silently hide a tensor (nlohmann keeps the last one).
-  std::set<std::string> keys;
-  const json::parser_callback_t on_event = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth == 1 && event == json::parse_event_t::key &&
-        !keys.insert(parsed.get<std::string>()).second) {
-      throw ParseError(
-          name, kLengthPrefix,
-          "tensor " + show_name(parsed.get<std::string>()) + " appears twice in the header");
-    }
-    return true;
-  };
-  json root;
-  try {
-    root = json::parse(text.begin(), text.end(), on_event, /*allow_exceptions=*/true);
-  } catch (const json::parse_error& e) {
-    const auto pos = e.byte > 0 ? static_cast<std::int64_t>(e.byte) - 1 : 0;
-    throw ParseError(name, kLengthPrefix + pos,
-                     std::string("JSON header does not parse: ") + e.what());
-  } catch (const json::exception& e) {
-    throw ParseError(name, kLengthPrefix, std::string("JSON header does not parse: ") + e.what());
-  }
-  if (!root.is_object()) {
-    throw ParseError(name, kLengthPrefix, "JSON header is not an object");
-  }
-
   SafetensorsHeader out;
   out.file = name;
   out.header_bytes = kLengthPrefix + header_len;
@@ -235,9 +306,7 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::int64_t 
   const std::int64_t data_len = file_bytes - out.header_bytes;
 
   std::vector<Span> spans;
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string& key = it.key();
-    const json& value = it.value();
+  const auto add_entry = [&](std::string&& key, json&& value) {
     const auto field_error = [&](const std::string& field, const std::string& problem) {
       return ParseError(
           name, kLengthPrefix,
@@ -254,10 +323,10 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::int64_t 
         }
         out.metadata.emplace(mk, mv.get<std::string>());
       }
-      continue;
+      return;
     }
     // nlohmann validates UTF-8 (including \u escapes) but the check is cheap to restate.
-    if (detail::find_invalid_utf8(key) != std::string_view::npos) {
+    if (utf8::find_invalid(key) != std::string_view::npos) {
       throw field_error("", "name is not valid UTF-8");
     }
     if (!value.is_object()) throw field_error("", "entry is not an object");
@@ -313,6 +382,24 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::int64_t 
     t.offset = out.header_bytes + *begin;
     spans.push_back({*begin, *end, out.tensors.size()});
     out.tensors.push_back(std::move(t));
+  };
+  // A repeated key would silently hide a tensor or a field (nlohmann keeps the last one).
+  const auto duplicate = [&](const std::string& entry, const std::string& key) {
+    if (entry.empty()) {
+      throw ParseError(name, kLengthPrefix,
+                       "tensor " + show_name(key) + " appears twice in the header");
+    }
+    throw ParseError(name, kLengthPrefix,
+                     "tensor " + show_name(entry) + ": key " + show_name(key) + " appears twice");
+  };
+  try {
+    EntryStream(add_entry, duplicate).parse(text);  // the text starts with '{'
+  } catch (const json::parse_error& e) {
+    const auto pos = e.byte > 0 ? static_cast<std::int64_t>(e.byte) - 1 : 0;
+    throw ParseError(name, kLengthPrefix + pos,
+                     std::string("JSON header does not parse: ") + e.what());
+  } catch (const json::exception& e) {
+    throw ParseError(name, kLengthPrefix, std::string("JSON header does not parse: ") + e.what());
   }
 
   if (const auto overlap = detail::sort_and_find_overlap(spans)) {
@@ -374,7 +461,8 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-constexpr std::int64_t kMaxIndexBytes = 256 << 20;
+// Real indexes are a few MB (DeepSeek-V3's 91,000 entries: 9 MB); the cap bounds the DOM.
+constexpr std::int64_t kMaxIndexBytes = 64 << 20;
 
 json read_index_json(const fs::path& path) {
   const std::string name = path.string();
@@ -382,7 +470,7 @@ json read_index_json(const fs::path& path) {
   const auto size = fs::file_size(path, ec);
   if (ec) throw ParseError(name, 0, "cannot read file: " + ec.message());
   if (size > static_cast<std::uint64_t>(kMaxIndexBytes)) {
-    throw ParseError(name, 0, "index file larger than 256 MiB");
+    throw ParseError(name, 0, "index file larger than 64 MiB");
   }
   std::ifstream in(path, std::ios::binary);
   std::string text(static_cast<std::size_t>(size), '\0');
@@ -391,12 +479,24 @@ json read_index_json(const fs::path& path) {
     throw ParseError(name, 0, "cannot read file");
   }
   check_json_depth(text, name);
+  json root = json::object();
+  const auto add_entry = [&](std::string&& key, json&& value) {
+    root.emplace(std::move(key), std::move(value));
+  };
+  // A tensor listed twice in weight_map would silently lose one of its shards.
+  const auto duplicate = [&](const std::string& entry, const std::string& key) {
+    throw ParseError(
+        name, 0, (entry.empty() ? "key " : entry + ": key ") + show_name(key) + " appears twice");
+  };
   try {
-    return json::parse(text, nullptr, /*allow_exceptions=*/true);
+    if (!EntryStream(add_entry, duplicate).parse(text)) return json();  // not an object
   } catch (const json::parse_error& e) {
     const auto pos = e.byte > 0 ? static_cast<std::int64_t>(e.byte) - 1 : 0;
     throw ParseError(name, pos, std::string("index JSON does not parse: ") + e.what());
+  } catch (const json::exception& e) {
+    throw ParseError(name, 0, std::string("index JSON does not parse: ") + e.what());
   }
+  return root;
 }
 
 }  // namespace

@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "vramplan/errors.hpp"
 #include "vramplan/spec_db.hpp"
+#include "vramplan/utf8.hpp"
 
 namespace vramplan {
 namespace {
@@ -386,7 +388,53 @@ std::string schema_markdown() {
   return out.str();
 }
 
+namespace {
+
+// Dotted path of the first key or scalar under `node` that is not valid UTF-8.
+std::optional<std::string> invalid_utf8_field(const YAML::Node& node, const std::string& path) {
+  if (node.IsScalar()) {
+    if (utf8::find_invalid(node.Scalar()) != std::string::npos) return path;
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      if (auto f = invalid_utf8_field(node[i], path + "[" + std::to_string(i) + "]")) return f;
+    }
+  } else if (node.IsMap()) {
+    for (const auto& kv : node) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+      const std::string key_path = path.empty() ? key : path + "." + key;
+      if (utf8::find_invalid(key) != std::string::npos) return key_path;
+      if (auto f = invalid_utf8_field(kv.second, key_path)) return f;
+    }
+  }
+  return std::nullopt;
+}
+
+// Spec text ends up in JSON and Python strings, so a byte that is not UTF-8 is refused up
+// front, named by the key or value it sits in (or its line, in a comment) and its offset.
+void require_utf8(const std::string& text, const std::string& file) {
+  const std::size_t bad = utf8::find_invalid(text);
+  if (bad == std::string::npos) return;
+  const std::size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+  const std::size_t column = bad - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
+  const auto line =
+      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+  std::string field = "line " + std::to_string(line);
+  try {
+    if (auto f = invalid_utf8_field(YAML::Load(text), "")) field = *f;
+  } catch (const YAML::Exception&) {
+    // The line is the best name left.
+  }
+  static const char* kHex = "0123456789abcdef";
+  const auto byte = static_cast<unsigned char>(text[bad]);
+  throw SpecError(file, field, std::string("byte 0x") + kHex[byte >> 4] + kHex[byte & 0xF],
+                  "not valid UTF-8 at byte offset " + std::to_string(bad) + " (line " +
+                      std::to_string(line) + ", column " + std::to_string(column) + ")");
+}
+
+}  // namespace
+
 ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string& file) {
+  require_utf8(yaml_text, file);
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -649,6 +697,7 @@ ModelSpec load_model_spec_file(const std::string& path) {
 }
 
 std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::string& file) {
+  require_utf8(yaml_text, file);
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);

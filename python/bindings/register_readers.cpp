@@ -30,13 +30,21 @@ nlohmann::json tensors_json(const std::vector<vramplan::TensorInfo>& tensors) {
 
 }  // namespace
 
+// Every reader below touches only files and C++ objects, so it runs with the GIL released
+// (a large header or a slow disk must not stall other Python threads); results are turned
+// into Python objects after the GIL is taken back.
 void register_readers(py::module_& m) {
-  m.def("load_hf_config", &vramplan::load_hf_config, py::arg("path"),
+  using release_gil = py::call_guard<py::gil_scoped_release>;
+  m.def("load_hf_config", &vramplan::load_hf_config, py::arg("path"), release_gil(),
         "ModelSpec from a config.json file or a folder holding one (hf_quant_config.json too).");
   m.def(
       "load_model_path",
       [](const std::string& path) {
-        const vramplan::LoadedModel loaded = vramplan::load_model_path(path);
+        vramplan::LoadedModel loaded;
+        {
+          py::gil_scoped_release release;
+          loaded = vramplan::load_model_path(path);
+        }
         py::dict out;
         out["spec"] = loaded.spec;
         out["kind"] = loaded.kind;
@@ -46,7 +54,7 @@ void register_readers(py::module_& m) {
         return out;
       },
       py::arg("path"));
-  m.def("resolve_model_folder", &vramplan::resolve_model_folder, py::arg("path"));
+  m.def("resolve_model_folder", &vramplan::resolve_model_folder, py::arg("path"), release_gil());
   m.def(
       "with_checkpoint_bytes",
       [](vramplan::ModelSpec spec, std::int64_t checkpoint_bytes) {
@@ -59,21 +67,31 @@ void register_readers(py::module_& m) {
   m.def(
       "read_safetensors_folder",
       [](const std::string& dir) {
-        const vramplan::CheckpointTensors c = vramplan::read_safetensors_folder(dir);
-        return to_python({{"files", c.files},
-                          {"total_bytes", c.total_bytes},
-                          {"tensors", tensors_json(c.tensors)}});
+        nlohmann::json out;
+        {
+          py::gil_scoped_release release;
+          const vramplan::CheckpointTensors c = vramplan::read_safetensors_folder(dir);
+          out = {{"files", c.files},
+                 {"total_bytes", c.total_bytes},
+                 {"tensors", tensors_json(c.tensors)}};
+        }
+        return to_python(out);
       },
       py::arg("dir"));
   m.def(
       "read_gguf_header",
       [](const std::string& path) {
-        const vramplan::GgufHeader h = vramplan::read_gguf_header(path);
-        return to_python({{"file", h.file},
-                          {"version", h.version},
-                          {"architecture", h.architecture().value_or("")},
-                          {"tensor_bytes", h.tensor_bytes()},
-                          {"tensors", tensors_json(h.tensors)}});
+        nlohmann::json out;
+        {
+          py::gil_scoped_release release;
+          const vramplan::GgufHeader h = vramplan::read_gguf_header(path);
+          out = {{"file", h.file},
+                 {"version", h.version},
+                 {"architecture", h.architecture().value_or("")},
+                 {"tensor_bytes", h.tensor_bytes()},
+                 {"tensors", tensors_json(h.tensors)}};
+        }
+        return to_python(out);
       },
       py::arg("path"));
 }

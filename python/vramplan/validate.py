@@ -242,6 +242,22 @@ def replay_log(
     return replay_record(record_from_log(figures, log_id=log_id, model=model, gpu=gpu))
 
 
+def replay_log_file(
+    path: str | Path,
+    *,
+    log_id: str | None = None,
+    model: str | None = None,
+    gpu: str | None = None,
+) -> Replay:
+    """Like `replay_log`, for a log file, which is never read whole into memory: the C++
+    parser streams it in 1 MiB chunks (lines over 64 KiB skipped, at most 1 GiB read).
+    A file that cannot be read raises vramplan.ParseError naming it."""
+    path = Path(path)
+    figures = _core.parse_vllm_log(path)
+    record = record_from_log(figures, log_id=log_id or path.name, model=model, gpu=gpu)
+    return replay_record(record)
+
+
 def format_table(replays: list[Replay]) -> str:
     """Predicted vs measured per term, one line per record."""
     width = max([9, *(len(r.id) + 2 for r in replays)])

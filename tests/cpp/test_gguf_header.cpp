@@ -363,6 +363,9 @@ const std::vector<BadCase>& bad_cases() {
       {"EmptyKey", [] { return Gguf(0, 1).kv_u32("", 1).bytes(); }, "empty key"},
       {"BadUtf8Key", [] { return Gguf(0, 1).kv_u32("gen\xff", 1).bytes(); },
        "key is not valid UTF-8"},
+      {"BadUtf8StringValue",
+       [] { return Gguf(0, 1).kv_str("general.name", "bad \xff name").bytes(); },
+       "'general.name': string is not valid UTF-8"},
       {"DuplicateKey", [] { return Gguf(0, 2).kv_u32("a.b", 1).kv_u32("a.b", 2).bytes(); },
        "duplicate metadata key 'a.b'"},
       {"UnknownValueType", [] { return Gguf(0, 1).str("k").u32(13).u32(0).bytes(); },
@@ -529,5 +532,18 @@ INSTANTIATE_TEST_SUITE_P(Cases, GgufMalformed, ::testing::ValuesIn(bad_cases()),
                          [](const ::testing::TestParamInfo<BadCase>& p) {
                            return std::string(p.param.name);
                          });
+
+TEST(GgufHeader, BadUtf8StringValueOffsetIsTheByte) {
+  // 24 bytes of preamble (magic, version, tensor count, KV count), the key (8-byte length +
+  // "general.name", 12 bytes) ends at 44, the type at 48, the string length at 56; "bad " puts
+  // the 0xFF at 60. (A stored string becomes a model id: it must be valid UTF-8.)
+  const std::string bytes = Gguf(0, 1).kv_str("general.name", "bad \xff name").bytes();
+  try {
+    vramplan::parse_gguf_header(bytes, static_cast<std::int64_t>(bytes.size()), "x.gguf");
+    ADD_FAILURE() << "no ParseError";
+  } catch (const vramplan::ParseError& e) {
+    EXPECT_EQ(e.offset(), 60);
+  }
+}
 
 }  // namespace

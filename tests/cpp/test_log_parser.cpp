@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "vramplan/errors.hpp"
 #include "vramplan/log_parser.hpp"
+#include "vramplan/utf8.hpp"
 
 using vramplan::parse_vllm_log;
 using vramplan::VllmLogFigures;
@@ -567,7 +569,8 @@ TEST(LogParserText, ToJsonHasEveryFieldAndNulls) {
                                          "oom_total_gib",
                                          "oom_free_gib",
                                          "outcome",
-                                         "error_lines"};
+                                         "error_lines",
+                                         "truncated"};
   EXPECT_EQ(j.size(), keys.size());
   for (const auto& k : keys) {
     ASSERT_TRUE(j.contains(k)) << k;
@@ -575,6 +578,8 @@ TEST(LogParserText, ToJsonHasEveryFieldAndNulls) {
       EXPECT_EQ(j[k], "unknown");
     } else if (k == "error_lines") {
       EXPECT_TRUE(j[k].is_array() && j[k].empty());
+    } else if (k == "truncated") {
+      EXPECT_EQ(j[k], false);
     } else {
       EXPECT_TRUE(j[k].is_null()) << k;
     }
@@ -676,4 +681,126 @@ TEST(LogParserRobustness, TruncatedLines) {
                            "'enforce_eager': True}")
                 .enforce_eager,
             true);
+}
+
+// ---------------------------------------------------------------------------------------
+// UTF-8: every string the parser returns is valid, so to_json(...).dump() never throws.
+
+namespace {
+
+bool all_strings_valid_utf8(const nlohmann::json& j) {
+  if (j.is_string()) return vramplan::utf8::find_invalid(j.get<std::string>()) == std::string::npos;
+  if (j.is_structured()) {
+    for (const auto& v : j) {
+      if (!all_strings_valid_utf8(v)) return false;
+    }
+  }
+  return true;
+}
+
+VllmLogFigures parse_in_chunks(std::string_view text, std::size_t chunk) {
+  vramplan::VllmLogParser parser;
+  for (std::size_t at = 0; at < text.size(); at += chunk) parser.feed(text.substr(at, chunk));
+  return parser.finish();
+}
+
+}  // namespace
+
+TEST(LogParserUtf8, LongErrorLineIsCutOnACharacterBoundary) {
+  // The reproducer: 13 ASCII bytes, then 3000 two-byte characters; the 2000-byte cut
+  // used to land inside the last "é" and dump() threw type_error.316.
+  std::string text = "ValueError: x";
+  for (int i = 0; i < 3000; ++i) text += "\xc3\xa9";
+  VllmLogFigures f;
+  ASSERT_NO_THROW(f = parse_vllm_log(text));
+  ASSERT_EQ(f.error_lines.size(), 1u);
+  // 13 + 2 x 993 = 1999 bytes is the longest whole-character prefix within 2000.
+  EXPECT_EQ(f.error_lines[0].size(), 1999u);
+  EXPECT_EQ(f.error_lines[0].substr(0, 14), "ValueError: x\xc3");
+  const nlohmann::json j = vramplan::to_json(f);
+  EXPECT_NO_THROW(j.dump());
+  EXPECT_TRUE(all_strings_valid_utf8(j));
+}
+
+TEST(LogParserUtf8, InvalidBytesBecomeReplacementCharacters) {
+  const VllmLogFigures f = parse_vllm_log(
+      "non-default args: {'model': 'org/m\xff', 'dtype': 'bfloat16'}\n"
+      "ValueError: bad \xfe\xff byte\n"
+      "RuntimeError: \x1b\xc3\xa9 ESC then a lead byte\n");  // the ESC removal eats "\xc3"
+  ASSERT_TRUE(f.model);
+  EXPECT_EQ(*f.model, "org/m\xef\xbf\xbd");
+  ASSERT_EQ(f.error_lines.size(), 2u);
+  EXPECT_EQ(f.error_lines[0], "ValueError: bad \xef\xbf\xbd\xef\xbf\xbd byte");
+  EXPECT_EQ(f.error_lines[1], "RuntimeError: \xef\xbf\xbd ESC then a lead byte");
+  EXPECT_NO_THROW(vramplan::to_json(f).dump());
+}
+
+TEST(LogParserUtf8, RandomBytesAlwaysDump) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    std::string text = "ValueError: ";
+    for (int i = static_cast<int>(rng() % 5000); i > 0; --i) {
+      text.push_back(static_cast<char>(0x80 + rng() % 0x80));
+    }
+    const nlohmann::json j = vramplan::to_json(parse_vllm_log(text));
+    ASSERT_NO_THROW(j.dump()) << round;
+    ASSERT_TRUE(all_strings_valid_utf8(j)) << round;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Streaming: chunks of any size give the figures of the whole text; files are read in chunks.
+
+TEST(LogParserStreaming, ChunkedEqualsWhole) {
+  for (const char* name : {"v019_gpt_oss_20b_sampler_oom.log", "v1_dev005_kv_lines.log",
+                           "v0_dev007_insufficient_kv.log"}) {
+    const std::string text = excerpt(name) + "\r\nValueError: last line without an end";
+    const nlohmann::json whole = vramplan::to_json(parse_vllm_log(text));
+    for (std::size_t chunk : {1, 2, 3, 7, 64, 4096}) {
+      EXPECT_EQ(vramplan::to_json(parse_in_chunks(text, chunk)), whole) << name << " / " << chunk;
+    }
+  }
+}
+
+TEST(LogParserStreaming, OverlongLineAcrossChunksIsSkipped) {
+  // The over-long line starts with a figure; it must not be read however it is chunked.
+  const std::string text = "Model loading took 3.00 GiB " +
+                           std::string(vramplan::kVllmLogMaxLineBytes, 'x') +
+                           "\nAvailable KV cache memory: 5.00 GiB\n";
+  for (std::size_t chunk : {std::size_t{1000}, std::size_t{65536}, text.size()}) {
+    const VllmLogFigures f = parse_in_chunks(text, chunk);
+    EXPECT_FALSE(f.weights_gib) << chunk;
+    EXPECT_EQ(f.kv_cache_gib, 5.00) << chunk;
+  }
+  // A line of exactly the cap is still read.
+  const std::string at_cap = "Model loading took 3.00 GiB ";
+  const std::string line =
+      at_cap + std::string(vramplan::kVllmLogMaxLineBytes - at_cap.size(), 'x');
+  EXPECT_EQ(parse_in_chunks(line + "\n", 1000).weights_gib, 3.00);
+}
+
+TEST(LogParserStreaming, StopsAtTheTotalCap) {
+  vramplan::VllmLogParser parser;
+  parser.feed("Model loading took 1.00 GiB\n");
+  const std::string filler((1 << 20) - 1, 'x');
+  std::int64_t fed = 28;
+  while (!parser.truncated()) {
+    parser.feed(filler + "\n");
+    fed += 1 << 20;
+    ASSERT_LE(fed, vramplan::kVllmLogMaxBytes + (1 << 20));
+  }
+  parser.feed("Available KV cache memory: 5.00 GiB\n");  // past the cap: ignored
+  const VllmLogFigures f = parser.finish();
+  EXPECT_TRUE(f.truncated);
+  EXPECT_EQ(f.weights_gib, 1.00);
+  EXPECT_FALSE(f.kv_cache_gib);
+  EXPECT_EQ(vramplan::to_json(f)["truncated"], true);
+}
+
+TEST(LogParserStreaming, ReadsFiles) {
+  const std::string path = kExcerptDir + "v019_gpt_oss_20b_sampler_oom.log";
+  EXPECT_EQ(vramplan::to_json(vramplan::read_vllm_log_file(path)),
+            vramplan::to_json(parse_vllm_log(excerpt("v019_gpt_oss_20b_sampler_oom.log"))));
+  EXPECT_THROW(vramplan::read_vllm_log_file(kExcerptDir + "no_such.log"), vramplan::ParseError);
+  EXPECT_THROW(vramplan::read_vllm_log_file(kExcerptDir), vramplan::ParseError);
 }

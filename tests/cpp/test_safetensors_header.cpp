@@ -1,6 +1,7 @@
 // safetensors header reader: tiny files written by the tests, byte counts worked out by hand.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "test_support.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/tensor_headers.hpp"
+#include "vramplan/utf8.hpp"
 
 namespace {
 
@@ -396,6 +398,19 @@ const std::vector<BadCase>& bad_cases() {
              "{" + entry("w", "U8", "[1]", 0, 1) + "," + entry("w", "U8", "[1]", 1, 2) + "}", 2);
        },
        "'w' appears twice"},
+      {"DuplicateFieldInEntry",
+       [] {
+         return st_file(R"({"w":{"dtype":"U8","shape":[1],"dtype":"F32","data_offsets":[0,1]}})",
+                        1);
+       },
+       "tensor 'w': key 'dtype' appears twice"},
+      {"DuplicateMetadata",
+       [] { return st_file(R"({"__metadata__":{"a":"1"},"__metadata__":{"a":"2"}})", 0); },
+       "'__metadata__' appears twice"},
+      {"UnbalancedAfterEntry", [] { return st_file(R"({"__metadata__":{}]})", 0); },
+       "does not parse"},
+      {"ScalarEntry", [] { return st_file(R"({"w":3})", 0); },
+       "tensor 'w': entry is not an object"},
       {"MetadataNotObject", [] { return st_file(R"({"__metadata__": "x"})", 0); },
        "__metadata__ is not an object"},
       {"MetadataValueNotString", [] { return st_file(R"({"__metadata__": {"n": 3}})", 0); },
@@ -437,16 +452,108 @@ INSTANTIATE_TEST_SUITE_P(Cases, SafetensorsMalformed, ::testing::ValuesIn(bad_ca
                          });
 
 TEST(SafetensorsHeader, Utf8Validator) {
-  using vramplan::detail::find_invalid_utf8;
+  using vramplan::utf8::find_invalid;
   constexpr auto npos = std::string_view::npos;
-  EXPECT_EQ(find_invalid_utf8("plain"), npos);
-  EXPECT_EQ(find_invalid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), npos);
-  EXPECT_EQ(find_invalid_utf8("ab\x80"), 2u);             // stray continuation
-  EXPECT_EQ(find_invalid_utf8("\xe2\x82"), 0u);           // truncated sequence
-  EXPECT_EQ(find_invalid_utf8("\xed\xa0\x80"), 0u);       // UTF-16 surrogate
-  EXPECT_EQ(find_invalid_utf8("\xe0\x80\xaf"), 0u);       // overlong
-  EXPECT_EQ(find_invalid_utf8("\xf4\x90\x80\x80"), 0u);   // above U+10FFFF
-  EXPECT_EQ(find_invalid_utf8("x\xf5\x80\x80\x80"), 1u);  // invalid lead
+  EXPECT_EQ(find_invalid("plain"), npos);
+  EXPECT_EQ(find_invalid("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), npos);
+  EXPECT_EQ(find_invalid("ab\x80"), 2u);             // stray continuation
+  EXPECT_EQ(find_invalid("\xe2\x82"), 0u);           // truncated sequence
+  EXPECT_EQ(find_invalid("\xed\xa0\x80"), 0u);       // UTF-16 surrogate
+  EXPECT_EQ(find_invalid("\xe0\x80\xaf"), 0u);       // overlong
+  EXPECT_EQ(find_invalid("\xf4\x90\x80\x80"), 0u);   // above U+10FFFF
+  EXPECT_EQ(find_invalid("x\xf5\x80\x80\x80"), 1u);  // invalid lead
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile sizes: the duplicate-key check used to rescan the top-level object at every entry
+// (nlohmann's callback parser), so 80,000 entries took a minute or more. The issue's
+// reproducer must now be refused in well under a second; 80,000 valid entries (5 MB of JSON,
+// about 0.3 s in a release build) get 3 s, room for sanitizer builds on a busy machine.
+
+double seconds_to(const std::function<void()>& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+constexpr int kManyEntries = 80000;
+
+TEST(SafetensorsHeaderScale, EightyThousandEmptyEntriesAreRefusedFast) {
+  // The issue's reproducer: {"0":{},"1":{},...,"79999":{}} as a model.safetensors file.
+  TempDir tmp;
+  std::string json = "{";
+  for (int i = 0; i < kManyEntries; ++i) json += (i ? ",\"" : "\"") + std::to_string(i) + "\":{}";
+  json += "}";
+  const auto path = tmp.path() / "model.safetensors";
+  write_file(path, st_file(json, 0));
+  const double took = seconds_to([&] {
+    expect_parse_error([&] { vramplan::read_safetensors_folder(tmp.path().string()); },
+                       "tensor '0': dtype: missing");
+  });
+  EXPECT_LT(took, 1.0);
+}
+
+// 80,000 one-byte U8 tensors t0..t79999 at offsets [i, i+1).
+std::string many_tensors_json(const std::string& extra) {
+  std::string json = "{";
+  for (int i = 0; i < kManyEntries; ++i) {
+    json += (i ? "," : "") + entry("t" + std::to_string(i), "U8", "[1]", i, i + 1);
+  }
+  return json + extra + "}";
+}
+
+TEST(SafetensorsHeaderScale, EightyThousandTensorsParseFast) {
+  const std::string json = many_tensors_json("");
+  vramplan::SafetensorsHeader h;
+  const double took = seconds_to([&] {
+    h = vramplan::parse_safetensors_header(st_file(json, kManyEntries),
+                                           8 + json.size() + kManyEntries, "many.safetensors");
+  });
+  EXPECT_LT(took, 3.0);
+  ASSERT_EQ(h.tensors.size(), static_cast<std::size_t>(kManyEntries));
+  EXPECT_EQ(h.tensor_bytes(), kManyEntries);  // one byte each
+  EXPECT_EQ(h.tensors.back().name, "t79999");
+  EXPECT_EQ(h.tensors.back().offset, static_cast<std::int64_t>(8 + json.size()) + kManyEntries - 1);
+}
+
+TEST(SafetensorsHeaderScale, DuplicateAfterEightyThousandTensorsIsFoundFast) {
+  const std::string json = many_tensors_json("," + entry("t0", "U8", "[1]", 0, 1));
+  const double took = seconds_to([&] {
+    expect_parse_error(
+        [&] {
+          vramplan::parse_safetensors_header(st_file(json, kManyEntries),
+                                             8 + json.size() + kManyEntries, "dup.safetensors");
+        },
+        "tensor 't0' appears twice in the header");
+  });
+  EXPECT_LT(took, 3.0);
+}
+
+TEST(SafetensorsFolder, IndexWithRepeatedTensorIsRefused) {
+  TempDir tmp;
+  write_file(tmp.path() / "a.safetensors", st_file("{" + entry("w", "U8", "[1]", 0, 1) + "}", 1));
+  write_file(tmp.path() / "model.safetensors.index.json",
+             R"({"weight_map":{"w":"a.safetensors","w":"b.safetensors"}})");
+  expect_parse_error([&] { vramplan::read_safetensors_folder(tmp.path().string()); },
+                     "weight_map: key 'w' appears twice");
+}
+
+TEST(Utf8, ReplaceAndTruncate) {
+  using vramplan::utf8::replace_invalid;
+  using vramplan::utf8::truncate;
+  EXPECT_EQ(replace_invalid("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(replace_invalid("a\xff"
+                            "b"),
+            "a\xef\xbf\xbd"
+            "b");
+  EXPECT_EQ(replace_invalid("\xe2\x82"), "\xef\xbf\xbd\xef\xbf\xbd");  // each stray byte
+  // "é" is 2 bytes: cutting "aéé" (5 bytes) at 2, 3 or 4 keeps whole characters only.
+  EXPECT_EQ(truncate("a\xc3\xa9\xc3\xa9", 2), "a");
+  EXPECT_EQ(truncate("a\xc3\xa9\xc3\xa9", 3), "a\xc3\xa9");
+  EXPECT_EQ(truncate("a\xc3\xa9\xc3\xa9", 4), "a\xc3\xa9");
+  EXPECT_EQ(truncate("a\xc3\xa9\xc3\xa9", 9), "a\xc3\xa9\xc3\xa9");
+  // A 4-byte character (U+1F600) is dropped whole.
+  EXPECT_EQ(truncate("\xf0\x9f\x98\x80", 3), "");
 }
 
 }  // namespace

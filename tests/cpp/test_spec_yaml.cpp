@@ -4,11 +4,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "test_support.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/spec_db.hpp"
+#include "vramplan/utf8.hpp"
 
 using namespace vramplan;
 namespace fs = std::filesystem;
@@ -76,4 +78,66 @@ TEST(SpecYaml, SchemaMarkdownListsEveryKey) {
   for (const auto& key : schema_keys()) {
     EXPECT_NE(md.find(std::string("`") + key.key + "`"), std::string::npos) << key.key;
   }
+}
+
+// Invalid UTF-8 is refused before anything reads the text, naming file, field and offset
+// (it used to load, then crash `plan` in JSON; in a key it surfaced as a UnicodeDecodeError).
+namespace {
+
+SpecError spec_error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const SpecError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no SpecError";
+  return SpecError("", "", "", "");
+}
+
+}  // namespace
+
+TEST(SpecYaml, InvalidUtf8IsANamedError) {
+  const std::string good = vramplan_test::kLlama31_8B;
+  // "\nid: test/llama" starts at offset 0 of the text; the bad byte replaces the 't' of test.
+  std::string bad_id = good;
+  const std::size_t id_at = bad_id.find("test/llama");
+  bad_id[id_at] = '\xff';
+  SpecError e = spec_error_of([&] { parse_model_spec_yaml(bad_id, "bad_id.yaml"); });
+  EXPECT_EQ(e.file(), "bad_id.yaml");
+  EXPECT_EQ(e.field_path(), "id");
+  EXPECT_EQ(e.value(), "byte 0xff");
+  EXPECT_NE(std::string(e.what()).find("not valid UTF-8 at byte offset " + std::to_string(id_at) +
+                                       " (line 2, column 5)"),
+            std::string::npos)
+      << e.what();
+
+  // A bad byte in a key: the field is the key (shown with U+FFFD), never raw bytes.
+  std::string bad_key = good;
+  const std::size_t key_at = bad_key.find("vocab_size");
+  bad_key[key_at + 1] = '\xc3';  // a lead byte followed by 'c', not a continuation
+  e = spec_error_of([&] { parse_model_spec_yaml(bad_key, "bad_key.yaml"); });
+  EXPECT_EQ(e.field_path(),
+            "v\xef\xbf\xbd"
+            "cab_size");
+  EXPECT_NE(std::string(e.what()).find("byte offset " + std::to_string(key_at + 1)),
+            std::string::npos)
+      << e.what();
+  EXPECT_EQ(utf8::find_invalid(e.what()), std::string::npos);
+
+  // In a nested map, a list, and a comment (named by its line).
+  e = spec_error_of([&] {
+    parse_model_spec_yaml(good +
+                              "moe:\n  num_experts: 8\n  num_experts_per_tok: 2\n"
+                              "  moe_intermediate_size: 1\n  dense_layers: [1, \"\xe2\x82\"]\n",
+                          "nested.yaml");
+  });
+  EXPECT_EQ(e.field_path(), "moe.dense_layers[1]");
+  e = spec_error_of([&] { parse_model_spec_yaml(good + "# caf\xe9\n", "comment.yaml"); });
+  EXPECT_EQ(e.field_path(), "line 12");
+
+  // The GPU list too.
+  e = spec_error_of([&] { parse_gpus_yaml("gpus:\n  - id: H\xff\n    name: x\n", "gpus.yaml"); });
+  EXPECT_EQ(e.file(), "gpus.yaml");
+  EXPECT_EQ(e.field_path(), "gpus[0].id");
+  EXPECT_NE(std::string(e.what()).find("byte offset 15"), std::string::npos) << e.what();
 }

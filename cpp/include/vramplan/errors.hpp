@@ -6,12 +6,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "vramplan/utf8.hpp"
+
 namespace vramplan {
 
 // Base of every error vramplan throws for bad input. Python maps it to a ValueError subclass.
+// Messages quote hostile input, so invalid UTF-8 in them becomes U+FFFD: what() always
+// converts to a Python str and into JSON.
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  explicit Error(const std::string& message) : std::runtime_error(utf8::replace_invalid(message)) {}
 };
 
 // A spec file (YAML model/GPU database entry, HF config.json) is wrong.

@@ -1,12 +1,16 @@
 // Reads the figures a vLLM startup log prints (launch settings, the memory profile, the KV
 // cache size, and how the launch ended) so measured launches can be compared with plans.
 //
-// The input is untrusted text. parse_vllm_log never throws for bad input (only std::bad_alloc
-// can escape) and runs in time linear in the input: it scans line by line without regular
-// expressions, skips lines longer than 64 KiB, splits on '\n' and '\r' (CRLF logs and
-// progress bars redrawn with '\r'), removes ANSI colour codes (ESC[...m, and the "^[[...m"
-// form left when such logs are pasted into issues) and the "(EngineCore pid=N)" /
-// "(Worker_TP1 pid=N)" process prefixes.
+// The input is untrusted text. Parsing never throws for bad input (only std::bad_alloc can
+// escape) and runs in time linear in the input: it scans line by line without regular
+// expressions, splits on '\n' and '\r' (CRLF logs and progress bars redrawn with '\r'),
+// removes ANSI colour codes (ESC[...m, and the "^[[...m" form left when such logs are pasted
+// into issues) and the "(EngineCore pid=N)" / "(Worker_TP1 pid=N)" process prefixes. Bytes
+// that are not valid UTF-8 become U+FFFD, so every string in the result is valid UTF-8.
+//
+// Caps: a line longer than kVllmLogMaxLineBytes is skipped, and only the first
+// kVllmLogMaxBytes of a log are read (`truncated` says so). Reading a file or feeding chunks
+// keeps at most one line in memory, whatever the log's size.
 //
 // Figures printed by several ranks or processes keep their FIRST occurrence (for TP/PP logs,
 // the first worker that logged it, as dev.jsonl records them). gpu_total_gib is taken from the
@@ -16,7 +20,9 @@
 // model len 8192", "Defaulting max_num_seqs to 1024", "Requested memory: 0.95 (util)").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -24,6 +30,11 @@
 #include <vector>
 
 namespace vramplan {
+
+inline constexpr std::size_t kVllmLogMaxLineBytes = 64 * 1024;
+// A startup is printed in a log's first megabytes; past this a long-running server's log is
+// request traffic, not worth the time.
+inline constexpr std::int64_t kVllmLogMaxBytes = std::int64_t{1} << 30;  // 1 GiB
 
 // Every field is optional: absent when the log does not print it. GiB = 2^30 bytes (vLLM's
 // older "GB" labels are GiB too).
@@ -71,12 +82,36 @@ struct VllmLogFigures {
   // "startup_free_memory" or "unknown".
   std::string outcome = "unknown";
   // The failing lines, without process prefix and log header, trimmed, de-duplicated, at most
-  // 32 of them (each cut at 2000 characters). Generic exception lines ("XyzError: ...") are
-  // kept only when the launch did not start.
+  // 32 of them (each cut at 2000 bytes, on a character boundary). Generic exception lines
+  // ("XyzError: ...") are kept only when the launch did not start.
   std::vector<std::string> error_lines;
+  // The log was longer than kVllmLogMaxBytes: only its start was read.
+  bool truncated = false;
+};
+
+// Incremental parser: feed() the log in chunks of any size (a line may span chunks), then
+// call finish() once.
+class VllmLogParser {
+ public:
+  VllmLogParser();
+  ~VllmLogParser();
+  VllmLogParser(const VllmLogParser&) = delete;
+  VllmLogParser& operator=(const VllmLogParser&) = delete;
+
+  void feed(std::string_view chunk);
+  bool truncated() const noexcept;  // kVllmLogMaxBytes reached: further input is ignored
+  VllmLogFigures finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 VllmLogFigures parse_vllm_log(std::string_view text);
+
+// Streams the file at `path` through VllmLogParser in 1 MiB chunks. A file that cannot be
+// opened or read is a ParseError; its content never is.
+VllmLogFigures read_vllm_log_file(const std::string& path);
 
 // Keys are exactly the field names above; an absent field is null.
 nlohmann::json to_json(const VllmLogFigures& figures);

@@ -146,9 +146,6 @@ GgufHeader parse_gguf_header(std::string_view bytes, std::int64_t file_bytes,
                              const std::string& name);
 
 namespace detail {
-// Index of the first byte that is not part of a well-formed UTF-8 sequence (overlongs,
-// surrogates and code points above U+10FFFF rejected), or npos when `text` is valid.
-std::size_t find_invalid_utf8(std::string_view text) noexcept;
 // Byte range [begin, end) of tensor `index` inside a file's data region.
 struct ByteSpan {
   std::int64_t begin;

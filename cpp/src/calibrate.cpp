@@ -420,7 +420,7 @@ CalibrationResult calibrate(const EngineProfile& base,
       c.set(current, bounded);
     }
     current_rows = predicted_rows(fit, rows, current);
-    if (!clamped && step.cwiseAbs().maxCoeff() < 1e-3) break;
+    if (!clamped && step.cwiseAbs().maxCoeff() < 1e-6) break;
   }
   result.iterations = std::min(result.iterations, 20);
 

@@ -1,8 +1,10 @@
 """Accuracy report: replay measured vLLM startups through the planner and write Markdown, CSV
 and PNG scatter plots (predicted vs measured, one per term).
 
-Run: python3 benchmarks/validate.py [--records FILE.jsonl] [--out DIR]
-(default ../shared/measured/dev.jsonl beside the repository, and docs/validation/).
+Run: python3 benchmarks/validate.py [--records FILE.jsonl ...] [--out DIR]
+(default ../shared/measured/dev.jsonl beside the repository when present, plus the public
+records tests/data/public_records.jsonl; docs/validation/). The report splits accuracy by GPU
+family and vLLM era, with coverage (records, records expressed, figures measured) per group.
 Deterministic: the same records give byte-identical report.md and records.csv. The PNGs need
 matplotlib and are skipped, with a note, without it.
 """
@@ -78,6 +80,47 @@ def gpu_group(record: dict[str, Any]) -> str:
     return "other"
 
 
+# GPU families whose memory behaviour differs (architecture, default batch sizes, what else
+# runs on the card), matched on the record's `gpu` text in this order.
+GPU_FAMILIES = (
+    (r"h100|h200|gh200", "H100/H200"),
+    (r"a100", "A100"),
+    (r"l40|\bl4\b", "L40S/L4"),
+    (r"rtx|geforce|3090|4090|5090", "RTX consumer"),
+    (r"mi300|instinct", "MI300X"),
+)
+ERAS = ("pre-0.5", "V0", "v1-early", "v1", "v1-latest", "unknown")
+
+
+def gpu_family(record: dict[str, Any]) -> str:
+    name = str(record.get("gpu") or "")
+    for pattern, label in GPU_FAMILIES:
+        if re.search(pattern, name, re.IGNORECASE):
+            return label
+    return "unknown"
+
+
+def era(record: dict[str, Any]) -> str:
+    """The engines.yaml era of the record's vLLM version: V0 (<= 0.7, or a build the record
+    says ran V0), v1-early (0.8-0.10), v1 (0.11-0.20), v1-latest (>= 0.21)."""
+    text = str(record.get("vllm_version") or "")
+    if re.search(r"\bV0\b", text):
+        return "V0"
+    match = re.search(r"(\d+)\.(\d+)", text)
+    if not match:
+        return "V0" if re.search(r"\bV0\b", str(record.get("notes") or "")) else "unknown"
+    version = (int(match.group(1)), int(match.group(2)))
+    if version < (0, 5):
+        return "pre-0.5"
+    if version < (0, 8):
+        return "V0"
+    if version < (0, 11):
+        return "v1-early"
+    if version < (0, 21):
+        return "v1"
+    return "v1-latest"
+
+
 def rows_of(records: list[dict[str, Any]], replays: list[validate.Replay]) -> list[dict[str, Any]]:
     rows = []
     for record, replay in zip(records, replays):
@@ -94,6 +137,9 @@ def rows_of(records: list[dict[str, Any]], replays: list[validate.Replay]) -> li
                     "id": replay.id,
                     "family": family(str(record.get("model"))),
                     "gpu": gpu_group(record),
+                    "gpu_family": gpu_family(record),
+                    "era": era(record),
+                    "source": record["_source"],
                     "version": version_group(record),
                     "parallelism": f"TP{record.get('tensor_parallel_size') or 1}"
                     f"xPP{record.get('pipeline_parallel_size') or 1}",
@@ -160,6 +206,41 @@ def write_plots(rows: list[dict[str, Any]], out: Path) -> list[str]:
     return names
 
 
+def coverage_table(
+    records: list[dict[str, Any]], replays: list[validate.Replay], key: Any
+) -> list[str]:
+    """Per group: records, records the planner expresses, and per term how many of those
+    measured it."""
+    lines = [
+        "| group | records | expressed | " + " | ".join(TERMS[t][0] for t in TERMS) + " |",
+        "|---|---|---|" + "---|" * len(TERMS),
+    ]
+    groups: dict[str, list[tuple[dict[str, Any], validate.Replay]]] = defaultdict(list)
+    for record, replay in zip(records, replays):
+        groups[key(record)].append((record, replay))
+    for group in sorted(groups):
+        members = groups[group]
+        expressed = [(r, p) for r, p in members if p.predicted is not None]
+        counts = [
+            sum(1 for r, p in expressed if p.measured.get(t, r.get(t)) is not None) for t in TERMS
+        ]
+        lines.append(
+            f"| {group} | {len(members)} | {len(expressed)} | "
+            + " | ".join(str(c) for c in counts)
+            + " |"
+        )
+    return lines
+
+
+def per_source_coverage(records: list[dict[str, Any]], replays: list[validate.Replay]) -> list[str]:
+    lines = []
+    for source in dict.fromkeys(r["_source"] for r in records):
+        mine = [x for r, x in zip(records, replays) if r["_source"] == source]
+        expressed = sum(1 for x in mine if x.predicted is not None)
+        lines.append(f"  - `{source}`: {expressed} of {len(mine)}")
+    return lines
+
+
 def published_comparison(rows: list[dict[str, Any]]) -> list[str]:
     subset = [r for r in rows if r["version"] == "0.19" and r["gpu"] == "H100"]
     lines = [
@@ -181,10 +262,21 @@ def published_comparison(rows: list[dict[str, Any]]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--records", default=str(ROOT.parent / "shared" / "measured" / "dev.jsonl"))
+    parser.add_argument(
+        "--records",
+        action="append",
+        help="records file (JSONL); repeatable (default: dev.jsonl if present + public records)",
+    )
     parser.add_argument("--out", default=str(ROOT / "docs" / "validation"))
     args = parser.parse_args()
-    records = validate.read_records(args.records)
+    if not args.records:
+        dev = ROOT.parent / "shared" / "measured" / "dev.jsonl"
+        args.records = [str(p) for p in (dev, ROOT / "tests" / "data" / "public_records.jsonl")]
+        args.records = [p for p in args.records if Path(p).exists()]
+    records = []
+    for path in args.records:
+        for record in validate.read_records(path):
+            records.append({**record, "_source": Path(path).name})
     replays = [validate.replay_record(r) for r in records]
     rows = rows_of(records, replays)
     out = Path(args.out)
@@ -195,6 +287,9 @@ def main() -> None:
             "id",
             "family",
             "gpu",
+            "gpu_family",
+            "era",
+            "source",
             "version",
             "parallelism",
             "term",
@@ -220,11 +315,13 @@ def main() -> None:
         "# Accuracy on measured vLLM startups",
         "",
         (
-            f"Generated by `python3 benchmarks/validate.py` from `{Path(args.records).name}`. "
-            "Errors are predicted minus measured; GiB = 2^30 bytes."
+            "Generated by `python3 benchmarks/validate.py` from "
+            + ", ".join(f"`{Path(p).name}`" for p in args.records)
+            + ". Errors are predicted minus measured; GiB = 2^30 bytes."
         ),
         "",
         f"- Coverage: {len(expressed)} of {len(replays)} records expressed.",
+        *per_source_coverage(records, replays),
         f"- Outcome agreement: {len(agree)} of {len(with_outcome)}.",
         "",
         "## Per term",
@@ -236,6 +333,31 @@ def main() -> None:
         "## Against the published planner (vLLM 0.19 on H100)",
         "",
         *published_comparison(rows),
+        "",
+    ]
+    for key, title, fn in (
+        ("gpu_family", "GPU family", gpu_family),
+        ("era", "vLLM era", era),
+    ):
+        lines += [
+            f"## By {title}",
+            "",
+            (
+                "Coverage: records, records the planner expresses, and how many of those "
+                "measured each term."
+            ),
+            "",
+            *coverage_table(records, replays, fn),
+            "",
+            header,
+            rule,
+            *summary_table(rows, key),
+            "",
+        ]
+    lines += [
+        "## Coverage by GPU family and era",
+        "",
+        *coverage_table(records, replays, lambda r: f"{gpu_family(r)}, {era(r)}"),
         "",
     ]
     for key, title in (

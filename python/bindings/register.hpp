@@ -12,6 +12,7 @@ void register_engine(pybind11::module_& m);
 void register_log_parser(pybind11::module_& m);
 void register_readers(pybind11::module_& m);
 void register_diagnose(pybind11::module_& m);
+void register_calibrate(pybind11::module_& m);
 
 // C++ JSON -> Python object (dict/list), through the json module: one conversion path.
 pybind11::object to_python(const nlohmann::json& value);

@@ -28,6 +28,7 @@ from .api import (
     spec_database,
     sweep,
 )
+from .calibrate import Profile, calibrate
 from .diagnose import diagnose
 from .probe import auto_gpu
 
@@ -43,10 +44,12 @@ __all__ = [
     "Error",
     "ParseError",
     "Plan",
+    "Profile",
     "SpecError",
     "__version__",
     "auto_gpu",
     "breakdown",
+    "calibrate",
     "diagnose",
     "from_hf_config",
     "gpus",

@@ -333,6 +333,68 @@ def _add_diagnose_and_probe(sub: Any) -> None:
     p.set_defaults(func=_cmd_probe)
 
 
+def _add_calibrate(sub: Any) -> None:
+    """`vramplan calibrate LOG... | --records FILE`: fit an engine row's constants to measured
+    startups of one GPU and vLLM version, print each figure's error before and after, and write
+    the profile YAML (`--out`)."""
+    from .calibrate import Profile, calibrate
+
+    def run(args: argparse.Namespace) -> int:
+        start = Profile.load(args.profile) if args.profile else None
+        fitted = calibrate(
+            *args.logs,
+            records=args.records,
+            ids=args.ids.split(",") if args.ids else None,
+            model=args.model,
+            gpu=args.gpu,
+            terms=args.terms.split(",") if args.terms else None,
+            held_out=args.held_out,
+            profile=start,
+        )
+        if args.json:
+            report = {
+                "engine_version": fitted.engine_version,
+                "gpu": fitted.gpu,
+                "fitted_on": fitted.fitted_on,
+                "condition_number": fitted.condition_number,
+                "constants": fitted.constants,
+                "errors": fitted.errors,
+            }
+            print(json.dumps(report, indent=2))
+        else:
+            print(fitted.format_report())
+        if args.out:
+            fitted.save(args.out)
+            if not args.json:
+                print(f"\nwrote {args.out}")
+        return 0
+
+    p = sub.add_parser("calibrate", help="fit the engine's constants to your own startup logs")
+    p.add_argument("logs", nargs="*", help="vLLM startup logs of one GPU and vLLM version")
+    p.add_argument("--records", help="measured records (shared/measured format, JSONL)")
+    p.add_argument("--ids", help="comma-separated record ids to fit on")
+    p.add_argument(
+        "--model", help="model id when a log names a local path; with --records, a filter"
+    )
+    p.add_argument("--gpu", help="GPU id the logs ran on; with --records, a filter")
+    p.add_argument(
+        "--terms",
+        help="comma-separated: context, non_torch, activation, cudagraph or constant names "
+        "(default: every constant the launches identify)",
+    )
+    p.add_argument(
+        "--held-out",
+        action="append",
+        default=[],
+        metavar="LOG_OR_ID",
+        help="a log or record id to predict before and after, not fitted on (repeatable)",
+    )
+    p.add_argument("--profile", metavar="PROFILE.yaml", help="start from this profile")
+    p.add_argument("--out", metavar="PROFILE.yaml", help="write the fitted profile here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vramplan", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -369,6 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="print the model/GPU YAML schema as Markdown")
     p.set_defaults(func=_cmd_schema)
     _add_diagnose_and_probe(sub)
+    _add_calibrate(sub)
     return parser
 
 

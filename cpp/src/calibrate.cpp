@@ -1,0 +1,580 @@
+#include "vramplan/calibrate.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <sstream>
+
+#include "vramplan/calibration.hpp"
+#include "vramplan/compiled.hpp"
+#include "vramplan/knobs.hpp"
+
+namespace vramplan {
+
+CalibrationError::CalibrationError(std::vector<std::string> terms, const std::string& problem)
+    : Error([&] {
+        std::string names;
+        for (const std::string& t : terms) names += (names.empty() ? "" : ", ") + t;
+        return "calibration: cannot identify " + names + ": " + problem;
+      }()),
+      terms_(std::move(terms)) {}
+
+namespace {
+
+constexpr double kGiB = static_cast<double>(calibration::kGiB);
+constexpr double kMiB = static_cast<double>(calibration::kMiB);
+
+// A fitted constant of an engines.yaml row. `tolerance` is the standard error a fit may leave
+// (in the constant's unit) and also the finite-difference step; the bounds are what is
+// physically plausible for a GPU process.
+struct Constant {
+  const char* name;
+  const char* group;
+  const char* unit;
+  double tolerance;
+  double low;
+  double high;
+  const char* exercised_by;  // which measured figure shows it (for "not exercised")
+  double (*get)(const EngineProfile&);
+  void (*set)(EngineProfile&, double);
+};
+
+std::int64_t to_bytes(double v) { return static_cast<std::int64_t>(std::llround(v)); }
+
+// In fitting priority: when two constants cannot be told apart the earlier one is fitted.
+// Directly printed figures first, then the activation, then the graph pool.
+const std::array<Constant, 10>& constants() {
+  static const std::array<Constant, 10> table = {{
+      {"non_torch_single_rank_bytes", "non_torch", "bytes", 32 * kMiB, 0.0, 8 * kGiB,
+       "non-torch memory (or the available KV cache) of a TP=1, PP=1 launch",
+       [](const EngineProfile& p) { return static_cast<double>(p.non_torch_single_rank_bytes); },
+       [](EngineProfile& p, double v) { p.non_torch_single_rank_bytes = to_bytes(v); }},
+      {"non_torch_pipeline_only_bytes", "non_torch", "bytes", 32 * kMiB, 0.0, 8 * kGiB,
+       "non-torch memory (or the available KV cache) of a PP>1, TP=1 launch",
+       [](const EngineProfile& p) { return static_cast<double>(p.non_torch_pipeline_only_bytes); },
+       [](EngineProfile& p, double v) { p.non_torch_pipeline_only_bytes = to_bytes(v); }},
+      {"non_torch_tensor_parallel_bytes", "non_torch", "bytes", 32 * kMiB, 0.0, 16 * kGiB,
+       "non-torch memory (or the available KV cache) of a TP>1 launch",
+       [](const EngineProfile& p) {
+         return static_cast<double>(p.non_torch_tensor_parallel_bytes);
+       },
+       [](EngineProfile& p, double v) { p.non_torch_tensor_parallel_bytes = to_bytes(v); }},
+      {"cuda_context_bytes", "context", "bytes", 32 * kMiB, 0.0, 4 * kGiB,
+       "the free memory at startup (\"Free memory on device (X/Y GiB) on startup\")",
+       [](const EngineProfile& p) { return static_cast<double>(p.cuda_context_bytes); },
+       [](EngineProfile& p, double v) { p.cuda_context_bytes = to_bytes(v); }},
+      {"nccl_communicator_bytes", "context", "bytes", 32 * kMiB, 0.0, 4 * kGiB,
+       "the free memory at startup of a TP x PP > 1 launch",
+       [](const EngineProfile& p) { return static_cast<double>(p.nccl_communicator_bytes); },
+       [](EngineProfile& p, double v) { p.nccl_communicator_bytes = to_bytes(v); }},
+      {"sampler_bytes_per_logit", "activation", "bytes per logit", 1.0, 0.0, 200.0,
+       "an activation peak set by the sampler (max_num_seqs x vocab logits)",
+       [](const EngineProfile& p) { return p.sampler_bytes_per_logit; },
+       [](EngineProfile& p, double v) { p.sampler_bytes_per_logit = v; }},
+      {"forward_hidden_buffers", "activation", "hidden-size buffers", 0.5, 0.0, 64.0,
+       "an activation peak set by the forward pass (not the sampler)",
+       [](const EngineProfile& p) { return p.forward_hidden_buffers; },
+       [](EngineProfile& p, double v) { p.forward_hidden_buffers = v; }},
+      {"cudagraph_pool_mib.base", "cudagraph", "MiB", 32.0, 0.0, 4096.0,
+       "CUDA-graph memory of a launch that captures graphs (not enforce_eager)",
+       [](const EngineProfile& p) { return p.cudagraph_base_mib; },
+       [](EngineProfile& p, double v) { p.cudagraph_base_mib = v; }},
+      {"cudagraph_pool_mib.piece_per_hidden", "cudagraph", "MiB per hidden/TP", 5e-6, 0.0, 1e-2,
+       "CUDA-graph memory of a launch that captures graphs (not enforce_eager)",
+       [](const EngineProfile& p) { return p.cudagraph_piece_mib_per_hidden; },
+       [](EngineProfile& p, double v) { p.cudagraph_piece_mib_per_hidden = v; }},
+      {"cudagraph_pool_mib.piece", "cudagraph", "MiB", 0.02, 0.0, 8.0,
+       "CUDA-graph memory of a launch that captures graphs (not enforce_eager)",
+       [](const EngineProfile& p) { return p.cudagraph_piece_mib; },
+       [](EngineProfile& p, double v) { p.cudagraph_piece_mib = v; }},
+  }};
+  return table;
+}
+
+constexpr std::size_t kNumConstants = 10;
+
+// The measured terms, in report order. Figures are GiB except kv_tokens.
+enum TermIndex : std::size_t {
+  kActivation,
+  kNonTorch,
+  kCudagraph,
+  kKvCache,
+  kStartupFree,
+  kKvTokens,
+  kNumTerms
+};
+constexpr std::array<const char*, kNumTerms> kTermNames = {"activation_peak_gib", "non_torch_gib",
+                                                           "cudagraph_gib",       "kv_cache_gib",
+                                                           "startup_free_gib",    "kv_tokens"};
+
+using Prediction = std::array<double, kNumTerms>;
+
+std::array<std::optional<double>, kNumTerms> measured_terms(const MeasuredStartup& m) {
+  auto gib = [](const std::optional<std::int64_t>& v) -> std::optional<double> {
+    if (!v) return std::nullopt;
+    return static_cast<double>(*v) / kGiB;
+  };
+  std::array<std::optional<double>, kNumTerms> out;
+  out[kActivation] = gib(m.activation_peak_bytes);
+  out[kNonTorch] = gib(m.non_torch_bytes);
+  out[kCudagraph] = gib(m.cudagraph_bytes);
+  out[kKvCache] = gib(m.kv_cache_bytes);
+  out[kStartupFree] = gib(m.startup_free_bytes);
+  if (m.kv_tokens) out[kKvTokens] = static_cast<double>(*m.kv_tokens);
+  return out;
+}
+
+// The planner's figures for one launch under `profile` (the first rank, as logs print them).
+Prediction predict(const CalibrationSample& sample, const EngineProfile& profile) {
+  EngineConfig config = sample.config;
+  config.profile = std::make_shared<const EngineProfile>(profile);
+  const CompiledLaunch launch(sample.spec, sample.hardware, config);
+  const Breakdown b = launch.breakdown(launch_knobs(config));
+  const RankBreakdown& rank = b.ranks.front();
+  Prediction p{};
+  p[kActivation] = static_cast<double>(rank.activation_peak_bytes) / kGiB;
+  p[kNonTorch] = static_cast<double>(rank.non_torch_bytes) / kGiB;
+  p[kCudagraph] = static_cast<double>(rank.cudagraph_bytes) / kGiB;
+  p[kKvCache] = static_cast<double>(rank.kv_cache_bytes) / kGiB;
+  p[kStartupFree] = static_cast<double>(b.startup_free_bytes) / kGiB;
+  p[kKvTokens] = static_cast<double>(b.kv_tokens);
+  return p;
+}
+
+// One equation of the fit: a measured figure of one launch.
+struct Row {
+  std::size_t sample = 0;
+  TermIndex term = kActivation;
+  double measured = 0.0;
+};
+
+// The figures a launch contributes, each once: the available KV cache only when it carries a
+// term the log does not print on its own (it is requested - weights - the printed terms).
+std::vector<Row> rows_of(const std::vector<const CalibrationSample*>& fit,
+                         const EngineProfile& base) {
+  std::vector<Row> rows;
+  for (std::size_t s = 0; s < fit.size(); ++s) {
+    const auto m = measured_terms(fit[s]->measured);
+    for (TermIndex t : {kActivation, kNonTorch, kCudagraph, kStartupFree}) {
+      if (m[t]) rows.push_back({s, t, *m[t]});
+    }
+    const bool graph_hidden =
+        base.cudagraph_in_budget && !fit[s]->config.enforce_eager && !m[kCudagraph];
+    if (m[kKvCache] && (!m[kActivation] || !m[kNonTorch] || graph_hidden)) {
+      rows.push_back({s, kKvCache, *m[kKvCache]});
+    }
+  }
+  return rows;
+}
+
+Eigen::VectorXd predicted_rows(const std::vector<const CalibrationSample*>& fit,
+                               const std::vector<Row>& rows, const EngineProfile& profile) {
+  std::vector<Prediction> per_sample;
+  per_sample.reserve(fit.size());
+  for (const CalibrationSample* s : fit) per_sample.push_back(predict(*s, profile));
+  Eigen::VectorXd out(static_cast<Eigen::Index>(rows.size()));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    out(static_cast<Eigen::Index>(i)) = per_sample[rows[i].sample][rows[i].term];
+  }
+  return out;
+}
+
+std::string number_text(double v) {
+  std::ostringstream out;
+  out.precision(4);
+  out << v;
+  return out.str();
+}
+
+// Singular values of `a` (descending) and the right singular vectors.
+struct Svd {
+  Eigen::VectorXd values;
+  Eigen::MatrixXd v;
+};
+Svd svd_of(const Eigen::MatrixXd& a) {
+  const Eigen::JacobiSVD<Eigen::MatrixXd> svd(a, Eigen::ComputeThinV);
+  return {svd.singularValues(), svd.matrixV()};
+}
+
+// Standard errors (in tolerance units) of each column's coefficient: sqrt(diag((A^T A)^-1)).
+Eigen::VectorXd scaled_standard_errors(const Svd& svd) {
+  const Eigen::Index n = svd.values.size();
+  Eigen::VectorXd out(n);
+  for (Eigen::Index j = 0; j < n; ++j) {
+    double var = 0.0;
+    for (Eigen::Index k = 0; k < n; ++k) {
+      var += svd.v(j, k) * svd.v(j, k) / (svd.values(k) * svd.values(k));
+    }
+    out(j) = std::sqrt(var);
+  }
+  return out;
+}
+
+constexpr double kSingular = 1e-9;  // relative singular value below which columns are collinear
+
+std::string fingerprint(const CalibrationSample& s) {
+  std::ostringstream out;
+  out << s.spec->id << '|' << s.hardware.gpu.total_memory_bytes << '|'
+      << s.hardware.memory_used_by_others_bytes << '|';
+  for (const KnobSpec& knob : knob_specs()) {
+    const auto v = knob.get(s.config);
+    out << knob.name << '=' << (v ? knob_value_text(*v) : "-") << ';';
+  }
+  for (const auto& m : measured_terms(s.measured)) out << (m ? number_text(*m) : "-") << ';';
+  return out.str();
+}
+
+bool requested(const Constant& c, const std::vector<std::string>& terms) {
+  if (terms.empty()) return true;
+  return std::any_of(terms.begin(), terms.end(),
+                     [&](const std::string& t) { return t == c.name || t == c.group; });
+}
+
+void check_terms(const std::vector<std::string>& terms) {
+  for (const std::string& t : terms) {
+    const bool known = std::any_of(constants().begin(), constants().end(),
+                                   [&](const Constant& c) { return t == c.name || t == c.group; });
+    if (!known) {
+      std::string allowed = "context, non_torch, activation, cudagraph";
+      for (const Constant& c : constants()) allowed += std::string(", ") + c.name;
+      throw ConfigError("terms", "'" + t + "'", allowed, "unknown calibration term");
+    }
+  }
+}
+
+}  // namespace
+
+CalibrationResult calibrate(const EngineProfile& base,
+                            const std::vector<CalibrationSample>& samples,
+                            const CalibrationOptions& options) {
+  check_terms(options.terms);
+  if (!(options.measurement_sigma_gib > 0.0)) {
+    throw ConfigError("measurement_sigma_gib", number_text(options.measurement_sigma_gib), "> 0",
+                      "the measurement resolution must be positive");
+  }
+  const double sigma = options.measurement_sigma_gib;
+  const auto& table = constants();
+  CalibrationResult result;
+  result.profile = base;
+
+  // Launches to fit on, identical repeats dropped (they add no equation).
+  std::vector<const CalibrationSample*> fit;
+  std::vector<std::string> prints;
+  for (const CalibrationSample& s : samples) {
+    if (!s.spec) throw ConfigError("samples", s.id, "a model spec", "launch without a model");
+    if (s.held_out) continue;
+    const std::string print = fingerprint(s);
+    const auto same = std::find(prints.begin(), prints.end(), print);
+    if (same != prints.end()) {
+      result.duplicates.push_back(s.id + " repeats " +
+                                  fit[static_cast<std::size_t>(same - prints.begin())]->id);
+      continue;
+    }
+    prints.push_back(print);
+    fit.push_back(&s);
+    result.fitted_on.push_back(s.id);
+  }
+  std::vector<std::size_t> wanted;
+  std::vector<std::string> wanted_names;
+  for (std::size_t j = 0; j < kNumConstants; ++j) {
+    if (requested(table[j], options.terms)) {
+      wanted.push_back(j);
+      wanted_names.emplace_back(table[j].name);
+    }
+  }
+  if (fit.size() < 2) {
+    throw CalibrationError(
+        wanted_names,
+        std::to_string(fit.size()) + " distinct launch" + (fit.size() == 1 ? "" : "es") +
+            (result.duplicates.empty() ? "" : " (identical logs count once)") +
+            " give at most one equation per term; give two or more launches that differ "
+            "(tensor/pipeline parallel size, model, max_num_seqs or max_num_batched_tokens)");
+  }
+  const std::vector<Row> rows = rows_of(fit, base);
+  if (rows.empty()) {
+    throw CalibrationError(wanted_names,
+                           "the logs print no activation, non-torch, CUDA-graph, KV cache or "
+                           "startup free-memory figure");
+  }
+  const auto n_rows = static_cast<Eigen::Index>(rows.size());
+  Eigen::VectorXd measured(n_rows);
+  for (Eigen::Index i = 0; i < n_rows; ++i)
+    measured(i) = rows[static_cast<std::size_t>(i)].measured;
+
+  // Column j: how each figure moves (in measurement sigmas) when constant j moves by its
+  // tolerance. Scaled so that a standard error of 1 is exactly the tolerance.
+  auto columns = [&](const EngineProfile& at, const std::vector<std::size_t>& which,
+                     const Eigen::VectorXd& at_rows) {
+    Eigen::MatrixXd a(n_rows, static_cast<Eigen::Index>(which.size()));
+    for (std::size_t k = 0; k < which.size(); ++k) {
+      const Constant& c = table[which[k]];
+      EngineProfile moved = at;
+      c.set(moved, c.get(at) + c.tolerance);
+      a.col(static_cast<Eigen::Index>(k)) = (predicted_rows(fit, rows, moved) - at_rows) / sigma;
+    }
+    return a;
+  };
+
+  // Which constants the launches identify, in priority order.
+  const Eigen::VectorXd base_rows = predicted_rows(fit, rows, base);
+  const Eigen::MatrixXd all = columns(base, wanted, base_rows);
+  std::vector<std::size_t> accepted;  // indices into `wanted`
+  std::vector<std::string> status(kNumConstants, "not requested");
+  for (std::size_t k = 0; k < wanted.size(); ++k) {
+    const Constant& c = table[wanted[k]];
+    if (all.col(static_cast<Eigen::Index>(k)).cwiseAbs().maxCoeff() < 1e-3) {
+      status[wanted[k]] = std::string("not exercised: no log measures ") + c.exercised_by;
+      continue;
+    }
+    std::vector<std::size_t> trial = accepted;
+    trial.push_back(k);
+    Eigen::MatrixXd a(n_rows, static_cast<Eigen::Index>(trial.size()));
+    for (std::size_t t = 0; t < trial.size(); ++t) {
+      a.col(static_cast<Eigen::Index>(t)) = all.col(static_cast<Eigen::Index>(trial[t]));
+    }
+    const Svd svd = svd_of(a);
+    const Eigen::Index last = svd.values.size() - 1;
+    if (svd.values(last) <= kSingular * svd.values(0)) {
+      // The null direction names the constants it mixes.
+      std::string with;
+      for (std::size_t t = 0; t + 1 < trial.size(); ++t) {
+        if (std::abs(svd.v(static_cast<Eigen::Index>(t), last)) > 1e-3) {
+          with += (with.empty() ? "" : ", ") + std::string(table[wanted[trial[t]]].name);
+        }
+      }
+      status[wanted[k]] = "not identified: collinear with " + with +
+                          " (the logs vary nothing that tells them apart)";
+      continue;
+    }
+    const Eigen::VectorXd se = scaled_standard_errors(svd);
+    const Eigen::Index self = static_cast<Eigen::Index>(trial.size()) - 1;
+    Eigen::Index worst = 0;
+    se.maxCoeff(&worst);
+    if (se(worst) > 1.0) {
+      const Constant& w = table[wanted[trial[static_cast<std::size_t>(worst)]]];
+      status[wanted[k]] =
+          "not identified: the logs leave it uncertain by +-" +
+          number_text(se(self) * c.tolerance) + " " + c.unit + " (tolerance " +
+          number_text(c.tolerance) + ")" +
+          (worst == self ? std::string() : std::string(" and would blur ") + w.name);
+      continue;
+    }
+    accepted.push_back(k);
+  }
+  std::vector<std::size_t> free;
+  for (std::size_t k : accepted) free.push_back(wanted[k]);
+
+  // Requested terms that stay unidentified are errors; so is a fit of nothing.
+  std::vector<std::string> missing;
+  std::string why;
+  auto is_fitted = [&](std::size_t j) {
+    return std::find(free.begin(), free.end(), j) != free.end();
+  };
+  for (const std::string& t : options.terms) {
+    for (std::size_t j = 0; j < kNumConstants; ++j) {
+      const Constant& c = table[j];
+      const bool named = t == c.name;
+      const bool group_missed =
+          t == c.group && std::none_of(free.begin(), free.end(),
+                                       [&](std::size_t f) { return table[f].group == t; });
+      if ((named && !is_fitted(j)) || group_missed) {
+        missing.emplace_back(c.name);
+        why += std::string(why.empty() ? "" : "; ") + c.name + " " + status[j];
+      }
+    }
+  }
+  if (free.empty() && missing.empty()) {
+    for (std::size_t j : wanted) {
+      missing.emplace_back(table[j].name);
+      why += std::string(why.empty() ? "" : "; ") + table[j].name + " " + status[j];
+    }
+  }
+  if (!missing.empty()) throw CalibrationError(missing, why);
+
+  // Bounded Gauss-Newton: solve, clamp what leaves its plausible range (then held there),
+  // re-linearise (the activation peak is max(forward, sampler)) until the step is negligible.
+  EngineProfile current = base;
+  std::vector<bool> at_bound(kNumConstants, false);
+  Eigen::VectorXd current_rows = base_rows;
+  for (result.iterations = 1; result.iterations <= 20; ++result.iterations) {
+    std::vector<std::size_t> active;
+    for (std::size_t j : free) {
+      if (!at_bound[j]) active.push_back(j);
+    }
+    if (active.empty()) break;
+    const Eigen::MatrixXd a = columns(current, active, current_rows);
+    const Eigen::VectorXd residual = (measured - current_rows) / sigma;
+    const Eigen::VectorXd step = a.colPivHouseholderQr().solve(residual);
+    bool clamped = false;
+    for (std::size_t k = 0; k < active.size(); ++k) {
+      const Constant& c = table[active[k]];
+      const double value = c.get(current) + step(static_cast<Eigen::Index>(k)) * c.tolerance;
+      const double bounded = std::clamp(value, c.low, c.high);
+      if (bounded != value) {
+        at_bound[active[k]] = true;
+        clamped = true;
+      }
+      c.set(current, bounded);
+    }
+    current_rows = predicted_rows(fit, rows, current);
+    if (!clamped && step.cwiseAbs().maxCoeff() < 1e-6) break;
+  }
+  result.iterations = std::min(result.iterations, 20);
+
+  // Standard errors and conditioning at the fitted point, over the constants left free.
+  std::vector<std::size_t> final_free;
+  for (std::size_t j : free) {
+    if (!at_bound[j]) final_free.push_back(j);
+  }
+  Eigen::VectorXd se;
+  if (!final_free.empty()) {
+    const Svd svd = svd_of(columns(current, final_free, current_rows));
+    se = scaled_standard_errors(svd);
+    result.condition_number = svd.values(0) / svd.values(svd.values.size() - 1);
+  }
+  result.profile = current;
+  for (std::size_t j = 0; j < kNumConstants; ++j) {
+    const Constant& c = table[j];
+    FittedConstant f;
+    f.name = c.name;
+    f.unit = c.unit;
+    f.before = c.get(base);
+    f.after = c.get(current);
+    f.fitted = is_fitted(j);
+    f.status = status[j];
+    if (f.fitted) {
+      const auto it = std::find(final_free.begin(), final_free.end(), j);
+      if (it == final_free.end()) {
+        f.status = "fitted, at the plausible bound " + number_text(f.after) + " " + c.unit;
+      } else {
+        f.standard_error = se(static_cast<Eigen::Index>(it - final_free.begin())) * c.tolerance;
+        f.status = "fitted";
+      }
+    } else if (!requested(c, options.terms)) {
+      f.status = "not requested";
+    }
+    result.constants.push_back(f);
+  }
+
+  // Every measured figure of every launch (held out and repeats too), before and after.
+  for (const CalibrationSample& s : samples) {
+    const Prediction before = predict(s, base);
+    const Prediction after = predict(s, current);
+    const auto m = measured_terms(s.measured);
+    for (std::size_t t = 0; t < kNumTerms; ++t) {
+      if (!m[t]) continue;
+      result.errors.push_back({s.id, kTermNames[t], *m[t], before[t], after[t], s.held_out});
+    }
+  }
+  return result;
+}
+
+std::string calibration_profile_yaml(const CalibrationResult& result,
+                                     const std::string& engine_version, const std::string& gpu) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(8);
+  out << YAML::Comment(
+      "vramplan calibration profile: fitted constants over the engines.yaml row of "
+      "engine_version (apply with --profile or vramplan.Profile.load)");
+  out << YAML::BeginMap;
+  out << YAML::Key << "engine_version" << YAML::Value << YAML::DoubleQuoted << engine_version;
+  out << YAML::Key << "gpu" << YAML::Value << YAML::DoubleQuoted << gpu;
+  out << YAML::Key << "fitted_on" << YAML::Value << YAML::BeginSeq;
+  for (const std::string& id : result.fitted_on) out << YAML::DoubleQuoted << id;
+  out << YAML::EndSeq;
+  out << YAML::Key << "overrides" << YAML::Value << YAML::BeginMap;
+  bool graph = false;
+  for (const FittedConstant& c : result.constants) {
+    if (!c.fitted) continue;
+    if (c.name.rfind("cudagraph_pool_mib.", 0) == 0) {
+      graph = true;
+    } else if (c.unit == std::string("bytes")) {
+      out << YAML::Key << c.name << YAML::Value << static_cast<std::int64_t>(std::llround(c.after));
+    } else {
+      out << YAML::Key << c.name << YAML::Value << c.after;
+    }
+  }
+  if (graph) {
+    // The pool's map is read whole: fitted and kept coefficients together.
+    const EngineProfile& p = result.profile;
+    out << YAML::Key << "cudagraph_pool_mib" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "base" << YAML::Value << p.cudagraph_base_mib;
+    out << YAML::Key << "piece" << YAML::Value << p.cudagraph_piece_mib;
+    out << YAML::Key << "piece_per_hidden" << YAML::Value << p.cudagraph_piece_mib_per_hidden;
+    out << YAML::Key << "piece_moe" << YAML::Value << p.cudagraph_piece_mib_moe;
+    out << YAML::Key << "piece_mla" << YAML::Value << p.cudagraph_piece_mib_mla;
+    out << YAML::Key << "piece_mxfp4_moe" << YAML::Value << p.cudagraph_piece_mib_mxfp4_moe;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  out << YAML::Key << "fit" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "condition_number" << YAML::Value << result.condition_number;
+  out << YAML::Key << "constants" << YAML::Value << YAML::BeginMap;
+  for (const FittedConstant& c : result.constants) {
+    out << YAML::Key << c.name << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "before" << YAML::Value << c.before;
+    out << YAML::Key << "after" << YAML::Value << c.after;
+    out << YAML::Key << "standard_error" << YAML::Value << c.standard_error;
+    out << YAML::Key << "status" << YAML::Value << YAML::DoubleQuoted << c.status;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+CalibrationProfile parse_calibration_profile(const std::string& yaml_text,
+                                             const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw SpecError(file, "<document>", "unparsable", e.what());
+  }
+  if (!root.IsMap()) throw SpecError(file, "<document>", "not a map", "expected a profile map");
+  for (const auto& entry : root) {
+    const std::string key = entry.first.as<std::string>();
+    if (key != "engine_version" && key != "gpu" && key != "fitted_on" && key != "overrides" &&
+        key != "fit") {
+      throw SpecError(file, key, key,
+                      "unknown profile field (expected engine_version, gpu, fitted_on, "
+                      "overrides, fit)");
+    }
+  }
+  CalibrationProfile out;
+  const YAML::Node version = root["engine_version"];
+  if (!version || !version.IsScalar() || version.Scalar().empty()) {
+    throw SpecError(file, "engine_version", version ? "not a version" : "missing",
+                    "the vLLM version the profile was fitted for is required");
+  }
+  out.engine_version = version.Scalar();
+  const YAML::Node gpu = root["gpu"];
+  if (gpu) {
+    if (!gpu.IsScalar()) throw SpecError(file, "gpu", "not text", "expected the GPU's name");
+    out.gpu = gpu.Scalar();
+  }
+  const YAML::Node fitted_on = root["fitted_on"];
+  if (fitted_on) {
+    if (!fitted_on.IsSequence()) {
+      throw SpecError(file, "fitted_on", "not a list", "expected a list of launch ids");
+    }
+    for (std::size_t i = 0; i < fitted_on.size(); ++i) {
+      if (!fitted_on[i].IsScalar()) {
+        throw SpecError(file, "fitted_on[" + std::to_string(i) + "]", "not text",
+                        "expected a launch id");
+      }
+      out.fitted_on.push_back(fitted_on[i].Scalar());
+    }
+  }
+  try {
+    out.profile = apply_profile_overrides(engine_profile(out.engine_version), yaml_text, file);
+  } catch (const ConfigError& e) {
+    throw SpecError(file, "engine_version", out.engine_version, e.what());
+  }
+  return out;
+}
+
+}  // namespace vramplan

@@ -1,0 +1,286 @@
+// Calibration by least squares: launches whose "measured" figures the planner itself produced
+// at known constants give those constants back; too few, identical or eager-only launches are
+// a CalibrationError naming the constants they cannot identify; the profile YAML round-trips
+// through apply_profile_overrides.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+#include "vramplan/calibrate.hpp"
+#include "vramplan/engine.hpp"
+#include "vramplan/errors.hpp"
+
+using namespace vramplan;
+using vramplan_test::kGiB;
+
+namespace {
+
+// The constants the synthetic launches were "measured" with: every fitted constant moved away
+// from its engines.yaml 0.19 value (256 MiB, 75.5 MiB... below), by 5-40%.
+EngineProfile truth() {
+  EngineProfile p = engine_profile("0.19.0");
+  p.non_torch_single_rank_bytes = 300 << 20;         // row: 256 MiB
+  p.non_torch_pipeline_only_bytes = 100 << 20;       // row: 72 MiB
+  p.non_torch_tensor_parallel_bytes = 2300LL << 20;  // row: 2110 MiB
+  p.cuda_context_bytes = 600 << 20;                  // row: 522 MiB
+  p.nccl_communicator_bytes = 200 << 20;             // row: 256 MiB
+  p.sampler_bytes_per_logit = 20.0;                  // row: 13.2
+  p.forward_hidden_buffers = 7.5;                    // row: 6
+  p.cudagraph_base_mib = 450.0;                      // row: 400
+  p.cudagraph_piece_mib = 0.09;                      // row: 0.111
+  p.cudagraph_piece_mib_per_hidden = 6.0e-5;         // row: 5.24e-5
+  return p;
+}
+
+struct Launch {
+  const char* id;
+  std::int32_t tp;
+  std::int32_t pp;
+  std::int64_t max_num_seqs;  // 0: vLLM's default (1024 on an H100)
+  bool eager;
+};
+
+// Llama-3.1-8B on H100s with vLLM 0.19: TP=1/2/4 and PP=2 change the non-torch regime, the
+// hidden width per rank and the layers per stage; 16 sequences make the forward (not the
+// sampler) the activation peak and capture 7 graph sizes instead of 51.
+const Launch kLaunches[] = {
+    {"tp1", 1, 1, 0, false}, {"tp2", 2, 1, 0, false},         {"tp4", 4, 1, 0, false},
+    {"pp2", 1, 2, 0, false}, {"tp1-seqs16", 1, 1, 16, false}, {"tp2-seqs16", 2, 1, 16, false},
+};
+
+CalibrationSample sample_of(const Launch& l, const EngineProfile& measured_with,
+                            bool round_like_a_log) {
+  CalibrationSample s;
+  s.id = l.id;
+  s.spec =
+      std::make_shared<const ModelSpec>(vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B));
+  s.hardware.gpu = vramplan_test::h100();
+  s.hardware.num_gpus = 4;
+  s.config.engine_version = "0.19.0";
+  s.config.gpu_memory_utilization = 0.95;
+  s.config.max_model_len = 8192;
+  s.config.tensor_parallel_size = l.tp;
+  s.config.pipeline_parallel_size = l.pp;
+  s.config.enforce_eager = l.eager;
+  if (l.max_num_seqs > 0) s.config.max_num_seqs = l.max_num_seqs;
+  EngineConfig measured_config = s.config;
+  measured_config.profile = std::make_shared<const EngineProfile>(measured_with);
+  const Breakdown b = compute_breakdown(*s.spec, s.hardware, measured_config);
+  const RankBreakdown& r = b.ranks.front();
+  // vLLM prints GiB with two decimals.
+  auto figure = [&](std::int64_t bytes) {
+    if (!round_like_a_log) return bytes;
+    return static_cast<std::int64_t>(std::round(static_cast<double>(bytes) / kGiB * 100.0) / 100.0 *
+                                     kGiB);
+  };
+  s.measured.activation_peak_bytes = figure(r.activation_peak_bytes);
+  s.measured.non_torch_bytes = figure(r.non_torch_bytes);
+  if (!l.eager) s.measured.cudagraph_bytes = figure(r.cudagraph_bytes);
+  s.measured.kv_cache_bytes = figure(r.kv_cache_bytes);
+  s.measured.startup_free_bytes = figure(b.startup_free_bytes);
+  s.measured.kv_tokens = b.kv_tokens;
+  return s;
+}
+
+std::vector<CalibrationSample> synthetic(bool round_like_a_log) {
+  std::vector<CalibrationSample> out;
+  for (const Launch& l : kLaunches) out.push_back(sample_of(l, truth(), round_like_a_log));
+  return out;
+}
+
+const FittedConstant& constant(const CalibrationResult& r, const std::string& name) {
+  for (const FittedConstant& c : r.constants) {
+    if (c.name == name) return c;
+  }
+  ADD_FAILURE() << "no constant " << name;
+  return r.constants.front();
+}
+
+}  // namespace
+
+TEST(Calibrate, ExactSyntheticFiguresGiveTheConstantsBack) {
+  const EngineProfile row = engine_profile("0.19.0");
+  const CalibrationResult fit = calibrate(row, synthetic(false));
+  const EngineProfile t = truth();
+  const EngineProfile& got = fit.profile;
+  // Byte constants to the byte rounding of the planner's integer terms; coefficients to 1e-6.
+  EXPECT_NEAR(got.non_torch_single_rank_bytes, t.non_torch_single_rank_bytes, 1024);
+  EXPECT_NEAR(got.non_torch_pipeline_only_bytes, t.non_torch_pipeline_only_bytes, 1024);
+  EXPECT_NEAR(got.non_torch_tensor_parallel_bytes, t.non_torch_tensor_parallel_bytes, 1024);
+  EXPECT_NEAR(got.cuda_context_bytes, t.cuda_context_bytes, 1024);
+  EXPECT_NEAR(got.nccl_communicator_bytes, t.nccl_communicator_bytes, 1024);
+  EXPECT_NEAR(got.sampler_bytes_per_logit, 20.0, 1e-4);
+  EXPECT_NEAR(got.forward_hidden_buffers, 7.5, 1e-4);
+  EXPECT_NEAR(got.cudagraph_base_mib, 450.0, 1e-3);
+  EXPECT_NEAR(got.cudagraph_piece_mib, 0.09, 1e-6);
+  EXPECT_NEAR(got.cudagraph_piece_mib_per_hidden, 6.0e-5, 1e-9);
+  for (const FittedConstant& c : fit.constants) EXPECT_TRUE(c.fitted) << c.name << ": " << c.status;
+  EXPECT_EQ(fit.fitted_on.size(), 6u);
+  EXPECT_GT(fit.condition_number, 1.0);
+  // After the fit every figure is the measured one.
+  for (const TermError& e : fit.errors) {
+    if (e.term == "kv_tokens") continue;  // tokens move by whole blocks
+    EXPECT_NEAR(e.predicted_after, e.measured, 1e-5) << e.sample_id << " " << e.term;
+  }
+}
+
+TEST(Calibrate, FiguresRoundedLikeALogGiveTheConstantsWithinTheirStandardErrors) {
+  const CalibrationResult fit = calibrate(engine_profile("0.19.0"), synthetic(true));
+  const EngineProfile t = truth();
+  const double expected[] = {
+      static_cast<double>(t.non_torch_single_rank_bytes),
+      static_cast<double>(t.non_torch_pipeline_only_bytes),
+      static_cast<double>(t.non_torch_tensor_parallel_bytes),
+      static_cast<double>(t.cuda_context_bytes),
+      static_cast<double>(t.nccl_communicator_bytes),
+      t.sampler_bytes_per_logit,
+      t.forward_hidden_buffers,
+      t.cudagraph_base_mib,
+      t.cudagraph_piece_mib_per_hidden,
+      t.cudagraph_piece_mib,
+  };
+  ASSERT_EQ(fit.constants.size(), 10u);
+  for (std::size_t i = 0; i < 10; ++i) {
+    const FittedConstant& c = fit.constants[i];
+    ASSERT_TRUE(c.fitted) << c.name << ": " << c.status;
+    // Rounding to 0.01 GiB is uniform noise of sd 0.0029 GiB, inside the 0.005 GiB assumed:
+    // the truth lies within three standard errors.
+    EXPECT_LE(std::abs(c.after - expected[i]), 3.0 * c.standard_error) << c.name;
+    EXPECT_GT(c.standard_error, 0.0) << c.name;
+  }
+}
+
+TEST(Calibrate, OneLaunchOrIdenticalLogsNameEveryConstant) {
+  const EngineProfile row = engine_profile("0.19.0");
+  std::vector<CalibrationSample> one = {sample_of(kLaunches[0], truth(), true)};
+  try {
+    calibrate(row, one);
+    FAIL() << "one launch fitted";
+  } catch (const CalibrationError& e) {
+    EXPECT_EQ(e.terms().size(), 10u);
+    EXPECT_NE(std::string(e.what()).find("1 distinct launch"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cudagraph_pool_mib.piece"), std::string::npos);
+  }
+  std::vector<CalibrationSample> twice = {one[0], one[0]};
+  twice[1].id = "tp1-again";
+  try {
+    calibrate(row, twice);
+    FAIL() << "identical logs fitted";
+  } catch (const CalibrationError& e) {
+    EXPECT_NE(std::string(e.what()).find("identical logs count once"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Calibrate, EagerOnlyLaunchesCannotIdentifyTheGraphPool) {
+  std::vector<CalibrationSample> eager;
+  for (Launch l : kLaunches) {
+    l.eager = true;
+    eager.push_back(sample_of(l, truth(), true));
+  }
+  const EngineProfile row = engine_profile("0.19.0");
+  CalibrationOptions graph;
+  graph.terms = {"cudagraph"};
+  try {
+    calibrate(row, eager, graph);
+    FAIL() << "graph pool fitted on eager launches";
+  } catch (const CalibrationError& e) {
+    ASSERT_EQ(e.terms().size(), 3u);
+    EXPECT_EQ(e.terms()[0], "cudagraph_pool_mib.base");
+    EXPECT_NE(std::string(e.what()).find("not exercised"), std::string::npos) << e.what();
+  }
+  // Asked for everything, the rest is fitted and the pool keeps the row's values, reported.
+  const CalibrationResult fit = calibrate(row, eager);
+  const FittedConstant& base = constant(fit, "cudagraph_pool_mib.base");
+  EXPECT_FALSE(base.fitted);
+  EXPECT_EQ(base.after, row.cudagraph_base_mib);
+  EXPECT_NE(base.status.find("not exercised"), std::string::npos);
+  EXPECT_TRUE(constant(fit, "sampler_bytes_per_logit").fitted);
+}
+
+TEST(Calibrate, CollinearLaunchesKeepTheRowValueAndSayWhy) {
+  // TP=1 and TP=2 at the default batch: 51 sizes x 32 layers in both, so the pool's base and
+  // its per-piece constant move every figure alike.
+  std::vector<CalibrationSample> two = {sample_of(kLaunches[0], truth(), true),
+                                        sample_of(kLaunches[1], truth(), true)};
+  const EngineProfile row = engine_profile("0.19.0");
+  const CalibrationResult fit = calibrate(row, two);
+  const FittedConstant& piece = constant(fit, "cudagraph_pool_mib.piece");
+  EXPECT_FALSE(piece.fitted);
+  EXPECT_DOUBLE_EQ(piece.after, row.cudagraph_piece_mib);
+  EXPECT_NE(piece.status.find("collinear with cudagraph_pool_mib.base"), std::string::npos)
+      << piece.status;
+  EXPECT_TRUE(constant(fit, "cudagraph_pool_mib.base").fitted);
+  EXPECT_TRUE(constant(fit, "cudagraph_pool_mib.piece_per_hidden").fitted);
+  // No PP launch: that regime's non-torch memory is not exercised.
+  EXPECT_NE(constant(fit, "non_torch_pipeline_only_bytes").status.find("not exercised"),
+            std::string::npos);
+  // Requesting both by name is an error naming the piece; the piece alone (base kept) is not.
+  CalibrationOptions named;
+  named.terms = {"cudagraph_pool_mib.base", "cudagraph_pool_mib.piece"};
+  try {
+    calibrate(row, two, named);
+    FAIL() << "collinear pair fitted";
+  } catch (const CalibrationError& e) {
+    EXPECT_EQ(e.terms(), std::vector<std::string>{"cudagraph_pool_mib.piece"});
+  }
+  named.terms = {"cudagraph_pool_mib.piece"};
+  EXPECT_TRUE(constant(calibrate(row, two, named), "cudagraph_pool_mib.piece").fitted);
+  named.terms = {"weights"};
+  EXPECT_THROW(calibrate(row, two, named), ConfigError);
+}
+
+TEST(Calibrate, ConstantsStayInsidePhysicalBounds) {
+  // Figures no non-negative constant can produce: 0 GiB of non-torch memory less than nothing.
+  std::vector<CalibrationSample> samples = synthetic(true);
+  for (CalibrationSample& s : samples) {
+    if (s.config.tensor_parallel_size == 1 && s.config.pipeline_parallel_size == 1) {
+      s.measured.non_torch_bytes = -static_cast<std::int64_t>(kGiB / 4);
+    }
+  }
+  const CalibrationResult fit = calibrate(engine_profile("0.19.0"), samples);
+  const FittedConstant& nt = constant(fit, "non_torch_single_rank_bytes");
+  EXPECT_TRUE(nt.fitted);
+  EXPECT_EQ(nt.after, 0.0);
+  EXPECT_NE(nt.status.find("bound"), std::string::npos) << nt.status;
+}
+
+TEST(Calibrate, HeldOutLaunchesArePredictedNotFitted) {
+  std::vector<CalibrationSample> samples = synthetic(false);
+  samples[2].held_out = true;  // tp4
+  const CalibrationResult fit = calibrate(engine_profile("0.19.0"), samples);
+  EXPECT_EQ(fit.fitted_on.size(), 5u);
+  bool seen = false;
+  for (const TermError& e : fit.errors) {
+    if (e.sample_id != "tp4") continue;
+    seen = true;
+    EXPECT_TRUE(e.held_out);
+  }
+  EXPECT_TRUE(seen);
+}
+
+TEST(Calibrate, ProfileYamlRoundTripsThroughTheOverrides) {
+  const EngineProfile row = engine_profile("0.19.0");
+  const CalibrationResult fit = calibrate(row, synthetic(false));
+  const std::string yaml = calibration_profile_yaml(fit, "0.19.0", "H100-80GB");
+  const CalibrationProfile loaded = parse_calibration_profile(yaml, "fit.yaml");
+  EXPECT_EQ(loaded.engine_version, "0.19.0");
+  EXPECT_EQ(loaded.gpu, "H100-80GB");
+  EXPECT_EQ(loaded.fitted_on, fit.fitted_on);
+  EXPECT_EQ(loaded.profile.non_torch_tensor_parallel_bytes,
+            fit.profile.non_torch_tensor_parallel_bytes);
+  EXPECT_NEAR(loaded.profile.cudagraph_piece_mib_per_hidden,
+              fit.profile.cudagraph_piece_mib_per_hidden, 1e-12);
+  EXPECT_NEAR(loaded.profile.sampler_bytes_per_logit, fit.profile.sampler_bytes_per_logit, 1e-6);
+  // The same overrides through the engine's own reader give the same row.
+  const EngineProfile applied = apply_profile_overrides(row, yaml, "fit.yaml");
+  EXPECT_EQ(applied.cuda_context_bytes, loaded.profile.cuda_context_bytes);
+  for (const char* bad : {"overrides: {}\n", "engine_version: \"0.19.0\"\nwhat: 1\n",
+                          "engine_version: \"0.4\"\noverrides: {}\n",
+                          "engine_version: \"0.19.0\"\nfitted_on: 3\noverrides: {}\n"}) {
+    EXPECT_THROW(parse_calibration_profile(bad, "bad.yaml"), SpecError) << bad;
+  }
+}

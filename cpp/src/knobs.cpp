@@ -47,6 +47,13 @@ void assign(std::optional<T>& member, const KnobValue& v) {
   member = value;
 }
 
+// Defaults, built once (comparing against a fresh EngineConfig{} would build its strings per
+// call).
+const EngineConfig& defaults() {
+  static const EngineConfig config;
+  return config;
+}
+
 template <auto Member>
 std::optional<KnobValue> get_member(const EngineConfig& c) {
   const auto& value = c.*Member;
@@ -54,14 +61,14 @@ std::optional<KnobValue> get_member(const EngineConfig& c) {
   if constexpr (!std::is_same_v<T, std::optional<double>> &&
                 !std::is_same_v<T, std::optional<std::int64_t>> &&
                 !std::is_same_v<T, std::optional<std::int32_t>>) {
-    if (value == EngineConfig{}.*Member) return std::nullopt;
+    if (value == defaults().*Member) return std::nullopt;
   }
   return as_value(value);
 }
 template <auto Member>
 void set_member(EngineConfig& c, const std::optional<KnobValue>& v) {
   if (!v) {
-    c.*Member = EngineConfig{}.*Member;
+    c.*Member = defaults().*Member;
     return;
   }
   assign(c.*Member, *v);

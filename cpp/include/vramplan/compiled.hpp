@@ -27,18 +27,6 @@ struct LaunchKnobs {
 // The evaluated knobs of `config` (kv_cache_dtype read as an element width). Throws ConfigError.
 LaunchKnobs launch_knobs(const EngineConfig& config);
 
-// Knobs after vLLM's defaulting.
-struct ResolvedKnobs {
-  double gpu_memory_utilization = 0.0;
-  std::int64_t max_model_len = 0;
-  std::int64_t max_num_seqs = 0;
-  std::int64_t max_num_batched_tokens = 0;
-  std::int32_t block_size = 16;
-  std::int32_t kv_element_bytes = 2;
-  std::int32_t num_cudagraph_sizes = 0;  // 0 with enforce_eager
-  std::int32_t max_cudagraph_capture_size = 0;
-};
-
 // Why a set of knobs is refused before any memory is counted.
 enum class KnobProblem : std::uint8_t {
   None,

@@ -145,20 +145,25 @@ struct HardwareConfig {
   std::int64_t host_ram_bytes = 0;               // 0 = unknown (host check skipped)
 };
 
-// Knobs after vLLM's defaulting, the values the breakdown is computed at.
-struct ResolvedConfig {
+// Knobs after vLLM's defaulting (the evaluated ones: utilization, context, sequences, batched
+// tokens, block size, KV element width, capture sizes).
+struct ResolvedKnobs {
   double gpu_memory_utilization = 0.0;
   std::int64_t max_model_len = 0;
   std::int64_t max_num_seqs = 0;
   std::int64_t max_num_batched_tokens = 0;
   std::int32_t block_size = 16;
   std::int32_t kv_element_bytes = 2;
+  std::int32_t num_cudagraph_sizes = 0;  // 0 with enforce_eager
+  std::int32_t max_cudagraph_capture_size = 0;
+};
+
+// The values a breakdown is computed at: the evaluated knobs and what the launch fixed.
+struct ResolvedConfig : ResolvedKnobs {
   DType served_dtype = DType::BF16;
   QuantSpec quantization;  // effective weight format
   std::int32_t tensor_parallel_size = 1;
   std::int32_t pipeline_parallel_size = 1;
-  std::int32_t num_cudagraph_sizes = 0;  // capture sizes (0 with enforce_eager)
-  std::int32_t max_cudagraph_capture_size = 0;
   bool enforce_eager = false;
   bool chunked_prefill = true;
 };

@@ -1,13 +1,14 @@
 // How fast the planner answers: one breakdown from scratch, the compile step, one plan and
-// one evaluation on a compiled launch, and a sweep of a million launch configurations. Heap allocations per call are
-// counted with a replacement operator new, so the "allocation-light" claim has a number.
+// one evaluation on a compiled launch, and a sweep of a million launch configurations. Heap
+// allocations per call are counted with a replacement operator new, so the "allocation-light" claim
+// has a number.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
-#include <new>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -52,8 +53,8 @@ std::shared_ptr<const vramplan::CompiledLaunch> compiled(const Launch& launch) {
   vramplan::EngineConfig config;
   config.tensor_parallel_size = launch.tensor_parallel_size;
   return std::make_shared<const vramplan::CompiledLaunch>(
-      std::make_shared<const vramplan::ModelSpec>(database().model(launch.model)),
-      hardware(launch), config);
+      std::make_shared<const vramplan::ModelSpec>(database().model(launch.model)), hardware(launch),
+      config);
 }
 
 // One breakdown from scratch: compile + evaluate + the full report (the per-call API).
@@ -128,8 +129,8 @@ void BM_Sweep(benchmark::State& state) {
   const auto compiled_launch = compiled(launch);
   vramplan::SweepGrid grid;
   for (int u = 0; u < 100; ++u) grid.gpu_memory_utilization.push_back(0.80 + 0.001 * u);
-  for (std::int64_t len = 1024; len <= 131072 && len <= compiled_launch->spec().max_position_embeddings;
-       len += 128) {
+  for (std::int64_t len = 1024;
+       len <= 131072 && len <= compiled_launch->spec().max_position_embeddings; len += 128) {
     grid.max_model_len.push_back(len);
   }
   grid.max_num_seqs = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
@@ -137,8 +138,9 @@ void BM_Sweep(benchmark::State& state) {
   std::vector<double> util(rows), concurrency(rows);
   std::vector<std::int64_t> len(rows), seqs(rows), tokens(rows), kv(rows), kv_tokens(rows);
   std::vector<std::int8_t> outcome(rows);
-  const vramplan::SweepColumns out{util.data(), len.data(),       seqs.data(),        tokens.data(),
-                                   kv.data(),   kv_tokens.data(), concurrency.data(), outcome.data()};
+  const vramplan::SweepColumns out{util.data(),        len.data(),    seqs.data(),
+                                   tokens.data(),      kv.data(),     kv_tokens.data(),
+                                   concurrency.data(), outcome.data()};
   const vramplan::LaunchKnobs base;
   const std::int64_t before = g_allocations.load();
   for (auto _ : state) {

@@ -242,9 +242,8 @@ namespace {
 // Peak torch allocation of the profile run per token: one eager forward over the stage's layers
 // (widest dense MLP intermediate, hidden-size buffers) and the fused-MoE workspace.
 ActivationModel activation_model(const ModelSpec& spec, const QuantSpec& quant,
-                                 std::int64_t act_bytes, std::int64_t tp,
-                                 const LayerRange& layers, bool last_stage,
-                                 double forward_hidden_buffers) {
+                                 std::int64_t act_bytes, std::int64_t tp, const LayerRange& layers,
+                                 bool last_stage, double forward_hidden_buffers) {
   const std::int64_t gate_factor = spec.gated_mlp ? 2 : 1;
   std::int64_t dense_width = 0;
   std::int64_t moe_width = 0;
@@ -273,12 +272,11 @@ ActivationModel activation_model(const ModelSpec& spec, const QuantSpec& quant,
 // CUDA-graph pool bytes per capture size: one piece per captured layer, wider with the rank's
 // hidden width, more for routed-expert, MXFP4-expert and MLA layers.
 double cudagraph_bytes_per_size(const ModelSpec& spec, const EngineProfile& profile,
-                                const QuantSpec& quant, std::int32_t tp,
-                                const LayerRange& layers) {
+                                const QuantSpec& quant, std::int32_t tp, const LayerRange& layers) {
   const double mib = static_cast<double>(calibration::kMiB);
   const double dense_piece =
-      profile.cudagraph_piece_mib * mib + profile.cudagraph_piece_mib_per_hidden * mib *
-                                              static_cast<double>(spec.hidden_size) / tp;
+      profile.cudagraph_piece_mib * mib +
+      profile.cudagraph_piece_mib_per_hidden * mib * static_cast<double>(spec.hidden_size) / tp;
   double per_size = 0.0;
   for (std::int32_t i = layers.begin; i < layers.end; ++i) {
     const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
@@ -301,8 +299,7 @@ std::int64_t next_power_of_two(std::int64_t bytes) noexcept {
 // Host RAM while loading and serving, per node, without the input batch (it grows with the
 // evaluated knobs; see CompiledLaunch::host).
 HostBreakdown host_model(const ModelSpec& spec, std::int64_t workers, std::int64_t engine_cores,
-                         std::int32_t tp, const EngineProfile& profile,
-                         const EngineConfig& knobs) {
+                         std::int32_t tp, const EngineProfile& profile, const EngineConfig& knobs) {
   HostBreakdown h;
   // One API server; one engine core per data-parallel replica; one process per GPU.
   h.process_baseline_bytes = calibration::kHostApiServer +
@@ -407,11 +404,11 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   }
   const bool large = is_large_gpu(hardware_.gpu);
   default_max_num_seqs_ = large ? profile_.max_num_seqs_large_gpu : profile_.max_num_seqs_other_gpu;
-  default_max_num_batched_tokens_ =
-      c.llm_class ? (large ? profile_.max_num_batched_tokens_llm_large_gpu
-                           : profile_.max_num_batched_tokens_llm_other_gpu)
-                  : (large ? profile_.max_num_batched_tokens_serve_large_gpu
-                           : profile_.max_num_batched_tokens_serve_other_gpu);
+  default_max_num_batched_tokens_ = c.llm_class
+                                        ? (large ? profile_.max_num_batched_tokens_llm_large_gpu
+                                                 : profile_.max_num_batched_tokens_llm_other_gpu)
+                                        : (large ? profile_.max_num_batched_tokens_serve_large_gpu
+                                                 : profile_.max_num_batched_tokens_serve_other_gpu);
   const std::int32_t tp = c.tensor_parallel_size;
   const std::int32_t pp = c.pipeline_parallel_size;
   const std::int32_t dp = c.data_parallel_size;
@@ -451,14 +448,16 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
                                     RankPlacement{tp, 1, 0})
                   .total()
             : 0;
-    rank.lora_bytes = lora_bytes_per_rank(s, c.max_loras, c.max_lora_rank, served_dtype_, placement);
+    rank.lora_bytes =
+        lora_bytes_per_rank(s, c.max_loras, c.max_lora_rank, served_dtype_, placement);
     rank.weights_bytes = std::max<std::int64_t>(0, weights.total() - c.cpu_offload_bytes) +
                          rank.lora_bytes + draft_weights;
     rank.non_torch_bytes = non_torch;
     // Under expert parallelism each rank runs whole experts: the MoE workspace is unsplit.
     rank.activation = activation_model(s, quantization_, act_bytes, ep > 1 ? 1 : tp, layers,
                                        rank.last_stage, profile_.forward_hidden_buffers);
-    rank.cudagraph_bytes_per_size = cudagraph_bytes_per_size(s, profile_, quantization_, tp, layers);
+    rank.cudagraph_bytes_per_size =
+        cudagraph_bytes_per_size(s, profile_, quantization_, tp, layers);
     if (rank.last_stage && drafter.model != nullptr) {
       // The drafter's dummy forward follows the target's in the profile run; its graphs are
       // captured too (pieces only: the pool base is shared).
@@ -524,9 +523,8 @@ KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) 
   r.num_cudagraph_sizes = 0;
   r.max_cudagraph_capture_size = 0;
   if (!config_.enforce_eager) {
-    const CaptureSizes sizes = cudagraph_capture_sizes(profile_, r.max_num_seqs,
-                                                       r.max_num_batched_tokens,
-                                                       num_speculative_tokens_);
+    const CaptureSizes sizes = cudagraph_capture_sizes(
+        profile_, r.max_num_seqs, r.max_num_batched_tokens, num_speculative_tokens_);
     r.num_cudagraph_sizes = sizes.count;
     r.max_cudagraph_capture_size = sizes.largest;
   }
@@ -574,8 +572,8 @@ RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
   const std::int64_t total = hardware_.gpu.total_memory_bytes;
   const std::int64_t tokens = k.max_num_batched_tokens;
   const std::int64_t requests = std::min(k.max_num_seqs, tokens);
-  e.requested_memory_bytes = static_cast<std::int64_t>(
-      std::ceil(static_cast<double>(total) * k.gpu_memory_utilization));
+  e.requested_memory_bytes =
+      static_cast<std::int64_t>(std::ceil(static_cast<double>(total) * k.gpu_memory_utilization));
   e.activation_peak_bytes = activation_peak_bytes(rank.activation, sampler_, tokens, requests);
   if (rank.draft_activation) {
     e.activation_peak_bytes =
@@ -584,8 +582,8 @@ RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
   }
   if (k.num_cudagraph_sizes > 0) {
     const double sizes = static_cast<double>(k.num_cudagraph_sizes);
-    e.cudagraph_bytes = cudagraph_base_bytes_ +
-                        static_cast<std::int64_t>(rank.cudagraph_bytes_per_size * sizes);
+    e.cudagraph_bytes =
+        cudagraph_base_bytes_ + static_cast<std::int64_t>(rank.cudagraph_bytes_per_size * sizes);
     if (rank.draft_activation) {
       e.cudagraph_bytes += static_cast<std::int64_t>(rank.draft_cudagraph_bytes_per_size * sizes);
     }
@@ -593,8 +591,8 @@ RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
   const std::int64_t graph_in_budget = profile_.cudagraph_in_budget ? e.cudagraph_bytes : 0;
   e.kv_cache_bytes = config_.kv_cache_memory_bytes
                          ? *config_.kv_cache_memory_bytes
-                         : e.requested_memory_bytes - rank.weights_bytes -
-                               e.activation_peak_bytes - rank.non_torch_bytes - graph_in_budget;
+                         : e.requested_memory_bytes - rank.weights_bytes - e.activation_peak_bytes -
+                               rank.non_torch_bytes - graph_in_budget;
   e.page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
   e.num_blocks = kv_num_blocks(rank.kv, e.page, e.kv_cache_bytes);
   e.headroom_bytes = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_ -
@@ -627,7 +625,8 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
     out.kv_empty |= rank.kv.groups.empty();
     if (num_blocks < 0 || e.num_blocks < num_blocks) num_blocks = e.num_blocks;
     out.max_weights_bytes = std::max(out.max_weights_bytes, rank.weights_bytes);
-    out.max_post_allocation_bytes = std::max(out.max_post_allocation_bytes, e.post_allocation_bytes);
+    out.max_post_allocation_bytes =
+        std::max(out.max_post_allocation_bytes, e.post_allocation_bytes);
     if (profile_.graph_profiling_minimal_kv_cache && k.num_cudagraph_sizes > 0) {
       // Graph profiling holds the weights, the workspaces, a minimal KV cache and the graphs.
       const std::int64_t minimal_kv =
@@ -637,7 +636,8 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
                    rank.weights_bytes + rank.non_torch_bytes + minimal_kv + e.cudagraph_bytes);
     }
     // The worst rank: the largest shortfall of one request against its KV cache.
-    out.min_kv_cache_bytes = i == 0 ? e.kv_cache_bytes : std::min(out.min_kv_cache_bytes, e.kv_cache_bytes);
+    out.min_kv_cache_bytes =
+        i == 0 ? e.kv_cache_bytes : std::min(out.min_kv_cache_bytes, e.kv_cache_bytes);
     const std::int64_t blocks =
         kv_blocks_per_request(rank.kv, e.page, k.max_model_len, k.max_num_batched_tokens);
     const std::int64_t need = kv_blocks_bytes(rank.kv, e.page, blocks);
@@ -704,8 +704,8 @@ std::int64_t CompiledLaunch::estimated_max_model_len(const Evaluation& e) const 
   const ResolvedKnobs& k = e.knobs;
   const std::size_t worst = static_cast<std::size_t>(e.worst_rank);
   const KvPage page = kv_page(ranks_[worst].kv, k.block_size, k.kv_element_bytes);
-  return kv_max_model_len_that_fits(ranks_[worst].kv, page, e.min_kv_cache_bytes,
-                                    k.max_model_len, k.max_num_batched_tokens);
+  return kv_max_model_len_that_fits(ranks_[worst].kv, page, e.min_kv_cache_bytes, k.max_model_len,
+                                    k.max_num_batched_tokens);
 }
 
 std::int64_t CompiledLaunch::blocks_per_request(const ResolvedKnobs& k,
@@ -713,7 +713,8 @@ std::int64_t CompiledLaunch::blocks_per_request(const ResolvedKnobs& k,
   std::int64_t worst = 0;
   for (const CompiledRank& rank : ranks_) {
     const KvPage page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
-    worst = std::max(worst, kv_blocks_per_request(rank.kv, page, context, k.max_num_batched_tokens));
+    worst =
+        std::max(worst, kv_blocks_per_request(rank.kv, page, context, k.max_num_batched_tokens));
   }
   return worst;
 }
@@ -815,24 +816,22 @@ Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
   const std::int64_t requested = b.ranks.front().requested_memory_bytes;
   switch (e.outcome) {
     case Outcome::StartupFreeMemory:
-      b.messages.push_back("Free memory on device (" + gib_text(startup_free_bytes_) + "/" +
-                           gib_text(total) +
-                           " GiB) on startup is less than desired GPU memory utilization (" +
-                           std::to_string(k.gpu_memory_utilization) + ", " +
-                           gib_text(requested) + " GiB).");
+      b.messages.push_back(
+          "Free memory on device (" + gib_text(startup_free_bytes_) + "/" + gib_text(total) +
+          " GiB) on startup is less than desired GPU memory utilization (" +
+          std::to_string(k.gpu_memory_utilization) + ", " + gib_text(requested) + " GiB).");
       return b;
     case Outcome::HostOomKilled:
-      b.messages.push_back("Host RAM exhausted while loading: " +
-                           gib_text(e.host_required_bytes) +
+      b.messages.push_back("Host RAM exhausted while loading: " + gib_text(e.host_required_bytes) +
                            " GiB of anonymous and pinned memory needed, " +
                            gib_text(hardware_.host_ram_bytes) +
                            " GiB on the host. The kernel OOM killer ends the process (`Killed`, "
                            "visible in dmesg).");
       return b;
     case Outcome::OomAtLoad:
-      b.messages.push_back("CUDA out of memory while loading weights: " +
-                           gib_text(e.max_weights_bytes) + " GiB per rank, " +
-                           gib_text(startup_free_bytes_) + " GiB free.");
+      b.messages.push_back(
+          "CUDA out of memory while loading weights: " + gib_text(e.max_weights_bytes) +
+          " GiB per rank, " + gib_text(startup_free_bytes_) + " GiB free.");
       return b;
     case Outcome::CudagraphProfilingOom: {
       const RankBreakdown& first = b.ranks.front();
@@ -877,20 +876,19 @@ Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
              std::to_string(b.estimated_max_model_len) + ".";
     }
     b.messages.push_back(msg);
-  } else if (e.outcome == Outcome::CudagraphCaptureOom ||
-             e.outcome == Outcome::SamplerWarmupOom) {
+  } else if (e.outcome == Outcome::CudagraphCaptureOom || e.outcome == Outcome::SamplerWarmupOom) {
     const RankBreakdown& tightest = b.ranks[static_cast<std::size_t>(e.tightest_rank)];
     if (e.outcome == Outcome::CudagraphCaptureOom) {
-      b.messages.push_back("CUDA out of memory capturing CUDA graphs: " +
-                           gib_text(tightest.cudagraph_bytes) +
-                           " GiB needed after the KV cache allocation.");
+      b.messages.push_back(
+          "CUDA out of memory capturing CUDA graphs: " + gib_text(tightest.cudagraph_bytes) +
+          " GiB needed after the KV cache allocation.");
     } else {
-      b.messages.push_back("CUDA out of memory occurred when warming up sampler with " +
-                           std::to_string(std::min(k.max_num_seqs, k.max_num_batched_tokens)) +
-                           " dummy requests: " +
-                           gib_text(tightest.post_allocation_bytes - tightest.headroom_bytes) +
-                           " GiB short after the KV cache and graphs. Lower max_num_seqs or "
-                           "gpu_memory_utilization.");
+      b.messages.push_back(
+          "CUDA out of memory occurred when warming up sampler with " +
+          std::to_string(std::min(k.max_num_seqs, k.max_num_batched_tokens)) +
+          " dummy requests: " + gib_text(tightest.post_allocation_bytes - tightest.headroom_bytes) +
+          " GiB short after the KV cache and graphs. Lower max_num_seqs or "
+          "gpu_memory_utilization.");
     }
   }
   return b;
@@ -901,6 +899,5 @@ Breakdown compute_breakdown(const ModelSpec& spec, const HardwareConfig& hardwar
   const CompiledLaunch launch(std::make_shared<const ModelSpec>(spec), hardware, config);
   return launch.breakdown(launch_knobs(config));
 }
-
 
 }  // namespace vramplan

@@ -21,7 +21,9 @@ namespace {
 struct Version {
   int major = 0;
   int minor = 0;
-  bool operator<(const Version& o) const { return major != o.major ? major < o.major : minor < o.minor; }
+  bool operator<(const Version& o) const {
+    return major != o.major ? major < o.major : minor < o.minor;
+  }
   bool operator<=(const Version& o) const { return !(o < *this); }
 };
 std::optional<Version> parse_version(const std::string& version) {
@@ -175,7 +177,8 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
     for (std::size_t s = 0; s < ladder.size(); ++s) {
       const std::string name = "cudagraph_capture.ladder[" + std::to_string(s) + "]";
       const YAML::Node seg = ladder[s];
-      if (!seg.IsSequence() || seg.size() != 3) row.fail(name, "wrong shape", "expected [start, end, step]");
+      if (!seg.IsSequence() || seg.size() != 3)
+        row.fail(name, "wrong shape", "expected [start, end, step]");
       CaptureSegment c;
       c.start = static_cast<std::int32_t>(row.integer(name, seg[0], 1, 1 << 16));
       c.end = static_cast<std::int32_t>(row.integer(name, seg[1], c.start, 1 << 16));
@@ -185,7 +188,8 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
       p.capture_ladder[s] = c;
     }
     p.capture_ladder_segments = static_cast<std::int32_t>(ladder.size());
-    p.capture_seq_multiplier = static_cast<std::int32_t>(row.sub_integer(key, "seq_multiplier", 1, 64));
+    p.capture_seq_multiplier =
+        static_cast<std::int32_t>(row.sub_integer(key, "seq_multiplier", 1, 64));
     p.capture_counts_speculative_tokens = row.sub_flag(key, "counts_speculative_tokens");
     p.capture_max_size = static_cast<std::int32_t>(row.sub_integer(key, "max_size", 1, 1 << 16));
     p.capture_bounded_by_batched_tokens = row.sub_flag(key, "bounded_by_batched_tokens");
@@ -284,21 +288,22 @@ EngineProfile engine_profile(const std::string& version) {
   const std::vector<EngineProfile>& rows = compiled_profiles();
   const EngineProfile& oldest = rows.front();
   const EngineProfile& newest = rows.back();
-  const auto parsed = version.empty() ? std::optional<Version>(Version{newest.from_major, newest.from_minor})
-                                      : parse_version(version);
+  const auto parsed = version.empty()
+                          ? std::optional<Version>(Version{newest.from_major, newest.from_minor})
+                          : parse_version(version);
   if (!parsed || *parsed < Version{oldest.from_major, oldest.from_minor}) {
-    throw ConfigError("engine_version", "'" + version + "'",
-                      std::to_string(oldest.from_major) + "." + std::to_string(oldest.from_minor) +
-                          " or later",
-                      "not a vLLM version this planner knows");
+    throw ConfigError(
+        "engine_version", "'" + version + "'",
+        std::to_string(oldest.from_major) + "." + std::to_string(oldest.from_minor) + " or later",
+        "not a vLLM version this planner knows");
   }
   EngineProfile p = oldest;
   for (const EngineProfile& row : rows) {
     if (Version{row.from_major, row.from_minor} <= *parsed) p = row;
   }
-  p.version = version.empty() ? std::to_string(parsed->major) + "." +
-                                    std::to_string(parsed->minor) + ".0"
-                              : version;
+  p.version = version.empty()
+                  ? std::to_string(parsed->major) + "." + std::to_string(parsed->minor) + ".0"
+                  : version;
   return p;
 }
 

@@ -186,8 +186,8 @@ KvLayout kv_layout(const ModelSpec& spec, const KvCacheOptions& o) {
 namespace {
 
 std::int64_t blocks_per_request(const std::vector<KvGroup>& groups, std::int32_t block_size,
-                                 std::int32_t speculative, std::int64_t max_model_len,
-                                 std::int64_t max_num_batched_tokens) noexcept {
+                                std::int32_t speculative, std::int64_t max_model_len,
+                                std::int64_t max_num_batched_tokens) noexcept {
   std::int64_t blocks = 0;
   for (const auto& g : groups) {
     blocks += group_blocks(g, block_size, max_model_len, max_num_batched_tokens, speculative);

@@ -28,8 +28,7 @@ struct Targets {
 };
 
 // Sequences of `context` tokens the KV pool holds at once.
-std::int64_t capacity_at(const CompiledLaunch& launch, const Evaluation& e,
-                         std::int64_t context) {
+std::int64_t capacity_at(const CompiledLaunch& launch, const Evaluation& e, std::int64_t context) {
   const std::int64_t per_request = launch.blocks_per_request(e.knobs, context);
   return per_request > 0 ? e.num_blocks / per_request : 0;
 }
@@ -91,9 +90,9 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   } else {
     LaunchKnobs probe = knobs;
     probe.gpu_memory_utilization = 0.5;
-    knobs.gpu_memory_utilization = max_utilization(launch, evaluate(launch, probe),
-                                                   t.safety_margin_bytes,
-                                                   plan.binding_gpu_memory_utilization);
+    knobs.gpu_memory_utilization =
+        max_utilization(launch, evaluate(launch, probe), t.safety_margin_bytes,
+                        plan.binding_gpu_memory_utilization);
   }
   Evaluation e = evaluate(launch, knobs);
   if (e.outcome == Outcome::InsufficientKvForMaxModelLen && !pinned_len) {
@@ -130,8 +129,9 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
         }
       }
       knobs.max_num_seqs = lo;
-      seqs_binding = "CUDA-graph profiling: its minimal KV cache of max_cudagraph_capture_size "
-                     "blocks must fit beside the weights";
+      seqs_binding =
+          "CUDA-graph profiling: its minimal KV cache of max_cudagraph_capture_size "
+          "blocks must fit beside the weights";
       e = evaluate(launch, knobs);
     }
   }
@@ -145,7 +145,8 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
     plan.binding_max_num_batched_tokens = "engine default (activation peak inside the budget)";
     if (t.concurrency > 0 && e.outcome == Outcome::Started &&
         capacity_at(launch, e, context) < t.concurrency) {
-      std::int64_t lo = std::max<std::int64_t>(t.concurrency, pinned_seqs ? *knobs.max_num_seqs : 1);
+      std::int64_t lo =
+          std::max<std::int64_t>(t.concurrency, pinned_seqs ? *knobs.max_num_seqs : 1);
       if (!launch.profile().chunked_prefill_default) lo = std::max(lo, e.knobs.max_model_len);
       std::int64_t hi = e.knobs.max_num_batched_tokens;
       auto meets = [&](std::int64_t tokens) {
@@ -208,8 +209,8 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
     plan.verdict = std::string("does not fit: ") + outcome_name(e.outcome) +
                    (b.messages.empty() ? "" : " - " + b.messages.front());
   } else if (!host_ok) {
-    plan.verdict = "does not fit: host RAM - needs " + gib(e.host_required_bytes) +
-                   ", node has " + gib(host_ram) +
+    plan.verdict = "does not fit: host RAM - needs " + gib(e.host_required_bytes) + ", node has " +
+                   gib(host_ram) +
                    " (the loader would be OOM-killed: a silent `Killed`, visible in dmesg)";
   } else if (!context_ok) {
     plan.verdict = "does not fit: the target context of " + std::to_string(t.context) +
@@ -239,8 +240,8 @@ Plan plan_for(const CompiledLaunch& launch, const EngineConfig& pinned, const Ta
 }
 
 // The same launch recompiled with a changed knob (weights format, TP, offload).
-Plan plan_changed(const CompiledLaunch& launch, const EngineConfig& config,
-                  HardwareConfig hardware, const Targets& t) {
+Plan plan_changed(const CompiledLaunch& launch, const EngineConfig& config, HardwareConfig hardware,
+                  const Targets& t) {
   const CompiledLaunch changed(launch.spec_ptr(), std::move(hardware), config);
   return plan_for(changed, config, t);
 }
@@ -303,7 +304,8 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
     EngineConfig config = pinned;
     config.max_model_len.reset();
     LaunchKnobs knobs = launch_knobs(config);
-    const Plan p = plan_once(launch, knobs, config, Targets{0, t.concurrency, t.safety_margin_bytes});
+    const Plan p =
+        plan_once(launch, knobs, config, Targets{0, t.concurrency, t.safety_margin_bytes});
     if (p.breakdown.outcome == Outcome::Started && p.max_model_len != *pinned.max_model_len) {
       plan.remedies.push_back(
           remedy("shorter_context", "--max-model-len " + std::to_string(p.max_model_len), p));

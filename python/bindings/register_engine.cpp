@@ -48,7 +48,8 @@ EngineConfig engine_config_from(const py::dict& knobs) {
     const py::handle value = item.second;
     if (key == "speculative_model" && py::isinstance<vramplan::ModelSpec>(value)) {
       // Python resolves ids and paths; the core takes the drafter's spec.
-      c.draft_model = std::make_shared<const vramplan::ModelSpec>(value.cast<vramplan::ModelSpec>());
+      c.draft_model =
+          std::make_shared<const vramplan::ModelSpec>(value.cast<vramplan::ModelSpec>());
       continue;
     }
     const vramplan::KnobSpec& knob = vramplan::knob_spec(key);
@@ -164,10 +165,9 @@ void register_engine(py::module_& m) {
   py::class_<Breakdown>(m, "Breakdown", "What vLLM's startup profiling will find, per rank.")
       .def_readonly("model_id", &Breakdown::model_id)
       .def_readonly("gpu_id", &Breakdown::gpu_id)
-      .def_property_readonly("engine_version",
-                             [](const Breakdown& b) { return b.profile.version; })
-      .def_property_readonly("engine_era",
-                             [](const Breakdown& b) { return vramplan::engine_era_name(b.profile.era); })
+      .def_property_readonly("engine_version", [](const Breakdown& b) { return b.profile.version; })
+      .def_property_readonly(
+          "engine_era", [](const Breakdown& b) { return vramplan::engine_era_name(b.profile.era); })
       .def_readonly("ranks", &Breakdown::ranks)
       .def_readonly("host", &Breakdown::host)
       .def_readonly("num_blocks", &Breakdown::num_blocks)
@@ -235,8 +235,10 @@ void register_engine(py::module_& m) {
   py::class_<EngineProfile, std::shared_ptr<EngineProfile>>(
       m, "EngineProfile", "A vLLM version's accounting rules (engines.yaml row), maybe calibrated.")
       .def_readonly("version", &EngineProfile::version)
-      .def_property_readonly("era", [](const EngineProfile& p) { return vramplan::engine_era_name(p.era); })
-      .def_readonly("default_gpu_memory_utilization", &EngineProfile::default_gpu_memory_utilization)
+      .def_property_readonly(
+          "era", [](const EngineProfile& p) { return vramplan::engine_era_name(p.era); })
+      .def_readonly("default_gpu_memory_utilization",
+                    &EngineProfile::default_gpu_memory_utilization)
       .def_readonly("cuda_context_bytes", &EngineProfile::cuda_context_bytes)
       .def_readonly("nccl_communicator_bytes", &EngineProfile::nccl_communicator_bytes)
       .def_readonly("forward_hidden_buffers", &EngineProfile::forward_hidden_buffers)
@@ -247,13 +249,15 @@ void register_engine(py::module_& m) {
                     &EngineProfile::non_torch_tensor_parallel_bytes)
       .def_readonly("cudagraph_base_mib", &EngineProfile::cudagraph_base_mib)
       .def_readonly("cudagraph_piece_mib", &EngineProfile::cudagraph_piece_mib)
-      .def_readonly("cudagraph_piece_mib_per_hidden", &EngineProfile::cudagraph_piece_mib_per_hidden)
+      .def_readonly("cudagraph_piece_mib_per_hidden",
+                    &EngineProfile::cudagraph_piece_mib_per_hidden)
       .def_readonly("cudagraph_piece_mib_moe", &EngineProfile::cudagraph_piece_mib_moe)
       .def_readonly("cudagraph_piece_mib_mla", &EngineProfile::cudagraph_piece_mib_mla)
       .def_readonly("cudagraph_piece_mib_mxfp4_moe", &EngineProfile::cudagraph_piece_mib_mxfp4_moe)
       .def_readonly("cudagraph_in_budget", &EngineProfile::cudagraph_in_budget);
   m.def(
-      "engine_profile", [](const std::string& version) { return vramplan::engine_profile(version); },
+      "engine_profile",
+      [](const std::string& version) { return vramplan::engine_profile(version); },
       py::arg("version") = "", "The engines.yaml row for a vLLM version (empty: newest).");
   m.def(
       "apply_profile_overrides",
@@ -290,8 +294,8 @@ void register_engine(py::module_& m) {
       .def(
           "breakdown",
           [](const CompiledLaunch& launch, const py::dict& knobs) {
-            const EngineConfig evaluated = vramplan::with_evaluated_knobs(
-                launch.config(), evaluated_config_from(knobs));
+            const EngineConfig evaluated =
+                vramplan::with_evaluated_knobs(launch.config(), evaluated_config_from(knobs));
             const vramplan::LaunchKnobs launch_knobs = vramplan::launch_knobs(evaluated);
             py::gil_scoped_release release;
             return launch.breakdown(launch_knobs);
@@ -302,7 +306,8 @@ void register_engine(py::module_& m) {
           [](const CompiledLaunch& launch, const py::dict& knobs, std::int64_t context,
              std::int64_t concurrency, std::int64_t safety_margin_bytes) {
             const EngineConfig evaluated = evaluated_config_from(knobs);
-            if (safety_margin_bytes < 0) safety_margin_bytes = vramplan::SolveRequest{}.safety_margin_bytes;
+            if (safety_margin_bytes < 0)
+              safety_margin_bytes = vramplan::SolveRequest{}.safety_margin_bytes;
             py::gil_scoped_release release;
             return vramplan::solve(launch, evaluated, context, concurrency, safety_margin_bytes);
           },
@@ -338,10 +343,10 @@ void register_engine(py::module_& m) {
             auto kv_tokens = column<std::int64_t>(rows);
             auto concurrency = column<double>(rows);
             auto outcome = column<std::int8_t>(rows);
-            const vramplan::SweepColumns out{
-                util.mutable_data(),     len.mutable_data(),       seqs.mutable_data(),
-                tokens.mutable_data(),   kv_bytes.mutable_data(),  kv_tokens.mutable_data(),
-                concurrency.mutable_data(), outcome.mutable_data()};
+            const vramplan::SweepColumns out{util.mutable_data(),        len.mutable_data(),
+                                             seqs.mutable_data(),        tokens.mutable_data(),
+                                             kv_bytes.mutable_data(),    kv_tokens.mutable_data(),
+                                             concurrency.mutable_data(), outcome.mutable_data()};
             {
               py::gil_scoped_release release;
               vramplan::sweep(launch, base, grid, out);

@@ -69,8 +69,10 @@ class Profile:
     def format_report(self) -> str:
         """Constants before and after, then every measured figure's error before and after."""
         lines = [
-            (f"calibrated vLLM {self.engine_version} on {self.gpu} from "
-            f"{len(self.fitted_on)} launches: {', '.join(self.fitted_on)}"),
+            (
+                f"calibrated vLLM {self.engine_version} on {self.gpu} from "
+                f"{len(self.fitted_on)} launches: {', '.join(self.fitted_on)}"
+            ),
         ]
         if self.condition_number is not None:
             lines.append(
@@ -87,8 +89,10 @@ class Profile:
         width = max([8, *(len(e["id"]) + 2 for e in self.errors)])
         lines += [
             "",
-            (f"{'launch':<{width}}{'term':<20}{'measured':>11}{'before':>11}{'after':>11}"
-            f"{'err before':>12}{'err after':>11}"),
+            (
+                f"{'launch':<{width}}{'term':<20}{'measured':>11}{'before':>11}{'after':>11}"
+                f"{'err before':>12}{'err after':>11}"
+            ),
         ]
         for e in self.errors:
             tokens = e["term"] == "kv_tokens"

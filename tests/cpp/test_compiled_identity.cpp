@@ -91,7 +91,8 @@ TEST(CompiledIdentity, EveryGoldenLaunchGivesTheSameBytes) {
   while (std::getline(in, line)) {
     const auto f = split(line, '\t');
     ASSERT_GE(f.size(), 20u) << line;
-    if (!database().has_model(f[0]) || parameter_count(database().model(f[0])) != fingerprints[f[0]]) {
+    if (!database().has_model(f[0]) ||
+        parameter_count(database().model(f[0])) != fingerprints[f[0]]) {
       ++skipped;  // the spec changed since the golden run
       continue;
     }
@@ -166,8 +167,8 @@ TEST(CompiledIdentity, SweepRowsMatchBreakdowns) {
     std::vector<std::int64_t> len(rows), seqs(rows), toks(rows), kv(rows), tokens(rows);
     std::vector<std::int8_t> outcome(rows);
     sweep(launch, launch_knobs(config), grid,
-          SweepColumns{util.data(), len.data(), seqs.data(), toks.data(), kv.data(),
-                       tokens.data(), conc.data(), outcome.data()});
+          SweepColumns{util.data(), len.data(), seqs.data(), toks.data(), kv.data(), tokens.data(),
+                       conc.data(), outcome.data()});
     for (std::int64_t i = 0; i < rows; ++i) {
       SCOPED_TRACE(std::string(model) + " row " + std::to_string(i));
       EXPECT_EQ(util[i], grid.gpu_memory_utilization[static_cast<std::size_t>(i / 8)]);

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "test_support.hpp"
-
 #include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
 

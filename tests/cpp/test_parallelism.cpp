@@ -41,8 +41,7 @@ TEST(Parallelism, ExpertParallelSpreadsWholeExperts) {
   EXPECT_EQ(replica.ranks[0].weights_bytes, launch(1, 1, false).ranks[0].weights_bytes);
   // DP=2 with EP: 64 of the 128 experts per GPU, in each of 48 layers.
   const Breakdown spread = launch(1, 2, true);
-  EXPECT_EQ(replica.ranks[0].weights_bytes - spread.ranks[0].weights_bytes,
-            64 * kExpertBytes * 48);
+  EXPECT_EQ(replica.ranks[0].weights_bytes - spread.ranks[0].weights_bytes, 64 * kExpertBytes * 48);
   // TP=2 with EP splits experts over the same 2 ranks as TP=2 splits each expert: equal
   // bytes, since 768 and 128 both divide by 2.
   EXPECT_EQ(launch(2, 1, true).ranks[0].weights_bytes, launch(2, 1, false).ranks[0].weights_bytes);

@@ -60,7 +60,9 @@ def test_knob_round_trips_cli_core_flag(knob: str) -> None:
         argv = [flag, str(value / spec["flag_unit_bytes"])]
     else:
         argv = [flag, str(value)]
-    args = cli.build_parser().parse_args(["plan", "meta-llama/Llama-3.1-8B", "--num-gpus", "2", *argv])
+    args = cli.build_parser().parse_args(
+        ["plan", "meta-llama/Llama-3.1-8B", "--num-gpus", "2", *argv]
+    )
     knobs = cli._knobs(args)  # CLI -> the core's units
     assert knobs == {knob: value}
     plan = vramplan.plan("meta-llama/Llama-3.1-8B", "H100", num_gpus=2, **knobs)

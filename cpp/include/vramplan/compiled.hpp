@@ -30,10 +30,10 @@ LaunchKnobs launch_knobs(const EngineConfig& config);
 // Why a set of knobs is refused before any memory is counted.
 enum class KnobProblem : std::uint8_t {
   None,
-  MaxModelLenBeyondModel,        // > max_position_embeddings
-  BatchedTokensBelowModelLen,    // no chunked prefill: a whole prompt must fit in one step
-  BatchedTokensBelowNumSeqs,     // vLLM: max_num_batched_tokens >= max_num_seqs
-  NotPositive,                   // a knob <= 0 (C++ callers; the registry refuses it earlier)
+  MaxModelLenBeyondModel,      // > max_position_embeddings
+  BatchedTokensBelowModelLen,  // no chunked prefill: a whole prompt must fit in one step
+  BatchedTokensBelowNumSeqs,   // vLLM: max_num_batched_tokens >= max_num_seqs
+  NotPositive,                 // a knob <= 0 (C++ callers; the registry refuses it earlier)
 };
 
 // CUDA-graph capture sizes as a version builds them: how many, and the largest.
@@ -73,8 +73,8 @@ struct CompiledRank {
   std::int64_t non_torch_bytes = 0;
   ActivationModel activation;
   std::optional<ActivationModel> draft_activation;  // a separate drafter's dummy forward
-  double cudagraph_bytes_per_size = 0.0;        // the rank's pieces at one capture size
-  double draft_cudagraph_bytes_per_size = 0.0;  // the drafter's pieces (pool base shared)
+  double cudagraph_bytes_per_size = 0.0;            // the rank's pieces at one capture size
+  double draft_cudagraph_bytes_per_size = 0.0;      // the drafter's pieces (pool base shared)
   KvGeometry kv;
 };
 
@@ -94,9 +94,9 @@ struct RankEvaluation {
 struct Evaluation {
   ResolvedKnobs knobs;
   Outcome outcome = Outcome::Started;
-  std::int64_t num_blocks = 0;        // min over ranks
-  std::int64_t kv_tokens = 0;         // "GPU KV cache size: N tokens" as this version reports
-  double max_concurrency = 0.0;       // "Maximum concurrency for max_model_len tokens"
+  std::int64_t num_blocks = 0;   // min over ranks
+  std::int64_t kv_tokens = 0;    // "GPU KV cache size: N tokens" as this version reports
+  double max_concurrency = 0.0;  // "Maximum concurrency for max_model_len tokens"
   std::int64_t min_kv_cache_bytes = 0;
   std::int64_t request_kv_bytes = 0;  // one max_model_len request, worst rank
   std::int64_t max_weights_bytes = 0;

@@ -39,24 +39,24 @@ struct CaptureSegment {
 struct EngineProfile {
   std::string version;  // as given, e.g. "0.19.0"
   EngineEra era = EngineEra::V1Latest;
-  std::int32_t from_major = 0;   // the row this profile comes from: from_major.from_minor
+  std::int32_t from_major = 0;  // the row this profile comes from: from_major.from_minor
   std::int32_t from_minor = 21;
   double default_gpu_memory_utilization = 0.92;
   bool cudagraph_in_budget = true;  // estimate subtracted from the KV budget
   bool chunked_prefill_default = true;
-  bool tokens_from_concurrency = true;   // "GPU KV cache size" = int(concurrency * max_model_len)
+  bool tokens_from_concurrency = true;    // "GPU KV cache size" = int(concurrency * max_model_len)
   bool startup_free_memory_check = true;  // "Free memory on device ... less than desired"
   // CUDA OOM checks after the KV allocation: graphs captured then and the sampler warm-up.
   bool post_allocation_check = true;
   // CUDA-graph memory profiled before the KV budget on a minimal KV cache of
   // max_cudagraph_capture_size blocks (profile_cudagraph_memory).
   bool graph_profiling_minimal_kv_cache = true;
-  bool mla_backend_block_size = true;  // MLA backends pick 64 (Hopper) / 128 (Blackwell)
+  bool mla_backend_block_size = true;    // MLA backends pick 64 (Hopper) / 128 (Blackwell)
   double sampler_bytes_per_logit = 0.0;  // fitted: peak sampler bytes per (request x vocab entry)
-  std::int64_t non_torch_single_rank_bytes = 0;    // TP=1, no PP: cuBLAS/attention workspaces
-  std::int64_t non_torch_pipeline_only_bytes = 0;  // PP>1 at TP=1
+  std::int64_t non_torch_single_rank_bytes = 0;      // TP=1, no PP: cuBLAS/attention workspaces
+  std::int64_t non_torch_pipeline_only_bytes = 0;    // PP>1 at TP=1
   std::int64_t non_torch_tensor_parallel_bytes = 0;  // TP>=2: custom all-reduce + NCCL buffers
-  std::int64_t swap_space_default_bytes = 0;  // pinned swap per GPU (V0); 0 = none pinned
+  std::int64_t swap_space_default_bytes = 0;         // pinned swap per GPU (V0); 0 = none pinned
   // Fitted: CUDA context made before the init snapshot, NCCL communicators when ranks talk,
   // and the hidden-size-wide buffers alive at the forward's activation peak.
   std::int64_t cuda_context_bytes = 547356672;

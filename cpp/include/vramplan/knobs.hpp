@@ -29,13 +29,13 @@ struct KnobSpec {
   std::string_view name;  // as vLLM's EngineArgs names it (or the planner's own, see `flag`)
   KnobType type;
   std::string_view unit;
-  double minimum;                  // numeric knobs, inclusive
-  double maximum;                  // numeric knobs, inclusive
-  std::string_view choices;        // comma-separated closed set ("" = any value in range)
-  std::string_view default_source; // what an unset knob becomes
+  double minimum;                   // numeric knobs, inclusive
+  double maximum;                   // numeric knobs, inclusive
+  std::string_view choices;         // comma-separated closed set ("" = any value in range)
+  std::string_view default_source;  // what an unset knob becomes
   std::string_view help;
-  std::string_view flag;   // `vllm serve` flag; "" for planner-only knobs
-  std::string_view kwarg;  // `vllm.LLM(...)` keyword; "" where there is none
+  std::string_view flag;         // `vllm serve` flag; "" for planner-only knobs
+  std::string_view kwarg;        // `vllm.LLM(...)` keyword; "" where there is none
   std::int64_t flag_unit_bytes;  // Bytes knobs: the flag's unit (2^30 for the GiB flags, or 1)
   // Reads and writes the EngineConfig member; nullopt = unset.
   std::optional<KnobValue> (*get)(const EngineConfig&);

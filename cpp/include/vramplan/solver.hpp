@@ -23,7 +23,8 @@ struct SolveRequest {
 };
 
 struct Remedy {
-  std::string kind;    // fp8_kv_cache, shorter_context, quantized_weights, tensor_parallel, cpu_offload
+  std::string
+      kind;  // fp8_kv_cache, shorter_context, quantized_weights, tensor_parallel, cpu_offload
   std::string change;  // the flag(s) that change, as `vllm serve` spells them
   bool fits = false;   // whether the launch then meets the target
   std::string detail;  // numbers: resulting KV tokens, weights per rank, ...

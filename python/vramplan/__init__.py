@@ -29,6 +29,8 @@ from .api import (
     sweep,
 )
 from .diagnose import diagnose
+from .explain import explain
+from .plots import plot_frontier
 from .probe import auto_gpu
 
 __version__ = "0.1.0"
@@ -48,6 +50,7 @@ __all__ = [
     "auto_gpu",
     "breakdown",
     "diagnose",
+    "explain",
     "from_hf_config",
     "gpus",
     "inspect_checkpoint",
@@ -56,6 +59,7 @@ __all__ = [
     "models",
     "parse_vllm_log",
     "plan",
+    "plot_frontier",
     "schema_markdown",
     "spec_database",
     "sweep",

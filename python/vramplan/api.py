@@ -6,13 +6,16 @@ import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from . import _core
 from ._resources import model_specs_dir
 from .resolve import resolve_model
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 DEFAULT_GPU = "H100-80GB"
@@ -125,8 +128,9 @@ def _compiled(
     host_ram_bytes: int,
     static_knobs: tuple[tuple[str, Any], ...],
 ) -> _core.Launch:
-    return _compile(model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes,
-                    dict(static_knobs))
+    return _compile(
+        model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, dict(static_knobs)
+    )
 
 
 def _compile(
@@ -213,6 +217,18 @@ class Breakdown:
             f"{c.kv_tokens} tokens)"
         )
 
+    def _repr_html_(self) -> str:
+        """Notebook view: a table of the terms per rank and a stacked bar per rank."""
+        from ._html import breakdown_html
+
+        return breakdown_html(self.to_dict())
+
+    def plot(self) -> Figure:
+        """A matplotlib Figure: one stacked bar per pipeline rank (needs `vramplan[plot]`)."""
+        from .plots import breakdown_figure
+
+        return breakdown_figure(self)
+
 
 def breakdown(
     model: str | _core.ModelSpec = DEFAULT_MODEL,
@@ -266,6 +282,16 @@ class Plan:
 
     def __repr__(self) -> str:
         return f"Plan({self._core.verdict}; {self.to_vllm_args()})"
+
+    def _repr_html_(self) -> str:
+        """Notebook view: verdict, knobs and why each binds, the flag line, the breakdown."""
+        from ._html import plan_html
+
+        return plan_html(self.to_dict())
+
+    def plot(self) -> Figure:
+        """The plan's breakdown as a matplotlib Figure (needs `vramplan[plot]`)."""
+        return self.breakdown.plot()
 
 
 def plan(

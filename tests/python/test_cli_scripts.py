@@ -188,8 +188,10 @@ def test_remedies_never_repeat_or_shorten_the_users_target() -> None:
         ["probe", "--nvidia-smi-csv", "{data}/diagnose/nvidia_smi_two_h100_second_tenant.csv"],
         [
             "validate",
-            ("{data}/measured/logs/vllm-0.19.0/"
-            "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log"),
+            (
+                "{data}/measured/logs/vllm-0.19.0/"
+                "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log"
+            ),
         ],
         ["inspect", "{data}/configs/Qwen__Qwen3-8B.json"],
         ["diagnose", "{data}/diagnose/v019_gpt_oss_20b_sampler_warmup.log"],

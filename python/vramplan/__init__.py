@@ -5,8 +5,8 @@ from __future__ import annotations
 try:
     from . import _core  # noqa: F401 - fail early with a hint when the core is missing
 except ImportError as err:  # pragma: no cover - only without a build
-    err.add_note("vramplan's C++ core is not built: run ./scripts/setup.sh (or `pip install .`).")
-    raise
+    msg = f"{err}: vramplan's C++ core is not built: run ./scripts/setup.sh (or `pip install .`)"
+    raise ImportError(msg) from err
 
 from ._core import ConfigError, Error, ParseError, SpecError, parse_vllm_log
 from .api import (

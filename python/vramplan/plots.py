@@ -109,7 +109,7 @@ def frontier(
     )
     fits = grid[(grid["outcome"] == "started") & (grid["max_concurrency"] >= grid["max_num_seqs"])]
     best = fits.groupby("max_model_len")["max_num_seqs"].max()
-    return [(int(length), int(seqs)) for length, seqs in best.items()]
+    return [(int(length), int(seqs)) for length, seqs in zip(best.index.tolist(), best.tolist())]
 
 
 def plot_frontier(
@@ -125,10 +125,12 @@ def plot_frontier(
     that fit at once. One line per utilization, or per GPU when `gpu` is a list of GPUs (then
     at the first utilization given). Computed with `vramplan.sweep`; needs matplotlib."""
     figure_class = _figure_class()
-    utilizations = (
+    utilizations = api._values(
+        "gpu_memory_utilization",
         [gpu_memory_utilization]
         if isinstance(gpu_memory_utilization, (int, float))
-        else list(gpu_memory_utilization)
+        else gpu_memory_utilization,
+        float,
     )
     if not utilizations:
         raise api.config_error("gpu_memory_utilization", [], "one value or more", "empty")
@@ -136,6 +138,10 @@ def plot_frontier(
         lines = [(gpu, u, f"utilization {u:g}") for u in utilizations]
         title_gpu = gpu if isinstance(gpu, str) else gpu.id
     else:
+        if not isinstance(gpu, Sequence) or not all(isinstance(g, str) for g in gpu):
+            raise api.config_error(
+                "gpu", gpu, "a GPU id, a GpuSpec or a list of GPU ids", "wrong type"
+            )
         gpus = list(gpu)
         if not gpus:
             raise api.config_error("gpu", [], "one GPU or more", "empty")

@@ -331,3 +331,27 @@ def test_gpu_auto_uses_the_probe(monkeypatch: pytest.MonkeyPatch, capsys) -> Non
         gpu="L4", max_model_len=8192, gpu_memory_utilization=0.8, host_ram_bytes=64 * GIB
     )
     assert plain.startup_free_bytes - data["startup_free_bytes"] == 2 * GIB
+
+
+def test_revision_and_offline_reach_the_resolver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vramplan.cli import main
+
+    # A Hugging Face cache entry with one config at tag v1 (the layout huggingface_hub leaves).
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    entry = tmp_path / "hub" / "models--acme--phi"
+    (entry / "snapshots" / commit).mkdir(parents=True)
+    config = Path(__file__).parent.parent / "data" / "configs" / "microsoft__phi-1.json"
+    (entry / "snapshots" / commit / "config.json").write_bytes(config.read_bytes())
+    (entry / "refs").mkdir()
+    (entry / "refs" / "v1").write_text(commit)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("VRAMPLAN_CACHE", str(tmp_path / "vramplan"))
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    assert main(["breakdown", "acme/phi", "--revision", "v1", "--offline", "--json"]) == 0
+    source = json.loads(capsys.readouterr().out)["model_source"]
+    assert (source["source"], source["revision"]) == ("cache", commit)
+    # Another tag is not in the cache, and --offline forbids asking the Hub.
+    assert main(["breakdown", "acme/phi", "--revision", "v2", "--offline"]) == 2
+    assert "offline" in capsys.readouterr().err

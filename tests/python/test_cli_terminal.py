@@ -139,3 +139,24 @@ def test_explain_unknown_term_lists_the_known_ones() -> None:
     assert "activation_peak" in out.stderr
     with pytest.raises(vramplan.Error, match="term"):
         vramplan.explain(42)  # type: ignore[arg-type]
+
+
+def test_record_replays_show_a_progress_bar_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from vramplan.cli import _progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    items = list(range(50))
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert _progress(items, "replaying records") is items  # piped: no bar
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert list(_progress(items, "replaying records")) == items
+    assert "replaying records" in terminal.getvalue()
+    assert _progress(items[:5], "replaying records") == items[:5]  # short: no bar

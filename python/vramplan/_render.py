@@ -186,8 +186,16 @@ def replay_rows(replays: Iterable[Any], terms: Sequence[str]) -> tuple[list[list
                 rows.append([replay.id, term, "-", f"{measured:.2f}", "-"])
             else:
                 error = float(predicted) - float(measured)
+                # Counts (KV tokens) print whole; GiB and ratios with two decimals.
+                digits = 0 if isinstance(predicted, int) and isinstance(measured, int) else 2
                 rows.append(
-                    [replay.id, term, f"{predicted:.2f}", f"{measured:.2f}", f"{error:+.2f}"]
+                    [
+                        replay.id,
+                        term,
+                        f"{predicted:.{digits}f}",
+                        f"{measured:.{digits}f}",
+                        f"{error:+.{digits}f}",
+                    ]
                 )
     return rows, problems
 

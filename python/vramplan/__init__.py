@@ -5,8 +5,8 @@ from __future__ import annotations
 try:
     from . import _core  # noqa: F401 - fail early with a hint when the core is missing
 except ImportError as err:  # pragma: no cover - only without a build
-    err.add_note("vramplan's C++ core is not built: run ./scripts/setup.sh (or `pip install .`).")
-    raise
+    msg = f"{err}: vramplan's C++ core is not built: run ./scripts/setup.sh (or `pip install .`)"
+    raise ImportError(msg) from err
 
 from ._core import ConfigError, Error, ParseError, SpecError, parse_vllm_log
 from .api import (
@@ -30,6 +30,8 @@ from .api import (
 )
 from .calibrate import Profile, calibrate
 from .diagnose import diagnose
+from .explain import explain
+from .plots import plot_frontier
 from .probe import auto_gpu
 
 __version__ = "0.1.0"
@@ -51,6 +53,7 @@ __all__ = [
     "breakdown",
     "calibrate",
     "diagnose",
+    "explain",
     "from_hf_config",
     "gpus",
     "inspect_checkpoint",
@@ -59,6 +62,7 @@ __all__ = [
     "models",
     "parse_vllm_log",
     "plan",
+    "plot_frontier",
     "schema_markdown",
     "spec_database",
     "sweep",

@@ -6,13 +6,16 @@ import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from . import _core
 from ._resources import model_specs_dir
 from .resolve import resolve_model
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 DEFAULT_GPU = "H100-80GB"
@@ -43,6 +46,8 @@ def load_model(
     """A model by database id or HF alias; a path (spec YAML, config.json, checkpoint folder,
     `.gguf`, Hugging Face cache entry); else ORG/NAME from the local Hugging Face cache or the Hub
     (see `vramplan.resolve.resolve_model`, which also says which source answered)."""
+    if not isinstance(model, (str, Path)):
+        raise config_error("model", model, "a model id, alias or path (str)", "wrong type")
     return resolve_model(model, revision=revision, offline=offline).spec
 
 
@@ -62,6 +67,10 @@ def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
 
 def load_gpu(gpu: str, *, total_memory_bytes: int | None = None) -> _core.GpuSpec:
     """A GPU by database id or alias; `total_memory_bytes` overrides the database total."""
+    if not isinstance(gpu, str):
+        raise config_error("gpu", gpu, "a GPU id or alias (str)", "wrong type")
+    if total_memory_bytes is not None:
+        _integer("total_memory_bytes", total_memory_bytes, 1, 1 << 50)
     db = spec_database()
     if db.has_gpu(gpu):
         spec = db.gpu(gpu)
@@ -95,6 +104,21 @@ def _integer(field: str, value: object, low: int, high: int) -> int:
     if not low <= value <= high:
         raise config_error(field, value, f"an integer in [{low}, {high}]", "out of range")
     return value
+
+
+def _values(field: str, values: object, kind: type) -> list[Any]:
+    """A sweep's list of values for `field`: a sequence of numbers of `kind`, or a
+    ConfigError naming it."""
+    allowed = f"a list of {'integers' if kind is int else 'numbers'}"
+    if values is None:
+        return []
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise config_error(field, values, allowed, "wrong type")
+    for value in values:
+        number = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
+        if isinstance(value, bool) or not number:
+            raise config_error(field, value, allowed, "wrong type in the list")
+    return list(values)
 
 
 def _gpus_for(num_gpus: int | None, knobs: dict[str, Any]) -> int:
@@ -226,6 +250,18 @@ class Breakdown:
             f"{c.kv_tokens} tokens)"
         )
 
+    def _repr_html_(self) -> str:
+        """Notebook view: a table of the terms per rank and a stacked bar per rank."""
+        from ._html import breakdown_html
+
+        return breakdown_html(self.to_dict())
+
+    def plot(self) -> Figure:
+        """A matplotlib Figure: one stacked bar per pipeline rank (needs `vramplan[plot]`)."""
+        from .plots import breakdown_figure
+
+        return breakdown_figure(self)
+
 
 def breakdown(
     model: str | _core.ModelSpec = DEFAULT_MODEL,
@@ -280,6 +316,16 @@ class Plan:
     def __repr__(self) -> str:
         return f"Plan({self._core.verdict}; {self.to_vllm_args()})"
 
+    def _repr_html_(self) -> str:
+        """Notebook view: verdict, knobs and why each binds, the flag line, the breakdown."""
+        from ._html import plan_html
+
+        return plan_html(self.to_dict())
+
+    def plot(self) -> Figure:
+        """The plan's breakdown as a matplotlib Figure (needs `vramplan[plot]`)."""
+        return self.breakdown.plot()
+
 
 def plan(
     model: str | _core.ModelSpec = DEFAULT_MODEL,
@@ -332,12 +378,12 @@ def sweep(
     launch, evaluated = _launch(model, gpu, num_gpus, memory_used_by_others_bytes, 0, knobs)
     columns = launch.sweep(
         evaluated,
-        list(gpu_memory_utilization or []),
-        list(max_model_len or []),
-        list(max_num_seqs or []),
-        list(max_num_batched_tokens or []),
+        _values("gpu_memory_utilization", gpu_memory_utilization, float),
+        _values("max_model_len", max_model_len, int),
+        _values("max_num_seqs", max_num_seqs, int),
+        _values("max_num_batched_tokens", max_num_batched_tokens, int),
     )
     codes = columns.pop("outcome").astype("int16") + 1
-    frame = pd.DataFrame(columns, copy=False)
-    frame["outcome"] = pd.Categorical.from_codes(codes, categories=_OUTCOMES)
+    frame: pd.DataFrame = pd.DataFrame(columns, copy=False)
+    frame["outcome"] = pd.Categorical.from_codes(codes, categories=pd.Index(_OUTCOMES))
     return frame

@@ -1,24 +1,35 @@
-"""The `vramplan` command: argument parsing and printing on top of the bindings."""
+"""The `vramplan` command: argument parsing and printing on top of the bindings.
+
+Exit status, for scripts: 0 the command succeeded (and the launch fits / starts); 1 the launch
+does not fit (plan, flags, breakdown), or validate found an outcome MISMATCH or a launch it
+cannot express; 2 bad input (usage errors and vramplan.Error, named on stderr); 141 the
+reader of stdout went away (a closed pipe, as `| head` does), quietly; 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import api
+from . import _core, _render, api
 
 GIB = 1 << 30
 
-
-def _gib(value: int) -> str:
-    return f"{value / GIB:8.2f} GiB"
-
+EXIT_OK = 0
+EXIT_DOES_NOT_FIT = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose pipe closed
 
 # Short aliases people type for the two parallelism flags.
 _ALIASES = {"tensor_parallel_size": ["--tp"], "pipeline_parallel_size": ["--pp"]}
+# The knobs `sweep` takes as comma-separated lists (the compiled launch evaluates them).
+_GRID_KNOBS = ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens")
 
 
 def _knob_flag(knob: dict[str, Any]) -> str:
@@ -34,21 +45,70 @@ def _knob_help(knob: dict[str, Any]) -> str:
         text += f" [{knob['unit']}]"
     if knob["type"] == "bytes" and knob["flag_unit_bytes"] == GIB:
         text += f" [GiB, {knob['unit'].replace('bytes ', '')}]"
-    return f"{text}; default: {knob['default']}"
+    return f"{text}; default: {knob['default']}".replace("%", "%%")
 
 
-def _add_launch_args(p: argparse.ArgumentParser) -> None:
+def _positive_int(what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            msg = f"{what} must be a positive integer (got {text!r})"
+            raise argparse.ArgumentTypeError(msg) from None
+        if value < 1:
+            msg = f"{what} must be a positive integer (got {value})"
+            raise argparse.ArgumentTypeError(msg)
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+def _context(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return _positive_int("context")(text)
+    except argparse.ArgumentTypeError:
+        msg = f"context must be a positive integer or 'auto' (got {text!r})"
+        raise argparse.ArgumentTypeError(msg) from None
+
+
+def _list_of(kind: Callable[[str], Any], what: str) -> Callable[[str], list[Any]]:
+    def parse(text: str) -> list[Any]:
+        try:
+            return [kind(part) for part in text.split(",") if part.strip()]
+        except ValueError:
+            msg = f"{what} must be a comma-separated list of numbers (got {text!r})"
+            raise argparse.ArgumentTypeError(msg) from None
+
+    return parse
+
+
+def _add_launch_args(p: argparse.ArgumentParser, *, grid: bool = False) -> None:
     p.add_argument(
         "model",
         nargs="?",
         default=api.DEFAULT_MODEL,
-        help=f"database id, HF alias or spec file (default {api.DEFAULT_MODEL})",
+        help=f"database id, HF alias, spec file, config.json, checkpoint folder or HF cache "
+        f"entry (default {api.DEFAULT_MODEL})",
     )
     p.add_argument(
-        "--gpu", default=api.DEFAULT_GPU, help=f"GPU id or alias (default {api.DEFAULT_GPU})"
+        "--gpu",
+        default=api.DEFAULT_GPU,
+        help=f"GPU id or alias, or 'auto' to probe this machine (default {api.DEFAULT_GPU})",
     )
     p.add_argument("--gpu-total-bytes", type=int, help="override the GPU's total memory (bytes)")
-    p.add_argument("--num-gpus", type=int, default=None, help="GPUs on the node")
+    p.add_argument(
+        "--num-gpus",
+        type=_positive_int("num_gpus"),
+        default=None,
+        help="GPUs on the node; without --tp/--pp the planner picks the smallest split that fits",
+    )
+    p.add_argument("--revision", help="branch, tag or commit of a Hugging Face model")
+    p.add_argument(
+        "--offline", action="store_true", default=None, help="never ask the Hugging Face Hub"
+    )
     knobs = p.add_argument_group("engine knobs (vLLM's names; help from vramplan.KNOBS)")
     for knob in api.KNOBS:
         flags = [_knob_flag(knob), *_ALIASES.get(knob["name"], [])]
@@ -57,12 +117,22 @@ def _add_launch_args(p: argparse.ArgumentParser) -> None:
             kwargs["action"] = "store_true"
         else:
             gib_flag = knob["type"] == "bytes" and knob["flag_unit_bytes"] == GIB
-            kwargs["type"] = {"int": int, "float": float, "bytes": float if gib_flag else int}.get(
+            kind = {"int": int, "float": float, "bytes": float if gib_flag else int}.get(
                 knob["type"], str
             )
+            if grid and knob["name"] in _GRID_KNOBS:
+                kwargs["type"] = _list_of(kind, knob["name"])
+                kwargs["help"] = "comma-separated values to sweep: " + kwargs["help"]
+                kwargs["metavar"] = "V[,V...]"
+            else:
+                kwargs["type"] = kind
             if knob["choices"] and knob["type"] == "str":
                 kwargs["choices"] = knob["choices"]
         knobs.add_argument(*flags, **kwargs)
+    p.add_argument(
+        "--profile",
+        help="a calibration profile (vramplan calibrate --out PROFILE.yaml) over the version's row",
+    )
     p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
     p.add_argument(
         "--used-by-others-bytes",
@@ -78,194 +148,357 @@ def _knobs(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for knob in api.KNOBS:
         value = getattr(args, knob["name"], None)
-        if value is None:
+        if value is None or (knob["type"] == "bool" and value is False):
             continue
         if knob["type"] == "bytes" and knob["flag_unit_bytes"] != 1:
             value = round(value * knob["flag_unit_bytes"])
         out[knob["name"]] = value
+    if getattr(args, "profile", None):
+        from .calibrate import Profile
+
+        out["profile"] = Profile.load(args.profile)
     return out
 
 
-def _launch_gpus(args: argparse.Namespace) -> int:
+def _user_flags(args: argparse.Namespace) -> set[str]:
+    """The user's own knobs as `vllm serve` flag text ("--kv-cache-dtype fp8")."""
+    given = set()
+    for knob in api.KNOBS:
+        value = getattr(args, knob["name"], None)
+        if value is not None and knob["flag"]:
+            given.add(f"{knob['flag']} {value}".strip())
+    return given
+
+
+class _Launch:
+    """What the launch arguments resolve to: the model (and which source answered), the GPU,
+    other tenants' memory and host RAM (`--gpu auto` probes them)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from .resolve import resolve_model
+
+        resolved = resolve_model(args.model, revision=args.revision, offline=args.offline)
+        self.spec = resolved.spec
+        self.source = {
+            "source": resolved.source,
+            "location": resolved.location,
+            "revision": resolved.revision,
+        }
+        others = args.used_by_others_bytes
+        host = int((args.host_ram_gib or 0) * GIB)
+        gpu_name = args.gpu
+        if gpu_name == "auto":
+            from .probe import auto_gpu
+
+            found = auto_gpu()
+            gpu_name = found.gpu_id
+            others = others or found.memory_used_by_others_bytes
+            host = host or found.host_ram_bytes
+            self.source["gpu"] = f"auto: {found.gpu_id}"
+        self.gpu = api.load_gpu(gpu_name, total_memory_bytes=args.gpu_total_bytes)
+        self.memory_used_by_others_bytes = others
+        self.host_ram_bytes = host
+
+
+def _gpus_needed(args: argparse.Namespace) -> int:
     tp = args.tensor_parallel_size or 1
     pp = args.pipeline_parallel_size or 1
     return int(args.num_gpus or tp * pp)
 
 
-def _print_breakdown(data: dict[str, Any]) -> None:
-    cfg = data["config"]
-    print(
-        f"{data['model']} on {data['gpu']}  (vLLM {data['engine_version']}, {data['engine_era']})"
-    )
-    print(
-        f"  TP={cfg['tensor_parallel_size']} PP={cfg['pipeline_parallel_size']}  "
-        f"gpu_memory_utilization={cfg['gpu_memory_utilization']:.2f}  "
-        f"max_model_len={cfg['max_model_len']}  max_num_seqs={cfg['max_num_seqs']}  "
-        f"max_num_batched_tokens={cfg['max_num_batched_tokens']}  dtype={cfg['dtype']}  "
-        f"quantization={cfg['quantization']}"
-    )
-    for rank in data["ranks"]:
-        print(
-            f"\n  per GPU rank (pipeline stage {rank['pipeline_rank']}): "
-            f"total {_gib(rank['total_memory_bytes']).strip()}, "
-            f"budget {_gib(rank['requested_memory_bytes']).strip()}"
-        )
-        for term in rank["terms"]:
-            print(f"    {term['name']:<16}{_gib(term['bytes'])}   {term['provenance']}")
-        print(
-            f"    {'kv per token':<16}{rank['kv_bytes_per_token']:>8} B     "
-            f"block {rank['block_size']} tokens, {rank['num_blocks']} blocks"
-        )
-    print(f"\n  GPU KV cache size: {data['kv_tokens']:,} tokens")
-    print(
-        f"  Maximum concurrency for {cfg['max_model_len']:,} tokens per request: "
-        f"{data['max_concurrency']:.2f}x"
-    )
-    host = data["host"]
-    print(
-        f"  host RAM required: {_gib(host['required_bytes']).strip()} "
-        f"(+ {_gib(host['page_cache_bytes']).strip()} reclaimable page cache)"
-    )
-    print(f"  outcome: {data['outcome']}")
-    for message in data["messages"]:
-        print(f"    {message}")
-
-
 def _cmd_breakdown(args: argparse.Namespace) -> int:
-    gpu = api.load_gpu(args.gpu, total_memory_bytes=args.gpu_total_bytes)
+    launch = _Launch(args)
     result = api.breakdown(
-        args.model,
-        gpu,
-        num_gpus=_launch_gpus(args),
-        memory_used_by_others_bytes=args.used_by_others_bytes,
-        host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
+        launch.spec,
+        launch.gpu,
+        num_gpus=_gpus_needed(args),
+        memory_used_by_others_bytes=launch.memory_used_by_others_bytes,
+        host_ram_bytes=launch.host_ram_bytes,
         **_knobs(args),
     )
+    data = result.to_dict()
     if args.json:
-        print(result.to_json())
+        data["model_source"] = launch.source
+        _print(json.dumps(data, indent=2))
     else:
-        _print_breakdown(result.to_dict())
-    return 0
+        out = _render.console()
+        _render.breakdown(out, data)
+        _note(_source_note(launch.source))
+    return EXIT_OK if data["outcome"] == "started" else EXIT_DOES_NOT_FIT
 
 
-def _plan_from_args(args: argparse.Namespace) -> api.Plan:
-    gpu = api.load_gpu(args.gpu, total_memory_bytes=args.gpu_total_bytes)
+def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]:
+    """The plan for the arguments, and what the JSON adds: where the model came from and, when
+    the planner chose the split, every split it tried."""
+    launch = _Launch(args)
+    knobs = _knobs(args)
     margin = None if args.safety_margin_gib is None else int(args.safety_margin_gib * GIB)
-    return api.plan(
-        args.model,
-        gpu,
-        num_gpus=_launch_gpus(args),
-        memory_used_by_others_bytes=args.used_by_others_bytes,
-        host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
-        context=args.context or 0,
-        concurrency=args.concurrency or 0,
-        safety_margin_bytes=margin,
-        **_knobs(args),
+
+    def one(context: int, split: dict[str, Any]) -> api.Plan:
+        # `split` pins knobs on top of the user's (a TP x PP split, a batch size); the GPUs on
+        # the node stay what the user said, else what the launch needs.
+        pinned = {**knobs, **split}
+        tp = pinned.get("tensor_parallel_size", 1)
+        pp = pinned.get("pipeline_parallel_size", 1)
+        return api.plan(
+            launch.spec,
+            launch.gpu,
+            num_gpus=args.num_gpus or tp * pp,
+            memory_used_by_others_bytes=launch.memory_used_by_others_bytes,
+            host_ram_bytes=launch.host_ram_bytes,
+            context=context,
+            concurrency=args.concurrency or 0,
+            safety_margin_bytes=margin,
+            **pinned,
+        )
+
+    def at_split(split: dict[str, Any]) -> api.Plan:
+        if args.context == "auto":
+            from .search import plan_longest_context
+
+            if args.max_num_batched_tokens is not None:  # the user's own: never moved
+                return plan_longest_context(lambda context, _: one(context, split))
+            return plan_longest_context(lambda context, batch: one(context, {**split, **batch}))
+        return one(args.context or 0, split)
+
+    extra: dict[str, Any] = {"model_source": launch.source}
+    chooses_split = (
+        args.num_gpus is not None
+        and args.num_gpus > 1
+        and args.tensor_parallel_size is None
+        and args.pipeline_parallel_size is None
     )
+    if chooses_split:
+        from .search import plan_on_gpus
+
+        result, attempts = plan_on_gpus(
+            lambda tp, pp: at_split({"tensor_parallel_size": tp, "pipeline_parallel_size": pp}),
+            args.num_gpus,
+        )
+        extra["split_search"] = [a.to_json() for a in attempts]
+    else:
+        result = at_split({})
+    return result, extra
+
+
+def _remedies(result: api.Plan, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The solver's remedies that meet the user's target: none repeats a flag the user already
+    gave, and none shortens a context the user asked for."""
+    repeated = _user_flags(args)
+    target_context = isinstance(args.context, int) or args.max_model_len is not None
+    kept = []
+    for remedy in result.to_dict()["remedies"]:
+        if remedy["change"].split(" (")[0].strip() in repeated:
+            continue
+        if target_context and remedy["kind"] == "shorter_context":
+            continue
+        kept.append(remedy)
+    return kept
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    result = _plan_from_args(args)
+    result, extra = _plan_from_args(args)
+    data = {**result.to_dict(), "remedies": _remedies(result, args), **extra}
     if args.json:
-        print(result.to_json())
-        return 0 if result.fits else 1
-    data = result.to_dict()
-    _print_breakdown(data["breakdown"])
-    print(f"\n  verdict: {data['verdict']}")
-    print(f"  safety margin kept free per GPU: {data['safety_margin_bytes'] / GIB:.2f} GiB")
-    for knob, why in data["binding"].items():
-        print(f"  {knob:<24}{data[knob]!s:<10} <- {why}")
-    print(f"\n  vllm serve {data['breakdown']['model']} {data['vllm_args']}")
-    if data["remedies"]:
-        print("\n  remedies (cheapest first):")
-        for remedy in data["remedies"]:
-            mark = "fits" if remedy["fits"] else "not enough alone"
-            print(f"    {remedy['change']:<46} [{mark}] {remedy['detail']}")
-            print(f"      vllm serve {data['breakdown']['model']} {remedy['flags']}")
-    return 0 if result.fits else 1
+        _print(json.dumps(data, indent=2))
+    else:
+        _render.plan(_render.console(), data)
+        _note(_source_note(extra["model_source"]))
+        if "split_search" in extra:
+            tried = ", ".join(
+                f"TP={a['tensor_parallel_size']} PP={a['pipeline_parallel_size']}: "
+                f"{a['result'].split(' - ')[0]}"
+                for a in extra["split_search"]
+            )
+            _note(f"splits tried: {tried}")
+    return EXIT_OK if result.fits else EXIT_DOES_NOT_FIT
+
+
+def _source_note(source: dict[str, Any]) -> str:
+    """Which source answered the model (database, path, HF cache, Hub)."""
+    revision = f" @ {source['revision']}" if source["revision"] else ""
+    return f"model from {source['source']}: {source['location']}{revision}"
 
 
 def _cmd_flags(args: argparse.Namespace) -> int:
-    result = _plan_from_args(args)
+    result, extra = _plan_from_args(args)
+    remedies = _remedies(result, args)
+    if args.json:
+        data = {
+            "fits": result.fits,
+            "verdict": result.verdict,
+            "vllm_args": result.to_vllm_args() if result.fits else None,
+            "remedies": remedies,
+            **extra,
+        }
+        _print(json.dumps(data, indent=2))
+        return EXIT_OK if result.fits else EXIT_DOES_NOT_FIT
     if not result.fits:
         # Nothing on stdout: `vllm serve M $(vramplan flags ...)` must not start a launch
         # that cannot fit. The reason and the cheapest remedy that fits go to stderr.
-        print(f"vramplan: {result.verdict}", file=sys.stderr)
-        for remedy in result.remedies:
-            if remedy.fits:
-                print(f"vramplan: remedy: {remedy.change}: {remedy.flags}", file=sys.stderr)
+        _note(str(result.verdict))
+        for remedy in remedies:
+            if remedy["fits"]:
+                _note(f"remedy: {remedy['change']}: {remedy['flags']}")
                 break
-        return 1
-    print(result.to_vllm_args())
-    return 0
+        return EXIT_DOES_NOT_FIT
+    _print(result.to_vllm_args())
+    return EXIT_OK
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    launch = _Launch(args)
+    knobs = _knobs(args)
+    grid = {name: knobs.pop(name, None) for name in _GRID_KNOBS}
+    frame = api.sweep(
+        launch.spec,
+        launch.gpu,
+        num_gpus=_gpus_needed(args),
+        memory_used_by_others_bytes=launch.memory_used_by_others_bytes,
+        **grid,
+        **knobs,
+    )
+    if args.out:
+        _write_frame(frame, Path(args.out))
+        _note(f"wrote {len(frame)} rows to {args.out}")
+    elif args.json:
+        records = frame.astype({"outcome": str}).to_dict(orient="records")
+        _print(json.dumps(records, indent=2))
+    else:
+        out = _render.console()
+        out.print(
+            _render.table(
+                out,
+                [str(c) for c in frame.columns],
+                frame.astype(str).itertuples(index=False),
+                right=[str(c) for c in frame.columns if c != "outcome"],
+            )
+        )
+    return EXIT_OK
+
+
+def _write_frame(frame: Any, path: Path) -> None:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        try:
+            import pyarrow  # noqa: F401 - pandas writes Parquet through it
+        except ImportError:
+            msg = f"--out {path}: writing Parquet needs pyarrow (pip install pyarrow), or use .csv"
+            raise _core.ConfigError(msg) from None
+    elif suffix != ".csv":
+        msg = f"--out {path}: unknown format {suffix or '(no suffix)'!r} (allowed: .csv, .parquet)"
+        raise _core.ConfigError(msg)
+    try:
+        if suffix == ".csv":
+            frame.to_csv(path, index=False)
+        else:
+            frame.to_parquet(path, index=False)
+    except OSError as err:
+        msg = f"--out {path}: cannot write ({err.strerror})"
+        raise _core.ConfigError(msg) from err
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from . import validate
 
     if args.records:
-        replays = validate.replay_file(args.records)
-        if args.json:
-            for replay in replays:
-                print(json.dumps(replay.to_json()))
-        else:
-            print(validate.format_table(replays))
-        return 0
-    if not args.logfile:
-        msg = "give a vLLM startup LOGFILE or --records FILE.jsonl"
-        raise api._core.ConfigError(msg)
-    path = Path(args.logfile)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as err:
-        msg = f"{path}: cannot read the log ({err.strerror})"
-        raise api._core.ConfigError(msg) from err
-    replay = validate.replay_log(text, log_id=path.name, model=args.model, gpu=args.gpu)
-    if args.json:
-        print(json.dumps(replay.to_json(), indent=2))
+        records = validate.read_records(args.records)
+        replays = [validate.replay_record(r) for r in _progress(records, "replaying records")]
+    elif args.logfile:
+        # Streamed by the C++ parser: never the whole log in memory.
+        replays = [validate.replay_log_file(args.logfile, model=args.model, gpu=args.gpu)]
     else:
-        print(validate.format_table([replay]))
-    return 0 if replay.unsupported is None else 1
+        msg = "give a vLLM startup LOGFILE or --records FILE.jsonl"
+        raise _core.ConfigError(msg)
+    problems = _render.replay_rows(replays, validate.TERMS)[1]
+    if args.json:
+        if args.records:
+            _print("\n".join(json.dumps(replay.to_json()) for replay in replays))
+        else:
+            _print(json.dumps(replays[0].to_json(), indent=2))
+    else:
+        _render.replays(_render.console(), replays, validate.TERMS)
+    return EXIT_OK if problems == 0 else EXIT_DOES_NOT_FIT
+
+
+def _progress(items: Sequence[Any], what: str) -> Any:
+    """`items`, with a progress bar on stderr when it is a terminal and the list is long."""
+    from rich.console import Console
+    from rich.progress import track
+
+    if len(items) < 20 or not sys.stderr.isatty():
+        return items
+    return track(items, description=what, console=Console(stderr=True), transient=True)
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from .explain import EXPLANATIONS, explain
+
+    chosen = [explain(args.term)] if args.term else list(EXPLANATIONS.values())
+    if args.json:
+        rows = [e._asdict() for e in chosen]
+        _print(json.dumps(rows[0] if args.term else rows, indent=2))
+        return EXIT_OK
+    out = _render.console()
+    if not args.term:
+        out.print(
+            _render.table(out, ["term", "kind", "what"], [[e.term, e.kind, e.what] for e in chosen])
+        )
+        out.print("vramplan explain TERM: why it is there and which flag moves it")
+        return EXIT_OK
+    e = chosen[0]
+    out.print(f"[bold]{e.term}[/bold] ({e.kind})")
+    for label, text in (("what", e.what), ("why", e.why), ("moved by", e.flags)):
+        out.print(f"[bold]{label}:[/bold] {text}")
+    return EXIT_OK
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
     ids = api.models()
-    print(json.dumps(ids, indent=2) if args.json else "\n".join(ids))
-    return 0
+    _print(json.dumps(ids, indent=2) if args.json else "\n".join(ids))
+    return EXIT_OK
 
 
 def _cmd_gpus(args: argparse.Namespace) -> int:
     db = api.spec_database()
     rows = [db.gpu(g).to_dict() for g in api.gpus()]
     if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        for row in rows:
-            print(f"{row['id']:<14} {row['total_memory_bytes'] / GIB:7.2f} GiB  {row['name']}")
-    return 0
+        _print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    out = _render.console()
+    out.print(
+        _render.table(
+            out,
+            ["id", "total", "name"],
+            [[r["id"], _render.gib(r["total_memory_bytes"]), r["name"]] for r in rows],
+            right=["total"],
+        )
+    )
+    return EXIT_OK
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     info = api.inspect_checkpoint(args.path)
     if args.json:
-        print(json.dumps(info, indent=2))
-        return 0
-    print(f"{info['model']}  ({info['kind']}, {len(info['files'])} files read)")
+        _print(json.dumps(info, indent=2))
+        return EXIT_OK
+    lines = [f"{info['model']}  ({info['kind']}, {len(info['files'])} files read)"]
     if info["checkpoint_bytes"]:
         diff = info["checkpoint_bytes"] - info["spec_checkpoint_bytes"]
-        print(f"  checkpoint tensors: {info['checkpoint_bytes']:,} bytes (exact, from the headers)")
-        print(
+        lines.append(
+            f"  checkpoint tensors: {info['checkpoint_bytes']:,} bytes (exact, from the headers)"
+        )
+        lines.append(
             f"  spec formula:       {info['spec_checkpoint_bytes']:,} bytes ({diff:+,} unexplained)"
         )
-    return 0
+    _print("\n".join(lines))
+    return EXIT_OK
 
 
-def _cmd_schema(_: argparse.Namespace) -> int:
-    print(api.schema_markdown(), end="")
-    return 0
-
-
-# --- diagnose and probe -----------------------------------------------------------------
+def _cmd_schema(args: argparse.Namespace) -> int:
+    text = api.schema_markdown()
+    _print(json.dumps({"schema_markdown": text}) if args.json else text.rstrip("\n"))
+    return EXIT_OK
 
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
@@ -273,7 +506,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
     if args.logfile == "-" and args.dmesg == "-":
         msg = "only one of LOG and --dmesg can be read from standard input ('-')"
-        raise api._core.ConfigError(msg)
+        raise _core.ConfigError(msg)
     result = diagnose(
         read_text(args.logfile, what="log"),
         dmesg=None if args.dmesg is None else read_text(args.dmesg, what="kernel log"),
@@ -281,11 +514,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         gpu=args.gpu,
         host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
     )
-    if args.json:
-        print(json.dumps(result.data, indent=2))
-    else:
-        print(format_text(result), end="")
-    return 0
+    _print(json.dumps(result.data, indent=2) if args.json else format_text(result).rstrip("\n"))
+    return EXIT_OK
 
 
 def _cmd_probe(args: argparse.Namespace) -> int:
@@ -293,44 +523,44 @@ def _cmd_probe(args: argparse.Namespace) -> int:
 
     found = probe(nvidia_smi_csv=args.nvidia_smi_csv)
     if args.json:
-        print(json.dumps(found.to_json(), indent=2))
-        return 0
-    print(f"source: {found.source}")
+        _print(json.dumps(found.to_json(), indent=2))
+        return EXIT_OK
+    gib = _render.gib
+    lines = [f"source: {found.source}"]
     for gpu in found.gpus:
         mapped = gpu.database_id or "not in the database"
-        print(
-            f"  GPU {gpu.index}: {gpu.name} ({mapped})  total {_gib(gpu.total_bytes).strip()}, "
-            f"used {_gib(gpu.used_bytes).strip()}, free {_gib(gpu.free_bytes).strip()}"
+        lines.append(
+            f"  GPU {gpu.index}: {gpu.name} ({mapped})  total {gib(gpu.total_bytes)}, "
+            f"used {gib(gpu.used_bytes)}, free {gib(gpu.free_bytes)}"
         )
         for process in gpu.processes or []:
-            used = "?" if process.used_bytes is None else _gib(process.used_bytes).strip()
-            print(f"    pid {process.pid}: {used}")
+            used = "?" if process.used_bytes is None else gib(process.used_bytes)
+            lines.append(f"    pid {process.pid}: {used}")
     host = found.host
     if host.mem_available_bytes is not None:
-        print(f"  host MemAvailable: {_gib(host.mem_available_bytes).strip()}")
+        lines.append(f"  host MemAvailable: {gib(host.mem_available_bytes)}")
     if host.cgroup_limit_bytes is not None:
-        print(
-            f"  memory cgroup limit: {_gib(host.cgroup_limit_bytes).strip()} "
-            f"({host.cgroup_file}), in use {_gib(host.cgroup_usage_bytes or 0).strip()}"
+        lines.append(
+            f"  memory cgroup limit: {gib(host.cgroup_limit_bytes)} "
+            f"({host.cgroup_file}), in use {gib(host.cgroup_usage_bytes or 0)}"
         )
     if host.usable_bytes is not None:
-        print(f"  host RAM usable by a launch: {_gib(host.usable_bytes).strip()}")
-    return 0
+        lines.append(f"  host RAM usable by a launch: {gib(host.usable_bytes)}")
+    _print("\n".join(lines))
+    return EXIT_OK
 
 
-def _add_diagnose_and_probe(sub: Any) -> None:
-    p = sub.add_parser("diagnose", help="name the cause of a failed launch and the fixing flags")
-    p.add_argument("logfile", help="the vLLM log (or a traceback / OOM excerpt); '-' for stdin")
-    p.add_argument("--dmesg", help="a dmesg / journalctl -k excerpt; '-' for stdin")
-    p.add_argument("--model", help="model id or path when the log names a local path")
-    p.add_argument("--gpu", help="GPU id (default: from the total memory the log prints)")
-    p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=_cmd_diagnose)
-    p = sub.add_parser("probe", help="this machine's GPUs (NVML / nvidia-smi) and host RAM")
-    p.add_argument("--nvidia-smi-csv", help="saved nvidia-smi --query-gpu CSV output (MiB)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=_cmd_probe)
+def _print(text: str) -> None:
+    print(text, flush=True)
+
+
+def _note(text: str) -> None:
+    """A line for the person, not the script: stderr, prefixed."""
+    print(f"vramplan: {text}", file=sys.stderr)
+
+
+def _add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _add_calibrate(sub: Any) -> None:
@@ -396,52 +626,95 @@ def _add_calibrate(sub: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vramplan", description=__doc__)
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="vramplan",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"vramplan {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("breakdown", help="per-rank memory breakdown for one launch")
     _add_launch_args(p)
     p.set_defaults(func=_cmd_breakdown)
     for name, func, text in (
         ("plan", _cmd_plan, "solve for the largest safe flags"),
-        ("flags", _cmd_flags, "print only the `vllm serve` flag line"),
+        ("flags", _cmd_flags, "print only the `vllm serve` flag line (nothing if it cannot fit)"),
     ):
         p = sub.add_parser(name, help=text)
         _add_launch_args(p)
-        p.add_argument("--context", type=int, help="context length to serve (tokens)")
-        p.add_argument("--concurrency", type=int, help="sequences of that context to hold at once")
+        p.add_argument(
+            "--context",
+            type=_context,
+            help="context length to serve (tokens), or 'auto' for the longest that fits",
+        )
+        p.add_argument(
+            "--concurrency",
+            type=_positive_int("concurrency"),
+            help="sequences of that context to hold at once",
+        )
         p.add_argument("--safety-margin-gib", type=float, help="GPU memory kept free (default 0.5)")
         p.set_defaults(func=func)
+    p = sub.add_parser("sweep", help="a grid of launches as a table, CSV or Parquet")
+    _add_launch_args(p, grid=True)
+    p.add_argument("--out", help="write the grid to FILE.csv or FILE.parquet (needs pyarrow)")
+    p.set_defaults(func=_cmd_sweep)
+    p = sub.add_parser("explain", help="what a breakdown term or outcome means, and its flags")
+    p.add_argument("term", nargs="?", help="weights, activation_peak, non_torch, kv_cache, ...")
+    _add_json(p)
+    p.set_defaults(func=_cmd_explain)
     p = sub.add_parser("validate", help="replay measured startups and compare per term")
     p.add_argument("logfile", nargs="?", help="a vLLM startup log: predict the same launch")
-    p.add_argument("--records", help="records in shared/measured/README.md format (JSONL)")
+    p.add_argument("--records", help="startup records, one JSON object a line (JSONL)")
     p.add_argument("--model", help="model id to plan when the log names a local path")
     p.add_argument("--gpu", help="GPU id (default: from the total memory the log prints)")
-    p.add_argument("--json", action="store_true")
+    _add_json(p)
     p.set_defaults(func=_cmd_validate)
     p = sub.add_parser("models", help="list model ids")
-    p.add_argument("--json", action="store_true")
+    _add_json(p)
     p.set_defaults(func=_cmd_models)
     p = sub.add_parser("gpus", help="list GPUs with their CUDA-reported totals")
-    p.add_argument("--json", action="store_true")
+    _add_json(p)
     p.set_defaults(func=_cmd_gpus)
     p = sub.add_parser("inspect", help="what a model path holds: files, exact checkpoint bytes")
     p.add_argument("path", help="config.json, checkpoint folder or HF cache entry")
-    p.add_argument("--json", action="store_true")
+    _add_json(p)
     p.set_defaults(func=_cmd_inspect)
     p = sub.add_parser("schema", help="print the model/GPU YAML schema as Markdown")
+    _add_json(p)
     p.set_defaults(func=_cmd_schema)
-    _add_diagnose_and_probe(sub)
+    p = sub.add_parser("diagnose", help="name the cause of a failed launch and the fixing flags")
+    p.add_argument("logfile", help="the vLLM log (or a traceback / OOM excerpt); '-' for stdin")
+    p.add_argument("--dmesg", help="a dmesg / journalctl -k excerpt; '-' for stdin")
+    p.add_argument("--model", help="model id or path when the log names a local path")
+    p.add_argument("--gpu", help="GPU id (default: from the total memory the log prints)")
+    p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
+    _add_json(p)
+    p.set_defaults(func=_cmd_diagnose)
+    p = sub.add_parser("probe", help="this machine's GPUs (NVML / nvidia-smi) and host RAM")
+    p.add_argument("--nvidia-smi-csv", help="saved nvidia-smi --query-gpu CSV output (MiB)")
+    _add_json(p)
+    p.set_defaults(func=_cmd_probe)
     _add_calibrate(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return int(args.func(args))
     except ValueError as err:  # vramplan.Error subclasses ValueError: bad input, not a crash
         print(f"vramplan: error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly. Point stdout at /dev/null so the
+        # interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -104,7 +104,9 @@ def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
 # Record fields that are engine knobs under the same name.
 # Record fields that are numeric or boolean engine knobs under vLLM's own names: from the knob
 # registry (the text knobs need translating and are read below).
-_KNOB_KEYS = tuple(k["name"] for k in api.KNOBS if k["flag"] and k["type"] in ("int", "float", "bool"))
+_KNOB_KEYS = tuple(
+    k["name"] for k in api.KNOBS if k["flag"] and k["type"] in ("int", "float", "bool")
+)
 
 
 def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:

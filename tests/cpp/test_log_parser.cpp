@@ -38,10 +38,10 @@ std::optional<std::string> read_file(const std::string& path) {
   return ss.str();
 }
 
-// Reads a shared log or excerpt; the test skips when a shared file is missing.
-#define READ_OR_SKIP(var, path)                         \
-  const auto var##_opt = read_file(path);               \
-  if (!var##_opt) GTEST_SKIP() << "missing " << (path); \
+// Reads a log or excerpt committed under tests/data; a missing one fails the test.
+#define READ_OR_SKIP(var, path)                             \
+  const auto var##_opt = read_file(path);                   \
+  if (!var##_opt) FAIL() << "missing test data " << (path); \
   const std::string& var = *var##_opt
 
 std::string excerpt(const std::string& name) {

@@ -5,20 +5,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
+DATA = ROOT / "tests" / "data"
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    return ROOT / "tests" / "data"
+    return DATA
 
 
 @pytest.fixture(scope="session")
 def dev_records() -> Path:
-    path = SHARED / "measured" / "dev.jsonl"
-    if not path.exists():
-        pytest.skip("shared/measured/dev.jsonl not present")
-    return path
+    """The development set of measured startups (a copy; provenance in tests/data/README.md)."""
+    return DATA / "measured" / "dev.jsonl"
 
 
 @pytest.fixture(autouse=True)

@@ -48,8 +48,15 @@ def test_bad_input_is_a_clean_error() -> None:
 
 def test_validate_records_json(dev_records) -> None:
     out = run("validate", "--records", str(dev_records), "--json")
-    assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines()]
+    # Exit 1 when any record's outcome disagrees or cannot be expressed, else 0.
+    problems = [
+        r
+        for r in rows
+        if r["unsupported"]
+        or r["predicted"]["outcome"] != r["measured"].get("outcome", r["predicted"]["outcome"])
+    ]
+    assert out.returncode == (1 if problems else 0), out.stderr
     assert len(rows) == sum(1 for line in dev_records.read_text().splitlines() if line.strip())
     for row in rows:
         assert (row["predicted"] is None) == (row["unsupported"] is not None)

@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 import vramplan
 
-CONFIGS = Path(__file__).resolve().parents[3] / "shared" / "reference" / "configs"
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "reference" / "configs"
 
 
 def config(name: str) -> Path:
     path = CONFIGS / name
-    if not path.exists():
-        pytest.skip(f"{path} not present")
+    assert path.exists(), f"missing test data {path}"
     return path
 
 

@@ -1,5 +1,5 @@
 """Database specs against independent figures: "Model loading took" lines (dev.jsonl) and
-published checkpoint sizes (shared/reference/sizes.md)."""
+published checkpoint sizes (the project's reference sizes.md, quoted beside each case)."""
 
 from __future__ import annotations
 

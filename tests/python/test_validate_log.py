@@ -11,7 +11,7 @@ import pytest
 import vramplan
 from vramplan import validate
 
-LOGS_019 = Path(__file__).resolve().parents[3] / "shared" / "measured" / "logs" / "vllm-0.19.0"
+LOGS_019 = Path(__file__).resolve().parents[1] / "data" / "measured" / "logs" / "vllm-0.19.0"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -22,8 +22,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def log_019(name: str) -> Path:
     path = LOGS_019 / name
-    if not path.exists():
-        pytest.skip(f"{path} not present")
+    assert path.exists(), f"missing test data {path}"
     return path
 
 

@@ -1,0 +1,124 @@
+"""Notebook views of a Plan and a Breakdown: a compact table and a stacked bar per rank, as
+inline HTML and SVG (no scripts, no external assets)."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from .plots import TERM_COLOURS
+
+GIB = float(1 << 30)
+BAR_WIDTH_PX = 480
+BAR_HEIGHT_PX = 18
+
+_STYLE = "font-family: sans-serif; font-size: 12px; border-collapse: collapse"
+_CELL = "padding: 1px 8px; text-align: {align}"
+
+
+def _cell(text: object, align: str = "left", tag: str = "td") -> str:
+    return f'<{tag} style="{_CELL.format(align=align)}">{escape(str(text))}</{tag}>'
+
+
+def _gib(value: float) -> str:
+    return f"{value / GIB:.2f} GiB"
+
+
+def rank_bar(rank: dict[str, Any]) -> str:
+    """An SVG bar: the rank's terms stacked over the GPU's total, the budget as a dashed line."""
+    total = max(1, int(rank["total_memory_bytes"]))
+    scale = BAR_WIDTH_PX / total
+    parts = []
+    x = 0.0
+    for term in rank["terms"]:
+        width = max(0, int(term["bytes"])) * scale
+        colour = TERM_COLOURS.get(term["name"], "#cccccc")
+        parts.append(
+            f'<rect x="{x:.1f}" y="0" width="{width:.1f}" height="{BAR_HEIGHT_PX}" '
+            f'fill="{colour}"><title>{escape(term["name"])}: {_gib(term["bytes"])}</title></rect>'
+        )
+        x += width
+    budget = int(rank["requested_memory_bytes"]) * scale
+    parts.append(
+        f'<line x1="{budget:.1f}" y1="0" x2="{budget:.1f}" y2="{BAR_HEIGHT_PX}" stroke="black" '
+        f'stroke-dasharray="3,2"><title>budget {_gib(rank["requested_memory_bytes"])}</title>'
+        "</line>"
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{BAR_WIDTH_PX}" '
+        f'height="{BAR_HEIGHT_PX}" role="img" '
+        f'aria-label="memory of pipeline rank {rank["pipeline_rank"]}">'
+        f'<rect x="0" y="0" width="{BAR_WIDTH_PX}" height="{BAR_HEIGHT_PX}" fill="#f0f0f0"/>'
+        + "".join(parts)
+        + "</svg>"
+    )
+
+
+def breakdown_html(data: dict[str, Any]) -> str:
+    """A Breakdown's JSON as a table (one column per pipeline rank) with a bar per rank."""
+    ranks = data["ranks"]
+    outcome = data["outcome"]
+    colour = "#2a7a2a" if outcome == "started" else "#b22222"
+    head = (
+        f"<div><b>{escape(data['model'])}</b> on <b>{escape(data['gpu'])}</b> "
+        f"(vLLM {escape(data['engine_version'])}): "
+        f'<span style="color: {colour}"><b>{escape(outcome)}</b></span>, '
+        f"{data['kv_tokens']:,} KV tokens, {data['max_concurrency']:.2f}x concurrency at "
+        f"{data['config']['max_model_len']:,} tokens</div>"
+    )
+    header = _cell("term", tag="th") + "".join(
+        _cell(f"rank {r['pipeline_rank']}", "right", "th") for r in ranks
+    )
+    rows = []
+    for index, term in enumerate(ranks[0]["terms"]):
+        swatch = (
+            f'<span style="display:inline-block;width:10px;height:10px;margin-right:4px;'
+            f'background:{TERM_COLOURS.get(term["name"], "#cccccc")}"></span>'
+        )
+        values = "".join(_cell(_gib(r["terms"][index]["bytes"]), "right") for r in ranks)
+        rows.append(
+            f'<tr><td style="{_CELL.format(align="left")}">{swatch}{escape(term["name"])}'
+            f"</td>{values}</tr>"
+        )
+    rows.append(
+        "<tr>"
+        + _cell("total / budget")
+        + "".join(
+            _cell(f"{_gib(r['total_memory_bytes'])} / {_gib(r['requested_memory_bytes'])}", "right")
+            for r in ranks
+        )
+        + "</tr>"
+    )
+    bars = "".join(
+        f"<div>{rank_bar(r)} <small>rank {r['pipeline_rank']}</small></div>" for r in ranks
+    )
+    host = data["host"]
+    foot = (
+        f"<div><small>host RAM required {_gib(host['required_bytes'])} "
+        f"(+ {_gib(host['page_cache_bytes'])} page cache)</small></div>"
+    )
+    table = f'<table style="{_STYLE}"><tr>{header}</tr>{"".join(rows)}</table>'
+    return f"<div>{head}{table}{bars}{foot}</div>"
+
+
+def plan_html(data: dict[str, Any]) -> str:
+    """A Plan's JSON: verdict, the knobs with why each binds, the flag line, the breakdown."""
+    colour = "#2a7a2a" if data["fits"] else "#b22222"
+    verdict = f'<div style="color: {colour}"><b>{escape(data["verdict"])}</b></div>'
+    rows = "".join(
+        f"<tr>{_cell(knob)}{_cell(data[knob], 'right')}{_cell(why)}</tr>"
+        for knob, why in data["binding"].items()
+    )
+    knobs = f'<table style="{_STYLE}">{rows}</table>'
+    command = (
+        f'<pre style="white-space: pre-wrap">vllm serve {escape(data["breakdown"]["model"])} '
+        f"{escape(data['vllm_args'])}</pre>"
+    )
+    remedies = ""
+    if data["remedies"]:
+        items = "".join(
+            f"<li>{escape(r['change'])}: {'fits' if r['fits'] else 'not enough alone'}</li>"
+            for r in data["remedies"]
+        )
+        remedies = f"<div>remedies (cheapest first):<ul>{items}</ul></div>"
+    return f"<div>{verdict}{knobs}{command}{remedies}{breakdown_html(data['breakdown'])}</div>"

@@ -1,0 +1,213 @@
+"""Terminal rendering for the CLI: rich tables and colour on a terminal, the same tables in
+plain text (no escape codes) when the output is a pipe or a file."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from typing import IO, Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+GIB = 1 << 30
+# Piped output is not wrapped at a terminal's width: long provenance lines stay on one line.
+PIPED_WIDTH = 200
+
+_OUTCOME_STYLE = {"started": "bold green"}
+
+
+def console(file: IO[str] | None = None) -> Console:
+    """A console on `file` (stdout): colour and box tables on a terminal, plain text otherwise.
+    NO_COLOR is honoured; FORCE_COLOR / TTY_COMPATIBLE as rich reads them."""
+    stream = sys.stdout if file is None else file
+    terminal = stream.isatty()
+    if terminal:
+        return Console(file=stream, highlight=False)
+    width = int(os.environ.get("COLUMNS", "0") or 0) or PIPED_WIDTH
+    return Console(
+        file=stream,
+        force_terminal=False,
+        no_color=True,
+        color_system=None,
+        highlight=False,
+        width=width,
+        soft_wrap=False,
+    )
+
+
+def gib(value: float) -> str:
+    return f"{value / GIB:.2f} GiB"
+
+
+def outcome_text(outcome: str) -> Text:
+    return Text(outcome, style=_OUTCOME_STYLE.get(outcome, "bold red"))
+
+
+def table(
+    out: Console,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    title: str | None = None,
+    right: Iterable[str] = (),
+) -> Table:
+    """A table with these columns (`right`: right-aligned ones): boxed on a terminal, space-
+    separated columns under a header line when plain."""
+    aligned = set(right)
+    t = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAVY if out.is_terminal else box.ASCII2,
+        show_edge=out.is_terminal,
+        header_style="bold" if out.is_terminal else "",
+        pad_edge=False,
+    )
+    for name in columns:
+        t.add_column(name, justify="right" if name in aligned else "left", overflow="fold")
+    for row in rows:
+        t.add_row(*(cell if isinstance(cell, Text) else str(cell) for cell in row))
+    return t
+
+
+def breakdown(out: Console, data: dict[str, Any]) -> None:
+    cfg = data["config"]
+    out.print(
+        f"[bold]{data['model']}[/bold] on [bold]{data['gpu']}[/bold]  "
+        f"(vLLM {data['engine_version']}, {data['engine_era']})"
+    )
+    out.print(
+        f"TP={cfg['tensor_parallel_size']} PP={cfg['pipeline_parallel_size']}  "
+        f"gpu_memory_utilization={cfg['gpu_memory_utilization']:.2f}  "
+        f"max_model_len={cfg['max_model_len']}  max_num_seqs={cfg['max_num_seqs']}  "
+        f"max_num_batched_tokens={cfg['max_num_batched_tokens']}  dtype={cfg['dtype']}  "
+        f"quantization={cfg['quantization']}"
+    )
+    for rank in data["ranks"]:
+        rows: list[list[Any]] = [
+            [term["name"], gib(term["bytes"]), term["provenance"]] for term in rank["terms"]
+        ]
+        rows.append(
+            [
+                "kv per token",
+                f"{rank['kv_bytes_per_token']:,} B",
+                f"block {rank['block_size']} tokens, {rank['num_blocks']:,} blocks",
+            ]
+        )
+        out.print(
+            table(
+                out,
+                ["term", "size", "how we know"],
+                rows,
+                right=["size"],
+                title=(
+                    f"per GPU rank, pipeline stage {rank['pipeline_rank']}: total "
+                    f"{gib(rank['total_memory_bytes'])}, budget "
+                    f"{gib(rank['requested_memory_bytes'])}"
+                ),
+            )
+        )
+    out.print(f"GPU KV cache size: {data['kv_tokens']:,} tokens")
+    out.print(
+        f"Maximum concurrency for {cfg['max_model_len']:,} tokens per request: "
+        f"{data['max_concurrency']:.2f}x"
+    )
+    host = data["host"]
+    out.print(
+        f"host RAM required: {gib(host['required_bytes'])} "
+        f"(+ {gib(host['page_cache_bytes'])} reclaimable page cache)"
+    )
+    out.print(Text("outcome: ").append(outcome_text(data["outcome"])))
+    for message in data["messages"]:
+        out.print(f"  {message}", soft_wrap=True)
+
+
+def plan(out: Console, data: dict[str, Any]) -> None:
+    """A plan's JSON (with remedies already filtered to the user's target)."""
+    breakdown(out, data["breakdown"])
+    style = "bold green" if data["fits"] else "bold red"
+    out.print(Text("\nverdict: ").append(data["verdict"], style=style))
+    out.print(f"safety margin kept free per GPU: {data['safety_margin_bytes'] / GIB:.2f} GiB")
+    out.print(
+        table(
+            out,
+            ["knob", "value", "why"],
+            [[knob, data[knob], why] for knob, why in data["binding"].items()],
+        )
+    )
+    model = data["breakdown"]["model"]
+    out.print(f"vllm serve {model} {data['vllm_args']}", soft_wrap=True)
+    if data["remedies"]:
+        out.print(
+            table(
+                out,
+                ["remedy", "alone", "what it gives"],
+                [
+                    [
+                        r["change"],
+                        Text("fits", "green") if r["fits"] else Text("not enough", "yellow"),
+                        r["detail"],
+                    ]
+                    for r in data["remedies"]
+                ],
+                title="remedies (cheapest first)",
+            )
+        )
+        for r in data["remedies"]:
+            if r["fits"]:
+                out.print(f"cheapest that fits: vllm serve {model} {r['flags']}", soft_wrap=True)
+                break
+
+
+def replay_rows(replays: Iterable[Any], terms: Sequence[str]) -> tuple[list[list[Any]], int]:
+    """Rows of predicted vs measured per term (validate) and the number of outcome
+    mismatches and records the planner cannot express."""
+    rows: list[list[Any]] = []
+    problems = 0
+    for replay in replays:
+        if replay.unsupported:
+            problems += 1
+            rows.append([replay.id, "unsupported", "-", "-", Text(replay.unsupported, "yellow")])
+            continue
+        for term in (*terms, "outcome"):
+            predicted = replay.predicted.get(term)
+            measured = replay.measured.get(term)
+            if measured is None:
+                continue
+            if term == "outcome":
+                same = predicted == measured
+                problems += not same
+                flag = Text("ok", "green") if same else Text("MISMATCH", "bold red")
+                rows.append([replay.id, term, str(predicted), str(measured), flag])
+            elif predicted is None:
+                rows.append([replay.id, term, "-", f"{measured:.2f}", "-"])
+            else:
+                error = float(predicted) - float(measured)
+                # Counts (KV tokens) print whole; GiB and ratios with two decimals.
+                digits = 0 if isinstance(predicted, int) and isinstance(measured, int) else 2
+                rows.append(
+                    [
+                        replay.id,
+                        term,
+                        f"{predicted:.{digits}f}",
+                        f"{measured:.{digits}f}",
+                        f"{error:+.{digits}f}",
+                    ]
+                )
+    return rows, problems
+
+
+def replays(out: Console, replays: Sequence[Any], terms: Sequence[str]) -> int:
+    rows, problems = replay_rows(replays, terms)
+    out.print(
+        table(
+            out,
+            ["id", "term", "predicted", "measured", "error / outcome"],
+            rows,
+            right=["predicted", "measured", "error / outcome"],
+        )
+    )
+    return problems

@@ -1,0 +1,210 @@
+"""Plain-words explanations of every breakdown term and launch outcome: what vLLM allocates,
+why, and which flag moves it. One table; `vramplan explain TERM` and the notebook views read
+it."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from . import _core
+
+
+class Explanation(NamedTuple):
+    term: str
+    kind: str  # "GPU term" (per rank), "host term" (per node) or "outcome"
+    what: str  # what vLLM allocates (or what happened)
+    why: str  # why it is there / why it happens
+    flags: str  # what moves it
+
+
+EXPLANATIONS: dict[str, Explanation] = {
+    e.term: e
+    for e in (
+        Explanation(
+            "weights",
+            "GPU term",
+            "The model's parameters on each GPU rank, in their stored format (16-bit, FP8, "
+            "INT4 ...), plus the rotary-embedding cos/sin cache, resident LoRA slots and a "
+            "speculative drafter. vLLM prints it as 'Model loading took X GiB'.",
+            "Every forward pass reads all of them; they are loaded before anything else, so a "
+            "model that does not fit fails at load (outcome oom_at_load).",
+            "--tensor-parallel-size / --pipeline-parallel-size split them over GPUs; "
+            "--quantization fp8 (or an FP8/AWQ/GPTQ checkpoint) shrinks them; --cpu-offload-gb "
+            "keeps part in host RAM (slower); --max-loras / --max-lora-rank size the LoRA slots.",
+        ),
+        Explanation(
+            "activation_peak",
+            "GPU term",
+            "The peak of PyTorch's allocator during the startup profile run: one forward pass "
+            "of max_num_batched_tokens dummy tokens (MLP and attention intermediates, the "
+            "fused-MoE workspace) and the sampler warm-up on max_num_seqs requests x vocab "
+            "logits.",
+            "vLLM measures it to reserve room for the largest step the scheduler may run; the "
+            "KV cache gets only what is left after it.",
+            "--max-num-batched-tokens (smaller: lower peak, slower prefill); --max-num-seqs "
+            "(sampler logits).",
+        ),
+        Explanation(
+            "non_torch",
+            "GPU term",
+            "GPU memory allocated outside PyTorch's caching allocator while profiling: cuBLAS "
+            "and attention-kernel workspaces, and at TP>=2 the custom all-reduce and NCCL "
+            "buffers.",
+            "vLLM takes it as the growth of the device's used memory that torch does not "
+            "account for, and subtracts it from the budget before sizing the KV cache.",
+            "--tensor-parallel-size (TP=1 has no all-reduce buffers); "
+            "--disable-custom-all-reduce drops the custom all-reduce buffer.",
+        ),
+        Explanation(
+            "cudagraph",
+            "GPU term",
+            "Memory held by the captured CUDA graphs: one graph per capture batch size, each "
+            "keeping its own intermediate buffers.",
+            "Graphs remove the CPU launch overhead of decode steps. Newer vLLM versions "
+            "estimate the capture memory and keep it inside the budget; older ones capture "
+            "after the KV cache is allocated, where a tight budget fails (oom_after_kv_alloc).",
+            "--enforce-eager (no graphs: saves the memory, costs decode speed); --max-num-seqs "
+            "(capture sizes stop at it); --gpu-memory-utilization leaves room for them.",
+        ),
+        Explanation(
+            "kv_cache",
+            "GPU term",
+            "The paged key/value cache: blocks of block_size tokens for every attention layer "
+            "of the rank (Mamba/linear-attention state for hybrid models). vLLM prints it as "
+            "'GPU KV cache size: N tokens'.",
+            "It is what is left of total x gpu_memory_utilization after weights, activation "
+            "peak, non-torch memory (and graphs); it bounds context x concurrency. One request "
+            "of max_model_len tokens must fit, or startup fails "
+            "(insufficient_kv_for_max_model_len).",
+            "--gpu-memory-utilization (more budget); --kv-cache-dtype fp8 (half the bytes per "
+            "token); --max-model-len and --max-num-seqs (what it must hold); "
+            "--kv-cache-memory-bytes (a fixed size instead of the budget); more TP.",
+        ),
+        Explanation(
+            "cuda_context",
+            "GPU term",
+            "The CUDA context of the worker process (driver state, kernel images) and NCCL's "
+            "communicator state.",
+            "Every process that touches the GPU pays it once. It sits outside PyTorch's "
+            "allocator, and vLLM's startup check sees it as memory already in use.",
+            "None directly; other processes on the same GPU add their own (see "
+            "--used-by-others-bytes and --gpu auto).",
+        ),
+        Explanation(
+            "process_baseline",
+            "host term",
+            "Host RAM of the running processes before any weights: the API server, the engine "
+            "core and one worker per GPU (Python, PyTorch, CUDA libraries).",
+            "Each process imports the full stack; the count grows with TP x PP.",
+            "--tensor-parallel-size / --pipeline-parallel-size (workers per node).",
+        ),
+        Explanation(
+            "loader_staging",
+            "host term",
+            "Anonymous host memory the weight loader holds while it copies tensors to the GPU: "
+            "the largest tensor per worker for memory-mapped safetensors, a whole shard for "
+            "eager loading.",
+            "Tensors pass through host memory on their way to the device.",
+            "--safetensors-load-strategy (lazy maps files; eager reads whole shards).",
+        ),
+        Explanation(
+            "input_batch",
+            "host term",
+            "The scheduler's host-side input batch buffers: token ids and positions for "
+            "max_num_seqs x max_model_len per worker.",
+            "vLLM preallocates them so scheduling a step never allocates.",
+            "--max-num-seqs and --max-model-len.",
+        ),
+        Explanation(
+            "pinned",
+            "host term",
+            "Page-locked host memory: weights offloaded with --cpu-offload-gb, the CPU KV "
+            "offload buffer, V0 swap space.",
+            "Pinned pages allow fast GPU transfers but cannot be swapped or reclaimed, so they "
+            "count fully against the node's RAM (the kernel OOM killer acts on them: "
+            "host_oom_killed).",
+            "--cpu-offload-gb, --kv-offloading-size, --swap-space.",
+        ),
+        Explanation(
+            "page_cache",
+            "host term",
+            "The checkpoint files in the kernel's page cache after loading.",
+            "Reading the weights fills the page cache; it is file-backed and reclaimable, so "
+            "it is shown but not required.",
+            "None needed: the kernel drops it under pressure.",
+        ),
+        Explanation(
+            "started",
+            "outcome",
+            "The engine starts: the weights load, the profile run fits, the KV cache holds at "
+            "least one request of max_model_len tokens.",
+            "Every term fits in the budget.",
+            "-",
+        ),
+        Explanation(
+            "startup_free_memory",
+            "outcome",
+            "vLLM refuses to start: the GPU's free memory at startup is below total x "
+            "gpu_memory_utilization.",
+            "Another process (or the CUDA context) already holds memory the budget counts on.",
+            "--gpu-memory-utilization lower; stop the other process; plan with --gpu auto.",
+        ),
+        Explanation(
+            "oom_at_load",
+            "outcome",
+            "CUDA out of memory while loading the weights.",
+            "The weights per rank exceed the GPU's free memory.",
+            "--tensor-parallel-size / --pipeline-parallel-size; --quantization fp8; "
+            "--cpu-offload-gb.",
+        ),
+        Explanation(
+            "oom_kv_alloc",
+            "outcome",
+            "The budget leaves no (or negative) room for the KV cache: 'No available memory "
+            "for the cache blocks'.",
+            "Weights + activation peak + non-torch memory (+ graphs) exceed total x "
+            "gpu_memory_utilization.",
+            "--gpu-memory-utilization higher; --max-num-batched-tokens lower; more TP; "
+            "--quantization fp8.",
+        ),
+        Explanation(
+            "insufficient_kv_for_max_model_len",
+            "outcome",
+            "Startup stops because one request of max_model_len tokens does not fit in the KV "
+            "cache; vLLM prints the estimated maximum model length.",
+            "The KV cache is smaller than max_model_len x bytes per token.",
+            "--max-model-len (at most the estimate); --kv-cache-dtype fp8; "
+            "--gpu-memory-utilization higher; more TP.",
+        ),
+        Explanation(
+            "oom_after_kv_alloc",
+            "outcome",
+            "CUDA out of memory after the KV cache is allocated: CUDA-graph capture or the "
+            "sampler warm-up.",
+            "What runs after the allocation was not inside the budget (older vLLM versions "
+            "capture graphs there).",
+            "--gpu-memory-utilization lower; --enforce-eager; --max-num-seqs lower.",
+        ),
+        Explanation(
+            "host_oom_killed",
+            "outcome",
+            "The kernel's OOM killer ends a vLLM process while loading (host RAM, not GPU).",
+            "Process baselines + loader staging + pinned memory exceed the node's RAM.",
+            "--cpu-offload-gb / --kv-offloading-size lower; --safetensors-load-strategy lazy; "
+            "fewer workers per node.",
+        ),
+    )
+}
+
+
+def explain(term: str) -> Explanation:
+    """The explanation of one breakdown term or outcome; vramplan.Error naming the known ones."""
+    if not isinstance(term, str):
+        msg = f"term: expected a str, got {type(term).__name__} ({term!r})"
+        raise _core.ConfigError(msg)
+    key = term.strip().lower().replace("-", "_")
+    key = key.removesuffix("_bytes")
+    if key not in EXPLANATIONS:
+        msg = f"term: unknown term {term!r} (known: {', '.join(EXPLANATIONS)})"
+        raise _core.ConfigError(msg)
+    return EXPLANATIONS[key]

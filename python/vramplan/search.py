@@ -1,0 +1,107 @@
+"""Searches over whole plans: which TP x PP split of N GPUs to use, and the longest context
+that fits a concurrency target.
+
+The solver is C++ and answers one launch at a time; these searches only call it in order and
+keep the first answer that fits (orchestration, not arithmetic), so they live in Python on top
+of `vramplan.plan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import _core, api
+
+# Pipeline stages tried at most: beyond this a split search of N GPUs stops adding stages.
+MAX_SEARCH_PIPELINE_STAGES = 64
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One split the search tried and what the planner said."""
+
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    result: str  # "fits", "does not fit: ..." or "invalid: <the core's error>"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "pipeline_parallel_size": self.pipeline_parallel_size,
+            "result": self.result,
+        }
+
+
+def candidate_splits(num_gpus: int) -> list[tuple[int, int]]:
+    """(TP, PP) pairs for `num_gpus` GPUs in the order a split search tries them: tensor
+    parallelism alone first (TP = 1, 2, 4, ... and N itself), fewest GPUs first; then pipeline
+    stages over TP groups (PP splits layers, so it spans nodes and costs pipeline bubbles, which
+    is why it comes second), fewest GPUs first and fewer stages first at equal count."""
+    if isinstance(num_gpus, bool) or not isinstance(num_gpus, int) or num_gpus < 1:
+        raise api.config_error("num_gpus", num_gpus, "an integer >= 1", "wrong value")
+    powers = [1 << i for i in range(num_gpus.bit_length()) if 1 << i <= num_gpus]
+    tensor_only = sorted({*powers, num_gpus})
+    splits = [(tp, 1) for tp in tensor_only]
+    with_stages = [
+        (tp, pp)
+        for tp in powers
+        for pp in range(2, min(num_gpus, MAX_SEARCH_PIPELINE_STAGES) + 1)
+        if tp * pp <= num_gpus
+    ]
+    splits += sorted(with_stages, key=lambda s: (s[0] * s[1], s[1]))
+    return splits
+
+
+def plan_on_gpus(
+    plan_for: Callable[[int, int], api.Plan], num_gpus: int
+) -> tuple[api.Plan, list[Attempt]]:
+    """The first split of `num_gpus` GPUs (see `candidate_splits`) whose plan fits, with every
+    split tried. `plan_for(tp, pp)` plans one split. When none fits, the plan of the largest
+    valid tensor-parallel split is returned (its verdict and remedies say why)."""
+    attempts: list[Attempt] = []
+    fallback: api.Plan | None = None
+    for tp, pp in candidate_splits(num_gpus):
+        try:
+            result = plan_for(tp, pp)
+        except _core.ConfigError as err:
+            if getattr(err, "field", "") not in ("tensor_parallel_size", "pipeline_parallel_size"):
+                raise
+            attempts.append(Attempt(tp, pp, f"invalid: {err}"))
+            continue
+        attempts.append(Attempt(tp, pp, "fits" if result.fits else str(result.verdict)))
+        if result.fits:
+            return result, attempts
+        if pp == 1:
+            fallback = result
+    if fallback is None:
+        msg = f"num_gpus: no valid tensor-parallel split of {num_gpus} GPUs: {attempts[-1].result}"
+        raise _core.ConfigError(msg)
+    return fallback, attempts
+
+
+def plan_longest_context(plan_for: Callable[[int, dict[str, Any]], api.Plan]) -> api.Plan:
+    """The plan with the longest context that fits (`--context auto`). `plan_for(context,
+    knobs)` plans one target (0 = the model's maximum) with extra pinned knobs.
+
+    The solver already shortens the context for one sequence. With a concurrency target the
+    longest context that holds every sequence is found by bisection (fitting only gets harder
+    as the context grows), holding max_num_batched_tokens at the solver's own choice for the
+    maximum context: otherwise the longest context would be bought by shrinking the prefill
+    chunk to a handful of tokens."""
+    longest = plan_for(0, {})
+    if longest.fits:
+        return longest
+    batch = {"max_num_batched_tokens": int(longest.max_num_batched_tokens)}
+    high = int(longest.max_model_len)
+    if high < 1 or not plan_for(1, batch).fits:
+        return longest  # nothing fits at any context: the verdict says why
+    low = 1  # fits
+    while low < high:
+        middle = (low + high + 1) // 2
+        if plan_for(middle, batch).fits:
+            low = middle
+        else:
+            high = middle - 1
+    return plan_for(low, {})

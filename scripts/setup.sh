@@ -18,7 +18,7 @@ if ((${#missing[@]})); then
 fi
 
 PYTHON=${PYTHON:-python3}
-"$PYTHON" -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" "pybind11>=2.12" pytest
+"$PYTHON" -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" "pybind11>=2.12" pytest hypothesis
 # A persistent build dir (pyproject build-dir) plus ccache keeps rebuilds incremental.
 "$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation .
 echo "setup: done ($("$PYTHON" -c 'import vramplan; print("vramplan", vramplan.__version__)'))"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+import pytest
 import vramplan
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
@@ -193,7 +194,22 @@ def test_pinned_utilization_is_rendered_exactly_in_the_flags() -> None:
     assert offload.fits
     assert "--gpu-memory-utilization 0.34375 " in offload.flags
     assert _replay(launch, offload.flags).outcome == "started"
-    # Values the solver picks (0.01 steps) keep their two decimals.
+    # Values the solver picks (0.01 steps) keep their two decimals (0.98 for this launch).
     assert (
-        "--gpu-memory-utilization 0.95 " in vramplan.plan("meta-llama/Llama-3.1-8B").to_vllm_args()
+        "--gpu-memory-utilization 0.98 " in vramplan.plan("meta-llama/Llama-3.1-8B").to_vllm_args()
     )
+
+
+@pytest.mark.parametrize("knob", ["max_num_batched_tokens", "max_model_len"])
+def test_token_counts_beyond_int32_are_refused(knob: str) -> None:
+    """Found by fuzz_plan: max_num_batched_tokens = 281474943156736 (Mistral-7B on A10G, vLLM
+    0.6.4) overflowed int64 in the activation peak (tokens x 135168 bytes per token), a signed
+    overflow instead of an answer. Token counts now stop at 2^31 - 1."""
+    with pytest.raises(vramplan.ConfigError) as info:
+        vramplan.breakdown(
+            "mistralai/Mistral-7B-Instruct-v0.3", "A10G", engine_version="0.6.4", **{knob: 2**31}
+        )
+    assert info.value.field == knob
+    assert vramplan.breakdown(
+        "mistralai/Mistral-7B-Instruct-v0.3", "A10G", max_num_batched_tokens=2**31 - 1
+    ).outcome

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the libFuzzer targets (tests/fuzz: safetensors, GGUF, YAML spec, config.json readers and
-# the vLLM log parser) with clang in build-fuzz/ and run each one, one after the other:
+# Build the libFuzzer targets (tests/fuzz: safetensors, GGUF, YAML spec, config.json readers, the
+# vLLM log parser, the plan path from arbitrary knobs) with clang in build-fuzz/ and run each one,
+# one after the other:
 #   scripts/fuzz.sh [RUNS]                 at most RUNS executions each (default 200000)
 #   FUZZ_SECONDS=60 scripts/fuzz.sh        at most 60 s each, runs unbounded (CI: <= 60 s)
 # (both given: whichever limit comes first).
@@ -9,7 +10,7 @@
 # libFuzzer adds the inputs it finds there, and writes crashing inputs to build-fuzz/artifacts/.
 # Exits non-zero if a fuzzer crashes (sanitizer report, abort, timeout, out-of-memory).
 # Environment: JOBS (build parallelism, default 2), FUZZ_SECONDS (time bound per target),
-# FUZZ_BUILD_DIR (default build-fuzz/), FUZZ_READERS (default: all five).
+# FUZZ_BUILD_DIR (default build-fuzz/), FUZZ_READERS (default: all six).
 set -euo pipefail
 
 if [ -n "${FUZZ_SECONDS:-}" ]; then RUNS="${1:--1}"; else RUNS="${1:-200000}"; fi
@@ -49,12 +50,12 @@ cmake -S "$ROOT" -B "$BUILD" \
   -DVRAMPLAN_BUILD_TESTS=OFF \
   -DVRAMPLAN_BUILD_PYTHON=OFF \
   -DVRAMPLAN_BUILD_BENCHMARKS=OFF >/dev/null
-read -r -a READERS <<<"${FUZZ_READERS:-safetensors gguf spec_yaml hf_import log_parser}"
+read -r -a READERS <<<"${FUZZ_READERS:-safetensors gguf spec_yaml hf_import log_parser plan}"
 cmake --build "$BUILD" --target "${READERS[@]/#/fuzz_}" -j "$JOBS"
 
 # --- seed corpus and dictionaries ----------------------------------------------------------
 mkdir -p "$BUILD/corpus/safetensors" "$BUILD/corpus/gguf" "$BUILD/corpus/spec_yaml" \
-  "$BUILD/corpus/hf_import" "$BUILD/corpus/log_parser" "$BUILD/artifacts"
+  "$BUILD/corpus/hf_import" "$BUILD/corpus/log_parser" "$BUILD/corpus/plan" "$BUILD/artifacts"
 for dir in "$ROOT"/tests/fuzz/corpus/*/; do
   cp "$dir"* "$BUILD/corpus/$(basename "$dir")/"
 done
@@ -151,6 +152,12 @@ for reader in "${READERS[@]}"; do
   extra=()
   if [ -f "$BUILD/$reader.dict" ]; then extra+=("-dict=$BUILD/$reader.dict"); fi
   if [ -n "${FUZZ_SECONDS:-}" ]; then extra+=("-max_total_time=$FUZZ_SECONDS"); fi
+  if [ "$reader" = plan ]; then
+    # Structured input: the whole knob vector is read from the start, so inputs may be long at
+    # once; a plan runs a solve with remedies (~350 runs/s), so RUNS alone is capped at 55 s.
+    extra+=("-len_control=0")
+    if [ -z "${FUZZ_SECONDS:-}" ]; then extra+=("-max_total_time=55"); fi
+  fi
   log="$BUILD/fuzz_$reader.log"
   echo "== fuzz_$reader: runs ${RUNS/#-1/unbounded}, seconds ${FUZZ_SECONDS:-unbounded} (log: $log)"
   set +e

@@ -13,6 +13,9 @@ namespace vramplan {
 namespace {
 
 constexpr double kNoLimit = 9.0e15;  // below 2^53: every int64 in range converts exactly
+// Token counts fit in int32 so that tokens x bytes per token stays inside int64 (2.8e14 batched
+// tokens overflowed the activation peak; found by fuzz_plan).
+constexpr double kMaxTokens = 2147483647.0;
 constexpr std::int64_t kGiBUnit = std::int64_t{1} << 30;
 
 // Member access by pointer-to-member: one getter and setter shape for every knob. A plain
@@ -101,7 +104,7 @@ const std::vector<KnobSpec> kKnobs = {
      "share of each GPU vLLM may use for weights, activations, graphs and the KV cache",
      "--gpu-memory-utilization", "gpu_memory_utilization", 1,
      VRAMPLAN_KNOB_ACCESS(gpu_memory_utilization)},
-    {"max_model_len", KnobType::Integer, "tokens", 1, kNoLimit, "",
+    {"max_model_len", KnobType::Integer, "tokens", 1, kMaxTokens, "",
      "the model's max_position_embeddings",
      "longest request (prompt + output); one such request must fit in the KV cache",
      "--max-model-len", "max_model_len", 1, VRAMPLAN_KNOB_ACCESS(max_model_len)},
@@ -109,7 +112,7 @@ const std::vector<KnobSpec> kKnobs = {
      "engine profile: 1024 on >= 70 GiB GPUs other than A100, else 256",
      "sequences scheduled at once; sizes the sampler warm-up and the CUDA-graph capture sizes",
      "--max-num-seqs", "max_num_seqs", 1, VRAMPLAN_KNOB_ACCESS(max_num_seqs)},
-    {"max_num_batched_tokens", KnobType::Integer, "tokens", 1, kNoLimit, "",
+    {"max_num_batched_tokens", KnobType::Integer, "tokens", 1, kMaxTokens, "",
      "engine profile: 8192 (serve) / 16384 (LLM) on large GPUs, 2048 / 8192 on others",
      "tokens per scheduler step; the profile run's activation peak grows with it",
      "--max-num-batched-tokens", "max_num_batched_tokens", 1,

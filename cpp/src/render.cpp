@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -182,6 +183,18 @@ std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& pla
   return flags;
 }
 
+// A flag's number with two decimals, as vLLM's docs write them, unless that changes the value
+// (a pinned utilization of 0.34375 printed as 0.34 no longer starts): then the shortest text
+// that reads back as the same double.
+std::string flag_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", value);
+  for (int digits = 3; digits <= 17 && std::strtod(text, nullptr) != value; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+  }
+  return text;
+}
+
 }  // namespace
 
 nlohmann::json to_llm_kwargs(const Plan& plan) {
@@ -198,9 +211,7 @@ std::string to_vllm_args(const Plan& plan) {
     out << (out.tellp() > 0 ? " " : "") << flag;
     if (value.is_boolean()) continue;  // store_true flags
     if (value.is_number_float()) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.2f", value.get<double>());
-      out << ' ' << text;
+      out << ' ' << flag_number(value.get<double>());
     } else if (value.is_string()) {
       out << ' ' << value.get<std::string>();
     } else if (value.is_object()) {

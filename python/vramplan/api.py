@@ -151,7 +151,12 @@ def _compiled(
     profile: _core.EngineProfile | None,
 ) -> _core.Launch:
     return _compile(
-        model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, dict(static_knobs),
+        model,
+        gpu,
+        num_gpus,
+        memory_used_by_others_bytes,
+        host_ram_bytes,
+        dict(static_knobs),
         profile,
     )
 
@@ -206,7 +211,12 @@ def _launch(
             pass
         else:
             launch = _compiled(
-                model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, key,
+                model,
+                gpu,
+                gpus_on_node,
+                memory_used_by_others_bytes,
+                host_ram_bytes,
+                key,
                 profile,
             )
             return launch, evaluated

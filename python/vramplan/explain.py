@@ -62,7 +62,7 @@ EXPLANATIONS: dict[str, Explanation] = {
             "keeping its own intermediate buffers.",
             "Graphs remove the CPU launch overhead of decode steps. Newer vLLM versions "
             "estimate the capture memory and keep it inside the budget; older ones capture "
-            "after the KV cache is allocated, where a tight budget fails (oom_after_kv_alloc).",
+            "after the KV cache is allocated, where a tight budget fails (cudagraph_capture_oom).",
             "--enforce-eager (no graphs: saves the memory, costs decode speed); --max-num-seqs "
             "(capture sizes stop at it); --gpu-memory-utilization leaves room for them.",
         ),
@@ -177,13 +177,33 @@ EXPLANATIONS: dict[str, Explanation] = {
             "--gpu-memory-utilization higher; more TP.",
         ),
         Explanation(
-            "oom_after_kv_alloc",
+            "cudagraph_capture_oom",
             "outcome",
-            "CUDA out of memory after the KV cache is allocated: CUDA-graph capture or the "
-            "sampler warm-up.",
-            "What runs after the allocation was not inside the budget (older vLLM versions "
-            "capture graphs there).",
+            "CUDA out of memory capturing CUDA graphs after the KV cache is allocated "
+            "(vLLM 0.11-0.20 capture them outside the budget).",
+            "The graph pool does not fit in what the budget leaves free: total - "
+            "total x gpu_memory_utilization - CUDA context, plus the freed activations.",
             "--gpu-memory-utilization lower; --enforce-eager; --max-num-seqs lower.",
+        ),
+        Explanation(
+            "sampler_warmup_oom",
+            "outcome",
+            "CUDA out of memory warming up the sampler on max_num_seqs dummy requests, after "
+            "the KV cache and the graphs.",
+            "fp32 logits of max_num_seqs x vocab (+ sort buffers) outside the budget; MXFP4 "
+            "repacking leaves segments the allocator cannot reuse.",
+            "--max-num-seqs lower; --gpu-memory-utilization lower.",
+        ),
+        Explanation(
+            "cudagraph_profiling_oom",
+            "outcome",
+            "CUDA out of memory while vLLM (>= 0.21) profiles CUDA-graph memory on a minimal "
+            "KV cache of max_cudagraph_capture_size blocks, before the budget is applied.",
+            "Weights + that minimal cache + the graphs exceed the free memory; hybrid models "
+            "(Mamba, Gated DeltaNet) have pages of hundreds of tokens. Lowering "
+            "gpu_memory_utilization cannot help.",
+            "--max-num-seqs lower (fewer capture sizes); fewer speculative tokens; "
+            "--enforce-eager.",
         ),
         Explanation(
             "host_oom_killed",

@@ -35,4 +35,5 @@ header = (
 text = re.sub(r'^"""\n.*?\n"""\n', header, text, count=1, flags=re.S)
 open(sys.argv[2], "w").write(text)
 PY
+"$PYTHON" -m ruff check -q --fix python/vramplan/_core.pyi
 "$PYTHON" -m ruff format -q python/vramplan/_core.pyi

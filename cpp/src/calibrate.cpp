@@ -365,6 +365,7 @@ CalibrationResult calibrate(const EngineProfile& base,
     accepted.push_back(k);
   }
   std::vector<std::size_t> free;
+  free.reserve(accepted.size());
   for (std::size_t k : accepted) free.push_back(wanted[k]);
 
   // Requested terms that stay unidentified are errors; so is a fit of nothing.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <utility>
 
@@ -175,7 +176,7 @@ std::optional<std::int64_t> bytes_at(std::string_view s, std::size_t pos) {
                                     {"KB", 1024.0},        {"bytes", 1.0}};
   for (const Unit& unit : kUnits) {
     if (starts_with(s.substr(u), unit.name)) {
-      return static_cast<std::int64_t>(n->value * unit.bytes + 0.5);
+      return static_cast<std::int64_t>(std::llround(n->value * unit.bytes));
     }
   }
   return std::nullopt;

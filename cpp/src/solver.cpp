@@ -246,7 +246,7 @@ Plan plan_changed(const CompiledLaunch& launch, const EngineConfig& config, Hard
   return plan_for(changed, config, t);
 }
 
-Remedy remedy(std::string kind, std::string change, const Plan& p, std::string extra = "") {
+Remedy remedy(std::string kind, std::string change, const Plan& p, const std::string& extra = "") {
   return Remedy{std::move(kind), std::move(change), p.fits, remedy_detail(p) + extra,
                 to_vllm_args(p)};
 }

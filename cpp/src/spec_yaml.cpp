@@ -174,7 +174,7 @@ class MapReader {
   std::int64_t parse_int(const YAML::Node& n, const std::string& where, std::int64_t min_value,
                          std::int64_t max_value) const {
     if (!n.IsScalar()) fail(where, node_text(n), "expected an integer");
-    const std::string text = n.Scalar();
+    const std::string& text = n.Scalar();
     std::int64_t value = 0;
     const char* begin = text.data();
     const char* end = text.data() + text.size();
@@ -401,7 +401,9 @@ std::optional<std::string> invalid_utf8_field(const YAML::Node& node, const std:
   } else if (node.IsMap()) {
     for (const auto& kv : node) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
-      const std::string key_path = path.empty() ? key : path + "." + key;
+      std::string key_path = path;
+      if (!key_path.empty()) key_path += ".";
+      key_path += key;
       if (utf8::find_invalid(key) != std::string::npos) return key_path;
       if (auto f = invalid_utf8_field(kv.second, key_path)) return f;
     }

@@ -66,8 +66,9 @@ std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::in
       const std::int64_t qzeros = groups * n * q.bits / 8;
       if (checkpoint) return packed + scales + qzeros + 4 * k;  // g_idx always stored
       const bool marlin = (q.bits == 4 || q.bits == 8) && q.sym;
-      if (!marlin) return packed + scales + qzeros + 4 * k;   // exllama path keeps g_idx [k]
-      return packed + scales + (q.desc_act ? 2 * 4 * k : 0);  // sorted g_idx + sort indices
+      if (!marlin) return packed + scales + qzeros + 4 * k;  // exllama path keeps g_idx [k]
+      return packed + scales +
+             (q.desc_act ? std::int64_t{2} * 4 * k : 0);  // sorted g_idx + sort indices
     }
     case QuantMethod::PackedWNA16: {
       const std::int64_t packed = nk * q.bits / 8;
@@ -75,7 +76,7 @@ std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::in
       const std::int64_t zeros = q.sym ? 0 : ceil_div(n * q.bits, 32) * groups * 4;
       const std::int64_t g_idx = q.desc_act ? 4 * k : 0;
       if (checkpoint) return packed + scales + zeros + g_idx + 16;  // + weight_shape int64[2]
-      return packed + scales + (q.desc_act ? 2 * 4 * k : 0);
+      return packed + scales + (q.desc_act ? std::int64_t{2} * 4 * k : 0);
     }
     case QuantMethod::BnbNf4: {
       const std::int64_t blocks = ceil_div(nk, 64);

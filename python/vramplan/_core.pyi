@@ -2,12 +2,13 @@
 the error attributes the bindings set and KNOBS's element type added; checked against the
 module by `python -m mypy.stubtest vramplan._core`)."""
 
-from __future__ import annotations
 import collections.abc
 import os
 import typing
 
 __all__: list[str] = [
+    "KNOBS",
+    "MAX_SWEEP_POINTS",
     "Breakdown",
     "CalibrationError",
     "ConfigError",
@@ -15,9 +16,7 @@ __all__: list[str] = [
     "Error",
     "GpuSpec",
     "HostBreakdown",
-    "KNOBS",
     "Launch",
-    "MAX_SWEEP_POINTS",
     "ModelSpec",
     "ParseError",
     "Plan",
@@ -44,8 +43,7 @@ __all__: list[str] = [
     "with_checkpoint_bytes",
 ]
 
-class Error(ValueError):
-    pass
+class Error(ValueError): ...
 
 class SpecError(Error):
     file: str
@@ -62,7 +60,6 @@ class ConfigError(Error):
     allowed: str
 
 class ModelSpec:
-    def __repr__(self) -> str: ...
     def checkpoint_bytes(self, include_mtp: bool = True) -> int: ...
     def parameter_count(self, include_mtp: bool = False) -> int: ...
     def to_dict(self) -> typing.Any: ...
@@ -89,7 +86,6 @@ class GpuSpec:
         name: str = "",
         compute_capability: typing.SupportsFloat | typing.SupportsIndex = 9.0,
     ) -> None: ...
-    def __repr__(self) -> str: ...
     def to_dict(self) -> typing.Any: ...
     @property
     def id(self) -> str: ...
@@ -113,7 +109,6 @@ class Term:
     """
     One term of a breakdown: bytes and how we know them.
     """
-    def __repr__(self) -> str: ...
     @property
     def bytes(self) -> int: ...
     @property
@@ -348,8 +343,7 @@ class Launch:
         max_num_batched_tokens: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
     ) -> dict[str, typing.Any]: ...
 
-class CalibrationError(Error):
-    pass
+class CalibrationError(Error): ...
 
 def apply_profile_overrides(base: EngineProfile, yaml_text: str, file: str) -> EngineProfile:
     """

@@ -21,7 +21,7 @@
 namespace vramplan {
 
 constexpr std::size_t kMaxDiagnoseInputBytes = std::size_t{64} << 20;
-constexpr std::size_t kMaxDiagnoseLineBytes = 64 * 1024;  // as parse_vllm_log
+constexpr std::size_t kMaxDiagnoseLineBytes = std::size_t{64} * 1024;  // as parse_vllm_log
 
 // The fixed vocabulary; cause_name gives the JSON spelling (e.g. "sampler_warmup_oom").
 enum class FailureCause : std::uint8_t {

@@ -21,7 +21,7 @@ class Error : public std::runtime_error {
 // A spec file (YAML model/GPU database entry, HF config.json) is wrong.
 class SpecError : public Error {
  public:
-  SpecError(std::string file, std::string field_path, std::string value,
+  SpecError(const std::string& file, const std::string& field_path, const std::string& value,
             const std::string& problem);
   const std::string& file() const noexcept { return file_; }
   const std::string& field_path() const noexcept { return field_path_; }
@@ -36,7 +36,7 @@ class SpecError : public Error {
 // Bytes are malformed (safetensors/GGUF header, truncated file, log text).
 class ParseError : public Error {
  public:
-  ParseError(std::string file, std::int64_t offset, const std::string& problem);
+  ParseError(const std::string& file, std::int64_t offset, const std::string& problem);
   const std::string& file() const noexcept { return file_; }
   std::int64_t offset() const noexcept { return offset_; }
 
@@ -48,7 +48,7 @@ class ParseError : public Error {
 // The user's knobs are inconsistent or out of range.
 class ConfigError : public Error {
  public:
-  ConfigError(std::string field, std::string value, std::string allowed,
+  ConfigError(const std::string& field, const std::string& value, const std::string& allowed,
               const std::string& problem);
   const std::string& field() const noexcept { return field_; }
   const std::string& value() const noexcept { return value_; }

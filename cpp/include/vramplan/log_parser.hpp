@@ -31,7 +31,7 @@
 
 namespace vramplan {
 
-inline constexpr std::size_t kVllmLogMaxLineBytes = 64 * 1024;
+inline constexpr std::size_t kVllmLogMaxLineBytes = std::size_t{64} * 1024;
 // A startup is printed in a log's first megabytes; past this a long-running server's log is
 // request traffic, not worth the time.
 inline constexpr std::int64_t kVllmLogMaxBytes = std::int64_t{1} << 30;  // 1 GiB

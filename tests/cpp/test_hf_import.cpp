@@ -1,4 +1,4 @@
-// config.json import: every shared config imports, and gives the same weight bytes, KV bytes
+// config.json import: every copied reference config imports, and gives the same weight bytes, KV bytes
 // per token and parameter count as the hand-written spec of the same checkpoint.
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kConfigs = fs::path(VRAMPLAN_SHARED_DIR) / "reference" / "configs";
+const fs::path kConfigs = fs::path(VRAMPLAN_COPIED_DATA_DIR) / "reference" / "configs";
 
 bool is_companion(const fs::path& p) {
   return p.filename().string().find(".hf_quant_config.json") != std::string::npos;
@@ -40,7 +40,7 @@ bool names_config(const std::string& yaml_path, const std::string& config_name) 
 }  // namespace
 
 TEST(HfImport, EverySharedConfigImportsAndMatchesItsHandSpec) {
-  if (!fs::is_directory(kConfigs)) GTEST_SKIP() << "shared/reference/configs not present";
+  ASSERT_TRUE(fs::is_directory(kConfigs)) << kConfigs;  // copied into tests/data/reference
   const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
   int imported = 0;
   int compared = 0;
@@ -84,7 +84,7 @@ TEST(HfImport, EverySharedConfigImportsAndMatchesItsHandSpec) {
 
 TEST(HfImport, Llama31_8BFromItsConfig) {
   const fs::path path = kConfigs / "meta-llama__Meta-Llama-3.1-8B.json";
-  if (!fs::exists(path)) GTEST_SKIP() << "shared config not present";
+  ASSERT_TRUE(fs::exists(path)) << path;
   const ModelSpec spec = load_hf_config(path.string());
   EXPECT_EQ(parameter_count(spec), 8'030'261'248);  // published: 16,060,522,496 B in bf16
   KvCacheOptions kv;

@@ -26,8 +26,8 @@ using vramplan::VllmLogFigures;
 
 namespace {
 
-const std::string kLogDir = std::string(VRAMPLAN_SHARED_DIR) + "/measured/logs/vllm-0.19.0/";
-const std::string kDevJsonl = std::string(VRAMPLAN_SHARED_DIR) + "/measured/dev.jsonl";
+const std::string kLogDir = std::string(VRAMPLAN_COPIED_DATA_DIR) + "/measured/logs/vllm-0.19.0/";
+const std::string kDevJsonl = std::string(VRAMPLAN_COPIED_DATA_DIR) + "/measured/dev.jsonl";
 const std::string kExcerptDir = std::string(VRAMPLAN_TEST_DATA_DIR) + "/vllm_logs/";
 
 std::optional<std::string> read_file(const std::string& path) {

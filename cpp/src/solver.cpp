@@ -230,7 +230,11 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
 
 std::string remedy_detail(const Plan& p) {
   const RankBreakdown& r = p.breakdown.ranks.front();
-  return "weights " + gib(r.weights_bytes) + "/rank, KV " + gib(r.kv_cache_bytes) + "/rank, " +
+  // A budget below zero is a shortfall, not a KV cache.
+  const std::string kv = r.kv_cache_bytes >= 0
+                             ? "KV " + gib(r.kv_cache_bytes) + "/rank"
+                             : "no KV room (" + gib(-r.kv_cache_bytes) + " short per rank)";
+  return "weights " + gib(r.weights_bytes) + "/rank, " + kv + ", " +
          std::to_string(p.breakdown.kv_tokens) + " KV tokens, max_model_len " +
          std::to_string(p.max_model_len) + ", max_num_seqs " + std::to_string(p.max_num_seqs);
 }

@@ -1,5 +1,5 @@
-// config.json import: every copied reference config imports, and gives the same weight bytes, KV bytes
-// per token and parameter count as the hand-written spec of the same checkpoint.
+// config.json import: every copied reference config imports, and gives the same weight bytes, KV
+// bytes per token and parameter count as the hand-written spec of the same checkpoint.
 #include <gtest/gtest.h>
 
 #include <filesystem>

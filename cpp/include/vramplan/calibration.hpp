@@ -28,8 +28,6 @@ constexpr std::int64_t kHostWorker = 3 * kGiB;
 // Pinned allocations round up to a power of two in torch's CachingHostAllocator; 1.9x is
 // the reference's planning ratio for cpu_offload_gb when the build is unknown.
 constexpr double kPinnedOverhead = 1.9;
-// V0's default --swap-space, pinned per GPU.
-constexpr std::int64_t kHostV0SwapSpace = 4 * kGiB;
 // HF save_pretrained's default max_shard_size "5GB" (eager loading holds one shard per worker).
 constexpr std::int64_t kHostShardBytes = 5'000'000'000;
 

@@ -61,6 +61,8 @@ TEST(Parallelism, DataParallelNeedsItsGpusAndMultipliesHostProcesses) {
   // Host: API server 1.5 GiB + 2 engine cores x 1.5 GiB + 2 workers x 3 GiB = 10.5 GiB.
   const Breakdown b = launch(1, 2, true);
   EXPECT_EQ(b.host.process_baseline_bytes, 21 * (std::int64_t{1} << 29));
-  // Each replica plans the same KV per GPU as one alone would with the same weights.
-  EXPECT_EQ(b.ranks[0].cuda_context_bytes, launch(2, 1, false).ranks[0].cuda_context_bytes);
+  // Two replicas talk over NCCL: the communicators' 256 MiB (engines.yaml
+  // nccl_communicator_bytes) join the CUDA context that one lone GPU has.
+  EXPECT_EQ(b.ranks[0].cuda_context_bytes - launch(1, 1, false).ranks[0].cuda_context_bytes,
+            256 * (std::int64_t{1} << 20));
 }

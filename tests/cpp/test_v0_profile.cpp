@@ -1,0 +1,81 @@
+// The V0 profile run (vLLM 0.5 - 0.7): an eager forward without torch.compile, and a sampler
+// whose temporaries do not shrink with TP. Expectations are derived by hand below from
+// Llama-3.1-8B's config (hidden 4096, intermediate 14336, vocab 128256, bf16) and checked
+// against the "Memory profiling results" lines the records quote
+// (tests/data/measured/dev.jsonl: dev-001/002 from vllm#10517, dev-003/004 from PR #10511).
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+#include "vramplan/engine.hpp"
+#include "vramplan/spec_db.hpp"
+
+using namespace vramplan;
+using vramplan_test::kGiB;
+
+namespace {
+
+const SpecDatabase& database() {
+  static const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  return db;
+}
+
+Breakdown v0_launch(const GpuSpec& gpu, std::int32_t tp, std::int64_t max_model_len) {
+  static const ModelSpec llama = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
+  HardwareConfig hw;
+  hw.gpu = gpu;
+  hw.num_gpus = tp;
+  EngineConfig c;
+  c.engine_version = "0.6.4";
+  c.tensor_parallel_size = tp;
+  c.gpu_memory_utilization = 0.9;
+  c.max_model_len = max_model_len;
+  return compute_breakdown(llama, hw, c);
+}
+
+// Without chunked prefill V0 profiles one batch of max(max_model_len, 2048) tokens. The eager
+// forward keeps the MLP's gate_up output and activation (3 x 14336 wide) and three
+// hidden-size buffers (residual, normed input, attention output) at its peak:
+// 2 B x (3 x 14336 + 3 x 4096) = 110,592 B per token.
+constexpr std::int64_t kForwardBytesPerToken = 2 * (3 * 14336 + 3 * 4096);
+
+}  // namespace
+
+TEST(V0Profile, ForwardPeakGrowsWithTheUnchunkedBatch) {
+  const GpuSpec rtx3090 = database().gpu("RTX-3090");
+  // dev-001: max_model_len 20000; log: peak_torch_memory=17.06GiB, weights 14.9888 GiB, so
+  // the activation peak is 2.071 GiB.
+  const Breakdown at_20k = v0_launch(rtx3090, 1, 20000);
+  EXPECT_EQ(at_20k.ranks[0].activation_peak_bytes, 20000 * kForwardBytesPerToken);  // 2.060 GiB
+  EXPECT_NEAR(static_cast<double>(at_20k.ranks[0].activation_peak_bytes) / kGiB, 17.06 - 14.9888,
+              0.02);
+  // The log's kv_cache_size=3.81GiB.
+  EXPECT_NEAR(static_cast<double>(at_20k.ranks[0].kv_cache_bytes) / kGiB, 3.81, 0.03);
+  EXPECT_EQ(at_20k.outcome, Outcome::Started);
+
+  // dev-002: max_model_len 29000; peak_torch_memory=17.98GiB (activation 2.991 GiB), and the
+  // start fails: "max seq len (29000) is larger than ... KV cache (23648)" = 1478 blocks x 16.
+  const Breakdown at_29k = v0_launch(rtx3090, 1, 29000);
+  EXPECT_EQ(at_29k.ranks[0].activation_peak_bytes, 29000 * kForwardBytesPerToken);  // 2.987 GiB
+  EXPECT_NEAR(static_cast<double>(at_29k.ranks[0].activation_peak_bytes) / kGiB, 17.98 - 14.9888,
+              0.02);
+  EXPECT_EQ(at_29k.outcome, Outcome::InsufficientKvForMaxModelLen);
+  EXPECT_NEAR(static_cast<double>(at_29k.kv_tokens), 23648.0, 0.02 * 23648.0);
+}
+
+TEST(V0Profile, SamplerPeakDoesNotShrinkWithTensorParallelism) {
+  // dev-003/004: an 80 GB card (79.22 GiB), max_model_len 8192, TP=1 and TP=2 both log
+  // "PyTorch activation peak memory takes 1.26GiB". The sampler dominates: 256 requests x
+  // 128256 vocab entries x (37.2 B of fp32 logits, probabilities, log-probabilities and sort
+  // buffers + 2 B of bf16 logits) + the 8192-token hidden output (8192 x 4096 x 2 B) =
+  // 1,287,074,611 + 67,108,864 = 1,354,183,475 B = 1.261 GiB; the TP=1 forward is only
+  // 8192 x 110,592 B = 0.844 GiB.
+  GpuSpec gpu = vramplan_test::h100();
+  gpu.total_memory_bytes = static_cast<std::int64_t>(79.22 * kGiB);
+  const double expected =
+      (37.2 + 2.0) * 256.0 * 128256.0 + 8192.0 * 4096.0 * 2.0;  // bytes, 1.261 GiB
+  for (const std::int32_t tp : {1, 2}) {
+    const Breakdown b = v0_launch(gpu, tp, 8192);
+    EXPECT_NEAR(static_cast<double>(b.ranks[0].activation_peak_bytes), expected, 1.0e3) << tp;
+    EXPECT_NEAR(static_cast<double>(b.ranks[0].activation_peak_bytes) / kGiB, 1.26, 0.01) << tp;
+  }
+}

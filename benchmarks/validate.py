@@ -126,6 +126,13 @@ def era(record: dict[str, Any]) -> str:
     return "v1-latest"
 
 
+def record_reason(record: dict[str, Any]) -> str | None:
+    """The record's own 'Not expressible: ...' sentence from its notes, where it has one (what
+    the source lacks or the planner does not model, beyond the replay's first reason)."""
+    match = re.search(r"Not expressible(?: yet)?: (.*?\.)(?=\s|$)", str(record.get("notes") or ""))
+    return match.group(1) if match else None
+
+
 def rows_of(records: list[dict[str, Any]], replays: list[validate.Replay]) -> list[dict[str, Any]]:
     rows = []
     for record, replay in zip(records, replays):
@@ -375,8 +382,10 @@ def main() -> None:
     lines += [
         f"## Terms off by more than {LARGE_ERROR_PCT:.0f}%",
         "",
-        "Each expressed record and term whose prediction misses the measurement by more than "
-        f"{LARGE_ERROR_PCT:.0f}%; the likely mechanisms are discussed in docs/accuracy.md.",
+        (
+            "Each expressed record and term whose prediction misses the measurement by more "
+            f"than {LARGE_ERROR_PCT:.0f}%; the likely mechanisms are discussed in docs/accuracy.md."
+        ),
         "",
         "| record | GPU family | era | term | predicted | measured | error % |",
         "|---|---|---|---|---|---|---|",
@@ -399,7 +408,11 @@ def main() -> None:
         if r.predicted["outcome"] != r.measured["outcome"]
     ] or ["- none"]
     lines += ["", "## Records not expressed", ""]
-    lines += [f"- {r.id}: {r.unsupported}" for r in replays if r.unsupported] or ["- none"]
+    lines += [
+        f"- {p.id}: {p.unsupported}" + (f" (record: {why})" if (why := record_reason(r)) else "")
+        for r, p in zip(records, replays)
+        if p.unsupported
+    ] or ["- none"]
     if plots:
         lines += ["", "## Predicted vs measured", ""]
         lines += [f"![{TERMS[Path(p).stem][0]}]({p})" for p in plots]

@@ -65,12 +65,20 @@ def test_parameter_count_matches_published_index(
     ("model", "version", "knobs", "measured_gib", "tolerance"),
     [
         # pub-009 (vllm#12539, v0.7.0): TP=4 on L4, "Loading model weights took 0.8988 GB".
-        (
+        # Hand count per rank: 449,846,272 parameters (vocab-parallel embedding and lm_head,
+        # 1 of 2 KV heads replicated on each of 4 ranks) = 0.8379 GiB in bf16, plus the rotary
+        # cos/sin cache 131072 x 128: 0.0625 GiB if float32, 0.0313 GiB in bf16. The planner
+        # charges the bf16 cache (0.869 GiB, 3.3% short); 0.8379 + 0.0625 = 0.9004 GiB is 0.2%
+        # from the log, so V0 0.7 seems to keep the cache in float32 (engine finding, issue 13).
+        pytest.param(
             "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
             "0.7.0",
             {"tensor_parallel_size": 4},
             0.8988,
             0.005,
+            marks=pytest.mark.xfail(
+                strict=True, reason="V0 0.7 float32 rotary cache not modelled (engine constants)"
+            ),
         ),
         # pub-008 (vllm#23230, 0.10.1): one L40S, "Model loading took 16.5557 GiB" (the whole
         # 8.9B-parameter model in bf16, so one rank).

@@ -54,6 +54,8 @@ def family(model: str) -> str:
         (r"gemma", "Gemma"),
         (r"mixtral|mistral", "Mistral"),
         (r"phi", "Phi"),
+        (r"nemotron", "Nemotron"),
+        (r"^yi-", "Yi"),
     ):
         if re.search(pattern, name):
             return label

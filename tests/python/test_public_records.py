@@ -59,6 +59,18 @@ def test_parameter_count_matches_published_index(
     assert vramplan.spec_database().model(model).parameter_count() == expected_parameters
 
 
+def test_r1_distill_parameter_count_by_hand() -> None:
+    """No published index size was found for DeepSeek-R1-Distill-Qwen-1.5B; its count written out
+    from the config (Qwen2: q/k/v biases, untied lm_head, two norms per layer)."""
+    hidden, inter, vocab, layers, kv_width = 1536, 8960, 151936, 28, 2 * 128
+    attention = (hidden * hidden + hidden) + 2 * (hidden * kv_width + kv_width) + hidden * hidden
+    per_layer = attention + 3 * hidden * inter + 2 * hidden
+    expected = 2 * vocab * hidden + layers * per_layer + hidden  # embed, lm_head, final norm
+    assert expected == 1_777_088_000
+    db = vramplan.spec_database()
+    assert db.model("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B").parameter_count() == expected
+
+
 # vLLM's own "Loading model weights took X GB" / "Model loading took X GiB" lines (GiB in both
 # spellings) in the public logs, per rank.
 @pytest.mark.parametrize(

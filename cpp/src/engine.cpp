@@ -398,9 +398,17 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     quantization_.expert_hidden_multiple = 256;
     quantization_.expert_intermediate_multiple = blackwell ? 256 : 128;
   }
-  // Block size: 16, except MLA backends (FlashMLA 64 on Hopper, CUTLASS MLA 128 on Blackwell).
-  if (s.has_mla && profile_.mla_backend_block_size) {
-    default_block_size_ = hardware_.gpu.compute_capability >= 10.0 ? 128 : 64;
+  // Block size: 16, except where an MLA backend forces its own (vllm/platforms/cuda.py):
+  // CUTLASS MLA 128 on data-centre Blackwell (10.x), FlashMLA 64 on Hopper (9.x, the only
+  // capability FlashMLA's dense kernel supports). Ampere, Ada and consumer Blackwell (12.x)
+  // fall back to Triton MLA, which keeps 16; so does ROCm without AITER.
+  if (s.has_mla && profile_.mla_backend_block_size && hardware_.gpu.vendor == "nvidia") {
+    const double cc = hardware_.gpu.compute_capability;
+    if (cc >= 10.0 && cc < 11.0) {
+      default_block_size_ = 128;
+    } else if (cc >= 9.0 && cc < 10.0) {
+      default_block_size_ = 64;
+    }
   }
   const bool large = is_large_gpu(hardware_.gpu);
   default_max_num_seqs_ = large ? profile_.max_num_seqs_large_gpu : profile_.max_num_seqs_other_gpu;

@@ -80,8 +80,9 @@ def test_r1_distill_parameter_count_by_hand() -> None:
         # Hand count per rank: 449,846,272 parameters (vocab-parallel embedding and lm_head,
         # 1 of 2 KV heads replicated on each of 4 ranks) = 0.8379 GiB in bf16, plus the rotary
         # cos/sin cache 131072 x 128: 0.0625 GiB if float32, 0.0313 GiB in bf16. The planner
-        # charges the bf16 cache (0.869 GiB, 3.3% short); 0.8379 + 0.0625 = 0.9004 GiB is 0.2%
-        # from the log, so V0 0.7 seems to keep the cache in float32 (engine finding, issue 13).
+        # charges the bf16 cache (0.869 GiB, 3.3% short). A float32 cache would give 0.9004 GiB
+        # (0.2% off), but vLLM's RotaryEmbedding casts the cache to the model dtype, so the
+        # missing 0.030 GiB per rank is not explained yet: a known miss, kept visible here.
         pytest.param(
             "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
             "0.7.0",
@@ -89,7 +90,7 @@ def test_r1_distill_parameter_count_by_hand() -> None:
             0.8988,
             0.005,
             marks=pytest.mark.xfail(
-                strict=True, reason="V0 0.7 float32 rotary cache not modelled (engine constants)"
+                strict=True, reason="0.030 GiB per rank of V0 0.7 loading not explained"
             ),
         ),
         # pub-008 (vllm#23230, 0.10.1): one L40S, "Model loading took 16.5557 GiB" (the whole

@@ -307,6 +307,24 @@ std::int64_t deepep_low_latency_rdma_bytes(std::int64_t tokens_per_rank, std::in
   return (2 * (send + receive + signal) + 128) / 128 * 128;
 }
 
+// pplx-kernels' AllToAllIntraNode (csrc/all_to_all/intranode.cpp), the one-node case vLLM
+// builds: one buffer per peer rank, each the larger of the dispatch and the combine layout.
+// Combine carries fp32 tokens (hidden x 4 B, 16-aligned), which never fall below a dispatched
+// bf16 or fp8 token with its scales and 4 B of metadata, so it sets the size: an int4 header,
+// the local experts' uint32 counts (16-aligned) and tokens x local experts x token bytes.
+// Beside them: peer pointer arrays, per-token receive counts, per-expert counters and six
+// uint32 token-tracking arrays of local experts x tokens x ranks.
+std::int64_t pplx_intranode_bytes(std::int64_t tokens, std::int64_t hidden,
+                                  std::int64_t num_experts, std::int64_t ranks) {
+  const std::int64_t local_experts = ceil_div(num_experts, ranks);
+  const std::int64_t buffer = 16 + ceil_div(local_experts * 4, 16) * 16 +
+                              tokens * local_experts * (ceil_div(hidden * 4, 16) * 16);
+  const std::int64_t pointers = 3 * ranks * 8;  // send, receive and count pointer arrays
+  const std::int64_t counters = tokens * 4 + num_experts * 4 + local_experts * ranks * 4 + 4;
+  const std::int64_t tracking = 6 * local_experts * tokens * ranks * 4;
+  return ranks * buffer + pointers + counters + tracking;
+}
+
 // How the MoE layers of a data-parallel launch exchange tokens (vLLM FusedMoE.forward_impl,
 // all2all_utils.maybe_make_prepare_finalize, device_communicators/all2all.py).
 struct All2AllExchange {
@@ -340,12 +358,20 @@ All2AllExchange all2all_exchange(const ModelSpec& spec, const EngineConfig& conf
     }
     return x;
   }
+  if (backend == "pplx" && config.enable_expert_parallel) {
+    // vLLM passes max_num_tokens = VLLM_MOE_DP_CHUNK_SIZE and the EP group (TP x DP ranks).
+    x.buffer_bytes =
+        pplx_intranode_bytes(kMoeDpChunkTokens, spec.hidden_size, spec.moe.num_experts,
+                             std::int64_t{config.tensor_parallel_size} * config.data_parallel_size);
+    return x;
+  }
+  const bool kernels = deepep || backend == "pplx";
   throw ConfigError("all2all_backend", "'" + backend + "'",
                     "naive, allgather_reducescatter, or deepep_high_throughput / "
-                    "deepep_low_latency with enable_expert_parallel",
-                    deepep ? "DeepEP kernels run only with enable_expert_parallel: this launch "
-                             "is not modelled"
-                           : "the memory this backend allocates is not modelled");
+                    "deepep_low_latency / pplx with enable_expert_parallel",
+                    kernels ? "these kernels run only with enable_expert_parallel: this launch "
+                              "is not modelled"
+                            : "the memory this backend allocates is not modelled");
 }
 
 bool stage_has_moe(const ModelSpec& spec, const LayerRange& layers) {
@@ -932,7 +958,8 @@ Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
       rank.terms.insert(rank.terms.begin() + 4,
                         {"all2all_buffers", compiled.all2all_buffer_bytes,
                          "formula (non-torch): DeepEP NVLink buffer (VLLM_DEEPEP_BUFFER_SIZE_MB) "
-                         "+ 32 MiB workspace [+ low-latency RDMA size hint], made after load"});
+                         "+ 32 MiB workspace [+ low-latency RDMA size hint], or pplx intranode "
+                         "buffers, made after load"});
     }
     b.ranks.push_back(std::move(rank));
   }

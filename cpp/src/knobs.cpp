@@ -136,7 +136,7 @@ const std::vector<KnobSpec> kKnobs = {
      "mori_high_throughput,mori_low_latency,nixl_ep",
      "engine profile: naive before 0.11, allgather_reducescatter from 0.11",
      "how MoE layers exchange tokens under data parallelism: all-gather activations (naive, "
-     "allgather_reducescatter) or DeepEP's fixed buffers; VLLM_ALL2ALL_BACKEND before 0.12",
+     "allgather_reducescatter) or fixed DeepEP / pplx buffers; VLLM_ALL2ALL_BACKEND before 0.12",
      "--all2all-backend", "all2all_backend", 1, VRAMPLAN_KNOB_ACCESS(all2all_backend)},
     {"kv_cache_dtype", KnobType::Text, "", 0, 0,
      "auto,fp8,fp8_e4m3,fp8_e5m2,fp8_inc,bfloat16,float16,half", "auto: the served dtype",

@@ -142,10 +142,23 @@ TEST(ExpertParallel, DeepSeekV3DeepEpBuffers) {
   EXPECT_EQ(term(compute_breakdown(v3, hw, c).ranks[0], "all2all_buffers"), 1107296256);
 }
 
+// pplx on one node (AllToAllIntraNode) for Qwen3-30B-A3B, DP=8 EP: 8 ranks, 128 / 8 = 16 local
+// experts, 256 tokens (VLLM_MOE_DP_CHUNK_SIZE). Combine token 2048 x 4 = 8192 B.
+//   per-peer buffer 16 + 16 x 4 (64) + 256 x 16 x 8192 = 33,554,512, x 8 peers = 268,436,096
+//   pointer arrays 3 x 8 x 8 = 192; receive counts 256 x 4 = 1024; expert counters 128 x 4 =
+//   512; tokens per rank 16 x 8 x 4 = 512; token index 4
+//   tracking 6 arrays x 16 x 256 x 8 x 4 B = 786,432
+//   total 269,224,772 B.
+TEST(ExpertParallel, PplxIntranodeBuffers) {
+  const RankBreakdown r = qwen(8, "0.10.1", "pplx").ranks[0];
+  EXPECT_EQ(term(r, "all2all_buffers"), 269224772);
+  EXPECT_EQ(term(r, "all2all_dispatch"), 0);
+}
+
 TEST(ExpertParallel, UnmodelledBackendsAreNamedErrors) {
   try {
-    qwen(8, "0.19.0", "pplx");
-    FAIL() << "pplx under DP must be refused";
+    qwen(8, "0.19.0", "flashinfer_nvlink_one_sided");
+    FAIL() << "an unmodelled backend under DP must be refused";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.field(), "all2all_backend");
     EXPECT_NE(std::string(e.what()).find("not modelled"), std::string::npos) << e.what();
@@ -154,7 +167,8 @@ TEST(ExpertParallel, UnmodelledBackendsAreNamedErrors) {
   // DeepEP needs expert parallelism; without it the launch is refused, not zeroed.
   EXPECT_THROW(qwen(8, "0.19.0", "deepep_low_latency", false), ConfigError);
   // One replica exchanges nothing, whatever the backend: nothing to model.
-  EXPECT_FALSE(has_term(qwen(1, "0.19.0", "pplx").ranks[0], "all2all_buffers"));
+  EXPECT_FALSE(has_term(qwen(1, "0.19.0", "nixl_ep").ranks[0], "all2all_buffers"));
+  EXPECT_THROW(qwen(8, "0.19.0", "pplx", false), ConfigError);
   // Not a name vLLM accepts.
   EngineConfig c;
   EXPECT_THROW(set_knob(c, "all2all_backend", KnobValue{std::string("bogus")}), ConfigError);

@@ -61,7 +61,7 @@ def test_unmodelled_backend_is_refused_by_name() -> None:
             num_gpus=2,
             data_parallel_size=2,
             enable_expert_parallel=True,
-            all2all_backend="pplx",
+            all2all_backend="mori_low_latency",
         )
 
 

@@ -77,3 +77,13 @@ def test_flags_command_names_the_environment_variable(capsys: pytest.CaptureFixt
     assert main([*args, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["vllm_env"] == {"VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}
+
+
+def test_plan_command_prefixes_the_environment_variable(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["plan", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--num-gpus", "2"]
+    args += ["--data-parallel-size", "2", "--enable-expert-parallel"]
+    args += ["--all2all-backend", "deepep_low_latency", "--engine-version", "0.11.0"]
+    assert main([*args, "--context", "8192"]) == 0
+    assert "VLLM_ALL2ALL_BACKEND=deepep_low_latency vllm serve" in capsys.readouterr().out

@@ -229,12 +229,25 @@ std::int64_t sampler_peak_bytes(const SamplerModel& sampler, std::int64_t reques
          batched_tokens * sampler.bytes_per_batched_token;
 }
 
+std::int64_t all2all_dispatch_bytes(const ActivationModel& model,
+                                    std::int64_t batched_tokens) noexcept {
+  if (model.dispatch_replicas <= 1) return 0;
+  // The fused-MoE workspace already counts T tokens; the gathered batch widens it to
+  // replicas x T, at most one kernel chunk at a time where the version chunks.
+  const std::int64_t gathered = std::int64_t{model.dispatch_replicas} * batched_tokens;
+  const std::int64_t workspace_tokens =
+      model.moe_chunk_tokens > 0 ? std::min(gathered, model.moe_chunk_tokens) : gathered;
+  return batched_tokens * model.dispatch_bytes_per_token +
+         std::max<std::int64_t>(0, workspace_tokens - batched_tokens) * model.moe_bytes_per_token;
+}
+
 std::int64_t activation_peak_bytes(const ActivationModel& model, const SamplerModel& sampler,
                                    std::int64_t batched_tokens, std::int64_t requests) noexcept {
   const std::int64_t forward = batched_tokens * model.forward_bytes_per_token;
   const std::int64_t sampled =
       model.sampler ? sampler_peak_bytes(sampler, requests, batched_tokens) : 0;
-  return std::max(forward, sampled) + batched_tokens * model.moe_bytes_per_token;
+  return std::max(forward, sampled) + batched_tokens * model.moe_bytes_per_token +
+         all2all_dispatch_bytes(model, batched_tokens);
 }
 
 namespace {
@@ -267,6 +280,106 @@ ActivationModel activation_model(const ModelSpec& spec, const QuantSpec& quant,
   model.moe_bytes_per_token = moe_workspace ? act_bytes * moe_width : 0;
   model.sampler = last_stage;
   return model;
+}
+
+// vLLM's environment defaults for the expert-parallel exchange (vllm/envs.py).
+constexpr std::int64_t kMoeDpChunkTokens = 256;                     // VLLM_MOE_DP_CHUNK_SIZE
+constexpr std::int64_t kDeepEpNvlBytes = std::int64_t{1024} << 20;  // VLLM_DEEPEP_BUFFER_SIZE_MB
+// DeepEP's Buffer also cudaMallocs a fixed workspace (NUM_WORKSPACE_BYTES,
+// csrc/kernels/configs.cuh).
+constexpr std::int64_t kDeepEpWorkspaceBytes = std::int64_t{32} << 20;
+
+// DeepEP's get_low_latency_rdma_size_hint (csrc/config.hpp, LowLatencyLayout): two (odd/even)
+// send, receive and signalling buffers. A dispatch message is an int4 header plus the larger of
+// a bf16 token and an fp8 token with one float scale per 128 channels; a combine message is a
+// bf16 token plus a bf16x2 min/max per 128 channels. The hint rounds past the next 128 bytes
+// (NUM_BUFFER_ALIGNMENT_BYTES); the rank count does not enter the layout.
+std::int64_t deepep_low_latency_rdma_bytes(std::int64_t tokens_per_rank, std::int64_t hidden,
+                                           std::int64_t num_experts) {
+  const std::int64_t scales = hidden / 128;
+  const std::int64_t dispatch_message = 16 + std::max(hidden * 2, hidden + scales * 4);
+  const std::int64_t combine_message = scales * 4 + hidden * 2;
+  const std::int64_t send =
+      std::max(tokens_per_rank * dispatch_message, num_experts * tokens_per_rank * combine_message);
+  const std::int64_t receive =
+      num_experts * tokens_per_rank * std::max(dispatch_message, combine_message);
+  const std::int64_t signal = ceil_div(num_experts * 4, 128) * 128;
+  return (2 * (send + receive + signal) + 128) / 128 * 128;
+}
+
+// pplx-kernels' AllToAllIntraNode (csrc/all_to_all/intranode.cpp), the one-node case vLLM
+// builds: one buffer per peer rank, each the larger of the dispatch and the combine layout.
+// Combine carries fp32 tokens (hidden x 4 B, 16-aligned), which never fall below a dispatched
+// bf16 or fp8 token with its scales and 4 B of metadata, so it sets the size: an int4 header,
+// the local experts' uint32 counts (16-aligned) and tokens x local experts x token bytes.
+// Beside them: peer pointer arrays, per-token receive counts, per-expert counters and six
+// uint32 token-tracking arrays of local experts x tokens x ranks.
+std::int64_t pplx_intranode_bytes(std::int64_t tokens, std::int64_t hidden,
+                                  std::int64_t num_experts, std::int64_t ranks) {
+  const std::int64_t local_experts = ceil_div(num_experts, ranks);
+  const std::int64_t buffer = 16 + ceil_div(local_experts * 4, 16) * 16 +
+                              tokens * local_experts * (ceil_div(hidden * 4, 16) * 16);
+  const std::int64_t pointers = 3 * ranks * 8;  // send, receive and count pointer arrays
+  const std::int64_t counters = tokens * 4 + num_experts * 4 + local_experts * ranks * 4 + 4;
+  const std::int64_t tracking = 6 * local_experts * tokens * ranks * 4;
+  return ranks * buffer + pointers + counters + tracking;
+}
+
+// How the MoE layers of a data-parallel launch exchange tokens (vLLM FusedMoE.forward_impl,
+// all2all_utils.maybe_make_prepare_finalize, device_communicators/all2all.py).
+struct All2AllExchange {
+  bool applies = false;           // an MoE model under DP
+  bool gathers = false;           // naive dispatch: all DP ranks' tokens through each MoE layer
+  std::int64_t buffer_bytes = 0;  // DeepEP buffers made after load (non-torch)
+};
+
+All2AllExchange all2all_exchange(const ModelSpec& spec, const EngineConfig& config,
+                                 const EngineProfile& profile) {
+  All2AllExchange x;
+  // MoE layers exchange tokens only across DP ranks (do_naive_dispatch_combine and
+  // use_all2all_kernels both need dp_size > 1).
+  if (!spec.has_moe || config.data_parallel_size <= 1) return x;
+  x.applies = true;
+  const std::string backend = config.all2all_backend.empty() ? profile.all2all_backend_default
+                                                             : lower(config.all2all_backend);
+  if (backend == "naive" || backend == "allgather_reducescatter") {
+    x.gathers = true;
+    return x;
+  }
+  const bool deepep = backend == "deepep_high_throughput" || backend == "deepep_low_latency";
+  if (deepep && config.enable_expert_parallel) {
+    // One Buffer per process (cached by its arguments): the NVLink buffer (no RDMA buffer on
+    // one node in high-throughput mode) and the workspace; low latency adds the RDMA buffer
+    // sized for VLLM_MOE_DP_CHUNK_SIZE tokens per rank over the global experts.
+    x.buffer_bytes = kDeepEpNvlBytes + kDeepEpWorkspaceBytes;
+    if (backend == "deepep_low_latency") {
+      x.buffer_bytes +=
+          deepep_low_latency_rdma_bytes(kMoeDpChunkTokens, spec.hidden_size, spec.moe.num_experts);
+    }
+    return x;
+  }
+  if (backend == "pplx" && config.enable_expert_parallel) {
+    // vLLM passes max_num_tokens = VLLM_MOE_DP_CHUNK_SIZE and the EP group (TP x DP ranks).
+    x.buffer_bytes =
+        pplx_intranode_bytes(kMoeDpChunkTokens, spec.hidden_size, spec.moe.num_experts,
+                             std::int64_t{config.tensor_parallel_size} * config.data_parallel_size);
+    return x;
+  }
+  const bool kernels = deepep || backend == "pplx";
+  throw ConfigError("all2all_backend", "'" + backend + "'",
+                    "naive, allgather_reducescatter, or deepep_high_throughput / "
+                    "deepep_low_latency / pplx with enable_expert_parallel",
+                    kernels ? "these kernels run only with enable_expert_parallel: this launch "
+                              "is not modelled"
+                            : "the memory this backend allocates is not modelled");
+}
+
+bool stage_has_moe(const ModelSpec& spec, const LayerRange& layers) {
+  for (std::int32_t i = layers.begin; i < layers.end; ++i) {
+    const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
+    if (layer.mlp && layer.moe) return true;
+  }
+  return false;
 }
 
 // CUDA-graph pool bytes per capture size: one piece per captured layer, wider with the rank's
@@ -421,6 +534,8 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   const std::int32_t pp = c.pipeline_parallel_size;
   const std::int32_t dp = c.data_parallel_size;
   const std::int32_t ep = c.enable_expert_parallel && s.has_moe ? tp * dp : 1;
+  const All2AllExchange exchange = all2all_exchange(s, c, profile_);
+  all2all_exchange_ = exchange.applies;
   cuda_context_bytes_ =
       profile_.cuda_context_bytes + (tp * pp * dp > 1 ? profile_.nccl_communicator_bytes : 0);
   startup_free_bytes_ = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_;
@@ -460,10 +575,21 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
         lora_bytes_per_rank(s, c.max_loras, c.max_lora_rank, served_dtype_, placement);
     rank.weights_bytes = std::max<std::int64_t>(0, weights.total() - c.cpu_offload_bytes) +
                          rank.lora_bytes + draft_weights;
-    rank.non_torch_bytes = non_torch;
+    const bool moe_stage = stage_has_moe(s, layers);
+    rank.all2all_buffer_bytes = moe_stage ? exchange.buffer_bytes : 0;
+    rank.non_torch_bytes = non_torch + rank.all2all_buffer_bytes;
     // Under expert parallelism each rank runs whole experts: the MoE workspace is unsplit.
     rank.activation = activation_model(s, quantization_, act_bytes, ep > 1 ? 1 : tp, layers,
                                        rank.last_stage, profile_.forward_hidden_buffers);
+    if (exchange.gathers && moe_stage) {
+      // Per local token, dp gathered rows of hidden states and router logits (served dtype)
+      // and dp - 1 more rows of expert output, alive with the fused-MoE workspace.
+      rank.activation.dispatch_replicas = dp;
+      rank.activation.dispatch_bytes_per_token =
+          act_bytes * (std::int64_t{dp} * (s.hidden_size + s.moe.num_experts) +
+                       std::int64_t{dp - 1} * s.hidden_size);
+      rank.activation.moe_chunk_tokens = profile_.fused_moe_chunk_tokens;
+    }
     rank.cudagraph_bytes_per_size =
         cudagraph_bytes_per_size(s, profile_, quantization_, tp, layers);
     if (rank.last_stage && drafter.model != nullptr) {
@@ -803,20 +929,46 @@ Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
     rank.num_blocks = r.num_blocks;
     rank.headroom_bytes = r.headroom_bytes;
     rank.post_allocation_bytes = r.post_allocation_bytes;
+    // The all-to-all's shares of the activation peak and of non-torch memory, shown apart.
+    std::int64_t dispatch = 0;
+    if (all2all_exchange_) {
+      const std::int64_t requests = std::min(k.max_num_seqs, k.max_num_batched_tokens);
+      ActivationModel gathered_apart = compiled.activation;
+      gathered_apart.dispatch_replicas = 1;
+      std::int64_t without =
+          activation_peak_bytes(gathered_apart, sampler_, k.max_num_batched_tokens, requests);
+      if (compiled.draft_activation) {
+        without = std::max(without, activation_peak_bytes(*compiled.draft_activation, sampler_,
+                                                          k.max_num_batched_tokens, requests));
+      }
+      dispatch = rank.activation_peak_bytes - without;
+    }
     rank.terms = {
         {"weights", rank.weights_bytes,
          "exact: the spec's tensors in their stored format + rotary cos/sin cache (+ LoRA "
          "slots, drafter; less CPU offload)"},
-        {"activation_peak", rank.activation_peak_bytes,
+        {"activation_peak", rank.activation_peak_bytes - dispatch,
          "formula + calibrated: forward of max_num_batched_tokens, fused-MoE workspace, sampler "
          "on requests x vocab logits"},
-        {"non_torch", rank.non_torch_bytes,
+        {"non_torch", rank.non_torch_bytes - compiled.all2all_buffer_bytes,
          "calibrated: cuBLAS/attention workspaces; custom all-reduce + NCCL buffers at TP>=2"},
         {"cudagraph", rank.cudagraph_bytes, graph_note},
         {"kv_cache", rank.kv_cache_bytes, kv_note},
         {"cuda_context", cuda_context_bytes_,
          "calibrated: CUDA context (+ NCCL), outside the budget"},
     };
+    if (all2all_exchange_) {
+      rank.terms.insert(
+          rank.terms.begin() + 2,
+          {"all2all_dispatch", dispatch,
+           "formula (activation peak): DP dispatch gathers dp x T tokens into each MoE layer: "
+           "hidden states, router logits, expert output, fused-MoE workspace"});
+      rank.terms.insert(rank.terms.begin() + 4,
+                        {"all2all_buffers", compiled.all2all_buffer_bytes,
+                         "formula (non-torch): DeepEP NVLink buffer (VLLM_DEEPEP_BUFFER_SIZE_MB) "
+                         "+ 32 MiB workspace [+ low-latency RDMA size hint], or pplx intranode "
+                         "buffers, made after load"});
+    }
     b.ranks.push_back(std::move(rank));
   }
 

@@ -214,6 +214,24 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
     p.max_num_batched_tokens_llm_large_gpu = row.sub_integer(key, "llm_large_gpu", 1, 1 << 24);
     p.max_num_batched_tokens_llm_other_gpu = row.sub_integer(key, "llm_other_gpu", 1, 1 << 24);
   }
+  if (!row.inherits("all2all_backend_default", first)) {
+    const std::string backend = row.text("all2all_backend_default");
+    if (backend != "naive" && backend != "allgather_reducescatter") {
+      row.fail("all2all_backend_default", backend, "expected naive or allgather_reducescatter");
+    }
+    p.all2all_backend_default = backend;
+  }
+  if (!row.inherits("all2all_backend_flag_from", first)) {
+    const std::string from = row.text("all2all_backend_flag_from");
+    const auto version = parse_version(from);
+    if (!version) row.fail("all2all_backend_flag_from", from, "expected <major>.<minor>");
+    p.all2all_backend_flag_from_major = version->major;
+    p.all2all_backend_flag_from_minor = version->minor;
+  }
+  if (!row.inherits("fused_moe_chunk_tokens", first)) {
+    p.fused_moe_chunk_tokens =
+        row.integer("fused_moe_chunk_tokens", row.get("fused_moe_chunk_tokens"), 0, 1 << 24);
+  }
 }
 
 const std::vector<EngineProfile>& compiled_profiles() {
@@ -304,6 +322,8 @@ EngineProfile engine_profile(const std::string& version) {
   p.version = version.empty()
                   ? std::to_string(parsed->major) + "." + std::to_string(parsed->minor) + ".0"
                   : version;
+  p.all2all_backend_flag =
+      Version{p.all2all_backend_flag_from_major, p.all2all_backend_flag_from_minor} <= *parsed;
   return p;
 }
 

@@ -130,6 +130,14 @@ const std::vector<KnobSpec> kKnobs = {
      "routed experts spread whole over TP x DP ranks instead of split over TP",
      "--enable-expert-parallel", "enable_expert_parallel", 1,
      VRAMPLAN_KNOB_ACCESS(enable_expert_parallel)},
+    {"all2all_backend", KnobType::Text, "", 0, 0,
+     "naive,allgather_reducescatter,pplx,deepep_high_throughput,deepep_low_latency,deepep_v2,"
+     "flashinfer_all2allv,flashinfer_nvlink_two_sided,flashinfer_nvlink_one_sided,"
+     "mori_high_throughput,mori_low_latency,nixl_ep",
+     "engine profile: naive before 0.11, allgather_reducescatter from 0.11",
+     "how MoE layers exchange tokens under data parallelism: all-gather activations (naive, "
+     "allgather_reducescatter) or fixed DeepEP / pplx buffers; VLLM_ALL2ALL_BACKEND before 0.12",
+     "--all2all-backend", "all2all_backend", 1, VRAMPLAN_KNOB_ACCESS(all2all_backend)},
     {"kv_cache_dtype", KnobType::Text, "", 0, 0,
      "auto,fp8,fp8_e4m3,fp8_e5m2,fp8_inc,bfloat16,float16,half", "auto: the served dtype",
      "KV-cache element type; fp8 halves the bytes per token", "--kv-cache-dtype", "kv_cache_dtype",

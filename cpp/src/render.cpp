@@ -161,6 +161,8 @@ std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& pla
     }
     const std::optional<KnobValue> value = knob.get(c);
     if (!value) continue;
+    // Before --all2all-backend existed the backend is an environment variable (to_vllm_env).
+    if (knob.name == "all2all_backend" && !plan.breakdown.profile.all2all_backend_flag) continue;
     const std::string kwarg(knob.kwarg);
     if (knob.name == "max_loras") flags.emplace_back("enable_lora", true);
     if (const bool* flag = std::get_if<bool>(&*value)) {
@@ -196,6 +198,14 @@ std::string flag_number(double value) {
 }
 
 }  // namespace
+
+nlohmann::json to_vllm_env(const Plan& plan) {
+  nlohmann::json out = nlohmann::json::object();
+  if (!plan.config.all2all_backend.empty() && !plan.breakdown.profile.all2all_backend_flag) {
+    out["VLLM_ALL2ALL_BACKEND"] = plan.config.all2all_backend;
+  }
+  return out;
+}
 
 nlohmann::json to_llm_kwargs(const Plan& plan) {
   nlohmann::json out = nlohmann::json::object();
@@ -246,6 +256,7 @@ nlohmann::json to_json(const Plan& plan) {
             {"max_num_batched_tokens", plan.binding_max_num_batched_tokens}}},
           {"safety_margin_bytes", plan.safety_margin_bytes},
           {"vllm_args", to_vllm_args(plan)},
+          {"vllm_env", to_vllm_env(plan)},
           {"llm_kwargs", to_llm_kwargs(plan)},
           {"remedies", remedies},
           {"breakdown", to_json(plan.breakdown)}};

@@ -139,7 +139,8 @@ def plan(out: Console, data: dict[str, Any]) -> None:
         )
     )
     model = data["breakdown"]["model"]
-    out.print(f"vllm serve {model} {data['vllm_args']}", soft_wrap=True)
+    env = "".join(f"{name}={value} " for name, value in data.get("vllm_env", {}).items())
+    out.print(f"{env}vllm serve {model} {data['vllm_args']}", soft_wrap=True)
     if data["remedies"]:
         out.print(
             table(

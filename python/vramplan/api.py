@@ -317,6 +317,11 @@ class Plan:
         """Keyword arguments for `vllm.LLM(model, **kwargs)`."""
         return dict(self._core.llm_kwargs())
 
+    def to_vllm_env(self) -> dict[str, str]:
+        """Environment variables the launch needs: knobs an older vLLM takes only from the
+        environment (VLLM_ALL2ALL_BACKEND before 0.12)."""
+        return {str(k): str(v) for k, v in dict(self._core.vllm_env()).items()}
+
     def to_dict(self) -> dict[str, Any]:
         return dict(json.loads(self._core.to_json()))
 

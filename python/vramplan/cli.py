@@ -328,6 +328,7 @@ def _cmd_flags(args: argparse.Namespace) -> int:
             "fits": result.fits,
             "verdict": result.verdict,
             "vllm_args": result.to_vllm_args() if result.fits else None,
+            "vllm_env": result.to_vllm_env(),
             "remedies": remedies,
             **extra,
         }
@@ -342,6 +343,9 @@ def _cmd_flags(args: argparse.Namespace) -> int:
                 _note(f"remedy: {remedy['change']}: {remedy['flags']}")
                 break
         return EXIT_DOES_NOT_FIT
+    for name, value in result.to_vllm_env().items():
+        # A knob this vLLM version reads only from the environment: not a flag.
+        _note(f"also set {name}={value} in vllm's environment")
     _print(result.to_vllm_args())
     return EXIT_OK
 

@@ -56,6 +56,36 @@ EXPLANATIONS: dict[str, Explanation] = {
             "--disable-custom-all-reduce drops the custom all-reduce buffer.",
         ),
         Explanation(
+            "all2all_dispatch",
+            "GPU term",
+            "The part of the activation peak that data parallelism adds to MoE layers with the "
+            "naive or allgather_reducescatter all-to-all: each MoE layer gathers the tokens of "
+            "every DP replica (hidden states and router logits of dp x max_num_batched_tokens "
+            "rows), runs the fused-MoE kernel on all of them and returns the wider output.",
+            "DP replicas run attention apart but share the MoE layers, so every rank computes "
+            "its experts for all replicas' tokens; the profile run sizes this for a full step "
+            "on every replica. Older vLLM (before early 2026) ran the kernel at most 32768 "
+            "tokens at a time.",
+            "--data-parallel-size (the replicas gathered); --max-num-batched-tokens (tokens per "
+            "replica); --all2all-backend deepep_low_latency / deepep_high_throughput with "
+            "--enable-expert-parallel exchange through fixed buffers instead.",
+        ),
+        Explanation(
+            "all2all_buffers",
+            "GPU term",
+            "Part of non-torch memory: the DeepEP communication buffers an expert-parallel "
+            "launch creates after loading the model - the NVLink buffer "
+            "(VLLM_DEEPEP_BUFFER_SIZE_MB, 1 GiB), a 32 MiB workspace and, in low-latency mode, "
+            "the RDMA buffer sized by DeepEP for 256 tokens per rank (VLLM_MOE_DP_CHUNK_SIZE) "
+            "times the number of experts; with pplx, one buffer per peer rank sized for 256 "
+            "fp32 tokens per local expert.",
+            "DeepEP and pplx send tokens straight into peers' preallocated buffers; they are "
+            "cudaMalloc or NVSHMEM memory, so vLLM's profiler counts them as non-torch growth.",
+            "--all2all-backend (allgather_reducescatter has no buffer but gathers activations); "
+            "VLLM_DEEPEP_BUFFER_SIZE_MB; fewer experts or a smaller hidden size shrink the "
+            "low-latency buffer.",
+        ),
+        Explanation(
             "cudagraph",
             "GPU term",
             "Memory held by the captured CUDA graphs: one graph per capture batch size, each "

@@ -64,7 +64,9 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "piece_moe: 0.15, piece_mla: 0.40, piece_mxfp4_moe: 0.67}\n"
       "    max_num_seqs: {large_gpu: 1024, other_gpu: 256}\n"
       "    max_num_batched_tokens: {serve_large_gpu: 8192, serve_other_gpu: 2048, "
-      "llm_large_gpu: 16384, llm_other_gpu: 8192}\n";
+      "llm_large_gpu: 16384, llm_other_gpu: 8192}\n"
+      "    all2all_backend_default: naive\n    all2all_backend_flag_from: \"0.12\"\n"
+      "    fused_moe_chunk_tokens: 32768\n";
   EXPECT_EQ(parse_engine_profiles("engines:\n" + row, "e.yaml").size(), 1u);
   struct Case {
     std::string text;
@@ -86,6 +88,9 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       {replace("large_gpu: 1024,", "large_gpu: -3,"), "max_num_seqs.large_gpu"},
       {replace("\"0.19\"", "\"nineteen\""), "from_version"},
       {"engines:\n" + row + row, "from_version"},  // not ascending
+      {replace("default: naive", "default: pplx"), "all2all_backend_default"},
+      {replace("from: \"0.12\"", "from: soon"), "all2all_backend_flag_from"},
+      {replace("tokens: 32768", "tokens: -1"), "fused_moe_chunk_tokens"},
       {replace("[8, 248, 8], [256", "[8, 248, 8], [200"), "cudagraph_capture.ladder[3]"},
       {replace("piece_moe: 0.15", "piece_moe: -1"), "cudagraph_pool_mib.piece_moe"},
       {replace("    post_allocation_check: true\n", ""), "post_allocation_check"},

@@ -51,6 +51,13 @@ struct ActivationModel {
   std::int64_t forward_bytes_per_token = 0;
   std::int64_t moe_bytes_per_token = 0;
   bool sampler = false;  // last pipeline stage
+  // Data parallelism with the naive / allgather_reducescatter exchange: each MoE layer gathers
+  // the tokens of all `dispatch_replicas` DP ranks. Per local batched token: the gathered hidden
+  // states and router logits and the wider expert output; and the fused-MoE workspace grows
+  // from T to min(replicas x T, moe_chunk_tokens) tokens (0 = unchunked).
+  std::int32_t dispatch_replicas = 1;
+  std::int64_t dispatch_bytes_per_token = 0;
+  std::int64_t moe_chunk_tokens = 0;
 };
 // The sampler: requests x vocab logits (fp32 logits, probabilities, sort buffers) plus the
 // forward's output still alive; part of the profile peak, and allocated again by the warm-up.
@@ -63,6 +70,9 @@ std::int64_t sampler_peak_bytes(const SamplerModel& sampler, std::int64_t reques
                                 std::int64_t batched_tokens) noexcept;
 std::int64_t activation_peak_bytes(const ActivationModel& model, const SamplerModel& sampler,
                                    std::int64_t batched_tokens, std::int64_t requests) noexcept;
+// The MoE all-to-all's share of the activation peak: 0 without data parallelism.
+std::int64_t all2all_dispatch_bytes(const ActivationModel& model,
+                                    std::int64_t batched_tokens) noexcept;
 
 // One pipeline stage (TP ranks are symmetric), compiled.
 struct CompiledRank {
@@ -71,6 +81,9 @@ struct CompiledRank {
   std::int64_t weights_bytes = 0;  // after CPU offload, with LoRA slots and a drafter
   std::int64_t lora_bytes = 0;
   std::int64_t non_torch_bytes = 0;
+  // DeepEP buffers made after load (prepare_communication_buffer_for_model): part of
+  // non_torch_bytes, as vLLM's profiler sees them.
+  std::int64_t all2all_buffer_bytes = 0;
   ActivationModel activation;
   std::optional<ActivationModel> draft_activation;  // a separate drafter's dummy forward
   double cudagraph_bytes_per_size = 0.0;            // the rank's pieces at one capture size
@@ -160,7 +173,8 @@ class CompiledLaunch {
   std::int64_t cudagraph_base_bytes_ = 0;
   std::int64_t unusable_after_repack_bytes_ = 0;
   std::int32_t num_speculative_tokens_ = 0;
-  HostBreakdown host_;  // without the per-knob input-batch term
+  bool all2all_exchange_ = false;  // an MoE model under DP: the breakdown names the terms
+  HostBreakdown host_;             // without the per-knob input-batch term
 };
 
 }  // namespace vramplan

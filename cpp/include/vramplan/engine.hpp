@@ -84,6 +84,14 @@ struct EngineProfile {
   std::int64_t max_num_batched_tokens_serve_other_gpu = 2048;
   std::int64_t max_num_batched_tokens_llm_large_gpu = 16384;
   std::int64_t max_num_batched_tokens_llm_other_gpu = 8192;
+  // Expert-parallel all-to-all: the backend an unset --all2all-backend means, whether this
+  // version takes the CLI flag (else the VLLM_ALL2ALL_BACKEND environment variable), and the
+  // fused-MoE kernel's token chunk (VLLM_FUSED_MOE_CHUNK_SIZE; 0 = unchunked).
+  std::string all2all_backend_default = "allgather_reducescatter";
+  std::int32_t all2all_backend_flag_from_major = 0;  // first version with --all2all-backend
+  std::int32_t all2all_backend_flag_from_minor = 12;
+  bool all2all_backend_flag = true;  // resolved for `version` by engine_profile()
+  std::int64_t fused_moe_chunk_tokens = 0;
 };
 
 // The rows of an engines YAML document (model_specs/engines.yaml), validated: eras known,
@@ -117,6 +125,7 @@ struct EngineConfig {
   std::int32_t pipeline_parallel_size = 1;
   std::int32_t data_parallel_size = 1;  // replicas of the TP x PP group, one engine core each
   bool enable_expert_parallel = false;  // routed experts over TP x DP ranks, unsplit
+  std::string all2all_backend;          // --all2all-backend; empty: the version's default
   bool enforce_eager = false;
   bool llm_class = false;                          // vllm.LLM(...) defaults instead of `vllm serve`
   std::int64_t cpu_offload_bytes = 0;              // --cpu-offload-gb, per GPU

@@ -15,6 +15,9 @@ nlohmann::json to_json(const GpuSpec& gpu);
 nlohmann::json to_json(const Breakdown& breakdown);
 // The plan: fits, the four knobs, binding constraint per knob, remedies, breakdown, flags.
 nlohmann::json to_json(const Plan& plan);
+// Environment variables the launch needs (knobs older versions take only from the
+// environment: VLLM_ALL2ALL_BACKEND before 0.12).
+nlohmann::json to_vllm_env(const Plan& plan);
 // Keyword arguments for vllm.LLM(**kwargs), vLLM's names.
 nlohmann::json to_llm_kwargs(const Plan& plan);
 

@@ -95,6 +95,7 @@ struct Expected {
   std::int64_t a100_seqs, a100_tokens, h100_seqs, h100_tokens, l40s_seqs, l40s_tokens;
 };
 
+// Tiers as {A100 seqs, A100 tokens, H100 seqs, H100 tokens, L40S seqs, L40S tokens}.
 constexpr std::int64_t kV0[] = {256, 2048, 256, 2048, 256, 2048};
 constexpr std::int64_t kV1ByName[] = {1024, 2048, 1024, 8192, 1024, 2048};
 constexpr std::int64_t kReverted[] = {256, 2048, 1024, 8192, 256, 2048};

@@ -206,9 +206,12 @@ LaunchKnobs launch_knobs(const EngineConfig& config) {
 CaptureSizes cudagraph_capture_sizes(const EngineProfile& profile, std::int64_t max_num_seqs,
                                      std::int64_t max_num_batched_tokens,
                                      std::int32_t num_speculative_tokens) noexcept {
-  std::int64_t limit = max_num_seqs * profile.capture_seq_multiplier;
-  if (profile.capture_counts_speculative_tokens) limit *= 1 + num_speculative_tokens;
-  limit = std::min<std::int64_t>(limit, profile.capture_max_size);
+  std::int64_t limit = profile.capture_max_size;
+  if (profile.capture_bounded_by_max_num_seqs) {
+    std::int64_t by_seqs = max_num_seqs * profile.capture_seq_multiplier;
+    if (profile.capture_counts_speculative_tokens) by_seqs *= 1 + num_speculative_tokens;
+    limit = std::min(limit, by_seqs);
+  }
   if (profile.capture_bounded_by_batched_tokens) limit = std::min(limit, max_num_batched_tokens);
   CaptureSizes sizes;
   for (std::int32_t i = 0; i < profile.capture_ladder_segments; ++i) {
@@ -453,12 +456,6 @@ HostBreakdown host_model(const ModelSpec& spec, std::int64_t workers, std::int64
   return h;
 }
 
-bool is_large_gpu(const GpuSpec& gpu) {
-  // EngineArgs.get_batch_defaults: >= 70 GiB and not an A100.
-  return gpu.total_memory_bytes >= 70 * kGiB &&
-         lower(gpu.id + " " + gpu.name).find("a100") == std::string::npos;
-}
-
 }  // namespace
 
 CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareConfig hardware,
@@ -523,7 +520,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
       default_block_size_ = 64;
     }
   }
-  const bool large = is_large_gpu(hardware_.gpu);
+  const bool large = uses_large_batch_defaults(profile_, hardware_.gpu);
   default_max_num_seqs_ = large ? profile_.max_num_seqs_large_gpu : profile_.max_num_seqs_other_gpu;
   default_max_num_batched_tokens_ = c.llm_class
                                         ? (large ? profile_.max_num_batched_tokens_llm_large_gpu

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,29 +15,75 @@
 namespace vramplan {
 namespace {
 
-// (major, minor) of a version string ("0.19.0", "v0.6.4.post2", "0.10.1.x", "1.0"); nullopt if
-// unreadable.
+// (major, minor, patch) of a version string ("0.19.0", "v0.6.4.post2", "0.10.1.x", "0.9",
+// "1.0"): leading non-digits are skipped, then <major>.<minor> must follow; a patch is read when
+// digits follow the next dot (else 0) and anything after it is ignored. nullopt if unreadable.
 struct Version {
   int major = 0;
   int minor = 0;
+  int patch = 0;
   bool operator<(const Version& o) const {
-    return major != o.major ? major < o.major : minor < o.minor;
+    if (major != o.major) return major < o.major;
+    return minor != o.minor ? minor < o.minor : patch < o.patch;
   }
   bool operator<=(const Version& o) const { return !(o < *this); }
+  std::string text() const {
+    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  }
 };
+Version version_of(const EngineProfile& p) { return {p.from_major, p.from_minor, p.from_patch}; }
+
 std::optional<Version> parse_version(const std::string& version) {
   std::size_t pos = 0;
   while (pos < version.size() && !std::isdigit(static_cast<unsigned char>(version[pos]))) ++pos;
-  if (pos == version.size()) return std::nullopt;
-  std::istringstream in(version.substr(pos));
-  int major = -1;
-  int minor = -1;
-  char dot = 0;
-  in >> major >> dot >> minor;
-  if (in.fail() || dot != '.' || major < 0 || major > 100 || minor < 0 || minor > 1000) {
-    return std::nullopt;
+  // Digits at `pos` as a number up to `limit`; nullopt if there are none or too many.
+  auto number = [&](int limit) -> std::optional<int> {
+    int value = 0;
+    const std::size_t start = pos;
+    while (pos < version.size() && std::isdigit(static_cast<unsigned char>(version[pos]))) {
+      value = value * 10 + (version[pos] - '0');
+      if (value > limit) return std::nullopt;
+      ++pos;
+    }
+    if (pos == start) return std::nullopt;
+    return value;
+  };
+  auto dot_then_digit = [&]() {
+    return pos + 1 < version.size() && version[pos] == '.' &&
+           std::isdigit(static_cast<unsigned char>(version[pos + 1]));
+  };
+  const auto major = number(100);
+  if (!major || !dot_then_digit()) return std::nullopt;
+  ++pos;
+  const auto minor = number(1000);
+  if (!minor) return std::nullopt;
+  std::optional<int> patch = 0;
+  if (dot_then_digit()) {
+    ++pos;
+    patch = number(100000);
+    if (!patch) return std::nullopt;
   }
-  return Version{major, minor};
+  return Version{*major, *minor, *patch};
+}
+
+// A list of lower-case names (large_gpu_names, large_gpu_excluded_names).
+std::vector<std::string> name_list(const YAML::Node& list, const std::string& file,
+                                   const std::string& field) {
+  if (!list.IsSequence()) throw SpecError(file, field, "not a list", "expected a list of names");
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = field + "[" + std::to_string(i) + "]";
+    if (!list[i].IsScalar()) throw SpecError(file, at, "not a name", "expected a name");
+    const std::string name = list[i].Scalar();
+    const bool lower_case = std::none_of(name.begin(), name.end(), [](unsigned char c) {
+      return std::isupper(c) || std::isspace(c);
+    });
+    if (name.empty() || name.size() > 64 || !lower_case) {
+      throw SpecError(file, at, "'" + name + "'", "expected a lower-case name without spaces");
+    }
+    names.push_back(name);
+  }
+  return names;
 }
 
 class Row {
@@ -78,6 +123,11 @@ class Row {
     return v;
   }
   bool has(const std::string& key) const { return static_cast<bool>(node_[key]); }
+  std::vector<std::string> names(const std::string& key) const {
+    const YAML::Node list = node_[key];
+    if (!list || list.IsNull()) fail(key, "missing", "required field is missing");
+    return name_list(list, file_, prefix_ + key);
+  }
   bool flag(const std::string& key) const { return scalar<bool>(key, get(key)); }
   std::string text(const std::string& key) const { return scalar<std::string>(key, get(key)); }
   YAML::Node map(const std::string& key) const {
@@ -188,6 +238,7 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
       p.capture_ladder[s] = c;
     }
     p.capture_ladder_segments = static_cast<std::int32_t>(ladder.size());
+    p.capture_bounded_by_max_num_seqs = row.sub_flag(key, "bounded_by_max_num_seqs");
     p.capture_seq_multiplier =
         static_cast<std::int32_t>(row.sub_integer(key, "seq_multiplier", 1, 64));
     p.capture_counts_speculative_tokens = row.sub_flag(key, "counts_speculative_tokens");
@@ -202,6 +253,14 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
     p.cudagraph_piece_mib_moe = row.sub_number(key, "piece_moe", 0.0, 1024.0);
     p.cudagraph_piece_mib_mla = row.sub_number(key, "piece_mla", 0.0, 1024.0);
     p.cudagraph_piece_mib_mxfp4_moe = row.sub_number(key, "piece_mxfp4_moe", 0.0, 1024.0);
+  }
+  if (!row.inherits("large_gpu_names", first)) p.large_gpu_names = row.names("large_gpu_names");
+  if (!row.inherits("large_gpu_min_memory_bytes", first)) {
+    const char* key = "large_gpu_min_memory_bytes";
+    p.large_gpu_min_memory_bytes = row.integer(key, row.get(key), 0, std::int64_t{1} << 50);
+  }
+  if (!row.inherits("large_gpu_excluded_names", first)) {
+    p.large_gpu_excluded_names = row.names("large_gpu_excluded_names");
   }
   if (!row.inherits("max_num_seqs", first)) {
     p.max_num_seqs_large_gpu = row.sub_integer("max_num_seqs", "large_gpu", 1, 1 << 24);
@@ -267,12 +326,13 @@ std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
     EngineProfile p = first ? EngineProfile{} : out.back();
     const std::string from = row.text("from_version");
     const auto version = parse_version(from);
-    if (!version) row.fail("from_version", from, "expected <major>.<minor>");
-    if (!first && *version <= Version{p.from_major, p.from_minor}) {
+    if (!version) row.fail("from_version", from, "expected <major>.<minor>[.<patch>]");
+    if (!first && *version <= version_of(p)) {
       row.fail("from_version", from, "rows must be in ascending version order");
     }
     p.from_major = version->major;
     p.from_minor = version->minor;
+    p.from_patch = version->patch;
     apply_row(p, row, first);
     out.push_back(p);
   }
@@ -305,26 +365,35 @@ EngineProfile apply_profile_overrides(const EngineProfile& base, const std::stri
 EngineProfile engine_profile(const std::string& version) {
   const std::vector<EngineProfile>& rows = compiled_profiles();
   const EngineProfile& oldest = rows.front();
-  const EngineProfile& newest = rows.back();
-  const auto parsed = version.empty()
-                          ? std::optional<Version>(Version{newest.from_major, newest.from_minor})
-                          : parse_version(version);
-  if (!parsed || *parsed < Version{oldest.from_major, oldest.from_minor}) {
-    throw ConfigError(
-        "engine_version", "'" + version + "'",
-        std::to_string(oldest.from_major) + "." + std::to_string(oldest.from_minor) + " or later",
-        "not a vLLM version this planner knows");
+  const auto parsed =
+      version.empty() ? std::optional<Version>(version_of(rows.back())) : parse_version(version);
+  if (!parsed || *parsed < version_of(oldest)) {
+    throw ConfigError("engine_version", "'" + version + "'",
+                      version_of(oldest).text() + " or later, as <major>.<minor>[.<patch>]",
+                      "not a vLLM version this planner knows");
   }
   EngineProfile p = oldest;
   for (const EngineProfile& row : rows) {
-    if (Version{row.from_major, row.from_minor} <= *parsed) p = row;
+    if (version_of(row) <= *parsed) p = row;
   }
-  p.version = version.empty()
-                  ? std::to_string(parsed->major) + "." + std::to_string(parsed->minor) + ".0"
-                  : version;
+  p.version = version.empty() ? parsed->text() : version;
   p.all2all_backend_flag =
-      Version{p.all2all_backend_flag_from_major, p.all2all_backend_flag_from_minor} <= *parsed;
+      Version{p.all2all_backend_flag_from_major, p.all2all_backend_flag_from_minor, 0} <= *parsed;
   return p;
+}
+
+bool uses_large_batch_defaults(const EngineProfile& profile, const GpuSpec& gpu) {
+  std::string names = gpu.id + " " + gpu.name;
+  std::transform(names.begin(), names.end(), names.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto named = [&names](const std::vector<std::string>& list) {
+    return std::any_of(list.begin(), list.end(), [&names](const std::string& name) {
+      return names.find(name) != std::string::npos;
+    });
+  };
+  const bool by_memory = profile.large_gpu_min_memory_bytes > 0 &&
+                         gpu.total_memory_bytes >= profile.large_gpu_min_memory_bytes;
+  return (named(profile.large_gpu_names) || by_memory) && !named(profile.large_gpu_excluded_names);
 }
 
 }  // namespace vramplan

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "test_support.hpp"
+#include "vramplan/compiled.hpp"
 #include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
+#include "vramplan/spec_db.hpp"
 
 using namespace vramplan;
 
@@ -37,12 +40,200 @@ TEST(EngineProfiles, VersionsMapToTheirRows) {
   EXPECT_FALSE(v0.chunked_prefill_default);
   EXPECT_EQ(v0.max_num_seqs_large_gpu, 256);
   EXPECT_EQ(engine_profile("0.10.1.x").era, EngineEra::V1Early);
-  // Versions parse as (major, minor): a 1.x release takes the newest row.
+  // Versions parse as (major, minor, patch): a 1.x release takes the newest row, a missing
+  // patch is .0 and whatever follows the patch is ignored.
   EXPECT_EQ(engine_profile("1.0.0").from_minor, engine_profile("").from_minor);
+  EXPECT_EQ(engine_profile("1.2").from_minor, engine_profile("").from_minor);
   EXPECT_EQ(engine_profile("1.0.0").version, "1.0.0");
-  for (const char* bad : {"0.4.0", "banana", "0"}) {
-    EXPECT_THROW(engine_profile(bad), ConfigError) << bad;
+  EXPECT_EQ(engine_profile("").version, "0.21.0");
+  EXPECT_EQ(engine_profile("0.9").from_patch, 0);  // 0.9.0, before the 0.9.1 row
+  EXPECT_EQ(engine_profile("0.8.5.post1").from_patch, 5);
+  EXPECT_EQ(engine_profile("v0.9.1rc2").from_patch, 1);
+  for (const char* bad : {"0.4.0", "0.4.99", "banana", "0", "0.", "1.x", "v"}) {
+    try {
+      (void)engine_profile(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field(), "engine_version") << bad;
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
   }
+}
+
+namespace {
+
+const SpecDatabase& database() {
+  static const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  return db;
+}
+
+// What each release's rules should be, written from the fact table of docs/engine-versions.md
+// (fact numbers in the comments), not from engines.yaml.
+struct Expected {
+  const char* version;
+  EngineEra era;
+  double default_utilization;  // 0.90 through 0.20 (fact 1), 0.92 from 0.21 (fact 2)
+  bool chunked_prefill;        // V0 (before 0.8) without it (fact 22); V1 with it (fact 5)
+  bool startup_check;          // from 0.9.1 (fact 23)
+  bool post_allocation_check;  // V1 captures graphs, then warms the sampler, after KV (facts 7, 15)
+  bool graphs_in_budget;       // the estimate applied from 0.21 (facts 15, 16)
+  // Capture sizes at max_num_seqs 256 / 4 / 4 with 3 speculative tokens, 8192 batched tokens:
+  // V0: 1, 2, 4, 8..256 step 8 cut at max_num_seqs: 35 / 3 (1, 2, 4) / 3 (fact 9).
+  // 0.8-0.9: 1, 2, 4, 8..512 step 8, no max_num_seqs cut: 67 / 67 / 67 (fact 10).
+  // 0.10-0.11.0: cut at min(2 x 256, 512) = 512: 67; at 2 x 4 = 8: 4 (1, 2, 4, 8), speculative
+  //   tokens not counted: 4 (fact 11).
+  // 0.11.1+: 3 + 31 (8..248) + 17 (256..512) = 51; cut at 8: 4; at 2 x 4 x (1 + 3) = 32:
+  //   1, 2, 4, 8, 16, 24, 32 = 7, the 7 graphs of pub-017 (fact 12).
+  std::int32_t sizes_256;
+  std::int32_t sizes_4;
+  std::int32_t sizes_4_spec3;
+  // Batch defaults, max_num_seqs / `vllm serve` max_num_batched_tokens, on A100-80GB,
+  // H100-80GB and L40S (model_specs/gpus.yaml), facts 17-19 and 22:
+  // V0: 256 / 2048 everywhere. 0.8.0-0.8.3: 1024 seqs everywhere, 8192 tokens only on H100/H200
+  // by name. 0.8.4: 256 seqs except on H100/H200. 0.8.5: every GPU >= 70 GiB large (A100
+  // too). 0.9.0+: >= 70 GiB and not A100.
+  std::int64_t a100_seqs, a100_tokens, h100_seqs, h100_tokens, l40s_seqs, l40s_tokens;
+};
+
+// Tiers as {A100 seqs, A100 tokens, H100 seqs, H100 tokens, L40S seqs, L40S tokens}.
+constexpr std::int64_t kV0[] = {256, 2048, 256, 2048, 256, 2048};
+constexpr std::int64_t kV1ByName[] = {1024, 2048, 1024, 8192, 1024, 2048};
+constexpr std::int64_t kReverted[] = {256, 2048, 1024, 8192, 256, 2048};
+constexpr std::int64_t kByMemory[] = {1024, 8192, 1024, 8192, 256, 2048};
+constexpr std::int64_t kNotA100[] = {256, 2048, 1024, 8192, 256, 2048};
+
+Expected row(const char* version, EngineEra era, double util, bool chunked, bool startup, bool post,
+             bool in_budget, std::int32_t s256, std::int32_t s4, std::int32_t s4k,
+             const std::int64_t (&tier)[6]) {
+  return {version, era, util,    chunked, startup, post,    in_budget, s256,
+          s4,      s4k, tier[0], tier[1], tier[2], tier[3], tier[4],   tier[5]};
+}
+
+std::vector<Expected> expected_rows() {
+  std::vector<Expected> rows;
+  for (const char* v : {"0.5", "0.6", "0.6.4", "0.7"}) {
+    rows.push_back(row(v, EngineEra::V0, 0.90, false, false, false, false, 35, 3, 3, kV0));
+  }
+  for (const char* v : {"0.8", "0.8.3"}) {
+    rows.push_back(
+        row(v, EngineEra::V1Early, 0.90, true, false, true, false, 67, 67, 67, kV1ByName));
+  }
+  rows.push_back(
+      row("0.8.4", EngineEra::V1Early, 0.90, true, false, true, false, 67, 67, 67, kReverted));
+  rows.push_back(
+      row("0.8.5", EngineEra::V1Early, 0.90, true, false, true, false, 67, 67, 67, kByMemory));
+  for (const char* v : {"0.9", "0.9.0"}) {
+    rows.push_back(
+        row(v, EngineEra::V1Early, 0.90, true, false, true, false, 67, 67, 67, kNotA100));
+  }
+  rows.push_back(
+      row("0.9.1", EngineEra::V1Early, 0.90, true, true, true, false, 67, 67, 67, kNotA100));
+  rows.push_back(
+      row("0.10", EngineEra::V1Early, 0.90, true, true, true, false, 67, 4, 4, kNotA100));
+  rows.push_back(row("0.11", EngineEra::V1Mid, 0.90, true, true, true, false, 67, 4, 4, kNotA100));
+  rows.push_back(
+      row("0.11.1", EngineEra::V1Mid, 0.90, true, true, true, false, 51, 4, 7, kNotA100));
+  for (const char* v : {"0.12", "0.13", "0.14", "0.15", "0.16", "0.17", "0.18", "0.19", "0.20"}) {
+    rows.push_back(row(v, EngineEra::V1Mid, 0.90, true, true, true, false, 51, 4, 7, kNotA100));
+  }
+  for (const char* v : {"0.21", "0.22", "0.23", "0.24", "0.25", "0.26"}) {
+    rows.push_back(row(v, EngineEra::V1Latest, 0.92, true, true, true, true, 51, 4, 7, kNotA100));
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST(EngineProfiles, EveryReleaseFrom05To026FollowsTheFactTable) {
+  const ModelSpec llama = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
+  for (const Expected& x : expected_rows()) {
+    SCOPED_TRACE(x.version);
+    const EngineProfile p = engine_profile(x.version);
+    EXPECT_EQ(p.era, x.era);
+    EXPECT_DOUBLE_EQ(p.default_gpu_memory_utilization, x.default_utilization);
+    EXPECT_EQ(p.chunked_prefill_default, x.chunked_prefill);
+    EXPECT_EQ(p.startup_free_memory_check, x.startup_check);
+    EXPECT_EQ(p.post_allocation_check, x.post_allocation_check);
+    EXPECT_EQ(p.cudagraph_in_budget, x.graphs_in_budget);
+    EXPECT_EQ(p.graph_profiling_minimal_kv_cache, x.graphs_in_budget);
+    EXPECT_EQ(cudagraph_capture_sizes(p, 256, 8192, 0).count, x.sizes_256);
+    EXPECT_EQ(cudagraph_capture_sizes(p, 4, 8192, 0).count, x.sizes_4);
+    EXPECT_EQ(cudagraph_capture_sizes(p, 4, 8192, 3).count, x.sizes_4_spec3);
+    // The batch defaults as a launch resolves them; max_model_len 1024 keeps V0's
+    // max(max_model_len, 2048) and the max_num_seqs x max_model_len cap out of the way.
+    const struct {
+      const char* gpu;
+      std::int64_t seqs, tokens;
+    } gpus[] = {{"A100-80GB", x.a100_seqs, x.a100_tokens},
+                {"H100-80GB", x.h100_seqs, x.h100_tokens},
+                {"L40S", x.l40s_seqs, x.l40s_tokens}};
+    for (const auto& g : gpus) {
+      HardwareConfig hw;
+      hw.gpu = database().gpu(g.gpu);
+      EngineConfig c;
+      c.engine_version = x.version;
+      c.max_model_len = 1024;
+      const Breakdown b = compute_breakdown(llama, hw, c);
+      EXPECT_EQ(b.config.max_num_seqs, g.seqs) << g.gpu;
+      EXPECT_EQ(b.config.max_num_batched_tokens, g.tokens) << g.gpu;
+    }
+  }
+}
+
+TEST(EngineProfiles, LargeBatchDefaultsFollowTheGpuAndTheRelease) {
+  const ModelSpec llama = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
+  // (seqs, serve tokens, LLM-class tokens) from facts 17, 19, 21: large 1024 / 8192 / 16384,
+  // other 256 / 2048 / 8192.
+  struct Case {
+    const char* gpu;
+    const char* version;
+    std::int64_t seqs, serve_tokens, llm_tokens;
+  };
+  const Case cases[] = {
+      {"A100-80GB", "0.8.5", 1024, 8192, 16384},  // PR #17073: >= 70 GiB, A100 included
+      {"A100-80GB", "0.9.0", 256, 2048, 8192},    // PR #17885: A100 excluded again
+      {"A100-80GB", "0.10", 256, 2048, 8192},
+      {"L40S", "0.8.5", 256, 2048, 8192},  // 44.52 GiB: small in every release
+      {"L40S", "0.10", 256, 2048, 8192},
+      {"L40S", "0.19.0", 256, 2048, 8192},
+      {"H100-80GB", "0.8.4", 1024, 8192, 16384},  // by name
+      {"H100-80GB", "0.9.0", 1024, 8192, 16384},  // by memory (79.19 GiB)
+      {"H100-80GB", "0.21.0", 1024, 8192, 16384},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::string(k.gpu) + " " + k.version);
+    HardwareConfig hw;
+    hw.gpu = database().gpu(k.gpu);
+    EngineConfig c;
+    c.engine_version = k.version;
+    c.max_model_len = 1024;
+    const Breakdown serve = compute_breakdown(llama, hw, c);
+    EXPECT_EQ(serve.config.max_num_seqs, k.seqs);
+    EXPECT_EQ(serve.config.max_num_batched_tokens, k.serve_tokens);
+    c.llm_class = true;
+    EXPECT_EQ(compute_breakdown(llama, hw, c).config.max_num_batched_tokens, k.llm_tokens);
+  }
+  // The rule reads the GPU's name and memory: an unnamed 72 GiB card is large only once the
+  // memory rule exists (0.8.5); a card CUDA names "NVIDIA A100 80GB PCIe" is excluded by name.
+  GpuSpec unnamed;
+  unnamed.id = "custom";
+  unnamed.name = "Custom Accelerator";
+  unnamed.total_memory_bytes = std::int64_t{72} << 30;
+  EXPECT_FALSE(uses_large_batch_defaults(engine_profile("0.8.4"), unnamed));
+  EXPECT_TRUE(uses_large_batch_defaults(engine_profile("0.8.5"), unnamed));
+  EXPECT_TRUE(uses_large_batch_defaults(engine_profile("0.19.0"), unnamed));
+  unnamed.total_memory_bytes = (std::int64_t{70} << 30) - 1;  // one byte under 70 GiB
+  EXPECT_FALSE(uses_large_batch_defaults(engine_profile("0.19.0"), unnamed));
+  GpuSpec a100_pcie;
+  a100_pcie.id = "my-card";
+  a100_pcie.name = "NVIDIA A100 80GB PCIe";
+  a100_pcie.total_memory_bytes = std::int64_t{80} << 30;
+  EXPECT_TRUE(uses_large_batch_defaults(engine_profile("0.8.5"), a100_pcie));
+  EXPECT_FALSE(uses_large_batch_defaults(engine_profile("0.9.0"), a100_pcie));
+  // 0.8.0-0.8.4 go by name only: an H200 (139.72 GiB) is large, an MI300X (191.98 GiB) is not.
+  EXPECT_TRUE(uses_large_batch_defaults(engine_profile("0.8.4"), database().gpu("H200")));
+  EXPECT_FALSE(uses_large_batch_defaults(engine_profile("0.8.4"), database().gpu("MI300X")));
+  EXPECT_TRUE(uses_large_batch_defaults(engine_profile("0.9.0"), database().gpu("MI300X")));
 }
 
 TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
@@ -58,10 +249,12 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    cuda_context_bytes: 547356672\n    nccl_communicator_bytes: 268435456\n"
       "    forward_hidden_buffers: 6.0\n"
       "    cudagraph_capture: {ladder: [[1, 2, 1], [4, 4, 1], [8, 248, 8], [256, 512, 16]], "
-      "seq_multiplier: 2, counts_speculative_tokens: true, max_size: 512, "
-      "bounded_by_batched_tokens: true}\n"
+      "bounded_by_max_num_seqs: true, seq_multiplier: 2, counts_speculative_tokens: true, "
+      "max_size: 512, bounded_by_batched_tokens: true}\n"
       "    cudagraph_pool_mib: {base: 400, piece: 0.111, piece_per_hidden: 5.24e-5, "
       "piece_moe: 0.15, piece_mla: 0.40, piece_mxfp4_moe: 0.67}\n"
+      "    large_gpu_names: []\n    large_gpu_min_memory_bytes: 75161927680\n"
+      "    large_gpu_excluded_names: [a100]\n"
       "    max_num_seqs: {large_gpu: 1024, other_gpu: 256}\n"
       "    max_num_batched_tokens: {serve_large_gpu: 8192, serve_other_gpu: 2048, "
       "llm_large_gpu: 16384, llm_other_gpu: 8192}\n"
@@ -94,15 +287,32 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       {replace("[8, 248, 8], [256", "[8, 248, 8], [200"), "cudagraph_capture.ladder[3]"},
       {replace("piece_moe: 0.15", "piece_moe: -1"), "cudagraph_pool_mib.piece_moe"},
       {replace("    post_allocation_check: true\n", ""), "post_allocation_check"},
+      {replace("bounded_by_max_num_seqs: true, ", ""), "cudagraph_capture.bounded_by_max_num_seqs"},
+      {replace("excluded_names: [a100]", "excluded_names: [A100]"), "large_gpu_excluded_names[0]"},
+      {replace("large_gpu_names: []", "large_gpu_names: h100"), "large_gpu_names"},
+      {replace("    large_gpu_names: []\n", ""), "large_gpu_names"},
+      {replace("bytes: 75161927680", "bytes: -1"), "large_gpu_min_memory_bytes"},
+      {replace("\"0.19\"", "\"0\""), "from_version"},
       {"engines: [unclosed\n", "<document>"},
   };
-  // A later row keeps what it omits from the row before.
+  // A later row keeps what it omits from the row before; a patch row sorts after its minor.
   const auto two = parse_engine_profiles(
-      "engines:\n" + row + "  - from_version: \"0.21\"\n    cudagraph_in_budget: true\n", "e.yaml");
+      "engines:\n" + row + "  - from_version: \"0.19.2\"\n    cudagraph_in_budget: true\n",
+      "e.yaml");
   ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[1].from_patch, 2);
   EXPECT_TRUE(two[1].cudagraph_in_budget);
   EXPECT_DOUBLE_EQ(two[1].sampler_bytes_per_logit, 13.2);
   EXPECT_EQ(two[1].capture_ladder_segments, 4);
+  EXPECT_EQ(two[1].large_gpu_excluded_names, std::vector<std::string>{"a100"});
+  try {
+    (void)parse_engine_profiles(
+        "engines:\n" + row + "  - from_version: \"0.19.0\"\n    cudagraph_in_budget: true\n",
+        "e.yaml");
+    ADD_FAILURE() << "accepted 0.19.0 after 0.19";  // "0.19" is 0.19.0
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("engines[1].from_version"), std::string::npos) << e.what();
+  }
   for (const Case& c : cases) {
     try {
       (void)parse_engine_profiles(c.text, "e.yaml");

@@ -39,8 +39,10 @@ struct CaptureSegment {
 struct EngineProfile {
   std::string version;  // as given, e.g. "0.19.0"
   EngineEra era = EngineEra::V1Latest;
-  std::int32_t from_major = 0;  // the row this profile comes from: from_major.from_minor
+  // The row this profile comes from: from_major.from_minor.from_patch.
+  std::int32_t from_major = 0;
   std::int32_t from_minor = 21;
+  std::int32_t from_patch = 0;
   double default_gpu_memory_utilization = 0.92;
   bool cudagraph_in_budget = true;  // estimate subtracted from the KV budget
   bool chunked_prefill_default = true;
@@ -62,10 +64,11 @@ struct EngineProfile {
   std::int64_t cuda_context_bytes = 547356672;
   std::int64_t nccl_communicator_bytes = 268435456;
   double forward_hidden_buffers = 6.0;
-  // CUDA-graph capture sizes: the ladder cut at min(max_num_seqs x seq_multiplier
-  // [x (1 + speculative tokens)], max_size [, max_num_batched_tokens]).
+  // CUDA-graph capture sizes: the ladder cut at min([max_num_seqs x seq_multiplier
+  // [x (1 + speculative tokens)],] max_size [, max_num_batched_tokens]).
   std::array<CaptureSegment, 4> capture_ladder{};
   std::int32_t capture_ladder_segments = 0;
+  bool capture_bounded_by_max_num_seqs = true;
   std::int32_t capture_seq_multiplier = 2;
   bool capture_counts_speculative_tokens = true;
   std::int32_t capture_max_size = 512;
@@ -77,7 +80,13 @@ struct EngineProfile {
   double cudagraph_piece_mib_moe = 0.15;
   double cudagraph_piece_mib_mla = 0.40;
   double cudagraph_piece_mib_mxfp4_moe = 0.67;
-  // Batch defaults: "large" GPUs have >= 70 GiB and are not A100s; `llm` is vllm.LLM(...).
+  // Which GPUs get the large batch defaults (uses_large_batch_defaults): a name in
+  // large_gpu_names, or >= large_gpu_min_memory_bytes (0: no memory rule), unless a name in
+  // large_gpu_excluded_names. Names are lower case, matched inside the GPU's id and name.
+  std::vector<std::string> large_gpu_names;
+  std::int64_t large_gpu_min_memory_bytes = std::int64_t{70} << 30;
+  std::vector<std::string> large_gpu_excluded_names{"a100"};
+  // Batch defaults on large and other GPUs; `llm` is vllm.LLM(...).
   std::int64_t max_num_seqs_large_gpu = 1024;
   std::int64_t max_num_seqs_other_gpu = 256;
   std::int64_t max_num_batched_tokens_serve_large_gpu = 8192;
@@ -105,9 +114,14 @@ std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
 EngineProfile apply_profile_overrides(const EngineProfile& base, const std::string& yaml_text,
                                       const std::string& file);
 
-// Parse "0.19.0", "v0.6.4.post2", "0.10.1.x", "1.0.2"; empty -> newest profile. The profile is the
-// compiled-in engines.yaml row for that version. Throws ConfigError.
+// Parse "0.19.0", "v0.6.4.post2", "0.10.1.x", "0.9" (= 0.9.0), "1.0.2" as (major, minor,
+// patch); empty -> newest profile. The profile is the compiled-in engines.yaml row for that
+// version: the last row at or below it (a 1.x release takes the newest). Throws ConfigError.
 EngineProfile engine_profile(const std::string& version);
+
+// Whether `gpu` gets the profile's large batch defaults (EngineArgs.get_batch_defaults for that
+// release): by the GPU's lower-cased id and CUDA device name, and its total memory.
+bool uses_large_batch_defaults(const EngineProfile& profile, const GpuSpec& gpu);
 
 // The knobs, with vLLM's names; the knob registry (knobs.hpp) declares each one's type, range,
 // default and flag. An unset optional takes the engine's default for this version and GPU.

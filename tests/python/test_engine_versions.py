@@ -1,0 +1,47 @@
+"""Engine versions reach the core as given: patch releases pick their own engines.yaml row."""
+
+from __future__ import annotations
+
+import pytest
+import vramplan
+
+
+@pytest.mark.parametrize(
+    ("version", "seqs", "serve_tokens"),
+    [
+        # docs/engine-versions.md fact 19: PR #17073 (0.8.5) made every >= 70 GiB GPU large,
+        # A100 included (1024 sequences / 8192 serve tokens); PR #17885 (0.9.0) excluded A100
+        # again (256 / 2048). "0.9" is 0.9.0.
+        ("0.8.5", 1024, 8192),
+        ("0.9", 256, 2048),
+        ("0.10.1", 256, 2048),
+    ],
+)
+def test_a100_batch_defaults_follow_the_release(version: str, seqs: int, serve_tokens: int) -> None:
+    config = vramplan.breakdown(
+        vramplan.DEFAULT_MODEL, "A100-80GB", engine_version=version, max_model_len=1024
+    ).to_dict()["config"]
+    assert (config["max_num_seqs"], config["max_num_batched_tokens"]) == (seqs, serve_tokens)
+
+
+def test_capture_sizes_before_and_after_the_0_10_cap() -> None:
+    # Fact 10: 0.8-0.9 capture 1, 2, 4, 8..512 step 8 (67 sizes) whatever max_num_seqs is;
+    # fact 11: from 0.10 only up to 2 x max_num_seqs = 16: 1, 2, 4, 8, 16 (5 sizes).
+    def sizes(version: str) -> int:
+        b = vramplan.breakdown(
+            vramplan.DEFAULT_MODEL,
+            "H100-80GB",
+            engine_version=version,
+            max_model_len=1024,
+            max_num_seqs=8,
+        )
+        return b.to_dict()["config"]["num_cudagraph_sizes"]
+
+    assert sizes("0.9.2") == 67
+    assert sizes("0.10.0") == 5
+
+
+@pytest.mark.parametrize("version", ["0.4.3", "0.", "1.x"])
+def test_unknown_versions_are_named_errors(version: str) -> None:
+    with pytest.raises(vramplan.Error, match="engine_version"):
+        vramplan.breakdown(vramplan.DEFAULT_MODEL, "H100-80GB", engine_version=version)

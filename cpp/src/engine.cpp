@@ -258,8 +258,9 @@ namespace {
 // Peak torch allocation of the profile run per token: one eager forward over the stage's layers
 // (widest dense MLP intermediate, hidden-size buffers) and the fused-MoE workspace.
 ActivationModel activation_model(const ModelSpec& spec, const QuantSpec& quant,
-                                 std::int64_t act_bytes, std::int64_t tp, const LayerRange& layers,
-                                 bool last_stage, double forward_hidden_buffers) {
+                                 std::int64_t act_bytes, std::int64_t tp, std::int64_t expert_tp,
+                                 const LayerRange& layers, bool last_stage,
+                                 double forward_hidden_buffers) {
   const std::int64_t gate_factor = spec.gated_mlp ? 2 : 1;
   std::int64_t dense_width = 0;
   std::int64_t moe_width = 0;
@@ -267,7 +268,7 @@ ActivationModel activation_model(const ModelSpec& spec, const QuantSpec& quant,
     const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
     if (!layer.mlp) continue;
     if (layer.moe) {
-      const std::int64_t inter = ceil_div(spec.moe.moe_intermediate_size, tp);
+      const std::int64_t inter = ceil_div(spec.moe.moe_intermediate_size, expert_tp);
       // fused-MoE workspaces: [T, topk, 2I] + [T*topk, I] + [T, topk, h].
       moe_width = spec.moe.num_experts_per_tok * ((gate_factor + 1) * inter + spec.hidden_size);
     } else {
@@ -558,7 +559,9 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     rank.pipeline_rank = stage;
     rank.last_stage = stage == pp - 1;
     const LayerRange layers = pipeline_layer_range(s.num_hidden_layers, pp, stage);
-    const RankPlacement placement{tp, pp, stage, ep};
+    // Experts split whole over EP ranks, or each one over TP x DP ranks without EP.
+    const std::int32_t expert_tp = ep > 1 ? 1 : tp * dp;
+    const RankPlacement placement{tp, pp, stage, ep, expert_tp};
     const WeightBytes weights =
         weight_bytes_per_rank(s, quantization_, served_dtype_, placement, drafter.mtp);
     // A separate drafter lives on the last stage, sharded with the target's TP.
@@ -576,7 +579,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     rank.all2all_buffer_bytes = moe_stage ? exchange.buffer_bytes : 0;
     rank.non_torch_bytes = non_torch + rank.all2all_buffer_bytes;
     // Under expert parallelism each rank runs whole experts: the MoE workspace is unsplit.
-    rank.activation = activation_model(s, quantization_, act_bytes, ep > 1 ? 1 : tp, layers,
+    rank.activation = activation_model(s, quantization_, act_bytes, tp, expert_tp, layers,
                                        rank.last_stage, profile_.forward_hidden_buffers);
     if (exchange.gathers && moe_stage) {
       // Per local token, dp gathered rows of hidden states and router logits (served dtype)
@@ -594,7 +597,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
       // captured too (pieces only: the pool base is shared).
       const LayerRange draft_layers{0, drafter.model->num_hidden_layers};
       rank.draft_activation =
-          activation_model(*drafter.model, quantization_, act_bytes, tp, draft_layers, false,
+          activation_model(*drafter.model, quantization_, act_bytes, tp, tp, draft_layers, false,
                            profile_.forward_hidden_buffers);
       rank.draft_cudagraph_bytes_per_size =
           cudagraph_bytes_per_size(*drafter.model, profile_, quantization_, tp, draft_layers);

@@ -184,6 +184,9 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
       TensorGroup local = g;
       local.count = ceil_div(g.count, placement.expert_parallel_size);
       bytes = tensor_group_bytes(local, quant, served_dtype, 1, false);
+    } else if (is_expert(g.role) && placement.expert_tensor_parallel_size > 0) {
+      bytes =
+          tensor_group_bytes(g, quant, served_dtype, placement.expert_tensor_parallel_size, false);
     } else {
       bytes = tensor_group_bytes(g, quant, served_dtype, placement.tensor_parallel_size, false);
     }

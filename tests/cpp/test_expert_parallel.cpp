@@ -93,8 +93,11 @@ TEST(ExpertParallel, ChunkedFusedMoeCapsTheWorkspace) {
   // Two replicas gather 16,384 tokens, under the chunk:
   //   8192 x (2 x 2176 x 2 + 1 x 2048 x 2) + 8192 x 69,632 = 8192 x 82,432 = 675,282,944.
   EXPECT_EQ(term(qwen(2, "0.11.0").ranks[0], "all2all_dispatch"), 675282944);
-  // Without expert parallelism the DP dispatch still gathers (dp_size > 1 is the condition).
-  EXPECT_GT(term(qwen(2, "0.11.0", "", false).ranks[0], "all2all_dispatch"), 0);
+  // Without expert parallelism the DP dispatch still gathers (dp_size > 1 is the condition),
+  // and each expert is split over the 2 ranks (TP flattened across DP): moe_intermediate 384,
+  // workspace 8 x (3 x 384 + 2048) x 2 B = 51,200 B per token:
+  //   8192 x 12,800 (gathered rows, as above) + (16,384 - 8,192) x 51,200 = 524,288,000.
+  EXPECT_EQ(term(qwen(2, "0.11.0", "", false).ranks[0], "all2all_dispatch"), 524288000);
 }
 
 // DeepEP low latency for Qwen3-30B-A3B (hidden 2048, 128 experts), 256 tokens per rank

@@ -37,11 +37,15 @@ constexpr std::int64_t kExpertBytes = 3LL * 768 * 2048 * 2;
 }  // namespace
 
 TEST(Parallelism, ExpertParallelSpreadsWholeExperts) {
-  const Breakdown replica = launch(1, 2, false);  // DP=2 alone: every GPU holds the model
-  EXPECT_EQ(replica.ranks[0].weights_bytes, launch(1, 1, false).ranks[0].weights_bytes);
-  // DP=2 with EP: 64 of the 128 experts per GPU, in each of 48 layers.
+  // DP=2 alone: vLLM's fused-MoE layers flatten TP across DP, so each of the 128 experts is
+  // split over the 2 GPUs (moe_intermediate 768 -> 384): half of every expert's bytes go.
+  const std::int64_t single = launch(1, 1, false).ranks[0].weights_bytes;
+  const Breakdown replica = launch(1, 2, false);
+  EXPECT_EQ(single - replica.ranks[0].weights_bytes, 128 * (kExpertBytes / 2) * 48);
+  // DP=2 with EP: 64 of the 128 experts per GPU, in each of 48 layers: the same bytes as 128
+  // half experts, since 768 splits evenly.
   const Breakdown spread = launch(1, 2, true);
-  EXPECT_EQ(replica.ranks[0].weights_bytes - spread.ranks[0].weights_bytes, 64 * kExpertBytes * 48);
+  EXPECT_EQ(single - spread.ranks[0].weights_bytes, 64 * kExpertBytes * 48);
   // TP=2 with EP splits experts over the same 2 ranks as TP=2 splits each expert: equal
   // bytes, since 768 and 128 both divide by 2.
   EXPECT_EQ(launch(2, 1, true).ranks[0].weights_bytes, launch(2, 1, false).ranks[0].weights_bytes);

@@ -16,6 +16,9 @@ struct RankPlacement {
   // --enable-expert-parallel: routed experts spread whole over this many ranks (TP x DP)
   // instead of each being split over TP; 1 = off.
   std::int32_t expert_parallel_size = 1;
+  // Without expert parallelism vLLM's fused-MoE layers shard each expert over TP x DP ranks
+  // (FusedMoEParallelConfig flattens TP across DP); 0 = tensor_parallel_size.
+  std::int32_t expert_tensor_parallel_size = 0;
 };
 
 // Decoder layers [begin, end) held by a pipeline stage, as vLLM's get_pp_indices splits them:

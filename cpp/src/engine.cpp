@@ -726,7 +726,8 @@ RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
   e.kv_cache_bytes = config_.kv_cache_memory_bytes
                          ? *config_.kv_cache_memory_bytes
                          : e.requested_memory_bytes - rank.weights_bytes - e.activation_peak_bytes -
-                               rank.non_torch_bytes - graph_in_budget;
+                               rank.non_torch_bytes - graph_in_budget -
+                               cached_activation_bytes(e.activation_peak_bytes);
   e.page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
   e.num_blocks = kv_num_blocks(rank.kv, e.page, e.kv_cache_bytes);
   e.headroom_bytes = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_ -
@@ -920,7 +921,8 @@ Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
     rank.weights_bytes = compiled.weights_bytes;
     rank.lora_bytes = compiled.lora_bytes;
     rank.activation_peak_bytes = r.activation_peak_bytes;
-    rank.non_torch_bytes = compiled.non_torch_bytes;
+    rank.non_torch_bytes =
+        compiled.non_torch_bytes + cached_activation_bytes(r.activation_peak_bytes);
     rank.cudagraph_bytes = r.cudagraph_bytes;
     rank.cuda_context_bytes = cuda_context_bytes_;
     rank.kv_cache_bytes = r.kv_cache_bytes;

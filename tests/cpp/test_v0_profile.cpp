@@ -19,13 +19,14 @@ const SpecDatabase& database() {
   return db;
 }
 
-Breakdown v0_launch(const GpuSpec& gpu, std::int32_t tp, std::int64_t max_model_len) {
+Breakdown v0_launch(const GpuSpec& gpu, std::int32_t tp, std::int64_t max_model_len,
+                    const std::string& version = "0.6.4") {
   static const ModelSpec llama = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
   HardwareConfig hw;
   hw.gpu = gpu;
   hw.num_gpus = tp;
   EngineConfig c;
-  c.engine_version = "0.6.4";
+  c.engine_version = version;
   c.tensor_parallel_size = tp;
   c.gpu_memory_utilization = 0.9;
   c.max_model_len = max_model_len;
@@ -77,5 +78,28 @@ TEST(V0Profile, SamplerPeakDoesNotShrinkWithTensorParallelism) {
     const Breakdown b = v0_launch(gpu, tp, 8192);
     EXPECT_NEAR(static_cast<double>(b.ranks[0].activation_peak_bytes), expected, 1.0e3) << tp;
     EXPECT_NEAR(static_cast<double>(b.ranks[0].activation_peak_bytes) / kGiB, 1.26, 0.01) << tp;
+  }
+}
+
+TEST(V0Profile, CachedActivationsCountAsNonTorchBetweenPr10511AndPr11809) {
+  // dev-003 (PR #10511's build, Meta-Llama-3-8B, TP=1, 80 GB card): "non_torch_memory 1.79GiB",
+  // "available_kv_cache_memory 53.29GiB" out of 71.29 GiB. Device use minus torch-allocated
+  // bytes after the profile run keeps the freed 1.26 GiB of activations: 0.35 GiB of
+  // workspaces (375,390,208 B) + the 1.261 GiB peak = 1.61 GiB; the remaining 0.18 GiB
+  // (allocator rounding, loading leftovers) is not modelled. KV: 71.29 - 14.96 - 1.26 - 1.61
+  // = 53.46 GiB.
+  GpuSpec gpu = vramplan_test::h100();
+  gpu.total_memory_bytes = static_cast<std::int64_t>(79.22 * kGiB);
+  const Breakdown pr10511 = v0_launch(gpu, 1, 8192, "0.6.5");
+  const RankBreakdown& r = pr10511.ranks[0];
+  EXPECT_EQ(r.non_torch_bytes, 375390208 + r.activation_peak_bytes);
+  EXPECT_NEAR(static_cast<double>(r.non_torch_bytes) / kGiB, 1.79, 0.2);
+  EXPECT_NEAR(static_cast<double>(r.kv_cache_bytes) / kGiB, 53.29, 0.2);
+  // 0.6.4 emptied the cache before measuring (dev-001: non_torch_memory=0.35GiB), and 0.7.0
+  // measures against memory_reserved() (PR #11809): the activations count once.
+  for (const char* version : {"0.6.4", "0.7.0"}) {
+    const Breakdown b = v0_launch(gpu, 1, 8192, version);
+    EXPECT_EQ(b.ranks[0].non_torch_bytes, 375390208) << version;
+    EXPECT_EQ(b.ranks[0].kv_cache_bytes - r.kv_cache_bytes, r.activation_peak_bytes) << version;
   }
 }

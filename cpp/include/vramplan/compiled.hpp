@@ -147,6 +147,10 @@ class CompiledLaunch {
   // context that fits (the failure message's estimate), which sweeps do not need.
   Evaluation evaluate(const ResolvedKnobs& knobs) const noexcept;
   RankEvaluation evaluate_rank(std::size_t rank, const ResolvedKnobs& knobs) const noexcept;
+  // The profile run's freed blocks that the version counts as non-torch memory as well.
+  std::int64_t cached_activation_bytes(std::int64_t activation_peak_bytes) const noexcept {
+    return profile_.non_torch_counts_cached_activations ? activation_peak_bytes : 0;
+  }
   // Largest max_model_len whose one request fits the worst rank's KV cache (vLLM's estimate).
   std::int64_t estimated_max_model_len(const Evaluation& evaluation) const noexcept;
   // Blocks one request of `context` tokens needs on the rank that needs most.

@@ -53,7 +53,11 @@ struct EngineProfile {
   // CUDA-graph memory profiled before the KV budget on a minimal KV cache of
   // max_cudagraph_capture_size blocks (profile_cudagraph_memory).
   bool graph_profiling_minimal_kv_cache = true;
-  bool mla_backend_block_size = true;    // MLA backends pick 64 (Hopper) / 128 (Blackwell)
+  bool mla_backend_block_size = true;  // MLA backends pick 64 (Hopper) / 128 (Blackwell)
+  // Non-torch memory measured as device use minus torch-allocated bytes after the profile run,
+  // so the caching allocator's freed activation blocks count again (vLLM PR #10511 until
+  // PR #11809 measured against memory_reserved()).
+  bool non_torch_counts_cached_activations = false;
   double sampler_bytes_per_logit = 0.0;  // fitted: peak sampler bytes per (request x vocab entry)
   std::int64_t non_torch_single_rank_bytes = 0;      // TP=1, no PP: cuBLAS/attention workspaces
   std::int64_t non_torch_pipeline_only_bytes = 0;    // PP>1 at TP=1

@@ -1191,6 +1191,75 @@ std::int64_t vision_parameters(const json& config, const ConfigFields& top, Visi
   return vit_encoder(v) + h * text_hidden + h;
 }
 
+// What vLLM's startup profile of the encoder needs (TowerSpec), where config.json and the
+// processor's defaults fix it. Families not derived here get no facts: a plan then warns that
+// the encoder-profile term is missing, and refuses an explicit image limit.
+void vision_profile_facts(const json& config, const ConfigFields& top, Vision style,
+                          const std::string& model_type, const std::string& file, json& out) {
+  const ConfigFields v(config.at("vision_config"), file, "vision_config.");
+  std::int64_t image_tokens = 0;
+  std::int64_t encoder_tokens = 0;
+  std::int64_t pixels = 0;
+  std::int64_t width = 0;
+  std::int64_t inter = 0;
+  bool gated = false;
+  const std::int64_t channels = v.integer_or("num_channels", v.integer_or("in_chans", 3));
+  if (model_type == "gemma3") {
+    // One 896 x 896 crop (pan-and-scan off by default) -> mm_tokens_per_image soft tokens
+    // (vLLM gemma3_mm.py); SigLIP runs every patch.
+    const std::int64_t image = v.integer("image_size");
+    const std::int64_t side = image / v.integer("patch_size");
+    image_tokens = top.integer_or("mm_tokens_per_image", 256);
+    encoder_tokens = side * side;
+    pixels = channels * image * image;
+    width = v.integer("hidden_size");
+    inter = v.integer("intermediate_size");
+  } else if (model_type == "llama4") {
+    // The largest image is 16 tiles tall (Llama4ImageProcessor max_patches 16, vLLM
+    // mllama4.py get_image_size_with_most_features) plus the global tile: 17 tiles, each
+    // (image/patch)^2 patches + CLS in the encoder and x pixel_shuffle_ratio^2 LM embeddings.
+    constexpr std::int64_t kTiles = 16 + 1;
+    const std::int64_t image = v.integer("image_size");
+    const std::int64_t side = image / v.integer("patch_size");
+    const double ratio = v.number_or("pixel_shuffle_ratio", 0.5);
+    image_tokens = kTiles * static_cast<std::int64_t>(static_cast<double>(side * side) * ratio *
+                                                      ratio);
+    encoder_tokens = kTiles * (side * side + 1);
+    pixels = kTiles * channels * image * image;
+    width = v.integer("hidden_size");
+    inter = v.integer("intermediate_size");
+  } else if (style == Vision::Qwen2Vl || style == Vision::Qwen25Vl) {
+    // Qwen2VLImageProcessor max_pixels 12845056 (3584 x 3584): one patch per patch_size^2
+    // pixels, spatial_merge_size^2 patches per LM embedding (vLLM qwen2_vl.py
+    // get_image_size_with_most_features). Video grows with max_model_len: not modelled.
+    constexpr std::int64_t kMaxPixels = 12845056;
+    const std::int64_t patch = v.integer("patch_size");
+    const std::int64_t merge = v.integer_or("spatial_merge_size", 2);
+    const std::int64_t temporal = v.integer_or("temporal_patch_size", 2);
+    const std::int64_t side = kMaxPixels / (patch * patch * merge * merge);
+    encoder_tokens = side * merge * merge;
+    image_tokens = side;
+    pixels = encoder_tokens * channels * temporal * patch * patch;
+    if (style == Vision::Qwen2Vl) {
+      width = v.integer("embed_dim");
+      inter = width * v.integer_or("mlp_ratio", 4);
+    } else {
+      width = v.integer("hidden_size");
+      inter = v.integer("intermediate_size");
+      gated = true;
+    }
+    out["unmodelled_modalities"] = {"video"};
+  } else {
+    return;
+  }
+  out["image_tokens_per_item"] = image_tokens;
+  out["encoder_tokens_per_item"] = encoder_tokens;
+  out["pixel_values_per_item"] = pixels;
+  out["encoder_hidden_size"] = width;
+  out["encoder_intermediate_size"] = inter;
+  out["encoder_mlp"] = gated ? "gated" : "plain";
+}
+
 // --- shared decoder translation ------------------------------------------------------------
 
 json sliding_pattern(std::int64_t period) {
@@ -1444,6 +1513,7 @@ json architecture_spec_document(const json& config, const std::string& file) {
     doc["vision"] = {
         {"num_parameters",
          vision_parameters(config, top, style, doc["hidden_size"].get<std::int64_t>(), file)}};
+    vision_profile_facts(config, top, style, model_type, file, doc["vision"]);
   }
   return doc;
 }

@@ -1222,8 +1222,8 @@ void vision_profile_facts(const json& config, const ConfigFields& top, Vision st
     const std::int64_t image = v.integer("image_size");
     const std::int64_t side = image / v.integer("patch_size");
     const double ratio = v.number_or("pixel_shuffle_ratio", 0.5);
-    image_tokens = kTiles * static_cast<std::int64_t>(static_cast<double>(side * side) * ratio *
-                                                      ratio);
+    image_tokens =
+        kTiles * static_cast<std::int64_t>(static_cast<double>(side * side) * ratio * ratio);
     encoder_tokens = kTiles * (side * side + 1);
     pixels = kTiles * channels * image * image;
     width = v.integer("hidden_size");

@@ -248,7 +248,8 @@ EncoderBudget encoder_budget(const EncoderProfileModel& encoder,
       std::max<std::int64_t>(1, std::min(encoder.limit_per_prompt, max_model_len / per_item));
   std::int64_t requests = max_num_seqs;
   if (!chunked_prefill) requests = std::min(requests, max_num_batched_tokens / per_item);
-  out.items = std::max<std::int64_t>(1, std::min(out.budget_tokens / per_item, requests * per_prompt));
+  out.items =
+      std::max<std::int64_t>(1, std::min(out.budget_tokens / per_item, requests * per_prompt));
   return out;
 }
 
@@ -456,8 +457,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   // With every modality limited to 0, vLLM skips the encoder profile and (from the 0.11 rows:
   // PR #22299, 2025-08) does not build the tower, so its weights stay on disk.
   std::unique_ptr<ModelSpec> text_only;
-  if (s.vision.num_parameters > 0 && !multimodal_enabled() &&
-      profile_.era >= EngineEra::V1Mid) {
+  if (s.vision.num_parameters > 0 && !multimodal_enabled() && profile_.era >= EngineEra::V1Mid) {
     text_only = std::make_unique<ModelSpec>(s);
     text_only->vision = TowerSpec{};
   }
@@ -552,8 +552,9 @@ EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
       throw ConfigError(limits ? "limit_mm_per_prompt" : "language_model_only",
                         limits ? "'" + c.limit_mm_per_prompt + "'" : "true",
                         "unset for a text-only model",
-                        s.id + " has no vision/audio encoder; vLLM takes it only for multimodal "
-                               "models");
+                        s.id +
+                            " has no vision/audio encoder; vLLM takes it only for multimodal "
+                            "models");
     }
     return encoder;
   }
@@ -571,7 +572,8 @@ EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
   if (profile_.era == EngineEra::V0) {
     multimodal_notes_.push_back(
         "Not modelled: vLLM V0 profiles images inside its dummy sequences; the activation "
-        "peak of " + s.id + " omits the vision encoder.");
+        "peak of " +
+        s.id + " omits the vision encoder.");
     return encoder;
   }
   if (tower.image_tokens_per_item <= 0) {
@@ -580,12 +582,14 @@ EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
     if (asked) {
       throw ConfigError("limit_mm_per_prompt", "'" + c.limit_mm_per_prompt + "'",
                         "{\"image\": 0} or language_model_only",
-                        s.id + " has no encoder-profile facts (vision.image_tokens_per_item and "
-                               "the encoder keys in its spec): its image profile cannot be "
-                               "counted");
+                        s.id +
+                            " has no encoder-profile facts (vision.image_tokens_per_item and "
+                            "the encoder keys in its spec): its image profile cannot be "
+                            "counted");
     }
     multimodal_notes_.push_back(
-        "Not modelled: " + s.id + " has no encoder-profile facts (vision.image_tokens_per_item "
+        "Not modelled: " + s.id +
+        " has no encoder-profile facts (vision.image_tokens_per_item "
         "in its spec), so the activation peak omits the encoder forward and encoder cache of "
         "vLLM's image profile; language_model_only or limit_mm_per_prompt '{\"image\": 0}' "
         "makes the plan exact.");

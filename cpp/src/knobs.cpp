@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "vramplan/engine.hpp"
@@ -353,9 +352,9 @@ std::vector<ModalityLimit> parse_limit_mm_per_prompt(const std::string& text) {
     }
     if (!count->is_number_integer()) fail("'" + modality + "': the count must be an integer");
     constexpr std::int64_t kMaxCount = 1000000;  // vLLM's own default is 999
-    if (count->is_number_unsigned() ? count->get<std::uint64_t>() > kMaxCount
-                                    : count->get<std::int64_t>() < 0 ||
-                                          count->get<std::int64_t>() > kMaxCount) {
+    if (count->is_number_unsigned()
+            ? count->get<std::uint64_t>() > kMaxCount
+            : count->get<std::int64_t>() < 0 || count->get<std::int64_t>() > kMaxCount) {
       fail("'" + modality + "': the count must be in [0, 1000000]");
     }
     if (modality.empty() || modality.size() > 32) fail("bad modality name");

@@ -30,8 +30,7 @@ std::shared_ptr<const ModelSpec> config_spec(const std::string& name) {
       load_hf_config(std::string(VRAMPLAN_TEST_DATA_DIR) + "/configs/" + name));
 }
 
-CompiledLaunch launch_of(std::shared_ptr<const ModelSpec> spec, EngineConfig config,
-                         int gpus = 1) {
+CompiledLaunch launch_of(std::shared_ptr<const ModelSpec> spec, EngineConfig config, int gpus = 1) {
   HardwareConfig hw;
   hw.gpu = h100();
   hw.num_gpus = gpus;
@@ -90,9 +89,8 @@ TEST(Multimodal, Gemma3BudgetMatchesTheVllmLog) {
   ASSERT_EQ(logged.items, 32);
   EngineConfig config;
   config.engine_version = "0.19.0";
-  const CompiledLaunch launch =
-      launch_of(std::make_shared<const ModelSpec>(database().model("google/gemma-3-12b-it")),
-                config);
+  const CompiledLaunch launch = launch_of(
+      std::make_shared<const ModelSpec>(database().model("google/gemma-3-12b-it")), config);
   const EncoderProfileModel& encoder = launch.ranks().front().encoder;
   EXPECT_EQ(encoder.tokens_per_item, 256);
   EXPECT_EQ(encoder.limit_per_prompt, 999);
@@ -117,10 +115,9 @@ TEST(Multimodal, Llama4ScoutBudgetMatchesTheVllmLog) {
   EngineConfig config;
   config.engine_version = "0.19.0";
   config.tensor_parallel_size = 4;
-  const CompiledLaunch launch = launch_of(
-      std::make_shared<const ModelSpec>(
-          database().model("meta-llama/Llama-4-Scout-17B-16E-Instruct")),
-      config, 4);
+  const CompiledLaunch launch = launch_of(std::make_shared<const ModelSpec>(database().model(
+                                              "meta-llama/Llama-4-Scout-17B-16E-Instruct")),
+                                          config, 4);
   const EncoderProfileModel& encoder = launch.ranks().front().encoder;
   EXPECT_EQ(encoder.tokens_per_item, 2448);
   const EncoderBudget b =
@@ -156,8 +153,7 @@ TEST(Multimodal, Qwen25Vl7bEncoderTermByHand) {
   config.max_model_len = 32768;
   config.limit_mm_per_prompt = R"({"video": 0})";  // the image profile only (video not modelled)
   const CompiledLaunch launch = launch_of(spec, config);
-  const EncoderBudget b =
-      encoder_budget(launch.ranks().front().encoder, 8192, 256, 32768, true);
+  const EncoderBudget b = encoder_budget(launch.ranks().front().encoder, 8192, 256, 32768, true);
   EXPECT_EQ(b.budget_tokens, 16384);
   EXPECT_EQ(b.items, 1);
   const Breakdown with = launch.breakdown(launch_knobs(config));
@@ -215,9 +211,8 @@ TEST(Multimodal, LimitOneWithShortContext) {
   EngineConfig config;
   config.engine_version = "0.19.0";
   config.limit_mm_per_prompt = R"({"image": 1})";
-  const CompiledLaunch launch =
-      launch_of(std::make_shared<const ModelSpec>(database().model("google/gemma-3-12b-it")),
-                config);
+  const CompiledLaunch launch = launch_of(
+      std::make_shared<const ModelSpec>(database().model("google/gemma-3-12b-it")), config);
   const EncoderProfileModel& encoder = launch.ranks().front().encoder;
   EXPECT_EQ(encoder.limit_per_prompt, 1);
   EXPECT_EQ(encoder_budget(encoder, 8192, 4, 1024, true).items, 4);
@@ -250,9 +245,9 @@ TEST(Multimodal, PeaksAgainstMeasurements) {
     double measured_gib;
     std::int64_t encoder_bytes;
   };
-  for (const Case& c : {Case{"google/gemma-3-12b-it", 1, 3.94, 62914560 + 154140672},
-                        Case{"meta-llama/Llama-4-Scout-17B-16E-Instruct", 4, 3.19,
-                             3 * (25067520 + 11515392)}}) {
+  for (const Case& c :
+       {Case{"google/gemma-3-12b-it", 1, 3.94, 62914560 + 154140672},
+        Case{"meta-llama/Llama-4-Scout-17B-16E-Instruct", 4, 3.19, 3 * (25067520 + 11515392)}}) {
     SCOPED_TRACE(c.model);
     EngineConfig config;
     config.engine_version = "0.19.0";
@@ -287,8 +282,8 @@ TEST(Multimodal, BadLimitsAreRefusedNamingTheKnob) {
 
 // vLLM takes the multimodal knobs only for multimodal models.
 TEST(Multimodal, TextOnlyModelsRefuseTheMultimodalKnobs) {
-  const auto llama = std::make_shared<const ModelSpec>(
-      vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B));
+  const auto llama =
+      std::make_shared<const ModelSpec>(vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B));
   EngineConfig limits;
   limits.limit_mm_per_prompt = R"({"image": 0})";
   EXPECT_EQ(config_error_of([&] { (void)launch_of(llama, limits); }).field(),
@@ -313,8 +308,7 @@ TEST(Multimodal, MissingFactsWarnOrRefuse) {
   EXPECT_NE(b.messages.front().find("no encoder-profile facts"), std::string::npos);
   EngineConfig asked = config;
   asked.limit_mm_per_prompt = R"({"image": 2})";
-  EXPECT_EQ(config_error_of([&] { (void)launch_of(spec, asked); }).field(),
-            "limit_mm_per_prompt");
+  EXPECT_EQ(config_error_of([&] { (void)launch_of(spec, asked); }).field(), "limit_mm_per_prompt");
   EngineConfig off = config;
   off.limit_mm_per_prompt = R"({"image": 0, "video": 0})";
   EXPECT_TRUE(launch_of(spec, off).breakdown(launch_knobs(off)).messages.empty());

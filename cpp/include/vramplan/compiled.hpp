@@ -198,7 +198,7 @@ class CompiledLaunch {
   std::int64_t cudagraph_base_bytes_ = 0;
   std::int64_t unusable_after_repack_bytes_ = 0;
   std::int32_t num_speculative_tokens_ = 0;
-  HostBreakdown host_;  // without the per-knob input-batch term
+  HostBreakdown host_;                    // without the per-knob input-batch term
   std::vector<ModalityLimit> mm_limits_;  // limit_mm_per_prompt as given
   // Why the encoder profile is missing or partial for a multimodal model (plan warnings).
   std::vector<std::string> multimodal_notes_;

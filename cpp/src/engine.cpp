@@ -563,7 +563,7 @@ EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
       multimodal_notes_.push_back(
           "Not modelled: vLLM may profile " + modality + " items of " + s.id +
           " (their tokens grow with max_model_len) instead of images; the activation peak "
-          "counts the image profile. limit_mm_per_prompt '{\"" +
+          "counts only the image profile. limit_mm_per_prompt '{\"" +
           modality + "\": 0}' makes the plan exact.");
     }
   }

@@ -58,7 +58,7 @@ EXPLANATIONS: dict[str, Explanation] = {
             "The encoder cache must hold the largest image a request may bring: N = "
             "max(max_num_batched_tokens, tokens per image), K = N // tokens per image (bounded "
             "by max_num_seqs x images per prompt).",
-            "--limit-mm-per-prompt '{\"image\": 0, \"video\": 0}' or --language-model-only drop "
+            '--limit-mm-per-prompt \'{"image": 0, "video": 0}\' or --language-model-only drop '
             "it (and, from vLLM 0.11, the encoder weights); a smaller --max-num-batched-tokens "
             "profiles fewer images; a limit of 1 image with few --max-num-seqs bounds K.",
         ),

@@ -7,7 +7,6 @@ from __future__ import annotations
 import shlex
 
 import pytest
-
 import vramplan
 from vramplan import cli
 
@@ -33,9 +32,10 @@ def test_language_model_only_drops_the_encoder_and_its_weights() -> None:
     assert {t.name: t.bytes for t in text.ranks[0].terms}["mm_encoder"] == 0
     # SigLIP + projector: 421,290,864 parameters in bf16 stay on disk.
     assert full.weights_bytes - text.weights_bytes == 2 * 421290864
-    assert "--language-model-only" in vramplan.plan(
-        GEMMA, "H100", context=8192, language_model_only=True
-    ).to_vllm_args()
+    assert (
+        "--language-model-only"
+        in vramplan.plan(GEMMA, "H100", context=8192, language_model_only=True).to_vllm_args()
+    )
 
 
 @pytest.mark.parametrize("bad", ["image=2", '{"image": -1}', '{"image": 1.5}', "[2]"])

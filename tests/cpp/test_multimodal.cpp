@@ -323,3 +323,60 @@ TEST(Multimodal, UnmodelledVideoIsNamed) {
   ASSERT_EQ(b.messages.size(), 1u);
   EXPECT_NE(b.messages.front().find("video"), std::string::npos);
 }
+
+// The facts derived from config.json agree with the hand derivations in the database specs.
+// gemma-3-4b-it: mm_tokens_per_image 256, SigLIP 896 / 14 -> 4096 patches, 3 x 896^2 pixels.
+TEST(Multimodal, ConfigImportDerivesTheFacts) {
+  const auto gemma = config_spec("google__gemma-3-4b-it.json");
+  EXPECT_EQ(gemma->vision.image_tokens_per_item, 256);
+  EXPECT_EQ(gemma->vision.encoder_tokens_per_item, 4096);
+  EXPECT_EQ(gemma->vision.pixel_values_per_item, 2408448);
+  EXPECT_EQ(gemma->vision.encoder_hidden_size, 1152);
+  EXPECT_EQ(gemma->vision.encoder_intermediate_size, 4304);
+  EXPECT_FALSE(gemma->vision.encoder_gated_mlp);
+  EXPECT_TRUE(gemma->vision.unmodelled_modalities.empty());
+  // Llama-4-Scout's copy carries no vision_config; the public one (image 336, patch 14, width
+  // 1408, MLP 5632, pixel shuffle 0.5, 34 layers) gives the spec's 2448 / 9809 / 5,757,696.
+  std::ifstream in(std::string(VRAMPLAN_TEST_DATA_DIR) +
+                   "/configs/meta-llama__Llama-4-Scout-17B-16E-Instruct.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config["vision_config"] = {{"image_size", 336},           {"patch_size", 14},
+                             {"hidden_size", 1408},         {"intermediate_size", 5632},
+                             {"num_hidden_layers", 34},     {"pixel_shuffle_ratio", 0.5},
+                             {"projector_input_dim", 4096}, {"projector_output_dim", 4096}};
+  const ModelSpec scout = model_spec_from_hf_config(config, nullptr, "<scout>");
+  const TowerSpec& db = database().model("meta-llama/Llama-4-Scout-17B-16E-Instruct").vision;
+  EXPECT_EQ(scout.vision.image_tokens_per_item, db.image_tokens_per_item);
+  EXPECT_EQ(scout.vision.encoder_tokens_per_item, db.encoder_tokens_per_item);
+  EXPECT_EQ(scout.vision.pixel_values_per_item, db.pixel_values_per_item);
+  EXPECT_EQ(scout.vision.encoder_hidden_size, db.encoder_hidden_size);
+  EXPECT_EQ(scout.vision.encoder_intermediate_size, db.encoder_intermediate_size);
+  // Qwen2.5-VL names video as not modelled.
+  const auto qwen = config_spec("Qwen__Qwen2.5-VL-7B-Instruct.json");
+  ASSERT_EQ(qwen->vision.unmodelled_modalities.size(), 1u);
+  EXPECT_EQ(qwen->vision.unmodelled_modalities.front(), "video");
+}
+
+// The encoder facts come together, named when one is missing or stray.
+TEST(Multimodal, SpecFactsAreCheckedTogether) {
+  const std::string base = std::string(vramplan_test::kLlama31_8B) + "vision:\n";
+  auto error_of = [](const std::string& yaml) -> SpecError {
+    try {
+      (void)vramplan_test::spec_from_yaml(yaml);
+    } catch (const SpecError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no SpecError";
+    return SpecError("", "", "", "");
+  };
+  EXPECT_EQ(error_of(base + "  num_parameters: 10\n  image_tokens_per_item: 256\n").field_path(),
+            "vision.encoder_tokens_per_item");
+  EXPECT_EQ(error_of(base + "  num_parameters: 10\n  encoder_hidden_size: 1152\n").field_path(),
+            "vision.encoder_hidden_size");
+  EXPECT_EQ(error_of(base + "  num_parameters: 10\n  image_tokens_per_item: 1\n"
+                            "  encoder_tokens_per_item: 1\n  pixel_values_per_item: 1\n"
+                            "  encoder_hidden_size: 1\n  encoder_intermediate_size: 1\n"
+                            "  encoder_mlp: swiglu\n")
+                .field_path(),
+            "vision.encoder_mlp");
+}

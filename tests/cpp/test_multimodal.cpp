@@ -380,3 +380,25 @@ TEST(Multimodal, SpecFactsAreCheckedTogether) {
                 .field_path(),
             "vision.encoder_mlp");
 }
+
+// Hostile vision_config sizes are named errors, never a division by zero or an overflow.
+TEST(Multimodal, HostileVisionSizesAreNamed) {
+  std::ifstream in(std::string(VRAMPLAN_TEST_DATA_DIR) +
+                   "/configs/Qwen__Qwen2.5-VL-7B-Instruct.json");
+  const nlohmann::json qwen = nlohmann::json::parse(in);
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::int64_t>>{{"spatial_merge_size", 0},
+                                                         {"spatial_merge_size", 100},
+                                                         {"temporal_patch_size", 0},
+                                                         {"patch_size", 5000}}) {
+    SCOPED_TRACE(key + "=" + std::to_string(value));
+    nlohmann::json config = qwen;
+    config["vision_config"][key] = value;
+    try {
+      (void)model_spec_from_hf_config(config, nullptr, "<qwen>");
+      ADD_FAILURE() << "accepted";
+    } catch (const SpecError& e) {
+      EXPECT_NE(e.field_path().find("vision_config."), std::string::npos) << e.what();
+    }
+  }
+}

@@ -237,6 +237,19 @@ std::int64_t activation_peak_bytes(const ActivationModel& model, const SamplerMo
   return std::max(forward, sampled) + batched_tokens * model.moe_bytes_per_token;
 }
 
+namespace {
+
+// Image counts and their bytes, saturated at 2^60: absurd knobs or specs read as "does not
+// fit", never as an int64 overflow.
+std::int64_t saturating_product(std::int64_t items, std::int64_t bytes) noexcept {
+  constexpr std::int64_t kCeiling = std::int64_t{1} << 60;
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(items, bytes, &out) || out > kCeiling) return kCeiling;
+  return out;
+}
+
+}  // namespace
+
 EncoderBudget encoder_budget(const EncoderProfileModel& encoder,
                              std::int64_t max_num_batched_tokens, std::int64_t max_num_seqs,
                              std::int64_t max_model_len, bool chunked_prefill) noexcept {
@@ -248,17 +261,18 @@ EncoderBudget encoder_budget(const EncoderProfileModel& encoder,
       std::max<std::int64_t>(1, std::min(encoder.limit_per_prompt, max_model_len / per_item));
   std::int64_t requests = max_num_seqs;
   if (!chunked_prefill) requests = std::min(requests, max_num_batched_tokens / per_item);
-  out.items =
-      std::max<std::int64_t>(1, std::min(out.budget_tokens / per_item, requests * per_prompt));
+  out.items = std::max<std::int64_t>(
+      1, std::min(out.budget_tokens / per_item, saturating_product(requests, per_prompt)));
   return out;
 }
 
 std::int64_t multimodal_activation_peak_bytes(const EncoderProfileModel& encoder,
                                               std::int64_t items,
                                               std::int64_t text_peak_bytes) noexcept {
-  const std::int64_t forward = items * encoder.forward_bytes_per_item;
-  const std::int64_t cache = items * encoder.cache_bytes_per_item;
-  return items * encoder.input_bytes_per_item + std::max(forward, cache + text_peak_bytes);
+  const std::int64_t forward = saturating_product(items, encoder.forward_bytes_per_item);
+  const std::int64_t cache = saturating_product(items, encoder.cache_bytes_per_item);
+  return saturating_product(items, encoder.input_bytes_per_item) +
+         std::max(forward, cache + text_peak_bytes);
 }
 
 namespace {

@@ -551,12 +551,17 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
                               "encoder_hidden_size", "encoder_intermediate_size"}) {
         if (!m.has(key)) m.fail(m.field(key), "nothing", "required with image_tokens_per_item");
       }
+      // Bounds keep the per-image bytes (tokens x widths x 4 B) far inside int64.
+      constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;
+      constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;
       TowerSpec& v = s.vision;
-      v.image_tokens_per_item = m.get_int("image_tokens_per_item", 0, 1);
-      v.encoder_tokens_per_item = m.get_int("encoder_tokens_per_item", 0, 1);
+      v.image_tokens_per_item = m.get_int("image_tokens_per_item", 0, 1, kMaxTokens);
+      v.encoder_tokens_per_item = m.get_int("encoder_tokens_per_item", 0, 1, kMaxTokens);
       v.pixel_values_per_item = m.get_int("pixel_values_per_item", 0, 1);
-      v.encoder_hidden_size = m.get_i32("encoder_hidden_size", 0, 1);
-      v.encoder_intermediate_size = m.get_i32("encoder_intermediate_size", 0, 1);
+      v.encoder_hidden_size =
+          static_cast<std::int32_t>(m.get_int("encoder_hidden_size", 0, 1, kMaxWidth));
+      v.encoder_intermediate_size =
+          static_cast<std::int32_t>(m.get_int("encoder_intermediate_size", 0, 1, kMaxWidth));
       const std::string encoder_mlp = m.get_string("encoder_mlp", "plain");
       if (encoder_mlp != "gated" && encoder_mlp != "plain") {
         m.fail(m.field("encoder_mlp"), "'" + encoder_mlp + "'", "expected gated or plain");

@@ -402,3 +402,24 @@ TEST(Multimodal, HostileVisionSizesAreNamed) {
     }
   }
 }
+
+// The largest spec sizes the schema takes with the largest knobs: the encoder term saturates
+// instead of overflowing, and the launch reads as not fitting.
+TEST(Multimodal, AbsurdSizesSaturate) {
+  const std::string yaml = std::string(vramplan_test::kLlama31_8B) +
+                           "vision:\n  num_parameters: 10\n  image_tokens_per_item: 1\n"
+                           "  encoder_tokens_per_item: 16777216\n  pixel_values_per_item: "
+                           "2147483647\n  encoder_hidden_size: 1048576\n"
+                           "  encoder_intermediate_size: 1048576\n";
+  EngineConfig config;
+  config.max_model_len = 131072;
+  config.max_num_seqs = 1 << 20;
+  config.max_num_batched_tokens = 2147483647;
+  const CompiledLaunch launch =
+      launch_of(std::make_shared<const ModelSpec>(vramplan_test::spec_from_yaml(yaml)), config);
+  const Evaluation e = launch.evaluate(launch.resolve(launch_knobs(config)));
+  EXPECT_NE(e.outcome, Outcome::Started);
+  const RankEvaluation r = launch.evaluate_rank(0, launch.resolve(launch_knobs(config)));
+  EXPECT_GE(r.mm_encoder_bytes, std::int64_t{1} << 59);
+  EXPECT_GT(r.activation_peak_bytes, 0);
+}

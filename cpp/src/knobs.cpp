@@ -357,7 +357,13 @@ std::vector<ModalityLimit> parse_limit_mm_per_prompt(const std::string& text) {
             : count->get<std::int64_t>() < 0 || count->get<std::int64_t>() > kMaxCount) {
       fail("'" + modality + "': the count must be in [0, 1000000]");
     }
-    if (modality.empty() || modality.size() > 32) fail("bad modality name");
+    // Modalities are short identifiers (image, video, audio): anything else cannot be one, and
+    // would not survive the flag line's quoting.
+    const bool identifier = !modality.empty() && modality.size() <= 32 &&
+                            std::all_of(modality.begin(), modality.end(), [](unsigned char c) {
+                              return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+                            });
+    if (!identifier) fail("a modality is a lower-case name such as image, video or audio");
     limits.push_back({modality, count->get<std::int64_t>()});
   }
   return limits;

@@ -267,7 +267,7 @@ TEST(Multimodal, PeaksAgainstMeasurements) {
 TEST(Multimodal, BadLimitsAreRefusedNamingTheKnob) {
   for (const char* bad : {"x", "[1]", R"({"image": -1})", R"({"image": 1.5})",
                           R"({"image": {"count": 1, "width": 512}})", R"({"image": "2"})",
-                          R"({"image": 99999999999})"}) {
+                          R"({"image": 99999999999})", R"({"im'age": 1})", R"({"": 1})"}) {
     SCOPED_TRACE(bad);
     EngineConfig config;
     const ConfigError e = config_error_of([&] { set_knob(config, "limit_mm_per_prompt", bad); });

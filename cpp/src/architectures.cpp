@@ -1191,6 +1191,93 @@ std::int64_t vision_parameters(const json& config, const ConfigFields& top, Visi
   return vit_encoder(v) + h * text_hidden + h;
 }
 
+// A vision_config size the profile facts multiply: refused outside [1, limit] so the products
+// stay far inside int64.
+std::int64_t bounded(const ConfigFields& where, const char* key, std::int64_t value,
+                     std::int64_t limit) {
+  if (value < 1 || value > limit) {
+    where.fail(key, std::to_string(value), "out of range [1, " + std::to_string(limit) + "]");
+  }
+  return value;
+}
+
+// What vLLM's startup profile of the encoder needs (TowerSpec), where config.json and the
+// processor's defaults fix it. Families not derived here get no facts: a plan then warns that
+// the encoder-profile term is missing, and refuses an explicit image limit.
+void vision_profile_facts(const json& config, const ConfigFields& top, Vision style,
+                          const std::string& model_type, const std::string& file, json& out) {
+  const ConfigFields v(config.at("vision_config"), file, "vision_config.");
+  constexpr std::int64_t kMaxSide = 1 << 16;   // pixels per image side
+  constexpr std::int64_t kMaxWidth = 1 << 20;  // encoder widths
+  std::int64_t image_tokens = 0;
+  std::int64_t encoder_tokens = 0;
+  std::int64_t pixels = 0;
+  std::int64_t width = 0;
+  std::int64_t inter = 0;
+  bool gated = false;
+  const std::int64_t channels =
+      bounded(v, "num_channels", v.integer_or("num_channels", v.integer_or("in_chans", 3)), 16);
+  if (model_type == "gemma3" || model_type == "llama4") {
+    const std::int64_t image = bounded(v, "image_size", v.integer("image_size"), kMaxSide);
+    const std::int64_t side = image / bounded(v, "patch_size", v.integer("patch_size"), image);
+    width = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
+    inter = bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+    if (model_type == "gemma3") {
+      // One 896 x 896 crop (pan-and-scan off by default) -> mm_tokens_per_image soft tokens
+      // (vLLM gemma3_mm.py); SigLIP runs every patch.
+      image_tokens = bounded(top, "mm_tokens_per_image", top.integer_or("mm_tokens_per_image", 256),
+                             side * side);
+      encoder_tokens = side * side;
+      pixels = channels * image * image;
+    } else {
+      // The largest image is 16 tiles tall (Llama4ImageProcessor max_patches 16, vLLM
+      // mllama4.py get_image_size_with_most_features) plus the global tile: 17 tiles, each
+      // (image/patch)^2 patches + CLS in the encoder and x pixel_shuffle_ratio^2 LM embeddings.
+      constexpr std::int64_t kTiles = 16 + 1;
+      const double ratio = v.number_or("pixel_shuffle_ratio", 0.5);
+      if (!(ratio > 0.0 && ratio <= 1.0)) {
+        v.fail("pixel_shuffle_ratio", std::to_string(ratio), "expected (0, 1]");
+      }
+      image_tokens =
+          kTiles * static_cast<std::int64_t>(static_cast<double>(side * side) * ratio * ratio);
+      encoder_tokens = kTiles * (side * side + 1);
+      pixels = kTiles * channels * image * image;
+    }
+  } else if (style == Vision::Qwen2Vl || style == Vision::Qwen25Vl) {
+    // Qwen2VLImageProcessor max_pixels 12845056 (3584 x 3584): one patch per patch_size^2
+    // pixels, spatial_merge_size^2 patches per LM embedding (vLLM qwen2_vl.py
+    // get_image_size_with_most_features). Video grows with max_model_len: not modelled.
+    constexpr std::int64_t kMaxPixels = 12845056;
+    const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), 3584);
+    const std::int64_t merge =
+        bounded(v, "spatial_merge_size", v.integer_or("spatial_merge_size", 2), 64);
+    const std::int64_t temporal =
+        bounded(v, "temporal_patch_size", v.integer_or("temporal_patch_size", 2), 64);
+    const std::int64_t side = kMaxPixels / (patch * patch * merge * merge);
+    if (side == 0) v.fail("patch_size", std::to_string(patch), "merged patch exceeds 3584 px");
+    encoder_tokens = side * merge * merge;
+    image_tokens = side;
+    pixels = encoder_tokens * channels * temporal * patch * patch;
+    if (style == Vision::Qwen2Vl) {
+      width = bounded(v, "embed_dim", v.integer("embed_dim"), kMaxWidth);
+      inter = width * bounded(v, "mlp_ratio", v.integer_or("mlp_ratio", 4), 64);
+    } else {
+      width = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
+      inter = bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+      gated = true;
+    }
+    out["unmodelled_modalities"] = {"video"};
+  } else {
+    return;
+  }
+  out["image_tokens_per_item"] = image_tokens;
+  out["encoder_tokens_per_item"] = encoder_tokens;
+  out["pixel_values_per_item"] = pixels;
+  out["encoder_hidden_size"] = width;
+  out["encoder_intermediate_size"] = inter;
+  out["encoder_mlp"] = gated ? "gated" : "plain";
+}
+
 // --- shared decoder translation ------------------------------------------------------------
 
 json sliding_pattern(std::int64_t period) {
@@ -1444,6 +1531,7 @@ json architecture_spec_document(const json& config, const std::string& file) {
     doc["vision"] = {
         {"num_parameters",
          vision_parameters(config, top, style, doc["hidden_size"].get<std::int64_t>(), file)}};
+    vision_profile_facts(config, top, style, model_type, file, doc["vision"]);
   }
   return doc;
 }

@@ -255,6 +255,44 @@ std::int64_t activation_peak_bytes(const ActivationModel& model, const SamplerMo
 
 namespace {
 
+// Image counts and their bytes, saturated at 2^60: absurd knobs or specs read as "does not
+// fit", never as an int64 overflow.
+std::int64_t saturating_product(std::int64_t items, std::int64_t bytes) noexcept {
+  constexpr std::int64_t kCeiling = std::int64_t{1} << 60;
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(items, bytes, &out) || out > kCeiling) return kCeiling;
+  return out;
+}
+
+}  // namespace
+
+EncoderBudget encoder_budget(const EncoderProfileModel& encoder,
+                             std::int64_t max_num_batched_tokens, std::int64_t max_num_seqs,
+                             std::int64_t max_model_len, bool chunked_prefill) noexcept {
+  EncoderBudget out;
+  if (encoder.tokens_per_item <= 0) return out;
+  const std::int64_t per_item = encoder.tokens_per_item;
+  out.budget_tokens = std::max(max_num_batched_tokens, per_item);
+  const std::int64_t per_prompt =
+      std::max<std::int64_t>(1, std::min(encoder.limit_per_prompt, max_model_len / per_item));
+  std::int64_t requests = max_num_seqs;
+  if (!chunked_prefill) requests = std::min(requests, max_num_batched_tokens / per_item);
+  out.items = std::max<std::int64_t>(
+      1, std::min(out.budget_tokens / per_item, saturating_product(requests, per_prompt)));
+  return out;
+}
+
+std::int64_t multimodal_activation_peak_bytes(const EncoderProfileModel& encoder,
+                                              std::int64_t items,
+                                              std::int64_t text_peak_bytes) noexcept {
+  const std::int64_t forward = saturating_product(items, encoder.forward_bytes_per_item);
+  const std::int64_t cache = saturating_product(items, encoder.cache_bytes_per_item);
+  return saturating_product(items, encoder.input_bytes_per_item) +
+         std::max(forward, cache + text_peak_bytes);
+}
+
+namespace {
+
 // Peak torch allocation of the profile run per token: one eager forward over the stage's layers
 // (widest dense MLP intermediate, hidden-size buffers) and the fused-MoE workspace.
 ActivationModel activation_model(const ModelSpec& spec, const QuantSpec& quant,
@@ -550,6 +588,15 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   const std::int64_t non_torch = tp > 1   ? profile_.non_torch_tensor_parallel_bytes
                                  : pp > 1 ? profile_.non_torch_pipeline_only_bytes
                                           : profile_.non_torch_single_rank_bytes;
+  const EncoderProfileModel encoder = multimodal_profile(act_bytes);
+  // With every modality limited to 0, vLLM skips the encoder profile and (from the 0.11 rows:
+  // PR #22299, 2025-08) does not build the tower, so its weights stay on disk.
+  std::unique_ptr<ModelSpec> text_only;
+  if (s.vision.num_parameters > 0 && !multimodal_enabled() && profile_.era >= EngineEra::V1Mid) {
+    text_only = std::make_unique<ModelSpec>(s);
+    text_only->vision = TowerSpec{};
+  }
+  const ModelSpec& loaded = text_only ? *text_only : s;
   std::unique_ptr<ModelSpec> merged;  // the last stage's KV pool holds the drafter's layers
   if (!drafter.kv_layers.empty()) {
     merged = std::make_unique<ModelSpec>(with_drafter_layers(s, drafter));
@@ -563,7 +610,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     const std::int32_t expert_tp = ep > 1 ? 1 : tp * dp;
     const RankPlacement placement{tp, pp, stage, ep, expert_tp};
     const WeightBytes weights =
-        weight_bytes_per_rank(s, quantization_, served_dtype_, placement, drafter.mtp);
+        weight_bytes_per_rank(loaded, quantization_, served_dtype_, placement, drafter.mtp);
     // A separate drafter lives on the last stage, sharded with the target's TP.
     const std::int64_t draft_weights =
         drafter.model != nullptr && rank.last_stage
@@ -578,6 +625,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     const bool moe_stage = stage_has_moe(s, layers);
     rank.all2all_buffer_bytes = moe_stage ? exchange.buffer_bytes : 0;
     rank.non_torch_bytes = non_torch + rank.all2all_buffer_bytes;
+    rank.encoder = encoder;
     // Under expert parallelism each rank runs whole experts: the MoE workspace is unsplit.
     rank.activation = activation_model(s, quantization_, act_bytes, tp, expert_tp, layers,
                                        rank.last_stage, profile_.forward_hidden_buffers);
@@ -618,6 +666,97 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     ranks_.push_back(std::move(rank));
   }
   host_ = host_model(s, std::int64_t{tp} * pp * dp, dp, tp, profile_, c);
+}
+
+std::int64_t CompiledLaunch::mm_limit(const std::string& modality) const {
+  constexpr std::int64_t kDefaultLimit = 999;  // MultiModalConfig.get_limit_per_prompt
+  if (config_.language_model_only) return 0;
+  for (const ModalityLimit& limit : mm_limits_) {
+    if (limit.modality == modality) return limit.count;
+  }
+  return kDefaultLimit;
+}
+
+bool CompiledLaunch::multimodal_enabled() const {
+  const TowerSpec& tower = spec_->vision;
+  if (tower.num_parameters <= 0) return false;
+  bool enabled = mm_limit("image") > 0;
+  for (const std::string& modality : tower.unmodelled_modalities) {
+    enabled |= mm_limit(modality) > 0;
+  }
+  return enabled;
+}
+
+EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
+  const ModelSpec& s = *spec_;
+  const EngineConfig& c = config_;
+  const TowerSpec& tower = s.vision;
+  mm_limits_ = parse_limit_mm_per_prompt(c.limit_mm_per_prompt);
+  EncoderProfileModel encoder;
+  if (tower.num_parameters <= 0) {
+    // vLLM: "limit_mm_per_prompt is only supported for multimodal models".
+    if (!mm_limits_.empty() || c.language_model_only) {
+      const bool limits = !mm_limits_.empty();
+      throw ConfigError(limits ? "limit_mm_per_prompt" : "language_model_only",
+                        limits ? "'" + c.limit_mm_per_prompt + "'" : "true",
+                        "unset for a text-only model",
+                        s.id +
+                            " has no vision/audio encoder; vLLM takes it only for multimodal "
+                            "models");
+    }
+    return encoder;
+  }
+  for (const std::string& modality : tower.unmodelled_modalities) {
+    if (mm_limit(modality) > 0) {
+      multimodal_notes_.push_back(
+          "Not modelled: vLLM may profile " + modality + " items of " + s.id +
+          " (their tokens grow with max_model_len) instead of images; the activation peak "
+          "counts only the image profile. limit_mm_per_prompt '{\"" +
+          modality + "\": 0}' makes the plan exact.");
+    }
+  }
+  const std::int64_t image_limit = mm_limit("image");
+  if (image_limit == 0) return encoder;
+  if (profile_.era == EngineEra::V0) {
+    multimodal_notes_.push_back(
+        "Not modelled: vLLM V0 profiles images inside its dummy sequences; the activation "
+        "peak of " +
+        s.id + " omits the vision encoder.");
+    return encoder;
+  }
+  if (tower.image_tokens_per_item <= 0) {
+    const bool asked = std::any_of(mm_limits_.begin(), mm_limits_.end(),
+                                   [](const ModalityLimit& l) { return l.modality == "image"; });
+    if (asked) {
+      throw ConfigError("limit_mm_per_prompt", "'" + c.limit_mm_per_prompt + "'",
+                        "{\"image\": 0} or language_model_only",
+                        s.id +
+                            " has no encoder-profile facts (vision.image_tokens_per_item and "
+                            "the encoder keys in its spec): its image profile cannot be "
+                            "counted");
+    }
+    multimodal_notes_.push_back(
+        "Not modelled: " + s.id +
+        " has no encoder-profile facts (vision.image_tokens_per_item "
+        "in its spec), so the activation peak omits the encoder forward and encoder cache of "
+        "vLLM's image profile; language_model_only or limit_mm_per_prompt '{\"image\": 0}' "
+        "makes the plan exact.");
+    return encoder;
+  }
+  const std::int64_t tp = c.tensor_parallel_size;
+  // The encoder forward peaks in an MLP: its intermediate buffers (gate+up and the activation,
+  // or fc1 and the activation) beside the residual stream and the normed input.
+  const std::int64_t mlp_buffers = tower.encoder_gated_mlp ? 3 : 2;
+  const std::int64_t hidden_buffers = 2 * std::int64_t{tower.encoder_hidden_size};
+  encoder.tokens_per_item = tower.image_tokens_per_item;
+  encoder.limit_per_prompt = image_limit;
+  encoder.cache_bytes_per_item = tower.image_tokens_per_item * s.hidden_size * act_bytes;
+  encoder.input_bytes_per_item = tower.pixel_values_per_item * act_bytes;
+  // The encoder's Linears are split over TP like the decoder's (mm_encoder_tp_mode "weights").
+  encoder.forward_bytes_per_item =
+      tower.encoder_tokens_per_item * act_bytes *
+      (mlp_buffers * ceil_div(tower.encoder_intermediate_size, tp) + hidden_buffers);
+  return encoder;
 }
 
 KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) const noexcept {
@@ -713,6 +852,14 @@ RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
     e.activation_peak_bytes =
         std::max(e.activation_peak_bytes,
                  activation_peak_bytes(*rank.draft_activation, sampler_, tokens, requests));
+  }
+  if (rank.encoder.tokens_per_item > 0) {
+    const EncoderBudget budget = encoder_budget(rank.encoder, tokens, k.max_num_seqs,
+                                                k.max_model_len, profile_.chunked_prefill_default);
+    const std::int64_t text_peak = e.activation_peak_bytes;
+    e.activation_peak_bytes =
+        multimodal_activation_peak_bytes(rank.encoder, budget.items, text_peak);
+    e.mm_encoder_bytes = e.activation_peak_bytes - text_peak;
   }
   if (k.num_cudagraph_sizes > 0) {
     const double sizes = static_cast<double>(k.num_cudagraph_sizes);
@@ -880,6 +1027,12 @@ HostBreakdown CompiledLaunch::host(const ResolvedKnobs& k) const {
 }
 
 Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
+  Breakdown b = startup_breakdown(knobs);
+  b.messages.insert(b.messages.end(), multimodal_notes_.begin(), multimodal_notes_.end());
+  return b;
+}
+
+Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
   const ResolvedKnobs k = resolve(knobs);
   const Evaluation e = evaluate(k);
   Breakdown b;
@@ -921,6 +1074,7 @@ Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
     rank.weights_bytes = compiled.weights_bytes;
     rank.lora_bytes = compiled.lora_bytes;
     rank.activation_peak_bytes = r.activation_peak_bytes;
+    rank.mm_encoder_bytes = r.mm_encoder_bytes;
     rank.non_torch_bytes =
         compiled.non_torch_bytes + cached_activation_bytes(r.activation_peak_bytes);
     rank.cudagraph_bytes = r.cudagraph_bytes;
@@ -970,6 +1124,16 @@ Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
                          "formula (non-torch): DeepEP NVLink buffer (VLLM_DEEPEP_BUFFER_SIZE_MB) "
                          "+ 32 MiB workspace [+ low-latency RDMA size hint], or pplx intranode "
                          "buffers, made after load"});
+    }
+    if (spec_->vision.num_parameters > 0) {
+      // Shown apart, and taken out of activation_peak so the stacked terms still add up.
+      rank.terms[1].bytes -= rank.mm_encoder_bytes;
+      rank.terms.insert(
+          rank.terms.begin() + 2,
+          {"mm_encoder", rank.mm_encoder_bytes,
+           "formula: profile run's multimodal encoder: max(encoder forward, encoder cache "
+           "(items x tokens per image x hidden) + the text peak) + pixel inputs, less the text "
+           "peak; items from the encoder budget (0: every modality limited to 0)"});
     }
     b.ranks.push_back(std::move(rank));
   }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
@@ -175,6 +176,15 @@ const std::vector<KnobSpec> kKnobs = {
     {"max_lora_rank", KnobType::Integer, "rank", 1, 512, "1,8,16,32,64,128,256,320,512", "16",
      "largest LoRA rank served", "--max-lora-rank", "max_lora_rank", 1,
      VRAMPLAN_KNOB_ACCESS(max_lora_rank)},
+    {"limit_mm_per_prompt", KnobType::Text, "items per modality", 0, 0, "",
+     "999 per modality (multimodal models only)",
+     "vLLM's JSON, e.g. '{\"image\": 2, \"video\": 0}': images the encoder profile and encoder "
+     "cache are sized for; 0 for every modality skips them and the encoder weights",
+     "--limit-mm-per-prompt", "limit_mm_per_prompt", 1, VRAMPLAN_KNOB_ACCESS(limit_mm_per_prompt)},
+    {"language_model_only", KnobType::Boolean, "", 0, 0, "", "false: the encoder is loaded",
+     "serve a multimodal model as text only: every modality limited to 0 (no encoder weights, "
+     "profile or cache)",
+     "--language-model-only", "language_model_only", 1, VRAMPLAN_KNOB_ACCESS(language_model_only)},
     {"cpu_offload_bytes", KnobType::Bytes, "bytes per GPU", 0, kNoLimit, "", "0",
      "weight bytes kept in host RAM and streamed over PCIe each step", "--cpu-offload-gb",
      "cpu_offload_gb", kGiBUnit, VRAMPLAN_KNOB_ACCESS(cpu_offload_bytes)},
@@ -317,6 +327,7 @@ KnobValue check_knob(const KnobSpec& k, const KnobValue& value) {
     case KnobType::Text: {
       const auto* s = std::get_if<std::string>(&value);
       if (s == nullptr) fail("expected text");
+      if (k.name == "limit_mm_per_prompt") (void)parse_limit_mm_per_prompt(*s);
       if (k.choices.empty()) return value;
       const std::string canonical = lower(*s);
       if (!in_choices(k.choices, canonical)) fail("not a value vLLM accepts");
@@ -324,6 +335,47 @@ KnobValue check_knob(const KnobSpec& k, const KnobValue& value) {
     }
   }
   return value;
+}
+
+std::vector<ModalityLimit> parse_limit_mm_per_prompt(const std::string& text) {
+  std::vector<ModalityLimit> limits;
+  if (text.empty()) return limits;
+  auto fail = [&](const std::string& problem) {
+    throw ConfigError("limit_mm_per_prompt", "'" + text + "'",
+                      "a JSON object of modality: count >= 0, e.g. {\"image\": 2, \"video\": 0} "
+                      "or {\"image\": {\"count\": 2}}",
+                      problem);
+  };
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded()) fail("not valid JSON");
+  if (!doc.is_object()) fail("not a JSON object");
+  for (const auto& [modality, entry] : doc.items()) {
+    // vLLM's configurable form {"count": n, "width": ..} sizes dummy items too: only the plain
+    // count is modelled.
+    const nlohmann::json* count = &entry;
+    if (entry.is_object()) {
+      if (entry.size() != 1 || !entry.contains("count")) {
+        fail("'" + modality + "': only {\"count\": n} is modelled (dummy sizes are not)");
+      }
+      count = &entry.at("count");
+    }
+    if (!count->is_number_integer()) fail("'" + modality + "': the count must be an integer");
+    constexpr std::int64_t kMaxCount = 1000000;  // vLLM's own default is 999
+    if (count->is_number_unsigned()
+            ? count->get<std::uint64_t>() > kMaxCount
+            : count->get<std::int64_t>() < 0 || count->get<std::int64_t>() > kMaxCount) {
+      fail("'" + modality + "': the count must be in [0, 1000000]");
+    }
+    // Modalities are short identifiers (image, video, audio): anything else cannot be one, and
+    // would not survive the flag line's quoting.
+    const bool identifier = !modality.empty() && modality.size() <= 32 &&
+                            std::all_of(modality.begin(), modality.end(), [](unsigned char c) {
+                              return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+                            });
+    if (!identifier) fail("a modality is a lower-case name such as image, video or audio");
+    limits.push_back({modality, count->get<std::int64_t>()});
+  }
+  return limits;
 }
 
 void set_knob(EngineConfig& config, std::string_view name, const KnobValue& value) {

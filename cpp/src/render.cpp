@@ -178,6 +178,9 @@ std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& pla
       }
     } else if (const double* real = std::get_if<double>(&*value)) {
       flags.emplace_back(kwarg, *real);
+    } else if (knob.name == "limit_mm_per_prompt") {
+      // A dict for LLM(...), one quoted JSON word on the command line.
+      flags.emplace_back(kwarg, nlohmann::json::parse(std::get<std::string>(*value)));
     } else {
       flags.emplace_back(kwarg, std::get<std::string>(*value));
     }

@@ -88,6 +88,13 @@ const std::vector<SchemaKey> kSchema = {
   {"linear_attention", "value_head_dim", "int", true, "linear_value_head_dim."},
   {"linear_attention", "conv_kernel", "int", false, "linear_conv_kernel_dim. Default 4."},
   {"vision", "num_parameters", "int", true, "Parameters of the encoder + projector (kept unquantized)."},
+  {"vision", "image_tokens_per_item", "int", false, "LM embeddings one image of the processor's largest size becomes (vLLM get_mm_max_tokens_per_item); with the encoder keys it enables the encoder-profile term."},
+  {"vision", "encoder_tokens_per_item", "int", false, "Tokens the encoder transformer runs per such image (patches per tile x tiles, CLS included)."},
+  {"vision", "pixel_values_per_item", "int", false, "Elements of one such image's pixel_values tensor."},
+  {"vision", "encoder_hidden_size", "int", false, "Encoder width."},
+  {"vision", "encoder_intermediate_size", "int", false, "Encoder MLP width."},
+  {"vision", "encoder_mlp", "string", false, "gated (SwiGLU) or plain (fc1/fc2, default)."},
+  {"vision", "unmodelled_modalities", "list[string]", false, "Other modalities vLLM accepts for the model whose profile is not modelled (Qwen-VL video): a plan warns while they are enabled."},
   {"quantization", "method", "string", true, "none, fp8, int8, awq, gptq, packed_wna16, bnb_nf4, bnb_int8, mxfp4, nvfp4, gguf."},
   {"quantization", "bits", "int", false, "Weight bits (gptq 2/3/4/8, packed_wna16 4/8)."},
   {"quantization", "group_size", "int", false, "Quantization group along the input dim; -1 = whole row. Default 128."},
@@ -538,6 +545,35 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
   if (r.has("vision")) {
     const MapReader m(r.child("vision"), file, "vision", "vision");
     s.vision.num_parameters = m.get_int("num_parameters", 0, 1, std::int64_t{1} << 42);
+    if (m.has("image_tokens_per_item")) {
+      // The encoder-profile facts come together: each one is needed by the term.
+      for (const char* key : {"encoder_tokens_per_item", "pixel_values_per_item",
+                              "encoder_hidden_size", "encoder_intermediate_size"}) {
+        if (!m.has(key)) m.fail(m.field(key), "nothing", "required with image_tokens_per_item");
+      }
+      // Bounds keep the per-image bytes (tokens x widths x 4 B) far inside int64.
+      constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;
+      constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;
+      TowerSpec& v = s.vision;
+      v.image_tokens_per_item = m.get_int("image_tokens_per_item", 0, 1, kMaxTokens);
+      v.encoder_tokens_per_item = m.get_int("encoder_tokens_per_item", 0, 1, kMaxTokens);
+      v.pixel_values_per_item = m.get_int("pixel_values_per_item", 0, 1);
+      v.encoder_hidden_size =
+          static_cast<std::int32_t>(m.get_int("encoder_hidden_size", 0, 1, kMaxWidth));
+      v.encoder_intermediate_size =
+          static_cast<std::int32_t>(m.get_int("encoder_intermediate_size", 0, 1, kMaxWidth));
+      const std::string encoder_mlp = m.get_string("encoder_mlp", "plain");
+      if (encoder_mlp != "gated" && encoder_mlp != "plain") {
+        m.fail(m.field("encoder_mlp"), "'" + encoder_mlp + "'", "expected gated or plain");
+      }
+      v.encoder_gated_mlp = encoder_mlp == "gated";
+    } else {
+      for (const char* key : {"encoder_tokens_per_item", "pixel_values_per_item",
+                              "encoder_hidden_size", "encoder_intermediate_size", "encoder_mlp"}) {
+        if (m.has(key)) m.fail(m.field(key), "set", "needs image_tokens_per_item beside it");
+      }
+    }
+    s.vision.unmodelled_modalities = m.get_string_list("unmodelled_modalities");
   }
   if (r.has("quantization")) s.quantization = read_quantization(r);
 

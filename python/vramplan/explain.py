@@ -45,6 +45,24 @@ EXPLANATIONS: dict[str, Explanation] = {
             "(sampler logits).",
         ),
         Explanation(
+            "mm_encoder",
+            "GPU term",
+            "Multimodal models: what the vision encoder adds to the startup profile's peak. "
+            "vLLM runs the encoder on a batch of dummy images of the processor's largest size "
+            "('Encoder cache will be initialized with a budget of N tokens, and profiled with K "
+            "image items') and keeps their embeddings in the encoder cache (K x tokens per "
+            "image x hidden size) while the text forward and the sampler run, with the pixel "
+            "inputs still held. The peak is the larger of the encoder forward and cache + text "
+            "peak; this term is its excess over the text peak (shown apart from "
+            "activation_peak, which holds the rest).",
+            "The encoder cache must hold the largest image a request may bring: N = "
+            "max(max_num_batched_tokens, tokens per image), K = N // tokens per image (bounded "
+            "by max_num_seqs x images per prompt).",
+            '--limit-mm-per-prompt \'{"image": 0, "video": 0}\' or --language-model-only drop '
+            "it (and, from vLLM 0.11, the encoder weights); a smaller --max-num-batched-tokens "
+            "profiles fewer images; a limit of 1 image with few --max-num-seqs bounds K.",
+        ),
+        Explanation(
             "non_torch",
             "GPU term",
             "GPU memory allocated outside PyTorch's caching allocator while profiling: cuBLAS "

@@ -19,6 +19,7 @@ GIB = float(1 << 30)
 TERM_COLOURS = {
     "weights": "#4c72b0",
     "activation_peak": "#dd8452",
+    "mm_encoder": "#da8bc3",
     "non_torch": "#937860",
     "cudagraph": "#8172b3",
     "kv_cache": "#55a868",

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "vramplan/engine.hpp"
+#include "vramplan/knobs.hpp"
 
 namespace vramplan {
 
@@ -74,6 +75,34 @@ std::int64_t activation_peak_bytes(const ActivationModel& model, const SamplerMo
 std::int64_t all2all_dispatch_bytes(const ActivationModel& model,
                                     std::int64_t batched_tokens) noexcept;
 
+// The multimodal encoder in vLLM's profile_run (V1): the encoder runs on items_per_batch dummy
+// images of the processor's largest size and its outputs stay in the encoder cache while the
+// language model's dummy run executes, so the torch peak is the larger of the encoder forward
+// and (encoder cache + the language model's peak), with the pixel inputs alive throughout.
+// tokens_per_item 0: no encoder profile (text-only, every modality limited to 0, or unknown).
+struct EncoderProfileModel {
+  std::int64_t tokens_per_item = 0;         // LM embeddings of one largest image
+  std::int64_t limit_per_prompt = 0;        // limit_mm_per_prompt for images (vLLM default 999)
+  std::int64_t cache_bytes_per_item = 0;    // tokens_per_item x LM hidden x activation bytes
+  std::int64_t input_bytes_per_item = 0;    // pixel values in the activation dtype
+  std::int64_t forward_bytes_per_item = 0;  // encoder forward: MLP width + hidden buffers / token
+};
+// vLLM's compute_mm_encoder_budget and MultiModalBudget._get_max_items for the image modality:
+// budget = max(max_num_batched_tokens, tokens_per_item); items = max(1, min(budget //
+// tokens_per_item, requests x max(1, min(limit, max_model_len // tokens_per_item)))), where
+// requests is max_num_seqs (bounded by budget // tokens_per_item without chunked prefill).
+struct EncoderBudget {
+  std::int64_t budget_tokens = 0;  // "Encoder cache will be initialized with a budget of N"
+  std::int64_t items = 0;          // "... and profiled with K image items"
+};
+EncoderBudget encoder_budget(const EncoderProfileModel& encoder,
+                             std::int64_t max_num_batched_tokens, std::int64_t max_num_seqs,
+                             std::int64_t max_model_len, bool chunked_prefill) noexcept;
+// The profile run's torch peak with the encoder profile, given the language model's own peak.
+std::int64_t multimodal_activation_peak_bytes(const EncoderProfileModel& encoder,
+                                              std::int64_t items,
+                                              std::int64_t text_peak_bytes) noexcept;
+
 // One pipeline stage (TP ranks are symmetric), compiled.
 struct CompiledRank {
   std::int32_t pipeline_rank = 0;
@@ -88,6 +117,7 @@ struct CompiledRank {
   std::optional<ActivationModel> draft_activation;  // a separate drafter's dummy forward
   double cudagraph_bytes_per_size = 0.0;            // the rank's pieces at one capture size
   double draft_cudagraph_bytes_per_size = 0.0;      // the drafter's pieces (pool base shared)
+  EncoderProfileModel encoder;                      // every stage profiles the encoder
   KvGeometry kv;
 };
 
@@ -95,6 +125,7 @@ struct CompiledRank {
 struct RankEvaluation {
   std::int64_t requested_memory_bytes = 0;
   std::int64_t activation_peak_bytes = 0;
+  std::int64_t mm_encoder_bytes = 0;  // part of activation_peak_bytes
   std::int64_t cudagraph_bytes = 0;
   std::int64_t kv_cache_bytes = 0;
   std::int64_t num_blocks = 0;
@@ -161,6 +192,13 @@ class CompiledLaunch {
   Breakdown breakdown(const LaunchKnobs& knobs) const;
 
  private:
+  // The encoder profile from limit_mm_per_prompt / language_model_only and the tower's facts;
+  // notes in multimodal_notes_ what it cannot model. Throws ConfigError naming the knob.
+  EncoderProfileModel multimodal_profile(std::int64_t act_bytes);
+  std::int64_t mm_limit(const std::string& modality) const;  // vLLM default 999
+  bool multimodal_enabled() const;  // the model has a tower and some modality's limit is > 0
+  Breakdown startup_breakdown(const LaunchKnobs& knobs) const;  // without the notes
+
   std::shared_ptr<const ModelSpec> spec_;
   HardwareConfig hardware_;
   EngineConfig config_;
@@ -177,8 +215,11 @@ class CompiledLaunch {
   std::int64_t cudagraph_base_bytes_ = 0;
   std::int64_t unusable_after_repack_bytes_ = 0;
   std::int32_t num_speculative_tokens_ = 0;
-  bool all2all_exchange_ = false;  // an MoE model under DP: the breakdown names the terms
-  HostBreakdown host_;             // without the per-knob input-batch term
+  bool all2all_exchange_ = false;         // an MoE model under DP: the breakdown names the terms
+  HostBreakdown host_;                    // without the per-knob input-batch term
+  std::vector<ModalityLimit> mm_limits_;  // limit_mm_per_prompt as given
+  // Why the encoder profile is missing or partial for a multimodal model (plan warnings).
+  std::vector<std::string> multimodal_notes_;
 };
 
 }  // namespace vramplan

@@ -159,6 +159,9 @@ struct EngineConfig {
   std::shared_ptr<const ModelSpec> draft_model;  // the drafter's spec for eagle/draft_model
   std::int32_t max_loras = 0;                    // --max-loras with --enable-lora (0: LoRA off)
   std::int32_t max_lora_rank = 16;               // --max-lora-rank
+  // --limit-mm-per-prompt as vLLM's JSON ('{"image": 2, "video": 0}'); empty: 999 per modality.
+  std::string limit_mm_per_prompt;
+  bool language_model_only = false;  // --language-model-only: every modality limited to 0
   // A calibrated profile (apply_profile_overrides) used instead of the engines.yaml row of
   // engine_version; not a vLLM knob.
   std::shared_ptr<const EngineProfile> profile;
@@ -210,6 +213,9 @@ struct RankBreakdown {
   std::int64_t weights_bytes = 0;
   std::int64_t lora_bytes = 0;  // LoRA slots, part of weights_bytes
   std::int64_t activation_peak_bytes = 0;
+  // What the multimodal encoder profile adds to activation_peak_bytes (its forward, or the
+  // encoder cache and pixel inputs held under the language model's peak).
+  std::int64_t mm_encoder_bytes = 0;
   std::int64_t non_torch_bytes = 0;
   std::int64_t cudagraph_bytes = 0;     // graph pool (estimate where in budget)
   std::int64_t cuda_context_bytes = 0;  // outside the budget: context + NCCL init

@@ -57,6 +57,15 @@ KnobValue check_knob(const KnobSpec& knob, const KnobValue& value);
 void set_knob(EngineConfig& config, std::string_view name, const KnobValue& value);
 // Every set knob of `config` checked as set_knob would: for C++ callers that fill the struct.
 void validate_knobs(const EngineConfig& config);
+// One modality's limit from --limit-mm-per-prompt.
+struct ModalityLimit {
+  std::string modality;
+  std::int64_t count = 0;
+};
+// limit_mm_per_prompt's JSON, checked (an object of modality: count >= 0, or {"count": n});
+// empty text: no limits given. Throws ConfigError naming the knob and the value.
+std::vector<ModalityLimit> parse_limit_mm_per_prompt(const std::string& text);
+
 // The value as text ("0.9", "8192", "fp8", "true").
 std::string knob_value_text(const KnobValue& value);
 

@@ -75,9 +75,20 @@ struct LinearAttentionSpec {
   std::int32_t conv_kernel = 4;
 };
 
-// Vision/audio encoder and projector, counted by parameters (stored unquantized).
+// Vision/audio encoder and projector, counted by parameters (stored unquantized), and what
+// vLLM's startup profile of it needs (GPUModelRunner.profile_run runs the encoder on a batch of
+// dummy images of the processor's largest size and keeps the outputs in the encoder cache).
+// image_tokens_per_item 0: the profile facts are unknown for this model.
 struct TowerSpec {
   std::int64_t num_parameters = 0;
+  std::int64_t image_tokens_per_item = 0;    // LM embeddings of one largest image
+  std::int64_t encoder_tokens_per_item = 0;  // tokens the encoder runs per image (patches, CLS)
+  std::int64_t pixel_values_per_item = 0;    // elements of one image's pixel_values
+  std::int32_t encoder_hidden_size = 0;
+  std::int32_t encoder_intermediate_size = 0;
+  bool encoder_gated_mlp = false;  // SwiGLU MLP (Qwen2.5-VL) vs fc1/fc2
+  // Modalities vLLM also accepts for this model whose profile is not modelled (Qwen-VL video).
+  std::vector<std::string> unmodelled_modalities;
 };
 
 enum class QuantMethod : std::uint8_t {

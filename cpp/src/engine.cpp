@@ -589,10 +589,11 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
                                  : pp > 1 ? profile_.non_torch_pipeline_only_bytes
                                           : profile_.non_torch_single_rank_bytes;
   const EncoderProfileModel encoder = multimodal_profile(act_bytes);
-  // With every modality limited to 0, vLLM skips the encoder profile and (from the 0.11 rows:
-  // PR #22299, 2025-08) does not build the tower, so its weights stay on disk.
+  // With every modality limited to 0, vLLM skips the encoder profile and (where the row says
+  // so) does not build the tower, so its weights stay on disk.
   std::unique_ptr<ModelSpec> text_only;
-  if (s.vision.num_parameters > 0 && !multimodal_enabled() && profile_.era >= EngineEra::V1Mid) {
+  if (s.vision.num_parameters > 0 && !multimodal_enabled() &&
+      profile_.skips_encoder_without_modalities) {
     text_only = std::make_unique<ModelSpec>(s);
     text_only->vision = TowerSpec{};
   }

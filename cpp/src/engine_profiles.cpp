@@ -201,6 +201,7 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   flag("graph_profiling_minimal_kv_cache", p.graph_profiling_minimal_kv_cache);
   flag("mla_backend_block_size", p.mla_backend_block_size);
   flag("non_torch_counts_cached_activations", p.non_torch_counts_cached_activations);
+  flag("skips_encoder_without_modalities", p.skips_encoder_without_modalities);
   if (!row.inherits("kv_tokens_report", first)) {
     const std::string report = row.text("kv_tokens_report");
     if (report != "blocks" && report != "concurrency") {

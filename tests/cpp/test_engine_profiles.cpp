@@ -245,6 +245,7 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    startup_free_memory_check: true\n    post_allocation_check: true\n"
       "    graph_profiling_minimal_kv_cache: false\n"
       "    mla_backend_block_size: true\n    non_torch_counts_cached_activations: false\n"
+      "    skips_encoder_without_modalities: false\n"
       "    non_torch_pipeline_only_bytes: 75497472\n"
       "    non_torch_tensor_parallel_bytes: 2212495360\n    swap_space_default_bytes: 0\n"
       "    cuda_context_bytes: 547356672\n    nccl_communicator_bytes: 268435456\n"

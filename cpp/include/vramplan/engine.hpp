@@ -58,6 +58,9 @@ struct EngineProfile {
   // so the caching allocator's freed activation blocks count again (vLLM PR #10511 until
   // PR #11809 measured against memory_reserved()).
   bool non_torch_counts_cached_activations = false;
+  // limit_mm_per_prompt 0 for every modality leaves the encoder tower unbuilt (its weights
+  // are not loaded), not only unprofiled.
+  bool skips_encoder_without_modalities = true;
   double sampler_bytes_per_logit = 0.0;  // fitted: peak sampler bytes per (request x vocab entry)
   std::int64_t non_torch_single_rank_bytes = 0;      // TP=1, no PP: cuBLAS/attention workspaces
   std::int64_t non_torch_pipeline_only_bytes = 0;    // PP>1 at TP=1

@@ -144,12 +144,27 @@ KnobValue typical_value(const KnobSpec& knob, Reader& in) {
   }
   const std::uint8_t pick = in.take<std::uint8_t>();
   if (!knob.choices.empty()) return KnobValue{nth_choice(knob.choices, pick)};
-  static const char* const kVersions[] = {"0.6.4.post1", "0.7.3",  "0.8.5",  "0.10.1", "0.11.0",
-                                          "0.17.0",      "0.18.0", "0.19.0", "0.21.0", "v1.0.2"};
+  static const char* const kVersions[] = {"0.6.4.post1", "0.6.5",  "0.7.3",  "0.8.5",
+                                          "0.9.1",       "0.10.1", "0.11.0", "0.17.0",
+                                          "0.18.0",      "0.19.0", "0.21.0", "v1.0.2"};
   static const char* const kQuantizations[] = {
       "fp8", "bitsandbytes", "awq_marlin", "gptq_marlin", "compressed-tensors",
       "awq", "gptq",         "modelopt"};
-  if (knob.name == "engine_version") return KnobValue{std::string(kVersions[pick % 10])};
+  if (knob.name == "engine_version") return KnobValue{std::string(kVersions[pick % 12])};
+  if (knob.name == "limit_mm_per_prompt") {
+    // vLLM's JSON forms: a count per modality, or {"count": n}; the count from the input.
+    const std::string count = std::to_string(in.take<std::uint8_t>() % 8);
+    switch (pick % 4) {
+      case 0:
+        return KnobValue{"{\"image\": " + count + "}"};
+      case 1:
+        return KnobValue{"{\"image\": " + count + ", \"video\": 0}"};
+      case 2:
+        return KnobValue{"{\"image\": {\"count\": " + count + "}}"};
+      default:
+        return KnobValue{std::string("{\"image\": 0, \"video\": 0, \"audio\": 0}")};
+    }
+  }
   if (knob.name == "quantization") return KnobValue{std::string(kQuantizations[pick % 8])};
   return KnobValue{std::string("x")};
 }

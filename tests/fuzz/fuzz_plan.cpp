@@ -17,7 +17,7 @@
 //   - nothing but vramplan::Error escapes compiling, solving or rendering;
 //   - a plan that fits meets its targets, and compute_breakdown at plan.config starts;
 //   - every plan and every remedy marked fits carries a non-empty flag line;
-//   - GPU memory: with 1 GiB more (not crossing vLLM's 70 GiB batch-default threshold) a
+//   - GPU memory: with 1 GiB more (not crossing the version's batch-default tier) a
 //     breakdown that started still starts and a plan that fits still fits;
 //   - utilization: a higher utilization never lowers any rank's KV cache bytes of a started
 //     breakdown;
@@ -236,8 +236,6 @@ std::int64_t mode_value(Reader& in, std::int64_t zero_mode, std::int64_t unit) {
   }
 }
 
-bool large_gpu(std::int64_t total) { return total >= 70 * kGiB; }
-
 vramplan::LaunchKnobs knobs_at(const Plan& plan) { return vramplan::launch_knobs(plan.config); }
 
 void check_plan(const ModelSpec& spec, const HardwareConfig& hardware, const Plan& plan,
@@ -322,10 +320,12 @@ void run(Reader& in) {
 
   // Memory: one more GiB on the card, on the same side of the batch-default threshold.
   const std::int64_t total = hardware.gpu.total_memory_bytes;
-  if (total < std::numeric_limits<std::int64_t>::max() - kGiB &&
-      large_gpu(total) == large_gpu(total + kGiB)) {
-    HardwareConfig bigger = hardware;
+  HardwareConfig bigger = hardware;
+  if (total < std::numeric_limits<std::int64_t>::max() - kGiB)
     bigger.gpu.total_memory_bytes += kGiB;
+  if (bigger.gpu.total_memory_bytes != total &&
+      vramplan::uses_large_batch_defaults(launch->profile(), hardware.gpu) ==
+          vramplan::uses_large_batch_defaults(launch->profile(), bigger.gpu)) {
     const CompiledLaunch roomier(spec_ptr, bigger, config);
     const vramplan::LaunchKnobs pinned = vramplan::launch_knobs(config);
     vramplan::ResolvedKnobs resolved;

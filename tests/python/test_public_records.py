@@ -96,6 +96,9 @@ def test_r1_distill_parameter_count_by_hand() -> None:
         # pub-008 (vllm#23230, 0.10.1): one L40S, "Model loading took 16.5557 GiB" (the whole
         # 8.9B-parameter model in bf16, so one rank).
         ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "0.10.1", {}, 16.5557, 0.005),
+        # pub-101/102 (vllm#10517, V0 0.6.4 log format): one RTX 3090, "Loading model weights
+        # took 14.9888 GB" for Llama-3.1-8B-Instruct in bf16.
+        ("meta-llama/Llama-3.1-8B-Instruct", "0.6.4", {}, 14.9888, 0.005),
     ],
 )
 def test_weights_match_public_loading_line(
@@ -112,7 +115,7 @@ def _public_replays() -> dict[str, validate.Replay]:
 def test_public_records_expressed_and_reasons() -> None:
     replays = _public_replays()
     expressed = {rid for rid, r in replays.items() if r.predicted is not None}
-    assert expressed == {"pub-008", "pub-009", "pub-010", "pub-018"}
+    assert expressed == {"pub-008", "pub-009", "pub-010", "pub-018", "pub-101", "pub-102"}
     for rid, replay in replays.items():
         if rid not in expressed:
             assert replay.unsupported, rid
@@ -131,6 +134,8 @@ def test_public_record_models_resolve() -> None:
         "pub-008": "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
         "pub-009": "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
         "pub-018": "01-ai/Yi-1.5-34B",
+        "pub-101": "meta-llama/Llama-3.1-8B-Instruct",
+        "pub-102": "meta-llama/Llama-3.1-8B-Instruct",
     }
     for rid, spec_id in expected.items():
         assert db.model(records[rid]["model"]).id == spec_id, rid
@@ -143,6 +148,8 @@ def test_record_knobs_appear_in_their_logs() -> None:
         "pub-003": ("gpu_memory_utilization", "`gpu_memory_utilization` is set as 0.9"),
         "pub-009": ("max_model_len", '"--max-model-len", "32768"'),
         "pub-018": ("gpu_memory_utilization", "--gpu-memory-utilization 0.9"),
+        "pub-101": ("max_model_len", "Maximum concurrency for 20000 tokens"),
+        "pub-102": ("max_model_len", "Maximum concurrency for 29000 tokens"),
     }
     for rid, (field, text) in cases.items():
         log = (DATA / "public_logs" / f"{rid}.log").read_text(encoding="utf-8")
@@ -163,6 +170,7 @@ def record_value_in(text: str, value: object) -> bool:
         ("RTX-3090", 23.58, "pub-006: total_gpu_memory (23.58GiB)"),
         ("RTX-5090", 31.37, "pub-007: total_gpu_memory (31.37GiB)"),
         ("RTX-5090", 31.4, "pub-015: Free memory on device (30.27/31.4 GiB)"),
+        ("RTX-3090", 23.58, "pub-101: total_gpu_memory=23.58GiB"),
     ],
 )
 def test_gpu_totals_match_public_logs(gpu: str, log_total_gib: float, source: str) -> None:

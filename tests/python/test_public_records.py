@@ -150,6 +150,7 @@ def test_record_knobs_appear_in_their_logs() -> None:
         "pub-018": ("gpu_memory_utilization", "--gpu-memory-utilization 0.9"),
         "pub-101": ("max_model_len", "Maximum concurrency for 20000 tokens"),
         "pub-102": ("max_model_len", "Maximum concurrency for 29000 tokens"),
+        "pub-021": ("max_model_len", '"OPTION_MAX_MODEL_LEN": "8192"'),
     }
     for rid, (field, text) in cases.items():
         log = (DATA / "public_logs" / f"{rid}.log").read_text(encoding="utf-8")
@@ -167,6 +168,7 @@ def record_value_in(text: str, value: object) -> bool:
 @pytest.mark.parametrize(
     ("gpu", "log_total_gib", "source"),
     [
+        ("A100-40GB", 39.39, "pub-021: total_gpu_memory (39.39GiB)"),
         ("RTX-3090", 23.58, "pub-006: total_gpu_memory (23.58GiB)"),
         ("RTX-5090", 31.37, "pub-007: total_gpu_memory (31.37GiB)"),
         ("RTX-5090", 31.4, "pub-015: Free memory on device (30.27/31.4 GiB)"),

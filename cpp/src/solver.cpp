@@ -107,6 +107,37 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
       e = evaluate(launch, knobs);
     }
   }
+  if (t.context == 0 && !pinned_len && t.concurrency > 0 && e.outcome == Outcome::Started &&
+      capacity_at(launch, e, e.knobs.max_model_len) < t.concurrency) {
+    // No target context: the longest context (a block multiple) that holds the target
+    // concurrency, so more memory never turns a fitting plan into a failing one.
+    const std::int64_t block =
+        kv_page(launch.ranks().front().kv, e.knobs.block_size, e.knobs.kv_element_bytes).block_size;
+    auto holds = [&](std::int64_t blocks) {
+      LaunchKnobs trial = knobs;
+      trial.max_model_len = blocks * block;
+      ResolvedKnobs r;
+      if (launch.try_resolve(trial, r) != KnobProblem::None) return false;
+      const Evaluation te = launch.evaluate(r);
+      return te.outcome == Outcome::Started &&
+             capacity_at(launch, te, blocks * block) >= t.concurrency;
+    };
+    std::int64_t lo = 1;
+    std::int64_t hi = e.knobs.max_model_len / block;
+    if (hi >= 1 && holds(lo)) {
+      while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo + 1) / 2;
+        if (holds(mid)) {
+          lo = mid;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      knobs.max_model_len = lo * block;
+      plan.binding_max_model_len = "KV cache capacity for the target concurrency";
+      e = evaluate(launch, knobs);
+    }
+  }
   if (e.outcome == Outcome::CudagraphProfilingOom && !knobs.max_num_seqs) {
     // Graph profiling's minimal KV cache holds max_cudagraph_capture_size blocks, which
     // follows max_num_seqs: the largest sequence count whose profiling fits.

@@ -322,3 +322,27 @@ TEST(Engine, LaunchNeedsItsGpus) {
   config.pipeline_parallel_size = 2;  // TP 2 x PP 2 = 4 GPUs, 2 given
   EXPECT_THROW(compute_breakdown(s, hw, config), ConfigError);
 }
+
+// No target context with a target concurrency: the longest context (a block multiple) that
+// holds that many sequences (whole 16-token blocks, 3 requests in the pool); and one more
+// GiB on the card never turns the fitting plan into a failing one (found by fuzz_plan).
+TEST(Solver, AutoContextHoldsTheTargetConcurrency) {
+  const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
+  SolveRequest req;
+  req.hardware.gpu = card("RTX-4090", 23.64);
+  req.pinned.gpu_memory_utilization = 0.9;
+  req.target_concurrency = 3;
+  const Plan plan = solve(s, req);
+  ASSERT_TRUE(plan.fits) << plan.verdict;
+  // Without the target, the model's 131072 tokens would hold one sequence at most.
+  EXPECT_EQ(plan.binding_max_model_len, "KV cache capacity for the target concurrency");
+  EXPECT_EQ(plan.max_model_len % 16, 0);
+  const std::int64_t blocks = plan.breakdown.ranks.front().kv_cache_bytes / (16 * 131072);
+  EXPECT_GE(blocks / (plan.max_model_len / 16), 3);
+  EXPECT_GE(plan.breakdown.max_concurrency, 3.0);
+  SolveRequest roomier = req;
+  roomier.hardware.gpu = card("RTX-4090", 24.64);
+  const Plan more = solve(s, roomier);
+  ASSERT_TRUE(more.fits) << more.verdict;
+  EXPECT_GE(more.max_model_len, plan.max_model_len);
+}

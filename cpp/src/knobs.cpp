@@ -128,7 +128,7 @@ const std::vector<KnobSpec> kKnobs = {
     {"data_parallel_size", KnobType::Integer, "replicas", 1, 1024, "", "1",
      "replicas of the TP x PP group (each plans the same per GPU; host RAM multiplies)",
      "--data-parallel-size", "data_parallel_size", 1, VRAMPLAN_KNOB_ACCESS(data_parallel_size)},
-    {"enable_expert_parallel", KnobType::Boolean, "", 0, 0, "", "false: experts split over TP",
+    {"enable_expert_parallel", KnobType::Boolean, "", 0, 0, "", "false: each expert split over TP x DP",
      "routed experts spread whole over TP x DP ranks instead of split over TP",
      "--enable-expert-parallel", "enable_expert_parallel", 1,
      VRAMPLAN_KNOB_ACCESS(enable_expert_parallel)},

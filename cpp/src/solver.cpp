@@ -27,6 +27,21 @@ struct Targets {
   std::int64_t safety_margin_bytes = 0;
 };
 
+// The largest value in [lo, hi] that passes, for a test that holds at lo and stops holding
+// once it fails (bisection).
+template <typename Test>
+std::int64_t largest_passing(std::int64_t lo, std::int64_t hi, const Test& passes) {
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    if (passes(mid)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
 // Sequences of `context` tokens the KV pool holds at once.
 std::int64_t capacity_at(const CompiledLaunch& launch, const Evaluation& e, std::int64_t context) {
   const std::int64_t per_request = launch.blocks_per_request(e.knobs, context);
@@ -125,14 +140,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
     std::int64_t lo = 1;
     std::int64_t hi = e.knobs.max_model_len / block;
     if (hi >= 1 && holds(lo)) {
-      while (lo < hi) {
-        const std::int64_t mid = lo + (hi - lo + 1) / 2;
-        if (holds(mid)) {
-          lo = mid;
-        } else {
-          hi = mid - 1;
-        }
-      }
+      lo = largest_passing(lo, hi, holds);
       knobs.max_model_len = lo * block;
       plan.binding_max_model_len = "KV cache capacity for the target concurrency";
       e = evaluate(launch, knobs);
@@ -151,14 +159,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
              launch.evaluate(r).outcome != Outcome::CudagraphProfilingOom;
     };
     if (profiles(lo)) {
-      while (lo < hi) {
-        const std::int64_t mid = lo + (hi - lo + 1) / 2;
-        if (profiles(mid)) {
-          lo = mid;
-        } else {
-          hi = mid - 1;
-        }
-      }
+      lo = largest_passing(lo, hi, profiles);
       knobs.max_num_seqs = lo;
       seqs_binding =
           "CUDA-graph profiling: its minimal KV cache of max_cudagraph_capture_size "
@@ -189,14 +190,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
         return te.outcome == Outcome::Started && capacity_at(launch, te, context) >= t.concurrency;
       };
       if (lo < hi && meets(lo)) {
-        while (lo < hi) {  // largest tokens that still holds the target
-          const std::int64_t mid = lo + (hi - lo + 1) / 2;
-          if (meets(mid)) {
-            lo = mid;
-          } else {
-            hi = mid - 1;
-          }
-        }
+        lo = largest_passing(lo, hi, meets);
         knobs.max_num_batched_tokens = lo;
         plan.binding_max_num_batched_tokens =
             "activation peak: the largest that leaves KV room for " +

@@ -709,11 +709,16 @@ EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
   }
   for (const std::string& modality : tower.unmodelled_modalities) {
     if (mm_limit(modality) > 0) {
-      multimodal_notes_.push_back(
-          "Not modelled: vLLM may profile " + modality + " items of " + s.id +
+      std::string note = "Not modelled: vLLM may profile ";
+      note += modality;
+      note += " items of ";
+      note += s.id;
+      note +=
           " (their tokens grow with max_model_len) instead of images; the activation peak "
-          "counts only the image profile. limit_mm_per_prompt '{\"" +
-          modality + "\": 0}' makes the plan exact.");
+          "counts only the image profile. limit_mm_per_prompt '{\"";
+      note += modality;
+      note += "\": 0}' makes the plan exact.";
+      multimodal_notes_.push_back(std::move(note));
     }
   }
   const std::int64_t image_limit = mm_limit("image");

@@ -204,8 +204,14 @@ def _instance(text: str) -> Instance:
     except SystemExit:
         msg = f"colocate: instance {text!r}: bad flags (vLLM's own names, see vramplan plan -h)"
         raise _core.ConfigError(msg) from None
-    if rest or not words or words[0].startswith("-"):
-        msg = f"colocate: instance {text!r}: expected MODEL [--flag value ...], got {rest}"
+    if not words or words[0].startswith("-"):
+        msg = f"colocate: instance {text!r}: expected MODEL [--flag value ...]"
+        raise _core.ConfigError(msg)
+    if rest:
+        msg = (
+            f"colocate: instance {text!r}: unknown flags {' '.join(rest)} (vLLM's own names, "
+            "see vramplan plan -h)"
+        )
         raise _core.ConfigError(msg)
     return Instance(parsed.model, cli._knobs(parsed))
 

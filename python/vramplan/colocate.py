@@ -247,7 +247,12 @@ def _smallest_utilization(
         return largest
     # Hold the prefill chunk at the solver's choice for the whole GPU: otherwise a smaller
     # utilization would be bought by shrinking max_num_batched_tokens to a handful of tokens.
-    knobs = {"max_num_batched_tokens": int(largest.max_num_batched_tokens), **knobs}
+    # Sequences: the target's, which is all the instance is sized for.
+    knobs = {
+        "max_num_batched_tokens": int(largest.max_num_batched_tokens),
+        "max_num_seqs": max(1, instance.concurrency),
+        **knobs,
+    }
 
     def at(hundredths: int) -> api.Plan:
         pinned = {**knobs, "gpu_memory_utilization": hundredths / 100}

@@ -56,7 +56,7 @@ def test_start_order_matters_by_hand(order_matters: vramplan.Colocation) -> None
     demand = -(-H100_TOTAL * 9 // 10)
     assert demand == 76_527_068_775
     # Chat first: at most T - 0.65 T = 29.76 GB is free for the small one < 76.5 GB: it fails.
-    assert H100_TOTAL - 0.65 * H100_TOTAL < demand
+    assert demand > H100_TOTAL - 0.65 * H100_TOTAL
     reverse = order_matters.checked_orders[(0, 1)]
     assert reverse.startswith(f"{SMALL} (started after")
     assert "startup_free_memory" in reverse
@@ -83,7 +83,8 @@ def test_each_launch_replays_through_plan_in_its_order(
     targets = {CHAT: (32768, 8), SMALL: (8192, 4)}
     for row in rows:
         words = shlex.split(row["launch"])
-        assert words[0] == "CUDA_VISIBLE_DEVICES=0" and words[1:3] == ["vllm", "serve"]
+        assert words[0] == "CUDA_VISIBLE_DEVICES=0"
+        assert words[1:3] == ["vllm", "serve"]
         flags = words[4 : words.index("--port")]
         context, concurrency = targets[words[3]]
         argv = ["plan", words[3], "--gpu", "H100", *flags, "--used-by-others-bytes", str(held)]
@@ -106,7 +107,8 @@ def test_each_launch_replays_through_plan_in_its_order(
 
 def test_each_utilization_is_the_smallest_that_serves_the_target() -> None:
     result = vramplan.colocate([CHAT, "Qwen/Qwen3-4B"], "H100", context=32768, concurrency=4)
-    assert result.fits and result.order == [0, 1]  # the order given works: kept
+    assert result.fits
+    assert result.order == [0, 1]
     assert result.checked_orders[(1, 0)] == "passes"  # both hold what they ask for
     for placed in result.instances:
         knobs = dict(placed.knobs)
@@ -121,7 +123,8 @@ def test_each_utilization_is_the_smallest_that_serves_the_target() -> None:
 def test_no_split_works_says_why() -> None:
     # Three chat instances each need at least 0.65 of the GPU (see above): 1.95 > 1.
     result = vramplan.colocate([CHAT] * 3, "H100", context=32768, concurrency=8)
-    assert not result.fits and result.order is None
+    assert not result.fits
+    assert result.order is None
     assert "under load the instances hold" in result.reason
     assert result.total_resident_bytes > H100_TOTAL
     with pytest.raises(vramplan.Error, match="no start order"):
@@ -137,7 +140,8 @@ def test_compose_file_starts_them_in_order(order_matters: vramplan.Colocation) -
     services = compose["services"]
     assert list(services) == ["vllm-1", "vllm-2"]
     first, second = services["vllm-1"], services["vllm-2"]
-    assert first["command"][0] == SMALL and second["command"][0] == CHAT
+    assert first["command"][0] == SMALL
+    assert second["command"][0] == CHAT
     assert "depends_on" not in first
     assert second["depends_on"] == {"vllm-1": {"condition": "service_healthy"}}
     for service, row in zip(services.values(), order_matters.rows()):
@@ -175,12 +179,15 @@ def test_cli_colocate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert yaml.safe_load(compose.read_text())["services"]["vllm-1"]["command"][0] == SMALL
     code, out, _ = run(capsys, *argv, "--concurrency", "8,4", "--json")
     data = json.loads(out)
-    assert code == 0 and data["fits"] and [r["model"] for r in data["instances"]] == [SMALL, CHAT]
+    assert code == 0
+    assert data["fits"]
+    assert [r["model"] for r in data["instances"]] == [SMALL, CHAT]
     assert "services:" in data["compose"]
     code, out, _ = run(
         capsys, "colocate", CHAT, CHAT, CHAT, "--context", "32768", "--concurrency", "8"
     )
-    assert code == 1 and "why: under load" in out
+    assert code == 1
+    assert "why: under load" in out
 
 
 @pytest.mark.parametrize(
@@ -199,5 +206,7 @@ def test_cli_colocate_bad_input_is_named(
     argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = run(capsys, *argv)
-    assert code == 2 and out == ""
-    assert named in err and "Traceback" not in err
+    assert code == 2
+    assert out == ""
+    assert named in err
+    assert "Traceback" not in err

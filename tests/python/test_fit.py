@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -79,7 +80,8 @@ def test_cheapest_option_known_by_hand(prices: Path) -> None:
     assert costs == sorted(costs)
     assert best.launch.startswith(f"vllm serve {LLAMA_8B} ")
     assert "--tensor-parallel-size 2" in best.launch
-    assert best.max_concurrency >= 4 and best.max_context >= 32768
+    assert best.max_concurrency >= 4
+    assert best.max_context >= 32768
     assert best.kv_headroom == best.max_concurrency / 4
 
 
@@ -191,7 +193,9 @@ def test_price_file_errors_name_file_line_and_field(
             "--prices",
             str(path),
         )
-        assert code == 2 and str(path) in stderr and "Traceback" not in stderr
+        assert code == 2
+        assert str(path) in stderr
+        assert "Traceback" not in stderr
     binary = tmp_path / "binary.csv"
     binary.write_bytes(b"gpu,usd_per_hour\nL4,\xff\n")
     with pytest.raises(vramplan.Error, match="not UTF-8"):
@@ -214,8 +218,10 @@ def test_sglang_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
         ["colocate", "Qwen/Qwen3-0.6B", "--engine", "sglang"],
     ):
         code, out, err = run(capsys, *argv)
-        assert code == 2 and out == ""
-        assert "SGLang is not modelled yet" in err and "issue 23" in err
+        assert code == 2
+        assert out == ""
+        assert "SGLang is not modelled yet" in err
+        assert "issue 23" in err
 
 
 def test_bad_targets_are_named(capsys: pytest.CaptureFixture[str]) -> None:
@@ -224,13 +230,16 @@ def test_bad_targets_are_named(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(vramplan.Error, match="gpus"):
         vramplan.fit(LLAMA_8B, context=1024, concurrency=1, gpus=["NoSuchGPU"])
     code, _, err = run(capsys, "fit", LLAMA_8B, "--context", "1024")
-    assert code == 2 and "--concurrency is required" in err
+    assert code == 2
+    assert "--concurrency is required" in err
     code, _, err = run(capsys, "fit")
-    assert code == 2 and "--gpu" in err
+    assert code == 2
+    assert "--gpu" in err
     code, _, err = run(
         capsys, "fit", LLAMA_8B, "--gpu", "L4", "--context", "1", "--concurrency", "1"
     )
-    assert code == 2 and "--gpus L4" in err
+    assert code == 2
+    assert "--gpus L4" in err
 
 
 def test_pinned_split_keeps_only_that_split() -> None:
@@ -285,9 +294,10 @@ def test_reverse_lists_models_that_fit_a_gpu(
     assert models.fits.tolist() == sorted(models.fits.tolist(), reverse=True)
     code, out, err = run(capsys, "fit", "--gpu", "L4", "--top", "0", "--no-hf-cache")
     assert code == 0
-    assert "Qwen/Qwen3-0.6B" in out and "someorg/my-qwen" not in out
+    assert "Qwen/Qwen3-0.6B" in out
+    assert "someorg/my-qwen" not in out
     assert "Meta-Llama-3.1-70B " not in out
-    assert f"models fit" in err
+    assert "models fit" in err
     # Two L4s: the 14B model needs TP=2 (28 GiB of bf16 weights > one card).
     two = vramplan.fit_models("L4", num_gpus=2, hf_cache=False).set_index("model")
     assert two.loc["Qwen/Qwen3-14B", "fits"]
@@ -335,3 +345,31 @@ def test_fit_notebook_runs() -> None:
     assert "image/png" in mimes  # plot_fit
     text = "".join(str(o.get("text", "")) for o in outputs)
     assert "services:" in text  # the compose file
+
+
+def test_progress_shows_past_a_second_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vramplan import cli_fit
+
+    progress = cli_fit._Progress("fit")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    progress(1, 2)  # within the first second: nothing
+    assert capsys.readouterr().err == ""
+    progress.start -= cli_fit.PROGRESS_AFTER_S
+    progress(2, 2)
+    progress.close()
+    assert capsys.readouterr().err == "\rvramplan: fit: 2/2\n"
+
+
+def test_fit_out_writes_every_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "options.csv"
+    argv = ["fit", LLAMA_8B, "--context", "8192", "--concurrency", "2", "--gpus", "L4,H100"]
+    code, stdout, err = run(capsys, *argv, "--max-gpus", "2", "--out", str(out))
+    assert code == 0
+    assert stdout == ""
+    assert "wrote 8 rows" in err
+    frame = pd.read_csv(out)
+    assert list(frame.columns) == list(
+        vramplan.fit(LLAMA_8B, context=8192, concurrency=2, gpus="L4", max_gpus=1).columns
+    )

@@ -416,9 +416,10 @@ def colocate(
 
 
 def _find_order(colocation: Colocation) -> list[int] | None:
-    """A start order in which every instance starts, searched over subsets of started
-    instances (what the check sees depends only on which started before). Instances earlier
-    in the given order are tried first, so the given order wins when it works."""
+    """A start order in which every instance starts, or None. What an instance's check sees
+    depends only on which instances started before it, not on their order, so the search
+    visits sets of started instances (at most 2^n x n checks), keeping the first order that
+    reaches each set."""
     count = len(colocation.instances)
     base = colocation.memory_used_by_others_bytes + colocation.safety_margin_bytes
     reached: dict[int, list[int]] = {0: []}
@@ -429,8 +430,8 @@ def _find_order(colocation: Colocation) -> list[int] | None:
                 bit = 1 << index
                 if mask & bit or mask | bit in reached:
                     continue
-                if _starts(colocation.instances[index], colocation.gpu, colocation.num_gpus, held)[
-                    0
-                ]:
+                placed = colocation.instances[index]
+                starts, _ = _starts(placed, colocation.gpu, colocation.num_gpus, held)
+                if starts:
                     reached[mask | bit] = [*order, index]
     return reached.get((1 << count) - 1)

@@ -271,9 +271,9 @@ def fit(
     **knobs: Any,
 ) -> pd.DataFrame:
     """Every GPU type (`gpus`: 'all', or ids) x count (1 .. `max_gpus`, or exactly `num_gpus`)
-    x TP/PP/DP split, planned
-    by the C++ solver for `concurrency` sequences of `context` tokens. Knobs (vLLM's names)
-    are pinned on every launch; a pinned TP/PP/DP keeps only the splits with that size.
+    x TP/PP/DP split, planned by the C++ solver for `concurrency` sequences of `context` tokens.
+    Knobs (vLLM's names) are pinned on every launch; a pinned TP/PP/DP keeps only the splits
+    with that size. The model id goes into the launch lines exactly as given.
 
     Returns a DataFrame, one row per option, ranked: fitting first, then cheapest (`prices`: a
     `gpu,usd_per_hour` CSV or a mapping, dollars per GPU-hour), or fewest GPUs without prices.

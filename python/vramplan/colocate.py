@@ -8,6 +8,11 @@ hold as memory used by other processes. What a started instance holds comes from
 (`_core.resident_bytes`); each instance in each order is evaluated by the core with the memory
 of those before it as `memory_used_by_others_bytes`. This module chooses and orders (searches,
 no arithmetic of its own beyond adding up what the core reports).
+
+Per vLLM era, as the core models it: from 0.9.1 the check refuses to start
+(`startup_free_memory`); before it there is no check, and the memory the others hold runs out
+after the KV cache is allocated (graph capture or the sampler warm-up: a CUDA OOM). In every era
+the others' memory is outside the instance's own budget (`ceil(total x U)` minus what it uses).
 """
 
 from __future__ import annotations

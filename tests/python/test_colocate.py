@@ -210,3 +210,26 @@ def test_cli_colocate_bad_input_is_named(
     assert out == ""
     assert named in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("version", "failure"),
+    [("0.8.0", "oom"), ("0.9.1", "startup_free_memory"), ("0.21.0", "startup_free_memory")],
+)
+def test_how_the_others_memory_fails_an_instance_per_era(version: str, failure: str) -> None:
+    # Utilizations 0.6 and 0.5 pinned by hand: 1.1 x total > total whatever else they hold.
+    knobs = {"engine_version": version, "max_model_len": 4096}
+    result = vramplan.colocate(
+        [
+            (SMALL, {**knobs, "gpu_memory_utilization": 0.6}),
+            ("Qwen/Qwen3-1.7B", {**knobs, "gpu_memory_utilization": 0.5}),
+        ],
+        "H100",
+    )
+    assert not result.fits
+    assert "under load the instances hold" in result.reason
+    # Started anyway, the second fails: at vLLM's startup check from 0.9.1; before it there is
+    # no check and the memory runs out after the KV cache is allocated.
+    verdict = check_order(result, [0, 1])
+    assert verdict.startswith("Qwen/Qwen3-1.7B (started after")
+    assert failure in verdict

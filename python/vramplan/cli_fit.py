@@ -63,9 +63,18 @@ def _cell(value: Any, fmt: str = "{}") -> str:
     return fmt.format(value)
 
 
+def _refuse(flags: dict[str, bool], where: str) -> None:
+    """Launch flags that mean nothing here are refused, never ignored."""
+    given = [flag for flag, is_given in flags.items() if is_given]
+    if given:
+        msg = f"{where}: {', '.join(given)} cannot be used here"
+        raise _core.ConfigError(msg)
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
     knobs = cli._knobs(args)
     progress = _Progress("fit")
+    host_ram_bytes = int((args.host_ram_gib or 0) * cli.GIB)
     if args.model is None and args.gpu is None:
         msg = "fit: give a MODEL (which GPUs serve it) or --gpu G (which models fit it)"
         raise _core.ConfigError(msg)
@@ -77,17 +86,36 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         raise _core.ConfigError(msg)
     try:
         if args.model is None:
+            _refuse(
+                {"--revision": args.revision is not None, "--offline": bool(args.offline)},
+                "fit --gpu (the models come from the database and the local cache)",
+            )
+            others = args.used_by_others_bytes
+            gpu = args.gpu
+            if gpu == "auto":
+                from .probe import auto_gpu
+
+                found = auto_gpu()
+                gpu = found.gpu_id
+                others = others or found.memory_used_by_others_bytes
+                host_ram_bytes = host_ram_bytes or found.host_ram_bytes
             frame = fit_models(
-                args.gpu,
+                api.load_gpu(gpu, total_memory_bytes=args.gpu_total_bytes),
                 num_gpus=args.num_gpus or 1,
                 context=args.context or DEFAULT_REVERSE_CONTEXT,
                 concurrency=args.concurrency or 1,
                 hf_cache=not args.no_hf_cache,
                 engine=args.engine,
+                memory_used_by_others_bytes=others,
+                host_ram_bytes=host_ram_bytes,
                 progress=progress,
                 **knobs,
             )
         else:
+            _refuse(
+                {"--gpu-total-bytes": args.gpu_total_bytes is not None},
+                "fit MODEL (every GPU type keeps its own total)",
+            )
             for name in ("context", "concurrency"):
                 if getattr(args, name) is None:
                     msg = f"fit MODEL: --{name} is required (the target to serve)"
@@ -102,6 +130,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                 prices=args.prices,
                 engine=args.engine,
                 memory_used_by_others_bytes=args.used_by_others_bytes,
+                host_ram_bytes=host_ram_bytes,
+                revision=args.revision,
+                offline=args.offline,
                 progress=progress,
                 **knobs,
             )
@@ -188,6 +219,7 @@ def _print_models(frame: pd.DataFrame, args: argparse.Namespace) -> None:
 def _instance_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vramplan colocate INSTANCE", add_help=False)
     cli._add_launch_args(p)
+    p.set_defaults(gpu=None, used_by_others_bytes=None)
     return p
 
 
@@ -213,6 +245,19 @@ def _instance(text: str) -> Instance:
             "see vramplan plan -h)"
         )
         raise _core.ConfigError(msg)
+    _refuse(
+        {
+            "--gpu": parsed.gpu is not None,
+            "--num-gpus": parsed.num_gpus is not None,
+            "--gpu-total-bytes": parsed.gpu_total_bytes is not None,
+            "--used-by-others-bytes": parsed.used_by_others_bytes is not None,
+            "--host-ram-gib": parsed.host_ram_gib is not None,
+            "--revision": parsed.revision is not None,
+            "--offline": bool(parsed.offline),
+            "--json": parsed.json,
+        },
+        f"colocate: instance {text!r} (GPUs, memory and output belong to the whole colocation)",
+    )
     return Instance(parsed.model, cli._knobs(parsed))
 
 

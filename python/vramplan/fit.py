@@ -154,10 +154,11 @@ def _split_plan(
     num_gpus: int,
     split: tuple[int, int, int],
     target: _Target,
-    memory_used_by_others_bytes: int,
+    node: dict[str, int],
     knobs: dict[str, Any],
 ) -> dict[str, Any]:
-    """One GPU type x count x split: the plan at the target and what it can stretch to."""
+    """One GPU type x count x split: the plan at the target and what it can stretch to.
+    `node`: memory_used_by_others_bytes and host_ram_bytes, as `vramplan.plan` takes them."""
     tp, pp, dp = split
     pinned = {**knobs, **dict(zip(SPLIT_FIELDS, split))}
     per_replica = -(-target.concurrency // dp)
@@ -167,9 +168,9 @@ def _split_plan(
             spec,
             gpu,
             num_gpus=num_gpus,
-            memory_used_by_others_bytes=memory_used_by_others_bytes,
             context=context,
             concurrency=concurrency,
+            **node,
             **pinned,
             **extra,
         )
@@ -267,13 +268,18 @@ def fit(
     prices: str | Path | Mapping[str, float] | None = None,
     engine: str = "vllm",
     memory_used_by_others_bytes: int = 0,
+    host_ram_bytes: int = 0,
+    revision: str | None = None,
+    offline: bool | None = None,
     progress: Progress | None = None,
     **knobs: Any,
 ) -> pd.DataFrame:
     """Every GPU type (`gpus`: 'all', or ids) x count (1 .. `max_gpus`, or exactly `num_gpus`)
     x TP/PP/DP split, planned by the C++ solver for `concurrency` sequences of `context` tokens.
     Knobs (vLLM's names) are pinned on every launch; a pinned TP/PP/DP keeps only the splits
-    with that size. The model id goes into the launch lines exactly as given.
+    with that size. The model id goes into the launch lines exactly as given (`revision` and
+    `offline` as `vramplan.load_model` takes them). `memory_used_by_others_bytes` (per GPU)
+    and `host_ram_bytes` (the node's) apply to every option.
 
     Returns a DataFrame, one row per option, ranked: fitting first, then cheapest (`prices`: a
     `gpu,usd_per_hour` CSV or a mapping, dollars per GPU-hour), or fewest GPUs without prices.
@@ -283,8 +289,10 @@ def fit(
     concurrency); kv_tokens; the chosen knobs; launch (the `vllm serve` line); verdict.
     With data parallelism each replica holds ceil(concurrency / DP) sequences."""
     check_engine(engine)
-    spec = model if isinstance(model, _core.ModelSpec) else api.load_model(model)
-    model_id = model if isinstance(model, str) else spec.id
+    if isinstance(model, _core.ModelSpec):
+        spec, model_id = model, str(model.id)
+    else:
+        spec, model_id = api.load_model(model, revision=revision, offline=offline), str(model)
     api._integer("context", context, 1, int(spec.max_position_embeddings))
     api._integer("concurrency", concurrency, 1, 1 << 30)
     api._integer("max_gpus", max_gpus, 1, 1 << 10)
@@ -304,11 +312,13 @@ def fit(
     ]
     free_knobs = {k: v for k, v in knobs.items() if k not in SPLIT_FIELDS}
     target = _Target(context, concurrency)
+    node = {
+        "memory_used_by_others_bytes": memory_used_by_others_bytes,
+        "host_ram_bytes": host_ram_bytes,
+    }
     rows = []
     for done, (gpu, count, split) in enumerate(work, start=1):
-        row = _split_plan(
-            model_id, spec, gpu, count, split, target, memory_used_by_others_bytes, free_knobs
-        )
+        row = _split_plan(model_id, spec, gpu, count, split, target, node, free_knobs)
         price = price_of.get(gpu.id)
         row["usd_per_hour"] = math.nan if price is None else price * count
         rows.append(row)
@@ -374,6 +384,7 @@ def _model_row(
     num_gpus: int,
     context: int,
     concurrency: int,
+    node: dict[str, int],
     knobs: dict[str, Any],
 ) -> dict[str, Any]:
     """One model on `num_gpus` x `gpu`: the first split that fits one sequence of `context`
@@ -394,6 +405,7 @@ def _model_row(
             num_gpus=num_gpus,
             context=context_,
             concurrency=concurrency,
+            **node,
             tensor_parallel_size=tp,
             pipeline_parallel_size=pp,
             **knobs,
@@ -426,6 +438,8 @@ def fit_models(
     concurrency: int = 1,
     hf_cache: bool = True,
     engine: str = "vllm",
+    memory_used_by_others_bytes: int = 0,
+    host_ram_bytes: int = 0,
     progress: Progress | None = None,
     **knobs: Any,
 ) -> pd.DataFrame:
@@ -434,12 +448,17 @@ def fit_models(
     that holds `concurrency` sequences of `context` tokens (default one of 4096), the longest
     context that still holds them (max_context) and how many sequences of `context` fit at once
     (max_concurrency, at most max_num_seqs); fitting models first, longest context first.
-    A cache entry that cannot be read offline is listed with the reason (fits False)."""
+    A cache entry that cannot be read offline is listed with the reason (fits False).
+    `memory_used_by_others_bytes` (per GPU) and `host_ram_bytes` (the node's) apply to all."""
     check_engine(engine)
     gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else api.load_gpu(gpu)
     api._integer("num_gpus", num_gpus, 1, 1 << 10)
     api._integer("context", context, 1, 1 << 40)
     api._integer("concurrency", concurrency, 1, 1 << 30)
+    node = {
+        "memory_used_by_others_bytes": memory_used_by_others_bytes,
+        "host_ram_bytes": host_ram_bytes,
+    }
     db = api.spec_database()
     work: list[tuple[str, str, Callable[[], _core.ModelSpec]]] = [
         (m, "database", functools.partial(db.model, m)) for m in db.model_ids()
@@ -461,7 +480,9 @@ def fit_models(
         try:
             spec = load()
             rows.append(
-                _model_row(model_id, source, spec, gpu_spec, num_gpus, context, concurrency, knobs)
+                _model_row(
+                    model_id, source, spec, gpu_spec, num_gpus, context, concurrency, node, knobs
+                )
             )
         except _core.Error as err:
             if source == "database":

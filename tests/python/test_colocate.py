@@ -233,3 +233,13 @@ def test_how_the_others_memory_fails_an_instance_per_era(version: str, failure: 
     verdict = check_order(result, [0, 1])
     assert verdict.startswith("Qwen/Qwen3-1.7B (started after")
     assert failure in verdict
+
+
+@pytest.mark.parametrize("flag", ["--gpu L4", "--num-gpus 2", "--used-by-others-bytes 1", "--json"])
+def test_instance_flags_of_the_whole_colocation_are_refused(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "colocate", f"{SMALL} {flag}", "--gpu", "H100")
+    assert code == 2
+    assert out == ""
+    assert f"{flag.split()[0]} cannot be used here" in err

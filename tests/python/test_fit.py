@@ -373,3 +373,31 @@ def test_fit_out_writes_every_option(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert list(frame.columns) == list(
         vramplan.fit(LLAMA_8B, context=8192, concurrency=2, gpus="L4", max_gpus=1).columns
     )
+
+
+def test_launch_flags_are_honoured_or_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    # Host RAM is the node's: 8 GiB cannot hold a multi-GPU launch's workers, so fewer options
+    # fit than without the limit, and each one that does replays with the same limit.
+    argv = ["fit", "Qwen/Qwen3-8B", "--context", "32768", "--concurrency", "4", "--gpus", "H100"]
+    code, out, _ = run(capsys, *argv, "--json")
+    unlimited = [r for r in json.loads(out) if r["fits"]]
+    code, out, _ = run(capsys, *argv, "--host-ram-gib", "8", "--json")
+    limited = [r for r in json.loads(out) if r["fits"]]
+    assert code == 0
+    assert 0 < len(limited) < len(unlimited)
+    # --gpu-total-bytes resizes the card of the reverse question: fewer models fit 16 GiB.
+    full = vramplan.fit_models("L4", hf_cache=False)
+    small = vramplan.fit_models(
+        vramplan.load_gpu("L4", total_memory_bytes=16 * GIB), hf_cache=False
+    )
+    assert small.fits.sum() < full.fits.sum()
+    for argv, flag in (
+        (
+            ["fit", LLAMA_8B, "--context", "1", "--concurrency", "1", "--gpu-total-bytes", "1"],
+            "--gpu-total-bytes",
+        ),
+        (["fit", "--gpu", "L4", "--revision", "main"], "--revision"),
+    ):
+        code, out, err = run(capsys, *argv)
+        assert code == 2
+        assert f"{flag} cannot be used here" in err

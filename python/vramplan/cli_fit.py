@@ -341,6 +341,11 @@ def add_commands(sub: Any) -> None:
     )
     cli._add_launch_args(p)
     p.set_defaults(model=None, gpu=None, func=_cmd_fit)
+    for action in p._actions:  # no default model or GPU here: which is given picks the question
+        if action.dest == "model":
+            action.help = "the model to place (database id, alias, path or HF id)"
+        elif action.dest == "gpu":
+            action.help = "without MODEL: list the models that fit this GPU ('auto': this machine)"
     p.add_argument("--context", type=cli._positive_int("context"), help="tokens per sequence")
     p.add_argument(
         "--concurrency", type=cli._positive_int("concurrency"), help="sequences held at once"

@@ -356,18 +356,19 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
     plan.remedies.push_back(
         remedy("enforce_eager", "--enforce-eager (no CUDA graphs: slower decode)", p));
   }
-  const std::int32_t pp = pinned.pipeline_parallel_size;
+  // Every data-parallel replica takes the wider TP group: the GPUs needed are TP x PP x DP.
+  const std::int32_t pp_dp = pinned.pipeline_parallel_size * pinned.data_parallel_size;
   for (std::int32_t tp = std::max(2, pinned.tensor_parallel_size * 2); tp <= 8; tp *= 2) {
     if (spec.num_attention_heads % tp != 0) break;
     EngineConfig config = pinned;
     config.tensor_parallel_size = tp;
     HardwareConfig hardware = launch.hardware();
-    hardware.num_gpus = std::max(hardware.num_gpus, tp * pp);
+    hardware.num_gpus = std::max(hardware.num_gpus, tp * pp_dp);
     const Plan p = plan_changed(launch, config, hardware, t);
     if (p.fits || tp == 8) {
       plan.remedies.push_back(remedy("tensor_parallel",
                                      "--tensor-parallel-size " + std::to_string(tp) + " (" +
-                                         std::to_string(tp * pp) + " GPUs)",
+                                         std::to_string(tp * pp_dp) + " GPUs)",
                                      p));
       break;
     }

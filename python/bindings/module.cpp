@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
   vramplan_py::register_readers(m);
   vramplan_py::register_diagnose(m);
   vramplan_py::register_calibrate(m);
+  vramplan_py::register_colocate(m);
 }

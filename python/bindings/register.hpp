@@ -13,6 +13,7 @@ void register_log_parser(pybind11::module_& m);
 void register_readers(pybind11::module_& m);
 void register_diagnose(pybind11::module_& m);
 void register_calibrate(pybind11::module_& m);
+void register_colocate(pybind11::module_& m);
 
 // C++ JSON -> Python object (dict/list), through the json module: one conversion path.
 pybind11::object to_python(const nlohmann::json& value);

@@ -29,9 +29,11 @@ from .api import (
     sweep,
 )
 from .calibrate import Profile, calibrate
+from .colocate import Colocation, Instance, colocate
 from .diagnose import diagnose
 from .explain import explain
-from .plots import plot_frontier
+from .fit import fit, fit_models
+from .plots import plot_fit, plot_frontier
 from .probe import auto_gpu
 
 __version__ = "0.1.0"
@@ -42,8 +44,10 @@ __all__ = [
     "KNOBS",
     "MAX_SWEEP_POINTS",
     "Breakdown",
+    "Colocation",
     "ConfigError",
     "Error",
+    "Instance",
     "ParseError",
     "Plan",
     "Profile",
@@ -52,8 +56,11 @@ __all__ = [
     "auto_gpu",
     "breakdown",
     "calibrate",
+    "colocate",
     "diagnose",
     "explain",
+    "fit",
+    "fit_models",
     "from_hf_config",
     "gpus",
     "inspect_checkpoint",
@@ -62,6 +69,7 @@ __all__ = [
     "models",
     "parse_vllm_log",
     "plan",
+    "plot_fit",
     "plot_frontier",
     "schema_markdown",
     "spec_database",

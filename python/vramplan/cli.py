@@ -701,6 +701,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_json(p)
     p.set_defaults(func=_cmd_probe)
     _add_calibrate(sub)
+    from .cli_fit import add_commands  # fit, colocate
+
+    add_commands(sub)
     return parser
 
 

@@ -1,5 +1,5 @@
-"""Figures for notebooks (the `vramplan[plot]` extra): a breakdown's stacked bars per rank and
-the max_model_len x max_num_seqs frontier. Every number comes from the core (`breakdown`,
+"""Figures for notebooks (the `vramplan[plot]` extra): a breakdown's stacked bars per rank,
+the max_model_len x max_num_seqs frontier and a fit's cost against capacity. Every number comes from the core (`breakdown`,
 `sweep`); these functions only draw. They return `matplotlib.figure.Figure` objects built
 without pyplot, so nothing is shown twice in a notebook and no global state changes."""
 
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import pandas as pd
 
 from . import _core, api
 
@@ -174,4 +176,42 @@ def plot_frontier(
     ax.set_title(f"{spec.id}: {title_gpu}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
+    return figure
+
+
+def plot_fit(options: pd.DataFrame | str | _core.ModelSpec, **fit_kwargs: Any) -> Figure:
+    """Cost against capacity for the options of `vramplan.fit` (its DataFrame, or a model and
+    `fit`'s keyword arguments): one point per fitting option, sequences of the target context
+    held at once (all replicas) across, $/hour up (GPUs when the options carry no prices), one
+    colour per GPU type. Needs matplotlib."""
+    figure_class = _figure_class()
+    if isinstance(options, (str, _core.ModelSpec)):
+        from .fit import fit
+
+        options = fit(options, **fit_kwargs)
+    elif fit_kwargs:
+        raise api.config_error(
+            "fit_kwargs", sorted(fit_kwargs), "none with a DataFrame", "given twice"
+        )
+    if not isinstance(options, pd.DataFrame) or "max_concurrency" not in options.columns:
+        raise api.config_error("options", type(options).__name__, "vramplan.fit's DataFrame", "")
+    fitting = options[options["fits"].astype(bool)]
+    priced = bool(fitting["usd_per_hour"].notna().any())
+    y_column = "usd_per_hour" if priced else "num_gpus"
+    figure = figure_class(figsize=(7, 4.5), layout="constrained")
+    ax = figure.add_subplot()
+    for gpu, rows in fitting.groupby("gpu", sort=True):
+        rows = rows[rows[y_column].notna()]
+        ax.scatter(
+            rows["max_concurrency"].astype(float),
+            rows[y_column].astype(float),
+            label=str(gpu),
+            gid=f"fit:{gpu}",
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequences of the target context held at once")
+    ax.set_ylabel("$/hour" if priced else "GPUs")
+    ax.set_title("vramplan fit: cost against capacity")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return figure

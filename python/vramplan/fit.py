@@ -1,0 +1,504 @@
+"""Which GPUs, how many, and which split: `vramplan.fit` runs the C++ solver over every GPU type
+x count x TP/PP/DP split for one model and target, and `vramplan.fit_models` asks the reverse,
+which models fit a given GPU.
+
+Every number comes from the compiled launch and the solver (`vramplan.plan`); this module only
+enumerates launches, keeps their answers and orders them (orchestration, not arithmetic).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import math
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import _core, api
+from .search import plan_longest_context, plan_on_gpus
+
+ENGINES = ("vllm",)
+DEFAULT_MAX_GPUS = 8  # one node
+# The context `fit_models` counts concurrent sequences at when none is given.
+DEFAULT_REVERSE_CONTEXT = 4096
+PRICE_FILE_MAX_BYTES = 1 << 20
+SPLIT_FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+
+FIT_COLUMNS = [
+    "gpu",
+    "num_gpus",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "fits",
+    "usd_per_hour",
+    "max_concurrency",
+    "max_context",
+    "kv_headroom",
+    "kv_tokens",
+    "gpu_memory_utilization",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "launch",
+    "verdict",
+]
+
+# Progress callback: (launches done, launches in all).
+Progress = Callable[[int, int], None]
+
+
+def check_engine(engine: str) -> None:
+    """Only vLLM is modelled: any other engine is refused by name, never answered as vLLM."""
+    if engine == "sglang":
+        raise api.config_error(
+            "engine",
+            engine,
+            "vllm",
+            "SGLang is not modelled yet (issue 23 will add it); vramplan answers for vLLM only",
+        )
+    if engine not in ENGINES:
+        raise api.config_error("engine", engine, ", ".join(ENGINES), "unknown engine")
+
+
+def read_prices(path: str | Path) -> dict[str, float]:
+    """A price file: CSV with the header `gpu,usd_per_hour` and one row per GPU (database id or
+    alias), dollars per GPU-hour. Returns {database GPU id: price}. A malformed file is a
+    ConfigError naming the file, the line, the field and the value."""
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(PRICE_FILE_MAX_BYTES + 1)
+    except OSError as err:
+        raise api.config_error(
+            "prices", str(path), "a readable CSV file", err.strerror or "cannot read"
+        ) from err
+    if len(raw) > PRICE_FILE_MAX_BYTES:
+        raise api.config_error(
+            "prices", str(path), f"at most {PRICE_FILE_MAX_BYTES} bytes", "file too large"
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise api.config_error("prices", str(path), "UTF-8 text", "not UTF-8") from err
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or [cell.strip() for cell in rows[0]] != ["gpu", "usd_per_hour"]:
+        got = ",".join(rows[0]) if rows else ""
+        raise api.config_error(
+            f"{path}: line 1: header", got, "gpu,usd_per_hour", "missing or wrong header"
+        )
+    db = api.spec_database()
+    prices: dict[str, float] = {}
+    for number, row in enumerate(rows[1:], start=2):
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        where = f"{path}: line {number}"
+        if len(row) != 2:
+            raise api.config_error(where, ",".join(row), "two fields: gpu,usd_per_hour", "bad row")
+        name, price_text = row[0].strip(), row[1].strip()
+        if not db.has_gpu(name):
+            raise api.config_error(
+                f"{where}: gpu", name, "a GPU id or alias (vramplan gpus)", "unknown GPU"
+            )
+        try:
+            price = float(price_text)
+        except ValueError:
+            price = math.nan
+        if not math.isfinite(price) or price <= 0:
+            raise api.config_error(
+                f"{where}: usd_per_hour", price_text, "a positive number", "not a price"
+            )
+        gpu_id = db.gpu(name).id
+        if gpu_id in prices:
+            raise api.config_error(f"{where}: gpu", name, "each GPU once", "listed twice")
+        prices[gpu_id] = price
+    return prices
+
+
+def splits(num_gpus: int) -> list[tuple[int, int, int]]:
+    """Every (TP, PP, DP) with TP x PP x DP = `num_gpus`: one replica before data parallelism,
+    and within each, fewer pipeline stages first."""
+    out = [
+        (tp, pp, num_gpus // (tp * pp))
+        for tp in range(1, num_gpus + 1)
+        for pp in range(1, num_gpus + 1)
+        if num_gpus % (tp * pp) == 0
+    ]
+    return sorted(out, key=lambda s: (s[2], s[1], s[0]))
+
+
+def launch_line(model: str, result: api.Plan) -> str:
+    """The `vllm serve` command for a plan, pasteable into a shell: the model id as given,
+    environment variables the version reads first."""
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in result.to_vllm_env().items())
+    line = f"vllm serve {shlex.quote(model)} {result.to_vllm_args()}".rstrip()
+    return f"{env} {line}" if env else line
+
+
+@dataclass(frozen=True)
+class _Target:
+    context: int
+    concurrency: int
+
+
+def _split_plan(
+    model_id: str,
+    spec: _core.ModelSpec,
+    gpu: _core.GpuSpec,
+    num_gpus: int,
+    split: tuple[int, int, int],
+    target: _Target,
+    node: dict[str, int],
+    knobs: dict[str, Any],
+) -> dict[str, Any]:
+    """One GPU type x count x split: the plan at the target and what it can stretch to.
+    `node`: memory_used_by_others_bytes and host_ram_bytes, as `vramplan.plan` takes them."""
+    tp, pp, dp = split
+    pinned = {**knobs, **dict(zip(SPLIT_FIELDS, split))}
+    per_replica = -(-target.concurrency // dp)
+
+    def one(context: int, concurrency: int, extra: dict[str, Any]) -> api.Plan:
+        return api.plan(
+            spec,
+            gpu,
+            num_gpus=num_gpus,
+            context=context,
+            concurrency=concurrency,
+            **node,
+            **pinned,
+            **extra,
+        )
+
+    row: dict[str, Any] = {
+        "gpu": gpu.id,
+        "num_gpus": num_gpus,
+        "tensor_parallel_size": tp,
+        "pipeline_parallel_size": pp,
+        "data_parallel_size": dp,
+    }
+    try:
+        result = one(target.context, per_replica, {})
+    except _core.ConfigError as err:
+        if getattr(err, "field", "") not in SPLIT_FIELDS:
+            raise
+        return {**row, "fits": False, "verdict": f"invalid split: {err}"}
+    started = result.breakdown.outcome == "started"
+    row.update(
+        fits=bool(result.fits),
+        verdict=str(result.verdict),
+        max_concurrency=int(result.concurrent_sequences) * dp if started else 0,
+        kv_tokens=int(result.breakdown.kv_tokens) * dp if started else 0,
+        gpu_memory_utilization=float(result.gpu_memory_utilization),
+        max_model_len=int(result.max_model_len),
+        max_num_seqs=int(result.max_num_seqs),
+        max_num_batched_tokens=int(result.max_num_batched_tokens),
+        launch=launch_line(model_id, result),
+    )
+    row["kv_headroom"] = row["max_concurrency"] / target.concurrency
+    if result.fits:
+        longest = plan_longest_context(lambda context, extra: one(context, per_replica, extra))
+        row["max_context"] = int(longest.max_model_len) if longest.fits else 0
+    return row
+
+
+# Integer columns stay integers where a row has no value (an invalid split, a misfit's longest
+# context): pandas' nullable Int64.
+_INTEGER_COLUMNS = (
+    "max_concurrency",
+    "max_context",
+    "kv_tokens",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+)
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    typed: pd.DataFrame = frame.astype({c: "Int64" for c in _INTEGER_COLUMNS})
+    return typed
+
+
+def _order(frame: pd.DataFrame, priced: bool) -> pd.DataFrame:
+    """Fitting options first; then cheapest (options without a price after the priced ones),
+    or with no prices the fewest GPUs; then fewer pipeline stages and replicas, more headroom."""
+    keys = ["_misfit"]
+    ascending = [True]
+    if priced:
+        frame["_unpriced"] = frame["usd_per_hour"].isna()
+        keys += ["_unpriced", "usd_per_hour"]
+        ascending += [True, True]
+    keys += ["num_gpus", "pipeline_parallel_size", "data_parallel_size", "kv_headroom", "gpu"]
+    ascending += [True, True, True, False, True]
+    frame["_misfit"] = ~frame["fits"].astype(bool)
+    ordered = frame.sort_values(keys, ascending=ascending, kind="stable", na_position="last")
+    dropped = ordered.drop(columns=[c for c in ordered.columns if c.startswith("_")])
+    ranked: pd.DataFrame = dropped.reset_index(drop=True)
+    return ranked
+
+
+def _gpu_list(gpus: str | Sequence[str] | None) -> list[str]:
+    db = api.spec_database()
+    if gpus is None or gpus == "all":
+        return list(db.gpu_ids())
+    names = gpus.split(",") if isinstance(gpus, str) else list(gpus)
+    if not names or not all(isinstance(n, str) and n.strip() for n in names):
+        raise api.config_error("gpus", gpus, "'all' or a list of GPU ids", "empty or wrong type")
+    out: list[str] = []
+    for name in names:
+        gpu_id = db.gpu(name.strip()).id  # raises ConfigError with near names
+        if gpu_id not in out:
+            out.append(gpu_id)
+    return out
+
+
+def fit(
+    model: str | _core.ModelSpec = api.DEFAULT_MODEL,
+    *,
+    context: int,
+    concurrency: int,
+    gpus: str | Sequence[str] | None = None,
+    max_gpus: int = DEFAULT_MAX_GPUS,
+    num_gpus: int | None = None,
+    prices: str | Path | Mapping[str, float] | None = None,
+    engine: str = "vllm",
+    memory_used_by_others_bytes: int = 0,
+    host_ram_bytes: int = 0,
+    revision: str | None = None,
+    offline: bool | None = None,
+    progress: Progress | None = None,
+    **knobs: Any,
+) -> pd.DataFrame:
+    """Every GPU type (`gpus`: 'all', or ids) x count (1 .. `max_gpus`, or exactly `num_gpus`)
+    x TP/PP/DP split, planned by the C++ solver for `concurrency` sequences of `context` tokens.
+    Knobs (vLLM's names) are pinned on every launch; a pinned TP/PP/DP keeps only the splits
+    with that size. The model id goes into the launch lines exactly as given (`revision` and
+    `offline` as `vramplan.load_model` takes them). `memory_used_by_others_bytes` (per GPU)
+    and `host_ram_bytes` (the node's) apply to every option.
+
+    Returns a DataFrame, one row per option, ranked: fitting first, then cheapest (`prices`: a
+    `gpu,usd_per_hour` CSV or a mapping, dollars per GPU-hour), or fewest GPUs without prices.
+    Columns: the split; fits; usd_per_hour (whole option); max_concurrency (sequences of
+    `context` held at once, all DP replicas, at most max_num_seqs each); max_context (longest
+    context holding `concurrency` sequences, fitting rows only); kv_headroom (max_concurrency /
+    concurrency); kv_tokens; the chosen knobs; launch (the `vllm serve` line); verdict.
+    With data parallelism each replica holds ceil(concurrency / DP) sequences."""
+    check_engine(engine)
+    if isinstance(model, _core.ModelSpec):
+        spec, model_id = model, str(model.id)
+    else:
+        spec, model_id = api.load_model(model, revision=revision, offline=offline), str(model)
+    api._integer("context", context, 1, int(spec.max_position_embeddings))
+    api._integer("concurrency", concurrency, 1, 1 << 30)
+    api._integer("max_gpus", max_gpus, 1, 1 << 10)
+    counts = range(1, max_gpus + 1)
+    if num_gpus is not None:
+        counts = range(api._integer("num_gpus", num_gpus, 1, 1 << 10), num_gpus + 1)
+    price_of = _prices(prices)
+    db = api.spec_database()
+    gpu_specs = [db.gpu(g) for g in _gpu_list(gpus)]
+    fixed = {f: knobs[f] for f in SPLIT_FIELDS if knobs.get(f) is not None}
+    work = [
+        (gpu, count, split)
+        for gpu in gpu_specs
+        for count in counts
+        for split in splits(count)
+        if all(split[SPLIT_FIELDS.index(f)] == v for f, v in fixed.items())
+    ]
+    free_knobs = {k: v for k, v in knobs.items() if k not in SPLIT_FIELDS}
+    target = _Target(context, concurrency)
+    node = {
+        "memory_used_by_others_bytes": memory_used_by_others_bytes,
+        "host_ram_bytes": host_ram_bytes,
+    }
+    rows = []
+    for done, (gpu, count, split) in enumerate(work, start=1):
+        row = _split_plan(model_id, spec, gpu, count, split, target, node, free_knobs)
+        price = price_of.get(gpu.id)
+        row["usd_per_hour"] = math.nan if price is None else price * count
+        rows.append(row)
+        if progress is not None:
+            progress(done, len(work))
+    frame = _typed(pd.DataFrame(rows, columns=FIT_COLUMNS))
+    return _order(frame, bool(price_of))
+
+
+def _prices(prices: str | Path | Mapping[str, float] | None) -> dict[str, float]:
+    if prices is None:
+        return {}
+    if isinstance(prices, (str, Path)):
+        return read_prices(prices)
+    if not isinstance(prices, Mapping):
+        raise api.config_error("prices", prices, "a CSV path or {gpu: usd_per_hour}", "wrong type")
+    db = api.spec_database()
+    out = {}
+    for name, price in prices.items():
+        if not isinstance(name, str) or not db.has_gpu(name):
+            raise api.config_error("prices", name, "GPU ids or aliases", "unknown GPU")
+        if isinstance(price, bool) or not isinstance(price, (int, float)) or not price > 0:
+            raise api.config_error(f"prices[{name}]", price, "a positive number", "not a price")
+        out[db.gpu(name).id] = float(price)
+    return out
+
+
+MODEL_COLUMNS = [
+    "model",
+    "source",
+    "fits",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "max_context",
+    "context",
+    "max_concurrency",
+    "gpu_memory_utilization",
+    "launch",
+    "verdict",
+]
+
+
+def _hf_cache_models() -> list[tuple[str, str]]:
+    """(repo id, cache folder) of every model entry in the local Hugging Face cache."""
+    from .resolve import hub_cache_dir
+
+    root = hub_cache_dir()
+    if not root.is_dir():
+        return []
+    out = []
+    for entry in sorted(root.glob("models--*")):
+        parts = entry.name[len("models--") :].split("--")
+        if len(parts) >= 2 and entry.is_dir():
+            out.append((parts[0] + "/" + "--".join(parts[1:]), str(entry)))
+    return out
+
+
+def _model_row(
+    model_id: str,
+    source: str,
+    spec: _core.ModelSpec,
+    gpu: _core.GpuSpec,
+    num_gpus: int,
+    context: int,
+    concurrency: int,
+    node: dict[str, int],
+    knobs: dict[str, Any],
+) -> dict[str, Any]:
+    """One model on `num_gpus` x `gpu`: the first split that fits one sequence of `context`
+    tokens (or `concurrency` of them), its longest context and its sequences of `context`."""
+    row: dict[str, Any] = {"model": model_id, "source": source, "context": context}
+    if context > spec.max_position_embeddings:
+        return {
+            **row,
+            "fits": False,
+            "verdict": f"does not fit: context {context} is beyond the model's "
+            f"max_position_embeddings ({spec.max_position_embeddings})",
+        }
+
+    def at(tp: int, pp: int, context_: int, extra: dict[str, Any]) -> api.Plan:
+        return api.plan(
+            spec,
+            gpu,
+            num_gpus=num_gpus,
+            context=context_,
+            concurrency=concurrency,
+            **node,
+            tensor_parallel_size=tp,
+            pipeline_parallel_size=pp,
+            **knobs,
+            **extra,
+        )
+
+    result, attempts = plan_on_gpus(lambda tp, pp: at(tp, pp, context, {}), num_gpus)
+    fitted = next((a for a in attempts if a.result == "fits"), None)
+    row.update(fits=bool(result.fits), verdict=str(result.verdict))
+    if fitted is None:
+        return row
+    tp, pp = fitted.tensor_parallel_size, fitted.pipeline_parallel_size
+    longest = plan_longest_context(lambda context_, extra: at(tp, pp, context_, extra))
+    row.update(
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=pp,
+        max_context=int(longest.max_model_len) if longest.fits else context,
+        max_concurrency=int(result.concurrent_sequences),
+        gpu_memory_utilization=float(result.gpu_memory_utilization),
+        launch=launch_line(model_id, result),
+    )
+    return row
+
+
+def fit_models(
+    gpu: str | _core.GpuSpec = api.DEFAULT_GPU,
+    *,
+    num_gpus: int = 1,
+    context: int = DEFAULT_REVERSE_CONTEXT,
+    concurrency: int = 1,
+    hf_cache: bool = True,
+    engine: str = "vllm",
+    memory_used_by_others_bytes: int = 0,
+    host_ram_bytes: int = 0,
+    progress: Progress | None = None,
+    **knobs: Any,
+) -> pd.DataFrame:
+    """The reverse question: which models (the database, and with `hf_cache` every model in
+    the local Hugging Face cache) fit `num_gpus` x `gpu`. Per model: the first TP x PP split
+    that holds `concurrency` sequences of `context` tokens (default one of 4096), the longest
+    context that still holds them (max_context) and how many sequences of `context` fit at once
+    (max_concurrency, at most max_num_seqs); fitting models first, longest context first.
+    A cache entry that cannot be read offline is listed with the reason (fits False).
+    `memory_used_by_others_bytes` (per GPU) and `host_ram_bytes` (the node's) apply to all."""
+    check_engine(engine)
+    gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else api.load_gpu(gpu)
+    api._integer("num_gpus", num_gpus, 1, 1 << 10)
+    api._integer("context", context, 1, 1 << 40)
+    api._integer("concurrency", concurrency, 1, 1 << 30)
+    node = {
+        "memory_used_by_others_bytes": memory_used_by_others_bytes,
+        "host_ram_bytes": host_ram_bytes,
+    }
+    db = api.spec_database()
+    work: list[tuple[str, str, Callable[[], _core.ModelSpec]]] = [
+        (m, "database", functools.partial(db.model, m)) for m in db.model_ids()
+    ]
+    if hf_cache:
+        from .resolve import resolve_model
+
+        for repo_id, folder in _hf_cache_models():
+            if not db.has_model(repo_id):
+                work.append(
+                    (
+                        repo_id,
+                        f"hf_cache: {folder}",
+                        functools.partial(lambda r: resolve_model(r, offline=True).spec, repo_id),
+                    )
+                )
+    rows = []
+    for done, (model_id, source, load) in enumerate(work, start=1):
+        try:
+            spec = load()
+            rows.append(
+                _model_row(
+                    model_id, source, spec, gpu_spec, num_gpus, context, concurrency, node, knobs
+                )
+            )
+        except _core.Error as err:
+            if source == "database":
+                raise
+            rows.append({"model": model_id, "source": source, "fits": False, "verdict": str(err)})
+        if progress is not None:
+            progress(done, len(work))
+    frame = pd.DataFrame(rows, columns=MODEL_COLUMNS)
+    integers = ("tensor_parallel_size", "pipeline_parallel_size", "max_context", "max_concurrency")
+    frame = frame.astype({c: "Int64" for c in (*integers, "context")})
+    frame["_misfit"] = ~frame["fits"].astype(bool)
+    frame = frame.sort_values(
+        ["_misfit", "max_context", "max_concurrency", "model"],
+        ascending=[True, False, False, True],
+        kind="stable",
+        na_position="last",
+    )
+    ranked: pd.DataFrame = frame.drop(columns="_misfit").reset_index(drop=True)
+    return ranked

@@ -147,6 +147,7 @@ void register_engine(py::module_& m) {
       .def_readonly("num_blocks", &RankBreakdown::num_blocks)
       .def_readonly("headroom_bytes", &RankBreakdown::headroom_bytes)
       .def_readonly("post_allocation_bytes", &RankBreakdown::post_allocation_bytes)
+      .def_readonly("persistent_buffers_bytes", &RankBreakdown::persistent_buffers_bytes)
       .def_property_readonly("block_size",
                              [](const RankBreakdown& r) { return r.kv_layout.block_size; })
       .def_property_readonly("kv_page_bytes",

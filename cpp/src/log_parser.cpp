@@ -651,10 +651,18 @@ void Parser::memory_line(std::string_view line) {
       f_.padding_layers = to_int64(*n);
     }
   }
-  // CUDA graphs.
-  if (!f_.cudagraph_gib && (at = line.find("Graph capturing finished in ")) != npos) {
+  // CUDA graphs. Model Runner V2 (0.29+) estimates by capturing before the KV budget: a
+  // capture it logs before the KV cache is sized is that estimate, not the real capture.
+  if ((at = line.find("Graph capturing finished in ")) != npos) {
     const std::size_t took = line.find(", took ", at);
-    if (took != npos) set_first(f_.cudagraph_gib, size_after(line.substr(took), ", took "));
+    if (took != npos) {
+      const auto taken = size_after(line.substr(took), ", took ");
+      if (f_.model_runner_v2 && !kv_seen()) {
+        set_first(f_.cudagraph_estimate_gib, taken);
+      } else {
+        set_first(f_.cudagraph_gib, taken);
+      }
+    }
   }
   set_first(f_.cudagraph_estimate_gib, size_after(line, "Estimated CUDA graph memory: "));
   // vLLM 0.27+ lines.

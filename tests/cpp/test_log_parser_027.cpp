@@ -61,3 +61,25 @@ TEST(LogParser027, SuggestedKvCacheMemoryAndTheV2Runner) {
   // Without the worker-init line nothing says which runner ran.
   EXPECT_FALSE(parse_vllm_log(suggestion).model_runner_v2);
 }
+
+TEST(LogParser027, Mrv2ProfilingCaptureIsTheEstimate) {
+  // MRV2 from 0.29 captures graphs into a throw-away pool before the KV budget and logs
+  // "Graph capturing finished" for it, then again for the real capture after the KV cache
+  // (shared/reference/vllm-0.27-0.33.md section 6). Lines written in vLLM's format for this test,
+  // not a record.
+  const std::string log =
+      "INFO 10-06 17:00:02 [gpu_worker.py:385] Using V2 Model Runner\n"
+      "INFO 10-06 17:00:30 [cudagraph_utils.py:300] Graph capturing finished in 3 secs, took "
+      "0.25 GiB\n"
+      "INFO 10-06 17:00:33 [gpu_worker.py:692] Available KV cache memory: 56.21 GiB\n"
+      "INFO 10-06 17:00:40 [model_runner.py:800] Graph capturing finished in 6 secs, took "
+      "0.23 GiB\n";
+  const VllmLogFigures f = parse_vllm_log(log);
+  ASSERT_TRUE(f.cudagraph_estimate_gib && f.cudagraph_gib);
+  EXPECT_DOUBLE_EQ(*f.cudagraph_estimate_gib, 0.25);
+  EXPECT_DOUBLE_EQ(*f.cudagraph_gib, 0.23);
+  // The V1 runner (no "Using V2 Model Runner") captures only after the KV cache: the first
+  // capture line is the real one, as before.
+  const VllmLogFigures v1 = parse_vllm_log(log.substr(log.find('\n') + 1));
+  EXPECT_DOUBLE_EQ(*v1.cudagraph_gib, 0.25);
+}

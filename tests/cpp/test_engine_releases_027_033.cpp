@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "vramplan/compiled.hpp"
 #include "vramplan/engine.hpp"
@@ -231,4 +232,29 @@ TEST(Releases027To033, VersionsWeDoNotKnow) {
       EXPECT_NE(std::string(e.what()).find(bad), std::string::npos);
     }
   }
+}
+
+TEST(Releases027To033, ReleasesThatMoveNothing) {
+  // 0.30 (MRV2 kernel warm-up moved before capture: still after the KV allocation) and 0.32
+  // (opt-in sequence parallelism removed) change no default launch: the same bytes as the
+  // release before, here for Llama-3.1-8B with 300 sequences on an H100.
+  for (const auto& [before, after] : {std::pair{"0.29.0", "0.30.0"}, {"0.31.0", "0.32.0"}}) {
+    SCOPED_TRACE(after);
+    Launch a = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", before);
+    Launch b = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", after);
+    a.config.max_num_seqs = 300;
+    b.config.max_num_seqs = 300;
+    const Breakdown x = breakdown(a);
+    const Breakdown y = breakdown(b);
+    EXPECT_EQ(x.ranks.front().kv_cache_bytes, y.ranks.front().kv_cache_bytes);
+    EXPECT_EQ(x.config.num_cudagraph_sizes, y.config.num_cudagraph_sizes);
+    EXPECT_EQ(x.kv_tokens, y.kv_tokens);
+  }
+  // ... while 0.31 itself captures the off-ladder 300 (fact 36): one size more than 0.30.
+  Launch at030 = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.30.0");
+  Launch at031 = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.31.0");
+  at030.config.max_num_seqs = 300;
+  at031.config.max_num_seqs = 300;
+  EXPECT_EQ(breakdown(at031).config.num_cudagraph_sizes,
+            breakdown(at030).config.num_cudagraph_sizes + 1);
 }

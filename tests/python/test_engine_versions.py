@@ -103,3 +103,19 @@ def test_no_version_plans_for_the_newest_release_and_names_it(
     with pytest.raises(SystemExit):
         main(["--version"])
     assert f"vLLM up to {NEWEST}" in capsys.readouterr().out
+
+
+def test_model_runner_env_knob_reaches_the_plan_and_its_environment() -> None:
+    # Llama-3.1-8B at 0.26 runs on Model Runner V2 (graphs outside the budget); the environment
+    # variable forces the V1 runner, and the plan says to set it.
+    v2 = vramplan.breakdown(vramplan.DEFAULT_MODEL, "H100-80GB", engine_version="0.26.0")
+    assert v2.model_runner == "v2"
+    plan = vramplan.plan(
+        vramplan.DEFAULT_MODEL,
+        "H100-80GB",
+        engine_version="0.26.0",
+        vllm_use_v2_model_runner="0",
+    )
+    assert plan.breakdown.model_runner == "v1"
+    assert plan.to_vllm_env() == {"VLLM_USE_V2_MODEL_RUNNER": "0"}
+    assert "VLLM_USE_V2_MODEL_RUNNER" not in plan.to_vllm_args()

@@ -129,7 +129,70 @@ const char* outcome_name(Outcome outcome) noexcept {
   return "?";
 }
 
+const char* model_runner_v2_routing_name(ModelRunnerV2Routing routing) noexcept {
+  switch (routing) {
+    case ModelRunnerV2Routing::None:
+      return "none";
+    case ModelRunnerV2Routing::Qwen3Dense:
+      return "qwen3_dense";
+    case ModelRunnerV2Routing::Dense:
+      return "dense";
+    case ModelRunnerV2Routing::All:
+      return "all";
+  }
+  return "?";
+}
+
 namespace {
+
+// Whether the launch runs on Model Runner V2 (VllmConfig.use_v2_model_runner): the environment
+// variable decides when set; else the release's default set of models, less the features MRV2
+// does not support.
+bool uses_model_runner_v2(const ModelSpec& spec, const EngineProfile& profile,
+                          const EngineConfig& config, const QuantSpec& quant) {
+  const std::string forced = config.vllm_use_v2_model_runner;
+  if (forced == "1") return true;
+  if (forced == "0") return false;
+  const bool hybrid = spec.has_mamba || spec.has_linear_attention;
+  const bool attention_free =
+      std::none_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& layer) {
+        return layer.attention != AttentionKind::None && layer.attention != AttentionKind::Mamba &&
+               layer.attention != AttentionKind::LinearAttention;
+      });
+  const auto& whitelist = profile.model_runner_v2_moe_model_types;
+  const bool whitelisted =
+      std::find(whitelist.begin(), whitelist.end(), lower(spec.model_type)) != whitelist.end();
+  bool routed = false;
+  switch (profile.model_runner_v2) {
+    case ModelRunnerV2Routing::None:
+      return false;
+    case ModelRunnerV2Routing::Qwen3Dense:
+      routed = lower(spec.model_type) == "qwen3" && quant.method == QuantMethod::None;
+      break;
+    case ModelRunnerV2Routing::Dense:
+      routed = whitelisted || (!hybrid && !attention_free && !spec.has_moe);
+      break;
+    case ModelRunnerV2Routing::All:
+      routed = true;
+      break;
+  }
+  const auto& unsupported = profile.model_runner_v2_unsupported_speculative_methods;
+  const std::string method = lower(config.speculative_method);
+  if (config.num_speculative_tokens > 0 &&
+      std::find(unsupported.begin(), unsupported.end(), method) != unsupported.end()) {
+    return false;
+  }
+  return routed;
+}
+
+// Bytes per element of a --mamba-cache-dtype / --mamba-ssm-cache-dtype value ("auto" ->
+// `auto_bytes`); the knob registry has checked the name.
+std::int32_t state_width(const std::string& dtype, std::int64_t auto_bytes) noexcept {
+  if (dtype == "auto") return static_cast<std::int32_t>(auto_bytes);
+  const std::optional<DType> parsed = parse_dtype(dtype);
+  return parsed ? static_cast<std::int32_t>(dtype_info(*parsed).block_bytes)
+                : static_cast<std::int32_t>(auto_bytes);
+}
 
 // The drafter a speculative-decoding launch adds, resolved from the knobs.
 struct Drafter {
@@ -203,6 +266,28 @@ LaunchKnobs launch_knobs(const EngineConfig& config) {
   return k;
 }
 
+namespace {
+
+// Whether `size` is on the profile's capture ladder.
+bool on_capture_ladder(const EngineProfile& profile, std::int64_t size) noexcept {
+  for (std::int32_t i = 0; i < profile.capture_ladder_segments; ++i) {
+    const CaptureSegment& seg = profile.capture_ladder[static_cast<std::size_t>(i)];
+    if (size >= seg.start && size <= seg.end && (size - seg.start) % seg.step == 0) return true;
+  }
+  return false;
+}
+
+// The speculative request-count grid (0.29 _set_cudagraph_sizes.request_counts): 1, 2, 4,
+// 8..248 step 8, 256.. step 16 (then the maximum itself); `index` walks it in ascending order.
+std::int64_t request_grid_value(std::int64_t index) noexcept {
+  if (index < 3) return std::int64_t{1} << index;  // 1, 2, 4
+  const std::int64_t eights = index - 3;           // 8, 16, ..., 248
+  if (eights < 31) return 8 * (eights + 1);
+  return 256 + 16 * (eights - 31);  // 256, 272, ...
+}
+
+}  // namespace
+
 CaptureSizes cudagraph_capture_sizes(const EngineProfile& profile, std::int64_t max_num_seqs,
                                      std::int64_t max_num_batched_tokens,
                                      std::int32_t num_speculative_tokens) noexcept {
@@ -221,6 +306,29 @@ CaptureSizes cudagraph_capture_sizes(const EngineProfile& profile, std::int64_t 
     const std::int64_t steps = (last - seg.start) / seg.step;
     sizes.count += static_cast<std::int32_t>(steps + 1);
     sizes.largest = static_cast<std::int32_t>(seg.start + steps * seg.step);
+  }
+  // Uniform-decode sizes appended off the ladder (they need not land on its stride).
+  auto add = [&](std::int64_t size) {
+    if (size < 1 || size > limit || on_capture_ladder(profile, size)) return;
+    sizes.count += 1;
+    sizes.largest = static_cast<std::int32_t>(std::max<std::int64_t>(sizes.largest, size));
+  };
+  if (num_speculative_tokens > 0 && profile.capture_speculative_request_grid) {
+    // n x (1 + k) for n in the request grid up to min(max_num_seqs, ceiling), distinct values.
+    const std::int64_t query = 1 + num_speculative_tokens;
+    const std::int64_t max_requests =
+        std::min<std::int64_t>(max_num_seqs, profile.capture_max_size);
+    bool max_on_grid = false;
+    for (std::int64_t i = 0;; ++i) {
+      const std::int64_t n = request_grid_value(i);
+      if (n > max_requests) break;
+      max_on_grid |= n == max_requests;
+      add(n * query);
+    }
+    if (!max_on_grid) add(max_requests * query);
+  } else if (num_speculative_tokens == 0 && profile.capture_includes_max_num_seqs &&
+             max_num_seqs <= profile.capture_max_size) {
+    add(max_num_seqs);
   }
   return sizes;
 }
@@ -566,6 +674,30 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
                                                  : profile_.max_num_batched_tokens_llm_other_gpu)
                                         : (large ? profile_.max_num_batched_tokens_serve_large_gpu
                                                  : profile_.max_num_batched_tokens_serve_other_gpu);
+  if (profile_.huge_gpu_min_memory_bytes > 0 &&
+      hardware_.gpu.total_memory_bytes >= profile_.huge_gpu_min_memory_bytes) {
+    // get_batch_defaults checks the >= 160 GiB tier before the large one (0.28+).
+    default_max_num_seqs_ = profile_.max_num_seqs_large_gpu;
+    default_max_num_batched_tokens_ = c.llm_class ? profile_.max_num_batched_tokens_llm_huge_gpu
+                                                  : profile_.max_num_batched_tokens_serve_huge_gpu;
+  }
+  const double capability = hardware_.gpu.compute_capability;
+  if (profile_.capture_max_size_datacenter_blackwell > 0 && hardware_.gpu.vendor == "nvidia" &&
+      capability >= 10.0 && capability < 11.0) {
+    // is_device_capability_family(100): the default capture ceiling is 1024 (0.28+).
+    profile_.capture_max_size = profile_.capture_max_size_datacenter_blackwell;
+    // The last ladder run (256.. step 16) continues up to the raised ceiling.
+    CaptureSegment& last =
+        profile_.capture_ladder[static_cast<std::size_t>(profile_.capture_ladder_segments - 1)];
+    last.end = std::max(last.end, profile_.capture_max_size);
+  }
+  model_runner_v2_ = uses_model_runner_v2(s, profile_, c, quantization_);
+  if (model_runner_v2_ && !profile_.model_runner_v2_cudagraph_estimate) {
+    // MRV2 before 0.29: profile_cudagraph_memory returns 0, so nothing is profiled and the
+    // graphs are captured after the KV allocation, outside the budget (as up to 0.20).
+    profile_.cudagraph_in_budget = false;
+    profile_.graph_profiling_minimal_kv_cache = false;
+  }
   const std::int32_t tp = c.tensor_parallel_size;
   const std::int32_t pp = c.pipeline_parallel_size;
   const std::int32_t dp = c.data_parallel_size;
@@ -653,7 +785,8 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     }
     KvCacheOptions kv;
     kv.tensor_parallel_size = tp;
-    kv.state_element_bytes = static_cast<std::int32_t>(act_bytes);
+    kv.state_element_bytes = state_width(c.mamba_cache_dtype, act_bytes);
+    kv.ssm_state_element_bytes = state_width(c.mamba_ssm_cache_dtype, 0);
     kv.num_speculative_tokens = c.num_speculative_tokens;
     if (rank.last_stage && merged) {
       // The drafter's attention layers share the KV pool (same page size, one more group
@@ -854,6 +987,7 @@ RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
   e.requested_memory_bytes =
       static_cast<std::int64_t>(std::ceil(static_cast<double>(total) * k.gpu_memory_utilization));
   e.activation_peak_bytes = activation_peak_bytes(rank.activation, sampler_, tokens, requests);
+  e.persistent_buffers_bytes = persistent_buffers_bytes(k.max_num_seqs);
   if (rank.draft_activation) {
     e.activation_peak_bytes =
         std::max(e.activation_peak_bytes,
@@ -876,11 +1010,16 @@ RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
     }
   }
   const std::int64_t graph_in_budget = profile_.cudagraph_in_budget ? e.cudagraph_bytes : 0;
+  // The consumed formula (0.27+) sees buffers made after the init snapshot; before, they were
+  // held but counted nowhere, so they come out of the headroom instead.
+  const std::int64_t persistent_in_budget =
+      profile_.consumed_budget_formula ? e.persistent_buffers_bytes : 0;
   e.kv_cache_bytes = config_.kv_cache_memory_bytes
                          ? *config_.kv_cache_memory_bytes
                          : e.requested_memory_bytes - rank.weights_bytes - e.activation_peak_bytes -
                                rank.non_torch_bytes - graph_in_budget -
-                               cached_activation_bytes(e.activation_peak_bytes);
+                               cached_activation_bytes(e.activation_peak_bytes) -
+                               persistent_in_budget;
   e.page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
   e.num_blocks = kv_num_blocks(rank.kv, e.page, e.kv_cache_bytes);
   e.headroom_bytes = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_ -
@@ -892,7 +1031,8 @@ RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
     // at load leave segments the allocator cannot reuse for those large blocks.
     const std::int64_t sampler =
         rank.last_stage ? sampler_peak_bytes(sampler_, requests, tokens) : 0;
-    e.post_allocation_bytes = e.cudagraph_bytes + sampler + unusable_after_repack_bytes_ -
+    e.post_allocation_bytes = e.cudagraph_bytes + sampler + unusable_after_repack_bytes_ +
+                              (e.persistent_buffers_bytes - persistent_in_budget) -
                               (e.activation_peak_bytes + graph_in_budget);
   }
   return e;
@@ -917,11 +1057,11 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
         std::max(out.max_post_allocation_bytes, e.post_allocation_bytes);
     if (profile_.graph_profiling_minimal_kv_cache && k.num_cudagraph_sizes > 0) {
       // Graph profiling holds the weights, the workspaces, a minimal KV cache and the graphs.
-      const std::int64_t minimal_kv =
-          kv_blocks_bytes(rank.kv, e.page, k.max_cudagraph_capture_size);
+      const std::int64_t minimal_kv = kv_blocks_bytes(rank.kv, e.page, graph_profiling_blocks(k));
       out.max_graph_profiling_bytes =
-          std::max(out.max_graph_profiling_bytes,
-                   rank.weights_bytes + rank.non_torch_bytes + minimal_kv + e.cudagraph_bytes);
+          std::max(out.max_graph_profiling_bytes, rank.weights_bytes + rank.non_torch_bytes +
+                                                      e.persistent_buffers_bytes + minimal_kv +
+                                                      e.cudagraph_bytes);
     }
     // The worst rank: the largest shortfall of one request against its KV cache.
     out.min_kv_cache_bytes =
@@ -988,6 +1128,20 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
   return out;
 }
 
+std::int64_t CompiledLaunch::persistent_buffers_bytes(std::int64_t max_num_seqs) const noexcept {
+  if (!model_runner_v2_) return 0;
+  const std::int64_t vocab = spec_->vocab_size;
+  return max_num_seqs * (vocab + ceil_div(vocab, 32)) * 4;
+}
+
+std::int64_t CompiledLaunch::graph_profiling_blocks(const ResolvedKnobs& k) const noexcept {
+  const std::int64_t blocks =
+      profile_.graph_profiling_blocks_bounded_by_max_num_seqs
+          ? std::min<std::int64_t>(k.max_num_seqs, k.max_cudagraph_capture_size)
+          : k.max_cudagraph_capture_size;
+  return std::max<std::int64_t>(1, blocks);
+}
+
 std::int64_t CompiledLaunch::estimated_max_model_len(const Evaluation& e) const noexcept {
   const ResolvedKnobs& k = e.knobs;
   const std::size_t worst = static_cast<std::size_t>(e.worst_rank);
@@ -1045,6 +1199,7 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
   b.model_id = spec_->id;
   b.gpu_id = hardware_.gpu.id;
   b.profile = profile_;
+  b.model_runner_v2 = model_runner_v2_;
   ResolvedConfig& c = b.config;
   static_cast<ResolvedKnobs&>(c) = k;
   c.served_dtype = served_dtype_;
@@ -1061,14 +1216,24 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
   b.request_kv_bytes = e.request_kv_bytes;
   b.outcome = e.outcome;
   b.host = host(k);
-  const char* graph_note = profile_.cudagraph_in_budget
-                               ? "calibrated: base + per captured layer piece x capture sizes "
-                                 "(inside the budget)"
-                               : "calibrated: base + per captured layer piece x capture sizes "
-                                 "(captured after KV allocation, outside the budget)";
-  const char* kv_note = profile_.cudagraph_in_budget
-                            ? "budget: requested - weights - activation - non_torch - cudagraph"
-                            : "budget: requested - weights - activation - non_torch";
+  const char* graph_note =
+      profile_.cudagraph_in_budget
+          ? "calibrated: base + per captured layer piece x capture sizes (inside the budget)"
+      : model_runner_v2_
+          ? "calibrated: base + per captured layer piece x capture sizes (Model Runner V2 before "
+            "0.29 estimates no graphs: captured after KV allocation, outside the budget)"
+          : "calibrated: base + per captured layer piece x capture sizes (captured after KV "
+            "allocation, outside the budget)";
+  const bool persistent_in_budget = model_runner_v2_ && profile_.consumed_budget_formula;
+  const char* kv_note =
+      profile_.cudagraph_in_budget
+          ? (persistent_in_budget ? "budget: requested - weights - activation - non_torch - "
+                                    "mrv2_persistent_buffers - cudagraph"
+                                  : "budget: requested - weights - activation - non_torch - "
+                                    "cudagraph")
+          : (persistent_in_budget
+                 ? "budget: requested - weights - activation - non_torch - mrv2_persistent_buffers"
+                 : "budget: requested - weights - activation - non_torch");
   b.ranks.reserve(ranks_.size());
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     const CompiledRank& compiled = ranks_[i];
@@ -1091,6 +1256,7 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
     rank.num_blocks = r.num_blocks;
     rank.headroom_bytes = r.headroom_bytes;
     rank.post_allocation_bytes = r.post_allocation_bytes;
+    rank.persistent_buffers_bytes = r.persistent_buffers_bytes;
     // The all-to-all's shares of the activation peak and of non-torch memory, shown apart.
     std::int64_t dispatch = 0;
     if (all2all_exchange_) {
@@ -1131,6 +1297,16 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
                          "+ 32 MiB workspace [+ low-latency RDMA size hint], or pplx intranode "
                          "buffers, made after load"});
     }
+    if (model_runner_v2_) {
+      rank.terms.insert(
+          rank.terms.begin() + 2,
+          {"mrv2_persistent_buffers", rank.persistent_buffers_bytes,
+           profile_.consumed_budget_formula
+               ? "formula: Model Runner V2 sampler state, max_num_seqs x (vocab + vocab/32) x 4 B "
+                 "(inside the budget: 0.27+ counts memory consumed since the init snapshot)"
+               : "formula: Model Runner V2 sampler state, max_num_seqs x (vocab + vocab/32) x 4 B "
+                 "(held but outside the budget before 0.27: it comes out of the headroom)"});
+    }
     if (spec_->vision.num_parameters > 0) {
       // Shown apart, and taken out of activation_peak so the stacked terms still add up.
       rank.terms[1].bytes -= rank.mm_encoder_bytes;
@@ -1167,15 +1343,16 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
       return b;
     case Outcome::CudagraphProfilingOom: {
       const RankBreakdown& first = b.ranks.front();
-      const std::int64_t minimal_kv = std::int64_t{k.max_cudagraph_capture_size} *
-                                      first.kv_layout.page_bytes * first.kv_layout.group_size;
+      const std::int64_t blocks = graph_profiling_blocks(k);
+      const std::int64_t minimal_kv =
+          blocks * first.kv_layout.page_bytes * first.kv_layout.group_size;
       b.messages.push_back(
           "CUDA out of memory profiling CUDA graphs (profile_cudagraph_memory -> "
           "_init_minimal_kv_cache_for_profiling): a minimal KV cache of " +
-          std::to_string(k.max_cudagraph_capture_size) + " blocks of " +
-          std::to_string(first.kv_layout.block_size) + " tokens (" + gib_text(minimal_kv) +
-          " GiB) beside " + gib_text(e.max_weights_bytes) + " GiB of weights and " +
-          gib_text(first.cudagraph_bytes) + " GiB of graphs; " + gib_text(startup_free_bytes_) +
+          std::to_string(blocks) + " blocks of " + std::to_string(first.kv_layout.block_size) +
+          " tokens (" + gib_text(minimal_kv) + " GiB) beside " + gib_text(e.max_weights_bytes) +
+          " GiB of weights and " + gib_text(first.cudagraph_bytes) + " GiB of graphs; " +
+          gib_text(startup_free_bytes_) +
           " GiB free. This happens before the KV budget: lowering gpu_memory_utilization cannot "
           "help. Lower max_num_seqs (fewer capture sizes), fewer speculative tokens, or "
           "--enforce-eager.");

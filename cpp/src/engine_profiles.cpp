@@ -293,6 +293,53 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
     p.fused_moe_chunk_tokens =
         row.integer("fused_moe_chunk_tokens", row.get("fused_moe_chunk_tokens"), 0, 1 << 24);
   }
+  if (!row.inherits("budget_formula", first)) {
+    const std::string formula = row.text("budget_formula");
+    if (formula != "components" && formula != "consumed") {
+      row.fail("budget_formula", formula, "expected components or consumed");
+    }
+    p.consumed_budget_formula = formula == "consumed";
+  }
+  if (!row.inherits("model_runner_v2", first)) {
+    const std::string routing = row.text("model_runner_v2");
+    if (routing == "none") {
+      p.model_runner_v2 = ModelRunnerV2Routing::None;
+    } else if (routing == "qwen3_dense") {
+      p.model_runner_v2 = ModelRunnerV2Routing::Qwen3Dense;
+    } else if (routing == "dense") {
+      p.model_runner_v2 = ModelRunnerV2Routing::Dense;
+    } else if (routing == "all") {
+      p.model_runner_v2 = ModelRunnerV2Routing::All;
+    } else {
+      row.fail("model_runner_v2", routing, "expected none, qwen3_dense, dense or all");
+    }
+  }
+  if (!row.inherits("model_runner_v2_moe_model_types", first)) {
+    p.model_runner_v2_moe_model_types = row.names("model_runner_v2_moe_model_types");
+  }
+  if (!row.inherits("model_runner_v2_unsupported_speculative_methods", first)) {
+    p.model_runner_v2_unsupported_speculative_methods =
+        row.names("model_runner_v2_unsupported_speculative_methods");
+  }
+  flag("model_runner_v2_cudagraph_estimate", p.model_runner_v2_cudagraph_estimate);
+  flag("graph_profiling_blocks_bounded_by_max_num_seqs",
+       p.graph_profiling_blocks_bounded_by_max_num_seqs);
+  if (!row.inherits("capture_max_size_datacenter_blackwell", first)) {
+    const char* key = "capture_max_size_datacenter_blackwell";
+    p.capture_max_size_datacenter_blackwell =
+        static_cast<std::int32_t>(row.integer(key, row.get(key), 0, 1 << 16));
+  }
+  flag("capture_speculative_request_grid", p.capture_speculative_request_grid);
+  flag("capture_includes_max_num_seqs", p.capture_includes_max_num_seqs);
+  if (!row.inherits("huge_gpu_min_memory_bytes", first)) {
+    const char* key = "huge_gpu_min_memory_bytes";
+    p.huge_gpu_min_memory_bytes = row.integer(key, row.get(key), 0, std::int64_t{1} << 50);
+  }
+  if (!row.inherits("huge_gpu_max_num_batched_tokens", first)) {
+    const char* key = "huge_gpu_max_num_batched_tokens";
+    p.max_num_batched_tokens_serve_huge_gpu = row.sub_integer(key, "serve", 1, 1 << 24);
+    p.max_num_batched_tokens_llm_huge_gpu = row.sub_integer(key, "llm", 1, 1 << 24);
+  }
 }
 
 const std::vector<EngineProfile>& compiled_profiles() {
@@ -367,11 +414,12 @@ EngineProfile apply_profile_overrides(const EngineProfile& base, const std::stri
 EngineProfile engine_profile(const std::string& version) {
   const std::vector<EngineProfile>& rows = compiled_profiles();
   const EngineProfile& oldest = rows.front();
-  const auto parsed =
-      version.empty() ? std::optional<Version>(version_of(rows.back())) : parse_version(version);
+  const Version newest = version_of(rows.back());
+  const auto parsed = version.empty() ? std::optional<Version>(newest) : parse_version(version);
   if (!parsed || *parsed < version_of(oldest)) {
     throw ConfigError("engine_version", "'" + version + "'",
-                      version_of(oldest).text() + " or later, as <major>.<minor>[.<patch>]",
+                      version_of(oldest).text() + " .. " + newest.text() + " (newer plans with " +
+                          newest.text() + "'s rules), as <major>.<minor>[.<patch>]",
                       "not a vLLM version this planner knows");
   }
   EngineProfile p = oldest;
@@ -379,10 +427,18 @@ EngineProfile engine_profile(const std::string& version) {
     if (version_of(row) <= *parsed) p = row;
   }
   p.version = version.empty() ? parsed->text() : version;
+  p.newest_known_version = newest.text();
+  if (newest < *parsed) {
+    p.version_warning = std::string(kVersionWarningName) + ": vLLM " + version +
+                        " is newer than the newest release this planner knows (" + newest.text() +
+                        "); planned with the " + newest.text() + " rules, which may not match it";
+  }
   p.all2all_backend_flag =
       Version{p.all2all_backend_flag_from_major, p.all2all_backend_flag_from_minor, 0} <= *parsed;
   return p;
 }
+
+std::string newest_known_vllm_version() { return version_of(compiled_profiles().back()).text(); }
 
 bool uses_large_batch_defaults(const EngineProfile& profile, const GpuSpec& gpu) {
   std::string names = gpu.id + " " + gpu.name;

@@ -213,9 +213,40 @@ json quantization_document(const json& config, const json* modelopt, const std::
 
 }  // namespace
 
+namespace {
+
+// The SSM state dtype a config asks vLLM for when --mamba-ssm-cache-dtype is unset: Qwen3.5 /
+// 3.6 write `mamba_ssm_dtype` (Qwen3_5ForConditionalGenerationConfig copies it), Nemotron-H
+// `mamba_ssm_cache_dtype` (NemotronHForCausalLMConfig; float32 when absent, the spec's
+// default). vLLM reads no config key for the conv state (--mamba-cache-dtype only).
+void add_state_dtypes(const json& config, const std::string& source, json& doc) {
+  const json& text = config.contains("text_config") && config["text_config"].is_object()
+                         ? config["text_config"]
+                         : config;
+  std::string architectures;
+  if (config.contains("architectures") && config["architectures"].is_array()) {
+    for (const json& a : config["architectures"]) architectures += a.dump();
+  }
+  auto read = [&](const char* key, const char* block, const char* family) {
+    if (architectures.find(family) == std::string::npos) return;
+    if (!text.contains(key) || !doc.contains(block)) return;
+    const json& value = text[key];
+    const std::string name = value.is_string() ? value.get<std::string>() : value.dump();
+    if (name != "float32" && name != "float16" && name != "bfloat16") {
+      throw SpecError(source, key, name, "expected float32, float16 or bfloat16");
+    }
+    doc[block]["ssm_state_dtype"] = name;
+  };
+  read("mamba_ssm_dtype", "linear_attention", "Qwen3_5");
+  read("mamba_ssm_cache_dtype", "mamba", "NemotronH");
+}
+
+}  // namespace
+
 json hf_config_to_spec_document(const json& config, const json* quant_config,
                                 const std::string& source) {
   json doc = architecture_spec_document(config, source);
+  add_state_dtypes(config, source, doc);
   const json quant = quantization_document(config, quant_config, source);
   if (!quant.is_null()) doc["quantization"] = quant;
   return doc;

@@ -204,6 +204,19 @@ const std::vector<KnobSpec> kKnobs = {
      "unset: the budget from gpu_memory_utilization",
      "a fixed KV-cache size instead of the utilization budget", "--kv-cache-memory-bytes",
      "kv_cache_memory_bytes", 1, VRAMPLAN_KNOB_ACCESS(kv_cache_memory_bytes)},
+    {"mamba_cache_dtype", KnobType::Text, "", 0, 0, "auto,float32,float16,bfloat16",
+     "auto: the served dtype",
+     "hybrid models: dtype of the Mamba / linear-attention conv and SSM state",
+     "--mamba-cache-dtype", "mamba_cache_dtype", 1, VRAMPLAN_KNOB_ACCESS(mamba_cache_dtype)},
+    {"mamba_ssm_cache_dtype", KnobType::Text, "", 0, 0, "auto,float32,float16,bfloat16",
+     "auto: the model config's (Qwen3.5 mamba_ssm_dtype, Nemotron-H float32), else "
+     "mamba_cache_dtype",
+     "hybrid models: dtype of the SSM (recurrent) state only", "--mamba-ssm-cache-dtype",
+     "mamba_ssm_cache_dtype", 1, VRAMPLAN_KNOB_ACCESS(mamba_ssm_cache_dtype)},
+    {"vllm_use_v2_model_runner", KnobType::Text, "", 0, 0, "auto,0,1",
+     "auto: the release's routing (Model Runner V2 for every model from 0.29)",
+     "VLLM_USE_V2_MODEL_RUNNER (environment): 1 forces Model Runner V2, 0 the V1 runner", "", "", 1,
+     VRAMPLAN_KNOB_ACCESS(vllm_use_v2_model_runner)},
 };
 
 #undef VRAMPLAN_KNOB_ACCESS

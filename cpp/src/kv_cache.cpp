@@ -76,8 +76,10 @@ std::int64_t mamba_state_bytes(const ModelSpec& spec, const LayerSpec& layer,
     const std::int64_t conv_dim = (inner + 2 * groups * m.state_size) / tp;
     const std::int64_t conv =
         conv_dim * (m.conv_kernel - 1 + o.num_speculative_tokens) * o.state_element_bytes;
-    const std::int64_t ssm =
-        (m.num_heads / tp) * m.head_dim * m.state_size * dtype_info(m.ssm_state_dtype).block_bytes;
+    const std::int64_t ssm_bytes = o.ssm_state_element_bytes > 0
+                                       ? o.ssm_state_element_bytes
+                                       : dtype_info(m.ssm_state_dtype).block_bytes;
+    const std::int64_t ssm = (m.num_heads / tp) * m.head_dim * m.state_size * ssm_bytes;
     return conv + ssm;
   }
   if (layer.attention == AttentionKind::LinearAttention) {
@@ -88,9 +90,14 @@ std::int64_t mamba_state_bytes(const ModelSpec& spec, const LayerSpec& layer,
         tp;
     const std::int64_t conv =
         conv_dim * (g.conv_kernel - 1 + o.num_speculative_tokens) * o.state_element_bytes;
+    // vLLM's gated_delta_net_state_dtype: the SSM state takes --mamba-ssm-cache-dtype, else
+    // (auto) the conv state's dtype; Qwen3.5 configs fill it from mamba_ssm_dtype.
+    const std::int64_t ssm_bytes = o.ssm_state_element_bytes > 0 ? o.ssm_state_element_bytes
+                                   : g.ssm_state_dtype ? dtype_info(*g.ssm_state_dtype).block_bytes
+                                                       : o.state_element_bytes;
     const std::int64_t ssm = (g.num_value_heads / tp) *
                              static_cast<std::int64_t>(g.value_head_dim) * g.key_head_dim *
-                             o.state_element_bytes;
+                             ssm_bytes;
     return conv + ssm;
   }
   return 0;

@@ -651,12 +651,32 @@ void Parser::memory_line(std::string_view line) {
       f_.padding_layers = to_int64(*n);
     }
   }
-  // CUDA graphs.
-  if (!f_.cudagraph_gib && (at = line.find("Graph capturing finished in ")) != npos) {
+  // CUDA graphs. Model Runner V2 (0.29+) estimates by capturing before the KV budget: a
+  // capture it logs before the KV cache is sized is that estimate, not the real capture.
+  if ((at = line.find("Graph capturing finished in ")) != npos) {
     const std::size_t took = line.find(", took ", at);
-    if (took != npos) set_first(f_.cudagraph_gib, size_after(line.substr(took), ", took "));
+    if (took != npos) {
+      const auto taken = size_after(line.substr(took), ", took ");
+      if (f_.model_runner_v2 && !kv_seen()) {
+        set_first(f_.cudagraph_estimate_gib, taken);
+      } else {
+        set_first(f_.cudagraph_gib, taken);
+      }
+    }
   }
   set_first(f_.cudagraph_estimate_gib, size_after(line, "Estimated CUDA graph memory: "));
+  // vLLM 0.27+ lines.
+  if (contains(line, "Using V2 Model Runner")) f_.model_runner_v2 = true;
+  if ((at = line.find(" GiB for consumed memory")) != npos) {
+    if (const auto consumed = number_before(line, at)) {
+      set_first_value(f_.consumed_gib, consumed->value);
+    }
+    const std::size_t flag = line.find("`--kv-cache-memory=", at);
+    if (flag != npos && !f_.suggested_kv_cache_memory_bytes) {
+      const auto bytes = parse_number(line, flag + 19);
+      if (bytes && bytes->integral) f_.suggested_kv_cache_memory_bytes = to_int64(*bytes);
+    }
+  }
 }
 
 void Parser::add_error(std::string_view msg, std::vector<std::string>& into) {
@@ -949,6 +969,9 @@ nlohmann::json to_json(const VllmLogFigures& f) {
   j["cudagraph_gib"] = opt(f.cudagraph_gib);
   j["cudagraph_estimate_gib"] = opt(f.cudagraph_estimate_gib);
   j["padding_layers"] = opt(f.padding_layers);
+  j["model_runner_v2"] = opt(f.model_runner_v2);
+  j["consumed_gib"] = opt(f.consumed_gib);
+  j["suggested_kv_cache_memory_bytes"] = opt(f.suggested_kv_cache_memory_bytes);
   j["startup_free_gib"] = opt(f.startup_free_gib);
   j["startup_desired_gib"] = opt(f.startup_desired_gib);
   j["estimated_max_model_len"] = opt(f.estimated_max_model_len);

@@ -101,7 +101,12 @@ nlohmann::json to_json(const Breakdown& b) {
   return {{"model", b.model_id},
           {"gpu", b.gpu_id},
           {"engine_version", b.profile.version},
+          {"engine_version_warning", b.profile.version_warning.empty()
+                                         ? nlohmann::json(nullptr)
+                                         : nlohmann::json(b.profile.version_warning)},
+          {"newest_known_vllm_version", b.profile.newest_known_version},
           {"engine_era", engine_era_name(b.profile.era)},
+          {"model_runner", b.model_runner_v2 ? "v2" : "v1"},
           {"config",
            {{"gpu_memory_utilization", c.gpu_memory_utilization},
             {"max_model_len", c.max_model_len},
@@ -207,6 +212,9 @@ nlohmann::json to_vllm_env(const Plan& plan) {
   if (!plan.config.all2all_backend.empty() && !plan.breakdown.profile.all2all_backend_flag) {
     out["VLLM_ALL2ALL_BACKEND"] = plan.config.all2all_backend;
   }
+  if (plan.config.vllm_use_v2_model_runner != "auto") {
+    out["VLLM_USE_V2_MODEL_RUNNER"] = plan.config.vllm_use_v2_model_runner;
+  }
   return out;
 }
 
@@ -245,8 +253,13 @@ nlohmann::json to_json(const Plan& plan) {
                         {"detail", r.detail},
                         {"flags", r.flags}});
   }
+  const EngineProfile& engine = plan.breakdown.profile;
   return {{"fits", plan.fits},
           {"verdict", plan.verdict},
+          {"engine_version", engine.version},
+          {"engine_version_warning", engine.version_warning.empty()
+                                         ? nlohmann::json(nullptr)
+                                         : nlohmann::json(engine.version_warning)},
           {"gpu_memory_utilization", plan.gpu_memory_utilization},
           {"max_model_len", plan.max_model_len},
           {"max_num_seqs", plan.max_num_seqs},

@@ -83,6 +83,7 @@ const std::vector<SchemaKey> kSchema = {
   {"mamba", "conv_kernel", "int", false, "Causal conv width. Default 4."},
   {"mamba", "ssm_state_dtype", "dtype", false, "SSM state cache dtype. Default float32."},
   {"linear_attention", "num_key_heads", "int", true, "linear_num_key_heads."},
+  {"linear_attention", "ssm_state_dtype", "dtype", false, "SSM state cache dtype (config mamba_ssm_dtype). Default: the conv state's (the served dtype)."},
   {"linear_attention", "key_head_dim", "int", true, "linear_key_head_dim."},
   {"linear_attention", "num_value_heads", "int", true, "linear_num_value_heads."},
   {"linear_attention", "value_head_dim", "int", true, "linear_value_head_dim."},
@@ -541,6 +542,9 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
     s.linear_attention.num_value_heads = m.get_i32("num_value_heads", 0, 1);
     s.linear_attention.value_head_dim = m.get_i32("value_head_dim", 0, 1);
     s.linear_attention.conv_kernel = m.get_i32("conv_kernel", 4, 1);
+    if (m.has("ssm_state_dtype")) {
+      s.linear_attention.ssm_state_dtype = m.get_dtype("ssm_state_dtype", DType::F32);
+    }
   }
   if (r.has("vision")) {
     const MapReader m(r.child("vision"), file, "vision", "vision");

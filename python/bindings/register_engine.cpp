@@ -6,6 +6,8 @@
 #include <pybind11/stl.h>
 
 #include <climits>
+#include <optional>
+#include <string>
 
 #include "register.hpp"
 #include "vramplan/compiled.hpp"
@@ -145,6 +147,7 @@ void register_engine(py::module_& m) {
       .def_readonly("num_blocks", &RankBreakdown::num_blocks)
       .def_readonly("headroom_bytes", &RankBreakdown::headroom_bytes)
       .def_readonly("post_allocation_bytes", &RankBreakdown::post_allocation_bytes)
+      .def_readonly("persistent_buffers_bytes", &RankBreakdown::persistent_buffers_bytes)
       .def_property_readonly("block_size",
                              [](const RankBreakdown& r) { return r.kv_layout.block_size; })
       .def_property_readonly("kv_page_bytes",
@@ -166,6 +169,13 @@ void register_engine(py::module_& m) {
       .def_readonly("model_id", &Breakdown::model_id)
       .def_readonly("gpu_id", &Breakdown::gpu_id)
       .def_property_readonly("engine_version", [](const Breakdown& b) { return b.profile.version; })
+      .def_property_readonly("engine_version_warning",
+                             [](const Breakdown& b) -> std::optional<std::string> {
+                               if (b.profile.version_warning.empty()) return std::nullopt;
+                               return b.profile.version_warning;
+                             })
+      .def_property_readonly("model_runner",
+                             [](const Breakdown& b) { return b.model_runner_v2 ? "v2" : "v1"; })
       .def_property_readonly(
           "engine_era", [](const Breakdown& b) { return vramplan::engine_era_name(b.profile.era); })
       .def_readonly("ranks", &Breakdown::ranks)
@@ -210,6 +220,11 @@ void register_engine(py::module_& m) {
   py::class_<Plan>(m, "Plan", "The solver's answer: the largest safe knobs and why.")
       .def_readonly("fits", &Plan::fits)
       .def_readonly("verdict", &Plan::verdict)
+      .def_property_readonly("engine_version_warning",
+                             [](const Plan& p) -> std::optional<std::string> {
+                               if (p.breakdown.profile.version_warning.empty()) return std::nullopt;
+                               return p.breakdown.profile.version_warning;
+                             })
       .def_readonly("gpu_memory_utilization", &Plan::gpu_memory_utilization)
       .def_readonly("max_model_len", &Plan::max_model_len)
       .def_readonly("max_num_seqs", &Plan::max_num_seqs)
@@ -255,7 +270,10 @@ void register_engine(py::module_& m) {
       .def_readonly("cudagraph_piece_mib_moe", &EngineProfile::cudagraph_piece_mib_moe)
       .def_readonly("cudagraph_piece_mib_mla", &EngineProfile::cudagraph_piece_mib_mla)
       .def_readonly("cudagraph_piece_mib_mxfp4_moe", &EngineProfile::cudagraph_piece_mib_mxfp4_moe)
-      .def_readonly("cudagraph_in_budget", &EngineProfile::cudagraph_in_budget);
+      .def_readonly("cudagraph_in_budget", &EngineProfile::cudagraph_in_budget)
+      .def_readonly("version_warning", &EngineProfile::version_warning);
+  m.def("newest_known_vllm_version", &vramplan::newest_known_vllm_version,
+        "The newest vLLM release the compiled-in engines.yaml rows describe.");
   m.def(
       "engine_profile",
       [](const std::string& version) { return vramplan::engine_profile(version); },

@@ -75,9 +75,15 @@ def table(
 
 def breakdown(out: Console, data: dict[str, Any]) -> None:
     cfg = data["config"]
+    runner = "Model Runner V2" if data["model_runner"] == "v2" else "V1 model runner"
+    assumed = (
+        f", planned with the {data['newest_known_vllm_version']} rules"
+        if data["engine_version_warning"]
+        else ""
+    )
     out.print(
         f"[bold]{data['model']}[/bold] on [bold]{data['gpu']}[/bold]  "
-        f"(vLLM {data['engine_version']}, {data['engine_era']})"
+        f"(vLLM {data['engine_version']}{assumed}, {data['engine_era']}, {runner})"
     )
     out.print(
         f"TP={cfg['tensor_parallel_size']} PP={cfg['pipeline_parallel_size']}  "

@@ -217,6 +217,7 @@ def _cmd_breakdown(args: argparse.Namespace) -> int:
         **_knobs(args),
     )
     data = result.to_dict()
+    _warn_version(data["engine_version_warning"])
     if args.json:
         data["model_source"] = launch.source
         _print(json.dumps(data, indent=2))
@@ -225,6 +226,13 @@ def _cmd_breakdown(args: argparse.Namespace) -> int:
         _render.breakdown(out, data)
         _note(_source_note(launch.source))
     return EXIT_OK if data["outcome"] == "started" else EXIT_DOES_NOT_FIT
+
+
+def _warn_version(warning: str | None) -> None:
+    """A vLLM newer than the newest known release is planned with that release's rules: say so
+    on stderr (the JSON and the Python result carry the same text)."""
+    if warning:
+        print(f"vramplan: warning: {warning}", file=sys.stderr)
 
 
 def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]:
@@ -299,6 +307,7 @@ def _remedies(result: api.Plan, args: argparse.Namespace) -> list[dict[str, Any]
 def _cmd_plan(args: argparse.Namespace) -> int:
     result, extra = _plan_from_args(args)
     data = {**result.to_dict(), "remedies": _remedies(result, args), **extra}
+    _warn_version(result.engine_version_warning)
     if args.json:
         _print(json.dumps(data, indent=2))
     else:
@@ -323,10 +332,12 @@ def _source_note(source: dict[str, Any]) -> str:
 def _cmd_flags(args: argparse.Namespace) -> int:
     result, extra = _plan_from_args(args)
     remedies = _remedies(result, args)
+    _warn_version(result.engine_version_warning)
     if args.json:
         data = {
             "fits": result.fits,
             "verdict": result.verdict,
+            "engine_version_warning": result.engine_version_warning,
             "vllm_args": result.to_vllm_args() if result.fits else None,
             "vllm_env": result.to_vllm_env(),
             "remedies": remedies,
@@ -637,7 +648,12 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"vramplan {__version__}")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"vramplan {__version__} (plans vLLM up to {_core.newest_known_vllm_version()}, "
+        "the newest release it knows; the default engine version)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("breakdown", help="per-rank memory breakdown for one launch")
     _add_launch_args(p)

@@ -74,6 +74,18 @@ EXPLANATIONS: dict[str, Explanation] = {
             "--disable-custom-all-reduce drops the custom all-reduce buffer.",
         ),
         Explanation(
+            "mrv2_persistent_buffers",
+            "GPU term",
+            "Model Runner V2's sampler state, allocated once when the runner starts: per request "
+            "slot an int32 count of every vocabulary entry generated (penalties) and a packed "
+            "bit mask of the prompt's tokens, max_num_seqs x (vocab + vocab / 32) x 4 B.",
+            "From vLLM 0.27 the budget counts all memory consumed since the init snapshot, so "
+            "this state is charged before the KV cache is sized; in 0.22-0.26 it was held but "
+            "counted nowhere and had to fit in the (1 - gpu_memory_utilization) headroom.",
+            "--max-num-seqs (linear in it); VLLM_USE_V2_MODEL_RUNNER=0 runs the V1 runner, "
+            "which keeps no such state.",
+        ),
+        Explanation(
             "all2all_dispatch",
             "GPU term",
             "The part of the activation peak that data parallelism adds to MoE layers with the "

@@ -22,6 +22,7 @@ TERM_COLOURS = {
     "weights": "#4c72b0",
     "activation_peak": "#dd8452",
     "mm_encoder": "#da8bc3",
+    "mrv2_persistent_buffers": "#c44e52",
     "non_torch": "#937860",
     "cudagraph": "#8172b3",
     "kv_cache": "#55a868",

@@ -28,7 +28,7 @@ TEST(EngineProfiles, VersionsMapToTheirRows) {
   EXPECT_DOUBLE_EQ(v021.default_gpu_memory_utilization, 0.92);
   EXPECT_TRUE(v021.cudagraph_in_budget);
   EXPECT_TRUE(v021.tokens_from_concurrency);
-  EXPECT_EQ(engine_profile("0.27.1").from_minor, 21);
+  EXPECT_EQ(engine_profile("0.26.9").from_minor, 26);
   EXPECT_EQ(engine_profile("").era, EngineEra::V1Latest);  // newest when unset
   // 0.15/0.16 kept the larger sampler temporaries and 0.13 GiB of TP=1 non-torch memory.
   EXPECT_DOUBLE_EQ(engine_profile("0.15.1").sampler_bytes_per_logit, 36.9);
@@ -45,8 +45,8 @@ TEST(EngineProfiles, VersionsMapToTheirRows) {
   EXPECT_EQ(engine_profile("1.0.0").from_minor, engine_profile("").from_minor);
   EXPECT_EQ(engine_profile("1.2").from_minor, engine_profile("").from_minor);
   EXPECT_EQ(engine_profile("1.0.0").version, "1.0.0");
-  EXPECT_EQ(engine_profile("").version, "0.21.0");
-  EXPECT_EQ(engine_profile("0.9").from_patch, 0);  // 0.9.0, before the 0.9.1 row
+  EXPECT_EQ(engine_profile("").version, "0.33.0");  // the newest release the rows describe
+  EXPECT_EQ(engine_profile("0.9").from_patch, 0);   // 0.9.0, before the 0.9.1 row
   EXPECT_EQ(engine_profile("0.8.5.post1").from_patch, 5);
   EXPECT_EQ(engine_profile("v0.9.1rc2").from_patch, 1);
   for (const char* bad : {"0.4.0", "0.4.99", "banana", "0", "0.", "1.x", "v"}) {
@@ -261,7 +261,16 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    max_num_batched_tokens: {serve_large_gpu: 8192, serve_other_gpu: 2048, "
       "llm_large_gpu: 16384, llm_other_gpu: 8192}\n"
       "    all2all_backend_default: naive\n    all2all_backend_flag_from: \"0.12\"\n"
-      "    fused_moe_chunk_tokens: 32768\n";
+      "    fused_moe_chunk_tokens: 32768\n"
+      "    budget_formula: components\n    model_runner_v2: none\n"
+      "    model_runner_v2_moe_model_types: []\n"
+      "    model_runner_v2_unsupported_speculative_methods: []\n"
+      "    model_runner_v2_cudagraph_estimate: false\n"
+      "    graph_profiling_blocks_bounded_by_max_num_seqs: false\n"
+      "    capture_max_size_datacenter_blackwell: 0\n"
+      "    capture_speculative_request_grid: false\n    capture_includes_max_num_seqs: false\n"
+      "    huge_gpu_min_memory_bytes: 0\n"
+      "    huge_gpu_max_num_batched_tokens: {serve: 16384, llm: 16384}\n";
   EXPECT_EQ(parse_engine_profiles("engines:\n" + row, "e.yaml").size(), 1u);
   struct Case {
     std::string text;
@@ -295,6 +304,10 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       {replace("    large_gpu_names: []\n", ""), "large_gpu_names"},
       {replace("bytes: 75161927680", "bytes: -1"), "large_gpu_min_memory_bytes"},
       {replace("\"0.19\"", "\"0\""), "from_version"},
+      {replace("formula: components", "formula: measured"), "budget_formula"},
+      {replace("model_runner_v2: none", "model_runner_v2: some"), "model_runner_v2"},
+      {replace("blackwell: 0", "blackwell: -1"), "capture_max_size_datacenter_blackwell"},
+      {replace("{serve: 16384, llm", "{llm"), "huge_gpu_max_num_batched_tokens.serve"},
       {"engines: [unclosed\n", "<document>"},
   };
   // A later row keeps what it omits from the row before; a patch row sorts after its minor.

@@ -45,24 +45,25 @@ HybridCase hybrid_case() {
 TEST(PostBudget, HybridMinimalKvCacheForGraphProfilingDoesNotFit) {
   const HybridCase c = hybrid_case();
   const Breakdown b = compute_breakdown(c.spec, c.hardware, c.config);
-  // By hand. GDN state per layer (bf16): conv (2 x 16 x 128 + 48 x 128) = 10240 channels x
-  // (kernel 4 - 1 + 2 speculative) x 2 B = 102,400 B; recurrent 48 x 128 x 128 x 2 B =
-  // 1,572,864 B; 1,675,264 B in all. Full attention at fp8: 4 KV heads x (256 + 256) x 1 B =
-  // 2,048 B per token. The block grows to hold a state: 16 x ceil(1,675,264 / (16 x 2,048)) =
-  // 832 tokens; page 832 x 2,048 = 1,703,936 B. Groups: 16 + 1 MTP full-attention layers and
-  // 48 GDN layers -> group size 17. Capture sizes: min(256 seqs x (1 + 2) x 2, 512, 2048
-  // tokens) = 512 -> the minimal cache is 512 blocks x 1,703,936 B x 17 = 14,831,058,944 B.
+  // By hand. GDN state per layer: conv (2 x 16 x 128 + 48 x 128) = 10240 channels x (kernel
+  // 4 - 1 + 2 speculative) x 2 B (bf16) = 102,400 B; recurrent 48 x 128 x 128 x 4 B = 3,145,728 B
+  // (float32: the config's mamba_ssm_dtype); 3,248,128 B in all. Full attention at fp8: 4 KV
+  // heads x (256 + 256) x 1 B = 2,048 B per token. The block grows to hold a state: 16 x
+  // ceil(3,248,128 / (16 x 2,048)) = 1600 tokens; page 1600 x 2,048 = 3,276,800 B. Groups: 16 + 1
+  // MTP full-attention layers and 48 GDN layers -> group size 17. Capture sizes: min(256 seqs x
+  // (1 + 2) x 2, 512, 2048 tokens) = 512 -> the minimal cache is 512 blocks x 3,276,800 B x 17 =
+  // 28,521,267,200 B (test_hybrid_state_dtypes.cpp checks these against seed 002's log).
   const RankBreakdown& r = b.ranks.front();
-  EXPECT_EQ(r.kv_layout.block_size, 832);
-  EXPECT_EQ(r.kv_layout.page_bytes, 1703936);
+  EXPECT_EQ(r.kv_layout.block_size, 1600);
+  EXPECT_EQ(r.kv_layout.page_bytes, 3276800);
   EXPECT_EQ(r.kv_layout.group_size, 17);
   EXPECT_EQ(b.config.max_cudagraph_capture_size, 512);
-  const std::int64_t minimal_kv = 14831058944;
+  const std::int64_t minimal_kv = 28521267200;
   EXPECT_EQ(std::int64_t{512} * r.kv_layout.page_bytes * r.kv_layout.group_size, minimal_kv);
   EXPECT_GT(r.weights_bytes + r.non_torch_bytes + minimal_kv + r.cudagraph_bytes,
             b.startup_free_bytes);
   ASSERT_EQ(b.outcome, Outcome::CudagraphProfilingOom) << outcome_name(b.outcome);
-  EXPECT_NE(b.messages.front().find("512 blocks of 832 tokens"), std::string::npos)
+  EXPECT_NE(b.messages.front().find("512 blocks of 1600 tokens"), std::string::npos)
       << b.messages.front();
   // Before the budget: a lower utilization does not help ...
   EngineConfig lower = c.config;

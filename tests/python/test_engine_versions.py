@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import vramplan
 
@@ -45,3 +47,75 @@ def test_capture_sizes_before_and_after_the_0_10_cap() -> None:
 def test_unknown_versions_are_named_errors(version: str) -> None:
     with pytest.raises(vramplan.Error, match="engine_version"):
         vramplan.breakdown(vramplan.DEFAULT_MODEL, "H100-80GB", engine_version=version)
+
+
+NEWEST = "0.33.0"  # the newest row of model_specs/engines.yaml (vLLM's newest release on PyPI)
+
+
+def test_a_newer_version_is_planned_with_the_newest_rules_and_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from vramplan.cli import main
+
+    # Text: a named warning on stderr, and the header says which rules were used.
+    assert main(["breakdown", "--engine-version", "0.40.0"]) == 0
+    captured = capsys.readouterr()
+    assert "vramplan: warning: engine-version-newer-than-known" in captured.err
+    assert f"planned with the {NEWEST} rules" in captured.out
+    # JSON: the same warning as a field (stderr still names it).
+    assert main(["breakdown", "--engine-version", "0.40.0", "--json"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["engine_version"] == "0.40.0"
+    assert data["engine_version_warning"].startswith("engine-version-newer-than-known")
+    assert NEWEST in data["engine_version_warning"]
+    assert "engine-version-newer-than-known" in captured.err
+    assert main(["plan", "--engine-version", "0.40.0", "--json"]) == 0
+    plan_data = json.loads(capsys.readouterr().out)
+    assert plan_data["engine_version_warning"] == data["engine_version_warning"]
+    # Python: an attribute on the result; None for a known release.
+    plan = vramplan.plan(vramplan.DEFAULT_MODEL, "H100-80GB", engine_version="0.40.0")
+    assert plan.engine_version_warning == data["engine_version_warning"]
+    known = vramplan.breakdown(vramplan.DEFAULT_MODEL, "H100-80GB", engine_version=NEWEST)
+    assert known.engine_version_warning is None
+
+
+def test_unparsable_version_exits_2_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    from vramplan.cli import main
+
+    assert main(["plan", "--engine-version", "banana"]) == 2
+    err = capsys.readouterr().err
+    assert "engine_version" in err
+    assert "'banana'" in err
+    with pytest.raises(vramplan.Error, match="banana"):
+        vramplan.plan(vramplan.DEFAULT_MODEL, "H100-80GB", engine_version="banana")
+
+
+def test_no_version_plans_for_the_newest_release_and_names_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from vramplan.cli import main
+
+    assert main(["breakdown"]) == 0
+    captured = capsys.readouterr()
+    assert f"(vLLM {NEWEST}," in captured.out
+    assert "warning" not in captured.err
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert f"vLLM up to {NEWEST}" in capsys.readouterr().out
+
+
+def test_model_runner_env_knob_reaches_the_plan_and_its_environment() -> None:
+    # Llama-3.1-8B at 0.26 runs on Model Runner V2 (graphs outside the budget); the environment
+    # variable forces the V1 runner, and the plan says to set it.
+    v2 = vramplan.breakdown(vramplan.DEFAULT_MODEL, "H100-80GB", engine_version="0.26.0")
+    assert v2.model_runner == "v2"
+    plan = vramplan.plan(
+        vramplan.DEFAULT_MODEL,
+        "H100-80GB",
+        engine_version="0.26.0",
+        vllm_use_v2_model_runner="0",
+    )
+    assert plan.breakdown.model_runner == "v1"
+    assert plan.to_vllm_env() == {"VLLM_USE_V2_MODEL_RUNNER": "0"}
+    assert "VLLM_USE_V2_MODEL_RUNNER" not in plan.to_vllm_args()

@@ -113,7 +113,15 @@ def _public_replays() -> dict[str, validate.Replay]:
 def test_public_records_expressed_and_reasons() -> None:
     replays = _public_replays()
     expressed = {rid for rid, r in replays.items() if r.predicted is not None}
-    assert expressed == {"pub-008", "pub-009", "pub-010", "pub-018", "pub-101", "pub-102"}
+    assert expressed == {
+        "pub-008",
+        "pub-009",
+        "pub-010",
+        "pub-018",
+        "pub-101",
+        "pub-102",
+        "pub-103",
+    }
     for rid, replay in replays.items():
         if rid not in expressed:
             assert replay.unsupported, rid

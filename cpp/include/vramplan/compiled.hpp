@@ -131,6 +131,7 @@ struct RankEvaluation {
   std::int64_t num_blocks = 0;
   std::int64_t headroom_bytes = 0;
   std::int64_t post_allocation_bytes = 0;
+  std::int64_t persistent_buffers_bytes = 0;  // MRV2 sampler state (0 on the V1 runner)
   KvPage page;
 };
 
@@ -170,6 +171,13 @@ class CompiledLaunch {
   DType served_dtype() const noexcept { return served_dtype_; }
   std::int64_t startup_free_bytes() const noexcept { return startup_free_bytes_; }
   std::int64_t cuda_context_bytes() const noexcept { return cuda_context_bytes_; }
+  // Whether the launch runs on Model Runner V2 (routing of its vLLM release, or the env knob).
+  bool model_runner_v2() const noexcept { return model_runner_v2_; }
+  // MRV2's persistent sampler state at `max_num_seqs` (PenaltiesState: int32 output bin counts
+  // [seqs, vocab] + packed prompt masks [seqs, ceil(vocab / 32)]); 0 on the V1 runner.
+  std::int64_t persistent_buffers_bytes(std::int64_t max_num_seqs) const noexcept;
+  // Blocks of the minimal KV cache graph profiling allocates (num_gpu_blocks_override).
+  std::int64_t graph_profiling_blocks(const ResolvedKnobs& knobs) const noexcept;
 
   // vLLM's defaulting of the evaluated knobs; the problem when vLLM would refuse them.
   KnobProblem try_resolve(const LaunchKnobs& knobs, ResolvedKnobs& out) const noexcept;
@@ -215,6 +223,7 @@ class CompiledLaunch {
   std::int64_t cudagraph_base_bytes_ = 0;
   std::int64_t unusable_after_repack_bytes_ = 0;
   std::int32_t num_speculative_tokens_ = 0;
+  bool model_runner_v2_ = false;
   bool all2all_exchange_ = false;         // an MoE model under DP: the breakdown names the terms
   HostBreakdown host_;                    // without the per-knob input-batch term
   std::vector<ModalityLimit> mm_limits_;  // limit_mm_per_prompt as given

@@ -36,8 +36,21 @@ struct CaptureSegment {
 };
 
 // Version-specific rules as data: one row of model_specs/engines.yaml.
+// Which launches use Model Runner V2 when VLLM_USE_V2_MODEL_RUNNER is unset
+// (VllmConfig.use_v2_model_runner per release).
+enum class ModelRunnerV2Routing : std::uint8_t {
+  None,        // the V1 runner for every model
+  Qwen3Dense,  // 0.22: unquantized Qwen3ForCausalLM only
+  Dense,       // 0.26-0.28: generate models that are not hybrid or MoE, plus a MoE whitelist
+  All,         // 0.29+: every model unless a feature it does not support is set
+};
+
 struct EngineProfile {
-  std::string version;  // as given, e.g. "0.19.0"
+  std::string version;  // as given, e.g. "0.19.0"; the newest known release when none given
+  // The newest vLLM release this planner's rows describe, and a warning when `version` is newer
+  // (planned with the newest row): empty when the version is known.
+  std::string newest_known_version;
+  std::string version_warning;
   EngineEra era = EngineEra::V1Latest;
   // The row this profile comes from: from_major.from_minor.from_patch.
   std::int32_t from_major = 0;
@@ -108,6 +121,30 @@ struct EngineProfile {
   std::int32_t all2all_backend_flag_from_minor = 12;
   bool all2all_backend_flag = true;  // resolved for `version` by engine_profile()
   std::int64_t fused_moe_chunk_tokens = 0;
+  // 0.27+: non-KV = (free at the init snapshot - free after the profile) + (torch peak - torch
+  // allocated after it): buffers made between the snapshot and the profile (Model Runner V2's
+  // persistent sampler state) now count inside the budget ("consumed" formula).
+  bool consumed_budget_formula = false;
+  // Model Runner V2: default routing, MoE model types routed as dense (0.26-0.28), speculative
+  // methods that keep the V1 runner, and whether MRV2 has a CUDA-graph estimate (0.29+; before
+  // it profile_cudagraph_memory returns 0 on MRV2 and graphs are captured outside the budget).
+  ModelRunnerV2Routing model_runner_v2 = ModelRunnerV2Routing::None;
+  std::vector<std::string> model_runner_v2_moe_model_types;
+  std::vector<std::string> model_runner_v2_unsupported_speculative_methods;
+  bool model_runner_v2_cudagraph_estimate = false;
+  // Graph profiling's minimal KV cache: min(max_num_seqs, largest capture size) blocks (MRV2's
+  // _init_minimal_kv_cache_for_profiling) instead of the largest capture size.
+  bool graph_profiling_blocks_bounded_by_max_num_seqs = false;
+  // Capture ceiling on data-centre Blackwell (compute capability 10.x); 0: capture_max_size.
+  std::int32_t capture_max_size_datacenter_blackwell = 0;
+  // Capture list extras: with speculation, n x (1 + k) for the request-count grid (0.29); without,
+  // max_num_seqs itself when off the ladder (0.31).
+  bool capture_speculative_request_grid = false;
+  bool capture_includes_max_num_seqs = false;
+  // A third batch tier: >= huge_gpu_min_memory_bytes (0: none) gets these token budgets.
+  std::int64_t huge_gpu_min_memory_bytes = 0;
+  std::int64_t max_num_batched_tokens_serve_huge_gpu = 16384;
+  std::int64_t max_num_batched_tokens_llm_huge_gpu = 16384;
 };
 
 // The rows of an engines YAML document (model_specs/engines.yaml), validated: eras known,
@@ -122,9 +159,15 @@ EngineProfile apply_profile_overrides(const EngineProfile& base, const std::stri
                                       const std::string& file);
 
 // Parse "0.19.0", "v0.6.4.post2", "0.10.1.x", "0.9" (= 0.9.0), "1.0.2" as (major, minor,
-// patch); empty -> newest profile. The profile is the compiled-in engines.yaml row for that
-// version: the last row at or below it (a 1.x release takes the newest). Throws ConfigError.
+// patch); empty -> the newest known release (its version text is set). The profile is the
+// compiled-in engines.yaml row for that version: the last row at or below it. A version newer
+// than the newest row plans with that row and carries `version_warning`. Throws ConfigError for
+// an unparsable version or one older than the oldest row.
 EngineProfile engine_profile(const std::string& version);
+// The newest vLLM release the compiled-in rows describe ("0.33.0").
+std::string newest_known_vllm_version();
+// The warning's name, as stderr prints it ("engine-version-newer-than-known").
+inline constexpr const char* kVersionWarningName = "engine-version-newer-than-known";
 
 // Whether `gpu` gets the profile's large batch defaults (EngineArgs.get_batch_defaults for that
 // release): by the GPU's lower-cased id and CUDA device name, and its total memory.
@@ -165,6 +208,13 @@ struct EngineConfig {
   // --limit-mm-per-prompt as vLLM's JSON ('{"image": 2, "video": 0}'); empty: 999 per modality.
   std::string limit_mm_per_prompt;
   bool language_model_only = false;  // --language-model-only: every modality limited to 0
+  // Hybrid state dtypes: --mamba-cache-dtype (conv and SSM state; auto = the served dtype) and
+  // --mamba-ssm-cache-dtype (SSM state only; auto = the model's config, else the conv dtype).
+  std::string mamba_cache_dtype = "auto";
+  std::string mamba_ssm_cache_dtype = "auto";
+  // VLLM_USE_V2_MODEL_RUNNER (environment): "auto" (unset) lets the release route the model,
+  // "1" forces Model Runner V2, "0" the V1 runner.
+  std::string vllm_use_v2_model_runner = "auto";
   // A calibrated profile (apply_profile_overrides) used instead of the engines.yaml row of
   // engine_version; not a vLLM knob.
   std::shared_ptr<const EngineProfile> profile;
@@ -231,6 +281,9 @@ struct RankBreakdown {
   // captured outside the budget, the sampler warm-up and unusable repacked segments, less the
   // profile activations (and in-budget graph estimate) freed by then. <= 0: nothing extra.
   std::int64_t post_allocation_bytes = 0;
+  // Model Runner V2's persistent sampler state (penalty bin counts and prompt masks), made
+  // between the init snapshot and the profile: inside the budget from 0.27, else uncounted.
+  std::int64_t persistent_buffers_bytes = 0;
   KvLayout kv_layout;
   std::vector<Term> terms;
 };
@@ -253,6 +306,7 @@ enum class Outcome : std::uint8_t {
   CudagraphProfilingOom,
 };
 const char* outcome_name(Outcome outcome) noexcept;
+const char* model_runner_v2_routing_name(ModelRunnerV2Routing routing) noexcept;
 
 struct HostBreakdown {
   std::int64_t process_baseline_bytes = 0;  // API server + engine core + workers
@@ -268,6 +322,7 @@ struct Breakdown {
   std::string model_id;
   std::string gpu_id;
   EngineProfile profile;
+  bool model_runner_v2 = false;  // the launch runs on Model Runner V2
   ResolvedConfig config;
   std::vector<RankBreakdown> ranks;   // one per pipeline stage (TP ranks are symmetric)
   std::int64_t num_blocks = 0;        // min over ranks

@@ -14,8 +14,12 @@ namespace vramplan {
 struct KvCacheOptions {
   std::int32_t tensor_parallel_size = 1;
   std::int32_t block_size = 16;  // tokens per block for attention layers (before hybrid alignment)
-  std::int32_t kv_element_bytes = 2;     // 2 for bf16/fp16 ("auto"), 1 for fp8, 4 for fp32 models
-  std::int32_t state_element_bytes = 2;  // Mamba conv / linear-attention state dtype bytes
+  std::int32_t kv_element_bytes = 2;  // 2 for bf16/fp16 ("auto"), 1 for fp8, 4 for fp32 models
+  // Hybrid state widths: the conv state (--mamba-cache-dtype; auto = the served dtype) and the
+  // SSM state (--mamba-ssm-cache-dtype); 0 = the model's default (Mamba: its ssm_state_dtype;
+  // linear attention: the config's mamba_ssm_dtype, else the conv width).
+  std::int32_t state_element_bytes = 2;
+  std::int32_t ssm_state_element_bytes = 0;
   std::int32_t num_speculative_tokens = 0;
   LayerRange layers{0, 0};  // layers on this rank (pipeline stage); {0,0} = all
 };

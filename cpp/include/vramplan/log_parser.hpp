@@ -70,6 +70,13 @@ struct VllmLogFigures {
   std::optional<double> cudagraph_gib;
   std::optional<double> cudagraph_estimate_gib;
   std::optional<std::int64_t> padding_layers;
+  // vLLM 0.27+: "Using V2 Model Runner" at worker init (Model Runner V2 ran; absent: the V1
+  // runner, or an older release); the post-capture suggestion line's "X GiB for consumed memory
+  // (weights + non-torch)" and its `--kv-cache-memory=N` "to fit into requested memory" (its
+  // "peak activation" includes the graph estimate, so it is not read as activation_peak_gib).
+  std::optional<bool> model_runner_v2;
+  std::optional<double> consumed_gib;
+  std::optional<std::int64_t> suggested_kv_cache_memory_bytes;
   std::optional<double> startup_free_gib;
   std::optional<double> startup_desired_gib;
   std::optional<std::int64_t> estimated_max_model_len;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,10 @@ struct LinearAttentionSpec {
   std::int32_t num_value_heads = 0;
   std::int32_t value_head_dim = 0;
   std::int32_t conv_kernel = 4;
+  // The config's SSM state dtype (Qwen3.5 / 3.6 `mamba_ssm_dtype`, which vLLM's
+  // Qwen3_5ForConditionalGenerationConfig copies into an unset --mamba-ssm-cache-dtype);
+  // nullopt: the conv state's dtype.
+  std::optional<DType> ssm_state_dtype;
 };
 
 // Vision/audio encoder and projector, counted by parameters (stored unquantized), and what

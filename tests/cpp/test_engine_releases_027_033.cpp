@@ -1,0 +1,260 @@
+// vLLM 0.22-0.33 (shared/reference/vllm-0.27-0.33.md, read from the released wheels): which
+// runner a launch uses, the 0.27 budget formula with Model Runner V2's sampler state, MRV2's
+// graph estimate from 0.29, the >= 160 GiB tier, the Blackwell capture ceiling, the new capture
+// sizes, and what the planner says for a version it does not know. Each expectation is derived
+// by hand in its comment from vLLM's rule, not read back from the planner.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "vramplan/compiled.hpp"
+#include "vramplan/engine.hpp"
+#include "vramplan/errors.hpp"
+#include "vramplan/spec_db.hpp"
+
+using namespace vramplan;
+
+namespace {
+
+const SpecDatabase& database() {
+  static const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  return db;
+}
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+
+struct Launch {
+  std::shared_ptr<const ModelSpec> spec;
+  HardwareConfig hardware;
+  EngineConfig config;
+};
+
+Launch launch(const char* model, const char* gpu, const char* version) {
+  Launch l;
+  l.spec = std::make_shared<const ModelSpec>(database().model(model));
+  l.hardware.gpu = database().gpu(gpu);
+  l.config.engine_version = version;
+  return l;
+}
+
+Breakdown breakdown(const Launch& l) { return compute_breakdown(*l.spec, l.hardware, l.config); }
+
+bool runs_v2(const Launch& l) {
+  return CompiledLaunch(l.spec, l.hardware, l.config).model_runner_v2();
+}
+
+// Llama-3.1-8B's graph pool at 51 capture sizes on one H100 rank (engines.yaml
+// cudagraph_pool_mib, fitted on 0.19): 400 MiB + 51 x 32 layers x (0.111 + 5.24e-5 x 4096) MiB
+// = 400 + 51 x 10.4201728 = 931.4288128 MiB.
+constexpr double kLlamaGraphMiB = 400.0 + 51.0 * 32.0 * (0.111 + 5.24e-5 * 4096.0);
+
+}  // namespace
+
+TEST(Releases027To033, RoutingAt026DenseOnMrv2GraphsOutsideTheBudget) {
+  // 0.26 (_is_default_v2_model_runner_model): Llama-3.1-8B is dense, not hybrid, not MoE ->
+  // Model Runner V2, whose profile_cudagraph_memory returns 0 before 0.29: the graphs are
+  // captured after the KV allocation, outside the budget. Qwen3-30B-A3B is MoE and not on the
+  // whitelist -> the V1 runner, graphs estimated inside the budget as since 0.21.
+  const Launch llama = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.26.0");
+  const Launch qwen_moe = launch("Qwen/Qwen3-30B-A3B", "H100-80GB", "0.26.0");
+  EXPECT_TRUE(runs_v2(llama));
+  EXPECT_FALSE(runs_v2(qwen_moe));
+  const Breakdown mrv2 = breakdown(llama);
+  EXPECT_FALSE(mrv2.profile.cudagraph_in_budget);
+  EXPECT_TRUE(breakdown(qwen_moe).profile.cudagraph_in_budget);
+  // The same Llama launch forced onto the V1 runner (VLLM_USE_V2_MODEL_RUNNER=0) has the graphs
+  // inside: its KV cache is smaller by exactly the graph pool.
+  Launch v1 = llama;
+  v1.config.vllm_use_v2_model_runner = "0";
+  EXPECT_FALSE(runs_v2(v1));
+  const Breakdown forced = breakdown(v1);
+  const RankBreakdown& a = mrv2.ranks.front();
+  const RankBreakdown& b = forced.ranks.front();
+  EXPECT_NEAR(static_cast<double>(a.cudagraph_bytes), kLlamaGraphMiB * kMiB, 2.0);
+  EXPECT_EQ(a.kv_cache_bytes - b.kv_cache_bytes, a.cudagraph_bytes);
+  // 0.22: only unquantized Qwen3ForCausalLM defaults to MRV2; Llama stays on V1.
+  EXPECT_FALSE(runs_v2(launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.22.0")));
+  EXPECT_TRUE(runs_v2(launch("Qwen/Qwen3-8B", "H100-80GB", "0.22.0")));
+  EXPECT_FALSE(runs_v2(launch("Qwen/Qwen3-32B-FP8", "H100-80GB", "0.22.0")));
+  // Hybrids keep V1 at 0.26-0.28, MRV2 from 0.29 (every model).
+  EXPECT_FALSE(runs_v2(launch("Qwen/Qwen3-Next-80B-A3B-Thinking", "H200", "0.28.0")));
+  EXPECT_TRUE(runs_v2(launch("Qwen/Qwen3-Next-80B-A3B-Thinking", "H200", "0.29.0")));
+  EXPECT_TRUE(runs_v2(launch("Qwen/Qwen3-30B-A3B", "H100-80GB", "0.29.0")));
+}
+
+TEST(Releases027To033, SamplerStateAndTheConsumedFormula) {
+  // MRV2's PenaltiesState: output_bin_counts int32 [max_num_seqs, vocab] + prompt_bin_mask int32
+  // [max_num_seqs, ceil(vocab / 32)]. Llama-3.1-8B on H100: 1024 sequences, vocab 128,256:
+  // 1024 x (128,256 + 4,008) x 4 B = 541,753,344 B (0.50 GiB).
+  const Launch at026 = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.26.0");
+  const Launch at027 = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.27.0");
+  const Breakdown before = breakdown(at026);
+  const Breakdown after = breakdown(at027);
+  ASSERT_EQ(before.config.max_num_seqs, 1024);
+  EXPECT_EQ(before.ranks.front().persistent_buffers_bytes, 541753344);
+  EXPECT_EQ(after.ranks.front().persistent_buffers_bytes, 541753344);
+  // 0.26: held but counted nowhere (it comes out of the post-allocation headroom); 0.27 counts
+  // free-memory consumed since the init snapshot, so the KV cache is that much smaller.
+  EXPECT_EQ(before.ranks.front().kv_cache_bytes - after.ranks.front().kv_cache_bytes, 541753344);
+  EXPECT_EQ(after.ranks.front().post_allocation_bytes - before.ranks.front().post_allocation_bytes,
+            -541753344);
+  // On the V1 runner nothing of the kind is made.
+  Launch v1 = at027;
+  v1.config.vllm_use_v2_model_runner = "0";
+  EXPECT_EQ(breakdown(v1).ranks.front().persistent_buffers_bytes, 0);
+}
+
+TEST(Releases027To033, Mrv2GraphEstimateFrom029) {
+  // 0.29: MRV2 implements profile_cudagraph_memory; the estimate (the calibrated pool,
+  // 931.43 MiB at 51 sizes) is charged inside the budget, so 0.29's KV cache is 0.28's less the
+  // pool. Its minimal KV cache is min(max_num_seqs 1024, 512) = 512 blocks.
+  const Launch at028 = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.28.0");
+  const Launch at029 = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.29.0");
+  const Breakdown b28 = breakdown(at028);
+  const Breakdown b29 = breakdown(at029);
+  EXPECT_FALSE(b28.profile.cudagraph_in_budget);
+  EXPECT_TRUE(b29.profile.cudagraph_in_budget);
+  EXPECT_NEAR(static_cast<double>(b29.ranks.front().cudagraph_bytes), kLlamaGraphMiB * kMiB, 2.0);
+  EXPECT_EQ(b28.ranks.front().kv_cache_bytes - b29.ranks.front().kv_cache_bytes,
+            b29.ranks.front().cudagraph_bytes);
+  const CompiledLaunch compiled(at029.spec, at029.hardware, at029.config);
+  EXPECT_EQ(compiled.graph_profiling_blocks(compiled.resolve(launch_knobs(at029.config))), 512);
+  // 256 sequences: min(256, 512) = 256 blocks (0.27+); 0.26 took the largest capture size.
+  Launch fewer = at029;
+  fewer.config.max_num_seqs = 256;
+  const CompiledLaunch c256(fewer.spec, fewer.hardware, fewer.config);
+  EXPECT_EQ(c256.graph_profiling_blocks(c256.resolve(launch_knobs(fewer.config))), 256);
+  fewer.config.engine_version = "0.21.0";
+  const CompiledLaunch c021(fewer.spec, fewer.hardware, fewer.config);
+  EXPECT_EQ(c021.graph_profiling_blocks(c021.resolve(launch_knobs(fewer.config))), 512);
+}
+
+TEST(Releases027To033, TiersFrom028AndGb10From033) {
+  // get_batch_defaults 0.28: >= 160 GiB -> 16384 tokens for `vllm serve` too. B200 (178.35 GiB)
+  // and MI300X (191.98 GiB): 8192 at 0.27, 16384 at 0.28; H200 (139.72 GiB) stays 8192.
+  for (const char* gpu : {"B200", "MI300X"}) {
+    SCOPED_TRACE(gpu);
+    EXPECT_EQ(breakdown(launch("meta-llama/Llama-3.1-8B-Instruct", gpu, "0.27.0"))
+                  .config.max_num_batched_tokens,
+              8192);
+    const Breakdown b = breakdown(launch("meta-llama/Llama-3.1-8B-Instruct", gpu, "0.28.0"));
+    EXPECT_EQ(b.config.max_num_batched_tokens, 16384);
+    EXPECT_EQ(b.config.max_num_seqs, 1024);
+  }
+  EXPECT_EQ(breakdown(launch("meta-llama/Llama-3.1-8B-Instruct", "H200", "0.28.0"))
+                .config.max_num_batched_tokens,
+            8192);
+  // 0.33: GB10 (DGX Spark, 119.7 GiB unified) is kept on the small tier: 256 sequences.
+  GpuSpec gb10;
+  gb10.id = "GB10";
+  gb10.name = "NVIDIA GB10";
+  gb10.total_memory_bytes = std::int64_t{119} << 30;
+  EXPECT_TRUE(uses_large_batch_defaults(engine_profile("0.32.0"), gb10));
+  EXPECT_FALSE(uses_large_batch_defaults(engine_profile("0.33.0"), gb10));
+}
+
+TEST(Releases027To033, CaptureSizes) {
+  // 0.28, data-centre Blackwell: ceiling 1024. B200 at 0.28 with 1024 sequences and 16384
+  // tokens: min(2 x 1024, 1024, 16384) = 1024 -> 1, 2, 4 (3) + 8..248 (31) + 256..1024 step 16
+  // (49) = 83 sizes; at 0.27 the ceiling is 512: 3 + 31 + 17 = 51.
+  const Breakdown b27 = breakdown(launch("meta-llama/Llama-3.1-8B-Instruct", "B200", "0.27.0"));
+  const Breakdown b28 = breakdown(launch("meta-llama/Llama-3.1-8B-Instruct", "B200", "0.28.0"));
+  EXPECT_EQ(b27.config.num_cudagraph_sizes, 51);
+  EXPECT_EQ(b28.config.num_cudagraph_sizes, 83);
+  EXPECT_EQ(b28.config.max_cudagraph_capture_size, 1024);
+  // Hopper keeps 512.
+  EXPECT_EQ(breakdown(launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.28.0"))
+                .config.max_cudagraph_capture_size,
+            512);
+  // 0.29, speculation: the ladder cut at min(2 x 10 x 3, 512, 8192) = 60 gives 1, 2, 4, 8..56
+  // (10 sizes); the request grid n x 3 for n in 1, 2, 4, 8 and max 10 adds 3, 6, 12, 30 (24 is
+  // on the ladder): 14. Before 0.29: 10.
+  EXPECT_EQ(cudagraph_capture_sizes(engine_profile("0.28.0"), 10, 8192, 2).count, 10);
+  const CaptureSizes grid = cudagraph_capture_sizes(engine_profile("0.29.0"), 10, 8192, 2);
+  EXPECT_EQ(grid.count, 14);
+  EXPECT_EQ(grid.largest, 56);
+  // 0.31, no speculation: max_num_seqs itself when off the ladder. 300 sequences, 8192 tokens:
+  // ladder to 512 (51 sizes) + 300 (not 256 + 16k) = 52; 100 sequences: ladder to 200 (3 + 25
+  // = 28) + 100 = 29; 256 is on the ladder: 51.
+  const EngineProfile v030 = engine_profile("0.30.0");
+  const EngineProfile v031 = engine_profile("0.31.0");
+  EXPECT_EQ(cudagraph_capture_sizes(v030, 300, 8192, 0).count, 51);
+  EXPECT_EQ(cudagraph_capture_sizes(v031, 300, 8192, 0).count, 52);
+  EXPECT_EQ(cudagraph_capture_sizes(v031, 100, 8192, 0).count, 29);
+  EXPECT_EQ(cudagraph_capture_sizes(v031, 256, 8192, 0).count, 51);
+  // ... and not when max_num_batched_tokens is below it (300 > 256 tokens).
+  EXPECT_EQ(cudagraph_capture_sizes(v031, 300, 256, 0).count, 3 + 31 + 1);
+}
+
+TEST(Releases027To033, SpeculativeMethodsThatKeepV1) {
+  // ngram keeps the V1 runner in 0.27-0.32 (_get_v2_model_runner_unsupported_features) and runs
+  // on MRV2 in 0.33, whose list has only suffix / custom_class left.
+  Launch l = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.29.0");
+  l.config.num_speculative_tokens = 3;
+  l.config.speculative_method = "ngram";
+  EXPECT_FALSE(runs_v2(l));
+  l.config.engine_version = "0.33.0";
+  EXPECT_TRUE(runs_v2(l));
+  l.config.speculative_method = "suffix";
+  EXPECT_FALSE(runs_v2(l));
+  l.config.vllm_use_v2_model_runner = "1";  // the environment variable wins
+  EXPECT_TRUE(runs_v2(l));
+}
+
+TEST(Releases027To033, VersionsWeDoNotKnow) {
+  EXPECT_EQ(newest_known_vllm_version(), "0.33.0");
+  // No version: the newest release, named.
+  const EngineProfile unset = engine_profile("");
+  EXPECT_EQ(unset.version, "0.33.0");
+  EXPECT_TRUE(unset.version_warning.empty());
+  EXPECT_TRUE(engine_profile("0.33.0").version_warning.empty());
+  // Newer than the newest row: planned with it, and said so.
+  const EngineProfile newer = engine_profile("0.40.0");
+  EXPECT_EQ(newer.version, "0.40.0");
+  EXPECT_EQ(newer.from_minor, 33);
+  EXPECT_NE(newer.version_warning.find(kVersionWarningName), std::string::npos);
+  EXPECT_NE(newer.version_warning.find("0.40.0"), std::string::npos);
+  EXPECT_NE(newer.version_warning.find("0.33.0"), std::string::npos);
+  EXPECT_FALSE(engine_profile("1.0.0").version_warning.empty());
+  EXPECT_FALSE(engine_profile("0.33.1").version_warning.empty());
+  // The breakdown carries it.
+  const Breakdown b = breakdown(launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.40.0"));
+  EXPECT_EQ(b.profile.version_warning, newer.version_warning);
+  // Unparsable or older than the oldest row: a named error.
+  for (const char* bad : {"banana", "0.4.9"}) {
+    try {
+      (void)engine_profile(bad);
+      ADD_FAILURE() << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field(), "engine_version");
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos);
+    }
+  }
+}
+
+TEST(Releases027To033, ReleasesThatMoveNothing) {
+  // 0.30 (MRV2 kernel warm-up moved before capture: still after the KV allocation) and 0.32
+  // (opt-in sequence parallelism removed) change no default launch: the same bytes as the
+  // release before, here for Llama-3.1-8B with 300 sequences on an H100.
+  for (const auto& [before, after] : {std::pair{"0.29.0", "0.30.0"}, {"0.31.0", "0.32.0"}}) {
+    SCOPED_TRACE(after);
+    Launch a = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", before);
+    Launch b = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", after);
+    a.config.max_num_seqs = 300;
+    b.config.max_num_seqs = 300;
+    const Breakdown x = breakdown(a);
+    const Breakdown y = breakdown(b);
+    EXPECT_EQ(x.ranks.front().kv_cache_bytes, y.ranks.front().kv_cache_bytes);
+    EXPECT_EQ(x.config.num_cudagraph_sizes, y.config.num_cudagraph_sizes);
+    EXPECT_EQ(x.kv_tokens, y.kv_tokens);
+  }
+  // ... while 0.31 itself captures the off-ladder 300 (fact 36): one size more than 0.30.
+  Launch at030 = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.30.0");
+  Launch at031 = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.31.0");
+  at030.config.max_num_seqs = 300;
+  at031.config.max_num_seqs = 300;
+  EXPECT_EQ(breakdown(at031).config.num_cudagraph_sizes,
+            breakdown(at030).config.num_cudagraph_sizes + 1);
+}

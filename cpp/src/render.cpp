@@ -236,17 +236,37 @@ std::string to_vllm_args(const Plan& plan) {
   return out.str();
 }
 
+namespace {
+
+nlohmann::json changes_json(const std::vector<KnobChange>& changes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const KnobChange& c : changes) {
+    out.push_back(
+        {{"knob", c.knob}, {"value", c.value}, {"before", c.before}, {"reason", c.reason}});
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const Plan& plan) {
   nlohmann::json remedies = nlohmann::json::array();
   for (const auto& r : plan.remedies) {
     remedies.push_back({{"kind", r.kind},
                         {"change", r.change},
+                        {"changes", changes_json(r.changes)},
+                        {"drops", r.drops},
                         {"fits", r.fits},
                         {"detail", r.detail},
                         {"flags", r.flags}});
   }
-  return {{"fits", plan.fits},
+  return {{"as_written",
+           {{"fits", plan.as_written_fits},
+            {"verdict", plan.as_written_verdict},
+            {"outcome", outcome_name(plan.as_written_outcome)}}},
+          {"fits", plan.fits},
           {"verdict", plan.verdict},
+          {"changed", changes_json(plan.changed)},
           {"gpu_memory_utilization", plan.gpu_memory_utilization},
           {"max_model_len", plan.max_model_len},
           {"max_num_seqs", plan.max_num_seqs},

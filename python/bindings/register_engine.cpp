@@ -198,18 +198,34 @@ void register_engine(py::module_& m) {
       .def_property_readonly("kv_cache_bytes", &min_kv_cache_bytes)
       .def("to_json", [](const Breakdown& b) { return vramplan::to_json(b).dump(); });
 
+  using vramplan::KnobChange;
+  py::class_<KnobChange>(m, "KnobChange",
+                         "One knob set to a value (vLLM's keyword, the flag's text), and why.")
+      .def_readonly("knob", &KnobChange::knob)
+      .def_readonly("value", &KnobChange::value)
+      .def_readonly("before", &KnobChange::before)
+      .def_readonly("reason", &KnobChange::reason);
+
   using vramplan::Remedy;
   py::class_<Remedy>(m, "Remedy", "A change that makes the launch fit, with its full flags.")
       .def_readonly("kind", &Remedy::kind)
       .def_readonly("change", &Remedy::change)
+      .def_readonly("changes", &Remedy::changes)
+      .def_readonly("drops", &Remedy::drops)
       .def_readonly("fits", &Remedy::fits)
       .def_readonly("detail", &Remedy::detail)
       .def_readonly("flags", &Remedy::flags);
 
   using vramplan::Plan;
   py::class_<Plan>(m, "Plan", "The solver's answer: the largest safe knobs and why.")
+      .def_readonly("as_written_fits", &Plan::as_written_fits)
+      .def_readonly("as_written_verdict", &Plan::as_written_verdict)
+      .def_property_readonly(
+          "as_written_outcome",
+          [](const Plan& p) { return vramplan::outcome_name(p.as_written_outcome); })
       .def_readonly("fits", &Plan::fits)
       .def_readonly("verdict", &Plan::verdict)
+      .def_readonly("changed", &Plan::changed)
       .def_readonly("gpu_memory_utilization", &Plan::gpu_memory_utilization)
       .def_readonly("max_model_len", &Plan::max_model_len)
       .def_readonly("max_num_seqs", &Plan::max_num_seqs)

@@ -1,6 +1,7 @@
 #include "vramplan/render.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -216,24 +217,41 @@ nlohmann::json to_llm_kwargs(const Plan& plan) {
   return out;
 }
 
-std::string to_vllm_args(const Plan& plan) {
-  std::ostringstream out;
+std::vector<std::string> to_vllm_argv(const Plan& plan) {
+  std::vector<std::string> argv;
   for (const auto& [name, value] : launch_flags(plan)) {
     std::string flag = "--" + name;
     std::replace(flag.begin(), flag.end(), '_', '-');
-    out << (out.tellp() > 0 ? " " : "") << flag;
+    argv.push_back(flag);
     if (value.is_boolean()) continue;  // store_true flags
     if (value.is_number_float()) {
-      out << ' ' << flag_number(value.get<double>());
+      argv.push_back(flag_number(value.get<double>()));
     } else if (value.is_string()) {
-      out << ' ' << value.get<std::string>();
-    } else if (value.is_object()) {
-      out << " '" << value.dump() << "'";  // one shell word
+      argv.push_back(value.get<std::string>());
     } else {
-      out << ' ' << value.dump();
+      argv.push_back(value.dump());  // compact JSON: one word, no spaces
     }
   }
-  return out.str();
+  return argv;
+}
+
+std::string shell_word(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 || std::string_view("-_.,:/=+@%").find(static_cast<char>(c)) !=
+                                       std::string_view::npos;
+  });
+  if (plain) return word;
+  std::string quoted = "'";
+  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string to_vllm_args(const Plan& plan) {
+  std::string out;
+  for (const std::string& word : to_vllm_argv(plan)) {
+    out += (out.empty() ? "" : " ") + shell_word(word);
+  }
+  return out;
 }
 
 namespace {
@@ -279,6 +297,7 @@ nlohmann::json to_json(const Plan& plan) {
             {"max_num_batched_tokens", plan.binding_max_num_batched_tokens}}},
           {"safety_margin_bytes", plan.safety_margin_bytes},
           {"vllm_args", to_vllm_args(plan)},
+          {"vllm_argv", to_vllm_argv(plan)},
           {"vllm_env", to_vllm_env(plan)},
           {"llm_kwargs", to_llm_kwargs(plan)},
           {"remedies", remedies},

@@ -244,6 +244,7 @@ void register_engine(py::module_& m) {
       .def_readonly("breakdown", &Plan::breakdown)
       .def_readonly("remedies", &Plan::remedies)
       .def("vllm_args", [](const Plan& p) { return vramplan::to_vllm_args(p); })
+      .def("vllm_argv", [](const Plan& p) { return vramplan::to_vllm_argv(p); })
       .def("llm_kwargs", [](const Plan& p) { return to_python(vramplan::to_llm_kwargs(p)); })
       .def("vllm_env", [](const Plan& p) { return to_python(vramplan::to_vllm_env(p)); })
       .def("to_json", [](const Plan& p) { return vramplan::to_json(p).dump(); });

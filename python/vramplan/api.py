@@ -183,6 +183,17 @@ def _compile(
     )
 
 
+def _vllm_names_to_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments under vLLM's EngineArgs names (cpu_offload_gb=4,
+    speculative_config={...}, enable_prefix_caching=True) as the planner's knobs; vramplan's
+    own spellings (cpu_offload_bytes, ...) stay as documented aliases. Arguments with no
+    memory effect are accepted and dropped; unknown names raise ConfigError (did you mean)."""
+    from .launch import to_knobs
+
+    version = knobs.get("engine_version")
+    return to_knobs(knobs, version=version if isinstance(version, str) else None, typed=False).knobs
+
+
 def _launch(
     model: str | _core.ModelSpec,
     gpu: str | _core.GpuSpec,
@@ -194,6 +205,7 @@ def _launch(
     """The compiled launch (cached by its key when model and GPU are names) and the evaluated
     knobs, which vary without recompiling."""
     profile = knobs.pop("profile", None)  # a calibration profile, not a vLLM knob
+    knobs = _vllm_names_to_knobs(knobs)
     if profile is not None and not isinstance(profile, _core.EngineProfile):
         profile = getattr(profile, "engine_profile", profile)  # a vramplan.Profile
         if not isinstance(profile, _core.EngineProfile):
@@ -312,6 +324,11 @@ class Plan:
     def to_vllm_args(self) -> str:
         """The `vllm serve` flag line (without the model)."""
         return str(self._core.vllm_args())
+
+    def to_vllm_argv(self) -> list[str]:
+        """The same flags as argv words: JSON values compact, one word each (no quoting
+        needed inside `$(...)`)."""
+        return [str(word) for word in self._core.vllm_argv()]
 
     def to_llm_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for `vllm.LLM(model, **kwargs)`."""

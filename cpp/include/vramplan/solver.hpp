@@ -114,7 +114,8 @@ struct SweepColumns {
 void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGrid& grid,
            const SweepColumns& out) noexcept;
 
-// `vllm serve` flags for the plan (model not included), e.g. "--gpu-memory-utilization 0.91 ...".
+// `vllm serve` flags for the plan (model not included), e.g. "--gpu-memory-utilization 0.91 ...",
+// each word quoted for a POSIX shell where it needs it (render.cpp).
 std::string to_vllm_args(const Plan& plan);
 
 }  // namespace vramplan

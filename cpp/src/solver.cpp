@@ -112,6 +112,29 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
                         plan.binding_gpu_memory_utilization);
   }
   Evaluation e = evaluate(launch, knobs);
+  // Fewer sequences capture fewer CUDA graphs (and graph profiling's minimal KV cache of
+  // max_cudagraph_capture_size blocks follows max_num_seqs): when graph profiling fails, or one
+  // request of max_model_len finds no KV room, the largest sequence count that passes.
+  auto lower_seqs_for = [&](Outcome failing) {
+    if (e.outcome != failing || knobs.max_num_seqs) return;
+    auto passes = [&](std::int64_t seqs) {
+      LaunchKnobs trial = knobs;
+      trial.max_num_seqs = seqs;
+      ResolvedKnobs r;
+      return launch.try_resolve(trial, r) == KnobProblem::None &&
+             launch.evaluate(r).outcome != failing;
+    };
+    if (!passes(1)) return;
+    knobs.max_num_seqs = largest_passing(1, e.knobs.max_num_seqs, passes);
+    seqs_binding = failing == Outcome::CudagraphProfilingOom
+                       ? "CUDA-graph profiling: its minimal KV cache of "
+                         "max_cudagraph_capture_size blocks must fit beside the weights"
+                       : "KV room for one request of max_model_len: fewer sequences capture "
+                         "fewer CUDA graphs";
+    e = evaluate(launch, knobs);
+  };
+  // Only for a context the user asked for: the model's own maximum is shortened instead.
+  if (pinned_len || t.context > 0) lower_seqs_for(Outcome::InsufficientKvForMaxModelLen);
   if (e.outcome == Outcome::InsufficientKvForMaxModelLen && !pinned_len) {
     const std::int64_t estimate = launch.estimated_max_model_len(e);
     if (estimate > 0) {
@@ -148,33 +171,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
       e = evaluate(launch, knobs);
     }
   }
-  const Outcome seqs_bound = e.outcome;
-  if ((seqs_bound == Outcome::CudagraphProfilingOom ||
-       seqs_bound == Outcome::InsufficientKvForMaxModelLen) &&
-      !knobs.max_num_seqs) {
-    // Graph profiling's minimal KV cache holds max_cudagraph_capture_size blocks, which
-    // follows max_num_seqs; and fewer sequences capture fewer graphs, leaving more KV room
-    // for the one request of max_model_len: the largest sequence count that passes.
-    std::int64_t lo = 1;
-    std::int64_t hi = e.knobs.max_num_seqs;
-    auto passes = [&](std::int64_t seqs) {
-      LaunchKnobs trial = knobs;
-      trial.max_num_seqs = seqs;
-      ResolvedKnobs r;
-      return launch.try_resolve(trial, r) == KnobProblem::None &&
-             launch.evaluate(r).outcome != seqs_bound;
-    };
-    if (passes(lo)) {
-      lo = largest_passing(lo, hi, passes);
-      knobs.max_num_seqs = lo;
-      seqs_binding = seqs_bound == Outcome::CudagraphProfilingOom
-                         ? "CUDA-graph profiling: its minimal KV cache of "
-                           "max_cudagraph_capture_size blocks must fit beside the weights"
-                         : "KV room for one request of max_model_len: fewer sequences capture "
-                           "fewer CUDA graphs";
-      e = evaluate(launch, knobs);
-    }
-  }
+  lower_seqs_for(Outcome::CudagraphProfilingOom);
   const std::int64_t context =
       t.context > 0 ? std::min(t.context, e.knobs.max_model_len) : e.knobs.max_model_len;
   // Batched tokens: the engine default, lowered when its activation peak keeps the target

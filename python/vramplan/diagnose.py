@@ -116,11 +116,46 @@ def _engine_version(text: str | None) -> str | None:
     return f"{match.group(1)}.{match.group(2)}.0" if match else None
 
 
+_PROMPT = re.compile(r"^\s*\$\s+(?=\S)")
+
+
+def pasted_command(log_text: str) -> str | None:
+    """A command line pasted at the top of a log (`$ vllm serve ...` or `$ python -m
+    vllm.entrypoints.openai.api_server ...`, with `\\` continuations), or None."""
+    lines = log_text[:65536].splitlines()
+    for index, line in enumerate(lines[:50]):
+        if not _PROMPT.match(line) or "vllm" not in line:
+            continue
+        command = [_PROMPT.sub("", line)]
+        while command[-1].rstrip().endswith("\\") and index + 1 < len(lines):
+            index += 1
+            command.append(lines[index])
+        return "\n".join(command)
+    return None
+
+
+def _pasted_launch(log_text: str) -> Any:
+    """The launch of a pasted command line, or None when there is none (or it is not one
+    vramplan can read: then the log's own lines name the launch)."""
+    from .launch import parse_command
+
+    command = pasted_command(log_text)
+    if command is None:
+        return None
+    try:
+        return parse_command(command)
+    except ValueError:
+        return None
+
+
 def _launch(
-    figures: dict[str, Any], model: str | Path | None, gpu: str | None
+    figures: dict[str, Any],
+    model: str | Path | None,
+    gpu: str | None,
+    pasted: Any = None,
 ) -> tuple[dict[str, Any] | None, str | None]:
     """The launch the log describes: (launch, None) or (None, why it cannot be planned)."""
-    name = model or figures.get("model")
+    name = model or figures.get("model") or (pasted.model if pasted is not None else None)
     if not name:
         return None, "the log does not name the model: pass --model"
     try:
@@ -159,6 +194,18 @@ def _launch(
         )
         if figures.get(key) is not None
     }
+    if pasted is not None:
+        # The user's own command line: its settings are the launch, over what the log implies.
+        from .launch import to_knobs
+
+        read = to_knobs(pasted.args, env=pasted.env, version=version).knobs
+        for key, value in read.items():
+            if key in ("gpu_memory_utilization", "max_model_len", "max_num_seqs"):
+                logged[key] = value
+            elif key != "max_num_batched_tokens":
+                knobs[key] = value
+            else:
+                logged[key] = value
     return {"spec": spec, "gpu": gpu_spec, "knobs": knobs, "logged": logged}, None
 
 
@@ -189,6 +236,12 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         **launch["knobs"],
         **launch["logged"],
     )
+    # The user's utilization is kept unless the failure is the utilization itself.
+    pinned_utilization = {
+        k: v
+        for k, v in launch["logged"].items()
+        if k == "gpu_memory_utilization" and cause != "gpu_memory_utilization_overshoot"
+    }
     plan = api.plan(
         launch["spec"],
         launch["gpu"],
@@ -197,8 +250,10 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         host_ram_bytes=host_ram_bytes,
         context=context,
         **knobs,
+        **pinned_utilization,
     )
     return {
+        "as_written": plan["as_written"],
         "vllm_args": plan.to_vllm_args(),
         "fits": plan.fits,
         "verdict": plan["verdict"],
@@ -238,7 +293,9 @@ def diagnose(
     if result["cause"] not in _MEMORY_CAUSES:
         result["fix_unavailable"] = "no memory failure to fix"
         return Diagnosis(result)
-    launch, why = _launch(result["figures"], model, gpu)
+    pasted = _pasted_launch(log_text)
+    result["pasted_command"] = None if pasted is None else {"model": pasted.model, **pasted.args}
+    launch, why = _launch(result["figures"], model, gpu, pasted)
     if launch is None:
         result["fix_unavailable"] = why
         return Diagnosis(result)

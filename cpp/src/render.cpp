@@ -237,8 +237,8 @@ std::vector<std::string> to_vllm_argv(const Plan& plan) {
 
 std::string shell_word(const std::string& word) {
   const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](unsigned char c) {
-    return std::isalnum(c) != 0 || std::string_view("-_.,:/=+@%").find(static_cast<char>(c)) !=
-                                       std::string_view::npos;
+    return std::isalnum(c) != 0 ||
+           std::string_view("-_.,:/=+@%").find(static_cast<char>(c)) != std::string_view::npos;
   });
   if (plain) return word;
   std::string quoted = "'";

@@ -365,3 +365,53 @@ def test_closed_pipe_exits_141(command: str) -> None:
     out = _run(f"{sys.executable} -m vramplan {command} | true;", "echo ${PIPESTATUS[0]}")
     assert out.stdout.strip() == "141", out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_validate_records_resolve_models_from_the_hf_cache(
+    seed_002_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A record of a model only in the (fake) Hugging Face cache replays as plan resolves it;
+    # one in neither the database nor the cache is named as unresolved. Offline (fixture).
+    base = {
+        "gpu": "NVIDIA GeForce RTX 5090",
+        "gpu_total_gib": 31.36,
+        "vllm_version": "0.21.0",
+        "tensor_parallel_size": 1,
+        "max_model_len": 16384,
+        "kv_cache_dtype": "fp8",
+        "speculative": "mtp, num_speculative_tokens=2",
+        "outcome": "started",
+    }
+    records = tmp_path / "records.jsonl"
+    records.write_text(
+        json.dumps({**base, "id": "cached", "model": SEED_002_MODEL})
+        + "\n"
+        + json.dumps({**base, "id": "nowhere", "model": "acme/not-cached"})
+        + "\n"
+    )
+    main(["validate", "--records", str(records), "--json"])
+    rows = {r["id"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert rows["cached"]["predicted"] is not None, rows["cached"]
+    assert rows["cached"]["launch"]["num_speculative_tokens"] == 2
+    assert rows["nowhere"]["predicted"] is None
+    assert "acme/not-cached" in json.dumps(rows["nowhere"])
+
+
+def test_validate_record_takes_other_processes_from_the_startup_free_figure() -> None:
+    from vramplan.validate import replay_record
+
+    record = {
+        "id": "free",
+        "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "gpu": "NVIDIA H100 80GB HBM3",
+        "gpu_total_gib": 79.18,
+        "vllm_version": "0.19.0",
+        "outcome": "started",
+        "error_text": "Free memory on device cuda:0 (54.34/79.18 GiB) on startup.",
+    }
+    replay = replay_record(record)
+    assert replay.predicted is not None
+    others = replay.launch["memory_used_by_others_bytes"]
+    # 79.18 - 54.34 = 24.84 GiB held before vLLM started, less this process's own CUDA
+    # context (0.5-1 GiB), which the planner adds itself.
+    assert 23.8 * (1 << 30) < others < 24.4 * (1 << 30)

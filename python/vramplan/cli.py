@@ -625,12 +625,16 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     if args.logfile == "-" and args.dmesg == "-":
         msg = "only one of LOG and --dmesg can be read from standard input ('-')"
         raise _core.ConfigError(msg)
+    from .launch import parse_flags
+
     result = diagnose(
         read_text(args.logfile, what="log"),
         dmesg=None if args.dmesg is None else read_text(args.dmesg, what="kernel log"),
         model=args.model,
         gpu=args.gpu,
         host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
+        # vLLM flags after the log override what it states (`--max-model-len 16384`).
+        overrides=parse_flags(args.vllm_flags),
     )
     _print(json.dumps(result.data, indent=2) if args.json else format_text(result).rstrip("\n"))
     return EXIT_OK
@@ -848,7 +852,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands whose unknown flags are vLLM's own (any EngineArgs name of the release planned).
-_TAKES_VLLM_FLAGS = frozenset({"plan", "flags", "breakdown", "sweep"})
+_TAKES_VLLM_FLAGS = frozenset({"plan", "flags", "breakdown", "sweep", "diagnose"})
 _QUIET = False
 _VERBOSE = False
 

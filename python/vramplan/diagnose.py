@@ -134,6 +134,41 @@ def pasted_command(log_text: str) -> str | None:
     return None
 
 
+_NON_DEFAULT_ARGS = re.compile(r"non-default args: (\{.*\})\s*$")
+# Names the API server logs among its non-default args that are not engine arguments.
+_SERVER_ONLY = frozenset({"model_tag", "api_server_count", "dispatch_function", "subparser"})
+
+
+def logged_args(log_text: str) -> dict[str, Any]:
+    """The launch's arguments from the API server's "non-default args: {...}" line (a Python
+    dict literal), the last one in the log; {} when there is none or it does not parse."""
+    import ast
+
+    found: dict[str, Any] = {}
+    for line in log_text.splitlines():
+        if "non-default args: {" not in line or len(line) > 65536:
+            continue
+        match = _NON_DEFAULT_ARGS.search(line)
+        if not match:
+            continue
+        try:
+            value = ast.literal_eval(match.group(1))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            found = {str(k): v for k, v in value.items() if k not in _SERVER_ONLY}
+    return found
+
+
+def _detected_drafter(log_text: str) -> str | None:
+    """ "Detected MTP model" / an EAGLE drafter in the load lines: the speculative method."""
+    if "Detected MTP model" in log_text:
+        return "mtp"
+    if re.search(r"Loading drafter model|EAGLE3? (?:head|drafter)", log_text):
+        return "eagle"
+    return None
+
+
 def _pasted_launch(log_text: str) -> Any:
     """The launch of a pasted command line, or None when there is none (or it is not one
     vramplan can read: then the log's own lines name the launch)."""
@@ -153,8 +188,11 @@ def _launch(
     model: str | Path | None,
     gpu: str | None,
     pasted: Any = None,
+    stated: list[dict[str, Any]] | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any] | None, str | None]:
     """The launch the log describes: (launch, None) or (None, why it cannot be planned)."""
+    stated = stated or []
     name = model or figures.get("model") or (pasted.model if pasted is not None else None)
     if not name:
         return None, "the log does not name the model: pass --model"
@@ -194,18 +232,24 @@ def _launch(
         )
         if figures.get(key) is not None
     }
-    if pasted is not None:
-        # The user's own command line: its settings are the launch, over what the log implies.
-        from .launch import to_knobs
+    # Then what the log states in vLLM's own arguments, a pasted command line, and the
+    # caller's overrides, each over the one before.
+    from .launch import engine_arg_names, to_knobs
 
-        read = to_knobs(pasted.args, env=pasted.env, version=version).knobs
-        for key, value in read.items():
+    names = engine_arg_names(version)
+    sources = [({k: v for k, v in (args or {}).items() if k in names}, {}) for args in stated]
+    if pasted is not None:
+        sources.append((pasted.args, pasted.env))
+    sources.append((overrides or {}, {}))
+    for args, env in sources:
+        read = to_knobs(args, env=env, version=version)
+        for key, value in read.knobs.items():
             if key in ("gpu_memory_utilization", "max_model_len", "max_num_seqs"):
                 logged[key] = value
-            elif key != "max_num_batched_tokens":
-                knobs[key] = value
-            else:
+            elif key == "max_num_batched_tokens":
                 logged[key] = value
+            else:
+                knobs[key] = value
     return {"spec": spec, "gpu": gpu_spec, "knobs": knobs, "logged": logged}, None
 
 
@@ -221,8 +265,6 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
     """The solver's flags for the same model, GPU and fixed knobs, given the cause."""
     cause = result["cause"]
     knobs = dict(launch["knobs"])
-    if cause in _GRAPH_CAUSES:
-        knobs["enforce_eager"] = True
     others = _others_bytes(result)
     context = int(launch["logged"].get("max_model_len") or 0)
     tp = int(knobs.get("tensor_parallel_size") or 1)
@@ -242,18 +284,34 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         for k, v in launch["logged"].items()
         if k == "gpu_memory_utilization" and cause != "gpu_memory_utilization_overshoot"
     }
-    plan = api.plan(
-        launch["spec"],
-        launch["gpu"],
-        num_gpus=tp * pp,
-        memory_used_by_others_bytes=others,
-        host_ram_bytes=host_ram_bytes,
-        context=context,
-        **knobs,
-        **pinned_utilization,
-    )
+
+    def solve(extra: dict[str, Any]) -> api.Plan:
+        return api.plan(
+            launch["spec"],
+            launch["gpu"],
+            num_gpus=tp * pp,
+            memory_used_by_others_bytes=others,
+            host_ram_bytes=host_ram_bytes,
+            context=context,
+            **knobs,
+            **extra,
+        )
+
+    # The user's settings first (the solver only lowers what they left unset); then, in this
+    # order, the utilization chosen instead of theirs, and eager mode for a graph failure.
+    dropped: list[str] = []
+    plan = solve(pinned_utilization)
+    if not plan.fits and pinned_utilization:
+        freed = solve({})
+        if freed.fits:
+            plan, dropped = freed, ["gpu_memory_utilization"]
+    if not plan.fits and cause in _GRAPH_CAUSES and not knobs.get("enforce_eager"):
+        knobs["enforce_eager"] = True
+        plan = solve(pinned_utilization)
     return {
+        "drops": dropped,
         "as_written": plan["as_written"],
+        "changed": plan["changed"],
         "vllm_args": plan.to_vllm_args(),
         "fits": plan.fits,
         "verdict": plan["verdict"],
@@ -276,13 +334,16 @@ def diagnose(
     model: str | Path | None = None,
     gpu: str | None = None,
     host_ram_bytes: int | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> Diagnosis:
     """The cause of a failed vLLM launch.
 
     `log`: the log text (or any part of it: a traceback, one OOM line), or a `pathlib.Path` to
     read; `dmesg`: a `dmesg` / `journalctl -k` excerpt, as text or a Path. `model` / `gpu`
     name the launch when the log does not (a local path, or no GPU total printed); with both
-    known the answer carries the solver's fixing flags (`fix`).
+    known the answer carries the solver's fixing flags (`fix`). The launch is read from the
+    log's engine-config and "non-default args" lines, a pasted command line and drafter
+    detection; `overrides` (vLLM argument names) take precedence over all of them.
     """
     log_text = _text(log, "log")
     kernel_text = _text(dmesg, "kernel log")
@@ -295,7 +356,21 @@ def diagnose(
         return Diagnosis(result)
     pasted = _pasted_launch(log_text)
     result["pasted_command"] = None if pasted is None else {"model": pasted.model, **pasted.args}
-    launch, why = _launch(result["figures"], model, gpu, pasted)
+    args = logged_args(log_text)
+    result["logged_args"] = args
+    stated = [args]
+    drafter = _detected_drafter(log_text)
+    result["detected_speculative_method"] = drafter
+    if drafter and "speculative_config" not in args:
+        stated.append({"speculative_config": {"method": drafter, "num_speculative_tokens": 1}})
+        result["speculative_note"] = (
+            f"the log shows a {drafter} drafter but not its token count: planned with 1 "
+            "(pass --speculative-config to say otherwise)"
+        )
+    try:
+        launch, why = _launch(result["figures"], model, gpu, pasted, stated, overrides)
+    except ValueError as err:  # an override or logged argument vLLM does not accept
+        launch, why = None, str(err)
     if launch is None:
         result["fix_unavailable"] = why
         return Diagnosis(result)

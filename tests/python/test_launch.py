@@ -415,3 +415,29 @@ def test_validate_record_takes_other_processes_from_the_startup_free_figure() ->
     # 79.18 - 54.34 = 24.84 GiB held before vLLM started, less this process's own CUDA
     # context (0.5-1 GiB), which the planner adds itself.
     assert 23.8 * (1 << 30) < others < 24.4 * (1 << 30)
+
+
+def test_seed_002_diagnose_reads_mtp_and_plans_the_users_flags(seed_002_cache: Path) -> None:
+    # The log starts after the args line: the user's flags come as overrides (as `vramplan
+    # diagnose LOG --flags...` passes them); the log itself shows the MTP drafter.
+    result = vramplan.diagnose(
+        SEEDS / "002_vllm.log",
+        model=SEED_002_MODEL,
+        gpu="RTX-5090",
+        overrides=parse_flags(_seed_002_flags()),
+    )
+    assert result.cause == "cudagraph_profiling_oom"
+    assert result["detected_speculative_method"] == "mtp"
+    fix = result.fix
+    assert fix is not None
+    assert fix["as_written"]["outcome"] == "cudagraph_profiling_oom"
+    assert fix["fits"]
+    args = shlex.split(fix["vllm_args"])
+    assert args[args.index("--max-model-len") + 1] == "16384"
+    assert args[args.index("--kv-cache-dtype") + 1] == "fp8"
+    assert json.loads(args[args.index("--speculative-config") + 1]) == {
+        "method": "mtp",
+        "num_speculative_tokens": 2,
+    }
+    assert "--language-model-only" in args
+    assert fix["drops"] == []

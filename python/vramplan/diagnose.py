@@ -116,6 +116,14 @@ def _engine_version(text: str | None) -> str | None:
     return f"{match.group(1)}.{match.group(2)}.0" if match else None
 
 
+# The knobs a diagnosis reports as the launch's logged values (the solver may lower those the
+# user left unset).
+_EVALUATED_LOGGED = (
+    "gpu_memory_utilization",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+)
 _PROMPT = re.compile(r"^\s*\$\s+(?=\S)")
 
 
@@ -237,16 +245,16 @@ def _launch(
     from .launch import engine_arg_names, to_knobs
 
     names = engine_arg_names(version)
-    sources = [({k: v for k, v in (args or {}).items() if k in names}, {}) for args in stated]
+    sources: list[tuple[dict[str, Any], dict[str, str]]] = [
+        ({k: v for k, v in (args or {}).items() if k in names}, {}) for args in stated
+    ]
     if pasted is not None:
         sources.append((pasted.args, pasted.env))
     sources.append((overrides or {}, {}))
     for args, env in sources:
         read = to_knobs(args, env=env, version=version)
         for key, value in read.knobs.items():
-            if key in ("gpu_memory_utilization", "max_model_len", "max_num_seqs"):
-                logged[key] = value
-            elif key == "max_num_batched_tokens":
+            if key in _EVALUATED_LOGGED:
                 logged[key] = value
             else:
                 knobs[key] = value

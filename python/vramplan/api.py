@@ -183,6 +183,16 @@ def _compile(
     )
 
 
+def _model_at(
+    model: str | _core.ModelSpec, offline: bool | None, revision: str | None
+) -> str | _core.ModelSpec:
+    """The model resolved now when `offline` or `revision` is given (they change how an id
+    resolves); else as given, resolved (and cached) with the launch."""
+    if isinstance(model, str) and (offline is not None or revision is not None):
+        return load_model(model, revision=revision, offline=offline)
+    return model
+
+
 def _vllm_names_to_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
     """Keyword arguments under vLLM's EngineArgs names (cpu_offload_gb=4,
     speculative_config={...}, enable_prefix_caching=True) as the planner's knobs; vramplan's
@@ -292,10 +302,14 @@ def breakdown(
     num_gpus: int | None = None,
     memory_used_by_others_bytes: int = 0,
     host_ram_bytes: int = 0,
+    offline: bool | None = None,
+    revision: str | None = None,
     **knobs: Any,
 ) -> Breakdown:
     """What vLLM's startup profiling will find for `model` on `gpu` with these engine knobs
-    (vLLM's names; see `vramplan.KNOBS`)."""
+    (vLLM's EngineArgs names, e.g. cpu_offload_gb=4; see `vramplan.KNOBS`). `offline` (never
+    ask the Hub; default HF_HUB_OFFLINE) and `revision` apply to a model named by Hub id."""
+    model = _model_at(model, offline, revision)
     launch, evaluated = _launch(
         model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, knobs
     )
@@ -369,11 +383,17 @@ def plan(
     context: int = 0,
     concurrency: int = 0,
     safety_margin_bytes: int | None = None,
+    offline: bool | None = None,
+    revision: str | None = None,
     **pinned: Any,
 ) -> Plan:
     """Largest safe gpu_memory_utilization / max_model_len / max_num_seqs /
-    max_num_batched_tokens for `model` on `gpu`; `pinned` knobs (vLLM names) are kept as given.
+    max_num_batched_tokens for `model` on `gpu`; `pinned` knobs (vLLM's EngineArgs names, e.g.
+    cpu_offload_gb=4, speculative_config={...}) are kept as given, and the plan first judges
+    the launch exactly as given (`as_written_verdict`). `offline` (never ask the Hub; default
+    HF_HUB_OFFLINE) and `revision` apply to a model named by Hub id.
     """
+    model = _model_at(model, offline, revision)
     launch, evaluated = _launch(
         model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, pinned
     )

@@ -441,3 +441,35 @@ def test_seed_002_diagnose_reads_mtp_and_plans_the_users_flags(seed_002_cache: P
     }
     assert "--language-model-only" in args
     assert fix["drops"] == []
+
+
+@pytest.mark.parametrize(
+    "offline", ["--offline", "HF_HUB_OFFLINE=1", "HF_ENDPOINT=http://127.0.0.1:9"]
+)
+def test_unknown_model_fails_fast_with_one_line(offline: str, tmp_path: Path) -> None:
+    # Offline by flag or environment, or a Hub that refuses connections: one line, quickly.
+    import os
+    import time
+
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path), "VRAMPLAN_CACHE": str(tmp_path / "v")}
+    argv = [sys.executable, "-m", "vramplan", "plan", "acme/no-such-model"]
+    if offline.startswith("--"):
+        argv.append(offline)
+    else:
+        key, _, value = offline.partition("=")
+        env[key] = value
+    start = time.monotonic()
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
+    elapsed = time.monotonic() - start
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert "acme/no-such-model" in out.stderr
+    assert elapsed < 2.0 + 1.0  # the interpreter's own start-up is the extra second
+
+
+def test_python_offline_and_revision() -> None:
+    with pytest.raises(vramplan.Error, match="offline"):
+        vramplan.plan("acme/no-such-model", "L4", offline=True)
+    with pytest.raises(vramplan.Error):
+        vramplan.breakdown("acme/no-such-model", "L4", offline=True, revision="v1")
+    assert vramplan.plan("Qwen/Qwen3-8B", "L4", offline=True).fits

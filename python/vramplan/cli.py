@@ -317,11 +317,16 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]
 def _remedies(result: api.Plan, args: argparse.Namespace) -> list[dict[str, Any]]:
     """The solver's remedies that meet the user's target: none repeats a flag the user already
     gave, and none shortens a context the user asked for."""
+    from .launch import remedy_available
+
     repeated = _user_flags(args)
     target_context = isinstance(args.context, int) or args.max_model_len is not None
+    version = str(result.breakdown["engine_version"])
     kept = []
     for remedy in result.to_dict()["remedies"]:
         if remedy["change"].split(" (")[0].strip() in repeated:
+            continue
+        if not remedy_available(remedy, version):
             continue
         if target_context and "max_model_len" in remedy["drops"]:
             continue

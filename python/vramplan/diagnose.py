@@ -271,6 +271,8 @@ def _others_bytes(result: dict[str, Any]) -> int:
 
 def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) -> dict[str, Any]:
     """The solver's flags for the same model, GPU and fixed knobs, given the cause."""
+    from .launch import remedy_available
+
     cause = result["cause"]
     knobs = dict(launch["knobs"])
     others = _others_bytes(result)
@@ -328,7 +330,11 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         "context": context,
         "memory_used_by_others_bytes": others,
         "host_ram_required_bytes": plan.breakdown["host"]["required_bytes"],
-        "remedies": plan["remedies"],
+        "remedies": [
+            r
+            for r in plan["remedies"]
+            if remedy_available(r, str(plan.breakdown["engine_version"]))
+        ],
         # What the planner predicts for the launch exactly as logged: a "started" here for a
         # launch that failed is a failure the engine model does not capture yet.
         "logged_launch_predicted_outcome": predicted.outcome,

@@ -419,6 +419,7 @@ def to_knobs(
     names = engine_arg_names(version)
     unmodelled = unmodelled_names()
     out = Knobs()
+    given_as: dict[str, str] = {}  # knob -> the name the caller used
     for name, value in args.items():
         if name in table and name not in by_kwarg:
             knob_name = name  # vramplan's own spelling (a documented alias)
@@ -441,6 +442,8 @@ def to_knobs(
         if typed or name in _SCALED:
             value = _typed(name, knob_name, value, table[knob_name])
         out.knobs[knob_name] = value
+        given_as[knob_name] = name
+    _check_release(out.knobs, table, names, version, given_as)
     for key, value in (env or {}).items():
         if key in _ENV_KNOBS:
             out.knobs.setdefault(_ENV_KNOBS[key], value)
@@ -451,6 +454,26 @@ def to_knobs(
         elif key.startswith("VLLM_") or key == "PYTORCH_CUDA_ALLOC_CONF":
             out.env_ignored[key] = value
     return out
+
+
+def _check_release(
+    knobs: Mapping[str, Any],
+    table: Mapping[str, dict[str, Any]],
+    names: frozenset[str],
+    version: str | None,
+    given_as: Mapping[str, str],
+) -> None:
+    """Every knob set must be an argument of the release planned for, so that the flags
+    vramplan writes are ones that vLLM accepts (the all-to-all backend is an environment
+    variable before its flag existed, and is written as one)."""
+    for knob_name, value in knobs.items():
+        kwarg = str(table[knob_name]["kwarg"]) if knob_name in table else ""
+        if not kwarg or kwarg == "all2all_backend" or value is None or value is False:
+            continue
+        if kwarg not in names:
+            err = unknown_argument(kwarg, version)
+            err.field = given_as.get(knob_name, kwarg)  # the name the caller wrote
+            raise err
 
 
 def _typed(name: str, knob_name: str, value: Any, knob: dict[str, Any]) -> Any:
@@ -492,3 +515,10 @@ def environment_for(launch_env: Mapping[str, str]) -> dict[str, str]:
     env = {k: os.environ[k] for k in keys if k in os.environ}
     env.update(launch_env)
     return env
+
+
+def remedy_available(remedy: Mapping[str, Any], version: str | None) -> bool:
+    """Whether every argument a remedy changes exists in the release planned for (the solver
+    offers, say, CPU offload without knowing that 0.5.0 has no --cpu-offload-gb)."""
+    names = engine_arg_names(version)
+    return all(str(change["knob"]) in names for change in remedy.get("changes") or [])

@@ -295,10 +295,43 @@ def test_every_flag_emitted_or_accepted_is_vllms_for_that_release(version: str) 
     accepted = {str(k["kwarg"]) for k in vramplan.KNOBS if k["kwarg"]}
     for name in accepted & names:
         assert parse_flags([f"--{name.replace('_', '-')}", "1"], version=version)
-    # A flag of a later release is refused, with the nearest names.
+    # A flag of a later release is refused, with the nearest names, by name or by knob.
     if "kv_offloading_size" not in names:
         with pytest.raises(vramplan.ConfigError, match="not an argument of vLLM"):
             parse_flags(["--kv-offloading-size", "4"], version=version)
+        with pytest.raises(vramplan.ConfigError, match="not an argument of vLLM"):
+            vramplan.plan("Qwen/Qwen3-8B", "L4", engine_version=version, kv_offloading_size=4)
+    # Every knob vramplan models, set where the release has its argument: the flags written
+    # are that release's (the all-to-all backend before its flag is an environment variable).
+    knobs: dict[str, Any] = {
+        "cpu_offload_gb": 1,
+        "kv_cache_dtype": "fp8",
+        "enforce_eager": True,
+        "max_loras": 2,
+        "swap_space": 2,
+        "kv_offloading_size": 2,
+        "safetensors_load_strategy": "eager",
+    }
+    chosen = {k: v for k, v in knobs.items() if k in names}
+    if "enable_lora" not in names:
+        chosen.pop("max_loras", None)
+    plan = vramplan.plan("Qwen/Qwen3-8B", "H100-80GB", engine_version=version, **chosen)
+    emitted = {w[2:].replace("-", "_") for w in plan.to_vllm_argv() if w.startswith("--")}
+    assert emitted <= names, emitted - names
+    # The remedies `plan` prints for a launch that cannot fit: the same.
+    argv = ["plan", "Qwen/Qwen3-32B", "--gpu", "RTX-4090", "--engine-version", version]
+    out = subprocess.run(
+        [sys.executable, "-m", "vramplan", *argv, "--max-model-len", "32768", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    remedies = json.loads(out.stdout)["remedies"]
+    assert remedies
+    for remedy in remedies:
+        words = {w[2:].replace("-", "_") for w in shlex.split(remedy["flags"]) if w[:2] == "--"}
+        assert words <= names, (remedy["kind"], words - names)
 
 
 def test_unknown_flag_exits_2_with_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:

@@ -155,7 +155,9 @@ def _vllm_flags(args: argparse.Namespace) -> dict[str, Any]:
 
     extra = list(getattr(args, "vllm_flags", None) or [])
     version = _engine_version(args)
-    read = to_knobs(parse_flags(extra, version=version), env=environment_for({}), version=version)
+    # Planning for a node described by the flags: this shell's CUDA_VISIBLE_DEVICES is not it.
+    env = environment_for({}, devices=False)
+    read = to_knobs(parse_flags(extra, version=version), env=env, version=version)
     _note_ignored(read)
     if read.num_gpus and getattr(args, "num_gpus", None) is None:
         args.num_gpus = read.num_gpus

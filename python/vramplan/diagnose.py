@@ -251,6 +251,7 @@ def _launch(
     if pasted is not None:
         sources.append((pasted.args, pasted.env))
     sources.append((overrides or {}, {}))
+    user_context = any("max_model_len" in args for args, _ in sources[len(stated) :])
     for args, env in sources:
         read = to_knobs(args, env=env, version=version)
         for key, value in read.knobs.items():
@@ -258,7 +259,8 @@ def _launch(
                 logged[key] = value
             else:
                 knobs[key] = value
-    return {"spec": spec, "gpu": gpu_spec, "knobs": knobs, "logged": logged}, None
+    launch = {"spec": spec, "gpu": gpu_spec, "knobs": knobs, "logged": logged}
+    return {**launch, "user_context": user_context}, None
 
 
 def _others_bytes(result: dict[str, Any]) -> int:
@@ -288,12 +290,16 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         **launch["knobs"],
         **launch["logged"],
     )
-    # The user's utilization is kept unless the failure is the utilization itself.
-    pinned_utilization = {
+    # The user's utilization is kept unless the failure is the utilization itself; a context
+    # the user wrote (a pasted command line, an override) is pinned as written, a logged one
+    # is the target the solver meets.
+    utilization = {
         k: v
         for k, v in launch["logged"].items()
         if k == "gpu_memory_utilization" and cause != "gpu_memory_utilization_overshoot"
     }
+    written_context = {"max_model_len": context} if launch.get("user_context") and context else {}
+    target_context = 0 if written_context else context
 
     def solve(extra: dict[str, Any]) -> api.Plan:
         return api.plan(
@@ -302,22 +308,23 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
             num_gpus=tp * pp,
             memory_used_by_others_bytes=others,
             host_ram_bytes=host_ram_bytes,
-            context=context,
+            context=target_context,
             **knobs,
+            **written_context,
             **extra,
         )
 
     # The user's settings first (the solver only lowers what they left unset); then, in this
     # order, the utilization chosen instead of theirs, and eager mode for a graph failure.
     dropped: list[str] = []
-    plan = solve(pinned_utilization)
-    if not plan.fits and pinned_utilization:
+    plan = solve(utilization)
+    if not plan.fits and utilization:
         freed = solve({})
         if freed.fits:
-            plan, dropped = freed, ["gpu_memory_utilization"]
+            plan, dropped, utilization = freed, ["gpu_memory_utilization"], {}
     if not plan.fits and cause in _GRAPH_CAUSES and not knobs.get("enforce_eager"):
         knobs["enforce_eager"] = True
-        plan = solve(pinned_utilization)
+        plan = solve(utilization)
     return {
         "drops": dropped,
         "as_written": plan["as_written"],
@@ -420,6 +427,14 @@ def format_text(diagnosis: Diagnosis) -> str:
     fix = data["fix"]
     if fix:
         launch = data["launch"]
+        out.write(f"\nthe launch as logged, planned: {fix['as_written']['verdict']}\n")
+        for change in fix["changed"]:
+            before = change["before"] or "unset"
+            out.write(
+                f"  changed {change['knob']}: {before} -> {change['value']} ({change['reason']})\n"
+            )
+        if fix["drops"]:
+            out.write(f"  not kept from your launch: {', '.join(fix['drops'])}\n")
         out.write(f"\nfix ({fix['verdict']}):\n  vllm serve {launch['model']} {fix['vllm_args']}\n")
         if fix["memory_used_by_others_bytes"]:
             out.write(
@@ -429,7 +444,10 @@ def format_text(diagnosis: Diagnosis) -> str:
         if not fix["fits"]:
             for remedy in fix["remedies"]:
                 mark = "fits" if remedy["fits"] else "not enough alone"
-                out.write(f"  {remedy['change']:<46} [{mark}] {remedy['detail']}\n")
+                drops = f"; drops your {', '.join(remedy['drops'])}" if remedy["drops"] else ""
+                out.write(f"  {remedy['change']:<46} [{mark}] {remedy['detail']}{drops}\n")
+                if remedy["fits"]:
+                    out.write(f"    vllm serve {launch['model']} {remedy['flags']}\n")
         out.write(
             "  planner's prediction for the launch as logged: "
             f"{fix['logged_launch_predicted_outcome']}\n"

@@ -507,11 +507,12 @@ def _speculative(name: str, value: Any, out: Knobs) -> None:
             out.unmodelled.append(f"speculative_config.{key}")
 
 
-def environment_for(launch_env: Mapping[str, str]) -> dict[str, str]:
+def environment_for(launch_env: Mapping[str, str], *, devices: bool = True) -> dict[str, str]:
     """The memory-relevant environment: the process's own VLLM_*, PYTORCH_CUDA_ALLOC_CONF and
-    CUDA_VISIBLE_DEVICES, overridden by what the command line sets."""
+    (with `devices`: a launch checked as it would run here) CUDA_VISIBLE_DEVICES, overridden
+    by what the command line sets."""
     keys = [k for k in os.environ if k.startswith("VLLM_")]
-    keys += ["PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES"]
+    keys += ["PYTORCH_CUDA_ALLOC_CONF", *(["CUDA_VISIBLE_DEVICES"] if devices else [])]
     env = {k: os.environ[k] for k in keys if k in os.environ}
     env.update(launch_env)
     return env

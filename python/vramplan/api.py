@@ -127,8 +127,9 @@ def _gpus_for(num_gpus: int | None, knobs: dict[str, Any]) -> int:
         return _integer("num_gpus", num_gpus, 1, 1 << 16)
     tp = knobs.get("tensor_parallel_size") or 1
     pp = knobs.get("pipeline_parallel_size") or 1
-    if isinstance(tp, int) and isinstance(pp, int) and 1 <= tp * pp <= 1 << 16:
-        return tp * pp
+    dp = knobs.get("data_parallel_size") or 1
+    if all(isinstance(n, int) for n in (tp, pp, dp)) and 1 <= tp * pp * dp <= 1 << 16:
+        return int(tp * pp * dp)
     return 1  # a wrong value is refused, with its name, when the launch compiles
 
 

@@ -238,7 +238,8 @@ class _Launch:
 def _gpus_needed(args: argparse.Namespace) -> int:
     tp = args.tensor_parallel_size or 1
     pp = args.pipeline_parallel_size or 1
-    return int(args.num_gpus or tp * pp)
+    dp = getattr(args, "data_parallel_size", None) or 1
+    return int(args.num_gpus or tp * pp * dp)
 
 
 def _cmd_breakdown(args: argparse.Namespace) -> int:
@@ -275,10 +276,11 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]
         pinned = {**knobs, **split}
         tp = pinned.get("tensor_parallel_size", 1)
         pp = pinned.get("pipeline_parallel_size", 1)
+        dp = pinned.get("data_parallel_size", 1)
         return api.plan(
             launch.spec,
             launch.gpu,
-            num_gpus=args.num_gpus or tp * pp,
+            num_gpus=args.num_gpus or tp * pp * dp,
             memory_used_by_others_bytes=launch.memory_used_by_others_bytes,
             host_ram_bytes=launch.host_ram_bytes,
             context=context,
@@ -399,7 +401,7 @@ def _cmd_flags(args: argparse.Namespace) -> int:
         return EXIT_DOES_NOT_FIT
     from .launchers import render_launch
 
-    gpus = _gpus_needed(args) * int(_knobs(args).get("data_parallel_size") or 1)
+    gpus = _gpus_needed(args)
     text = render_launch(
         fmt,
         model=str(args.model),

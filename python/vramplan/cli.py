@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -151,14 +152,16 @@ def _engine_version(args: argparse.Namespace) -> str | None:
 def _vllm_flags(args: argparse.Namespace) -> dict[str, Any]:
     """Knobs from the vLLM flags vramplan has no option of its own for (any EngineArgs name of
     the release planned for); the ones without a memory effect are named once on stderr."""
-    from .launch import environment_for, parse_flags, to_knobs
+    from .launch import environment_for, parse_flags, passthrough_words, to_knobs
 
     extra = list(getattr(args, "vllm_flags", None) or [])
     version = _engine_version(args)
     # Planning for a node described by the flags: this shell's CUDA_VISIBLE_DEVICES is not it.
     env = environment_for({}, devices=False)
-    read = to_knobs(parse_flags(extra, version=version), env=env, version=version)
+    given = parse_flags(extra, version=version)
+    read = to_knobs(given, env=env, version=version)
     _note_ignored(read)
+    args.passthrough = passthrough_words(given, [*read.no_memory_effect, *read.unmodelled])
     if read.num_gpus and getattr(args, "num_gpus", None) is None:
         args.num_gpus = read.num_gpus
     return read.knobs
@@ -338,9 +341,22 @@ def _remedies(result: api.Plan, args: argparse.Namespace) -> list[dict[str, Any]
     return kept
 
 
+def _with_passthrough(data: dict[str, Any], words: list[str]) -> dict[str, Any]:
+    """The plan's flags (and each remedy's) with the user's unmodelled flags appended."""
+    if not words:
+        return data
+    tail = " " + " ".join(shlex.quote(w) for w in words)
+    data["vllm_argv"] = [*data["vllm_argv"], *words]
+    data["vllm_args"] += tail
+    for remedy in data["remedies"]:
+        remedy["flags"] += tail
+    return data
+
+
 def _cmd_plan(args: argparse.Namespace) -> int:
     result, extra = _plan_from_args(args)
     data = {**result.to_dict(), "remedies": _remedies(result, args), **extra}
+    data = _with_passthrough(data, getattr(args, "passthrough", []))
     if args.json:
         _print(json.dumps(data, indent=2))
     else:
@@ -376,14 +392,17 @@ def _cmd_flags(args: argparse.Namespace) -> int:
     remedies = _remedies(result, args)
     fmt = "json" if args.json else args.format
     env = result.to_vllm_env()
+    passthrough: list[str] = getattr(args, "passthrough", [])
     if fmt == "json":
         data = {
             "fits": result.fits,
             "as_written": result["as_written"],
             "verdict": result.verdict,
             "model": str(args.model),
-            "vllm_argv": result.to_vllm_argv() if result.fits else None,
-            "vllm_args": result.to_vllm_args() if result.fits else None,
+            "vllm_argv": [*result.to_vllm_argv(), *passthrough] if result.fits else None,
+            "vllm_args": shlex.join([*result.to_vllm_argv(), *passthrough])
+            if result.fits
+            else None,
             "vllm_env": env,
             "remedies": remedies,
             **extra,
@@ -405,7 +424,7 @@ def _cmd_flags(args: argparse.Namespace) -> int:
     text = render_launch(
         fmt,
         model=str(args.model),
-        argv=result.to_vllm_argv(),
+        argv=[*result.to_vllm_argv(), *passthrough],
         env=env,
         engine_version=str(result.breakdown["engine_version"]),
         gpus=gpus,
@@ -424,7 +443,13 @@ def _cmd_flags(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     """Judge a launch exactly as written (a command line after `--`, or an LLM(**kwargs)
     file), then plan it: what the solver changed and why, and the remedies."""
-    from .launch import environment_for, parse_command, read_kwargs_file, to_knobs
+    from .launch import (
+        environment_for,
+        parse_command,
+        passthrough_words,
+        read_kwargs_file,
+        to_knobs,
+    )
 
     if args.file and args.command_line:
         msg = "give either a command line after `--` or --file, not both"
@@ -462,6 +487,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         args.tensor_parallel_size = knobs.get("tensor_parallel_size") or 1
     result, extra = _plan_from_args(args)
     data = {**result.to_dict(), "remedies": _remedies(result, args), **extra}
+    data = _with_passthrough(
+        data, passthrough_words(launch.args, [*read.no_memory_effect, *read.unmodelled])
+    )
     data["launch"] = {"form": launch.form, "model": launch.model, "args": launch.args}
     data["no_memory_effect"] = read.no_memory_effect
     data["memory_effect_not_modelled"] = read.unmodelled

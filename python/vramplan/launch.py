@@ -523,3 +523,23 @@ def remedy_available(remedy: Mapping[str, Any], version: str | None) -> bool:
     offers, say, CPU offload without knowing that 0.5.0 has no --cpu-offload-gb)."""
     names = engine_arg_names(version)
     return all(str(change["knob"]) in names for change in remedy.get("changes") or [])
+
+
+def passthrough_words(args: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    """The user's own flags for `names` (arguments vramplan does not model) as argv words, so
+    the command vramplan prints still carries them (a tool-call parser, prefix caching)."""
+    words: list[str] = []
+    for name in names:
+        value = args.get(name)
+        if value is True:
+            words.append(flag_of(name))
+        elif value is False:
+            words.append(flag_of("no_" + name))
+        elif value is not None:
+            text = (
+                json.dumps(value, separators=(",", ":"))
+                if isinstance(value, (dict, list))
+                else str(value)
+            )
+            words += [flag_of(name), text]
+    return words

@@ -93,6 +93,11 @@ def test_seed_002_as_written_fails_in_graph_profiling_and_the_fix_keeps_the_user
     assert speculative == {"method": "mtp", "num_speculative_tokens": 2}
     assert "--language-model-only" in args
     assert args[args.index("--gpu-memory-utilization") + 1] == "0.80"
+    # The flags with no memory effect stay in the command: it is still the user's launch.
+    assert args[args.index("--tool-call-parser") + 1] == "qwen3_coder"
+    assert args[args.index("--reasoning-parser") + 1] == "qwen3"
+    assert {"--enable-prefix-caching", "--enable-chunked-prefill"} <= set(args)
+    assert "--enable-auto-tool-choice" in shlex.split(data["vllm_args"])
     # ... and says what it changed (the sequence count the user left at vLLM's default).
     changed = {c["knob"]: c for c in data["changed"]}
     assert set(changed) == {"max_num_seqs"}

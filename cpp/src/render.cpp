@@ -1,6 +1,7 @@
 #include "vramplan/render.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -224,42 +225,79 @@ nlohmann::json to_llm_kwargs(const Plan& plan) {
   return out;
 }
 
-std::string to_vllm_args(const Plan& plan) {
-  std::ostringstream out;
+std::vector<std::string> to_vllm_argv(const Plan& plan) {
+  std::vector<std::string> argv;
   for (const auto& [name, value] : launch_flags(plan)) {
     std::string flag = "--" + name;
     std::replace(flag.begin(), flag.end(), '_', '-');
-    out << (out.tellp() > 0 ? " " : "") << flag;
+    argv.push_back(flag);
     if (value.is_boolean()) continue;  // store_true flags
     if (value.is_number_float()) {
-      out << ' ' << flag_number(value.get<double>());
+      argv.push_back(flag_number(value.get<double>()));
     } else if (value.is_string()) {
-      out << ' ' << value.get<std::string>();
-    } else if (value.is_object()) {
-      out << " '" << value.dump() << "'";  // one shell word
+      argv.push_back(value.get<std::string>());
     } else {
-      out << ' ' << value.dump();
+      argv.push_back(value.dump());  // compact JSON: one word, no spaces
     }
   }
-  return out.str();
+  return argv;
 }
+
+std::string shell_word(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 ||
+           std::string_view("-_.,:/=+@%").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+  if (plain) return word;
+  std::string quoted = "'";
+  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string to_vllm_args(const Plan& plan) {
+  std::string out;
+  for (const std::string& word : to_vllm_argv(plan)) {
+    out += (out.empty() ? "" : " ") + shell_word(word);
+  }
+  return out;
+}
+
+namespace {
+
+nlohmann::json changes_json(const std::vector<KnobChange>& changes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const KnobChange& c : changes) {
+    out.push_back(
+        {{"knob", c.knob}, {"value", c.value}, {"before", c.before}, {"reason", c.reason}});
+  }
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json to_json(const Plan& plan) {
   nlohmann::json remedies = nlohmann::json::array();
   for (const auto& r : plan.remedies) {
     remedies.push_back({{"kind", r.kind},
                         {"change", r.change},
+                        {"changes", changes_json(r.changes)},
+                        {"drops", r.drops},
                         {"fits", r.fits},
                         {"detail", r.detail},
                         {"flags", r.flags}});
   }
   const EngineProfile& engine = plan.breakdown.profile;
-  return {{"fits", plan.fits},
+  return {{"as_written",
+           {{"fits", plan.as_written_fits},
+            {"verdict", plan.as_written_verdict},
+            {"outcome", outcome_name(plan.as_written_outcome)}}},
+          {"fits", plan.fits},
           {"verdict", plan.verdict},
           {"engine_version", engine.version},
           {"engine_version_warning", engine.version_warning.empty()
                                          ? nlohmann::json(nullptr)
                                          : nlohmann::json(engine.version_warning)},
+          {"changed", changes_json(plan.changed)},
           {"gpu_memory_utilization", plan.gpu_memory_utilization},
           {"max_model_len", plan.max_model_len},
           {"max_num_seqs", plan.max_num_seqs},
@@ -272,6 +310,7 @@ nlohmann::json to_json(const Plan& plan) {
             {"max_num_batched_tokens", plan.binding_max_num_batched_tokens}}},
           {"safety_margin_bytes", plan.safety_margin_bytes},
           {"vllm_args", to_vllm_args(plan)},
+          {"vllm_argv", to_vllm_argv(plan)},
           {"vllm_env", to_vllm_env(plan)},
           {"llm_kwargs", to_llm_kwargs(plan)},
           {"remedies", remedies},

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <sstream>
 
 #include "vramplan/calibration.hpp"
@@ -110,6 +112,29 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
                         plan.binding_gpu_memory_utilization);
   }
   Evaluation e = evaluate(launch, knobs);
+  // Fewer sequences capture fewer CUDA graphs (and graph profiling's minimal KV cache of
+  // max_cudagraph_capture_size blocks follows max_num_seqs): when graph profiling fails, or one
+  // request of max_model_len finds no KV room, the largest sequence count that passes.
+  auto lower_seqs_for = [&](Outcome failing) {
+    if (e.outcome != failing || knobs.max_num_seqs) return;
+    auto passes = [&](std::int64_t seqs) {
+      LaunchKnobs trial = knobs;
+      trial.max_num_seqs = seqs;
+      ResolvedKnobs r;
+      return launch.try_resolve(trial, r) == KnobProblem::None &&
+             launch.evaluate(r).outcome != failing;
+    };
+    if (!passes(1)) return;
+    knobs.max_num_seqs = largest_passing(1, e.knobs.max_num_seqs, passes);
+    seqs_binding = failing == Outcome::CudagraphProfilingOom
+                       ? "CUDA-graph profiling: its minimal KV cache of "
+                         "max_cudagraph_capture_size blocks must fit beside the weights"
+                       : "KV room for one request of max_model_len: fewer sequences capture "
+                         "fewer CUDA graphs";
+    e = evaluate(launch, knobs);
+  };
+  // Only for a context the user asked for: the model's own maximum is shortened instead.
+  if (pinned_len || t.context > 0) lower_seqs_for(Outcome::InsufficientKvForMaxModelLen);
   if (e.outcome == Outcome::InsufficientKvForMaxModelLen && !pinned_len) {
     const std::int64_t estimate = launch.estimated_max_model_len(e);
     if (estimate > 0) {
@@ -146,27 +171,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
       e = evaluate(launch, knobs);
     }
   }
-  if (e.outcome == Outcome::CudagraphProfilingOom && !knobs.max_num_seqs) {
-    // Graph profiling's minimal KV cache holds max_cudagraph_capture_size blocks, which
-    // follows max_num_seqs: the largest sequence count whose profiling fits.
-    std::int64_t lo = 1;
-    std::int64_t hi = e.knobs.max_num_seqs;
-    auto profiles = [&](std::int64_t seqs) {
-      LaunchKnobs trial = knobs;
-      trial.max_num_seqs = seqs;
-      ResolvedKnobs r;
-      return launch.try_resolve(trial, r) == KnobProblem::None &&
-             launch.evaluate(r).outcome != Outcome::CudagraphProfilingOom;
-    };
-    if (profiles(lo)) {
-      lo = largest_passing(lo, hi, profiles);
-      knobs.max_num_seqs = lo;
-      seqs_binding =
-          "CUDA-graph profiling: its minimal KV cache of max_cudagraph_capture_size "
-          "blocks must fit beside the weights";
-      e = evaluate(launch, knobs);
-    }
-  }
+  lower_seqs_for(Outcome::CudagraphProfilingOom);
   const std::int64_t context =
       t.context > 0 ? std::min(t.context, e.knobs.max_model_len) : e.knobs.max_model_len;
   // Batched tokens: the engine default, lowered when its activation peak keeps the target
@@ -268,16 +273,212 @@ Plan plan_for(const CompiledLaunch& launch, const EngineConfig& pinned, const Ta
   return plan_once(launch, launch_knobs(pinned), pinned, t);
 }
 
-// The same launch recompiled with a changed knob (weights format, TP, offload).
+// The same launch recompiled with changed knobs (weights format, TP, offload, eager).
 Plan plan_changed(const CompiledLaunch& launch, const EngineConfig& config, HardwareConfig hardware,
                   const Targets& t) {
   const CompiledLaunch changed(launch.spec_ptr(), std::move(hardware), config);
   return plan_for(changed, config, t);
 }
 
-Remedy remedy(std::string kind, std::string change, const Plan& p, const std::string& extra = "") {
-  return Remedy{std::move(kind), std::move(change), p.fits, remedy_detail(p) + extra,
-                to_vllm_args(p)};
+std::string utilization_text(double u) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.2f", u);
+  return text;
+}
+
+// The launch exactly as written: the user's knobs, every other one at the default vLLM
+// resolves it to, nothing chosen. Its verdict is the user's question.
+Plan as_written(const CompiledLaunch& launch, const EngineConfig& pinned, const Targets& t) {
+  LaunchKnobs knobs = launch_knobs(pinned);
+  ResolvedKnobs defaults;
+  if (launch.try_resolve(knobs, defaults) == KnobProblem::None) {
+    knobs.gpu_memory_utilization = defaults.gpu_memory_utilization;
+    knobs.max_model_len = defaults.max_model_len;
+    knobs.max_num_seqs = defaults.max_num_seqs;
+    knobs.max_num_batched_tokens = defaults.max_num_batched_tokens;
+  }
+  return plan_once(launch, knobs, pinned, t);
+}
+
+// vLLM's "Try increasing `gpu_memory_utilization`" is advice only where a larger one would
+// fit: when even the largest safe utilization leaves no KV room, the verdict says so instead.
+void judge_utilization_hint(const CompiledLaunch& launch, const Plan& solved, std::string& verdict,
+                            const Targets& t) {
+  static const std::string kHint = " Try increasing `gpu_memory_utilization`.";
+  const std::size_t at = verdict.find(kHint);
+  if (at == std::string::npos) return;
+  verdict.erase(at, kHint.size());
+  std::string binding;
+  LaunchKnobs probe = launch_knobs(solved.config);
+  probe.gpu_memory_utilization = 0.5;
+  const double largest =
+      max_utilization(launch, evaluate(launch, probe), t.safety_margin_bytes, binding);
+  LaunchKnobs at_largest = launch_knobs(solved.config);
+  at_largest.gpu_memory_utilization = largest;
+  ResolvedKnobs r;
+  if (launch.try_resolve(at_largest, r) == KnobProblem::None &&
+      launch.evaluate(r).outcome == Outcome::Started) {
+    verdict += " A larger --gpu-memory-utilization (up to " + utilization_text(largest) +
+               ") leaves KV room.";
+  } else {
+    verdict += " No --gpu-memory-utilization fits: even the largest safe value, " +
+               utilization_text(largest) + ", leaves no KV room.";
+  }
+}
+
+// One change a remedy may make, alone or with one other: applied to the launch's knobs,
+// hardware and targets, then replayed through the engine.
+struct Candidate {
+  std::string kind;
+  std::string change;  // `vllm serve` text; "" = filled from the replayed plan
+  std::vector<KnobChange> changes;
+  std::vector<std::string> drops;
+  std::string note;  // appended to the detail (the cost of the change)
+  std::function<void(EngineConfig&, HardwareConfig&, Targets&)> apply;
+};
+
+Remedy replay(const CompiledLaunch& launch, const EngineConfig& pinned, const Targets& t,
+              const std::vector<const Candidate*>& parts) {
+  EngineConfig config = pinned;
+  HardwareConfig hardware = launch.hardware();
+  Targets targets = t;
+  Remedy out;
+  for (const Candidate* c : parts) c->apply(config, hardware, targets);
+  const Plan p = plan_changed(launch, config, hardware, targets);
+  for (const Candidate* c : parts) {
+    out.kind += (out.kind.empty() ? "" : "+") + c->kind;
+    std::string change = c->change;
+    std::vector<KnobChange> changes = c->changes;
+    if (change.empty()) {  // the context the replay chose
+      change = "--max-model-len " + std::to_string(p.max_model_len);
+      changes = {{"max_model_len", std::to_string(p.max_model_len),
+                  pinned.max_model_len ? std::to_string(*pinned.max_model_len) : "", ""}};
+    }
+    out.change += (out.change.empty() ? "" : " ") + change;
+    out.changes.insert(out.changes.end(), changes.begin(), changes.end());
+    out.drops.insert(out.drops.end(), c->drops.begin(), c->drops.end());
+  }
+  out.fits = p.fits;
+  out.detail = remedy_detail(p);
+  for (const Candidate* c : parts) out.detail += c->note;
+  out.flags = to_vllm_args(p);
+  return out;
+}
+
+// A "shorter context" whose replay is not shorter than the user's (the model's maximum
+// started once the pin was lifted): not a remedy.
+bool lengthens_context(const Remedy& r) {
+  for (const KnobChange& c : r.changes) {
+    if (c.knob == "max_model_len" && !c.before.empty() &&
+        std::stoll(c.value) >= std::stoll(c.before)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The changes worth trying for a failed plan, cheapest first (the order of the checklist:
+// KV precision, graphs, context, weight precision, more GPUs, offload).
+std::vector<Candidate> candidates(const CompiledLaunch& launch, const EngineConfig& pinned,
+                                  const Plan& failed, const Targets& t) {
+  const ModelSpec& spec = launch.spec();
+  std::vector<Candidate> out;
+  if (pinned.kv_cache_dtype.empty() || pinned.kv_cache_dtype == "auto") {
+    out.push_back({"fp8_kv_cache",
+                   "--kv-cache-dtype fp8",
+                   {{"kv_cache_dtype", "fp8", "", ""}},
+                   {},
+                   "",
+                   [](EngineConfig& c, HardwareConfig&, Targets&) { c.kv_cache_dtype = "fp8"; }});
+  }
+  const Outcome outcome = failed.breakdown.outcome;
+  if (!pinned.enforce_eager &&
+      (outcome == Outcome::CudagraphProfilingOom || outcome == Outcome::CudagraphCaptureOom)) {
+    out.push_back({"enforce_eager",
+                   "--enforce-eager",
+                   {{"enforce_eager", "true", "", ""}},
+                   {},
+                   " (no CUDA graphs: slower decode)",
+                   [](EngineConfig& c, HardwareConfig&, Targets&) { c.enforce_eager = true; }});
+  }
+  if (pinned.max_model_len && t.context == 0) {
+    out.push_back({"shorter_context",
+                   "",
+                   {},
+                   {"max_model_len"},
+                   "",
+                   [](EngineConfig& c, HardwareConfig&, Targets& targets) {
+                     c.max_model_len.reset();
+                     targets.context = 0;
+                   }});
+  }
+  if (spec.quantization.method == QuantMethod::None && pinned.quantization.empty()) {
+    out.push_back({"quantized_weights",
+                   "--quantization fp8",
+                   {{"quantization", "fp8", "", ""}},
+                   {},
+                   " (or an fp8/AWQ checkpoint of the same model)",
+                   [](EngineConfig& c, HardwareConfig&, Targets&) { c.quantization = "fp8"; }});
+  }
+  const std::int32_t tp = pinned.tensor_parallel_size * 2;
+  if (tp <= 8 && spec.num_attention_heads % tp == 0) {
+    // Every data-parallel replica takes the wider TP group: the GPUs needed are TP x PP x DP.
+    const std::int32_t gpus = tp * pinned.pipeline_parallel_size * pinned.data_parallel_size;
+    std::vector<std::string> drops;
+    if (pinned.tensor_parallel_size > 1) drops.push_back("tensor_parallel_size");
+    out.push_back({"tensor_parallel",
+                   "--tensor-parallel-size " + std::to_string(tp),
+                   {{"tensor_parallel_size", std::to_string(tp),
+                     std::to_string(pinned.tensor_parallel_size), ""}},
+                   drops,
+                   " (" + std::to_string(gpus) + " GPUs)",
+                   [tp, gpus](EngineConfig& c, HardwareConfig& h, Targets&) {
+                     c.tensor_parallel_size = tp;
+                     h.num_gpus = std::max(h.num_gpus, gpus);
+                   }});
+  }
+  // Offload the weight bytes that do not fit, rounded up to whole GiB.
+  const RankBreakdown& r0 = failed.breakdown.ranks.front();
+  const std::int64_t deficit =
+      outcome == Outcome::OomAtLoad
+          ? r0.weights_bytes - failed.breakdown.startup_free_bytes + r0.requested_memory_bytes / 4
+          : failed.breakdown.request_kv_bytes - r0.kv_cache_bytes;
+  if (deficit > 0 && deficit < r0.weights_bytes) {
+    const std::int64_t gib_needed = (deficit + kGiB - 1) / kGiB;
+    const std::int64_t offload = pinned.cpu_offload_bytes + gib_needed * kGiB;
+    out.push_back(
+        {"cpu_offload",
+         "--cpu-offload-gb " + std::to_string(offload / kGiB),
+         {{"cpu_offload_gb", std::to_string(offload / kGiB),
+           pinned.cpu_offload_bytes > 0 ? std::to_string(pinned.cpu_offload_bytes / kGiB) : "",
+           ""}},
+         {},
+         " (slower: weights stream over PCIe each step)",
+         [offload](EngineConfig& c, HardwareConfig&, Targets&) { c.cpu_offload_bytes = offload; }});
+  }
+  return out;
+}
+
+// The knobs the solver set that the user did not: each against the default vLLM would have
+// used, with the constraint that chose it.
+std::vector<KnobChange> solver_changes(const Plan& written, const Plan& solved,
+                                       const EngineConfig& pinned) {
+  std::vector<KnobChange> out;
+  auto add = [&](const char* knob, bool user_set, const std::string& before,
+                 const std::string& after, const std::string& reason) {
+    if (!user_set && before != after) out.push_back({knob, after, before, reason});
+  };
+  add("gpu_memory_utilization", pinned.gpu_memory_utilization.has_value(),
+      utilization_text(written.gpu_memory_utilization),
+      utilization_text(solved.gpu_memory_utilization), solved.binding_gpu_memory_utilization);
+  add("max_model_len", pinned.max_model_len.has_value(), std::to_string(written.max_model_len),
+      std::to_string(solved.max_model_len), solved.binding_max_model_len);
+  add("max_num_seqs", pinned.max_num_seqs.has_value(), std::to_string(written.max_num_seqs),
+      std::to_string(solved.max_num_seqs), solved.binding_max_num_seqs);
+  add("max_num_batched_tokens", pinned.max_num_batched_tokens.has_value(),
+      std::to_string(written.max_num_batched_tokens), std::to_string(solved.max_num_batched_tokens),
+      solved.binding_max_num_batched_tokens);
+  return out;
 }
 
 }  // namespace
@@ -316,79 +517,68 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
   const Targets t{target_context_tokens, target_concurrency, safety_margin_bytes};
   const EngineConfig pinned = with_evaluated_knobs(launch.config(), evaluated);
   validate_knobs(pinned);
+  const Plan written = as_written(launch, pinned, t);
   Plan plan = plan_for(launch, pinned, t);
+  plan.as_written_fits = written.fits;
+  plan.as_written_verdict = written.verdict;
+  plan.as_written_outcome = written.breakdown.outcome;
+  plan.changed = solver_changes(written, plan, pinned);
+  judge_utilization_hint(launch, plan, plan.as_written_verdict, t);
+  judge_utilization_hint(launch, plan, plan.verdict, t);
   if (plan.fits) return plan;
-  // Remedies in a fixed, documented order: cheapest change first. Each carries the full flag
-  // set of its own plan.
-  if (pinned.kv_cache_dtype.empty() || pinned.kv_cache_dtype == "auto") {
-    EngineConfig config = pinned;
-    config.kv_cache_dtype = "fp8";
-    LaunchKnobs knobs = launch_knobs(pinned);
-    knobs.kv_element_bytes = 1;
-    const Plan p = plan_once(launch, knobs, config, t);
-    plan.remedies.push_back(remedy("fp8_kv_cache", "--kv-cache-dtype fp8", p));
+  // Remedies cheapest first, each replayed through the engine with its full flag set; the
+  // tensor-parallel single is the smallest split that fits. When no single change fits, pairs
+  // of changes, cheapest pair first.
+  const std::vector<Candidate> singles = candidates(launch, pinned, plan, t);
+  bool any_fits = false;
+  for (const Candidate& c : singles) {
+    if (c.kind == "tensor_parallel") {
+      for (std::int32_t tp = std::max(2, pinned.tensor_parallel_size * 2); tp <= 8; tp *= 2) {
+        if (spec.num_attention_heads % tp != 0) break;
+        // Every data-parallel replica takes the wider TP group: the GPUs needed are TP x PP x DP.
+        const std::int32_t gpus = tp * pinned.pipeline_parallel_size * pinned.data_parallel_size;
+        Candidate wider = c;
+        wider.change = "--tensor-parallel-size " + std::to_string(tp);
+        wider.changes.front().value = std::to_string(tp);
+        wider.note = " (" + std::to_string(gpus) + " GPUs)";
+        wider.apply = [tp, gpus](EngineConfig& config, HardwareConfig& h, Targets&) {
+          config.tensor_parallel_size = tp;
+          h.num_gpus = std::max(h.num_gpus, gpus);
+        };
+        Remedy r = replay(launch, pinned, t, {&wider});
+        if (r.fits || tp == 8 || spec.num_attention_heads % (tp * 2) != 0) {
+          any_fits = any_fits || (r.fits && r.drops.empty());
+          plan.remedies.push_back(std::move(r));
+          break;
+        }
+      }
+      continue;
+    }
+    Remedy r = replay(launch, pinned, t, {&c});
+    if (lengthens_context(r)) continue;
+    any_fits = any_fits || (r.fits && r.drops.empty());
+    plan.remedies.push_back(std::move(r));
   }
-  if (pinned.max_model_len && t.context == 0) {
-    // The pinned context is too long for this card: the longest that starts.
-    EngineConfig config = pinned;
-    config.max_model_len.reset();
-    LaunchKnobs knobs = launch_knobs(config);
-    const Plan p =
-        plan_once(launch, knobs, config, Targets{0, t.concurrency, t.safety_margin_bytes});
-    if (p.breakdown.outcome == Outcome::Started && p.max_model_len != *pinned.max_model_len) {
-      plan.remedies.push_back(
-          remedy("shorter_context", "--max-model-len " + std::to_string(p.max_model_len), p));
+  // Pairs are tried unless a single change fits that keeps every setting the user gave.
+  if (any_fits) return plan;
+  // Every fitting pair, cheapest first; those that keep all the user's settings before those
+  // that drop one.
+  std::vector<Remedy> pairs;
+  const std::size_t n = singles.size();
+  for (std::size_t sum = 1; sum + 2 < 2 * n; ++sum) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t j = sum - std::min(sum, i);
+      if (j <= i || j >= n) continue;
+      Remedy r = replay(launch, pinned, t, {&singles[i], &singles[j]});
+      if (r.fits && !lengthens_context(r)) pairs.push_back(std::move(r));
     }
   }
-  if (spec.quantization.method == QuantMethod::None && pinned.quantization.empty()) {
-    EngineConfig config = pinned;
-    config.quantization = "fp8";
-    const Plan p = plan_changed(launch, config, launch.hardware(), t);
-    plan.remedies.push_back(remedy(
-        "quantized_weights", "--quantization fp8 (or an fp8/AWQ checkpoint of the same model)", p));
-  }
-  const Outcome failed = plan.breakdown.outcome;
-  if (!pinned.enforce_eager &&
-      (failed == Outcome::CudagraphProfilingOom || failed == Outcome::CudagraphCaptureOom)) {
-    EngineConfig config = pinned;
-    config.enforce_eager = true;
-    const Plan p = plan_changed(launch, config, launch.hardware(), t);
-    plan.remedies.push_back(
-        remedy("enforce_eager", "--enforce-eager (no CUDA graphs: slower decode)", p));
-  }
-  // Every data-parallel replica takes the wider TP group: the GPUs needed are TP x PP x DP.
-  const std::int32_t pp_dp = pinned.pipeline_parallel_size * pinned.data_parallel_size;
-  for (std::int32_t tp = std::max(2, pinned.tensor_parallel_size * 2); tp <= 8; tp *= 2) {
-    if (spec.num_attention_heads % tp != 0) break;
-    EngineConfig config = pinned;
-    config.tensor_parallel_size = tp;
-    HardwareConfig hardware = launch.hardware();
-    hardware.num_gpus = std::max(hardware.num_gpus, tp * pp_dp);
-    const Plan p = plan_changed(launch, config, hardware, t);
-    if (p.fits || tp == 8) {
-      plan.remedies.push_back(remedy("tensor_parallel",
-                                     "--tensor-parallel-size " + std::to_string(tp) + " (" +
-                                         std::to_string(tp * pp_dp) + " GPUs)",
-                                     p));
-      break;
-    }
-  }
-  {
-    // Offload the weight bytes that do not fit, rounded up to whole GiB.
-    const RankBreakdown& r0 = plan.breakdown.ranks.front();
-    const std::int64_t deficit =
-        plan.breakdown.outcome == Outcome::OomAtLoad
-            ? r0.weights_bytes - plan.breakdown.startup_free_bytes + r0.requested_memory_bytes / 4
-            : plan.breakdown.request_kv_bytes - r0.kv_cache_bytes;
-    if (deficit > 0 && deficit < r0.weights_bytes) {
-      const std::int64_t gib_needed = (deficit + kGiB - 1) / kGiB;
-      EngineConfig config = pinned;
-      config.cpu_offload_bytes = pinned.cpu_offload_bytes + gib_needed * kGiB;
-      const Plan p = plan_changed(launch, config, launch.hardware(), t);
-      plan.remedies.push_back(remedy("cpu_offload",
-                                     "--cpu-offload-gb " + std::to_string(gib_needed), p,
-                                     " (slower: weights stream over PCIe each step)"));
-    }
+  std::stable_sort(pairs.begin(), pairs.end(), [](const Remedy& a, const Remedy& b) {
+    return a.drops.size() < b.drops.size();
+  });
+  constexpr std::size_t kMaxPairs = 3;
+  for (std::size_t i = 0; i < pairs.size() && i < kMaxPairs; ++i) {
+    plan.remedies.push_back(std::move(pairs[i]));
   }
   return plan;
 }

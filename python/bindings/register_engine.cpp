@@ -208,16 +208,31 @@ void register_engine(py::module_& m) {
       .def_property_readonly("kv_cache_bytes", &min_kv_cache_bytes)
       .def("to_json", [](const Breakdown& b) { return vramplan::to_json(b).dump(); });
 
+  using vramplan::KnobChange;
+  py::class_<KnobChange>(m, "KnobChange",
+                         "One knob set to a value (vLLM's keyword, the flag's text), and why.")
+      .def_readonly("knob", &KnobChange::knob)
+      .def_readonly("value", &KnobChange::value)
+      .def_readonly("before", &KnobChange::before)
+      .def_readonly("reason", &KnobChange::reason);
+
   using vramplan::Remedy;
   py::class_<Remedy>(m, "Remedy", "A change that makes the launch fit, with its full flags.")
       .def_readonly("kind", &Remedy::kind)
       .def_readonly("change", &Remedy::change)
+      .def_readonly("changes", &Remedy::changes)
+      .def_readonly("drops", &Remedy::drops)
       .def_readonly("fits", &Remedy::fits)
       .def_readonly("detail", &Remedy::detail)
       .def_readonly("flags", &Remedy::flags);
 
   using vramplan::Plan;
   py::class_<Plan>(m, "Plan", "The solver's answer: the largest safe knobs and why.")
+      .def_readonly("as_written_fits", &Plan::as_written_fits)
+      .def_readonly("as_written_verdict", &Plan::as_written_verdict)
+      .def_property_readonly(
+          "as_written_outcome",
+          [](const Plan& p) { return vramplan::outcome_name(p.as_written_outcome); })
       .def_readonly("fits", &Plan::fits)
       .def_readonly("verdict", &Plan::verdict)
       .def_property_readonly("engine_version_warning",
@@ -225,6 +240,7 @@ void register_engine(py::module_& m) {
                                if (p.breakdown.profile.version_warning.empty()) return std::nullopt;
                                return p.breakdown.profile.version_warning;
                              })
+      .def_readonly("changed", &Plan::changed)
       .def_readonly("gpu_memory_utilization", &Plan::gpu_memory_utilization)
       .def_readonly("max_model_len", &Plan::max_model_len)
       .def_readonly("max_num_seqs", &Plan::max_num_seqs)
@@ -243,6 +259,7 @@ void register_engine(py::module_& m) {
       .def_readonly("breakdown", &Plan::breakdown)
       .def_readonly("remedies", &Plan::remedies)
       .def("vllm_args", [](const Plan& p) { return vramplan::to_vllm_args(p); })
+      .def("vllm_argv", [](const Plan& p) { return vramplan::to_vllm_argv(p); })
       .def("llm_kwargs", [](const Plan& p) { return to_python(vramplan::to_llm_kwargs(p)); })
       .def("vllm_env", [](const Plan& p) { return to_python(vramplan::to_vllm_env(p)); })
       .def("to_json", [](const Plan& p) { return vramplan::to_json(p).dump(); });

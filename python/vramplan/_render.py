@@ -4,6 +4,7 @@ plain text (no escape codes) when the output is a pipe or a file."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
@@ -20,15 +21,23 @@ PIPED_WIDTH = 200
 _OUTCOME_STYLE = {"started": "bold green"}
 
 
+class _Console(Console):
+    """rich's Console, except that a closed pipe raises BrokenPipeError (rich itself exits 1):
+    the CLI exits 141 for it, as a shell pipeline expects."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def console(file: IO[str] | None = None) -> Console:
     """A console on `file` (stdout): colour and box tables on a terminal, plain text otherwise.
     NO_COLOR is honoured; FORCE_COLOR / TTY_COMPATIBLE as rich reads them."""
     stream = sys.stdout if file is None else file
     terminal = stream.isatty()
     if terminal:
-        return Console(file=stream, highlight=False)
+        return _Console(file=stream, highlight=False)
     width = int(os.environ.get("COLUMNS", "0") or 0) or PIPED_WIDTH
-    return Console(
+    return _Console(
         file=stream,
         force_terminal=False,
         no_color=True,
@@ -134,8 +143,14 @@ def breakdown(out: Console, data: dict[str, Any]) -> None:
 def plan(out: Console, data: dict[str, Any]) -> None:
     """A plan's JSON (with remedies already filtered to the user's target)."""
     breakdown(out, data["breakdown"])
+    written = data["as_written"]
+    style = "bold green" if written["fits"] else "bold red"
+    out.print(Text("\nas written: ").append(written["verdict"], style=style))
+    for change in data["changed"]:
+        before = change["before"] or "unset"
+        out.print(f"  changed {change['knob']}: {before} -> {change['value']} ({change['reason']})")
     style = "bold green" if data["fits"] else "bold red"
-    out.print(Text("\nverdict: ").append(data["verdict"], style=style))
+    out.print(Text("verdict: ").append(data["verdict"], style=style))
     out.print(f"safety margin kept free per GPU: {data['safety_margin_bytes'] / GIB:.2f} GiB")
     out.print(
         table(
@@ -144,7 +159,7 @@ def plan(out: Console, data: dict[str, Any]) -> None:
             [[knob, data[knob], why] for knob, why in data["binding"].items()],
         )
     )
-    model = data["breakdown"]["model"]
+    model = shlex.quote(data.get("served_model") or data["breakdown"]["model"])
     env = "".join(f"{name}={value} " for name, value in data.get("vllm_env", {}).items())
     out.print(f"{env}vllm serve {model} {data['vllm_args']}", soft_wrap=True)
     if data["remedies"]:
@@ -156,7 +171,8 @@ def plan(out: Console, data: dict[str, Any]) -> None:
                     [
                         r["change"],
                         Text("fits", "green") if r["fits"] else Text("not enough", "yellow"),
-                        r["detail"],
+                        r["detail"]
+                        + (f"; drops your {', '.join(r['drops'])}" if r.get("drops") else ""),
                     ]
                     for r in data["remedies"]
                 ],

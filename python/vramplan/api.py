@@ -127,8 +127,9 @@ def _gpus_for(num_gpus: int | None, knobs: dict[str, Any]) -> int:
         return _integer("num_gpus", num_gpus, 1, 1 << 16)
     tp = knobs.get("tensor_parallel_size") or 1
     pp = knobs.get("pipeline_parallel_size") or 1
-    if isinstance(tp, int) and isinstance(pp, int) and 1 <= tp * pp <= 1 << 16:
-        return tp * pp
+    dp = knobs.get("data_parallel_size") or 1
+    if all(isinstance(n, int) for n in (tp, pp, dp)) and 1 <= tp * pp * dp <= 1 << 16:
+        return int(tp * pp * dp)
     return 1  # a wrong value is refused, with its name, when the launch compiles
 
 
@@ -183,6 +184,27 @@ def _compile(
     )
 
 
+def _model_at(
+    model: str | _core.ModelSpec, offline: bool | None, revision: str | None
+) -> str | _core.ModelSpec:
+    """The model resolved now when `offline` or `revision` is given (they change how an id
+    resolves); else as given, resolved (and cached) with the launch."""
+    if isinstance(model, str) and (offline is not None or revision is not None):
+        return load_model(model, revision=revision, offline=offline)
+    return model
+
+
+def _vllm_names_to_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments under vLLM's EngineArgs names (cpu_offload_gb=4,
+    speculative_config={...}, enable_prefix_caching=True) as the planner's knobs; vramplan's
+    own spellings (cpu_offload_bytes, ...) stay as documented aliases. Arguments with no
+    memory effect are accepted and dropped; unknown names raise ConfigError (did you mean)."""
+    from .launch import to_knobs
+
+    version = knobs.get("engine_version")
+    return to_knobs(knobs, version=version if isinstance(version, str) else None, typed=False).knobs
+
+
 def _launch(
     model: str | _core.ModelSpec,
     gpu: str | _core.GpuSpec,
@@ -194,6 +216,7 @@ def _launch(
     """The compiled launch (cached by its key when model and GPU are names) and the evaluated
     knobs, which vary without recompiling."""
     profile = knobs.pop("profile", None)  # a calibration profile, not a vLLM knob
+    knobs = _vllm_names_to_knobs(knobs)
     if profile is not None and not isinstance(profile, _core.EngineProfile):
         profile = getattr(profile, "engine_profile", profile)  # a vramplan.Profile
         if not isinstance(profile, _core.EngineProfile):
@@ -280,10 +303,14 @@ def breakdown(
     num_gpus: int | None = None,
     memory_used_by_others_bytes: int = 0,
     host_ram_bytes: int = 0,
+    offline: bool | None = None,
+    revision: str | None = None,
     **knobs: Any,
 ) -> Breakdown:
     """What vLLM's startup profiling will find for `model` on `gpu` with these engine knobs
-    (vLLM's names; see `vramplan.KNOBS`)."""
+    (vLLM's EngineArgs names, e.g. cpu_offload_gb=4; see `vramplan.KNOBS`). `offline` (never
+    ask the Hub; default HF_HUB_OFFLINE) and `revision` apply to a model named by Hub id."""
+    model = _model_at(model, offline, revision)
     launch, evaluated = _launch(
         model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, knobs
     )
@@ -312,6 +339,11 @@ class Plan:
     def to_vllm_args(self) -> str:
         """The `vllm serve` flag line (without the model)."""
         return str(self._core.vllm_args())
+
+    def to_vllm_argv(self) -> list[str]:
+        """The same flags as argv words: JSON values compact, one word each (no quoting
+        needed inside `$(...)`)."""
+        return [str(word) for word in self._core.vllm_argv()]
 
     def to_llm_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for `vllm.LLM(model, **kwargs)`."""
@@ -352,11 +384,17 @@ def plan(
     context: int = 0,
     concurrency: int = 0,
     safety_margin_bytes: int | None = None,
+    offline: bool | None = None,
+    revision: str | None = None,
     **pinned: Any,
 ) -> Plan:
     """Largest safe gpu_memory_utilization / max_model_len / max_num_seqs /
-    max_num_batched_tokens for `model` on `gpu`; `pinned` knobs (vLLM names) are kept as given.
+    max_num_batched_tokens for `model` on `gpu`; `pinned` knobs (vLLM's EngineArgs names, e.g.
+    cpu_offload_gb=4, speculative_config={...}) are kept as given, and the plan first judges
+    the launch exactly as given (`as_written_verdict`). `offline` (never ask the Hub; default
+    HF_HUB_OFFLINE) and `revision` apply to a model named by Hub id.
     """
+    model = _model_at(model, offline, revision)
     launch, evaluated = _launch(
         model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, pinned
     )

@@ -133,20 +133,16 @@ def _sample(record: dict[str, Any], figures: dict[str, Any]) -> tuple[dict[str, 
     engine version and GPU label it needs."""
     rid = str(record.get("id"))
     try:
-        db = api.spec_database()
-        model = str(record.get("model") or "")
-        if not db.has_model(model):
-            msg = f"model {model!r} is not in model_specs/ (give --model)"
-            raise validate.Unsupported(msg)
-        spec = db.model(model)
+        spec = validate.record_model(str(record.get("model") or ""))
         gpu = validate._gpu(record)
         knobs = validate._knobs(record, spec)
     except validate.Unsupported as why:
-        msg = f"{rid}: cannot replay this launch: {why}"
+        msg = f"{rid}: cannot replay this launch (give --model): {why}"
         raise _core.ConfigError(msg) from why
     tp = int(knobs.get("tensor_parallel_size", 1))
     pp = int(knobs.get("pipeline_parallel_size", 1))
-    launch = _core.Launch(spec, gpu, knobs, num_gpus=tp * pp)
+    dp = int(knobs.get("data_parallel_size", 1))
+    launch = _core.Launch(spec, gpu, api._resolve_draft(knobs), num_gpus=tp * pp * dp)
     measured: dict[str, Any] = {}
     for term, key in _MEASURED:
         value = figures.get(term, record.get(term))

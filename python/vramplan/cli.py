@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -85,14 +86,15 @@ def _list_of(kind: Callable[[str], Any], what: str) -> Callable[[str], list[Any]
     return parse
 
 
-def _add_launch_args(p: argparse.ArgumentParser, *, grid: bool = False) -> None:
-    p.add_argument(
-        "model",
-        nargs="?",
-        default=api.DEFAULT_MODEL,
-        help=f"database id, HF alias, spec file, config.json, checkpoint folder or HF cache "
-        f"entry (default {api.DEFAULT_MODEL})",
-    )
+def _add_launch_args(p: argparse.ArgumentParser, *, grid: bool = False, model: bool = True) -> None:
+    if model:
+        p.add_argument(
+            "model",
+            nargs="?",
+            default=api.DEFAULT_MODEL,
+            help=f"database id, HF alias, spec file, config.json, checkpoint folder or HF cache "
+            f"entry (default {api.DEFAULT_MODEL})",
+        )
     p.add_argument(
         "--gpu",
         default=api.DEFAULT_GPU,
@@ -143,9 +145,45 @@ def _add_launch_args(p: argparse.ArgumentParser, *, grid: bool = False) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _engine_version(args: argparse.Namespace) -> str | None:
+    return getattr(args, "engine_version", None)
+
+
+def _vllm_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """Knobs from the vLLM flags vramplan has no option of its own for (any EngineArgs name of
+    the release planned for); the ones without a memory effect are named once on stderr."""
+    from .launch import environment_for, parse_flags, passthrough_words, to_knobs
+
+    extra = list(getattr(args, "vllm_flags", None) or [])
+    version = _engine_version(args)
+    # Planning for a node described by the flags: this shell's CUDA_VISIBLE_DEVICES is not it.
+    env = environment_for({}, devices=False)
+    given = parse_flags(extra, version=version)
+    read = to_knobs(given, env=env, version=version)
+    _note_ignored(read)
+    args.passthrough = passthrough_words(given, [*read.no_memory_effect, *read.unmodelled])
+    if read.num_gpus and getattr(args, "num_gpus", None) is None:
+        args.num_gpus = read.num_gpus
+    return read.knobs
+
+
+def _note_ignored(read: Any) -> None:
+    from .launch import flag_of
+
+    if read.no_memory_effect:
+        _info("no memory effect: " + " ".join(flag_of(n) for n in read.no_memory_effect))
+    if read.unmodelled:
+        names = " ".join(flag_of(n) if "." not in n else n for n in read.unmodelled)
+        _note(f"memory effect not modelled (planned as if unset): {names}")
+    for key, value in read.env_used.items():
+        _info(f"from the environment: {key}={value}")
+    if read.env_ignored:
+        _info("environment with no modelled memory effect: " + " ".join(read.env_ignored))
+
+
 def _knobs(args: argparse.Namespace) -> dict[str, Any]:
     """The knobs given on the command line, in the units the core takes (bytes)."""
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = _vllm_flags(args)
     for knob in api.KNOBS:
         value = getattr(args, knob["name"], None)
         if value is None or (knob["type"] == "bool" and value is False):
@@ -203,7 +241,8 @@ class _Launch:
 def _gpus_needed(args: argparse.Namespace) -> int:
     tp = args.tensor_parallel_size or 1
     pp = args.pipeline_parallel_size or 1
-    return int(args.num_gpus or tp * pp)
+    dp = getattr(args, "data_parallel_size", None) or 1
+    return int(args.num_gpus or tp * pp * dp)
 
 
 def _cmd_breakdown(args: argparse.Namespace) -> int:
@@ -224,7 +263,7 @@ def _cmd_breakdown(args: argparse.Namespace) -> int:
     else:
         out = _render.console()
         _render.breakdown(out, data)
-        _note(_source_note(launch.source))
+        _source_notes(launch.source, str(args.model), launch.spec.id)
     return EXIT_OK if data["outcome"] == "started" else EXIT_DOES_NOT_FIT
 
 
@@ -248,10 +287,11 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]
         pinned = {**knobs, **split}
         tp = pinned.get("tensor_parallel_size", 1)
         pp = pinned.get("pipeline_parallel_size", 1)
+        dp = pinned.get("data_parallel_size", 1)
         return api.plan(
             launch.spec,
             launch.gpu,
-            num_gpus=args.num_gpus or tp * pp,
+            num_gpus=args.num_gpus or tp * pp * dp,
             memory_used_by_others_bytes=launch.memory_used_by_others_bytes,
             host_ram_bytes=launch.host_ram_bytes,
             context=context,
@@ -269,7 +309,7 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]
             return plan_longest_context(lambda context, batch: one(context, {**split, **batch}))
         return one(args.context or 0, split)
 
-    extra: dict[str, Any] = {"model_source": launch.source}
+    extra: dict[str, Any] = {"model_source": launch.source, "served_model": str(args.model)}
     chooses_split = (
         args.num_gpus is not None
         and args.num_gpus > 1
@@ -292,27 +332,45 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]
 def _remedies(result: api.Plan, args: argparse.Namespace) -> list[dict[str, Any]]:
     """The solver's remedies that meet the user's target: none repeats a flag the user already
     gave, and none shortens a context the user asked for."""
+    from .launch import remedy_available
+
     repeated = _user_flags(args)
     target_context = isinstance(args.context, int) or args.max_model_len is not None
+    version = str(result.breakdown["engine_version"])
     kept = []
     for remedy in result.to_dict()["remedies"]:
         if remedy["change"].split(" (")[0].strip() in repeated:
             continue
-        if target_context and remedy["kind"] == "shorter_context":
+        if not remedy_available(remedy, version):
+            continue
+        if target_context and "max_model_len" in remedy["drops"]:
             continue
         kept.append(remedy)
     return kept
+
+
+def _with_passthrough(data: dict[str, Any], words: list[str]) -> dict[str, Any]:
+    """The plan's flags (and each remedy's) with the user's unmodelled flags appended."""
+    if not words:
+        return data
+    tail = " " + " ".join(shlex.quote(w) for w in words)
+    data["vllm_argv"] = [*data["vllm_argv"], *words]
+    data["vllm_args"] += tail
+    for remedy in data["remedies"]:
+        remedy["flags"] += tail
+    return data
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     result, extra = _plan_from_args(args)
     data = {**result.to_dict(), "remedies": _remedies(result, args), **extra}
     _warn_version(result.engine_version_warning)
+    data = _with_passthrough(data, getattr(args, "passthrough", []))
     if args.json:
         _print(json.dumps(data, indent=2))
     else:
         _render.plan(_render.console(), data)
-        _note(_source_note(extra["model_source"]))
+        _source_notes(extra["model_source"], str(args.model), result.breakdown["model"])
         if "split_search" in extra:
             tried = ", ".join(
                 f"TP={a['tensor_parallel_size']} PP={a['pipeline_parallel_size']}: "
@@ -323,23 +381,40 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK if result.fits else EXIT_DOES_NOT_FIT
 
 
-def _source_note(source: dict[str, Any]) -> str:
-    """Which source answered the model (database, path, HF cache, Hub)."""
+def _source_notes(source: dict[str, Any], given: str, spec_id: str) -> None:
+    """Which source answered the model (database, path, HF cache, Hub): the location only with
+    --verbose; always when the spec used is another checkpoint's than the one named."""
     revision = f" @ {source['revision']}" if source["revision"] else ""
-    return f"model from {source['source']}: {source['location']}{revision}"
+    _info(f"model from {source['source']}: {source['location']}{revision}")
+    if source["source"] == "database" and given.lower() != spec_id.lower():
+        _note(
+            f"{given} is planned with the spec of {spec_id} (an alias in model_specs/: the same "
+            f"architecture and sizes); the flags serve {given} as you named it"
+        )
+
+
+FORMATS = ("args", "shell", "json", "env", "docker", "compose", "k8s")
 
 
 def _cmd_flags(args: argparse.Namespace) -> int:
     result, extra = _plan_from_args(args)
     remedies = _remedies(result, args)
     _warn_version(result.engine_version_warning)
-    if args.json:
+    fmt = "json" if args.json else args.format
+    env = result.to_vllm_env()
+    passthrough: list[str] = getattr(args, "passthrough", [])
+    if fmt == "json":
         data = {
             "fits": result.fits,
+            "as_written": result["as_written"],
             "verdict": result.verdict,
             "engine_version_warning": result.engine_version_warning,
-            "vllm_args": result.to_vllm_args() if result.fits else None,
-            "vllm_env": result.to_vllm_env(),
+            "model": str(args.model),
+            "vllm_argv": [*result.to_vllm_argv(), *passthrough] if result.fits else None,
+            "vllm_args": shlex.join([*result.to_vllm_argv(), *passthrough])
+            if result.fits
+            else None,
+            "vllm_env": env,
             "remedies": remedies,
             **extra,
         }
@@ -354,11 +429,87 @@ def _cmd_flags(args: argparse.Namespace) -> int:
                 _note(f"remedy: {remedy['change']}: {remedy['flags']}")
                 break
         return EXIT_DOES_NOT_FIT
-    for name, value in result.to_vllm_env().items():
-        # A knob this vLLM version reads only from the environment: not a flag.
-        _note(f"also set {name}={value} in vllm's environment")
-    _print(result.to_vllm_args())
+    from .launchers import render_launch
+
+    gpus = _gpus_needed(args)
+    text = render_launch(
+        fmt,
+        model=str(args.model),
+        argv=[*result.to_vllm_argv(), *passthrough],
+        env=env,
+        engine_version=str(result.breakdown["engine_version"]),
+        gpus=gpus,
+    )
+    if fmt == "args" and env:
+        # $(...) carries flags only: the environment comes from --format env (or shell).
+        _note(
+            "also set "
+            + " ".join(f"{k}={v}" for k, v in env.items())
+            + " in vLLM's environment: env $(vramplan flags ... --format env) vllm serve ..."
+        )
+    _print(text)
     return EXIT_OK
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    """Judge a launch exactly as written (a command line after `--`, or an LLM(**kwargs)
+    file), then plan it: what the solver changed and why, and the remedies."""
+    from .launch import (
+        environment_for,
+        parse_command,
+        passthrough_words,
+        read_kwargs_file,
+        to_knobs,
+    )
+
+    if args.file and args.command_line:
+        msg = "give either a command line after `--` or --file, not both"
+        raise _core.ConfigError(msg)
+    if args.file:
+        launch = read_kwargs_file(args.file, version=args.engine_version)
+    elif args.command_line:
+        launch = parse_command(args.command_line, version=args.engine_version)
+    else:
+        msg = "give the launch: vramplan check --gpu G -- vllm serve MODEL --flags ..."
+        raise _core.ConfigError(msg)
+    if launch.model is None:
+        msg = "the launch names no model (vllm serve MODEL, or --model MODEL)"
+        raise _core.ConfigError(msg)
+    version = args.engine_version or launch.image_version
+    read = to_knobs(launch.args, env=environment_for(launch.env), version=version)
+    _note_ignored(read)
+    knobs = dict(read.knobs)
+    if version:
+        knobs["engine_version"] = version
+    args.model = launch.model
+    for knob in api.KNOBS:
+        setattr(args, knob["name"], knobs.get(knob["name"]))
+    args.num_gpus = args.num_gpus or read.num_gpus or launch.gpus
+    args.vllm_flags = []
+    args.context = None
+    args.concurrency = None
+    args.safety_margin_gib = None
+    args.used_by_others_bytes = args.used_by_others_bytes or 0
+    if args.num_gpus is not None:
+        tp = int(knobs.get("tensor_parallel_size") or 1) * int(
+            knobs.get("pipeline_parallel_size") or 1
+        )
+        args.num_gpus = max(args.num_gpus, tp)
+        args.tensor_parallel_size = knobs.get("tensor_parallel_size") or 1
+    result, extra = _plan_from_args(args)
+    data = {**result.to_dict(), "remedies": _remedies(result, args), **extra}
+    data = _with_passthrough(
+        data, passthrough_words(launch.args, [*read.no_memory_effect, *read.unmodelled])
+    )
+    data["launch"] = {"form": launch.form, "model": launch.model, "args": launch.args}
+    data["no_memory_effect"] = read.no_memory_effect
+    data["memory_effect_not_modelled"] = read.unmodelled
+    if args.json:
+        _print(json.dumps(data, indent=2))
+    else:
+        _render.plan(_render.console(), data)
+        _source_notes(extra["model_source"], launch.model, result.breakdown["model"])
+    return EXIT_OK if result.as_written_fits else EXIT_DOES_NOT_FIT
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -522,12 +673,16 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     if args.logfile == "-" and args.dmesg == "-":
         msg = "only one of LOG and --dmesg can be read from standard input ('-')"
         raise _core.ConfigError(msg)
+    from .launch import parse_flags
+
     result = diagnose(
         read_text(args.logfile, what="log"),
         dmesg=None if args.dmesg is None else read_text(args.dmesg, what="kernel log"),
         model=args.model,
         gpu=args.gpu,
         host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
+        # vLLM flags after the log override what it states (`--max-model-len 16384`).
+        overrides=parse_flags(args.vllm_flags),
     )
     _print(json.dumps(result.data, indent=2) if args.json else format_text(result).rstrip("\n"))
     return EXIT_OK
@@ -570,8 +725,15 @@ def _print(text: str) -> None:
 
 
 def _note(text: str) -> None:
-    """A line for the person, not the script: stderr, prefixed."""
-    print(f"vramplan: {text}", file=sys.stderr)
+    """A line for the person, not the script: stderr, prefixed; none with --quiet."""
+    if not _QUIET:
+        print(f"vramplan: {text}", file=sys.stderr)
+
+
+def _info(text: str) -> None:
+    """Detail only --verbose asks for (where the spec came from, what was ignored)."""
+    if _VERBOSE and not _QUIET:
+        print(f"vramplan: {text}", file=sys.stderr)
 
 
 def _add_json(p: argparse.ArgumentParser) -> None:
@@ -675,7 +837,29 @@ def build_parser() -> argparse.ArgumentParser:
             help="sequences of that context to hold at once",
         )
         p.add_argument("--safety-margin-gib", type=float, help="GPU memory kept free (default 0.5)")
+        if name == "flags":
+            p.add_argument(
+                "--format",
+                choices=FORMATS,
+                default="args",
+                help="args: one line for $(...) (JSON values without spaces); shell: the whole "
+                "command, quoted, env included; json; env: KEY=value lines; docker, compose, "
+                "k8s: a launcher",
+            )
         p.set_defaults(func=func)
+    p = sub.add_parser(
+        "check",
+        help="judge a launch as written: vramplan check --gpu G -- vllm serve MODEL --flags ...",
+    )
+    _add_launch_args(p, model=False)
+    p.add_argument("--file", help="a JSON or YAML file of vllm.LLM(**kwargs) keyword arguments")
+    p.add_argument(
+        "command_line",
+        nargs=argparse.REMAINDER,
+        help="after `--`: vllm serve MODEL ..., python -m vllm.entrypoints.openai.api_server "
+        "..., or docker run ... vllm/vllm-openai[:TAG] ...",
+    )
+    p.set_defaults(func=_cmd_check)
     p = sub.add_parser("sweep", help="a grid of launches as a table, CSV or Parquet")
     _add_launch_args(p, grid=True)
     p.add_argument("--out", help="write the grid to FILE.csv or FILE.parquet (needs pyarrow)")
@@ -723,10 +907,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Commands whose unknown flags are vLLM's own (any EngineArgs name of the release planned).
+_TAKES_VLLM_FLAGS = frozenset({"plan", "flags", "breakdown", "sweep", "diagnose"})
+_QUIET = False
+_VERBOSE = False
+
+
+def _split_verbosity(argv: list[str]) -> list[str]:
+    """--quiet / --verbose anywhere before a `--` (after it, the words are the launch's)."""
+    global _QUIET, _VERBOSE
+    end = argv.index("--") if "--" in argv else len(argv)
+    head = argv[:end]
+    _QUIET = "--quiet" in head
+    _VERBOSE = "--verbose" in head
+    return [a for a in head if a not in ("--quiet", "--verbose")] + argv[end:]
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
-        return int(args.func(args))
+        words = _split_verbosity(list(sys.argv[1:] if argv is None else argv))
+        parser = build_parser()
+        if words and words[0] == "check":
+            args = parser.parse_args(words)
+            if args.command_line and args.command_line[0] == "--":
+                args.command_line = args.command_line[1:]
+        else:
+            args, unknown = parser.parse_known_args(words)
+            if unknown and args.command not in _TAKES_VLLM_FLAGS:
+                parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+            args.vllm_flags = unknown
+        code = int(args.func(args))
+        sys.stdout.flush()
+        return code
     except ValueError as err:  # vramplan.Error subclasses ValueError: bad input, not a crash
         print(f"vramplan: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -116,11 +116,92 @@ def _engine_version(text: str | None) -> str | None:
     return f"{match.group(1)}.{match.group(2)}.0" if match else None
 
 
+# The knobs a diagnosis reports as the launch's logged values (the solver may lower those the
+# user left unset).
+_EVALUATED_LOGGED = (
+    "gpu_memory_utilization",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+)
+_PROMPT = re.compile(r"^\s*\$\s+(?=\S)")
+
+
+def pasted_command(log_text: str) -> str | None:
+    """A command line pasted at the top of a log (`$ vllm serve ...` or `$ python -m
+    vllm.entrypoints.openai.api_server ...`, with `\\` continuations), or None."""
+    lines = log_text[:65536].splitlines()
+    for index, line in enumerate(lines[:50]):
+        if not _PROMPT.match(line) or "vllm" not in line:
+            continue
+        command = [_PROMPT.sub("", line)]
+        while command[-1].rstrip().endswith("\\") and index + 1 < len(lines):
+            index += 1
+            command.append(lines[index])
+        return "\n".join(command)
+    return None
+
+
+_NON_DEFAULT_ARGS = re.compile(r"non-default args: (\{.*\})\s*$")
+# Names the API server logs among its non-default args that are not engine arguments.
+_SERVER_ONLY = frozenset({"model_tag", "api_server_count", "dispatch_function", "subparser"})
+
+
+def logged_args(log_text: str) -> dict[str, Any]:
+    """The launch's arguments from the API server's "non-default args: {...}" line (a Python
+    dict literal), the last one in the log; {} when there is none or it does not parse."""
+    import ast
+
+    found: dict[str, Any] = {}
+    for line in log_text.splitlines():
+        if "non-default args: {" not in line or len(line) > 65536:
+            continue
+        match = _NON_DEFAULT_ARGS.search(line)
+        if not match:
+            continue
+        try:
+            value = ast.literal_eval(match.group(1))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            found = {str(k): v for k, v in value.items() if k not in _SERVER_ONLY}
+    return found
+
+
+def _detected_drafter(log_text: str) -> str | None:
+    """ "Detected MTP model" / an EAGLE drafter in the load lines: the speculative method."""
+    if "Detected MTP model" in log_text:
+        return "mtp"
+    if re.search(r"Loading drafter model|EAGLE3? (?:head|drafter)", log_text):
+        return "eagle"
+    return None
+
+
+def _pasted_launch(log_text: str) -> Any:
+    """The launch of a pasted command line, or None when there is none (or it is not one
+    vramplan can read: then the log's own lines name the launch)."""
+    from .launch import parse_command
+
+    command = pasted_command(log_text)
+    if command is None:
+        return None
+    try:
+        return parse_command(command)
+    except ValueError:
+        return None
+
+
 def _launch(
-    figures: dict[str, Any], model: str | Path | None, gpu: str | None
+    figures: dict[str, Any],
+    model: str | Path | None,
+    gpu: str | None,
+    pasted: Any = None,
+    stated: list[dict[str, Any]] | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any] | None, str | None]:
     """The launch the log describes: (launch, None) or (None, why it cannot be planned)."""
-    name = model or figures.get("model")
+    stated = stated or []
+    name = model or figures.get("model") or (pasted.model if pasted is not None else None)
     if not name:
         return None, "the log does not name the model: pass --model"
     try:
@@ -159,7 +240,27 @@ def _launch(
         )
         if figures.get(key) is not None
     }
-    return {"spec": spec, "gpu": gpu_spec, "knobs": knobs, "logged": logged}, None
+    # Then what the log states in vLLM's own arguments, a pasted command line, and the
+    # caller's overrides, each over the one before.
+    from .launch import engine_arg_names, to_knobs
+
+    names = engine_arg_names(version)
+    sources: list[tuple[dict[str, Any], dict[str, str]]] = [
+        ({k: v for k, v in (args or {}).items() if k in names}, {}) for args in stated
+    ]
+    if pasted is not None:
+        sources.append((pasted.args, pasted.env))
+    sources.append((overrides or {}, {}))
+    user_context = any("max_model_len" in args for args, _ in sources[len(stated) :])
+    for args, env in sources:
+        read = to_knobs(args, env=env, version=version)
+        for key, value in read.knobs.items():
+            if key in _EVALUATED_LOGGED:
+                logged[key] = value
+            else:
+                knobs[key] = value
+    launch = {"spec": spec, "gpu": gpu_spec, "knobs": knobs, "logged": logged}
+    return {**launch, "user_context": user_context}, None
 
 
 def _others_bytes(result: dict[str, Any]) -> int:
@@ -172,10 +273,10 @@ def _others_bytes(result: dict[str, Any]) -> int:
 
 def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) -> dict[str, Any]:
     """The solver's flags for the same model, GPU and fixed knobs, given the cause."""
+    from .launch import remedy_available
+
     cause = result["cause"]
     knobs = dict(launch["knobs"])
-    if cause in _GRAPH_CAUSES:
-        knobs["enforce_eager"] = True
     others = _others_bytes(result)
     context = int(launch["logged"].get("max_model_len") or 0)
     tp = int(knobs.get("tensor_parallel_size") or 1)
@@ -189,16 +290,45 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         **launch["knobs"],
         **launch["logged"],
     )
-    plan = api.plan(
-        launch["spec"],
-        launch["gpu"],
-        num_gpus=tp * pp,
-        memory_used_by_others_bytes=others,
-        host_ram_bytes=host_ram_bytes,
-        context=context,
-        **knobs,
-    )
+    # The user's utilization is kept unless the failure is the utilization itself; a context
+    # the user wrote (a pasted command line, an override) is pinned as written, a logged one
+    # is the target the solver meets.
+    utilization = {
+        k: v
+        for k, v in launch["logged"].items()
+        if k == "gpu_memory_utilization" and cause != "gpu_memory_utilization_overshoot"
+    }
+    written_context = {"max_model_len": context} if launch.get("user_context") and context else {}
+    target_context = 0 if written_context else context
+
+    def solve(extra: dict[str, Any]) -> api.Plan:
+        return api.plan(
+            launch["spec"],
+            launch["gpu"],
+            num_gpus=tp * pp,
+            memory_used_by_others_bytes=others,
+            host_ram_bytes=host_ram_bytes,
+            context=target_context,
+            **knobs,
+            **written_context,
+            **extra,
+        )
+
+    # The user's settings first (the solver only lowers what they left unset); then, in this
+    # order, the utilization chosen instead of theirs, and eager mode for a graph failure.
+    dropped: list[str] = []
+    plan = solve(utilization)
+    if not plan.fits and utilization:
+        freed = solve({})
+        if freed.fits:
+            plan, dropped, utilization = freed, ["gpu_memory_utilization"], {}
+    if not plan.fits and cause in _GRAPH_CAUSES and not knobs.get("enforce_eager"):
+        knobs["enforce_eager"] = True
+        plan = solve(utilization)
     return {
+        "drops": dropped,
+        "as_written": plan["as_written"],
+        "changed": plan["changed"],
         "vllm_args": plan.to_vllm_args(),
         "fits": plan.fits,
         "verdict": plan["verdict"],
@@ -207,7 +337,11 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         "context": context,
         "memory_used_by_others_bytes": others,
         "host_ram_required_bytes": plan.breakdown["host"]["required_bytes"],
-        "remedies": plan["remedies"],
+        "remedies": [
+            r
+            for r in plan["remedies"]
+            if remedy_available(r, str(plan.breakdown["engine_version"]))
+        ],
         # What the planner predicts for the launch exactly as logged: a "started" here for a
         # launch that failed is a failure the engine model does not capture yet.
         "logged_launch_predicted_outcome": predicted.outcome,
@@ -221,13 +355,16 @@ def diagnose(
     model: str | Path | None = None,
     gpu: str | None = None,
     host_ram_bytes: int | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> Diagnosis:
     """The cause of a failed vLLM launch.
 
     `log`: the log text (or any part of it: a traceback, one OOM line), or a `pathlib.Path` to
     read; `dmesg`: a `dmesg` / `journalctl -k` excerpt, as text or a Path. `model` / `gpu`
     name the launch when the log does not (a local path, or no GPU total printed); with both
-    known the answer carries the solver's fixing flags (`fix`).
+    known the answer carries the solver's fixing flags (`fix`). The launch is read from the
+    log's engine-config and "non-default args" lines, a pasted command line and drafter
+    detection; `overrides` (vLLM argument names) take precedence over all of them.
     """
     log_text = _text(log, "log")
     kernel_text = _text(dmesg, "kernel log")
@@ -238,7 +375,23 @@ def diagnose(
     if result["cause"] not in _MEMORY_CAUSES:
         result["fix_unavailable"] = "no memory failure to fix"
         return Diagnosis(result)
-    launch, why = _launch(result["figures"], model, gpu)
+    pasted = _pasted_launch(log_text)
+    result["pasted_command"] = None if pasted is None else {"model": pasted.model, **pasted.args}
+    args = logged_args(log_text)
+    result["logged_args"] = args
+    stated = [args]
+    drafter = _detected_drafter(log_text)
+    result["detected_speculative_method"] = drafter
+    if drafter and "speculative_config" not in args:
+        stated.append({"speculative_config": {"method": drafter, "num_speculative_tokens": 1}})
+        result["speculative_note"] = (
+            f"the log shows a {drafter} drafter but not its token count: planned with 1 "
+            "(pass --speculative-config to say otherwise)"
+        )
+    try:
+        launch, why = _launch(result["figures"], model, gpu, pasted, stated, overrides)
+    except ValueError as err:  # an override or logged argument vLLM does not accept
+        launch, why = None, str(err)
     if launch is None:
         result["fix_unavailable"] = why
         return Diagnosis(result)
@@ -274,6 +427,14 @@ def format_text(diagnosis: Diagnosis) -> str:
     fix = data["fix"]
     if fix:
         launch = data["launch"]
+        out.write(f"\nthe launch as logged, planned: {fix['as_written']['verdict']}\n")
+        for change in fix["changed"]:
+            before = change["before"] or "unset"
+            out.write(
+                f"  changed {change['knob']}: {before} -> {change['value']} ({change['reason']})\n"
+            )
+        if fix["drops"]:
+            out.write(f"  not kept from your launch: {', '.join(fix['drops'])}\n")
         out.write(f"\nfix ({fix['verdict']}):\n  vllm serve {launch['model']} {fix['vllm_args']}\n")
         if fix["memory_used_by_others_bytes"]:
             out.write(
@@ -283,7 +444,10 @@ def format_text(diagnosis: Diagnosis) -> str:
         if not fix["fits"]:
             for remedy in fix["remedies"]:
                 mark = "fits" if remedy["fits"] else "not enough alone"
-                out.write(f"  {remedy['change']:<46} [{mark}] {remedy['detail']}\n")
+                drops = f"; drops your {', '.join(remedy['drops'])}" if remedy["drops"] else ""
+                out.write(f"  {remedy['change']:<46} [{mark}] {remedy['detail']}{drops}\n")
+                if remedy["fits"]:
+                    out.write(f"    vllm serve {launch['model']} {remedy['flags']}\n")
         out.write(
             "  planner's prediction for the launch as logged: "
             f"{fix['logged_launch_predicted_outcome']}\n"

@@ -15,6 +15,7 @@ import difflib
 import json
 import os
 import re
+import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,8 +212,16 @@ def _hub_error(err: Exception, repo_id: str, endpoint: str, timeout_s: float) ->
         )
     if isinstance(err, hf_errors.RevisionNotFoundError):
         return _error(f"model {where}: revision not found.")
-    if isinstance(err, hf_errors.LocalEntryNotFoundError):
-        return _error(f"model {where}: the Hub could not be reached ({err.__cause__ or err}).")
+    if isinstance(err, hf_errors.LocalEntryNotFoundError) or type(err) in (
+        OSError,
+        ConnectionError,
+        ConnectionRefusedError,
+        socket.gaierror,
+    ):
+        return _error(
+            f"model {where}: the Hub could not be reached ({err.__cause__ or err}); not in the "
+            "database or the local Hugging Face cache either"
+        )
     if isinstance(err, _remote_missing()):
         return _error(
             f"model {where}: the repo has no config.json. For a GGUF-only repo download the "
@@ -269,6 +278,21 @@ def _with_deadline(work: Callable[[], _T], seconds: float) -> _T:
     return outcome["value"]
 
 
+# A Hub that cannot even be connected to fails in this long, not after a backoff of retries.
+_PROBE_S = 1.5
+
+
+def _connect(endpoint: str, seconds: float) -> None:
+    """One TCP connection to the endpoint's host (name lookup included): raises OSError when
+    the Hub cannot be reached at all."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    with socket.create_connection((parts.hostname or "", port), timeout=seconds):
+        pass
+
+
 def _from_hub(
     repo_id: str, revision: str | None, token: str | None, timeout_s: float
 ) -> ResolvedModel:
@@ -291,6 +315,10 @@ def _from_hub(
     }
 
     def fetch() -> tuple[Path, str, int]:
+        from huggingface_hub.utils import logging as hf_logging
+
+        # No "Retrying in 1s" lines: one error, named below.
+        hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
         config_path = Path(hf_hub_download(filename="config.json", **common))
         for side_file in QUANT_SIDE_FILES:
             try:
@@ -302,6 +330,7 @@ def _from_hub(
         return config_path, commit, _safetensors_bytes(api, repo_id, commit, timeout_s)
 
     try:
+        _with_deadline(lambda: _connect(endpoint, _PROBE_S), _PROBE_S)
         config_path, commit, exact = _with_deadline(fetch, _DEADLINE_FACTOR * timeout_s)
     except _core.Error:
         raise

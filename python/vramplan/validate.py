@@ -7,6 +7,7 @@ its reason, never dropped or guessed.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _core, api
+from .resolve import resolve_model
 
 GIB = float(1 << 30)
 
@@ -127,13 +129,67 @@ def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
         msg = f"record quantization {quant!r} but the database spec is unquantized"
         raise Unsupported(msg)
     flags = str(record.get("other_flags") or "")
-    if "data_parallel_size" in flags:
-        msg = f"data parallel launch ({flags}) is not modelled"
-        raise Unsupported(msg)
+    data_parallel = re.search(r"data_parallel_size\s*=\s*(\d+)", flags)
+    if data_parallel:
+        knobs["data_parallel_size"] = int(data_parallel.group(1))
+    if re.search(r"enable_expert_parallel(?!\s*=\s*False)", flags):
+        knobs["enable_expert_parallel"] = True
     if record.get("speculative"):
-        msg = "speculative decoding records are not modelled yet"
-        raise Unsupported(msg)
+        knobs.update(_speculative(str(record["speculative"])))
     return knobs
+
+
+def _speculative(text: str) -> dict[str, Any]:
+    """A record's speculative field ("mtp, num_speculative_tokens=3", "method=eagle3,
+    model=ORG/NAME, num_speculative_tokens=2") as the planner's knobs."""
+    out: dict[str, Any] = {}
+    for part in (p.strip() for p in text.split(",")):
+        key, eq, value = (x.strip() for x in part.partition("="))
+        if not eq and key:
+            out["speculative_method"] = key
+        elif key == "num_speculative_tokens" and value.isdigit():
+            out["num_speculative_tokens"] = int(value)
+        elif key == "method":
+            out["speculative_method"] = value
+        elif key == "model":
+            out["speculative_model"] = value
+    if "num_speculative_tokens" not in out:
+        msg = f"speculative decoding without a token count ({text!r})"
+        raise Unsupported(msg)
+    return out
+
+
+_STARTUP_FREE = re.compile(
+    r"Free memory on device \S+ \(([0-9.]+)/([0-9.]+) GiB\) on startup", re.IGNORECASE
+)
+
+
+def _others_bytes(record: dict[str, Any], cuda_context_bytes: int) -> int:
+    """GPU memory other processes held, from vLLM's "Free memory on device cuda:0
+    (54.34/79.18 GiB) on startup": total - free, less this process's own CUDA context (which
+    the free figure already excludes and the planner adds itself)."""
+    text = f"{record.get('error_text') or ''} {record.get('notes') or ''}"
+    match = _STARTUP_FREE.search(text)
+    if not match:
+        return 0
+    free, total = float(match.group(1)), float(match.group(2))
+    return max(0, round((total - free) * GIB) - cuda_context_bytes)
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved(model: str) -> _core.ModelSpec:
+    """A record's model, resolved as `plan` resolves it (database, path, Hugging Face cache,
+    Hub; HF_HUB_OFFLINE honoured), once per model."""
+    return resolve_model(model).spec
+
+
+def record_model(model: str) -> _core.ModelSpec:
+    """The spec of a record's model, or Unsupported naming why it cannot be resolved."""
+    try:
+        return _resolved(model)
+    except ValueError as err:
+        msg = f"model {model!r}: {err}"
+        raise Unsupported(msg) from None
 
 
 def _measured(record: dict[str, Any]) -> dict[str, Any]:
@@ -150,17 +206,19 @@ def replay_record(record: dict[str, Any]) -> Replay:
     rid = str(record.get("id"))
     measured = _measured(record)
     try:
-        db = api.spec_database()
         model = str(record.get("model") or "")
-        if not db.has_model(model):
-            msg = f"model {model!r} is not in model_specs/"
-            raise Unsupported(msg)
-        spec = db.model(model)
+        spec = record_model(model)
         gpu = _gpu(record)
         knobs = _knobs(record, spec)
         tp = int(knobs.get("tensor_parallel_size", 1))
         pp = int(knobs.get("pipeline_parallel_size", 1))
-        result = api.breakdown(spec, gpu, num_gpus=tp * pp, **knobs)
+        dp = int(knobs.get("data_parallel_size", 1))
+        result = api.breakdown(spec, gpu, num_gpus=tp * pp * dp, **knobs)
+        others = _others_bytes(record, result.ranks[0].cuda_context_bytes)
+        if others:
+            result = api.breakdown(
+                spec, gpu, num_gpus=tp * pp * dp, memory_used_by_others_bytes=others, **knobs
+            )
     except Unsupported as why:
         return Replay(rid, None, measured, str(why))
     except ValueError as why:  # vramplan.Error: the launch itself is invalid for the planner
@@ -177,6 +235,8 @@ def replay_record(record: dict[str, Any]) -> Replay:
         "outcome": _RECORD_OUTCOMES.get(result.outcome, result.outcome),
     }
     launch = {"model": spec.id, "gpu": gpu.id, **knobs}
+    if others:
+        launch["memory_used_by_others_bytes"] = others
     return Replay(rid, predicted, measured, None, launch)
 
 

@@ -141,6 +141,78 @@ TEST(Solver, Qwen3_32B_Bf16OnTwo4090sDoesNotFit) {
   EXPECT_TRUE(more_gpus);
 }
 
+// Seed 000 (a blog post): Qwen3-32B in bf16 on 2x RTX 4090, TP=2, 32k, util 0.92. Weights
+// are 30.5 GiB per rank (above) against 0.92 x 23.64 = 21.7 GiB: the launch as written fails at
+// load. fp8 weights (about 16 GiB/rank) leave 1.9 GiB of KV per rank at bf16, but one 32k
+// request needs 32768 x (64 layers x 4 KV heads/rank x 128 x 2 x 2 B) = 4 GiB/rank; fp8 KV
+// halves that to 2 GiB: neither change alone fits, the pair does, keeping TP=2 and 32k.
+TEST(Solver, JudgesTheLaunchAsWrittenAndCombinesTwoRemedies) {
+  const ModelSpec s = spec_from_yaml(kQwen3_32B);
+  SolveRequest req;
+  req.hardware.gpu = card("RTX-4090", 23.64);
+  req.hardware.num_gpus = 2;
+  req.pinned.tensor_parallel_size = 2;
+  req.pinned.max_model_len = 32768;
+  req.pinned.gpu_memory_utilization = 0.92;
+  const Plan plan = solve(s, req);
+  EXPECT_FALSE(plan.as_written_fits);
+  EXPECT_EQ(plan.as_written_outcome, Outcome::OomAtLoad);
+  EXPECT_NE(plan.as_written_verdict.find("oom_at_load"), std::string::npos);
+  EXPECT_FALSE(plan.fits);
+  const Remedy* pair = nullptr;
+  for (const Remedy& r : plan.remedies) {
+    if (r.kind == "fp8_kv_cache" || r.kind == "quantized_weights") {
+      EXPECT_FALSE(r.fits) << r.kind << ": " << r.detail;
+    }
+    if (r.kind == "fp8_kv_cache+quantized_weights") pair = &r;
+  }
+  ASSERT_NE(pair, nullptr);
+  EXPECT_TRUE(pair->fits) << pair->detail;
+  EXPECT_TRUE(pair->drops.empty());
+  ASSERT_EQ(pair->changes.size(), 2U);
+  EXPECT_EQ(pair->changes[0].knob, "kv_cache_dtype");
+  EXPECT_EQ(pair->changes[1].knob, "quantization");
+  // The remedy keeps every setting the user gave.
+  for (const char* kept :
+       {"--tensor-parallel-size 2", "--max-model-len 32768", "--gpu-memory-utilization 0.92",
+        "--kv-cache-dtype fp8", "--quantization fp8"}) {
+    EXPECT_NE(pair->flags.find(kept), std::string::npos) << pair->flags;
+  }
+  // Raising the tensor-parallel size drops the user's TP=2, and says so.
+  for (const Remedy& r : plan.remedies) {
+    if (r.kind == "tensor_parallel") {
+      EXPECT_EQ(r.drops, std::vector<std::string>{"tensor_parallel_size"});
+    }
+  }
+}
+
+// vLLM's "Try increasing `gpu_memory_utilization`" is repeated only where a larger one fits.
+// 30.5 GiB of weights per rank (above) on a 33 GiB card: the largest safe utilization is
+// (33 - 0.8 CUDA context - 0.5 margin) / 33 = 0.96, a 31.7 GiB budget, below the weights plus
+// their ~2.8 GiB of activation and non-torch memory: no utilization fits. On a 39.4 GiB A100
+// at 0.80 (31.5 GiB) a larger utilization does.
+TEST(Solver, NeverAdvisesRaisingUtilizationWhenNoneFits) {
+  const ModelSpec s = spec_from_yaml(kQwen3_32B);
+  SolveRequest req;
+  req.hardware.gpu = card("33GB", 33.0);
+  req.hardware.num_gpus = 2;
+  req.pinned.tensor_parallel_size = 2;
+  req.pinned.gpu_memory_utilization = 0.80;
+  req.pinned.max_model_len = 4096;
+  req.pinned.enforce_eager = true;
+  Plan plan = solve(s, req);
+  ASSERT_EQ(plan.breakdown.outcome, Outcome::NoKvMemory);
+  for (const std::string& text : {plan.verdict, plan.as_written_verdict}) {
+    EXPECT_EQ(text.find("Try increasing"), std::string::npos) << text;
+    EXPECT_NE(text.find("No --gpu-memory-utilization fits"), std::string::npos) << text;
+  }
+  req.hardware.gpu = card("A100-40GB", 39.39);
+  plan = solve(s, req);
+  ASSERT_EQ(plan.breakdown.outcome, Outcome::NoKvMemory);
+  EXPECT_NE(plan.verdict.find("A larger --gpu-memory-utilization"), std::string::npos)
+      << plan.verdict;
+}
+
 TEST(Solver, Llama31_8B_On24GBCardFits) {
   const ModelSpec s = spec_from_yaml(vramplan_test::kLlama31_8B);
   SolveRequest req;

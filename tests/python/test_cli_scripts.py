@@ -311,7 +311,10 @@ def test_sweep_parquet_without_pyarrow_is_a_named_error(
 def test_model_source_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     from vramplan.cli import main
 
+    # Where the spec came from only with --verbose (issue 19: not on every command).
     assert main(["plan", "Qwen/Qwen3-8B", "--gpu", "L4", "--context", "8192"]) == 0
+    assert "model from database" not in capsys.readouterr().err
+    assert main(["plan", "Qwen/Qwen3-8B", "--gpu", "L4", "--context", "8192", "--verbose"]) == 0
     assert "model from database" in capsys.readouterr().err
     assert main(["plan", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model_source"]["source"] == "database"

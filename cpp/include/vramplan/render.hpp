@@ -2,6 +2,8 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "vramplan/engine.hpp"
 #include "vramplan/model_spec.hpp"
@@ -18,6 +20,11 @@ nlohmann::json to_json(const Plan& plan);
 // Environment variables the launch needs (knobs older versions take only from the
 // environment: VLLM_ALL2ALL_BACKEND before 0.12).
 nlohmann::json to_vllm_env(const Plan& plan);
+// The `vllm serve` flags as argv words (model not included): JSON values compact, one word
+// each, so the words survive `$(...)`'s splitting unquoted.
+std::vector<std::string> to_vllm_argv(const Plan& plan);
+// One argv word quoted for a POSIX shell (single quotes where it needs any).
+std::string shell_word(const std::string& word);
 // Keyword arguments for vllm.LLM(**kwargs), vLLM's names.
 nlohmann::json to_llm_kwargs(const Plan& plan);
 

@@ -22,18 +22,39 @@ struct SolveRequest {
   std::int64_t safety_margin_bytes = std::int64_t{512} << 20;
 };
 
+// One knob set to a value, under vLLM's keyword (`LLM(**kwargs)` name) and in the text its
+// `vllm serve` flag takes ("fp8", "2", "true"): remedies and solver choices as data.
+struct KnobChange {
+  std::string knob;    // vLLM keyword: kv_cache_dtype, quantization, tensor_parallel_size, ...
+  std::string value;   // the new value, as the flag writes it
+  std::string before;  // the value as written (empty: unset, vLLM's default)
+  std::string reason;  // why (solver choices; empty for remedies)
+};
+
 struct Remedy {
-  std::string
-      kind;  // fp8_kv_cache, shorter_context, quantized_weights, tensor_parallel, cpu_offload
-  std::string change;  // the flag(s) that change, as `vllm serve` spells them
-  bool fits = false;   // whether the launch then meets the target
+  // fp8_kv_cache, enforce_eager, shorter_context, quantized_weights, tensor_parallel,
+  // cpu_offload; a combination of two joins them with '+', cheaper first.
+  std::string kind;
+  std::string change;               // the flag(s) that change, as `vllm serve` spells them
+  std::vector<KnobChange> changes;  // the same as data
+  // vLLM keywords of settings the user gave that this remedy does not keep (the context it
+  // shortens, the tensor-parallel size it raises); empty: every user setting is kept.
+  std::vector<std::string> drops;
+  bool fits = false;   // whether the launch then meets the target, replayed through the engine
   std::string detail;  // numbers: resulting KV tokens, weights per rank, ...
   std::string flags;   // the whole `vllm serve` flag line of the remedied plan
 };
 
 struct Plan {
+  // The launch exactly as written: every knob the user gave, the others at vLLM's defaults
+  // (no solver choice), judged first.
+  bool as_written_fits = false;
+  std::string as_written_verdict;  // one line: fits, or which check fails with its numbers
+  Outcome as_written_outcome = Outcome::Started;
   bool fits = false;
   std::string verdict;  // one line
+  // The knobs the solver set that the user did not, each with the default it replaced and why.
+  std::vector<KnobChange> changed;
   double gpu_memory_utilization = 0.0;
   std::int64_t max_model_len = 0;
   std::int64_t max_num_seqs = 0;
@@ -93,7 +114,8 @@ struct SweepColumns {
 void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGrid& grid,
            const SweepColumns& out) noexcept;
 
-// `vllm serve` flags for the plan (model not included), e.g. "--gpu-memory-utilization 0.91 ...".
+// `vllm serve` flags for the plan (model not included), e.g. "--gpu-memory-utilization 0.91 ...",
+// each word quoted for a POSIX shell where it needs it (render.cpp).
 std::string to_vllm_args(const Plan& plan);
 
 }  // namespace vramplan

@@ -1,0 +1,545 @@
+"""A vLLM launch as the user wrote it: a `vllm serve` / `python -m vllm.entrypoints.openai.
+api_server` / `docker run ... vllm/vllm-openai` command line, or an `LLM(**kwargs)` file, read
+into vLLM's own argument names, the environment it sets, and the planner's knobs.
+
+The names vLLM accepts are data (model_specs/engine_args.yaml, per release): a name vramplan
+models becomes a knob; an accepted name it does not model is listed as having no memory effect
+(or, for the few in `unmodelled`, an effect not modelled); anything else is an error naming the
+nearest accepted names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import _core
+from ._resources import model_specs_dir
+
+GIB = 1 << 30
+# A command line or kwargs file is small: refuse anything larger than this.
+MAX_LAUNCH_BYTES = 1 << 20
+
+# vLLM keyword -> (knob name, scale): the flags whose unit differs from the knob's (GiB).
+_SCALED = {
+    "cpu_offload_gb": ("cpu_offload_bytes", GIB),
+    "kv_offloading_size": ("kv_offloading_bytes", GIB),
+    "swap_space": ("swap_space_bytes", GIB),
+}
+# vLLM's short spellings of a few flags.
+_SHORT_FLAGS = {
+    "-tp": "tensor_parallel_size",
+    "-pp": "pipeline_parallel_size",
+    "-dp": "data_parallel_size",
+    "-q": "quantization",
+    "-O": "compilation_config",
+    "-ep": "enable_expert_parallel",
+}
+# The keys of --speculative-config vramplan models; other keys are accepted unmodelled.
+_SPECULATIVE_KEYS = {
+    "num_speculative_tokens": "num_speculative_tokens",
+    "method": "speculative_method",
+    "model": "speculative_model",
+}
+# Environment variables that change what vramplan plans.
+_ENV_KNOBS = {"VLLM_ALL2ALL_BACKEND": "all2all_backend"}
+
+
+def _knob_table() -> dict[str, dict[str, Any]]:
+    return {str(k["name"]): dict(k) for k in _core.KNOBS}
+
+
+def _kwarg_to_knob() -> dict[str, str]:
+    """vLLM keyword -> knob, for the knobs whose keyword is their own name."""
+    return {
+        str(k["kwarg"]): str(k["name"])
+        for k in _core.KNOBS
+        if k["kwarg"] and k["kwarg"] != "speculative_config"
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def _arg_data() -> dict[str, Any]:
+    path = model_specs_dir() / "engine_args.yaml"
+    import yaml
+
+    try:
+        with path.open("rb") as handle:
+            data = yaml.safe_load(handle.read(MAX_LAUNCH_BYTES))
+    except OSError as err:
+        msg = f"{path}: cannot read vLLM's argument list ({err.strerror})"
+        raise _core.SpecError(msg) from err
+    if not isinstance(data, dict) or "base" not in data or "releases" not in data:
+        msg = f"{path}: not vLLM's argument list (needs base and releases)"
+        raise _core.SpecError(msg)
+    return data
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+def newest_release() -> str:
+    """The newest release the argument list covers."""
+    return str(_arg_data()["releases"][-1]["release"])
+
+
+@functools.lru_cache(maxsize=64)
+def engine_arg_names(version: str | None = None) -> frozenset[str]:
+    """vLLM's argument names (keyword form) for `version` (None: the newest release listed);
+    a version between two listed releases takes the earlier one."""
+    data = _arg_data()
+    names = set(data["base"])
+    target = _version_key(version) if version else None
+    for row in data["releases"]:
+        if target is not None and _version_key(str(row["release"])) > target:
+            break
+        names |= set(row.get("adds") or [])
+        names -= set(row.get("removes") or [])
+    return frozenset(names)
+
+
+def unmodelled_names() -> frozenset[str]:
+    return frozenset(_arg_data().get("unmodelled") or [])
+
+
+def flag_of(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+@dataclass
+class Launch:
+    """A launch as written: the model exactly as given, vLLM's arguments under their keyword
+    names (values as written, booleans True/False), and the environment the command sets."""
+
+    model: str | None
+    args: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    form: str = "flags"  # vllm serve, api_server, docker, kwargs, flags
+    image_version: str | None = None  # vllm/vllm-openai:vX.Y.Z
+    gpus: int | None = None  # docker --gpus N / device list, CUDA_VISIBLE_DEVICES
+
+
+def _did_you_mean(name: str, version: str | None) -> str:
+    near = difflib.get_close_matches(name, sorted(engine_arg_names(version)), n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(flag_of(n) for n in near)}?" if near else ""
+    release = version or newest_release()
+    return f"{flag_of(name)}: not an argument of vLLM {release}{hint}"
+
+
+def unknown_argument(name: str, version: str | None, where: str = "") -> _core.ConfigError:
+    """The error for a name vLLM does not accept: worded with the nearest names, shaped as
+    the core's (`.field`, `.value`, `.allowed`)."""
+    err = _core.ConfigError(where + _did_you_mean(name, version))
+    err.field, err.value = name, repr(name)
+    err.allowed = f"vLLM {version or newest_release()}'s argument names"
+    return err
+
+
+def _is_flag(token: str) -> bool:
+    return token.startswith("-") and not re.fullmatch(r"-\d+(\.\d+)?", token)
+
+
+def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[str, Any]:
+    """vLLM flags (`--name value`, `--name=value`, store-true `--name`, `--no-name`) as
+    {keyword: value}; a name the release does not accept raises ConfigError (did you mean)."""
+    names = engine_arg_names(version)
+    args: dict[str, Any] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if not _is_flag(token):
+            msg = f"{token!r}: expected a vLLM flag (--name [value])"
+            raise _core.ConfigError(msg)
+        text, eq, inline = token.partition("=")
+        name = _SHORT_FLAGS.get(text) or text.lstrip("-").replace("-", "_")
+        value: Any
+        negated = name.startswith("no_") and name[3:] in names and name not in names
+        if negated:
+            name, value = name[3:], False
+        elif eq:
+            value = inline
+        elif i < len(tokens) and not _is_flag(tokens[i]):
+            value = tokens[i]
+            i += 1
+        else:
+            value = True  # a store-true flag
+        if name not in names:
+            raise unknown_argument(name, version)
+        args[name] = value
+    return args
+
+
+_DOCKER_VALUED = {
+    "-e", "--env", "--env-file", "-p", "--publish", "-v", "--volume", "--name", "--ipc",
+    "--shm-size", "--gpus", "--runtime", "--network", "--net", "--entrypoint", "-w",
+    "--workdir", "--mount", "-u", "--user", "--device", "--ulimit", "--memory", "-m",
+    "--cpus", "--label", "-l", "--platform", "--restart", "--hostname", "-h", "--cap-add",
+    "--security-opt", "--add-host", "--pull", "--log-driver", "--log-opt",
+}  # fmt: skip
+
+
+def _gpu_count(text: str) -> int | None:
+    """GPUs a `--gpus` value or CUDA_VISIBLE_DEVICES names (None for `all` / unknown)."""
+    text = text.strip().strip("'\"")
+    text = text.removeprefix("device=")
+    if text.isdigit() and "," not in text and not text.startswith("device"):
+        return int(text) if text != "0" else None
+    parts = [p for p in text.split(",") if p.strip()]
+    return len(parts) if parts and text != "all" else None
+
+
+def _docker(tokens: list[str], launch: Launch) -> list[str]:
+    """The vLLM arguments after the image of a `docker run` line; docker's -e and --gpus read."""
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        text, eq, inline = token.partition("=")
+        if token.startswith("-"):
+            value = inline if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
+            step = 1 if eq or text not in _DOCKER_VALUED else 2
+            if text in ("-e", "--env") and "=" in value:
+                key, _, env_value = value.partition("=")
+                launch.env[key] = env_value
+            elif text in ("-e", "--env") and value in os.environ:
+                launch.env[value] = os.environ[value]
+            if text == "--gpus":
+                launch.gpus = _gpu_count(value)
+            i += step
+            continue
+        image = token
+        tag = image.rpartition(":")[2] if ":" in image.rpartition("/")[2] else ""
+        match = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?)", tag)
+        launch.image_version = match.group(1) if match else None
+        return tokens[i + 1 :]
+    msg = "docker run: no image found on the line"
+    raise _core.ConfigError(msg)
+
+
+def parse_command(command: str | Sequence[str], *, version: str | None = None) -> Launch:
+    """A launch from a command line: `vllm serve MODEL ...`, `python -m
+    vllm.entrypoints.openai.api_server --model MODEL ...`, `docker run ... IMAGE ...`, with
+    leading `VAR=value` assignments (or `env VAR=value`), a pasted `$ ` prompt and `\\` line
+    continuations."""
+    if isinstance(command, str):
+        if len(command) > MAX_LAUNCH_BYTES:
+            msg = f"the command line is longer than {MAX_LAUNCH_BYTES} bytes"
+            raise _core.ConfigError(msg)
+        text = re.sub(r"\\\r?\n", " ", command).strip()
+        text = re.sub(r"^\$\s+", "", text)
+        try:
+            tokens = shlex.split(text)
+        except ValueError as err:
+            msg = f"cannot split the command line as a shell would ({err})"
+            raise _core.ConfigError(msg) from None
+    else:
+        tokens = list(command)
+    launch = Launch(model=None)
+    while tokens and (tokens[0] == "env" or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", tokens[0])):
+        head = tokens.pop(0)
+        if head != "env":
+            key, _, value = head.partition("=")
+            launch.env[key] = value
+    if not tokens:
+        msg = "the command line is empty: give `vllm serve MODEL ...`"
+        raise _core.ConfigError(msg)
+    rest: list[str]
+    if tokens[0] in ("docker", "podman") and len(tokens) > 1 and tokens[1] == "run":
+        launch.form = "docker"
+        rest = _docker(tokens[2:], launch)
+        version = version or launch.image_version
+    elif Path(tokens[0]).name == "vllm" and len(tokens) > 1 and tokens[1] == "serve":
+        launch.form = "vllm serve"
+        rest = tokens[2:]
+    elif Path(tokens[0]).name.startswith("python") and tokens[1:3] == [
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+    ]:
+        launch.form = "api_server"
+        rest = tokens[3:]
+    else:
+        msg = (
+            f"{tokens[0]!r}: not a vLLM launch (give `vllm serve MODEL ...`, `python -m "
+            "vllm.entrypoints.openai.api_server ...` or `docker run ... vllm/vllm-openai ...`)"
+        )
+        raise _core.ConfigError(msg)
+    if rest and not _is_flag(rest[0]):
+        launch.model = rest.pop(0)
+    if rest and rest[0] == "serve":  # `docker run ... image vllm serve M` style images
+        rest.pop(0)
+        if rest and not _is_flag(rest[0]):
+            launch.model = rest.pop(0)
+    launch.args = parse_flags(rest, version=version)
+    model_flag = launch.args.pop("model", None)
+    if model_flag is not None:
+        launch.model = str(model_flag)
+    return launch
+
+
+def read_kwargs_file(path: str | Path, *, version: str | None = None) -> Launch:
+    """A launch from a JSON or YAML file of `vllm.LLM(**kwargs)` keyword arguments."""
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_LAUNCH_BYTES + 1)
+    except OSError as err:
+        msg = f"{path}: cannot read the LLM(**kwargs) file ({err.strerror})"
+        raise _core.ConfigError(msg) from err
+    if len(raw) > MAX_LAUNCH_BYTES:
+        msg = f"{path}: larger than {MAX_LAUNCH_BYTES} bytes: not an LLM(**kwargs) file"
+        raise _core.ConfigError(msg)
+    text = raw.decode("utf-8", "replace")
+    data: Any
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except ValueError as err:
+        msg = f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'} ({err})"
+        raise _core.ConfigError(msg) from None
+    if not isinstance(data, dict):
+        msg = f"{path}: expected a mapping of LLM(**kwargs) keyword arguments"
+        raise _core.ConfigError(msg)
+    names = engine_arg_names(version)
+    launch = Launch(model=None, form="kwargs")
+    for key, value in data.items():
+        if not isinstance(key, str) or key not in names:
+            raise unknown_argument(str(key), version, f"{path}: ")
+        launch.args[key] = value
+    model = launch.args.pop("model", None)
+    launch.model = None if model is None else str(model)
+    return launch
+
+
+def _number(name: str, value: Any, kind: type) -> Any:
+    if isinstance(value, bool):
+        msg = f"{flag_of(name)}: expected a number (got {value!r})"
+        raise _core.ConfigError(msg)
+    if isinstance(value, (int, float)) and kind is float:
+        return float(value)
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if kind is int:
+        # vLLM reads human-readable sizes: 32k = 32000, 32K = 32768 (and m/M, g/G).
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgG]?)", text)
+        if match:
+            scale = {"": 1, "k": 10**3, "K": 1 << 10, "m": 10**6, "M": 1 << 20, "g": 10**9}
+            scale["G"] = 1 << 30
+            number = float(match.group(1)) * scale[match.group(2)]
+            if number.is_integer():
+                return int(number)
+    else:
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    what = "an integer" if kind is int else "a number"
+    msg = f"{flag_of(name)}: expected {what} (got {value!r})"
+    raise _core.ConfigError(msg)
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    msg = f"{flag_of(name)}: expected true or false (got {value!r})"
+    raise _core.ConfigError(msg)
+
+
+def _json_object(name: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    try:
+        data = json.loads(str(value))
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        msg = f"{flag_of(name)}: expected a JSON object (got {value!r})"
+        raise _core.ConfigError(msg)
+    return data
+
+
+def _limit_mm(value: Any) -> str:
+    """--limit-mm-per-prompt as JSON text; older releases wrote `image=2,video=1`."""
+    if isinstance(value, Mapping):
+        return json.dumps(dict(value), separators=(",", ":"))
+    text = str(value).strip()
+    if text.startswith("{"):
+        return text
+    pairs = {}
+    for part in text.split(","):
+        key, eq, count = part.partition("=")
+        if not eq or not count.strip().isdigit():
+            msg = f"--limit-mm-per-prompt: expected JSON or modality=count pairs (got {text!r})"
+            raise _core.ConfigError(msg)
+        pairs[key.strip()] = int(count)
+    return json.dumps(pairs, separators=(",", ":"))
+
+
+@dataclass
+class Knobs:
+    """What vLLM arguments and environment mean to the planner."""
+
+    knobs: dict[str, Any] = field(default_factory=dict)
+    no_memory_effect: list[str] = field(default_factory=list)  # vLLM keywords
+    unmodelled: list[str] = field(default_factory=list)  # memory effect not modelled
+    env_used: dict[str, str] = field(default_factory=dict)
+    env_ignored: dict[str, str] = field(default_factory=dict)
+    num_gpus: int | None = None
+
+
+def to_knobs(
+    args: Mapping[str, Any],
+    *,
+    env: Mapping[str, str] | None = None,
+    version: str | None = None,
+    typed: bool = True,
+) -> Knobs:
+    """The planner's knobs for vLLM arguments (keyword names, values as written or typed).
+    `typed=False` (the Python API) renames and rescales only: the core checks the types."""
+    table = _knob_table()
+    by_kwarg = _kwarg_to_knob()
+    names = engine_arg_names(version)
+    unmodelled = unmodelled_names()
+    out = Knobs()
+    given_as: dict[str, str] = {}  # knob -> the name the caller used
+    for name, value in args.items():
+        if name in table and name not in by_kwarg:
+            knob_name = name  # vramplan's own spelling (a documented alias)
+        elif name in _SCALED:
+            knob_name = _SCALED[name][0]
+        elif name in by_kwarg:
+            knob_name = by_kwarg[name]
+        elif name in ("speculative_config", "speculative_model", "num_speculative_tokens"):
+            _speculative(name, value, out)
+            continue
+        elif name == "enable_lora":
+            if _boolean(name, value):
+                out.knobs.setdefault("max_loras", 1)  # vLLM's default with LoRA on
+            continue
+        elif name in names:
+            (out.unmodelled if name in unmodelled else out.no_memory_effect).append(name)
+            continue
+        else:
+            raise unknown_argument(name, version)
+        if typed or name in _SCALED:
+            value = _typed(name, knob_name, value, table[knob_name])
+        out.knobs[knob_name] = value
+        given_as[knob_name] = name
+    _check_release(out.knobs, table, names, version, given_as)
+    for key, value in (env or {}).items():
+        if key in _ENV_KNOBS:
+            out.knobs.setdefault(_ENV_KNOBS[key], value)
+            out.env_used[key] = value
+        elif key == "CUDA_VISIBLE_DEVICES":
+            out.num_gpus = _gpu_count(value)
+            out.env_used[key] = value
+        elif key.startswith("VLLM_") or key == "PYTORCH_CUDA_ALLOC_CONF":
+            out.env_ignored[key] = value
+    return out
+
+
+def _check_release(
+    knobs: Mapping[str, Any],
+    table: Mapping[str, dict[str, Any]],
+    names: frozenset[str],
+    version: str | None,
+    given_as: Mapping[str, str],
+) -> None:
+    """Every knob set must be an argument of the release planned for, so that the flags
+    vramplan writes are ones that vLLM accepts (the all-to-all backend is an environment
+    variable before its flag existed, and is written as one)."""
+    for knob_name, value in knobs.items():
+        kwarg = str(table[knob_name]["kwarg"]) if knob_name in table else ""
+        if not kwarg or kwarg == "all2all_backend" or value is None or value is False:
+            continue
+        if kwarg not in names:
+            err = unknown_argument(kwarg, version)
+            err.field = given_as.get(knob_name, kwarg)  # the name the caller wrote
+            raise err
+
+
+def _typed(name: str, knob_name: str, value: Any, knob: dict[str, Any]) -> Any:
+    kind = knob["type"]
+    if name in _SCALED:
+        return round(_number(name, value, float) * _SCALED[name][1])
+    if kind == "bool":
+        return _boolean(name, value)
+    if kind in ("int", "bytes"):
+        return _number(name, value, int)
+    if kind == "float":
+        return _number(name, value, float)
+    if knob_name == "limit_mm_per_prompt":
+        return _limit_mm(value)
+    return str(value)
+
+
+def _speculative(name: str, value: Any, out: Knobs) -> None:
+    if name == "speculative_model":
+        out.knobs["speculative_model"] = value  # an id, a path or a loaded ModelSpec
+        return
+    if name == "num_speculative_tokens":
+        out.knobs["num_speculative_tokens"] = _number(name, value, int)
+        return
+    config = _json_object(name, value)
+    for key, item in config.items():
+        if key in _SPECULATIVE_KEYS:
+            knob = _SPECULATIVE_KEYS[key]
+            out.knobs[knob] = _number(key, item, int) if knob == "num_speculative_tokens" else item
+        elif f"speculative_config.{key}" not in out.unmodelled:
+            out.unmodelled.append(f"speculative_config.{key}")
+
+
+def environment_for(launch_env: Mapping[str, str], *, devices: bool = True) -> dict[str, str]:
+    """The memory-relevant environment: the process's own VLLM_*, PYTORCH_CUDA_ALLOC_CONF and
+    (with `devices`: a launch checked as it would run here) CUDA_VISIBLE_DEVICES, overridden
+    by what the command line sets."""
+    keys = [k for k in os.environ if k.startswith("VLLM_")]
+    keys += ["PYTORCH_CUDA_ALLOC_CONF", *(["CUDA_VISIBLE_DEVICES"] if devices else [])]
+    env = {k: os.environ[k] for k in keys if k in os.environ}
+    env.update(launch_env)
+    return env
+
+
+def remedy_available(remedy: Mapping[str, Any], version: str | None) -> bool:
+    """Whether every argument a remedy changes exists in the release planned for (the solver
+    offers, say, CPU offload without knowing that 0.5.0 has no --cpu-offload-gb)."""
+    names = engine_arg_names(version)
+    return all(str(change["knob"]) in names for change in remedy.get("changes") or [])
+
+
+def passthrough_words(args: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    """The user's own flags for `names` (arguments vramplan does not model) as argv words, so
+    the command vramplan prints still carries them (a tool-call parser, prefix caching)."""
+    words: list[str] = []
+    for name in names:
+        value = args.get(name)
+        if value is True:
+            words.append(flag_of(name))
+        elif value is False:
+            words.append(flag_of("no_" + name))
+        elif value is not None:
+            text = (
+                json.dumps(value, separators=(",", ":"))
+                if isinstance(value, (dict, list))
+                else str(value)
+            )
+            words += [flag_of(name), text]
+    return words

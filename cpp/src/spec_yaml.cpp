@@ -109,10 +109,12 @@ const std::vector<SchemaKey> kSchema = {
   {"quantization", "gguf_types", "map[string,dtype]", false, "GGUF block type per tensor role; key default covers the rest."},
   {"gpu", "id", "string", true, "Database id (H100-80GB)."},
   {"gpu", "aliases", "list[string]", false, "Other names (nvidia-smi names, short names)."},
+  {"gpu", "shared_aliases", "list[string]", false, "Names several memory sizes share (NVIDIA A100): the first GPU listing one is assumed, with a warning."},
   {"gpu", "name", "string", true, "Product name."},
   {"gpu", "vendor", "string", true, "nvidia or amd."},
   {"gpu", "total_memory_bytes", "int", true, "Total memory as cudaMemGetInfo / torch report it (bytes), not the marketing figure."},
   {"gpu", "total_memory_source", "string", true, "Where the total comes from."},
+  {"gpu", "total_memory_derived", "bool", false, "The total is derived from the published capacity (rule in gpus.yaml), not measured."},
   {"gpu", "compute_capability", "float", false, "CUDA compute capability (9.0 Hopper)."},
   {"gpu", "num_sms", "int", false, "Streaming multiprocessors."},
   {"gpu", "unified_memory", "bool", false, "Integrated/UMA device (GH200): free memory is host RAM."},
@@ -753,6 +755,7 @@ std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::st
     GpuSpec g;
     g.id = r.get_string("id");
     g.aliases = r.get_string_list("aliases");
+    g.shared_aliases = r.get_string_list("shared_aliases");
     g.name = r.get_string("name");
     g.vendor = r.get_string("vendor");
     if (g.vendor != "nvidia" && g.vendor != "amd") {
@@ -761,6 +764,7 @@ std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::st
     g.total_memory_bytes =
         r.get_int("total_memory_bytes", 0, std::int64_t{1} << 30, std::int64_t{1} << 45);
     g.total_memory_source = r.get_string("total_memory_source");
+    g.total_memory_derived = r.get_bool("total_memory_derived", false);
     g.compute_capability = r.get_double("compute_capability", 0.0, 0.0, 20.0);
     g.num_sms = r.get_i32("num_sms", 0, 0);
     g.unified_memory = r.get_bool("unified_memory", false);

@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -195,7 +196,11 @@ class _Launch:
             others = others or found.memory_used_by_others_bytes
             host = host or found.host_ram_bytes
             self.source["gpu"] = f"auto: {found.gpu_id}"
-        self.gpu = api.load_gpu(gpu_name, total_memory_bytes=args.gpu_total_bytes)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            self.gpu = api.load_gpu(gpu_name, total_memory_bytes=args.gpu_total_bytes)
+        for warning in caught:  # a shared GPU name: say which GPU was assumed
+            _note(str(warning.message))
         self.memory_used_by_others_bytes = others
         self.host_ram_bytes = host
 
@@ -473,8 +478,17 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     out.print(
         _render.table(
             out,
-            ["id", "total", "name"],
-            [[r["id"], _render.gib(r["total_memory_bytes"]), r["name"]] for r in rows],
+            ["id", "total", "total is", "name"],
+            [
+                [
+                    r["id"],
+                    _render.gib(r["total_memory_bytes"]),
+                    ("derived" if r["total_memory_derived"] else "measured")
+                    + (", shared with host" if r["unified_memory"] else ""),
+                    r["name"],
+                ]
+                for r in rows
+            ],
             right=["total"],
         )
     )

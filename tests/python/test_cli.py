@@ -63,3 +63,23 @@ def test_validate_records_json(dev_records) -> None:
     by_id = {row["id"]: row for row in rows}
     # dev-021: Llama-3.1-8B, vLLM 0.19, H100, util 0.95 -> outcome started.
     assert by_id["dev-021"]["predicted"]["outcome"] == "started"
+
+
+def test_gpus_lists_at_least_45_with_measured_or_derived_totals() -> None:
+    result = run("gpus", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert len(rows) >= 45
+    assert {"MI300X", "MI355X", "B300", "GB10", "RTX-PRO-6000", "RTX-4090-D"} <= {
+        r["id"] for r in rows
+    }
+    assert all(isinstance(r["total_memory_derived"], bool) for r in rows)
+
+
+def test_shared_gpu_name_is_noted_on_stderr_and_the_plan_goes_on() -> None:
+    result = run("breakdown", "--gpu", "NVIDIA A100", "--json")
+    assert result.returncode == 0, result.stderr
+    assert "assumed A100-80GB" in result.stderr
+    assert "A100-40GB" in result.stderr
+    exact = run("breakdown", "--gpu", "NVIDIA A100-SXM4-40GB", "--json")
+    assert "assumed" not in exact.stderr

@@ -105,7 +105,7 @@ const std::vector<SchemaKey> kSchema = {
   {"quantization", "static_activation_scale", "bool", false, "An input_scale is stored per layer."},
   {"quantization", "double_quant", "bool", false, "bitsandbytes nested absmax in the checkpoint. Default true."},
   {"quantization", "online", "bool", false, "Quantized at load from a 16-bit checkpoint (--quantization fp8)."},
-  {"quantization", "unquantized", "list[string]", false, "Tensor roles kept in torch_dtype (lm_head, router, attn_q, ...)."},
+  {"quantization", "unquantized", "list[string]", false, "Tensor roles kept in torch_dtype (lm_head, router, attn_q, mixer_in_ba, ...; mtp: every MTP-layer tensor)."},
   {"quantization", "gguf_types", "map[string,dtype]", false, "GGUF block type per tensor role; key default covers the rest."},
   {"gpu", "id", "string", true, "Database id (H100-80GB)."},
   {"gpu", "aliases", "list[string]", false, "Other names (nvidia-smi names, short names)."},
@@ -347,7 +347,7 @@ QuantSpec read_quantization(const MapReader& parent) {
   q.online = r.get_bool("online", false);
   q.unquantized_roles = r.get_string_list("unquantized");
   for (std::size_t i = 0; i < q.unquantized_roles.size(); ++i) {
-    bool known = false;
+    bool known = q.unquantized_roles[i] == "mtp";  // every tensor of the MTP layers
     for (int role = 0; role <= static_cast<int>(TensorRole::Vision); ++role) {
       known |= q.unquantized_roles[i] == tensor_role_name(static_cast<TensorRole>(role));
     }

@@ -27,6 +27,10 @@ bool is_expert(TensorRole role) noexcept {
 // Does `quant` store this tensor quantized?
 bool quantizes(const QuantSpec& q, const TensorGroup& g) noexcept {
   if (q.method == QuantMethod::None || role_listed(q, g.role)) return false;
+  if (g.mtp && std::find(q.unquantized_roles.begin(), q.unquantized_roles.end(), "mtp") !=
+                   q.unquantized_roles.end()) {
+    return false;  // a config that ignores the MTP modules stores them in torch_dtype
+  }
   if (q.method == QuantMethod::Gguf) {
     // llama.cpp quantizes every 2-D weight (embeddings and output included), never 1-D ones.
     return g.cols > 1 && g.role != TensorRole::Vision;
@@ -207,6 +211,7 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
       case TensorRole::MlaKVA:
       case TensorRole::MlaKVB:
       case TensorRole::MixerIn:
+      case TensorRole::MixerInBA:
       case TensorRole::MixerOut:
       case TensorRole::MixerSmall:
         out.attention += bytes;

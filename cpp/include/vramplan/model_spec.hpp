@@ -194,6 +194,7 @@ enum class TensorRole : std::uint8_t {
   SharedExpertDown,
   Router,
   MixerIn,     // Mamba / linear-attention input projection (column)
+  MixerInBA,   // linear-attention in_proj_ba (the b and a gates; a separate Linear in vLLM)
   MixerOut,    // Mamba / linear-attention output projection (row)
   MixerSmall,  // conv1d, A_log, D, dt_bias, gated norm: column-split small tensors
   Norm,        // replicated RMSNorm / LayerNorm weights, sinks
@@ -222,6 +223,7 @@ struct TensorGroup {
   std::int64_t count;  // stacked copies (experts)
   std::int64_t heads;  // KvHeads split: KV heads in `rows` (rows / heads per head); else 0
   bool is_linear;      // a Linear weight a quantization method may quantize
+  bool mtp = false;    // part of an MTP (next-token prediction) layer
 };
 
 // The model's weight tensors as vLLM builds them (no MTP layers unless asked).

@@ -485,7 +485,8 @@ TEST(Architectures, DocsModelsPageIsGeneratedFromTheTable) {
   const fs::path page = fs::path(VRAMPLAN_SOURCE_DIR) / "docs" / "models.md";
   const std::string expected =
       "# Model families\n\n"
-      "<!-- Generated from cpp/src/architectures.cpp by scripts/gen_models_doc.sh; do not edit. "
+      "<!-- Generated from cpp/src/architectures.cpp and model_specs/architectures.yaml by "
+      "scripts/gen_models_doc.sh; do not edit. "
       "-->\n\n"
       "Every `model_type` vramplan plans from a `config.json` (or a llama.cpp GGUF file), what "
       "is modelled, and the transformers configuration class whose defaults fill keys a config "

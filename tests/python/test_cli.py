@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -83,3 +84,18 @@ def test_shared_gpu_name_is_noted_on_stderr_and_the_plan_goes_on() -> None:
     assert "A100-40GB" in result.stderr
     exact = run("breakdown", "--gpu", "NVIDIA A100-SXM4-40GB", "--json")
     assert "assumed" not in exact.stderr
+
+
+def test_malformed_quantization_configs_exit_2_naming_field_and_value() -> None:
+    cases = {
+        "gptq_group_fraction.json": ("quantization_config.group_size", "1.99"),
+        "gptq_group_not_dividing.json": ("quantization_config.group_size", "got 3"),
+        "ct_mixed_groups.json": ("quantization_config.config_groups", "group_1"),
+        "modelopt_mixed_algos.json": ("quantization_config.quantized_layers", "NVFP4"),
+    }
+    for name, (field, value) in cases.items():
+        result = run("breakdown", str(Path(__file__).parents[1] / "data" / "bad_configs" / name))
+        assert result.returncode == 2, (name, result.stderr)
+        assert field in result.stderr, (name, result.stderr)
+        assert value in result.stderr, (name, result.stderr)
+        assert "Traceback" not in result.stderr

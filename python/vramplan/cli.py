@@ -201,8 +201,19 @@ class _Launch:
             self.gpu = api.load_gpu(gpu_name, total_memory_bytes=args.gpu_total_bytes)
         for warning in caught:  # a shared GPU name: say which GPU was assumed
             _note(str(warning.message))
+        if self.gpu.to_dict()["vendor"] == "amd":
+            _note(f"{self.gpu.id}: {_ROCM_NOTE}")
         self.memory_used_by_others_bytes = others
         self.host_ram_bytes = host
+
+
+# vLLM 0.33 on ROCm (vllm/platforms/rocm.py) chooses its own attention backends (ROCM_ATTN,
+# AITER FA / unified attention, AITER MLA, Triton) and CUDA-graph overrides; the engine model
+# applies the CUDA rules to every GPU, so an AMD plan says so.
+_ROCM_NOTE = (
+    "AMD GPU: the plan applies vLLM's CUDA rules; vLLM's ROCm attention backends (ROCM_ATTN, "
+    "AITER) and CUDA-graph overrides are not modelled (unverified on ROCm)"
+)
 
 
 def _gpus_needed(args: argparse.Namespace) -> int:

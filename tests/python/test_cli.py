@@ -99,3 +99,10 @@ def test_malformed_quantization_configs_exit_2_naming_field_and_value() -> None:
         assert field in result.stderr, (name, result.stderr)
         assert value in result.stderr, (name, result.stderr)
         assert "Traceback" not in result.stderr
+
+
+def test_amd_gpu_plan_says_rocm_rules_are_not_modelled() -> None:
+    result = run("breakdown", "--gpu", "AMD Instinct MI300X", "--json")
+    assert result.returncode == 0, result.stderr
+    assert "ROCm" in result.stderr
+    assert "ROCm" not in run("breakdown", "--gpu", "H100", "--json").stderr

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -361,8 +362,8 @@ json modelopt_document(const ConfigFields& q, std::int64_t num_layers) {
       q.fail("quantized_layers", q.has("quantized_layers") ? "not a non-empty map" : "missing",
              "MIXED_PRECISION needs the per-layer quantized_layers map");
     }
-    std::string layer_algo;
-    json names = json::array();
+    // Layer names by algorithm; NVFP4 and FP8 may mix (FP8 attention beside NVFP4 MLP).
+    std::map<std::string, json> names_by_algo;
     for (const auto& [name, recipe] : q.at("quantized_layers").items()) {
       if (!recipe.is_object() || !recipe.contains("quant_algo") ||
           !recipe["quant_algo"].is_string()) {
@@ -371,36 +372,52 @@ json modelopt_document(const ConfigFields& q, std::int64_t num_layers) {
       std::string this_algo = recipe["quant_algo"].get<std::string>();
       std::transform(this_algo.begin(), this_algo.end(), this_algo.begin(),
                      [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-      if (!layer_algo.empty() && this_algo != layer_algo) {
+      if (this_algo != "FP8" && this_algo != "NVFP4") {
         std::string value = name;
         value += ": " + this_algo;
-        value += " beside " + layer_algo;
-        q.fail("quantized_layers", value,
-               "layers quantized with different algorithms are not modelled (one method per "
-               "model); plan with a spec YAML that states the dominant one");
+        q.fail("quantized_layers", value, "per-layer algorithm not supported (FP8, NVFP4)");
       }
-      layer_algo = this_algo;
-      names.push_back(name);
+      if (this_algo == "NVFP4" && recipe.contains("group_size") &&
+          recipe["group_size"] != json(16)) {
+        q.fail("quantized_layers", name + ": group_size " + recipe["group_size"].dump(),
+               "NVFP4 groups are 16 wide");
+      }
+      names_by_algo[this_algo].push_back(name);
     }
-    algo = layer_algo;
-    if (algo != "FP8" && algo != "NVFP4") {
-      q.fail("quantized_layers", algo, "per-layer algorithm not supported (FP8, NVFP4)");
+    // The roles each algorithm covers in full (a partial cover is refused by name).
+    std::map<std::string, json> roles_by_algo;
+    for (const auto& [this_algo, names] : names_by_algo) {
+      const json listed = {{"quantized_layers", names}};
+      const ConfigFields layers(listed, q.file(), q.prefix());
+      json covered;
+      add_unquantized(layers, "quantized_layers", NameMatch::CompressedTensors, num_layers,
+                      covered);
+      roles_by_algo[this_algo] = covered["unquantized"];
     }
-    // Every Linear role the map does not cover stays in the checkpoint dtype.
-    json listed = {{"quantized_layers", names}};
-    const ConfigFields layers(listed, q.file(), q.prefix());
-    json covered;
-    add_unquantized(layers, "quantized_layers", NameMatch::CompressedTensors, num_layers, covered);
+    algo = names_by_algo.count("NVFP4") != 0 ? "NVFP4" : "FP8";
+    auto listed_in = [&roles_by_algo](const char* which, const std::string& role) {
+      const auto it = roles_by_algo.find(which);
+      return it != roles_by_algo.end() &&
+             std::find(it->second.begin(), it->second.end(), role) != it->second.end();
+    };
     json unquantized = json::array();
-    for (const auto& info : role_module_names()) {
-      const auto& roles = covered["unquantized"];
-      if (std::find(roles.begin(), roles.end(), info.role) == roles.end())
-        unquantized.push_back(info.role);
+    json fp8_roles = json::array();
+    std::vector<std::string> roles;
+    for (const auto& info : role_module_names()) roles.emplace_back(info.role);
+    roles.emplace_back("lm_head");
+    for (const auto& role : roles) {
+      const bool nvfp4 = listed_in("NVFP4", role);
+      const bool fp8 = listed_in("FP8", role);
+      if (nvfp4 && fp8) {
+        q.fail("quantized_layers", role, "a tensor role listed under both FP8 and NVFP4");
+      }
+      if (!nvfp4 && !fp8) {
+        unquantized.push_back(role);
+      } else if (fp8 && algo == "NVFP4") {
+        fp8_roles.push_back(role);
+      }
     }
-    if (std::find(covered["unquantized"].begin(), covered["unquantized"].end(), "lm_head") ==
-        covered["unquantized"].end()) {
-      unquantized.push_back("lm_head");
-    }
+    if (!fp8_roles.empty()) out["fp8_roles"] = fp8_roles;
     out["unquantized"] = unquantized;
   } else {
     out["unquantized"] = json::array();

@@ -106,6 +106,7 @@ const std::vector<SchemaKey> kSchema = {
   {"quantization", "double_quant", "bool", false, "bitsandbytes nested absmax in the checkpoint. Default true."},
   {"quantization", "online", "bool", false, "Quantized at load from a 16-bit checkpoint (--quantization fp8)."},
   {"quantization", "unquantized", "list[string]", false, "Tensor roles kept in torch_dtype (lm_head, router, attn_q, mixer_in_ba, ...; mtp: every MTP-layer tensor)."},
+  {"quantization", "fp8_roles", "list[string]", false, "Tensor roles stored in per-tensor fp8 with a static input scale beside an nvfp4 method (ModelOpt MIXED_PRECISION)."},
   {"quantization", "gguf_types", "map[string,dtype]", false, "GGUF block type per tensor role; key default covers the rest."},
   {"gpu", "id", "string", true, "Database id (H100-80GB)."},
   {"gpu", "aliases", "list[string]", false, "Other names (nvidia-smi names, short names)."},
@@ -355,6 +356,20 @@ QuantSpec read_quantization(const MapReader& parent) {
       r.fail(r.field("unquantized") + "[" + std::to_string(i) + "]",
              "'" + q.unquantized_roles[i] + "'", "unknown tensor role");
     }
+  }
+  q.fp8_roles = r.get_string_list("fp8_roles");
+  for (std::size_t i = 0; i < q.fp8_roles.size(); ++i) {
+    bool known = false;
+    for (int role = 0; role <= static_cast<int>(TensorRole::Vision); ++role) {
+      known |= q.fp8_roles[i] == tensor_role_name(static_cast<TensorRole>(role));
+    }
+    if (!known) {
+      r.fail(r.field("fp8_roles") + "[" + std::to_string(i) + "]", "'" + q.fp8_roles[i] + "'",
+             "unknown tensor role");
+    }
+  }
+  if (!q.fp8_roles.empty() && q.method != QuantMethod::Nvfp4) {
+    r.fail(r.field("fp8_roles"), "a list", "fp8_roles go with method nvfp4 (ModelOpt mixed)");
   }
   if (r.has("gguf_types")) {
     const YAML::Node n = r.child("gguf_types");

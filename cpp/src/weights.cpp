@@ -162,7 +162,16 @@ std::int64_t tensor_group_bytes(const TensorGroup& g, const QuantSpec& quant, DT
     }
   }
   std::int64_t bytes = 0;
-  if (quantizes(quant, g)) {
+  if (g.is_linear && !role_listed(quant, g.role) &&
+      std::find(quant.fp8_roles.begin(), quant.fp8_roles.end(), tensor_role_name(g.role)) !=
+          quant.fp8_roles.end()) {
+    QuantSpec fp8;  // ModelOpt FP8: fp8 weight, fp32 weight_scale and input_scale
+    fp8.method = QuantMethod::Fp8;
+    fp8.bits = 8;
+    fp8.scale_strategy = ScaleStrategy::Tensor;
+    fp8.static_activation_scale = true;
+    bytes = quantized_linear_bytes(fp8, g.role, rows, cols, served_dtype, checkpoint_layout);
+  } else if (quantizes(quant, g)) {
     bytes = quantized_linear_bytes(quant, g.role, rows, cols, served_dtype, checkpoint_layout);
   } else {
     bytes = rows * cols * elem_bytes(served_dtype);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "vramplan/errors.hpp"
 #include "vramplan/hf_import.hpp"
@@ -163,6 +164,43 @@ TEST(QuantConfigs, ModelOptMixedPrecisionWithOneAlgorithmLeavesUnlistedRolesUnqu
   }
   EXPECT_FALSE(has_role(spec, "mlp_gate_up"));
   EXPECT_FALSE(has_role(spec, "mlp_down"));
+}
+
+// NVIDIA's mixed checkpoints: FP8 attention beside NVFP4 MLP, per layer in quantized_layers.
+json llama_mixed_layers(const char* attention_algo) {
+  json layers = json::object();
+  for (int layer = 0; layer < 32; ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    for (const char* m :
+         {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"}) {
+      layers[p + m] = {{"quant_algo", attention_algo}};
+    }
+    for (const char* m : {"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}) {
+      layers[p + m] = {{"quant_algo", "NVFP4"}, {"group_size", 16}};
+    }
+  }
+  return layers;
+}
+
+TEST(QuantConfigs, ModelOptMixedPrecisionFp8AttentionBesideNvfp4Mlp) {
+  json config = read_config("meta-llama__Meta-Llama-3.1-8B.json");
+  config["quantization_config"] = {{"quant_method", "modelopt"},
+                                   {"quant_algo", "MIXED_PRECISION"},
+                                   {"quantized_layers", llama_mixed_layers("FP8")}};
+  const ModelSpec mixed = vramplan::model_spec_from_hf_config(config, nullptr, "mixed");
+  config["quantization_config"]["quantized_layers"] = llama_mixed_layers("NVFP4");
+  const ModelSpec all_nvfp4 = vramplan::model_spec_from_hf_config(config, nullptr, "nvfp4");
+  EXPECT_EQ(mixed.quantization.method, vramplan::QuantMethod::Nvfp4);
+  EXPECT_EQ(mixed.quantization.fp8_roles,
+            (std::vector<std::string>{"attn_q", "attn_kv", "attn_o"}));
+  EXPECT_TRUE(all_nvfp4.quantization.fp8_roles.empty());
+  // Llama-3.1-8B attention per layer, n x k: q 4096 x 4096, k+v 2048 x 4096, o 4096 x 4096.
+  //   FP8 (ModelOpt):  n*k + 4 (weight_scale) + 4 (input_scale)
+  //   NVFP4:           n*k/2 + (k/16)*n + 8
+  //   q, o: 16,777,224 - 9,437,192 = 7,340,032 each; k+v: 8,388,616 - 4,718,600 = 3,670,016
+  const std::int64_t per_layer = 2 * 7'340'032 + 3'670'016;
+  EXPECT_EQ(vramplan::checkpoint_tensor_bytes(mixed) - vramplan::checkpoint_tensor_bytes(all_nvfp4),
+            32 * per_layer);
 }
 
 TEST(QuantConfigs, ModelOptExcludeModulesAreGlobs) {

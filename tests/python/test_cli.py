@@ -91,7 +91,7 @@ def test_malformed_quantization_configs_exit_2_naming_field_and_value() -> None:
         "gptq_group_fraction.json": ("quantization_config.group_size", "1.99"),
         "gptq_group_not_dividing.json": ("quantization_config.group_size", "got 3"),
         "ct_mixed_groups.json": ("quantization_config.config_groups", "group_1"),
-        "modelopt_mixed_algos.json": ("quantization_config.quantized_layers", "NVFP4"),
+        "modelopt_mixed_algos.json": ("quantization_config.quantized_layers", "INT4_AWQ"),
     }
     for name, (field, value) in cases.items():
         result = run("breakdown", str(Path(__file__).parents[1] / "data" / "bad_configs" / name))

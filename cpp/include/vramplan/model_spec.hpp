@@ -123,6 +123,9 @@ struct QuantSpec {
   bool online = false;                   // quantized at load from a 16-bit checkpoint
   // Tensor roles left in torch_dtype (names as tensor_role_name, e.g. "lm_head", "router").
   std::vector<std::string> unquantized_roles;
+  // Tensor roles stored in per-tensor fp8 with a static input scale (ModelOpt FP8 layout) while
+  // `method` covers the rest: ModelOpt MIXED_PRECISION checkpoints (FP8 attention, NVFP4 MLP).
+  std::vector<std::string> fp8_roles;
   // Expert matrices rounded up at load by the MoE kernel backend (the engine sets these from
   // the GPU: MXFP4 under Marlin pads H to 256 and I to 128); 1 = no padding.
   std::int32_t expert_hidden_multiple = 1;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates docs/models.md from the architecture table (cpp/src/architectures.cpp) through the
+# Regenerates docs/models.md from the architecture table (cpp/src/architectures.cpp) and vLLM's
+# registry entries (model_specs/architectures.yaml) through the
 # test that guards it. Usage: scripts/gen_models_doc.sh [build-dir]   (default build/tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."

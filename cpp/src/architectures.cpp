@@ -1,5 +1,7 @@
 #include "vramplan/architectures.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -9,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "vramplan/architectures_yaml.hpp"
 #include "vramplan/errors.hpp"
 
 namespace vramplan {
@@ -1546,6 +1549,53 @@ std::string model_type_for_gguf(const std::string& gguf_architecture) {
   return "";
 }
 
+const std::vector<VllmArchitecture>& vllm_registry_architectures() {
+  static const std::vector<VllmArchitecture> entries = [] {
+    const std::string file = "model_specs/architectures.yaml";
+    std::set<std::string> planned;
+    for (const Row& r : rows()) {
+      planned.insert(r.info.model_types.begin(), r.info.model_types.end());
+      planned.insert(r.info.wrapper_model_types.begin(), r.info.wrapper_model_types.end());
+    }
+    YAML::Node root;
+    try {
+      root = YAML::Load(detail::kArchitecturesYaml);
+    } catch (const YAML::Exception& e) {
+      throw SpecError(file, "line " + std::to_string(e.mark.line + 1), "YAML text", e.msg);
+    }
+    const YAML::Node list = root["vllm_registry"];
+    if (!list.IsSequence()) throw SpecError(file, "vllm_registry", "missing", "expected a list");
+    std::vector<VllmArchitecture> out;
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string where = "vllm_registry[" + std::to_string(i) + "]";
+      const YAML::Node n = list[i];
+      if (!n.IsMap() || !n["architecture"].IsScalar() ||
+          (n["model_type"].IsDefined() == n["refused"].IsDefined())) {
+        throw SpecError(file, where, "an entry",
+                        "expected architecture and exactly one of model_type, refused");
+      }
+      VllmArchitecture a;
+      a.architecture = n["architecture"].Scalar();
+      if (n["model_type"].IsDefined()) a.model_type = n["model_type"].Scalar();
+      if (n["refused"].IsDefined()) a.refused_reason = n["refused"].Scalar();
+      if (!seen.insert(a.architecture).second) {
+        throw SpecError(file, where + ".architecture", a.architecture, "listed twice");
+      }
+      if (!a.model_type.empty() && planned.count(a.model_type) == 0) {
+        throw SpecError(file, where + ".model_type", a.model_type,
+                        "not a model_type of the architecture table");
+      }
+      if (a.model_type.empty() && a.refused_reason.empty()) {
+        throw SpecError(file, where + ".refused", "empty", "a refusal needs its reason");
+      }
+      out.push_back(std::move(a));
+    }
+    return out;
+  }();
+  return entries;
+}
+
 std::string architectures_markdown() {
   std::ostringstream out;
   auto list = [](const std::vector<std::string>& items) {
@@ -1566,6 +1616,15 @@ std::string architectures_markdown() {
   out << "\n## Refused, with why\n\n| model_type | why |\n|---|---|\n";
   for (const RefusedArchitecture& r : refused_architectures()) {
     out << "| `" << r.model_type << "` | " << r.reason << " |\n";
+  }
+  out << "\n## vLLM 0.33 architecture registry\n\nEvery text- and multimodal-generation "
+         "architecture in vLLM 0.33.0's registry (a config.json's `architectures` entry), from "
+         "`model_specs/architectures.yaml`: planned through a `model_type` above, or refused.\n\n"
+         "| architecture | planned as model_type | refused, why |\n|---|---|---|\n";
+  for (const VllmArchitecture& a : vllm_registry_architectures()) {
+    out << "| `" << a.architecture << "` | "
+        << (a.model_type.empty() ? std::string("—") : "`" + a.model_type + "`") << " | "
+        << (a.refused_reason.empty() ? std::string("—") : a.refused_reason) << " |\n";
   }
   return out.str();
 }

@@ -1,10 +1,13 @@
 #include "vramplan/hf_import.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -21,99 +24,496 @@ using nlohmann::json;
 
 constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+// How a skip list names modules: compressed-tensors `ignore` (exact names, "re:" regexes
+// matched from the start, re.match), AWQ / bitsandbytes `modules_to_not_convert` (substrings of
+// the module name), ModelOpt `exclude_modules` (fnmatch globs).
+enum class NameMatch : std::uint8_t { CompressedTensors, Substring, Glob };
+
+// The Linear modules vLLM builds, by tensor role, as the names a skip list is matched against.
+// A role is one or more naming variants (families name shared experts and routers apart); a
+// variant lists every module of the role (fused layers: all shards), with "{L}" for the layer
+// prefix and "{E}" for an expert index.
+struct RoleNames {
+  const char* role;
+  std::vector<std::vector<const char*>> variants;
+};
+
+const std::vector<RoleNames>& role_module_names() {
+  static const std::vector<RoleNames> table = {
+      {"attn_q", {{"{L}self_attn.q_proj"}}},
+      {"attn_kv", {{"{L}self_attn.k_proj", "{L}self_attn.v_proj"}}},
+      {"attn_o", {{"{L}self_attn.o_proj"}}},
+      {"mla_q_a", {{"{L}self_attn.q_a_proj"}}},
+      {"mla_q_b", {{"{L}self_attn.q_b_proj"}}},
+      {"mla_kv_a", {{"{L}self_attn.kv_a_proj_with_mqa"}}},
+      {"mla_kv_b", {{"{L}self_attn.kv_b_proj"}}},
+      {"mlp_gate_up", {{"{L}mlp.gate_proj", "{L}mlp.up_proj"}}},
+      {"mlp_down", {{"{L}mlp.down_proj"}}},
+      {"expert_gate_up",
+       {{"{L}mlp.experts.{E}.gate_proj", "{L}mlp.experts.{E}.up_proj"},
+        {"{L}block_sparse_moe.experts.{E}.w1", "{L}block_sparse_moe.experts.{E}.w3"},
+        {"{L}mlp.experts.gate_up_proj"}}},
+      {"expert_down",
+       {{"{L}mlp.experts.{E}.down_proj"},
+        {"{L}block_sparse_moe.experts.{E}.w2"},
+        {"{L}mlp.experts.down_proj"}}},
+      {"shared_expert_gate_up",
+       {{"{L}mlp.shared_expert.gate_proj", "{L}mlp.shared_expert.up_proj"},
+        {"{L}mlp.shared_experts.gate_proj", "{L}mlp.shared_experts.up_proj"}}},
+      {"shared_expert_down",
+       {{"{L}mlp.shared_expert.down_proj"}, {"{L}mlp.shared_experts.down_proj"}}},
+      {"router", {{"{L}mlp.gate"}, {"{L}block_sparse_moe.gate"}, {"{L}mlp.router"}}},
+      {"mixer_in",
+       {{"{L}mixer.in_proj"},
+        {"{L}linear_attn.in_proj_qkvz"},
+        {"{L}linear_attn.in_proj_qkv", "{L}linear_attn.in_proj_z"}}},
+      {"mixer_in_ba",
+       {{"{L}linear_attn.in_proj_ba"}, {"{L}linear_attn.in_proj_b", "{L}linear_attn.in_proj_a"}}},
+      {"mixer_out", {{"{L}mixer.out_proj"}, {"{L}linear_attn.out_proj"}}},
+  };
+  return table;
 }
 
-// A module a quantization config leaves unquantized, as a tensor role: "" when the role is
-// never quantized anyway (norms, embeddings), nullopt-like "?" when it cannot be expressed.
-std::string unquantized_role(const std::string& entry, const std::string& method) {
-  // compressed-tensors writes patterns as "re:<regex>"; the common ones name a module suffix.
-  std::string module = entry;
-  if (module.rfind("re:", 0) == 0) module = module.substr(3);
-  while (!module.empty() && (module.back() == '$' || module.back() == '*' || module.back() == '.'))
-    module.pop_back();
-  if (module == "lm_head" || ends_with(module, ".lm_head")) return "lm_head";
-  if (ends_with(module, "layernorm") || ends_with(module, "norm") ||
-      ends_with(module, "embed_tokens") || ends_with(module, "shared_expert_gate")) {
-    return "";
+// Layer prefixes as checkpoints and vLLM write them (text models, multimodal wrappers), at the
+// first, a middle and the last layer: a skip entry must hold for every layer to become a role.
+std::vector<std::vector<std::string>> layer_prefixes(std::int64_t num_layers) {
+  std::vector<std::int64_t> layers{0, num_layers / 2, num_layers - 1};
+  layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+  std::vector<std::vector<std::string>> out;
+  for (const std::int64_t index : layers) {
+    const std::string layer = std::to_string(std::max<std::int64_t>(0, index));
+    out.push_back({"model.layers." + layer + ".", "model.language_model.layers." + layer + ".",
+                   "language_model.model.layers." + layer + ".",
+                   "model.decoder.layers." + layer + "."});
   }
-  // The vision tower and projector are counted unquantized in any case.
-  for (const char* tower :
-       {"vision_tower", "vision_model", "multi_modal_projector", "visual", "mm_projector"}) {
-    if (module.find(tower) != std::string::npos) return "";
-  }
-  if (ends_with(module, "mlp.gate") || ends_with(module, "mlp.router") ||
-      ends_with(module, "block_sparse_moe.gate")) {
-    return "router";
-  }
-  if (method == "mxfp4" && ends_with(module, "self_attn")) return "";  // MXFP4 is experts-only
-  return "?";
+  return out;
 }
 
-// Adds the roles of a config's ignore list to out["unquantized"]; an entry naming a module
-// the spec cannot keep unquantized on its own (one layer's projection) fails closed.
-void add_unquantized(const ConfigFields& q, const char* key, const std::string& method, json& out) {
-  const json& list = q.at(key);
-  if (!list.is_array()) q.fail(key, list.dump().substr(0, 80), "expected a list of module names");
-  if (!out.contains("unquantized")) out["unquantized"] = json::array();
-  json& roles = out["unquantized"];
-  for (const auto& m : list) {
-    if (!m.is_string()) q.fail(key, m.dump(), "expected module names");
-    const std::string role = unquantized_role(m.get<std::string>(), method);
-    if (role == "?") q.fail(key, m.get<std::string>(), "module not expressible as a tensor role");
-    if (!role.empty() && std::find(roles.begin(), roles.end(), role) == roles.end()) {
-      roles.push_back(role);
+// Modules no method quantizes here (norms, embeddings, encoders, small mixer tensors): a skip
+// entry naming only such modules changes nothing.
+bool names_never_quantized_module(const std::string& entry) {
+  for (const char* word :
+       {"norm", "embed_tokens", "embedding", "vision", "visual", "vit", "image", "audio",
+        "mm_projector", "multi_modal_projector", "merger", "patch_embed", "shared_expert_gate",
+        "conv1d", "a_log", "dt_bias", "rotary_emb"}) {
+    std::string lower = entry;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string glob_to_regex(const std::string& glob) {
+  std::string out;
+  for (const char c : glob) {
+    if (c == '*') {
+      out += ".*";
+    } else if (c == '?') {
+      out += '.';
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      out += c;
+    } else {
+      out += '\\';
+      out += c;
     }
   }
+  return out;
+}
+
+// A group holding * or + and itself followed by a repetition ("(.*)*", "(a+)+", "(x*){2,}").
+bool has_nested_repetition(const std::string& pattern) {
+  std::vector<bool> repeats_inside;  // per open group: does it contain * or +
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\') {
+      ++i;
+    } else if (c == '(') {
+      repeats_inside.push_back(false);
+    } else if ((c == '*' || c == '+' || c == '{') && !repeats_inside.empty()) {
+      repeats_inside.back() = true;
+    } else if (c == ')' && !repeats_inside.empty()) {
+      const bool inner = repeats_inside.back();
+      repeats_inside.pop_back();
+      const char next = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
+      if (inner && (next == '*' || next == '+' || next == '{')) return true;
+      if (!repeats_inside.empty()) repeats_inside.back() = repeats_inside.back() || inner;
+    }
+  }
+  return false;
+}
+
+// One skip-list entry, compiled once.
+class SkipEntry {
+ public:
+  SkipEntry(const ConfigFields& q, const char* key, const std::string& text, NameMatch how)
+      : text_(text) {
+    std::string pattern;
+    if (how == NameMatch::CompressedTensors && text.rfind("re:", 0) == 0) {
+      pattern = text.substr(3);
+      anchored_start_only_ = true;
+    } else if (how == NameMatch::Glob) {
+      pattern = glob_to_regex(text);
+    }
+    if (pattern.empty()) {
+      literal_ = true;
+      substring_ = how == NameMatch::Substring;
+      return;
+    }
+    if (pattern.size() > 1000) q.fail(key, text.substr(0, 80), "pattern longer than 1000 bytes");
+    if (has_nested_repetition(pattern)) {
+      // std::regex backtracks: "(a*)*" could take exponential time on a module name.
+      q.fail(key, text.substr(0, 80), "a repeated group that itself repeats is not supported");
+    }
+    try {
+      regex_ = std::regex(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error&) {
+      q.fail(key, text, "not a valid regular expression");
+    }
+  }
+  bool matches(const std::string& name) const {
+    if (literal_) return substring_ ? name.find(text_) != std::string::npos : name == text_;
+    if (anchored_start_only_) {
+      return std::regex_search(name, regex_, std::regex_constants::match_continuous);
+    }
+    return std::regex_match(name, regex_);  // fnmatch: the whole name
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+  std::regex regex_;
+  bool literal_ = false;
+  bool substring_ = false;
+  bool anchored_start_only_ = false;
+};
+
+std::string expand(const char* pattern, const std::string& layer_prefix, const char* expert) {
+  std::string out = pattern;
+  const auto l = out.find("{L}");
+  if (l != std::string::npos) out.replace(l, 3, layer_prefix);
+  const auto e = out.find("{E}");
+  if (e != std::string::npos) out.replace(e, 3, expert);
+  return out;
+}
+
+// Does the skip list cover `module` (a {L}/{E} pattern) at every sampled layer and expert?
+// Returns 2 for every sample, 1 for some, 0 for none; `hits` collects the entries that matched.
+int coverage(const std::vector<SkipEntry>& entries, const char* module,
+             const std::vector<std::vector<std::string>>& prefixes, std::vector<char>& hits) {
+  int matched = 0;
+  int samples = 0;
+  for (const auto& layer : prefixes) {
+    for (const char* expert : {"0", "5"}) {
+      ++samples;
+      bool any = false;
+      for (const auto& prefix : layer) {
+        const std::string name = expand(module, prefix, expert);
+        for (std::size_t i = 0; i < entries.size(); ++i) {
+          if (entries[i].matches(name)) {
+            hits[i] = 1;
+            any = true;
+          }
+        }
+      }
+      matched += any ? 1 : 0;
+    }
+  }
+  return matched == 0 ? 0 : (matched == samples ? 2 : 1);
+}
+
+// Adds the tensor roles a skip list leaves unquantized to out["unquantized"], matching each
+// entry against the module names vLLM builds (role_module_names). A role is unquantized when
+// one of its naming variants is covered in full at every layer; a list covering part of a role
+// (one layer, one shard of a fused layer) cannot be expressed per role and fails closed, as
+// does an entry that names no module vLLM builds and no never-quantized one. "mtp" stands for
+// every tensor of the MTP layers ("mtp.layers.0." in Qwen3.5 / Qwen3-Next checkpoints).
+void add_unquantized(const ConfigFields& q, const char* key, NameMatch how, std::int64_t num_layers,
+                     json& out) {
+  const json& list = q.at(key);
+  if (!list.is_array()) q.fail(key, list.dump().substr(0, 80), "expected a list of module names");
+  if (list.size() > 10000) q.fail(key, std::to_string(list.size()) + " entries", "too many");
+  std::vector<SkipEntry> entries;
+  for (const auto& m : list) {
+    if (!m.is_string()) q.fail(key, m.dump().substr(0, 80), "expected module names");
+    entries.emplace_back(q, key, m.get<std::string>(), how);
+  }
+  if (!out.contains("unquantized")) out["unquantized"] = json::array();
+  json& roles = out["unquantized"];
+  auto add_role = [&roles](const std::string& role) {
+    if (std::find(roles.begin(), roles.end(), role) == roles.end()) roles.push_back(role);
+  };
+  std::vector<char> hits(entries.size(), 0);
+  const auto prefixes = layer_prefixes(num_layers);
+  for (const auto& [role, variants] : role_module_names()) {
+    bool full = false;
+    std::string partial;
+    for (const auto& variant : variants) {
+      bool all = true;
+      for (const char* module : variant) {
+        const int c = coverage(entries, module, prefixes, hits);
+        all = all && c == 2;
+        if (c != 0 && partial.empty()) partial = expand(module, "model.layers.N.", "K");
+      }
+      full = full || all;
+    }
+    if (full) {
+      add_role(role);
+    } else if (!partial.empty()) {
+      q.fail(key, list.dump().substr(0, 200),
+             "covers part of the " + std::string(role) + " tensors (e.g. " + partial +
+                 " in some layers or without its fused siblings); vramplan keeps a role "
+                 "quantized or not as a whole");
+    }
+  }
+  // The MTP layers: covered when their attention, MLP/experts and fc are all skipped.
+  // Qwen's MTP block: "mtp.layers.0.*" plus "mtp.fc" beside the layers.
+  const std::vector<std::vector<std::string>> mtp_prefix = {{"mtp.layers.0."}};
+  const std::vector<std::vector<std::string>> mtp_root = {{"mtp."}};
+  if (coverage(entries, "{L}self_attn.q_proj", mtp_prefix, hits) == 2 &&
+      coverage(entries, "{L}mlp.experts.{E}.gate_proj", mtp_prefix, hits) == 2 &&
+      coverage(entries, "{L}fc", mtp_root, hits) == 2) {
+    add_role("mtp");
+  }
+  // An entry naming one layer the samples skipped ("model.layers.17.mlp.gate" beside the other
+  // layers' entries) names a module of a role: fine when the role is skipped as a whole, part of
+  // a role otherwise. A layer past the model's last names nothing vLLM builds (a no-op there).
+  auto role_at_layer_zero = [&](const std::string& text) -> std::string {
+    static const std::regex layer_index(R"(layers\.(\d+)\.)");
+    std::smatch m;
+    if (std::regex_search(text, m, layer_index) && m[1].length() < 9 &&
+        std::stoll(m[1].str()) >= num_layers) {
+      return "-";
+    }
+    static const std::regex indices(R"((layers|experts)\.\d+\.)");
+    const std::vector<SkipEntry> one{
+        SkipEntry(q, key, std::regex_replace(text, indices, "$1.0."), how)};
+    const auto first_layer = layer_prefixes(1);
+    for (const auto& info : role_module_names()) {
+      for (const auto& variant : info.variants) {
+        for (const char* module : variant) {
+          std::vector<char> hit(1, 0);
+          (void)coverage(one, module, first_layer, hit);
+          if (hit[0] != 0) return info.role;
+        }
+      }
+    }
+    return "";
+  };
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::string& text = entries[i].text();
+    if (hits[i] || text == "lm_head" || names_never_quantized_module(text)) continue;
+    const std::string role = role_at_layer_zero(text);
+    if (role == "-") continue;
+    if (!role.empty()) {
+      if (std::find(roles.begin(), roles.end(), role) != roles.end()) continue;
+      q.fail(key, text,
+             "covers part of the " + role +
+                 " tensors (some layers only); vramplan keeps a role quantized or not as a whole");
+    }
+    if (text.find("lm_head") != std::string::npos) continue;
+    q.fail(key, text,
+           "names no module vLLM builds that vramplan can keep unquantized (matched against "
+           "model.layers.N.self_attn.q_proj, mlp.experts.K.gate_proj, linear_attn.in_proj_a, "
+           "mtp.layers.0.*, lm_head, ...)");
+  }
+  for (const auto& entry : entries) {
+    if (entry.matches("lm_head")) add_role("lm_head");
+  }
+}
+
+// A group size as vLLM needs it: an integer (128.0 is 128; 1.99 is an error, not 1), -1 for one
+// group over the whole input, else positive. Whether it divides each layer's input width is
+// checked once the spec is built (check_group_size_divides).
+std::int64_t group_size_field(const ConfigFields& q, const char* key, std::int64_t fallback) {
+  if (!q.has(key)) return fallback;
+  const json& v = q.at(key);
+  double value = 0.0;
+  if (v.is_number()) value = v.get<double>();
+  if (!v.is_number() || !std::isfinite(value) || std::floor(value) != value ||
+      (value != -1.0 && (value < 1.0 || value > 1048576.0))) {
+    q.fail(key, v.dump().substr(0, 40), "group size must be -1 or a positive integer");
+  }
+  return static_cast<std::int64_t>(value);
+}
+
+std::int64_t num_layers_of(const json& config) {
+  for (const json* c :
+       {&config, config.contains("text_config") ? &config["text_config"] : nullptr}) {
+    if (c != nullptr && c->is_object() && c->contains("num_hidden_layers") &&
+        (*c)["num_hidden_layers"].is_number_integer()) {
+      const auto layers = (*c)["num_hidden_layers"].get<std::int64_t>();
+      if (layers > 0 && layers < 100000) return layers;
+    }
+  }
+  return 1;
+}
+
+// ModelOpt's quantization object, from hf_quant_config.json or config.json (quant_method
+// "modelopt"): FP8, NVFP4, or MIXED_PRECISION whose quantized_layers all use one of them.
+json modelopt_document(const ConfigFields& q, std::int64_t num_layers) {
+  std::string algo = q.string_or("quant_algo", "");
+  std::transform(algo.begin(), algo.end(), algo.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  json out;
+  if (algo == "MIXED_PRECISION") {
+    if (!q.has("quantized_layers") || !q.at("quantized_layers").is_object() ||
+        q.at("quantized_layers").empty()) {
+      q.fail("quantized_layers", q.has("quantized_layers") ? "not a non-empty map" : "missing",
+             "MIXED_PRECISION needs the per-layer quantized_layers map");
+    }
+    // Layer names by algorithm; NVFP4 and FP8 may mix (FP8 attention beside NVFP4 MLP).
+    std::map<std::string, json> names_by_algo;
+    for (const auto& [name, recipe] : q.at("quantized_layers").items()) {
+      if (!recipe.is_object() || !recipe.contains("quant_algo") ||
+          !recipe["quant_algo"].is_string()) {
+        q.fail("quantized_layers", name, "each layer needs a quant_algo string");
+      }
+      std::string this_algo = recipe["quant_algo"].get<std::string>();
+      std::transform(this_algo.begin(), this_algo.end(), this_algo.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      if (this_algo != "FP8" && this_algo != "NVFP4") {
+        std::string value = name;
+        value += ": " + this_algo;
+        q.fail("quantized_layers", value, "per-layer algorithm not supported (FP8, NVFP4)");
+      }
+      if (this_algo == "NVFP4" && recipe.contains("group_size") &&
+          recipe["group_size"] != json(16)) {
+        q.fail("quantized_layers", name + ": group_size " + recipe["group_size"].dump(),
+               "NVFP4 groups are 16 wide");
+      }
+      names_by_algo[this_algo].push_back(name);
+    }
+    // The roles each algorithm covers in full (a partial cover is refused by name).
+    std::map<std::string, json> roles_by_algo;
+    for (const auto& [this_algo, names] : names_by_algo) {
+      const json listed = {{"quantized_layers", names}};
+      const ConfigFields layers(listed, q.file(), q.prefix());
+      json covered;
+      add_unquantized(layers, "quantized_layers", NameMatch::CompressedTensors, num_layers,
+                      covered);
+      roles_by_algo[this_algo] = covered["unquantized"];
+    }
+    algo = names_by_algo.count("NVFP4") != 0 ? "NVFP4" : "FP8";
+    auto listed_in = [&roles_by_algo](const char* which, const std::string& role) {
+      const auto it = roles_by_algo.find(which);
+      return it != roles_by_algo.end() &&
+             std::find(it->second.begin(), it->second.end(), role) != it->second.end();
+    };
+    json unquantized = json::array();
+    json fp8_roles = json::array();
+    std::vector<std::string> roles;
+    for (const auto& info : role_module_names()) roles.emplace_back(info.role);
+    roles.emplace_back("lm_head");
+    for (const auto& role : roles) {
+      const bool nvfp4 = listed_in("NVFP4", role);
+      const bool fp8 = listed_in("FP8", role);
+      if (nvfp4 && fp8) {
+        q.fail("quantized_layers", role, "a tensor role listed under both FP8 and NVFP4");
+      }
+      if (!nvfp4 && !fp8) {
+        unquantized.push_back(role);
+      } else if (fp8 && algo == "NVFP4") {
+        fp8_roles.push_back(role);
+      }
+    }
+    if (!fp8_roles.empty()) out["fp8_roles"] = fp8_roles;
+    out["unquantized"] = unquantized;
+  } else {
+    out["unquantized"] = json::array();
+  }
+  if (algo == "FP8") {
+    out.update(
+        {{"method", "fp8"}, {"scale_strategy", "tensor"}, {"static_activation_scale", true}});
+  } else if (algo == "NVFP4") {
+    const std::int64_t group = group_size_field(q, "group_size", 16);
+    if (group != 16) q.fail("group_size", std::to_string(group), "NVFP4 groups are 16 wide");
+    out.update({{"method", "nvfp4"}, {"group_size", 16}});
+  } else {
+    q.fail("quant_algo", algo.empty() ? "missing" : algo,
+           "ModelOpt algorithm not supported (FP8, NVFP4, MIXED_PRECISION of those)");
+  }
+  if (q.has("exclude_modules")) {
+    add_unquantized(q, "exclude_modules", NameMatch::Glob, num_layers, out);
+  }
+  return out;
+}
+
+// The scheme of one compressed-tensors config group, as the spec's quantization document.
+json compressed_tensors_scheme(const ConfigFields& g, const std::string& where) {
+  if (!g.has("weights") || !g.at("weights").is_object())
+    g.fail("weights", "missing", "expected the weight scheme");
+  const ConfigFields w(g.at("weights"), g.file(), where + "weights.");
+  const std::int64_t bits = w.integer("num_bits");
+  const std::string type = w.string_or("type", "int");
+  const std::string strategy = w.string_or("strategy", "tensor");
+  const bool activations = g.has("input_activations");
+  json out;
+  if (type == "float" && bits == 8) {
+    if (strategy == "block") {
+      const json block =
+          w.has("block_structure") ? w.at("block_structure") : json::array({128, 128});
+      if (!block.is_array() || block.size() != 2 || !block[0].is_number_integer() ||
+          !block[1].is_number_integer() || block[0].get<std::int64_t>() <= 0 ||
+          block[1].get<std::int64_t>() <= 0) {
+        w.fail("block_structure", block.dump(), "expected [n, k] positive integers");
+      }
+      out = {{"method", "fp8"}, {"block_size", block}};
+    } else {
+      out = {{"method", "fp8"}, {"scale_strategy", strategy == "channel" ? "channel" : "tensor"}};
+    }
+    if (activations && g.at("input_activations").is_object()) {
+      const ConfigFields a(g.at("input_activations"), g.file(), where + "input_activations.");
+      out["static_activation_scale"] = !a.boolean_or("dynamic", true);
+    }
+  } else if (type == "float" && bits == 4) {
+    // NVFP4: e2m1 values, an fp8 scale per 16-element group, a global fp32 scale.
+    const std::int64_t group = group_size_field(w, "group_size", 16);
+    if (group != 16) w.fail("group_size", std::to_string(group), "NVFP4 groups are 16 wide");
+    out = {{"method", "nvfp4"}, {"group_size", 16}};
+  } else if (type == "int" && bits == 8 && activations) {
+    out = {{"method", "int8"}, {"scale_strategy", strategy == "channel" ? "channel" : "tensor"}};
+  } else if (type == "int" && (bits == 4 || bits == 8)) {
+    const std::int64_t group = strategy == "channel" ? -1 : group_size_field(w, "group_size", 128);
+    out = {{"method", "packed_wna16"},
+           {"bits", bits},
+           {"group_size", group},
+           {"sym", w.boolean_or("symmetric", true)},
+           {"desc_act", w.string_or("actorder", "") == "group"}};
+  } else {
+    w.fail("num_bits", std::to_string(bits) + " " + type, "compressed-tensors scheme not modelled");
+  }
+  return out;
 }
 
 json quantization_document(const json& config, const json* modelopt, const std::string& file) {
+  const std::int64_t num_layers = num_layers_of(config);
   if (modelopt != nullptr) {
     const ConfigFields root(*modelopt, file, "hf_quant_config.");
     if (!root.has("quantization") || !root.at("quantization").is_object()) {
       root.fail("quantization", "missing", "expected the ModelOpt quantization object");
     }
     const ConfigFields q(root.at("quantization"), file, "hf_quant_config.quantization.");
-    const std::string algo = q.string_or("quant_algo", "");
-    json out;
-    if (algo == "FP8") {
-      out = {{"method", "fp8"}, {"scale_strategy", "tensor"}, {"static_activation_scale", true}};
-    } else if (algo == "NVFP4") {
-      out = {{"method", "nvfp4"}, {"group_size", 16}};
-    } else {
-      q.fail("quant_algo", algo, "ModelOpt algorithm not supported (FP8, NVFP4)");
-    }
-    json unquantized = json::array();
-    if (q.has("exclude_modules")) {
-      for (const auto& m : q.at("exclude_modules")) {
-        if (!m.is_string()) q.fail("exclude_modules", m.dump(), "expected module names");
-        const std::string name = m.get<std::string>();
-        if (name == "lm_head") {
-          unquantized.push_back("lm_head");
-        } else {
-          q.fail("exclude_modules", name, "excluded module not expressible as a tensor role");
-        }
-      }
-    }
-    out["unquantized"] = unquantized;
-    return out;
+    return modelopt_document(q, num_layers);
   }
   const ConfigFields root(config, file, "");
   if (!root.has("quantization_config")) return json();
   const json& qc = root.at("quantization_config");
-  if (!qc.is_object()) root.fail("quantization_config", qc.dump(), "expected an object");
+  if (!qc.is_object())
+    root.fail("quantization_config", qc.dump().substr(0, 80), "expected an object");
   const ConfigFields q(qc, file, "quantization_config.");
   const std::string method = q.string_or("quant_method", "");
   json out;
-  if (method == "fp8") {
+  if (method == "modelopt" || method == "modelopt_fp4" || method == "modelopt_mixed") {
+    return modelopt_document(q, num_layers);
+  } else if (method == "fp8") {
     if (q.has("weight_block_size")) {
       const json& block = q.at("weight_block_size");
       if (!block.is_array() || block.size() != 2 || !block[0].is_number_integer() ||
           !block[1].is_number_integer() || block[0].get<std::int64_t>() <= 0 ||
           block[1].get<std::int64_t>() <= 0) {
-        q.fail("weight_block_size", block.dump(), "expected [n, k] positive integers");
+        q.fail("weight_block_size", block.dump().substr(0, 80),
+               "expected [n, k] positive integers");
       }
       // Block-fp8 checkpoints (DeepSeek, Qwen) store routers and lm_head in bf16.
       out = {{"method", "fp8"},
@@ -124,28 +524,59 @@ json quantization_document(const json& config, const json* modelopt, const std::
              {"scale_strategy", "tensor"},
              {"static_activation_scale", q.string_or("activation_scheme", "dynamic") == "static"}};
     }
-  } else if (method == "awq") {
+  } else if (method == "awq" || method == "awq_marlin") {
     out = {{"method", "awq"},
            {"bits", q.integer_or("bits", q.integer_or("w_bit", 4))},
-           {"group_size", q.integer_or("group_size", q.integer_or("q_group_size", 128))},
+           {"group_size", q.has("group_size") ? group_size_field(q, "group_size", 128)
+                                              : group_size_field(q, "q_group_size", 128)},
            {"sym", !q.boolean_or("zero_point", true)}};
     if (out["bits"] != 4) q.fail("bits", out["bits"].dump(), "AWQ is 4-bit");
-  } else if (method == "gptq") {
-    const std::int64_t group =
-        q.has("group_size") ? static_cast<std::int64_t>(q.number_or("group_size", 128)) : 128;
+  } else if (method == "gptq" || method == "gptq_marlin") {
     out = {{"method", "gptq"},
            {"bits", q.integer("bits")},
-           {"group_size", group},
+           {"group_size", group_size_field(q, "group_size", 128)},
            {"desc_act", q.boolean_or("desc_act", false)},
            {"sym", q.boolean_or("sym", true)}};
-  } else if (method == "auto-round" || method == "intel/auto-round") {
+    if (q.boolean_or("lm_head", false)) {
+      q.fail("lm_head", "true", "a GPTQ-quantized lm_head is not modelled");
+    }
+    if (q.has("dynamic")) {
+      // GPTQModel per-module rules: "-:regex" skips modules (kept fp16); "+:regex" / "regex"
+      // overrides bits or group size, which one method per role cannot express unless equal.
+      const json& dynamic = q.at("dynamic");
+      if (!dynamic.is_object()) q.fail("dynamic", dynamic.dump().substr(0, 80), "expected a map");
+      json skips = json::array();
+      for (const auto& [rule, overrides] : dynamic.items()) {
+        if (rule.rfind("-:", 0) == 0) {
+          skips.push_back("re:" + rule.substr(2));
+          continue;
+        }
+        if (!overrides.is_object()) q.fail("dynamic", rule, "expected a map of overrides");
+        for (const auto& [field, value] : overrides.items()) {
+          const bool same = out.contains(field) && out[field] == value;
+          if (!same) {
+            std::string shown = rule;
+            shown += ": " + field;
+            shown += "=" + value.dump().substr(0, 20);
+            q.fail("dynamic", shown,
+                   "per-module bits/group_size overrides are not modelled (one scheme per role)");
+          }
+        }
+      }
+      if (!skips.empty()) {
+        json holder = {{"dynamic", skips}};
+        const ConfigFields d(holder, file, "quantization_config.");
+        add_unquantized(d, "dynamic", NameMatch::CompressedTensors, num_layers, out);
+      }
+    }
+  } else if (method == "auto-round" || method == "intel/auto-round" || method == "auto_round") {
     // AutoRound exports GPTQ-packed (default) or AWQ-packed weights; vLLM loads either through
     // the matching kernel, so the stored layout is the packing format's.
     const std::string packing = q.string_or("packing_format", "auto_round:auto_gptq");
     const bool awq = packing.find("awq") != std::string::npos;
     out = {{"method", awq ? "awq" : "gptq"},
            {"bits", q.integer("bits")},
-           {"group_size", q.integer_or("group_size", 128)},
+           {"group_size", group_size_field(q, "group_size", 128)},
            {"sym", q.boolean_or("sym", true)}};
     if (awq && out["bits"] != 4) q.fail("bits", out["bits"].dump(), "AWQ packing is 4-bit");
     if (!awq) out["desc_act"] = false;
@@ -164,51 +595,71 @@ json quantization_document(const json& config, const json* modelopt, const std::
     } else {
       q.fail("load_in_4bit", "false", "bitsandbytes config loads neither 4-bit nor 8-bit");
     }
+    if (q.has("llm_int8_skip_modules") && !q.at("llm_int8_skip_modules").is_null()) {
+      add_unquantized(q, "llm_int8_skip_modules", NameMatch::Substring, num_layers, out);
+    }
   } else if (method == "compressed-tensors") {
     if (!q.has("config_groups") || !q.at("config_groups").is_object() ||
-        q.at("config_groups").size() != 1) {
+        q.at("config_groups").empty()) {
       q.fail("config_groups",
              q.has("config_groups") ? q.at("config_groups").dump().substr(0, 200) : "missing",
-             "expected exactly one quantization group");
+             "expected at least one quantization group");
     }
-    const json& group = q.at("config_groups").begin().value();
-    const ConfigFields g(group, file, "quantization_config.config_groups.*.");
-    if (!g.has("weights") || !g.at("weights").is_object())
-      g.fail("weights", "missing", "expected the weight scheme");
-    const ConfigFields w(g.at("weights"), file, "quantization_config.config_groups.*.weights.");
-    const std::int64_t bits = w.integer("num_bits");
-    const std::string type = w.string_or("type", "int");
-    const std::string strategy = w.string_or("strategy", "tensor");
-    const bool activations = g.has("input_activations");
-    if (type == "float" && bits == 8) {
-      out = {{"method", "fp8"}, {"scale_strategy", strategy == "channel" ? "channel" : "tensor"}};
-      if (activations && g.at("input_activations").is_object()) {
-        const ConfigFields a(g.at("input_activations"), file,
-                             "quantization_config.config_groups.*.input_activations.");
-        out["static_activation_scale"] = !a.boolean_or("dynamic", true);
+    // Several groups (one per target set) must share one scheme: one method per model.
+    std::string first_name;
+    for (const auto& [name, group] : q.at("config_groups").items()) {
+      const std::string where = "quantization_config.config_groups." + name + ".";
+      if (!group.is_object()) q.fail("config_groups", name, "expected a group object");
+      const ConfigFields g(group, file, where);
+      const json scheme = compressed_tensors_scheme(g, where);
+      if (first_name.empty()) {
+        out = scheme;
+        first_name = name;
+      } else if (scheme != out) {
+        std::string value = name;
+        value += " (" + scheme.dump();
+        value += ") beside " + first_name;
+        q.fail("config_groups", value,
+               "groups with different schemes are not modelled (one method per model)");
       }
-    } else if (type == "float" && bits == 4) {
-      // NVFP4: e2m1 values, an fp8 scale per 16-element group, a global fp32 scale.
-      out = {{"method", "nvfp4"}, {"group_size", w.integer_or("group_size", 16)}};
-    } else if (type == "int" && bits == 8 && activations) {
-      out = {{"method", "int8"}, {"scale_strategy", strategy == "channel" ? "channel" : "tensor"}};
-    } else if (type == "int" && (bits == 4 || bits == 8)) {
-      out = {{"method", "packed_wna16"},
-             {"bits", bits},
-             {"group_size", w.integer_or("group_size", 128)},
-             {"sym", w.boolean_or("symmetric", true)}};
-    } else {
-      w.fail("num_bits", std::to_string(bits) + " " + type,
-             "compressed-tensors scheme not modelled");
     }
-    if (q.has("ignore")) add_unquantized(q, "ignore", method, out);
+    if (q.has("ignore"))
+      add_unquantized(q, "ignore", NameMatch::CompressedTensors, num_layers, out);
   } else {
     q.fail("quant_method", method.empty() ? "missing" : method,
-           "quantization not supported (fp8, awq, gptq, auto-round, mxfp4, bitsandbytes, "
-           "compressed-tensors, ModelOpt via hf_quant_config.json)");
+           "quantization not supported (fp8, awq, awq_marlin, gptq, gptq_marlin, auto-round, "
+           "mxfp4, bitsandbytes, compressed-tensors, modelopt, ModelOpt via "
+           "hf_quant_config.json)");
   }
-  if (q.has("modules_to_not_convert")) add_unquantized(q, "modules_to_not_convert", method, out);
+  // vLLM matches modules_to_not_convert exactly for fp8 and as substrings for AWQ; its MXFP4
+  // config does not read the list (only experts are quantized there anyway).
+  if (method != "mxfp4" && q.has("modules_to_not_convert") &&
+      !q.at("modules_to_not_convert").is_null()) {
+    const NameMatch how = method == "fp8" ? NameMatch::CompressedTensors : NameMatch::Substring;
+    add_unquantized(q, "modules_to_not_convert", how, num_layers, out);
+  }
   return out;
+}
+
+// vLLM's grouped kernels (AWQ, GPTQ, compressed-tensors WNA16) need every quantized Linear's
+// input width to be a whole number of groups; a checkpoint whose group size does not divide one
+// cannot have been written by its quantizer, so the config is wrong, not the model.
+void check_group_size_divides(const ModelSpec& spec, const std::string& source) {
+  const QuantSpec& q = spec.quantization;
+  const bool grouped = q.method == QuantMethod::Awq || q.method == QuantMethod::Gptq ||
+                       q.method == QuantMethod::PackedWNA16;
+  if (!grouped || q.group_size <= 0) return;
+  for (const auto& g : model_tensor_groups(spec, true)) {
+    if (!g.is_linear || g.cols % q.group_size == 0) continue;
+    const char* role = tensor_role_name(g.role);
+    if (std::find(q.unquantized_roles.begin(), q.unquantized_roles.end(), role) !=
+        q.unquantized_roles.end()) {
+      continue;
+    }
+    throw SpecError(source, "quantization_config.group_size", std::to_string(q.group_size),
+                    "does not divide the input width " + std::to_string(g.cols) + " of the " +
+                        role + " tensors (groups must tile each quantized Linear's input)");
+  }
 }
 
 }  // namespace
@@ -256,7 +707,9 @@ ModelSpec model_spec_from_hf_config(const json& config, const json* quant_config
                                     const std::string& source) {
   const json doc = hf_config_to_spec_document(config, quant_config, source);
   // JSON is YAML: the schema parser validates and expands it like a hand-written spec.
-  return parse_model_spec_yaml(doc.dump(), source);
+  ModelSpec spec = parse_model_spec_yaml(doc.dump(), source);
+  check_group_size_divides(spec, source);
+  return spec;
 }
 
 namespace {

@@ -86,6 +86,8 @@ const char* tensor_role_name(TensorRole role) noexcept {
       return "router";
     case TensorRole::MixerIn:
       return "mixer_in";
+    case TensorRole::MixerInBA:
+      return "mixer_in_ba";
     case TensorRole::MixerOut:
       return "mixer_out";
     case TensorRole::MixerSmall:
@@ -110,11 +112,13 @@ class GroupBuilder {
   void add(TensorRole role, TensorSplit split, int layer, std::int64_t rows, std::int64_t cols,
            bool is_linear, std::int64_t count = 1, std::int64_t heads = 0) {
     if (rows <= 0 || cols <= 0 || count <= 0) return;
-    out_.push_back(TensorGroup{role, split, layer, rows, cols, count, heads, is_linear});
+    out_.push_back(TensorGroup{role, split, layer, rows, cols, count, heads, is_linear, mtp_});
   }
+  void set_mtp(bool mtp) { mtp_ = mtp; }
 
  private:
   std::vector<TensorGroup>& out_;
+  bool mtp_ = false;
 };
 
 void add_attention(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {
@@ -173,9 +177,12 @@ void add_linear_attention(const ModelSpec& s, int index, GroupBuilder& b) {
   const LinearAttentionSpec& g = s.linear_attention;
   const std::int64_t key_dim = static_cast<std::int64_t>(g.num_key_heads) * g.key_head_dim;
   const std::int64_t value_dim = static_cast<std::int64_t>(g.num_value_heads) * g.value_head_dim;
-  // in_proj_qkvz [2*key + 2*value, h] and in_proj_ba [2*Hv, h].
-  b.add(TensorRole::MixerIn, TensorSplit::Column, index,
-        2 * key_dim + 2 * value_dim + 2LL * g.num_value_heads, s.hidden_size, true);
+  // in_proj_qkvz [2*key + 2*value, h] and in_proj_ba [2*Hv, h]: two Linears in vLLM, which a
+  // quantization config may treat apart (Qwen3.5 NVFP4 keeps in_proj_a/b in bf16).
+  b.add(TensorRole::MixerIn, TensorSplit::Column, index, 2 * key_dim + 2 * value_dim, s.hidden_size,
+        true);
+  b.add(TensorRole::MixerInBA, TensorSplit::Column, index, 2LL * g.num_value_heads, s.hidden_size,
+        true);
   // conv1d over q,k,v [2*key + value, kernel]; dt_bias and A_log [Hv].
   b.add(TensorRole::MixerSmall, TensorSplit::Column, index, 2 * key_dim + value_dim, g.conv_kernel,
         false);
@@ -269,6 +276,7 @@ std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include
   if (include_mtp && !spec.layers.empty()) {
     // DeepSeek-style MTP layer: one more decoder layer (shaped like the last one) plus
     // enorm/hnorm, eh_proj [h, 2h] and the shared head's norm; embeddings/lm_head shared.
+    b.set_mtp(true);
     for (int i = 0; i < spec.num_nextn_predict_layers; ++i) {
       const int index = static_cast<int>(spec.layers.size()) + i;
       add_layer(spec, spec.layers.back(), index, b);

@@ -50,10 +50,12 @@ nlohmann::json to_json(const ModelSpec& s) {
 nlohmann::json to_json(const GpuSpec& g) {
   return {{"id", g.id},
           {"aliases", g.aliases},
+          {"shared_aliases", g.shared_aliases},
           {"name", g.name},
           {"vendor", g.vendor},
           {"total_memory_bytes", g.total_memory_bytes},
           {"total_memory_source", g.total_memory_source},
+          {"total_memory_derived", g.total_memory_derived},
           {"compute_capability", g.compute_capability},
           {"num_sms", g.num_sms},
           {"unified_memory", g.unified_memory}};

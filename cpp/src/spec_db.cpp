@@ -18,6 +18,47 @@ std::string key_of(const std::string& name) {
   return out;
 }
 
+// A GPU name as compared: lower case, '-'/'_' as spaces, single spaces, without the vendor and
+// brand words that nvidia-smi, rocm-smi and lspci add or leave out ("NVIDIA GeForce RTX 4090"
+// and "RTX-4090" are one key).
+std::string gpu_key(const std::string& name) {
+  std::string spaced;
+  for (const char c : key_of(name)) spaced += (c == '-' || c == '_') ? ' ' : c;
+  std::istringstream words(spaced);
+  std::string out;
+  std::string word;
+  while (words >> word) out += (out.empty() ? "" : " ") + word;
+  static const char* const prefixes[] = {"nvidia corporation ",
+                                         "advanced micro devices, inc. ",
+                                         "nvidia ",
+                                         "amd ",
+                                         "geforce ",
+                                         "tesla ",
+                                         "radeon ",
+                                         "instinct "};
+  for (bool stripped = true; stripped;) {
+    stripped = false;
+    for (const char* prefix : prefixes) {
+      const std::string p(prefix);
+      if (out.size() > p.size() && out.compare(0, p.size(), p) == 0) {
+        out.erase(0, p.size());
+        stripped = true;
+      }
+    }
+  }
+  return out;
+}
+
+// The keys to try for a name: the whole name, then an lspci line's last bracketed device name
+// ("... GH100 [H100 SXM5 80GB] (rev a1)" -> "H100 SXM5 80GB").
+std::vector<std::string> gpu_lookup_keys(const std::string& name) {
+  std::vector<std::string> keys{gpu_key(name)};
+  const std::size_t close = name.rfind(']');
+  const std::size_t open = close == std::string::npos ? close : name.rfind('[', close);
+  if (open != std::string::npos) keys.push_back(gpu_key(name.substr(open + 1, close - open - 1)));
+  return keys;
+}
+
 // Up to five known names sharing the longest prefix with `name`, for "did you mean".
 std::string nearest_names(const std::map<std::string, std::size_t>& index,
                           const std::string& name) {
@@ -84,20 +125,62 @@ void SpecDatabase::add_gpu(GpuSpec gpu) {
   std::vector<std::string> names = gpu.aliases;
   names.insert(names.begin(), gpu.id);
   for (const auto& name : names) {
-    if (gpu_index_.count(key_of(name)) != 0) {
-      throw SpecError("gpus.yaml", gpu.id, "'" + name + "'", "GPU name defined twice");
+    const std::string key = gpu_key(name);
+    if (key.empty() || gpu_index_.count(key) != 0 || shared_gpu_index_.count(key) != 0) {
+      throw SpecError("gpus.yaml", gpu.id, "'" + name + "'",
+                      "GPU name empty or defined twice (names compare as '" + key + "')");
     }
   }
-  for (const auto& name : names) gpu_index_[key_of(name)] = index;
+  for (const auto& name : gpu.shared_aliases) {
+    const std::string key = gpu_key(name);
+    if (key.empty() || gpu_index_.count(key) != 0) {
+      throw SpecError("gpus.yaml", gpu.id, "'" + name + "'",
+                      "shared GPU name empty or also an exact name (compares as '" + key + "')");
+    }
+  }
+  for (const auto& name : names) gpu_index_[gpu_key(name)] = index;
+  for (const auto& name : gpu.shared_aliases) {
+    auto& indices = shared_gpu_index_[gpu_key(name)];
+    if (std::find(indices.begin(), indices.end(), index) == indices.end()) indices.push_back(index);
+  }
   gpus_.push_back(std::move(gpu));
+}
+
+std::vector<std::size_t> SpecDatabase::gpu_matches(const std::string& name) const {
+  const std::vector<std::string> keys = gpu_lookup_keys(name);
+  for (const auto& key : keys) {
+    const auto it = gpu_index_.find(key);
+    if (it != gpu_index_.end()) return {it->second};
+  }
+  for (const auto& key : keys) {
+    const auto it = shared_gpu_index_.find(key);
+    if (it != shared_gpu_index_.end()) return it->second;
+  }
+  return {};
+}
+
+std::vector<GpuSpec> SpecDatabase::gpu_candidates(const std::string& name) const {
+  std::vector<GpuSpec> out;
+  for (const std::size_t index : gpu_matches(name)) out.push_back(gpus_[index]);
+  return out;
+}
+
+std::string SpecDatabase::gpu_name_note(const std::string& name) const {
+  const std::vector<std::size_t> indices = gpu_matches(name);
+  if (indices.size() < 2) return {};
+  std::string others;
+  for (std::size_t i = 1; i < indices.size(); ++i)
+    others += (i > 1 ? ", " : "") + gpus_[indices[i]].id;
+  const GpuSpec& assumed = gpus_[indices.front()];
+  return "GPU '" + name + "' names several memory sizes; assumed " + assumed.id + " (" +
+         assumed.name + ", total " + std::to_string(assumed.total_memory_bytes) +
+         " bytes); give --gpu " + others + " if that is the one";
 }
 
 bool SpecDatabase::has_model(const std::string& name) const {
   return model_index_.count(key_of(name)) != 0;
 }
-bool SpecDatabase::has_gpu(const std::string& name) const {
-  return gpu_index_.count(key_of(name)) != 0;
-}
+bool SpecDatabase::has_gpu(const std::string& name) const { return !gpu_matches(name).empty(); }
 
 const ModelSpec& SpecDatabase::model(const std::string& name) const {
   const auto it = model_index_.find(key_of(name));
@@ -109,12 +192,17 @@ const ModelSpec& SpecDatabase::model(const std::string& name) const {
 }
 
 const GpuSpec& SpecDatabase::gpu(const std::string& name) const {
-  const auto it = gpu_index_.find(key_of(name));
-  if (it == gpu_index_.end()) {
-    throw ConfigError("gpu", "'" + name + "'", nearest_names(gpu_index_, name),
-                      "unknown GPU (not in model_specs/gpus.yaml)");
+  const std::vector<std::size_t> indices = gpu_matches(name);
+  if (indices.empty()) {
+    std::map<std::string, std::size_t> known;
+    for (const auto& gpu : gpus_) {
+      known.emplace(key_of(gpu.id), 0);
+      for (const auto& alias : gpu.aliases) known.emplace(key_of(alias), 0);
+    }
+    throw ConfigError("gpu", "'" + name + "'", nearest_names(known, name),
+                      "unknown GPU (not in model_specs/gpus.yaml; see `vramplan gpus`)");
   }
-  return gpus_[it->second];
+  return gpus_[indices.front()];
 }
 
 std::vector<std::string> SpecDatabase::model_ids() const {

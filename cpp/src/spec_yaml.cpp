@@ -106,14 +106,17 @@ const std::vector<SchemaKey> kSchema = {
   {"quantization", "static_activation_scale", "bool", false, "An input_scale is stored per layer."},
   {"quantization", "double_quant", "bool", false, "bitsandbytes nested absmax in the checkpoint. Default true."},
   {"quantization", "online", "bool", false, "Quantized at load from a 16-bit checkpoint (--quantization fp8)."},
-  {"quantization", "unquantized", "list[string]", false, "Tensor roles kept in torch_dtype (lm_head, router, attn_q, ...)."},
+  {"quantization", "unquantized", "list[string]", false, "Tensor roles kept in torch_dtype (lm_head, router, attn_q, mixer_in_ba, ...; mtp: every MTP-layer tensor)."},
+  {"quantization", "fp8_roles", "list[string]", false, "Tensor roles stored in per-tensor fp8 with a static input scale beside an nvfp4 method (ModelOpt MIXED_PRECISION)."},
   {"quantization", "gguf_types", "map[string,dtype]", false, "GGUF block type per tensor role; key default covers the rest."},
   {"gpu", "id", "string", true, "Database id (H100-80GB)."},
   {"gpu", "aliases", "list[string]", false, "Other names (nvidia-smi names, short names)."},
+  {"gpu", "shared_aliases", "list[string]", false, "Names several memory sizes share (NVIDIA A100): the first GPU listing one is assumed, with a warning."},
   {"gpu", "name", "string", true, "Product name."},
   {"gpu", "vendor", "string", true, "nvidia or amd."},
   {"gpu", "total_memory_bytes", "int", true, "Total memory as cudaMemGetInfo / torch report it (bytes), not the marketing figure."},
   {"gpu", "total_memory_source", "string", true, "Where the total comes from."},
+  {"gpu", "total_memory_derived", "bool", false, "The total is derived from the published capacity (rule in gpus.yaml), not measured."},
   {"gpu", "compute_capability", "float", false, "CUDA compute capability (9.0 Hopper)."},
   {"gpu", "num_sms", "int", false, "Streaming multiprocessors."},
   {"gpu", "unified_memory", "bool", false, "Integrated/UMA device (GH200): free memory is host RAM."},
@@ -346,7 +349,7 @@ QuantSpec read_quantization(const MapReader& parent) {
   q.online = r.get_bool("online", false);
   q.unquantized_roles = r.get_string_list("unquantized");
   for (std::size_t i = 0; i < q.unquantized_roles.size(); ++i) {
-    bool known = false;
+    bool known = q.unquantized_roles[i] == "mtp";  // every tensor of the MTP layers
     for (int role = 0; role <= static_cast<int>(TensorRole::Vision); ++role) {
       known |= q.unquantized_roles[i] == tensor_role_name(static_cast<TensorRole>(role));
     }
@@ -354,6 +357,20 @@ QuantSpec read_quantization(const MapReader& parent) {
       r.fail(r.field("unquantized") + "[" + std::to_string(i) + "]",
              "'" + q.unquantized_roles[i] + "'", "unknown tensor role");
     }
+  }
+  q.fp8_roles = r.get_string_list("fp8_roles");
+  for (std::size_t i = 0; i < q.fp8_roles.size(); ++i) {
+    bool known = false;
+    for (int role = 0; role <= static_cast<int>(TensorRole::Vision); ++role) {
+      known |= q.fp8_roles[i] == tensor_role_name(static_cast<TensorRole>(role));
+    }
+    if (!known) {
+      r.fail(r.field("fp8_roles") + "[" + std::to_string(i) + "]", "'" + q.fp8_roles[i] + "'",
+             "unknown tensor role");
+    }
+  }
+  if (!q.fp8_roles.empty() && q.method != QuantMethod::Nvfp4) {
+    r.fail(r.field("fp8_roles"), "a list", "fp8_roles go with method nvfp4 (ModelOpt mixed)");
   }
   if (r.has("gguf_types")) {
     const YAML::Node n = r.child("gguf_types");
@@ -757,6 +774,7 @@ std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::st
     GpuSpec g;
     g.id = r.get_string("id");
     g.aliases = r.get_string_list("aliases");
+    g.shared_aliases = r.get_string_list("shared_aliases");
     g.name = r.get_string("name");
     g.vendor = r.get_string("vendor");
     if (g.vendor != "nvidia" && g.vendor != "amd") {
@@ -765,6 +783,7 @@ std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::st
     g.total_memory_bytes =
         r.get_int("total_memory_bytes", 0, std::int64_t{1} << 30, std::int64_t{1} << 45);
     g.total_memory_source = r.get_string("total_memory_source");
+    g.total_memory_derived = r.get_bool("total_memory_derived", false);
     g.compute_capability = r.get_double("compute_capability", 0.0, 0.0, 20.0);
     g.num_sms = r.get_i32("num_sms", 0, 0);
     g.unified_memory = r.get_bool("unified_memory", false);

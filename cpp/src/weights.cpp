@@ -27,6 +27,10 @@ bool is_expert(TensorRole role) noexcept {
 // Does `quant` store this tensor quantized?
 bool quantizes(const QuantSpec& q, const TensorGroup& g) noexcept {
   if (q.method == QuantMethod::None || role_listed(q, g.role)) return false;
+  if (g.mtp && std::find(q.unquantized_roles.begin(), q.unquantized_roles.end(), "mtp") !=
+                   q.unquantized_roles.end()) {
+    return false;  // a config that ignores the MTP modules stores them in torch_dtype
+  }
   if (q.method == QuantMethod::Gguf) {
     // llama.cpp quantizes every 2-D weight (embeddings and output included), never 1-D ones.
     return g.cols > 1 && g.role != TensorRole::Vision;
@@ -158,7 +162,16 @@ std::int64_t tensor_group_bytes(const TensorGroup& g, const QuantSpec& quant, DT
     }
   }
   std::int64_t bytes = 0;
-  if (quantizes(quant, g)) {
+  if (g.is_linear && !role_listed(quant, g.role) &&
+      std::find(quant.fp8_roles.begin(), quant.fp8_roles.end(), tensor_role_name(g.role)) !=
+          quant.fp8_roles.end()) {
+    QuantSpec fp8;  // ModelOpt FP8: fp8 weight, fp32 weight_scale and input_scale
+    fp8.method = QuantMethod::Fp8;
+    fp8.bits = 8;
+    fp8.scale_strategy = ScaleStrategy::Tensor;
+    fp8.static_activation_scale = true;
+    bytes = quantized_linear_bytes(fp8, g.role, rows, cols, served_dtype, checkpoint_layout);
+  } else if (quantizes(quant, g)) {
     bytes = quantized_linear_bytes(quant, g.role, rows, cols, served_dtype, checkpoint_layout);
   } else {
     bytes = rows * cols * elem_bytes(served_dtype);
@@ -207,6 +220,7 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
       case TensorRole::MlaKVA:
       case TensorRole::MlaKVB:
       case TensorRole::MixerIn:
+      case TensorRole::MixerInBA:
       case TensorRole::MixerOut:
       case TensorRole::MixerSmall:
         out.attention += bytes;

@@ -65,6 +65,8 @@ void register_spec(py::module_& m) {
       .def("gpu", &SpecDatabase::gpu, py::arg("name"), py::return_value_policy::copy)
       .def("has_model", &SpecDatabase::has_model, py::arg("name"))
       .def("has_gpu", &SpecDatabase::has_gpu, py::arg("name"))
+      .def("gpu_candidates", &SpecDatabase::gpu_candidates, py::arg("name"))
+      .def("gpu_name_note", &SpecDatabase::gpu_name_note, py::arg("name"))
       .def("model_ids", &SpecDatabase::model_ids)
       .def("gpu_ids", &SpecDatabase::gpu_ids)
       .def("add_model", &SpecDatabase::add_model, py::arg("spec"));

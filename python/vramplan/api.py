@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,12 +67,17 @@ def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def load_gpu(gpu: str, *, total_memory_bytes: int | None = None) -> _core.GpuSpec:
-    """A GPU by database id or alias; `total_memory_bytes` overrides the database total."""
+    """A GPU by database id, alias, nvidia-smi / rocm-smi name or lspci line (the core's lookup);
+    `total_memory_bytes` overrides the database total. A name several memory sizes share
+    ("NVIDIA A100") gives the GPU the database assumes, with a UserWarning saying which."""
     if not isinstance(gpu, str):
         raise config_error("gpu", gpu, "a GPU id or alias (str)", "wrong type")
     if total_memory_bytes is not None:
         _integer("total_memory_bytes", total_memory_bytes, 1, 1 << 50)
     db = spec_database()
+    note = db.gpu_name_note(gpu)
+    if note and total_memory_bytes is None:
+        warnings.warn(note, UserWarning, stacklevel=2)
     if db.has_gpu(gpu):
         spec = db.gpu(gpu)
         if total_memory_bytes is None:

@@ -13,6 +13,7 @@ import json
 import os
 import shlex
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -233,9 +234,24 @@ class _Launch:
             others = others or found.memory_used_by_others_bytes
             host = host or found.host_ram_bytes
             self.source["gpu"] = f"auto: {found.gpu_id}"
-        self.gpu = api.load_gpu(gpu_name, total_memory_bytes=args.gpu_total_bytes)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            self.gpu = api.load_gpu(gpu_name, total_memory_bytes=args.gpu_total_bytes)
+        for warning in caught:  # a shared GPU name: say which GPU was assumed
+            _note(str(warning.message))
+        if self.gpu.to_dict()["vendor"] == "amd":
+            _note(f"{self.gpu.id}: {_ROCM_NOTE}")
         self.memory_used_by_others_bytes = others
         self.host_ram_bytes = host
+
+
+# vLLM 0.33 on ROCm (vllm/platforms/rocm.py) chooses its own attention backends (ROCM_ATTN,
+# AITER FA / unified attention, AITER MLA, Triton) and CUDA-graph overrides; the engine model
+# applies the CUDA rules to every GPU, so an AMD plan says so.
+_ROCM_NOTE = (
+    "AMD GPU: the plan applies vLLM's CUDA rules; vLLM's ROCm attention backends (ROCM_ATTN, "
+    "AITER) and CUDA-graph overrides are not modelled (unverified on ROCm)"
+)
 
 
 def _gpus_needed(args: argparse.Namespace) -> int:
@@ -635,8 +651,17 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     out.print(
         _render.table(
             out,
-            ["id", "total", "name"],
-            [[r["id"], _render.gib(r["total_memory_bytes"]), r["name"]] for r in rows],
+            ["id", "total", "total is", "name"],
+            [
+                [
+                    r["id"],
+                    _render.gib(r["total_memory_bytes"]),
+                    ("derived" if r["total_memory_derived"] else "measured")
+                    + (", shared with host" if r["unified_memory"] else ""),
+                    r["name"],
+                ]
+                for r in rows
+            ],
             right=["total"],
         )
     )

@@ -240,11 +240,6 @@ def probe_gpus(
     raise _core.ConfigError(msg)
 
 
-def _normal_name(name: str) -> str:
-    name = " ".join(name.lower().replace("-", " ").split())
-    return name.removeprefix("nvidia ").removeprefix("geforce ")
-
-
 def match_gpu(name: str | None, total_bytes: int | None, *, probed_total: bool = True) -> str:
     """The database GPU id for a probed GPU, by name (database name, id or alias) and capacity.
 
@@ -267,13 +262,9 @@ def match_gpu(name: str | None, total_bytes: int | None, *, probed_total: bool =
         return abs(cuda_total - total_bytes) <= 0.005 * total_bytes
 
     if name:
-        wanted = _normal_name(name)
-        named = [
-            r
-            for r in rows
-            if wanted
-            in {_normal_name(n) for n in [r["id"], r.get("name") or "", *(r.get("aliases") or [])]}
-        ]
+        # The core's one GPU lookup names the candidates (several for a shared name such as
+        # "NVIDIA A100"); the probed capacity picks among them.
+        named = [g.to_dict() for g in db.gpu_candidates(name)]
         sized = [r for r in named if fits(r)]
         if sized:
             return str(sized[0]["id"])

@@ -485,17 +485,25 @@ TEST(Architectures, DocsModelsPageIsGeneratedFromTheTable) {
   const fs::path page = fs::path(VRAMPLAN_SOURCE_DIR) / "docs" / "models.md";
   const std::string expected =
       "# Model families\n\n"
-      "<!-- Generated from cpp/src/architectures.cpp by scripts/gen_models_doc.sh; do not edit. "
+      "<!-- Generated from cpp/src/architectures.cpp and model_specs/architectures.yaml by "
+      "scripts/gen_models_doc.sh; do not edit. "
       "-->\n\n"
       "Every `model_type` vramplan plans from a `config.json` (or a llama.cpp GGUF file), what "
       "is modelled, and the transformers configuration class whose defaults fill keys a config "
       "omits. A config whose `model_type` is not listed is refused with a named error; to plan "
       "such a model, write a spec YAML under `model_specs/models/` (schema: `vramplan schema`). "
-      "Quantizations accepted for every family: compressed-tensors (fp8, int8 W8A8, "
-      "W4A16/W8A16 pack-quantized, NVFP4; `ignore` lists), ModelOpt FP8/NVFP4 "
-      "(`hf_quant_config.json`), fp8 (per-tensor or block), AWQ, GPTQ (incl. act-order), "
-      "AutoRound (GPTQ-packed), bitsandbytes nf4/int8, MXFP4 and GGUF block types. Vision "
-      "towers and projectors are always counted in the stored dtype.\n\n" +
+      "Quantizations accepted for every family: compressed-tensors (fp8 per-tensor, channel "
+      "or block, int8 W8A8, W4A16/W8A16 pack-quantized, NVFP4; several `config_groups` of one "
+      "scheme; `ignore` lists of names and `re:` regexes), ModelOpt FP8/NVFP4 and "
+      "MIXED_PRECISION (FP8 and NVFP4 per layer; `hf_quant_config.json` or `quant_method: "
+      "modelopt`; "
+      "glob `exclude_modules`), fp8 (per-tensor or block), AWQ / awq_marlin, GPTQ / "
+      "gptq_marlin (incl. act-order and `dynamic` skip rules), AutoRound (GPTQ- or AWQ-packed), "
+      "bitsandbytes nf4/int8, MXFP4 and GGUF block types. Skip lists are matched against the "
+      "module names vLLM builds (exact, regex, substring or glob, as vLLM 0.33 matches each "
+      "method's list); a list that covers part of a tensor role (some layers, one shard of a "
+      "fused Linear) is refused by name. Vision towers and projectors are always counted in the "
+      "stored dtype.\n\n" +
       architectures_markdown();
   if (std::getenv("VRAMPLAN_UPDATE_DOCS") != nullptr) {
     std::ofstream(page, std::ios::binary) << expected;

@@ -135,4 +135,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"bnb_fp4.json", "bnb_4bit_quant_type"},
         BadConfig{"partial_rotary.json", "partial_rotary_factor"},
         BadConfig{"vision_patch.json", "patch_size"}, BadConfig{"dtype_number.json", "torch_dtype"},
-        BadConfig{"invalid_utf8.json", "not valid JSON"}));
+        BadConfig{"invalid_utf8.json", "not valid JSON"},
+        // Quantization configs vLLM would refuse or vramplan cannot express: group sizes that are
+        // not integers or do not tile the input, per-module scheme mixes, bad skip patterns.
+        BadConfig{"gptq_group_fraction.json", "group_size: group size must be -1 or a positive"},
+        BadConfig{"gptq_group_not_dividing.json", "does not divide the input width 64"},
+        BadConfig{"awq_group_zero.json", "group_size"},
+        BadConfig{"gptq_dynamic_bits.json", "dynamic"},
+        BadConfig{"ct_mixed_groups.json", "config_groups"},
+        BadConfig{"ct_bad_regex.json", "not a valid regular expression"},
+        BadConfig{"modelopt_mixed_algos.json", "quantized_layers"},
+        BadConfig{"ct_ignore_one_layer.json", "covers part of the mlp_gate_up"},
+        BadConfig{"ct_nested_regex.json", "repeated group"}));

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -63,3 +64,45 @@ def test_validate_records_json(dev_records) -> None:
     by_id = {row["id"]: row for row in rows}
     # dev-021: Llama-3.1-8B, vLLM 0.19, H100, util 0.95 -> outcome started.
     assert by_id["dev-021"]["predicted"]["outcome"] == "started"
+
+
+def test_gpus_lists_at_least_45_with_measured_or_derived_totals() -> None:
+    result = run("gpus", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert len(rows) >= 45
+    assert {"MI300X", "MI355X", "B300", "GB10", "RTX-PRO-6000", "RTX-4090-D"} <= {
+        r["id"] for r in rows
+    }
+    assert all(isinstance(r["total_memory_derived"], bool) for r in rows)
+
+
+def test_shared_gpu_name_is_noted_on_stderr_and_the_plan_goes_on() -> None:
+    result = run("breakdown", "--gpu", "NVIDIA A100", "--json")
+    assert result.returncode == 0, result.stderr
+    assert "assumed A100-80GB" in result.stderr
+    assert "A100-40GB" in result.stderr
+    exact = run("breakdown", "--gpu", "NVIDIA A100-SXM4-40GB", "--json")
+    assert "assumed" not in exact.stderr
+
+
+def test_malformed_quantization_configs_exit_2_naming_field_and_value() -> None:
+    cases = {
+        "gptq_group_fraction.json": ("quantization_config.group_size", "1.99"),
+        "gptq_group_not_dividing.json": ("quantization_config.group_size", "got 3"),
+        "ct_mixed_groups.json": ("quantization_config.config_groups", "group_1"),
+        "modelopt_mixed_algos.json": ("quantization_config.quantized_layers", "INT4_AWQ"),
+    }
+    for name, (field, value) in cases.items():
+        result = run("breakdown", str(Path(__file__).parents[1] / "data" / "bad_configs" / name))
+        assert result.returncode == 2, (name, result.stderr)
+        assert field in result.stderr, (name, result.stderr)
+        assert value in result.stderr, (name, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+def test_amd_gpu_plan_says_rocm_rules_are_not_modelled() -> None:
+    result = run("breakdown", "--gpu", "AMD Instinct MI300X", "--json")
+    assert result.returncode == 0, result.stderr
+    assert "ROCm" in result.stderr
+    assert "ROCm" not in run("breakdown", "--gpu", "H100", "--json").stderr

@@ -202,6 +202,25 @@ def test_match_gpu_by_name_and_capacity() -> None:
         probe_module.match_gpu("Imaginary GPU 9000", 16 << 30)
 
 
+def test_match_gpu_wraps_the_core_lookup_for_every_name_form() -> None:
+    # nvidia-smi, rocm-smi and lspci name forms go through the core's one lookup.
+    assert probe_module.match_gpu("NVIDIA GeForce RTX 4090 D", 24564 * MIB) == "RTX-4090-D"
+    assert probe_module.match_gpu("AMD Instinct MI300X", 192 << 30) == "MI300X"
+    lspci = "NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev a1)"
+    assert probe_module.match_gpu(lspci, H100_NVML_TOTAL) == "H100-80GB"
+    # A shared name: the probed capacity picks the size (nvidia-smi's 40960 MiB, an A100 40GB,
+    # modal-labs/modal-client#2797).
+    assert probe_module.match_gpu("NVIDIA A100", 40960 * MIB) == "A100-40GB"
+    assert probe_module.match_gpu("NVIDIA A100", 81920 * MIB) == "A100-80GB"
+
+
+def test_load_gpu_warns_which_size_a_shared_name_assumed() -> None:
+    with pytest.warns(UserWarning, match=r"assumed A100-80GB .*A100-40GB"):
+        gpu = vramplan.load_gpu("NVIDIA A100")
+    assert gpu.id == "A100-80GB"
+    assert vramplan.load_gpu("NVIDIA GeForce RTX 4090 D").id == "RTX-4090-D"  # no warning
+
+
 def test_host_memory_cgroup_v2_v1_and_none(tmp_path: Path, host_tree: dict[str, Path]) -> None:
     host = probe_module.probe_host(**host_tree)
     assert host.mem_available_bytes == 104857600 * 1024

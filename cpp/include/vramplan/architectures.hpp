@@ -66,6 +66,17 @@ struct RefusedArchitecture {
   std::string reason;
 };
 
+// One entry of vLLM 0.33's architecture registry (model_specs/architectures.yaml, compiled in):
+// planned through `model_type` (a row of the table), or refused with `refused_reason`.
+struct VllmArchitecture {
+  std::string architecture;  // config.json "architectures" entry, e.g. "LlamaForCausalLM"
+  std::string model_type;    // "" when refused
+  std::string refused_reason;
+};
+// Throws SpecError naming model_specs/architectures.yaml for a malformed entry or a model_type
+// the table does not plan.
+const std::vector<VllmArchitecture>& vllm_registry_architectures();
+
 const std::vector<ArchitectureInfo>& architecture_infos();
 const std::vector<RefusedArchitecture>& refused_architectures();
 

@@ -8,13 +8,19 @@
 namespace vramplan {
 
 struct GpuSpec {
-  std::string id;                       // database id, e.g. "H100-80GB"
-  std::vector<std::string> aliases;     // other names ("NVIDIA H100 80GB HBM3", "h100")
+  std::string id;                    // database id, e.g. "H100-80GB"
+  std::vector<std::string> aliases;  // other names ("NVIDIA H100 80GB HBM3", "h100")
+  // Names several memory sizes share ("NVIDIA A100": 40 or 80 GB). The lookup assumes the first
+  // GPU in gpus.yaml that lists the name, and says so (SpecDatabase::gpu_name_note).
+  std::vector<std::string> shared_aliases;
   std::string name;                     // marketing name
   std::string vendor;                   // nvidia / amd
   std::int64_t total_memory_bytes = 0;  // cudaMemGetInfo total, not the marketing figure
   std::string total_memory_source;      // provenance of the total
-  double compute_capability = 0.0;      // 9.0 for Hopper; 0 for non-CUDA
+  // True when no log of this GPU's total was found: the total is derived from the published
+  // capacity (gpus.yaml's header gives the rule), not measured.
+  bool total_memory_derived = false;
+  double compute_capability = 0.0;  // 9.0 for Hopper; 0 for non-CUDA
   std::int32_t num_sms = 0;
   bool unified_memory = false;  // GH200/GB200-class: free comes from host RAM
 };

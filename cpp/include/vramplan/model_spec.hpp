@@ -128,6 +128,9 @@ struct QuantSpec {
   bool online = false;                   // quantized at load from a 16-bit checkpoint
   // Tensor roles left in torch_dtype (names as tensor_role_name, e.g. "lm_head", "router").
   std::vector<std::string> unquantized_roles;
+  // Tensor roles stored in per-tensor fp8 with a static input scale (ModelOpt FP8 layout) while
+  // `method` covers the rest: ModelOpt MIXED_PRECISION checkpoints (FP8 attention, NVFP4 MLP).
+  std::vector<std::string> fp8_roles;
   // Expert matrices rounded up at load by the MoE kernel backend (the engine sets these from
   // the GPU: MXFP4 under Marlin pads H to 256 and I to 128); 1 = no padding.
   std::int32_t expert_hidden_multiple = 1;
@@ -199,6 +202,7 @@ enum class TensorRole : std::uint8_t {
   SharedExpertDown,
   Router,
   MixerIn,     // Mamba / linear-attention input projection (column)
+  MixerInBA,   // linear-attention in_proj_ba (the b and a gates; a separate Linear in vLLM)
   MixerOut,    // Mamba / linear-attention output projection (row)
   MixerSmall,  // conv1d, A_log, D, dt_bias, gated norm: column-split small tensors
   Norm,        // replicated RMSNorm / LayerNorm weights, sinks
@@ -227,6 +231,7 @@ struct TensorGroup {
   std::int64_t count;  // stacked copies (experts)
   std::int64_t heads;  // KvHeads split: KV heads in `rows` (rows / heads per head); else 0
   bool is_linear;      // a Linear weight a quantization method may quantize
+  bool mtp = false;    // part of an MTP (next-token prediction) layer
 };
 
 // The model's weight tensors as vLLM builds them (no MTP layers unless asked).

@@ -42,9 +42,20 @@ class SpecDatabase {
 
   // Find a model by id or alias (case-insensitive). Throws ConfigError listing near names.
   const ModelSpec& model(const std::string& name) const;
-  const GpuSpec& gpu(const std::string& name) const;
   bool has_model(const std::string& name) const;
+  // The one GPU lookup every command uses: a database id, an alias, the name nvidia-smi /
+  // rocm-smi print ("NVIDIA GeForce RTX 4090 D", "AMD Instinct MI300X") or an lspci line
+  // ("NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev a1)"), compared without case, vendor and
+  // brand words or '-'/'_' spacing. A shared name ("NVIDIA A100") gives the first GPU listing it;
+  // gpu_name_note says which was assumed. Throws ConfigError listing near names.
+  const GpuSpec& gpu(const std::string& name) const;
   bool has_gpu(const std::string& name) const;
+  // Every GPU `name` may mean: one for an exact name, several for a shared one (first = assumed),
+  // none for an unknown name.
+  std::vector<GpuSpec> gpu_candidates(const std::string& name) const;
+  // For a shared name, the warning that says which GPU was assumed and what the others are;
+  // empty otherwise.
+  std::string gpu_name_note(const std::string& name) const;
 
   std::vector<std::string> model_ids() const;
   std::vector<std::string> gpu_ids() const;
@@ -58,7 +69,9 @@ class SpecDatabase {
   std::vector<ModelSpec> models_;
   std::vector<GpuSpec> gpus_;
   std::map<std::string, std::size_t> model_index_;  // lower-cased id/alias -> index
-  std::map<std::string, std::size_t> gpu_index_;
+  std::map<std::string, std::size_t> gpu_index_;    // normalized id/alias (gpu_key) -> index
+  std::map<std::string, std::vector<std::size_t>> shared_gpu_index_;  // gpu_key -> indices
+  std::vector<std::size_t> gpu_matches(const std::string& name) const;
 };
 
 }  // namespace vramplan

@@ -61,8 +61,10 @@ def test_a_lone_source_is_predicted_by_the_shipped_row() -> None:
     assert not any(r["held_out"] for r in rows)
     assert all(r["predicted"] == r["shipped"] for r in rows)
     assert fits == [
-        "| `dennislee22/vLLM-benchmarking` | 0.10.0 | 6 | 0 | 0 | "
-        "shipped row (no other source at vLLM 0.10.0) |"
+        (
+            "| `dennislee22/vLLM-benchmarking` | 0.10.0 | 6 | 0 | 0 | "
+            "shipped row (no other source at vLLM 0.10.0) |"
+        )
     ]
 
 

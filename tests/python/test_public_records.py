@@ -138,7 +138,7 @@ def test_public_records_expressed_and_reasons() -> None:
         "pub-018",
         "pub-101",
         "pub-102",
-        *(f"pub-{n}" for n in range(300, 307)),
+        *(f"pub-{n}" for n in range(300, 308)),
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -180,6 +180,7 @@ def test_record_knobs_appear_in_their_logs() -> None:
         "pub-304": ("gpu_memory_utilization", "'gpu_memory_utilization': 0.5}"),
         "pub-305": ("max_model_len", "'max_model_len': 16384, 'tensor_parallel_size': 4"),
         "pub-306": ("max_num_seqs", "'gpu_memory_utilization': 0.92, 'max_num_seqs': 128}"),
+        "pub-307": ("gpu_total_gib", "Free memory on device (23.21/23.65 GiB)"),
     }
     for rid, (field, text) in cases.items():
         log = (DATA / "public_logs" / f"{rid}.log").read_text(encoding="utf-8")

@@ -138,7 +138,7 @@ def test_public_records_expressed_and_reasons() -> None:
         "pub-018",
         "pub-101",
         "pub-102",
-        *(f"pub-{n}" for n in range(300, 308)),
+        *(f"pub-{n}" for n in range(300, 310)),
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -181,6 +181,8 @@ def test_record_knobs_appear_in_their_logs() -> None:
         "pub-305": ("max_model_len", "'max_model_len': 16384, 'tensor_parallel_size': 4"),
         "pub-306": ("max_num_seqs", "'gpu_memory_utilization': 0.92, 'max_num_seqs': 128}"),
         "pub-307": ("gpu_total_gib", "Free memory on device (23.21/23.65 GiB)"),
+        "pub-308": ("max_model_len", "'max_model_len': 8192, 'tensor_parallel_size': 2"),
+        "pub-309": ("max_num_batched_tokens", "'max_num_batched_tokens': 4096, 'max_num_seqs': 1"),
     }
     for rid, (field, text) in cases.items():
         log = (DATA / "public_logs" / f"{rid}.log").read_text(encoding="utf-8")
@@ -215,6 +217,6 @@ def test_gpu_totals_match_public_logs(gpu: str, log_total_gib: float, source: st
 
 def test_every_public_gpu_is_in_the_database() -> None:
     db = vramplan.spec_database()
-    for gpu in ("A100-40GB", "A100-80GB", "L40S", "L4", "RTX-3090", "RTX-4090", "RTX-5090"):
+    for gpu in ("A100-40GB", "A100-80GB", "L40S", "L4", "RTX-3090", "RTX-4090", "RTX-5090", "T4"):
         assert db.gpu(gpu).to_dict()["vendor"] == "nvidia", gpu
     assert db.gpu("MI300X").to_dict()["vendor"] == "amd"

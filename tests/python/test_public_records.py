@@ -138,7 +138,7 @@ def test_public_records_expressed_and_reasons() -> None:
         "pub-018",
         "pub-101",
         "pub-102",
-        *(f"pub-{n}" for n in range(300, 310)),
+        *(f"pub-{n}" for n in range(300, 312)),
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -183,6 +183,8 @@ def test_record_knobs_appear_in_their_logs() -> None:
         "pub-307": ("gpu_total_gib", "Free memory on device (23.21/23.65 GiB)"),
         "pub-308": ("max_model_len", "'max_model_len': 8192, 'tensor_parallel_size': 2"),
         "pub-309": ("max_num_batched_tokens", "'max_num_batched_tokens': 4096, 'max_num_seqs': 1"),
+        "pub-310": ("max_model_len", "'max_model_len': 4096}"),
+        "pub-311": ("max_model_len", "'max_model_len': 32768}"),
     }
     for rid, (field, text) in cases.items():
         log = (DATA / "public_logs" / f"{rid}.log").read_text(encoding="utf-8")

@@ -87,6 +87,7 @@ def gpu_group(record: dict[str, Any]) -> str:
         (r"l40", "L40S"),
         (r"\bl4\b", "L4"),
         (r"mi300", "MI300X"),
+        (r"\bt4\b", "T4"),
     ):
         if re.search(pattern, name, re.IGNORECASE):
             return label
@@ -101,6 +102,7 @@ GPU_FAMILIES = (
     (r"l40|\bl4\b", "L40S/L4"),
     (r"rtx|geforce|3090|4090|5090", "RTX consumer"),
     (r"mi300|instinct", "MI300X"),
+    (r"\bt4\b|v100", "T4/V100"),
 )
 # A prediction this far (percent of the measurement) from a term is listed on its own line.
 LARGE_ERROR_PCT = 10.0

@@ -145,6 +145,13 @@ def record_reason(record: dict[str, Any]) -> str | None:
     return match.group(1) if match else None
 
 
+def usable(term: str, measured: float | None) -> bool:
+    """A measured figure that can be compared: present, and for CUDA graphs positive (a log's
+    'Graph capturing finished ..., took -0.41 GiB' is a free-memory difference that went the
+    other way during capture, not a pool size)."""
+    return measured is not None and not (term == "cudagraph_gib" and measured <= 0)
+
+
 def rows_of(records: list[dict[str, Any]], replays: list[validate.Replay]) -> list[dict[str, Any]]:
     rows = []
     for record, replay in zip(records, replays):
@@ -152,7 +159,7 @@ def rows_of(records: list[dict[str, Any]], replays: list[validate.Replay]) -> li
             continue
         for term in TERMS:
             measured = replay.measured.get(term) if term in replay.measured else record.get(term)
-            if measured is None:
+            if not usable(term, measured):
                 continue
             predicted = replay.predicted[term]
             error = predicted - measured
@@ -361,7 +368,7 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
                 assert replay.predicted is not None  # _sample succeeded, so the replay did
                 for term in LOSO_TERMS:
                     measured = record.get(term)
-                    if measured is None:
+                    if not usable(term, measured):
                         continue
                     shipped = replay.predicted[term]
                     predicted = after.get((record["id"], term), shipped)
@@ -424,7 +431,8 @@ def write_loso(records: list[dict[str, Any]], sources: list[str], out: Path) -> 
             "terms) on the records of every other source at that version, all GPUs together, "
             "and the source's records are predicted with it. Errors are predicted minus "
             "measured, per rank; GiB = 2^30 bytes; p90 is the nearest-rank 90th percentile. "
-            "Weights are the plain replay (no fitted constant touches them)."
+            "Weights are the plain replay (no fitted constant touches them). A CUDA-graph figure "
+            "a log prints as zero or negative is left out (not a pool size)."
         ),
         "",
         (
@@ -602,8 +610,13 @@ def main() -> None:
             )
 
     expressed = [r for r in replays if r.predicted is not None]
-    with_outcome = [r for r in expressed if r.measured.get("outcome")]
-    agree = [r for r in with_outcome if r.predicted["outcome"] == r.measured["outcome"]]
+    # (replay, predicted outcome) of the expressed replays whose record states an outcome
+    with_outcome = [
+        (r, r.predicted["outcome"])
+        for r in replays
+        if r.predicted is not None and r.measured.get("outcome")
+    ]
+    agree = [r for r, predicted in with_outcome if predicted == r.measured["outcome"]]
     plots = write_plots(rows, out)
     header = "| term | group | n | median abs error | max abs error | median % | max % |"
     rule = "|---|---|---|---|---|---|---|"
@@ -687,9 +700,9 @@ def main() -> None:
     ] or ["| none | | | | | | |"]
     lines += ["", "## Outcome mismatches", ""]
     lines += [
-        f"- {r.id}: predicted `{r.predicted['outcome']}`, measured `{r.measured['outcome']}`"
-        for r in with_outcome
-        if r.predicted["outcome"] != r.measured["outcome"]
+        f"- {r.id}: predicted `{predicted}`, measured `{r.measured['outcome']}`"
+        for r, predicted in with_outcome
+        if predicted != r.measured["outcome"]
     ] or ["- none"]
     lines += ["", "## Records not expressed", ""]
     lines += [

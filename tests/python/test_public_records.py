@@ -138,7 +138,7 @@ def test_public_records_expressed_and_reasons() -> None:
         "pub-018",
         "pub-101",
         "pub-102",
-        *(f"pub-{n}" for n in range(300, 312)),
+        *(f"pub-{n}" for n in range(300, 314)),
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -185,6 +185,11 @@ def test_record_knobs_appear_in_their_logs() -> None:
         "pub-309": ("max_num_batched_tokens", "'max_num_batched_tokens': 4096, 'max_num_seqs': 1"),
         "pub-310": ("max_model_len", "'max_model_len': 4096}"),
         "pub-311": ("max_model_len", "'max_model_len': 32768}"),
+        "pub-312": ("max_model_len", "'dtype': 'bfloat16', 'max_model_len': 1024}"),
+        "pub-313": (
+            "max_num_seqs",
+            "'tensor_parallel_size': 2, 'disable_mm_preprocessor_cache': True, 'max_num_seqs': 64}",
+        ),
     }
     for rid, (field, text) in cases.items():
         log = (DATA / "public_logs" / f"{rid}.log").read_text(encoding="utf-8")

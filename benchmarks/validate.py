@@ -464,6 +464,22 @@ def write_loso(records: list[dict[str, Any]], sources: list[str], out: Path) -> 
 
     held_rows = [r for r in rows if r["held_out"]]
     lines += by_term(held_rows)
+    lines += ["", "## Against issue 25's targets (held-out predictions only)", ""]
+    for term, statistic, fraction, limit in (
+        ("kv_cache_gib", "median", 0.5, 2.0),
+        ("kv_cache_gib", "p90", 0.9, 5.0),
+        ("cudagraph_gib", "median", 0.5, 15.0),
+    ):
+        pcts = [abs(r["pct_error"]) for r in held_rows if r["term"] == term]
+        if not pcts:
+            lines.append(f"- {TERMS[term][0]} {statistic} <= {limit:g}%: no held-out figure")
+            continue
+        value = percentile(pcts, fraction)
+        verdict = "met" if value <= limit else "not met"
+        lines.append(
+            f"- {TERMS[term][0]} {statistic} <= {limit:g}%: {value:.2f}% over {len(pcts)} "
+            f"held-out figures, {verdict}"
+        )
     lines += [
         "",
         "## Per term, the same held-out records predicted by the shipped row",

@@ -141,6 +141,7 @@ def test_public_records_expressed_and_reasons() -> None:
         *(f"pub-{n}" for n in range(300, 314)),
         "pub-315",
         "pub-316",
+        "pub-317",
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -189,6 +190,10 @@ def test_record_knobs_appear_in_their_logs() -> None:
         "pub-311": ("max_model_len", "'max_model_len': 32768}"),
         "pub-312": ("max_model_len", "'dtype': 'bfloat16', 'max_model_len': 1024}"),
         "pub-316": ("gpu_memory_utilization", "'gpu_memory_utilization': 0.88, 'max_num_seqs': 1}"),
+        "pub-317": (
+            "gpu_memory_utilization",
+            "'max_model_len': 4096, 'gpu_memory_utilization': 0.85}",
+        ),
         "pub-314": ("gpu_memory_utilization", "gpu_memory_utilization (0.80) = 31.50GiB"),
         "pub-315": ("gpu_total_gib", "Free memory on device (78.57/79.18 GiB)"),
         "pub-313": (

@@ -142,6 +142,8 @@ def test_public_records_expressed_and_reasons() -> None:
         "pub-315",
         "pub-316",
         "pub-317",
+        "pub-318",
+        "pub-319",
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -194,6 +196,11 @@ def test_record_knobs_appear_in_their_logs() -> None:
             "gpu_memory_utilization",
             "'max_model_len': 4096, 'gpu_memory_utilization': 0.85}",
         ),
+        "pub-318": (
+            "enable_expert_parallel",
+            "'enable_expert_parallel': True, 'kv_cache_dtype': 'fp8'}",
+        ),
+        "pub-319": ("tensor_parallel_size", "'tensor_parallel_size': 8, 'kv_cache_dtype': 'fp8'}"),
         "pub-314": ("gpu_memory_utilization", "gpu_memory_utilization (0.80) = 31.50GiB"),
         "pub-315": ("gpu_total_gib", "Free memory on device (78.57/79.18 GiB)"),
         "pub-313": (

@@ -244,3 +244,41 @@ def test_every_public_gpu_is_in_the_database() -> None:
     for gpu in ("A100-40GB", "A100-80GB", "L40S", "L4", "RTX-3090", "RTX-4090", "RTX-5090", "T4"):
         assert db.gpu(gpu).to_dict()["vendor"] == "nvidia", gpu
     assert db.gpu("MI300X").to_dict()["vendor"] == "amd"
+
+
+def _figure_texts(value: float) -> list[str]:
+    """How a log line can print a GiB figure the record took from it (2 or 4 decimals, or the
+    record's own spelling, e.g. 0.5 from 'took 0.50 GiB')."""
+    return [f"{value:.2f}", f"{value:.4f}", str(value)]
+
+
+def test_issue25_records_figures_are_in_their_logs() -> None:
+    """Every figure of pub-300 upward is printed in its log excerpt: no number is derived or
+    typed by hand (the excerpt is the verbatim source, tests/data/README.md)."""
+    records = [
+        r
+        for r in validate.read_records(DATA / "public_records.jsonl")
+        if int(r["id"].split("-")[1]) >= 300
+    ]
+    assert len(records) == 20
+    for record in records:
+        log = (DATA / "public_logs" / f"{record['id']}.log").read_text(encoding="utf-8")
+        assert log.startswith("# source: https://github.com/"), record["id"]
+        for field in (
+            "weights_gib",
+            "activation_peak_gib",
+            "non_torch_gib",
+            "cudagraph_gib",
+            "kv_cache_gib",
+            "gpu_total_gib",
+        ):
+            value = record[field]
+            if value is not None:
+                assert any(t in log for t in _figure_texts(value)), (record["id"], field)
+        if record["kv_tokens"] is not None:
+            assert f"{record['kv_tokens']:,} tokens" in log, record["id"]
+        if record["num_gpu_blocks"] is not None:
+            blocks = str(record["num_gpu_blocks"])
+            assert blocks in log.replace("\n", ""), record["id"]
+        if record["max_concurrency"] is not None:
+            assert f"per request: {record['max_concurrency']}" in log, record["id"]

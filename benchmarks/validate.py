@@ -1,9 +1,11 @@
 """Accuracy report: replay measured vLLM startups through the planner and write Markdown, CSV
 and PNG scatter plots (predicted vs measured, one per term).
 
-Run: python3 benchmarks/validate.py [--records FILE.jsonl ...] [--out DIR]
-(default ../shared/measured/dev.jsonl beside the repository when present, plus the public
-records tests/data/public_records.jsonl; docs/validation/). The report splits accuracy by GPU
+Run: python3 benchmarks/validate.py [--records FILE.jsonl ...] [--out DIR] [--loso]
+(default ../shared/measured/dev.jsonl beside the repository when present, else its copy
+tests/data/measured/dev.jsonl, plus the public records tests/data/public_records.jsonl;
+docs/validation/). `--loso` writes only docs/validation/loso.md: leave-one-source-out
+validation, each source predicted by the engine row calibrated on every other source. The report splits accuracy by GPU
 family and vLLM era, with coverage (records, records expressed, figures measured) per group.
 Deterministic: the same records give byte-identical report.md and records.csv. The PNGs need
 matplotlib and are skipped, with a note, without it.
@@ -13,13 +15,19 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib
+import math
 import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from vramplan import validate
+import vramplan
+from vramplan import _core, validate
+
+# `vramplan.calibrate` is the function; the module holds the record -> sample mapping.
+_calibration = importlib.import_module("vramplan.calibrate")
 
 ROOT = Path(__file__).resolve().parents[1]
 TERMS = {  # term -> (label, unit)
@@ -79,6 +87,7 @@ def gpu_group(record: dict[str, Any]) -> str:
         (r"l40", "L40S"),
         (r"\bl4\b", "L4"),
         (r"mi300", "MI300X"),
+        (r"\bt4\b", "T4"),
     ):
         if re.search(pattern, name, re.IGNORECASE):
             return label
@@ -93,6 +102,7 @@ GPU_FAMILIES = (
     (r"l40|\bl4\b", "L40S/L4"),
     (r"rtx|geforce|3090|4090|5090", "RTX consumer"),
     (r"mi300|instinct", "MI300X"),
+    (r"\bt4\b|v100", "T4/V100"),
 )
 # A prediction this far (percent of the measurement) from a term is listed on its own line.
 LARGE_ERROR_PCT = 10.0
@@ -135,6 +145,13 @@ def record_reason(record: dict[str, Any]) -> str | None:
     return match.group(1) if match else None
 
 
+def usable(term: str, measured: float | None) -> bool:
+    """A measured figure that can be compared: present, and for CUDA graphs positive (a log's
+    'Graph capturing finished ..., took -0.41 GiB' is a free-memory difference that went the
+    other way during capture, not a pool size)."""
+    return measured is not None and not (term == "cudagraph_gib" and measured <= 0)
+
+
 def rows_of(records: list[dict[str, Any]], replays: list[validate.Replay]) -> list[dict[str, Any]]:
     rows = []
     for record, replay in zip(records, replays):
@@ -142,7 +159,7 @@ def rows_of(records: list[dict[str, Any]], replays: list[validate.Replay]) -> li
             continue
         for term in TERMS:
             measured = replay.measured.get(term) if term in replay.measured else record.get(term)
-            if measured is None:
+            if not usable(term, measured):
                 continue
             predicted = replay.predicted[term]
             error = predicted - measured
@@ -274,6 +291,285 @@ def published_comparison(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def source_key(record: dict[str, Any]) -> str:
+    """The repository and thread a record came from: 'owner/repo' (a commit pinned with '@' is
+    dropped), plus the issue or pull request ('#N', 'PR#N') where the source names one; a web
+    page's address as written."""
+    first, _, rest = str(record.get("source") or "unknown").partition(" ")
+    thread = re.match(r"(PR#\d+|#\d+)\b", rest)
+    return first.split("@")[0] + (f" {thread.group(1)}" if thread else "")
+
+
+# Leave-one-source-out: the terms the calibration predicts (weights come from the model spec
+# and the checkpoint format; no fitted constant touches them, so they are the plain replay).
+LOSO_TERMS = (
+    "weights_gib",
+    "activation_peak_gib",
+    "non_torch_gib",
+    "cudagraph_gib",
+    "kv_cache_gib",
+    "kv_tokens",
+)
+FEW_RECORDS = 3  # a (GPU family x era) group with fewer held-out KV figures is called too few
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile (no interpolation: with 5 values p90 is the largest)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
+
+
+def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each expressed record predicted by its engine row fitted (vramplan's calibration, the C++
+    bounded least squares) on the records of every other source at the same vLLM version, all
+    GPUs together. Where no other source has that version, or the fit cannot identify any
+    constant, the shipped row predicts it, and the row says so. Returns the rows and one line
+    per (source, version) fit."""
+    expressed = []
+    for record in records:
+        try:
+            sample, version, _ = _calibration._sample(record, {})
+        except vramplan.Error:
+            continue  # not expressible: listed in report.md with its reason
+        expressed.append((record, sample, version))
+    replays = {r["id"]: validate.replay_record(r) for r, _, _ in expressed}
+    rows: list[dict[str, Any]] = []
+    fits: list[str] = []
+    for source in dict.fromkeys(source_key(r) for r, _, _ in expressed):
+        held = [(r, s, v) for r, s, v in expressed if source_key(r) == source]
+        for version in dict.fromkeys(v for _, _, v in held):
+            mine = [(r, s) for r, s, v in held if v == version]
+            train = [(r, s) for r, s, v in expressed if v == version and source_key(r) != source]
+            after: dict[tuple[str, str], float] = {}
+            basis = "fitted on other sources"
+            if not train:
+                basis = f"shipped row (no other source at vLLM {version})"
+            else:
+                samples = [{**s, "held_out": False} for _, s in train]
+                samples += [{**s, "held_out": True} for _, s in mine]
+                try:
+                    _, report, _ = _core.calibrate(
+                        _core.engine_profile(version),
+                        samples,
+                        engine_version=version,
+                        gpu="leave-one-source-out",
+                        terms=[],
+                    )
+                except vramplan.Error as why:
+                    basis = f"shipped row (fit failed: {why})"
+                else:
+                    after = {(e["id"], e["term"]): e["after"] for e in report["errors"]}
+            fits.append(
+                f"| `{source}` | {version} | {len(mine)} | {len(train)} | "
+                f"{len({source_key(r) for r, _ in train})} | {basis} |"
+            )
+            for record, _ in mine:
+                replay = replays[record["id"]]
+                assert replay.predicted is not None  # _sample succeeded, so the replay did
+                for term in LOSO_TERMS:
+                    measured = record.get(term)
+                    if not usable(term, measured):
+                        continue
+                    shipped = replay.predicted[term]
+                    predicted = after.get((record["id"], term), shipped)
+                    error = predicted - measured
+                    rows.append(
+                        {
+                            "id": record["id"],
+                            "source": source,
+                            "gpu_family": gpu_family(record),
+                            "era": era(record),
+                            "term": term,
+                            "predicted": predicted,
+                            "measured": measured,
+                            "error": error,
+                            # Of the magnitude: a failed launch's KV figure is negative.
+                            "pct_error": 100.0 * error / abs(measured) if measured else None,
+                            "held_out": basis == "fitted on other sources",
+                            "shipped": shipped,
+                        }
+                    )
+    return rows, fits
+
+
+def loso_stats(members: list[dict[str, Any]], unit: str) -> str:
+    errors = [abs(r["error"]) for r in members]
+    pcts = [abs(r["pct_error"]) for r in members if r["pct_error"] is not None]
+    over = [r for r in members if r["error"] > 0]
+    worst = max(members, key=lambda r: r["error"])
+    worst_text = (
+        f"{fmt(worst['error'], unit)} ({worst['pct_error']:+.1f}%, {worst['id']})"
+        if worst["error"] > 0 and worst["pct_error"] is not None
+        else "none"
+    )
+    return (
+        f"{len(members)} | {fmt(statistics.median(errors), unit)} | "
+        f"{fmt(percentile(errors, 0.9), unit)} | {statistics.median(pcts):.2f} | "
+        f"{percentile(pcts, 0.9):.2f} | {len(over)} | {worst_text}"
+    )
+
+
+def write_loso(records: list[dict[str, Any]], sources: list[str], out: Path) -> None:
+    rows, fits = loso_rows(records)
+    expressed_ids = {r["id"] for r in rows}
+    held_ids = {r["id"] for r in rows if r["held_out"]}
+    header = (
+        "| term | predictions | median abs error | p90 abs error | median % | p90 % | "
+        "over-predictions | largest over-prediction |"
+    )
+    rule = "|---|---|---|---|---|---|---|---|"
+    lines = [
+        "# Leave-one-source-out validation",
+        "",
+        (
+            "Generated by `python3 benchmarks/validate.py --loso` from "
+            + ", ".join(f"`{s}`" for s in sources)
+            + ". A source is the repository and thread a record came from (`source_key`: "
+            "'owner/repo', plus '#N' / 'PR#N' where the record names an issue or pull request). "
+            "For each source, the engine row of each vLLM version it ran is calibrated "
+            "(`vramplan calibrate`'s fit: the C++ bounded least squares over the planner's own "
+            "terms) on the records of every other source at that version, all GPUs together, "
+            "and the source's records are predicted with it. Errors are predicted minus "
+            "measured, per rank; GiB = 2^30 bytes; p90 is the nearest-rank 90th percentile. "
+            "Weights are the plain replay (no fitted constant touches them). A CUDA-graph figure "
+            "a log prints as zero or negative is left out (not a pool size)."
+        ),
+        "",
+        (
+            f"- Records: {len(records)}; expressed (a launch the planner replays): "
+            f"{len(expressed_ids)}; sources: {len({source_key(r) for r in records})}."
+        ),
+        (
+            f"- Held out properly (fitted on other sources only): {len(held_ids)} records. "
+            f"The other {len(expressed_ids - held_ids)} are predicted by the shipped engine row: "
+            "no other source ran their vLLM version, or the other sources could not identify "
+            "any constant. The shipped rows were themselves fitted on development records "
+            "(engines.yaml cites which), so those predictions are not independent of their "
+            "records; they are listed apart below."
+        ),
+        "",
+        "## Per term, held-out predictions only",
+        "",
+        header,
+        rule,
+    ]
+
+    def by_term(subset: list[dict[str, Any]]) -> list[str]:
+        out = []
+        for term in LOSO_TERMS:
+            members = [r for r in subset if r["term"] == term]
+            if members:
+                out.append(f"| {TERMS[term][0]} | " + loso_stats(members, TERMS[term][1]) + " |")
+        return out or ["| none | | | | | | | |"]
+
+    held_rows = [r for r in rows if r["held_out"]]
+    lines += by_term(held_rows)
+    lines += ["", "## Against issue 25's targets (held-out predictions only)", ""]
+    for term, statistic, fraction, limit in (
+        ("kv_cache_gib", "median", 0.5, 2.0),
+        ("kv_cache_gib", "p90", 0.9, 5.0),
+        ("cudagraph_gib", "median", 0.5, 15.0),
+    ):
+        pcts = [abs(r["pct_error"]) for r in held_rows if r["term"] == term]
+        if not pcts:
+            lines.append(f"- {TERMS[term][0]} {statistic} <= {limit:g}%: no held-out figure")
+            continue
+        value = percentile(pcts, fraction)
+        verdict = "met" if value <= limit else "not met"
+        lines.append(
+            f"- {TERMS[term][0]} {statistic} <= {limit:g}%: {value:.2f}% over {len(pcts)} "
+            f"held-out figures, {verdict}"
+        )
+    lines += [
+        "",
+        "## Per term, the same held-out records predicted by the shipped row",
+        "",
+        "What the calibration on other sources changed: the engines.yaml row as shipped.",
+        "",
+        header,
+        rule,
+    ]
+    shipped_rows = []
+    for row in held_rows:
+        error = row["shipped"] - row["measured"]
+        pct = 100.0 * error / abs(row["measured"]) if row["measured"] else None
+        shipped_rows.append({**row, "predicted": row["shipped"], "error": error, "pct_error": pct})
+    lines += by_term(shipped_rows)
+    lines += ["", "## Per term, every expressed record (held out or shipped row)", "", header]
+    lines += [rule, *by_term(rows)]
+    lines += [
+        "",
+        "## Available KV cache by GPU family x era",
+        "",
+        (
+            f"Every expressed record with a measured available-KV figure. 'held out' counts the "
+            f"predictions fitted on other sources only. A group with fewer than {FEW_RECORDS} "
+            "held-out figures has too few records to state an error band."
+        ),
+        "",
+        (
+            "| GPU family x era | predictions | held out | median abs GiB | p90 abs GiB | "
+            "median % | p90 % | over-predictions | largest over-prediction | band |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row["term"] == "kv_cache_gib":
+            groups[f"{row['gpu_family']} x {row['era']}"].append(row)
+    for group in sorted(groups):
+        members = groups[group]
+        held = sum(1 for r in members if r["held_out"])
+        stats = loso_stats(members, "GiB").split(" | ", 1)
+        band = "stated" if held >= FEW_RECORDS else f"too few ({held} held out)"
+        lines.append(f"| {group} | {stats[0]} | {held} | {stats[1]} | {band} |")
+    lines += [
+        "",
+        "## CUDA graphs by GPU family x era",
+        "",
+        "| GPU family x era | " + header.split("| ", 2)[2],
+        rule,
+    ]
+    graph_groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row["term"] == "cudagraph_gib":
+            graph_groups[f"{row['gpu_family']} x {row['era']}"].append(row)
+    for group in sorted(graph_groups):
+        lines.append(f"| {group} | " + loso_stats(graph_groups[group], "GiB") + " |")
+    lines += [
+        "",
+        "## Fits",
+        "",
+        (
+            "One line per held-out source and vLLM version: its expressed records, the records "
+            "and sources the row was fitted on, and what predicted it."
+        ),
+        "",
+        "| source | vLLM | records | fitted on | other sources | prediction |",
+        "|---|---|---|---|---|---|",
+        *fits,
+        "",
+        "## Per record (available KV cache)",
+        "",
+        (
+            "| record | source | GPU family | era | predicted GiB | measured GiB | error % | "
+            "held out | shipped row GiB |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in sorted(rows, key=lambda r: r["id"]):
+        if row["term"] != "kv_cache_gib":
+            continue
+        pct = f"{row['pct_error']:+.1f}" if row["pct_error"] is not None else ""
+        lines.append(
+            f"| {row['id']} | `{row['source']}` | {row['gpu_family']} | {row['era']} | "
+            f"{row['predicted']:.3f} | {row['measured']:.3f} | {pct} | "
+            f"{'yes' if row['held_out'] else 'no'} | {row['shipped']:.3f} |"
+        )
+    (out / "loso.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {out / 'loso.md'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -282,15 +578,25 @@ def main() -> None:
         help="records file (JSONL); repeatable (default: dev.jsonl if present + public records)",
     )
     parser.add_argument("--out", default=str(ROOT / "docs" / "validation"))
+    parser.add_argument(
+        "--loso", action="store_true", help="write only loso.md (leave-one-source-out)"
+    )
     args = parser.parse_args()
     if not args.records:
         dev = ROOT.parent / "shared" / "measured" / "dev.jsonl"
+        if not dev.exists():
+            dev = ROOT / "tests" / "data" / "measured" / "dev.jsonl"
         args.records = [str(p) for p in (dev, ROOT / "tests" / "data" / "public_records.jsonl")]
         args.records = [p for p in args.records if Path(p).exists()]
     records = []
     for path in args.records:
         for record in validate.read_records(path):
             records.append({**record, "_source": Path(path).name})
+    if args.loso:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_loso(records, [Path(p).name for p in args.records], out)
+        return
     replays = [validate.replay_record(r) for r in records]
     rows = rows_of(records, replays)
     out = Path(args.out)
@@ -320,8 +626,13 @@ def main() -> None:
             )
 
     expressed = [r for r in replays if r.predicted is not None]
-    with_outcome = [r for r in expressed if r.measured.get("outcome")]
-    agree = [r for r in with_outcome if r.predicted["outcome"] == r.measured["outcome"]]
+    # (replay, predicted outcome) of the expressed replays whose record states an outcome
+    with_outcome = [
+        (r, r.predicted["outcome"])
+        for r in replays
+        if r.predicted is not None and r.measured.get("outcome")
+    ]
+    agree = [r for r, predicted in with_outcome if predicted == r.measured["outcome"]]
     plots = write_plots(rows, out)
     header = "| term | group | n | median abs error | max abs error | median % | max % |"
     rule = "|---|---|---|---|---|---|---|"
@@ -405,9 +716,9 @@ def main() -> None:
     ] or ["| none | | | | | | |"]
     lines += ["", "## Outcome mismatches", ""]
     lines += [
-        f"- {r.id}: predicted `{r.predicted['outcome']}`, measured `{r.measured['outcome']}`"
-        for r in with_outcome
-        if r.predicted["outcome"] != r.measured["outcome"]
+        f"- {r.id}: predicted `{predicted}`, measured `{r.measured['outcome']}`"
+        for r, predicted in with_outcome
+        if predicted != r.measured["outcome"]
     ] or ["- none"]
     lines += ["", "## Records not expressed", ""]
     lines += [

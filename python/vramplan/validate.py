@@ -41,6 +41,7 @@ _GPU_PATTERNS = (
     (r"l40s", "L40S"),
     (r"\bl4\b", "L4"),
     (r"a10g?\b", "A10G"),
+    (r"\bt4\b", "T4"),
 )
 
 

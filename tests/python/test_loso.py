@@ -1,0 +1,89 @@
+"""benchmarks/validate.py --loso: what a source is, the percentile it reports, and that a held-out
+source is never part of the fit that predicts it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+# The six records from dennislee22/vLLM-benchmarking (vLLM 0.10.1.1 on A100), one source.
+DENNISLEE = {f"pub-{n}" for n in range(300, 306)}
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "bench_validate", ROOT / "benchmarks" / "validate.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def test_source_key_is_repository_and_thread() -> None:
+    key = _bench().source_key
+    # Source texts as the records write them (tests/data/public_records.jsonl, measured/dev.jsonl).
+    assert key({"source": "vllm-project/vllm#10517 (comment by kaspersiminski 2024-12-02)"}) == (
+        "vllm-project/vllm#10517"
+    )
+    assert key({"source": "vllm-project/vllm PR#2031 (comment by WoosukKwon, 2023-12-12)"}) == (
+        "vllm-project/vllm PR#2031"
+    )
+    assert key({"source": "llm-d-incubation/llm-d-planner@d3121e05 accuracy/results/x.log"}) == (
+        "llm-d-incubation/llm-d-planner"
+    )
+    assert key({"source": "dennislee22/vLLM-benchmarking@b474d1e log/a.log (write-up)"}) == (
+        "dennislee22/vLLM-benchmarking"
+    )
+
+
+def test_percentile_is_nearest_rank() -> None:
+    percentile = _bench().percentile
+    values = [float(v) for v in range(1, 11)]  # 1..10: the 9th of 10 is the 90th percentile
+    assert percentile(values, 0.9) == 9.0
+    assert percentile(values, 0.5) == 5.0
+    assert percentile([3.0, 1.0, 2.0], 0.9) == 3.0  # ceil(2.7) = 3rd of 3
+
+
+def test_a_lone_source_is_predicted_by_the_shipped_row() -> None:
+    """With one source only, nothing else can be fitted on: every row is the shipped replay."""
+    bench = _bench()
+    records = [r for r in _records(DATA / "public_records.jsonl") if r["id"] in DENNISLEE]
+    rows, fits = bench.loso_rows(records)
+    assert {r["id"] for r in rows} == DENNISLEE
+    assert not any(r["held_out"] for r in rows)
+    assert all(r["predicted"] == r["shipped"] for r in rows)
+    assert fits == [
+        (
+            "| `dennislee22/vLLM-benchmarking` | 0.10.0 | 6 | 0 | 0 | "
+            "shipped row (no other source at vLLM 0.10.0) |"
+        )
+    ]
+
+
+def test_held_out_source_is_not_in_its_own_fit() -> None:
+    """Two sources at vLLM 0.10: each is fitted on the other's records only. One launch cannot
+    identify a constant, so the six A100 records fall back to the shipped row (and say so); the
+    H100 record is predicted by the row fitted on the six."""
+    bench = _bench()
+    public = _records(DATA / "public_records.jsonl")
+    dev = _records(DATA / "measured" / "dev.jsonl")
+    records = [r for r in public if r["id"] in DENNISLEE]
+    records += [r for r in dev if r["id"] == "dev-008"]  # vllm#23278, vLLM 0.10 on H100
+    rows, fits = bench.loso_rows(records)
+    assert fits[0].startswith(
+        "| `dennislee22/vLLM-benchmarking` | 0.10.0 | 6 | 1 | 1 | shipped row (fit failed: "
+    )
+    assert fits[1] == (
+        "| `vllm-project/vllm#23278` | 0.10.0 | 1 | 6 | 1 | fitted on other sources |"
+    )
+    assert {r["id"] for r in rows if r["held_out"]} == {"dev-008"}

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/gguf_import.hpp"
 #include "vramplan/hf_import.hpp"
@@ -28,9 +28,8 @@ bool has_suffix(const std::string& text, const std::string& suffix) {
 }
 
 std::string read_small_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::string text;
-  std::getline(in, text);
+  std::string text = read_regular_file(path.string(), "ref", 4096);
+  text = text.substr(0, text.find('\n'));
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
     text.pop_back();
   }
@@ -61,6 +60,19 @@ std::string served_name(const std::string& path) {
   return p.filename() == "config.json" ? p.parent_path().string() : p.string();
 }
 
+// A snapshot folder, refused when it links outside its cache entry (a planted link would
+// make the planner read files the cache does not hold).
+std::string inside_entry(const fs::path& entry, const fs::path& folder) {
+  std::error_code ec;
+  const fs::path root = fs::canonical(entry, ec);
+  const fs::path real = ec ? fs::path() : fs::canonical(folder, ec);
+  if (ec || std::mismatch(root.begin(), root.end(), real.begin(), real.end()).first != root.end()) {
+    throw ConfigError("model", folder.string(), "a snapshot inside its cache entry",
+                      "the snapshot links outside the cache entry (to " + real.string() + ")");
+  }
+  return folder.string();
+}
+
 }  // namespace
 
 std::string resolve_model_folder(const std::string& path) {
@@ -79,7 +91,7 @@ std::string resolve_model_folder(const std::string& path) {
                            revision.find('/') == std::string::npos && revision != "." &&
                            revision != "..";
     if (safe_name && fs::is_directory(snapshots / revision, ec)) {
-      return (snapshots / revision).string();
+      return inside_entry(dir, snapshots / revision);
     }
   }
   std::vector<std::string> revisions;
@@ -87,7 +99,7 @@ std::string resolve_model_folder(const std::string& path) {
     if (entry.is_directory(ec)) revisions.push_back(entry.path().filename().string());
     if (revisions.size() > 1000) break;
   }
-  if (revisions.size() == 1) return (snapshots / revisions.front()).string();
+  if (revisions.size() == 1) return inside_entry(dir, snapshots / revisions.front());
   std::sort(revisions.begin(), revisions.end());
   throw ConfigError("model", path, "a cache entry with refs/main or a single snapshot",
                     revisions.empty() ? "no snapshot downloaded"

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/spec_db.hpp"
 #include "vramplan/utf8.hpp"
@@ -19,7 +20,7 @@
 namespace vramplan {
 namespace {
 
-constexpr std::uintmax_t kMaxSpecFileBytes = 1 << 20;  // specs are tiny; refuse anything huge
+constexpr std::int64_t kMaxSpecFileBytes = 1 << 20;  // specs are tiny; refuse anything huge
 
 // clang-format off
 const std::vector<SchemaKey> kSchema = {
@@ -722,16 +723,7 @@ void finalize_model_spec(ModelSpec& s) {
 }
 
 ModelSpec load_model_spec_file(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw SpecError(path, "<file>", "unreadable", ec.message());
-  if (size > kMaxSpecFileBytes) {
-    throw SpecError(path, "<file>", std::to_string(size) + " bytes", "spec file larger than 1 MiB");
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_model_spec_yaml(text.str(), path);
+  return parse_model_spec_yaml(read_regular_file(path, "spec file", kMaxSpecFileBytes), path);
 }
 
 std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::string& file) {

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import _core, api
+from . import _core, _io, api
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -197,12 +197,7 @@ def _from_nvidia_smi() -> list[ProbedGpu]:
 def read_nvidia_smi_csv(path: str | Path) -> list[ProbedGpu]:
     """A saved `nvidia-smi --query-gpu=... --format=csv,noheader,nounits` output."""
     path = Path(path)
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(_MAX_TEXT_BYTES + 1)
-    except OSError as err:
-        msg = f"{path}: cannot read the nvidia-smi CSV ({err.strerror})"
-        raise _core.ConfigError(msg) from err
+    data = _io.read_bytes(path, what="nvidia-smi CSV", max_bytes=_MAX_TEXT_BYTES)
     return parse_nvidia_smi_csv(data.decode("utf-8", "replace"), source=str(path))
 
 
@@ -302,10 +297,10 @@ def match_gpu(name: str | None, total_bytes: int | None, *, probed_total: bool =
 
 def _read_small(path: Path) -> str | None:
     try:
-        with path.open("rb") as handle:
-            return handle.read(_MAX_TEXT_BYTES).decode("utf-8", "replace")
-    except OSError:
+        data = _io.read_bytes(path, what="kernel file", max_bytes=_MAX_TEXT_BYTES)
+    except _core.ConfigError:
         return None
+    return data.decode("utf-8", "replace")
 
 
 def _mem_available(proc_root: Path) -> int | None:

@@ -7,15 +7,18 @@ its reason, never dropped or guessed.
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _core, api
+from . import _core, _io, api
 
 GIB = float(1 << 30)
+_MAX_RECORDS_BYTES = 256 << 20  # thousands of launches are a few MiB
+_MAX_RECORD_BYTES = 1 << 20
+_MAX_RECORD_NUMBER = 2.0**53  # GiB and token counts; beyond it a double is not exact
 
 TERMS = (
     "weights_gib",
@@ -82,6 +85,24 @@ def _version(record: dict[str, Any]) -> str:
     raise Unsupported(msg)
 
 
+def record_number(record: dict[str, Any], key: str) -> float | None:
+    """A numeric record field: None when absent, else a finite non-negative number, or a
+    ConfigError naming the record, the field and the value."""
+    value = record.get(key)
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+        or value > _MAX_RECORD_NUMBER
+    ):
+        msg = f"record {record.get('id')!s:.200}: {key}: expected a finite number >= 0 (got {value!r:.200})"
+        raise _core.ConfigError(msg)
+    return float(value)
+
+
 def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
     name = str(record.get("gpu") or "")
     gpu_id = None
@@ -89,7 +110,7 @@ def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
         if re.search(pattern, name, re.IGNORECASE):
             gpu_id = candidate
             break
-    total_gib = record.get("gpu_total_gib")
+    total_gib = record_number(record, "gpu_total_gib")
     db = api.spec_database()
     if gpu_id and db.has_gpu(gpu_id):
         if total_gib:
@@ -181,16 +202,19 @@ def replay_record(record: dict[str, Any]) -> Replay:
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a JSONL file, streamed: one JSON object a line."""
     records = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                msg = f"{path}:{number}: not a JSON record ({err.msg})"
-                raise _core.ParseError(msg) from err
+    lines = _io.read_lines(
+        path, what="records", max_bytes=_MAX_RECORDS_BYTES, max_line_bytes=_MAX_RECORD_BYTES
+    )
+    for number, line in lines:
+        if not line.strip():
+            continue
+        record = _io.loads_json(line, f"{path}:{number}")
+        if not isinstance(record, dict):
+            msg = f"{path}:{number}: expected a JSON object, got {type(record).__name__}"
+            raise _core.ParseError(msg)
+        records.append(record)
     return records
 
 

@@ -11,6 +11,7 @@
 #include "vramplan/engine.hpp"
 #include "vramplan/engines_yaml.hpp"
 #include "vramplan/errors.hpp"
+#include "yaml_load.hpp"
 
 namespace vramplan {
 namespace {
@@ -343,12 +344,7 @@ std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
 
 EngineProfile apply_profile_overrides(const EngineProfile& base, const std::string& yaml_text,
                                       const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw SpecError(file, "<document>", "unparsable", e.what());
-  }
+  const YAML::Node root = load_yaml_checked(yaml_text, file);
   const YAML::Node overrides = root.IsMap() ? root["overrides"] : YAML::Node();
   if (!overrides || !overrides.IsMap()) {
     throw SpecError(file, "overrides", "missing", "expected an `overrides:` map of engine fields");

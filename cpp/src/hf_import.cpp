@@ -133,8 +133,7 @@ json quantization_document(const json& config, const json* modelopt, const std::
            {"sym", !q.boolean_or("zero_point", true)}};
     if (out["bits"] != 4) q.fail("bits", out["bits"].dump(), "AWQ is 4-bit");
   } else if (method == "gptq") {
-    const std::int64_t group =
-        q.has("group_size") ? static_cast<std::int64_t>(q.number_or("group_size", 128)) : 128;
+    const std::int64_t group = q.integer_or("group_size", 128);
     out = {{"method", "gptq"},
            {"bits", q.integer("bits")},
            {"group_size", group},

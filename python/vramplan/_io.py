@@ -24,6 +24,9 @@ from . import _core
 # Standard input that has not ended after this long is refused (`- </dev/tty` left open, or a
 # producer that never stops).
 STDIN_SECONDS = 60.0
+# ... or that has streamed this much without ending (`- </dev/zero`); the C++ log reader stops
+# at the same size.
+STDIN_MAX_STREAM_BYTES = 1 << 30
 _CHUNK_BYTES = 1 << 20
 # Logs are read as head (launch settings) and tail (the failure, the last launch's figures).
 LOG_MAX_BYTES = 64 << 20
@@ -114,21 +117,29 @@ def read_head_tail(path: str | Path, *, what: str, head_bytes: int, max_bytes: i
         return head + b"\n" + handle.read(max_bytes - head_bytes)
 
 
-def read_stdin_head_tail(
-    *, what: str, head_bytes: int, max_bytes: int, seconds: float = STDIN_SECONDS
-) -> bytes:
+def read_stdin_head_tail(*, what: str, head_bytes: int, max_bytes: int) -> bytes:
     """Head and tail of standard input, at most `max_bytes` kept; refused when it has not ended
-    after `seconds` (so `- </dev/zero` or an open terminal returns with a named error)."""
+    after STDIN_SECONDS or STDIN_MAX_STREAM_BYTES (so `- </dev/zero` or an open terminal
+    returns with a named error)."""
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # replaced by a text stream (tests, notebooks): read what it holds
         return sys.stdin.read(max_bytes).encode()
-    return _read_stream_head_tail(stream, what, head_bytes, max_bytes, seconds)
+    return read_stream_head_tail(
+        stream, what, head_bytes, max_bytes, STDIN_SECONDS, STDIN_MAX_STREAM_BYTES
+    )
 
 
-def _read_stream_head_tail(
-    stream: BinaryIO, what: str, head_bytes: int, max_bytes: int, seconds: float
+def read_stream_head_tail(
+    stream: BinaryIO,
+    what: str,
+    head_bytes: int,
+    max_bytes: int,
+    seconds: float,
+    max_stream_bytes: int,
 ) -> bytes:
+    """Head and tail of a stream (see read_stdin_head_tail), bounded in time and bytes."""
     deadline = time.monotonic() + seconds
+    streamed = 0
     try:
         fd: int | None = stream.fileno()
     except (OSError, ValueError):
@@ -150,6 +161,12 @@ def _read_stream_head_tail(
             chunk = stream.read(_CHUNK_BYTES)
         if not chunk:
             break
+        streamed += len(chunk)
+        if streamed > max_stream_bytes:
+            msg = (
+                f"standard input: the {what} streamed over {max_stream_bytes} bytes without ending"
+            )
+            raise _core.ConfigError(msg)
         if len(head) < head_bytes:
             take = head_bytes - len(head)
             head += chunk[:take]

@@ -29,6 +29,7 @@ NVIDIA_SMI_QUERY = (
 _TOTAL_BELOW_PROBED = 0.05
 _TOTAL_ABOVE_PROBED = 0.005
 _MAX_TEXT_BYTES = 1 << 20  # a CSV for 1000 GPUs is ~60 KiB
+_MAX_GPU_BYTES = 1 << 50  # 1 PiB: far above any GPU, far inside int64
 _CGROUP_UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as 2^63 rounded to a page
 
 
@@ -168,14 +169,14 @@ def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi") -> list[Probe
         try:
             index = int(index_text)
             total, used, free = (int(float(v)) * MIB for v in fields[-3:])
-        except ValueError as err:
+        except (ValueError, OverflowError) as err:  # text, nan, inf
             msg = (
                 f"{source}:{number}: index and memory.total/used/free must be numbers in MiB "
                 f"(--format=csv,noheader,nounits), got {line[:120]!r}"
             )
             raise _core.ParseError(msg) from err
-        if min(index, total, used, free) < 0 or total == 0:
-            msg = f"{source}:{number}: negative or zero memory figures in {line[:120]!r}"
+        if min(index, total, used, free) < 0 or total == 0 or max(index, total) > _MAX_GPU_BYTES:
+            msg = f"{source}:{number}: negative, zero or impossible figures in {line[:120]!r}"
             raise _core.ParseError(msg)
         gpus.append(ProbedGpu(index, name, total, used, free))
     if not gpus:

@@ -306,12 +306,7 @@ const std::vector<EngineProfile>& compiled_profiles() {
 
 std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
                                                  const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw SpecError(file, "<document>", "unparsable", e.what());
-  }
+  const YAML::Node root = load_yaml_checked(yaml_text, file);
   if (!root.IsMap() || !root["engines"] || !root["engines"].IsSequence() || root.size() != 1) {
     throw SpecError(file, "engines", "missing", "expected one top-level `engines:` list");
   }

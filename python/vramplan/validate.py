@@ -85,9 +85,10 @@ def _version(record: dict[str, Any]) -> str:
     raise Unsupported(msg)
 
 
-def record_number(record: dict[str, Any], key: str) -> float | None:
-    """A numeric record field: None when absent, else a finite non-negative number, or a
-    ConfigError naming the record, the field and the value."""
+def record_number(record: dict[str, Any], key: str, *, signed: bool = False) -> float | None:
+    """A numeric record field: None when absent, else a finite number (>= 0 unless `signed`:
+    a failed launch's KV memory may be negative), or a ConfigError naming the record, the
+    field and the value."""
     value = record.get(key)
     if value is None:
         return None
@@ -95,12 +96,12 @@ def record_number(record: dict[str, Any], key: str) -> float | None:
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not math.isfinite(value)
-        or value < 0
+        or value < (-_MAX_RECORD_NUMBER if signed else 0)
         or value > _MAX_RECORD_NUMBER
     ):
-        msg = f"record {record.get('id')!s:.200}: {key}: expected a finite number >= 0 (got {value!r:.200})"
+        msg = f"record {record.get('id')!s:.200}: {key}: expected a finite number{'' if signed else ' >= 0'} (got {value!r:.200})"
         raise _core.ConfigError(msg)
-    return float(value)
+    return value  # an int stays an int (token counts)
 
 
 def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
@@ -128,13 +129,43 @@ def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
 _KNOB_KEYS = tuple(
     k["name"] for k in api.KNOBS if k["flag"] and k["type"] in ("int", "float", "bool")
 )
+_KNOB_BY_NAME = {k["name"]: k for k in api.KNOBS}
+
+
+def _record_knob(record: dict[str, Any], key: str) -> Any:
+    """A knob field of a record, of the knob's type and within its range (the registry's), or a
+    ConfigError naming the record, the field and the value."""
+    knob = _KNOB_BY_NAME[key]
+    value = record[key]
+    kind = knob["type"]
+    if kind == "bool":
+        ok = isinstance(value, bool)
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        ok = False
+    elif kind == "int":
+        ok = isinstance(value, int) and knob["minimum"] <= value <= knob["maximum"]
+    else:
+        ok = math.isfinite(value) and knob["minimum"] <= value <= knob["maximum"]
+    if not ok:
+        allowed = (
+            "true or false"
+            if kind == "bool"
+            else (
+                f"{'an integer' if kind == 'int' else 'a number'} in "
+                f"[{knob['minimum']:g}, {knob['maximum']:g}]"
+            )
+        )
+        raise api.config_error(
+            f"record {record.get('id')!s:.200}: {key}", value, allowed, "wrong value"
+        )
+    return value
 
 
 def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
     knobs: dict[str, Any] = {"engine_version": _version(record)}
     for key in _KNOB_KEYS:
         if record.get(key) is not None:
-            knobs[key] = record[key]
+            knobs[key] = _record_knob(record, key)
     dtype = str(record.get("dtype") or "auto").split()[0]
     knobs["dtype"] = dtype
     kv = record.get("kv_cache_dtype")
@@ -158,18 +189,25 @@ def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
 
 
 def _measured(record: dict[str, Any]) -> dict[str, Any]:
-    out = {term: record.get(term) for term in TERMS}
-    concurrency = out.get("max_concurrency")
-    if isinstance(concurrency, str):  # records write "58.11x @ 8,192 tokens"
-        match = re.match(r"\s*([0-9.]+)\s*x", concurrency)
-        out["max_concurrency"] = float(match.group(1)) if match else None
-    out["outcome"] = record.get("outcome")
+    out: dict[str, Any] = {}
+    for term in TERMS:
+        concurrency = record.get(term) if term == "max_concurrency" else None
+        if isinstance(concurrency, str):  # records write "58.11x @ 8,192 tokens"
+            match = re.match(r"\s*([0-9]+(?:\.[0-9]+)?)\s*x", concurrency)
+            out[term] = float(match.group(1)) if match else None
+        else:
+            out[term] = record_number(record, term, signed=term.endswith("_gib"))
+    outcome = record.get("outcome")
+    out["outcome"] = outcome if outcome is None else str(outcome)[:200]
     return out
 
 
 def replay_record(record: dict[str, Any]) -> Replay:
     rid = str(record.get("id"))
-    measured = _measured(record)
+    try:
+        measured = _measured(record)
+    except _core.ConfigError as why:
+        return Replay(rid, None, {}, f"bad record: {why}")
     try:
         db = api.spec_database()
         model = str(record.get("model") or "")

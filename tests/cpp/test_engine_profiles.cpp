@@ -295,7 +295,7 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       {replace("    large_gpu_names: []\n", ""), "large_gpu_names"},
       {replace("bytes: 75161927680", "bytes: -1"), "large_gpu_min_memory_bytes"},
       {replace("\"0.19\"", "\"0\""), "from_version"},
-      {"engines: [unclosed\n", "<document>"},
+      {"engines: [unclosed\n", "line 2"},  // the line YAML stopped at
   };
   // A later row keeps what it omits from the row before; a patch row sorts after its minor.
   const auto two = parse_engine_profiles(

@@ -530,7 +530,7 @@ std::string calibration_profile_yaml(const CalibrationResult& result,
 
 CalibrationProfile parse_calibration_profile(const std::string& yaml_text,
                                              const std::string& file) {
-  const YAML::Node root = load_yaml_checked(yaml_text, file);
+  YAML::Node root = load_yaml_checked(yaml_text, file);
   if (!root.IsMap()) throw SpecError(file, "<document>", "not a map", "expected a profile map");
   for (const auto& entry : root) {
     const std::string key = entry.first.as<std::string>();

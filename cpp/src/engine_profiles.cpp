@@ -306,7 +306,7 @@ const std::vector<EngineProfile>& compiled_profiles() {
 
 std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
                                                  const std::string& file) {
-  const YAML::Node root = load_yaml_checked(yaml_text, file);
+  YAML::Node root = load_yaml_checked(yaml_text, file);
   if (!root.IsMap() || !root["engines"] || !root["engines"].IsSequence() || root.size() != 1) {
     throw SpecError(file, "engines", "missing", "expected one top-level `engines:` list");
   }
@@ -339,7 +339,7 @@ std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
 
 EngineProfile apply_profile_overrides(const EngineProfile& base, const std::string& yaml_text,
                                       const std::string& file) {
-  const YAML::Node root = load_yaml_checked(yaml_text, file);
+  YAML::Node root = load_yaml_checked(yaml_text, file);
   const YAML::Node overrides = root.IsMap() ? root["overrides"] : YAML::Node();
   if (!overrides || !overrides.IsMap()) {
     throw SpecError(file, "overrides", "missing", "expected an `overrides:` map of engine fields");

@@ -444,7 +444,9 @@ class TreeCheck {
           throw SpecError(file_, where_map, node_text(kv.first), "keys must be plain strings");
         }
         const std::string& key = kv.first.Scalar();
-        const std::string key_path = path.empty() ? key : path + "." + key;
+        std::string key_path = path;
+        if (!key_path.empty()) key_path += ".";
+        key_path += key;
         if (!keys.insert(key).second) {
           throw SpecError(file_, key_path, "'" + key + "' twice", "duplicate key in one map");
         }
@@ -498,7 +500,7 @@ YAML::Node load_yaml_checked(const std::string& text, const std::string& file) {
 }
 
 ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string& file) {
-  const YAML::Node root = load_yaml_checked(yaml_text, file);
+  YAML::Node root = load_yaml_checked(yaml_text, file);
   const MapReader r(root, file, "", "model");
   ModelSpec s;
   s.source = file;
@@ -774,7 +776,7 @@ ModelSpec load_model_spec_file(const std::string& path) {
 }
 
 std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::string& file) {
-  const YAML::Node root = load_yaml_checked(yaml_text, file);
+  YAML::Node root = load_yaml_checked(yaml_text, file);
   if (!root.IsMap() || !root["gpus"].IsSequence() || root.size() != 1) {
     throw SpecError(file, "gpus", node_text(root), "expected a single top-level 'gpus:' list");
   }

@@ -18,6 +18,7 @@
 #include "vramplan/bounded_read.hpp"
 #include "vramplan/calibrate.hpp"
 #include "vramplan/compiled.hpp"
+#include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/hf_import.hpp"
 #include "vramplan/log_parser.hpp"
@@ -234,6 +235,14 @@ TEST(HostileYaml, AliasBombWithAnInvalidByteIsRefusedQuickly) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 2.0 * VRAMPLAN_TIME_BUDGET_SCALE);
+}
+
+// Found by fuzz_spec_yaml: the checked tree is a plain node, and a missing top-level key read
+// from it must be a named error, not yaml-cpp's InvalidNode.
+TEST(HostileYaml, MissingTopLevelListsAreNamedErrors) {
+  EXPECT_THROW(vramplan::parse_gpus_yaml(vramplan_test::kLlama31_8B, "gpus.yaml"), SpecError);
+  EXPECT_THROW(vramplan::parse_engine_profiles("a: 1\n", "engines.yaml"), SpecError);
+  EXPECT_THROW(vramplan::parse_calibration_profile("a: 1\n", "profile.yaml"), SpecError);
 }
 
 TEST(HostileYaml, ProfileKeyThatIsASequenceIsASpecError) {

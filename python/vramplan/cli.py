@@ -465,6 +465,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     elif args.logfile:
         # Streamed by the C++ parser: never the whole log in memory.
         replays = [validate.replay_log_file(args.logfile, model=args.model, gpu=args.gpu)]
+        if replays[0].note:
+            _note(replays[0].note)
     else:
         msg = "give a vLLM startup LOGFILE or --records FILE.jsonl"
         raise _core.ConfigError(msg)

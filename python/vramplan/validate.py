@@ -61,6 +61,7 @@ class Replay:
     measured: dict[str, Any]
     unsupported: str | None
     launch: dict[str, Any] = field(default_factory=dict)
+    note: str | None = None  # what was assumed (a log holding several launches: the last one)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -319,7 +320,13 @@ def replay_log_file(
     path = Path(path)
     figures = _core.parse_vllm_log(path)
     record = record_from_log(figures, log_id=log_id or path.name, model=model, gpu=gpu)
-    return replay_record(record)
+    replay = replay_record(record)
+    if figures.get("launches", 1) > 1:
+        replay.note = (
+            f"{path} holds {figures['launches']} launches (vLLM restarted into the same file): "
+            "the last one is replayed, its settings and figures only"
+        )
+    return replay
 
 
 def format_table(replays: list[Replay]) -> str:

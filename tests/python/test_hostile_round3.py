@@ -303,6 +303,10 @@ def test_a_log_with_two_launches_is_not_mixed(tmp_path: Path) -> None:
     assert figures["max_model_len"] == 4096
     assert figures["gpu_memory_utilization"] is None  # the first launch's, not carried over
     assert figures["kv_tokens"] == 40960
+    # validate says which launch it replays.
+    done = cli("validate", str(log), "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100")
+    assert "holds 2 launches" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_malformed_numbers_in_a_log_line_are_not_read() -> None:

@@ -124,10 +124,11 @@ def _cached_header_bytes(repo_id: str, commit: str | None) -> int:
 
 def _store_header_bytes(repo_id: str, commit: str, total: int) -> None:
     path = _headers_cache_file(repo_id, commit)
+    text = json.dumps({"repo_id": repo_id, "total_bytes": total})
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"repo_id": repo_id, "total_bytes": total}), encoding="utf-8")
-    except OSError:
+        _io.write_text_atomic(path, text, what="header cache")  # readers never see half of it
+    except (OSError, _core.ConfigError):
         pass  # a read-only cache only costs the next call its range requests
 
 

@@ -218,6 +218,10 @@ for reader in "${READERS[@]}"; do
     extra+=("-len_control=0")
     if [ -z "${FUZZ_SECONDS:-}" ]; then extra+=("-max_total_time=55"); fi
   fi
+  if [ "$reader" = hf_cache ] && [ -z "${FUZZ_SECONDS:-}" ]; then
+    # Each input lays out a cache on disk (~50 runs/s): RUNS alone is capped at 55 s too.
+    extra+=("-max_total_time=55")
+  fi
   log="$BUILD/fuzz_$reader.log"
   echo "== fuzz_$reader: runs ${RUNS/#-1/unbounded}, seconds ${FUZZ_SECONDS:-unbounded} (log: $log)"
   set +e

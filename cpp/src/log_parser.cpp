@@ -2,12 +2,8 @@
 // with string_view::find (no regular expressions, so no backtracking on hostile input).
 #include "vramplan/log_parser.hpp"
 
-#include <cerrno>
 #include <charconv>
 #include <cstddef>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <utility>

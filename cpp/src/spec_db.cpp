@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>

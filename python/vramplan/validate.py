@@ -18,6 +18,7 @@ from . import _core, _io, api
 GIB = float(1 << 30)
 _MAX_RECORDS_BYTES = 256 << 20  # thousands of launches are a few MiB
 _MAX_RECORD_BYTES = 1 << 20
+_MAX_GPU_GIB = 1 << 20  # 1 PiB, as load_gpu allows in bytes
 _MAX_RECORD_NUMBER = 2.0**53  # GiB and token counts; beyond it a double is not exact
 
 TERMS = (
@@ -113,6 +114,13 @@ def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
             gpu_id = candidate
             break
     total_gib = record_number(record, "gpu_total_gib")
+    if total_gib is not None and total_gib > _MAX_GPU_GIB:
+        raise api.config_error(
+            f"record {record.get('id')!s:.200}: gpu_total_gib",
+            total_gib,
+            f"a GPU's memory in GiB, at most {_MAX_GPU_GIB}",
+            "out of range",
+        )
     db = api.spec_database()
     if gpu_id and db.has_gpu(gpu_id):
         if total_gib:

@@ -352,6 +352,9 @@ def test_api_misuse_is_a_named_error(tmp_path: Path) -> None:
                 }
             ]
         )
+    huge_gpu = {"id": "r", "gpu": "Z9", "gpu_total_gib": 2.0**40, "max_model_len": 8}
+    with pytest.raises(vramplan.ConfigError, match="gpu_total_gib"):
+        validate._gpu(huge_gpu)
     with pytest.raises(vramplan.ConfigError, match="at most 4096"):
         api.load_model("x" * 100_000)
     with pytest.raises(vramplan.ConfigError, match="64-bit"):

@@ -24,7 +24,7 @@ DEFAULT_GPU = "H100-80GB"
 
 GIB = 1 << 30
 MAX_SWEEP_POINTS: int = _core.MAX_SWEEP_POINTS
-SWEEP_CHUNK_POINTS = 1 << 18  # about a second of evaluation: progress and Ctrl-C between
+SWEEP_CHUNK_POINTS = 1 << 18  # ~50 ms of evaluation (1M points: 0.2 s): progress, Ctrl-C between
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the libFuzzer targets (tests/fuzz: safetensors, GGUF, YAML spec, config.json readers, the
-# vLLM log parser, the plan path from arbitrary knobs) with clang in build-fuzz/ and run each one,
+# vLLM log parser, the plan path from arbitrary knobs, the whole plan from a spec YAML,
+# calibration profiles, Hugging Face cache layouts) with clang in build-fuzz/ and run each one,
 # one after the other:
 #   scripts/fuzz.sh [RUNS]                 at most RUNS executions each (default 200000)
 #   FUZZ_SECONDS=60 scripts/fuzz.sh        at most 60 s each, runs unbounded (CI: <= 60 s)
@@ -10,7 +11,7 @@
 # libFuzzer adds the inputs it finds there, and writes crashing inputs to build-fuzz/artifacts/.
 # Exits non-zero if a fuzzer crashes (sanitizer report, abort, timeout, out-of-memory).
 # Environment: JOBS (build parallelism, default 2), FUZZ_SECONDS (time bound per target),
-# FUZZ_BUILD_DIR (default build-fuzz/), FUZZ_READERS (default: all six).
+# FUZZ_BUILD_DIR (default build-fuzz/), FUZZ_READERS (default: all nine).
 set -euo pipefail
 
 if [ -n "${FUZZ_SECONDS:-}" ]; then RUNS="${1:--1}"; else RUNS="${1:-200000}"; fi
@@ -50,12 +51,13 @@ cmake -S "$ROOT" -B "$BUILD" \
   -DVRAMPLAN_BUILD_TESTS=OFF \
   -DVRAMPLAN_BUILD_PYTHON=OFF \
   -DVRAMPLAN_BUILD_BENCHMARKS=OFF >/dev/null
-read -r -a READERS <<<"${FUZZ_READERS:-safetensors gguf spec_yaml hf_import log_parser plan}"
+read -r -a READERS <<<"${FUZZ_READERS:-safetensors gguf spec_yaml hf_import log_parser plan spec_plan profile hf_cache}"
 cmake --build "$BUILD" --target "${READERS[@]/#/fuzz_}" -j "$JOBS"
 
 # --- seed corpus and dictionaries ----------------------------------------------------------
 mkdir -p "$BUILD/corpus/safetensors" "$BUILD/corpus/gguf" "$BUILD/corpus/spec_yaml" \
-  "$BUILD/corpus/hf_import" "$BUILD/corpus/log_parser" "$BUILD/corpus/plan" "$BUILD/artifacts"
+  "$BUILD/corpus/hf_import" "$BUILD/corpus/log_parser" "$BUILD/corpus/plan" \
+  "$BUILD/corpus/spec_plan" "$BUILD/corpus/profile" "$BUILD/corpus/hf_cache" "$BUILD/artifacts"
 for dir in "$ROOT"/tests/fuzz/corpus/*/; do
   cp "$dir"* "$BUILD/corpus/$(basename "$dir")/"
 done
@@ -63,11 +65,14 @@ cp "$ROOT"/tests/data/vllm_logs/*.log "$BUILD/corpus/log_parser/"
 # Text readers start from the real files: every spec, the malformed ones, real configs.
 cp "$ROOT"/model_specs/gpus.yaml "$ROOT"/tests/data/bad_specs/*.yaml "$BUILD/corpus/spec_yaml/"
 find "$ROOT/model_specs/models" -name '*.yaml' -exec cp {} "$BUILD/corpus/spec_yaml/" \;
+# The whole plan starts from every real spec; the generator below adds each numeric key at its
+# schema bound (the specs the sanitizers must plan without an overflow).
+find "$ROOT/model_specs/models" -name '*.yaml' -exec cp {} "$BUILD/corpus/spec_plan/" \;
 find "$ROOT/tests/data" -path '*bad_configs*' -name '*.json' -exec cp {} "$BUILD/corpus/hf_import/" \;
 if [ -d "$ROOT/../shared/reference/configs" ]; then
   cp "$ROOT"/../shared/reference/configs/*.json "$BUILD/corpus/hf_import/"
 fi
-python3 - "$BUILD" <<'PY'
+python3 - "$BUILD" "$ROOT" <<'PY'
 import json, struct, sys
 from pathlib import Path
 
@@ -133,6 +138,61 @@ gseeds = {
 for name, data in gseeds.items():
     (gg_dir / f"seed_{name}.gguf").write_bytes(data)
 
+# spec_plan: Llama-3.1-8B with each numeric key at its bound, from the schema doc's table.
+llama = ("id: seed/llama\nmodel_type: llama\nhidden_size: 4096\nnum_hidden_layers: 32\n"
+         "num_attention_heads: 32\nnum_key_value_heads: 8\nintermediate_size: 14336\n"
+         "vocab_size: 128256\nmax_position_embeddings: 131072\ntorch_dtype: bfloat16\n")
+blocks = {
+    "mla": "mla:\n  kv_lora_rank: 512\n  qk_nope_head_dim: 128\n  qk_rope_head_dim: 64\n"
+           "  v_head_dim: 128\n",
+    "moe": "moe:\n  num_experts: 8\n  num_experts_per_tok: 2\n  moe_intermediate_size: 1024\n",
+    "mamba": "layer_pattern: [mamba, full_attention]\nmamba:\n  num_heads: 128\n  head_dim: 64\n"
+             "  state_size: 128\n",
+    "linear_attention": "layer_pattern: [linear_attention, full_attention]\nlinear_attention:\n"
+                        "  num_key_heads: 16\n  key_head_dim: 128\n  num_value_heads: 32\n"
+                        "  value_head_dim: 128\n",
+    "quantization": "quantization:\n  method: fp8\n",
+    "vision": "vision:\n  num_parameters: 400000000\n  image_tokens_per_item: 576\n"
+              "  encoder_tokens_per_item: 577\n  pixel_values_per_item: 602112\n"
+              "  encoder_hidden_size: 1024\n  encoder_intermediate_size: 4096\n",
+}
+# Keys a cross-field rule ties to the one at its bound (heads that divide, top-k <= experts).
+companions = {"hidden_size": "head_dim: 128", "num_key_value_heads": "num_attention_heads: 256",
+              "num_experts_per_tok": "  num_experts: 8192"}
+record = None
+for line in (Path(sys.argv[2]) / "docs" / "model-specs.md").read_text().splitlines():
+    if line.startswith("### `"):
+        record = line[5:-1]
+    cells = [c.strip() for c in line.split("|")]
+    if record not in ("model", *blocks) or len(cells) < 7 or cells[2] != "int" or not cells[4]:
+        continue
+    key, bound = cells[1].strip("`"), cells[4]
+    sets = {key: f"{key}: {bound}" if record == "model" else f"  {key}: {bound}"}
+    if key in companions:
+        sets[companions[key].split(":")[0].strip()] = companions[key]
+    lines = (llama + blocks.get(record, "")).splitlines()
+    kept = [l for l in lines if l.split(":")[0].strip() not in sets]
+    top = [v for v in sets.values() if not v.startswith(" ")]
+    text = "\n".join([*top, *kept, *(v for v in sets.values() if v.startswith(" "))]) + "\n"
+    (build / "corpus" / "spec_plan" / f"seed_bound_{record}_{key}.yaml").write_text(text)
+
+# profile: a saved profile, and one with overrides and a launch list.
+prof = build / "corpus" / "profile"
+(prof / "seed_minimal.yaml").write_text('engine_version: "0.10.1"\noverrides: {}\n')
+(prof / "seed_full.yaml").write_text(
+    'engine_version: "0.10.1"\ngpu: H100-80GB\nfitted_on: [a, b]\n'
+    "overrides:\n  cuda_context_bytes: 524288000\n  non_torch_single_rank_bytes: 209715200\n")
+
+# hf_cache: refs/main NUL snapshot name NUL config.json NUL layout byte.
+cache = build / "corpus" / "hf_cache"
+config = json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+                     "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                     "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256,
+                     "max_position_embeddings": 512, "torch_dtype": "bfloat16"})
+for layout in range(16):
+    (cache / f"seed_layout{layout}").write_bytes(
+        b"abc\0abc\0" + config.encode() + b"\0" + bytes([layout]))
+
 def dict_line(i, b):
     return "kw%d=\"%s\"\n" % (i, "".join(chr(c) if 32 <= c < 127 and c not in b'"\\' else "\\x%02x" % c
                                           for c in b))
@@ -157,6 +217,10 @@ for reader in "${READERS[@]}"; do
     # once; a plan runs a solve with remedies (~350 runs/s), so RUNS alone is capped at 55 s.
     extra+=("-len_control=0")
     if [ -z "${FUZZ_SECONDS:-}" ]; then extra+=("-max_total_time=55"); fi
+  fi
+  if [ "$reader" = hf_cache ] && [ -z "${FUZZ_SECONDS:-}" ]; then
+    # Each input lays out a cache on disk (~50 runs/s): RUNS alone is capped at 55 s too.
+    extra+=("-max_total_time=55")
   fi
   log="$BUILD/fuzz_$reader.log"
   echo "== fuzz_$reader: runs ${RUNS/#-1/unbounded}, seconds ${FUZZ_SECONDS:-unbounded} (log: $log)"

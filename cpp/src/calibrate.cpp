@@ -11,6 +11,7 @@
 #include "vramplan/calibration.hpp"
 #include "vramplan/compiled.hpp"
 #include "vramplan/knobs.hpp"
+#include "yaml_load.hpp"
 
 namespace vramplan {
 
@@ -529,12 +530,7 @@ std::string calibration_profile_yaml(const CalibrationResult& result,
 
 CalibrationProfile parse_calibration_profile(const std::string& yaml_text,
                                              const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw SpecError(file, "<document>", "unparsable", e.what());
-  }
+  YAML::Node root = load_yaml_checked(yaml_text, file);
   if (!root.IsMap()) throw SpecError(file, "<document>", "not a map", "expected a profile map");
   for (const auto& entry : root) {
     const std::string key = entry.first.as<std::string>();

@@ -11,6 +11,7 @@
 #include "vramplan/engine.hpp"
 #include "vramplan/engines_yaml.hpp"
 #include "vramplan/errors.hpp"
+#include "yaml_load.hpp"
 
 namespace vramplan {
 namespace {
@@ -352,12 +353,7 @@ const std::vector<EngineProfile>& compiled_profiles() {
 
 std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
                                                  const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw SpecError(file, "<document>", "unparsable", e.what());
-  }
+  YAML::Node root = load_yaml_checked(yaml_text, file);
   if (!root.IsMap() || !root["engines"] || !root["engines"].IsSequence() || root.size() != 1) {
     throw SpecError(file, "engines", "missing", "expected one top-level `engines:` list");
   }
@@ -390,12 +386,7 @@ std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
 
 EngineProfile apply_profile_overrides(const EngineProfile& base, const std::string& yaml_text,
                                       const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw SpecError(file, "<document>", "unparsable", e.what());
-  }
+  YAML::Node root = load_yaml_checked(yaml_text, file);
   const YAML::Node overrides = root.IsMap() ? root["overrides"] : YAML::Node();
   if (!overrides || !overrides.IsMap()) {
     throw SpecError(file, "overrides", "missing", "expected an `overrides:` map of engine fields");

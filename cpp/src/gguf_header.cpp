@@ -5,15 +5,14 @@
 //   padding to general.alignment, then the data section (offsets are relative to it).
 // string = u64 length + bytes; array value = u32 element type, u64 count, elements.
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <system_error>
 #include <utility>
 
+#include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/tensor_headers.hpp"
 #include "vramplan/utf8.hpp"
@@ -534,12 +533,9 @@ GgufHeader parse_gguf_header(std::string_view bytes, std::int64_t file_bytes,
 }
 
 GgufHeader read_gguf_header(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);  // follows symlinks
-  if (ec) throw ParseError(path, 0, "cannot read file: " + ec.message());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ParseError(path, 0, std::string("cannot open file: ") + std::strerror(errno));
-  const auto file_bytes = static_cast<std::int64_t>(size);
+  // Any size: only the header region is read.
+  RegularFile in(path, "GGUF file", std::numeric_limits<std::int64_t>::max());
+  const std::int64_t file_bytes = in.size();
   const std::int64_t limit = std::min(file_bytes, kGgufMaxHeaderRegion);
 
   std::string buf;
@@ -547,8 +543,8 @@ GgufHeader read_gguf_header(const std::string& path) {
   for (;;) {
     const auto have = static_cast<std::int64_t>(buf.size());
     buf.resize(static_cast<std::size_t>(want));
-    in.read(buf.data() + have, static_cast<std::streamsize>(want - have));
-    if (in.gcount() != static_cast<std::streamsize>(want - have)) {
+    if (in.read(buf.data() + have, static_cast<std::size_t>(want - have)) !=
+        static_cast<std::size_t>(want - have)) {
       throw ParseError(path, have, "read failed (file shrank while reading?)");
     }
     const bool can_grow = want < limit;

@@ -4,16 +4,17 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include "vramplan/architectures.hpp"
+#include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/spec_db.hpp"
 
@@ -22,7 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;
+constexpr std::int64_t kMaxConfigBytes = 16 << 20;
 
 // How a skip list names modules: compressed-tensors `ignore` (exact names, "re:" regexes
 // matched from the start, re.match), AWQ / bitsandbytes `modules_to_not_convert` (substrings of
@@ -782,24 +783,31 @@ void restore_nonfinite(json& value) {
 }
 
 json read_json_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw ParseError(path.string(), 0, "cannot read the file (" + ec.message() + ")");
-  if (size > kMaxConfigBytes) {
-    throw ParseError(path.string(), 0,
-                     "file of " + std::to_string(size) + " bytes exceeds the 16 MiB limit");
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = prepare_json_text(buffer.str(), path.string());
+  const std::string text = prepare_json_text(
+      read_regular_file(path.string(), "config file", kMaxConfigBytes), path.string());
+  // A key twice in one object is refused: nlohmann would keep the last, Python's json too,
+  // and the spec must not depend on which reader saw the file.
+  std::vector<std::set<std::string>> keys_seen;
+  const json::parser_callback_t refuse_duplicates = [&](int, json::parse_event_t event,
+                                                        json& parsed) {
+    if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
+    if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
+    if (event == json::parse_event_t::key && !keys_seen.empty() &&
+        !keys_seen.back().insert(parsed.get<std::string>()).second) {
+      throw SpecError(path.string(), parsed.get<std::string>(), "a second value",
+                      "duplicate key in one JSON object");
+    }
+    return true;
+  };
   try {
-    json parsed = json::parse(text);
+    json parsed = json::parse(text, refuse_duplicates);
     restore_nonfinite(parsed);
     return parsed;
   } catch (const json::parse_error& e) {
     throw ParseError(path.string(), static_cast<std::int64_t>(e.byte),
                      "not valid JSON: " + std::string(e.what()));
+  } catch (const json::exception& e) {  // 1e400: a number no double holds
+    throw ParseError(path.string(), 0, "not valid JSON: " + std::string(e.what()));
   }
 }
 

@@ -2,16 +2,13 @@
 // with string_view::find (no regular expressions, so no backtracking on hostile input).
 #include "vramplan/log_parser.hpp"
 
-#include <cerrno>
 #include <charconv>
 #include <cstddef>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <utility>
 
+#include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/utf8.hpp"
 
@@ -135,8 +132,12 @@ struct Number {
   bool integral = true;
 };
 
+bool digit_at(std::string_view s, std::size_t i) { return i < s.size() && is_digit(s[i]); }
+
 // A decimal number at s[pos] (after optional spaces): optional sign, digits with optional
-// thousands commas ("1,234,560"), optional fraction. No exponent.
+// thousands commas in groups of three ("1,234,560"), optional fraction. No exponent. A number
+// running on into more number text ("1,23", "1.2.3", "1e5", "12-3") is malformed: none, never
+// a prefix of it read as something else.
 std::optional<Number> parse_number(std::string_view s, std::size_t pos) {
   pos = skip_spaces(s, pos);
   std::string buf;
@@ -153,8 +154,10 @@ std::optional<Number> parse_number(std::string_view s, std::size_t pos) {
       buf.push_back(c);
       ++digits;
       ++i;
-    } else if (c == ',' && digits > 0 && integral && i + 1 < s.size() && is_digit(s[i + 1])) {
-      ++i;  // thousands separator
+    } else if (c == ',' && digits > 0 && integral && digit_at(s, i + 1)) {
+      // A thousands separator: exactly three digits follow.
+      if (!digit_at(s, i + 2) || !digit_at(s, i + 3) || digit_at(s, i + 4)) return std::nullopt;
+      ++i;
     } else if (c == '.' && integral && i + 1 < s.size() && is_digit(s[i + 1])) {
       buf.push_back('.');
       integral = false;
@@ -164,6 +167,14 @@ std::optional<Number> parse_number(std::string_view s, std::size_t pos) {
     }
   }
   if (digits == 0 || buf.size() >= kMaxNumberChars) return std::nullopt;
+  if (i < s.size()) {
+    const char next = s[i];
+    const bool signed_exponent = i + 1 < s.size() && (s[i + 1] == '-' || s[i + 1] == '+');
+    if (((next == '.' || next == ',' || next == '-') && digit_at(s, i + 1)) ||
+        ((next == 'e' || next == 'E') && digit_at(s, i + (signed_exponent ? 2 : 1)))) {
+      return std::nullopt;
+    }
+  }
   Number n;
   const auto res = std::from_chars(buf.data(), buf.data() + buf.size(), n.value);
   if (res.ec != std::errc{}) return std::nullopt;
@@ -172,8 +183,9 @@ std::optional<Number> parse_number(std::string_view s, std::size_t pos) {
   return n;
 }
 
+// Counts (tokens, blocks, lengths, sizes of a launch): a negative one is malformed.
 std::optional<std::int64_t> to_int64(const Number& n) {
-  if (!n.integral || n.value > 9.0e18 || n.value < -9.0e18) return std::nullopt;
+  if (!n.integral || n.value > 9.0e18 || n.value < 0.0) return std::nullopt;
   return static_cast<std::int64_t>(n.value);
 }
 
@@ -499,6 +511,9 @@ class Parser {
   VllmLogFigures config_;  // ... from the engine config line
   VllmLogFigures other_;   // ... from lines stating the effective value
 
+  std::int32_t launches_ = 1;
+  bool server_seen_ = false;  // "vLLM API server version": once per launch
+  bool args_seen_ = false;    // "non-default args: {": once per launch
   bool started_ = false;
   bool startup_free_fail_ = false;
   bool insufficient_ = false;
@@ -528,6 +543,16 @@ void Parser::line(std::string_view raw) {
   if (line.empty()) return;
   const std::string_view msg = strip_log_header(line);
 
+  // A second launch in the same file starts the parse over: its figures alone are reported.
+  const bool server_line = contains(line, "vLLM API server version ");
+  const bool args_line = contains(line, "non-default args: {");
+  if ((server_line && server_seen_) || (args_line && args_seen_)) {
+    const std::int32_t launches = launches_ + 1;
+    *this = Parser();
+    launches_ = launches;
+  }
+  server_seen_ |= server_line;
+  args_seen_ |= args_line;
   if (contains(line, "Application startup complete") ||
       contains(line, "Starting vLLM API server") || contains(line, "Starting vLLM server on")) {
     started_ = true;
@@ -790,6 +815,7 @@ void Parser::failure_line(std::string_view line, std::string_view msg) {
 
 VllmLogFigures Parser::finish() {
   VllmLogFigures out = std::move(f_);
+  out.launches = launches_;
   // Launch settings: non-default args, then the engine config line, then effective values.
   auto pick = [](auto& dst, const auto& a, const auto& b, const auto& c) {
     if (a) {
@@ -920,20 +946,14 @@ VllmLogFigures parse_vllm_log(std::string_view text) {
 }
 
 VllmLogFigures read_vllm_log_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw ParseError(path, 0, "is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ParseError(path, 0, std::string("cannot open file: ") + std::strerror(errno));
+  // Any size: the parser stops reading at its own cap ('truncated').
+  RegularFile in(path, "log", std::numeric_limits<std::int64_t>::max());
   constexpr std::size_t kChunkBytes = 1 << 20;
   std::string chunk(kChunkBytes, '\0');
   VllmLogParser parser;
-  std::int64_t offset = 0;
   while (!parser.truncated()) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    const auto got = static_cast<std::size_t>(in.gcount());
-    if (in.bad()) throw ParseError(path, offset, "read failed");
+    const std::size_t got = in.read(chunk.data(), chunk.size());
     parser.feed(std::string_view(chunk.data(), got));
-    offset += static_cast<std::int64_t>(got);
     if (got < chunk.size()) break;  // end of file
   }
   return parser.finish();
@@ -982,6 +1002,7 @@ nlohmann::json to_json(const VllmLogFigures& f) {
   j["outcome"] = f.outcome;
   j["error_lines"] = f.error_lines;
   j["truncated"] = f.truncated;
+  j["launches"] = f.launches;
   return j;
 }
 

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/gguf_import.hpp"
 #include "vramplan/hf_import.hpp"
@@ -28,9 +28,8 @@ bool has_suffix(const std::string& text, const std::string& suffix) {
 }
 
 std::string read_small_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::string text;
-  std::getline(in, text);
+  std::string text = read_regular_file(path.string(), "ref", 4096);
+  text = text.substr(0, text.find('\n'));
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
     text.pop_back();
   }
@@ -61,6 +60,33 @@ std::string served_name(const std::string& path) {
   return p.filename() == "config.json" ? p.parent_path().string() : p.string();
 }
 
+bool is_under(const fs::path& root, const fs::path& path) {
+  std::error_code ec;
+  const fs::path real = fs::canonical(path, ec);
+  return !ec &&
+         std::mismatch(root.begin(), root.end(), real.begin(), real.end()).first == root.end();
+}
+
+// A snapshot folder, refused when it or a file in it links outside its cache entry (a planted
+// link would make the planner read files the cache does not hold; real snapshot files link to
+// ../../blobs/, inside the entry).
+std::string inside_entry(const fs::path& entry, const fs::path& folder) {
+  std::error_code ec;
+  const fs::path root = fs::canonical(entry, ec);
+  bool inside = !ec && is_under(root, folder);
+  std::size_t checked = 0;
+  for (auto it = fs::directory_iterator(folder, ec);
+       inside && !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (++checked > 100000) break;  // the loaders refuse folders that large on their own
+    inside = is_under(root, it->path());
+  }
+  if (!inside) {
+    throw ConfigError("model", folder.string(), "a snapshot inside its cache entry",
+                      "the snapshot or a file in it links outside the cache entry");
+  }
+  return folder.string();
+}
+
 }  // namespace
 
 std::string resolve_model_folder(const std::string& path) {
@@ -79,7 +105,7 @@ std::string resolve_model_folder(const std::string& path) {
                            revision.find('/') == std::string::npos && revision != "." &&
                            revision != "..";
     if (safe_name && fs::is_directory(snapshots / revision, ec)) {
-      return (snapshots / revision).string();
+      return inside_entry(dir, snapshots / revision);
     }
   }
   std::vector<std::string> revisions;
@@ -87,7 +113,7 @@ std::string resolve_model_folder(const std::string& path) {
     if (entry.is_directory(ec)) revisions.push_back(entry.path().filename().string());
     if (revisions.size() > 1000) break;
   }
-  if (revisions.size() == 1) return (snapshots / revisions.front()).string();
+  if (revisions.size() == 1) return inside_entry(dir, snapshots / revisions.front());
   std::sort(revisions.begin(), revisions.end());
   throw ConfigError("model", path, "a cache entry with refs/main or a single snapshot",
                     revisions.empty() ? "no snapshot downloaded"

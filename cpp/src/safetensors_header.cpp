@@ -3,10 +3,8 @@
 //    "__metadata__": {"k": "v"}}
 // then the data region; offsets are relative to its start (8 + N).
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -16,6 +14,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/tensor_headers.hpp"
 #include "vramplan/utf8.hpp"
@@ -419,16 +418,12 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::int64_t 
 }
 
 SafetensorsHeader read_safetensors_header(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);  // follows symlinks
-  if (ec) throw ParseError(path, 0, "cannot read file: " + ec.message());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ParseError(path, 0, std::string("cannot open file: ") + std::strerror(errno));
-  const auto file_bytes = static_cast<std::int64_t>(size);
+  // Any size: only the length prefix and the header are read.
+  RegularFile in(path, "safetensors file", std::numeric_limits<std::int64_t>::max());
+  const std::int64_t file_bytes = in.size();
   std::string buf(static_cast<std::size_t>(std::min<std::int64_t>(file_bytes, kLengthPrefix)),
                   '\0');
-  in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-  if (in.gcount() != static_cast<std::streamsize>(buf.size())) {
+  if (in.read(buf.data(), buf.size()) != buf.size()) {
     throw ParseError(path, 0, "read failed (file shrank while reading?)");
   }
   if (buf.size() == static_cast<std::size_t>(kLengthPrefix)) {
@@ -437,8 +432,7 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
     if (n <= static_cast<std::uint64_t>(kSafetensorsMaxHeaderBytes) &&
         static_cast<std::int64_t>(n) <= file_bytes - kLengthPrefix) {
       buf.resize(static_cast<std::size_t>(kLengthPrefix + static_cast<std::int64_t>(n)));
-      in.read(buf.data() + kLengthPrefix, static_cast<std::streamsize>(n));
-      if (in.gcount() != static_cast<std::streamsize>(n)) {
+      if (in.read(buf.data() + kLengthPrefix, static_cast<std::size_t>(n)) != n) {
         throw ParseError(path, kLengthPrefix, "read failed (file shrank while reading?)");
       }
     }
@@ -466,18 +460,7 @@ constexpr std::int64_t kMaxIndexBytes = 64 << 20;
 
 json read_index_json(const fs::path& path) {
   const std::string name = path.string();
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  if (ec) throw ParseError(name, 0, "cannot read file: " + ec.message());
-  if (size > static_cast<std::uint64_t>(kMaxIndexBytes)) {
-    throw ParseError(name, 0, "index file larger than 64 MiB");
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!in || in.gcount() != static_cast<std::streamsize>(text.size())) {
-    throw ParseError(name, 0, "cannot read file");
-  }
+  const std::string text = read_regular_file(name, "index file", kMaxIndexBytes);
   check_json_depth(text, name);
   json root = json::object();
   const auto add_entry = [&](std::string&& key, json&& value) {

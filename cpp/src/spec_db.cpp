@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
 
 namespace vramplan {
@@ -97,10 +96,9 @@ SpecDatabase SpecDatabase::load_directory(const std::string& dir) {
   for (const auto& file : files) db.add_model(load_model_spec_file(file.string()));
   const fs::path gpus = root / "gpus.yaml";
   if (fs::exists(gpus)) {
-    std::ifstream in(gpus, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    for (auto& gpu : parse_gpus_yaml(text.str(), gpus.string())) db.add_gpu(std::move(gpu));
+    const std::string text =
+        read_regular_file(gpus.string(), "GPU database", std::int64_t{1} << 20);
+    for (auto& gpu : parse_gpus_yaml(text, gpus.string())) db.add_gpu(std::move(gpu));
   }
   return db;
 }

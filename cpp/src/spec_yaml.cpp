@@ -5,21 +5,26 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
 
+#include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/spec_db.hpp"
 #include "vramplan/utf8.hpp"
+#include "yaml_load.hpp"
 
 namespace vramplan {
 namespace {
 
-constexpr std::uintmax_t kMaxSpecFileBytes = 1 << 20;  // specs are tiny; refuse anything huge
+constexpr std::int64_t kMaxSpecFileBytes = 1 << 20;  // specs are tiny; refuse anything huge
+// Token counts fit int32, as the knobs' do (max_model_len), so tokens x bytes per token fits
+// int64: the widths below keep a KV token under 2^32 bytes (4096 layers x 256 KV heads x
+// (512 + 512) dims x 4 bytes).
+constexpr std::int64_t kMaxTokens = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t kMaxHeadDim = std::int64_t{1} << 9;
 
 // clang-format off
 const std::vector<SchemaKey> kSchema = {
@@ -27,15 +32,15 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "aliases", "list[string]", false, "Other HF ids that resolve to this spec (fine-tunes with identical shapes, mirrors)."},
   {"model", "source", "string", false, "Where the numbers come from (config.json copy, model card)."},
   {"model", "model_type", "string", true, "HF model_type (llama, qwen3, gemma2, deepseek_v2, ...)."},
-  {"model", "hidden_size", "int", true, "Residual width."},
-  {"model", "num_hidden_layers", "int", true, "Decoder layers (MTP layers excluded)."},
-  {"model", "num_attention_heads", "int", true, "Query heads."},
-  {"model", "num_key_value_heads", "int", false, "KV heads (GQA/MQA); default num_attention_heads."},
-  {"model", "head_dim", "int", false, "Per-head size; default hidden_size / num_attention_heads."},
-  {"model", "head_dim_v", "int", false, "V head size where it differs from head_dim."},
-  {"model", "intermediate_size", "int", true, "Dense MLP width (used by dense layers of MoE models too)."},
-  {"model", "vocab_size", "int", true, "Vocabulary rows of embed_tokens / lm_head."},
-  {"model", "max_position_embeddings", "int", true, "Model's maximum context (after rope scaling, as vLLM derives max_model_len)."},
+  {"model", "hidden_size", "int", true, "Residual width.", std::int64_t{1} << 17},
+  {"model", "num_hidden_layers", "int", true, "Decoder layers (MTP layers excluded).", 4096},
+  {"model", "num_attention_heads", "int", true, "Query heads.", std::int64_t{1} << 8},
+  {"model", "num_key_value_heads", "int", false, "KV heads (GQA/MQA); default num_attention_heads.", std::int64_t{1} << 8},
+  {"model", "head_dim", "int", false, "Per-head size; default hidden_size / num_attention_heads.", kMaxHeadDim},
+  {"model", "head_dim_v", "int", false, "V head size where it differs from head_dim.", kMaxHeadDim},
+  {"model", "intermediate_size", "int", true, "Dense MLP width (used by dense layers of MoE models too).", std::int64_t{1} << 20},
+  {"model", "vocab_size", "int", true, "Vocabulary rows of embed_tokens / lm_head.", std::int64_t{1} << 22},
+  {"model", "max_position_embeddings", "int", true, "Model's maximum context (after rope scaling, as vLLM derives max_model_len).", kMaxTokens},
   {"model", "tie_word_embeddings", "bool", false, "lm_head shares the embedding tensor. Default false."},
   {"model", "torch_dtype", "dtype", true, "Stored dtype of unquantized tensors (bfloat16, float16, float32)."},
   {"model", "mlp", "string", false, "gated (gate+up+down, default) or plain (up+down)."},
@@ -45,10 +50,10 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "qk_norm", "bool", false, "Per-head q/k RMSNorm weights (Qwen3, Gemma-3)."},
   {"model", "attention_sinks", "bool", false, "Per-head attention sink logits (gpt-oss)."},
   {"model", "attn_output_gate", "bool", false, "q_proj also emits an output gate (Qwen3-Next)."},
-  {"model", "norms_per_layer", "int", false, "hidden_size-wide norms per layer; default 2 (Gemma-2/3: 4)."},
-  {"model", "rotary_dim", "int", false, "Rotated dims per head; default head_dim (MLA: qk_rope_head_dim)."},
-  {"model", "sliding_window", "int", false, "Window of sliding_attention layers, tokens."},
-  {"model", "attention_chunk_size", "int", false, "Chunk of chunked_attention layers, tokens (Llama-4)."},
+  {"model", "norms_per_layer", "int", false, "hidden_size-wide norms per layer; default 2 (Gemma-2/3: 4).", 16},
+  {"model", "rotary_dim", "int", false, "Rotated dims per head; default head_dim (MLA: qk_rope_head_dim).", std::int64_t{1} << 9},
+  {"model", "sliding_window", "int", false, "Window of sliding_attention layers, tokens.", kMaxTokens},
+  {"model", "attention_chunk_size", "int", false, "Chunk of chunked_attention layers, tokens (Llama-4).", kMaxTokens},
   {"model", "layer_types", "list[string]", false, "Per-layer kind, num_hidden_layers long: full_attention, sliding_attention, chunked_attention, mla, mamba, linear_attention, mlp_only."},
   {"model", "layer_pattern", "list[string]", false, "Like layer_types, repeated cyclically (Gemma-3: 5 x sliding_attention, full_attention)."},
   {"model", "hybrid_override_pattern", "string", false, "Nemotron-H pattern: M = Mamba2 mixer only, * = attention only, - = MLP only, E = MoE only."},
@@ -57,52 +62,52 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "mamba", "map", false, "Mamba2 mixer geometry."},
   {"model", "linear_attention", "map", false, "Gated DeltaNet geometry (Qwen3-Next)."},
   {"model", "vision", "map", false, "Vision/audio tower and projector."},
-  {"model", "num_nextn_predict_layers", "int", false, "MTP layers shipped in the checkpoint (DeepSeek-V3: 1)."},
+  {"model", "num_nextn_predict_layers", "int", false, "MTP layers shipped in the checkpoint (DeepSeek-V3: 1).", 16},
   {"model", "quantization", "map", false, "Stored weight format; absent = torch_dtype."},
-  {"mla", "q_lora_rank", "int", false, "0 or absent: plain q_proj (DeepSeek-V2-Lite)."},
-  {"mla", "kv_lora_rank", "int", true, "Latent KV width (512)."},
-  {"mla", "qk_nope_head_dim", "int", true, "Non-rotary q/k head dims (128)."},
-  {"mla", "qk_rope_head_dim", "int", true, "Rotary q/k head dims (64); cached beside the latent."},
-  {"mla", "v_head_dim", "int", true, "V head dims (128)."},
-  {"moe", "num_experts", "int", true, "Routed experts per MoE layer."},
-  {"moe", "num_experts_per_tok", "int", true, "Experts each token is routed to (top-k)."},
-  {"moe", "moe_intermediate_size", "int", true, "Width of one routed expert."},
-  {"moe", "num_shared_experts", "int", false, "Always-on shared experts. Default 0."},
-  {"moe", "shared_expert_intermediate_size", "int", false, "Width of one shared expert; default moe_intermediate_size."},
+  {"mla", "q_lora_rank", "int", false, "0 or absent: plain q_proj (DeepSeek-V2-Lite).", std::int64_t{1} << 14},
+  {"mla", "kv_lora_rank", "int", true, "Latent KV width (512).", std::int64_t{1} << 12},
+  {"mla", "qk_nope_head_dim", "int", true, "Non-rotary q/k head dims (128).", std::int64_t{1} << 10},
+  {"mla", "qk_rope_head_dim", "int", true, "Rotary q/k head dims (64); cached beside the latent.", std::int64_t{1} << 10},
+  {"mla", "v_head_dim", "int", true, "V head dims (128).", std::int64_t{1} << 10},
+  {"moe", "num_experts", "int", true, "Routed experts per MoE layer.", std::int64_t{1} << 13},
+  {"moe", "num_experts_per_tok", "int", true, "Experts each token is routed to (top-k).", std::int64_t{1} << 8},
+  {"moe", "moe_intermediate_size", "int", true, "Width of one routed expert.", std::int64_t{1} << 18},
+  {"moe", "num_shared_experts", "int", false, "Always-on shared experts. Default 0.", std::int64_t{1} << 6},
+  {"moe", "shared_expert_intermediate_size", "int", false, "Width of one shared expert; default moe_intermediate_size.", std::int64_t{1} << 20},
   {"moe", "shared_expert_gate", "bool", false, "Sigmoid gate on the shared expert (Qwen2-MoE)."},
   {"moe", "expert_bias", "bool", false, "Expert projections have biases (gpt-oss)."},
   {"moe", "router_bias", "bool", false, "Router has a bias (gpt-oss)."},
   {"moe", "router_quantizable", "bool", false, "vLLM hands the router the quant config (Qwen3-MoE true; Mixtral, DeepSeek false)."},
-  {"moe", "first_k_dense", "int", false, "The first k layers use a dense MLP (DeepSeek first_k_dense_replace)."},
-  {"moe", "moe_layer_step", "int", false, "Every n-th layer is MoE (decoder_sparse_step / interleave_moe_layer_step). Default 1."},
-  {"moe", "dense_layers", "list[int]", false, "Explicit dense-MLP layers (mlp_only_layers)."},
-  {"mamba", "num_heads", "int", true, "Mamba2 heads."},
-  {"mamba", "head_dim", "int", true, "Mamba2 head dim."},
-  {"mamba", "state_size", "int", true, "SSM state size."},
-  {"mamba", "n_groups", "int", false, "B/C groups. Default 1."},
-  {"mamba", "conv_kernel", "int", false, "Causal conv width. Default 4."},
+  {"moe", "first_k_dense", "int", false, "The first k layers use a dense MLP (DeepSeek first_k_dense_replace).", 4096},
+  {"moe", "moe_layer_step", "int", false, "Every n-th layer is MoE (decoder_sparse_step / interleave_moe_layer_step). Default 1.", 4096},
+  {"moe", "dense_layers", "list[int]", false, "Explicit dense-MLP layers (mlp_only_layers).", 4095},
+  {"mamba", "num_heads", "int", true, "Mamba2 heads.", std::int64_t{1} << 10},
+  {"mamba", "head_dim", "int", true, "Mamba2 head dim.", std::int64_t{1} << 8},
+  {"mamba", "state_size", "int", true, "SSM state size.", std::int64_t{1} << 9},
+  {"mamba", "n_groups", "int", false, "B/C groups. Default 1.", std::int64_t{1} << 10},
+  {"mamba", "conv_kernel", "int", false, "Causal conv width. Default 4.", 64},
   {"mamba", "ssm_state_dtype", "dtype", false, "SSM state cache dtype. Default float32."},
-  {"linear_attention", "num_key_heads", "int", true, "linear_num_key_heads."},
+  {"linear_attention", "num_key_heads", "int", true, "linear_num_key_heads.", std::int64_t{1} << 10},
   {"linear_attention", "ssm_state_dtype", "dtype", false, "SSM state cache dtype (config mamba_ssm_dtype). Default: the conv state's (the served dtype)."},
-  {"linear_attention", "key_head_dim", "int", true, "linear_key_head_dim."},
-  {"linear_attention", "num_value_heads", "int", true, "linear_num_value_heads."},
-  {"linear_attention", "value_head_dim", "int", true, "linear_value_head_dim."},
-  {"linear_attention", "conv_kernel", "int", false, "linear_conv_kernel_dim. Default 4."},
-  {"vision", "num_parameters", "int", true, "Parameters of the encoder + projector (kept unquantized)."},
-  {"vision", "image_tokens_per_item", "int", false, "LM embeddings one image of the processor's largest size becomes (vLLM get_mm_max_tokens_per_item); with the encoder keys it enables the encoder-profile term."},
-  {"vision", "encoder_tokens_per_item", "int", false, "Tokens the encoder transformer runs per such image (patches per tile x tiles, CLS included)."},
-  {"vision", "pixel_values_per_item", "int", false, "Elements of one such image's pixel_values tensor."},
-  {"vision", "encoder_hidden_size", "int", false, "Encoder width."},
-  {"vision", "encoder_intermediate_size", "int", false, "Encoder MLP width."},
+  {"linear_attention", "key_head_dim", "int", true, "linear_key_head_dim.", std::int64_t{1} << 8},
+  {"linear_attention", "num_value_heads", "int", true, "linear_num_value_heads.", std::int64_t{1} << 10},
+  {"linear_attention", "value_head_dim", "int", true, "linear_value_head_dim.", std::int64_t{1} << 8},
+  {"linear_attention", "conv_kernel", "int", false, "linear_conv_kernel_dim. Default 4.", 64},
+  {"vision", "num_parameters", "int", true, "Parameters of the encoder + projector (kept unquantized).", std::int64_t{1} << 42},
+  {"vision", "image_tokens_per_item", "int", false, "LM embeddings one image of the processor's largest size becomes (vLLM get_mm_max_tokens_per_item); with the encoder keys it enables the encoder-profile term.", std::int64_t{1} << 24},
+  {"vision", "encoder_tokens_per_item", "int", false, "Tokens the encoder transformer runs per such image (patches per tile x tiles, CLS included).", std::int64_t{1} << 24},
+  {"vision", "pixel_values_per_item", "int", false, "Elements of one such image's pixel_values tensor.", kMaxTokens},
+  {"vision", "encoder_hidden_size", "int", false, "Encoder width.", std::int64_t{1} << 20},
+  {"vision", "encoder_intermediate_size", "int", false, "Encoder MLP width.", std::int64_t{1} << 20},
   {"vision", "encoder_mlp", "string", false, "gated (SwiGLU) or plain (fc1/fc2, default)."},
   {"vision", "unmodelled_modalities", "list[string]", false, "Other modalities vLLM accepts for the model whose profile is not modelled (Qwen-VL video): a plan warns while they are enabled."},
   {"quantization", "method", "string", true, "none, fp8, int8, awq, gptq, packed_wna16, bnb_nf4, bnb_int8, mxfp4, nvfp4, gguf."},
-  {"quantization", "bits", "int", false, "Weight bits (gptq 2/3/4/8, packed_wna16 4/8)."},
-  {"quantization", "group_size", "int", false, "Quantization group along the input dim; -1 = whole row. Default 128."},
+  {"quantization", "bits", "int", false, "Weight bits (gptq 2/3/4/8, packed_wna16 4/8).", 16},
+  {"quantization", "group_size", "int", false, "Quantization group along the input dim; -1 = whole row. Default 128.", std::int64_t{1} << 20},
   {"quantization", "desc_act", "bool", false, "GPTQ act-order (g_idx kept and sorted)."},
   {"quantization", "sym", "bool", false, "Symmetric quantization. Default true."},
   {"quantization", "scale_strategy", "string", false, "fp8/int8 weight scales: tensor, channel or block."},
-  {"quantization", "block_size", "list[int]", false, "Block scale shape [n, k] (fp8 block); default [128, 128]."},
+  {"quantization", "block_size", "list[int]", false, "Block scale shape [n, k] (fp8 block); default [128, 128].", std::int64_t{1} << 20},
   {"quantization", "static_activation_scale", "bool", false, "An input_scale is stored per layer."},
   {"quantization", "double_quant", "bool", false, "bitsandbytes nested absmax in the checkpoint. Default true."},
   {"quantization", "online", "bool", false, "Quantized at load from a 16-bit checkpoint (--quantization fp8)."},
@@ -114,11 +119,11 @@ const std::vector<SchemaKey> kSchema = {
   {"gpu", "shared_aliases", "list[string]", false, "Names several memory sizes share (NVIDIA A100): the first GPU listing one is assumed, with a warning."},
   {"gpu", "name", "string", true, "Product name."},
   {"gpu", "vendor", "string", true, "nvidia or amd."},
-  {"gpu", "total_memory_bytes", "int", true, "Total memory as cudaMemGetInfo / torch report it (bytes), not the marketing figure."},
+  {"gpu", "total_memory_bytes", "int", true, "Total memory as cudaMemGetInfo / torch report it (bytes), not the marketing figure.", std::int64_t{1} << 45},
   {"gpu", "total_memory_source", "string", true, "Where the total comes from."},
   {"gpu", "total_memory_derived", "bool", false, "The total is derived from the published capacity (rule in gpus.yaml), not measured."},
   {"gpu", "compute_capability", "float", false, "CUDA compute capability (9.0 Hopper)."},
-  {"gpu", "num_sms", "int", false, "Streaming multiprocessors."},
+  {"gpu", "num_sms", "int", false, "Streaming multiprocessors.", std::int64_t{1} << 16},
   {"gpu", "unified_memory", "bool", false, "Integrated/UMA device (GH200): free memory is host RAM."},
 };
 // clang-format on
@@ -198,10 +203,17 @@ class MapReader {
     return value;
   }
 
-  std::int64_t get_int(const char* key, std::int64_t fallback, std::int64_t min_value = 0,
-                       std::int64_t max_value = std::numeric_limits<std::int32_t>::max()) const {
+  // Bounded by the schema table's max_value for the key.
+  std::int64_t get_int(const char* key, std::int64_t fallback, std::int64_t min_value = 0) const {
     if (!has(key)) return fallback;
-    return parse_int(node_[key], field(key), min_value, max_value);
+    return parse_int(node_[key], field(key), min_value, schema_max(key));
+  }
+
+  std::int64_t schema_max(const char* key) const {
+    for (const auto& k : kSchema) {
+      if (record_ == k.record && std::string_view(key) == k.key) return k.max_value;
+    }
+    return 0;  // not an int key of this record: every value is out of range
   }
 
   std::int32_t get_i32(const char* key, std::int32_t fallback, std::int32_t min_value = 0) const {
@@ -265,8 +277,8 @@ class MapReader {
     const YAML::Node n = node_[key];
     if (!n.IsSequence()) fail(field(key), node_text(n), "expected a list of integers");
     for (std::size_t i = 0; i < n.size(); ++i) {
-      out.push_back(parse_int(n[i], field(key) + "[" + std::to_string(i) + "]", min_value,
-                              std::numeric_limits<std::int32_t>::max()));
+      out.push_back(
+          parse_int(n[i], field(key) + "[" + std::to_string(i) + "]", min_value, schema_max(key)));
     }
     return out;
   }
@@ -405,70 +417,106 @@ std::string schema_markdown() {
     if (record != k.record) {
       record = k.record;
       out << (out.tellp() > 0 ? "\n" : "") << "### `" << record << "`\n\n"
-          << "| key | type | required | meaning |\n|---|---|---|---|\n";
+          << "| key | type | required | at most | meaning |\n|---|---|---|---|---|\n";
     }
     out << "| `" << k.key << "` | " << k.type << " | " << (k.required ? "yes" : "no") << " | "
-        << k.doc << " |\n";
+        << (k.max_value > 0 ? std::to_string(k.max_value) : "") << " | " << k.doc << " |\n";
   }
   return out.str();
 }
 
 namespace {
 
-// Dotted path of the first key or scalar under `node` that is not valid UTF-8.
-std::optional<std::string> invalid_utf8_field(const YAML::Node& node, const std::string& path) {
-  if (node.IsScalar()) {
-    if (utf8::find_invalid(node.Scalar()) != std::string::npos) return path;
-  } else if (node.IsSequence()) {
-    for (std::size_t i = 0; i < node.size(); ++i) {
-      if (auto f = invalid_utf8_field(node[i], path + "[" + std::to_string(i) + "]")) return f;
-    }
-  } else if (node.IsMap()) {
-    for (const auto& kv : node) {
-      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
-      std::string key_path = path;
-      if (!key_path.empty()) key_path += ".";
-      key_path += key;
-      if (utf8::find_invalid(key) != std::string::npos) return key_path;
-      if (auto f = invalid_utf8_field(kv.second, key_path)) return f;
-    }
-  }
-  return std::nullopt;
-}
+// One walk over the loaded tree, aliases expanded, bounded in nodes and depth: refuses
+// duplicate and non-scalar keys, and returns the dotted path of the first key or scalar that is
+// not valid UTF-8.
+class TreeCheck {
+ public:
+  explicit TreeCheck(const std::string& file) : file_(file) {}
 
-// Spec text ends up in JSON and Python strings, so a byte that is not UTF-8 is refused up
-// front, named by the key or value it sits in (or its line, in a comment) and its offset.
-void require_utf8(const std::string& text, const std::string& file) {
-  const std::size_t bad = utf8::find_invalid(text);
-  if (bad == std::string::npos) return;
-  const std::size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
-  const std::size_t column = bad - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
-  const auto line =
-      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
-  std::string field = "line " + std::to_string(line);
-  try {
-    if (auto f = invalid_utf8_field(YAML::Load(text), "")) field = *f;
-  } catch (const YAML::Exception&) {
-    // The line is the best name left.
+  std::optional<std::string> walk(const YAML::Node& node, const std::string& path, int depth) {
+    if (++nodes_ > kMaxYamlNodes) {
+      throw SpecError(file_, path.empty() ? "<document>" : path,
+                      "over " + std::to_string(kMaxYamlNodes) + " nodes",
+                      "YAML expands to too many nodes (aliases counted each time used)");
+    }
+    if (depth > kMaxYamlDepth) {
+      throw SpecError(file_, path.empty() ? "<document>" : path,
+                      "over " + std::to_string(kMaxYamlDepth) + " levels", "YAML nested too deep");
+    }
+    std::optional<std::string> bad;
+    if (node.IsScalar()) {
+      if (utf8::find_invalid(node.Scalar()) != std::string::npos) bad = path;
+    } else if (node.IsSequence()) {
+      for (std::size_t i = 0; i < node.size(); ++i) {
+        auto f = walk(node[i], path + "[" + std::to_string(i) + "]", depth + 1);
+        if (!bad) bad = std::move(f);
+      }
+    } else if (node.IsMap()) {
+      std::set<std::string> keys;
+      for (const auto& kv : node) {
+        const std::string where_map = path.empty() ? "<root>" : path;
+        if (!kv.first.IsScalar()) {
+          throw SpecError(file_, where_map, node_text(kv.first), "keys must be plain strings");
+        }
+        const std::string& key = kv.first.Scalar();
+        std::string key_path = path;
+        if (!key_path.empty()) key_path += ".";
+        key_path += key;
+        if (!keys.insert(key).second) {
+          throw SpecError(file_, key_path, "'" + key + "' twice", "duplicate key in one map");
+        }
+        if (!bad && utf8::find_invalid(key) != std::string::npos) bad = key_path;
+        auto f = walk(kv.second, key_path, depth + 1);
+        if (!bad) bad = std::move(f);
+      }
+    }
+    return bad;
   }
-  static const char* kHex = "0123456789abcdef";
-  const auto byte = static_cast<unsigned char>(text[bad]);
-  throw SpecError(file, field, std::string("byte 0x") + kHex[byte >> 4] + kHex[byte & 0xF],
-                  "not valid UTF-8 at byte offset " + std::to_string(bad) + " (line " +
-                      std::to_string(line) + ", column " + std::to_string(column) + ")");
-}
+
+ private:
+  const std::string& file_;
+  std::int64_t nodes_ = 0;
+};
 
 }  // namespace
 
-ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string& file) {
-  require_utf8(yaml_text, file);
+// Spec text ends up in JSON and Python strings, so a byte that is not UTF-8 is refused up
+// front, named by the key or value it sits in (or its line, in a comment) and its offset.
+YAML::Node load_yaml_checked(const std::string& text, const std::string& file) {
   YAML::Node root;
+  std::string yaml_problem;
+  std::int64_t yaml_line = 0;
   try {
-    root = YAML::Load(yaml_text);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw SpecError(file, "line " + std::to_string(e.mark.line + 1), "YAML text",
-                    "not valid YAML: " + e.msg);
+    yaml_problem = e.msg;
+    yaml_line = e.mark.line + 1;
   }
+  std::optional<std::string> bad_field;
+  if (yaml_problem.empty()) bad_field = TreeCheck(file).walk(root, "", 0);
+  const std::size_t bad = utf8::find_invalid(text);
+  if (bad != std::string::npos) {
+    const std::size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const std::size_t column = bad - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
+    const auto line =
+        1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    static const char* kHex = "0123456789abcdef";
+    const auto byte = static_cast<unsigned char>(text[bad]);
+    throw SpecError(file, bad_field ? *bad_field : "line " + std::to_string(line),
+                    std::string("byte 0x") + kHex[byte >> 4] + kHex[byte & 0xF],
+                    "not valid UTF-8 at byte offset " + std::to_string(bad) + " (line " +
+                        std::to_string(line) + ", column " + std::to_string(column) + ")");
+  }
+  if (!yaml_problem.empty()) {
+    throw SpecError(file, "line " + std::to_string(yaml_line), "YAML text",
+                    "not valid YAML: " + yaml_problem);
+  }
+  return root;
+}
+
+ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string& file) {
+  YAML::Node root = load_yaml_checked(yaml_text, file);
   const MapReader r(root, file, "", "model");
   ModelSpec s;
   s.source = file;
@@ -478,15 +526,13 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
   s.model_type = r.get_string("model_type");
   s.hidden_size = r.get_i32("hidden_size", 0, 1);
   s.num_hidden_layers = r.get_i32("num_hidden_layers", 0, 1);
-  if (s.num_hidden_layers > 4096)
-    r.fail("num_hidden_layers", std::to_string(s.num_hidden_layers), "too many layers (max 4096)");
   s.num_attention_heads = r.get_i32("num_attention_heads", 0, 1);
   s.num_key_value_heads = r.get_i32("num_key_value_heads", s.num_attention_heads, 1);
   s.head_dim = r.get_i32("head_dim", 0, 1);
   const std::int32_t head_dim_v = r.get_i32("head_dim_v", 0, 1);
   s.intermediate_size = r.get_i32("intermediate_size", 0, 0);
   s.vocab_size = r.get_i32("vocab_size", 0, 1);
-  s.max_position_embeddings = r.get_int("max_position_embeddings", 0, 1, std::int64_t{1} << 40);
+  s.max_position_embeddings = r.get_int("max_position_embeddings", 0, 1);
   s.tie_word_embeddings = r.get_bool("tie_word_embeddings", false);
   s.torch_dtype = r.get_dtype("torch_dtype", DType::BF16);
   if (s.torch_dtype != DType::BF16 && s.torch_dtype != DType::F16 && s.torch_dtype != DType::F32) {
@@ -565,24 +611,21 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
   }
   if (r.has("vision")) {
     const MapReader m(r.child("vision"), file, "vision", "vision");
-    s.vision.num_parameters = m.get_int("num_parameters", 0, 1, std::int64_t{1} << 42);
+    s.vision.num_parameters = m.get_int("num_parameters", 0, 1);
     if (m.has("image_tokens_per_item")) {
       // The encoder-profile facts come together: each one is needed by the term.
       for (const char* key : {"encoder_tokens_per_item", "pixel_values_per_item",
                               "encoder_hidden_size", "encoder_intermediate_size"}) {
         if (!m.has(key)) m.fail(m.field(key), "nothing", "required with image_tokens_per_item");
       }
-      // Bounds keep the per-image bytes (tokens x widths x 4 B) far inside int64.
-      constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;
-      constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;
+      // The schema's bounds keep the per-image bytes (tokens x widths x 4 B) inside int64.
       TowerSpec& v = s.vision;
-      v.image_tokens_per_item = m.get_int("image_tokens_per_item", 0, 1, kMaxTokens);
-      v.encoder_tokens_per_item = m.get_int("encoder_tokens_per_item", 0, 1, kMaxTokens);
+      v.image_tokens_per_item = m.get_int("image_tokens_per_item", 0, 1);
+      v.encoder_tokens_per_item = m.get_int("encoder_tokens_per_item", 0, 1);
       v.pixel_values_per_item = m.get_int("pixel_values_per_item", 0, 1);
-      v.encoder_hidden_size =
-          static_cast<std::int32_t>(m.get_int("encoder_hidden_size", 0, 1, kMaxWidth));
+      v.encoder_hidden_size = static_cast<std::int32_t>(m.get_int("encoder_hidden_size", 0, 1));
       v.encoder_intermediate_size =
-          static_cast<std::int32_t>(m.get_int("encoder_intermediate_size", 0, 1, kMaxWidth));
+          static_cast<std::int32_t>(m.get_int("encoder_intermediate_size", 0, 1));
       const std::string encoder_mlp = m.get_string("encoder_mlp", "plain");
       if (encoder_mlp != "gated" && encoder_mlp != "plain") {
         m.fail(m.field("encoder_mlp"), "'" + encoder_mlp + "'", "expected gated or plain");
@@ -719,6 +762,11 @@ void finalize_model_spec(ModelSpec& s) {
            "hidden_size is not a multiple of num_attention_heads; give head_dim");
     }
     s.head_dim = s.hidden_size / s.num_attention_heads;
+    if (s.head_dim > kMaxHeadDim) {
+      fail("head_dim", "nothing",
+           "hidden_size / num_attention_heads = " + std::to_string(s.head_dim) + " is over " +
+               std::to_string(kMaxHeadDim) + "; give head_dim");
+    }
   }
   if (s.rotary_dim == 0) s.rotary_dim = s.has_mla ? s.mla.qk_rope_head_dim : s.head_dim;
   if (static_cast<int>(s.layers.size()) != s.num_hidden_layers) {
@@ -743,27 +791,11 @@ void finalize_model_spec(ModelSpec& s) {
 }
 
 ModelSpec load_model_spec_file(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw SpecError(path, "<file>", "unreadable", ec.message());
-  if (size > kMaxSpecFileBytes) {
-    throw SpecError(path, "<file>", std::to_string(size) + " bytes", "spec file larger than 1 MiB");
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_model_spec_yaml(text.str(), path);
+  return parse_model_spec_yaml(read_regular_file(path, "spec file", kMaxSpecFileBytes), path);
 }
 
 std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::string& file) {
-  require_utf8(yaml_text, file);
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw SpecError(file, "line " + std::to_string(e.mark.line + 1), "YAML text",
-                    "not valid YAML: " + e.msg);
-  }
+  YAML::Node root = load_yaml_checked(yaml_text, file);
   if (!root.IsMap() || !root["gpus"].IsSequence() || root.size() != 1) {
     throw SpecError(file, "gpus", node_text(root), "expected a single top-level 'gpus:' list");
   }
@@ -780,8 +812,7 @@ std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::st
     if (g.vendor != "nvidia" && g.vendor != "amd") {
       r.fail(r.field("vendor"), "'" + g.vendor + "'", "expected nvidia or amd");
     }
-    g.total_memory_bytes =
-        r.get_int("total_memory_bytes", 0, std::int64_t{1} << 30, std::int64_t{1} << 45);
+    g.total_memory_bytes = r.get_int("total_memory_bytes", 0, std::int64_t{1} << 30);
     g.total_memory_source = r.get_string("total_memory_source");
     g.total_memory_derived = r.get_bool("total_memory_derived", false);
     g.compute_capability = r.get_double("compute_capability", 0.0, 0.0, 20.0);

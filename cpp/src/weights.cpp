@@ -1,10 +1,38 @@
 #include "vramplan/weights.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <string>
+
+#include "vramplan/errors.hpp"
 
 namespace vramplan {
 namespace {
+
+// The schema's bounds keep each tensor's bytes inside int64, not a sum over thousands of
+// layers of thousands of experts: those saturate here, and a model past this size is refused
+// by name (no GPU holds 8 PiB; every later sum of a few such terms stays inside int64).
+constexpr std::int64_t kMaxModelBytes = std::int64_t{1} << 53;
+constexpr std::int64_t kSaturated = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t saturating_mul(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? kSaturated : out;
+}
+
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t out = 0;
+  return __builtin_add_overflow(a, b, &out) ? kSaturated : out;
+}
+
+void check_model_bytes(const ModelSpec& spec, std::int64_t bytes, const char* what) {
+  if (bytes > kMaxModelBytes) {
+    throw SpecError(spec.source, "<tensors>",
+                    bytes == kSaturated ? "over 2^63 bytes" : std::to_string(bytes) + " bytes",
+                    std::string(what) + " add up to over 2^53 bytes (8 PiB): check the spec's " +
+                        "layer, expert and width counts");
+  }
+}
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
 
@@ -176,7 +204,7 @@ std::int64_t tensor_group_bytes(const TensorGroup& g, const QuantSpec& quant, DT
   } else {
     bytes = rows * cols * elem_bytes(served_dtype);
   }
-  return bytes * g.count;
+  return saturating_mul(bytes, g.count);
 }
 
 WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
@@ -205,12 +233,13 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
     }
     switch (g.role) {
       case TensorRole::Embedding:
-        if (first_stage) out.embedding += bytes;
+        if (first_stage) out.embedding = saturating_add(out.embedding, bytes);
         // A tied head on a later last stage needs its own copy of the embedding matrix.
-        if (spec.tie_word_embeddings && last_stage && !first_stage) out.lm_head += bytes;
+        if (spec.tie_word_embeddings && last_stage && !first_stage)
+          out.lm_head = saturating_add(out.lm_head, bytes);
         break;
       case TensorRole::LmHead:
-        if (last_stage) out.lm_head += bytes;
+        if (last_stage) out.lm_head = saturating_add(out.lm_head, bytes);
         break;
       case TensorRole::AttnQ:
       case TensorRole::AttnKV:
@@ -223,7 +252,7 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
       case TensorRole::MixerInBA:
       case TensorRole::MixerOut:
       case TensorRole::MixerSmall:
-        out.attention += bytes;
+        out.attention = saturating_add(out.attention, bytes);
         break;
       case TensorRole::MlpGateUp:
       case TensorRole::MlpDown:
@@ -232,18 +261,18 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
       case TensorRole::SharedExpertGateUp:
       case TensorRole::SharedExpertDown:
       case TensorRole::Router:
-        out.mlp += bytes;
+        out.mlp = saturating_add(out.mlp, bytes);
         break;
       case TensorRole::Norm:
         if (model_level && !last_stage) break;  // final norm lives on the last stage
-        out.other += bytes;
+        out.other = saturating_add(out.other, bytes);
         break;
       case TensorRole::Bias:
       case TensorRole::RowBias:
-        out.attention += bytes;
+        out.attention = saturating_add(out.attention, bytes);
         break;
       case TensorRole::Vision:
-        if (first_stage) out.other += bytes;
+        if (first_stage) out.other = saturating_add(out.other, bytes);
         break;
     }
   }
@@ -252,9 +281,20 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
     // Tensors the headers list but the spec does not describe: this rank's share of them.
     const std::int64_t unexplained = spec.checkpoint_bytes - checkpoint_tensor_bytes(spec, true);
     const std::int64_t layers = range.end - range.begin;
-    out.other +=
-        unexplained / std::max(1, placement.tensor_parallel_size) * layers / spec.num_hidden_layers;
+    // x * layers / n as q * layers + r * layers / n (exact, also for a negative x): header
+    // byte counts times thousands of layers may pass int64, r * layers never does.
+    const std::int64_t per_rank = unexplained / std::max(1, placement.tensor_parallel_size);
+    const std::int64_t n = spec.num_hidden_layers;
+    const std::int64_t share =
+        saturating_add(saturating_mul(per_rank / n, layers), per_rank % n * layers / n);
+    out.other = saturating_add(out.other, share);
   }
+  std::int64_t total = 0;
+  for (const std::int64_t part :
+       {out.embedding, out.lm_head, out.attention, out.mlp, out.other, out.rotary_cache}) {
+    total = saturating_add(total, part);
+  }
+  check_model_bytes(spec, total, "this rank's weights");
   return out;
 }
 
@@ -293,16 +333,23 @@ std::int64_t lora_bytes_per_rank(const ModelSpec& spec, std::int32_t max_loras,
     } else if (g.split == TensorSplit::Column) {
       b_rows = ceil_div(g.rows, tp);
     }
-    elements_per_rank_unit += (slices * a_cols + b_rows) * g.count;
+    elements_per_rank_unit =
+        saturating_add(elements_per_rank_unit, saturating_mul(slices * a_cols + b_rows, g.count));
   }
-  return elements_per_rank_unit * max_lora_rank * max_loras * elem_bytes(served_dtype);
+  const std::int64_t bytes = saturating_mul(
+      saturating_mul(saturating_mul(elements_per_rank_unit, max_lora_rank), max_loras),
+      elem_bytes(served_dtype));
+  check_model_bytes(spec, bytes, "the LoRA buffers (max_loras x max_lora_rank x widths)");
+  return bytes;
 }
 
 std::int64_t checkpoint_tensor_bytes(const ModelSpec& spec, bool include_mtp) {
   std::int64_t total = 0;
   for (const auto& g : model_tensor_groups(spec, include_mtp)) {
-    total += tensor_group_bytes(g, spec.quantization, spec.torch_dtype, 1, true);
+    total =
+        saturating_add(total, tensor_group_bytes(g, spec.quantization, spec.torch_dtype, 1, true));
   }
+  check_model_bytes(spec, total, "the checkpoint's tensors");
   return total;
 }
 

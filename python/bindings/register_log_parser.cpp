@@ -7,6 +7,7 @@
 #include <string>
 
 #include "register.hpp"
+#include "vramplan/errors.hpp"
 #include "vramplan/log_parser.hpp"
 
 namespace py = pybind11;
@@ -31,7 +32,9 @@ void register_log_parser(py::module_& m) {
       "Returns a dict with every field (None when the log does not print it); never raises for "
       "malformed text. Given a str or bytes, that is the log; given a path (os.PathLike), the "
       "file is streamed in 1 MiB chunks, never read whole (vramplan.ParseError if it cannot be "
-      "read). Lines over 64 KiB are skipped, and only the first 1 GiB is read ('truncated').");
+      "read). Lines over 64 KiB are skipped, and only the first 1 GiB is read ('truncated'). A log "
+      "holding several launches (a restart appended) reports the last one ('launches' counts "
+      "them).");
   m.def(
       "parse_vllm_log",
       [](const std::filesystem::path& path) {
@@ -43,6 +46,15 @@ void register_log_parser(py::module_& m) {
         return to_python(j);
       },
       py::arg("path"));
+  // Anything else (None, a number) is the caller's mistake, named, not a TypeError.
+  m.def(
+      "parse_vllm_log",
+      [](const py::object& other) -> py::object {
+        throw vramplan::ConfigError("parse_vllm_log(text)",
+                                    py::str(py::type::of(other).attr("__name__")),
+                                    "a str, bytes or os.PathLike", "not a log text or path");
+      },
+      py::arg("text"));
 }
 
 }  // namespace vramplan_py

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from . import _core
@@ -23,6 +25,7 @@ DEFAULT_GPU = "H100-80GB"
 
 GIB = 1 << 30
 MAX_SWEEP_POINTS: int = _core.MAX_SWEEP_POINTS
+SWEEP_CHUNK_POINTS = 1 << 18  # ~50 ms of evaluation (1M points: 0.2 s): progress, Ctrl-C between
 
 
 @functools.lru_cache(maxsize=1)
@@ -124,6 +127,10 @@ def _values(field: str, values: object, kind: type) -> list[Any]:
         number = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
         if isinstance(value, bool) or not number:
             raise config_error(field, value, allowed, "wrong type in the list")
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            raise config_error(field, value, allowed, "does not fit a 64-bit integer")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise config_error(field, value, allowed, "not a finite number")
     return list(values)
 
 
@@ -428,20 +435,43 @@ def sweep(
     max_num_batched_tokens: Sequence[int] | None = None,
     num_gpus: int | None = None,
     memory_used_by_others_bytes: int = 0,
+    progress: Callable[[int, int], None] | None = None,
     **knobs: Any,
 ) -> pd.DataFrame:
     """Every combination of the listed utilizations, context lengths, sequence limits and
-    batched-token limits, evaluated in C++ in one call (at most `MAX_SWEEP_POINTS` rows).
-    Returns a DataFrame: the grid values as resolved, kv_cache_bytes (worst rank), kv_tokens,
-    max_concurrency and outcome ("rejected" when the engine refuses the knobs outright)."""
+    batched-token limits, evaluated in C++ (at most `MAX_SWEEP_POINTS` rows), in chunks of
+    about SWEEP_CHUNK_POINTS rows: `progress(rows_done, rows)` is called after each, and
+    Ctrl-C stops between them. Returns a DataFrame: the grid values as resolved,
+    kv_cache_bytes (worst rank), kv_tokens, max_concurrency and outcome ("rejected" when the
+    engine refuses the knobs outright)."""
     launch, evaluated = _launch(model, gpu, num_gpus, memory_used_by_others_bytes, 0, knobs)
-    columns = launch.sweep(
-        evaluated,
+    grid = [
         _values("gpu_memory_utilization", gpu_memory_utilization, float),
         _values("max_model_len", max_model_len, int),
         _values("max_num_seqs", max_num_seqs, int),
         _values("max_num_batched_tokens", max_num_batched_tokens, int),
-    )
+    ]
+    rows = math.prod(max(1, len(values)) for values in grid)
+    if rows > MAX_SWEEP_POINTS:  # the core refuses it too, but each chunk is below it
+        raise config_error(
+            "sweep grid",
+            f"{rows} points",
+            f"<= {MAX_SWEEP_POINTS} points",
+            "grid too large: split it into several sweeps",
+        )
+    # Chunk the outermost listed dimension: the rows keep their nesting order.
+    split = next((i for i, values in enumerate(grid) if len(values) > 1), 0)
+    inner = math.prod(max(1, len(values)) for values in grid[split + 1 :])
+    step = max(1, SWEEP_CHUNK_POINTS // inner)
+    outer = grid[split] or [None]
+    parts = []
+    for start in range(0, len(outer), step):
+        chunk = list(grid)
+        chunk[split] = grid[split][start : start + step]
+        parts.append(launch.sweep(evaluated, *chunk))
+        if progress is not None:
+            progress(min(rows, (start + step) * inner), rows)
+    columns = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     codes = columns.pop("outcome").astype("int16") + 1
     frame: pd.DataFrame = pd.DataFrame(columns, copy=False)
     frame["outcome"] = pd.Categorical.from_codes(codes, categories=pd.Index(_OUTCOMES))

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _core, api, validate
+from . import _core, _io, api, validate
 
 GIB = float(1 << 30)
+_MAX_PROFILE_BYTES = 1 << 20  # a profile is a few KiB of YAML
 
 # Raised when the launches cannot identify a constant; a vramplan.Error (ValueError).
 CalibrationError = _core.CalibrationError
@@ -49,11 +50,7 @@ class Profile:
     def load(cls, path: str | Path) -> Profile:
         """Read a profile YAML written by `save` (or by hand: `engine_version` + `overrides`)."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as err:
-            msg = f"{path}: cannot read the profile ({err.strerror})"
-            raise _core.ConfigError(msg) from err
+        text = _io.read_text(path, what="profile", max_bytes=_MAX_PROFILE_BYTES)
         loaded = _core.parse_calibration_profile(text, str(path))
         return cls(
             engine_profile=loaded["profile"],
@@ -64,7 +61,7 @@ class Profile:
         )
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.yaml_text, encoding="utf-8")
+        _io.write_text_atomic(path, self.yaml_text, what="profile")
 
     def format_report(self) -> str:
         """Constants before and after, then every measured figure's error before and after."""
@@ -117,12 +114,7 @@ def _records_from_logs(
     out = []
     for item in paths:
         path = Path(item)
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as err:
-            msg = f"{path}: cannot read the log ({err.strerror})"
-            raise _core.ConfigError(msg) from err
-        figures = _core.parse_vllm_log(text)
+        figures = _core.parse_vllm_log(path)  # streamed and bounded by the C++ reader
         record = validate.record_from_log(figures, log_id=path.name, model=model, gpu=gpu)
         out.append((record, figures))
     return out
@@ -145,11 +137,12 @@ def _sample(record: dict[str, Any], figures: dict[str, Any]) -> tuple[dict[str, 
     launch = _core.Launch(spec, gpu, api._resolve_draft(knobs), num_gpus=tp * pp * dp)
     measured: dict[str, Any] = {}
     for term, key in _MEASURED:
-        value = figures.get(term, record.get(term))
+        value = figures.get(term, validate.record_number(record, term))
         if value is not None:
             measured[key] = round(float(value) * GIB)
-    if record.get("kv_tokens") is not None:
-        measured["kv_tokens"] = int(record["kv_tokens"])
+    kv_tokens = validate.record_number(record, "kv_tokens")
+    if kv_tokens is not None:
+        measured["kv_tokens"] = int(kv_tokens)
     gpu_label = (
         gpu.id if gpu.id != "unnamed" else f"unnamed ({gpu.total_memory_bytes / GIB:.2f} GiB)"
     )
@@ -200,7 +193,10 @@ def calibrate(
     held |= {str(h) for h in held_out if not Path(h).is_file()}
     if records is not None:
         rows = validate.read_records(records) if isinstance(records, (str, Path)) else records
-        for record in rows:
+        for number, record in enumerate(rows):
+            if not isinstance(record, dict):
+                msg = f"records[{number}]: expected a record (a dict), got {type(record).__name__}"
+                raise _core.ConfigError(msg)
             rid = str(record.get("id"))
             if ids is not None and rid not in ids and rid not in held:
                 continue

@@ -3,22 +3,26 @@
 Exit status, for scripts: 0 the command succeeded (and the launch fits / starts); 1 the launch
 does not fit (plan, flags, breakdown), or validate found an outcome MISMATCH or a launch it
 cannot express; 2 bad input (usage errors and vramplan.Error, named on stderr); 141 the
-reader of stdout went away (a closed pipe, as `| head` does), quietly; 130 interrupted.
+reader of stdout went away (a closed pipe, as `| head` does), quietly; 130 interrupted; 70 an
+internal error (a bug: reported in one line, please file it).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import os
 import shlex
 import sys
+import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _core, _render, api
+from . import _core, _io, _render, api
 
 GIB = 1 << 30
 
@@ -26,6 +30,7 @@ EXIT_OK = 0
 EXIT_DOES_NOT_FIT = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_INTERNAL = 70  # EX_SOFTWARE: an exception that is a bug in vramplan, not bad input
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose pipe closed
 
 # Short aliases people type for the two parallelism flags.
@@ -66,6 +71,42 @@ def _positive_int(what: str) -> Callable[[str], int]:
     return parse
 
 
+def _finite_float(flag: str) -> Callable[[str], float]:
+    """A float flag: inf, nan and numbers past 2^53 are refused naming the flag."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            msg = f"{flag} must be a number (got {text[:80]!r})"
+            raise argparse.ArgumentTypeError(msg) from None
+        if not math.isfinite(value) or abs(value) > 2.0**53:
+            msg = f"{flag} must be a finite number of at most 2^53 (got {text[:80]!r})"
+            raise argparse.ArgumentTypeError(msg)
+        return value
+
+    parse.__name__ = flag
+    return parse
+
+
+def _int64(flag: str) -> Callable[[str], int]:
+    """An integer flag: values a 64-bit integer cannot hold are refused naming the flag."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            msg = f"{flag} must be an integer (got {text[:80]!r})"
+            raise argparse.ArgumentTypeError(msg) from None
+        if not -(2**63) <= value < 2**63:
+            msg = f"{flag} must fit a 64-bit integer (got {text[:80]!r})"
+            raise argparse.ArgumentTypeError(msg)
+        return value
+
+    parse.__name__ = flag
+    return parse
+
+
 def _context(text: str) -> int | str:
     if text == "auto":
         return text
@@ -101,7 +142,11 @@ def _add_launch_args(p: argparse.ArgumentParser, *, grid: bool = False, model: b
         default=api.DEFAULT_GPU,
         help=f"GPU id or alias, or 'auto' to probe this machine (default {api.DEFAULT_GPU})",
     )
-    p.add_argument("--gpu-total-bytes", type=int, help="override the GPU's total memory (bytes)")
+    p.add_argument(
+        "--gpu-total-bytes",
+        type=_int64("--gpu-total-bytes"),
+        help="override the GPU's total memory (bytes)",
+    )
     p.add_argument(
         "--num-gpus",
         type=_positive_int("num_gpus"),
@@ -120,9 +165,12 @@ def _add_launch_args(p: argparse.ArgumentParser, *, grid: bool = False, model: b
             kwargs["action"] = "store_true"
         else:
             gib_flag = knob["type"] == "bytes" and knob["flag_unit_bytes"] == GIB
-            kind = {"int": int, "float": float, "bytes": float if gib_flag else int}.get(
-                knob["type"], str
-            )
+            flag = flags[0]
+            kind = {
+                "int": _int64(flag),
+                "float": _finite_float(flag),
+                "bytes": _finite_float(flag) if gib_flag else _int64(flag),
+            }.get(knob["type"], str)
             if grid and knob["name"] in _GRID_KNOBS:
                 kwargs["type"] = _list_of(kind, knob["name"])
                 kwargs["help"] = "comma-separated values to sweep: " + kwargs["help"]
@@ -136,10 +184,12 @@ def _add_launch_args(p: argparse.ArgumentParser, *, grid: bool = False, model: b
         "--profile",
         help="a calibration profile (vramplan calibrate --out PROFILE.yaml) over the version's row",
     )
-    p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
+    p.add_argument(
+        "--host-ram-gib", type=_finite_float("--host-ram-gib"), help="host RAM of the node (GiB)"
+    )
     p.add_argument(
         "--used-by-others-bytes",
-        type=int,
+        type=_int64("--used-by-others-bytes"),
         default=0,
         help="GPU memory already used by other processes, per GPU",
     )
@@ -532,14 +582,16 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     launch = _Launch(args)
     knobs = _knobs(args)
     grid = {name: knobs.pop(name, None) for name in _GRID_KNOBS}
-    frame = api.sweep(
-        launch.spec,
-        launch.gpu,
-        num_gpus=_gpus_needed(args),
-        memory_used_by_others_bytes=launch.memory_used_by_others_bytes,
-        **grid,
-        **knobs,
-    )
+    with _late_progress("sweeping") as progress:
+        frame = api.sweep(
+            launch.spec,
+            launch.gpu,
+            num_gpus=_gpus_needed(args),
+            memory_used_by_others_bytes=launch.memory_used_by_others_bytes,
+            progress=progress.update,
+            **grid,
+            **knobs,
+        )
     if args.out:
         _write_frame(frame, Path(args.out))
         _note(f"wrote {len(frame)} rows to {args.out}")
@@ -570,14 +622,16 @@ def _write_frame(frame: Any, path: Path) -> None:
     elif suffix != ".csv":
         msg = f"--out {path}: unknown format {suffix or '(no suffix)'!r} (allowed: .csv, .parquet)"
         raise _core.ConfigError(msg)
-    try:
-        if suffix == ".csv":
-            frame.to_csv(path, index=False)
-        else:
-            frame.to_parquet(path, index=False)
-    except OSError as err:
-        msg = f"--out {path}: cannot write ({err.strerror})"
-        raise _core.ConfigError(msg) from err
+    # Written beside the target and renamed onto it: Ctrl-C or an error leaves no partial file.
+    with _io.atomic_output(path, what="--out file") as temporary:
+        try:
+            if suffix == ".csv":
+                frame.to_csv(temporary, index=False)
+            else:
+                frame.to_parquet(temporary, index=False)
+        except OSError as err:
+            msg = f"--out {path}: cannot write ({err.strerror})"
+            raise _core.ConfigError(msg) from err
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -589,6 +643,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     elif args.logfile:
         # Streamed by the C++ parser: never the whole log in memory.
         replays = [validate.replay_log_file(args.logfile, model=args.model, gpu=args.gpu)]
+        if replays[0].note:
+            _note(replays[0].note)
     else:
         msg = "give a vLLM startup LOGFILE or --records FILE.jsonl"
         raise _core.ConfigError(msg)
@@ -601,6 +657,41 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     else:
         _render.replays(_render.console(), replays, validate.TERMS)
     return EXIT_OK if problems == 0 else EXIT_DOES_NOT_FIT
+
+
+class _LateProgress:
+    """A progress bar on stderr (a terminal) for work that runs past a second; quiet before."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.start = time.monotonic()
+        self.bar: Any = None
+        self.task: Any = None
+
+    def update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if time.monotonic() - self.start < 1.0 or not sys.stderr.isatty() or done >= total:
+                return
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self.bar = Progress(console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(self.what, total=total)
+        self.bar.update(self.task, completed=done)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@contextlib.contextmanager
+def _late_progress(what: str) -> Iterator[_LateProgress]:
+    progress = _LateProgress(what)
+    try:
+        yield progress
+    finally:
+        progress.stop()
 
 
 def _progress(items: Sequence[Any], what: str) -> Any:
@@ -861,7 +952,11 @@ def build_parser() -> argparse.ArgumentParser:
             type=_positive_int("concurrency"),
             help="sequences of that context to hold at once",
         )
-        p.add_argument("--safety-margin-gib", type=float, help="GPU memory kept free (default 0.5)")
+        p.add_argument(
+            "--safety-margin-gib",
+            type=_finite_float("--safety-margin-gib"),
+            help="GPU memory kept free (default 0.5)",
+        )
         if name == "flags":
             p.add_argument(
                 "--format",
@@ -918,7 +1013,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dmesg", help="a dmesg / journalctl -k excerpt; '-' for stdin")
     p.add_argument("--model", help="model id or path when the log names a local path")
     p.add_argument("--gpu", help="GPU id (default: from the total memory the log prints)")
-    p.add_argument("--host-ram-gib", type=float, help="host RAM of the node (GiB)")
+    p.add_argument(
+        "--host-ram-gib", type=_finite_float("--host-ram-gib"), help="host RAM of the node (GiB)"
+    )
     _add_json(p)
     p.set_defaults(func=_cmd_diagnose)
     p = sub.add_parser("probe", help="this machine's GPUs (NVML / nvidia-smi) and host RAM")
@@ -975,6 +1072,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except Exception as err:  # noqa: BLE001 - last resort: a bug, told in one line, no traceback
+        print(f"vramplan: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

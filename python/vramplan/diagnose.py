@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import io
 import re
-import sys
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from . import _core, api
+from . import _core, _io, api
 from .probe import match_gpu
 
 GIB = 1 << 30
 # Read at most this much of a file: its head (launch settings) and its tail (the failure).
-MAX_READ_BYTES = 64 << 20
-HEAD_BYTES = 4 << 20
+MAX_READ_BYTES = _io.LOG_MAX_BYTES
+HEAD_BYTES = _io.LOG_HEAD_BYTES
 
 CAUSES = (
     "host_ram_oom_killer",
@@ -68,38 +66,15 @@ class Diagnosis:
         return self.data["fix"]
 
 
-def _read_stream(handle: BinaryIO) -> bytes:
-    """Head and tail of a stream, at most MAX_READ_BYTES in all."""
-    head = handle.read(HEAD_BYTES)
-    tail: deque[bytes] = deque()
-    tail_bytes = 0
-    while True:
-        chunk = handle.read(1 << 20)
-        if not chunk:
-            break
-        tail.append(chunk)
-        tail_bytes += len(chunk)
-        while tail_bytes - len(tail[0]) >= MAX_READ_BYTES - HEAD_BYTES:
-            tail_bytes -= len(tail.popleft())
-    body = b"".join(tail)
-    if len(body) > MAX_READ_BYTES - HEAD_BYTES:
-        body = b"\n" + body[-(MAX_READ_BYTES - HEAD_BYTES) :]
-    return head + body
-
-
 def read_text(source: str | Path, *, what: str) -> str:
-    """A log or kernel excerpt from a file, or from standard input for "-", bounded."""
+    """A log or kernel excerpt from a file, or from standard input for "-": its head (launch
+    settings) and tail (the failure), at most MAX_READ_BYTES; stdin bounded in time too."""
     if str(source) == "-":
-        stream = getattr(sys.stdin, "buffer", None)
-        data = _read_stream(stream) if stream is not None else sys.stdin.read().encode()
-        return data.decode("utf-8", "replace")
-    path = Path(source)
-    try:
-        with path.open("rb") as handle:
-            data = _read_stream(handle)
-    except OSError as err:
-        msg = f"{path}: cannot read the {what} ({err.strerror})"
-        raise _core.ConfigError(msg) from err
+        data = _io.read_stdin_head_tail(what=what, head_bytes=HEAD_BYTES, max_bytes=MAX_READ_BYTES)
+    else:
+        data = _io.read_head_tail(
+            source, what=what, head_bytes=HEAD_BYTES, max_bytes=MAX_READ_BYTES
+        )
     return data.decode("utf-8", "replace")
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import _core, api
+from . import _core, _io, api
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -29,6 +29,7 @@ NVIDIA_SMI_QUERY = (
 _TOTAL_BELOW_PROBED = 0.05
 _TOTAL_ABOVE_PROBED = 0.005
 _MAX_TEXT_BYTES = 1 << 20  # a CSV for 1000 GPUs is ~60 KiB
+_MAX_GPU_BYTES = 1 << 50  # 1 PiB: far above any GPU, far inside int64
 _CGROUP_UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as 2^63 rounded to a page
 
 
@@ -168,14 +169,14 @@ def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi") -> list[Probe
         try:
             index = int(index_text)
             total, used, free = (int(float(v)) * MIB for v in fields[-3:])
-        except ValueError as err:
+        except (ValueError, OverflowError) as err:  # text, nan, inf
             msg = (
                 f"{source}:{number}: index and memory.total/used/free must be numbers in MiB "
                 f"(--format=csv,noheader,nounits), got {line[:120]!r}"
             )
             raise _core.ParseError(msg) from err
-        if min(index, total, used, free) < 0 or total == 0:
-            msg = f"{source}:{number}: negative or zero memory figures in {line[:120]!r}"
+        if min(index, total, used, free) < 0 or total == 0 or max(index, total) > _MAX_GPU_BYTES:
+            msg = f"{source}:{number}: negative, zero or impossible figures in {line[:120]!r}"
             raise _core.ParseError(msg)
         gpus.append(ProbedGpu(index, name, total, used, free))
     if not gpus:
@@ -197,12 +198,7 @@ def _from_nvidia_smi() -> list[ProbedGpu]:
 def read_nvidia_smi_csv(path: str | Path) -> list[ProbedGpu]:
     """A saved `nvidia-smi --query-gpu=... --format=csv,noheader,nounits` output."""
     path = Path(path)
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(_MAX_TEXT_BYTES + 1)
-    except OSError as err:
-        msg = f"{path}: cannot read the nvidia-smi CSV ({err.strerror})"
-        raise _core.ConfigError(msg) from err
+    data = _io.read_bytes(path, what="nvidia-smi CSV", max_bytes=_MAX_TEXT_BYTES)
     return parse_nvidia_smi_csv(data.decode("utf-8", "replace"), source=str(path))
 
 
@@ -293,10 +289,10 @@ def match_gpu(name: str | None, total_bytes: int | None, *, probed_total: bool =
 
 def _read_small(path: Path) -> str | None:
     try:
-        with path.open("rb") as handle:
-            return handle.read(_MAX_TEXT_BYTES).decode("utf-8", "replace")
-    except OSError:
+        data = _io.read_bytes(path, what="kernel file", max_bytes=_MAX_TEXT_BYTES)
+    except _core.ConfigError:
         return None
+    return data.decode("utf-8", "replace")
 
 
 def _mem_available(proc_root: Path) -> int | None:

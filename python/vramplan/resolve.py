@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from . import _core
+from . import _core, _io
 
 _T = TypeVar("_T")
 
@@ -34,6 +34,11 @@ QUANT_SIDE_FILES = ("hf_quant_config.json", "quantize_config.json", "quant_confi
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_SNAPSHOT_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# A branch, tag or commit: Hub names (refs/pr/1 included), never an absolute path or '..'.
+_REVISION = re.compile(r"^(?!.*(^|/)\.{1,2}(/|$))[A-Za-z0-9._-][A-Za-z0-9._/-]{0,254}$")
+_MAX_REF_BYTES = 4096  # a ref file holds one commit hash
+_MAX_NAME_CHARS = 4096
 _TRUE = {"1", "on", "yes", "true"}
 
 
@@ -111,8 +116,8 @@ def _cached_header_bytes(repo_id: str, commit: str | None) -> int:
         return 0
     path = _headers_cache_file(repo_id, commit)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(_io.read_bytes(path, what="header cache", max_bytes=_MAX_REF_BYTES))
+    except ValueError:  # vramplan.Error is one: an unreadable cache entry is just a miss
         return 0
     total = data.get("total_bytes") if isinstance(data, dict) else None
     return total if isinstance(total, int) and total > 0 else 0
@@ -120,11 +125,36 @@ def _cached_header_bytes(repo_id: str, commit: str | None) -> int:
 
 def _store_header_bytes(repo_id: str, commit: str, total: int) -> None:
     path = _headers_cache_file(repo_id, commit)
+    text = json.dumps({"repo_id": repo_id, "total_bytes": total})
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"repo_id": repo_id, "total_bytes": total}), encoding="utf-8")
-    except OSError:
+        _io.write_text_atomic(path, text, what="header cache")  # readers never see half of it
+    except (OSError, _core.ConfigError):
         pass  # a read-only cache only costs the next call its range requests
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Does `path`, links resolved, stay under `root` (links resolved too)?"""
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):  # a link loop
+        return False
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
+
+
+def check_revision(revision: str | None) -> None:
+    if revision is not None and not _REVISION.match(revision):
+        msg = (
+            f"--revision: {revision[:200]!r} is not a branch, tag or commit name (letters, "
+            "digits, '.', '_', '-', '/'; no '..' component, at most 255 characters)"
+        )
+        raise _core.ConfigError(msg)
 
 
 def _cache_snapshot(repo_id: str, revision: str | None) -> tuple[Path, str] | None:
@@ -137,15 +167,22 @@ def _cache_snapshot(repo_id: str, revision: str | None) -> tuple[Path, str] | No
     commit = wanted if _COMMIT.match(wanted) else None
     if commit is None:
         ref = entry / "refs" / wanted
-        try:
-            commit = ref.read_text(encoding="utf-8").strip()
-        except OSError:
+        if not _inside(ref, entry / "refs"):
             return None
-        if not _COMMIT.match(commit) and not re.match(r"^[A-Za-z0-9._-]{1,64}$", commit):
+        try:
+            commit = _io.read_bytes(ref, what="ref", max_bytes=_MAX_REF_BYTES).decode().strip()
+        except (_core.ConfigError, UnicodeDecodeError):
+            return None
+        if not _COMMIT.match(commit) and not _SNAPSHOT_NAME.match(commit):
             return None
     folder = snapshots / commit
     if not folder.is_dir():
         return None
+    # Every snapshot file is a link into blobs/; one leading outside the cache is not followed.
+    root = hub_cache_dir()
+    if not _inside(folder, root) or not all(_inside(f, root) for f in folder.iterdir()):
+        msg = f"{folder}: the Hugging Face cache snapshot links outside the cache ({root})"
+        raise _core.ConfigError(msg)
     if not (folder / "config.json").is_file() and not any(folder.glob("*.gguf")):
         return None
     return folder, commit
@@ -358,7 +395,11 @@ def resolve_model(
     request. Raises vramplan.Error naming what was tried."""
     from .api import spec_database
 
-    if isinstance(model, Path) or Path(str(model)).expanduser().exists():
+    check_revision(revision)
+    if len(str(model)) > _MAX_NAME_CHARS:
+        msg = f"model: a name of {len(str(model))} characters (at most {_MAX_NAME_CHARS})"
+        raise _core.ConfigError(msg)
+    if isinstance(model, Path) or _exists(Path(str(model)).expanduser()):
         path = Path(model).expanduser()
         spec, exact = _load_path(path)
         return ResolvedModel(spec, "path", str(path), None, exact)

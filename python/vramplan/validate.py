@@ -8,16 +8,20 @@ its reason, never dropped or guessed.
 from __future__ import annotations
 
 import functools
-import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _core, api
+from . import _core, _io, api
 from .resolve import resolve_model
 
 GIB = float(1 << 30)
+_MAX_RECORDS_BYTES = 256 << 20  # thousands of launches are a few MiB
+_MAX_RECORD_BYTES = 1 << 20
+_MAX_GPU_GIB = 1 << 20  # 1 PiB, as load_gpu allows in bytes
+_MAX_RECORD_NUMBER = 2.0**53  # GiB and token counts; beyond it a double is not exact
 
 TERMS = (
     "weights_gib",
@@ -61,6 +65,7 @@ class Replay:
     measured: dict[str, Any]
     unsupported: str | None
     launch: dict[str, Any] = field(default_factory=dict)
+    note: str | None = None  # what was assumed (a log holding several launches: the last one)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +90,25 @@ def _version(record: dict[str, Any]) -> str:
     raise Unsupported(msg)
 
 
+def record_number(record: dict[str, Any], key: str, *, signed: bool = False) -> float | None:
+    """A numeric record field: None when absent, else a finite number (>= 0 unless `signed`:
+    a failed launch's KV memory may be negative), or a ConfigError naming the record, the
+    field and the value."""
+    value = record.get(key)
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < (-_MAX_RECORD_NUMBER if signed else 0)
+        or value > _MAX_RECORD_NUMBER
+    ):
+        msg = f"record {record.get('id')!s:.200}: {key}: expected a finite number{'' if signed else ' >= 0'} (got {value!r:.200})"
+        raise _core.ConfigError(msg)
+    return value  # an int stays an int (token counts)
+
+
 def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
     name = str(record.get("gpu") or "")
     gpu_id = None
@@ -92,7 +116,14 @@ def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
         if re.search(pattern, name, re.IGNORECASE):
             gpu_id = candidate
             break
-    total_gib = record.get("gpu_total_gib")
+    total_gib = record_number(record, "gpu_total_gib")
+    if total_gib is not None and total_gib > _MAX_GPU_GIB:
+        raise api.config_error(
+            f"record {record.get('id')!s:.200}: gpu_total_gib",
+            total_gib,
+            f"a GPU's memory in GiB, at most {_MAX_GPU_GIB}",
+            "out of range",
+        )
     db = api.spec_database()
     if gpu_id and db.has_gpu(gpu_id):
         if total_gib:
@@ -110,13 +141,43 @@ def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
 _KNOB_KEYS = tuple(
     k["name"] for k in api.KNOBS if k["flag"] and k["type"] in ("int", "float", "bool")
 )
+_KNOB_BY_NAME = {k["name"]: k for k in api.KNOBS}
+
+
+def _record_knob(record: dict[str, Any], key: str) -> Any:
+    """A knob field of a record, of the knob's type and within its range (the registry's), or a
+    ConfigError naming the record, the field and the value."""
+    knob = _KNOB_BY_NAME[key]
+    value = record[key]
+    kind = knob["type"]
+    if kind == "bool":
+        ok = isinstance(value, bool)
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        ok = False
+    elif kind == "int":
+        ok = isinstance(value, int) and knob["minimum"] <= value <= knob["maximum"]
+    else:
+        ok = math.isfinite(value) and knob["minimum"] <= value <= knob["maximum"]
+    if not ok:
+        allowed = (
+            "true or false"
+            if kind == "bool"
+            else (
+                f"{'an integer' if kind == 'int' else 'a number'} in "
+                f"[{knob['minimum']:g}, {knob['maximum']:g}]"
+            )
+        )
+        raise api.config_error(
+            f"record {record.get('id')!s:.200}: {key}", value, allowed, "wrong value"
+        )
+    return value
 
 
 def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
     knobs: dict[str, Any] = {"engine_version": _version(record)}
     for key in _KNOB_KEYS:
         if record.get(key) is not None:
-            knobs[key] = record[key]
+            knobs[key] = _record_knob(record, key)
     dtype = str(record.get("dtype") or "auto").split()[0]
     knobs["dtype"] = dtype
     kv = record.get("kv_cache_dtype")
@@ -194,18 +255,25 @@ def record_model(model: str) -> _core.ModelSpec:
 
 
 def _measured(record: dict[str, Any]) -> dict[str, Any]:
-    out = {term: record.get(term) for term in TERMS}
-    concurrency = out.get("max_concurrency")
-    if isinstance(concurrency, str):  # records write "58.11x @ 8,192 tokens"
-        match = re.match(r"\s*([0-9.]+)\s*x", concurrency)
-        out["max_concurrency"] = float(match.group(1)) if match else None
-    out["outcome"] = record.get("outcome")
+    out: dict[str, Any] = {}
+    for term in TERMS:
+        concurrency = record.get(term) if term == "max_concurrency" else None
+        if isinstance(concurrency, str):  # records write "58.11x @ 8,192 tokens"
+            match = re.match(r"\s*([0-9]+(?:\.[0-9]+)?)\s*x", concurrency)
+            out[term] = float(match.group(1)) if match else None
+        else:
+            out[term] = record_number(record, term, signed=term.endswith("_gib"))
+    outcome = record.get("outcome")
+    out["outcome"] = outcome if outcome is None else str(outcome)[:200]
     return out
 
 
 def replay_record(record: dict[str, Any]) -> Replay:
     rid = str(record.get("id"))
-    measured = _measured(record)
+    try:
+        measured = _measured(record)
+    except _core.ConfigError as why:
+        return Replay(rid, None, {}, f"bad record: {why}")
     try:
         model = str(record.get("model") or "")
         spec = record_model(model)
@@ -242,16 +310,19 @@ def replay_record(record: dict[str, Any]) -> Replay:
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a JSONL file, streamed: one JSON object a line."""
     records = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                msg = f"{path}:{number}: not a JSON record ({err.msg})"
-                raise _core.ParseError(msg) from err
+    lines = _io.read_lines(
+        path, what="records", max_bytes=_MAX_RECORDS_BYTES, max_line_bytes=_MAX_RECORD_BYTES
+    )
+    for number, line in lines:
+        if not line.strip():
+            continue
+        record = _io.loads_json(line, f"{path}:{number}")
+        if not isinstance(record, dict):
+            msg = f"{path}:{number}: expected a JSON object, got {type(record).__name__}"
+            raise _core.ParseError(msg)
+        records.append(record)
     return records
 
 
@@ -318,7 +389,13 @@ def replay_log_file(
     path = Path(path)
     figures = _core.parse_vllm_log(path)
     record = record_from_log(figures, log_id=log_id or path.name, model=model, gpu=gpu)
-    return replay_record(record)
+    replay = replay_record(record)
+    if figures.get("launches", 1) > 1:
+        replay.note = (
+            f"{path} holds {figures['launches']} launches (vLLM restarted into the same file): "
+            "the last one is replayed, its settings and figures only"
+        )
+    return replay
 
 
 def format_table(replays: list[Replay]) -> str:

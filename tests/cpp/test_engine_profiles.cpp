@@ -308,7 +308,7 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       {replace("model_runner_v2: none", "model_runner_v2: some"), "model_runner_v2"},
       {replace("blackwell: 0", "blackwell: -1"), "capture_max_size_datacenter_blackwell"},
       {replace("{serve: 16384, llm", "{llm"), "huge_gpu_max_num_batched_tokens.serve"},
-      {"engines: [unclosed\n", "<document>"},
+      {"engines: [unclosed\n", "line 2"},  // the line YAML stopped at
   };
   // A later row keeps what it omits from the row before; a patch row sorts after its minor.
   const auto two = parse_engine_profiles(

@@ -300,7 +300,7 @@ TEST(GgufHeader, ZeroTensorsAndPrefixBuffer) {
 
 TEST(GgufHeader, MissingFileIsParseError) {
   expect_parse_error([] { vramplan::read_gguf_header("/nonexistent/model.gguf"); },
-                     "cannot read file");
+                     "cannot read the GGUF file (No such file");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -573,7 +573,8 @@ TEST(LogParserText, ToJsonHasEveryFieldAndNulls) {
                                          "oom_free_gib",
                                          "outcome",
                                          "error_lines",
-                                         "truncated"};
+                                         "truncated",
+                                         "launches"};
   EXPECT_EQ(j.size(), keys.size());
   for (const auto& k : keys) {
     ASSERT_TRUE(j.contains(k)) << k;
@@ -583,6 +584,8 @@ TEST(LogParserText, ToJsonHasEveryFieldAndNulls) {
       EXPECT_TRUE(j[k].is_array() && j[k].empty());
     } else if (k == "truncated") {
       EXPECT_EQ(j[k], false);
+    } else if (k == "launches") {
+      EXPECT_EQ(j[k], 1);
     } else {
       EXPECT_TRUE(j[k].is_null()) << k;
     }

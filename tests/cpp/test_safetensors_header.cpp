@@ -144,7 +144,7 @@ TEST(SafetensorsHeader, PrefixBufferShorterThanHeaderIsAnError) {
 
 TEST(SafetensorsHeader, MissingFileIsParseError) {
   expect_parse_error([] { vramplan::read_safetensors_header("/nonexistent/x.safetensors"); },
-                     "cannot read file");
+                     "cannot read the safetensors file (No such file");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -94,6 +94,9 @@ struct VllmLogFigures {
   std::vector<std::string> error_lines;
   // The log was longer than kVllmLogMaxBytes: only its start was read.
   bool truncated = false;
+  // Launches the log holds (a restart appended to the same file): every figure above is the
+  // last launch's, never a mix.
+  std::int32_t launches = 1;
 };
 
 // Incremental parser: feed() the log in chunks of any size (a line may span chunks), then

@@ -29,6 +29,10 @@ struct SchemaKey {
   const char* type;  // "int", "bool", "string", "dtype", "list[string]", ...
   bool required;
   const char* doc;
+  // "int" and "list[int]" keys: the largest value accepted. The bounds are chosen so that the
+  // products the planner forms from bounded fields stay inside int64 (a KV token's bytes, one
+  // sequence's state, a tensor's elements); sums over tensors are checked where they are added.
+  std::int64_t max_value = 0;
 };
 // The schema table, for documentation and `vramplan schema`.
 const std::vector<SchemaKey>& schema_keys();

@@ -90,10 +90,19 @@ def _version(record: dict[str, Any]) -> str:
     raise Unsupported(msg)
 
 
-def record_number(record: dict[str, Any], key: str, *, signed: bool = False) -> float | None:
-    """A numeric record field: None when absent, else a finite number (>= 0 unless `signed`:
-    a failed launch's KV memory may be negative), or a ConfigError naming the record, the
-    field and the value."""
+# Measured fields that may be negative: a failed launch logs negative available KV memory
+# (shared/measured/README.md, kv_cache_gib), and the profile terms are differences of two
+# readings.
+_SIGNED_FIELDS = frozenset(
+    {"kv_cache_gib", "activation_peak_gib", "non_torch_gib", "cudagraph_gib", "weights_gib"}
+)
+
+
+def record_number(record: dict[str, Any], key: str) -> float | None:
+    """A numeric record field: None when absent, else a finite number (>= 0 unless the field is
+    a measured difference that may be negative), or a ConfigError naming the record, the field
+    and the value."""
+    signed = key in _SIGNED_FIELDS
     value = record.get(key)
     if value is None:
         return None
@@ -262,7 +271,7 @@ def _measured(record: dict[str, Any]) -> dict[str, Any]:
             match = re.match(r"\s*([0-9]+(?:\.[0-9]+)?)\s*x", concurrency)
             out[term] = float(match.group(1)) if match else None
         else:
-            out[term] = record_number(record, term, signed=term.endswith("_gib"))
+            out[term] = record_number(record, term)
     outcome = record.get("outcome")
     out["outcome"] = outcome if outcome is None else str(outcome)[:200]
     return out

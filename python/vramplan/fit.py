@@ -154,7 +154,7 @@ def _split_plan(
     num_gpus: int,
     split: tuple[int, int, int],
     target: _Target,
-    node: dict[str, int],
+    node: dict[str, Any],
     knobs: dict[str, Any],
 ) -> dict[str, Any]:
     """One GPU type x count x split: the plan at the target and what it can stretch to.
@@ -384,7 +384,7 @@ def _model_row(
     num_gpus: int,
     context: int,
     concurrency: int,
-    node: dict[str, int],
+    node: dict[str, Any],
     knobs: dict[str, Any],
 ) -> dict[str, Any]:
     """One model on `num_gpus` x `gpu`: the first split that fits one sequence of `context`

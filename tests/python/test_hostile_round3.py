@@ -44,7 +44,7 @@ LLAMA_CONFIG = (
 def cli(
     *args: str, stdin: int | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT / "python")}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     return subprocess.run(
         [sys.executable, "-m", "vramplan", *args],
         capture_output=True,
@@ -85,7 +85,7 @@ def test_a_fifo_is_refused_at_every_read_site_without_blocking(tmp_path: Path) -
                 print(name, "refused" if "x.fifo" in str(err) else "unnamed: " + str(err))
         """
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    env = dict(os.environ)
     done = subprocess.run(
         [sys.executable, "-c", script],
         check=False,
@@ -415,7 +415,7 @@ def test_sweep_reports_progress_in_chunks() -> None:
 def test_ctrl_c_during_a_sweep_leaves_no_partial_file(tmp_path: Path) -> None:
     out = tmp_path / "grid.csv"
     out.write_text("previous\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python"), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     lens = ",".join(str(n) for n in range(1024, 1024 + 4000))
     seqs = ",".join(str(n) for n in range(1, 2001))
     proc = subprocess.Popen(

@@ -533,8 +533,8 @@ class TableEntry {
   }
 
  private:
-  const YAML::Node& node_;
-  const std::string& file_;
+  YAML::Node node_;  // a handle: the entry a caller indexes may be a temporary
+  std::string file_;
   std::string prefix_;
 };
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates docs/models.md from the architecture table (cpp/src/architectures.cpp) and vLLM's
+# Regenerates docs/models.md from the architecture table and vLLM's
 # registry entries (model_specs/architectures.yaml) through the
 # test that guards it. Usage: scripts/gen_models_doc.sh [build-dir]   (default build/tests)
 set -euo pipefail

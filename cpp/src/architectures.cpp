@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -13,6 +12,7 @@
 
 #include "vramplan/architectures_yaml.hpp"
 #include "vramplan/errors.hpp"
+#include "yaml_load.hpp"
 
 namespace vramplan {
 
@@ -21,6 +21,7 @@ using nlohmann::json;
 namespace {
 
 constexpr std::int64_t kMaxDimension = std::int64_t{1} << 40;  // absurd above this
+constexpr const char* kArchitecturesFile = "model_specs/architectures.yaml";
 
 std::string number_text(const json& v) {
   if (v.is_number_float()) {
@@ -145,19 +146,20 @@ struct Context {
   json& doc;
 };
 
-using Extra = std::function<void(Context&)>;
+// A named translation step a row selects (`rules:` in model_specs/architectures.yaml).
+using Rule = void (*)(Context&);
 
 struct Row {
   ArchitectureInfo info;
-  // transformers defaults used for omitted keys.
-  json applied;
+  json applied = json::object();  // transformers defaults used for omitted keys
   // Shape defaults, quoted when a required key is missing but not used: they describe some
-  // reference checkpoint, not the one in hand (unless the family's real configs rely on them,
-  // as Gemma-3's sparse text_config does: those sit in `applied`).
-  json hints;
+  // reference checkpoint, not the one in hand.
+  json hints = json::object();
   Sliding sliding = Sliding::IfSet;
   std::vector<std::pair<std::string, std::string>> renames;  // {spec key, this family's key}
-  Extra extra;
+  json set = json::object();       // spec fields every checkpoint of the family has
+  std::vector<std::string> erase;  // spec fields the family never has
+  std::vector<Rule> rules;
 };
 
 struct Wrapper {
@@ -166,7 +168,7 @@ struct Wrapper {
   Vision vision = Vision::None;
 };
 
-// --- family-specific translation -------------------------------------------------------
+// --- named rules: family-specific translation that reads further config keys --------------
 
 void qkv_bias_only(Context& c) {
   c.doc["qkv_bias"] = c.f.boolean_or("attention_bias", true);
@@ -208,7 +210,7 @@ json linear_attention_block(const ConfigFields& f) {
           {"conv_kernel", f.integer_or("linear_conv_kernel_dim", 4)}};
 }
 
-void deepseek_extra(Context& c) {
+void deepseek_moe_mla(Context& c) {
   const ConfigFields& f = c.f;
   json moe = {{"num_experts", f.integer("n_routed_experts")},
               {"num_experts_per_tok", f.integer("num_experts_per_tok")},
@@ -223,11 +225,9 @@ void deepseek_extra(Context& c) {
                   {"qk_nope_head_dim", f.integer("qk_nope_head_dim")},
                   {"qk_rope_head_dim", f.integer("qk_rope_head_dim")},
                   {"v_head_dim", f.integer("v_head_dim")}};
-  c.doc.erase("qkv_bias");
-  c.doc.erase("o_proj_bias");
 }
 
-void nemotron_h_extra(Context& c) {
+void nemotron_h(Context& c) {
   const ConfigFields& f = c.f;
   if (!f.has("hybrid_override_pattern"))
     f.fail("hybrid_override_pattern", "missing", "required for nemotron_h");
@@ -254,9 +254,9 @@ void nemotron_h_extra(Context& c) {
   }
 }
 
-void qwen3_next_extra(Context& c) {
+// Qwen3-Next: Gated DeltaNet every full_attention_interval (unless layer_types), gated attention.
+void qwen3_next_hybrid(Context& c) {
   const ConfigFields& f = c.f;
-  c.doc["moe"] = qwen_style_moe(f, false);
   c.doc["attn_output_gate"] = true;
   if (!c.doc.contains("layer_types")) {
     const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
@@ -271,9 +271,9 @@ void qwen3_next_extra(Context& c) {
   c.doc["linear_attention"] = linear_attention_block(f);
 }
 
-// Qwen3.5 / 3.6: Gated DeltaNet and gated full attention per layer_types, optional MoE with a
-// gated shared expert, MTP layers (mtp_num_hidden_layers).
-void qwen3_5_extra(Context& c, bool moe) {
+// Qwen3.5 / 3.6: Gated DeltaNet and gated full attention per layer_types (or
+// full_attention_interval).
+void qwen3_5_hybrid(Context& c) {
   const ConfigFields& f = c.f;
   c.doc["attn_output_gate"] = f.boolean_or("attn_output_gate", true);
   if (!c.doc.contains("layer_types")) {
@@ -285,10 +285,9 @@ void qwen3_5_extra(Context& c, bool moe) {
     c.doc["layer_pattern"] = kinds;
   }
   c.doc["linear_attention"] = linear_attention_block(f);
-  if (moe) c.doc["moe"] = qwen_style_moe(f, false);
 }
 
-void llama4_extra(Context& c) {
+void llama4(Context& c) {
   const ConfigFields& f = c.f;
   const std::int64_t inter = f.integer("intermediate_size");
   c.doc["intermediate_size"] = f.integer_or("intermediate_size_mlp", inter);
@@ -309,10 +308,8 @@ void llama4_extra(Context& c) {
   }
 }
 
-void glm4_moe_extra(Context& c) {
+void glm4_moe(Context& c) {
   const ConfigFields& f = c.f;
-  qkv_bias_only(c);
-  if (f.boolean_or("use_qk_norm", false)) c.doc["qk_norm"] = true;
   c.doc["moe"] = {{"num_experts", f.integer("n_routed_experts")},
                   {"num_experts_per_tok", f.integer("num_experts_per_tok")},
                   {"moe_intermediate_size", f.integer("moe_intermediate_size")},
@@ -321,7 +318,7 @@ void glm4_moe_extra(Context& c) {
                   {"router_bias", true}};  // e_score_correction_bias
 }
 
-void falcon_extra(Context& c) {
+void falcon(Context& c) {
   const ConfigFields& f = c.f;
   const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
   const bool new_arch = f.boolean_or("new_decoder_architecture", false);
@@ -352,706 +349,335 @@ void falcon_extra(Context& c) {
     f.fail("alibi", "true", "ALiBi Falcon checkpoints are not modelled");
 }
 
-// --- the table -----------------------------------------------------------------------------
-
-const std::vector<Row>& rows() {
-  static const std::vector<Row> table = [] {
-    std::vector<Row> t;
-    auto add = [&t](Row r) { t.push_back(std::move(r)); };
-    const char* kFull = "full";
-    add({{"Llama 2/3/3.x",
-          {"llama"},
-          {"llava", "llava_next"},
-          {"llama"},
-          "LlamaConfig",
-          kFull,
-          "",
-          "LLaVA / LLaVA-Next (Granite-Vision): ViT + projector",
-          ""},
-         {{"tie_word_embeddings", false}, {"attention_bias", false}, {"mlp_bias", false}},
-         {{"vocab_size", 32000},
-          {"hidden_size", 4096},
-          {"intermediate_size", 11008},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 2048}},
-         Sliding::IfSet,
-         {},
-         nullptr});
-    add({{"Llama 4",
-          {"llama4_text"},
-          {"llama4"},
-          {"llama4"},
-          "Llama4TextConfig",
-          "chunked local (3 of 4 layers) + full",
-          "routed experts + 1 shared, every n-th layer",
-          "Llama-4 ViT",
-          ""},
-         {{"tie_word_embeddings", false}, {"attention_bias", false}},
-         {{"vocab_size", 202048},
-          {"hidden_size", 5120},
-          {"intermediate_size", 8192},
-          {"num_hidden_layers", 48},
-          {"num_attention_heads", 40},
-          {"max_position_embeddings", 131072}},
-         Sliding::Never,
-         {},
-         llama4_extra});
-    add({{"Mistral, Mistral-Small 3.x / Pixtral wrapper",
-          {"mistral", "ministral", "ministral3"},
-          {"mistral3"},
-          {"mistral"},
-          "MistralConfig",
-          "full, or sliding window on every layer when set",
-          "",
-          "Pixtral ViT",
-          ""},
-         {{"tie_word_embeddings", false}, {"num_key_value_heads", 8}},
-         {{"vocab_size", 32000},
-          {"hidden_size", 4096},
-          {"intermediate_size", 14336},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 131072}},
-         Sliding::IfSet,
-         {},
-         nullptr});
-    add({{"Mixtral",
-          {"mixtral"},
-          {},
-          {},
-          "MixtralConfig",
-          "full (sliding window when set)",
-          "routed experts (num_local_experts)",
-          "",
-          ""},
-         {{"tie_word_embeddings", false},
-          {"num_key_value_heads", 8},
-          {"num_local_experts", 8},
-          {"num_experts_per_tok", 2}},
-         {{"vocab_size", 32000},
-          {"hidden_size", 4096},
-          {"intermediate_size", 14336},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 131072}},
-         Sliding::IfSet,
-         {},
-         [](Context& c) { c.doc["moe"] = mixtral_style_moe(c.f); }});
-    add({{"Qwen 1.5/2/2.5, Qwen2-VL/2.5-VL, MiMo",
-          {"qwen2", "mimo"},
-          {"qwen2_vl", "qwen2_5_vl"},
-          {"qwen2"},
-          "Qwen2Config",
-          "full (sliding only with use_sliding_window)",
-          "",
-          "Qwen2-VL / Qwen2.5-VL ViT",
-          "MiMo: num_nextn_predict_layers"},
-         {{"tie_word_embeddings", false}},
-         {{"vocab_size", 151936},
-          {"hidden_size", 4096},
-          {"intermediate_size", 22016},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 32768}},
-         Sliding::QwenGated,
-         {},
-         [](Context& c) {
-           c.doc["qkv_bias"] = true;
-           c.doc.erase("o_proj_bias");
-         }});
-    add({{"Qwen 1.5-MoE / Qwen2-MoE",
-          {"qwen2_moe"},
-          {},
-          {"qwen2moe"},
-          "Qwen2MoeConfig",
-          "full (sliding only with use_sliding_window)",
-          "routed experts + gated shared expert",
-          "",
-          ""},
-         {{"tie_word_embeddings", false}, {"decoder_sparse_step", 1}},
-         {{"vocab_size", 151936},
-          {"hidden_size", 2048},
-          {"intermediate_size", 5632},
-          {"num_hidden_layers", 24},
-          {"num_attention_heads", 16},
-          {"max_position_embeddings", 32768}},
-         Sliding::QwenGated,
-         {},
-         [](Context& c) {
-           c.doc["qkv_bias"] = true;
-           c.doc.erase("o_proj_bias");
-           c.doc["moe"] = qwen_style_moe(c.f, false);
-         }});
-    add({{"Qwen3, Qwen3-VL",
-          {"qwen3", "qwen3_vl_text"},
-          {"qwen3_vl"},
-          {"qwen3"},
-          "Qwen3Config",
-          "full, per-head q/k norm",
-          "",
-          "Qwen3-VL ViT (deepstack mergers)",
-          ""},
-         {{"tie_word_embeddings", false}, {"attention_bias", false}, {"head_dim", 128}},
-         {{"vocab_size", 151936},
-          {"hidden_size", 4096},
-          {"intermediate_size", 22016},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 32768}},
-         Sliding::QwenGated,
-         {},
-         [](Context& c) { c.doc["qk_norm"] = true; }});
-    add({{"Qwen3-MoE, Qwen3-VL-MoE",
-          {"qwen3_moe", "qwen3_vl_moe_text"},
-          {"qwen3_vl_moe"},
-          {"qwen3moe"},
-          "Qwen3MoeConfig",
-          "full, per-head q/k norm",
-          "routed experts",
-          "Qwen3-VL ViT",
-          ""},
-         {{"tie_word_embeddings", false}, {"attention_bias", false}, {"decoder_sparse_step", 1}},
-         {{"vocab_size", 151936},
-          {"hidden_size", 2048},
-          {"intermediate_size", 6144},
-          {"num_hidden_layers", 24},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 32768}},
-         Sliding::QwenGated,
-         {},
-         [](Context& c) {
-           c.doc["qk_norm"] = true;
-           c.doc["moe"] = qwen_style_moe(c.f, true);
-         }});
-    add({{"Qwen3-Next",
-          {"qwen3_next"},
-          {},
-          {},
-          "Qwen3NextConfig",
-          "Gated DeltaNet linear attention + gated full attention (full_attention_interval)",
-          "routed experts + gated shared expert",
-          "",
-          "num_nextn_predict_layers"},
-         {{"tie_word_embeddings", false}, {"attention_bias", false}, {"decoder_sparse_step", 1}},
-         {{"vocab_size", 151936},
-          {"hidden_size", 2048},
-          {"intermediate_size", 5632},
-          {"num_hidden_layers", 48},
-          {"num_attention_heads", 16},
-          {"max_position_embeddings", 32768}},
-         Sliding::Never,
-         {},
-         [](Context& c) {
-           c.doc["qk_norm"] = true;
-           qwen3_next_extra(c);
-         }});
-    add({{"Qwen3.5 / Qwen3.6 dense",
-          {"qwen3_5_text"},
-          {"qwen3_5"},
-          {},
-          "Qwen3_5TextConfig",
-          "Gated DeltaNet linear attention + gated full attention (layer_types)",
-          "",
-          "Qwen3-VL-style ViT",
-          "mtp_num_hidden_layers"},
-         {{"tie_word_embeddings", false}, {"attention_bias", false}},
-         {{"vocab_size", 248320},
-          {"hidden_size", 4096},
-          {"intermediate_size", 12288},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 16},
-          {"max_position_embeddings", 32768}},
-         Sliding::Never,
-         {},
-         [](Context& c) {
-           c.doc["qk_norm"] = true;
-           qwen3_5_extra(c, false);
-         }});
-    add({{"Qwen3.5 / Qwen3.6 MoE",
-          {"qwen3_5_moe_text"},
-          {"qwen3_5_moe"},
-          {},
-          "Qwen3_5MoeTextConfig",
-          "Gated DeltaNet linear attention + gated full attention (layer_types)",
-          "routed experts + gated shared expert",
-          "Qwen3-VL-style ViT",
-          "mtp_num_hidden_layers"},
-         {{"tie_word_embeddings", false}, {"attention_bias", false}, {"decoder_sparse_step", 1}},
-         {{"vocab_size", 248320},
-          {"hidden_size", 2048},
-          {"num_hidden_layers", 40},
-          {"num_attention_heads", 16},
-          {"max_position_embeddings", 32768}},
-         Sliding::Never,
-         {},
-         [](Context& c) {
-           c.doc["qk_norm"] = true;
-           qwen3_5_extra(c, true);
-         }});
-    add({{"Gemma 1", {"gemma"}, {}, {"gemma"}, "GemmaConfig", kFull, "", "", ""},
-         {{"tie_word_embeddings", true}, {"head_dim", 256}, {"attention_bias", false}},
-         {{"vocab_size", 256000},
-          {"hidden_size", 3072},
-          {"intermediate_size", 24576},
-          {"num_hidden_layers", 28},
-          {"num_attention_heads", 16},
-          {"max_position_embeddings", 8192}},
-         Sliding::Never,
-         {},
-         nullptr});
-    add({{"Gemma 2",
-          {"gemma2"},
-          {},
-          {"gemma2"},
-          "Gemma2Config",
-          "sliding window and full, alternating",
-          "",
-          "",
-          ""},
-         {{"tie_word_embeddings", true},
-          {"head_dim", 256},
-          {"num_key_value_heads", 4},
-          {"sliding_window", 4096},
-          {"attention_bias", false}},
-         {{"vocab_size", 256000},
-          {"hidden_size", 2304},
-          {"intermediate_size", 9216},
-          {"num_hidden_layers", 26},
-          {"num_attention_heads", 8},
-          {"max_position_embeddings", 8192}},
-         Sliding::Alternate,
-         {},
-         [](Context& c) { c.doc["norms_per_layer"] = 4; }});
-    // Gemma-3 configs name few keys: every transformers default is what vLLM builds.
-    add({{"Gemma 3",
-          {"gemma3_text"},
-          {"gemma3"},
-          {"gemma3"},
-          "Gemma3TextConfig",
-          "5 sliding-window layers then 1 full (sliding_window_pattern / layer_types), q/k norm",
-          "",
-          "SigLIP ViT + projector",
-          ""},
-         {{"tie_word_embeddings", true},
-          {"head_dim", 256},
-          {"num_key_value_heads", 4},
-          {"sliding_window", 4096},
-          {"sliding_window_pattern", 6},
-          {"attention_bias", false},
-          {"vocab_size", 262208},
-          {"hidden_size", 2304},
-          {"intermediate_size", 9216},
-          {"num_hidden_layers", 26},
-          {"num_attention_heads", 8},
-          {"max_position_embeddings", 131072}},
-         {},
-         Sliding::PatternKey,
-         {},
-         [](Context& c) {
-           c.doc["norms_per_layer"] = 4;
-           c.doc["qk_norm"] = true;
-         }});
-    add({{"Phi-1 / 1.5 / 2",
-          {"phi"},
-          {},
-          {"phi2"},
-          "PhiConfig",
-          "full, partial rotary",
-          "",
-          "",
-          ""},
-         {{"tie_word_embeddings", false}, {"partial_rotary_factor", 0.5}},
-         {{"vocab_size", 51200},
-          {"hidden_size", 2048},
-          {"intermediate_size", 8192},
-          {"num_hidden_layers", 24},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 2048}},
-         Sliding::Never,
-         {},
-         [](Context& c) {
-           // Parallel block: one LayerNorm (weight + bias), biased q/k/v/dense and fc1/fc2.
-           c.doc["mlp"] = "plain";
-           c.doc["qkv_bias"] = true;
-           c.doc["o_proj_bias"] = true;
-           c.doc["mlp_bias"] = true;
-           c.doc["norms_per_layer"] = 2;
-         }});
-    add({{"Phi-3 / 3.5 / 4",
-          {"phi3"},
-          {},
-          {"phi3"},
-          "Phi3Config",
-          "full (sliding window on every layer when set)",
-          "",
-          "",
-          ""},
-         {{"tie_word_embeddings", false}},
-         {{"vocab_size", 32064},
-          {"hidden_size", 3072},
-          {"intermediate_size", 8192},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 4096}},
-         Sliding::IfSet,
-         {},
-         nullptr});
-    add({{"Phi-3.5-MoE",
-          {"phimoe"},
-          {},
-          {},
-          "PhimoeConfig",
-          "full (sliding window on every layer when set)",
-          "routed experts (num_local_experts)",
-          "",
-          ""},
-         {{"tie_word_embeddings", false},
-          {"num_key_value_heads", 8},
-          {"attention_bias", false},
-          {"num_local_experts", 16},
-          {"num_experts_per_tok", 2}},
-         {{"vocab_size", 32064},
-          {"hidden_size", 4096},
-          {"intermediate_size", 6400},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 131072}},
-         Sliding::IfSet,
-         {},
-         [](Context& c) {
-           c.doc["moe"] = mixtral_style_moe(c.f);
-           c.doc["norms_per_layer"] = 4;  // two LayerNorms with biases
-         }});
-    add({{"Granite 3.x", {"granite"}, {}, {"granite"}, "GraniteConfig", kFull, "", "", ""},
-         {{"tie_word_embeddings", false}, {"attention_bias", false}, {"mlp_bias", false}},
-         {{"vocab_size", 32000},
-          {"hidden_size", 4096},
-          {"intermediate_size", 11008},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 2048}},
-         Sliding::Never,
-         {},
-         nullptr});
-    add({{"Granite-MoE",
-          {"granitemoe", "granitemoeshared"},
-          {},
-          {"granitemoe"},
-          "GraniteMoeConfig",
-          kFull,
-          "routed experts (+ shared expert in granitemoeshared)",
-          "",
-          ""},
-         {{"tie_word_embeddings", false},
-          {"attention_bias", false},
-          {"num_local_experts", 8},
-          {"num_experts_per_tok", 2},
-          {"shared_intermediate_size", 0}},
-         {{"vocab_size", 32000},
-          {"hidden_size", 4096},
-          {"intermediate_size", 11008},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 2048}},
-         Sliding::Never,
-         {},
-         [](Context& c) {
-           json moe = mixtral_style_moe(c.f);
-           const std::int64_t shared = c.f.integer_or("shared_intermediate_size", 0);
-           if (shared > 0) {
-             moe["num_shared_experts"] = 1;
-             moe["shared_expert_intermediate_size"] = shared;
-           }
-           c.doc["moe"] = moe;
-         }});
-    add({{"DeepSeek V2 / V2-Lite / V3 / R1, Kimi-K2",
-          {"deepseek_v2", "deepseek_v3", "kimi_k2"},
-          {"kimi_vl"},
-          {"deepseek2"},
-          "DeepseekV3Config",
-          "MLA (latent KV)",
-          "routed + shared experts, first_k_dense_replace dense layers",
-          "Kimi-VL MoonViT",
-          "num_nextn_predict_layers"},
-         {{"tie_word_embeddings", false}},
-         {{"vocab_size", 129280},
-          {"hidden_size", 7168},
-          {"intermediate_size", 18432},
-          {"num_hidden_layers", 61},
-          {"num_attention_heads", 128},
-          {"max_position_embeddings", 4096}},
-         Sliding::Never,
-         {},
-         deepseek_extra});
-    add({{"GPT-OSS",
-          {"gpt_oss"},
-          {},
-          {},
-          "GptOssConfig",
-          "sliding window 128 and full, alternating (layer_types), attention sinks",
-          "routed experts with biases (MXFP4)",
-          "",
-          ""},
-         {{"tie_word_embeddings", false}},
-         {{"vocab_size", 201088},
-          {"hidden_size", 2880},
-          {"intermediate_size", 2880},
-          {"num_hidden_layers", 36},
-          {"num_attention_heads", 64},
-          {"max_position_embeddings", 131072}},
-         Sliding::Never,
-         {},
-         [](Context& c) {
-           json moe = mixtral_style_moe(c.f);
-           moe["expert_bias"] = true;
-           moe["router_bias"] = true;
-           c.doc["moe"] = moe;
-           c.doc["attention_sinks"] = true;
-         }});
-    add({{"GLM-4 (0414)", {"glm4"}, {}, {"glm4"}, "Glm4Config", "full, partial rotary", "", "", ""},
-         {{"tie_word_embeddings", false},
-          {"attention_bias", true},
-          {"head_dim", 128},
-          {"partial_rotary_factor", 0.5},
-          {"num_key_value_heads", 2}},
-         {{"vocab_size", 151552},
-          {"hidden_size", 4096},
-          {"intermediate_size", 13696},
-          {"num_hidden_layers", 40},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 131072}},
-         Sliding::Never,
-         {},
-         [](Context& c) {
-           qkv_bias_only(c);
-           c.doc["norms_per_layer"] = 4;  // input, post-attention, post-self-attn, post-MLP
-         }});
-    add({{"GLM-4.5 / 4.6 / 4.7",
-          {"glm4_moe"},
-          {},
-          {"glm4moe"},
-          "Glm4MoeConfig",
-          "full, partial rotary, optional q/k norm",
-          "routed + shared experts, first_k_dense_replace dense layers",
-          "",
-          "num_nextn_predict_layers"},
-         {{"tie_word_embeddings", false},
-          {"attention_bias", false},
-          {"head_dim", 128},
-          {"partial_rotary_factor", 0.5},
-          {"num_key_value_heads", 8}},
-         {{"vocab_size", 151552},
-          {"hidden_size", 4096},
-          {"intermediate_size", 10944},
-          {"num_hidden_layers", 46},
-          {"num_attention_heads", 96},
-          {"max_position_embeddings", 131072}},
-         Sliding::Never,
-         {},
-         glm4_moe_extra});
-    add({{"OLMo 2 / OLMo 3",
-          {"olmo2", "olmo3"},
-          {},
-          {"olmo2"},
-          "Olmo2Config",
-          "full (OLMo 3: sliding and full per layer_types), q/k norm over all heads",
-          "",
-          "",
-          ""},
-         {{"tie_word_embeddings", false}, {"attention_bias", false}},
-         {{"vocab_size", 50304},
-          {"hidden_size", 4096},
-          {"intermediate_size", 11008},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 2048}},
-         Sliding::Never,
-         {},
-         [](Context& c) {
-           // post-attention and post-MLP RMSNorms, plus q_norm/k_norm over every head
-           // (hidden-wide when there are as many KV heads as heads).
-           c.doc["norms_per_layer"] = 4;
-         }});
-    add({{"InternLM 2 / 2.5 / 3",
-          {"internlm2", "internlm3"},
-          {},
-          {"internlm2"},
-          "InternLM2Config",
-          kFull,
-          "",
-          "",
-          ""},
-         {{"tie_word_embeddings", false}, {"bias", false}},
-         {{"vocab_size", 103168},
-          {"hidden_size", 4096},
-          {"intermediate_size", 11008},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 2048}},
-         Sliding::Never,
-         {},
-         [](Context& c) {
-           if (c.f.boolean_or("bias", false) || c.f.boolean_or("qkv_bias", false))
-             c.doc["qkv_bias"] = true;
-           if (c.f.boolean_or("bias", false)) c.doc["o_proj_bias"] = true;
-         }});
-    add({{"Cohere Command-R / R+",
-          {"cohere"},
-          {},
-          {"command-r"},
-          "CohereConfig",
-          "full (parallel attention and MLP)",
-          "",
-          "",
-          ""},
-         {{"tie_word_embeddings", true}, {"attention_bias", false}},
-         {{"vocab_size", 256000},
-          {"hidden_size", 8192},
-          {"intermediate_size", 22528},
-          {"num_hidden_layers", 40},
-          {"num_attention_heads", 64},
-          {"max_position_embeddings", 8192}},
-         Sliding::Never,
-         {},
-         [](Context& c) {
-           c.doc["norms_per_layer"] = 1;  // one LayerNorm without bias
-           if (c.f.boolean_or("use_qk_norm", false)) c.doc["qk_norm"] = true;
-         }});
-    add({{"Cohere Command-R7B / A",
-          {"cohere2"},
-          {},
-          {"cohere2"},
-          "Cohere2Config",
-          "3 sliding-window layers then 1 full (sliding_window_pattern / layer_types)",
-          "",
-          "",
-          ""},
-         {{"tie_word_embeddings", true},
-          {"attention_bias", false},
-          {"sliding_window", 4096},
-          {"sliding_window_pattern", 4}},
-         {{"vocab_size", 256000},
-          {"hidden_size", 8192},
-          {"intermediate_size", 22528},
-          {"num_hidden_layers", 40},
-          {"num_attention_heads", 64},
-          {"max_position_embeddings", 8192}},
-         Sliding::PatternKey,
-         {},
-         [](Context& c) { c.doc["norms_per_layer"] = 1; }});
-    add({{"StarCoder2",
-          {"starcoder2"},
-          {},
-          {"starcoder2"},
-          "Starcoder2Config",
-          "full (sliding window on every layer when set)",
-          "",
-          "",
-          ""},
-         {{"tie_word_embeddings", true}, {"use_bias", true}, {"num_key_value_heads", 2}},
-         {{"vocab_size", 49152},
-          {"hidden_size", 3072},
-          {"intermediate_size", 12288},
-          {"num_hidden_layers", 30},
-          {"num_attention_heads", 24},
-          {"max_position_embeddings", 4096}},
-         Sliding::IfSet,
-         {},
-         [](Context& c) {
-           c.doc["mlp"] = "plain";
-           c.doc["norms_per_layer"] = 4;  // two LayerNorms with biases
-           if (c.f.boolean_or("use_bias", true)) {
-             c.doc["qkv_bias"] = true;
-             c.doc["o_proj_bias"] = true;
-             c.doc["mlp_bias"] = true;
-           }
-         }});
-    add({{"Falcon 7B / 40B / 180B",
-          {"falcon"},
-          {},
-          {"falcon"},
-          "FalconConfig",
-          "full (multi-query or grouped KV)",
-          "",
-          "",
-          ""},
-         // Falcon configs omit max_position_embeddings; vLLM then takes FalconConfig's 2048.
-         {{"tie_word_embeddings", true}, {"vocab_size", 65024}, {"max_position_embeddings", 2048}},
-         {{"hidden_size", 4544}, {"num_hidden_layers", 32}, {"num_attention_heads", 71}},
-         Sliding::Never,
-         {{"num_hidden_layers", "n_layer"}, {"num_attention_heads", "n_head"}},
-         falcon_extra});
-    add({{"EXAONE 3 / 3.5", {"exaone"}, {}, {"exaone"}, "ExaoneConfig", kFull, "", "", ""},
-         {{"tie_word_embeddings", true}},
-         {{"vocab_size", 102400},
-          {"hidden_size", 2048},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 2048}},
-         Sliding::Never,
-         {{"num_hidden_layers", "num_layers"}},
-         nullptr});
-    add({{"EXAONE 4",
-          {"exaone4"},
-          {},
-          {"exaone4"},
-          "Exaone4Config",
-          "3 sliding-window layers then 1 full (sliding_window_pattern), q/k norm",
-          "",
-          "",
-          ""},
-         {{"tie_word_embeddings", false}, {"sliding_window_pattern", 4}},
-         {{"vocab_size", 102400},
-          {"hidden_size", 4096},
-          {"intermediate_size", 16384},
-          {"num_hidden_layers", 32},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 2048}},
-         Sliding::ExaonePattern,
-         {},
-         [](Context& c) { c.doc["qk_norm"] = true; }});
-    add({{"Nemotron-H, Nemotron 3",
-          {"nemotron_h"},
-          {},
-          {},
-          "NemotronHConfig",
-          "Mamba2 + full attention per hybrid_override_pattern",
-          "routed + shared experts on E layers (Nemotron 3)",
-          "",
-          ""},
-         {{"tie_word_embeddings", false}},
-         {{"vocab_size", 131072},
-          {"hidden_size", 4096},
-          {"intermediate_size", 21504},
-          {"num_hidden_layers", 52},
-          {"num_attention_heads", 32},
-          {"max_position_embeddings", 4096}},
-         Sliding::Never,
-         {},
-         nemotron_h_extra});
-    return t;
-  }();
-  return table;
+void use_qk_norm(Context& c) {
+  if (c.f.boolean_or("use_qk_norm", false)) c.doc["qk_norm"] = true;
 }
 
-const std::vector<Wrapper>& wrappers() {
-  static const std::vector<Wrapper> table = {
-      {"gemma3", "gemma3_text", Vision::Siglip},
-      {"llama4", "llama4_text", Vision::Vit},
-      {"mistral3", "mistral", Vision::Pixtral},
-      {"llava", "llama", Vision::Llava},
-      {"llava_next", "llama", Vision::Llava},
-      {"qwen2_vl", "qwen2", Vision::Qwen2Vl},
-      {"qwen2_5_vl", "qwen2", Vision::Qwen25Vl},
-      {"qwen3_vl", "qwen3_vl_text", Vision::Qwen3Vl},
-      {"qwen3_vl_moe", "qwen3_vl_moe_text", Vision::Qwen3Vl},
-      {"qwen3_5", "qwen3_5_text", Vision::Qwen3Vl},
-      {"qwen3_5_moe", "qwen3_5_moe_text", Vision::Qwen3Vl},
-      {"kimi_vl", "deepseek_v3", Vision::Vit},
+void use_bias(Context& c) {
+  if (c.f.boolean_or("use_bias", true)) {
+    c.doc["qkv_bias"] = true;
+    c.doc["o_proj_bias"] = true;
+    c.doc["mlp_bias"] = true;
+  }
+}
+
+void internlm_bias(Context& c) {
+  if (c.f.boolean_or("bias", false) || c.f.boolean_or("qkv_bias", false)) c.doc["qkv_bias"] = true;
+  if (c.f.boolean_or("bias", false)) c.doc["o_proj_bias"] = true;
+}
+
+void mixtral_moe(Context& c) { c.doc["moe"] = mixtral_style_moe(c.f); }
+
+void granite_moe(Context& c) {
+  json moe = mixtral_style_moe(c.f);
+  const std::int64_t shared = c.f.integer_or("shared_intermediate_size", 0);
+  if (shared > 0) {
+    moe["num_shared_experts"] = 1;
+    moe["shared_expert_intermediate_size"] = shared;
+  }
+  c.doc["moe"] = moe;
+}
+
+void gpt_oss_moe(Context& c) {
+  json moe = mixtral_style_moe(c.f);
+  moe["expert_bias"] = true;
+  moe["router_bias"] = true;
+  c.doc["moe"] = moe;
+}
+
+void qwen_moe(Context& c) { c.doc["moe"] = qwen_style_moe(c.f, false); }
+
+void qwen_moe_quantizable_router(Context& c) { c.doc["moe"] = qwen_style_moe(c.f, true); }
+
+struct NamedRule {
+  const char* name;
+  Rule rule;
+};
+
+// The rules a row may name; model_specs/architectures.yaml's header says what each does.
+constexpr NamedRule kRules[] = {
+    {"qkv_bias_only", qkv_bias_only},
+    {"use_qk_norm", use_qk_norm},
+    {"use_bias", use_bias},
+    {"internlm_bias", internlm_bias},
+    {"mixtral_moe", mixtral_moe},
+    {"granite_moe", granite_moe},
+    {"gpt_oss_moe", gpt_oss_moe},
+    {"qwen_moe", qwen_moe},
+    {"qwen_moe_quantizable_router", qwen_moe_quantizable_router},
+    {"deepseek_moe_mla", deepseek_moe_mla},
+    {"glm4_moe", glm4_moe},
+    {"llama4", llama4},
+    {"qwen3_next_hybrid", qwen3_next_hybrid},
+    {"qwen3_5_hybrid", qwen3_5_hybrid},
+    {"nemotron_h", nemotron_h},
+    {"falcon", falcon},
+};
+
+// --- the table, loaded from model_specs/architectures.yaml ----------------------------------
+
+struct Table {
+  std::vector<Row> rows;
+  std::vector<Wrapper> wrappers;
+  std::vector<RefusedArchitecture> refused;
+};
+
+struct NamedSliding {
+  const char* name;
+  Sliding sliding;
+};
+constexpr NamedSliding kSlidings[] = {
+    {"if_set", Sliding::IfSet},
+    {"qwen_gated", Sliding::QwenGated},
+    {"never", Sliding::Never},
+    {"alternate", Sliding::Alternate},
+    {"pattern_key", Sliding::PatternKey},
+    {"exaone_pattern", Sliding::ExaonePattern},
+};
+
+struct NamedVision {
+  const char* name;
+  Vision vision;
+};
+constexpr NamedVision kVisions[] = {
+    {"vit", Vision::Vit},          {"siglip", Vision::Siglip},       {"llava", Vision::Llava},
+    {"qwen2_vl", Vision::Qwen2Vl}, {"qwen2_5_vl", Vision::Qwen25Vl}, {"qwen3_vl", Vision::Qwen3Vl},
+    {"pixtral", Vision::Pixtral},
+};
+
+// Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
+const std::set<std::string> kSettable = {"qkv_bias", "o_proj_bias",     "mlp_bias",       "qk_norm",
+                                         "mlp",      "norms_per_layer", "attention_sinks"};
+
+// Reads one map of the table, naming "<prefix><key>" and the file in errors.
+class TableEntry {
+ public:
+  TableEntry(const YAML::Node& node, const std::string& file, std::string prefix,
+             const std::set<std::string>& allowed)
+      : node_(node), file_(file), prefix_(std::move(prefix)) {
+    if (!node_.IsMap()) throw SpecError(file_, prefix_, "not a map", "expected a map");
+    for (const auto& kv : node_) {
+      const std::string key = kv.first.Scalar();
+      if (allowed.count(key) == 0) fail(key, "'" + key + "'", "unknown field");
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& value,
+                         const std::string& problem) const {
+    throw SpecError(file_, prefix_ + "." + key, value, problem);
+  }
+  bool has(const char* key) const { return static_cast<bool>(node_[key]); }
+  std::string text(const char* key, bool required) const {
+    const YAML::Node v = node_[key];
+    if (!v) {
+      if (required) fail(key, "missing", "required field is missing");
+      return "";
+    }
+    if (!v.IsScalar() || v.Scalar().empty()) fail(key, "not text", "expected a non-empty string");
+    return v.Scalar();
+  }
+  std::vector<std::string> names(const char* key, bool required) const {
+    const YAML::Node v = node_[key];
+    std::vector<std::string> out;
+    if (!v) {
+      if (required) fail(key, "missing", "required field is missing");
+      return out;
+    }
+    if (!v.IsSequence()) fail(key, "not a list", "expected a list of names");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string at = std::string(key) + "[" + std::to_string(i) + "]";
+      if (!v[i].IsScalar() || v[i].Scalar().empty()) fail(at, "not a name", "expected a name");
+      out.push_back(v[i].Scalar());
+    }
+    if (required && out.empty()) fail(key, "[]", "expected at least one name");
+    return out;
+  }
+  // A map of config keys to plain values: true / false, integers, numbers, or (when `strings`)
+  // unquoted words.
+  json values(const char* key, bool strings) const {
+    json out = json::object();
+    const YAML::Node m = node_[key];
+    if (!m) return out;
+    if (!m.IsMap()) fail(key, "not a map", "expected a map of config keys to values");
+    for (const auto& kv : m) {
+      const std::string name = kv.first.Scalar();
+      const std::string at = std::string(key) + "." + name;
+      if (!kv.second.IsScalar()) fail(at, "not a value", "expected a plain value");
+      const std::string& s = kv.second.Scalar();
+      if (s == "true" || s == "false") {
+        out[name] = s == "true";
+        continue;
+      }
+      std::size_t used = 0;
+      try {
+        if (s.find_first_of(".eE") == std::string::npos) {
+          const long long n = std::stoll(s, &used);
+          if (used == s.size()) {
+            out[name] = static_cast<std::int64_t>(n);
+            continue;
+          }
+        } else {
+          const double d = std::stod(s, &used);
+          if (used == s.size() && std::isfinite(d)) {
+            out[name] = d;
+            continue;
+          }
+        }
+      } catch (const std::exception&) {
+        // not a number: a word below, or an error
+      }
+      if (!strings) fail(at, "'" + s + "'", "expected true, false or a number");
+      out[name] = s;
+    }
+    return out;
+  }
+
+ private:
+  YAML::Node node_;  // a handle: the entry a caller indexes may be a temporary
+  std::string file_;
+  std::string prefix_;
+};
+
+Row read_row(const YAML::Node& node, const std::string& file, std::size_t index) {
+  static const std::set<std::string> kFields = {"family",  "model_types",  "wrapper_model_types",
+                                                "gguf",    "config_class", "attention",
+                                                "moe",     "vision",       "mtp",
+                                                "applied", "hints",        "sliding",
+                                                "renames", "set",          "erase",
+                                                "rules"};
+  const TableEntry e(node, file, "architectures[" + std::to_string(index) + "]", kFields);
+  Row row;
+  row.info.family = e.text("family", true);
+  row.info.model_types = e.names("model_types", true);
+  row.info.wrapper_model_types = e.names("wrapper_model_types", false);
+  row.info.gguf_architectures = e.names("gguf", false);
+  row.info.config_class = e.text("config_class", true);
+  row.info.attention = e.text("attention", true);
+  row.info.moe = e.text("moe", false);
+  row.info.vision = e.text("vision", false);
+  row.info.mtp = e.text("mtp", false);
+  row.applied = e.values("applied", false);
+  row.hints = e.values("hints", false);
+  const std::string sliding = e.text("sliding", true);
+  const auto* s = std::find_if(std::begin(kSlidings), std::end(kSlidings),
+                               [&](const NamedSliding& n) { return sliding == n.name; });
+  if (s == std::end(kSlidings)) {
+    e.fail("sliding", "'" + sliding + "'",
+           "unknown (if_set, qwen_gated, never, alternate, pattern_key, exaone_pattern)");
+  }
+  row.sliding = s->sliding;
+  const json renames = e.values("renames", true);
+  for (const auto& [key, alias] : renames.items()) {
+    if (!alias.is_string()) e.fail("renames." + key, alias.dump(), "expected a config key");
+    row.renames.emplace_back(key, alias.get<std::string>());
+  }
+  row.set = e.values("set", true);
+  for (const auto& item : row.set.items()) {
+    if (kSettable.count(item.key()) == 0) e.fail("set." + item.key(), item.key(), "not settable");
+  }
+  row.erase = e.names("erase", false);
+  for (const std::string& key : row.erase) {
+    if (kSettable.count(key) == 0) e.fail("erase", key, "not a spec field a row may erase");
+  }
+  for (const std::string& name : e.names("rules", false)) {
+    const auto* r = std::find_if(std::begin(kRules), std::end(kRules),
+                                 [&](const NamedRule& n) { return name == n.name; });
+    if (r == std::end(kRules)) e.fail("rules", "'" + name + "'", "unknown rule");
+    row.rules.push_back(r->rule);
+  }
+  return row;
+}
+
+YAML::Node sequence(const YAML::Node& root, const char* key, const std::string& file) {
+  YAML::Node list = root[key];
+  if (!list || !list.IsSequence()) throw SpecError(file, key, "missing", "expected a list");
+  return list;
+}
+
+Table parse_table(const std::string& yaml_text, const std::string& file) {
+  const YAML::Node root = load_yaml_checked(yaml_text, file);
+  if (!root.IsMap()) throw SpecError(file, "<root>", "not a map", "expected a map");
+  for (const auto& kv : root) {
+    const std::string key = kv.first.Scalar();
+    if (key != "architectures" && key != "wrappers" && key != "refused_model_types" &&
+        key != "vllm_registry") {
+      throw SpecError(file, key, "'" + key + "'",
+                      "unknown section (architectures, wrappers, refused_model_types, "
+                      "vllm_registry)");
+    }
+  }
+  Table t;
+  std::set<std::string> planned;  // every model_type a config.json may name
+  auto claim = [&](const std::string& model_type, const std::string& where) {
+    if (!planned.insert(model_type).second) {
+      throw SpecError(file, where, model_type, "model_type listed twice");
+    }
   };
-  return table;
+  const YAML::Node rows = sequence(root, "architectures", file);
+  std::set<std::string> gguf;
+  std::set<std::string> wrapped;  // wrapper model_types the rows name
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    Row row = read_row(rows[i], file, i);
+    const std::string where = "architectures[" + std::to_string(i) + "]";
+    for (const auto& m : row.info.model_types) claim(m, where + ".model_types");
+    for (const auto& m : row.info.wrapper_model_types) {
+      claim(m, where + ".wrapper_model_types");
+      wrapped.insert(m);
+    }
+    for (const auto& g : row.info.gguf_architectures) {
+      if (!gguf.insert(g).second) throw SpecError(file, where + ".gguf", g, "listed twice");
+    }
+    t.rows.push_back(std::move(row));
+  }
+  const YAML::Node wrappers = sequence(root, "wrappers", file);
+  for (std::size_t i = 0; i < wrappers.size(); ++i) {
+    const TableEntry e(wrappers[i], file, "wrappers[" + std::to_string(i) + "]",
+                       {"model_type", "text_model_type", "vision"});
+    Wrapper w;
+    w.model_type = e.text("model_type", true);
+    w.text_model_type = e.text("text_model_type", true);
+    if (wrapped.erase(w.model_type) == 0) {
+      e.fail("model_type", w.model_type,
+             "not in one architecture row's wrapper_model_types (or listed twice)");
+    }
+    const bool text_planned = std::any_of(t.rows.begin(), t.rows.end(), [&](const Row& r) {
+      const auto& m = r.info.model_types;
+      return std::find(m.begin(), m.end(), w.text_model_type) != m.end();
+    });
+    if (!text_planned) e.fail("text_model_type", w.text_model_type, "not a row's model_type");
+    const std::string vision = e.text("vision", true);
+    const auto* v = std::find_if(std::begin(kVisions), std::end(kVisions),
+                                 [&](const NamedVision& n) { return vision == n.name; });
+    if (v == std::end(kVisions)) {
+      e.fail("vision", "'" + vision + "'",
+             "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral)");
+    }
+    w.vision = v->vision;
+    t.wrappers.push_back(std::move(w));
+  }
+  if (!wrapped.empty()) {
+    throw SpecError(file, "wrappers", *wrapped.begin(),
+                    "a row's wrapper_model_types entry has no wrappers entry");
+  }
+  const YAML::Node refused = sequence(root, "refused_model_types", file);
+  for (std::size_t i = 0; i < refused.size(); ++i) {
+    const std::string where = "refused_model_types[" + std::to_string(i) + "]";
+    const TableEntry e(refused[i], file, where, {"model_type", "reason"});
+    RefusedArchitecture r{e.text("model_type", true), e.text("reason", true)};
+    claim(r.model_type, where + ".model_type");
+    t.refused.push_back(std::move(r));
+  }
+  return t;
 }
+
+const Table& table() {
+  static const Table t = parse_table(detail::kArchitecturesYaml, kArchitecturesFile);
+  return t;
+}
+
+const std::vector<Row>& rows() { return table().rows; }
+
+const std::vector<Wrapper>& wrappers() { return table().wrappers; }
 
 const Row* find_row(const std::string& model_type) {
   for (const Row& r : rows()) {
@@ -1444,10 +1070,10 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
   const std::int64_t mtp =
       f.integer_or("num_nextn_predict_layers", f.integer_or("mtp_num_hidden_layers", 0));
   if (mtp > 0) doc["num_nextn_predict_layers"] = mtp;
-  if (row.extra) {
-    Context context{f, top, doc};
-    row.extra(context);
-  }
+  for (const auto& item : row.set.items()) doc[item.key()] = item.value();
+  for (const std::string& key : row.erase) doc.erase(key);
+  Context context{f, top, doc};
+  for (const Rule rule : row.rules) rule(context);
   if (doc["intermediate_size"].get<std::int64_t>() == 0 && !doc.contains("moe")) {
     (void)f.integer("intermediate_size");  // dense model without an MLP width: named error
   }
@@ -1465,28 +1091,10 @@ const std::vector<ArchitectureInfo>& architecture_infos() {
   return infos;
 }
 
-const std::vector<RefusedArchitecture>& refused_architectures() {
-  static const std::vector<RefusedArchitecture> refused = {
-      {"jamba",
-       "its Mamba-1 mixers (x_proj/dt_proj, per-channel state) differ from the Mamba2 "
-       "state the spec models"},
-      {"falcon_h1",
-       "each layer runs Mamba2 and attention in parallel with per-block "
-       "multipliers; the spec has one mixer per layer"},
-      {"gemma3n",
-       "per-layer embeddings, AltUp/Laurel blocks and KV sharing across layers are "
-       "not modelled"},
-      {"phi3small", "block-sparse attention and its fused gegelu MLP are not modelled"},
-      {"chatglm",
-       "the GLM-4-9B chat remote-code layout (fused query_key_value, "
-       "multi_query_group_num) is not mapped; the -0414 checkpoints (glm4) are"},
-      {"granitemoehybrid",
-       "Granite-4 hybrids need Mamba2 layers from layer_types with MoE; "
-       "not mapped yet"},
-      {"gemma4", "Gemma-4 layer layout is not mapped"},
-      {"deepseek_v32", "DeepSeek sparse attention's indexer cache is not modelled"},
-  };
-  return refused;
+const std::vector<RefusedArchitecture>& refused_architectures() { return table().refused; }
+
+void check_architecture_table(const std::string& yaml_text, const std::string& file) {
+  (void)parse_table(yaml_text, file);
 }
 
 std::string supported_model_types() {
@@ -1551,7 +1159,7 @@ std::string model_type_for_gguf(const std::string& gguf_architecture) {
 
 const std::vector<VllmArchitecture>& vllm_registry_architectures() {
   static const std::vector<VllmArchitecture> entries = [] {
-    const std::string file = "model_specs/architectures.yaml";
+    const std::string file = kArchitecturesFile;
     std::set<std::string> planned;
     for (const Row& r : rows()) {
       planned.insert(r.info.model_types.begin(), r.info.model_types.end());

@@ -276,6 +276,29 @@ std::string import_error(const std::string& json_text) {
 
 }  // namespace
 
+// ERNIE 4.5 dense (vLLM: its Llama model without the o_proj bias): 18 layers of q/k/v/o (16 q
+// heads and 2 KV heads of 128, so q is 2048 wide on a 1024 model), SwiGLU 3072 and two RMSNorms;
+// embeddings tied, vocabulary 103424. The model card states 0.36B parameters.
+TEST(Architectures, Ernie45DenseIsLlamaWithoutOutputBias) {
+  const ModelSpec s = load("baidu__ERNIE-4.5-0.3B-PT.json");
+  const std::int64_t h = 1024;
+  const std::int64_t hand =
+      103424 * h + h + 18 * (attention(h, 16, 2, 128) + swiglu(h, 3072) + 2 * h);
+  EXPECT_EQ(hand, 360748032);
+  expect_parameters(s, hand, "ERNIE-4.5-0.3B-PT");
+  EXPECT_LT(relative_error(parameter_count(s), 360000000), 0.005);  // published 0.36B
+  EXPECT_EQ(kv_per_token(s), 18 * 2 * 2 * 128 * 2);
+  // A config that sets attention_bias gets q/k/v biases but still no o_proj bias.
+  const vramplan_test::TempDir dir("ernie");
+  std::ofstream(dir.path() / "config.json")
+      << R"({"model_type": "ernie4_5", "hidden_size": 1024, "intermediate_size": 3072,
+          "num_hidden_layers": 18, "num_attention_heads": 16, "num_key_value_heads": 2,
+          "head_dim": 128, "vocab_size": 103424, "max_position_embeddings": 131072,
+          "attention_bias": true})";
+  const std::int64_t with_bias = parameter_count(load_hf_config(dir.path().string()));
+  EXPECT_EQ(with_bias - hand, 18 * (16 * 128 + 2 * 2 * 128));
+}
+
 TEST(Architectures, UnknownModelTypeListsFamiliesAndHowToAddOne) {
   const std::string message = import_error(R"({"model_type": "bloom", "hidden_size": 64})");
   EXPECT_NE(message.find("bloom"), std::string::npos) << message;

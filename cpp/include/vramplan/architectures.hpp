@@ -1,7 +1,8 @@
-// The one architecture table: for every Hugging Face model_type (and llama.cpp architecture)
-// vramplan can plan, how its config fields map to the spec schema, which transformers defaults
-// fill keys a config omits, and what is modelled (attention kinds, MoE, vision tower, MTP).
-// The config.json importer, the GGUF importer and docs/models.md all read this table.
+// The one architecture table (model_specs/architectures.yaml, compiled in): for every Hugging
+// Face model_type (and llama.cpp architecture) vramplan can plan, how its config fields map to
+// the spec schema, which transformers defaults fill keys a config omits, and what is modelled
+// (attention kinds, MoE, vision tower, MTP). The config.json importer, the GGUF importer and
+// docs/models.md all read this table.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -76,6 +77,12 @@ struct VllmArchitecture {
 // Throws SpecError naming model_specs/architectures.yaml for a malformed entry or a model_type
 // the table does not plan.
 const std::vector<VllmArchitecture>& vllm_registry_architectures();
+
+// Loads an architecture table written as model_specs/architectures.yaml and checks it: SpecError
+// naming `file`, the field and the value for a malformed entry (an unknown field, rule, sliding
+// kind or vision tower; a non-numeric default; a model_type listed twice; a multimodal wrapper
+// without its row). The compiled-in table passes the same check on first use.
+void check_architecture_table(const std::string& yaml_text, const std::string& file);
 
 const std::vector<ArchitectureInfo>& architecture_infos();
 const std::vector<RefusedArchitecture>& refused_architectures();

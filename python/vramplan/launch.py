@@ -50,7 +50,10 @@ _SPECULATIVE_KEYS = {
     "model": "speculative_model",
 }
 # Environment variables that change what vramplan plans.
-_ENV_KNOBS = {"VLLM_ALL2ALL_BACKEND": "all2all_backend"}
+_ENV_KNOBS = {
+    "VLLM_ALL2ALL_BACKEND": "all2all_backend",
+    "VLLM_USE_V2_MODEL_RUNNER": "vllm_use_v2_model_runner",
+}
 
 
 def _knob_table() -> dict[str, dict[str, Any]]:
@@ -446,7 +449,7 @@ def to_knobs(
     _check_release(out.knobs, table, names, version, given_as)
     for key, value in (env or {}).items():
         if key in _ENV_KNOBS:
-            out.knobs.setdefault(_ENV_KNOBS[key], value)
+            out.knobs.setdefault(_ENV_KNOBS[key], _env_value(key, value))
             out.env_used[key] = value
         elif key == "CUDA_VISIBLE_DEVICES":
             out.num_gpus = _gpu_count(value)
@@ -454,6 +457,17 @@ def to_knobs(
         elif key.startswith("VLLM_") or key == "PYTORCH_CUDA_ALLOC_CONF":
             out.env_ignored[key] = value
     return out
+
+
+def _env_value(key: str, value: str) -> str:
+    """A memory-relevant environment variable's value as the knob takes it. vLLM reads
+    VLLM_USE_V2_MODEL_RUNNER as bool(int(value)): any integer, nonzero meaning on."""
+    if key != "VLLM_USE_V2_MODEL_RUNNER":
+        return value
+    if re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        return "1" if int(value) else "0"
+    msg = f"{key}: expected an integer, 0 or 1, as vLLM reads it (got {value!r})"
+    raise _core.ConfigError(msg)
 
 
 def _check_release(

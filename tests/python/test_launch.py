@@ -280,6 +280,7 @@ def test_the_model_printed_is_the_one_named(capsys: pytest.CaptureFixture[str]) 
 
 
 ENGINE_VERSIONS = ["0.5.0", "0.6.5", "0.8.5", "0.9.1", "0.10.0", "0.11.0", "0.19.0", "0.21.0"]
+ENGINE_VERSIONS += ["0.22.0", "0.24.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.31.0", "0.33.0"]
 
 
 @pytest.mark.parametrize("version", ENGINE_VERSIONS)
@@ -323,6 +324,19 @@ def test_every_flag_emitted_or_accepted_is_vllms_for_that_release(version: str) 
     plan = vramplan.plan("Qwen/Qwen3-8B", "H100-80GB", engine_version=version, **chosen)
     emitted = {w[2:].replace("-", "_") for w in plan.to_vllm_argv() if w.startswith("--")}
     assert emitted <= names, emitted - names
+    # The hybrid-model state dtypes and a fixed KV-cache size, where the release has them.
+    hybrid = {
+        "mamba_ssm_cache_dtype": "float32",
+        "mamba_cache_dtype": "bfloat16",
+        "kv_cache_memory_bytes": 8 << 30,
+    }
+    chosen = {k: v for k, v in hybrid.items() if k in names}
+    if chosen:
+        plan = vramplan.plan(
+            "nvidia/NVIDIA-Nemotron-Nano-9B-v2", "H100-80GB", engine_version=version, **chosen
+        )
+        emitted = {w[2:].replace("-", "_") for w in plan.to_vllm_argv() if w.startswith("--")}
+        assert set(chosen) <= emitted <= names, (set(chosen), emitted - names)
     # The remedies `plan` prints for a launch that cannot fit: the same.
     argv = ["plan", "Qwen/Qwen3-32B", "--gpu", "RTX-4090", "--engine-version", version]
     out = subprocess.run(
@@ -511,3 +525,34 @@ def test_python_offline_and_revision() -> None:
     with pytest.raises(vramplan.Error):
         vramplan.breakdown("acme/no-such-model", "L4", offline=True, revision="v1")
     assert vramplan.plan("Qwen/Qwen3-8B", "L4", offline=True).fits
+
+
+def test_releases_after_0_21_have_their_own_argument_lists() -> None:
+    # Read from the wheels (arg_utils.py, cli_args.py): --device-memory-utilization is new in
+    # 0.31.0; --max-num-partial-prefills was dropped in 0.27.0; the server's --port survives the
+    # move of cli_args.py to entrypoints/launchers (0.29.0) and entrypoints/common (0.33.0).
+    assert "device_memory_utilization" not in engine_arg_names("0.30.0")
+    assert "device_memory_utilization" in engine_arg_names("0.31.0")
+    assert "max_num_partial_prefills" in engine_arg_names("0.26.0")
+    assert "max_num_partial_prefills" not in engine_arg_names("0.27.0")
+    for version in ("0.28.0", "0.29.0", "0.33.0"):
+        assert {"port", "host", "api_key", "tool_call_parser"} <= engine_arg_names(version)
+    with pytest.raises(vramplan.ConfigError, match="not an argument of vLLM"):
+        parse_flags(["--max-num-partial-prefills", "2"], version="0.33.0")
+    assert parse_flags(["--device-memory-utilization", "0.9"], version="0.33.0")
+
+
+@pytest.mark.parametrize(("value", "runner"), [("0", "v1"), ("1", "v2")])
+def test_check_reads_the_model_runner_from_the_environment(
+    value: str, runner: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 0.33 routes every model to Model Runner V2; VLLM_USE_V2_MODEL_RUNNER=0 forces V1.
+    command = [f"VLLM_USE_V2_MODEL_RUNNER={value}", "vllm", "serve", "Qwen/Qwen3-8B"]
+    command += ["--max-model-len", "8192"]
+    assert main(["check", "--gpu", "H100-80GB", "--json", "--", *command]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["breakdown"]["model_runner"] == runner
+    assert data["vllm_env"]["VLLM_USE_V2_MODEL_RUNNER"] == value
+    bad = ["VLLM_USE_V2_MODEL_RUNNER=yes", *command[1:]]
+    assert main(["check", "--gpu", "H100-80GB", "--", *bad]) == 2
+    assert "VLLM_USE_V2_MODEL_RUNNER: expected an integer" in capsys.readouterr().err

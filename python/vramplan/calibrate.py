@@ -126,7 +126,7 @@ def _sample(record: dict[str, Any], figures: dict[str, Any]) -> tuple[dict[str, 
     rid = str(record.get("id"))
     try:
         spec = validate.record_model(str(record.get("model") or ""))
-        gpu = validate._gpu(record)
+        gpu = validate._gpu(record)[0]
         knobs = validate._knobs(record, spec)
     except validate.Unsupported as why:
         msg = f"{rid}: cannot replay this launch (give --model): {why}"
@@ -202,7 +202,7 @@ def calibrate(
                 continue
             if model and record.get("model") != model:
                 continue
-            if gpu and validate._gpu(record).id != api.load_gpu(gpu).id:
+            if gpu and validate._gpu(record)[0].id != api.load_gpu(gpu).id:
                 continue
             pairs.append((record, {}))
     if not pairs:

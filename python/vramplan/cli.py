@@ -640,6 +640,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if args.records:
         records = validate.read_records(args.records)
         replays = [validate.replay_record(r) for r in _progress(records, "replaying records")]
+        for replay in replays:
+            if replay.note:
+                _note(f"{replay.id}: {replay.note}")
     elif args.logfile:
         # Streamed by the C++ parser: never the whole log in memory.
         replays = [validate.replay_log_file(args.logfile, model=args.model, gpu=args.gpu)]

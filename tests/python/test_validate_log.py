@@ -88,3 +88,71 @@ def test_unreadable_log_is_a_clean_error(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert "missing.log" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def _record(gpu: str, **extra: object) -> dict[str, object]:
+    return {
+        "id": "r",
+        "model": "meta-llama/Llama-3.1-8B",
+        "vllm_version": "0.19.0",
+        "gpu": gpu,
+        "weights_gib": 14.99,
+        **extra,
+    }
+
+
+@pytest.mark.parametrize(
+    ("written", "gpu_id"),
+    [
+        # nvidia-smi / rocm-smi names, as records copy them, then their qualifiers.
+        ("NVIDIA A100-SXM4-40GB", "A100-40GB"),
+        ("NVIDIA H100 80GB HBM3 x2 (the fused_moe config names it)", "H100-80GB"),
+        ("Tesla T4 x2 (the notebook's 'GPU 0 : Tesla T4 (14.6 GB)')", "T4"),
+        ("AMD Instinct MI300X x2 (stated)", "MI300X"),
+        ("RTX 3090 class (a 16x3090 rig)", "RTX-3090"),
+        ("H100-80G (stated)", "H100-80GB"),
+        # Cards a name pattern took for their neighbours: the H100 NVL has 94 GB, the H200 NVL
+        # and GH200 are not the H200 SXM, the 4090 D is its own SKU, the L40 is not the L40S.
+        ("NVIDIA H100 NVL", "H100-NVL"),
+        ("NVIDIA H200 NVL x2, one node", "H200-NVL"),
+        ("NVIDIA GeForce RTX 4090 D (title)", "RTX-4090-D"),
+        ("NVIDIA L40 (title)", "L40"),
+        ("NVIDIA H800", "H800"),
+    ],
+)
+def test_records_name_gpus_through_the_one_lookup(written: str, gpu_id: str) -> None:
+    replay = validate.replay_record(_record(written))
+    assert replay.unsupported is None, replay.unsupported
+    assert replay.launch["gpu"] == gpu_id
+    assert replay.note is None
+
+
+def test_a_shared_gpu_name_takes_the_records_total_or_says_what_it_assumed() -> None:
+    # "NVIDIA A100" is the 40 GB and the 80 GB card. With no total the 80 GB is assumed, and
+    # the replay says so; the log's total (39.38 GiB: the 40 GB card's CUDA total) decides.
+    replay = validate.replay_record(_record("NVIDIA A100 (post title)"))
+    assert replay.launch["gpu"] == "A100-80GB"
+    assert replay.note is not None
+    assert "assumed A100-80GB" in replay.note
+    assert "A100-40GB" in replay.note
+    assert "gpu_total_gib" in replay.note
+    replay = validate.replay_record(_record("NVIDIA A100 (post title)", gpu_total_gib=39.38))
+    assert replay.launch["gpu"] == "A100-40GB"
+    assert replay.note is None
+    replay = validate.replay_record(_record("NVIDIA A100 x2", gpu_total_gib=79.15))
+    assert replay.launch["gpu"] == "A100-80GB"
+
+
+def test_validate_records_warns_on_a_shared_gpu_name(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    lines = [_record("NVIDIA A100"), {**_record("NVIDIA A100-SXM4-80GB"), "id": "s"}]
+    path.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    out = run("validate", "--records", str(path), "--json")
+    assert "Traceback" not in out.stderr
+    assert "r: GPU 'NVIDIA A100'" in out.stderr
+    assert "assumed A100-80GB" in out.stderr
+    assert "s: " not in out.stderr
+    replays = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["launch"]["gpu"] for r in replays] == ["A100-80GB", "A100-80GB"]
+    assert replays[0]["note"]
+    assert replays[1]["note"] is None

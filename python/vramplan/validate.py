@@ -209,6 +209,17 @@ def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
         knobs["enable_expert_parallel"] = True
     if record.get("speculative"):
         knobs.update(_speculative(str(record["speculative"])))
+    runner = record.get("model_runner_v2")
+    if runner is not None:
+        if not isinstance(runner, bool):
+            raise api.config_error(
+                f"record {record.get('id')!s:.200}: model_runner_v2",
+                runner,
+                "true or false",
+                "wrong value",
+            )
+        # The log's "Using V2 Model Runner": replayed on the runner that ran.
+        knobs["vllm_use_v2_model_runner"] = "1" if runner else "0"
     return knobs
 
 
@@ -367,6 +378,8 @@ def record_from_log(
     record: dict[str, Any] = {key: figures.get(key) for key in _LOG_LAUNCH_KEYS}
     record["id"] = log_id
     record["vllm_version"] = figures.get("vllm_version")
+    if figures.get("model_runner_v2"):
+        record["model_runner_v2"] = True  # the log says so; its absence says nothing
     if figures.get("data_parallel_size") not in (None, 1):
         record["other_flags"] = f"data_parallel_size={figures['data_parallel_size']}"
     if model:

@@ -12,6 +12,8 @@ import vramplan
 from vramplan import validate
 
 LOGS_019 = Path(__file__).resolve().parents[1] / "data" / "measured" / "logs" / "vllm-0.19.0"
+LOGS_PUBLIC = Path(__file__).resolve().parents[1] / "data" / "public_logs"
+LLAMA = "meta-llama/Llama-3.1-8B"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -156,3 +158,32 @@ def test_validate_records_warns_on_a_shared_gpu_name(tmp_path: Path) -> None:
     assert [r["launch"]["gpu"] for r in replays] == ["A100-80GB", "A100-80GB"]
     assert replays[0]["note"]
     assert replays[1]["note"] is None
+
+
+def test_replay_runs_the_model_runner_the_log_names() -> None:
+    # vLLM's worker logs "Using V2 Model Runner" (gpu_worker.py, logger.info_once) when Model
+    # Runner V2 runs. Below 0.29 vLLM routes only some models to it (0.22: Qwen3 dense), so a
+    # Llama log with the line ran V2 because VLLM_USE_V2_MODEL_RUNNER=1 was set.
+    figures = {"vllm_version": "0.22.0", "tensor_parallel_size": 1, "outcome": "unknown"}
+    plain = validate.replay_record(validate.record_from_log(figures, model=LLAMA, gpu="H100"))
+    figures["model_runner_v2"] = True
+    forced = validate.replay_record(validate.record_from_log(figures, model=LLAMA, gpu="H100"))
+    assert "vllm_use_v2_model_runner" not in plain.launch
+    assert forced.launch["vllm_use_v2_model_runner"] == "1"
+    runner = {}
+    for name, replay in (("plain", plain), ("forced", forced)):
+        launch = dict(replay.launch)
+        model, gpu = launch.pop("model"), launch.pop("gpu")
+        runner[name] = vramplan.breakdown(model, gpu, **launch).to_dict()["model_runner"]
+    assert runner == {"plain": "v1", "forced": "v2"}
+    # From the log text: pub-308 (vLLM 0.22.0, verbatim excerpt) with the worker's line added.
+    text = (LOGS_PUBLIC / "pub-308.log").read_text()
+    line = "(EngineCore_DP0 pid=1) INFO 06-04 05:34:10 [gpu_worker.py:385] Using V2 Model Runner\n"
+    replay = validate.replay_log(line + text, model="Qwen/Qwen3-8B", gpu="Tesla T4")
+    assert replay.unsupported is None
+    assert replay.launch["vllm_use_v2_model_runner"] == "1"
+    assert "vllm_use_v2_model_runner" not in validate.replay_log(text, model="Qwen/Qwen3-8B").launch
+    bad = {"id": "b", "model": LLAMA, "gpu": "H100", "vllm_version": "0.29.0"}
+    rejected = validate.replay_record({**bad, "model_runner_v2": "yes"})
+    assert rejected.unsupported is not None
+    assert "record b: model_runner_v2" in rejected.unsupported

@@ -549,11 +549,24 @@ def passthrough_words(args: Mapping[str, Any], names: Sequence[str]) -> list[str
             words.append(flag_of(name))
         elif value is False:
             words.append(flag_of("no_" + name))
+        elif isinstance(value, (list, tuple)) and name not in _JSON_LIST_ARGS:
+            # vLLM's list arguments take their items as separate words (argparse nargs="+"),
+            # --middleware one flag per item (action="append").
+            items = [_word(item) for item in value]
+            if name == "middleware":
+                words += [w for item in items for w in (flag_of(name), item)]
+            elif items:
+                words += [flag_of(name), *items]
         elif value is not None:
-            text = (
-                json.dumps(value, separators=(",", ":"))
-                if isinstance(value, (dict, list))
-                else str(value)
-            )
-            words += [flag_of(name), text]
+            words += [flag_of(name), _word(value)]
     return words
+
+
+# The list arguments vLLM's server parses as one JSON word (cli_args.py: type=json.loads).
+_JSON_LIST_ARGS = frozenset({"allowed_origins", "allowed_methods", "allowed_headers"})
+
+
+def _word(value: Any) -> str:
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)

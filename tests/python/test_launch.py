@@ -469,7 +469,9 @@ def test_validate_record_takes_other_processes_from_the_startup_free_figure() ->
     assert 23.8 * (1 << 30) < others < 24.4 * (1 << 30)
 
 
-def test_seed_002_diagnose_reads_mtp_and_plans_the_users_flags(seed_002_cache: Path) -> None:
+def test_seed_002_diagnose_reads_mtp_and_plans_the_users_flags(
+    seed_002_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # The log starts after the args line: the user's flags come as overrides (as `vramplan
     # diagnose LOG --flags...` passes them); the log itself shows the MTP drafter.
     result = vramplan.diagnose(
@@ -493,6 +495,20 @@ def test_seed_002_diagnose_reads_mtp_and_plans_the_users_flags(seed_002_cache: P
     }
     assert "--language-model-only" in args
     assert fix["drops"] == []
+    # The user's flags with no memory effect stay in the fix, as written in 002_params.txt.
+    carried = ["--enable-prefix-caching", "--enable-chunked-prefill", "--enable-auto-tool-choice"]
+    carried += ["--tool-call-parser", "qwen3_coder", "--reasoning-parser", "qwen3"]
+    assert fix["passthrough"] == carried
+    assert args[-len(carried) :] == carried
+    assert fix["vllm_argv"] == args
+    for remedy in fix["remedies"]:
+        assert shlex.split(remedy["flags"])[-len(carried) :] == carried
+    # The printed fix command too.
+    argv = ["diagnose", str(SEEDS / "002_vllm.log"), "--model", SEED_002_MODEL, "--gpu", "RTX-5090"]
+    assert main([*argv, *_seed_002_flags()]) in (0, 1)
+    fix_line = capsys.readouterr().out.split("\nfix (", 1)[1].splitlines()[1]
+    assert shlex.split(fix_line)[:3] == ["vllm", "serve", SEED_002_MODEL]
+    assert shlex.split(fix_line)[-len(carried) :] == carried
 
 
 @pytest.mark.parametrize(
@@ -556,3 +572,28 @@ def test_check_reads_the_model_runner_from_the_environment(
     bad = ["VLLM_USE_V2_MODEL_RUNNER=yes", *command[1:]]
     assert main(["check", "--gpu", "H100-80GB", "--", *bad]) == 2
     assert "VLLM_USE_V2_MODEL_RUNNER: expected an integer" in capsys.readouterr().err
+
+
+def test_list_arguments_are_written_as_vllm_parses_them() -> None:
+    from vramplan.launch import passthrough_words
+
+    # vllm/engine/arg_utils.py gives list fields nargs="+"; cli_args.py parses
+    # --allowed-origins/-methods/-headers with json.loads and appends one --middleware a flag.
+    args = {
+        "served_model_name": ["a", "b"],
+        "allowed_origins": ["*"],
+        "middleware": ["m.one", "m.two"],
+        "enable_prefix_caching": False,
+    }
+    assert passthrough_words(args, list(args)) == [
+        "--served-model-name",
+        "a",
+        "b",
+        "--allowed-origins",
+        '["*"]',
+        "--middleware",
+        "m.one",
+        "--middleware",
+        "m.two",
+        "--no-enable-prefix-caching",
+    ]

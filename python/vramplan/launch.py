@@ -42,6 +42,12 @@ _SHORT_FLAGS = {
     "-q": "quantization",
     "-O": "compilation_config",
     "-ep": "enable_expert_parallel",
+    "-sc": "speculative_config",
+    "-cc": "compilation_config",
+    "-ac": "attention_config",
+    "-dcp": "decode_context_parallel_size",
+    "-pcp": "prefill_context_parallel_size",
+    "-asc": "api_server_count",
 }
 # The keys of --speculative-config vramplan models; other keys are accepted unmodelled.
 _SPECULATIVE_KEYS = {
@@ -108,6 +114,13 @@ def engine_arg_names(version: str | None = None) -> frozenset[str]:
         names |= set(row.get("adds") or [])
         names -= set(row.get("removes") or [])
     return frozenset(names)
+
+
+def canonical_name(name: str, version: str | None = None) -> str:
+    """The argument a flag sets: vLLM parses a few second spellings into another argument
+    (--device-memory-utilization sets gpu_memory_utilization from 0.31)."""
+    target = (_arg_data().get("aliases") or {}).get(name)
+    return str(target) if target and name in engine_arg_names(version) else name
 
 
 def unmodelled_names() -> frozenset[str]:
@@ -178,7 +191,7 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
             value = True  # a store-true flag
         if name not in names:
             raise unknown_argument(name, version)
-        args[name] = value
+        args[canonical_name(name, version)] = value
     return args
 
 
@@ -423,7 +436,8 @@ def to_knobs(
     unmodelled = unmodelled_names()
     out = Knobs()
     given_as: dict[str, str] = {}  # knob -> the name the caller used
-    for name, value in args.items():
+    for written, value in args.items():
+        name = canonical_name(written, version)
         if name in table and name not in by_kwarg:
             knob_name = name  # vramplan's own spelling (a documented alias)
         elif name in _SCALED:
@@ -445,7 +459,7 @@ def to_knobs(
         if typed or name in _SCALED:
             value = _typed(name, knob_name, value, table[knob_name])
         out.knobs[knob_name] = value
-        given_as[knob_name] = name
+        given_as[knob_name] = written
     _check_release(out.knobs, table, names, version, given_as)
     for key, value in (env or {}).items():
         if key in _ENV_KNOBS:

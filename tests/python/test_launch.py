@@ -555,7 +555,22 @@ def test_releases_after_0_21_have_their_own_argument_lists() -> None:
         assert {"port", "host", "api_key", "tool_call_parser"} <= engine_arg_names(version)
     with pytest.raises(vramplan.ConfigError, match="not an argument of vLLM"):
         parse_flags(["--max-num-partial-prefills", "2"], version="0.33.0")
-    assert parse_flags(["--device-memory-utilization", "0.9"], version="0.33.0")
+    # --device-memory-utilization is a second spelling of --gpu-memory-utilization from 0.31
+    # (arg_utils.py: both flags, dest="gpu_memory_utilization"): planned as the utilization.
+    args = parse_flags(["--device-memory-utilization", "0.5"], version="0.33.0")
+    assert args == {"gpu_memory_utilization": "0.5"}
+    with pytest.raises(vramplan.ConfigError, match="not an argument of vLLM"):
+        parse_flags(["--device-memory-utilization", "0.5"], version="0.30.0")
+    plan = vramplan.plan(
+        "Qwen/Qwen3-8B", "H100-80GB", engine_version="0.33.0", device_memory_utilization=0.5
+    )
+    words = plan.to_vllm_argv()
+    assert words[words.index("--gpu-memory-utilization") + 1] == "0.50"
+    # vLLM's short flags: -sc is --speculative-config (0.22+ lists it).
+    speculative = '{"method":"mtp","num_speculative_tokens":1}'
+    assert parse_flags(["-sc", speculative], version="0.33.0") == {
+        "speculative_config": speculative
+    }
 
 
 @pytest.mark.parametrize(("value", "runner"), [("0", "v1"), ("1", "v2")])

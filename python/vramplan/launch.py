@@ -55,6 +55,13 @@ _SPECULATIVE_KEYS = {
     "method": "speculative_method",
     "model": "speculative_model",
 }
+# 0.22+: --spec-method / --spec-model / --spec-tokens fill these keys of speculative_config
+# (arg_utils.py, create_speculative_config).
+_SPECULATIVE_FLAGS = {
+    "spec_method": "method",
+    "spec_model": "model",
+    "spec_tokens": "num_speculative_tokens",
+}
 # Environment variables that change what vramplan plans.
 _ENV_KNOBS = {
     "VLLM_ALL2ALL_BACKEND": "all2all_backend",
@@ -446,6 +453,9 @@ def to_knobs(
             knob_name = by_kwarg[name]
         elif name in ("speculative_config", "speculative_model", "num_speculative_tokens"):
             _speculative(name, value, out)
+            continue
+        elif name in _SPECULATIVE_FLAGS and name in names:
+            _speculative("speculative_config", {_SPECULATIVE_FLAGS[name]: value}, out)
             continue
         elif name == "enable_lora":
             if _boolean(name, value):

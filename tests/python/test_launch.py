@@ -612,3 +612,30 @@ def test_list_arguments_are_written_as_vllm_parses_them() -> None:
         "m.two",
         "--no-enable-prefix-caching",
     ]
+
+
+def test_spec_shorthand_flags_plan_the_drafter(capsys: pytest.CaptureFixture[str]) -> None:
+    # 0.22+ arg_utils.py: --spec-method/--spec-model/--spec-tokens fill speculative_config's
+    # method/model/num_speculative_tokens; they change memory (a drafter), so they are planned.
+    command = ["vllm", "serve", "Qwen/Qwen3-8B", "--spec-method", "ngram", "--spec-tokens", "3"]
+    assert main(["check", "--gpu", "H100-80GB", "--json", "--", *command]) == 0
+    data = json.loads(capsys.readouterr().out)
+    args = data["vllm_argv"]
+    speculative = json.loads(args[args.index("--speculative-config") + 1])
+    assert speculative == {"method": "ngram", "num_speculative_tokens": 3}
+    assert data["no_memory_effect"] == []
+    with pytest.raises(vramplan.ConfigError, match="not an argument of vLLM"):
+        parse_flags(["--spec-method", "ngram"], version="0.21.0")
+
+
+def test_new_arguments_with_an_unmodelled_memory_effect_say_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # --use-fp64-gumbel (0.22) doubles the sampler's noise tensor, --mm-ipc-gpu-memory-gb
+    # (0.25) reserves GPU memory: accepted, and named as not modelled, not as "no effect".
+    command = ["vllm", "serve", "Qwen/Qwen3-8B", "--use-fp64-gumbel"]
+    command += ["--mm-ipc-gpu-memory-gb", "1", "--host", "0.0.0.0"]
+    assert main(["check", "--gpu", "H100-80GB", "--json", "--", *command]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data["memory_effect_not_modelled"]) == {"use_fp64_gumbel", "mm_ipc_gpu_memory_gb"}
+    assert data["no_memory_effect"] == ["host"]

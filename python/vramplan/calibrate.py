@@ -8,6 +8,7 @@ through the same mapping `vramplan validate` replays them with, and carries the 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,11 +127,13 @@ def _sample(record: dict[str, Any], figures: dict[str, Any]) -> tuple[dict[str, 
     rid = str(record.get("id"))
     try:
         spec = validate.record_model(str(record.get("model") or ""))
-        gpu = validate._gpu(record)
+        gpu, gpu_note = validate._gpu(record)
         knobs = validate._knobs(record, spec)
     except validate.Unsupported as why:
         msg = f"{rid}: cannot replay this launch (give --model): {why}"
         raise _core.ConfigError(msg) from why
+    if gpu_note:  # a GPU name several memory sizes share: which one the sample assumes
+        warnings.warn(f"{rid}: {gpu_note}", UserWarning, stacklevel=3)
     tp = int(knobs.get("tensor_parallel_size", 1))
     pp = int(knobs.get("pipeline_parallel_size", 1))
     dp = int(knobs.get("data_parallel_size", 1))
@@ -202,7 +205,7 @@ def calibrate(
                 continue
             if model and record.get("model") != model:
                 continue
-            if gpu and validate._gpu(record).id != api.load_gpu(gpu).id:
+            if gpu and validate._gpu(record)[0].id != api.load_gpu(gpu).id:
                 continue
             pairs.append((record, {}))
     if not pairs:

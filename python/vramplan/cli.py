@@ -640,6 +640,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if args.records:
         records = validate.read_records(args.records)
         replays = [validate.replay_record(r) for r in _progress(records, "replaying records")]
+        for replay in replays:
+            if replay.note:
+                _note(f"{replay.id}: {replay.note}")
     elif args.logfile:
         # Streamed by the C++ parser: never the whole log in memory.
         replays = [validate.replay_log_file(args.logfile, model=args.model, gpu=args.gpu)]
@@ -864,16 +867,20 @@ def _add_calibrate(sub: Any) -> None:
 
     def run(args: argparse.Namespace) -> int:
         start = Profile.load(args.profile) if args.profile else None
-        fitted = calibrate(
-            *args.logs,
-            records=args.records,
-            ids=args.ids.split(",") if args.ids else None,
-            model=args.model,
-            gpu=args.gpu,
-            terms=args.terms.split(",") if args.terms else None,
-            held_out=args.held_out,
-            profile=start,
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fitted = calibrate(
+                *args.logs,
+                records=args.records,
+                ids=args.ids.split(",") if args.ids else None,
+                model=args.model,
+                gpu=args.gpu,
+                terms=args.terms.split(",") if args.terms else None,
+                held_out=args.held_out,
+                profile=start,
+            )
+        for warning in caught:  # a shared GPU name: which size a sample assumed
+            _note(str(warning.message))
         if args.json:
             report = {
                 "engine_version": fitted.engine_version,

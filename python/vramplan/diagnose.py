@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -217,7 +218,7 @@ def _launch(
     }
     # Then what the log states in vLLM's own arguments, a pasted command line, and the
     # caller's overrides, each over the one before.
-    from .launch import engine_arg_names, to_knobs
+    from .launch import engine_arg_names, passthrough_words, to_knobs
 
     names = engine_arg_names(version)
     sources: list[tuple[dict[str, Any], dict[str, str]]] = [
@@ -227,6 +228,9 @@ def _launch(
         sources.append((pasted.args, pasted.env))
     sources.append((overrides or {}, {}))
     user_context = any("max_model_len" in args for args, _ in sources[len(stated) :])
+    # The user's arguments the planner does not model (a tool-call parser, prefix caching),
+    # carried into the fix as written; the model is the command's own word, not a flag.
+    carried: dict[str, Any] = {}
     for args, env in sources:
         read = to_knobs(args, env=env, version=version)
         for key, value in read.knobs.items():
@@ -234,7 +238,17 @@ def _launch(
                 logged[key] = value
             else:
                 knobs[key] = value
-    launch = {"spec": spec, "gpu": gpu_spec, "knobs": knobs, "logged": logged}
+        for name in [*read.no_memory_effect, *read.unmodelled]:
+            if "." not in name and name not in ("model", "model_tag"):
+                carried.pop(name, None)  # a later source's value, in its own place
+                carried[name] = args[name]
+    launch = {
+        "spec": spec,
+        "gpu": gpu_spec,
+        "knobs": knobs,
+        "logged": logged,
+        "passthrough": passthrough_words(carried, list(carried)),
+    }
     return {**launch, "user_context": user_context}, None
 
 
@@ -300,11 +314,15 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
     if not plan.fits and cause in _GRAPH_CAUSES and not knobs.get("enforce_eager"):
         knobs["enforce_eager"] = True
         plan = solve(utilization)
+    words = list(launch.get("passthrough") or [])
+    tail = "".join(" " + shlex.quote(word) for word in words)
     return {
         "drops": dropped,
         "as_written": plan["as_written"],
         "changed": plan["changed"],
-        "vllm_args": plan.to_vllm_args(),
+        "vllm_args": plan.to_vllm_args() + tail,
+        "vllm_argv": [*plan.to_vllm_argv(), *words],
+        "passthrough": words,
         "fits": plan.fits,
         "verdict": plan["verdict"],
         "binding": plan["binding"],
@@ -313,7 +331,7 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         "memory_used_by_others_bytes": others,
         "host_ram_required_bytes": plan.breakdown["host"]["required_bytes"],
         "remedies": [
-            r
+            {**r, "flags": r["flags"] + tail}
             for r in plan["remedies"]
             if remedy_available(r, str(plan.breakdown["engine_version"]))
         ],

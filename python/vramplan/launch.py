@@ -42,6 +42,12 @@ _SHORT_FLAGS = {
     "-q": "quantization",
     "-O": "compilation_config",
     "-ep": "enable_expert_parallel",
+    "-sc": "speculative_config",
+    "-cc": "compilation_config",
+    "-ac": "attention_config",
+    "-dcp": "decode_context_parallel_size",
+    "-pcp": "prefill_context_parallel_size",
+    "-asc": "api_server_count",
 }
 # The keys of --speculative-config vramplan models; other keys are accepted unmodelled.
 _SPECULATIVE_KEYS = {
@@ -49,8 +55,18 @@ _SPECULATIVE_KEYS = {
     "method": "speculative_method",
     "model": "speculative_model",
 }
+# 0.22+: --spec-method / --spec-model / --spec-tokens fill these keys of speculative_config
+# (arg_utils.py, create_speculative_config).
+_SPECULATIVE_FLAGS = {
+    "spec_method": "method",
+    "spec_model": "model",
+    "spec_tokens": "num_speculative_tokens",
+}
 # Environment variables that change what vramplan plans.
-_ENV_KNOBS = {"VLLM_ALL2ALL_BACKEND": "all2all_backend"}
+_ENV_KNOBS = {
+    "VLLM_ALL2ALL_BACKEND": "all2all_backend",
+    "VLLM_USE_V2_MODEL_RUNNER": "vllm_use_v2_model_runner",
+}
 
 
 def _knob_table() -> dict[str, dict[str, Any]]:
@@ -105,6 +121,13 @@ def engine_arg_names(version: str | None = None) -> frozenset[str]:
         names |= set(row.get("adds") or [])
         names -= set(row.get("removes") or [])
     return frozenset(names)
+
+
+def canonical_name(name: str, version: str | None = None) -> str:
+    """The argument a flag sets: vLLM parses a few second spellings into another argument
+    (--device-memory-utilization sets gpu_memory_utilization from 0.31)."""
+    target = (_arg_data().get("aliases") or {}).get(name)
+    return str(target) if target and name in engine_arg_names(version) else name
 
 
 def unmodelled_names() -> frozenset[str]:
@@ -175,7 +198,7 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
             value = True  # a store-true flag
         if name not in names:
             raise unknown_argument(name, version)
-        args[name] = value
+        args[canonical_name(name, version)] = value
     return args
 
 
@@ -420,7 +443,8 @@ def to_knobs(
     unmodelled = unmodelled_names()
     out = Knobs()
     given_as: dict[str, str] = {}  # knob -> the name the caller used
-    for name, value in args.items():
+    for written, value in args.items():
+        name = canonical_name(written, version)
         if name in table and name not in by_kwarg:
             knob_name = name  # vramplan's own spelling (a documented alias)
         elif name in _SCALED:
@@ -429,6 +453,9 @@ def to_knobs(
             knob_name = by_kwarg[name]
         elif name in ("speculative_config", "speculative_model", "num_speculative_tokens"):
             _speculative(name, value, out)
+            continue
+        elif name in _SPECULATIVE_FLAGS and name in names:
+            _speculative("speculative_config", {_SPECULATIVE_FLAGS[name]: value}, out)
             continue
         elif name == "enable_lora":
             if _boolean(name, value):
@@ -442,11 +469,11 @@ def to_knobs(
         if typed or name in _SCALED:
             value = _typed(name, knob_name, value, table[knob_name])
         out.knobs[knob_name] = value
-        given_as[knob_name] = name
+        given_as[knob_name] = written
     _check_release(out.knobs, table, names, version, given_as)
     for key, value in (env or {}).items():
         if key in _ENV_KNOBS:
-            out.knobs.setdefault(_ENV_KNOBS[key], value)
+            out.knobs.setdefault(_ENV_KNOBS[key], _env_value(key, value))
             out.env_used[key] = value
         elif key == "CUDA_VISIBLE_DEVICES":
             out.num_gpus = _gpu_count(value)
@@ -454,6 +481,17 @@ def to_knobs(
         elif key.startswith("VLLM_") or key == "PYTORCH_CUDA_ALLOC_CONF":
             out.env_ignored[key] = value
     return out
+
+
+def _env_value(key: str, value: str) -> str:
+    """A memory-relevant environment variable's value as the knob takes it. vLLM reads
+    VLLM_USE_V2_MODEL_RUNNER as bool(int(value)): any integer, nonzero meaning on."""
+    if key != "VLLM_USE_V2_MODEL_RUNNER":
+        return value
+    if re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        return "1" if int(value) else "0"
+    msg = f"{key}: expected an integer, 0 or 1, as vLLM reads it (got {value!r})"
+    raise _core.ConfigError(msg)
 
 
 def _check_release(
@@ -535,11 +573,24 @@ def passthrough_words(args: Mapping[str, Any], names: Sequence[str]) -> list[str
             words.append(flag_of(name))
         elif value is False:
             words.append(flag_of("no_" + name))
+        elif isinstance(value, (list, tuple)) and name not in _JSON_LIST_ARGS:
+            # vLLM's list arguments take their items as separate words (argparse nargs="+"),
+            # --middleware one flag per item (action="append").
+            items = [_word(item) for item in value]
+            if name == "middleware":
+                words += [w for item in items for w in (flag_of(name), item)]
+            elif items:
+                words += [flag_of(name), *items]
         elif value is not None:
-            text = (
-                json.dumps(value, separators=(",", ":"))
-                if isinstance(value, (dict, list))
-                else str(value)
-            )
-            words += [flag_of(name), text]
+            words += [flag_of(name), _word(value)]
     return words
+
+
+# The list arguments vLLM's server parses as one JSON word (cli_args.py: type=json.loads).
+_JSON_LIST_ARGS = frozenset({"allowed_origins", "allowed_methods", "allowed_headers"})
+
+
+def _word(value: Any) -> str:
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)

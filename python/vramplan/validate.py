@@ -33,22 +33,6 @@ TERMS = (
     "max_concurrency",
 )
 
-# GPU names as records spell them -> database ids (first match wins).
-_GPU_PATTERNS = (
-    (r"h200", "H200"),
-    (r"h100", "H100-80GB"),
-    (r"a100.*40", "A100-40GB"),
-    (r"a100", "A100-80GB"),
-    (r"rtx\s*5090", "RTX-5090"),
-    (r"rtx\s*4090", "RTX-4090"),
-    (r"rtx\s*3090", "RTX-3090"),
-    (r"l40s", "L40S"),
-    (r"\bl4\b", "L4"),
-    (r"a10g?\b", "A10G"),
-    (r"\bt4\b", "T4"),
-)
-
-
 # Records name a CUDA OOM at the KV allocation and one just after it (graph capture, sampler
 # warm-up) both oom_kv_alloc.
 _RECORD_OUTCOMES = {"cudagraph_capture_oom": "oom_kv_alloc", "sampler_warmup_oom": "oom_kv_alloc"}
@@ -65,7 +49,9 @@ class Replay:
     measured: dict[str, Any]
     unsupported: str | None
     launch: dict[str, Any] = field(default_factory=dict)
-    note: str | None = None  # what was assumed (a log holding several launches: the last one)
+    # What was assumed: a log holding several launches (the last one), the memory size a
+    # shared GPU name stands for.
+    note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,6 +60,7 @@ class Replay:
             "measured": self.measured,
             "unsupported": self.unsupported,
             "launch": self.launch,
+            "note": self.note,
         }
 
 
@@ -118,13 +105,24 @@ def record_number(record: dict[str, Any], key: str) -> float | None:
     return value  # an int stays an int (token counts)
 
 
-def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
-    name = str(record.get("gpu") or "")
-    gpu_id = None
-    for pattern, candidate in _GPU_PATTERNS:
-        if re.search(pattern, name, re.IGNORECASE):
-            gpu_id = candidate
-            break
+def _gpu_name(text: str) -> str | None:
+    """The GPU a record's free-text `gpu` field names, by the core's one GPU lookup (database
+    ids, aliases, nvidia-smi / rocm-smi / lspci names): records write the name first and then
+    qualify it ("NVIDIA A100 80GB x2, one node (README ...)", "RTX 3090 class (...)"), so the
+    longest leading run of words, before any parenthesis or comma, that the lookup knows."""
+    words = re.split(r"[\s_-]+", re.split(r"[(,]", text, maxsplit=1)[0].strip())
+    db = api.spec_database()
+    for end in range(len(words), 0, -1):
+        name = " ".join(words[:end])
+        if name and db.has_gpu(name):
+            return name
+    return None
+
+
+def _gpu(record: dict[str, Any]) -> tuple[_core.GpuSpec, str | None]:
+    """The record's GPU and, for a name several memory sizes share with no total to choose
+    by, a note saying which size was assumed."""
+    text = str(record.get("gpu") or "")
     total_gib = record_number(record, "gpu_total_gib")
     if total_gib is not None and total_gib > _MAX_GPU_GIB:
         raise api.config_error(
@@ -133,14 +131,27 @@ def _gpu(record: dict[str, Any]) -> _core.GpuSpec:
             f"a GPU's memory in GiB, at most {_MAX_GPU_GIB}",
             "out of range",
         )
+    name = _gpu_name(text)
     db = api.spec_database()
-    if gpu_id and db.has_gpu(gpu_id):
+    if name is not None:
+        candidates = db.gpu_candidates(name)
         if total_gib:
-            return api.load_gpu(gpu_id, total_memory_bytes=round(total_gib * GIB))
-        return db.gpu(gpu_id)
+            # The log's own total picks among the sizes a shared name covers, and is used.
+            total = round(total_gib * GIB)
+            nearest = min(candidates, key=lambda g: abs(int(g.total_memory_bytes) - total))
+            return api.load_gpu(nearest.id, total_memory_bytes=total), None
+        note = None
+        if len(candidates) > 1:
+            assumed = candidates[0]
+            note = (
+                f"GPU {text!r}: {name!r} names several memory sizes and the record has no "
+                f"gpu_total_gib; assumed {assumed.id} ({assumed.total_memory_bytes} bytes), "
+                f"not {', '.join(g.id for g in candidates[1:])}"
+            )
+        return db.gpu(name), note
     if total_gib:
-        return _core.GpuSpec(name or "unnamed", round(total_gib * GIB))
-    msg = f"GPU {name!r} not in the database and no gpu_total_gib"
+        return _core.GpuSpec(text or "unnamed", round(total_gib * GIB)), None
+    msg = f"GPU {text!r} not in the database and no gpu_total_gib"
     raise Unsupported(msg)
 
 
@@ -207,6 +218,17 @@ def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
         knobs["enable_expert_parallel"] = True
     if record.get("speculative"):
         knobs.update(_speculative(str(record["speculative"])))
+    runner = record.get("model_runner_v2")
+    if runner is not None:
+        if not isinstance(runner, bool):
+            raise api.config_error(
+                f"record {record.get('id')!s:.200}: model_runner_v2",
+                runner,
+                "true or false",
+                "wrong value",
+            )
+        # The log's "Using V2 Model Runner": replayed on the runner that ran.
+        knobs["vllm_use_v2_model_runner"] = "1" if runner else "0"
     return knobs
 
 
@@ -286,7 +308,7 @@ def replay_record(record: dict[str, Any]) -> Replay:
     try:
         model = str(record.get("model") or "")
         spec = record_model(model)
-        gpu = _gpu(record)
+        gpu, gpu_note = _gpu(record)
         knobs = _knobs(record, spec)
         tp = int(knobs.get("tensor_parallel_size", 1))
         pp = int(knobs.get("pipeline_parallel_size", 1))
@@ -315,7 +337,7 @@ def replay_record(record: dict[str, Any]) -> Replay:
     launch = {"model": spec.id, "gpu": gpu.id, **knobs}
     if others:
         launch["memory_used_by_others_bytes"] = others
-    return Replay(rid, predicted, measured, None, launch)
+    return Replay(rid, predicted, measured, None, launch, gpu_note)
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
@@ -365,6 +387,8 @@ def record_from_log(
     record: dict[str, Any] = {key: figures.get(key) for key in _LOG_LAUNCH_KEYS}
     record["id"] = log_id
     record["vllm_version"] = figures.get("vllm_version")
+    if figures.get("model_runner_v2"):
+        record["model_runner_v2"] = True  # the log says so; its absence says nothing
     if figures.get("data_parallel_size") not in (None, 1):
         record["other_flags"] = f"data_parallel_size={figures['data_parallel_size']}"
     if model:
@@ -400,10 +424,11 @@ def replay_log_file(
     record = record_from_log(figures, log_id=log_id or path.name, model=model, gpu=gpu)
     replay = replay_record(record)
     if figures.get("launches", 1) > 1:
-        replay.note = (
+        launches = (
             f"{path} holds {figures['launches']} launches (vLLM restarted into the same file): "
             "the last one is replayed, its settings and figures only"
         )
+        replay.note = f"{launches}; {replay.note}" if replay.note else launches
     return replay
 
 

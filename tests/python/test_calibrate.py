@@ -226,3 +226,20 @@ def test_cli_prints_errors_before_and_after_and_writes_the_profile(
     bad = run("calibrate", str(logs / "qwen25_7b_h100_v019_tp1.log"), "--gpu", "H100-80GB")
     assert bad.returncode == 2
     assert "cannot identify" in bad.stderr
+
+
+def test_a_shared_gpu_name_in_a_record_warns_which_size_was_assumed(logs: Path) -> None:
+    import importlib
+
+    sample = importlib.import_module("vramplan.calibrate")._sample
+    name = "llama31_8b_h100_v019_tp1.log"
+    record = validate.record_from_log(
+        _core.parse_vllm_log((logs / name).read_text()), log_id=name, gpu="NVIDIA A100"
+    )
+    # The log's total (79.19 GiB, CUDA's figure for an 80 GB card) picks the size: no warning.
+    assert record["gpu_total_gib"]
+    _, _, label = sample(record, {})
+    assert label == "A100-80GB"
+    record["gpu_total_gib"] = None
+    with pytest.warns(UserWarning, match=r"llama31.*'NVIDIA A100'.*assumed A100-80GB"):
+        sample(record, {})

@@ -8,6 +8,7 @@ import importlib
 import json
 import random
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -86,7 +87,8 @@ def _knobs_from_args(args: str) -> dict[str, Any]:
 def _fixed_launch_outcome(result: Any) -> str:
     """The planner's outcome for the fixed flags on the same model, GPU and tenants."""
     fix, launch = result.fix, result["launch"]
-    knobs = {**fix["pinned"], **_knobs_from_args(fix["vllm_args"])}
+    planned = fix["vllm_argv"][: len(fix["vllm_argv"]) - len(fix["passthrough"])]
+    knobs = {**fix["pinned"], **_knobs_from_args(shlex.join(planned))}
     return vramplan.breakdown(
         launch["model"],
         launch["gpu"],
@@ -270,3 +272,33 @@ def test_cli_diagnose_errors(tmp_path: Path) -> None:
     both = _run("diagnose", "-", "--dmesg", "-")
     assert both.returncode == 2
     assert "only one of LOG and --dmesg" in both.stderr
+
+
+def test_fix_carries_the_logged_flags_with_no_memory_effect(diag_dir: Path) -> None:
+    # dev-032's real log, its "non-default args" line extended with server flags as a user
+    # would pass them (vLLM logs them in the same dict); the log's own 'enable_prefix_caching':
+    # False is one too. The fix command keeps them all, in vLLM's argv form: a list argument
+    # as separate words (nargs="+"), not the model (the command's own word).
+    text = (diag_dir / "v019_gpt_oss_20b_sampler_warmup.log").read_text()
+    logged = "'enable_prefix_caching': False}"
+    assert logged in text
+    extra = "'host': '0.0.0.0', 'served_model_name': ['gpt', 'oss'], 'tool_call_parser': 'openai'"
+    result = vramplan.diagnose(text.replace(logged, f"'enable_prefix_caching': False, {extra}}}"))
+    fix = result.fix
+    assert fix is not None
+    carried = ["--no-enable-prefix-caching", "--host", "0.0.0.0"]
+    carried += ["--served-model-name", "gpt", "oss", "--tool-call-parser", "openai"]
+    assert fix["passthrough"] == carried
+    assert shlex.split(fix["vllm_args"])[-len(carried) :] == carried
+    assert "--model" not in fix["vllm_argv"]
+    for remedy in fix["remedies"]:
+        assert shlex.split(remedy["flags"])[-len(carried) :] == carried
+    # An override replaces the logged value, once.
+    result = vramplan.diagnose(
+        text.replace(logged, f"'enable_prefix_caching': False, {extra}}}"),
+        overrides={"tool_call_parser": "hermes"},
+    )
+    assert result.fix is not None
+    words = result.fix["passthrough"]
+    assert words.count("--tool-call-parser") == 1
+    assert words[-2:] == ["--tool-call-parser", "hermes"]

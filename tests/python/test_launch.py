@@ -280,6 +280,7 @@ def test_the_model_printed_is_the_one_named(capsys: pytest.CaptureFixture[str]) 
 
 
 ENGINE_VERSIONS = ["0.5.0", "0.6.5", "0.8.5", "0.9.1", "0.10.0", "0.11.0", "0.19.0", "0.21.0"]
+ENGINE_VERSIONS += [f"0.{minor}.0" for minor in range(22, 34)]
 
 
 @pytest.mark.parametrize("version", ENGINE_VERSIONS)
@@ -323,6 +324,19 @@ def test_every_flag_emitted_or_accepted_is_vllms_for_that_release(version: str) 
     plan = vramplan.plan("Qwen/Qwen3-8B", "H100-80GB", engine_version=version, **chosen)
     emitted = {w[2:].replace("-", "_") for w in plan.to_vllm_argv() if w.startswith("--")}
     assert emitted <= names, emitted - names
+    # The hybrid-model state dtypes and a fixed KV-cache size, where the release has them.
+    hybrid = {
+        "mamba_ssm_cache_dtype": "float32",
+        "mamba_cache_dtype": "bfloat16",
+        "kv_cache_memory_bytes": 8 << 30,
+    }
+    chosen = {k: v for k, v in hybrid.items() if k in names}
+    if chosen:
+        plan = vramplan.plan(
+            "nvidia/NVIDIA-Nemotron-Nano-9B-v2", "H100-80GB", engine_version=version, **chosen
+        )
+        emitted = {w[2:].replace("-", "_") for w in plan.to_vllm_argv() if w.startswith("--")}
+        assert set(chosen) <= emitted <= names, (set(chosen), emitted - names)
     # The remedies `plan` prints for a launch that cannot fit: the same.
     argv = ["plan", "Qwen/Qwen3-32B", "--gpu", "RTX-4090", "--engine-version", version]
     out = subprocess.run(
@@ -455,7 +469,9 @@ def test_validate_record_takes_other_processes_from_the_startup_free_figure() ->
     assert 23.8 * (1 << 30) < others < 24.4 * (1 << 30)
 
 
-def test_seed_002_diagnose_reads_mtp_and_plans_the_users_flags(seed_002_cache: Path) -> None:
+def test_seed_002_diagnose_reads_mtp_and_plans_the_users_flags(
+    seed_002_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # The log starts after the args line: the user's flags come as overrides (as `vramplan
     # diagnose LOG --flags...` passes them); the log itself shows the MTP drafter.
     result = vramplan.diagnose(
@@ -479,6 +495,20 @@ def test_seed_002_diagnose_reads_mtp_and_plans_the_users_flags(seed_002_cache: P
     }
     assert "--language-model-only" in args
     assert fix["drops"] == []
+    # The user's flags with no memory effect stay in the fix, as written in 002_params.txt.
+    carried = ["--enable-prefix-caching", "--enable-chunked-prefill", "--enable-auto-tool-choice"]
+    carried += ["--tool-call-parser", "qwen3_coder", "--reasoning-parser", "qwen3"]
+    assert fix["passthrough"] == carried
+    assert args[-len(carried) :] == carried
+    assert fix["vllm_argv"] == args
+    for remedy in fix["remedies"]:
+        assert shlex.split(remedy["flags"])[-len(carried) :] == carried
+    # The printed fix command too.
+    argv = ["diagnose", str(SEEDS / "002_vllm.log"), "--model", SEED_002_MODEL, "--gpu", "RTX-5090"]
+    assert main([*argv, *_seed_002_flags()]) in (0, 1)
+    fix_line = capsys.readouterr().out.split("\nfix (", 1)[1].splitlines()[1]
+    assert shlex.split(fix_line)[:3] == ["vllm", "serve", SEED_002_MODEL]
+    assert shlex.split(fix_line)[-len(carried) :] == carried
 
 
 @pytest.mark.parametrize(
@@ -511,3 +541,101 @@ def test_python_offline_and_revision() -> None:
     with pytest.raises(vramplan.Error):
         vramplan.breakdown("acme/no-such-model", "L4", offline=True, revision="v1")
     assert vramplan.plan("Qwen/Qwen3-8B", "L4", offline=True).fits
+
+
+def test_releases_after_0_21_have_their_own_argument_lists() -> None:
+    # Read from the wheels (arg_utils.py, cli_args.py): --device-memory-utilization is new in
+    # 0.31.0; --max-num-partial-prefills was dropped in 0.27.0; the server's --port survives the
+    # move of cli_args.py to entrypoints/launchers (0.29.0) and entrypoints/common (0.33.0).
+    assert "device_memory_utilization" not in engine_arg_names("0.30.0")
+    assert "device_memory_utilization" in engine_arg_names("0.31.0")
+    assert "max_num_partial_prefills" in engine_arg_names("0.26.0")
+    assert "max_num_partial_prefills" not in engine_arg_names("0.27.0")
+    for version in ("0.28.0", "0.29.0", "0.33.0"):
+        assert {"port", "host", "api_key", "tool_call_parser"} <= engine_arg_names(version)
+    with pytest.raises(vramplan.ConfigError, match="not an argument of vLLM"):
+        parse_flags(["--max-num-partial-prefills", "2"], version="0.33.0")
+    # --device-memory-utilization is a second spelling of --gpu-memory-utilization from 0.31
+    # (arg_utils.py: both flags, dest="gpu_memory_utilization"): planned as the utilization.
+    args = parse_flags(["--device-memory-utilization", "0.5"], version="0.33.0")
+    assert args == {"gpu_memory_utilization": "0.5"}
+    with pytest.raises(vramplan.ConfigError, match="not an argument of vLLM"):
+        parse_flags(["--device-memory-utilization", "0.5"], version="0.30.0")
+    plan = vramplan.plan(
+        "Qwen/Qwen3-8B", "H100-80GB", engine_version="0.33.0", device_memory_utilization=0.5
+    )
+    words = plan.to_vllm_argv()
+    assert words[words.index("--gpu-memory-utilization") + 1] == "0.50"
+    # vLLM's short flags: -sc is --speculative-config (0.22+ lists it).
+    speculative = '{"method":"mtp","num_speculative_tokens":1}'
+    assert parse_flags(["-sc", speculative], version="0.33.0") == {
+        "speculative_config": speculative
+    }
+
+
+@pytest.mark.parametrize(("value", "runner"), [("0", "v1"), ("1", "v2")])
+def test_check_reads_the_model_runner_from_the_environment(
+    value: str, runner: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 0.33 routes every model to Model Runner V2; VLLM_USE_V2_MODEL_RUNNER=0 forces V1.
+    command = [f"VLLM_USE_V2_MODEL_RUNNER={value}", "vllm", "serve", "Qwen/Qwen3-8B"]
+    command += ["--max-model-len", "8192"]
+    assert main(["check", "--gpu", "H100-80GB", "--json", "--", *command]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["breakdown"]["model_runner"] == runner
+    assert data["vllm_env"]["VLLM_USE_V2_MODEL_RUNNER"] == value
+    bad = ["VLLM_USE_V2_MODEL_RUNNER=yes", *command[1:]]
+    assert main(["check", "--gpu", "H100-80GB", "--", *bad]) == 2
+    assert "VLLM_USE_V2_MODEL_RUNNER: expected an integer" in capsys.readouterr().err
+
+
+def test_list_arguments_are_written_as_vllm_parses_them() -> None:
+    from vramplan.launch import passthrough_words
+
+    # vllm/engine/arg_utils.py gives list fields nargs="+"; cli_args.py parses
+    # --allowed-origins/-methods/-headers with json.loads and appends one --middleware a flag.
+    args = {
+        "served_model_name": ["a", "b"],
+        "allowed_origins": ["*"],
+        "middleware": ["m.one", "m.two"],
+        "enable_prefix_caching": False,
+    }
+    assert passthrough_words(args, list(args)) == [
+        "--served-model-name",
+        "a",
+        "b",
+        "--allowed-origins",
+        '["*"]',
+        "--middleware",
+        "m.one",
+        "--middleware",
+        "m.two",
+        "--no-enable-prefix-caching",
+    ]
+
+
+def test_spec_shorthand_flags_plan_the_drafter(capsys: pytest.CaptureFixture[str]) -> None:
+    # 0.22+ arg_utils.py: --spec-method/--spec-model/--spec-tokens fill speculative_config's
+    # method/model/num_speculative_tokens; they change memory (a drafter), so they are planned.
+    command = ["vllm", "serve", "Qwen/Qwen3-8B", "--spec-method", "ngram", "--spec-tokens", "3"]
+    assert main(["check", "--gpu", "H100-80GB", "--json", "--", *command]) == 0
+    data = json.loads(capsys.readouterr().out)
+    args = data["vllm_argv"]
+    speculative = json.loads(args[args.index("--speculative-config") + 1])
+    assert speculative == {"method": "ngram", "num_speculative_tokens": 3}
+    assert data["no_memory_effect"] == []
+    with pytest.raises(vramplan.ConfigError, match="not an argument of vLLM"):
+        parse_flags(["--spec-method", "ngram"], version="0.21.0")
+
+
+def test_new_arguments_with_an_unmodelled_memory_effect_say_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # --use-fp64-gumbel (0.22) doubles the sampler's noise tensor, --mm-ipc-gpu-memory-gb
+    # (0.25) reserves GPU memory: accepted, and named as not modelled, not as "no effect".
+    command = ["vllm", "serve", "Qwen/Qwen3-8B", "--use-fp64-gumbel"]
+    command += ["--mm-ipc-gpu-memory-gb", "1", "--host", "0.0.0.0"]
+    assert main(["check", "--gpu", "H100-80GB", "--json", "--", *command]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data["memory_effect_not_modelled"]) == {"use_fp64_gumbel", "mm_ipc_gpu_memory_gb"}
+    assert data["no_memory_effect"] == ["host"]

@@ -12,6 +12,8 @@ import vramplan
 from vramplan import validate
 
 LOGS_019 = Path(__file__).resolve().parents[1] / "data" / "measured" / "logs" / "vllm-0.19.0"
+LOGS_PUBLIC = Path(__file__).resolve().parents[1] / "data" / "public_logs"
+LLAMA = "meta-llama/Llama-3.1-8B"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -88,3 +90,100 @@ def test_unreadable_log_is_a_clean_error(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert "missing.log" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def _record(gpu: str, **extra: object) -> dict[str, object]:
+    return {
+        "id": "r",
+        "model": "meta-llama/Llama-3.1-8B",
+        "vllm_version": "0.19.0",
+        "gpu": gpu,
+        "weights_gib": 14.99,
+        **extra,
+    }
+
+
+@pytest.mark.parametrize(
+    ("written", "gpu_id"),
+    [
+        # nvidia-smi / rocm-smi names, as records copy them, then their qualifiers.
+        ("NVIDIA A100-SXM4-40GB", "A100-40GB"),
+        ("NVIDIA H100 80GB HBM3 x2 (the fused_moe config names it)", "H100-80GB"),
+        ("Tesla T4 x2 (the notebook's 'GPU 0 : Tesla T4 (14.6 GB)')", "T4"),
+        ("AMD Instinct MI300X x2 (stated)", "MI300X"),
+        ("RTX 3090 class (a 16x3090 rig)", "RTX-3090"),
+        ("H100-80G (stated)", "H100-80GB"),
+        # Cards a name pattern took for their neighbours: the H100 NVL has 94 GB, the H200 NVL
+        # and GH200 are not the H200 SXM, the 4090 D is its own SKU, the L40 is not the L40S.
+        ("NVIDIA H100 NVL", "H100-NVL"),
+        ("NVIDIA H200 NVL x2, one node", "H200-NVL"),
+        ("NVIDIA GeForce RTX 4090 D (title)", "RTX-4090-D"),
+        ("NVIDIA L40 (title)", "L40"),
+        ("NVIDIA H800", "H800"),
+    ],
+)
+def test_records_name_gpus_through_the_one_lookup(written: str, gpu_id: str) -> None:
+    replay = validate.replay_record(_record(written))
+    assert replay.unsupported is None, replay.unsupported
+    assert replay.launch["gpu"] == gpu_id
+    assert replay.note is None
+
+
+def test_a_shared_gpu_name_takes_the_records_total_or_says_what_it_assumed() -> None:
+    # "NVIDIA A100" is the 40 GB and the 80 GB card. With no total the 80 GB is assumed, and
+    # the replay says so; the log's total (39.38 GiB: the 40 GB card's CUDA total) decides.
+    replay = validate.replay_record(_record("NVIDIA A100 (post title)"))
+    assert replay.launch["gpu"] == "A100-80GB"
+    assert replay.note is not None
+    assert "assumed A100-80GB" in replay.note
+    assert "A100-40GB" in replay.note
+    assert "gpu_total_gib" in replay.note
+    replay = validate.replay_record(_record("NVIDIA A100 (post title)", gpu_total_gib=39.38))
+    assert replay.launch["gpu"] == "A100-40GB"
+    assert replay.note is None
+    replay = validate.replay_record(_record("NVIDIA A100 x2", gpu_total_gib=79.15))
+    assert replay.launch["gpu"] == "A100-80GB"
+
+
+def test_validate_records_warns_on_a_shared_gpu_name(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    lines = [_record("NVIDIA A100"), {**_record("NVIDIA A100-SXM4-80GB"), "id": "s"}]
+    path.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    out = run("validate", "--records", str(path), "--json")
+    assert "Traceback" not in out.stderr
+    assert "r: GPU 'NVIDIA A100'" in out.stderr
+    assert "assumed A100-80GB" in out.stderr
+    assert "s: " not in out.stderr
+    replays = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["launch"]["gpu"] for r in replays] == ["A100-80GB", "A100-80GB"]
+    assert replays[0]["note"]
+    assert replays[1]["note"] is None
+
+
+def test_replay_runs_the_model_runner_the_log_names() -> None:
+    # vLLM's worker logs "Using V2 Model Runner" (gpu_worker.py, logger.info_once) when Model
+    # Runner V2 runs. Below 0.29 vLLM routes only some models to it (0.22: Qwen3 dense), so a
+    # Llama log with the line ran V2 because VLLM_USE_V2_MODEL_RUNNER=1 was set.
+    figures = {"vllm_version": "0.22.0", "tensor_parallel_size": 1, "outcome": "unknown"}
+    plain = validate.replay_record(validate.record_from_log(figures, model=LLAMA, gpu="H100"))
+    figures["model_runner_v2"] = True
+    forced = validate.replay_record(validate.record_from_log(figures, model=LLAMA, gpu="H100"))
+    assert "vllm_use_v2_model_runner" not in plain.launch
+    assert forced.launch["vllm_use_v2_model_runner"] == "1"
+    runner = {}
+    for name, replay in (("plain", plain), ("forced", forced)):
+        launch = dict(replay.launch)
+        model, gpu = launch.pop("model"), launch.pop("gpu")
+        runner[name] = vramplan.breakdown(model, gpu, **launch).to_dict()["model_runner"]
+    assert runner == {"plain": "v1", "forced": "v2"}
+    # From the log text: pub-308 (vLLM 0.22.0, verbatim excerpt) with the worker's line added.
+    text = (LOGS_PUBLIC / "pub-308.log").read_text()
+    line = "(EngineCore_DP0 pid=1) INFO 06-04 05:34:10 [gpu_worker.py:385] Using V2 Model Runner\n"
+    replay = validate.replay_log(line + text, model="Qwen/Qwen3-8B", gpu="Tesla T4")
+    assert replay.unsupported is None
+    assert replay.launch["vllm_use_v2_model_runner"] == "1"
+    assert "vllm_use_v2_model_runner" not in validate.replay_log(text, model="Qwen/Qwen3-8B").launch
+    bad = {"id": "b", "model": LLAMA, "gpu": "H100", "vllm_version": "0.29.0"}
+    rejected = validate.replay_record({**bad, "model_runner_v2": "yes"})
+    assert rejected.unsupported is not None
+    assert "record b: model_runner_v2" in rejected.unsupported

@@ -302,14 +302,7 @@ def source_key(record: dict[str, Any]) -> str:
 
 # Leave-one-source-out: the terms the calibration predicts (weights come from the model spec
 # and the checkpoint format; no fitted constant touches them, so they are the plain replay).
-LOSO_TERMS = (
-    "weights_gib",
-    "activation_peak_gib",
-    "non_torch_gib",
-    "cudagraph_gib",
-    "kv_cache_gib",
-    "kv_tokens",
-)
+LOSO_TERMS = tuple(term for term in validate.TERMS if term != "max_concurrency")
 FEW_RECORDS = 3  # a (GPU family x era) group with fewer held-out KV figures is called too few
 
 

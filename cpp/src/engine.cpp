@@ -717,7 +717,10 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   sampler_.padded_vocab = static_cast<double>(padded_vocab_size(s.vocab_size));
   sampler_.bytes_per_batched_token = s.hidden_size * act_bytes;
 
-  const std::int64_t non_torch = tp > 1   ? profile_.non_torch_tensor_parallel_bytes
+  const std::int64_t tensor_parallel_non_torch =
+      hardware_.gpu.nvlink_sharp ? profile_.non_torch_tensor_parallel_bytes
+                                 : profile_.non_torch_tensor_parallel_without_nvls_bytes;
+  const std::int64_t non_torch = tp > 1   ? tensor_parallel_non_torch
                                  : pp > 1 ? profile_.non_torch_pipeline_only_bytes
                                           : profile_.non_torch_single_rank_bytes;
   const EncoderProfileModel encoder = multimodal_profile(act_bytes);

@@ -59,7 +59,7 @@ nlohmann::json to_json(const GpuSpec& g) {
           {"compute_capability", g.compute_capability},
           {"num_sms", g.num_sms},
           {"unified_memory", g.unified_memory},
-          {"nvlink_sharp", g.nvlink_sharp}};
+          {"pcie_only", g.pcie_only}};
 }
 
 namespace {

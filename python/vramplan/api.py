@@ -85,7 +85,7 @@ def load_gpu(gpu: str, *, total_memory_bytes: int | None = None) -> _core.GpuSpe
         spec = db.gpu(gpu)
         if total_memory_bytes is None:
             return spec
-        return _core.GpuSpec(spec.id, total_memory_bytes, spec.name, nvlink_sharp=spec.nvlink_sharp)
+        return _core.GpuSpec(spec.id, total_memory_bytes, spec.name, pcie_only=spec.pcie_only)
     if total_memory_bytes is not None:
         return _core.GpuSpec(gpu, total_memory_bytes)
     return db.gpu(gpu)  # raises ConfigError with near names

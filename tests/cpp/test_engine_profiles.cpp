@@ -248,7 +248,7 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    skips_encoder_without_modalities: false\n"
       "    non_torch_pipeline_only_bytes: 75497472\n"
       "    non_torch_tensor_parallel_bytes: 2212495360\n"
-      "    non_torch_tensor_parallel_without_nvls_bytes: 402653184\n    swap_space_default_bytes: "
+      "    non_torch_tensor_parallel_pcie_bytes: 402653184\n    swap_space_default_bytes: "
       "0\n"
       "    cuda_context_bytes: 547356672\n    nccl_communicator_bytes: 268435456\n"
       "    forward_hidden_buffers: 6.0\n"

@@ -52,6 +52,7 @@ GpuSpec card(const char* id, double total_gib) {
   g.vendor = "nvidia";
   g.total_memory_bytes = static_cast<std::int64_t>(std::llround(total_gib * kGiB));
   g.compute_capability = 8.9;
+  g.pcie_only = true;  // the consumer cards these tests name have no NVLink (gpus.yaml)
   return g;
 }
 
@@ -144,7 +145,7 @@ TEST(Solver, Qwen3_32B_Bf16OnTwo4090sDoesNotFit) {
 // Seed 000 (a blog post): Qwen3-32B in bf16 on 2x RTX 4090, TP=2, 32k, here at util 0.85.
 // Weights are 30.5 GiB per rank (above) against 0.85 x 23.64 = 20.1 GiB: the launch as written
 // fails at load. fp8 weights (about 16 GiB/rank) leave about 3 GiB of KV per rank at bf16
-// (PCIe cards: no NVLS buffers, engines.yaml), but one 32k request needs 32768 x (64 layers x
+// (PCIe cards: no NVLink buffers, engines.yaml), but one 32k request needs 32768 x (64 layers x
 // 4 KV heads/rank x 128 x 2 x 2 B) = 4 GiB/rank; fp8 KV halves that to 2 GiB: neither change
 // alone fits, the pair does, keeping TP=2 and 32k.
 TEST(Solver, JudgesTheLaunchAsWrittenAndCombinesTwoRemedies) {

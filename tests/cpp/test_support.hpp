@@ -39,7 +39,6 @@ inline vramplan::GpuSpec h100() {
   g.vendor = "nvidia";
   g.total_memory_bytes = 85029158912;  // 79.19 GiB as vLLM 0.19 logs it
   g.compute_capability = 9.0;
-  g.nvlink_sharp = true;  // the SXM part, on an NVSwitch (gpus.yaml)
   return g;
 }
 

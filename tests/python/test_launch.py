@@ -132,7 +132,7 @@ def test_seed_000_diagnose_plans_the_pasted_launch_and_fp8_weights_fit() -> None
     assert fix["as_written"]["fits"] is False
     assert fix["as_written"]["outcome"] == "oom_at_load"
     # fp8 weights (16 GiB/rank) leave 0.92 x 23.64 - 16 - 0.38 non-torch (two PCIe cards: no
-    # NVLS buffers) - activation = 4.7 GiB of KV per rank, above the 4 GiB one 32k request
+    # NVLink buffers) - activation = 4.7 GiB of KV per rank, above the 4 GiB one 32k request
     # needs (32768 x 64 layers x 4 KV heads/rank x 128 x 2 x 2 B): that change alone fits.
     alone = [r for r in fix["remedies"] if r["kind"] == "quantized_weights"]
     assert alone, fix["remedies"]

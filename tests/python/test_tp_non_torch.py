@@ -1,5 +1,5 @@
-"""Non-torch memory at TP >= 2 by interconnect (issue 25): NCCL's NVLS buffers only where the
-NVSwitch does NVLink SHARP (gpus.yaml nvlink_sharp). Checked against the measured available
+"""Non-torch memory at TP >= 2 by interconnect (issue 25): NCCL over PCIe (gpus.yaml
+pcie_only) keeps far smaller buffers than over NVLink. Checked against the measured available
 KV cache of public and development logs (tests/data/, provenance there)."""
 
 from __future__ import annotations
@@ -64,11 +64,11 @@ def test_the_charge_follows_the_gpu_fact_and_an_unknown_gpu_gets_the_larger() ->
             t["bytes"] for t in b.to_dict()["ranks"][0]["terms"] if t["name"] == "non_torch"
         )
 
-    assert vramplan.load_gpu("H100-80GB").nvlink_sharp
-    assert not vramplan.load_gpu("H100-PCIe").nvlink_sharp
-    # engines.yaml: 2110 MiB with NVLS, 384 MiB without; the same card either way.
-    assert non_torch("H100-80GB") - non_torch("H100-PCIe") == (2110 - 384) << 20
+    assert not vramplan.load_gpu("H100-80GB").pcie_only
+    assert vramplan.load_gpu("L40S").pcie_only
+    # engines.yaml: 2110 MiB over NVLink, 384 MiB over PCIe.
+    assert non_torch("H100-80GB") - non_torch("L40S") == (2110 - 384) << 20
     unknown = vramplan.load_gpu("my-card", total_memory_bytes=85030076416)
     assert non_torch(unknown) == non_torch("H100-80GB")
-    overridden = vramplan.load_gpu("H100-PCIe", total_memory_bytes=85030076416)
-    assert not overridden.nvlink_sharp
+    overridden = vramplan.load_gpu("L40S", total_memory_bytes=48 << 30)
+    assert overridden.pcie_only

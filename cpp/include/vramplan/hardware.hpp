@@ -23,9 +23,10 @@ struct GpuSpec {
   double compute_capability = 0.0;  // 9.0 for Hopper; 0 for non-CUDA
   std::int32_t num_sms = 0;
   bool unified_memory = false;  // GH200/GB200-class: free comes from host RAM
-  // HGX/NVL boards whose NVSwitch does NVLink SHARP multicast: NCCL's NVLS buffers then take
-  // about 1.7 GiB per rank at TP>=2 (engines.yaml non_torch_tensor_parallel_bytes).
-  bool nvlink_sharp = false;
+  // A card with no NVLink between the GPUs of a node: NCCL talks over PCIe with few channels
+  // and small buffers at TP>=2 (engines.yaml non_torch_tensor_parallel_pcie_bytes). False
+  // (the larger NVLink charge) wherever NVLink may be present or the card is unknown.
+  bool pcie_only = false;
 };
 
 }  // namespace vramplan

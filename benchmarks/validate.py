@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib
+import json
 import math
 import re
 import statistics
@@ -24,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import vramplan
-from vramplan import _core, validate
+from vramplan import _band, _core, validate
 
 # `vramplan.calibrate` is the function; the module holds the record -> sample mapping.
 _calibration = importlib.import_module("vramplan.calibrate")
 
 ROOT = Path(__file__).resolve().parents[1]
+GIB = 1 << 30
 TERMS = {  # term -> (label, unit)
     "weights_gib": ("weights", "GiB"),
     "activation_peak_gib": ("activation peak", "GiB"),
@@ -94,27 +96,16 @@ def gpu_group(record: dict[str, Any]) -> str:
     return "other"
 
 
-# GPU families whose memory behaviour differs (architecture, default batch sizes, what else
-# runs on the card), matched on the record's `gpu` text in this order.
-GPU_FAMILIES = (
-    (r"h100|h200|gh200", "H100/H200"),
-    (r"a100", "A100"),
-    (r"l40|\bl4\b", "L40S/L4"),
-    (r"rtx|geforce|3090|4090|5090", "RTX consumer"),
-    (r"mi300|instinct", "MI300X"),
-    (r"\bt4\b|v100", "T4/V100"),
-)
+# GPU families and eras: the planner's own (vramplan/_band.py), which reads the bands this
+# script writes.
+GPU_FAMILIES = _band.GPU_FAMILIES
 # A prediction this far (percent of the measurement) from a term is listed on its own line.
 LARGE_ERROR_PCT = 10.0
 ERAS = ("pre-0.5", "V0", "v1-early", "v1", "v1-latest", "unknown")
 
 
 def gpu_family(record: dict[str, Any]) -> str:
-    name = str(record.get("gpu") or "")
-    for pattern, label in GPU_FAMILIES:
-        if re.search(pattern, name, re.IGNORECASE):
-            return label
-    return "unknown"
+    return _band.gpu_family(str(record.get("gpu") or ""))
 
 
 def era(record: dict[str, Any]) -> str:
@@ -126,16 +117,7 @@ def era(record: dict[str, Any]) -> str:
     match = re.search(r"(\d+)\.(\d+)", text)
     if not match:
         return "V0" if re.search(r"\bV0\b", str(record.get("notes") or "")) else "unknown"
-    version = (int(match.group(1)), int(match.group(2)))
-    if version < (0, 5):
-        return "pre-0.5"
-    if version < (0, 8):
-        return "V0"
-    if version < (0, 11):
-        return "v1-early"
-    if version < (0, 21):
-        return "v1"
-    return "v1-latest"
+    return _band.era_of(int(match.group(1)), int(match.group(2)))
 
 
 def record_reason(record: dict[str, Any]) -> str | None:
@@ -402,8 +384,86 @@ def loso_stats(members: list[dict[str, Any]], unit: str) -> str:
     )
 
 
-def write_loso(records: list[dict[str, Any]], sources: list[str], out: Path) -> None:
+def band_of(members: list[dict[str, Any]]) -> float | None:
+    """A group's available-KV band in GiB: the p90 absolute held-out error; None with fewer
+    than FEW_RECORDS held-out figures."""
+    held = [r for r in members if r["held_out"]]
+    if len(held) < FEW_RECORDS:
+        return None
+    return percentile([abs(r["error"]) for r in held], 0.9)
+
+
+def over_of(members: list[dict[str, Any]]) -> float | None:
+    """A group's largest held-out over-prediction in GiB (0 if none), the part of the band
+    that can undo a "fits"; None with fewer than FEW_RECORDS held-out figures."""
+    held = [r for r in members if r["held_out"]]
+    if len(held) < FEW_RECORDS:
+        return None
+    return max(0.0, *(r["error"] for r in held))
+
+
+def band_failures(kv_rows: list[dict[str, Any]]) -> tuple[list[str], list[str], int]:
+    """Held-out records over-predicted by more than their group's band: with the band of the
+    whole table, and with the band (and over-prediction margin, the larger) recomputed without
+    the record's own source (cross-validated as well). Returns both lists and the records
+    checked."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in kv_rows:
+        groups[f"{row['gpu_family']} x {row['era']}"].append(row)
+    beyond, beyond_nested, checked = [], [], 0
+    for members in groups.values():
+        band = band_of(members)
+        if band is None:
+            continue
+        for row in members:
+            if not row["held_out"]:
+                continue
+            checked += 1
+            if row["error"] > band:
+                beyond.append(row["id"])
+            others = [r for r in members if r["source"] != row["source"]]
+            nested = band_of(others)
+            nested_over = over_of(others)
+            if nested is not None and nested_over is not None:
+                nested = max(nested, nested_over)
+            if nested is not None and row["error"] > nested:
+                beyond_nested.append(row["id"])
+    return beyond, beyond_nested, checked
+
+
+def write_bands(kv_rows: list[dict[str, Any]], path: Path) -> None:
+    """model_specs/error_bands.json: the band per (GPU family x era), read by the planner."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in kv_rows:
+        groups[f"{row['gpu_family']} x {row['era']}"].append(row)
+    table = {}
+    for group in sorted(groups):
+        band = band_of(groups[group])
+        over = over_of(groups[group])
+        table[group] = {
+            "held_out": sum(1 for r in groups[group] if r["held_out"]),
+            "band_bytes": None if band is None else math.ceil(band * GIB),
+            "over_prediction_bytes": None if over is None else math.ceil(over * GIB),
+        }
+    document = {
+        "generated_by": "python3 benchmarks/validate.py --loso (do not edit)",
+        "rule": (
+            "band = p90 |held-out available-KV error|, over_prediction = the largest held-out "
+            "over-prediction (the solver's margin where it exceeds the default), per GPU "
+            f"family x era; null below {FEW_RECORDS} held-out records"
+        ),
+        "groups": table,
+    }
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def write_loso(
+    records: list[dict[str, Any]], sources: list[str], out: Path, bands: Path | None = None
+) -> None:
     rows, fits = loso_rows(records)
+    kv_rows = [r for r in rows if r["term"] == "kv_cache_gib"]
+    if bands is not None:
+        write_bands(kv_rows, bands)
     expressed_ids = {r["id"] for r in rows}
     held_ids = {r["id"] for r in rows if r["held_out"]}
     header = (
@@ -514,8 +574,22 @@ def write_loso(records: list[dict[str, Any]], sources: list[str], out: Path) -> 
         members = groups[group]
         held = sum(1 for r in members if r["held_out"])
         stats = loso_stats(members, "GiB").split(" | ", 1)
-        band = "stated" if held >= FEW_RECORDS else f"too few ({held} held out)"
-        lines.append(f"| {group} | {stats[0]} | {held} | {stats[1]} | {band} |")
+        band = band_of(members)
+        band_text = f"± {band:.2f} GiB" if band is not None else f"none ({held} held out)"
+        lines.append(f"| {group} | {stats[0]} | {held} | {stats[1]} | {band_text} |")
+    beyond, beyond_nested, checked = band_failures(kv_rows)
+    lines += [
+        "",
+        (
+            "Band: the p90 absolute held-out error (model_specs/error_bands.json, which plan and "
+            "breakdown state); the solver keeps the group's largest held-out over-prediction "
+            "free where it exceeds its default margin. Held-out records in "
+            f"a group with a band: {checked}. Over-predicted beyond the band: {len(beyond)}"
+            f"{' (' + ', '.join(beyond) + ')' if beyond else ''}; beyond the band recomputed "
+            f"without the record's own source: {len(beyond_nested)}"
+            f"{' (' + ', '.join(beyond_nested) + ')' if beyond_nested else ''}."
+        ),
+    ]
     lines += [
         "",
         "## CUDA graphs by GPU family x era",
@@ -588,7 +662,12 @@ def main() -> None:
     if args.loso:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        write_loso(records, [Path(p).name for p in args.records], out)
+        write_loso(
+            records,
+            [Path(p).name for p in args.records],
+            out,
+            bands=ROOT / "model_specs" / "error_bands.json",
+        )
         return
     replays = [validate.replay_record(r) for r in records]
     rows = rows_of(records, replays)

@@ -717,7 +717,10 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   sampler_.padded_vocab = static_cast<double>(padded_vocab_size(s.vocab_size));
   sampler_.bytes_per_batched_token = s.hidden_size * act_bytes;
 
-  const std::int64_t non_torch = tp > 1   ? profile_.non_torch_tensor_parallel_bytes
+  const std::int64_t tensor_parallel_non_torch = hardware_.gpu.pcie_only
+                                                     ? profile_.non_torch_tensor_parallel_pcie_bytes
+                                                     : profile_.non_torch_tensor_parallel_bytes;
+  const std::int64_t non_torch = tp > 1   ? tensor_parallel_non_torch
                                  : pp > 1 ? profile_.non_torch_pipeline_only_bytes
                                           : profile_.non_torch_single_rank_bytes;
   const EncoderProfileModel encoder = multimodal_profile(act_bytes);
@@ -1279,7 +1282,7 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
          "formula + calibrated: forward of max_num_batched_tokens, fused-MoE workspace, sampler "
          "on requests x vocab logits"},
         {"non_torch", rank.non_torch_bytes - compiled.all2all_buffer_bytes,
-         "calibrated: cuBLAS/attention workspaces; custom all-reduce + NCCL buffers at TP>=2"},
+         "calibrated: cuBLAS/attention workspaces; NCCL (+ custom all-reduce) buffers at TP>=2"},
         {"cudagraph", rank.cudagraph_bytes, graph_note},
         {"kv_cache", rank.kv_cache_bytes, kv_note},
         {"cuda_context", cuda_context_bytes_,

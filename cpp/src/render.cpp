@@ -58,7 +58,8 @@ nlohmann::json to_json(const GpuSpec& g) {
           {"total_memory_derived", g.total_memory_derived},
           {"compute_capability", g.compute_capability},
           {"num_sms", g.num_sms},
-          {"unified_memory", g.unified_memory}};
+          {"unified_memory", g.unified_memory},
+          {"pcie_only", g.pcie_only}};
 }
 
 namespace {

@@ -125,6 +125,7 @@ const std::vector<SchemaKey> kSchema = {
   {"gpu", "compute_capability", "float", false, "CUDA compute capability (9.0 Hopper)."},
   {"gpu", "num_sms", "int", false, "Streaming multiprocessors.", std::int64_t{1} << 16},
   {"gpu", "unified_memory", "bool", false, "Integrated/UMA device (GH200): free memory is host RAM."},
+  {"gpu", "pcie_only", "bool", false, "No NVLink between the node's GPUs: NCCL over PCIe, a smaller non-torch charge at TP>=2."},
 };
 // clang-format on
 
@@ -818,6 +819,7 @@ std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::st
     g.compute_capability = r.get_double("compute_capability", 0.0, 0.0, 20.0);
     g.num_sms = r.get_i32("num_sms", 0, 0);
     g.unified_memory = r.get_bool("unified_memory", false);
+    g.pcie_only = r.get_bool("pcie_only", false);
     out.push_back(std::move(g));
   }
   return out;

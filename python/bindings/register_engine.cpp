@@ -280,6 +280,8 @@ void register_engine(py::module_& m) {
       .def_readonly("non_torch_pipeline_only_bytes", &EngineProfile::non_torch_pipeline_only_bytes)
       .def_readonly("non_torch_tensor_parallel_bytes",
                     &EngineProfile::non_torch_tensor_parallel_bytes)
+      .def_readonly("non_torch_tensor_parallel_pcie_bytes",
+                    &EngineProfile::non_torch_tensor_parallel_pcie_bytes)
       .def_readonly("cudagraph_base_mib", &EngineProfile::cudagraph_base_mib)
       .def_readonly("cudagraph_piece_mib", &EngineProfile::cudagraph_piece_mib)
       .def_readonly("cudagraph_piece_mib_per_hidden",

@@ -136,6 +136,8 @@ def breakdown(out: Console, data: dict[str, Any]) -> None:
         f"(+ {gib(host['page_cache_bytes'])} reclaimable page cache)"
     )
     out.print(Text("outcome: ").append(outcome_text(data["outcome"])))
+    if "error_band" in data:
+        out.print(f"expected error: {data['error_band']['statement']}", soft_wrap=True)
     for message in data["messages"]:
         out.print(f"  {message}", soft_wrap=True)
 

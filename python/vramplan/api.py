@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from . import _core
+from . import _band, _core
 from ._resources import model_specs_dir
 from .resolve import resolve_model
 
@@ -85,7 +85,7 @@ def load_gpu(gpu: str, *, total_memory_bytes: int | None = None) -> _core.GpuSpe
         spec = db.gpu(gpu)
         if total_memory_bytes is None:
             return spec
-        return _core.GpuSpec(spec.id, total_memory_bytes, spec.name)
+        return _core.GpuSpec(spec.id, total_memory_bytes, spec.name, pcie_only=spec.pcie_only)
     if total_memory_bytes is not None:
         return _core.GpuSpec(gpu, total_memory_bytes)
     return db.gpu(gpu)  # raises ConfigError with near names
@@ -282,8 +282,14 @@ class Breakdown:
     def __getitem__(self, key: str) -> Any:
         return self.to_dict()[key]
 
+    @property
+    def error_band(self) -> dict[str, Any]:
+        """The expected available-KV error for this launch's (GPU family, era), from the
+        leave-one-source-out table (model_specs/error_bands.json)."""
+        return _band.error_band(self._core.gpu_id, self._core.engine_version)
+
     def to_dict(self) -> dict[str, Any]:
-        return dict(json.loads(self._core.to_json()))
+        return {**json.loads(self._core.to_json()), "error_band": self.error_band}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -367,8 +373,16 @@ class Plan:
         environment (VLLM_ALL2ALL_BACKEND before 0.12)."""
         return {str(k): str(v) for k, v in dict(self._core.vllm_env()).items()}
 
+    @property
+    def error_band(self) -> dict[str, Any]:
+        """The breakdown's error band (see Breakdown.error_band)."""
+        return self.breakdown.error_band
+
     def to_dict(self) -> dict[str, Any]:
-        return dict(json.loads(self._core.to_json()))
+        data = dict(json.loads(self._core.to_json()))
+        band = self.error_band
+        data["breakdown"]["error_band"] = band
+        return {**data, "error_band": band}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -405,7 +419,9 @@ def plan(
     max_num_batched_tokens for `model` on `gpu`; `pinned` knobs (vLLM's EngineArgs names, e.g.
     cpu_offload_gb=4, speculative_config={...}) are kept as given, and the plan first judges
     the launch exactly as given (`as_written_verdict`). `offline` (never ask the Hub; default
-    HF_HUB_OFFLINE) and `revision` apply to a model named by Hub id.
+    HF_HUB_OFFLINE) and `revision` apply to a model named by Hub id. Without
+    `safety_margin_bytes`, the margin is the largest cross-validated over-prediction of the
+    launch's (GPU family, era) where that exceeds the solver's default (docs/accuracy.md).
     """
     model = _model_at(model, offline, revision)
     launch, evaluated = _launch(
@@ -415,14 +431,22 @@ def plan(
     _integer("concurrency", concurrency, 0, 1 << 30)
     if safety_margin_bytes is not None:
         _integer("safety_margin_bytes", safety_margin_bytes, 0, 1 << 50)
-    return Plan(
-        launch.solve(
-            evaluated,
-            context=context,
-            concurrency=concurrency,
-            safety_margin_bytes=-1 if safety_margin_bytes is None else safety_margin_bytes,
-        )
+    solved = launch.solve(
+        evaluated,
+        context=context,
+        concurrency=concurrency,
+        safety_margin_bytes=-1 if safety_margin_bytes is None else safety_margin_bytes,
     )
+    if safety_margin_bytes is None:
+        # An over-prediction the cross-validation has seen, larger than the default margin,
+        # becomes the margin, so that it cannot undo a "fits".
+        band = _band.error_band(solved.breakdown.gpu_id, solved.breakdown.engine_version)
+        over = band["over_prediction_bytes"]
+        if over is not None and over > solved.safety_margin_bytes:
+            solved = launch.solve(
+                evaluated, context=context, concurrency=concurrency, safety_margin_bytes=over
+            )
+    return Plan(solved)
 
 
 def sweep(

@@ -77,8 +77,11 @@ struct EngineProfile {
   double sampler_bytes_per_logit = 0.0;  // fitted: peak sampler bytes per (request x vocab entry)
   std::int64_t non_torch_single_rank_bytes = 0;      // TP=1, no PP: cuBLAS/attention workspaces
   std::int64_t non_torch_pipeline_only_bytes = 0;    // PP>1 at TP=1
-  std::int64_t non_torch_tensor_parallel_bytes = 0;  // TP>=2: custom all-reduce + NCCL buffers
-  std::int64_t swap_space_default_bytes = 0;         // pinned swap per GPU (V0); 0 = none pinned
+  std::int64_t non_torch_tensor_parallel_bytes = 0;  // TP>=2 over NVLink: NCCL channels
+  // TP>=2 on PCIe-only cards (gpus.yaml pcie_only): NCCL's few PCIe channels and, where it
+  // runs, custom all-reduce's few IPC buffers.
+  std::int64_t non_torch_tensor_parallel_pcie_bytes = 0;
+  std::int64_t swap_space_default_bytes = 0;  // pinned swap per GPU (V0); 0 = none pinned
   // Fitted: CUDA context made before the init snapshot, NCCL communicators when ranks talk,
   // and the hidden-size-wide buffers alive at the forward's activation peak.
   std::int64_t cuda_context_bytes = 547356672;

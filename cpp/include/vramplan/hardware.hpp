@@ -23,6 +23,10 @@ struct GpuSpec {
   double compute_capability = 0.0;  // 9.0 for Hopper; 0 for non-CUDA
   std::int32_t num_sms = 0;
   bool unified_memory = false;  // GH200/GB200-class: free comes from host RAM
+  // A card with no NVLink between the GPUs of a node: NCCL talks over PCIe with few channels
+  // and small buffers at TP>=2 (engines.yaml non_torch_tensor_parallel_pcie_bytes). False
+  // (the larger NVLink charge) wherever NVLink may be present or the card is unknown.
+  bool pcie_only = false;
 };
 
 }  // namespace vramplan

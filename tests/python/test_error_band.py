@@ -1,0 +1,120 @@
+"""The error band every breakdown and plan states (model_specs/error_bands.json, written by
+benchmarks/validate.py --loso) and the solver's margin rule."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import vramplan
+from vramplan import _band
+
+ROOT = Path(__file__).resolve().parents[2]
+GIB = 1 << 30
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def _bench() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "bench_validate", ROOT / "benchmarks" / "validate.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_validate"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(error_gib: float, source: str, *, held_out: bool = True) -> dict[str, Any]:
+    return {
+        "id": f"r{source}{error_gib}",
+        "source": source,
+        "gpu_family": "A100",
+        "era": "v1",
+        "term": "kv_cache_gib",
+        "error": error_gib,
+        "held_out": held_out,
+    }
+
+
+def test_band_is_the_p90_absolute_held_out_error_and_over_prediction_the_largest() -> None:
+    bench = _bench()
+    # Held-out errors -0.5, +0.2, -1.0 GiB: nearest-rank p90 of |e| over 3 values is the 3rd
+    # smallest, 1.0 GiB; the one over-prediction is 0.2 GiB. The shipped-row +3 GiB does not
+    # count (not held out).
+    rows = [_row(-0.5, "a"), _row(0.2, "b"), _row(-1.0, "c"), _row(3.0, "d", held_out=False)]
+    assert bench.band_of(rows) == pytest.approx(1.0)
+    assert bench.over_of(rows) == pytest.approx(0.2)
+    assert bench.band_of(rows[:2]) is None  # fewer than 3 held-out figures: no band
+    beyond, nested, checked = bench.band_failures(rows)
+    assert checked == 3
+    assert beyond == []
+    # Without source "b", the band of a and c (2 figures) is not stated: nothing to fail.
+    assert nested == []
+
+
+def test_shipped_table_states_h100_on_0_19_and_no_band_for_t4() -> None:
+    table = json.loads((ROOT / "model_specs" / "error_bands.json").read_text())["groups"]
+    band = vramplan.breakdown(MODEL, "H100-80GB", engine_version="0.19.0", offline=True).error_band
+    assert band["group"] == "H100/H200 x v1"
+    assert band["band_bytes"] == table["H100/H200 x v1"]["band_bytes"]
+    assert f"+/- {band['band_bytes'] / GIB:.2f} GiB" in band["statement"]
+    t4 = vramplan.breakdown(
+        MODEL, "T4", engine_version="0.22.0", tensor_parallel_size=2, num_gpus=2, offline=True
+    ).error_band
+    assert t4["group"] == "T4/V100 x v1-latest"
+    assert t4["band_bytes"] is None
+    assert t4["statement"].startswith("no measured band for T4/V100 x v1-latest")
+
+
+def test_plan_json_carries_the_band_at_top_level_and_in_its_breakdown() -> None:
+    data = vramplan.plan(MODEL, "H100-80GB", engine_version="0.19.0", offline=True).to_dict()
+    assert data["error_band"] == data["breakdown"]["error_band"]
+    assert data["error_band"]["group"] == "H100/H200 x v1"
+
+
+def test_a_wide_over_prediction_becomes_the_margin_unless_the_user_gives_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    specs = tmp_path / "model_specs"
+    shutil.copytree(ROOT / "model_specs", specs)
+    path = specs / "error_bands.json"
+    document = json.loads(path.read_text())
+    document["groups"]["H100/H200 x v1"]["over_prediction_bytes"] = 2 * GIB
+    path.write_text(json.dumps(document))
+    monkeypatch.setenv("VRAMPLAN_MODEL_SPECS", str(specs))
+    wide = vramplan.plan(MODEL, "H100-80GB", engine_version="0.19.0", offline=True)
+    assert wide.safety_margin_bytes == 2 * GIB
+    given = vramplan.plan(
+        MODEL, "H100-80GB", engine_version="0.19.0", offline=True, safety_margin_bytes=GIB
+    )
+    assert given.safety_margin_bytes == GIB
+    # The shipped table's largest H100/0.19 over-prediction (0.08 GiB) is below the default
+    # 0.5 GiB: the default stays.
+    monkeypatch.setenv("VRAMPLAN_MODEL_SPECS", str(ROOT / "model_specs"))
+    default = vramplan.plan(MODEL, "H100-80GB", engine_version="0.19.0", offline=True)
+    assert default.safety_margin_bytes == 512 << 20
+
+
+def test_a_broken_band_table_is_a_named_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "error_bands.json").write_text("[1, 2")
+    monkeypatch.setenv("VRAMPLAN_MODEL_SPECS", str(tmp_path))
+    with pytest.raises(vramplan.Error, match=r"error_bands\.json"):
+        _band.error_band("H100-80GB", "0.19.0")
+
+
+def test_families_and_eras() -> None:
+    assert _band.gpu_family("RTX-3090") == "RTX consumer"
+    assert _band.gpu_family("T4") == "T4/V100"
+    assert _band.gpu_family("GH200-96GB") == "H100/H200"
+    assert _band.gpu_family("B200") == "unknown"
+    assert _band.era_of(0, 10) == "v1-early"
+    assert _band.era_of(0, 21) == "v1-latest"

@@ -361,6 +361,9 @@ class Scanner {
 
   bool oom_ = false;
   std::string oom_phase_;
+  // A request that failed ("Request req_1 failed: OOM") means the engine was serving traffic:
+  // an OOM the startup lines do not place happened at run time.
+  Evidence failed_requests_;
   bool oom_phase_from_frames_ = false;
   std::optional<std::int64_t> oom_tried_bytes_;
   std::optional<std::int64_t> oom_others_bytes_;
@@ -470,6 +473,7 @@ void Scanner::log_line(std::string_view line) {
     profiling_setup_.add(line);
   }
   if (is_oom_line(line)) oom_line(line);
+  if (contains(line, "Request ") && contains(line, " failed")) failed_requests_.add(line);
   if (contains(line, "Free memory on device") && contains(line, "less than desired")) {
     startup_free_.add(line);
   }
@@ -583,6 +587,10 @@ Diagnosis Scanner::finish(VllmLogFigures figures) {
         ". More GPU memory per rank is needed: higher --gpu-memory-utilization if the GPU is "
         "free, else quantized weights or more tensor parallelism.";
   } else if (oom_) {
+    if (oom_phase_.empty() && !failed_requests_.lines().empty()) {
+      oom_phase_ = "runtime";
+      phase_lines_ = failed_requests_;
+    }
     d.oom_phase = oom_phase_;
     const std::string tried =
         oom_tried_bytes_ ? " (tried to allocate " + gib_bytes(*oom_tried_bytes_) + ")" : "";

@@ -801,7 +801,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         gpu=args.gpu,
         host_ram_bytes=int((args.host_ram_gib or 0) * GIB),
         # vLLM flags after the log override what it states (`--max-model-len 16384`).
-        overrides=parse_flags(args.vllm_flags),
+        overrides=parse_flags(args.vllm_flags, version=args.engine_version),
+        engine_version=args.engine_version,
     )
     _print(json.dumps(result.data, indent=2) if args.json else format_text(result).rstrip("\n"))
     return EXIT_OK
@@ -1020,6 +1021,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dmesg", help="a dmesg / journalctl -k excerpt; '-' for stdin")
     p.add_argument("--model", help="model id or path when the log names a local path")
     p.add_argument("--gpu", help="GPU id (default: from the total memory the log prints)")
+    p.add_argument(
+        "--engine-version",
+        help="the vLLM release that ran (default: the one the log prints, else the newest known)",
+    )
     p.add_argument(
         "--host-ram-gib", type=_finite_float("--host-ram-gib"), help="host RAM of the node (GiB)"
     )

@@ -174,6 +174,7 @@ def _launch(
     pasted: Any = None,
     stated: list[dict[str, Any]] | None = None,
     overrides: dict[str, Any] | None = None,
+    engine_version: str | None = None,
 ) -> tuple[dict[str, Any] | None, str | None]:
     """The launch the log describes: (launch, None) or (None, why it cannot be planned)."""
     stated = stated or []
@@ -203,7 +204,7 @@ def _launch(
     quant = str(figures.get("quantization") or "")
     if quant.startswith("fp8") and spec.to_dict()["quantization"] == "none":
         knobs["quantization"] = "fp8"  # online fp8 of a 16-bit checkpoint
-    version = _engine_version(figures.get("vllm_version"))
+    version = engine_version or _engine_version(figures.get("vllm_version"))
     if version:
         knobs["engine_version"] = version
     logged = {
@@ -287,6 +288,10 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         for k, v in launch["logged"].items()
         if k == "gpu_memory_utilization" and cause != "gpu_memory_utilization_overshoot"
     }
+    if cause == "runtime_oom" and not utilization:
+        # The launch ran out of memory serving traffic: the fix never takes more of the GPU
+        # than what ran (the engine's default where the log states none).
+        utilization = {"gpu_memory_utilization": predicted["config"]["gpu_memory_utilization"]}
     written_context = {"max_model_len": context} if launch.get("user_context") and context else {}
     target_context = 0 if written_context else context
 
@@ -349,6 +354,7 @@ def diagnose(
     gpu: str | None = None,
     host_ram_bytes: int | None = None,
     overrides: dict[str, Any] | None = None,
+    engine_version: str | None = None,
 ) -> Diagnosis:
     """The cause of a failed vLLM launch.
 
@@ -358,6 +364,8 @@ def diagnose(
     known the answer carries the solver's fixing flags (`fix`). The launch is read from the
     log's engine-config and "non-default args" lines, a pasted command line and drafter
     detection; `overrides` (vLLM argument names) take precedence over all of them.
+    `engine_version`: the vLLM release that ran, over the one the log prints (default: the
+    log's, else the newest release the planner knows).
     """
     log_text = _text(log, "log")
     kernel_text = _text(dmesg, "kernel log")
@@ -382,7 +390,9 @@ def diagnose(
             "(pass --speculative-config to say otherwise)"
         )
     try:
-        launch, why = _launch(result["figures"], model, gpu, pasted, stated, overrides)
+        launch, why = _launch(
+            result["figures"], model, gpu, pasted, stated, overrides, engine_version
+        )
     except ValueError as err:  # an override or logged argument vLLM does not accept
         launch, why = None, str(err)
     if launch is None:

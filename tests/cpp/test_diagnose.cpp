@@ -46,6 +46,23 @@ TEST(Diagnose, SamplerWarmupOomDev032) {
   EXPECT_EQ(d.figures.model.value_or(""), "openai/gpt-oss-20b");
 }
 
+// Seed 003 (tests/data/seeds/003_burst.log, verbatim): an OOM "during forward pass" with no
+// startup lines or traceback, then "Request req_12345 failed: OOM". A failed request means the
+// engine was serving traffic, so the OOM is placed at run time, with both lines as evidence;
+// without the request line the place stays unknown.
+TEST(Diagnose, FailedRequestPlacesAnUnplacedOomAtRunTime) {
+  std::ifstream in(std::string(VRAMPLAN_TEST_DATA_DIR) + "/seeds/003_burst.log", std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string log = buffer.str();
+  const Diagnosis d = diagnose_launch(log, "");
+  EXPECT_EQ(cause(d), "runtime_oom");
+  EXPECT_EQ(d.oom_phase, "runtime");
+  EXPECT_TRUE(evidence_has(d, "Request req_12345 failed: OOM"));
+  const std::string oom_only = log.substr(0, log.find('\n') + 1);
+  EXPECT_EQ(cause(diagnose_launch(oom_only, "")), "unknown");
+}
+
 // Real: vLLM 0.19.0 Llama-4-Scout TP4: "Free memory on device cuda:1 (60.33/79.19 GiB) on
 // startup is less than desired GPU memory utilization (0.95, 75.23 GiB)".
 TEST(Diagnose, StartupFreeMemoryIsUtilizationOvershoot) {

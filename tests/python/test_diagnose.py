@@ -302,3 +302,37 @@ def test_fix_carries_the_logged_flags_with_no_memory_effect(diag_dir: Path) -> N
     words = result.fix["passthrough"]
     assert words.count("--tool-call-parser") == 1
     assert words[-2:] == ["--tool-call-parser", "hermes"]
+
+
+def test_seed_003_runtime_oom_fix_keeps_what_ran(data_dir: Path) -> None:
+    """Seed 003 (tests/data/seeds/003_burst.log): an OOM under a burst after a healthy start,
+    vLLM 0.5/0.6 era, no flags in the log. The failed request places it at run time; the fix is
+    planned for the release the user names (the log prints none) and never takes more of the
+    GPU than the 0.90 default that ran (raising it would make a runtime OOM likelier)."""
+    log = (data_dir / "seeds" / "003_burst.log").read_text()
+    result = vramplan.diagnose(
+        log,
+        model="Qwen/Qwen2-7B-Instruct",  # the story's 72B has no spec here; the rule is the same
+        gpu="A100-80GB",
+        engine_version="0.6.0",
+        overrides={"tensor_parallel_size": 4},
+    )
+    assert result["cause"] == "runtime_oom"
+    assert result["launch"]["engine_version"] == "0.6.0"
+    assert result.fix is not None
+    argv = result.fix["vllm_argv"]
+    assert float(argv[argv.index("--gpu-memory-utilization") + 1]) <= 0.90
+    assert "--tensor-parallel-size" in argv
+    out = _run(
+        "diagnose",
+        str(data_dir / "seeds" / "003_burst.log"),
+        "--model",
+        "Qwen/Qwen2-7B-Instruct",
+        "--gpu",
+        "A100-80GB",
+        "--engine-version",
+        "0.6.0",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["launch"]["engine_version"] == "0.6.0"

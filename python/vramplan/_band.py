@@ -4,8 +4,10 @@ model_specs/error_bands.json (the one copy; docs/accuracy.md explains the rule).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from . import _core
@@ -50,8 +52,10 @@ def era_of(major: int, minor: int) -> str:
     return "v1-latest"
 
 
-def _bands() -> dict[str, Any]:
-    path = model_specs_dir() / BANDS_FILE
+@functools.lru_cache(maxsize=4)
+def _bands_at(file: str) -> dict[str, Any]:
+    """The table, read once per file (plan() consults it on every call)."""
+    path = Path(file)
     try:
         data = json.loads(read_text(path, what="error-band table", max_bytes=MAX_BANDS_BYTES))
     except (OSError, ValueError) as why:
@@ -68,10 +72,15 @@ def error_band(gpu: str, engine_version: str) -> dict[str, Any]:
     """The launch's band: family, era, held-out records, band_bytes (p90 absolute error;
     None: no measured band), over_prediction_bytes (the largest held-out over-prediction) and
     a sentence saying it."""
+    return dict(_error_band_in(str(model_specs_dir() / BANDS_FILE), gpu, engine_version))
+
+
+@functools.lru_cache(maxsize=256)
+def _error_band_in(file: str, gpu: str, engine_version: str) -> dict[str, Any]:
     match = re.match(r"(\d+)\.(\d+)", engine_version)
     era = era_of(int(match.group(1)), int(match.group(2))) if match else "unknown"
     group = f"{gpu_family(gpu)} x {era}"
-    row = _bands().get(group)
+    row = _bands_at(file).get(group)
     held_out = int(row.get("held_out", 0)) if isinstance(row, dict) else 0
     band = _bytes(row, "band_bytes")
     over = _bytes(row, "over_prediction_bytes")

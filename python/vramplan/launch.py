@@ -69,10 +69,12 @@ _ENV_KNOBS = {
 }
 
 
+@functools.lru_cache(maxsize=1)
 def _knob_table() -> dict[str, dict[str, Any]]:
     return {str(k["name"]): dict(k) for k in _core.KNOBS}
 
 
+@functools.lru_cache(maxsize=1)
 def _kwarg_to_knob() -> dict[str, str]:
     """vLLM keyword -> knob, for the knobs whose keyword is their own name."""
     return {

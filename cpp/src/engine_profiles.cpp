@@ -214,8 +214,7 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   bytes("non_torch_single_rank_bytes", p.non_torch_single_rank_bytes);
   bytes("non_torch_pipeline_only_bytes", p.non_torch_pipeline_only_bytes);
   bytes("non_torch_tensor_parallel_bytes", p.non_torch_tensor_parallel_bytes);
-  bytes("non_torch_tensor_parallel_pcie_bytes",
-        p.non_torch_tensor_parallel_pcie_bytes);
+  bytes("non_torch_tensor_parallel_pcie_bytes", p.non_torch_tensor_parallel_pcie_bytes);
   bytes("swap_space_default_bytes", p.swap_space_default_bytes);
   bytes("cuda_context_bytes", p.cuda_context_bytes);
   bytes("nccl_communicator_bytes", p.nccl_communicator_bytes);

@@ -707,8 +707,10 @@ json hf_config_to_spec_document(const json& config, const json* quant_config,
 ModelSpec model_spec_from_hf_config(const json& config, const json* quant_config,
                                     const std::string& source) {
   const json doc = hf_config_to_spec_document(config, quant_config, source);
-  // JSON is YAML: the schema parser validates and expands it like a hand-written spec.
-  ModelSpec spec = parse_model_spec_yaml(doc.dump(), source);
+  // JSON is YAML: the schema parser validates and expands it like a hand-written spec. The
+  // document carries the file's path, which need not be UTF-8: such bytes become U+FFFD.
+  ModelSpec spec =
+      parse_model_spec_yaml(doc.dump(-1, ' ', false, json::error_handler_t::replace), source);
   check_group_size_divides(spec, source);
   return spec;
 }

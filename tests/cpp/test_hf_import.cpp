@@ -91,6 +91,20 @@ TEST(HfImport, Llama31_8BFromItsConfig) {
   EXPECT_EQ(kv_bytes_per_token(spec, kv), 32 * 2 * 8 * 128 * 2);  // 131,072 B
 }
 
+// fuzz_hf_cache found it: a config under a path that is not UTF-8 (any bytes are a valid Linux
+// file name) threw nlohmann's type_error 316 out of the importer when the spec document, which
+// names its source file, was serialised. The path's bad bytes are replaced; the spec imports.
+TEST(HfImport, SourcePathThatIsNotUtf8StillImports) {
+  const nlohmann::json config = nlohmann::json::parse(R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 512,
+    "torch_dtype": "bfloat16"})");
+  ModelSpec spec;
+  ASSERT_NO_THROW(spec = model_spec_from_hf_config(config, nullptr, "cache/ab\xec/config.json"));
+  EXPECT_EQ(spec.hidden_size, 64);
+}
+
 struct BadConfig {
   const char* file;
   const char* field;  // must appear in the message

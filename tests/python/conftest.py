@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,3 +25,27 @@ def _no_hub(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never reach the real Hugging Face Hub: model names outside the database resolve
     offline (the fake-Hub tests lift this and point HF_ENDPOINT at 127.0.0.1)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def run_notebook(path: Path) -> list[Any]:
+    """Executes a notebook in its own folder; returns its code cells' outputs, after checking
+    that none is an error."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"], path.name
+    return outputs
+
+
+@pytest.fixture(scope="session")
+def notebook_outputs() -> Any:
+    """`run_notebook` as a fixture (test modules are imported by path, not as a package)."""
+    return run_notebook

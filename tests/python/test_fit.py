@@ -9,6 +9,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -326,20 +327,8 @@ def test_plot_fit_draws_cost_against_capacity(prices: Path) -> None:
     assert unpriced.axes[0].get_ylabel() == "GPUs"
 
 
-def test_fit_notebook_runs() -> None:
-    import nbformat
-    from nbclient import NotebookClient
-
-    path = ROOT / "docs" / "examples" / "fit.ipynb"
-    notebook = nbformat.read(path, as_version=4)
-    NotebookClient(
-        notebook,
-        timeout=300,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
-    ).execute()
-    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
+def test_fit_notebook_runs(notebook_outputs: Any) -> None:
+    outputs = notebook_outputs(ROOT / "docs" / "examples" / "fit.ipynb")
     mimes = {m for o in outputs for m in o.get("data", {})}
     assert "text/html" in mimes  # the DataFrames
     assert "image/png" in mimes  # plot_fit

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import pandas as pd
@@ -144,20 +145,8 @@ def test_sweep_is_a_dataframe() -> None:
     assert {"max_model_len", "max_num_seqs", "kv_tokens", "outcome"} <= set(grid.columns)
 
 
-def test_example_notebook_runs() -> None:
-    import nbformat
-    from nbclient import NotebookClient
-
-    path = ROOT / "docs" / "examples" / "sizing.ipynb"
-    notebook = nbformat.read(path, as_version=4)
-    NotebookClient(
-        notebook,
-        timeout=300,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
-    ).execute()
-    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
+def test_example_notebook_runs(notebook_outputs: Any) -> None:
+    outputs = notebook_outputs(ROOT / "docs" / "examples" / "sizing.ipynb")
     mimes = {m for o in outputs for m in o.get("data", {})}
     assert "text/html" in mimes  # the Plan / Breakdown / DataFrame views
     assert "image/png" in mimes  # the figures

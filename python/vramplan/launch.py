@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _core
+from . import _core, _io
 from ._resources import model_specs_dir
 
 GIB = 1 << 30
@@ -310,30 +310,56 @@ def parse_command(command: str | Sequence[str], *, version: str | None = None) -
     return launch
 
 
+def _strict_yaml(text: str, source: str) -> Any:
+    """YAML with no duplicate keys and no anchors or aliases (a kwargs file needs none, and
+    expanding them is unbounded); a ParseError naming `source` and the line otherwise."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise yaml.composer.ComposerError(
+                    None, None, "anchors and aliases are not accepted", event.start_mark
+                )
+            return super().compose_node(parent, index)
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, str) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark
+                    )
+                if isinstance(key, str):
+                    seen.add(key)
+            return super().construct_mapping(node, deep)
+
+    StrictLoader.add_constructor(
+        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, StrictLoader.construct_mapping
+    )
+    try:
+        return yaml.load(text, Loader=StrictLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as err:
+        msg = f"{source}: not valid YAML ({err})".replace("\n", " ")
+        raise _core.ParseError(msg) from None
+    except RecursionError:
+        msg = f"{source}: YAML nested too deep"
+        raise _core.ParseError(msg) from None
+
+
 def read_kwargs_file(path: str | Path, *, version: str | None = None) -> Launch:
     """A launch from a JSON or YAML file of `vllm.LLM(**kwargs)` keyword arguments."""
     path = Path(path)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_LAUNCH_BYTES + 1)
-    except OSError as err:
-        msg = f"{path}: cannot read the LLM(**kwargs) file ({err.strerror})"
-        raise _core.ConfigError(msg) from err
-    if len(raw) > MAX_LAUNCH_BYTES:
-        msg = f"{path}: larger than {MAX_LAUNCH_BYTES} bytes: not an LLM(**kwargs) file"
-        raise _core.ConfigError(msg)
-    text = raw.decode("utf-8", "replace")
-    data: Any
-    try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
-
-            data = yaml.safe_load(text)
-    except ValueError as err:
-        msg = f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'} ({err})"
-        raise _core.ConfigError(msg) from None
+    # A user's file: bounded and refused by type (a FIFO or device) like every other read.
+    text = _io.read_text(path, what="LLM(**kwargs) file", max_bytes=MAX_LAUNCH_BYTES)
+    source = str(path)
+    data: Any = (
+        _io.loads_json(text, source)
+        if path.suffix.lower() == ".json"
+        else _strict_yaml(text, source)
+    )
     if not isinstance(data, dict):
         msg = f"{path}: expected a mapping of LLM(**kwargs) keyword arguments"
         raise _core.ConfigError(msg)

@@ -5,6 +5,7 @@ flag name vramplan emits or accepts is one of vLLM's for the release planned."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -392,6 +393,50 @@ def test_llm_kwargs_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     data = json.loads(capsys.readouterr().out)
     assert data["as_written"]["fits"] is True
     assert data["no_memory_effect"] == ["enable_prefix_caching"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        (
+            "dup.yaml",
+            "model: Qwen/Qwen3-8B\nmax_model_len: 8192\nmax_model_len: 65536\n",
+            "duplicate key 'max_model_len'",
+        ),
+        (
+            "dup.json",
+            '{"model": "Qwen/Qwen3-8B", "max_num_seqs": 8, "max_num_seqs": 512}',
+            "duplicate key 'max_num_seqs'",
+        ),
+        ("alias.yaml", "a: &x [1, 2]\nb: *x\n", "anchors and aliases are not accepted"),
+        ("broken.yaml", "model: [unclosed\n", "not valid YAML"),
+        (
+            "inf.json",
+            '{"model": "Qwen/Qwen3-8B", "gpu_memory_utilization": 1e400}',
+            "does not fit a double",
+        ),
+    ],
+)
+def test_llm_kwargs_file_hostile(tmp_path: Path, name: str, text: str, says: str) -> None:
+    """The kwargs file is a user's file: a duplicate key (which value would vLLM see?), YAML
+    anchors, broken syntax and numbers past a double are named errors with the file, never a
+    silent last-value-wins or a traceback."""
+    from vramplan.launch import read_kwargs_file
+
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(vramplan.Error, match=says) as err:
+        read_kwargs_file(path)
+    assert str(path) in str(err.value)
+
+
+def test_llm_kwargs_file_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    from vramplan.launch import read_kwargs_file
+
+    fifo = tmp_path / "kwargs.yaml"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer came
+    with pytest.raises(vramplan.Error, match="FIFO"):
+        read_kwargs_file(fifo)
 
 
 def test_python_api_takes_vllms_names() -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import _core, api
+from . import _core, _io, api
 from .search import plan_longest_context, plan_on_gpus
 
 ENGINES = ("vllm",)
@@ -72,17 +72,8 @@ def read_prices(path: str | Path) -> dict[str, float]:
     alias), dollars per GPU-hour. Returns {database GPU id: price}. A malformed file is a
     ConfigError naming the file, the line, the field and the value."""
     path = Path(path)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(PRICE_FILE_MAX_BYTES + 1)
-    except OSError as err:
-        raise api.config_error(
-            "prices", str(path), "a readable CSV file", err.strerror or "cannot read"
-        ) from err
-    if len(raw) > PRICE_FILE_MAX_BYTES:
-        raise api.config_error(
-            "prices", str(path), f"at most {PRICE_FILE_MAX_BYTES} bytes", "file too large"
-        )
+    # Bounded and refused by type (a FIFO would block), like every user file.
+    raw = _io.read_bytes(path, what="price file", max_bytes=PRICE_FILE_MAX_BYTES)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:

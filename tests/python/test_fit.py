@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 import sys
 import time
@@ -201,8 +202,12 @@ def test_price_file_errors_name_file_line_and_field(
     binary.write_bytes(b"gpu,usd_per_hour\nL4,\xff\n")
     with pytest.raises(vramplan.Error, match="not UTF-8"):
         read_prices(binary)
-    with pytest.raises(vramplan.Error, match="prices"):
+    with pytest.raises(vramplan.Error, match="price file"):
         read_prices(tmp_path / "missing.csv")
+    fifo = tmp_path / "prices.fifo"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer came
+    with pytest.raises(vramplan.Error, match="FIFO"):
+        read_prices(fifo)
     good = tmp_path / "good.csv"
     good.write_text("gpu,usd_per_hour\nNVIDIA L4,0.7\n\nH100,2.5\n")
     assert read_prices(good) == {"L4": 0.7, "H100-80GB": 2.5}

@@ -124,20 +124,33 @@ def main() -> int:
     changed_paths: dict[str, int] = {}
     shown = 0
     count = 0
-    with Path(args.compare).open(encoding="utf-8") as earlier:
-        for rec, line in zip(records, earlier, strict=True):
-            count += 1
-            before = json.loads(line)
-            diffs = list(differences(before, json.loads(json.dumps(rec, sort_keys=True))))
-            if not diffs:
-                continue
-            changed_launches += 1
-            for path, b, a in diffs:
-                top = path.split("[")[0]
-                changed_paths[top] = changed_paths.get(top, 0) + 1
-                if shown < args.show:
-                    shown += 1
-                    print(f"{rec['model']} on {rec['gpu']} {rec['knobs']}: {path}: {b!r} -> {a!r}")
+    earlier: dict[tuple[str, str, str], Any] = {}
+    with Path(args.compare).open(encoding="utf-8") as lines:
+        for line in lines:
+            rec = json.loads(line)
+            earlier[(rec["model"], rec["gpu"], json.dumps(rec["knobs"], sort_keys=True))] = rec
+    added = 0
+    for rec in records:
+        key = (rec["model"], rec["gpu"], json.dumps(rec["knobs"], sort_keys=True))
+        before = earlier.pop(key, None)
+        if before is None:
+            added += 1  # a model or GPU the earlier database lacked
+            continue
+        count += 1
+        diffs = list(differences(before, json.loads(json.dumps(rec, sort_keys=True))))
+        if not diffs:
+            continue
+        changed_launches += 1
+        for path, b, a in diffs:
+            top = path.split("[")[0]
+            changed_paths[top] = changed_paths.get(top, 0) + 1
+            if shown < args.show:
+                shown += 1
+                print(f"{rec['model']} on {rec['gpu']} {rec['knobs']}: {path}: {b!r} -> {a!r}")
+    if added or earlier:
+        print(
+            f"golden oracle: {added} launches new, {len(earlier)} launches gone (database changed)"
+        )
     for path, n in sorted(changed_paths.items(), key=lambda kv: -kv[1]):
         print(f"  {n:7d} {path}")
     print(f"golden oracle: {count} launches compared, {changed_launches} changed")

@@ -154,6 +154,56 @@ num_nextn_predict_layers: 1
   EXPECT_EQ(parameter_count(s), expected);
 }
 
+namespace {
+
+// The MTP layer's [h, 2h] input projection, the one group of that shape in the MTP layer.
+TensorGroup mtp_projection(const ModelSpec& spec) {
+  for (const auto& g : model_tensor_groups(spec, true)) {
+    if (g.layer == spec.num_hidden_layers && g.rows == spec.hidden_size &&
+        g.cols == 2LL * spec.hidden_size) {
+      return g;
+    }
+  }
+  ADD_FAILURE() << "no MTP projection in " << spec.id;
+  return TensorGroup{};
+}
+
+}  // namespace
+
+TEST(Weights, DeepSeekMtpEhProjStaysBf16InAnFp8Checkpoint) {
+  // DeepSeek-V3's model.layers.61.eh_proj.weight is [7168, 14336] bf16 in the fp8 checkpoint
+  // (no weight_scale_inv beside it): vLLM's deepseek_mtp.py builds it as a plain nn.Linear.
+  const std::string shapes = R"(
+model_type: deepseek_v3
+hidden_size: 7168
+num_hidden_layers: 61
+num_attention_heads: 128
+intermediate_size: 18432
+vocab_size: 129280
+max_position_embeddings: 163840
+torch_dtype: bfloat16
+mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}
+moe: {num_experts: 256, num_experts_per_tok: 8, moe_intermediate_size: 2048, num_shared_experts: 1, first_k_dense: 3, router_bias: true}
+num_nextn_predict_layers: 1
+quantization: {method: fp8, scale_strategy: block, block_size: [128, 128], unquantized: [router]}
+)";
+  const ModelSpec deepseek = spec_from_yaml("id: test/deepseek-v3\n" + shapes);
+  const TensorGroup eh_proj = mtp_projection(deepseek);
+  const std::int64_t bf16_bytes = 7168LL * 14336 * 2;
+  EXPECT_EQ(bf16_bytes, 205520896LL);
+  EXPECT_EQ(tensor_group_bytes(eh_proj, deepseek.quantization, DType::BF16, 1, true), bf16_bytes);
+  // On the GPU it is replicated and unquantized too: each of 8 TP ranks holds all of it.
+  EXPECT_EQ(tensor_group_bytes(eh_proj, deepseek.quantization, DType::BF16, 8, false), bf16_bytes);
+  // Qwen3-Next's MTP fc is a ColumnParallelLinear built with the quant config: an fp8 block
+  // checkpoint stores it in fp8 with 56 x 112 fp32 block scales.
+  std::string qwen_next_shapes = shapes;
+  qwen_next_shapes.replace(qwen_next_shapes.find("deepseek_v3"), 11, "qwen3_next");
+  const ModelSpec qwen_next = spec_from_yaml("id: test/qwen3-next-like\n" + qwen_next_shapes);
+  EXPECT_EQ(
+      tensor_group_bytes(mtp_projection(qwen_next), qwen_next.quantization, DType::BF16, 1, true),
+      7168LL * 14336 + 56LL * 112 * 4);
+}
+
 TEST(Weights, CheckpointBytesTheSpecDoesNotExplainAreSharedLikeLayers) {
   ModelSpec spec = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
   const RankPlacement tp2{2, 1, 0};

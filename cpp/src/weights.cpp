@@ -72,6 +72,23 @@ DType gguf_type_for(const QuantSpec& q, TensorRole role) noexcept {
   return it != q.gguf_types.end() ? it->second : q.gguf_types.at("default");
 }
 
+std::int64_t decimal_digits(std::int64_t value) noexcept {
+  std::int64_t digits = 1;
+  for (; value >= 10; value /= 10) ++digits;
+  return digits;
+}
+
+// bitsandbytes stores a 4-bit weight's non-tensor state as a uint8 tensor
+// "<name>.quant_state.bitsandbytes__nf4" holding json.dumps of {"quant_type": "nf4",
+// "blocksize": 64, "dtype": <torch dtype>, "shape": [n, k]} (QuantState.as_dict(packed=True)),
+// without double quantization; with it the dict also holds a float offset of unknown length.
+std::int64_t bnb_nf4_quant_state_bytes(std::int64_t n, std::int64_t k, DType dtype) noexcept {
+  constexpr std::int64_t kFixedJsonBytes = 66;  // the text without the dtype and the two dims
+  std::int64_t dtype_name_bytes = 7;            // "float16", "float32" (bnb quantizes no other)
+  if (dtype == DType::BF16) dtype_name_bytes = 8;
+  return kFixedJsonBytes + dtype_name_bytes + decimal_digits(n) + decimal_digits(k);
+}
+
 // Bytes of one quantized Linear [n, k] (per rank), checkpoint or GPU layout.
 std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::int64_t n,
                                     std::int64_t k, DType served, bool checkpoint) noexcept {
@@ -112,8 +129,11 @@ std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::in
     }
     case QuantMethod::BnbNf4: {
       const std::int64_t blocks = ceil_div(nk, 64);
-      if (!checkpoint || !q.double_quant) return nk / 2 + 4 * blocks + 64;  // fp32 absmax + code
-      // uint8 absmax, fp32 nested absmax per 256 blocks, code tables and a JSON state blob.
+      if (!checkpoint) return nk / 2 + 4 * blocks + 64;  // fp32 absmax + code
+      if (!q.double_quant)
+        return nk / 2 + 4 * blocks + 64 + bnb_nf4_quant_state_bytes(n, k, served);
+      // uint8 absmax, fp32 nested absmax per 256 blocks, fp32 code tables (16 + 256 entries);
+      // the JSON state (~130 B, its float offset of unknown length) is not counted.
       return nk / 2 + blocks + 4 * ceil_div(blocks, 256) + 64 + 1024;
     }
     case QuantMethod::BnbInt8:

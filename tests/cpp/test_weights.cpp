@@ -204,6 +204,34 @@ quantization: {method: fp8, scale_strategy: block, block_size: [128, 128], unqua
       7168LL * 14336 + 56LL * 112 * 4);
 }
 
+TEST(Weights, BitsandbytesNf4CheckpointStoresItsQuantStateAsJsonBytes) {
+  // A public listing of a bnb-nf4 Gemma-3 checkpoint (google/gemma.cpp issue 533) shows, per
+  // quantized Linear, weight uint8 [n*k/2, 1], absmax [n*k/64], quant_map [16] and
+  // quant_state.bitsandbytes__nf4 [81] for q_proj (n 1024, k 1152), [80] for k_proj (n 256):
+  // the bytes of json.dumps({"quant_type": "nf4", "blocksize": 64, "dtype": "float16",
+  // "shape": [1024, 1152]}), 66 fixed characters + "float16" + the digits of n and k.
+  QuantSpec nf4;
+  nf4.method = QuantMethod::BnbNf4;
+  nf4.double_quant = false;
+  TensorGroup q_proj{};
+  q_proj.role = TensorRole::AttnQ;
+  q_proj.split = TensorSplit::Column;
+  q_proj.rows = 1024;
+  q_proj.cols = 1152;
+  q_proj.count = 1;
+  q_proj.is_linear = true;
+  const std::int64_t packed = 1024LL * 1152 / 2;         // 589,824 uint8
+  const std::int64_t absmax = 4LL * (1024 * 1152 / 64);  // 18,432 fp32
+  EXPECT_EQ(tensor_group_bytes(q_proj, nf4, DType::F16, 1, true), packed + absmax + 64 + 81);
+  TensorGroup k_proj = q_proj;
+  k_proj.rows = 256;
+  EXPECT_EQ(tensor_group_bytes(k_proj, nf4, DType::F16, 1, true),
+            256LL * 1152 / 2 + 4LL * (256 * 1152 / 64) + 64 + 80);
+  // "bfloat16" is one character longer; on the GPU vLLM holds no JSON state.
+  EXPECT_EQ(tensor_group_bytes(q_proj, nf4, DType::BF16, 1, true), packed + absmax + 64 + 82);
+  EXPECT_EQ(tensor_group_bytes(q_proj, nf4, DType::BF16, 1, false), packed + absmax + 64);
+}
+
 TEST(Weights, CheckpointBytesTheSpecDoesNotExplainAreSharedLikeLayers) {
   ModelSpec spec = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
   const RankPlacement tp2{2, 1, 0};

@@ -99,12 +99,15 @@ std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::in
       return nk * elem_bytes(served);
     case QuantMethod::Fp8:
     case QuantMethod::Int8: {
-      std::int64_t scales = 4;  // one fp32 per-tensor scale
-      if (q.scale_strategy == ScaleStrategy::Channel) scales = 4 * n;
+      // fp32 scales, or the checkpoint's torch_dtype ones (compressed-tensors).
+      const std::int64_t scale_bytes =
+          checkpoint && q.scales_in_torch_dtype ? elem_bytes(served) : 4;
+      std::int64_t scales = 1;  // one per-tensor scale
+      if (q.scale_strategy == ScaleStrategy::Channel) scales = n;
       if (q.scale_strategy == ScaleStrategy::Block) {
-        scales = 4 * ceil_div(n, q.block_n) * ceil_div(k, q.block_k);
+        scales = ceil_div(n, q.block_n) * ceil_div(k, q.block_k);
       }
-      return nk + scales + (q.static_activation_scale ? 4 : 0);
+      return nk + scale_bytes * (scales + (q.static_activation_scale ? 1 : 0));
     }
     case QuantMethod::Awq:
       // qweight int32 [k, n/8], qzeros int32 [k/G, n/8], fp16 scales [k/G, n]; Marlin keeps all.

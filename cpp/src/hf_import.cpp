@@ -484,6 +484,11 @@ json compressed_tensors_scheme(const ConfigFields& g, const std::string& where) 
   } else {
     w.fail("num_bits", std::to_string(bits) + " " + type, "compressed-tensors scheme not modelled");
   }
+  if (out["method"] == "fp8" || out["method"] == "int8") {
+    // compressed-tensors' initialize_qparams makes weight_scale / input_scale in the observed
+    // weight's dtype (bf16 / fp16), not float32.
+    out["scales_in_torch_dtype"] = true;
+  }
   return out;
 }
 

@@ -276,12 +276,17 @@ std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include
   if (include_mtp && !spec.layers.empty()) {
     // DeepSeek-style MTP layer: one more decoder layer (shaped like the last one) plus
     // enorm/hnorm, eh_proj [h, 2h] and the shared head's norm; embeddings/lm_head shared.
+    // vLLM builds eh_proj (DeepSeek, Kimi, GLM-4.5) and input_proj (MiMo) as a plain torch
+    // nn.Linear, which no quantization method touches, so checkpoints store it in torch_dtype;
+    // only Qwen3-Next / Qwen3.5 build theirs (fc) as a quantizable ColumnParallelLinear.
+    const bool projection_quantizable =
+        spec.model_type.rfind("qwen3_next", 0) == 0 || spec.model_type.rfind("qwen3_5", 0) == 0;
     b.set_mtp(true);
     for (int i = 0; i < spec.num_nextn_predict_layers; ++i) {
       const int index = static_cast<int>(spec.layers.size()) + i;
       add_layer(spec, spec.layers.back(), index, b);
       b.add(TensorRole::Norm, TensorSplit::Replicated, index, 3 * h, 1, false);
-      b.add(TensorRole::MlpDown, TensorSplit::Replicated, index, h, 2 * h, true);
+      b.add(TensorRole::MlpDown, TensorSplit::Replicated, index, h, 2 * h, projection_quantizable);
     }
   }
   return groups;

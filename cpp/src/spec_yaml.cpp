@@ -110,6 +110,7 @@ const std::vector<SchemaKey> kSchema = {
   {"quantization", "block_size", "list[int]", false, "Block scale shape [n, k] (fp8 block); default [128, 128].", std::int64_t{1} << 20},
   {"quantization", "static_activation_scale", "bool", false, "An input_scale is stored per layer."},
   {"quantization", "double_quant", "bool", false, "bitsandbytes nested absmax in the checkpoint. Default true."},
+  {"quantization", "scales_in_torch_dtype", "bool", false, "fp8/int8 scales stored in torch_dtype, not float32 (compressed-tensors)."},
   {"quantization", "online", "bool", false, "Quantized at load from a 16-bit checkpoint (--quantization fp8)."},
   {"quantization", "unquantized", "list[string]", false, "Tensor roles kept in torch_dtype (lm_head, router, attn_q, mixer_in_ba, ...; mtp: every MTP-layer tensor)."},
   {"quantization", "fp8_roles", "list[string]", false, "Tensor roles stored in per-tensor fp8 with a static input scale beside an nvfp4 method (ModelOpt MIXED_PRECISION)."},
@@ -359,6 +360,7 @@ QuantSpec read_quantization(const MapReader& parent) {
   }
   q.static_activation_scale = r.get_bool("static_activation_scale", false);
   q.double_quant = r.get_bool("double_quant", true);
+  q.scales_in_torch_dtype = r.get_bool("scales_in_torch_dtype", false);
   q.online = r.get_bool("online", false);
   q.unquantized_roles = r.get_string_list("unquantized");
   for (std::size_t i = 0; i < q.unquantized_roles.size(); ++i) {

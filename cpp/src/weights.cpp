@@ -72,6 +72,23 @@ DType gguf_type_for(const QuantSpec& q, TensorRole role) noexcept {
   return it != q.gguf_types.end() ? it->second : q.gguf_types.at("default");
 }
 
+std::int64_t decimal_digits(std::int64_t value) noexcept {
+  std::int64_t digits = 1;
+  for (; value >= 10; value /= 10) ++digits;
+  return digits;
+}
+
+// bitsandbytes stores a 4-bit weight's non-tensor state as a uint8 tensor
+// "<name>.quant_state.bitsandbytes__nf4" holding json.dumps of {"quant_type": "nf4",
+// "blocksize": 64, "dtype": <torch dtype>, "shape": [n, k]} (QuantState.as_dict(packed=True)),
+// without double quantization; with it the dict also holds a float offset of unknown length.
+std::int64_t bnb_nf4_quant_state_bytes(std::int64_t n, std::int64_t k, DType dtype) noexcept {
+  constexpr std::int64_t kFixedJsonBytes = 66;  // the text without the dtype and the two dims
+  std::int64_t dtype_name_bytes = 7;            // "float16", "float32" (bnb quantizes no other)
+  if (dtype == DType::BF16) dtype_name_bytes = 8;
+  return kFixedJsonBytes + dtype_name_bytes + decimal_digits(n) + decimal_digits(k);
+}
+
 // Bytes of one quantized Linear [n, k] (per rank), checkpoint or GPU layout.
 std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::int64_t n,
                                     std::int64_t k, DType served, bool checkpoint) noexcept {
@@ -82,12 +99,15 @@ std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::in
       return nk * elem_bytes(served);
     case QuantMethod::Fp8:
     case QuantMethod::Int8: {
-      std::int64_t scales = 4;  // one fp32 per-tensor scale
-      if (q.scale_strategy == ScaleStrategy::Channel) scales = 4 * n;
+      // fp32 scales, or the checkpoint's torch_dtype ones (compressed-tensors).
+      const std::int64_t scale_bytes =
+          checkpoint && q.scales_in_torch_dtype ? elem_bytes(served) : 4;
+      std::int64_t scales = 1;  // one per-tensor scale
+      if (q.scale_strategy == ScaleStrategy::Channel) scales = n;
       if (q.scale_strategy == ScaleStrategy::Block) {
-        scales = 4 * ceil_div(n, q.block_n) * ceil_div(k, q.block_k);
+        scales = ceil_div(n, q.block_n) * ceil_div(k, q.block_k);
       }
-      return nk + scales + (q.static_activation_scale ? 4 : 0);
+      return nk + scale_bytes * (scales + (q.static_activation_scale ? 1 : 0));
     }
     case QuantMethod::Awq:
       // qweight int32 [k, n/8], qzeros int32 [k/G, n/8], fp16 scales [k/G, n]; Marlin keeps all.
@@ -112,8 +132,11 @@ std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::in
     }
     case QuantMethod::BnbNf4: {
       const std::int64_t blocks = ceil_div(nk, 64);
-      if (!checkpoint || !q.double_quant) return nk / 2 + 4 * blocks + 64;  // fp32 absmax + code
-      // uint8 absmax, fp32 nested absmax per 256 blocks, code tables and a JSON state blob.
+      if (!checkpoint) return nk / 2 + 4 * blocks + 64;  // fp32 absmax + code
+      if (!q.double_quant)
+        return nk / 2 + 4 * blocks + 64 + bnb_nf4_quant_state_bytes(n, k, served);
+      // uint8 absmax, fp32 nested absmax per 256 blocks, fp32 code tables (16 + 256 entries);
+      // the JSON state (~130 B, its float offset of unknown length) is not counted.
       return nk / 2 + blocks + 4 * ceil_div(blocks, 256) + 64 + 1024;
     }
     case QuantMethod::BnbInt8:

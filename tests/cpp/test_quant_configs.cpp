@@ -229,6 +229,34 @@ TEST(QuantConfigs, SeveralCompressedTensorsGroupsWithOneSchemeAreAccepted) {
   EXPECT_TRUE(has_role(spec, "lm_head"));
 }
 
+TEST(QuantConfigs, CompressedTensorsFp8ScalesAreStoredInTheModelDtype) {
+  // FP8-dynamic as llm-compressor writes it: compressed-tensors (initialize_qparams) makes
+  // weight_scale [n, 1] in the observed weight's dtype, bf16 here, 2 bytes a scale where vLLM's
+  // own fp8 format stores fp32; dynamic per-token activations store no input_scale.
+  json config = read_config("meta-llama__Meta-Llama-3.1-8B.json");
+  const json weights = {{"num_bits", 8}, {"type", "float"}, {"strategy", "channel"}};
+  const json inputs = {
+      {"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"dynamic", true}};
+  config["quantization_config"] = {
+      {"quant_method", "compressed-tensors"},
+      {"config_groups",
+       {{"group_0",
+         {{"targets", {"Linear"}}, {"weights", weights}, {"input_activations", inputs}}}}},
+      {"ignore", {"lm_head"}}};
+  const ModelSpec spec = vramplan::model_spec_from_hf_config(config, nullptr, "fp8-dynamic");
+  EXPECT_TRUE(spec.quantization.scales_in_torch_dtype);
+  // Llama-3.1-8B, per layer: Linear weights 218,103,808 fp8 bytes; output rows q 4096 + k, v
+  // 1024 each + o 4096 + gate, up 14336 each + down 4096 = 43,008 bf16 scales. Embedding and
+  // lm_head 128256 x 4096 bf16, norms 65 x 4096 bf16.
+  const std::int64_t per_layer = 218103808LL + 2 * 43008;
+  const std::int64_t expected = 32 * per_layer + 2LL * 2 * 128256 * 4096 + 2LL * 65 * 4096;
+  EXPECT_EQ(vramplan::checkpoint_tensor_bytes(spec), expected);
+  // vLLM loads the scales into float32 parameters: the GPU holds 4 bytes a scale.
+  const vramplan::WeightBytes gpu = vramplan::weight_bytes_per_rank(
+      spec, spec.quantization, vramplan::DType::BF16, vramplan::RankPlacement{});
+  EXPECT_EQ(gpu.attention + gpu.mlp, 32 * (218103808LL + 4 * 43008));
+}
+
 // The hf_import fuzz seeds for the quantization parsers (tests/fuzz/corpus/hf_import) are valid
 // configs: each must import, so the fuzzer starts from inputs that reach the new code.
 TEST(QuantConfigs, FuzzSeedsForTheQuantizationParsersImport) {

@@ -154,6 +154,84 @@ num_nextn_predict_layers: 1
   EXPECT_EQ(parameter_count(s), expected);
 }
 
+namespace {
+
+// The MTP layer's [h, 2h] input projection, the one group of that shape in the MTP layer.
+TensorGroup mtp_projection(const ModelSpec& spec) {
+  for (const auto& g : model_tensor_groups(spec, true)) {
+    if (g.layer == spec.num_hidden_layers && g.rows == spec.hidden_size &&
+        g.cols == 2LL * spec.hidden_size) {
+      return g;
+    }
+  }
+  ADD_FAILURE() << "no MTP projection in " << spec.id;
+  return TensorGroup{};
+}
+
+}  // namespace
+
+TEST(Weights, DeepSeekMtpEhProjStaysBf16InAnFp8Checkpoint) {
+  // DeepSeek-V3's model.layers.61.eh_proj.weight is [7168, 14336] bf16 in the fp8 checkpoint
+  // (no weight_scale_inv beside it): vLLM's deepseek_mtp.py builds it as a plain nn.Linear.
+  const std::string shapes = R"(
+model_type: deepseek_v3
+hidden_size: 7168
+num_hidden_layers: 61
+num_attention_heads: 128
+intermediate_size: 18432
+vocab_size: 129280
+max_position_embeddings: 163840
+torch_dtype: bfloat16
+mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}
+moe: {num_experts: 256, num_experts_per_tok: 8, moe_intermediate_size: 2048, num_shared_experts: 1, first_k_dense: 3, router_bias: true}
+num_nextn_predict_layers: 1
+quantization: {method: fp8, scale_strategy: block, block_size: [128, 128], unquantized: [router]}
+)";
+  const ModelSpec deepseek = spec_from_yaml("id: test/deepseek-v3\n" + shapes);
+  const TensorGroup eh_proj = mtp_projection(deepseek);
+  const std::int64_t bf16_bytes = 7168LL * 14336 * 2;
+  EXPECT_EQ(bf16_bytes, 205520896LL);
+  EXPECT_EQ(tensor_group_bytes(eh_proj, deepseek.quantization, DType::BF16, 1, true), bf16_bytes);
+  // On the GPU it is replicated and unquantized too: each of 8 TP ranks holds all of it.
+  EXPECT_EQ(tensor_group_bytes(eh_proj, deepseek.quantization, DType::BF16, 8, false), bf16_bytes);
+  // Qwen3-Next's MTP fc is a ColumnParallelLinear built with the quant config: an fp8 block
+  // checkpoint stores it in fp8 with 56 x 112 fp32 block scales.
+  std::string qwen_next_shapes = shapes;
+  qwen_next_shapes.replace(qwen_next_shapes.find("deepseek_v3"), 11, "qwen3_next");
+  const ModelSpec qwen_next = spec_from_yaml("id: test/qwen3-next-like\n" + qwen_next_shapes);
+  EXPECT_EQ(
+      tensor_group_bytes(mtp_projection(qwen_next), qwen_next.quantization, DType::BF16, 1, true),
+      7168LL * 14336 + 56LL * 112 * 4);
+}
+
+TEST(Weights, BitsandbytesNf4CheckpointStoresItsQuantStateAsJsonBytes) {
+  // A public listing of a bnb-nf4 Gemma-3 checkpoint (google/gemma.cpp issue 533) shows, per
+  // quantized Linear, weight uint8 [n*k/2, 1], absmax [n*k/64], quant_map [16] and
+  // quant_state.bitsandbytes__nf4 [81] for q_proj (n 1024, k 1152), [80] for k_proj (n 256):
+  // the bytes of json.dumps({"quant_type": "nf4", "blocksize": 64, "dtype": "float16",
+  // "shape": [1024, 1152]}), 66 fixed characters + "float16" + the digits of n and k.
+  QuantSpec nf4;
+  nf4.method = QuantMethod::BnbNf4;
+  nf4.double_quant = false;
+  TensorGroup q_proj{};
+  q_proj.role = TensorRole::AttnQ;
+  q_proj.split = TensorSplit::Column;
+  q_proj.rows = 1024;
+  q_proj.cols = 1152;
+  q_proj.count = 1;
+  q_proj.is_linear = true;
+  const std::int64_t packed = 1024LL * 1152 / 2;         // 589,824 uint8
+  const std::int64_t absmax = 4LL * (1024 * 1152 / 64);  // 18,432 fp32
+  EXPECT_EQ(tensor_group_bytes(q_proj, nf4, DType::F16, 1, true), packed + absmax + 64 + 81);
+  TensorGroup k_proj = q_proj;
+  k_proj.rows = 256;
+  EXPECT_EQ(tensor_group_bytes(k_proj, nf4, DType::F16, 1, true),
+            256LL * 1152 / 2 + 4LL * (256 * 1152 / 64) + 64 + 80);
+  // "bfloat16" is one character longer; on the GPU vLLM holds no JSON state.
+  EXPECT_EQ(tensor_group_bytes(q_proj, nf4, DType::BF16, 1, true), packed + absmax + 64 + 82);
+  EXPECT_EQ(tensor_group_bytes(q_proj, nf4, DType::BF16, 1, false), packed + absmax + 64);
+}
+
 TEST(Weights, CheckpointBytesTheSpecDoesNotExplainAreSharedLikeLayers) {
   ModelSpec spec = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
   const RankPlacement tp2{2, 1, 0};

@@ -124,8 +124,12 @@ struct QuantSpec {
   std::int32_t block_n = 128;                            // Block strategy
   std::int32_t block_k = 128;
   bool static_activation_scale = false;  // input_scale stored
-  bool double_quant = true;              // bitsandbytes nested absmax in the checkpoint
-  bool online = false;                   // quantized at load from a 16-bit checkpoint
+  // fp8 / int8 weight and input scales stored in torch_dtype (compressed-tensors keeps the
+  // observed weight's dtype) instead of float32 (vLLM fp8, AutoFP8, ModelOpt); checkpoint only:
+  // vLLM loads them into float32 parameters.
+  bool scales_in_torch_dtype = false;
+  bool double_quant = true;  // bitsandbytes nested absmax in the checkpoint
+  bool online = false;       // quantized at load from a 16-bit checkpoint
   // Tensor roles left in torch_dtype (names as tensor_role_name, e.g. "lm_head", "router").
   std::vector<std::string> unquantized_roles;
   // Tensor roles stored in per-tensor fp8 with a static input scale (ModelOpt FP8 layout) while

@@ -99,7 +99,7 @@ TEST(SglangDefaultFraction, UnknownNvidiaSmiTotalIsSaid) {
 // ---- the KV pool ------------------------------------------------------------------------
 
 // Dense: Llama-3.1-8B, 1x H100, f = 0.90 (given), 0.5.23.
-// B = 85 030 076 416 (CUDA total) - 783 831 040 (context, no NCCL at TP=1) = 84 246 245 376.
+// B = 85 030 076 416 (CUDA total) - 311 385 129 (context, no NCCL at TP=1) = 84 718 691 287.
 // slack = 0.1 B; rest = B - W - slack; cell = 8 KV heads x (128 + 128) x 2 B x 32 layers
 // = 131 072 B; tokens = floor(rest / cell) (page 1); K size = (tokens + 1) x 8 x 128 x 2 x 32.
 // R = min(clamp(floor(tokens / 131072 x 512), 2048, 4096), tokens / 2);
@@ -110,7 +110,7 @@ TEST(SglangKvPool, DenseLlama8BOnH100) {
   config.mem_fraction_static = 0.90;
   const SglangBreakdown b =
       sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), sglang_table(), config);
-  const std::int64_t baseline = 85030076416 - 783831040;
+  const std::int64_t baseline = 85030076416 - 311385129;
   EXPECT_EQ(b.baseline_free_bytes, baseline);
   const std::int64_t weights =
       weight_bytes_per_rank(spec, spec.quantization, DType::BF16, RankPlacement{}).total();
@@ -163,8 +163,8 @@ TEST(SglangKvPool, MlaDeepSeekV3) {
   EXPECT_TRUE(b.mla);
   EXPECT_EQ(b.cell_bytes, 70272);
   EXPECT_EQ(b.v_bytes_per_token, 0);
-  // B = 150 022 914 048 - 783 831 040 - 1 073 741 824 (NCCL over NVLink, TP=8).
-  const std::int64_t baseline = 150022914048 - 783831040 - 1073741824;
+  // B = 150 022 914 048 - 311 385 129 - 1 224 065 679 (NCCL over NVLink, TP=8).
+  const std::int64_t baseline = 150022914048 - 311385129 - 1224065679;
   EXPECT_EQ(b.baseline_free_bytes, baseline);
   const std::int64_t rest = baseline - b.weights_bytes - std::llround(baseline * 0.1);
   EXPECT_EQ(b.max_total_num_tokens, rest / 70272);

@@ -44,7 +44,12 @@ std::optional<double> leading_double(std::string_view text) {
     digits = digits || text[end] != '.';
     ++end;
   }
-  if (!digits || end > 32) return std::nullopt;
+  // "1e999999", "12abc": not a figure SGLang prints.
+  if (!digits || end > 32 ||
+      (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end])) != 0 &&
+       text.substr(end, 1) != "G" && text.substr(end, 1) != "M")) {
+    return std::nullopt;
+  }
   double value = 0.0;
   const std::string copy(text.substr(text[0] == '+' ? 1 : 0, end - (text[0] == '+' ? 1 : 0)));
   const auto result = std::from_chars(copy.data(), copy.data() + copy.size(), value);
@@ -63,6 +68,8 @@ std::optional<std::int64_t> leading_integer(std::string_view text) {
   const std::size_t start = end;
   while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) != 0) ++end;
   if (end == start || end - start > 15) return std::nullopt;
+  if (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end])) != 0)
+    return std::nullopt;
   std::int64_t value = 0;
   std::from_chars(text.data() + start, text.data() + end, value);
   return negative ? -value : value;

@@ -194,13 +194,6 @@ Prepared prepare(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& r
   return p;
 }
 
-const SglangMemoryTier& tier_of(const SglangRules& rules, std::int64_t gpu_mib) {
-  for (const SglangMemoryTier& t : rules.memory_tiers) {
-    if (t.below_mib == 0 || gpu_mib < t.below_mib) return t;
-  }
-  return rules.memory_tiers.back();
-}
-
 // Activation bytes of one chunked-prefill forward (an estimate, docs/sglang.md): the residual,
 // normed input, attention output and a spare of hidden size, and the MLP's gate/up output.
 std::int64_t activation_estimate(const ModelSpec& spec, std::int64_t tokens, std::int32_t tp,
@@ -254,7 +247,7 @@ SglangBreakdown evaluate_stage(const Prepared& p, const Stage& stage, const Sgla
   b.context_length = c.context_length.value_or(spec.max_position_embeddings);
 
   // Defaults that depend on the GPU tier.
-  const SglangMemoryTier& tier = tier_of(rules, p.gpu_mib);
+  const SglangMemoryTier& tier = sglang_memory_tier(rules, p.gpu_mib);
   b.chunked_prefill_size = c.chunked_prefill_size.value_or(tier.chunked_prefill_size);
   if (c.disable_cuda_graph) {
     b.cuda_graph_max_bs = 0;
@@ -508,6 +501,14 @@ std::vector<std::int64_t> sglang_ladder(const std::vector<SglangLadderStep>& lad
   return sizes;
 }
 
+const SglangMemoryTier& sglang_memory_tier(const SglangRules& rules,
+                                           std::int64_t gpu_mib) noexcept {
+  for (const SglangMemoryTier& t : rules.memory_tiers) {
+    if (t.below_mib == 0 || gpu_mib < t.below_mib) return t;
+  }
+  return rules.memory_tiers.back();
+}
+
 double sglang_default_mem_fraction_static(const SglangRules& rules,
                                           const SglangFractionInputs& in) noexcept {
   const auto gpu = static_cast<double>(in.gpu_mib);
@@ -528,6 +529,12 @@ double sglang_default_mem_fraction_static(const SglangRules& rules,
                    (gpu - static_cast<double>(rules.boost_cap_reserve_mib)) / gpu);
     }
     return f;
+  }
+  if (rules.fraction_rule == SglangFractionRule::TieredReserve) {
+    const SglangMemoryTier& tier = sglang_memory_tier(rules, in.gpu_mib);
+    const double parallel = static_cast<double>(in.tp_size) * in.pp_size;
+    const double reserved = (tier.reserve_gib + parallel * tier.reserve_gib_per_parallel) * 1024.0;
+    return std::round((gpu - reserved) / gpu * 1000.0) / 1000.0;
   }
   const std::int64_t activation_tokens =
       in.chunked_prefill_size > 0 ? std::max(in.chunked_prefill_size, rules.min_activation_tokens)

@@ -231,10 +231,12 @@ SglangRules parse_row(const YAML::Node& node, const std::string& file, std::size
   const std::string rule = row.text("default_fraction_rule");
   if (rule == "parallel_steps") {
     r.fraction_rule = SglangFractionRule::ParallelSteps;
+  } else if (rule == "tiered_reserve") {
+    r.fraction_rule = SglangFractionRule::TieredReserve;
   } else if (rule == "reserve") {
     r.fraction_rule = SglangFractionRule::Reserve;
   } else {
-    row.fail("default_fraction_rule", rule, "expected parallel_steps or reserve");
+    row.fail("default_fraction_rule", rule, "expected parallel_steps, tiered_reserve or reserve");
   }
   const YAML::Node steps = row.list("parallel_steps");
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -283,7 +285,8 @@ SglangRules parse_row(const YAML::Node& node, const std::string& file, std::size
     for (const auto& entry : tiers[i]) {
       const std::string key = entry.first.Scalar();
       if (key != "below_mib" && key != "chunked_prefill_size" && key != "graph_max_bs_small_tp" &&
-          key != "graph_max_bs_large_tp") {
+          key != "graph_max_bs_large_tp" && key != "reserve_gib" &&
+          key != "reserve_gib_per_parallel") {
         row.fail(at + "." + key, key, "unknown field");
       }
     }
@@ -295,6 +298,14 @@ SglangRules parse_row(const YAML::Node& node, const std::string& file, std::size
         static_cast<std::int32_t>(tier.integer("graph_max_bs_small_tp", 1, 1 << 16));
     t.graph_max_bs_large_tp =
         static_cast<std::int32_t>(tier.integer("graph_max_bs_large_tp", 1, 1 << 16));
+    // The per-tier reserve belongs to the tiered_reserve rule only.
+    if (r.fraction_rule == SglangFractionRule::TieredReserve) {
+      t.reserve_gib = tier.number("reserve_gib", 0.0, 1024.0);
+      t.reserve_gib_per_parallel = tier.number("reserve_gib_per_parallel", 0.0, 64.0);
+    } else if (tiers[i]["reserve_gib"] || tiers[i]["reserve_gib_per_parallel"]) {
+      row.fail(at + ".reserve_gib", "present",
+               "only the tiered_reserve rule has a per-tier reserve");
+    }
     const bool last = i + 1 == tiers.size();
     if (last != (t.below_mib == 0)) {
       row.fail(at + ".below_mib", std::to_string(t.below_mib),
@@ -419,12 +430,16 @@ const SglangRules& sglang_rules(const SglangTable& table, const std::string& ver
 std::string sglang_version_note(const SglangTable& table, const std::string& version) {
   if (table.rows.empty() || version.empty()) return "";
   const auto asked = parse_version(version);
-  const SglangRules& newest = table.rows.back();
-  const auto read = parse_version(newest.release);
-  if (!asked || !read || !version_less(*read, *asked)) return "";
-  return "SGLang " + version + " is newer than " + newest.release +
-         ", the newest release whose rules were read: its rules are assumed to be " +
-         newest.release + "'s";
+  if (!asked) return "";
+  const SglangRules* row = nullptr;
+  for (const SglangRules& r : table.rows) {
+    if (!version_less(*asked, {r.major, r.minor, r.patch})) row = &r;
+  }
+  if (row == nullptr) return "";
+  const auto read = parse_version(row->release);
+  if (read && !version_less(*read, *asked) && !version_less(*asked, *read)) return "";
+  return "SGLang " + version + ": the rules read from the " + row->release +
+         " wheel are assumed (this release itself was not read)";
 }
 
 }  // namespace vramplan

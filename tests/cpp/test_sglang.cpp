@@ -85,6 +85,21 @@ TEST(SglangDefaultFraction, Release046StepTable) {
   EXPECT_NEAR(default_f(rules_046(), "H200", 1), (143771.0 - 18432.0) / 143771.0, 1e-12);
 }
 
+const SglangRules& rules_0410() { return sglang_rules(sglang_table(), "0.4.10.post2"); }
+
+// 0.4.8-0.5.x (server_args.py:__post_init__ of 0.4.10.post2): reserve = (tier + TP x PP x
+// per-rank) GiB, f = round((gpu - reserve)/gpu, 3).
+//   H100 TP=1: (9.5 + 0.5) x 1024 = 10240 -> (81559 - 10240)/81559 = 0.87445 -> 0.874
+//   H100 TP=8: (9.5 + 4) x 1024 = 13824 -> 0.83050 -> 0.831
+//   H200 TP=1: (12 + 0.5) x 1024 = 12800 -> 0.91097 -> 0.911
+//   RTX 4090 TP=1: (2.8 + 0.1) x 1024 = 2969.6 -> 0.87911 -> 0.879
+TEST(SglangDefaultFraction, Release0410TieredReserve) {
+  EXPECT_DOUBLE_EQ(default_f(rules_0410(), "H100-80GB", 1), 0.874);
+  EXPECT_DOUBLE_EQ(default_f(rules_0410(), "H100-80GB", 8), 0.831);
+  EXPECT_DOUBLE_EQ(default_f(rules_0410(), "H200", 1), 0.911);
+  EXPECT_DOUBLE_EQ(default_f(rules_0410(), "RTX-4090", 1), 0.879);
+}
+
 // A GPU nvidia-smi's total is not recorded for: the CUDA total stands in, and a note says so.
 TEST(SglangDefaultFraction, UnknownNvidiaSmiTotalIsSaid) {
   SglangConfig config;
@@ -315,11 +330,17 @@ TEST(SglangPlan, LaunchLineIsShellSafe) {
 TEST(SglangRulesTable, VersionLookup) {
   EXPECT_EQ(sglang_rules(sglang_table(), "0.4.6.post5").release, "0.4.6.post5");
   EXPECT_EQ(sglang_rules(sglang_table(), "v0.4.3.post2").release, "0.4.6.post5");
+  EXPECT_EQ(sglang_rules(sglang_table(), "0.4.9.post4").release, "0.4.10.post2");
+  EXPECT_EQ(sglang_rules(sglang_table(), "0.5.3").release, "0.4.10.post2");
+  EXPECT_EQ(sglang_rules(sglang_table(), "0.5.10").release, "0.5.23");
   EXPECT_EQ(sglang_rules(sglang_table(), "0.5.23").release, "0.5.23");
   EXPECT_EQ(sglang_rules(sglang_table(), "").release, "0.5.23");
   EXPECT_THROW(sglang_rules(sglang_table(), "0.3.6"), ConfigError);
   EXPECT_THROW(sglang_rules(sglang_table(), "latest"), ConfigError);
   EXPECT_EQ(sglang_version_note(sglang_table(), "0.5.23"), "");
+  EXPECT_EQ(sglang_version_note(sglang_table(), "0.4.6.post5"), "");
+  EXPECT_NE(sglang_version_note(sglang_table(), "0.5.10").find("0.5.23 wheel are assumed"),
+            std::string::npos);
   EXPECT_NE(sglang_version_note(sglang_table(), "0.6.1").find("assumed"), std::string::npos);
 }
 
@@ -348,7 +369,7 @@ void expect_spec_error(const std::string& yaml, const std::string& field_part) {
 TEST(SglangRulesTable, FileParsesAndHostileRowsAreNamed) {
   const std::string good = compiled_yaml_text();
   ASSERT_FALSE(good.empty());
-  EXPECT_EQ(parse_sglang_yaml(good, "sglang.yaml").rows.size(), 2U);
+  EXPECT_EQ(parse_sglang_yaml(good, "sglang.yaml").rows.size(), 3U);
   expect_spec_error(
       replace_once(good, "    large_tp_size: 4\n", "    large_tp_size: 4\n    surprise: 1\n"),
       "sglang[0].surprise");
@@ -356,14 +377,16 @@ TEST(SglangRulesTable, FileParsesAndHostileRowsAreNamed) {
                     "sglang[0].page_size_default");
   expect_spec_error(
       replace_once(good, "    default_fraction_rule: reserve", "    default_fraction_rule: magic"),
-      "sglang[1].default_fraction_rule");
+      "sglang[2].default_fraction_rule");
   expect_spec_error(replace_once(good, "reserve_base_mib: 512", "reserve_base_mib: lots"),
-                    "sglang[1].reserve_base_mib");
+                    "sglang[2].reserve_base_mib");
   expect_spec_error(
       replace_once(good, "req_to_token_element_bytes: 4", "req_to_token_element_bytes: 400"),
       "req_to_token_element_bytes");
-  expect_spec_error(replace_once(good, "from_version: \"0.5.0\"", "from_version: \"0.3.0\""),
-                    "sglang[1].from_version");
+  expect_spec_error(replace_once(good, "from_version: \"0.5.4\"", "from_version: \"0.3.0\""),
+                    "sglang[2].from_version");
+  expect_spec_error(replace_once(good, ", reserve_gib: 12, reserve_gib_per_parallel: 0.5}", "}"),
+                    "memory_tiers[2].reserve_gib");
   expect_spec_error(replace_once(good, "{below_mib: 25000,", "{below_mib: 0,"),
                     "memory_tiers[0].below_mib");
   expect_spec_error(replace_once(good, "kv_padding_page: true", "kv_padding_page: yes please"),

@@ -24,8 +24,9 @@ namespace vramplan {
 // --------------------------------------------------------------------------------------------
 
 enum class SglangFractionRule : std::uint8_t {
-  ParallelSteps,  // 0.4.x: a step table by TP x PP, boosted on large GPUs
-  Reserve,        // 0.5.x: (gpu - reserve) / gpu with a reserve for activations and graphs
+  ParallelSteps,  // 0.4.0-0.4.7: a step table by TP x PP, boosted on large GPUs
+  TieredReserve,  // 0.4.8-0.5.x: (gpu - reserve) / gpu, the reserve a per-tier constant + TP x PP
+  Reserve,        // 0.5.23: (gpu - reserve) / gpu with a reserve for activations and graphs
 };
 
 enum class SglangRunningRequestsRule : std::uint8_t {
@@ -49,6 +50,8 @@ struct SglangMemoryTier {
   std::int64_t chunked_prefill_size = 0;
   std::int32_t graph_max_bs_small_tp = 0;
   std::int32_t graph_max_bs_large_tp = 0;
+  double reserve_gib = 0.0;               // TieredReserve: the tier's constant reserve
+  double reserve_gib_per_parallel = 0.0;  // TieredReserve: and per TP x PP rank
 };
 
 // Captured sizes start, start + step, ... up to end (inclusive).
@@ -122,8 +125,8 @@ const SglangTable& sglang_table();
 // The row for an SGLang version ("0.5.23", "0.4.6.post5"; empty: the newest row). ConfigError
 // for a version before the first row or one that does not parse.
 const SglangRules& sglang_rules(const SglangTable& table, const std::string& version);
-// What was assumed when `version` is newer than the release the newest row was read from (its
-// rules are taken to be that release's); empty otherwise.
+// What was assumed when `version` is not the release its row was read from (the row's rules
+// are taken for it); empty when it is.
 std::string sglang_version_note(const SglangTable& table, const std::string& version);
 
 // --------------------------------------------------------------------------------------------
@@ -179,6 +182,8 @@ struct SglangFractionInputs {
 };
 double sglang_default_mem_fraction_static(const SglangRules& rules,
                                           const SglangFractionInputs& in) noexcept;
+// The memory tier of a GPU of `gpu_mib` (nvidia-smi MiB).
+const SglangMemoryTier& sglang_memory_tier(const SglangRules& rules, std::int64_t gpu_mib) noexcept;
 // Captured sizes of a ladder up to `max_size`.
 std::vector<std::int64_t> sglang_ladder(const std::vector<SglangLadderStep>& ladder,
                                         std::int64_t max_size);

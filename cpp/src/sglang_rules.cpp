@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vramplan/errors.hpp"
@@ -111,8 +112,8 @@ const std::set<std::string>& row_keys() {
 
 class Row {
  public:
-  Row(YAML::Node node, std::string file, std::string prefix)
-      : node_(std::move(node)), file_(std::move(file)), prefix_(std::move(prefix)) {}
+  Row(const YAML::Node& node, std::string file, std::string prefix)
+      : node_(node), file_(std::move(file)), prefix_(std::move(prefix)) {}
 
   [[noreturn]] void fail(const std::string& key, const std::string& value,
                          const std::string& problem) const {
@@ -287,7 +288,10 @@ SglangRules parse_row(const YAML::Node& node, const std::string& file, std::size
       if (key != "below_mib" && key != "chunked_prefill_size" && key != "graph_max_bs_small_tp" &&
           key != "graph_max_bs_large_tp" && key != "reserve_gib" &&
           key != "reserve_gib_per_parallel") {
-        row.fail(at + "." + key, key, "unknown field");
+        std::string field = at;
+        field += ".";
+        field += key;
+        row.fail(field, key, "unknown field");
       }
     }
     const Row tier(tiers[i], file, prefix + at + ".");

@@ -434,6 +434,14 @@ SglangBreakdown evaluate_stage(const Prepared& p, const Stage& stage, const Sgla
     return b;
   }
   b.verdict = SglangVerdict::Started;
+  if (b.context_length > b.max_total_num_tokens) {
+    // SGLang starts, then refuses inputs past the pool ("Input length (...) exceeds the maximum
+    // allowed length (N - 1 tokens)").
+    b.notes.push_back("context_length " + std::to_string(b.context_length) +
+                      " is longer than the KV pool (" + std::to_string(b.max_total_num_tokens) +
+                      " tokens): SGLang starts but refuses inputs of more than " +
+                      std::to_string(b.max_total_num_tokens - 1) + " tokens");
+  }
   return b;
 }
 

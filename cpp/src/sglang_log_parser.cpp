@@ -265,7 +265,7 @@ struct SglangLogParser::State {
       if (!f.avail_after_weights_gib) {
         f.avail_after_weights_gib = gib_after(l, "avail mem=");
         f.weights_gib = gib_after(l, "mem usage=");
-        // 0.4.0-0.4.2 print no "mem usage": the drop across loading.
+        // Early 0.4 releases print no "mem usage": the drop across loading.
         if (!f.weights_gib && f.load_begin_avail_gib && f.avail_after_weights_gib) {
           f.weights_gib = *f.load_begin_avail_gib - *f.avail_after_weights_gib;
         }

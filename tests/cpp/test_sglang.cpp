@@ -270,6 +270,42 @@ TEST(SglangVerdict, TinySlackFailsAtGraphCapture) {
   EXPECT_NE(b.error.find("Capture cuda graph failed"), std::string::npos);
 }
 
+// DeepSeek-V3 at its full 163 840-token context on 8x H200 at f = 0.62: ~79 GiB of FP8 weights
+// per rank under f x B ~ 85.7 GiB leave ~6.4 GiB, ~98 k tokens of 70 272 B, so a full-length
+// request cannot fit; SGLang still starts, and the breakdown says what it will refuse.
+TEST(SglangVerdict, ContextLongerThanThePoolIsSaid) {
+  SglangConfig config;
+  config.tp_size = 8;
+  config.mem_fraction_static = 0.62;
+  const SglangBreakdown b =
+      sglang_breakdown(db().model("deepseek-ai/DeepSeek-V3"), db().gpu("H200"), rules_0523(),
+                       sglang_table(), config);
+  ASSERT_EQ(b.verdict, SglangVerdict::Started);
+  ASSERT_LT(b.max_total_num_tokens, b.context_length);
+  ASSERT_FALSE(b.notes.empty());
+  EXPECT_NE(b.notes.back().find("refuses inputs of more than " +
+                                std::to_string(b.max_total_num_tokens - 1)),
+            std::string::npos);
+}
+
+// Pipeline stages agree on the smallest pool: PP = 2 gives each stage half the layers, so the
+// pool holds about twice the tokens of PP = 1 on the same GPU budget per rank, never a mix.
+TEST(SglangVerdict, PipelineStagesTakeTheSmallestPool) {
+  SglangConfig one;
+  one.mem_fraction_static = 0.9;
+  one.context_length = 8192;
+  SglangConfig two = one;
+  two.pp_size = 2;
+  const ModelSpec& spec = db().model("meta-llama/Llama-3.1-8B");
+  const SglangBreakdown a =
+      sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), sglang_table(), one);
+  const SglangBreakdown b =
+      sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), sglang_table(), two);
+  EXPECT_EQ(b.cell_bytes * 2, a.cell_bytes);                      // 16 of 32 layers per stage
+  EXPECT_GT(b.max_total_num_tokens, 2 * a.max_total_num_tokens);  // and fewer weights per rank
+  EXPECT_EQ(b.nccl_bytes, 1224065679);                            // PP = 2 opens NCCL communicators
+}
+
 TEST(SglangVerdict, KnobsOutOfRangeAreNamed) {
   SglangConfig config;
   config.mem_fraction_static = 1.5;

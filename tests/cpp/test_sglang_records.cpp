@@ -182,7 +182,7 @@ TEST(SglangLogParser, Release0523Wording) {
 }
 
 TEST(SglangLogParser, OldestWordingWithoutMemUsage) {
-  // 0.4.0-0.4.2: no "mem usage" on the weights line, no "#tokens" on the KV line.
+  // Early 0.4 releases: no "mem usage" on the weights line, no "#tokens" on the KV line.
   const SglangLogFigures f = parse_sglang_log(
       "[2025-02-04 05:21:40 TP0] Load weight begin. avail mem=22.76 GB\n"
       "[2025-02-04 05:29:17 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, "

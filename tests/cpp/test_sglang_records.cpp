@@ -56,7 +56,7 @@ const json& record(const std::string& id) {
 }
 
 TEST(SglangRecords, CountAndShape) {
-  ASSERT_EQ(records().size(), 12U);
+  ASSERT_EQ(records().size(), 14U);
   for (const json& r : records()) {
     EXPECT_TRUE(r.contains("source") &&
                 r["source"].get<std::string>().find("https://github.com/") == 0)
@@ -259,9 +259,10 @@ TEST(SglangRecordsModel, KSizeOfEveryLoggedPool) {
     std::int32_t attention_tp;  // heads are split over the attention TP (DP attention: tp/dp)
     const char* stand_in_gpu;
   };
-  const Case cases[] = {{"sgl-r01", 4, "L4"},   {"sgl-r02", 4, "H100-80GB"},
-                        {"sgl-r03", 1, "B300"}, {"sgl-r04", 1, "B300"},
-                        {"sgl-r05", 8, "B200"}, {"sgl-r06", 1, "B200"}};
+  const Case cases[] = {{"sgl-r01", 4, "L4"},       {"sgl-r02", 4, "H100-80GB"},
+                        {"sgl-r03", 1, "B300"},     {"sgl-r04", 1, "B300"},
+                        {"sgl-r05", 8, "B200"},     {"sgl-r06", 1, "B200"},
+                        {"sgl-r13", 1, "RTX-5090"}, {"sgl-r14", 4, "B200"}};
   for (const Case& c : cases) {
     const json& r = record(c.id);
     SglangConfig config;
@@ -306,6 +307,24 @@ TEST(SglangRecordsModel, BudgetFromTheLogsOwnFigures) {
   const double free_gib = m8["avail_after_weights_gib"].get<double>();
   const double minimum = 1.0 - free_gib / (free_gib + m8["weights_gib"].get<double>());
   EXPECT_NEAR(minimum, m8["minimum_mem_fraction_static"].get<double>(), 0.0005);
+}
+
+// sgl-r13 (June 2025, one ~30.8 GiB GPU) prints no f, but its figures imply it: the pool took
+// K + V = 18.22 GiB of the 21.96 GiB free after 8.81 GiB of weights, so the slack was 3.74 GiB
+// of B ~ 21.96 + 8.81 = 30.77 GiB: f = 1 - 3.74 / 30.77 = 0.8785. Row 0 (0.4.0-0.4.7) gives 0.88
+// on a <= 81 920 MiB GPU at TP = 1. The GiB figures are rounded to 0.01 and B is approximated by
+// free + weights (the loader's leftovers are not logged): 0.002 allows both.
+TEST(SglangRecordsModel, ImpliedFractionOfAnOlderRelease) {
+  const json& m = record("sgl-r13")["measured"];
+  const double free_gib = m["avail_after_weights_gib"].get<double>();
+  const double kv_gib = m["k_size_gib"].get<double>() + m["v_size_gib"].get<double>();
+  const double implied = 1.0 - (free_gib - kv_gib) / (free_gib + m["weights_gib"].get<double>());
+  SglangConfig config;
+  const SglangBreakdown b =
+      sglang_breakdown(db().model("Qwen/Qwen3-4B"), db().gpu("RTX-5090"),
+                       sglang_rules(sglang_table(), "0.4.7"), sglang_table(), config);
+  std::printf("sgl-r13 implied f %.4f, row 0 default %.3f\n", implied, b.mem_fraction_static);
+  EXPECT_NEAR(b.mem_fraction_static, implied, 0.002);
 }
 
 // Default f: sgl-r12 (Qwen3-32B, H100, TP=2) reported 0.828.
@@ -373,6 +392,20 @@ TEST(SglangRecordsModel, WholeModelErrorPerTerm) {
         error_percent(static_cast<double>(b.max_total_num_tokens), m["kv_tokens"].get<double>()),
         static_cast<double>(b.weights_bytes) / kGiB);
     EXPECT_EQ(b.verdict, SglangVerdict::Started);
+  }
+  // sgl-r05: B at TP = 8 on an H200-class GPU, predicted from the fitted context and NCCL
+  // constants (fitted at TP = 4) against the logged free memory before the weights.
+  {
+    const json& m = record("sgl-r05")["measured"];
+    SglangConfig config;
+    config.tp_size = 8;
+    const SglangBreakdown b =
+        sglang_breakdown(db().model("meta-llama/Llama-3.1-70B"), db().gpu("H200"),
+                         sglang_rules(sglang_table(), ""), sglang_table(), config);
+    const double baseline = static_cast<double>(b.baseline_free_bytes) / kGiB;
+    std::printf("sgl-r05 B %.2f vs %.2f GiB (%+.2f GiB)\n", baseline,
+                m["load_begin_avail_gib"].get<double>(),
+                baseline - m["load_begin_avail_gib"].get<double>());
   }
   // sgl-r06: the decode-graph estimate (SGLang's own 2 MiB per max_bs) against a capture of 52
   // sizes up to 512 on a B200: printed, not asserted (graphs are not modelled, only reserved).

@@ -56,7 +56,7 @@ const json& record(const std::string& id) {
 }
 
 TEST(SglangRecords, CountAndShape) {
-  ASSERT_EQ(records().size(), 14U);
+  ASSERT_EQ(records().size(), 15U);
   for (const json& r : records()) {
     EXPECT_TRUE(r.contains("source") &&
                 r["source"].get<std::string>().find("https://github.com/") == 0)
@@ -86,6 +86,7 @@ TEST(SglangLogParserRecords, EveryExcerptGivesItsRecordsFigures) {
       {"context_length", "context_length"},
       {"chunked_prefill_size", "chunked_prefill_size"},
       {"available_gpu_mem_gib", "available_gpu_mem_gib"},
+      {"mamba_cache_size", "mamba_cache_size"},
   };
   int checked = 0;
   int outcomes = 0;

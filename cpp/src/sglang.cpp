@@ -651,6 +651,18 @@ SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRu
     planned.mem_fraction_static = plan.max_mem_fraction_static;
   }
   plan.planned = evaluate(p, planned);
+  if (best_f) {
+    // The slack consumers are estimates that no release measures before sizing; measured
+    // captures exceeded the graph estimate (docs/sglang.md, accuracy table).
+    plan.planned.notes.push_back(
+        "mem_fraction_static " + format_fraction(*plan.max_mem_fraction_static) +
+        " leaves the slack only SGLang's own CUDA-graph reserve (" +
+        format_fraction(static_cast<double>(plan.planned.decode_graph_bytes +
+                                            plan.planned.prefill_graph_bytes) /
+                        static_cast<double>(std::int64_t{1} << 30)) +
+        " GiB here) and an activation estimate; measured graph captures took 1.4x to 20x that "
+        "reserve, so leave headroom below it");
+  }
 
   // The other knobs at the launch's own f (given or default).
   const SglangBreakdown& base = plan.launch;

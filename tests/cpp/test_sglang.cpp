@@ -342,6 +342,8 @@ TEST(SglangPlan, LargestFractionStartsAndTheNextDoesNot) {
       sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), sglang_table(), above).verdict,
       SglangVerdict::Started);
   EXPECT_GT(f, plan.launch.mem_fraction_static);  // the default keeps headroom
+  ASSERT_FALSE(plan.planned.notes.empty());
+  EXPECT_NE(plan.planned.notes.back().find("leave headroom"), std::string::npos);
   ASSERT_TRUE(plan.max_running_requests);
   ASSERT_TRUE(plan.max_context_length);
   EXPECT_LE(*plan.max_context_length, spec.max_position_embeddings);

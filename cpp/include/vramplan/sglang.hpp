@@ -26,18 +26,18 @@ namespace vramplan {
 
 enum class SglangFractionRule : std::uint8_t {
   ParallelSteps,  // 0.4.0-0.4.7: a step table by TP x PP, boosted on large GPUs
-  TieredReserve,  // 0.4.8-0.5.x: (gpu - reserve) / gpu, the reserve a per-tier constant + TP x PP
+  TieredReserve,  // 0.4.8-0.5.3: (gpu - reserve) / gpu, the reserve a per-tier constant + TP x PP
   Reserve,        // 0.5.23: (gpu - reserve) / gpu with a reserve for activations and graphs
 };
 
 enum class SglangRunningRequestsRule : std::uint8_t {
-  PoolBound,   // 0.4.x: min(user or N // 2, req pool size)
-  HalfTokens,  // 0.5.x: min(user or the pool estimate, N // 2)
+  PoolBound,   // read from 0.4.6.post5 and 0.4.10.post2: min(user or N // 2, req pool size)
+  HalfTokens,  // read from 0.5.23: min(user or the pool estimate, N // 2)
 };
 
 enum class SglangWeightsError : std::uint8_t {
   NotEnoughMemory,  // 0.4.x: "Not enough memory. Please try to increase --mem-fraction-static."
-  LeaveNoMemory,    // 0.5.x: "Loaded weights leave no GPU memory for the KV cache ..."
+  LeaveNoMemory,    // 0.5.23: "Loaded weights leave no GPU memory for the KV cache ..."
 };
 
 struct SglangParallelStep {
@@ -195,7 +195,7 @@ std::vector<std::int64_t> sglang_ladder(const std::vector<SglangLadderStep>& lad
 
 enum class SglangVerdict : std::uint8_t {
   Started,
-  WeightsLeaveNoMemory,  // rest <= 0 (0.4.x reports it as "Not enough memory")
+  WeightsLeaveNoMemory,  // rest <= 0 (releases before 0.5.23's row report "Not enough memory")
   NotEnoughMemory,       // tokens <= 0 after the cell division / the hybrid state pool
   OomGraphCapture,       // the slack cannot hold req_to_token and the decode graphs
   OomFirstPrefill,       // graphs fit, a chunked-prefill forward does not

@@ -1,0 +1,767 @@
+// SGLang's startup memory, per rank: default f, baseline, KV pool, slack consumers, verdict,
+// and the solver for the largest safe knobs. Rules come from model_specs/sglang.yaml.
+#include "vramplan/sglang.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "vramplan/dtype.hpp"
+#include "vramplan/errors.hpp"
+#include "vramplan/kv_cache.hpp"
+#include "vramplan/weights.hpp"
+
+namespace vramplan {
+namespace {
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxContext = std::int64_t{1} << 31;
+
+std::int64_t mib_to_bytes(double mib) {
+  return static_cast<std::int64_t>(std::llround(mib * kMiB));
+}
+
+std::string format_fraction(double f) {
+  std::ostringstream out;
+  out.precision(3);
+  out << std::fixed << f;
+  return out.str();
+}
+
+// One pipeline stage's fixed terms (weights and per-token cells do not depend on the knobs
+// the solver moves).
+struct Stage {
+  std::int64_t weights_bytes = 0;
+  std::int64_t full_cell_bytes = 0;  // full-attention / MLA layers, per token
+  std::int64_t k_bytes_per_token = 0;
+  std::int64_t swa_cell_bytes = 0;  // sliding-window layers, per token
+  std::int64_t mamba_bytes_per_slot = 0;
+};
+
+struct Prepared {
+  const ModelSpec* spec = nullptr;
+  const GpuSpec* gpu = nullptr;
+  const SglangRules* rules = nullptr;
+  std::int64_t gpu_mib = 0;
+  bool gpu_mib_assumed = false;
+  std::int32_t kv_element_bytes = 2;
+  std::int32_t served_bytes = 2;
+  std::int64_t cuda_context_bytes = 0;
+  std::int64_t nccl_bytes = 0;
+  std::int64_t baseline_free_bytes = 0;
+  std::vector<Stage> stages;
+  std::vector<std::string> notes;
+};
+
+void check_range(const char* field, std::int64_t value, std::int64_t low, std::int64_t high) {
+  if (value < low || value > high) {
+    throw ConfigError(field, std::to_string(value),
+                      std::to_string(low) + ".." + std::to_string(high), "out of range");
+  }
+}
+
+void validate(const SglangConfig& c, const ModelSpec& spec) {
+  check_range("tp_size", c.tp_size, 1, 1024);
+  check_range("pp_size", c.pp_size, 1, 1024);
+  check_range("dp_size", c.dp_size, 1, 1024);
+  if (c.pp_size > spec.num_hidden_layers) {
+    throw ConfigError("pp_size", std::to_string(c.pp_size),
+                      "1.." + std::to_string(spec.num_hidden_layers),
+                      "more pipeline stages than layers");
+  }
+  if (c.mem_fraction_static && !(*c.mem_fraction_static > 0.0 && *c.mem_fraction_static < 1.0)) {
+    throw ConfigError("mem_fraction_static", std::to_string(*c.mem_fraction_static), "(0, 1)",
+                      "out of range");
+  }
+  if (c.max_running_requests)
+    check_range("max_running_requests", *c.max_running_requests, 1, 1 << 24);
+  if (c.context_length) check_range("context_length", *c.context_length, 1, kMaxContext);
+  if (c.chunked_prefill_size && *c.chunked_prefill_size != -1) {
+    check_range("chunked_prefill_size", *c.chunked_prefill_size, 1, 1 << 24);
+  }
+  if (c.cuda_graph_max_bs) check_range("cuda_graph_max_bs", *c.cuda_graph_max_bs, 1, 1 << 16);
+  if (c.max_total_tokens)
+    check_range("max_total_tokens", *c.max_total_tokens, 1, std::int64_t{1} << 40);
+  check_range("max_prefill_tokens", c.max_prefill_tokens, 1, 1 << 24);
+  if (c.page_size) check_range("page_size", *c.page_size, 1, 1024);
+  if (c.swa_full_tokens_ratio &&
+      !(*c.swa_full_tokens_ratio > 0.0 && *c.swa_full_tokens_ratio <= 1.0)) {
+    throw ConfigError("swa_full_tokens_ratio", std::to_string(*c.swa_full_tokens_ratio), "(0, 1]",
+                      "out of range");
+  }
+  if (c.mamba_full_memory_ratio &&
+      !(*c.mamba_full_memory_ratio > 0.0 && *c.mamba_full_memory_ratio <= 100.0)) {
+    throw ConfigError("mamba_full_memory_ratio", std::to_string(*c.mamba_full_memory_ratio),
+                      "(0, 100]", "out of range");
+  }
+}
+
+std::int32_t kv_element_bytes_of(const std::string& kv_cache_dtype, std::int32_t served_bytes) {
+  if (kv_cache_dtype == "auto") return served_bytes;
+  if (kv_cache_dtype == "bf16" || kv_cache_dtype == "bfloat16" || kv_cache_dtype == "fp16" ||
+      kv_cache_dtype == "float16") {
+    return 2;
+  }
+  if (kv_cache_dtype == "fp8_e4m3" || kv_cache_dtype == "fp8_e5m2") return 1;
+  throw ConfigError("kv_cache_dtype", kv_cache_dtype, "auto, bf16, fp16, fp8_e4m3, fp8_e5m2",
+                    "not a KV cache dtype vramplan models for SGLang");
+}
+
+Prepared prepare(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
+                 const SglangTable& table, const SglangConfig& config) {
+  validate(config, spec);
+  Prepared p;
+  p.spec = &spec;
+  p.gpu = &gpu;
+  p.rules = &rules;
+  for (const auto& [id, mib] : table.nvidia_smi_memory_mib) {
+    if (id == gpu.id) p.gpu_mib = mib;
+  }
+  if (p.gpu_mib == 0) {
+    p.gpu_mib = gpu.total_memory_bytes / kMiB;
+    p.gpu_mib_assumed = true;
+    p.notes.push_back("nvidia-smi's memory total of " + gpu.id +
+                      " is not in sglang.yaml: SGLang's defaults were computed from the CUDA "
+                      "total, " +
+                      std::to_string(p.gpu_mib) +
+                      " MiB (nvidia-smi reports a few hundred MiB more)");
+  }
+  // SGLang serves fp32 checkpoints in bf16 (dtype "auto").
+  const DType served = spec.torch_dtype == DType::F32 ? DType::BF16 : spec.torch_dtype;
+  p.served_bytes = dtype_info(served).block_bytes;
+  p.kv_element_bytes = kv_element_bytes_of(config.kv_cache_dtype, p.served_bytes);
+
+  p.cuda_context_bytes = rules.cuda_context_bytes;
+  if (config.tp_size * config.pp_size > 1) {
+    p.nccl_bytes = gpu.pcie_only ? rules.nccl_pcie_bytes : rules.nccl_nvlink_bytes;
+  }
+  p.baseline_free_bytes = gpu.total_memory_bytes - p.cuda_context_bytes - p.nccl_bytes;
+
+  KvCacheOptions options;
+  options.tensor_parallel_size = config.tp_size;
+  options.kv_element_bytes = p.kv_element_bytes;
+  options.state_element_bytes = p.served_bytes;
+  options.ssm_state_element_bytes = 4;  // --mamba-ssm-dtype default float32
+  for (std::int32_t stage = 0; stage < config.pp_size; ++stage) {
+    RankPlacement placement;
+    placement.tensor_parallel_size = config.tp_size;
+    placement.pipeline_parallel_size = config.pp_size;
+    placement.pipeline_rank = stage;
+    Stage s;
+    s.weights_bytes = weight_bytes_per_rank(spec, spec.quantization, served, placement).total();
+    const LayerRange range = pipeline_layer_range(spec.num_hidden_layers, config.pp_size, stage);
+    options.layers = range;
+    for (std::int32_t i = range.begin; i < range.end; ++i) {
+      const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
+      switch (layer.attention) {
+        case AttentionKind::Full:
+        case AttentionKind::ChunkedLocal:
+        case AttentionKind::Mla: {
+          s.full_cell_bytes += kv_layer_bytes_per_token(spec, layer, options);
+          if (layer.attention == AttentionKind::Mla) {
+            s.k_bytes_per_token += kv_layer_bytes_per_token(spec, layer, options);
+          } else {
+            const std::int64_t heads =
+                std::max<std::int64_t>(1, layer.num_key_value_heads / config.tp_size);
+            s.k_bytes_per_token += heads * layer.head_dim * p.kv_element_bytes;
+          }
+          break;
+        }
+        case AttentionKind::SlidingWindow:
+          s.swa_cell_bytes += kv_layer_bytes_per_token(spec, layer, options);
+          break;
+        case AttentionKind::Mamba:
+        case AttentionKind::LinearAttention:
+          s.mamba_bytes_per_slot += mamba_state_bytes(spec, layer, options);
+          break;
+        case AttentionKind::None:
+          break;
+      }
+    }
+    p.stages.push_back(s);
+  }
+  for (const LayerSpec& layer : spec.layers) {
+    if (layer.attention == AttentionKind::ChunkedLocal) {
+      p.notes.push_back("chunked-local attention layers are counted as full-attention layers");
+      break;
+    }
+  }
+  return p;
+}
+
+// Activation bytes of one chunked-prefill forward (an estimate, docs/sglang.md): the residual,
+// normed input, attention output and a spare of hidden size, and the MLP's gate/up output.
+std::int64_t activation_estimate(const ModelSpec& spec, std::int64_t tokens, std::int32_t tp,
+                                 std::int32_t served_bytes) {
+  std::int64_t intermediate = spec.intermediate_size;
+  if (spec.has_moe) {
+    intermediate =
+        static_cast<std::int64_t>(spec.moe.num_experts_per_tok) * spec.moe.moe_intermediate_size +
+        static_cast<std::int64_t>(spec.moe.num_shared_experts) *
+            spec.moe.shared_expert_intermediate_size;
+  }
+  const std::int64_t per_token =
+      4 * static_cast<std::int64_t>(spec.hidden_size) + 2 * intermediate / std::max(1, tp);
+  return tokens * per_token * served_bytes;
+}
+
+std::string weights_error_text(const SglangRules& rules, double f, std::int64_t free_bytes,
+                               std::int64_t baseline_bytes) {
+  if (rules.weights_error == SglangWeightsError::NotEnoughMemory) {
+    return "Not enough memory. Please try to increase --mem-fraction-static.";
+  }
+  const double minimum =
+      1.0 - static_cast<double>(free_bytes) / static_cast<double>(baseline_bytes);
+  const double suggested = std::ceil(minimum * 1000.0) / 1000.0;
+  std::ostringstream out;
+  out << "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=" << f
+      << ". Raise --mem-fraction-static above " << format_fraction(suggested)
+      << " (minimum viable = 1 - available/pre = ";
+  out.precision(4);
+  out << std::fixed << minimum << ").";
+  return out.str();
+}
+
+SglangBreakdown evaluate_stage(const Prepared& p, const Stage& stage, const SglangConfig& c) {
+  const SglangRules& rules = *p.rules;
+  const ModelSpec& spec = *p.spec;
+  SglangBreakdown b;
+  b.release = rules.release;
+  b.model = c.model_path.empty() ? spec.id : c.model_path;
+  b.gpu = p.gpu->id;
+  b.tp_size = c.tp_size;
+  b.pp_size = c.pp_size;
+  b.dp_size = c.dp_size;
+  b.gpu_total_bytes = p.gpu->total_memory_bytes;
+  b.gpu_mib = p.gpu_mib;
+  b.gpu_mib_assumed = p.gpu_mib_assumed;
+  b.notes = p.notes;
+  b.mla = spec.has_mla;
+  b.kv_element_bytes = p.kv_element_bytes;
+  b.page_size = c.page_size.value_or(rules.page_size_default);
+  b.context_length = c.context_length.value_or(spec.max_position_embeddings);
+
+  // Defaults that depend on the GPU tier.
+  const SglangMemoryTier& tier = sglang_memory_tier(rules, p.gpu_mib);
+  b.chunked_prefill_size = c.chunked_prefill_size.value_or(tier.chunked_prefill_size);
+  if (c.disable_cuda_graph) {
+    b.cuda_graph_max_bs = 0;
+  } else if (c.cuda_graph_max_bs) {
+    b.cuda_graph_max_bs = *c.cuda_graph_max_bs;
+  } else {
+    b.cuda_graph_max_bs =
+        c.tp_size < rules.large_tp_size ? tier.graph_max_bs_small_tp : tier.graph_max_bs_large_tp;
+    if (c.max_running_requests && *c.max_running_requests < b.cuda_graph_max_bs) {
+      b.cuda_graph_max_bs = static_cast<std::int32_t>(*c.max_running_requests);
+    }
+  }
+  if (rules.prefill_graphs && !c.disable_cuda_graph && b.chunked_prefill_size > 0) {
+    std::int64_t max_tokens = b.chunked_prefill_size;
+    if (b.mla && rules.mla_prefill_graph_max_tokens > 0) {
+      max_tokens = std::min(max_tokens, rules.mla_prefill_graph_max_tokens);
+    }
+    b.prefill_graph_count =
+        static_cast<std::int64_t>(sglang_ladder(rules.prefill_graph_ladder, max_tokens).size());
+  }
+
+  // f.
+  if (c.mem_fraction_static) {
+    b.mem_fraction_static = *c.mem_fraction_static;
+  } else {
+    SglangFractionInputs in;
+    in.gpu_mib = p.gpu_mib;
+    in.tp_size = c.tp_size;
+    in.pp_size = c.pp_size;
+    in.chunked_prefill_size = b.chunked_prefill_size;
+    in.max_prefill_tokens = c.max_prefill_tokens;
+    in.decode_graph_max_bs = b.cuda_graph_max_bs;
+    in.decode_graphs = b.cuda_graph_max_bs > 0;
+    in.prefill_graph_count = b.prefill_graph_count;
+    in.mla = b.mla;
+    b.mem_fraction_static = sglang_default_mem_fraction_static(rules, in);
+    b.mem_fraction_static_default = true;
+  }
+
+  // Baseline, weights, the budget.
+  b.cuda_context_bytes = p.cuda_context_bytes;
+  b.nccl_bytes = p.nccl_bytes;
+  b.baseline_free_bytes = p.baseline_free_bytes;
+  b.weights_bytes = stage.weights_bytes;
+  b.free_after_weights_bytes = b.baseline_free_bytes - b.weights_bytes;
+  SglangByteTerms terms;
+  terms.baseline_free_bytes = b.baseline_free_bytes;
+  terms.free_after_weights_bytes = b.free_after_weights_bytes;
+  terms.mem_fraction_static = b.mem_fraction_static;
+  const SglangKvBudget budget = sglang_kv_budget(rules, terms);
+  b.slack_bytes = budget.slack_bytes;
+  b.rest_bytes = budget.rest_bytes;
+  b.cell_bytes = stage.full_cell_bytes;
+  b.k_bytes_per_token = stage.k_bytes_per_token;
+  b.v_bytes_per_token = b.mla ? 0 : stage.full_cell_bytes - stage.k_bytes_per_token;
+  b.mamba_state_bytes_per_slot = stage.mamba_bytes_per_slot;
+  b.free_after_pool_bytes = b.free_after_weights_bytes;
+  if (b.rest_bytes <= 0) {
+    b.verdict = SglangVerdict::WeightsLeaveNoMemory;
+    b.error = weights_error_text(rules, b.mem_fraction_static, b.free_after_weights_bytes,
+                                 b.baseline_free_bytes);
+    return b;
+  }
+
+  const std::string not_enough =
+      rules.weights_error == SglangWeightsError::NotEnoughMemory
+          ? std::string("Not enough memory. Please try to increase --mem-fraction-static.")
+          : "Not enough memory. Please try to increase --mem-fraction-static. Current value: " +
+                format_fraction(b.mem_fraction_static);
+
+  // Hybrid Mamba / linear attention: the state pool comes out of the rest first.
+  std::int64_t kv_rest = b.rest_bytes;
+  if (stage.mamba_bytes_per_slot > 0) {
+    const double m = c.mamba_full_memory_ratio.value_or(rules.mamba_full_memory_ratio_default);
+    const double mamba_budget = static_cast<double>(b.rest_bytes) * m / (1.0 + m);
+    const double per_slot = static_cast<double>(stage.mamba_bytes_per_slot);
+    b.mamba_slots = static_cast<std::int64_t>(std::floor((mamba_budget - per_slot) / per_slot));
+    if (b.mamba_slots <= 0) {
+      b.verdict = SglangVerdict::NotEnoughMemory;
+      b.error = "Not enough GPU memory for hybrid (mamba/linear-attention) state cache.";
+      return b;
+    }
+    b.mamba_pool_bytes = (b.mamba_slots + 1) * stage.mamba_bytes_per_slot;
+    kv_rest -= b.mamba_pool_bytes;
+  }
+
+  // Tokens from bytes.
+  const std::int64_t page = b.page_size;
+  if (stage.full_cell_bytes + stage.swa_cell_bytes > 0 && kv_rest > 0) {
+    if (stage.swa_cell_bytes > 0) {
+      const double r = c.swa_full_tokens_ratio.value_or(rules.swa_full_tokens_ratio_default);
+      const double cell = static_cast<double>(stage.full_cell_bytes) +
+                          r * static_cast<double>(stage.swa_cell_bytes);
+      b.cell_bytes = static_cast<std::int64_t>(std::llround(cell));
+      const auto full = static_cast<std::int64_t>(std::floor(static_cast<double>(kv_rest) / cell));
+      b.max_total_num_tokens = full / page * page;
+      b.swa_tokens =
+          static_cast<std::int64_t>(std::floor(r * static_cast<double>(b.max_total_num_tokens))) /
+          page * page;
+    } else {
+      b.max_total_num_tokens = kv_rest / stage.full_cell_bytes / page * page;
+    }
+  }
+  if (c.max_total_tokens && *c.max_total_tokens < b.max_total_num_tokens) {
+    b.max_total_num_tokens = *c.max_total_tokens / page * page;
+    if (b.swa_tokens > 0) {
+      const double r = c.swa_full_tokens_ratio.value_or(rules.swa_full_tokens_ratio_default);
+      b.swa_tokens =
+          static_cast<std::int64_t>(std::floor(r * static_cast<double>(b.max_total_num_tokens))) /
+          page * page;
+    }
+  }
+  if (b.max_total_num_tokens <= 0) {
+    b.max_total_num_tokens = 0;
+    b.verdict = SglangVerdict::NotEnoughMemory;
+    b.error = not_enough;
+    return b;
+  }
+  const std::int64_t padding = rules.kv_padding_page ? page : 0;
+  const std::int64_t full_rows = b.max_total_num_tokens + padding;
+  b.k_size_bytes = full_rows * stage.k_bytes_per_token;
+  b.v_size_bytes = full_rows * b.v_bytes_per_token;
+  b.kv_pool_bytes = full_rows * stage.full_cell_bytes +
+                    (b.swa_tokens > 0 ? (b.swa_tokens + padding) * stage.swa_cell_bytes : 0);
+
+  // Requests and the req_to_token table.
+  const std::int64_t tokens = b.max_total_num_tokens;
+  const std::int64_t estimate = std::clamp<std::int64_t>(
+      static_cast<std::int64_t>(static_cast<double>(tokens) /
+                                static_cast<double>(b.context_length) *
+                                static_cast<double>(rules.req_pool_requests_per_context)),
+      rules.req_pool_min_requests, rules.req_pool_max_requests);
+  std::int64_t pool_requests = 0;
+  if (rules.running_requests_rule == SglangRunningRequestsRule::HalfTokens) {
+    b.max_running_requests = std::min(c.max_running_requests.value_or(estimate), tokens / 2);
+    pool_requests = b.max_running_requests;
+  } else {
+    pool_requests = c.max_running_requests.value_or(estimate);
+    b.max_running_requests =
+        std::min(c.max_running_requests.value_or(tokens / 2), pool_requests + 1);
+  }
+  if (b.mamba_slots > 0) {
+    b.max_running_requests =
+        std::min(b.max_running_requests, b.mamba_slots / rules.mamba_slots_per_request);
+  }
+  if (b.max_running_requests <= 0) {
+    b.verdict = SglangVerdict::NotEnoughMemory;
+    b.error = not_enough;
+    return b;
+  }
+  b.req_to_token_bytes = (pool_requests + 1) *
+                         (b.context_length + rules.req_to_token_extra_columns) *
+                         rules.req_to_token_element_bytes;
+  b.free_after_pool_bytes =
+      b.free_after_weights_bytes - b.kv_pool_bytes - b.mamba_pool_bytes - b.req_to_token_bytes;
+
+  // What the slack must still hold.
+  const std::int32_t graph_bs = b.cuda_graph_max_bs > 0
+                                    ? static_cast<std::int32_t>(std::min<std::int64_t>(
+                                          b.cuda_graph_max_bs, b.max_running_requests))
+                                    : 0;
+  b.decode_graph_bytes = mib_to_bytes(rules.decode_graph_estimate_mib_per_bs * graph_bs);
+  b.prefill_graph_bytes = mib_to_bytes(rules.prefill_graph_estimate_mib_per_size *
+                                       static_cast<double>(b.prefill_graph_count));
+  const std::int64_t prefill_tokens =
+      b.chunked_prefill_size > 0 ? b.chunked_prefill_size : c.max_prefill_tokens;
+  b.activation_bytes = activation_estimate(spec, prefill_tokens, c.tp_size, p.served_bytes);
+  b.free_after_graphs_bytes =
+      b.free_after_pool_bytes - b.decode_graph_bytes - b.prefill_graph_bytes;
+  if (b.free_after_graphs_bytes < 0) {
+    b.verdict = SglangVerdict::OomGraphCapture;
+    b.error =
+        "Capture cuda graph failed: CUDA out of memory. Possible solutions: 1. set "
+        "--mem-fraction-static to a smaller value (e.g., 0.8 or 0.7) 2. set --cuda-graph-max-bs "
+        "to a smaller value (e.g., 16) 3. disable torch compile by not using "
+        "--enable-torch-compile 4. disable CUDA graph by --disable-cuda-graph.";
+    return b;
+  }
+  if (b.free_after_graphs_bytes < b.activation_bytes) {
+    b.verdict = SglangVerdict::OomFirstPrefill;
+    b.error = "CUDA out of memory (a " + std::to_string(prefill_tokens) +
+              "-token chunked prefill is estimated to need more than the slack left after the "
+              "CUDA graphs)";
+    return b;
+  }
+  b.verdict = SglangVerdict::Started;
+  if (b.context_length > b.max_total_num_tokens) {
+    // SGLang starts, then refuses inputs past the pool ("Input length (...) exceeds the maximum
+    // allowed length (N - 1 tokens)").
+    b.notes.push_back("context_length " + std::to_string(b.context_length) +
+                      " is longer than the KV pool (" + std::to_string(b.max_total_num_tokens) +
+                      " tokens): SGLang starts but refuses inputs of more than " +
+                      std::to_string(b.max_total_num_tokens - 1) + " tokens");
+  }
+  return b;
+}
+
+SglangBreakdown evaluate(const Prepared& p, const SglangConfig& c) {
+  // PP ranks agree on the smallest pool; a stage that fails fails the launch.
+  std::optional<SglangBreakdown> chosen;
+  for (const Stage& stage : p.stages) {
+    SglangBreakdown b = evaluate_stage(p, stage, c);
+    if (b.verdict != SglangVerdict::Started) return b;
+    if (!chosen || b.max_total_num_tokens < chosen->max_total_num_tokens) chosen = std::move(b);
+  }
+  return chosen.value_or(SglangBreakdown{});
+}
+
+bool started(const Prepared& p, const SglangConfig& c) {
+  return evaluate(p, c).verdict == SglangVerdict::Started;
+}
+
+// Largest v in [low, high] with ok(v), assuming ok holds on a prefix of the range; nullopt if
+// ok(low) fails.
+template <typename Ok>
+std::optional<std::int64_t> largest(std::int64_t low, std::int64_t high, Ok ok) {
+  if (low > high || !ok(low)) return std::nullopt;
+  while (low < high) {
+    const std::int64_t mid = low + (high - low + 1) / 2;
+    if (ok(mid)) {
+      low = mid;
+    } else {
+      high = mid - 1;
+    }
+  }
+  return low;
+}
+
+bool shell_safe(const std::string& s) {
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return std::isalnum(c) != 0 || c == '/' || c == '.' || c == '-' || c == '_' || c == ':' ||
+           c == '=' || c == '+' || c == ',' || c == '@';
+  });
+}
+
+std::string shell_quote(const std::string& s) {
+  if (shell_safe(s)) return s;
+  std::string out = "'";
+  for (char ch : s) {
+    if (ch == '\'') {
+      out += "'\\''";
+    } else {
+      out += ch;
+    }
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+std::vector<std::int64_t> sglang_ladder(const std::vector<SglangLadderStep>& ladder,
+                                        std::int64_t max_size) {
+  std::vector<std::int64_t> sizes;
+  for (const SglangLadderStep& s : ladder) {
+    for (std::int64_t v = s.start; v <= s.end && v <= max_size; v += s.step) sizes.push_back(v);
+  }
+  return sizes;
+}
+
+const SglangMemoryTier& sglang_memory_tier(const SglangRules& rules,
+                                           std::int64_t gpu_mib) noexcept {
+  for (const SglangMemoryTier& t : rules.memory_tiers) {
+    if (t.below_mib == 0 || gpu_mib < t.below_mib) return t;
+  }
+  return rules.memory_tiers.back();
+}
+
+double sglang_default_mem_fraction_static(const SglangRules& rules,
+                                          const SglangFractionInputs& in) noexcept {
+  const auto gpu = static_cast<double>(in.gpu_mib);
+  if (gpu <= 0.0) return 0.0;
+  if (rules.fraction_rule == SglangFractionRule::ParallelSteps) {
+    double f = rules.large_gpu_fraction;
+    if (in.gpu_mib <= rules.parallel_steps_max_gpu_mib) {
+      const std::int64_t parallel = static_cast<std::int64_t>(in.tp_size) * in.pp_size;
+      for (const SglangParallelStep& s : rules.parallel_steps) {
+        if (parallel >= s.min_parallel_size) {
+          f = s.fraction;
+          break;
+        }
+      }
+    }
+    if (in.gpu_mib > rules.boost_above_gpu_mib) {
+      f = std::min(f + static_cast<double>(rules.boost_headroom_mib) * (1.0 - f) / gpu,
+                   (gpu - static_cast<double>(rules.boost_cap_reserve_mib)) / gpu);
+    }
+    return f;
+  }
+  if (rules.fraction_rule == SglangFractionRule::TieredReserve) {
+    const SglangMemoryTier& tier = sglang_memory_tier(rules, in.gpu_mib);
+    const double parallel = static_cast<double>(in.tp_size) * in.pp_size;
+    const double reserved = (tier.reserve_gib + parallel * tier.reserve_gib_per_parallel) * 1024.0;
+    return std::round((gpu - reserved) / gpu * 1000.0) / 1000.0;
+  }
+  const std::int64_t activation_tokens =
+      in.chunked_prefill_size > 0 ? std::max(in.chunked_prefill_size, rules.min_activation_tokens)
+                                  : std::max(in.max_prefill_tokens, rules.min_activation_tokens);
+  double reserved = rules.reserve_base_mib;
+  reserved += static_cast<double>(activation_tokens) * rules.reserve_per_activation_token_mib;
+  reserved += static_cast<double>(in.tp_size) * in.pp_size * rules.reserve_per_parallel_rank_mib;
+  if (in.decode_graphs) reserved += in.decode_graph_max_bs * rules.reserve_per_decode_graph_bs_mib;
+  if (in.prefill_graph_count > 0) {
+    reserved +=
+        in.mla ? rules.reserve_mla_prefill_graphs_mib
+               : static_cast<double>(in.prefill_graph_count) * rules.reserve_per_prefill_graph_mib;
+  }
+  if (in.gpu_mib > rules.reserve_floor_above_gpu_mib)
+    reserved = std::max(reserved, rules.reserve_floor_mib);
+  return std::round((gpu - reserved) / gpu * 1000.0) / 1000.0;
+}
+
+SglangKvBudget sglang_kv_budget(const SglangRules& /*rules*/,
+                                const SglangByteTerms& terms) noexcept {
+  SglangKvBudget budget;
+  const double slack =
+      static_cast<double>(terms.baseline_free_bytes) * (1.0 - terms.mem_fraction_static);
+  budget.slack_bytes = static_cast<std::int64_t>(std::llround(slack));
+  budget.rest_bytes = terms.free_after_weights_bytes - budget.slack_bytes - terms.reserved_bytes;
+  return budget;
+}
+
+const char* sglang_verdict_name(SglangVerdict verdict) noexcept {
+  switch (verdict) {
+    case SglangVerdict::Started:
+      return "started";
+    case SglangVerdict::WeightsLeaveNoMemory:
+      return "weights_leave_no_memory";
+    case SglangVerdict::NotEnoughMemory:
+      return "not_enough_memory";
+    case SglangVerdict::OomGraphCapture:
+      return "oom_cuda_graph_capture";
+    case SglangVerdict::OomFirstPrefill:
+      return "oom_first_prefill";
+  }
+  return "unknown";
+}
+
+SglangBreakdown sglang_breakdown(const ModelSpec& spec, const GpuSpec& gpu,
+                                 const SglangRules& rules, const SglangTable& table,
+                                 const SglangConfig& config) {
+  return evaluate(prepare(spec, gpu, rules, table, config), config);
+}
+
+std::string sglang_launch_line(const SglangConfig& c) {
+  std::string line = "python -m sglang.launch_server --model-path " + shell_quote(c.model_path);
+  auto add = [&line](const char* flag, const std::string& value) {
+    line += " ";
+    line += flag;
+    line += " " + shell_quote(value);
+  };
+  if (c.tp_size != 1) add("--tp-size", std::to_string(c.tp_size));
+  if (c.pp_size != 1) add("--pp-size", std::to_string(c.pp_size));
+  if (c.dp_size != 1) add("--dp-size", std::to_string(c.dp_size));
+  if (c.mem_fraction_static) add("--mem-fraction-static", format_fraction(*c.mem_fraction_static));
+  if (c.context_length) add("--context-length", std::to_string(*c.context_length));
+  if (c.max_running_requests)
+    add("--max-running-requests", std::to_string(*c.max_running_requests));
+  if (c.max_total_tokens) add("--max-total-tokens", std::to_string(*c.max_total_tokens));
+  if (c.chunked_prefill_size)
+    add("--chunked-prefill-size", std::to_string(*c.chunked_prefill_size));
+  if (c.max_prefill_tokens != 16384)
+    add("--max-prefill-tokens", std::to_string(c.max_prefill_tokens));
+  if (c.cuda_graph_max_bs) add("--cuda-graph-max-bs", std::to_string(*c.cuda_graph_max_bs));
+  if (c.page_size) add("--page-size", std::to_string(*c.page_size));
+  if (c.kv_cache_dtype != "auto") add("--kv-cache-dtype", c.kv_cache_dtype);
+  if (c.swa_full_tokens_ratio)
+    add("--swa-full-tokens-ratio", std::to_string(*c.swa_full_tokens_ratio));
+  if (c.mamba_full_memory_ratio) {
+    add("--mamba-full-memory-ratio", std::to_string(*c.mamba_full_memory_ratio));
+  }
+  if (c.disable_cuda_graph) line += " --disable-cuda-graph";
+  return line;
+}
+
+SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
+                       const SglangTable& table, const SglangConfig& config) {
+  const Prepared p = prepare(spec, gpu, rules, table, config);
+  SglangPlan plan;
+  plan.launch = evaluate(p, config);
+
+  // mem_fraction_static: thousandths. Too low leaves no KV, too high starves the slack, so the
+  // launches that start are an interval: find one, then its top.
+  std::optional<std::int64_t> best_f;
+  for (std::int64_t k = 990; k >= 10; k -= 10) {
+    SglangConfig c = config;
+    c.mem_fraction_static = static_cast<double>(k) / 1000.0;
+    if (started(p, c)) {
+      best_f = largest(k, std::min<std::int64_t>(k + 9, 990), [&](std::int64_t v) {
+        SglangConfig t = config;
+        t.mem_fraction_static = static_cast<double>(v) / 1000.0;
+        return started(p, t);
+      });
+      break;
+    }
+  }
+  SglangConfig planned = config;
+  if (best_f) {
+    plan.max_mem_fraction_static = static_cast<double>(*best_f) / 1000.0;
+    planned.mem_fraction_static = plan.max_mem_fraction_static;
+  }
+  plan.planned = evaluate(p, planned);
+  if (best_f) {
+    // The slack consumers are estimates that no release measures before sizing; measured
+    // captures exceeded the graph estimate (docs/sglang.md, accuracy table).
+    plan.planned.notes.push_back(
+        "mem_fraction_static " + format_fraction(*plan.max_mem_fraction_static) +
+        " leaves the slack only SGLang's own CUDA-graph reserve (" +
+        format_fraction(static_cast<double>(plan.planned.decode_graph_bytes +
+                                            plan.planned.prefill_graph_bytes) /
+                        static_cast<double>(std::int64_t{1} << 30)) +
+        " GiB here) and an activation estimate; measured graph captures took 1.4x to 20x that "
+        "reserve, so leave headroom below it");
+  }
+
+  // The other knobs at the launch's own f (given or default).
+  const SglangBreakdown& base = plan.launch;
+  const std::int64_t token_cap = std::max<std::int64_t>(1, base.max_total_num_tokens / 2);
+  plan.max_running_requests = largest(1, token_cap, [&](std::int64_t v) {
+    SglangConfig t = config;
+    t.max_running_requests = v;
+    return started(p, t);
+  });
+  const std::int64_t model_max = std::max<std::int64_t>(1, spec.max_position_embeddings);
+  plan.max_context_length = largest(1, model_max, [&](std::int64_t v) {
+    SglangConfig t = config;
+    t.context_length = v;
+    const SglangBreakdown b = evaluate(p, t);
+    return b.verdict == SglangVerdict::Started && b.max_total_num_tokens >= v;
+  });
+  const std::int64_t page = base.page_size;
+  const auto chunks = largest(1, (std::int64_t{1} << 20) / page, [&](std::int64_t v) {
+    SglangConfig t = config;
+    t.chunked_prefill_size = v * page;
+    return started(p, t);
+  });
+  if (chunks) plan.max_chunked_prefill_size = *chunks * page;
+  if (!config.disable_cuda_graph) {
+    const auto bs = largest(1, 4096, [&](std::int64_t v) {
+      SglangConfig t = config;
+      t.cuda_graph_max_bs = static_cast<std::int32_t>(v);
+      return started(p, t);
+    });
+    if (bs) plan.max_cuda_graph_max_bs = static_cast<std::int32_t>(*bs);
+  }
+  plan.launch_line = sglang_launch_line(planned);
+  return plan;
+}
+
+nlohmann::json to_json(const SglangBreakdown& b) {
+  nlohmann::json j;
+  j["engine"] = "sglang";
+  j["release"] = b.release;
+  j["model"] = b.model;
+  j["gpu"] = b.gpu;
+  j["tp_size"] = b.tp_size;
+  j["pp_size"] = b.pp_size;
+  j["dp_size"] = b.dp_size;
+  j["gpu_total_bytes"] = b.gpu_total_bytes;
+  j["gpu_mib"] = b.gpu_mib;
+  j["gpu_mib_assumed"] = b.gpu_mib_assumed;
+  j["mem_fraction_static"] = b.mem_fraction_static;
+  j["mem_fraction_static_default"] = b.mem_fraction_static_default;
+  j["chunked_prefill_size"] = b.chunked_prefill_size;
+  j["cuda_graph_max_bs"] = b.cuda_graph_max_bs;
+  j["prefill_graph_count"] = b.prefill_graph_count;
+  j["context_length"] = b.context_length;
+  j["page_size"] = b.page_size;
+  j["kv_element_bytes"] = b.kv_element_bytes;
+  j["cuda_context_bytes"] = b.cuda_context_bytes;
+  j["nccl_bytes"] = b.nccl_bytes;
+  j["baseline_free_bytes"] = b.baseline_free_bytes;
+  j["weights_bytes"] = b.weights_bytes;
+  j["free_after_weights_bytes"] = b.free_after_weights_bytes;
+  j["slack_bytes"] = b.slack_bytes;
+  j["rest_bytes"] = b.rest_bytes;
+  j["mamba_state_bytes_per_slot"] = b.mamba_state_bytes_per_slot;
+  j["mamba_slots"] = b.mamba_slots;
+  j["mamba_pool_bytes"] = b.mamba_pool_bytes;
+  j["cell_bytes"] = b.cell_bytes;
+  j["k_bytes_per_token"] = b.k_bytes_per_token;
+  j["v_bytes_per_token"] = b.v_bytes_per_token;
+  j["mla"] = b.mla;
+  j["max_total_num_tokens"] = b.max_total_num_tokens;
+  j["swa_tokens"] = b.swa_tokens;
+  j["kv_pool_bytes"] = b.kv_pool_bytes;
+  j["k_size_bytes"] = b.k_size_bytes;
+  j["v_size_bytes"] = b.v_size_bytes;
+  j["max_running_requests"] = b.max_running_requests;
+  j["req_to_token_bytes"] = b.req_to_token_bytes;
+  j["free_after_pool_bytes"] = b.free_after_pool_bytes;
+  j["decode_graph_bytes"] = b.decode_graph_bytes;
+  j["prefill_graph_bytes"] = b.prefill_graph_bytes;
+  j["activation_bytes"] = b.activation_bytes;
+  j["free_after_graphs_bytes"] = b.free_after_graphs_bytes;
+  j["verdict"] = sglang_verdict_name(b.verdict);
+  j["error"] = b.error;
+  j["notes"] = b.notes;
+  return j;
+}
+
+nlohmann::json to_json(const SglangPlan& plan) {
+  nlohmann::json j;
+  auto optional = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  j["launch"] = to_json(plan.launch);
+  j["max_mem_fraction_static"] = optional(plan.max_mem_fraction_static);
+  j["max_running_requests"] = optional(plan.max_running_requests);
+  j["max_context_length"] = optional(plan.max_context_length);
+  j["max_chunked_prefill_size"] = optional(plan.max_chunked_prefill_size);
+  j["max_cuda_graph_max_bs"] = optional(plan.max_cuda_graph_max_bs);
+  j["planned"] = to_json(plan.planned);
+  j["launch_line"] = plan.launch_line;
+  return j;
+}
+
+}  // namespace vramplan

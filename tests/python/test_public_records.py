@@ -147,6 +147,8 @@ def test_public_records_expressed_and_reasons() -> None:
         "pub-319",
         "pub-400",
         "pub-401",
+        "pub-412",
+        "pub-413",
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -206,6 +208,8 @@ def test_record_knobs_appear_in_their_logs() -> None:
         "pub-319": ("tensor_parallel_size", "'tensor_parallel_size': 8, 'kv_cache_dtype': 'fp8'}"),
         "pub-314": ("gpu_memory_utilization", "gpu_memory_utilization (0.80) = 31.50GiB"),
         "pub-315": ("gpu_total_gib", "Free memory on device (78.57/79.18 GiB)"),
+        "pub-412": ("gpu_memory_utilization", "gpu_memory_utilization (0.90) = 28.57GiB"),
+        "pub-413": ("enforce_eager", "enforce_eager=True, gpu_memory_utilization=0.9,"),
         "pub-313": (
             "max_num_seqs",
             "'tensor_parallel_size': 2, 'disable_mm_preprocessor_cache': True, 'max_num_seqs': 64}",
@@ -279,7 +283,7 @@ def test_code_index_records_figures_are_in_their_logs() -> None:
         for r in validate.read_records(DATA / "public_records.jsonl")
         if int(r["id"].split("-")[1]) >= 400
     ]
-    assert len(records) == 12
+    assert len(records) == 14
     for record in records:
         log = (DATA / "public_logs" / f"{record['id']}.log").read_text(encoding="utf-8")
         first = log.split("\n", 1)[0]

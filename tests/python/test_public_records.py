@@ -83,6 +83,24 @@ def test_qwen2_7b_instruct_parameter_count_by_hand() -> None:
     assert vramplan.spec_database().model("Qwen/Qwen2-7B-Instruct").parameter_count() == expected
 
 
+def test_phi_1_5_config_copy_parameter_count_by_hand() -> None:
+    """tests/data/configs/microsoft__phi-1_5.json (pub-406 replays from it): the model card's
+    1.3B-class count written out from the config (biased q/k/v/dense and fc1/fc2, two LayerNorm
+    vectors per layer, untied lm_head with bias, final LayerNorm)."""
+    hidden, inter, vocab, layers = 2048, 8192, 51200, 24
+    per_layer = (
+        4 * (hidden * hidden + hidden) + (hidden * inter + inter) + (inter * hidden + hidden)
+    )
+    per_layer += 2 * hidden
+    expected = vocab * hidden + (vocab * hidden + vocab) + layers * per_layer + 2 * hidden
+    assert expected == 1_418_270_720
+    spec = vramplan.from_hf_config(DATA / "configs" / "microsoft__phi-1_5.json")
+    # Known gap (0.004%): the planner's count leaves out lm_head.bias (vocab) and one
+    # hidden-sized LayerNorm vector, both in the weight-shape listing the same public file
+    # prints. Pinned, so that a fix, or a wider miss, shows here.
+    assert expected - spec.parameter_count() == vocab + hidden
+
+
 # vLLM's own "Loading model weights took X GB" / "Model loading took X GiB" lines (GiB in both
 # spellings) in the public logs, per rank.
 @pytest.mark.parametrize(

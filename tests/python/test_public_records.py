@@ -168,6 +168,7 @@ def test_public_records_expressed_and_reasons() -> None:
         "pub-412",
         "pub-413",
         "pub-414",
+        "pub-415",
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -230,6 +231,7 @@ def test_record_knobs_appear_in_their_logs() -> None:
         "pub-412": ("gpu_memory_utilization", "gpu_memory_utilization (0.90) = 28.57GiB"),
         "pub-413": ("enforce_eager", "enforce_eager=True, gpu_memory_utilization=0.9,"),
         "pub-414": ("max_model_len", "max_seq_len=10000, download_dir=None"),
+        "pub-415": ("gpu_total_gib", "GPU 0 has a total capacity of 14.56 GiB"),
         "pub-313": (
             "max_num_seqs",
             "'tensor_parallel_size': 2, 'disable_mm_preprocessor_cache': True, 'max_num_seqs': 64}",
@@ -303,14 +305,15 @@ def test_code_index_records_figures_are_in_their_logs() -> None:
         for r in validate.read_records(DATA / "public_records.jsonl")
         if int(r["id"].split("-")[1]) >= 400
     ]
-    assert len(records) == 15
+    assert len(records) == 16
     for record in records:
         log = (DATA / "public_logs" / f"{record['id']}.log").read_text(encoding="utf-8")
         first = log.split("\n", 1)[0]
         assert first.startswith("# source: "), record["id"]
-        # A stored file, or (pub-414 upward) an issue thread the issue-search index returns.
-        issue = first.startswith("# source: https://github.com/vllm-project/vllm/issues/")
-        assert "code-search index id" in first or issue, record["id"]
+        # A stored file by its index id, or (pub-413 upward) a repository file or an issue
+        # thread by its address.
+        address = first.startswith("# source: https://github.com/")
+        assert "code-search index id" in first or address, record["id"]
         _assert_figures_in_log(record, log)
 
 

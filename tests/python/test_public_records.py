@@ -169,6 +169,7 @@ def test_public_records_expressed_and_reasons() -> None:
         "pub-413",
         "pub-414",
         "pub-415",
+        "pub-416",
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -232,6 +233,7 @@ def test_record_knobs_appear_in_their_logs() -> None:
         "pub-413": ("enforce_eager", "enforce_eager=True, gpu_memory_utilization=0.9,"),
         "pub-414": ("max_model_len", "max_seq_len=10000, download_dir=None"),
         "pub-415": ("gpu_total_gib", "GPU 0 has a total capacity of 14.56 GiB"),
+        "pub-416": ("gpu_memory_utilization", "'gpu_memory_utilization': 0.8, 'enable_lora'"),
         "pub-313": (
             "max_num_seqs",
             "'tensor_parallel_size': 2, 'disable_mm_preprocessor_cache': True, 'max_num_seqs': 64}",
@@ -305,7 +307,7 @@ def test_code_index_records_figures_are_in_their_logs() -> None:
         for r in validate.read_records(DATA / "public_records.jsonl")
         if int(r["id"].split("-")[1]) >= 400
     ]
-    assert len(records) == 16
+    assert len(records) == 17
     for record in records:
         log = (DATA / "public_logs" / f"{record['id']}.log").read_text(encoding="utf-8")
         first = log.split("\n", 1)[0]

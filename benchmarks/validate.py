@@ -127,6 +127,30 @@ def record_reason(record: dict[str, Any]) -> str | None:
     return match.group(1) if match else None
 
 
+# config.json copies (with their sources in SOURCES.md) a record may name for a model the
+# database lacks.
+CONFIG_DIR = ROOT / "tests" / "data" / "configs"
+
+
+def replay_form(record: dict[str, Any]) -> dict[str, Any]:
+    """The record as the planner replays it: where it names a config.json copy in
+    tests/data/configs (`model_config`, a bare file name) for a model the database lacks, the
+    model is read from that file; the record's own `model` id stays for its groups and reports.
+    Raises vramplan.Error naming the record, the field and the value when the file is not
+    there."""
+    name = record.get("model_config")
+    if name is None:
+        return record
+    path = CONFIG_DIR / str(name)
+    if not isinstance(name, str) or Path(name).name != name or not path.is_file():
+        msg = (
+            f"record {record.get('id')!s:.200}: model_config: {name!r:.200} is not a file "
+            f"name in {CONFIG_DIR}"
+        )
+        raise _core.ConfigError(msg)
+    return {**record, "model": str(path)}
+
+
 def usable(term: str, measured: float | None) -> bool:
     """A measured figure that can be compared: present, and for CUDA graphs positive (a log's
     'Graph capturing finished ..., took -0.41 GiB' is a free-memory difference that went the
@@ -302,12 +326,13 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
     per (source, version) fit."""
     expressed = []
     for record in records:
+        replayed = replay_form(record)  # a missing config copy is an error, not "not expressed"
         try:
-            sample, version, _ = _calibration._sample(record, {})
+            sample, version, _ = _calibration._sample(replayed, {})
         except vramplan.Error:
             continue  # not expressible: listed in report.md with its reason
         expressed.append((record, sample, version))
-    replays = {r["id"]: validate.replay_record(r) for r, _, _ in expressed}
+    replays = {r["id"]: validate.replay_record(replay_form(r)) for r, _, _ in expressed}
     rows: list[dict[str, Any]] = []
     fits: list[str] = []
     for source in dict.fromkeys(source_key(r) for r, _, _ in expressed):
@@ -659,6 +684,11 @@ def main() -> None:
     for path in args.records:
         for record in validate.read_records(path):
             records.append({**record, "_source": Path(path).name})
+    for record in records:
+        try:
+            replay_form(record)
+        except vramplan.Error as why:
+            parser.error(str(why))
     if args.loso:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -669,7 +699,7 @@ def main() -> None:
             bands=ROOT / "model_specs" / "error_bands.json",
         )
         return
-    replays = [validate.replay_record(r) for r in records]
+    replays = [validate.replay_record(replay_form(r)) for r in records]
     rows = rows_of(records, replays)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,10 @@ import json
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+import vramplan
+import vramplan.validate
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 # The six records from dennislee22/vLLM-benchmarking (vLLM 0.10.1.1 on A100), one source.
@@ -87,3 +91,33 @@ def test_held_out_source_is_not_in_its_own_fit() -> None:
         "| `vllm-project/vllm#23278` | 0.10.0 | 1 | 6 | 1 | fitted on other sources |"
     )
     assert {r["id"] for r in rows if r["held_out"]} == {"dev-008"}
+
+
+def test_a_record_names_its_config_copy() -> None:
+    """pub-406 (microsoft/phi-1_5, no database spec) names its config.json copy: the replay reads
+    the model from that file and keeps the record's id and model for its groups. Its weights
+    against vLLM's own line: 1,418,270,720 parameters by hand (tests/python/test_public_records.py)
+    in fp16 are 2.6418 GiB; the log says 'Loading model weights took 2.6419 GB'."""
+    bench = _bench()
+    record = next(r for r in _records(DATA / "public_records.jsonl") if r["id"] == "pub-406")
+    replayed = bench.replay_form(record)
+    assert Path(replayed["model"]) == DATA / "configs" / "microsoft__phi-1_5.json"
+    assert record["model"] == "microsoft/phi-1_5"  # the record itself is not changed
+    replay = vramplan.validate.replay_record(replayed)
+    assert replay.predicted is not None, replay.unsupported
+    assert abs(replay.predicted["weights_gib"] - 2.6419) <= 0.001
+    rows, _ = bench.loso_rows([record])
+    assert {r["id"] for r in rows} == {"pub-406"}
+
+
+def test_a_record_without_config_copy_is_replayed_as_written() -> None:
+    bench = _bench()
+    record = {"id": "x", "model": "Qwen/Qwen3-8B"}
+    assert bench.replay_form(record) is record
+
+
+@pytest.mark.parametrize("name", ["missing.json", "../configs/microsoft__phi-1_5.json", 7])
+def test_a_bad_config_name_is_an_error_naming_the_record(name: object) -> None:
+    bench = _bench()
+    with pytest.raises(vramplan.Error, match=r"record pub-x: model_config: "):
+        bench.replay_form({"id": "pub-x", "model": "m", "model_config": name})

@@ -83,6 +83,24 @@ def test_qwen2_7b_instruct_parameter_count_by_hand() -> None:
     assert vramplan.spec_database().model("Qwen/Qwen2-7B-Instruct").parameter_count() == expected
 
 
+def test_phi_1_5_config_copy_parameter_count_by_hand() -> None:
+    """tests/data/configs/microsoft__phi-1_5.json (pub-406 replays from it): the model card's
+    1.3B-class count written out from the config (biased q/k/v/dense and fc1/fc2, two LayerNorm
+    vectors per layer, untied lm_head with bias, final LayerNorm)."""
+    hidden, inter, vocab, layers = 2048, 8192, 51200, 24
+    per_layer = (
+        4 * (hidden * hidden + hidden) + (hidden * inter + inter) + (inter * hidden + hidden)
+    )
+    per_layer += 2 * hidden
+    expected = vocab * hidden + (vocab * hidden + vocab) + layers * per_layer + 2 * hidden
+    assert expected == 1_418_270_720
+    spec = vramplan.from_hf_config(DATA / "configs" / "microsoft__phi-1_5.json")
+    # Known gap (0.004%): the planner's count leaves out lm_head.bias (vocab) and one
+    # hidden-sized LayerNorm vector, both in the weight-shape listing the same public file
+    # prints. Pinned, so that a fix, or a wider miss, shows here.
+    assert expected - spec.parameter_count() == vocab + hidden
+
+
 # vLLM's own "Loading model weights took X GB" / "Model loading took X GiB" lines (GiB in both
 # spellings) in the public logs, per rank.
 @pytest.mark.parametrize(
@@ -147,6 +165,11 @@ def test_public_records_expressed_and_reasons() -> None:
         "pub-319",
         "pub-400",
         "pub-401",
+        "pub-412",
+        "pub-413",
+        "pub-414",
+        "pub-415",
+        "pub-416",
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -206,6 +229,11 @@ def test_record_knobs_appear_in_their_logs() -> None:
         "pub-319": ("tensor_parallel_size", "'tensor_parallel_size': 8, 'kv_cache_dtype': 'fp8'}"),
         "pub-314": ("gpu_memory_utilization", "gpu_memory_utilization (0.80) = 31.50GiB"),
         "pub-315": ("gpu_total_gib", "Free memory on device (78.57/79.18 GiB)"),
+        "pub-412": ("gpu_memory_utilization", "gpu_memory_utilization (0.90) = 28.57GiB"),
+        "pub-413": ("enforce_eager", "enforce_eager=True, gpu_memory_utilization=0.9,"),
+        "pub-414": ("max_model_len", "max_seq_len=10000, download_dir=None"),
+        "pub-415": ("gpu_total_gib", "GPU 0 has a total capacity of 14.56 GiB"),
+        "pub-416": ("gpu_memory_utilization", "'gpu_memory_utilization': 0.8, 'enable_lora'"),
         "pub-313": (
             "max_num_seqs",
             "'tensor_parallel_size': 2, 'disable_mm_preprocessor_cache': True, 'max_num_seqs': 64}",
@@ -279,12 +307,15 @@ def test_code_index_records_figures_are_in_their_logs() -> None:
         for r in validate.read_records(DATA / "public_records.jsonl")
         if int(r["id"].split("-")[1]) >= 400
     ]
-    assert len(records) == 12
+    assert len(records) == 17
     for record in records:
         log = (DATA / "public_logs" / f"{record['id']}.log").read_text(encoding="utf-8")
         first = log.split("\n", 1)[0]
         assert first.startswith("# source: "), record["id"]
-        assert "code-search index id" in first, record["id"]
+        # A stored file by its index id, or (pub-413 upward) a repository file or an issue
+        # thread by its address.
+        address = first.startswith("# source: https://github.com/")
+        assert "code-search index id" in first or address, record["id"]
         _assert_figures_in_log(record, log)
 
 

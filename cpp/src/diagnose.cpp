@@ -6,33 +6,33 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <utility>
 
+#include "vramplan/runtime_vocabulary.hpp"
+#include "vramplan/text_scan.hpp"
+#include "vramplan/utf8.hpp"
+#include "vramplan/vllm_vocabulary.hpp"
+
 namespace vramplan {
 namespace {
 
-constexpr std::size_t npos = std::string_view::npos;
+namespace vocab = vllm_vocabulary;
+namespace torch = runtime_vocabulary;
+namespace kernel = runtime_vocabulary;
+
 constexpr std::size_t kHeadBytes = std::size_t{4} << 20;  // launch settings live at the start
 constexpr std::size_t kMaxEvidence = 12;
 constexpr std::size_t kMaxEvidenceChars = 400;
 constexpr std::size_t kMaxPerCategory = 6;
 constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 
-bool contains(std::string_view s, std::string_view p) { return s.find(p) != npos; }
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
-}
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
+using text::after;
+using text::contains;
+using text::npos;
+using text::starts_with;
+using text::trim;
 
 // Head and tail of an over-long text, joined at a line break.
 std::string_view bounded(std::string_view text, std::string& storage) {
@@ -44,157 +44,39 @@ std::string_view bounded(std::string_view text, std::string& storage) {
   return storage;
 }
 
-// Valid UTF-8 is kept; control characters, ANSI escape sequences and invalid bytes are not.
-std::string printable(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  std::size_t i = 0;
-  while (i < in.size()) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    if (c == 0x1b) {  // ESC [ params final
-      std::size_t j = i + 1;
-      if (j < in.size() && in[j] == '[') {
-        ++j;
-        while (j < in.size() && j - i < 34 && static_cast<unsigned char>(in[j]) >= 0x20 &&
-               static_cast<unsigned char>(in[j]) <= 0x3f) {
-          ++j;
-        }
-      }
-      i = std::min(in.size(), j + 1);
-      continue;
-    }
-    if (c == '^' && i + 2 < in.size() && in[i + 1] == '[' && in[i + 2] == '[') {
-      std::size_t j = i + 3;
-      while (j < in.size() && j - i < 34 && (is_digit(in[j]) || in[j] == ';')) ++j;
-      if (j < in.size() && in[j] == 'm') {
-        i = j + 1;
-        continue;
-      }
-    }
-    if (c < 0x80) {
-      out.push_back(c < 0x20 || c == 0x7f ? ' ' : static_cast<char>(c));
-      ++i;
-      continue;
-    }
-    // Well-formed UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing past U+10FFFF.
-    const std::size_t len = c < 0xc2 ? 0 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : c < 0xf5 ? 4 : 0;
-    bool ok = len != 0 && i + len <= in.size();
-    for (std::size_t k = 1; ok && k < len; ++k) {
-      const auto b = static_cast<unsigned char>(in[i + k]);
-      unsigned char low = 0x80, high = 0xbf;
-      if (k == 1 && c == 0xe0) low = 0xa0;
-      if (k == 1 && c == 0xed) high = 0x9f;
-      if (k == 1 && c == 0xf0) low = 0x90;
-      if (k == 1 && c == 0xf4) high = 0x8f;
-      ok = b >= low && b <= high;
-    }
-    if (ok) {
-      out.append(in.substr(i, len));
-      i += len;
-    } else {
-      out.push_back('?');
-      ++i;
-    }
-  }
-  return out;
-}
-
 // "2026-04-19 11:40:35.639 | " (docker compose), "(EngineCore pid=7) ", "[rank0]: ",
 // "ERROR 04-19 09:40:35 [core.py:1132] ": removed so evidence reads as the message.
 std::string_view strip_decorations(std::string_view s) {
-  s = trim(s);
-  const std::size_t bar = s.find(" | ");
-  if (bar != npos && bar < 40 && bar >= 10 && is_digit(s[0])) s = trim(s.substr(bar + 3));
-  for (int round = 0; round < 4; ++round) {
-    if (starts_with(s, "(")) {
-      const std::size_t close = s.find(')');
-      if (close == npos || close > 120 || !contains(s.substr(0, close), "pid=")) break;
-      s = trim(s.substr(close + 1));
-    } else if (starts_with(s, "[rank")) {
-      const std::size_t close = s.find("]:");
-      if (close == npos || close > 16) break;
-      s = trim(s.substr(close + 2));
-    } else {
-      break;
-    }
-  }
-  static constexpr std::string_view kLevels[] = {"DEBUG ", "INFO ",     "WARNING ",
-                                                 "ERROR ", "CRITICAL ", "WARN "};
-  for (std::string_view level : kLevels) {
-    if (!starts_with(s, level)) continue;
-    const std::size_t close = s.find("] ");
-    if (close != npos && close < 240) s = trim(s.substr(close + 2));
-    break;
-  }
-  return s;
+  s = text::strip_process_prefix(text::strip_compose_timestamp(s));
+  return text::strip_level_header(s, vocab::kLogLevels);
 }
 
-struct Number {
-  double value = 0.0;
-  std::size_t end = 0;
+// A size in whole bytes ("1.02 GiB", "786.00 MiB", "0 bytes", "37760kB").
+std::optional<std::int64_t> whole_bytes(const std::optional<text::Size>& size) {
+  if (!size || size->bytes < 0.0 || size->bytes > 9.0e18) return std::nullopt;
+  return static_cast<std::int64_t>(std::llround(size->bytes));
+}
+
+std::optional<std::int64_t> bytes_after(std::string_view s, std::string_view phrase) {
+  return whole_bytes(text::size_after(s, phrase));
+}
+
+// A list of the vocabulary's phrases, any of which marks the same thing.
+class Phrases {
+ public:
+  template <std::size_t N>
+  constexpr Phrases(const std::string_view (&list)[N]) : first_(list), count_(N) {}  // NOLINT
+  bool found_in(std::string_view line) const {
+    for (std::size_t i = 0; i < count_; ++i) {
+      if (contains(line, first_[i])) return true;
+    }
+    return false;
+  }
+
+ private:
+  const std::string_view* first_;
+  std::size_t count_;
 };
-
-std::optional<Number> number_at(std::string_view s, std::size_t pos) {
-  while (pos < s.size() && is_space(s[pos])) ++pos;
-  std::string buf;
-  std::size_t i = pos;
-  bool dot = false;
-  while (i < s.size() && buf.size() < 32) {
-    if (is_digit(s[i])) {
-      buf.push_back(s[i]);
-    } else if (s[i] == ',' && !buf.empty() && !dot && i + 1 < s.size() && is_digit(s[i + 1])) {
-      // thousands separator
-    } else if (s[i] == '.' && !dot && !buf.empty() && i + 1 < s.size() && is_digit(s[i + 1])) {
-      buf.push_back('.');
-      dot = true;
-    } else {
-      break;
-    }
-    ++i;
-  }
-  if (buf.empty() || buf.size() >= 32) return std::nullopt;
-  Number n;
-  if (std::from_chars(buf.data(), buf.data() + buf.size(), n.value).ec != std::errc{}) {
-    return std::nullopt;
-  }
-  n.end = i;
-  return n;
-}
-
-// "1.02 GiB", "786.00 MiB", "448.00 KiB", "0 bytes", "37760kB" at s[pos], in bytes.
-std::optional<std::int64_t> bytes_at(std::string_view s, std::size_t pos) {
-  const auto n = number_at(s, pos);
-  if (!n || n->value > 1e18) return std::nullopt;
-  std::size_t u = n->end;
-  while (u < s.size() && is_space(s[u])) ++u;
-  struct Unit {
-    std::string_view name;
-    double bytes;
-  };
-  static constexpr Unit kUnits[] = {{"GiB", 1073741824.0}, {"GB", 1073741824.0}, {"MiB", 1048576.0},
-                                    {"MB", 1048576.0},     {"KiB", 1024.0},      {"kB", 1024.0},
-                                    {"KB", 1024.0},        {"bytes", 1.0}};
-  for (const Unit& unit : kUnits) {
-    if (starts_with(s.substr(u), unit.name)) {
-      return static_cast<std::int64_t>(std::llround(n->value * unit.bytes));
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<std::int64_t> bytes_after(std::string_view s, std::string_view key) {
-  const std::size_t at = s.find(key);
-  if (at == npos) return std::nullopt;
-  return bytes_at(s, at + key.size());
-}
-
-std::optional<std::int64_t> int_after(std::string_view s, std::string_view key) {
-  const std::size_t at = s.find(key);
-  if (at == npos) return std::nullopt;
-  const auto n = number_at(s, at + key.size());
-  if (!n || n->value > 9e18) return std::nullopt;
-  return static_cast<std::int64_t>(n->value);
-}
 
 std::string gib(double value) {
   char buf[48];
@@ -246,35 +128,18 @@ unsigned frame_of_phase(const std::string& phase, unsigned frames) {
 }
 
 struct FrameMarker {
-  std::string_view phrase;
+  Phrases phrases;
   unsigned frame;
 };
 constexpr FrameMarker kFrameMarkers[] = {
-    {"profile_cudagraph_memory", kFrameCudagraphProfiling},
-    {"_init_minimal_kv_cache_for_profiling", kFrameCudagraphProfiling},
-    {"capture_model", kFrameCapture},
-    {"capture_end", kFrameCapture},
-    {"_capture_cudagraphs", kFrameCapture},
-    {"torch/cuda/graphs.py", kFrameCapture},
-    {"_dummy_sampler_run", kFrameSampler},
-    {"warming up sampler", kFrameSampler},
-    {"in profile_run", kFrameProfileRun},
-    {"determine_available_memory", kFrameProfileRun},
-    {"determine_num_available_blocks", kFrameProfileRun},
-    {"compile_or_warm_up_model", kFrameWarmUp},
-    {"in load_model", kFrameLoad},
-    {"load_weights", kFrameLoad},
-    {"create_weights", kFrameLoad},
-    {"_initialize_model", kFrameLoad},
-    {"Failed to create unquantized linear weights", kFrameLoad},
-    {"_allocate_kv_cache", kFrameKvAlloc},
-    {"initialize_kv_cache", kFrameKvAlloc},
-    {"in initialize_cache", kFrameKvAlloc},
-    {"in execute_model", kFrameRuntime},
-    {"in sample_tokens", kFrameRuntime},
-    {"compute_logprobs", kFrameRuntime},
-    {"in engine_step", kFrameRuntime},
-    {"in step_with_batch_queue", kFrameRuntime},
+    {vocab::kFramesCudagraphProfiling, kFrameCudagraphProfiling},
+    {vocab::kFramesCapture, kFrameCapture},
+    {vocab::kFramesSampler, kFrameSampler},
+    {vocab::kFramesProfileRun, kFrameProfileRun},
+    {vocab::kFramesWarmUp, kFrameWarmUp},
+    {vocab::kFramesLoad, kFrameLoad},
+    {vocab::kFramesKvAlloc, kFrameKvAlloc},
+    {vocab::kFramesRuntime, kFrameRuntime},
 };
 
 // The OOM's place from its traceback; the order is the nesting (innermost cause first).
@@ -316,10 +181,10 @@ std::string phase_from_log(Phase phase) {
 }
 
 bool is_oom_line(std::string_view line) {
-  return contains(line, "CUDA out of memory") || contains(line, "OutOfMemoryError") ||
-         contains(line, "CUDA error: out of memory") ||
-         contains(line, "cudaErrorMemoryAllocation") ||
-         contains(line, "out of memory occurred when warming up sampler");
+  return contains(line, torch::kCudaOutOfMemory) || contains(line, torch::kOutOfMemoryError) ||
+         contains(line, torch::kCudaErrorOutOfMemory) ||
+         contains(line, torch::kCudaErrorMemoryAllocation) ||
+         contains(line, vocab::kOomWarmingUpSampler);
 }
 
 // Lines kept per kind of evidence, de-duplicated, in order of appearance.
@@ -327,13 +192,8 @@ class Evidence {
  public:
   void add(std::string_view raw) {
     if (lines_.size() >= kMaxPerCategory) return;
-    std::string text = printable(strip_decorations(raw));
-    if (text.size() > kMaxEvidenceChars) {
-      text.resize(kMaxEvidenceChars);
-      // Drop a multi-byte character the cut split.
-      while (!text.empty() && static_cast<unsigned char>(text.back()) >= 0x80) text.pop_back();
-    }
-    text = std::string(trim(text));
+    const std::string cleaned = text::printable(strip_decorations(raw));
+    std::string text(trim(utf8::truncate(cleaned, kMaxEvidenceChars)));
     if (text.empty() || std::find(lines_.begin(), lines_.end(), text) != lines_.end()) return;
     lines_.push_back(std::move(text));
   }
@@ -379,35 +239,20 @@ class Scanner {
 
 void Scanner::track_phase(std::string_view line) {
   struct Marker {
-    std::string_view phrase;
+    Phrases phrases;
     Phase phase;
   };
   static constexpr Marker kMarkers[] = {
-      {"Starting to load model", Phase::Loading},
-      {"Loading safetensors checkpoint shards", Phase::Loading},
-      {"Loading weights on", Phase::Loading},
-      {"Model loading took", Phase::Profiling},
-      {"Loading model weights took", Phase::Profiling},
-      {"model weights take", Phase::Profiling},
-      {"Profiling CUDA graph memory", Phase::CudagraphProfiling},
-      {"with num_gpu_blocks_override=", Phase::CudagraphProfiling},
-      {"Available KV cache memory", Phase::KvAllocated},
-      {"GPU KV cache size", Phase::KvAllocated},
-      {"# GPU blocks", Phase::KvAllocated},
-      {"# cuda blocks", Phase::KvAllocated},
-      {"# CUDA blocks", Phase::KvAllocated},
-      {"the rest of the memory reserved for KV Cache", Phase::KvAllocated},
-      {"Capturing CUDA graph", Phase::Capturing},
-      {"Capturing cudagraphs", Phase::Capturing},
-      {"Capturing the model for CUDA graphs", Phase::Capturing},
-      {"Graph capturing finished", Phase::Captured},
-      {"Application startup complete", Phase::Running},
-      {"Starting vLLM API server", Phase::Running},
-      {"Starting vLLM server on", Phase::Running},
-      {"Avg prompt throughput", Phase::Running},
+      {vocab::kPhaseLoading, Phase::Loading},
+      {vocab::kPhaseWeightsLoaded, Phase::Profiling},
+      {vocab::kPhaseCudagraphProfiling, Phase::CudagraphProfiling},
+      {vocab::kPhaseKvAllocated, Phase::KvAllocated},
+      {vocab::kPhaseCapturing, Phase::Capturing},
+      {vocab::kPhaseCaptured, Phase::Captured},
+      {vocab::kPhaseRunning, Phase::Running},
   };
   for (const Marker& m : kMarkers) {
-    if (m.phase > phase_ && contains(line, m.phrase)) {
+    if (m.phase > phase_ && m.phrases.found_in(line)) {
       phase_ = m.phase;
       phase_lines_.clear();
       phase_lines_.add(line);
@@ -428,20 +273,17 @@ void Scanner::oom_line(std::string_view line) {
   }
   oom_ = true;
   if (!oom_tried_bytes_) {
-    oom_tried_bytes_ = bytes_after(line, "Tried to allocate ");
-    if (oom_tried_bytes_ && contains(line, "this process has")) {
+    oom_tried_bytes_ = bytes_after(line, torch::kTriedToAllocate);
+    if (oom_tried_bytes_ && contains(line, torch::kThisProcessHas)) {
       // "Process 162519 has 20.28 GiB memory in use." names the other tenants when torch
       // also names this process ("this process has"); without it one of them is this one.
       std::int64_t others = 0;
       bool any = false;
       std::size_t at = 0;
-      while ((at = line.find("Process ", at)) != npos) {
-        const auto pid = number_at(line, at + 8);
-        at += 8;
-        if (!pid) continue;
-        const std::size_t has = line.find(" has ", pid->end);
-        if (has != pid->end) continue;
-        if (const auto b = bytes_at(line, has + 5)) {
+      while ((at = after(line, torch::kProcess, at)) != npos) {
+        const auto pid = text::read_number(line, at);
+        if (!pid || !starts_with(line.substr(pid->end), torch::kProcessHas)) continue;
+        if (const auto b = bytes_after(line.substr(pid->end), torch::kProcessHas)) {
           others += *b;
           any = true;
         }
@@ -452,41 +294,43 @@ void Scanner::oom_line(std::string_view line) {
 }
 
 void Scanner::log_line(std::string_view line) {
-  if (contains(line, "Traceback (most recent call last)")) {
+  if (contains(line, torch::kTraceback)) {
     frames_ = 0;
     for (Evidence& e : frame_lines_) e.clear();
     traceback_ = true;
   }
   for (const FrameMarker& m : kFrameMarkers) {
-    if (contains(line, m.phrase)) {
+    if (m.phrases.found_in(line)) {
       frames_ |= m.frame;
       frame_lines_[frame_index(m.frame)].add(line);
     }
   }
   track_phase(line);
-  if (contains(line, "with num_gpu_blocks_override=")) {
-    profiling_kv_blocks_ = int_after(line, "with num_gpu_blocks_override=");
+  if (contains(line, vocab::kNumGpuBlocksOverride)) {
+    profiling_kv_blocks_ = text::count_after(line, vocab::kNumGpuBlocksOverride);
     profiling_setup_.add(line);
   }
-  if (contains(line, "Setting attention block size to") ||
-      contains(line, "Profiling CUDA graph memory")) {
+  if (contains(line, vocab::kSettingAttentionBlockSize) ||
+      contains(line, vocab::kProfilingCudaGraphMemory)) {
     profiling_setup_.add(line);
   }
   if (is_oom_line(line)) oom_line(line);
-  if (contains(line, "Request ") && contains(line, " failed")) failed_requests_.add(line);
-  if (contains(line, "Free memory on device") && contains(line, "less than desired")) {
+  if (contains(line, vocab::kRequest) && contains(line, vocab::kFailed)) {
+    failed_requests_.add(line);
+  }
+  if (contains(line, vocab::kFreeMemoryOnDevice) && contains(line, vocab::kIsLessThanDesired)) {
     startup_free_.add(line);
   }
-  if (contains(line, " GiB KV cache is needed") ||
-      contains(line, "is larger than the maximum number of tokens that can be stored in KV")) {
+  if (contains(line, vocab::kGibKvCacheIsNeeded) || contains(line, vocab::kLargerThanKvTokens)) {
     insufficient_.add(line);
   }
-  if (contains(line, "No available memory for the cache blocks") ||
-      (contains(line, "Available KV cache memory: -"))) {
+  const std::size_t kv_budget = after(line, vocab::kAvailableKvCacheMemory);
+  if (contains(line, vocab::kNoAvailableMemoryForCacheBlocks) ||
+      (kv_budget != npos && starts_with(line.substr(text::skip_spaces(line, kv_budget)), "-"))) {
     no_kv_.add(line);
   }
-  if (trim(line) == "Killed" || contains(line, "killed by SIGKILL by OOM killer") ||
-      contains(line, "OOMKilled") || contains(line, "running low on memory")) {
+  if (trim(line) == kernel::kShellKilled || contains(line, kernel::kRayOomKiller) ||
+      contains(line, kernel::kKubernetesOomKilled) || contains(line, kernel::kRayLowMemory)) {
     kill_hint_ = true;
     kill_lines_.add(line);
   }
@@ -494,38 +338,42 @@ void Scanner::log_line(std::string_view line) {
 }
 
 void Scanner::kernel_line(std::string_view line) {
-  if (contains(line, "Memory cgroup out of memory") || contains(line, "CONSTRAINT_MEMCG")) {
+  if (contains(line, kernel::kMemoryCgroupOom) || contains(line, kernel::kConstraintMemcg)) {
     memcg_pending_ = true;
   }
-  if (contains(line, "invoked oom-killer") || contains(line, "oom-kill:")) kill_lines_.add(line);
-  const std::size_t at = line.find("Killed process ");
+  if (contains(line, kernel::kInvokedOomKiller) || contains(line, kernel::kOomKill)) {
+    kill_lines_.add(line);
+  }
+  const std::size_t at = after(line, kernel::kKilledProcess);
   if (at == npos) {
     // A report wrapped over lines: "file-rss:..., shmem-rss:..." continue the last kill.
     if (kill_open_ && !kills_.empty()) {
       OomKill& last = kills_.back();
-      if (!last.anon_rss_bytes) last.anon_rss_bytes = bytes_after(line, "anon-rss:");
-      if (!last.file_rss_bytes) last.file_rss_bytes = bytes_after(line, "file-rss:");
-      if (!last.shmem_rss_bytes) last.shmem_rss_bytes = bytes_after(line, "shmem-rss:");
-      kill_open_ = contains(line, "-rss:");
+      if (!last.anon_rss_bytes) last.anon_rss_bytes = bytes_after(line, kernel::kAnonRss);
+      if (!last.file_rss_bytes) last.file_rss_bytes = bytes_after(line, kernel::kFileRss);
+      if (!last.shmem_rss_bytes) last.shmem_rss_bytes = bytes_after(line, kernel::kShmemRss);
+      kill_open_ = contains(line, kernel::kAnyRss);
       if (kill_open_) kill_lines_.add(line);
     }
     return;
   }
   if (kills_.size() >= 64) return;
   OomKill kill;
-  const auto pid = number_at(line, at + 15);
+  const auto pid_number = text::read_number(line, at);
+  const auto pid = pid_number ? text::to_count(*pid_number) : std::nullopt;
   if (!pid) return;
-  kill.pid = static_cast<std::int64_t>(pid->value);
-  const std::size_t open = line.find('(', pid->end);
-  const std::size_t close = open == npos ? npos : line.find(')', open);
-  if (open != npos && close != npos && open - pid->end <= 2 && close - open <= 64) {
-    kill.process = printable(line.substr(open + 1, close - open - 1));
+  kill.pid = *pid;
+  // "(ray::IDLE)": the kernel's name for the process, 15 characters at most.
+  const std::size_t name = after(line, "(", pid_number->end);
+  const std::size_t close = name == npos ? npos : line.find(')', name);
+  if (close != npos && name - pid_number->end <= 3 && close - name <= 63) {
+    kill.process = text::printable(line.substr(name, close - name));
   }
-  kill.cgroup = memcg_pending_ || contains(line, "Memory cgroup out of memory");
+  kill.cgroup = memcg_pending_ || contains(line, kernel::kMemoryCgroupOom);
   memcg_pending_ = false;
-  kill.anon_rss_bytes = bytes_after(line, "anon-rss:");
-  kill.file_rss_bytes = bytes_after(line, "file-rss:");
-  kill.shmem_rss_bytes = bytes_after(line, "shmem-rss:");
+  kill.anon_rss_bytes = bytes_after(line, kernel::kAnonRss);
+  kill.file_rss_bytes = bytes_after(line, kernel::kFileRss);
+  kill.shmem_rss_bytes = bytes_after(line, kernel::kShmemRss);
   kills_.push_back(std::move(kill));
   kill_open_ = true;
   kill_lines_.add(line);
@@ -711,7 +559,7 @@ Diagnosis Scanner::finish(VllmLogFigures figures) {
   } else if (!f.error_lines.empty() || traceback_ || f.outcome == "oom_at_load") {
     d.cause = FailureCause::NotMemory;
     d.explanation = "The launch failed, but the log shows no memory failure";
-    if (!f.error_lines.empty()) d.explanation += ": " + printable(f.error_lines.front());
+    if (!f.error_lines.empty()) d.explanation += ": " + text::printable(f.error_lines.front());
     d.explanation += ".";
     Evidence errors;
     for (const std::string& e : f.error_lines) errors.add(e);

@@ -214,6 +214,15 @@ class Scanner {
   void track_phase(std::string_view line);
   void oom_line(std::string_view line);
 
+  // finish(): one per cause, each setting d's cause, explanation and advice and naming the
+  // evidence it rests on.
+  using Shown = std::vector<const Evidence*>;
+  void explain_startup_free(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const;
+  void explain_max_model_len(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const;
+  void explain_kv_budget(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const;
+  void explain_cuda_oom(const VllmLogFigures& f, Diagnosis& d, Shown& shown);
+  void explain_oom_kill(Diagnosis& d, Shown& shown) const;
+
   Phase phase_ = Phase::None;
   unsigned frames_ = 0;                            // markers seen since the last "Traceback" line
   std::array<Evidence, kFrameKinds> frame_lines_;  // ... and their lines, per marker kind
@@ -379,199 +388,226 @@ void Scanner::kernel_line(std::string_view line) {
   kill_lines_.add(line);
 }
 
-Diagnosis Scanner::finish(VllmLogFigures figures) {
-  Diagnosis d;
-  std::vector<const Evidence*> shown;
-  const VllmLogFigures& f = figures;
-  const bool negative_kv = f.kv_cache_gib && *f.kv_cache_gib < 0;
+Advice lower(std::string_view knob, nlohmann::json at_most = nullptr) {
+  return Advice{std::string(knob), AdviceAction::Lower, std::move(at_most)};
+}
+Advice raise(std::string_view knob) {
+  return Advice{std::string(knob), AdviceAction::Raise, nullptr};
+}
+Advice set(std::string_view knob, nlohmann::json value) {
+  return Advice{std::string(knob), AdviceAction::Set, std::move(value)};
+}
 
-  if (f.outcome == "startup_free_memory" || !startup_free_.lines().empty()) {
-    d.cause = FailureCause::GpuMemoryUtilizationOvershoot;
-    shown.push_back(&startup_free_);
-    d.explanation = "vLLM's startup check found less free GPU memory than --gpu-memory-utilization";
-    if (f.gpu_memory_utilization) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, " %.2f", *f.gpu_memory_utilization);
-      d.explanation += buf;
+void Scanner::explain_startup_free(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const {
+  d.cause = FailureCause::GpuMemoryUtilizationOvershoot;
+  shown.push_back(&startup_free_);
+  d.explanation = "vLLM's startup check found less free GPU memory than --gpu-memory-utilization";
+  if (f.gpu_memory_utilization) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " %.2f", *f.gpu_memory_utilization);
+    d.explanation += buf;
+  }
+  d.explanation += " asks for";
+  if (f.startup_free_gib && f.gpu_total_gib && f.startup_desired_gib) {
+    d.explanation += " (" + gib(*f.startup_free_gib) + " free of " + gib(*f.gpu_total_gib) + ", " +
+                     gib(*f.startup_desired_gib) + " requested): other processes hold " +
+                     gib(*f.gpu_total_gib - *f.startup_free_gib) + " on that GPU";
+  }
+  d.explanation +=
+      ". The utilization is a fraction of the whole device, not of what is free: lower "
+      "--gpu-memory-utilization below free/total, or free the GPU.";
+  d.advice = {lower(knob::kGpuMemoryUtilization)};
+}
+
+void Scanner::explain_max_model_len(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const {
+  d.cause = FailureCause::MaxModelLenExceedsKv;
+  shown.push_back(&insufficient_);
+  shown.push_back(&phase_lines_);
+  d.explanation =
+      "The KV cache left after weights, activations and non-torch memory cannot hold "
+      "one request of max_model_len";
+  if (f.max_model_len) d.explanation += " (" + std::to_string(*f.max_model_len) + " tokens)";
+  if (f.needed_kv_gib && f.kv_cache_gib) {
+    d.explanation +=
+        ": it needs " + gib(*f.needed_kv_gib) + ", the budget left " + gib(*f.kv_cache_gib);
+  }
+  if (f.estimated_max_model_len) {
+    d.explanation +=
+        "; vLLM estimates at most " + std::to_string(*f.estimated_max_model_len) + " tokens fit";
+  }
+  d.explanation += ". Lower --max-model-len, or raise --gpu-memory-utilization, or use fp8 KV.";
+  d.advice = {lower(knob::kMaxModelLen, f.estimated_max_model_len
+                                            ? nlohmann::json(*f.estimated_max_model_len)
+                                            : nlohmann::json(nullptr)),
+              raise(knob::kGpuMemoryUtilization), set(knob::kKvCacheDtype, "fp8")};
+}
+
+void Scanner::explain_kv_budget(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const {
+  d.cause = FailureCause::KvBudgetExhausted;
+  shown.push_back(&no_kv_);
+  shown.push_back(&phase_lines_);
+  d.explanation = "Nothing was left for KV cache blocks: ";
+  if (f.weights_gib) d.explanation += "weights " + gib(*f.weights_gib) + ", ";
+  if (f.activation_peak_gib)
+    d.explanation += "activation peak " + gib(*f.activation_peak_gib) + ", ";
+  if (f.non_torch_gib) d.explanation += "non-torch " + gib(*f.non_torch_gib) + ", ";
+  d.explanation += "the rest of gpu_memory_utilization x total";
+  if (f.kv_cache_gib) d.explanation += " came to " + gib(*f.kv_cache_gib);
+  d.explanation +=
+      ". More GPU memory per rank is needed: higher --gpu-memory-utilization if the GPU is "
+      "free, else quantized weights or more tensor parallelism.";
+  d.advice = {raise(knob::kGpuMemoryUtilization), raise(knob::kTensorParallelSize)};
+}
+
+void Scanner::explain_cuda_oom(const VllmLogFigures& f, Diagnosis& d, Shown& shown) {
+  if (oom_phase_.empty() && !failed_requests_.lines().empty()) {
+    oom_phase_ = "runtime";
+    phase_lines_ = failed_requests_;
+  }
+  d.oom_phase = oom_phase_;
+  const std::string tried =
+      oom_tried_bytes_ ? " (tried to allocate " + gib_bytes(*oom_tried_bytes_) + ")" : "";
+  shown.push_back(&oom_lines_);
+  shown.push_back(&decisive_frames_);
+  if (oom_phase_ == "loading") {
+    d.cause = FailureCause::WeightsDoNotFit;
+    shown.push_back(&phase_lines_);
+    d.explanation = "CUDA ran out of memory while the weights were loading" + tried +
+                    ": one rank's weights do not fit the GPU. No --gpu-memory-utilization "
+                    "fixes this: quantized weights, more tensor or pipeline parallelism, or "
+                    "--cpu-offload-gb do.";
+    d.advice = {raise(knob::kTensorParallelSize), raise(knob::kPipelineParallelSize),
+                raise(knob::kCpuOffloadGb)};
+  } else if (oom_phase_ == "profile_run") {
+    d.cause = FailureCause::ActivationPeakOom;
+    shown.push_back(&phase_lines_);
+    d.explanation = "CUDA ran out of memory in the profile run" + tried +
+                    ", the forward pass of max_num_batched_tokens tokens (";
+    d.explanation += f.max_num_batched_tokens ? std::to_string(*f.max_num_batched_tokens)
+                                              : std::string("engine default");
+    d.explanation +=
+        ") and the sampler on max_num_seqs rows of fp32 logits, before the KV cache is sized. "
+        "Lower --max-num-batched-tokens (and --max-num-seqs).";
+    d.advice = {lower(knob::kMaxNumBatchedTokens), lower(knob::kMaxNumSeqs)};
+  } else if (oom_phase_ == "cudagraph_profiling") {
+    d.cause = FailureCause::CudagraphProfilingOom;
+    shown.push_back(&profiling_setup_);
+    d.explanation = "CUDA ran out of memory in profile_cudagraph_memory" + tried +
+                    ": to measure CUDA graphs vLLM first allocates a minimal KV cache "
+                    "(_init_minimal_kv_cache_for_profiling)";
+    if (profiling_kv_blocks_) {
+      d.explanation +=
+          " of " + std::to_string(*profiling_kv_blocks_) + " blocks (max_cudagraph_capture_size)";
     }
-    d.explanation += " asks for";
-    if (f.startup_free_gib && f.gpu_total_gib && f.startup_desired_gib) {
-      d.explanation += " (" + gib(*f.startup_free_gib) + " free of " + gib(*f.gpu_total_gib) +
-                       ", " + gib(*f.startup_desired_gib) + " requested): other processes hold " +
-                       gib(*f.gpu_total_gib - *f.startup_free_gib) + " on that GPU";
+    if (f.block_size) {
+      d.explanation += " of " + std::to_string(*f.block_size) +
+                       " tokens each (a hybrid model's attention block, widened to the "
+                       "Mamba page)";
     }
     d.explanation +=
-        ". The utilization is a fraction of the whole device, not of what is free: lower "
-        "--gpu-memory-utilization below free/total, or free the GPU.";
-  } else if (f.outcome == "insufficient_kv_for_max_model_len" || !insufficient_.lines().empty()) {
-    d.cause = FailureCause::MaxModelLenExceedsKv;
-    shown.push_back(&insufficient_);
+        ". This happens before the KV budget is applied, so lowering "
+        "--gpu-memory-utilization cannot help. --enforce-eager skips it; fewer --max-num-seqs "
+        "(smaller capture sizes) or no speculative decoding shrink it.";
+    d.advice = {set(knob::kEnforceEager, true), lower(knob::kMaxNumSeqs)};
+  } else if (oom_phase_ == "kv_cache_allocation") {
+    d.cause = FailureCause::GpuMemoryUtilizationOvershoot;
+    shown.push_back(&phase_lines_);
+    d.explanation = "CUDA ran out of memory allocating the KV cache the profile had sized" + tried +
+                    ": memory counted as free was gone by then (another process on the GPU, or "
+                    "--gpu-memory-utilization too close to 1). Lower it, or free the GPU.";
+    if (oom_others_bytes_) {
+      d.explanation += " Other processes held " + gib_bytes(*oom_others_bytes_) + ".";
+    }
+    d.advice = {lower(knob::kGpuMemoryUtilization)};
+  } else if (oom_phase_ == "cudagraph_capture") {
+    d.cause = FailureCause::CudagraphCaptureOom;
     shown.push_back(&phase_lines_);
     d.explanation =
-        "The KV cache left after weights, activations and non-torch memory cannot hold "
-        "one request of max_model_len";
-    if (f.max_model_len) d.explanation += " (" + std::to_string(*f.max_model_len) + " tokens)";
-    if (f.needed_kv_gib && f.kv_cache_gib) {
-      d.explanation +=
-          ": it needs " + gib(*f.needed_kv_gib) + ", the budget left " + gib(*f.kv_cache_gib);
-    }
-    if (f.estimated_max_model_len) {
-      d.explanation +=
-          "; vLLM estimates at most " + std::to_string(*f.estimated_max_model_len) + " tokens fit";
-    }
-    d.explanation += ". Lower --max-model-len, or raise --gpu-memory-utilization, or use fp8 KV.";
-  } else if (negative_kv || !no_kv_.lines().empty()) {
-    d.cause = FailureCause::KvBudgetExhausted;
-    shown.push_back(&no_kv_);
+        "CUDA ran out of memory capturing CUDA graphs after the KV cache was "
+        "allocated" +
+        tried +
+        ": before vLLM 0.21 graph memory was not in the budget and came out of the "
+        "1 - gpu_memory_utilization headroom. --enforce-eager avoids it; a lower "
+        "--gpu-memory-utilization or fewer --max-num-seqs (fewer, smaller graphs) "
+        "leave room for it.";
+    d.advice = {set(knob::kEnforceEager, true), lower(knob::kGpuMemoryUtilization),
+                lower(knob::kMaxNumSeqs)};
+  } else if (oom_phase_ == "sampler_warmup") {
+    d.cause = FailureCause::SamplerWarmupOom;
     shown.push_back(&phase_lines_);
-    d.explanation = "Nothing was left for KV cache blocks: ";
-    if (f.weights_gib) d.explanation += "weights " + gib(*f.weights_gib) + ", ";
-    if (f.activation_peak_gib)
-      d.explanation += "activation peak " + gib(*f.activation_peak_gib) + ", ";
-    if (f.non_torch_gib) d.explanation += "non-torch " + gib(*f.non_torch_gib) + ", ";
-    d.explanation += "the rest of gpu_memory_utilization x total";
-    if (f.kv_cache_gib) d.explanation += " came to " + gib(*f.kv_cache_gib);
+    d.explanation =
+        "CUDA ran out of memory warming up the sampler after the KV cache was "
+        "allocated" +
+        tried + ": max_num_seqs (";
+    d.explanation += f.max_num_seqs ? std::to_string(*f.max_num_seqs) : std::string("default");
     d.explanation +=
-        ". More GPU memory per rank is needed: higher --gpu-memory-utilization if the GPU is "
-        "free, else quantized weights or more tensor parallelism.";
-  } else if (oom_) {
-    if (oom_phase_.empty() && !failed_requests_.lines().empty()) {
-      oom_phase_ = "runtime";
-      phase_lines_ = failed_requests_;
+        ") dummy requests of fp32 vocabulary logits, outside the gpu_memory_utilization "
+        "budget. Fewer --max-num-seqs fixes it; a lower --gpu-memory-utilization leaves room.";
+    d.advice = {lower(knob::kMaxNumSeqs), lower(knob::kGpuMemoryUtilization)};
+  } else if (oom_phase_ == "runtime") {
+    d.cause = FailureCause::RuntimeOom;
+    shown.push_back(&phase_lines_);
+    d.explanation = "CUDA ran out of memory after startup" + tried +
+                    ": a burst (long prompts, many sequences, logprobs) or fragmentation went "
+                    "past the headroom. Leave more headroom (lower --gpu-memory-utilization), "
+                    "cap --max-num-batched-tokens / --max-num-seqs, and try "
+                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.";
+    if (oom_others_bytes_) {
+      d.explanation += " Other processes held " + gib_bytes(*oom_others_bytes_) + ".";
     }
-    d.oom_phase = oom_phase_;
-    const std::string tried =
-        oom_tried_bytes_ ? " (tried to allocate " + gib_bytes(*oom_tried_bytes_) + ")" : "";
-    shown.push_back(&oom_lines_);
-    shown.push_back(&decisive_frames_);
-    if (oom_phase_ == "loading") {
-      d.cause = FailureCause::WeightsDoNotFit;
-      shown.push_back(&phase_lines_);
-      d.explanation = "CUDA ran out of memory while the weights were loading" + tried +
-                      ": one rank's weights do not fit the GPU. No --gpu-memory-utilization "
-                      "fixes this: quantized weights, more tensor or pipeline parallelism, or "
-                      "--cpu-offload-gb do.";
-    } else if (oom_phase_ == "profile_run") {
-      d.cause = FailureCause::ActivationPeakOom;
-      shown.push_back(&phase_lines_);
-      d.explanation = "CUDA ran out of memory in the profile run" + tried +
-                      ", the forward pass of max_num_batched_tokens tokens (";
-      d.explanation += f.max_num_batched_tokens ? std::to_string(*f.max_num_batched_tokens)
-                                                : std::string("engine default");
-      d.explanation +=
-          ") and the sampler on max_num_seqs rows of fp32 logits, before the KV cache is sized. "
-          "Lower --max-num-batched-tokens (and --max-num-seqs).";
-    } else if (oom_phase_ == "cudagraph_profiling") {
-      d.cause = FailureCause::CudagraphProfilingOom;
-      shown.push_back(&profiling_setup_);
-      d.explanation = "CUDA ran out of memory in profile_cudagraph_memory" + tried +
-                      ": to measure CUDA graphs vLLM first allocates a minimal KV cache "
-                      "(_init_minimal_kv_cache_for_profiling)";
-      if (profiling_kv_blocks_) {
-        d.explanation +=
-            " of " + std::to_string(*profiling_kv_blocks_) + " blocks (max_cudagraph_capture_size)";
-      }
-      if (f.block_size) {
-        d.explanation += " of " + std::to_string(*f.block_size) +
-                         " tokens each (a hybrid model's attention block, widened to the "
-                         "Mamba page)";
-      }
-      d.explanation +=
-          ". This happens before the KV budget is applied, so lowering "
-          "--gpu-memory-utilization cannot help. --enforce-eager skips it; fewer --max-num-seqs "
-          "(smaller capture sizes) or no speculative decoding shrink it.";
-    } else if (oom_phase_ == "kv_cache_allocation") {
-      d.cause = FailureCause::GpuMemoryUtilizationOvershoot;
-      shown.push_back(&phase_lines_);
-      d.explanation = "CUDA ran out of memory allocating the KV cache the profile had sized" +
-                      tried +
-                      ": memory counted as free was gone by then (another process on the GPU, or "
-                      "--gpu-memory-utilization too close to 1). Lower it, or free the GPU.";
-      if (oom_others_bytes_) {
-        d.explanation += " Other processes held " + gib_bytes(*oom_others_bytes_) + ".";
-      }
-    } else if (oom_phase_ == "cudagraph_capture") {
-      d.cause = FailureCause::CudagraphCaptureOom;
-      shown.push_back(&phase_lines_);
-      d.explanation =
-          "CUDA ran out of memory capturing CUDA graphs after the KV cache was "
-          "allocated" +
-          tried +
-          ": before vLLM 0.21 graph memory was not in the budget and came out of the "
-          "1 - gpu_memory_utilization headroom. --enforce-eager avoids it; a lower "
-          "--gpu-memory-utilization or fewer --max-num-seqs (fewer, smaller graphs) "
-          "leave room for it.";
-    } else if (oom_phase_ == "sampler_warmup") {
-      d.cause = FailureCause::SamplerWarmupOom;
-      shown.push_back(&phase_lines_);
-      d.explanation =
-          "CUDA ran out of memory warming up the sampler after the KV cache was "
-          "allocated" +
-          tried + ": max_num_seqs (";
-      d.explanation += f.max_num_seqs ? std::to_string(*f.max_num_seqs) : std::string("default");
-      d.explanation +=
-          ") dummy requests of fp32 vocabulary logits, outside the gpu_memory_utilization "
-          "budget. Fewer --max-num-seqs fixes it; a lower --gpu-memory-utilization leaves room.";
-    } else if (oom_phase_ == "runtime") {
-      d.cause = FailureCause::RuntimeOom;
-      shown.push_back(&phase_lines_);
-      d.explanation = "CUDA ran out of memory after startup" + tried +
-                      ": a burst (long prompts, many sequences, logprobs) or fragmentation went "
-                      "past the headroom. Leave more headroom (lower --gpu-memory-utilization), "
-                      "cap --max-num-batched-tokens / --max-num-seqs, and try "
-                      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.";
-      if (oom_others_bytes_) {
-        d.explanation += " Other processes held " + gib_bytes(*oom_others_bytes_) + ".";
-      }
-    } else {
-      d.cause = FailureCause::Unknown;
-      d.explanation = "CUDA ran out of memory" + tried +
-                      ", but neither a traceback nor the startup lines say where; paste the "
-                      "whole log (from the vLLM banner to the error).";
-    }
-    if (oom_others_bytes_ && d.cause != FailureCause::GpuMemoryUtilizationOvershoot &&
-        d.cause != FailureCause::RuntimeOom) {
-      d.explanation += " Other processes held " + gib_bytes(*oom_others_bytes_) + " of the GPU.";
-    }
-  } else if (!kills_.empty() || kill_hint_) {
-    d.cause = FailureCause::HostRamOomKiller;
-    shown.push_back(&kill_lines_);
-    d.explanation = "The kernel's OOM killer ended the launch: host RAM";
-    if (!kills_.empty()) {
-      const OomKill& k = kills_.back();
-      d.explanation += k.cgroup ? " inside the container's memory cgroup (its limit, not the "
-                                  "machine's RAM) ran out; it killed "
-                                : " ran out; it killed ";
-      d.explanation += (k.process.empty() ? std::string("a process") : k.process) + " (pid " +
-                       std::to_string(k.pid) + ")";
-      if (k.anon_rss_bytes)
-        d.explanation += " holding " + gib_bytes(*k.anon_rss_bytes) + " anonymous";
-      if (k.shmem_rss_bytes && *k.shmem_rss_bytes > 0) {
-        d.explanation += " and " + gib_bytes(*k.shmem_rss_bytes) + " shared (pinned)";
-      }
-    } else {
-      d.explanation += " ran out and a process was killed";
-    }
-    d.explanation +=
-        ". vLLM's host needs are per-process baselines, loader staging, pinned buffers, CPU "
-        "offload and KV offload: raise the memory limit or lower --cpu-offload-gb / "
-        "--kv-offloading-size; the plan's host breakdown shows what the launch needs.";
-  } else if (!f.error_lines.empty() || traceback_ || f.outcome == "oom_at_load") {
-    d.cause = FailureCause::NotMemory;
-    d.explanation = "The launch failed, but the log shows no memory failure";
-    if (!f.error_lines.empty()) d.explanation += ": " + text::printable(f.error_lines.front());
-    d.explanation += ".";
-    Evidence errors;
-    for (const std::string& e : f.error_lines) errors.add(e);
-    for (const std::string& line : errors.lines()) d.evidence.push_back(line);
+    d.advice = {lower(knob::kGpuMemoryUtilization), lower(knob::kMaxNumBatchedTokens),
+                lower(knob::kMaxNumSeqs)};
   } else {
     d.cause = FailureCause::Unknown;
-    d.explanation = f.outcome == "started"
-                        ? "The log shows a launch that started and no failure after it."
-                        : "No vLLM failure, CUDA out-of-memory message or OOM-killer line was "
-                          "found in the text.";
+    d.explanation = "CUDA ran out of memory" + tried +
+                    ", but neither a traceback nor the startup lines say where; paste the "
+                    "whole log (from the vLLM banner to the error).";
   }
+  if (oom_others_bytes_ && d.cause != FailureCause::GpuMemoryUtilizationOvershoot &&
+      d.cause != FailureCause::RuntimeOom) {
+    d.explanation += " Other processes held " + gib_bytes(*oom_others_bytes_) + " of the GPU.";
+  }
+}
 
+void Scanner::explain_oom_kill(Diagnosis& d, Shown& shown) const {
+  d.cause = FailureCause::HostRamOomKiller;
+  shown.push_back(&kill_lines_);
+  d.explanation = "The kernel's OOM killer ended the launch: host RAM";
+  if (!kills_.empty()) {
+    const OomKill& k = kills_.back();
+    d.explanation += k.cgroup ? " inside the container's memory cgroup (its limit, not the "
+                                "machine's RAM) ran out; it killed "
+                              : " ran out; it killed ";
+    d.explanation += (k.process.empty() ? std::string("a process") : k.process) + " (pid " +
+                     std::to_string(k.pid) + ")";
+    if (k.anon_rss_bytes)
+      d.explanation += " holding " + gib_bytes(*k.anon_rss_bytes) + " anonymous";
+    if (k.shmem_rss_bytes && *k.shmem_rss_bytes > 0) {
+      d.explanation += " and " + gib_bytes(*k.shmem_rss_bytes) + " shared (pinned)";
+    }
+  } else {
+    d.explanation += " ran out and a process was killed";
+  }
+  d.explanation +=
+      ". vLLM's host needs are per-process baselines, loader staging, pinned buffers, CPU "
+      "offload and KV offload: raise the memory limit or lower --cpu-offload-gb / "
+      "--kv-offloading-size; the plan's host breakdown shows what the launch needs.";
+  d.advice = {lower(knob::kCpuOffloadGb), lower(knob::kKvOffloadingSize)};
+}
+
+// A failure that is not memory's: its first error line is the explanation and the evidence.
+void explain_not_memory(const VllmLogFigures& f, Diagnosis& d) {
+  d.cause = FailureCause::NotMemory;
+  d.explanation = "The launch failed, but the log shows no memory failure";
+  if (!f.error_lines.empty()) d.explanation += ": " + text::printable(f.error_lines.front());
+  d.explanation += ".";
+  Evidence errors;
+  for (const std::string& e : f.error_lines) errors.add(e);
+  for (const std::string& line : errors.lines()) d.evidence.push_back(line);
+}
+
+// The evidence the cause rests on, de-duplicated, kMaxEvidence lines at most.
+void add_evidence(const std::vector<const Evidence*>& shown, Diagnosis& d) {
   for (const Evidence* e : shown) {
     for (const std::string& line : e->lines()) {
       if (d.evidence.size() >= kMaxEvidence) break;
@@ -581,6 +617,33 @@ Diagnosis Scanner::finish(VllmLogFigures figures) {
     }
   }
   if (d.evidence.size() > kMaxEvidence) d.evidence.resize(kMaxEvidence);
+}
+
+Diagnosis Scanner::finish(VllmLogFigures figures) {
+  Diagnosis d;
+  Shown shown;
+  const VllmLogFigures& f = figures;
+  const bool negative_kv = f.kv_cache_gib && *f.kv_cache_gib < 0;
+  if (f.outcome == "startup_free_memory" || !startup_free_.lines().empty()) {
+    explain_startup_free(f, d, shown);
+  } else if (f.outcome == "insufficient_kv_for_max_model_len" || !insufficient_.lines().empty()) {
+    explain_max_model_len(f, d, shown);
+  } else if (negative_kv || !no_kv_.lines().empty()) {
+    explain_kv_budget(f, d, shown);
+  } else if (oom_) {
+    explain_cuda_oom(f, d, shown);
+  } else if (!kills_.empty() || kill_hint_) {
+    explain_oom_kill(d, shown);
+  } else if (!f.error_lines.empty() || traceback_ || f.outcome == "oom_at_load") {
+    explain_not_memory(f, d);
+  } else {
+    d.cause = FailureCause::Unknown;
+    d.explanation = f.outcome == "started"
+                        ? "The log shows a launch that started and no failure after it."
+                        : "No vLLM failure, CUDA out-of-memory message or OOM-killer line was "
+                          "found in the text.";
+  }
+  add_evidence(shown, d);
   d.oom_other_processes_bytes = oom_others_bytes_;
   d.oom_kills = std::move(kills_);
   d.figures = std::move(figures);
@@ -601,6 +664,18 @@ void for_each_line(std::string_view text, Fn&& fn) {
 }
 
 }  // namespace
+
+const char* advice_action_name(AdviceAction action) noexcept {
+  switch (action) {
+    case AdviceAction::Lower:
+      return "lower";
+    case AdviceAction::Raise:
+      return "raise";
+    case AdviceAction::Set:
+      break;
+  }
+  return "set";
+}
 
 const char* cause_name(FailureCause cause) noexcept {
   switch (cause) {
@@ -664,6 +739,12 @@ nlohmann::json to_json(const Diagnosis& d) {
                      {"shmem_rss_bytes", optional_int(k.shmem_rss_bytes)}});
   }
   j["oom_kills"] = std::move(kills);
+  nlohmann::json advice = nlohmann::json::array();
+  for (const Advice& a : d.advice) {
+    advice.push_back(
+        {{"knob", a.knob}, {"action", advice_action_name(a.action)}, {"value", a.value}});
+  }
+  j["advice"] = std::move(advice);
   j["figures"] = to_json(d.figures);
   return j;
 }

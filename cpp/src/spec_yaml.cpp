@@ -531,6 +531,9 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   s.id = r.get_string("id");
   if (s.id.empty()) r.fail("id", "''", "id must not be empty");
   s.aliases = r.get_string_list("aliases");
+  // Provenance for whoever reads the file: checked to be text, not kept (s.source names the
+  // file). Unread, `source: {a: 1}` used to load silently.
+  (void)r.get_string("source", "");
   s.model_type = r.get_string("model_type");
   s.hidden_size = r.get_i32("hidden_size", 0, 1);
   s.num_hidden_layers = r.get_i32("num_hidden_layers", 0, 1);

@@ -338,17 +338,14 @@ void Parser::line(std::string_view raw) {
 }
 
 void Parser::launch_line(std::string_view line) {
-  // Version.
+  // Version: the API server's line, the engine config line, or the ASCII-art banner.
   if (!f_.vllm_version) {
-    std::size_t at;
-    if ((at = after(line, vocab::kApiServerVersion)) != npos) {
-      f_.vllm_version = version_at(line, at);
-    } else if ((at = after(line, vocab::kLlmEngineVersion)) != npos) {
-      f_.vllm_version = version_at(line, at);
-    } else if (contains(line, vocab::kBannerGlyph) &&
-               (at = after(line, vocab::kBannerVersion)) != npos) {
-      f_.vllm_version = version_at(line, at);
+    std::size_t version = after(line, vocab::kApiServerVersion);
+    if (version == npos) version = after(line, vocab::kLlmEngineVersion);
+    if (version == npos && contains(line, vocab::kBannerGlyph)) {
+      version = after(line, vocab::kBannerVersion);
     }
+    if (version != npos) f_.vllm_version = version_at(line, version);
   }
   std::size_t at;
   if ((at = after(line, vocab::kNonDefaultArgs)) != npos) {

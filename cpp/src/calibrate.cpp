@@ -246,22 +246,10 @@ void check_terms(const std::vector<std::string>& terms) {
   }
 }
 
-}  // namespace
-
-CalibrationResult calibrate(const EngineProfile& base,
-                            const std::vector<CalibrationSample>& samples,
-                            const CalibrationOptions& options) {
-  check_terms(options.terms);
-  if (!(options.measurement_sigma_gib > 0.0)) {
-    throw ConfigError("measurement_sigma_gib", number_text(options.measurement_sigma_gib), "> 0",
-                      "the measurement resolution must be positive");
-  }
-  const double sigma = options.measurement_sigma_gib;
-  const auto& table = constants();
-  CalibrationResult result;
-  result.profile = base;
-
-  // Launches to fit on, identical repeats dropped (they add no equation).
+// The launches to fit on: held-out ones skipped, identical repeats dropped (they add no
+// equation) and reported in result.duplicates; result.fitted_on names the rest.
+std::vector<const CalibrationSample*> distinct_launches(
+    const std::vector<CalibrationSample>& samples, CalibrationResult& result) {
   std::vector<const CalibrationSample*> fit;
   std::vector<std::string> prints;
   for (const CalibrationSample& s : samples) {
@@ -278,52 +266,57 @@ CalibrationResult calibrate(const EngineProfile& base,
     fit.push_back(&s);
     result.fitted_on.push_back(s.id);
   }
-  std::vector<std::size_t> wanted;
-  std::vector<std::string> wanted_names;
-  for (std::size_t j = 0; j < kNumConstants; ++j) {
-    if (requested(table[j], options.terms)) {
-      wanted.push_back(j);
-      wanted_names.emplace_back(table[j].name);
-    }
-  }
-  if (fit.size() < 2) {
-    throw CalibrationError(
-        wanted_names,
-        std::to_string(fit.size()) + " distinct launch" + (fit.size() == 1 ? "" : "es") +
-            (result.duplicates.empty() ? "" : " (identical logs count once)") +
-            " give at most one equation per term; give two or more launches that differ "
-            "(tensor/pipeline parallel size, model, max_num_seqs or max_num_batched_tokens)");
-  }
-  const std::vector<Row> rows = rows_of(fit, base);
-  if (rows.empty()) {
-    throw CalibrationError(wanted_names,
-                           "the logs print no activation, non-torch, CUDA-graph, KV cache or "
-                           "startup free-memory figure");
-  }
-  const auto n_rows = static_cast<Eigen::Index>(rows.size());
-  Eigen::VectorXd measured(n_rows);
-  for (Eigen::Index i = 0; i < n_rows; ++i)
-    measured(i) = rows[static_cast<std::size_t>(i)].measured;
+  return fit;
+}
 
-  // Column j: how each figure moves (in measurement sigmas) when constant j moves by its
-  // tolerance. Scaled so that a standard error of 1 is exactly the tolerance.
-  auto columns = [&](const EngineProfile& at, const std::vector<std::size_t>& which,
-                     const Eigen::VectorXd& at_rows) {
-    Eigen::MatrixXd a(n_rows, static_cast<Eigen::Index>(which.size()));
+// The least-squares problem: one row per measured figure of the fitted launches, in
+// measurement sigmas.
+class Design {
+ public:
+  Design(std::vector<const CalibrationSample*> fit, const EngineProfile& base, double sigma)
+      : fit_(std::move(fit)), rows_(rows_of(fit_, base)), sigma_(sigma) {}
+
+  bool empty() const { return rows_.empty(); }
+  Eigen::Index size() const { return static_cast<Eigen::Index>(rows_.size()); }
+
+  Eigen::VectorXd measured() const {
+    Eigen::VectorXd out(size());
+    for (Eigen::Index i = 0; i < size(); ++i) out(i) = rows_[static_cast<std::size_t>(i)].measured;
+    return out;
+  }
+  Eigen::VectorXd predicted(const EngineProfile& profile) const {
+    return predicted_rows(fit_, rows_, profile);
+  }
+  double sigma() const { return sigma_; }
+
+  // Column k: how each figure moves (in measurement sigmas) when constant which[k] moves by
+  // its tolerance. Scaled so that a standard error of 1 is exactly the tolerance.
+  Eigen::MatrixXd columns(const EngineProfile& at, const std::vector<std::size_t>& which,
+                          const Eigen::VectorXd& at_rows) const {
+    const auto& table = constants();
+    Eigen::MatrixXd a(size(), static_cast<Eigen::Index>(which.size()));
     for (std::size_t k = 0; k < which.size(); ++k) {
       const Constant& c = table[which[k]];
       EngineProfile moved = at;
       c.set(moved, c.get(at) + c.tolerance);
-      a.col(static_cast<Eigen::Index>(k)) = (predicted_rows(fit, rows, moved) - at_rows) / sigma;
+      a.col(static_cast<Eigen::Index>(k)) = (predicted(moved) - at_rows) / sigma_;
     }
     return a;
-  };
+  }
 
-  // Which constants the launches identify, in priority order.
-  const Eigen::VectorXd base_rows = predicted_rows(fit, rows, base);
-  const Eigen::MatrixXd all = columns(base, wanted, base_rows);
-  std::vector<std::size_t> accepted;  // indices into `wanted`
-  std::vector<std::string> status(kNumConstants, "not requested");
+ private:
+  std::vector<const CalibrationSample*> fit_;
+  std::vector<Row> rows_;
+  double sigma_;
+};
+
+// Which of the wanted constants (indices into constants()) the launches identify, in priority
+// order: their indices into `wanted`; status[j] says why constant j is not.
+std::vector<std::size_t> identified(const Design& design, const Eigen::MatrixXd& all,
+                                    const std::vector<std::size_t>& wanted,
+                                    std::vector<std::string>& status) {
+  const auto& table = constants();
+  std::vector<std::size_t> accepted;
   for (std::size_t k = 0; k < wanted.size(); ++k) {
     const Constant& c = table[wanted[k]];
     if (all.col(static_cast<Eigen::Index>(k)).cwiseAbs().maxCoeff() < 1e-3) {
@@ -332,7 +325,7 @@ CalibrationResult calibrate(const EngineProfile& base,
     }
     std::vector<std::size_t> trial = accepted;
     trial.push_back(k);
-    Eigen::MatrixXd a(n_rows, static_cast<Eigen::Index>(trial.size()));
+    Eigen::MatrixXd a(design.size(), static_cast<Eigen::Index>(trial.size()));
     for (std::size_t t = 0; t < trial.size(); ++t) {
       a.col(static_cast<Eigen::Index>(t)) = all.col(static_cast<Eigen::Index>(trial[t]));
     }
@@ -365,24 +358,26 @@ CalibrationResult calibrate(const EngineProfile& base,
     }
     accepted.push_back(k);
   }
-  std::vector<std::size_t> free;
-  free.reserve(accepted.size());
-  for (std::size_t k : accepted) free.push_back(wanted[k]);
+  return accepted;
+}
 
-  // Requested terms that stay unidentified are errors; so is a fit of nothing.
+// Requested terms that stay unidentified are errors; so is a fit of nothing.
+void require_identified(const std::vector<std::string>& terms,
+                        const std::vector<std::size_t>& wanted,
+                        const std::vector<std::size_t>& free,
+                        const std::vector<std::string>& status) {
+  const auto& table = constants();
   std::vector<std::string> missing;
   std::string why;
-  auto is_fitted = [&](std::size_t j) {
-    return std::find(free.begin(), free.end(), j) != free.end();
-  };
-  for (const std::string& t : options.terms) {
+  for (const std::string& t : terms) {
     for (std::size_t j = 0; j < kNumConstants; ++j) {
       const Constant& c = table[j];
       const bool named = t == c.name;
       const bool group_missed =
           t == c.group && std::none_of(free.begin(), free.end(),
                                        [&](std::size_t f) { return table[f].group == t; });
-      if ((named && !is_fitted(j)) || group_missed) {
+      const bool fitted = std::find(free.begin(), free.end(), j) != free.end();
+      if ((named && !fitted) || group_missed) {
         missing.emplace_back(c.name);
         why += std::string(why.empty() ? "" : "; ") + c.name + " " + status[j];
       }
@@ -395,57 +390,73 @@ CalibrationResult calibrate(const EngineProfile& base,
     }
   }
   if (!missing.empty()) throw CalibrationError(missing, why);
+}
 
-  // Bounded Gauss-Newton: solve, clamp what leaves its plausible range (then held there),
-  // re-linearise (the activation peak is max(forward, sampler)) until the step is negligible.
-  EngineProfile current = base;
-  std::vector<bool> at_bound(kNumConstants, false);
-  Eigen::VectorXd current_rows = base_rows;
-  for (result.iterations = 1; result.iterations <= 20; ++result.iterations) {
+// Bounded Gauss-Newton from `base` over the `free` constants: solve, clamp what leaves its
+// plausible range (then held there), re-linearise (the activation peak is max(forward,
+// sampler)) until the step is negligible, 20 iterations at most.
+struct GaussNewton {
+  EngineProfile profile;
+  Eigen::VectorXd rows;        // the predicted figures at `profile`
+  std::vector<bool> at_bound;  // per constant
+  int iterations = 0;
+};
+GaussNewton gauss_newton(const Design& design, const EngineProfile& base,
+                         const Eigen::VectorXd& base_rows, const std::vector<std::size_t>& free) {
+  const auto& table = constants();
+  const Eigen::VectorXd measured = design.measured();
+  GaussNewton out{base, base_rows, std::vector<bool>(kNumConstants, false), 0};
+  for (out.iterations = 1; out.iterations <= 20; ++out.iterations) {
     std::vector<std::size_t> active;
     for (std::size_t j : free) {
-      if (!at_bound[j]) active.push_back(j);
+      if (!out.at_bound[j]) active.push_back(j);
     }
     if (active.empty()) break;
-    const Eigen::MatrixXd a = columns(current, active, current_rows);
-    const Eigen::VectorXd residual = (measured - current_rows) / sigma;
+    const Eigen::MatrixXd a = design.columns(out.profile, active, out.rows);
+    const Eigen::VectorXd residual = (measured - out.rows) / design.sigma();
     const Eigen::VectorXd step = a.colPivHouseholderQr().solve(residual);
     bool clamped = false;
     for (std::size_t k = 0; k < active.size(); ++k) {
       const Constant& c = table[active[k]];
-      const double value = c.get(current) + step(static_cast<Eigen::Index>(k)) * c.tolerance;
+      const double value = c.get(out.profile) + step(static_cast<Eigen::Index>(k)) * c.tolerance;
       const double bounded = std::clamp(value, c.low, c.high);
       if (bounded != value) {
-        at_bound[active[k]] = true;
+        out.at_bound[active[k]] = true;
         clamped = true;
       }
-      c.set(current, bounded);
+      c.set(out.profile, bounded);
     }
-    current_rows = predicted_rows(fit, rows, current);
+    out.rows = design.predicted(out.profile);
     if (!clamped && step.cwiseAbs().maxCoeff() < 1e-6) break;
   }
-  result.iterations = std::min(result.iterations, 20);
+  out.iterations = std::min(out.iterations, 20);
+  return out;
+}
 
-  // Standard errors and conditioning at the fitted point, over the constants left free.
+// Every constant before and after, with its standard error and conditioning at the fitted
+// point over the constants left free.
+void report_constants(const Design& design, const EngineProfile& base, const GaussNewton& fitted,
+                      const std::vector<std::size_t>& free, const std::vector<std::string>& status,
+                      const std::vector<std::string>& terms, CalibrationResult& result) {
+  const auto& table = constants();
   std::vector<std::size_t> final_free;
   for (std::size_t j : free) {
-    if (!at_bound[j]) final_free.push_back(j);
+    if (!fitted.at_bound[j]) final_free.push_back(j);
   }
   Eigen::VectorXd se;
   if (!final_free.empty()) {
-    const Svd svd = svd_of(columns(current, final_free, current_rows));
+    const Svd svd = svd_of(design.columns(fitted.profile, final_free, fitted.rows));
     se = scaled_standard_errors(svd);
     result.condition_number = svd.values(0) / svd.values(svd.values.size() - 1);
   }
-  result.profile = current;
   for (std::size_t j = 0; j < kNumConstants; ++j) {
     const Constant& c = table[j];
     FittedConstant f;
     f.name = c.name;
     f.unit = c.unit;
     f.before = c.get(base);
-    f.after = c.get(current);
-    f.fitted = is_fitted(j);
+    f.after = c.get(fitted.profile);
+    f.fitted = std::find(free.begin(), free.end(), j) != free.end();
     f.status = status[j];
     if (f.fitted) {
       const auto it = std::find(final_free.begin(), final_free.end(), j);
@@ -455,22 +466,78 @@ CalibrationResult calibrate(const EngineProfile& base,
         f.standard_error = se(static_cast<Eigen::Index>(it - final_free.begin())) * c.tolerance;
         f.status = "fitted";
       }
-    } else if (!requested(c, options.terms)) {
+    } else if (!requested(c, terms)) {
       f.status = "not requested";
     }
     result.constants.push_back(f);
   }
+}
 
-  // Every measured figure of every launch (held out and repeats too), before and after.
+// Every measured figure of every launch (held out and repeats too), before and after.
+void report_errors(const std::vector<CalibrationSample>& samples, const EngineProfile& base,
+                   const EngineProfile& fitted, CalibrationResult& result) {
   for (const CalibrationSample& s : samples) {
     const Prediction before = predict(s, base);
-    const Prediction after = predict(s, current);
+    const Prediction after = predict(s, fitted);
     const auto m = measured_terms(s.measured);
     for (std::size_t t = 0; t < kNumTerms; ++t) {
       if (!m[t]) continue;
       result.errors.push_back({s.id, kTermNames[t], *m[t], before[t], after[t], s.held_out});
     }
   }
+}
+
+}  // namespace
+
+CalibrationResult calibrate(const EngineProfile& base,
+                            const std::vector<CalibrationSample>& samples,
+                            const CalibrationOptions& options) {
+  check_terms(options.terms);
+  if (!(options.measurement_sigma_gib > 0.0)) {
+    throw ConfigError("measurement_sigma_gib", number_text(options.measurement_sigma_gib), "> 0",
+                      "the measurement resolution must be positive");
+  }
+  const auto& table = constants();
+  CalibrationResult result;
+  result.profile = base;
+  std::vector<const CalibrationSample*> fit = distinct_launches(samples, result);
+  std::vector<std::size_t> wanted;
+  std::vector<std::string> wanted_names;
+  for (std::size_t j = 0; j < kNumConstants; ++j) {
+    if (requested(table[j], options.terms)) {
+      wanted.push_back(j);
+      wanted_names.emplace_back(table[j].name);
+    }
+  }
+  if (fit.size() < 2) {
+    throw CalibrationError(
+        wanted_names,
+        std::to_string(fit.size()) + " distinct launch" + (fit.size() == 1 ? "" : "es") +
+            (result.duplicates.empty() ? "" : " (identical logs count once)") +
+            " give at most one equation per term; give two or more launches that differ "
+            "(tensor/pipeline parallel size, model, max_num_seqs or max_num_batched_tokens)");
+  }
+  const Design design(std::move(fit), base, options.measurement_sigma_gib);
+  if (design.empty()) {
+    throw CalibrationError(wanted_names,
+                           "the logs print no activation, non-torch, CUDA-graph, KV cache or "
+                           "startup free-memory figure");
+  }
+
+  const Eigen::VectorXd base_rows = design.predicted(base);
+  std::vector<std::string> status(kNumConstants, "not requested");
+  const std::vector<std::size_t> accepted =
+      identified(design, design.columns(base, wanted, base_rows), wanted, status);
+  std::vector<std::size_t> free;
+  free.reserve(accepted.size());
+  for (std::size_t k : accepted) free.push_back(wanted[k]);
+  require_identified(options.terms, wanted, free, status);
+
+  const GaussNewton fitted = gauss_newton(design, base, base_rows, free);
+  result.iterations = fitted.iterations;
+  result.profile = fitted.profile;
+  report_constants(design, base, fitted, free, status, options.terms, result);
+  report_errors(samples, base, fitted.profile, result);
   return result;
 }
 

@@ -6,33 +6,33 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <utility>
 
+#include "vramplan/runtime_vocabulary.hpp"
+#include "vramplan/text_scan.hpp"
+#include "vramplan/utf8.hpp"
+#include "vramplan/vllm_vocabulary.hpp"
+
 namespace vramplan {
 namespace {
 
-constexpr std::size_t npos = std::string_view::npos;
+namespace vocab = vllm_vocabulary;
+namespace torch = runtime_vocabulary;
+namespace kernel = runtime_vocabulary;
+
 constexpr std::size_t kHeadBytes = std::size_t{4} << 20;  // launch settings live at the start
 constexpr std::size_t kMaxEvidence = 12;
 constexpr std::size_t kMaxEvidenceChars = 400;
 constexpr std::size_t kMaxPerCategory = 6;
 constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 
-bool contains(std::string_view s, std::string_view p) { return s.find(p) != npos; }
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
-}
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
+using text::after;
+using text::contains;
+using text::npos;
+using text::starts_with;
+using text::trim;
 
 // Head and tail of an over-long text, joined at a line break.
 std::string_view bounded(std::string_view text, std::string& storage) {
@@ -44,157 +44,39 @@ std::string_view bounded(std::string_view text, std::string& storage) {
   return storage;
 }
 
-// Valid UTF-8 is kept; control characters, ANSI escape sequences and invalid bytes are not.
-std::string printable(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  std::size_t i = 0;
-  while (i < in.size()) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    if (c == 0x1b) {  // ESC [ params final
-      std::size_t j = i + 1;
-      if (j < in.size() && in[j] == '[') {
-        ++j;
-        while (j < in.size() && j - i < 34 && static_cast<unsigned char>(in[j]) >= 0x20 &&
-               static_cast<unsigned char>(in[j]) <= 0x3f) {
-          ++j;
-        }
-      }
-      i = std::min(in.size(), j + 1);
-      continue;
-    }
-    if (c == '^' && i + 2 < in.size() && in[i + 1] == '[' && in[i + 2] == '[') {
-      std::size_t j = i + 3;
-      while (j < in.size() && j - i < 34 && (is_digit(in[j]) || in[j] == ';')) ++j;
-      if (j < in.size() && in[j] == 'm') {
-        i = j + 1;
-        continue;
-      }
-    }
-    if (c < 0x80) {
-      out.push_back(c < 0x20 || c == 0x7f ? ' ' : static_cast<char>(c));
-      ++i;
-      continue;
-    }
-    // Well-formed UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing past U+10FFFF.
-    const std::size_t len = c < 0xc2 ? 0 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : c < 0xf5 ? 4 : 0;
-    bool ok = len != 0 && i + len <= in.size();
-    for (std::size_t k = 1; ok && k < len; ++k) {
-      const auto b = static_cast<unsigned char>(in[i + k]);
-      unsigned char low = 0x80, high = 0xbf;
-      if (k == 1 && c == 0xe0) low = 0xa0;
-      if (k == 1 && c == 0xed) high = 0x9f;
-      if (k == 1 && c == 0xf0) low = 0x90;
-      if (k == 1 && c == 0xf4) high = 0x8f;
-      ok = b >= low && b <= high;
-    }
-    if (ok) {
-      out.append(in.substr(i, len));
-      i += len;
-    } else {
-      out.push_back('?');
-      ++i;
-    }
-  }
-  return out;
-}
-
 // "2026-04-19 11:40:35.639 | " (docker compose), "(EngineCore pid=7) ", "[rank0]: ",
 // "ERROR 04-19 09:40:35 [core.py:1132] ": removed so evidence reads as the message.
 std::string_view strip_decorations(std::string_view s) {
-  s = trim(s);
-  const std::size_t bar = s.find(" | ");
-  if (bar != npos && bar < 40 && bar >= 10 && is_digit(s[0])) s = trim(s.substr(bar + 3));
-  for (int round = 0; round < 4; ++round) {
-    if (starts_with(s, "(")) {
-      const std::size_t close = s.find(')');
-      if (close == npos || close > 120 || !contains(s.substr(0, close), "pid=")) break;
-      s = trim(s.substr(close + 1));
-    } else if (starts_with(s, "[rank")) {
-      const std::size_t close = s.find("]:");
-      if (close == npos || close > 16) break;
-      s = trim(s.substr(close + 2));
-    } else {
-      break;
-    }
-  }
-  static constexpr std::string_view kLevels[] = {"DEBUG ", "INFO ",     "WARNING ",
-                                                 "ERROR ", "CRITICAL ", "WARN "};
-  for (std::string_view level : kLevels) {
-    if (!starts_with(s, level)) continue;
-    const std::size_t close = s.find("] ");
-    if (close != npos && close < 240) s = trim(s.substr(close + 2));
-    break;
-  }
-  return s;
+  s = text::strip_process_prefix(text::strip_compose_timestamp(s));
+  return text::strip_level_header(s, vocab::kLogLevels);
 }
 
-struct Number {
-  double value = 0.0;
-  std::size_t end = 0;
+// A size in whole bytes ("1.02 GiB", "786.00 MiB", "0 bytes", "37760kB").
+std::optional<std::int64_t> whole_bytes(const std::optional<text::Size>& size) {
+  if (!size || size->bytes < 0.0 || size->bytes > 9.0e18) return std::nullopt;
+  return static_cast<std::int64_t>(std::llround(size->bytes));
+}
+
+std::optional<std::int64_t> bytes_after(std::string_view s, std::string_view phrase) {
+  return whole_bytes(text::size_after(s, phrase));
+}
+
+// A list of the vocabulary's phrases, any of which marks the same thing.
+class Phrases {
+ public:
+  template <std::size_t N>
+  constexpr Phrases(const std::string_view (&list)[N]) : first_(list), count_(N) {}  // NOLINT
+  bool found_in(std::string_view line) const {
+    for (std::size_t i = 0; i < count_; ++i) {
+      if (contains(line, first_[i])) return true;
+    }
+    return false;
+  }
+
+ private:
+  const std::string_view* first_;
+  std::size_t count_;
 };
-
-std::optional<Number> number_at(std::string_view s, std::size_t pos) {
-  while (pos < s.size() && is_space(s[pos])) ++pos;
-  std::string buf;
-  std::size_t i = pos;
-  bool dot = false;
-  while (i < s.size() && buf.size() < 32) {
-    if (is_digit(s[i])) {
-      buf.push_back(s[i]);
-    } else if (s[i] == ',' && !buf.empty() && !dot && i + 1 < s.size() && is_digit(s[i + 1])) {
-      // thousands separator
-    } else if (s[i] == '.' && !dot && !buf.empty() && i + 1 < s.size() && is_digit(s[i + 1])) {
-      buf.push_back('.');
-      dot = true;
-    } else {
-      break;
-    }
-    ++i;
-  }
-  if (buf.empty() || buf.size() >= 32) return std::nullopt;
-  Number n;
-  if (std::from_chars(buf.data(), buf.data() + buf.size(), n.value).ec != std::errc{}) {
-    return std::nullopt;
-  }
-  n.end = i;
-  return n;
-}
-
-// "1.02 GiB", "786.00 MiB", "448.00 KiB", "0 bytes", "37760kB" at s[pos], in bytes.
-std::optional<std::int64_t> bytes_at(std::string_view s, std::size_t pos) {
-  const auto n = number_at(s, pos);
-  if (!n || n->value > 1e18) return std::nullopt;
-  std::size_t u = n->end;
-  while (u < s.size() && is_space(s[u])) ++u;
-  struct Unit {
-    std::string_view name;
-    double bytes;
-  };
-  static constexpr Unit kUnits[] = {{"GiB", 1073741824.0}, {"GB", 1073741824.0}, {"MiB", 1048576.0},
-                                    {"MB", 1048576.0},     {"KiB", 1024.0},      {"kB", 1024.0},
-                                    {"KB", 1024.0},        {"bytes", 1.0}};
-  for (const Unit& unit : kUnits) {
-    if (starts_with(s.substr(u), unit.name)) {
-      return static_cast<std::int64_t>(std::llround(n->value * unit.bytes));
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<std::int64_t> bytes_after(std::string_view s, std::string_view key) {
-  const std::size_t at = s.find(key);
-  if (at == npos) return std::nullopt;
-  return bytes_at(s, at + key.size());
-}
-
-std::optional<std::int64_t> int_after(std::string_view s, std::string_view key) {
-  const std::size_t at = s.find(key);
-  if (at == npos) return std::nullopt;
-  const auto n = number_at(s, at + key.size());
-  if (!n || n->value > 9e18) return std::nullopt;
-  return static_cast<std::int64_t>(n->value);
-}
 
 std::string gib(double value) {
   char buf[48];
@@ -246,35 +128,18 @@ unsigned frame_of_phase(const std::string& phase, unsigned frames) {
 }
 
 struct FrameMarker {
-  std::string_view phrase;
+  Phrases phrases;
   unsigned frame;
 };
 constexpr FrameMarker kFrameMarkers[] = {
-    {"profile_cudagraph_memory", kFrameCudagraphProfiling},
-    {"_init_minimal_kv_cache_for_profiling", kFrameCudagraphProfiling},
-    {"capture_model", kFrameCapture},
-    {"capture_end", kFrameCapture},
-    {"_capture_cudagraphs", kFrameCapture},
-    {"torch/cuda/graphs.py", kFrameCapture},
-    {"_dummy_sampler_run", kFrameSampler},
-    {"warming up sampler", kFrameSampler},
-    {"in profile_run", kFrameProfileRun},
-    {"determine_available_memory", kFrameProfileRun},
-    {"determine_num_available_blocks", kFrameProfileRun},
-    {"compile_or_warm_up_model", kFrameWarmUp},
-    {"in load_model", kFrameLoad},
-    {"load_weights", kFrameLoad},
-    {"create_weights", kFrameLoad},
-    {"_initialize_model", kFrameLoad},
-    {"Failed to create unquantized linear weights", kFrameLoad},
-    {"_allocate_kv_cache", kFrameKvAlloc},
-    {"initialize_kv_cache", kFrameKvAlloc},
-    {"in initialize_cache", kFrameKvAlloc},
-    {"in execute_model", kFrameRuntime},
-    {"in sample_tokens", kFrameRuntime},
-    {"compute_logprobs", kFrameRuntime},
-    {"in engine_step", kFrameRuntime},
-    {"in step_with_batch_queue", kFrameRuntime},
+    {vocab::kFramesCudagraphProfiling, kFrameCudagraphProfiling},
+    {vocab::kFramesCapture, kFrameCapture},
+    {vocab::kFramesSampler, kFrameSampler},
+    {vocab::kFramesProfileRun, kFrameProfileRun},
+    {vocab::kFramesWarmUp, kFrameWarmUp},
+    {vocab::kFramesLoad, kFrameLoad},
+    {vocab::kFramesKvAlloc, kFrameKvAlloc},
+    {vocab::kFramesRuntime, kFrameRuntime},
 };
 
 // The OOM's place from its traceback; the order is the nesting (innermost cause first).
@@ -316,10 +181,10 @@ std::string phase_from_log(Phase phase) {
 }
 
 bool is_oom_line(std::string_view line) {
-  return contains(line, "CUDA out of memory") || contains(line, "OutOfMemoryError") ||
-         contains(line, "CUDA error: out of memory") ||
-         contains(line, "cudaErrorMemoryAllocation") ||
-         contains(line, "out of memory occurred when warming up sampler");
+  return contains(line, torch::kCudaOutOfMemory) || contains(line, torch::kOutOfMemoryError) ||
+         contains(line, torch::kCudaErrorOutOfMemory) ||
+         contains(line, torch::kCudaErrorMemoryAllocation) ||
+         contains(line, vocab::kOomWarmingUpSampler);
 }
 
 // Lines kept per kind of evidence, de-duplicated, in order of appearance.
@@ -327,13 +192,8 @@ class Evidence {
  public:
   void add(std::string_view raw) {
     if (lines_.size() >= kMaxPerCategory) return;
-    std::string text = printable(strip_decorations(raw));
-    if (text.size() > kMaxEvidenceChars) {
-      text.resize(kMaxEvidenceChars);
-      // Drop a multi-byte character the cut split.
-      while (!text.empty() && static_cast<unsigned char>(text.back()) >= 0x80) text.pop_back();
-    }
-    text = std::string(trim(text));
+    const std::string cleaned = text::printable(strip_decorations(raw));
+    std::string text(trim(utf8::truncate(cleaned, kMaxEvidenceChars)));
     if (text.empty() || std::find(lines_.begin(), lines_.end(), text) != lines_.end()) return;
     lines_.push_back(std::move(text));
   }
@@ -353,6 +213,15 @@ class Scanner {
  private:
   void track_phase(std::string_view line);
   void oom_line(std::string_view line);
+
+  // finish(): one per cause, each setting d's cause, explanation and advice and naming the
+  // evidence it rests on.
+  using Shown = std::vector<const Evidence*>;
+  void explain_startup_free(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const;
+  void explain_max_model_len(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const;
+  void explain_kv_budget(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const;
+  void explain_cuda_oom(const VllmLogFigures& f, Diagnosis& d, Shown& shown);
+  void explain_oom_kill(Diagnosis& d, Shown& shown) const;
 
   Phase phase_ = Phase::None;
   unsigned frames_ = 0;                            // markers seen since the last "Traceback" line
@@ -379,35 +248,20 @@ class Scanner {
 
 void Scanner::track_phase(std::string_view line) {
   struct Marker {
-    std::string_view phrase;
+    Phrases phrases;
     Phase phase;
   };
   static constexpr Marker kMarkers[] = {
-      {"Starting to load model", Phase::Loading},
-      {"Loading safetensors checkpoint shards", Phase::Loading},
-      {"Loading weights on", Phase::Loading},
-      {"Model loading took", Phase::Profiling},
-      {"Loading model weights took", Phase::Profiling},
-      {"model weights take", Phase::Profiling},
-      {"Profiling CUDA graph memory", Phase::CudagraphProfiling},
-      {"with num_gpu_blocks_override=", Phase::CudagraphProfiling},
-      {"Available KV cache memory", Phase::KvAllocated},
-      {"GPU KV cache size", Phase::KvAllocated},
-      {"# GPU blocks", Phase::KvAllocated},
-      {"# cuda blocks", Phase::KvAllocated},
-      {"# CUDA blocks", Phase::KvAllocated},
-      {"the rest of the memory reserved for KV Cache", Phase::KvAllocated},
-      {"Capturing CUDA graph", Phase::Capturing},
-      {"Capturing cudagraphs", Phase::Capturing},
-      {"Capturing the model for CUDA graphs", Phase::Capturing},
-      {"Graph capturing finished", Phase::Captured},
-      {"Application startup complete", Phase::Running},
-      {"Starting vLLM API server", Phase::Running},
-      {"Starting vLLM server on", Phase::Running},
-      {"Avg prompt throughput", Phase::Running},
+      {vocab::kPhaseLoading, Phase::Loading},
+      {vocab::kPhaseWeightsLoaded, Phase::Profiling},
+      {vocab::kPhaseCudagraphProfiling, Phase::CudagraphProfiling},
+      {vocab::kPhaseKvAllocated, Phase::KvAllocated},
+      {vocab::kPhaseCapturing, Phase::Capturing},
+      {vocab::kPhaseCaptured, Phase::Captured},
+      {vocab::kPhaseRunning, Phase::Running},
   };
   for (const Marker& m : kMarkers) {
-    if (m.phase > phase_ && contains(line, m.phrase)) {
+    if (m.phase > phase_ && m.phrases.found_in(line)) {
       phase_ = m.phase;
       phase_lines_.clear();
       phase_lines_.add(line);
@@ -428,20 +282,17 @@ void Scanner::oom_line(std::string_view line) {
   }
   oom_ = true;
   if (!oom_tried_bytes_) {
-    oom_tried_bytes_ = bytes_after(line, "Tried to allocate ");
-    if (oom_tried_bytes_ && contains(line, "this process has")) {
+    oom_tried_bytes_ = bytes_after(line, torch::kTriedToAllocate);
+    if (oom_tried_bytes_ && contains(line, torch::kThisProcessHas)) {
       // "Process 162519 has 20.28 GiB memory in use." names the other tenants when torch
       // also names this process ("this process has"); without it one of them is this one.
       std::int64_t others = 0;
       bool any = false;
       std::size_t at = 0;
-      while ((at = line.find("Process ", at)) != npos) {
-        const auto pid = number_at(line, at + 8);
-        at += 8;
-        if (!pid) continue;
-        const std::size_t has = line.find(" has ", pid->end);
-        if (has != pid->end) continue;
-        if (const auto b = bytes_at(line, has + 5)) {
+      while ((at = after(line, torch::kProcess, at)) != npos) {
+        const auto pid = text::read_number(line, at);
+        if (!pid || !starts_with(line.substr(pid->end), torch::kProcessHas)) continue;
+        if (const auto b = bytes_after(line.substr(pid->end), torch::kProcessHas)) {
           others += *b;
           any = true;
         }
@@ -452,41 +303,43 @@ void Scanner::oom_line(std::string_view line) {
 }
 
 void Scanner::log_line(std::string_view line) {
-  if (contains(line, "Traceback (most recent call last)")) {
+  if (contains(line, torch::kTraceback)) {
     frames_ = 0;
     for (Evidence& e : frame_lines_) e.clear();
     traceback_ = true;
   }
   for (const FrameMarker& m : kFrameMarkers) {
-    if (contains(line, m.phrase)) {
+    if (m.phrases.found_in(line)) {
       frames_ |= m.frame;
       frame_lines_[frame_index(m.frame)].add(line);
     }
   }
   track_phase(line);
-  if (contains(line, "with num_gpu_blocks_override=")) {
-    profiling_kv_blocks_ = int_after(line, "with num_gpu_blocks_override=");
+  if (contains(line, vocab::kNumGpuBlocksOverride)) {
+    profiling_kv_blocks_ = text::count_after(line, vocab::kNumGpuBlocksOverride);
     profiling_setup_.add(line);
   }
-  if (contains(line, "Setting attention block size to") ||
-      contains(line, "Profiling CUDA graph memory")) {
+  if (contains(line, vocab::kSettingAttentionBlockSize) ||
+      contains(line, vocab::kProfilingCudaGraphMemory)) {
     profiling_setup_.add(line);
   }
   if (is_oom_line(line)) oom_line(line);
-  if (contains(line, "Request ") && contains(line, " failed")) failed_requests_.add(line);
-  if (contains(line, "Free memory on device") && contains(line, "less than desired")) {
+  if (contains(line, vocab::kRequest) && contains(line, vocab::kFailed)) {
+    failed_requests_.add(line);
+  }
+  if (contains(line, vocab::kFreeMemoryOnDevice) && contains(line, vocab::kIsLessThanDesired)) {
     startup_free_.add(line);
   }
-  if (contains(line, " GiB KV cache is needed") ||
-      contains(line, "is larger than the maximum number of tokens that can be stored in KV")) {
+  if (contains(line, vocab::kGibKvCacheIsNeeded) || contains(line, vocab::kLargerThanKvTokens)) {
     insufficient_.add(line);
   }
-  if (contains(line, "No available memory for the cache blocks") ||
-      (contains(line, "Available KV cache memory: -"))) {
+  const std::size_t kv_budget = after(line, vocab::kAvailableKvCacheMemory);
+  if (contains(line, vocab::kNoAvailableMemoryForCacheBlocks) ||
+      (kv_budget != npos && starts_with(line.substr(text::skip_spaces(line, kv_budget)), "-"))) {
     no_kv_.add(line);
   }
-  if (trim(line) == "Killed" || contains(line, "killed by SIGKILL by OOM killer") ||
-      contains(line, "OOMKilled") || contains(line, "running low on memory")) {
+  if (trim(line) == kernel::kShellKilled || contains(line, kernel::kRayOomKiller) ||
+      contains(line, kernel::kKubernetesOomKilled) || contains(line, kernel::kRayLowMemory)) {
     kill_hint_ = true;
     kill_lines_.add(line);
   }
@@ -494,236 +347,267 @@ void Scanner::log_line(std::string_view line) {
 }
 
 void Scanner::kernel_line(std::string_view line) {
-  if (contains(line, "Memory cgroup out of memory") || contains(line, "CONSTRAINT_MEMCG")) {
+  if (contains(line, kernel::kMemoryCgroupOom) || contains(line, kernel::kConstraintMemcg)) {
     memcg_pending_ = true;
   }
-  if (contains(line, "invoked oom-killer") || contains(line, "oom-kill:")) kill_lines_.add(line);
-  const std::size_t at = line.find("Killed process ");
+  if (contains(line, kernel::kInvokedOomKiller) || contains(line, kernel::kOomKill)) {
+    kill_lines_.add(line);
+  }
+  const std::size_t at = after(line, kernel::kKilledProcess);
   if (at == npos) {
     // A report wrapped over lines: "file-rss:..., shmem-rss:..." continue the last kill.
     if (kill_open_ && !kills_.empty()) {
       OomKill& last = kills_.back();
-      if (!last.anon_rss_bytes) last.anon_rss_bytes = bytes_after(line, "anon-rss:");
-      if (!last.file_rss_bytes) last.file_rss_bytes = bytes_after(line, "file-rss:");
-      if (!last.shmem_rss_bytes) last.shmem_rss_bytes = bytes_after(line, "shmem-rss:");
-      kill_open_ = contains(line, "-rss:");
+      if (!last.anon_rss_bytes) last.anon_rss_bytes = bytes_after(line, kernel::kAnonRss);
+      if (!last.file_rss_bytes) last.file_rss_bytes = bytes_after(line, kernel::kFileRss);
+      if (!last.shmem_rss_bytes) last.shmem_rss_bytes = bytes_after(line, kernel::kShmemRss);
+      kill_open_ = contains(line, kernel::kAnyRss);
       if (kill_open_) kill_lines_.add(line);
     }
     return;
   }
   if (kills_.size() >= 64) return;
   OomKill kill;
-  const auto pid = number_at(line, at + 15);
+  const auto pid_number = text::read_number(line, at);
+  const auto pid = pid_number ? text::to_count(*pid_number) : std::nullopt;
   if (!pid) return;
-  kill.pid = static_cast<std::int64_t>(pid->value);
-  const std::size_t open = line.find('(', pid->end);
-  const std::size_t close = open == npos ? npos : line.find(')', open);
-  if (open != npos && close != npos && open - pid->end <= 2 && close - open <= 64) {
-    kill.process = printable(line.substr(open + 1, close - open - 1));
+  kill.pid = *pid;
+  // "(ray::IDLE)": the kernel's name for the process, 15 characters at most.
+  const std::size_t name = after(line, "(", pid_number->end);
+  const std::size_t close = name == npos ? npos : line.find(')', name);
+  if (close != npos && name - pid_number->end <= 3 && close - name <= 63) {
+    kill.process = text::printable(line.substr(name, close - name));
   }
-  kill.cgroup = memcg_pending_ || contains(line, "Memory cgroup out of memory");
+  kill.cgroup = memcg_pending_ || contains(line, kernel::kMemoryCgroupOom);
   memcg_pending_ = false;
-  kill.anon_rss_bytes = bytes_after(line, "anon-rss:");
-  kill.file_rss_bytes = bytes_after(line, "file-rss:");
-  kill.shmem_rss_bytes = bytes_after(line, "shmem-rss:");
+  kill.anon_rss_bytes = bytes_after(line, kernel::kAnonRss);
+  kill.file_rss_bytes = bytes_after(line, kernel::kFileRss);
+  kill.shmem_rss_bytes = bytes_after(line, kernel::kShmemRss);
   kills_.push_back(std::move(kill));
   kill_open_ = true;
   kill_lines_.add(line);
 }
 
-Diagnosis Scanner::finish(VllmLogFigures figures) {
-  Diagnosis d;
-  std::vector<const Evidence*> shown;
-  const VllmLogFigures& f = figures;
-  const bool negative_kv = f.kv_cache_gib && *f.kv_cache_gib < 0;
+Advice lower(std::string_view knob, nlohmann::json at_most = nullptr) {
+  return Advice{std::string(knob), AdviceAction::Lower, std::move(at_most)};
+}
+Advice raise(std::string_view knob) {
+  return Advice{std::string(knob), AdviceAction::Raise, nullptr};
+}
+Advice set(std::string_view knob, nlohmann::json value) {
+  return Advice{std::string(knob), AdviceAction::Set, std::move(value)};
+}
 
-  if (f.outcome == "startup_free_memory" || !startup_free_.lines().empty()) {
-    d.cause = FailureCause::GpuMemoryUtilizationOvershoot;
-    shown.push_back(&startup_free_);
-    d.explanation = "vLLM's startup check found less free GPU memory than --gpu-memory-utilization";
-    if (f.gpu_memory_utilization) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, " %.2f", *f.gpu_memory_utilization);
-      d.explanation += buf;
+void Scanner::explain_startup_free(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const {
+  d.cause = FailureCause::GpuMemoryUtilizationOvershoot;
+  shown.push_back(&startup_free_);
+  d.explanation = "vLLM's startup check found less free GPU memory than --gpu-memory-utilization";
+  if (f.gpu_memory_utilization) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " %.2f", *f.gpu_memory_utilization);
+    d.explanation += buf;
+  }
+  d.explanation += " asks for";
+  if (f.startup_free_gib && f.gpu_total_gib && f.startup_desired_gib) {
+    d.explanation += " (" + gib(*f.startup_free_gib) + " free of " + gib(*f.gpu_total_gib) + ", " +
+                     gib(*f.startup_desired_gib) + " requested): other processes hold " +
+                     gib(*f.gpu_total_gib - *f.startup_free_gib) + " on that GPU";
+  }
+  d.explanation +=
+      ". The utilization is a fraction of the whole device, not of what is free: lower "
+      "--gpu-memory-utilization below free/total, or free the GPU.";
+  d.advice = {lower(knob::kGpuMemoryUtilization)};
+}
+
+void Scanner::explain_max_model_len(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const {
+  d.cause = FailureCause::MaxModelLenExceedsKv;
+  shown.push_back(&insufficient_);
+  shown.push_back(&phase_lines_);
+  d.explanation =
+      "The KV cache left after weights, activations and non-torch memory cannot hold "
+      "one request of max_model_len";
+  if (f.max_model_len) d.explanation += " (" + std::to_string(*f.max_model_len) + " tokens)";
+  if (f.needed_kv_gib && f.kv_cache_gib) {
+    d.explanation +=
+        ": it needs " + gib(*f.needed_kv_gib) + ", the budget left " + gib(*f.kv_cache_gib);
+  }
+  if (f.estimated_max_model_len) {
+    d.explanation +=
+        "; vLLM estimates at most " + std::to_string(*f.estimated_max_model_len) + " tokens fit";
+  }
+  d.explanation += ". Lower --max-model-len, or raise --gpu-memory-utilization, or use fp8 KV.";
+  d.advice = {lower(knob::kMaxModelLen, f.estimated_max_model_len
+                                            ? nlohmann::json(*f.estimated_max_model_len)
+                                            : nlohmann::json(nullptr)),
+              raise(knob::kGpuMemoryUtilization), set(knob::kKvCacheDtype, "fp8")};
+}
+
+void Scanner::explain_kv_budget(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const {
+  d.cause = FailureCause::KvBudgetExhausted;
+  shown.push_back(&no_kv_);
+  shown.push_back(&phase_lines_);
+  d.explanation = "Nothing was left for KV cache blocks: ";
+  if (f.weights_gib) d.explanation += "weights " + gib(*f.weights_gib) + ", ";
+  if (f.activation_peak_gib)
+    d.explanation += "activation peak " + gib(*f.activation_peak_gib) + ", ";
+  if (f.non_torch_gib) d.explanation += "non-torch " + gib(*f.non_torch_gib) + ", ";
+  d.explanation += "the rest of gpu_memory_utilization x total";
+  if (f.kv_cache_gib) d.explanation += " came to " + gib(*f.kv_cache_gib);
+  d.explanation +=
+      ". More GPU memory per rank is needed: higher --gpu-memory-utilization if the GPU is "
+      "free, else quantized weights or more tensor parallelism.";
+  d.advice = {raise(knob::kGpuMemoryUtilization), raise(knob::kTensorParallelSize)};
+}
+
+void Scanner::explain_cuda_oom(const VllmLogFigures& f, Diagnosis& d, Shown& shown) {
+  if (oom_phase_.empty() && !failed_requests_.lines().empty()) {
+    oom_phase_ = "runtime";
+    phase_lines_ = failed_requests_;
+  }
+  d.oom_phase = oom_phase_;
+  const std::string tried =
+      oom_tried_bytes_ ? " (tried to allocate " + gib_bytes(*oom_tried_bytes_) + ")" : "";
+  shown.push_back(&oom_lines_);
+  shown.push_back(&decisive_frames_);
+  if (oom_phase_ == "loading") {
+    d.cause = FailureCause::WeightsDoNotFit;
+    shown.push_back(&phase_lines_);
+    d.explanation = "CUDA ran out of memory while the weights were loading" + tried +
+                    ": one rank's weights do not fit the GPU. No --gpu-memory-utilization "
+                    "fixes this: quantized weights, more tensor or pipeline parallelism, or "
+                    "--cpu-offload-gb do.";
+    d.advice = {raise(knob::kTensorParallelSize), raise(knob::kPipelineParallelSize),
+                raise(knob::kCpuOffloadGb)};
+  } else if (oom_phase_ == "profile_run") {
+    d.cause = FailureCause::ActivationPeakOom;
+    shown.push_back(&phase_lines_);
+    d.explanation = "CUDA ran out of memory in the profile run" + tried +
+                    ", the forward pass of max_num_batched_tokens tokens (";
+    d.explanation += f.max_num_batched_tokens ? std::to_string(*f.max_num_batched_tokens)
+                                              : std::string("engine default");
+    d.explanation +=
+        ") and the sampler on max_num_seqs rows of fp32 logits, before the KV cache is sized. "
+        "Lower --max-num-batched-tokens (and --max-num-seqs).";
+    d.advice = {lower(knob::kMaxNumBatchedTokens), lower(knob::kMaxNumSeqs)};
+  } else if (oom_phase_ == "cudagraph_profiling") {
+    d.cause = FailureCause::CudagraphProfilingOom;
+    shown.push_back(&profiling_setup_);
+    d.explanation = "CUDA ran out of memory in profile_cudagraph_memory" + tried +
+                    ": to measure CUDA graphs vLLM first allocates a minimal KV cache "
+                    "(_init_minimal_kv_cache_for_profiling)";
+    if (profiling_kv_blocks_) {
+      d.explanation +=
+          " of " + std::to_string(*profiling_kv_blocks_) + " blocks (max_cudagraph_capture_size)";
     }
-    d.explanation += " asks for";
-    if (f.startup_free_gib && f.gpu_total_gib && f.startup_desired_gib) {
-      d.explanation += " (" + gib(*f.startup_free_gib) + " free of " + gib(*f.gpu_total_gib) +
-                       ", " + gib(*f.startup_desired_gib) + " requested): other processes hold " +
-                       gib(*f.gpu_total_gib - *f.startup_free_gib) + " on that GPU";
+    if (f.block_size) {
+      d.explanation += " of " + std::to_string(*f.block_size) +
+                       " tokens each (a hybrid model's attention block, widened to the "
+                       "Mamba page)";
     }
     d.explanation +=
-        ". The utilization is a fraction of the whole device, not of what is free: lower "
-        "--gpu-memory-utilization below free/total, or free the GPU.";
-  } else if (f.outcome == "insufficient_kv_for_max_model_len" || !insufficient_.lines().empty()) {
-    d.cause = FailureCause::MaxModelLenExceedsKv;
-    shown.push_back(&insufficient_);
+        ". This happens before the KV budget is applied, so lowering "
+        "--gpu-memory-utilization cannot help. --enforce-eager skips it; fewer --max-num-seqs "
+        "(smaller capture sizes) or no speculative decoding shrink it.";
+    d.advice = {set(knob::kEnforceEager, true), lower(knob::kMaxNumSeqs)};
+  } else if (oom_phase_ == "kv_cache_allocation") {
+    d.cause = FailureCause::GpuMemoryUtilizationOvershoot;
+    shown.push_back(&phase_lines_);
+    d.explanation = "CUDA ran out of memory allocating the KV cache the profile had sized" + tried +
+                    ": memory counted as free was gone by then (another process on the GPU, or "
+                    "--gpu-memory-utilization too close to 1). Lower it, or free the GPU.";
+    if (oom_others_bytes_) {
+      d.explanation += " Other processes held " + gib_bytes(*oom_others_bytes_) + ".";
+    }
+    d.advice = {lower(knob::kGpuMemoryUtilization)};
+  } else if (oom_phase_ == "cudagraph_capture") {
+    d.cause = FailureCause::CudagraphCaptureOom;
     shown.push_back(&phase_lines_);
     d.explanation =
-        "The KV cache left after weights, activations and non-torch memory cannot hold "
-        "one request of max_model_len";
-    if (f.max_model_len) d.explanation += " (" + std::to_string(*f.max_model_len) + " tokens)";
-    if (f.needed_kv_gib && f.kv_cache_gib) {
-      d.explanation +=
-          ": it needs " + gib(*f.needed_kv_gib) + ", the budget left " + gib(*f.kv_cache_gib);
-    }
-    if (f.estimated_max_model_len) {
-      d.explanation +=
-          "; vLLM estimates at most " + std::to_string(*f.estimated_max_model_len) + " tokens fit";
-    }
-    d.explanation += ". Lower --max-model-len, or raise --gpu-memory-utilization, or use fp8 KV.";
-  } else if (negative_kv || !no_kv_.lines().empty()) {
-    d.cause = FailureCause::KvBudgetExhausted;
-    shown.push_back(&no_kv_);
+        "CUDA ran out of memory capturing CUDA graphs after the KV cache was "
+        "allocated" +
+        tried +
+        ": before vLLM 0.21 graph memory was not in the budget and came out of the "
+        "1 - gpu_memory_utilization headroom. --enforce-eager avoids it; a lower "
+        "--gpu-memory-utilization or fewer --max-num-seqs (fewer, smaller graphs) "
+        "leave room for it.";
+    d.advice = {set(knob::kEnforceEager, true), lower(knob::kGpuMemoryUtilization),
+                lower(knob::kMaxNumSeqs)};
+  } else if (oom_phase_ == "sampler_warmup") {
+    d.cause = FailureCause::SamplerWarmupOom;
     shown.push_back(&phase_lines_);
-    d.explanation = "Nothing was left for KV cache blocks: ";
-    if (f.weights_gib) d.explanation += "weights " + gib(*f.weights_gib) + ", ";
-    if (f.activation_peak_gib)
-      d.explanation += "activation peak " + gib(*f.activation_peak_gib) + ", ";
-    if (f.non_torch_gib) d.explanation += "non-torch " + gib(*f.non_torch_gib) + ", ";
-    d.explanation += "the rest of gpu_memory_utilization x total";
-    if (f.kv_cache_gib) d.explanation += " came to " + gib(*f.kv_cache_gib);
+    d.explanation =
+        "CUDA ran out of memory warming up the sampler after the KV cache was "
+        "allocated" +
+        tried + ": max_num_seqs (";
+    d.explanation += f.max_num_seqs ? std::to_string(*f.max_num_seqs) : std::string("default");
     d.explanation +=
-        ". More GPU memory per rank is needed: higher --gpu-memory-utilization if the GPU is "
-        "free, else quantized weights or more tensor parallelism.";
-  } else if (oom_) {
-    if (oom_phase_.empty() && !failed_requests_.lines().empty()) {
-      oom_phase_ = "runtime";
-      phase_lines_ = failed_requests_;
+        ") dummy requests of fp32 vocabulary logits, outside the gpu_memory_utilization "
+        "budget. Fewer --max-num-seqs fixes it; a lower --gpu-memory-utilization leaves room.";
+    d.advice = {lower(knob::kMaxNumSeqs), lower(knob::kGpuMemoryUtilization)};
+  } else if (oom_phase_ == "runtime") {
+    d.cause = FailureCause::RuntimeOom;
+    shown.push_back(&phase_lines_);
+    d.explanation = "CUDA ran out of memory after startup" + tried +
+                    ": a burst (long prompts, many sequences, logprobs) or fragmentation went "
+                    "past the headroom. Leave more headroom (lower --gpu-memory-utilization), "
+                    "cap --max-num-batched-tokens / --max-num-seqs, and try "
+                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.";
+    if (oom_others_bytes_) {
+      d.explanation += " Other processes held " + gib_bytes(*oom_others_bytes_) + ".";
     }
-    d.oom_phase = oom_phase_;
-    const std::string tried =
-        oom_tried_bytes_ ? " (tried to allocate " + gib_bytes(*oom_tried_bytes_) + ")" : "";
-    shown.push_back(&oom_lines_);
-    shown.push_back(&decisive_frames_);
-    if (oom_phase_ == "loading") {
-      d.cause = FailureCause::WeightsDoNotFit;
-      shown.push_back(&phase_lines_);
-      d.explanation = "CUDA ran out of memory while the weights were loading" + tried +
-                      ": one rank's weights do not fit the GPU. No --gpu-memory-utilization "
-                      "fixes this: quantized weights, more tensor or pipeline parallelism, or "
-                      "--cpu-offload-gb do.";
-    } else if (oom_phase_ == "profile_run") {
-      d.cause = FailureCause::ActivationPeakOom;
-      shown.push_back(&phase_lines_);
-      d.explanation = "CUDA ran out of memory in the profile run" + tried +
-                      ", the forward pass of max_num_batched_tokens tokens (";
-      d.explanation += f.max_num_batched_tokens ? std::to_string(*f.max_num_batched_tokens)
-                                                : std::string("engine default");
-      d.explanation +=
-          ") and the sampler on max_num_seqs rows of fp32 logits, before the KV cache is sized. "
-          "Lower --max-num-batched-tokens (and --max-num-seqs).";
-    } else if (oom_phase_ == "cudagraph_profiling") {
-      d.cause = FailureCause::CudagraphProfilingOom;
-      shown.push_back(&profiling_setup_);
-      d.explanation = "CUDA ran out of memory in profile_cudagraph_memory" + tried +
-                      ": to measure CUDA graphs vLLM first allocates a minimal KV cache "
-                      "(_init_minimal_kv_cache_for_profiling)";
-      if (profiling_kv_blocks_) {
-        d.explanation +=
-            " of " + std::to_string(*profiling_kv_blocks_) + " blocks (max_cudagraph_capture_size)";
-      }
-      if (f.block_size) {
-        d.explanation += " of " + std::to_string(*f.block_size) +
-                         " tokens each (a hybrid model's attention block, widened to the "
-                         "Mamba page)";
-      }
-      d.explanation +=
-          ". This happens before the KV budget is applied, so lowering "
-          "--gpu-memory-utilization cannot help. --enforce-eager skips it; fewer --max-num-seqs "
-          "(smaller capture sizes) or no speculative decoding shrink it.";
-    } else if (oom_phase_ == "kv_cache_allocation") {
-      d.cause = FailureCause::GpuMemoryUtilizationOvershoot;
-      shown.push_back(&phase_lines_);
-      d.explanation = "CUDA ran out of memory allocating the KV cache the profile had sized" +
-                      tried +
-                      ": memory counted as free was gone by then (another process on the GPU, or "
-                      "--gpu-memory-utilization too close to 1). Lower it, or free the GPU.";
-      if (oom_others_bytes_) {
-        d.explanation += " Other processes held " + gib_bytes(*oom_others_bytes_) + ".";
-      }
-    } else if (oom_phase_ == "cudagraph_capture") {
-      d.cause = FailureCause::CudagraphCaptureOom;
-      shown.push_back(&phase_lines_);
-      d.explanation =
-          "CUDA ran out of memory capturing CUDA graphs after the KV cache was "
-          "allocated" +
-          tried +
-          ": before vLLM 0.21 graph memory was not in the budget and came out of the "
-          "1 - gpu_memory_utilization headroom. --enforce-eager avoids it; a lower "
-          "--gpu-memory-utilization or fewer --max-num-seqs (fewer, smaller graphs) "
-          "leave room for it.";
-    } else if (oom_phase_ == "sampler_warmup") {
-      d.cause = FailureCause::SamplerWarmupOom;
-      shown.push_back(&phase_lines_);
-      d.explanation =
-          "CUDA ran out of memory warming up the sampler after the KV cache was "
-          "allocated" +
-          tried + ": max_num_seqs (";
-      d.explanation += f.max_num_seqs ? std::to_string(*f.max_num_seqs) : std::string("default");
-      d.explanation +=
-          ") dummy requests of fp32 vocabulary logits, outside the gpu_memory_utilization "
-          "budget. Fewer --max-num-seqs fixes it; a lower --gpu-memory-utilization leaves room.";
-    } else if (oom_phase_ == "runtime") {
-      d.cause = FailureCause::RuntimeOom;
-      shown.push_back(&phase_lines_);
-      d.explanation = "CUDA ran out of memory after startup" + tried +
-                      ": a burst (long prompts, many sequences, logprobs) or fragmentation went "
-                      "past the headroom. Leave more headroom (lower --gpu-memory-utilization), "
-                      "cap --max-num-batched-tokens / --max-num-seqs, and try "
-                      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.";
-      if (oom_others_bytes_) {
-        d.explanation += " Other processes held " + gib_bytes(*oom_others_bytes_) + ".";
-      }
-    } else {
-      d.cause = FailureCause::Unknown;
-      d.explanation = "CUDA ran out of memory" + tried +
-                      ", but neither a traceback nor the startup lines say where; paste the "
-                      "whole log (from the vLLM banner to the error).";
-    }
-    if (oom_others_bytes_ && d.cause != FailureCause::GpuMemoryUtilizationOvershoot &&
-        d.cause != FailureCause::RuntimeOom) {
-      d.explanation += " Other processes held " + gib_bytes(*oom_others_bytes_) + " of the GPU.";
-    }
-  } else if (!kills_.empty() || kill_hint_) {
-    d.cause = FailureCause::HostRamOomKiller;
-    shown.push_back(&kill_lines_);
-    d.explanation = "The kernel's OOM killer ended the launch: host RAM";
-    if (!kills_.empty()) {
-      const OomKill& k = kills_.back();
-      d.explanation += k.cgroup ? " inside the container's memory cgroup (its limit, not the "
-                                  "machine's RAM) ran out; it killed "
-                                : " ran out; it killed ";
-      d.explanation += (k.process.empty() ? std::string("a process") : k.process) + " (pid " +
-                       std::to_string(k.pid) + ")";
-      if (k.anon_rss_bytes)
-        d.explanation += " holding " + gib_bytes(*k.anon_rss_bytes) + " anonymous";
-      if (k.shmem_rss_bytes && *k.shmem_rss_bytes > 0) {
-        d.explanation += " and " + gib_bytes(*k.shmem_rss_bytes) + " shared (pinned)";
-      }
-    } else {
-      d.explanation += " ran out and a process was killed";
-    }
-    d.explanation +=
-        ". vLLM's host needs are per-process baselines, loader staging, pinned buffers, CPU "
-        "offload and KV offload: raise the memory limit or lower --cpu-offload-gb / "
-        "--kv-offloading-size; the plan's host breakdown shows what the launch needs.";
-  } else if (!f.error_lines.empty() || traceback_ || f.outcome == "oom_at_load") {
-    d.cause = FailureCause::NotMemory;
-    d.explanation = "The launch failed, but the log shows no memory failure";
-    if (!f.error_lines.empty()) d.explanation += ": " + printable(f.error_lines.front());
-    d.explanation += ".";
-    Evidence errors;
-    for (const std::string& e : f.error_lines) errors.add(e);
-    for (const std::string& line : errors.lines()) d.evidence.push_back(line);
+    d.advice = {lower(knob::kGpuMemoryUtilization), lower(knob::kMaxNumBatchedTokens),
+                lower(knob::kMaxNumSeqs)};
   } else {
     d.cause = FailureCause::Unknown;
-    d.explanation = f.outcome == "started"
-                        ? "The log shows a launch that started and no failure after it."
-                        : "No vLLM failure, CUDA out-of-memory message or OOM-killer line was "
-                          "found in the text.";
+    d.explanation = "CUDA ran out of memory" + tried +
+                    ", but neither a traceback nor the startup lines say where; paste the "
+                    "whole log (from the vLLM banner to the error).";
   }
+  if (oom_others_bytes_ && d.cause != FailureCause::GpuMemoryUtilizationOvershoot &&
+      d.cause != FailureCause::RuntimeOom) {
+    d.explanation += " Other processes held " + gib_bytes(*oom_others_bytes_) + " of the GPU.";
+  }
+}
 
+void Scanner::explain_oom_kill(Diagnosis& d, Shown& shown) const {
+  d.cause = FailureCause::HostRamOomKiller;
+  shown.push_back(&kill_lines_);
+  d.explanation = "The kernel's OOM killer ended the launch: host RAM";
+  if (!kills_.empty()) {
+    const OomKill& k = kills_.back();
+    d.explanation += k.cgroup ? " inside the container's memory cgroup (its limit, not the "
+                                "machine's RAM) ran out; it killed "
+                              : " ran out; it killed ";
+    d.explanation += (k.process.empty() ? std::string("a process") : k.process) + " (pid " +
+                     std::to_string(k.pid) + ")";
+    if (k.anon_rss_bytes)
+      d.explanation += " holding " + gib_bytes(*k.anon_rss_bytes) + " anonymous";
+    if (k.shmem_rss_bytes && *k.shmem_rss_bytes > 0) {
+      d.explanation += " and " + gib_bytes(*k.shmem_rss_bytes) + " shared (pinned)";
+    }
+  } else {
+    d.explanation += " ran out and a process was killed";
+  }
+  d.explanation +=
+      ". vLLM's host needs are per-process baselines, loader staging, pinned buffers, CPU "
+      "offload and KV offload: raise the memory limit or lower --cpu-offload-gb / "
+      "--kv-offloading-size; the plan's host breakdown shows what the launch needs.";
+  d.advice = {lower(knob::kCpuOffloadGb), lower(knob::kKvOffloadingSize)};
+}
+
+// A failure that is not memory's: its first error line is the explanation and the evidence.
+void explain_not_memory(const VllmLogFigures& f, Diagnosis& d) {
+  d.cause = FailureCause::NotMemory;
+  d.explanation = "The launch failed, but the log shows no memory failure";
+  if (!f.error_lines.empty()) d.explanation += ": " + text::printable(f.error_lines.front());
+  d.explanation += ".";
+  Evidence errors;
+  for (const std::string& e : f.error_lines) errors.add(e);
+  for (const std::string& line : errors.lines()) d.evidence.push_back(line);
+}
+
+// The evidence the cause rests on, de-duplicated, kMaxEvidence lines at most.
+void add_evidence(const std::vector<const Evidence*>& shown, Diagnosis& d) {
   for (const Evidence* e : shown) {
     for (const std::string& line : e->lines()) {
       if (d.evidence.size() >= kMaxEvidence) break;
@@ -733,6 +617,33 @@ Diagnosis Scanner::finish(VllmLogFigures figures) {
     }
   }
   if (d.evidence.size() > kMaxEvidence) d.evidence.resize(kMaxEvidence);
+}
+
+Diagnosis Scanner::finish(VllmLogFigures figures) {
+  Diagnosis d;
+  Shown shown;
+  const VllmLogFigures& f = figures;
+  const bool negative_kv = f.kv_cache_gib && *f.kv_cache_gib < 0;
+  if (f.outcome == "startup_free_memory" || !startup_free_.lines().empty()) {
+    explain_startup_free(f, d, shown);
+  } else if (f.outcome == "insufficient_kv_for_max_model_len" || !insufficient_.lines().empty()) {
+    explain_max_model_len(f, d, shown);
+  } else if (negative_kv || !no_kv_.lines().empty()) {
+    explain_kv_budget(f, d, shown);
+  } else if (oom_) {
+    explain_cuda_oom(f, d, shown);
+  } else if (!kills_.empty() || kill_hint_) {
+    explain_oom_kill(d, shown);
+  } else if (!f.error_lines.empty() || traceback_ || f.outcome == "oom_at_load") {
+    explain_not_memory(f, d);
+  } else {
+    d.cause = FailureCause::Unknown;
+    d.explanation = f.outcome == "started"
+                        ? "The log shows a launch that started and no failure after it."
+                        : "No vLLM failure, CUDA out-of-memory message or OOM-killer line was "
+                          "found in the text.";
+  }
+  add_evidence(shown, d);
   d.oom_other_processes_bytes = oom_others_bytes_;
   d.oom_kills = std::move(kills_);
   d.figures = std::move(figures);
@@ -753,6 +664,18 @@ void for_each_line(std::string_view text, Fn&& fn) {
 }
 
 }  // namespace
+
+const char* advice_action_name(AdviceAction action) noexcept {
+  switch (action) {
+    case AdviceAction::Lower:
+      return "lower";
+    case AdviceAction::Raise:
+      return "raise";
+    case AdviceAction::Set:
+      break;
+  }
+  return "set";
+}
 
 const char* cause_name(FailureCause cause) noexcept {
   switch (cause) {
@@ -816,6 +739,12 @@ nlohmann::json to_json(const Diagnosis& d) {
                      {"shmem_rss_bytes", optional_int(k.shmem_rss_bytes)}});
   }
   j["oom_kills"] = std::move(kills);
+  nlohmann::json advice = nlohmann::json::array();
+  for (const Advice& a : d.advice) {
+    advice.push_back(
+        {{"knob", a.knob}, {"action", advice_action_name(a.action)}, {"value", a.value}});
+  }
+  j["advice"] = std::move(advice);
   j["figures"] = to_json(d.figures);
   return j;
 }

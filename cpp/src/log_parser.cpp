@@ -2,7 +2,6 @@
 // with string_view::find (no regular expressions, so no backtracking on hostile input).
 #include "vramplan/log_parser.hpp"
 
-#include <charconv>
 #include <cstddef>
 #include <map>
 #include <set>
@@ -10,260 +9,45 @@
 
 #include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
+#include "vramplan/runtime_vocabulary.hpp"
+#include "vramplan/text_scan.hpp"
 #include "vramplan/utf8.hpp"
+#include "vramplan/vllm_vocabulary.hpp"
 
 namespace vramplan {
 namespace {
 
+namespace vocab = vllm_vocabulary;
+namespace torch = runtime_vocabulary;
+
 constexpr std::size_t kMaxErrorLines = 32;
 constexpr std::size_t kMaxErrorLineBytes = 2000;
-constexpr std::size_t kMaxNumberChars = 40;
-constexpr std::size_t npos = std::string_view::npos;
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
-bool is_ident(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_';
+using text::after;
+using text::after_last;
+using text::contains;
+using text::ends_with;
+using text::is_digit;
+using text::is_ident;
+using text::npos;
+using text::read_number;
+using text::read_size;
+using text::skip_spaces;
+using text::starts_with;
+using text::to_count;
+using text::trim;
+
+// The size after `phrase`, in GiB.
+std::optional<double> gib_after(std::string_view line, std::string_view phrase) {
+  const auto size = text::size_after(line, phrase);
+  if (!size) return std::nullopt;
+  return size->gib();
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (is_space(s.front()) || s.front() == '\n' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (is_space(s.back()) || s.back() == '\n' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
-}
-bool ends_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
-bool contains(std::string_view s, std::string_view p) { return s.find(p) != npos; }
-
-std::size_t skip_spaces(std::string_view s, std::size_t pos) {
-  while (pos < s.size() && is_space(s[pos])) ++pos;
-  return pos;
-}
-
-// Removes ANSI escape sequences (ESC '[' params final-byte, and the two-byte ESC forms) and
-// their caret-escaped copy "^[[...m" found in logs pasted into issues.
-std::string strip_ansi(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  std::size_t i = 0;
-  while (i < in.size()) {
-    const char c = in[i];
-    std::size_t csi_start = npos;
-    if (c == '\x1b') {
-      if (i + 1 < in.size() && in[i + 1] == '[') {
-        csi_start = i + 2;
-      } else {
-        i += (i + 1 < in.size()) ? 2 : 1;  // ESC x: drop both
-        continue;
-      }
-    } else if (c == '^' && i + 2 < in.size() && in[i + 1] == '[' && in[i + 2] == '[') {
-      csi_start = i + 3;
-    }
-    if (csi_start != npos) {
-      std::size_t j = csi_start;
-      // Parameter and intermediate bytes, bounded so a lone "ESC[" cannot swallow a line.
-      while (j < in.size() && j - csi_start < 32 && static_cast<unsigned char>(in[j]) >= 0x20 &&
-             static_cast<unsigned char>(in[j]) <= 0x3f) {
-        ++j;
-      }
-      if (j < in.size() && static_cast<unsigned char>(in[j]) >= 0x40 &&
-          static_cast<unsigned char>(in[j]) <= 0x7e) {
-        i = j + 1;
-        continue;
-      }
-      if (c == '\x1b') {  // malformed CSI: drop the ESC only
-        ++i;
-        continue;
-      }
-    }
-    out.push_back(c);
-    ++i;
-  }
-  return out;
-}
-
-// "(EngineCore pid=242) ", "(Worker_TP1 pid=445) " (possibly nested) and "[rank0]: ".
-std::string_view strip_process_prefix(std::string_view s) {
-  for (int round = 0; round < 4; ++round) {
-    s = trim(s);
-    if (starts_with(s, "(")) {
-      const std::size_t close = s.find(')');
-      if (close == npos || close > 120) break;
-      const std::string_view inside = s.substr(1, close - 1);
-      if (!contains(inside, "pid=")) break;
-      s.remove_prefix(close + 1);
-    } else if (starts_with(s, "[rank")) {
-      const std::size_t close = s.find("]:");
-      if (close == npos || close > 16) break;
-      s.remove_prefix(close + 2);
-    } else {
-      break;
-    }
-  }
-  return trim(s);
-}
-
-// "INFO 04-22 00:04:02 [v1/worker/gpu_model_runner.py:4820] msg" -> "msg";
-// V0 "INFO 01-16 09:40:00 worker.py:238] msg" -> "msg".
-std::string_view strip_log_header(std::string_view s) {
-  static constexpr std::string_view kLevels[] = {"DEBUG ", "INFO ",     "WARNING ",
-                                                 "ERROR ", "CRITICAL ", "WARN "};
-  for (std::string_view level : kLevels) {
-    if (!starts_with(s, level)) continue;
-    const std::size_t close = s.find("] ");
-    if (close != npos && close < 240) return trim(s.substr(close + 2));
-    return s;
-  }
-  return s;
-}
-
-struct Number {
-  double value = 0.0;
-  std::size_t end = 0;  // one past the last character used
-  bool integral = true;
-};
-
-bool digit_at(std::string_view s, std::size_t i) { return i < s.size() && is_digit(s[i]); }
-
-// A decimal number at s[pos] (after optional spaces): optional sign, digits with optional
-// thousands commas in groups of three ("1,234,560"), optional fraction. No exponent. A number
-// running on into more number text ("1,23", "1.2.3", "1e5", "12-3") is malformed: none, never
-// a prefix of it read as something else.
-std::optional<Number> parse_number(std::string_view s, std::size_t pos) {
-  pos = skip_spaces(s, pos);
-  std::string buf;
-  std::size_t i = pos;
-  if (i < s.size() && (s[i] == '-' || s[i] == '+')) {
-    if (s[i] == '-') buf.push_back('-');
-    ++i;
-  }
-  std::size_t digits = 0;
-  bool integral = true;
-  while (i < s.size() && buf.size() < kMaxNumberChars) {
-    const char c = s[i];
-    if (is_digit(c)) {
-      buf.push_back(c);
-      ++digits;
-      ++i;
-    } else if (c == ',' && digits > 0 && integral && digit_at(s, i + 1)) {
-      // A thousands separator: exactly three digits follow.
-      if (!digit_at(s, i + 2) || !digit_at(s, i + 3) || digit_at(s, i + 4)) return std::nullopt;
-      ++i;
-    } else if (c == '.' && integral && i + 1 < s.size() && is_digit(s[i + 1])) {
-      buf.push_back('.');
-      integral = false;
-      ++i;
-    } else {
-      break;
-    }
-  }
-  if (digits == 0 || buf.size() >= kMaxNumberChars) return std::nullopt;
-  if (i < s.size()) {
-    const char next = s[i];
-    const bool signed_exponent = i + 1 < s.size() && (s[i + 1] == '-' || s[i + 1] == '+');
-    if (((next == '.' || next == ',' || next == '-') && digit_at(s, i + 1)) ||
-        ((next == 'e' || next == 'E') && digit_at(s, i + (signed_exponent ? 2 : 1)))) {
-      return std::nullopt;
-    }
-  }
-  Number n;
-  const auto res = std::from_chars(buf.data(), buf.data() + buf.size(), n.value);
-  if (res.ec != std::errc{}) return std::nullopt;
-  n.end = i;
-  n.integral = integral;
-  return n;
-}
-
-// Counts (tokens, blocks, lengths, sizes of a launch): a negative one is malformed.
-std::optional<std::int64_t> to_int64(const Number& n) {
-  if (!n.integral || n.value > 9.0e18 || n.value < 0.0) return std::nullopt;
-  return static_cast<std::int64_t>(n.value);
-}
-
-std::optional<std::int64_t> parse_int(std::string_view s, std::size_t pos) {
-  const auto n = parse_number(s, pos);
-  if (!n) return std::nullopt;
-  return to_int64(*n);
-}
-
-// A size "X GiB" / "X.XXGiB" / "X GB" / "X MiB" at s[pos]; converted to GiB.
-struct Size {
-  double gib = 0.0;
-  std::size_t end = 0;
-};
-
-std::optional<Size> parse_size(std::string_view s, std::size_t pos) {
-  const auto n = parse_number(s, pos);
-  if (!n) return std::nullopt;
-  const std::size_t u = skip_spaces(s, n->end);
-  struct Unit {
-    std::string_view name;
-    double to_gib;
-  };
-  static constexpr Unit kUnits[] = {
-      {"GiB", 1.0},
-      {"Gib", 1.0},
-      {"GB", 1.0},
-      {"MiB", 1.0 / 1024.0},
-      {"MB", 1.0 / 1024.0},
-      {"KiB", 1.0 / 1048576.0},
-      {"KB", 1.0 / 1048576.0},
-      {"TiB", 1024.0},
-      {"bytes", 1.0 / 1073741824.0},
-  };
-  const std::string_view rest = s.substr(u);
-  for (const Unit& unit : kUnits) {
-    if (starts_with(rest, unit.name)) {
-      return Size{n->value * unit.to_gib, u + unit.name.size()};
-    }
-  }
-  return std::nullopt;
-}
-
-// The size right after `key` in `line`, if the line holds it.
-std::optional<double> size_after(std::string_view line, std::string_view key) {
-  const std::size_t at = line.find(key);
-  if (at == npos) return std::nullopt;
-  const auto sz = parse_size(line, at + key.size());
-  if (!sz) return std::nullopt;
-  return sz->gib;
-}
-
-std::optional<std::int64_t> int_after(std::string_view line, std::string_view key) {
-  const std::size_t at = line.find(key);
-  if (at == npos) return std::nullopt;
-  return parse_int(line, at + key.size());
-}
-
-std::optional<double> number_after(std::string_view line, std::string_view key) {
-  const std::size_t at = line.find(key);
-  if (at == npos) return std::nullopt;
-  const auto n = parse_number(line, at + key.size());
+std::optional<double> value_after(std::string_view line, std::string_view phrase) {
+  const auto n = text::number_after(line, phrase);
   if (!n) return std::nullopt;
   return n->value;
-}
-
-// The number that ends right before s[end] ("(16.00 GiB KV cache is needed": end at " GiB").
-std::optional<Number> number_before(std::string_view s, std::size_t end) {
-  std::size_t begin = end;
-  while (begin > 0 && end - begin < kMaxNumberChars &&
-         (is_digit(s[begin - 1]) || s[begin - 1] == '.' || s[begin - 1] == ',')) {
-    --begin;
-  }
-  if (begin > 0 && s[begin - 1] == '-') --begin;
-  if (begin == end) return std::nullopt;
-  auto n = parse_number(s, begin);
-  if (!n || n->end != end) return std::nullopt;
-  return n;
 }
 
 template <typename T>
@@ -400,9 +184,9 @@ std::optional<std::string> as_string(const RawValue& v) {
 
 std::optional<std::int64_t> as_int(const RawValue& v) {
   if (v.quoted || v.nested) return std::nullopt;
-  const auto n = parse_number(v.text, 0);
+  const auto n = read_number(v.text, 0);
   if (!n || n->end != v.text.size()) return std::nullopt;
-  return to_int64(*n);
+  return to_count(*n);
 }
 
 std::optional<int> as_small_int(const RawValue& v) {
@@ -413,7 +197,7 @@ std::optional<int> as_small_int(const RawValue& v) {
 
 std::optional<double> as_double(const RawValue& v) {
   if (v.quoted || v.nested) return std::nullopt;
-  const auto n = parse_number(v.text, 0);
+  const auto n = read_number(v.text, 0);
   if (!n || n->end != v.text.size()) return std::nullopt;
   return n->value;
 }
@@ -503,6 +287,7 @@ class Parser {
   void launch_line(std::string_view line);
   void memory_line(std::string_view line);
   void failure_line(std::string_view line, std::string_view msg);
+  void read_oom_sizes(std::string_view line);
   void add_error(std::string_view msg, std::vector<std::string>& into);
   bool kv_seen() const { return f_.kv_cache_gib || f_.kv_tokens || f_.num_gpu_blocks; }
 
@@ -527,25 +312,15 @@ class Parser {
 
 void Parser::line(std::string_view raw) {
   if (raw.size() > kVllmLogMaxLineBytes) return;
+  // Text from here on may be reported back (error lines, names): cleaned once.
   std::string cleaned;
-  std::string_view text = raw;
-  if (contains(raw, "\x1b") || contains(raw, "^[[")) {
-    cleaned = strip_ansi(raw);
-    text = cleaned;
-  }
-  // Text from here on may be reported back (error lines, names): repair it once, after the
-  // ANSI removal (which can drop a lead byte and leave its continuation bytes).
-  if (utf8::find_invalid(text) != npos) {
-    cleaned = utf8::replace_invalid(text);
-    text = cleaned;
-  }
-  const std::string_view line = strip_process_prefix(text);
+  const std::string_view line = text::strip_process_prefix(text::clean_line(raw, cleaned));
   if (line.empty()) return;
-  const std::string_view msg = strip_log_header(line);
+  const std::string_view msg = text::strip_level_header(line, vocab::kLogLevels);
 
   // A second launch in the same file starts the parse over: its figures alone are reported.
-  const bool server_line = contains(line, "vLLM API server version ");
-  const bool args_line = contains(line, "non-default args: {");
+  const bool server_line = contains(line, vocab::kApiServerVersion);
+  const bool args_line = contains(line, vocab::kNonDefaultArgs);
   if ((server_line && server_seen_) || (args_line && args_seen_)) {
     const std::int32_t launches = launches_ + 1;
     *this = Parser();
@@ -553,8 +328,8 @@ void Parser::line(std::string_view raw) {
   }
   server_seen_ |= server_line;
   args_seen_ |= args_line;
-  if (contains(line, "Application startup complete") ||
-      contains(line, "Starting vLLM API server") || contains(line, "Starting vLLM server on")) {
+  if (contains(line, vocab::kApplicationStartupComplete) ||
+      contains(line, vocab::kStartingApiServer) || contains(line, vocab::kStartingServerOn)) {
     started_ = true;
   }
   launch_line(line);
@@ -563,42 +338,39 @@ void Parser::line(std::string_view raw) {
 }
 
 void Parser::launch_line(std::string_view line) {
-  // Version.
+  // Version: the API server's line, the engine config line, or the ASCII-art banner.
   if (!f_.vllm_version) {
-    std::size_t at;
-    if ((at = line.find("vLLM API server version ")) != npos) {
-      f_.vllm_version = version_at(line, at + 24);
-    } else if ((at = line.find("LLM engine (v")) != npos) {
-      f_.vllm_version = version_at(line, at + 12);
-    } else if (contains(line, "\xE2\x96") && (at = line.find(" version ")) != npos) {
-      f_.vllm_version = version_at(line, at + 9);  // the ASCII-art banner
+    std::size_t version = after(line, vocab::kApiServerVersion);
+    if (version == npos) version = after(line, vocab::kLlmEngineVersion);
+    if (version == npos && contains(line, vocab::kBannerGlyph)) {
+      version = after(line, vocab::kBannerVersion);
     }
+    if (version != npos) f_.vllm_version = version_at(line, version);
   }
   std::size_t at;
-  if ((at = line.find("non-default args: {")) != npos) {
-    apply_launch(parse_python_dict(line, at + 19), args_);
+  if ((at = after(line, vocab::kNonDefaultArgs)) != npos) {
+    apply_launch(parse_python_dict(line, at), args_);
   }
-  if (contains(line, "LLM engine") && (at = line.find("with config: ")) != npos) {
-    apply_launch(parse_key_equals_list(line, at + 13), config_);
+  if (contains(line, vocab::kLlmEngine) && (at = after(line, vocab::kWithConfig)) != npos) {
+    apply_launch(parse_key_equals_list(line, at), config_);
   }
   // Effective values stated elsewhere.
-  set_first(other_.max_model_len, int_after(line, "Using max model len "));
-  set_first(other_.max_num_seqs, int_after(line, "Defaulting max_num_seqs to "));
+  set_first(other_.max_model_len, text::count_after(line, vocab::kUsingMaxModelLen));
+  set_first(other_.max_num_seqs, text::count_after(line, vocab::kDefaultingMaxNumSeqs));
   set_first(other_.max_num_batched_tokens,
-            int_after(line, "Defaulting max_num_batched_tokens to "));
+            text::count_after(line, vocab::kDefaultingMaxNumBatchedTokens));
   set_first(other_.max_num_batched_tokens,
-            int_after(line, "Chunked prefill is enabled with max_num_batched_tokens="));
-  set_first(other_.block_size, int_after(line, "Setting attention block size to "));
-  set_first(other_.gpu_memory_utilization, number_after(line, "Requested memory: "));
-  set_first(other_.gpu_memory_utilization, number_after(line, "x gpu_memory_utilization ("));
-  set_first(other_.gpu_memory_utilization,
-            number_after(line, "Desired GPU memory utilization is ("));
-  set_first(other_.gpu_memory_utilization, number_after(line, "desired GPU memory utilization ("));
-  if (contains(line, "Memory profiling results")) {
-    set_first(other_.gpu_memory_utilization, number_after(line, "gpu_memory_utilization="));
+            text::count_after(line, vocab::kChunkedPrefillMaxNumBatchedTokens));
+  set_first(other_.block_size, text::count_after(line, vocab::kSettingAttentionBlockSize));
+  set_first(other_.gpu_memory_utilization, value_after(line, vocab::kRequestedMemory));
+  set_first(other_.gpu_memory_utilization, value_after(line, vocab::kTimesGpuMemoryUtilization));
+  set_first(other_.gpu_memory_utilization, value_after(line, vocab::kDesiredUtilizationIs));
+  set_first(other_.gpu_memory_utilization, value_after(line, vocab::kDesiredUtilizationLower));
+  if (contains(line, vocab::kMemoryProfilingResults)) {
+    set_first(other_.gpu_memory_utilization, value_after(line, vocab::kGpuMemoryUtilizationEquals));
   }
-  if (!other_.model && (at = line.find("Starting to load model ")) != npos) {
-    std::string_view name = trim(line.substr(at + 23));
+  if (!other_.model && (at = after(line, vocab::kStartingToLoadModel)) != npos) {
+    std::string_view name = trim(line.substr(at));
     while (!name.empty() && name.back() == '.') name.remove_suffix(1);
     if (!name.empty() && name.size() < 512 && !contains(name, " "))
       other_.model = std::string(name);
@@ -607,99 +379,96 @@ void Parser::launch_line(std::string_view line) {
 
 void Parser::memory_line(std::string_view line) {
   // Device total, from whichever memory line states it first.
-  set_first(f_.gpu_total_gib, size_after(line, "total_memory="));
-  set_first(f_.gpu_total_gib, size_after(line, "total_gpu_memory ("));
-  set_first(f_.gpu_total_gib, size_after(line, "total_gpu_memory="));
-  set_first(f_.gpu_total_gib, size_after(line, "total capacity of "));
+  set_first(f_.gpu_total_gib, gib_after(line, vocab::kTotalMemoryEquals));
+  set_first(f_.gpu_total_gib, gib_after(line, vocab::kTotalGpuMemoryParen));
+  set_first(f_.gpu_total_gib, gib_after(line, vocab::kTotalGpuMemoryEquals));
+  set_first(f_.gpu_total_gib, gib_after(line, torch::kTotalCapacityOf));
   std::size_t at;
-  if ((at = line.find("Free memory on device")) != npos) {
-    const std::size_t open = line.find('(', at);
-    const std::size_t slash = open == npos ? npos : line.find('/', open);
-    if (open != npos && slash != npos && slash - open < 48) {
-      if (const auto t = parse_size(line, slash + 1)) set_first_value(f_.gpu_total_gib, t->gib);
+  if ((at = line.find(vocab::kFreeMemoryOnDevice)) != npos) {  // "(60.33/79.19 GiB)"
+    const std::size_t open = after(line, "(", at);
+    const std::size_t total = open == npos ? npos : after(line, "/", open);
+    if (total != npos && total - open < 48) {
+      if (const auto t = read_size(line, total)) set_first_value(f_.gpu_total_gib, t->gib());
     }
   }
   // Older torch OOM text: "(GPU 0; 79.15 GiB total capacity; ...)".
-  if ((at = line.find(" total capacity;")) != npos) {
-    const std::size_t semi = line.rfind(';', at);
-    const std::size_t start = semi == npos ? line.rfind('(', at) : semi;
-    if (start != npos && at - start < 48) {
-      const auto sz = parse_size(line, start + 1);
-      if (sz && sz->end == at) set_first_value(f_.gpu_total_gib, sz->gib);
+  if ((at = line.find(torch::kOldTotalCapacity)) != npos) {
+    const std::size_t semi = after_last(line, ";", at);
+    const std::size_t start = semi == npos ? after_last(line, "(", at) : semi;
+    if (start != npos && at - start < 47) {
+      const auto sz = read_size(line, start);
+      if (sz && sz->end == at) set_first_value(f_.gpu_total_gib, sz->gib());
     }
   }
 
   // Weights.
-  set_first(f_.weights_gib, size_after(line, "Model loading took "));
-  set_first(f_.weights_gib, size_after(line, "Loading model weights took "));
-  set_first(f_.weights_gib, size_after(line, "model weights take "));
+  set_first(f_.weights_gib, gib_after(line, vocab::kModelLoadingTook));
+  set_first(f_.weights_gib, gib_after(line, vocab::kLoadingModelWeightsTook));
+  set_first(f_.weights_gib, gib_after(line, vocab::kModelWeightsTake));
   // Profile.
-  set_first(f_.activation_peak_gib, size_after(line, "torch peak memory increase: "));
-  if ((at = line.find("PyTorch activation peak memory")) != npos) {
-    std::size_t p = skip_spaces(line, at + 30);
-    if (starts_with(line.substr(p), "takes")) p += 5;
-    const auto sz = parse_size(line, p);
-    if (sz) set_first_value(f_.activation_peak_gib, sz->gib);
+  set_first(f_.activation_peak_gib, gib_after(line, vocab::kTorchPeakMemoryIncrease));
+  if ((at = after(line, vocab::kPytorchActivationPeakMemory)) != npos) {
+    std::size_t p = skip_spaces(line, at);
+    if (starts_with(line.substr(p), vocab::kTakes)) p += vocab::kTakes.size();
+    const auto sz = read_size(line, p);
+    if (sz) set_first_value(f_.activation_peak_gib, sz->gib());
   }
-  set_first(f_.non_torch_gib, size_after(line, "non-torch forward increase memory: "));
-  set_first(f_.non_torch_gib, size_after(line, "non_torch_memory takes "));
-  set_first(f_.total_non_kv_gib, size_after(line, "Total non KV cache memory: "));
-  if (contains(line, "Memory profiling results")) {  // V0, late 2024
-    set_first(f_.non_torch_gib, size_after(line, "non_torch_memory="));
-    set_first(f_.kv_cache_gib, size_after(line, "kv_cache_size="));
+  set_first(f_.non_torch_gib, gib_after(line, vocab::kNonTorchForwardIncrease));
+  set_first(f_.non_torch_gib, gib_after(line, vocab::kNonTorchMemoryTakes));
+  set_first(f_.total_non_kv_gib, gib_after(line, vocab::kTotalNonKvCacheMemory));
+  if (contains(line, vocab::kMemoryProfilingResults)) {  // V0, late 2024
+    set_first(f_.non_torch_gib, gib_after(line, vocab::kNonTorchMemoryEquals));
+    set_first(f_.kv_cache_gib, gib_after(line, vocab::kKvCacheSizeEquals));
   }
   // KV cache.
-  set_first(f_.kv_cache_gib, size_after(line, "Available KV cache memory: "));
-  set_first(f_.kv_cache_gib, size_after(line, "the rest of the memory reserved for KV Cache is "));
-  set_first(f_.kv_tokens, int_after(line, "GPU KV cache size: "));
-  set_first(f_.num_gpu_blocks, int_after(line, "# GPU blocks: "));
-  set_first(f_.num_gpu_blocks, int_after(line, "# CUDA blocks: "));
-  set_first(f_.num_gpu_blocks, int_after(line, "# cuda blocks: "));
-  if (!f_.max_concurrency && (at = line.find("Maximum concurrency for ")) != npos) {
-    const auto tokens = parse_number(line, at + 24);
+  set_first(f_.kv_cache_gib, gib_after(line, vocab::kAvailableKvCacheMemory));
+  set_first(f_.kv_cache_gib, gib_after(line, vocab::kRestReservedForKvCache));
+  set_first(f_.kv_tokens, text::count_after(line, vocab::kGpuKvCacheSize));
+  set_first(f_.num_gpu_blocks, text::count_after(line, vocab::kGpuBlocks));
+  set_first(f_.num_gpu_blocks, text::count_after(line, vocab::kCudaBlocks));
+  set_first(f_.num_gpu_blocks, text::count_after(line, vocab::kCudaBlocksLower));
+  if (!f_.max_concurrency && (at = after(line, vocab::kMaximumConcurrencyFor)) != npos) {
+    const auto tokens = read_number(line, at);
     if (tokens) {
-      const std::size_t colon = line.find("per request: ", tokens->end);
-      if (colon != npos && colon - tokens->end < 32) {
-        const auto x = parse_number(line, colon + 13);
+      const std::size_t ratio = after(line, vocab::kPerRequest, tokens->end);
+      if (ratio != npos && ratio - tokens->end < 32 + vocab::kPerRequest.size()) {
+        const auto x = read_number(line, ratio);
         if (x) {
           f_.max_concurrency = x->value;
-          f_.max_concurrency_tokens = to_int64(*tokens);
+          f_.max_concurrency_tokens = to_count(*tokens);
         }
       }
     }
   }
   // "Add 3 padding layers, may waste at most 10.00% KV cache memory".
-  if (!f_.padding_layers && (at = line.find(" padding layers")) != npos) {
-    const auto n = number_before(line, at);
-    const std::size_t digits_begin = line.rfind("Add ", at);
-    if (n && n->integral && digits_begin != npos && at - digits_begin <= 4 + kMaxNumberChars) {
-      f_.padding_layers = to_int64(*n);
+  if (!f_.padding_layers && (at = line.find(vocab::kPaddingLayers)) != npos) {
+    const auto n = text::read_number_before(line, at);
+    const std::size_t digits_begin = after_last(line, vocab::kAdd, at);
+    if (n && n->integral && digits_begin != npos && at - digits_begin <= text::kMaxNumberChars) {
+      f_.padding_layers = to_count(*n);
     }
   }
   // CUDA graphs. Model Runner V2 (0.29+) estimates by capturing before the KV budget: a
   // capture it logs before the KV cache is sized is that estimate, not the real capture.
-  if ((at = line.find("Graph capturing finished in ")) != npos) {
-    const std::size_t took = line.find(", took ", at);
-    if (took != npos) {
-      const auto taken = size_after(line.substr(took), ", took ");
-      if (f_.model_runner_v2 && !kv_seen()) {
-        set_first(f_.cudagraph_estimate_gib, taken);
-      } else {
-        set_first(f_.cudagraph_gib, taken);
-      }
+  if ((at = line.find(vocab::kGraphCapturingFinishedIn)) != npos) {
+    const auto taken = gib_after(line.substr(at), vocab::kCommaTook);
+    if (f_.model_runner_v2 && !kv_seen()) {
+      set_first(f_.cudagraph_estimate_gib, taken);
+    } else {
+      set_first(f_.cudagraph_gib, taken);
     }
   }
-  set_first(f_.cudagraph_estimate_gib, size_after(line, "Estimated CUDA graph memory: "));
+  set_first(f_.cudagraph_estimate_gib, gib_after(line, vocab::kEstimatedCudaGraphMemory));
   // vLLM 0.27+ lines.
-  if (contains(line, "Using V2 Model Runner")) f_.model_runner_v2 = true;
-  if ((at = line.find(" GiB for consumed memory")) != npos) {
-    if (const auto consumed = number_before(line, at)) {
+  if (contains(line, vocab::kUsingV2ModelRunner)) f_.model_runner_v2 = true;
+  if ((at = line.find(vocab::kGibForConsumedMemory)) != npos) {
+    if (const auto consumed = text::read_number_before(line, at)) {
       set_first_value(f_.consumed_gib, consumed->value);
     }
-    const std::size_t flag = line.find("`--kv-cache-memory=", at);
+    const std::size_t flag = after(line, vocab::kKvCacheMemoryFlag, at);
     if (flag != npos && !f_.suggested_kv_cache_memory_bytes) {
-      const auto bytes = parse_number(line, flag + 19);
-      if (bytes && bytes->integral) f_.suggested_kv_cache_memory_bytes = to_int64(*bytes);
+      const auto bytes = read_number(line, flag);
+      if (bytes && bytes->integral) f_.suggested_kv_cache_memory_bytes = to_count(*bytes);
     }
   }
 }
@@ -717,84 +486,57 @@ void Parser::failure_line(std::string_view line, std::string_view msg) {
 
   // Startup free-memory check (V1 >= 0.9): "Free memory on device cuda:1 (60.33/79.19 GiB) on
   // startup is less than desired GPU memory utilization (0.95, 75.23 GiB)."
-  if ((at = line.find("Free memory on device")) != npos && contains(line, "is less than desired")) {
+  if ((at = line.find(vocab::kFreeMemoryOnDevice)) != npos &&
+      contains(line, vocab::kIsLessThanDesired)) {
     failure = true;
     if (!started_) startup_free_fail_ = true;
-    const std::size_t open = line.find('(', at);
-    if (open != npos && !f_.startup_free_gib) {
-      const auto free_n = parse_number(line, open + 1);
+    const std::size_t free_at = after(line, "(", at);
+    if (free_at != npos && !f_.startup_free_gib) {
+      const auto free_n = read_number(line, free_at);
       if (free_n) f_.startup_free_gib = free_n->value;
     }
-    const std::size_t util = line.find("utilization (", at);
+    const std::size_t util = after(line, vocab::kUtilizationOpen, at);
     if (util != npos && !f_.startup_desired_gib) {
-      const auto u = parse_number(line, util + 13);
-      if (u && u->end < line.size() && line[u->end] == ',') {
-        const auto r = parse_size(line, u->end + 1);
-        if (r) f_.startup_desired_gib = r->gib;
+      const auto u = read_number(line, util);
+      if (u && starts_with(line.substr(u->end), ",")) {
+        const auto r = read_size(line, after(line, ",", u->end));
+        if (r) f_.startup_desired_gib = r->gib();
       }
     }
   }
 
   // Not enough KV cache for one max_model_len request (V1).
-  if ((at = line.find(" GiB KV cache is needed")) != npos) {
+  if ((at = line.find(vocab::kGibKvCacheIsNeeded)) != npos) {
     failure = true;
     if (!started_) insufficient_ = true;
-    if (const auto needed = number_before(line, at))
+    if (const auto needed = text::read_number_before(line, at))
       set_first_value(f_.needed_kv_gib, needed->value);
-    set_first(f_.estimated_max_model_len, int_after(line, "estimated maximum model length is "));
-    const std::size_t seq = line.find("max seq len (");
-    if (seq != npos) set_first(other_.max_model_len, parse_int(line, seq + 13));
+    set_first(f_.estimated_max_model_len,
+              text::count_after(line, vocab::kEstimatedMaximumModelLength));
+    set_first(other_.max_model_len, text::count_after(line, vocab::kMaxSeqLenOpen));
   }
   // ... and its V0 form.
-  if (contains(line,
-               "is larger than the maximum number of tokens that can be stored in KV cache")) {
+  if (contains(line, vocab::kLargerThanKvTokens)) {
     failure = true;
     if (!started_) insufficient_ = true;
-    const std::size_t seq = line.find("max seq len (");
-    if (seq != npos) set_first(other_.max_model_len, parse_int(line, seq + 13));
+    set_first(other_.max_model_len, text::count_after(line, vocab::kMaxSeqLenOpen));
   }
 
   // CUDA out of memory (torch allocator), and vLLM's rewrap of it at sampler warm-up.
-  if (contains(line, "CUDA out of memory") || contains(line, "OutOfMemoryError")) {
+  if (contains(line, torch::kCudaOutOfMemory) || contains(line, torch::kOutOfMemoryError)) {
     failure = true;
     if (!started_ && !first_oom_after_kv_) first_oom_after_kv_ = kv_seen();
-    if (!f_.oom_tried_gib && (at = line.find("Tried to allocate ")) != npos) {
-      const auto tried = parse_size(line, at + 18);
-      if (tried) {
-        f_.oom_tried_gib = tried->gib;
-        set_first(f_.oom_total_gib, size_after(line, "total capacity of "));
-        set_first(f_.oom_free_gib, size_after(line, "of which "));
-        if (!f_.oom_total_gib) {  // older torch: "(GPU 0; 79.15 GiB total capacity; ...)"
-          const std::size_t cap = line.find(" total capacity;");
-          const std::size_t semi = cap == npos ? npos : line.rfind(';', cap);
-          if (semi != npos && cap - semi < 48) {
-            const auto sz = parse_size(line, semi + 1);
-            if (sz) f_.oom_total_gib = sz->gib;
-          }
-        }
-        if (!f_.oom_free_gib) {  // older torch: "; 10.81 MiB free;"
-          const std::size_t fr = line.find(" free;");
-          const std::size_t semi = fr == npos ? npos : line.rfind(';', fr);
-          if (semi != npos && fr - semi < 48) {
-            const auto sz = parse_size(line, semi + 1);
-            if (sz && sz->end == fr) f_.oom_free_gib = sz->gib;
-          }
-        }
-      }
-    }
+    if (!f_.oom_tried_gib) read_oom_sizes(line);
   }
 
   // No room at all for KV blocks (V1), or a negative KV budget printed before it.
-  if (contains(line, "No available memory for the cache blocks")) {
+  if (contains(line, vocab::kNoAvailableMemoryForCacheBlocks)) {
     failure = true;
     if (!started_) no_kv_memory_ = true;
   }
-  if ((at = line.find("Available KV cache memory: ")) != npos) {
-    const auto sz = parse_size(line, at + 27);
-    if (sz && sz->gib < 0) {
-      failure = true;
-      if (!started_) no_kv_memory_ = true;
-    }
+  if (const auto kv = text::size_after(line, vocab::kAvailableKvCacheMemory); kv && kv->bytes < 0) {
+    failure = true;
+    if (!started_) no_kv_memory_ = true;
   }
 
   if (failure) {
@@ -802,14 +544,40 @@ void Parser::failure_line(std::string_view line, std::string_view msg) {
     return;
   }
   if (started_) return;
-  if (contains(line, "EngineCore failed to start") ||
-      contains(line, "Engine core initialization failed") ||
-      contains(line, "WorkerProc failed to start")) {
+  if (contains(line, vocab::kEngineCoreFailedToStart) ||
+      contains(line, vocab::kEngineCoreInitializationFailed) ||
+      contains(line, vocab::kWorkerProcFailedToStart)) {
     generic_failure_ = true;
   }
   if (is_exception_line(msg)) {
     generic_failure_ = true;
     add_error(msg, exception_lines_);
+  }
+}
+
+// "Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 22.05 GiB of which 100.00 MiB is
+// free", or older torch's "(GPU 0; 79.15 GiB total capacity; 10.81 MiB free; ...)".
+void Parser::read_oom_sizes(std::string_view line) {
+  const auto tried = text::size_after(line, torch::kTriedToAllocate);
+  if (!tried) return;
+  f_.oom_tried_gib = tried->gib();
+  set_first(f_.oom_total_gib, gib_after(line, torch::kTotalCapacityOf));
+  set_first(f_.oom_free_gib, gib_after(line, torch::kOfWhich));
+  if (!f_.oom_total_gib) {
+    const std::size_t cap = line.find(torch::kOldTotalCapacity);
+    const std::size_t semi = cap == npos ? npos : after_last(line, ";", cap);
+    if (semi != npos && cap - semi < 47) {
+      const auto sz = read_size(line, semi);
+      if (sz) f_.oom_total_gib = sz->gib();
+    }
+  }
+  if (!f_.oom_free_gib) {
+    const std::size_t fr = line.find(torch::kOldFree);
+    const std::size_t semi = fr == npos ? npos : after_last(line, ";", fr);
+    if (semi != npos && fr - semi < 47) {
+      const auto sz = read_size(line, semi);
+      if (sz && sz->end == fr) f_.oom_free_gib = sz->gib();
+    }
   }
 }
 

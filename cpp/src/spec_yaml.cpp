@@ -518,21 +518,31 @@ YAML::Node load_yaml_checked(const std::string& text, const std::string& file) {
   return root;
 }
 
-ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string& file) {
-  YAML::Node root = load_yaml_checked(yaml_text, file);
-  const MapReader r(root, file, "", "model");
-  ModelSpec s;
-  s.source = file;
+namespace {
+
+// The fields every layer shares, read from the top level of a model spec.
+struct SharedLayerFields {
+  std::int32_t head_dim_v = 0;
+  std::int32_t sliding_window = 0;
+  std::int32_t attention_chunk_size = 0;
+};
+
+// The model's own scalars (not its blocks, not its layers).
+SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
+  SharedLayerFields layer;
   s.id = r.get_string("id");
   if (s.id.empty()) r.fail("id", "''", "id must not be empty");
   s.aliases = r.get_string_list("aliases");
+  // Provenance for whoever reads the file: checked to be text, not kept (s.source names the
+  // file). Unread, `source: {a: 1}` used to load silently.
+  (void)r.get_string("source", "");
   s.model_type = r.get_string("model_type");
   s.hidden_size = r.get_i32("hidden_size", 0, 1);
   s.num_hidden_layers = r.get_i32("num_hidden_layers", 0, 1);
   s.num_attention_heads = r.get_i32("num_attention_heads", 0, 1);
   s.num_key_value_heads = r.get_i32("num_key_value_heads", s.num_attention_heads, 1);
   s.head_dim = r.get_i32("head_dim", 0, 1);
-  const std::int32_t head_dim_v = r.get_i32("head_dim_v", 0, 1);
+  layer.head_dim_v = r.get_i32("head_dim_v", 0, 1);
   s.intermediate_size = r.get_i32("intermediate_size", 0, 0);
   s.vocab_size = r.get_i32("vocab_size", 0, 1);
   s.max_position_embeddings = r.get_int("max_position_embeddings", 0, 1);
@@ -553,102 +563,125 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
   s.attn_output_gate = r.get_bool("attn_output_gate", false);
   s.norms_per_layer = r.get_i32("norms_per_layer", 2, 0);
   s.rotary_dim = r.get_i32("rotary_dim", 0, 0);
-  const std::int32_t sliding_window = r.get_i32("sliding_window", 0, 1);
-  const std::int32_t chunk = r.get_i32("attention_chunk_size", 0, 1);
+  layer.sliding_window = r.get_i32("sliding_window", 0, 1);
+  layer.attention_chunk_size = r.get_i32("attention_chunk_size", 0, 1);
   s.num_nextn_predict_layers = r.get_i32("num_nextn_predict_layers", 0, 0);
+  return layer;
+}
 
-  if (r.has("mla")) {
-    const MapReader m(r.child("mla"), file, "mla", "mla");
-    s.has_mla = true;
-    s.mla.q_lora_rank = m.get_i32("q_lora_rank", 0, 0);
-    s.mla.kv_lora_rank = m.get_i32("kv_lora_rank", 0, 1);
-    s.mla.qk_nope_head_dim = m.get_i32("qk_nope_head_dim", 0, 1);
-    s.mla.qk_rope_head_dim = m.get_i32("qk_rope_head_dim", 0, 1);
-    s.mla.v_head_dim = m.get_i32("v_head_dim", 0, 1);
-  }
+void read_mla(const MapReader& r, ModelSpec& s) {
+  const std::string& file = r.file();
+  const MapReader m(r.child("mla"), file, "mla", "mla");
+  s.has_mla = true;
+  s.mla.q_lora_rank = m.get_i32("q_lora_rank", 0, 0);
+  s.mla.kv_lora_rank = m.get_i32("kv_lora_rank", 0, 1);
+  s.mla.qk_nope_head_dim = m.get_i32("qk_nope_head_dim", 0, 1);
+  s.mla.qk_rope_head_dim = m.get_i32("qk_rope_head_dim", 0, 1);
+  s.mla.v_head_dim = m.get_i32("v_head_dim", 0, 1);
+}
+
+// Which layers of a MoE model are dense (read from the moe: block, applied per layer).
+struct MoeLayout {
   std::vector<std::int64_t> dense_layers;
   std::int32_t first_k_dense = 0;
   std::int32_t moe_layer_step = 1;
-  if (r.has("moe")) {
-    const MapReader m(r.child("moe"), file, "moe", "moe");
-    s.has_moe = true;
-    s.moe.num_experts = m.get_i32("num_experts", 0, 1);
-    s.moe.num_experts_per_tok = m.get_i32("num_experts_per_tok", 0, 1);
-    if (s.moe.num_experts_per_tok > s.moe.num_experts) {
-      m.fail("moe.num_experts_per_tok", std::to_string(s.moe.num_experts_per_tok),
-             "more than num_experts (" + std::to_string(s.moe.num_experts) + ")");
-    }
-    s.moe.moe_intermediate_size = m.get_i32("moe_intermediate_size", 0, 1);
-    s.moe.num_shared_experts = m.get_i32("num_shared_experts", 0, 0);
-    s.moe.shared_expert_intermediate_size =
-        m.get_i32("shared_expert_intermediate_size", s.moe.moe_intermediate_size, 1);
-    s.moe.shared_expert_gate = m.get_bool("shared_expert_gate", false);
-    s.moe.expert_bias = m.get_bool("expert_bias", false);
-    s.moe.router_bias = m.get_bool("router_bias", false);
-    s.moe.router_quantizable = m.get_bool("router_quantizable", false);
-    first_k_dense = m.get_i32("first_k_dense", 0, 0);
-    moe_layer_step = m.get_i32("moe_layer_step", 1, 1);
-    dense_layers = m.get_int_list("dense_layers", 0);
-  }
-  if (r.has("mamba")) {
-    const MapReader m(r.child("mamba"), file, "mamba", "mamba");
-    s.has_mamba = true;
-    s.mamba.num_heads = m.get_i32("num_heads", 0, 1);
-    s.mamba.head_dim = m.get_i32("head_dim", 0, 1);
-    s.mamba.state_size = m.get_i32("state_size", 0, 1);
-    s.mamba.n_groups = m.get_i32("n_groups", 1, 1);
-    s.mamba.conv_kernel = m.get_i32("conv_kernel", 4, 1);
-    s.mamba.ssm_state_dtype = m.get_dtype("ssm_state_dtype", DType::F32);
-  }
-  if (r.has("linear_attention")) {
-    const MapReader m(r.child("linear_attention"), file, "linear_attention", "linear_attention");
-    s.has_linear_attention = true;
-    s.linear_attention.num_key_heads = m.get_i32("num_key_heads", 0, 1);
-    s.linear_attention.key_head_dim = m.get_i32("key_head_dim", 0, 1);
-    s.linear_attention.num_value_heads = m.get_i32("num_value_heads", 0, 1);
-    s.linear_attention.value_head_dim = m.get_i32("value_head_dim", 0, 1);
-    s.linear_attention.conv_kernel = m.get_i32("conv_kernel", 4, 1);
-    if (m.has("ssm_state_dtype")) {
-      s.linear_attention.ssm_state_dtype = m.get_dtype("ssm_state_dtype", DType::F32);
-    }
-  }
-  if (r.has("vision")) {
-    const MapReader m(r.child("vision"), file, "vision", "vision");
-    s.vision.num_parameters = m.get_int("num_parameters", 0, 1);
-    if (m.has("image_tokens_per_item")) {
-      // The encoder-profile facts come together: each one is needed by the term.
-      for (const char* key : {"encoder_tokens_per_item", "pixel_values_per_item",
-                              "encoder_hidden_size", "encoder_intermediate_size"}) {
-        if (!m.has(key)) m.fail(m.field(key), "nothing", "required with image_tokens_per_item");
-      }
-      // The schema's bounds keep the per-image bytes (tokens x widths x 4 B) inside int64.
-      TowerSpec& v = s.vision;
-      v.image_tokens_per_item = m.get_int("image_tokens_per_item", 0, 1);
-      v.encoder_tokens_per_item = m.get_int("encoder_tokens_per_item", 0, 1);
-      v.pixel_values_per_item = m.get_int("pixel_values_per_item", 0, 1);
-      v.encoder_hidden_size = static_cast<std::int32_t>(m.get_int("encoder_hidden_size", 0, 1));
-      v.encoder_intermediate_size =
-          static_cast<std::int32_t>(m.get_int("encoder_intermediate_size", 0, 1));
-      const std::string encoder_mlp = m.get_string("encoder_mlp", "plain");
-      if (encoder_mlp != "gated" && encoder_mlp != "plain") {
-        m.fail(m.field("encoder_mlp"), "'" + encoder_mlp + "'", "expected gated or plain");
-      }
-      v.encoder_gated_mlp = encoder_mlp == "gated";
-    } else {
-      for (const char* key : {"encoder_tokens_per_item", "pixel_values_per_item",
-                              "encoder_hidden_size", "encoder_intermediate_size", "encoder_mlp"}) {
-        if (m.has(key)) m.fail(m.field(key), "set", "needs image_tokens_per_item beside it");
-      }
-    }
-    s.vision.unmodelled_modalities = m.get_string_list("unmodelled_modalities");
-  }
-  if (r.has("quantization")) s.quantization = read_quantization(r);
+};
 
-  // Per-layer kinds: explicit list, cyclic pattern, Nemotron-H pattern, or uniform.
-  const int n = s.num_hidden_layers;
+MoeLayout read_moe(const MapReader& r, ModelSpec& s) {
+  const std::string& file = r.file();
+  MoeLayout layout;
+  const MapReader m(r.child("moe"), file, "moe", "moe");
+  s.has_moe = true;
+  s.moe.num_experts = m.get_i32("num_experts", 0, 1);
+  s.moe.num_experts_per_tok = m.get_i32("num_experts_per_tok", 0, 1);
+  if (s.moe.num_experts_per_tok > s.moe.num_experts) {
+    m.fail("moe.num_experts_per_tok", std::to_string(s.moe.num_experts_per_tok),
+           "more than num_experts (" + std::to_string(s.moe.num_experts) + ")");
+  }
+  s.moe.moe_intermediate_size = m.get_i32("moe_intermediate_size", 0, 1);
+  s.moe.num_shared_experts = m.get_i32("num_shared_experts", 0, 0);
+  s.moe.shared_expert_intermediate_size =
+      m.get_i32("shared_expert_intermediate_size", s.moe.moe_intermediate_size, 1);
+  s.moe.shared_expert_gate = m.get_bool("shared_expert_gate", false);
+  s.moe.expert_bias = m.get_bool("expert_bias", false);
+  s.moe.router_bias = m.get_bool("router_bias", false);
+  s.moe.router_quantizable = m.get_bool("router_quantizable", false);
+  layout.first_k_dense = m.get_i32("first_k_dense", 0, 0);
+  layout.moe_layer_step = m.get_i32("moe_layer_step", 1, 1);
+  layout.dense_layers = m.get_int_list("dense_layers", 0);
+  return layout;
+}
+
+void read_mamba(const MapReader& r, ModelSpec& s) {
+  const std::string& file = r.file();
+  const MapReader m(r.child("mamba"), file, "mamba", "mamba");
+  s.has_mamba = true;
+  s.mamba.num_heads = m.get_i32("num_heads", 0, 1);
+  s.mamba.head_dim = m.get_i32("head_dim", 0, 1);
+  s.mamba.state_size = m.get_i32("state_size", 0, 1);
+  s.mamba.n_groups = m.get_i32("n_groups", 1, 1);
+  s.mamba.conv_kernel = m.get_i32("conv_kernel", 4, 1);
+  s.mamba.ssm_state_dtype = m.get_dtype("ssm_state_dtype", DType::F32);
+}
+
+void read_linear_attention(const MapReader& r, ModelSpec& s) {
+  const std::string& file = r.file();
+  const MapReader m(r.child("linear_attention"), file, "linear_attention", "linear_attention");
+  s.has_linear_attention = true;
+  s.linear_attention.num_key_heads = m.get_i32("num_key_heads", 0, 1);
+  s.linear_attention.key_head_dim = m.get_i32("key_head_dim", 0, 1);
+  s.linear_attention.num_value_heads = m.get_i32("num_value_heads", 0, 1);
+  s.linear_attention.value_head_dim = m.get_i32("value_head_dim", 0, 1);
+  s.linear_attention.conv_kernel = m.get_i32("conv_kernel", 4, 1);
+  if (m.has("ssm_state_dtype")) {
+    s.linear_attention.ssm_state_dtype = m.get_dtype("ssm_state_dtype", DType::F32);
+  }
+}
+
+void read_vision(const MapReader& r, ModelSpec& s) {
+  const std::string& file = r.file();
+  const MapReader m(r.child("vision"), file, "vision", "vision");
+  s.vision.num_parameters = m.get_int("num_parameters", 0, 1);
+  if (m.has("image_tokens_per_item")) {
+    // The encoder-profile facts come together: each one is needed by the term.
+    for (const char* key : {"encoder_tokens_per_item", "pixel_values_per_item",
+                            "encoder_hidden_size", "encoder_intermediate_size"}) {
+      if (!m.has(key)) m.fail(m.field(key), "nothing", "required with image_tokens_per_item");
+    }
+    // The schema's bounds keep the per-image bytes (tokens x widths x 4 B) inside int64.
+    TowerSpec& v = s.vision;
+    v.image_tokens_per_item = m.get_int("image_tokens_per_item", 0, 1);
+    v.encoder_tokens_per_item = m.get_int("encoder_tokens_per_item", 0, 1);
+    v.pixel_values_per_item = m.get_int("pixel_values_per_item", 0, 1);
+    v.encoder_hidden_size = static_cast<std::int32_t>(m.get_int("encoder_hidden_size", 0, 1));
+    v.encoder_intermediate_size =
+        static_cast<std::int32_t>(m.get_int("encoder_intermediate_size", 0, 1));
+    const std::string encoder_mlp = m.get_string("encoder_mlp", "plain");
+    if (encoder_mlp != "gated" && encoder_mlp != "plain") {
+      m.fail(m.field("encoder_mlp"), "'" + encoder_mlp + "'", "expected gated or plain");
+    }
+    v.encoder_gated_mlp = encoder_mlp == "gated";
+  } else {
+    for (const char* key : {"encoder_tokens_per_item", "pixel_values_per_item",
+                            "encoder_hidden_size", "encoder_intermediate_size", "encoder_mlp"}) {
+      if (m.has(key)) m.fail(m.field(key), "set", "needs image_tokens_per_item beside it");
+    }
+  }
+  s.vision.unmodelled_modalities = m.get_string_list("unmodelled_modalities");
+}
+
+// Per-layer kinds: explicit list, cyclic pattern, Nemotron-H pattern, or uniform.
+struct LayerKinds {
   std::vector<std::string> kinds;
-  std::vector<bool> mlp_flags(static_cast<std::size_t>(n), true);
-  std::vector<bool> moe_only(static_cast<std::size_t>(n), false);
+  std::vector<bool> mlp;       // the pattern gives the layer an MLP
+  std::vector<bool> moe_only;  // ... an MoE MLP whatever the moe: block says
+};
+
+LayerKinds read_layer_kinds(const MapReader& r, const ModelSpec& s) {
+  const int n = s.num_hidden_layers;
+  LayerKinds out;
+  out.mlp.assign(static_cast<std::size_t>(n), true);
+  out.moe_only.assign(static_cast<std::size_t>(n), false);
   const int sources = (r.has("layer_types") ? 1 : 0) + (r.has("layer_pattern") ? 1 : 0) +
                       (r.has("hybrid_override_pattern") ? 1 : 0);
   if (sources > 1) {
@@ -656,16 +689,16 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
            "give only one of layer_types, layer_pattern, hybrid_override_pattern");
   }
   if (r.has("layer_types")) {
-    kinds = r.get_string_list("layer_types");
-    if (static_cast<int>(kinds.size()) != n) {
-      r.fail("layer_types", std::to_string(kinds.size()) + " entries",
+    out.kinds = r.get_string_list("layer_types");
+    if (static_cast<int>(out.kinds.size()) != n) {
+      r.fail("layer_types", std::to_string(out.kinds.size()) + " entries",
              "must have num_hidden_layers (" + std::to_string(n) + ") entries");
     }
   } else if (r.has("layer_pattern")) {
     const auto pattern = r.get_string_list("layer_pattern");
     if (pattern.empty()) r.fail("layer_pattern", "[]", "must not be empty");
     for (int i = 0; i < n; ++i)
-      kinds.push_back(pattern[static_cast<std::size_t>(i) % pattern.size()]);
+      out.kinds.push_back(pattern[static_cast<std::size_t>(i) % pattern.size()]);
   } else if (r.has("hybrid_override_pattern")) {
     const std::string pattern = r.get_string("hybrid_override_pattern");
     if (static_cast<int>(pattern.size()) != n) {
@@ -677,19 +710,19 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
       const auto idx = static_cast<std::size_t>(i);
       switch (c) {
         case 'M':
-          kinds.emplace_back("mamba");
-          mlp_flags[idx] = false;
+          out.kinds.emplace_back("mamba");
+          out.mlp[idx] = false;
           break;
         case '*':
-          kinds.emplace_back("full_attention");
-          mlp_flags[idx] = false;
+          out.kinds.emplace_back("full_attention");
+          out.mlp[idx] = false;
           break;
         case '-':
-          kinds.emplace_back("mlp_only");
+          out.kinds.emplace_back("mlp_only");
           break;
         case 'E':
-          kinds.emplace_back("mlp_only");
-          moe_only[idx] = true;
+          out.kinds.emplace_back("mlp_only");
+          out.moe_only[idx] = true;
           break;
         default:
           r.fail("hybrid_override_pattern[" + std::to_string(i) + "]", std::string("'") + c + "'",
@@ -697,31 +730,39 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
       }
     }
   } else {
-    kinds.assign(static_cast<std::size_t>(n), s.has_mla ? "mla" : "full_attention");
+    out.kinds.assign(static_cast<std::size_t>(n), s.has_mla ? "mla" : "full_attention");
   }
 
+  return out;
+}
+
+void build_layers(const MapReader& r, const LayerKinds& layout, const SharedLayerFields& shared,
+                  const MoeLayout& moe, ModelSpec& s) {
+  const int n = s.num_hidden_layers;
   s.layers.resize(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     const auto idx = static_cast<std::size_t>(i);
     LayerSpec& layer = s.layers[idx];
     bool has_mlp = true;
-    const auto kind = parse_layer_kind(kinds[idx], has_mlp);
+    const auto kind = parse_layer_kind(layout.kinds[idx], has_mlp);
     if (!kind) {
-      r.fail("layer_types[" + std::to_string(i) + "]", "'" + kinds[idx] + "'",
+      r.fail("layer_types[" + std::to_string(i) + "]", "'" + layout.kinds[idx] + "'",
              "unknown layer kind (allowed: full_attention, sliding_attention, chunked_attention, "
              "mla, mamba, linear_attention, mlp_only)");
     }
     layer.attention = *kind;
     if (s.has_mla && layer.attention == AttentionKind::Full) layer.attention = AttentionKind::Mla;
-    layer.mlp = mlp_flags[idx] && has_mlp;
+    layer.mlp = layout.mlp[idx] && has_mlp;
     layer.num_key_value_heads = s.num_key_value_heads;
-    layer.head_dim_v = head_dim_v;
-    layer.sliding_window = layer.attention == AttentionKind::SlidingWindow ? sliding_window : 0;
-    layer.attention_chunk_size = layer.attention == AttentionKind::ChunkedLocal ? chunk : 0;
-    if (layer.attention == AttentionKind::SlidingWindow && sliding_window <= 0) {
+    layer.head_dim_v = shared.head_dim_v;
+    layer.sliding_window =
+        layer.attention == AttentionKind::SlidingWindow ? shared.sliding_window : 0;
+    layer.attention_chunk_size =
+        layer.attention == AttentionKind::ChunkedLocal ? shared.attention_chunk_size : 0;
+    if (layer.attention == AttentionKind::SlidingWindow && shared.sliding_window <= 0) {
       r.fail("sliding_window", "nothing", "sliding_attention layers need sliding_window");
     }
-    if (layer.attention == AttentionKind::ChunkedLocal && chunk <= 0) {
+    if (layer.attention == AttentionKind::ChunkedLocal && shared.attention_chunk_size <= 0) {
       r.fail("attention_chunk_size", "nothing",
              "chunked_attention layers need attention_chunk_size");
     }
@@ -738,11 +779,30 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
     }
     if (s.has_moe && layer.mlp) {
       const bool dense =
-          i < first_k_dense || (i % moe_layer_step) != (moe_layer_step - 1) ||
-          std::find(dense_layers.begin(), dense_layers.end(), i) != dense_layers.end();
-      layer.moe = moe_only[idx] || !dense;
+          i < moe.first_k_dense || (i % moe.moe_layer_step) != (moe.moe_layer_step - 1) ||
+          std::find(moe.dense_layers.begin(), moe.dense_layers.end(), i) != moe.dense_layers.end();
+      layer.moe = layout.moe_only[idx] || !dense;
     }
   }
+}
+
+}  // namespace
+
+ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string& file) {
+  YAML::Node root = load_yaml_checked(yaml_text, file);
+  const MapReader r(root, file, "", "model");
+  ModelSpec s;
+  s.source = file;
+  const SharedLayerFields shared = read_model_scalars(r, s);
+  if (r.has("mla")) read_mla(r, s);
+  MoeLayout moe;
+  if (r.has("moe")) moe = read_moe(r, s);
+  if (r.has("mamba")) read_mamba(r, s);
+  if (r.has("linear_attention")) read_linear_attention(r, s);
+  if (r.has("vision")) read_vision(r, s);
+  if (r.has("quantization")) s.quantization = read_quantization(r);
+  const LayerKinds kinds = read_layer_kinds(r, s);
+  build_layers(r, kinds, shared, moe, s);
   finalize_model_spec(s);
   return s;
 }

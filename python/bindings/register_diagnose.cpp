@@ -28,7 +28,8 @@ void register_diagnose(py::module_& m) {
       py::arg("log_text"), py::arg("kernel_text") = std::string(),
       "Name the cause of a failed vLLM launch from its log and an optional dmesg/journalctl "
       "excerpt. Returns a dict: cause (fixed vocabulary), evidence (lines), explanation, "
-      "oom_phase, oom_other_processes_bytes, oom_kills, figures (parse_vllm_log's dict). Never "
+      "advice ([{knob, action, value}]), oom_phase, oom_other_processes_bytes, oom_kills, figures "
+      "(parse_vllm_log's dict). Never "
       "raises for malformed text.");
 }
 

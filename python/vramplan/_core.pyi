@@ -409,7 +409,7 @@ def calibrate(
 
 def diagnose_launch(log_text: str, kernel_text: str = "") -> typing.Any:
     """
-    Name the cause of a failed vLLM launch from its log and an optional dmesg/journalctl excerpt. Returns a dict[str, typing.Any]: cause (fixed vocabulary), evidence (lines), explanation, oom_phase, oom_other_processes_bytes, oom_kills, figures (parse_vllm_log's dict[str, typing.Any]). Never raises for malformed text.
+    Name the cause of a failed vLLM launch from its log and an optional dmesg/journalctl excerpt. Returns a dict[str, typing.Any]: cause (fixed vocabulary), evidence (lines), explanation, advice ([{knob, action, value}]), oom_phase, oom_other_processes_bytes, oom_kills, figures (parse_vllm_log's dict[str, typing.Any]). Never raises for malformed text.
     """
 
 def newest_known_vllm_version() -> str:

@@ -36,14 +36,14 @@ CAUSES = (
 )
 # Causes the solver's flags address; the rest get no flags.
 _MEMORY_CAUSES = frozenset(CAUSES[:10])
-# Failures outside the utilization budget that CUDA graphs cause: eager mode avoids them.
-_GRAPH_CAUSES = frozenset({"cudagraph_profiling_oom", "cudagraph_capture_oom"})
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """`data` is the JSON: cause, evidence, explanation, oom_phase, oom_other_processes_bytes,
-    oom_kills, figures (the log parser's reading), launch, fix, fix_unavailable."""
+    """`data` is the JSON: cause, evidence, explanation, advice (the knobs the explanation
+    advises changing, as data: [{knob, action: lower|raise|set, value}]), oom_phase,
+    oom_other_processes_bytes, oom_kills, figures (the log parser's reading), launch, fix,
+    fix_unavailable."""
 
     data: dict[str, Any]
 
@@ -261,6 +261,13 @@ def _others_bytes(result: dict[str, Any]) -> int:
     return int(result.get("oom_other_processes_bytes") or 0)
 
 
+def _advises(result: dict[str, Any], knob: str, value: Any) -> bool:
+    """Whether the diagnosis advises setting `knob` to `value` (its advice data, not its prose)."""
+    return any(
+        a["knob"] == knob and a["action"] == "set" and a["value"] == value for a in result["advice"]
+    )
+
+
 def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) -> dict[str, Any]:
     """The solver's flags for the same model, GPU and fixed knobs, given the cause."""
     from .launch import remedy_available
@@ -309,14 +316,15 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         )
 
     # The user's settings first (the solver only lowers what they left unset); then, in this
-    # order, the utilization chosen instead of theirs, and eager mode for a graph failure.
+    # order, the utilization chosen instead of theirs, and eager mode where the diagnosis advises
+    # it (a CUDA-graph failure outside the utilization budget).
     dropped: list[str] = []
     plan = solve(utilization)
     if not plan.fits and utilization:
         freed = solve({})
         if freed.fits:
             plan, dropped, utilization = freed, ["gpu_memory_utilization"], {}
-    if not plan.fits and cause in _GRAPH_CAUSES and not knobs.get("enforce_eager"):
+    if not plan.fits and _advises(result, "enforce_eager", True) and not knobs.get("enforce_eager"):
         knobs["enforce_eager"] = True
         plan = solve(utilization)
     words = list(launch.get("passthrough") or [])

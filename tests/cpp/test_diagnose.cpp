@@ -248,6 +248,69 @@ TEST(Diagnose, OtherTenantsFromTorchMessage) {
   EXPECT_EQ(d.oom_other_processes_bytes.value_or(0), 3758096384);  // 3.5 x 2^30
 }
 
+// The advice is data that agrees with the words: each knob it names appears in the
+// explanation as vLLM's flag, and the values are the ones the log or vLLM's docs state.
+std::string flag_of(const std::string& knob) {
+  std::string flag = "--" + knob;
+  for (char& c : flag) c = c == '_' ? '-' : c;
+  return flag;
+}
+
+nlohmann::json advice_of(const Diagnosis& d) { return vramplan::to_json(d)["advice"]; }
+
+TEST(DiagnoseAdvice, MaxModelLenLowersToVllmsOwnEstimate) {
+  // vLLM 0.19's wording (kv_cache_utils.py), as in LogParserFailures: the estimate 9936 is
+  // the log's number, the largest max_model_len vLLM says fits.
+  const Diagnosis d = diagnose_launch(
+      "ValueError: To serve at least one request with the models's max seq len (32768), 16.00 "
+      "GiB KV cache is needed, which is larger than the available KV cache memory (4.85 GiB). "
+      "Based on the available memory, the estimated maximum model length is 9936.",
+      "");
+  ASSERT_EQ(cause(d), "max_model_len_exceeds_kv");
+  const nlohmann::json expected = nlohmann::json::parse(R"([
+    {"knob": "max_model_len", "action": "lower", "value": 9936},
+    {"knob": "gpu_memory_utilization", "action": "raise", "value": null},
+    {"knob": "kv_cache_dtype", "action": "set", "value": "fp8"}])");
+  EXPECT_EQ(advice_of(d), expected);
+}
+
+TEST(DiagnoseAdvice, GraphFailuresAdviseEagerModeAndOthersDoNot) {
+  const Diagnosis capture = diagnose_launch(read_fixture("vllm16199_capture_oom.log"), "");
+  ASSERT_EQ(cause(capture), "cudagraph_capture_oom");
+  EXPECT_EQ(advice_of(capture)[0],
+            nlohmann::json::parse(R"({"knob": "enforce_eager", "action": "set", "value": true})"));
+  const Diagnosis sampler =
+      diagnose_launch(read_fixture("v019_gpt_oss_20b_sampler_warmup.log"), "");
+  ASSERT_EQ(cause(sampler), "sampler_warmup_oom");
+  for (const auto& a : advice_of(sampler)) EXPECT_NE(a["knob"], "enforce_eager");
+  const Diagnosis weights = diagnose_launch(read_fixture("vllm28143_weights_create_oom.log"), "");
+  ASSERT_EQ(cause(weights), "weights_do_not_fit");
+  for (const auto& a : advice_of(weights)) {
+    EXPECT_NE(a["knob"], "gpu_memory_utilization");  // "No --gpu-memory-utilization fixes this"
+  }
+}
+
+TEST(DiagnoseAdvice, EveryAdvisedKnobIsInTheExplanation) {
+  const char* fixtures[] = {
+      "v019_gpt_oss_20b_sampler_warmup.log", "vllm28143_weights_create_oom.log",
+      "vllm16199_v0_insufficient_kv.log",    "vllm7854_v0_profile_run.reconstructed_oom_line.log",
+      "vllm16199_capture_oom.log",           "vllm34643_runtime_logprobs_oom.log",
+      "v019_llama4_scout_startup_free.log"};
+  for (const char* name : fixtures) {
+    const Diagnosis d = diagnose_launch(read_fixture(name), "");
+    EXPECT_FALSE(d.advice.empty()) << name;
+    for (const vramplan::Advice& a : d.advice) {
+      // How the prose says the knobs it names in words rather than flags.
+      const std::string said = a.knob == "kv_cache_dtype"           ? "fp8 KV"
+                               : a.knob == "tensor_parallel_size"   ? "more tensor"
+                               : a.knob == "pipeline_parallel_size" ? "pipeline parallelism"
+                                                                    : flag_of(a.knob);
+      EXPECT_NE(d.explanation.find(said), std::string::npos) << name << ": " << said;
+    }
+  }
+  EXPECT_TRUE(diagnose_launch("Application startup complete.", "").advice.empty());
+}
+
 // Hostile input: random bytes, long lines, NULs, ANSI fragments; never throws, output is
 // valid UTF-8 JSON.
 TEST(Diagnose, RandomBytesNeverThrow) {

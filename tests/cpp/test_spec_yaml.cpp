@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "test_support.hpp"
@@ -73,10 +75,177 @@ TEST(SpecYaml, DatabaseLoadsAndResolvesAliases) {
   EXPECT_THROW(db.gpu("H1000"), ConfigError);
 }
 
+// The spec format's keys, written out here by hand from the format as model_specs/ uses it:
+// an independent list, not the schema table the parser and the Markdown are generated from.
+// A key added to (or dropped from) the parser without this list and the docs fails here.
+struct FormatKey {
+  const char* record;
+  const char* key;
+};
+constexpr FormatKey kFormatKeys[] = {
+    {"model", "id"},
+    {"model", "aliases"},
+    {"model", "source"},
+    {"model", "model_type"},
+    {"model", "hidden_size"},
+    {"model", "num_hidden_layers"},
+    {"model", "num_attention_heads"},
+    {"model", "num_key_value_heads"},
+    {"model", "head_dim"},
+    {"model", "head_dim_v"},
+    {"model", "intermediate_size"},
+    {"model", "vocab_size"},
+    {"model", "max_position_embeddings"},
+    {"model", "tie_word_embeddings"},
+    {"model", "torch_dtype"},
+    {"model", "mlp"},
+    {"model", "qkv_bias"},
+    {"model", "o_proj_bias"},
+    {"model", "mlp_bias"},
+    {"model", "qk_norm"},
+    {"model", "attention_sinks"},
+    {"model", "attn_output_gate"},
+    {"model", "norms_per_layer"},
+    {"model", "rotary_dim"},
+    {"model", "sliding_window"},
+    {"model", "attention_chunk_size"},
+    {"model", "layer_types"},
+    {"model", "layer_pattern"},
+    {"model", "hybrid_override_pattern"},
+    {"model", "mla"},
+    {"model", "moe"},
+    {"model", "mamba"},
+    {"model", "linear_attention"},
+    {"model", "vision"},
+    {"model", "num_nextn_predict_layers"},
+    {"model", "quantization"},
+    {"mla", "q_lora_rank"},
+    {"mla", "kv_lora_rank"},
+    {"mla", "qk_nope_head_dim"},
+    {"mla", "qk_rope_head_dim"},
+    {"mla", "v_head_dim"},
+    {"moe", "num_experts"},
+    {"moe", "num_experts_per_tok"},
+    {"moe", "moe_intermediate_size"},
+    {"moe", "num_shared_experts"},
+    {"moe", "shared_expert_intermediate_size"},
+    {"moe", "shared_expert_gate"},
+    {"moe", "expert_bias"},
+    {"moe", "router_bias"},
+    {"moe", "router_quantizable"},
+    {"moe", "first_k_dense"},
+    {"moe", "moe_layer_step"},
+    {"moe", "dense_layers"},
+    {"mamba", "num_heads"},
+    {"mamba", "head_dim"},
+    {"mamba", "state_size"},
+    {"mamba", "n_groups"},
+    {"mamba", "conv_kernel"},
+    {"mamba", "ssm_state_dtype"},
+    {"linear_attention", "num_key_heads"},
+    {"linear_attention", "ssm_state_dtype"},
+    {"linear_attention", "key_head_dim"},
+    {"linear_attention", "num_value_heads"},
+    {"linear_attention", "value_head_dim"},
+    {"linear_attention", "conv_kernel"},
+    {"vision", "num_parameters"},
+    {"vision", "image_tokens_per_item"},
+    {"vision", "encoder_tokens_per_item"},
+    {"vision", "pixel_values_per_item"},
+    {"vision", "encoder_hidden_size"},
+    {"vision", "encoder_intermediate_size"},
+    {"vision", "encoder_mlp"},
+    {"vision", "unmodelled_modalities"},
+    {"quantization", "method"},
+    {"quantization", "bits"},
+    {"quantization", "group_size"},
+    {"quantization", "desc_act"},
+    {"quantization", "sym"},
+    {"quantization", "scale_strategy"},
+    {"quantization", "block_size"},
+    {"quantization", "static_activation_scale"},
+    {"quantization", "double_quant"},
+    {"quantization", "online"},
+    {"quantization", "unquantized"},
+    {"quantization", "fp8_roles"},
+    {"quantization", "gguf_types"},
+    {"gpu", "id"},
+    {"gpu", "aliases"},
+    {"gpu", "shared_aliases"},
+    {"gpu", "name"},
+    {"gpu", "vendor"},
+    {"gpu", "total_memory_bytes"},
+    {"gpu", "total_memory_source"},
+    {"gpu", "total_memory_derived"},
+    {"gpu", "compute_capability"},
+    {"gpu", "num_sms"},
+    {"gpu", "unified_memory"},
+    {"gpu", "pcie_only"},
+};
+
 TEST(SpecYaml, SchemaMarkdownListsEveryKey) {
+  std::set<std::string> format, schema;
+  for (const FormatKey& k : kFormatKeys) format.insert(std::string(k.record) + "." + k.key);
+  for (const auto& k : schema_keys()) schema.insert(std::string(k.record) + "." + k.key);
+  EXPECT_EQ(schema, format);  // nothing undocumented accepted, nothing documented refused
   const std::string md = schema_markdown();
-  for (const auto& key : schema_keys()) {
-    EXPECT_NE(md.find(std::string("`") + key.key + "`"), std::string::npos) << key.key;
+  for (const FormatKey& k : kFormatKeys) {
+    EXPECT_NE(md.find(std::string("`") + k.key + "`"), std::string::npos) << k.key;
+  }
+}
+
+// Every documented model key is read, not only allowed: a value of the wrong type is refused
+// naming that key (a key the parser accepted and ignored would load silently).
+namespace {
+
+// Minimal valid blocks for the nested records, one line per key.
+const std::map<std::string, std::vector<std::string>> kValidBlocks = {
+    {"mla",
+     {"kv_lora_rank: 512", "qk_nope_head_dim: 128", "qk_rope_head_dim: 64", "v_head_dim: 128"}},
+    {"moe", {"num_experts: 8", "num_experts_per_tok: 2", "moe_intermediate_size: 1024"}},
+    {"mamba", {"num_heads: 64", "head_dim: 64", "state_size: 128"}},
+    {"linear_attention",
+     {"num_key_heads: 16", "key_head_dim: 128", "num_value_heads: 32", "value_head_dim: 128"}},
+    {"vision",
+     {"num_parameters: 1000", "image_tokens_per_item: 256", "encoder_tokens_per_item: 1024",
+      "pixel_values_per_item: 602112", "encoder_hidden_size: 1024",
+      "encoder_intermediate_size: 4096"}},
+    {"quantization", {"method: fp8"}},
+};
+
+// kLlama31_8B with `key` (of `record`) set to `bad`, every other line as it was.
+std::string spec_with(const std::string& record, const std::string& key, const std::string& bad) {
+  std::istringstream base(vramplan_test::kLlama31_8B);
+  std::string out, line;
+  const std::string top_key = record == "model" ? key : record;
+  while (std::getline(base, line)) {
+    if (line.rfind(top_key + ":", 0) != 0) out += line + "\n";
+  }
+  if (record == "model") return out + key + ": " + bad + "\n";
+  out += record + ":\n";
+  for (const std::string& entry : kValidBlocks.at(record)) {
+    if (entry.rfind(key + ":", 0) != 0) out += "  " + entry + "\n";
+  }
+  return out + "  " + key + ": " + bad + "\n";
+}
+
+}  // namespace
+
+TEST(SpecYaml, EveryDocumentedModelKeyIsRead) {
+  for (const FormatKey& k : kFormatKeys) {
+    const std::string record = k.record;
+    if (record == "gpu") continue;  // gpus.yaml: GpuYaml tests
+    // A map where a scalar or list belongs; a scalar where a map belongs.
+    const bool is_block = record == "model" && kValidBlocks.count(k.key) != 0;
+    const std::string bad = is_block || std::string(k.key) == "gguf_types" ? "7" : "{bad: 1}";
+    const std::string path = record == "model" ? k.key : record + "." + k.key;
+    const std::string text = spec_with(record, k.key, bad);
+    try {
+      parse_model_spec_yaml(text, "keys.yaml");
+      ADD_FAILURE() << path << " = " << bad << " loaded:\n" << text;
+    } catch (const SpecError& e) {
+      EXPECT_EQ(e.field_path(), path) << e.what();
+    }
   }
 }
 

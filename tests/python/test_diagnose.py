@@ -149,6 +149,9 @@ def test_cudagraph_profiling_fix_is_eager() -> None:
     )
     result = vramplan.diagnose(log, gpu="RTX-4090")
     assert result.cause == "cudagraph_profiling_oom"
+    # The advice the fix reads is data, the same the explanation says in words.
+    assert {"knob": "enforce_eager", "action": "set", "value": True} in result["advice"]
+    assert "--enforce-eager" in result.explanation
     assert result.fix is not None
     # Graphs stay when fewer sequences let graph profiling fit (issue 19: the fix keeps the
     # user's launch and lowers what they left at vLLM's default); eager is the fallback.

@@ -51,12 +51,40 @@ struct OomKill {
   std::optional<std::int64_t> shmem_rss_bytes;
 };
 
+// vLLM's argument names the advice uses (the CLI spells them --max-model-len, LLM(...) takes
+// them as they are).
+namespace knob {
+inline constexpr std::string_view kGpuMemoryUtilization = "gpu_memory_utilization";
+inline constexpr std::string_view kMaxModelLen = "max_model_len";
+inline constexpr std::string_view kMaxNumSeqs = "max_num_seqs";
+inline constexpr std::string_view kMaxNumBatchedTokens = "max_num_batched_tokens";
+inline constexpr std::string_view kKvCacheDtype = "kv_cache_dtype";
+inline constexpr std::string_view kEnforceEager = "enforce_eager";
+inline constexpr std::string_view kTensorParallelSize = "tensor_parallel_size";
+inline constexpr std::string_view kPipelineParallelSize = "pipeline_parallel_size";
+inline constexpr std::string_view kCpuOffloadGb = "cpu_offload_gb";
+inline constexpr std::string_view kKvOffloadingSize = "kv_offloading_size";
+}  // namespace knob
+
+enum class AdviceAction : std::uint8_t { Lower, Raise, Set };
+const char* advice_action_name(AdviceAction action) noexcept;  // "lower", "raise", "set"
+
+// One change the explanation advises, as data: code reads this, never the explanation's words.
+struct Advice {
+  std::string knob;  // vLLM's argument name
+  AdviceAction action = AdviceAction::Set;
+  // Set: the value to give. Lower: the largest value the log says fits (vLLM's own estimate),
+  // or null when it names none. Raise: null.
+  nlohmann::json value;
+};
+
 struct Diagnosis {
   FailureCause cause = FailureCause::Unknown;
   // The lines the cause rests on: cleaned (no ANSI codes, process prefix or log header),
   // de-duplicated, at most 12, each cut at 400 bytes.
   std::vector<std::string> evidence;
-  std::string explanation;  // why this cause, with the numbers the text gave
+  std::string explanation;     // why this cause, with the numbers the text gave
+  std::vector<Advice> advice;  // the knobs the explanation advises changing, in its order
 
   // Where in the startup the CUDA OOM struck, from the traceback frames or, without a
   // traceback, from the last startup phase the log reached ("" when there was no CUDA OOM).
@@ -71,8 +99,8 @@ struct Diagnosis {
 // a dmesg / journalctl -k excerpt, or empty.
 Diagnosis diagnose_launch(std::string_view log_text, std::string_view kernel_text);
 
-// Keys: cause, evidence, explanation, oom_phase, oom_other_processes_bytes, oom_kills,
-// figures (the log parser's JSON).
+// Keys: cause, evidence, explanation, advice ([{knob, action, value}]), oom_phase,
+// oom_other_processes_bytes, oom_kills, figures (the log parser's JSON).
 nlohmann::json to_json(const Diagnosis& diagnosis);
 
 }  // namespace vramplan

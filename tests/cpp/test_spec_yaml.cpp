@@ -169,6 +169,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"quantization", "unquantized"},
     {"quantization", "fp8_roles"},
     {"quantization", "gguf_types"},
+    {"quantization", "scales_in_torch_dtype"},
     {"gpu", "id"},
     {"gpu", "aliases"},
     {"gpu", "shared_aliases"},

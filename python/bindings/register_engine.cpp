@@ -117,12 +117,12 @@ py::array_t<T> column(std::int64_t rows) {
   return py::array_t<T>(static_cast<py::ssize_t>(rows));
 }
 
-}  // namespace
-
-void register_engine(py::module_& m) {
+void register_knobs(py::module_& m) {
   m.attr("KNOBS") = knob_table();
   m.attr("MAX_SWEEP_POINTS") = vramplan::kMaxSweepPoints;
+}
 
+void register_breakdown(py::module_& m) {
   py::class_<vramplan::Term>(m, "Term", "One term of a breakdown: bytes and how we know them.")
       .def_readonly("name", &vramplan::Term::name)
       .def_readonly("bytes", &vramplan::Term::bytes)
@@ -207,7 +207,9 @@ void register_engine(py::module_& m) {
                              [](const Breakdown& b) { return b.ranks.front().kv_bytes_per_token; })
       .def_property_readonly("kv_cache_bytes", &min_kv_cache_bytes)
       .def("to_json", [](const Breakdown& b) { return vramplan::to_json(b).dump(); });
+}
 
+void register_plan(py::module_& m) {
   using vramplan::KnobChange;
   py::class_<KnobChange>(m, "KnobChange",
                          "One knob set to a value (vLLM's keyword, the flag's text), and why.")
@@ -263,7 +265,9 @@ void register_engine(py::module_& m) {
       .def("llm_kwargs", [](const Plan& p) { return to_python(vramplan::to_llm_kwargs(p)); })
       .def("vllm_env", [](const Plan& p) { return to_python(vramplan::to_vllm_env(p)); })
       .def("to_json", [](const Plan& p) { return vramplan::to_json(p).dump(); });
+}
 
+void register_engine_profile(py::module_& m) {
   using vramplan::EngineProfile;
   py::class_<EngineProfile, std::shared_ptr<EngineProfile>>(
       m, "EngineProfile", "A vLLM version's accounting rules (engines.yaml row), maybe calibrated.")
@@ -304,8 +308,11 @@ void register_engine(py::module_& m) {
       },
       py::arg("base"), py::arg("yaml_text"), py::arg("file"),
       "A calibration profile (`overrides:` map of engines.yaml fields) applied over `base`.");
+}
 
+void register_launch(py::module_& m) {
   using vramplan::CompiledLaunch;
+  using vramplan::EngineProfile;
   py::class_<CompiledLaunch, std::shared_ptr<CompiledLaunch>>(
       m, "Launch",
       "A launch compiled once (model, GPU, parallelism, formats, engine version); evaluate, "
@@ -402,7 +409,9 @@ void register_engine(py::module_& m) {
           },
           py::arg("knobs"), py::arg("gpu_memory_utilization"), py::arg("max_model_len"),
           py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"));
+}
 
+void register_outcomes(py::module_& m) {
   m.def("outcome_names", [] {
     py::list names;
     for (int i = 0; i <= static_cast<int>(vramplan::Outcome::CudagraphProfilingOom); ++i) {
@@ -410,6 +419,19 @@ void register_engine(py::module_& m) {
     }
     return names;
   });
+}
+
+}  // namespace
+
+// Registration order matters where a signature names another class (Plan -> Breakdown,
+// Launch -> EngineProfile).
+void register_engine(py::module_& m) {
+  register_knobs(m);
+  register_breakdown(m);
+  register_plan(m);
+  register_engine_profile(m);
+  register_launch(m);
+  register_outcomes(m);
 }
 
 }  // namespace vramplan_py

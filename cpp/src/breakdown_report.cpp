@@ -74,7 +74,7 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
   Breakdown b;
   b.model_id = spec_->id;
   b.gpu_id = hardware_.gpu.id;
-  b.profile = profile_;
+  b.profile = profile();
   b.model_runner_v2 = model_runner_v2_;
   ResolvedConfig& c = b.config;
   static_cast<ResolvedKnobs&>(c) = k;
@@ -83,7 +83,7 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
   c.tensor_parallel_size = config_.tensor_parallel_size;
   c.pipeline_parallel_size = config_.pipeline_parallel_size;
   c.enforce_eager = config_.enforce_eager;
-  c.chunked_prefill = profile_.chunked_prefill_default;
+  c.chunked_prefill = profile().chunked_prefill_default;
   const std::int64_t total = hardware_.gpu.total_memory_bytes;
   b.startup_free_bytes = startup_free_bytes_;
   b.num_blocks = e.num_blocks;
@@ -93,16 +93,16 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
   b.outcome = e.outcome;
   b.host = host(k);
   const char* graph_note =
-      profile_.cudagraph_in_budget
+      profile().cudagraph_in_budget
           ? "calibrated: base + per captured layer piece x capture sizes (inside the budget)"
       : model_runner_v2_
           ? "calibrated: base + per captured layer piece x capture sizes (Model Runner V2 before "
             "0.29 estimates no graphs: captured after KV allocation, outside the budget)"
           : "calibrated: base + per captured layer piece x capture sizes (captured after KV "
             "allocation, outside the budget)";
-  const bool persistent_in_budget = model_runner_v2_ && profile_.consumed_budget_formula;
+  const bool persistent_in_budget = model_runner_v2_ && profile().consumed_budget_formula;
   const char* kv_note =
-      profile_.cudagraph_in_budget
+      profile().cudagraph_in_budget
           ? (persistent_in_budget ? "budget: requested - weights - activation - non_torch - "
                                     "mrv2_persistent_buffers - cudagraph"
                                   : "budget: requested - weights - activation - non_torch - "
@@ -165,7 +165,7 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
     }
     if (model_runner_v2_) {
       terms.set(RankTermId::Mrv2PersistentBuffers, rank.persistent_buffers_bytes,
-                profile_.consumed_budget_formula
+                profile().consumed_budget_formula
                     ? "formula: Model Runner V2 sampler state, max_num_seqs x (vocab + vocab/32) "
                       "x 4 B (inside the budget: 0.27+ counts memory consumed since the init "
                       "snapshot)"

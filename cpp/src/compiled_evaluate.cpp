@@ -1,7 +1,6 @@
 // The per-point closed form of a compiled launch: vLLM's defaulting of the evaluated knobs,
 // each rank's startup at them and the verdict. No heap allocation on these paths.
 #include <algorithm>
-#include <cmath>
 
 #include "launch_internal.hpp"
 #include "vramplan/compiled.hpp"
@@ -25,7 +24,7 @@ KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) 
     return KnobProblem::MaxModelLenBeyondModel;
   }
   r.gpu_memory_utilization =
-      k.gpu_memory_utilization.value_or(profile_.default_gpu_memory_utilization);
+      k.gpu_memory_utilization.value_or(profile().default_gpu_memory_utilization);
   r.max_model_len = k.max_model_len.value_or(s.max_position_embeddings);
   r.block_size = k.block_size.value_or(default_block_size_);
   r.kv_element_bytes =
@@ -36,11 +35,11 @@ KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) 
     r.max_num_batched_tokens = *k.max_num_batched_tokens;
   } else {
     std::int64_t tokens = default_max_num_batched_tokens_;
-    if (!profile_.chunked_prefill_default) tokens = std::max(tokens, r.max_model_len);
+    if (!profile().chunked_prefill_default) tokens = std::max(tokens, r.max_model_len);
     r.max_num_batched_tokens = std::min(r.max_num_seqs * r.max_model_len, tokens);
   }
   if (!k.max_num_seqs) r.max_num_seqs = std::min(r.max_num_seqs, r.max_num_batched_tokens);
-  if (!profile_.chunked_prefill_default && r.max_num_batched_tokens < r.max_model_len) {
+  if (!profile().chunked_prefill_default && r.max_num_batched_tokens < r.max_model_len) {
     return KnobProblem::BatchedTokensBelowModelLen;
   }
   if (r.max_num_batched_tokens < r.max_num_seqs) return KnobProblem::BatchedTokensBelowNumSeqs;
@@ -48,7 +47,7 @@ KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) 
   r.max_cudagraph_capture_size = 0;
   if (!config_.enforce_eager) {
     const CaptureSizes sizes = cudagraph_capture_sizes(
-        profile_, r.max_num_seqs, r.max_num_batched_tokens, num_speculative_tokens_);
+        profile(), r.max_num_seqs, r.max_num_batched_tokens, num_speculative_tokens_);
     r.num_cudagraph_sizes = sizes.count;
     r.max_cudagraph_capture_size = sizes.largest;
   }
@@ -96,8 +95,6 @@ RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
   const std::int64_t total = hardware_.gpu.total_memory_bytes;
   const std::int64_t tokens = k.max_num_batched_tokens;
   const std::int64_t requests = std::min(k.max_num_seqs, tokens);
-  e.requested_memory_bytes =
-      static_cast<std::int64_t>(std::ceil(static_cast<double>(total) * k.gpu_memory_utilization));
   e.activation_peak_bytes = activation_peak_bytes(rank.activation, sampler_, tokens, requests);
   e.persistent_buffers_bytes = persistent_buffers_bytes(k.max_num_seqs);
   if (rank.draft_activation) {
@@ -107,7 +104,7 @@ RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
   }
   if (rank.encoder.tokens_per_item > 0) {
     const EncoderBudget budget = encoder_budget(rank.encoder, tokens, k.max_num_seqs,
-                                                k.max_model_len, profile_.chunked_prefill_default);
+                                                k.max_model_len, profile().chunked_prefill_default);
     const std::int64_t text_peak = e.activation_peak_bytes;
     e.activation_peak_bytes =
         multimodal_activation_peak_bytes(rank.encoder, budget.items, text_peak);
@@ -121,22 +118,20 @@ RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
       e.cudagraph_bytes += static_cast<std::int64_t>(rank.draft_cudagraph_bytes_per_size * sizes);
     }
   }
-  const std::int64_t graph_in_budget = profile_.cudagraph_in_budget ? e.cudagraph_bytes : 0;
-  // The consumed formula (0.27+) sees buffers made after the init snapshot; before, they were
-  // held but counted nowhere, so they come out of the headroom instead.
-  const std::int64_t persistent_in_budget =
-      profile_.consumed_budget_formula ? e.persistent_buffers_bytes : 0;
-  e.kv_cache_bytes = config_.kv_cache_memory_bytes
-                         ? *config_.kv_cache_memory_bytes
-                         : e.requested_memory_bytes - rank.weights_bytes - e.activation_peak_bytes -
-                               rank.non_torch_bytes - graph_in_budget -
-                               cached_activation_bytes(e.activation_peak_bytes) -
-                               persistent_in_budget;
+  const KvBudget budget =
+      kv_budget(rules_,
+                BudgetTerms{total, rank.weights_bytes, e.activation_peak_bytes,
+                            rank.non_torch_bytes, e.cudagraph_bytes, e.persistent_buffers_bytes},
+                k.gpu_memory_utilization, config_.kv_cache_memory_bytes);
+  e.requested_memory_bytes = budget.requested_memory_bytes;
+  e.kv_cache_bytes = budget.kv_cache_bytes;
+  const std::int64_t graph_in_budget = budget.cudagraph_in_budget_bytes;
+  const std::int64_t persistent_in_budget = budget.persistent_in_budget_bytes;
   e.page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
   e.num_blocks = kv_num_blocks(rank.kv, e.page, e.kv_cache_bytes);
   e.headroom_bytes = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_ -
                      e.requested_memory_bytes;
-  if (profile_.post_allocation_check) {
+  if (profile().post_allocation_check) {
     // After the KV cache is allocated the profile activations (and the graph estimate the
     // budget reserved) are free again; graph capture outside the budget and then the
     // sampler warm-up on max_num_seqs dummy requests need their room, and weights repacked
@@ -167,7 +162,7 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
     out.max_weights_bytes = std::max(out.max_weights_bytes, rank.weights_bytes);
     out.max_post_allocation_bytes =
         std::max(out.max_post_allocation_bytes, e.post_allocation_bytes);
-    if (profile_.graph_profiling_minimal_kv_cache && k.num_cudagraph_sizes > 0) {
+    if (profile().graph_profiling_minimal_kv_cache && k.num_cudagraph_sizes > 0) {
       // Graph profiling holds the weights, the workspaces, a minimal KV cache and the graphs.
       const std::int64_t minimal_kv = kv_blocks_bytes(rank.kv, e.page, graph_profiling_blocks(k));
       out.max_graph_profiling_bytes =
@@ -200,7 +195,7 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
   if (worst_blocks > 0) {
     out.max_concurrency = static_cast<double>(out.num_blocks) / static_cast<double>(worst_blocks);
   }
-  if (profile_.tokens_from_concurrency) {
+  if (profile().tokens_from_concurrency) {
     out.kv_tokens =
         static_cast<std::int64_t>(out.max_concurrency * static_cast<double>(k.max_model_len));
   } else {
@@ -214,7 +209,7 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
 
   // Startup verdict, in the order vLLM meets the checks.
   const std::int64_t kv_fixed = config_.kv_cache_memory_bytes.value_or(0);
-  if (profile_.startup_free_memory_check && startup_free_bytes_ < worst_requested) {
+  if (profile().startup_free_memory_check && startup_free_bytes_ < worst_requested) {
     out.outcome = Outcome::StartupFreeMemory;
   } else if (hardware_.host_ram_bytes > 0 && out.host_required_bytes > hardware_.host_ram_bytes) {
     out.outcome = Outcome::HostOomKilled;
@@ -232,7 +227,7 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
   } else if (tightest_margin > 0) {
     // Graphs captured after the allocation come first; then the sampler warm-up.
     const RankEvaluation t = evaluate_rank(static_cast<std::size_t>(out.tightest_rank), k);
-    const std::int64_t graph_in_budget = profile_.cudagraph_in_budget ? t.cudagraph_bytes : 0;
+    const std::int64_t graph_in_budget = profile().cudagraph_in_budget ? t.cudagraph_bytes : 0;
     out.outcome = t.cudagraph_bytes > t.headroom_bytes + t.activation_peak_bytes + graph_in_budget
                       ? Outcome::CudagraphCaptureOom
                       : Outcome::SamplerWarmupOom;
@@ -248,7 +243,7 @@ std::int64_t CompiledLaunch::persistent_buffers_bytes(std::int64_t max_num_seqs)
 
 std::int64_t CompiledLaunch::graph_profiling_blocks(const ResolvedKnobs& k) const noexcept {
   const std::int64_t blocks =
-      profile_.graph_profiling_blocks_bounded_by_max_num_seqs
+      profile().graph_profiling_blocks_bounded_by_max_num_seqs
           ? std::min<std::int64_t>(k.max_num_seqs, k.max_cudagraph_capture_size)
           : k.max_cudagraph_capture_size;
   return std::max<std::int64_t>(1, blocks);

@@ -401,7 +401,8 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   const EngineConfig& c = config_;
   validate_knobs(c);
   const Drafter drafter = resolve_drafter(s, c);
-  profile_ = c.profile ? *c.profile : engine_profile(c.engine_version);
+  rules_ = c.profile ? *c.profile : engine_profile(c.engine_version);
+  EngineProfile& profile = *std::get_if<EngineProfile>(&rules_);
   if (c.pipeline_parallel_size > s.num_hidden_layers) {
     throw ConfigError("pipeline_parallel_size", std::to_string(c.pipeline_parallel_size),
                       "1 .. num_hidden_layers (" + std::to_string(s.num_hidden_layers) + ")",
@@ -448,7 +449,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   // CUTLASS MLA 128 on data-centre Blackwell (10.x), FlashMLA 64 on Hopper (9.x, the only
   // capability FlashMLA's dense kernel supports). Ampere, Ada and consumer Blackwell (12.x)
   // fall back to Triton MLA, which keeps 16; so does ROCm without AITER.
-  if (s.has_mla && profile_.mla_backend_block_size && hardware_.gpu.vendor == "nvidia") {
+  if (s.has_mla && profile.mla_backend_block_size && hardware_.gpu.vendor == "nvidia") {
     const double cc = hardware_.gpu.compute_capability;
     if (cc >= 10.0 && cc < 11.0) {
       default_block_size_ = 128;
@@ -456,68 +457,68 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
       default_block_size_ = 64;
     }
   }
-  const bool large = uses_large_batch_defaults(profile_, hardware_.gpu);
-  default_max_num_seqs_ = large ? profile_.max_num_seqs_large_gpu : profile_.max_num_seqs_other_gpu;
+  const bool large = uses_large_batch_defaults(profile, hardware_.gpu);
+  default_max_num_seqs_ = large ? profile.max_num_seqs_large_gpu : profile.max_num_seqs_other_gpu;
   default_max_num_batched_tokens_ = c.llm_class
-                                        ? (large ? profile_.max_num_batched_tokens_llm_large_gpu
-                                                 : profile_.max_num_batched_tokens_llm_other_gpu)
-                                        : (large ? profile_.max_num_batched_tokens_serve_large_gpu
-                                                 : profile_.max_num_batched_tokens_serve_other_gpu);
-  if (profile_.huge_gpu_min_memory_bytes > 0 &&
-      hardware_.gpu.total_memory_bytes >= profile_.huge_gpu_min_memory_bytes) {
+                                        ? (large ? profile.max_num_batched_tokens_llm_large_gpu
+                                                 : profile.max_num_batched_tokens_llm_other_gpu)
+                                        : (large ? profile.max_num_batched_tokens_serve_large_gpu
+                                                 : profile.max_num_batched_tokens_serve_other_gpu);
+  if (profile.huge_gpu_min_memory_bytes > 0 &&
+      hardware_.gpu.total_memory_bytes >= profile.huge_gpu_min_memory_bytes) {
     // get_batch_defaults checks the >= 160 GiB tier before the large one (0.28+).
-    default_max_num_seqs_ = profile_.max_num_seqs_large_gpu;
-    default_max_num_batched_tokens_ = c.llm_class ? profile_.max_num_batched_tokens_llm_huge_gpu
-                                                  : profile_.max_num_batched_tokens_serve_huge_gpu;
+    default_max_num_seqs_ = profile.max_num_seqs_large_gpu;
+    default_max_num_batched_tokens_ = c.llm_class ? profile.max_num_batched_tokens_llm_huge_gpu
+                                                  : profile.max_num_batched_tokens_serve_huge_gpu;
   }
   const double capability = hardware_.gpu.compute_capability;
-  if (profile_.capture_max_size_datacenter_blackwell > 0 && hardware_.gpu.vendor == "nvidia" &&
+  if (profile.capture_max_size_datacenter_blackwell > 0 && hardware_.gpu.vendor == "nvidia" &&
       capability >= 10.0 && capability < 11.0) {
     // is_device_capability_family(100): the default capture ceiling is 1024 (0.28+).
-    profile_.capture_max_size = profile_.capture_max_size_datacenter_blackwell;
+    profile.capture_max_size = profile.capture_max_size_datacenter_blackwell;
     // The last ladder run (256.. step 16) continues up to the raised ceiling.
     CaptureSegment& last =
-        profile_.capture_ladder[static_cast<std::size_t>(profile_.capture_ladder_segments - 1)];
-    last.end = std::max(last.end, profile_.capture_max_size);
+        profile.capture_ladder[static_cast<std::size_t>(profile.capture_ladder_segments - 1)];
+    last.end = std::max(last.end, profile.capture_max_size);
   }
-  model_runner_v2_ = uses_model_runner_v2(s, profile_, c, quantization_);
-  if (model_runner_v2_ && !profile_.model_runner_v2_cudagraph_estimate) {
+  model_runner_v2_ = uses_model_runner_v2(s, profile, c, quantization_);
+  if (model_runner_v2_ && !profile.model_runner_v2_cudagraph_estimate) {
     // MRV2 before 0.29: profile_cudagraph_memory returns 0, so nothing is profiled and the
     // graphs are captured after the KV allocation, outside the budget (as up to 0.20).
-    profile_.cudagraph_in_budget = false;
-    profile_.graph_profiling_minimal_kv_cache = false;
+    profile.cudagraph_in_budget = false;
+    profile.graph_profiling_minimal_kv_cache = false;
   }
   const std::int32_t tp = c.tensor_parallel_size;
   const std::int32_t pp = c.pipeline_parallel_size;
   const std::int32_t dp = c.data_parallel_size;
   const std::int32_t ep = c.enable_expert_parallel && s.has_moe ? tp * dp : 1;
-  const All2AllExchange exchange = all2all_exchange(s, c, profile_);
+  const All2AllExchange exchange = all2all_exchange(s, c, profile);
   all2all_exchange_ = exchange.applies;
   cuda_context_bytes_ =
-      profile_.cuda_context_bytes + (tp * pp * dp > 1 ? profile_.nccl_communicator_bytes : 0);
+      profile.cuda_context_bytes + (tp * pp * dp > 1 ? profile.nccl_communicator_bytes : 0);
   startup_free_bytes_ = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_;
-  cudagraph_base_bytes_ = static_cast<std::int64_t>(profile_.cudagraph_base_mib *
+  cudagraph_base_bytes_ = static_cast<std::int64_t>(profile.cudagraph_base_mib *
                                                     static_cast<double>(calibration::kMiB));
   unusable_after_repack_bytes_ =
       quantization_.method == QuantMethod::Mxfp4 ? calibration::kRepackedWeightsUnreusable : 0;
   num_speculative_tokens_ = c.num_speculative_tokens;
   const std::int64_t act_bytes = dtype_info(served_dtype_).block_bytes;
-  sampler_.bytes_per_logit = profile_.sampler_bytes_per_logit + static_cast<double>(act_bytes);
+  sampler_.bytes_per_logit = profile.sampler_bytes_per_logit + static_cast<double>(act_bytes);
   sampler_.padded_vocab = static_cast<double>(padded_vocab_size(s.vocab_size));
   sampler_.bytes_per_batched_token = s.hidden_size * act_bytes;
 
   const std::int64_t tensor_parallel_non_torch = hardware_.gpu.pcie_only
-                                                     ? profile_.non_torch_tensor_parallel_pcie_bytes
-                                                     : profile_.non_torch_tensor_parallel_bytes;
+                                                     ? profile.non_torch_tensor_parallel_pcie_bytes
+                                                     : profile.non_torch_tensor_parallel_bytes;
   const std::int64_t non_torch = tp > 1   ? tensor_parallel_non_torch
-                                 : pp > 1 ? profile_.non_torch_pipeline_only_bytes
-                                          : profile_.non_torch_single_rank_bytes;
+                                 : pp > 1 ? profile.non_torch_pipeline_only_bytes
+                                          : profile.non_torch_single_rank_bytes;
   const EncoderProfileModel encoder = multimodal_profile(act_bytes);
   // With every modality limited to 0, vLLM skips the encoder profile and (where the row says
   // so) does not build the tower, so its weights stay on disk.
   std::unique_ptr<ModelSpec> text_only;
   if (s.vision.num_parameters > 0 && !multimodal_enabled() &&
-      profile_.skips_encoder_without_modalities) {
+      profile.skips_encoder_without_modalities) {
     text_only = std::make_unique<ModelSpec>(s);
     text_only->vision = TowerSpec{};
   }
@@ -553,7 +554,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     rank.encoder = encoder;
     // Under expert parallelism each rank runs whole experts: the MoE workspace is unsplit.
     rank.activation = activation_model(s, quantization_, act_bytes, tp, expert_tp, layers,
-                                       rank.last_stage, profile_.forward_hidden_buffers);
+                                       rank.last_stage, profile.forward_hidden_buffers);
     if (exchange.gathers && moe_stage) {
       // Per local token, dp gathered rows of hidden states and router logits (served dtype)
       // and dp - 1 more rows of expert output, alive with the fused-MoE workspace.
@@ -561,19 +562,17 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
       rank.activation.dispatch_bytes_per_token =
           act_bytes * (std::int64_t{dp} * (s.hidden_size + s.moe.num_experts) +
                        std::int64_t{dp - 1} * s.hidden_size);
-      rank.activation.moe_chunk_tokens = profile_.fused_moe_chunk_tokens;
+      rank.activation.moe_chunk_tokens = profile.fused_moe_chunk_tokens;
     }
-    rank.cudagraph_bytes_per_size =
-        cudagraph_bytes_per_size(s, profile_, quantization_, tp, layers);
+    rank.cudagraph_bytes_per_size = cudagraph_bytes_per_size(s, profile, quantization_, tp, layers);
     if (rank.last_stage && drafter.model != nullptr) {
       // The drafter's dummy forward follows the target's in the profile run; its graphs are
       // captured too (pieces only: the pool base is shared).
       const LayerRange draft_layers{0, drafter.model->num_hidden_layers};
-      rank.draft_activation =
-          activation_model(*drafter.model, quantization_, act_bytes, tp, tp, draft_layers, false,
-                           profile_.forward_hidden_buffers);
+      rank.draft_activation = activation_model(*drafter.model, quantization_, act_bytes, tp, tp,
+                                               draft_layers, false, profile.forward_hidden_buffers);
       rank.draft_cudagraph_bytes_per_size =
-          cudagraph_bytes_per_size(*drafter.model, profile_, quantization_, tp, draft_layers);
+          cudagraph_bytes_per_size(*drafter.model, profile, quantization_, tp, draft_layers);
     }
     KvCacheOptions kv;
     kv.tensor_parallel_size = tp;
@@ -591,7 +590,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     }
     ranks_.push_back(std::move(rank));
   }
-  host_ = host_model(s, std::int64_t{tp} * pp * dp, dp, tp, profile_, c);
+  host_ = host_model(s, std::int64_t{tp} * pp * dp, dp, tp, profile, c);
 }
 
 }  // namespace vramplan

@@ -100,7 +100,7 @@ EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
   }
   const std::int64_t image_limit = mm_limit("image");
   if (image_limit == 0) return encoder;
-  if (profile_.era == EngineEra::V0) {
+  if (profile().era == EngineEra::V0) {
     multimodal_notes_.push_back(
         "Not modelled: vLLM V0 profiles images inside its dummy sequences; the activation "
         "peak of " +

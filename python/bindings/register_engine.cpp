@@ -11,6 +11,7 @@
 
 #include "register.hpp"
 #include "vramplan/compiled.hpp"
+#include "vramplan/engine_descriptor.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/knobs.hpp"
 #include "vramplan/render.hpp"
@@ -120,6 +121,22 @@ py::array_t<T> column(std::int64_t rows) {
 void register_knobs(py::module_& m) {
   m.attr("KNOBS") = knob_table();
   m.attr("MAX_SWEEP_POINTS") = vramplan::kMaxSweepPoints;
+}
+
+// The engines the planner models, from their descriptors (engine_descriptor.hpp).
+void register_engines(py::module_& m) {
+  py::list engines;
+  for (const vramplan::EngineDescriptor& e : vramplan::engine_descriptors()) {
+    py::dict row;
+    row["name"] = std::string(e.name);
+    row["display_name"] = std::string(e.display_name);
+    row["serve_command"] = std::string(e.serve_command);
+    row["python_entry"] = std::string(e.python_entry);
+    row["rules_file"] = std::string(e.rules_file);
+    row["newest_known_version"] = e.newest_known_version();
+    engines.append(row);
+  }
+  m.attr("ENGINES") = engines;
 }
 
 void register_breakdown(py::module_& m) {
@@ -427,6 +444,7 @@ void register_outcomes(py::module_& m) {
 // Launch -> EngineProfile).
 void register_engine(py::module_& m) {
   register_knobs(m);
+  register_engines(m);
   register_breakdown(m);
   register_plan(m);
   register_engine_profile(m);

@@ -7,6 +7,7 @@ import os
 import typing
 
 __all__: list[str] = [
+    "ENGINES",
     "KNOBS",
     "MAX_SWEEP_POINTS",
     "Breakdown",
@@ -460,5 +461,6 @@ def with_checkpoint_bytes(
     A copy of `spec` whose stored tensor bytes are `checkpoint_bytes` (exact, from safetensors headers read elsewhere, e.g. over HTTP range requests).
     """
 
+ENGINES: list[dict[str, str]]
 KNOBS: list[dict[str, typing.Any]]
 MAX_SWEEP_POINTS: int = 50000000

@@ -457,20 +457,9 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
       default_block_size_ = 64;
     }
   }
-  const bool large = uses_large_batch_defaults(profile, hardware_.gpu);
-  default_max_num_seqs_ = large ? profile.max_num_seqs_large_gpu : profile.max_num_seqs_other_gpu;
-  default_max_num_batched_tokens_ = c.llm_class
-                                        ? (large ? profile.max_num_batched_tokens_llm_large_gpu
-                                                 : profile.max_num_batched_tokens_llm_other_gpu)
-                                        : (large ? profile.max_num_batched_tokens_serve_large_gpu
-                                                 : profile.max_num_batched_tokens_serve_other_gpu);
-  if (profile.huge_gpu_min_memory_bytes > 0 &&
-      hardware_.gpu.total_memory_bytes >= profile.huge_gpu_min_memory_bytes) {
-    // get_batch_defaults checks the >= 160 GiB tier before the large one (0.28+).
-    default_max_num_seqs_ = profile.max_num_seqs_large_gpu;
-    default_max_num_batched_tokens_ = c.llm_class ? profile.max_num_batched_tokens_llm_huge_gpu
-                                                  : profile.max_num_batched_tokens_serve_huge_gpu;
-  }
+  const BatchDefaults batch = batch_defaults(profile, hardware_.gpu, c.llm_class);
+  default_max_num_seqs_ = batch.max_num_seqs;
+  default_max_num_batched_tokens_ = batch.max_num_batched_tokens;
   const double capability = hardware_.gpu.compute_capability;
   if (profile.capture_max_size_datacenter_blackwell > 0 && hardware_.gpu.vendor == "nvidia" &&
       capability >= 10.0 && capability < 11.0) {

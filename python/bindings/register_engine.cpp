@@ -70,9 +70,7 @@ EngineConfig evaluated_config_from(const py::dict& knobs) {
   for (const auto& item : knobs) {
     const std::string key = py::str(item.first);
     if (!vramplan::is_evaluated_knob(key)) {
-      throw ConfigError(key, py::str(item.second),
-                        "gpu_memory_utilization, max_model_len, max_num_seqs, "
-                        "max_num_batched_tokens, block_size, kv_cache_dtype",
+      throw ConfigError(key, py::str(item.second), vramplan::evaluated_knob_names(),
                         "changes the compiled launch: compile a new Launch for it");
     }
   }
@@ -96,12 +94,12 @@ py::list knob_table() {
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
     row["choices"] = choices;
-    row["default"] = std::string(k.default_source);
+    row["default"] = vramplan::knob_default_text(k);
     row["help"] = std::string(k.help);
     row["flag"] = std::string(k.flag);
     row["kwarg"] = std::string(k.kwarg);
     row["flag_unit_bytes"] = k.flag_unit_bytes;
-    row["evaluated"] = vramplan::is_evaluated_knob(k.name);
+    row["evaluated"] = k.evaluated;
     out.append(row);
   }
   return out;
@@ -121,6 +119,15 @@ py::array_t<T> column(std::int64_t rows) {
 void register_knobs(py::module_& m) {
   m.attr("KNOBS") = knob_table();
   m.attr("MAX_SWEEP_POINTS") = vramplan::kMaxSweepPoints;
+  m.def(
+      "knob_bounds",
+      [](const std::string& name, const vramplan::ModelSpec& spec) {
+        const vramplan::KnobBounds b = vramplan::knob_bounds(vramplan::knob_spec(name), spec);
+        return py::make_tuple(b.minimum, b.maximum);
+      },
+      py::arg("name"), py::arg("spec"),
+      "The knob's (minimum, maximum) for this model (max_model_len: up to the model's "
+      "max_position_embeddings).");
 }
 
 // The engines the planner models, from their descriptors (engine_descriptor.hpp).

@@ -31,6 +31,7 @@ __all__: list[str] = [
     "calibrate",
     "diagnose_launch",
     "engine_profile",
+    "knob_bounds",
     "load_hf_config",
     "load_model_path",
     "load_model_spec_file",
@@ -421,6 +422,11 @@ def newest_known_vllm_version() -> str:
 def engine_profile(version: str = "") -> EngineProfile:
     """
     The engines.yaml row for a vLLM version (empty: newest).
+    """
+
+def knob_bounds(name: str, spec: ModelSpec) -> tuple[float, float]:
+    """
+    The knob's (minimum, maximum) for this model (max_model_len: up to the model's max_position_embeddings).
     """
 
 def load_hf_config(path: str) -> ModelSpec:

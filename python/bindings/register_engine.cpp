@@ -116,6 +116,56 @@ py::array_t<T> column(std::int64_t rows) {
   return py::array_t<T>(static_cast<py::ssize_t>(rows));
 }
 
+// Launch.sweep: every listed value checked as a single knob, then the grid evaluated in C++
+// without the GIL into NumPy columns.
+py::dict launch_sweep(const vramplan::CompiledLaunch& launch, const py::dict& knobs,
+                      std::vector<double> gpu_memory_utilization,
+                      std::vector<std::int64_t> max_model_len,
+                      std::vector<std::int64_t> max_num_seqs,
+                      std::vector<std::int64_t> max_num_batched_tokens) {
+  const vramplan::LaunchKnobs base = vramplan::launch_knobs(
+      vramplan::with_evaluated_knobs(launch.config(), evaluated_config_from(knobs)));
+  vramplan::SweepGrid grid{std::move(gpu_memory_utilization), std::move(max_model_len),
+                           std::move(max_num_seqs), std::move(max_num_batched_tokens)};
+  // Every listed value passes the same checks as a single knob.
+  EngineConfig probe;
+  for (double u : grid.gpu_memory_utilization) {
+    vramplan::set_knob(probe, "gpu_memory_utilization", u);
+  }
+  for (auto [name, values] : {std::pair{"max_model_len", &grid.max_model_len},
+                              std::pair{"max_num_seqs", &grid.max_num_seqs},
+                              std::pair{"max_num_batched_tokens", &grid.max_num_batched_tokens}}) {
+    for (std::int64_t v : *values) vramplan::set_knob(probe, name, v);
+  }
+  const std::int64_t rows = vramplan::sweep_size(grid);
+  auto util = column<double>(rows);
+  auto len = column<std::int64_t>(rows);
+  auto seqs = column<std::int64_t>(rows);
+  auto tokens = column<std::int64_t>(rows);
+  auto kv_bytes = column<std::int64_t>(rows);
+  auto kv_tokens = column<std::int64_t>(rows);
+  auto concurrency = column<double>(rows);
+  auto outcome = column<std::int8_t>(rows);
+  const vramplan::SweepColumns out{util.mutable_data(),        len.mutable_data(),
+                                   seqs.mutable_data(),        tokens.mutable_data(),
+                                   kv_bytes.mutable_data(),    kv_tokens.mutable_data(),
+                                   concurrency.mutable_data(), outcome.mutable_data()};
+  {
+    py::gil_scoped_release release;
+    vramplan::sweep(launch, base, grid, out);
+  }
+  py::dict d;
+  d["gpu_memory_utilization"] = util;
+  d["max_model_len"] = len;
+  d["max_num_seqs"] = seqs;
+  d["max_num_batched_tokens"] = tokens;
+  d["kv_cache_bytes"] = kv_bytes;
+  d["kv_tokens"] = kv_tokens;
+  d["max_concurrency"] = concurrency;
+  d["outcome"] = outcome;
+  return d;
+}
+
 void register_knobs(py::module_& m) {
   m.attr("KNOBS") = knob_table();
   m.attr("MAX_SWEEP_POINTS") = vramplan::kMaxSweepPoints;
@@ -146,7 +196,7 @@ void register_engines(py::module_& m) {
   m.attr("ENGINES") = engines;
 }
 
-void register_breakdown(py::module_& m) {
+void register_terms(py::module_& m) {
   py::class_<vramplan::Term>(m, "Term", "One term of a breakdown: bytes and how we know them.")
       .def_readonly("name", &vramplan::Term::name)
       .def_readonly("bytes", &vramplan::Term::bytes)
@@ -187,7 +237,9 @@ void register_breakdown(py::module_& m) {
       .def_readonly("input_batch_bytes", &HostBreakdown::input_batch_bytes)
       .def_readonly("required_bytes", &HostBreakdown::required_bytes)
       .def_readonly("terms", &HostBreakdown::terms);
+}
 
+void register_breakdown(py::module_& m) {
   using vramplan::Breakdown;
   py::class_<Breakdown>(m, "Breakdown", "What vLLM's startup profiling will find, per rank.")
       .def_readonly("model_id", &Breakdown::model_id)
@@ -382,57 +434,8 @@ void register_launch(py::module_& m) {
           },
           py::arg("knobs"), py::arg("context") = 0, py::arg("concurrency") = 0,
           py::arg("safety_margin_bytes") = -1)
-      .def(
-          "sweep",
-          [](const CompiledLaunch& launch, const py::dict& knobs,
-             std::vector<double> gpu_memory_utilization, std::vector<std::int64_t> max_model_len,
-             std::vector<std::int64_t> max_num_seqs,
-             std::vector<std::int64_t> max_num_batched_tokens) {
-            const vramplan::LaunchKnobs base = vramplan::launch_knobs(
-                vramplan::with_evaluated_knobs(launch.config(), evaluated_config_from(knobs)));
-            vramplan::SweepGrid grid{std::move(gpu_memory_utilization), std::move(max_model_len),
-                                     std::move(max_num_seqs), std::move(max_num_batched_tokens)};
-            // Every listed value passes the same checks as a single knob.
-            EngineConfig probe;
-            for (double u : grid.gpu_memory_utilization) {
-              vramplan::set_knob(probe, "gpu_memory_utilization", u);
-            }
-            for (auto [name, values] :
-                 {std::pair{"max_model_len", &grid.max_model_len},
-                  std::pair{"max_num_seqs", &grid.max_num_seqs},
-                  std::pair{"max_num_batched_tokens", &grid.max_num_batched_tokens}}) {
-              for (std::int64_t v : *values) vramplan::set_knob(probe, name, v);
-            }
-            const std::int64_t rows = vramplan::sweep_size(grid);
-            auto util = column<double>(rows);
-            auto len = column<std::int64_t>(rows);
-            auto seqs = column<std::int64_t>(rows);
-            auto tokens = column<std::int64_t>(rows);
-            auto kv_bytes = column<std::int64_t>(rows);
-            auto kv_tokens = column<std::int64_t>(rows);
-            auto concurrency = column<double>(rows);
-            auto outcome = column<std::int8_t>(rows);
-            const vramplan::SweepColumns out{util.mutable_data(),        len.mutable_data(),
-                                             seqs.mutable_data(),        tokens.mutable_data(),
-                                             kv_bytes.mutable_data(),    kv_tokens.mutable_data(),
-                                             concurrency.mutable_data(), outcome.mutable_data()};
-            {
-              py::gil_scoped_release release;
-              vramplan::sweep(launch, base, grid, out);
-            }
-            py::dict d;
-            d["gpu_memory_utilization"] = util;
-            d["max_model_len"] = len;
-            d["max_num_seqs"] = seqs;
-            d["max_num_batched_tokens"] = tokens;
-            d["kv_cache_bytes"] = kv_bytes;
-            d["kv_tokens"] = kv_tokens;
-            d["max_concurrency"] = concurrency;
-            d["outcome"] = outcome;
-            return d;
-          },
-          py::arg("knobs"), py::arg("gpu_memory_utilization"), py::arg("max_model_len"),
-          py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"));
+      .def("sweep", &launch_sweep, py::arg("knobs"), py::arg("gpu_memory_utilization"),
+           py::arg("max_model_len"), py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"));
 }
 
 void register_outcomes(py::module_& m) {
@@ -452,6 +455,7 @@ void register_outcomes(py::module_& m) {
 void register_engine(py::module_& m) {
   register_knobs(m);
   register_engines(m);
+  register_terms(m);
   register_breakdown(m);
   register_plan(m);
   register_engine_profile(m);

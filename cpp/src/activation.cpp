@@ -1,39 +1,11 @@
-// The profile run's activation peak: the forward per batched token, the fused-MoE workspace,
-// the data-parallel all-to-all gather and the sampler on the last stage. Engine-neutral.
+// The profile run's activation coefficients per stage: the forward and the fused-MoE workspace
+// per batched token. Engine-neutral; the peak at a point is in compiled_evaluate.cpp.
 #include <algorithm>
 
 #include "launch_internal.hpp"
 #include "vramplan/compiled.hpp"
 
 namespace vramplan {
-
-std::int64_t sampler_peak_bytes(const SamplerModel& sampler, std::int64_t requests,
-                                std::int64_t batched_tokens) noexcept {
-  return static_cast<std::int64_t>(sampler.bytes_per_logit * static_cast<double>(requests) *
-                                   sampler.padded_vocab) +
-         batched_tokens * sampler.bytes_per_batched_token;
-}
-
-std::int64_t all2all_dispatch_bytes(const ActivationModel& model,
-                                    std::int64_t batched_tokens) noexcept {
-  if (model.dispatch_replicas <= 1) return 0;
-  // The fused-MoE workspace already counts T tokens; the gathered batch widens it to
-  // replicas x T, at most one kernel chunk at a time where the version chunks.
-  const std::int64_t gathered = std::int64_t{model.dispatch_replicas} * batched_tokens;
-  const std::int64_t workspace_tokens =
-      model.moe_chunk_tokens > 0 ? std::min(gathered, model.moe_chunk_tokens) : gathered;
-  return batched_tokens * model.dispatch_bytes_per_token +
-         std::max<std::int64_t>(0, workspace_tokens - batched_tokens) * model.moe_bytes_per_token;
-}
-
-std::int64_t activation_peak_bytes(const ActivationModel& model, const SamplerModel& sampler,
-                                   std::int64_t batched_tokens, std::int64_t requests) noexcept {
-  const std::int64_t forward = batched_tokens * model.forward_bytes_per_token;
-  const std::int64_t sampled =
-      model.sampler ? sampler_peak_bytes(sampler, requests, batched_tokens) : 0;
-  return std::max(forward, sampled) + batched_tokens * model.moe_bytes_per_token +
-         all2all_dispatch_bytes(model, batched_tokens);
-}
 
 // Peak torch allocation of the profile run per token: one eager forward over the stage's layers
 // (widest dense MLP intermediate, hidden-size buffers) and the fused-MoE workspace.

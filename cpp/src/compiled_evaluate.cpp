@@ -9,6 +9,74 @@
 
 namespace vramplan {
 
+// The activation peak at a point (activation.cpp compiles its per-token coefficients).
+std::int64_t sampler_peak_bytes(const SamplerModel& sampler, std::int64_t requests,
+                                std::int64_t batched_tokens) noexcept {
+  return static_cast<std::int64_t>(sampler.bytes_per_logit * static_cast<double>(requests) *
+                                   sampler.padded_vocab) +
+         batched_tokens * sampler.bytes_per_batched_token;
+}
+
+std::int64_t all2all_dispatch_bytes(const ActivationModel& model,
+                                    std::int64_t batched_tokens) noexcept {
+  if (model.dispatch_replicas <= 1) return 0;
+  // The fused-MoE workspace already counts T tokens; the gathered batch widens it to
+  // replicas x T, at most one kernel chunk at a time where the version chunks.
+  const std::int64_t gathered = std::int64_t{model.dispatch_replicas} * batched_tokens;
+  const std::int64_t workspace_tokens =
+      model.moe_chunk_tokens > 0 ? std::min(gathered, model.moe_chunk_tokens) : gathered;
+  return batched_tokens * model.dispatch_bytes_per_token +
+         std::max<std::int64_t>(0, workspace_tokens - batched_tokens) * model.moe_bytes_per_token;
+}
+
+std::int64_t activation_peak_bytes(const ActivationModel& model, const SamplerModel& sampler,
+                                   std::int64_t batched_tokens, std::int64_t requests) noexcept {
+  const std::int64_t forward = batched_tokens * model.forward_bytes_per_token;
+  const std::int64_t sampled =
+      model.sampler ? sampler_peak_bytes(sampler, requests, batched_tokens) : 0;
+  return std::max(forward, sampled) + batched_tokens * model.moe_bytes_per_token +
+         all2all_dispatch_bytes(model, batched_tokens);
+}
+
+// The encoder profile at a point (multimodal.cpp compiles its per-item facts).
+namespace {
+
+// Image counts and their bytes, saturated at 2^60: absurd knobs or specs read as "does not
+// fit", never as an int64 overflow.
+std::int64_t saturating_product(std::int64_t items, std::int64_t bytes) noexcept {
+  constexpr std::int64_t kCeiling = std::int64_t{1} << 60;
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(items, bytes, &out) || out > kCeiling) return kCeiling;
+  return out;
+}
+
+}  // namespace
+
+EncoderBudget encoder_budget(const EncoderProfileModel& encoder,
+                             std::int64_t max_num_batched_tokens, std::int64_t max_num_seqs,
+                             std::int64_t max_model_len, bool chunked_prefill) noexcept {
+  EncoderBudget out;
+  if (encoder.tokens_per_item <= 0) return out;
+  const std::int64_t per_item = encoder.tokens_per_item;
+  out.budget_tokens = std::max(max_num_batched_tokens, per_item);
+  const std::int64_t per_prompt =
+      std::max<std::int64_t>(1, std::min(encoder.limit_per_prompt, max_model_len / per_item));
+  std::int64_t requests = max_num_seqs;
+  if (!chunked_prefill) requests = std::min(requests, max_num_batched_tokens / per_item);
+  out.items = std::max<std::int64_t>(
+      1, std::min(out.budget_tokens / per_item, saturating_product(requests, per_prompt)));
+  return out;
+}
+
+std::int64_t multimodal_activation_peak_bytes(const EncoderProfileModel& encoder,
+                                              std::int64_t items,
+                                              std::int64_t text_peak_bytes) noexcept {
+  const std::int64_t forward = saturating_product(items, encoder.forward_bytes_per_item);
+  const std::int64_t cache = saturating_product(items, encoder.cache_bytes_per_item);
+  return saturating_product(items, encoder.input_bytes_per_item) +
+         std::max(forward, cache + text_peak_bytes);
+}
+
 KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) const noexcept {
   const ModelSpec& s = *spec_;
   if ((k.max_model_len && *k.max_model_len <= 0) || (k.max_num_seqs && *k.max_num_seqs <= 0) ||

@@ -1,4 +1,5 @@
-// The multimodal encoder in vLLM's profile run: its budget, items and the peak it adds.
+// The multimodal encoder in vLLM's profile run, compiled: modality limits and the per-item facts
+// of the encoder profile (its budget and peak at a point are in compiled_evaluate.cpp).
 #include <algorithm>
 
 #include "launch_internal.hpp"
@@ -7,44 +8,6 @@
 #include "vramplan/knobs.hpp"
 
 namespace vramplan {
-
-namespace {
-
-// Image counts and their bytes, saturated at 2^60: absurd knobs or specs read as "does not
-// fit", never as an int64 overflow.
-std::int64_t saturating_product(std::int64_t items, std::int64_t bytes) noexcept {
-  constexpr std::int64_t kCeiling = std::int64_t{1} << 60;
-  std::int64_t out = 0;
-  if (__builtin_mul_overflow(items, bytes, &out) || out > kCeiling) return kCeiling;
-  return out;
-}
-
-}  // namespace
-
-EncoderBudget encoder_budget(const EncoderProfileModel& encoder,
-                             std::int64_t max_num_batched_tokens, std::int64_t max_num_seqs,
-                             std::int64_t max_model_len, bool chunked_prefill) noexcept {
-  EncoderBudget out;
-  if (encoder.tokens_per_item <= 0) return out;
-  const std::int64_t per_item = encoder.tokens_per_item;
-  out.budget_tokens = std::max(max_num_batched_tokens, per_item);
-  const std::int64_t per_prompt =
-      std::max<std::int64_t>(1, std::min(encoder.limit_per_prompt, max_model_len / per_item));
-  std::int64_t requests = max_num_seqs;
-  if (!chunked_prefill) requests = std::min(requests, max_num_batched_tokens / per_item);
-  out.items = std::max<std::int64_t>(
-      1, std::min(out.budget_tokens / per_item, saturating_product(requests, per_prompt)));
-  return out;
-}
-
-std::int64_t multimodal_activation_peak_bytes(const EncoderProfileModel& encoder,
-                                              std::int64_t items,
-                                              std::int64_t text_peak_bytes) noexcept {
-  const std::int64_t forward = saturating_product(items, encoder.forward_bytes_per_item);
-  const std::int64_t cache = saturating_product(items, encoder.cache_bytes_per_item);
-  return saturating_product(items, encoder.input_bytes_per_item) +
-         std::max(forward, cache + text_peak_bytes);
-}
 
 std::int64_t CompiledLaunch::mm_limit(const std::string& modality) const {
   constexpr std::int64_t kDefaultLimit = 999;  // MultiModalConfig.get_limit_per_prompt

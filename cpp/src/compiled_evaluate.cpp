@@ -9,6 +9,74 @@
 
 namespace vramplan {
 
+// CUDA-graph capture sizes at a point: they follow max_num_seqs and max_num_batched_tokens.
+namespace {
+
+// Whether `size` is on the profile's capture ladder.
+bool on_capture_ladder(const EngineProfile& profile, std::int64_t size) noexcept {
+  for (std::int32_t i = 0; i < profile.capture_ladder_segments; ++i) {
+    const CaptureSegment& seg = profile.capture_ladder[static_cast<std::size_t>(i)];
+    if (size >= seg.start && size <= seg.end && (size - seg.start) % seg.step == 0) return true;
+  }
+  return false;
+}
+
+// The speculative request-count grid (0.29 _set_cudagraph_sizes.request_counts): 1, 2, 4,
+// 8..248 step 8, 256.. step 16 (then the maximum itself); `index` walks it in ascending order.
+std::int64_t request_grid_value(std::int64_t index) noexcept {
+  if (index < 3) return std::int64_t{1} << index;  // 1, 2, 4
+  const std::int64_t eights = index - 3;           // 8, 16, ..., 248
+  if (eights < 31) return 8 * (eights + 1);
+  return 256 + 16 * (eights - 31);  // 256, 272, ...
+}
+
+}  // namespace
+
+CaptureSizes cudagraph_capture_sizes(const EngineProfile& profile, std::int64_t max_num_seqs,
+                                     std::int64_t max_num_batched_tokens,
+                                     std::int32_t num_speculative_tokens) noexcept {
+  std::int64_t limit = profile.capture_max_size;
+  if (profile.capture_bounded_by_max_num_seqs) {
+    std::int64_t by_seqs = max_num_seqs * profile.capture_seq_multiplier;
+    if (profile.capture_counts_speculative_tokens) by_seqs *= 1 + num_speculative_tokens;
+    limit = std::min(limit, by_seqs);
+  }
+  if (profile.capture_bounded_by_batched_tokens) limit = std::min(limit, max_num_batched_tokens);
+  CaptureSizes sizes;
+  for (std::int32_t i = 0; i < profile.capture_ladder_segments; ++i) {
+    const CaptureSegment& seg = profile.capture_ladder[static_cast<std::size_t>(i)];
+    if (limit < seg.start) break;
+    const std::int64_t last = std::min<std::int64_t>(seg.end, limit);
+    const std::int64_t steps = (last - seg.start) / seg.step;
+    sizes.count += static_cast<std::int32_t>(steps + 1);
+    sizes.largest = static_cast<std::int32_t>(seg.start + steps * seg.step);
+  }
+  // Uniform-decode sizes appended off the ladder (they need not land on its stride).
+  auto add = [&](std::int64_t size) {
+    if (size < 1 || size > limit || on_capture_ladder(profile, size)) return;
+    sizes.count += 1;
+    sizes.largest = static_cast<std::int32_t>(std::max<std::int64_t>(sizes.largest, size));
+  };
+  if (num_speculative_tokens > 0 && profile.capture_speculative_request_grid) {
+    // n x (1 + k) for n in the request grid up to min(max_num_seqs, ceiling), distinct values.
+    const std::int64_t query = 1 + num_speculative_tokens;
+    const std::int64_t max_requests =
+        std::min<std::int64_t>(max_num_seqs, profile.capture_max_size);
+    bool max_on_grid = false;
+    for (std::int64_t i = 0;; ++i) {
+      const std::int64_t n = request_grid_value(i);
+      if (n > max_requests) break;
+      max_on_grid |= n == max_requests;
+      add(n * query);
+    }
+    if (!max_on_grid) add(max_requests * query);
+  } else if (num_speculative_tokens == 0 && profile.capture_includes_max_num_seqs &&
+             max_num_seqs <= profile.capture_max_size) {
+    add(max_num_seqs);
+  }
+  return sizes;
+}
+
 // The activation peak at a point (activation.cpp compiles its per-token coefficients).
 std::int64_t sampler_peak_bytes(const SamplerModel& sampler, std::int64_t requests,
                                 std::int64_t batched_tokens) noexcept {

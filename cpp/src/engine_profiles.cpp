@@ -432,6 +432,10 @@ EngineProfile engine_profile(const std::string& version) {
 
 std::string newest_known_vllm_version() { return version_of(compiled_profiles().back()).text(); }
 
+const std::vector<EngineProfile>& engine_profile_rows() { return compiled_profiles(); }
+
+std::string engine_row_version(const EngineProfile& row) { return version_of(row).text(); }
+
 bool uses_large_batch_defaults(const EngineProfile& profile, const GpuSpec& gpu) {
   std::string names = gpu.id + " " + gpu.name;
   std::transform(names.begin(), names.end(), names.begin(),
@@ -444,6 +448,25 @@ bool uses_large_batch_defaults(const EngineProfile& profile, const GpuSpec& gpu)
   const bool by_memory = profile.large_gpu_min_memory_bytes > 0 &&
                          gpu.total_memory_bytes >= profile.large_gpu_min_memory_bytes;
   return (named(profile.large_gpu_names) || by_memory) && !named(profile.large_gpu_excluded_names);
+}
+
+BatchDefaults batch_defaults(const EngineProfile& profile, const GpuSpec& gpu, bool llm_class) {
+  BatchDefaults d;
+  if (profile.huge_gpu_min_memory_bytes > 0 &&
+      gpu.total_memory_bytes >= profile.huge_gpu_min_memory_bytes) {
+    // get_batch_defaults checks the >= 160 GiB tier before the large one (0.28+).
+    d.max_num_seqs = profile.max_num_seqs_large_gpu;
+    d.max_num_batched_tokens = llm_class ? profile.max_num_batched_tokens_llm_huge_gpu
+                                         : profile.max_num_batched_tokens_serve_huge_gpu;
+    return d;
+  }
+  const bool large = uses_large_batch_defaults(profile, gpu);
+  d.max_num_seqs = large ? profile.max_num_seqs_large_gpu : profile.max_num_seqs_other_gpu;
+  d.max_num_batched_tokens = llm_class ? (large ? profile.max_num_batched_tokens_llm_large_gpu
+                                                : profile.max_num_batched_tokens_llm_other_gpu)
+                                       : (large ? profile.max_num_batched_tokens_serve_large_gpu
+                                                : profile.max_num_batched_tokens_serve_other_gpu);
+  return d;
 }
 
 }  // namespace vramplan

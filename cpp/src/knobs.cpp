@@ -9,6 +9,7 @@
 
 #include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
+#include "vramplan/model_spec.hpp"
 
 namespace vramplan {
 namespace {
@@ -96,127 +97,135 @@ void set_draft(EngineConfig& c, const std::optional<KnobValue>& v) {
   &get_member<&EngineConfig::member>, &set_member<&EngineConfig::member>
 
 const std::vector<KnobSpec> kKnobs = {
-    {"engine_version", KnobType::Text, "vLLM version", 0, 0, "",
-     "newest row of model_specs/engines.yaml",
+    {"engine_version", KnobType::Text, "vLLM version", 0, 0, "", KnobDefault::NewestRow,
+     "the newest row of model_specs/engines.yaml",
      "vLLM release whose memory accounting applies (e.g. 0.10.1, 0.19.0)", "", "", 1,
-     VRAMPLAN_KNOB_ACCESS(engine_version)},
+     VRAMPLAN_KNOB_ACCESS(engine_version), false},
     {"gpu_memory_utilization", KnobType::Fraction, "fraction of the GPU's total memory", 0.001, 1.0,
-     "", "engine profile (0.90, or 0.92 from vLLM 0.21)",
+     "", KnobDefault::RowUtilization, "the version's row (default_gpu_memory_utilization)",
      "share of each GPU vLLM may use for weights, activations, graphs and the KV cache",
      "--gpu-memory-utilization", "gpu_memory_utilization", 1,
-     VRAMPLAN_KNOB_ACCESS(gpu_memory_utilization)},
-    {"max_model_len", KnobType::Integer, "tokens", 1, kMaxTokens, "",
+     VRAMPLAN_KNOB_ACCESS(gpu_memory_utilization), true},
+    {"max_model_len", KnobType::Integer, "tokens", 1, kMaxTokens, "", KnobDefault::ModelContext,
      "the model's max_position_embeddings",
      "longest request (prompt + output); one such request must fit in the KV cache",
-     "--max-model-len", "max_model_len", 1, VRAMPLAN_KNOB_ACCESS(max_model_len)},
-    {"max_num_seqs", KnobType::Integer, "sequences", 1, 1 << 20, "",
-     "engine profile by version and GPU; from 0.9: 1024 on >= 70 GiB GPUs but A100, else 256",
+     "--max-model-len", "max_model_len", 1, VRAMPLAN_KNOB_ACCESS(max_model_len), true},
+    {"max_num_seqs", KnobType::Integer, "sequences", 1, 1 << 20, "", KnobDefault::RowBatchSeqs,
+     "the version's row by GPU tier (max_num_seqs large / other GPU)",
      "sequences scheduled at once; sizes the sampler warm-up and the CUDA-graph capture sizes",
-     "--max-num-seqs", "max_num_seqs", 1, VRAMPLAN_KNOB_ACCESS(max_num_seqs)},
+     "--max-num-seqs", "max_num_seqs", 1, VRAMPLAN_KNOB_ACCESS(max_num_seqs), true},
     {"max_num_batched_tokens", KnobType::Integer, "tokens", 1, kMaxTokens, "",
-     "engine profile by version and GPU; from 0.9: 8192 (serve) / 16384 (LLM) on large GPUs, "
-     "2048 / 8192 on others",
+     KnobDefault::RowBatchTokens,
+     "the version's row by GPU tier (max_num_batched_tokens large / other [/ huge] GPU)",
      "tokens per scheduler step; the profile run's activation peak grows with it",
      "--max-num-batched-tokens", "max_num_batched_tokens", 1,
-     VRAMPLAN_KNOB_ACCESS(max_num_batched_tokens)},
-    {"tensor_parallel_size", KnobType::Integer, "GPUs", 1, 1024, "", "1",
+     VRAMPLAN_KNOB_ACCESS(max_num_batched_tokens), true},
+    {"tensor_parallel_size", KnobType::Integer, "GPUs", 1, 1024, "", KnobDefault::Stated, "1",
      "GPUs each layer is split over (must divide the attention heads)", "--tensor-parallel-size",
-     "tensor_parallel_size", 1, VRAMPLAN_KNOB_ACCESS(tensor_parallel_size)},
-    {"pipeline_parallel_size", KnobType::Integer, "GPUs", 1, 1024, "", "1",
+     "tensor_parallel_size", 1, VRAMPLAN_KNOB_ACCESS(tensor_parallel_size), false},
+    {"pipeline_parallel_size", KnobType::Integer, "GPUs", 1, 1024, "", KnobDefault::Stated, "1",
      "pipeline stages the layers are split into", "--pipeline-parallel-size",
-     "pipeline_parallel_size", 1, VRAMPLAN_KNOB_ACCESS(pipeline_parallel_size)},
-    {"data_parallel_size", KnobType::Integer, "replicas", 1, 1024, "", "1",
+     "pipeline_parallel_size", 1, VRAMPLAN_KNOB_ACCESS(pipeline_parallel_size), false},
+    {"data_parallel_size", KnobType::Integer, "replicas", 1, 1024, "", KnobDefault::Stated, "1",
      "replicas of the TP x PP group (each plans the same per GPU; host RAM multiplies)",
-     "--data-parallel-size", "data_parallel_size", 1, VRAMPLAN_KNOB_ACCESS(data_parallel_size)},
-    {"enable_expert_parallel", KnobType::Boolean, "", 0, 0, "",
+     "--data-parallel-size", "data_parallel_size", 1, VRAMPLAN_KNOB_ACCESS(data_parallel_size),
+     false},
+    {"enable_expert_parallel", KnobType::Boolean, "", 0, 0, "", KnobDefault::Stated,
      "false: each expert split over TP x DP",
      "routed experts spread whole over TP x DP ranks instead of split over TP",
      "--enable-expert-parallel", "enable_expert_parallel", 1,
-     VRAMPLAN_KNOB_ACCESS(enable_expert_parallel)},
+     VRAMPLAN_KNOB_ACCESS(enable_expert_parallel), false},
     {"all2all_backend", KnobType::Text, "", 0, 0,
      "naive,allgather_reducescatter,pplx,deepep_high_throughput,deepep_low_latency,deepep_v2,"
      "flashinfer_all2allv,flashinfer_nvlink_two_sided,flashinfer_nvlink_one_sided,"
      "mori_high_throughput,mori_low_latency,nixl_ep",
-     "engine profile: naive before 0.11, allgather_reducescatter from 0.11",
+     KnobDefault::RowAll2allBackend, "the version's row (all2all_backend_default)",
      "how MoE layers exchange tokens under data parallelism: all-gather activations (naive, "
      "allgather_reducescatter) or fixed DeepEP / pplx buffers; VLLM_ALL2ALL_BACKEND before 0.12",
-     "--all2all-backend", "all2all_backend", 1, VRAMPLAN_KNOB_ACCESS(all2all_backend)},
+     "--all2all-backend", "all2all_backend", 1, VRAMPLAN_KNOB_ACCESS(all2all_backend), false},
     {"kv_cache_dtype", KnobType::Text, "", 0, 0,
-     "auto,fp8,fp8_e4m3,fp8_e5m2,fp8_inc,bfloat16,float16,half", "auto: the served dtype",
-     "KV-cache element type; fp8 halves the bytes per token", "--kv-cache-dtype", "kv_cache_dtype",
-     1, VRAMPLAN_KNOB_ACCESS(kv_cache_dtype)},
-    {"dtype", KnobType::Text, "", 0, 0, "auto,half,float16,bfloat16,float32",
+     "auto,fp8,fp8_e4m3,fp8_e5m2,fp8_inc,bfloat16,float16,half", KnobDefault::Stated,
+     "auto: the served dtype", "KV-cache element type; fp8 halves the bytes per token",
+     "--kv-cache-dtype", "kv_cache_dtype", 1, VRAMPLAN_KNOB_ACCESS(kv_cache_dtype), true},
+    {"dtype", KnobType::Text, "", 0, 0, "auto,half,float16,bfloat16,float32", KnobDefault::Stated,
      "auto: the checkpoint's dtype (fp32 checkpoints served in bf16)",
-     "activation and unquantized weight dtype", "--dtype", "dtype", 1, VRAMPLAN_KNOB_ACCESS(dtype)},
-    {"quantization", KnobType::Text, "", 0, 0, "", "the checkpoint's own format",
+     "activation and unquantized weight dtype", "--dtype", "dtype", 1, VRAMPLAN_KNOB_ACCESS(dtype),
+     false},
+    {"quantization", KnobType::Text, "", 0, 0, "", KnobDefault::Stated,
+     "the checkpoint's own format",
      "weight format: fp8 or bitsandbytes quantizes a 16-bit checkpoint at load", "--quantization",
-     "quantization", 1, VRAMPLAN_KNOB_ACCESS(quantization)},
+     "quantization", 1, VRAMPLAN_KNOB_ACCESS(quantization), false},
     {"block_size", KnobType::Integer, "tokens per KV block", 1, 256, "1,8,16,32,64,128,256",
-     "16; 64 for MLA on Hopper, 128 on Blackwell",
+     KnobDefault::Stated, "16; 64 for MLA on Hopper, 128 on Blackwell",
      "tokens per KV-cache block (hybrid models raise it so a page holds a Mamba state)",
-     "--block-size", "block_size", 1, VRAMPLAN_KNOB_ACCESS(block_size)},
-    {"enforce_eager", KnobType::Boolean, "", 0, 0, "", "false: CUDA graphs are captured",
-     "no CUDA graphs: saves their memory, costs decode speed", "--enforce-eager", "enforce_eager",
-     1, VRAMPLAN_KNOB_ACCESS(enforce_eager)},
-    {"llm_class", KnobType::Boolean, "", 0, 0, "", "false: `vllm serve` defaults",
+     "--block-size", "block_size", 1, VRAMPLAN_KNOB_ACCESS(block_size), true},
+    {"enforce_eager", KnobType::Boolean, "", 0, 0, "", KnobDefault::Stated,
+     "false: CUDA graphs are captured", "no CUDA graphs: saves their memory, costs decode speed",
+     "--enforce-eager", "enforce_eager", 1, VRAMPLAN_KNOB_ACCESS(enforce_eager), false},
+    {"llm_class", KnobType::Boolean, "", 0, 0, "", KnobDefault::Stated,
+     "false: `vllm serve` defaults",
      "plan for vllm.LLM(...) (offline batch) defaults instead of the server's", "", "", 1,
-     VRAMPLAN_KNOB_ACCESS(llm_class)},
-    {"num_speculative_tokens", KnobType::Integer, "tokens", 0, 64, "", "0: no speculation",
-     "draft tokens per step (speculative decoding)", "--speculative-config", "speculative_config",
-     1, VRAMPLAN_KNOB_ACCESS(num_speculative_tokens)},
+     VRAMPLAN_KNOB_ACCESS(llm_class), false},
+    {"num_speculative_tokens", KnobType::Integer, "tokens", 0, 64, "", KnobDefault::Stated,
+     "0: no speculation", "draft tokens per step (speculative decoding)", "--speculative-config",
+     "speculative_config", 1, VRAMPLAN_KNOB_ACCESS(num_speculative_tokens), false},
     {"speculative_method", KnobType::Text, "", 0, 0,
-     "mtp,deepseek_mtp,eagle,eagle3,draft_model,ngram,suffix",
+     "mtp,deepseek_mtp,eagle,eagle3,draft_model,ngram,suffix", KnobDefault::Stated,
      "mtp when the model ships MTP layers", "how draft tokens are proposed", "--speculative-config",
-     "speculative_config", 1, VRAMPLAN_KNOB_ACCESS(speculative_method)},
-    {"speculative_model", KnobType::Text, "", 0, 0, "", "none",
+     "speculative_config", 1, VRAMPLAN_KNOB_ACCESS(speculative_method), false},
+    {"speculative_model", KnobType::Text, "", 0, 0, "", KnobDefault::Stated, "none",
      "the drafter for eagle / eagle3 / draft_model: an id, alias or path", "--speculative-config",
-     "speculative_config", 1, &get_draft, &set_draft},
-    {"max_loras", KnobType::Integer, "adapters", 0, 1024, "", "0: LoRA off",
+     "speculative_config", 1, &get_draft, &set_draft, false},
+    {"max_loras", KnobType::Integer, "adapters", 0, 1024, "", KnobDefault::Stated, "0: LoRA off",
      "LoRA adapters resident on the GPU at once (--enable-lora)", "--max-loras", "max_loras", 1,
-     VRAMPLAN_KNOB_ACCESS(max_loras)},
-    {"max_lora_rank", KnobType::Integer, "rank", 1, 512, "1,8,16,32,64,128,256,320,512", "16",
-     "largest LoRA rank served", "--max-lora-rank", "max_lora_rank", 1,
-     VRAMPLAN_KNOB_ACCESS(max_lora_rank)},
-    {"limit_mm_per_prompt", KnobType::Text, "items per modality", 0, 0, "",
+     VRAMPLAN_KNOB_ACCESS(max_loras), false},
+    {"max_lora_rank", KnobType::Integer, "rank", 1, 512, "1,8,16,32,64,128,256,320,512",
+     KnobDefault::Stated, "16", "largest LoRA rank served", "--max-lora-rank", "max_lora_rank", 1,
+     VRAMPLAN_KNOB_ACCESS(max_lora_rank), false},
+    {"limit_mm_per_prompt", KnobType::Text, "items per modality", 0, 0, "", KnobDefault::Stated,
      "999 per modality (multimodal models only)",
      "vLLM's JSON, e.g. '{\"image\": 2, \"video\": 0}': images the encoder profile and encoder "
      "cache are sized for; 0 for every modality skips them and the encoder weights",
-     "--limit-mm-per-prompt", "limit_mm_per_prompt", 1, VRAMPLAN_KNOB_ACCESS(limit_mm_per_prompt)},
-    {"language_model_only", KnobType::Boolean, "", 0, 0, "", "false: the encoder is loaded",
+     "--limit-mm-per-prompt", "limit_mm_per_prompt", 1, VRAMPLAN_KNOB_ACCESS(limit_mm_per_prompt),
+     false},
+    {"language_model_only", KnobType::Boolean, "", 0, 0, "", KnobDefault::Stated,
+     "false: the encoder is loaded",
      "serve a multimodal model as text only: every modality limited to 0 (no encoder weights, "
      "profile or cache)",
-     "--language-model-only", "language_model_only", 1, VRAMPLAN_KNOB_ACCESS(language_model_only)},
-    {"cpu_offload_bytes", KnobType::Bytes, "bytes per GPU", 0, kNoLimit, "", "0",
-     "weight bytes kept in host RAM and streamed over PCIe each step", "--cpu-offload-gb",
-     "cpu_offload_gb", kGiBUnit, VRAMPLAN_KNOB_ACCESS(cpu_offload_bytes)},
-    {"kv_offloading_bytes", KnobType::Bytes, "bytes over the TP ranks", 0, kNoLimit, "", "0",
-     "KV cache offloaded to pinned host RAM", "--kv-offloading-size", "kv_offloading_size",
-     kGiBUnit, VRAMPLAN_KNOB_ACCESS(kv_offloading_bytes)},
+     "--language-model-only", "language_model_only", 1, VRAMPLAN_KNOB_ACCESS(language_model_only),
+     false},
+    {"cpu_offload_bytes", KnobType::Bytes, "bytes per GPU", 0, kNoLimit, "", KnobDefault::Stated,
+     "0", "weight bytes kept in host RAM and streamed over PCIe each step", "--cpu-offload-gb",
+     "cpu_offload_gb", kGiBUnit, VRAMPLAN_KNOB_ACCESS(cpu_offload_bytes), false},
+    {"kv_offloading_bytes", KnobType::Bytes, "bytes over the TP ranks", 0, kNoLimit, "",
+     KnobDefault::Stated, "0", "KV cache offloaded to pinned host RAM", "--kv-offloading-size",
+     "kv_offloading_size", kGiBUnit, VRAMPLAN_KNOB_ACCESS(kv_offloading_bytes), false},
     {"safetensors_load_strategy", KnobType::Text, "", 0, 0, "lazy,eager,prefetch",
-     "lazy (memory-mapped)", "how workers read checkpoint shards: host RAM while loading",
-     "--safetensors-load-strategy", "safetensors_load_strategy", 1,
-     VRAMPLAN_KNOB_ACCESS(safetensors_load_strategy)},
+     KnobDefault::Stated, "lazy (memory-mapped)",
+     "how workers read checkpoint shards: host RAM while loading", "--safetensors-load-strategy",
+     "safetensors_load_strategy", 1, VRAMPLAN_KNOB_ACCESS(safetensors_load_strategy), false},
     {"swap_space_bytes", KnobType::Bytes, "bytes per GPU", 0, kNoLimit, "",
-     "4 GiB in V0 (vLLM <= 0.7), unused in V1",
+     KnobDefault::RowSwapSpace, "the version's row (swap_space_default_bytes; 0: none pinned)",
      "pinned host swap space for preempted requests (V0)", "--swap-space", "swap_space", kGiBUnit,
-     VRAMPLAN_KNOB_ACCESS(swap_space_bytes)},
+     VRAMPLAN_KNOB_ACCESS(swap_space_bytes), false},
     {"kv_cache_memory_bytes", KnobType::Bytes, "bytes per GPU", 1, kNoLimit, "",
-     "unset: the budget from gpu_memory_utilization",
+     KnobDefault::Stated, "unset: the budget from gpu_memory_utilization",
      "a fixed KV-cache size instead of the utilization budget", "--kv-cache-memory-bytes",
-     "kv_cache_memory_bytes", 1, VRAMPLAN_KNOB_ACCESS(kv_cache_memory_bytes)},
+     "kv_cache_memory_bytes", 1, VRAMPLAN_KNOB_ACCESS(kv_cache_memory_bytes), false},
     {"mamba_cache_dtype", KnobType::Text, "", 0, 0, "auto,float32,float16,bfloat16",
-     "auto: the served dtype",
+     KnobDefault::Stated, "auto: the served dtype",
      "hybrid models: dtype of the Mamba / linear-attention conv and SSM state",
-     "--mamba-cache-dtype", "mamba_cache_dtype", 1, VRAMPLAN_KNOB_ACCESS(mamba_cache_dtype)},
+     "--mamba-cache-dtype", "mamba_cache_dtype", 1, VRAMPLAN_KNOB_ACCESS(mamba_cache_dtype), false},
     {"mamba_ssm_cache_dtype", KnobType::Text, "", 0, 0, "auto,float32,float16,bfloat16",
+     KnobDefault::Stated,
      "auto: the model config's (Qwen3.5 mamba_ssm_dtype, Nemotron-H float32), else "
      "mamba_cache_dtype",
      "hybrid models: dtype of the SSM (recurrent) state only", "--mamba-ssm-cache-dtype",
-     "mamba_ssm_cache_dtype", 1, VRAMPLAN_KNOB_ACCESS(mamba_ssm_cache_dtype)},
-    {"vllm_use_v2_model_runner", KnobType::Text, "", 0, 0, "auto,0,1",
+     "mamba_ssm_cache_dtype", 1, VRAMPLAN_KNOB_ACCESS(mamba_ssm_cache_dtype), false},
+    {"vllm_use_v2_model_runner", KnobType::Text, "", 0, 0, "auto,0,1", KnobDefault::Stated,
      "auto: the release's routing (Model Runner V2 for every model from 0.29)",
      "VLLM_USE_V2_MODEL_RUNNER (environment): 1 forces Model Runner V2, 0 the V1 runner", "", "", 1,
-     VRAMPLAN_KNOB_ACCESS(vllm_use_v2_model_runner)},
+     VRAMPLAN_KNOB_ACCESS(vllm_use_v2_model_runner), false},
 };
 
 #undef VRAMPLAN_KNOB_ACCESS
@@ -281,11 +290,93 @@ const char* knob_type_name(KnobType type) noexcept {
 const std::vector<KnobSpec>& knob_specs() { return kKnobs; }
 
 bool is_evaluated_knob(std::string_view name) noexcept {
-  for (std::string_view evaluated : {"gpu_memory_utilization", "max_model_len", "max_num_seqs",
-                                     "max_num_batched_tokens", "block_size", "kv_cache_dtype"}) {
-    if (name == evaluated) return true;
+  return std::any_of(kKnobs.begin(), kKnobs.end(),
+                     [name](const KnobSpec& k) { return k.evaluated && k.name == name; });
+}
+
+std::string evaluated_knob_names() {
+  std::string names;
+  for (const KnobSpec& k : kKnobs) {
+    if (k.evaluated) names += (names.empty() ? "" : ", ") + std::string(k.name);
   }
-  return false;
+  return names;
+}
+
+namespace {
+
+// "a from 0.6.4, b from 0.21.0": a row field's value where it changes, oldest first.
+template <typename Value>
+std::string row_history(Value (*value)(const EngineProfile&)) {
+  std::string out;
+  std::string previous;
+  for (const EngineProfile& row : engine_profile_rows()) {
+    std::string text = value(row);
+    if (!out.empty() && text == previous) continue;
+    out += (out.empty() ? "" : ", ") + text + " from " + engine_row_version(row);
+    previous = std::move(text);
+  }
+  return out;
+}
+
+std::string tier_text(std::int64_t huge_min_bytes, std::int64_t huge, std::int64_t large,
+                      std::int64_t other) {
+  std::string text = std::to_string(large) + " / " + std::to_string(other);
+  if (huge_min_bytes > 0) text += " / " + std::to_string(huge);
+  return text;
+}
+
+std::string rows_text(KnobDefault rule) {
+  switch (rule) {
+    case KnobDefault::Stated:
+    case KnobDefault::ModelContext:
+      return "";
+    case KnobDefault::NewestRow:
+      return newest_known_vllm_version();
+    case KnobDefault::RowUtilization:
+      return row_history(
+          +[](const EngineProfile& r) { return number_text(r.default_gpu_memory_utilization); });
+    case KnobDefault::RowBatchSeqs:
+      return row_history(+[](const EngineProfile& r) {
+        return std::to_string(r.max_num_seqs_large_gpu) + " / " +
+               std::to_string(r.max_num_seqs_other_gpu);
+      });
+    case KnobDefault::RowBatchTokens:
+      return row_history(+[](const EngineProfile& r) {
+        return "serve " +
+               tier_text(r.huge_gpu_min_memory_bytes, r.max_num_batched_tokens_serve_huge_gpu,
+                         r.max_num_batched_tokens_serve_large_gpu,
+                         r.max_num_batched_tokens_serve_other_gpu) +
+               ", LLM " +
+               tier_text(r.huge_gpu_min_memory_bytes, r.max_num_batched_tokens_llm_huge_gpu,
+                         r.max_num_batched_tokens_llm_large_gpu,
+                         r.max_num_batched_tokens_llm_other_gpu);
+      });
+    case KnobDefault::RowAll2allBackend:
+      return row_history(+[](const EngineProfile& r) { return r.all2all_backend_default; });
+    case KnobDefault::RowSwapSpace:
+      return row_history(+[](const EngineProfile& r) {
+        return number_text(static_cast<double>(r.swap_space_default_bytes) /
+                           static_cast<double>(kGiBUnit)) +
+               " GiB";
+      });
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string knob_default_text(const KnobSpec& knob) {
+  const std::string rows = rows_text(knob.default_rule);
+  if (rows.empty()) return std::string(knob.default_source);
+  return std::string(knob.default_source) + ": " + rows;
+}
+
+KnobBounds knob_bounds(const KnobSpec& knob, const ModelSpec& model) {
+  KnobBounds bounds{knob.minimum, knob.maximum};
+  if (knob.default_rule == KnobDefault::ModelContext) {
+    bounds.maximum = std::min(bounds.maximum, static_cast<double>(model.max_position_embeddings));
+  }
+  return bounds;
 }
 
 const KnobSpec& knob_spec(std::string_view name) {

@@ -500,9 +500,12 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
            std::int64_t target_context_tokens, std::int64_t target_concurrency,
            std::int64_t safety_margin_bytes) {
   const ModelSpec& spec = launch.spec();
-  if (target_context_tokens < 0 || target_context_tokens > spec.max_position_embeddings) {
+  // The target context is a max_model_len: the knob table's bounds for this model.
+  const KnobBounds context_bounds = knob_bounds(knob_spec("max_model_len"), spec);
+  if (target_context_tokens < 0 ||
+      static_cast<double>(target_context_tokens) > context_bounds.maximum) {
     throw ConfigError("context", std::to_string(target_context_tokens),
-                      "1 .. " + std::to_string(spec.max_position_embeddings) +
+                      "1 .. " + std::to_string(static_cast<std::int64_t>(context_bounds.maximum)) +
                           " (the model's max_position_embeddings), or 0 for the maximum",
                       "target context out of range");
   }

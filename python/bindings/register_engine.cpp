@@ -11,6 +11,7 @@
 
 #include "register.hpp"
 #include "vramplan/compiled.hpp"
+#include "vramplan/engine_descriptor.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/knobs.hpp"
 #include "vramplan/render.hpp"
@@ -69,9 +70,7 @@ EngineConfig evaluated_config_from(const py::dict& knobs) {
   for (const auto& item : knobs) {
     const std::string key = py::str(item.first);
     if (!vramplan::is_evaluated_knob(key)) {
-      throw ConfigError(key, py::str(item.second),
-                        "gpu_memory_utilization, max_model_len, max_num_seqs, "
-                        "max_num_batched_tokens, block_size, kv_cache_dtype",
+      throw ConfigError(key, py::str(item.second), vramplan::evaluated_knob_names(),
                         "changes the compiled launch: compile a new Launch for it");
     }
   }
@@ -95,12 +94,12 @@ py::list knob_table() {
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
     row["choices"] = choices;
-    row["default"] = std::string(k.default_source);
+    row["default"] = vramplan::knob_default_text(k);
     row["help"] = std::string(k.help);
     row["flag"] = std::string(k.flag);
     row["kwarg"] = std::string(k.kwarg);
     row["flag_unit_bytes"] = k.flag_unit_bytes;
-    row["evaluated"] = vramplan::is_evaluated_knob(k.name);
+    row["evaluated"] = k.evaluated;
     out.append(row);
   }
   return out;
@@ -117,12 +116,87 @@ py::array_t<T> column(std::int64_t rows) {
   return py::array_t<T>(static_cast<py::ssize_t>(rows));
 }
 
-}  // namespace
+// Launch.sweep: every listed value checked as a single knob, then the grid evaluated in C++
+// without the GIL into NumPy columns.
+py::dict launch_sweep(const vramplan::CompiledLaunch& launch, const py::dict& knobs,
+                      std::vector<double> gpu_memory_utilization,
+                      std::vector<std::int64_t> max_model_len,
+                      std::vector<std::int64_t> max_num_seqs,
+                      std::vector<std::int64_t> max_num_batched_tokens) {
+  const vramplan::LaunchKnobs base = vramplan::launch_knobs(
+      vramplan::with_evaluated_knobs(launch.config(), evaluated_config_from(knobs)));
+  vramplan::SweepGrid grid{std::move(gpu_memory_utilization), std::move(max_model_len),
+                           std::move(max_num_seqs), std::move(max_num_batched_tokens)};
+  // Every listed value passes the same checks as a single knob.
+  EngineConfig probe;
+  for (double u : grid.gpu_memory_utilization) {
+    vramplan::set_knob(probe, "gpu_memory_utilization", u);
+  }
+  for (auto [name, values] : {std::pair{"max_model_len", &grid.max_model_len},
+                              std::pair{"max_num_seqs", &grid.max_num_seqs},
+                              std::pair{"max_num_batched_tokens", &grid.max_num_batched_tokens}}) {
+    for (std::int64_t v : *values) vramplan::set_knob(probe, name, v);
+  }
+  const std::int64_t rows = vramplan::sweep_size(grid);
+  auto util = column<double>(rows);
+  auto len = column<std::int64_t>(rows);
+  auto seqs = column<std::int64_t>(rows);
+  auto tokens = column<std::int64_t>(rows);
+  auto kv_bytes = column<std::int64_t>(rows);
+  auto kv_tokens = column<std::int64_t>(rows);
+  auto concurrency = column<double>(rows);
+  auto outcome = column<std::int8_t>(rows);
+  const vramplan::SweepColumns out{util.mutable_data(),        len.mutable_data(),
+                                   seqs.mutable_data(),        tokens.mutable_data(),
+                                   kv_bytes.mutable_data(),    kv_tokens.mutable_data(),
+                                   concurrency.mutable_data(), outcome.mutable_data()};
+  {
+    py::gil_scoped_release release;
+    vramplan::sweep(launch, base, grid, out);
+  }
+  py::dict d;
+  d["gpu_memory_utilization"] = util;
+  d["max_model_len"] = len;
+  d["max_num_seqs"] = seqs;
+  d["max_num_batched_tokens"] = tokens;
+  d["kv_cache_bytes"] = kv_bytes;
+  d["kv_tokens"] = kv_tokens;
+  d["max_concurrency"] = concurrency;
+  d["outcome"] = outcome;
+  return d;
+}
 
-void register_engine(py::module_& m) {
+void register_knobs(py::module_& m) {
   m.attr("KNOBS") = knob_table();
   m.attr("MAX_SWEEP_POINTS") = vramplan::kMaxSweepPoints;
+  m.def(
+      "knob_bounds",
+      [](const std::string& name, const vramplan::ModelSpec& spec) {
+        const vramplan::KnobBounds b = vramplan::knob_bounds(vramplan::knob_spec(name), spec);
+        return py::make_tuple(b.minimum, b.maximum);
+      },
+      py::arg("name"), py::arg("spec"),
+      "The knob's (minimum, maximum) for this model (max_model_len: up to the model's "
+      "max_position_embeddings).");
+}
 
+// The engines the planner models, from their descriptors (engine_descriptor.hpp).
+void register_engines(py::module_& m) {
+  py::list engines;
+  for (const vramplan::EngineDescriptor& e : vramplan::engine_descriptors()) {
+    py::dict row;
+    row["name"] = std::string(e.name);
+    row["display_name"] = std::string(e.display_name);
+    row["serve_command"] = std::string(e.serve_command);
+    row["python_entry"] = std::string(e.python_entry);
+    row["rules_file"] = std::string(e.rules_file);
+    row["newest_known_version"] = e.newest_known_version();
+    engines.append(row);
+  }
+  m.attr("ENGINES") = engines;
+}
+
+void register_terms(py::module_& m) {
   py::class_<vramplan::Term>(m, "Term", "One term of a breakdown: bytes and how we know them.")
       .def_readonly("name", &vramplan::Term::name)
       .def_readonly("bytes", &vramplan::Term::bytes)
@@ -163,7 +237,9 @@ void register_engine(py::module_& m) {
       .def_readonly("input_batch_bytes", &HostBreakdown::input_batch_bytes)
       .def_readonly("required_bytes", &HostBreakdown::required_bytes)
       .def_readonly("terms", &HostBreakdown::terms);
+}
 
+void register_breakdown(py::module_& m) {
   using vramplan::Breakdown;
   py::class_<Breakdown>(m, "Breakdown", "What vLLM's startup profiling will find, per rank.")
       .def_readonly("model_id", &Breakdown::model_id)
@@ -207,7 +283,9 @@ void register_engine(py::module_& m) {
                              [](const Breakdown& b) { return b.ranks.front().kv_bytes_per_token; })
       .def_property_readonly("kv_cache_bytes", &min_kv_cache_bytes)
       .def("to_json", [](const Breakdown& b) { return vramplan::to_json(b).dump(); });
+}
 
+void register_plan(py::module_& m) {
   using vramplan::KnobChange;
   py::class_<KnobChange>(m, "KnobChange",
                          "One knob set to a value (vLLM's keyword, the flag's text), and why.")
@@ -263,7 +341,9 @@ void register_engine(py::module_& m) {
       .def("llm_kwargs", [](const Plan& p) { return to_python(vramplan::to_llm_kwargs(p)); })
       .def("vllm_env", [](const Plan& p) { return to_python(vramplan::to_vllm_env(p)); })
       .def("to_json", [](const Plan& p) { return vramplan::to_json(p).dump(); });
+}
 
+void register_engine_profile(py::module_& m) {
   using vramplan::EngineProfile;
   py::class_<EngineProfile, std::shared_ptr<EngineProfile>>(
       m, "EngineProfile", "A vLLM version's accounting rules (engines.yaml row), maybe calibrated.")
@@ -304,8 +384,11 @@ void register_engine(py::module_& m) {
       },
       py::arg("base"), py::arg("yaml_text"), py::arg("file"),
       "A calibration profile (`overrides:` map of engines.yaml fields) applied over `base`.");
+}
 
+void register_launch(py::module_& m) {
   using vramplan::CompiledLaunch;
+  using vramplan::EngineProfile;
   py::class_<CompiledLaunch, std::shared_ptr<CompiledLaunch>>(
       m, "Launch",
       "A launch compiled once (model, GPU, parallelism, formats, engine version); evaluate, "
@@ -351,58 +434,11 @@ void register_engine(py::module_& m) {
           },
           py::arg("knobs"), py::arg("context") = 0, py::arg("concurrency") = 0,
           py::arg("safety_margin_bytes") = -1)
-      .def(
-          "sweep",
-          [](const CompiledLaunch& launch, const py::dict& knobs,
-             std::vector<double> gpu_memory_utilization, std::vector<std::int64_t> max_model_len,
-             std::vector<std::int64_t> max_num_seqs,
-             std::vector<std::int64_t> max_num_batched_tokens) {
-            const vramplan::LaunchKnobs base = vramplan::launch_knobs(
-                vramplan::with_evaluated_knobs(launch.config(), evaluated_config_from(knobs)));
-            vramplan::SweepGrid grid{std::move(gpu_memory_utilization), std::move(max_model_len),
-                                     std::move(max_num_seqs), std::move(max_num_batched_tokens)};
-            // Every listed value passes the same checks as a single knob.
-            EngineConfig probe;
-            for (double u : grid.gpu_memory_utilization) {
-              vramplan::set_knob(probe, "gpu_memory_utilization", u);
-            }
-            for (auto [name, values] :
-                 {std::pair{"max_model_len", &grid.max_model_len},
-                  std::pair{"max_num_seqs", &grid.max_num_seqs},
-                  std::pair{"max_num_batched_tokens", &grid.max_num_batched_tokens}}) {
-              for (std::int64_t v : *values) vramplan::set_knob(probe, name, v);
-            }
-            const std::int64_t rows = vramplan::sweep_size(grid);
-            auto util = column<double>(rows);
-            auto len = column<std::int64_t>(rows);
-            auto seqs = column<std::int64_t>(rows);
-            auto tokens = column<std::int64_t>(rows);
-            auto kv_bytes = column<std::int64_t>(rows);
-            auto kv_tokens = column<std::int64_t>(rows);
-            auto concurrency = column<double>(rows);
-            auto outcome = column<std::int8_t>(rows);
-            const vramplan::SweepColumns out{util.mutable_data(),        len.mutable_data(),
-                                             seqs.mutable_data(),        tokens.mutable_data(),
-                                             kv_bytes.mutable_data(),    kv_tokens.mutable_data(),
-                                             concurrency.mutable_data(), outcome.mutable_data()};
-            {
-              py::gil_scoped_release release;
-              vramplan::sweep(launch, base, grid, out);
-            }
-            py::dict d;
-            d["gpu_memory_utilization"] = util;
-            d["max_model_len"] = len;
-            d["max_num_seqs"] = seqs;
-            d["max_num_batched_tokens"] = tokens;
-            d["kv_cache_bytes"] = kv_bytes;
-            d["kv_tokens"] = kv_tokens;
-            d["max_concurrency"] = concurrency;
-            d["outcome"] = outcome;
-            return d;
-          },
-          py::arg("knobs"), py::arg("gpu_memory_utilization"), py::arg("max_model_len"),
-          py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"));
+      .def("sweep", &launch_sweep, py::arg("knobs"), py::arg("gpu_memory_utilization"),
+           py::arg("max_model_len"), py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"));
+}
 
+void register_outcomes(py::module_& m) {
   m.def("outcome_names", [] {
     py::list names;
     for (int i = 0; i <= static_cast<int>(vramplan::Outcome::CudagraphProfilingOom); ++i) {
@@ -410,6 +446,21 @@ void register_engine(py::module_& m) {
     }
     return names;
   });
+}
+
+}  // namespace
+
+// Registration order matters where a signature names another class (Plan -> Breakdown,
+// Launch -> EngineProfile).
+void register_engine(py::module_& m) {
+  register_knobs(m);
+  register_engines(m);
+  register_terms(m);
+  register_breakdown(m);
+  register_plan(m);
+  register_engine_profile(m);
+  register_launch(m);
+  register_outcomes(m);
 }
 
 }  // namespace vramplan_py

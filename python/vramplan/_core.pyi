@@ -7,6 +7,7 @@ import os
 import typing
 
 __all__: list[str] = [
+    "ENGINES",
     "KNOBS",
     "MAX_SWEEP_POINTS",
     "Breakdown",
@@ -30,6 +31,7 @@ __all__: list[str] = [
     "calibrate",
     "diagnose_launch",
     "engine_profile",
+    "knob_bounds",
     "load_hf_config",
     "load_model_path",
     "load_model_spec_file",
@@ -422,6 +424,11 @@ def engine_profile(version: str = "") -> EngineProfile:
     The engines.yaml row for a vLLM version (empty: newest).
     """
 
+def knob_bounds(name: str, spec: ModelSpec) -> tuple[float, float]:
+    """
+    The knob's (minimum, maximum) for this model (max_model_len: up to the model's max_position_embeddings).
+    """
+
 def load_hf_config(path: str) -> ModelSpec:
     """
     ModelSpec from a config.json file or a folder holding one (hf_quant_config.json too).
@@ -460,5 +467,6 @@ def with_checkpoint_bytes(
     A copy of `spec` whose stored tensor bytes are `checkpoint_bytes` (exact, from safetensors headers read elsewhere, e.g. over HTTP range requests).
     """
 
+ENGINES: list[dict[str, str]]
 KNOBS: list[dict[str, typing.Any]]
 MAX_SWEEP_POINTS: int = 50000000

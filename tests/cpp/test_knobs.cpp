@@ -93,3 +93,66 @@ TEST(Knobs, EveryKnobIsDocumented) {
     }
   }
 }
+
+// The default text of the row rules is generated from engines.yaml, so it moves with the rows:
+// vLLM 0.21 raised the default utilization to 0.92 (vllm-0.21 EngineArgs), V1 (0.8) stopped
+// pinning V0's 4 GiB swap space, and 0.11 made allgather_reducescatter the all-to-all default.
+TEST(Knobs, RowDefaultsAreGeneratedFromTheRows) {
+  EXPECT_NE(knob_default_text(knob_spec("gpu_memory_utilization")).find("0.92 from 0.21.0"),
+            std::string::npos);
+  EXPECT_NE(knob_default_text(knob_spec("swap_space_bytes")).find("4 GiB from"), std::string::npos);
+  EXPECT_NE(
+      knob_default_text(knob_spec("all2all_backend")).find("allgather_reducescatter from 0.11.0"),
+      std::string::npos);
+  EXPECT_EQ(knob_default_text(knob_spec("engine_version")),
+            "the newest row of model_specs/engines.yaml: " + newest_known_vllm_version());
+  // A stated rule is its own wording.
+  EXPECT_EQ(knob_default_text(knob_spec("tensor_parallel_size")), "1");
+}
+
+// The evaluated knobs are exactly LaunchKnobs' members (compiled.hpp): utilization, context,
+// sequences, batched tokens, block size and the KV dtype (read as an element width).
+TEST(Knobs, EvaluatedFlagMatchesLaunchKnobs) {
+  EXPECT_EQ(evaluated_knob_names(),
+            "gpu_memory_utilization, max_model_len, max_num_seqs, max_num_batched_tokens, "
+            "kv_cache_dtype, block_size");
+  EXPECT_TRUE(is_evaluated_knob("max_num_seqs"));
+  EXPECT_FALSE(is_evaluated_knob("tensor_parallel_size"));
+  EXPECT_FALSE(is_evaluated_knob("no_such_knob"));
+}
+
+// The context bound is the model's: Llama 3.1 8B's max_position_embeddings is 131072.
+TEST(Knobs, ContextBoundIsTheModelsMaximum) {
+  ModelSpec llama;
+  llama.max_position_embeddings = 131072;
+  const KnobBounds context = knob_bounds(knob_spec("max_model_len"), llama);
+  EXPECT_EQ(context.minimum, 1.0);
+  EXPECT_EQ(context.maximum, 131072.0);
+  const KnobBounds seqs = knob_bounds(knob_spec("max_num_seqs"), llama);
+  EXPECT_EQ(seqs.maximum, knob_spec("max_num_seqs").maximum);
+}
+
+// EngineArgs.get_batch_defaults: vLLM 0.19 on an H100 (>= 70 GiB) takes 1024 sequences and 8192
+// batched tokens for `vllm serve` (16384 for LLM); an A100 80GB is excluded by name (256 /
+// 2048); from 0.28 a >= 160 GiB GPU takes 16384 tokens for serve too.
+TEST(Knobs, BatchDefaultsByGpuTier) {
+  GpuSpec h100;
+  h100.id = "H100-80GB";
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.total_memory_bytes = 85029158912;
+  const EngineProfile v019 = engine_profile("0.19.0");
+  EXPECT_EQ(batch_defaults(v019, h100, false).max_num_seqs, 1024);
+  EXPECT_EQ(batch_defaults(v019, h100, false).max_num_batched_tokens, 8192);
+  EXPECT_EQ(batch_defaults(v019, h100, true).max_num_batched_tokens, 16384);
+  GpuSpec a100 = h100;
+  a100.id = "A100-80GB";
+  a100.name = "NVIDIA A100-SXM4-80GB";
+  EXPECT_EQ(batch_defaults(v019, a100, false).max_num_seqs, 256);
+  EXPECT_EQ(batch_defaults(v019, a100, false).max_num_batched_tokens, 2048);
+  GpuSpec b200 = h100;
+  b200.id = "B200";
+  b200.name = "NVIDIA B200";
+  b200.total_memory_bytes = std::int64_t{180} << 30;
+  EXPECT_EQ(batch_defaults(engine_profile("0.28.0"), b200, false).max_num_batched_tokens, 16384);
+  EXPECT_EQ(batch_defaults(v019, b200, false).max_num_batched_tokens, 8192);
+}

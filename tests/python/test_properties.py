@@ -1,6 +1,6 @@
 """Property tests over random database models x GPUs x knobs (hypothesis, derandomized).
 
-Properties that hold by construction of the accounting (cpp/src/engine.cpp, solver.cpp):
+Properties that hold by construction of the accounting (cpp/src/compiled_evaluate.cpp, solver.cpp):
 - more GPU memory never turns a started launch into a failed one, nor a fitting plan into one
   that does not fit (on the same side of vLLM's 70 GiB batch-default threshold);
 - a higher gpu_memory_utilization never lowers a rank's KV cache;

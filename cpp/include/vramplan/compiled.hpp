@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "vramplan/engine.hpp"
+#include "vramplan/engine_rules.hpp"
 #include "vramplan/knobs.hpp"
 
 namespace vramplan {
@@ -165,7 +166,10 @@ class CompiledLaunch {
   const HardwareConfig& hardware() const noexcept { return hardware_; }
   // The knobs compiled in; its evaluated knobs are the defaults evaluate() starts from.
   const EngineConfig& config() const noexcept { return config_; }
-  const EngineProfile& profile() const noexcept { return profile_; }
+  // The engine's rules for this launch (a calibrated or version row, adjusted for the runner).
+  const EngineRules& rules() const noexcept { return rules_; }
+  // vLLM's row of them: every launch compiled today runs vLLM.
+  const EngineProfile& profile() const noexcept { return *std::get_if<EngineProfile>(&rules_); }
   const std::vector<CompiledRank>& ranks() const noexcept { return ranks_; }
   const QuantSpec& quantization() const noexcept { return quantization_; }
   DType served_dtype() const noexcept { return served_dtype_; }
@@ -188,7 +192,7 @@ class CompiledLaunch {
   RankEvaluation evaluate_rank(std::size_t rank, const ResolvedKnobs& knobs) const noexcept;
   // The profile run's freed blocks that the version counts as non-torch memory as well.
   std::int64_t cached_activation_bytes(std::int64_t activation_peak_bytes) const noexcept {
-    return profile_.non_torch_counts_cached_activations ? activation_peak_bytes : 0;
+    return profile().non_torch_counts_cached_activations ? activation_peak_bytes : 0;
   }
   // Largest max_model_len whose one request fits the worst rank's KV cache (vLLM's estimate).
   std::int64_t estimated_max_model_len(const Evaluation& evaluation) const noexcept;
@@ -210,7 +214,7 @@ class CompiledLaunch {
   std::shared_ptr<const ModelSpec> spec_;
   HardwareConfig hardware_;
   EngineConfig config_;
-  EngineProfile profile_;
+  EngineRules rules_;
   QuantSpec quantization_;
   DType served_dtype_ = DType::BF16;
   SamplerModel sampler_;

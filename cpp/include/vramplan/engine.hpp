@@ -175,6 +175,19 @@ inline constexpr const char* kVersionWarningName = "engine-version-newer-than-kn
 // Whether `gpu` gets the profile's large batch defaults (EngineArgs.get_batch_defaults for that
 // release): by the GPU's lower-cased id and CUDA device name, and its total memory.
 bool uses_large_batch_defaults(const EngineProfile& profile, const GpuSpec& gpu);
+// The batch defaults an unset --max-num-seqs / --max-num-batched-tokens take on `gpu`
+// (EngineArgs.get_batch_defaults): the row's huge (>= huge_gpu_min_memory_bytes), large or
+// other tier, `vllm serve`'s or vllm.LLM's (`llm_class`) token budget.
+struct BatchDefaults {
+  std::int64_t max_num_seqs = 0;
+  std::int64_t max_num_batched_tokens = 0;
+};
+BatchDefaults batch_defaults(const EngineProfile& profile, const GpuSpec& gpu, bool llm_class);
+
+// Every compiled-in engines.yaml row, oldest first (the knob table generates its default text
+// from them), and a row's from_version as text ("0.21.0").
+const std::vector<EngineProfile>& engine_profile_rows();
+std::string engine_row_version(const EngineProfile& row);
 
 // The knobs, with vLLM's names; the knob registry (knobs.hpp) declares each one's type, range,
 // default and flag. An unset optional takes the engine's default for this version and GPU.

@@ -13,6 +13,20 @@
 namespace vramplan {
 
 struct EngineConfig;
+struct ModelSpec;
+
+// Where an unset knob's value comes from. The Row* rules read fields of the engine's version
+// rows (model_specs/engines.yaml), so the text describing them is generated from those rows.
+enum class KnobDefault : std::uint8_t {
+  Stated,             // a constant or a code rule, described by `default_source`
+  NewestRow,          // the newest row's version
+  RowUtilization,     // default_gpu_memory_utilization
+  RowBatchSeqs,       // max_num_seqs_{large,other}_gpu by GPU tier (batch_defaults)
+  RowBatchTokens,     // max_num_batched_tokens_{serve,llm}_{huge,large,other}_gpu by GPU tier
+  RowAll2allBackend,  // all2all_backend_default
+  RowSwapSpace,       // swap_space_default_bytes
+  ModelContext,       // the model's max_position_embeddings (also the knob's upper bound)
+};
 
 enum class KnobType : std::uint8_t {
   Fraction,  // a real number in [minimum, maximum]
@@ -25,14 +39,16 @@ const char* knob_type_name(KnobType type) noexcept;
 
 using KnobValue = std::variant<bool, std::int64_t, double, std::string>;
 
+// One knob, declared once. Its JSON key (plans, breakdowns, KNOBS rows) is its name.
 struct KnobSpec {
   std::string_view name;  // as vLLM's EngineArgs names it (or the planner's own, see `flag`)
   KnobType type;
   std::string_view unit;
-  double minimum;                   // numeric knobs, inclusive
-  double maximum;                   // numeric knobs, inclusive
-  std::string_view choices;         // comma-separated closed set ("" = any value in range)
-  std::string_view default_source;  // what an unset knob becomes
+  double minimum;            // numeric knobs, inclusive
+  double maximum;            // numeric knobs, inclusive
+  std::string_view choices;  // comma-separated closed set ("" = any value in range)
+  KnobDefault default_rule;
+  std::string_view default_source;  // the rule's wording; knob_default_text() adds the rows
   std::string_view help;
   std::string_view flag;         // `vllm serve` flag; "" for planner-only knobs
   std::string_view kwarg;        // `vllm.LLM(...)` keyword; "" where there is none
@@ -40,11 +56,25 @@ struct KnobSpec {
   // Reads and writes the EngineConfig member; nullopt = unset.
   std::optional<KnobValue> (*get)(const EngineConfig&);
   void (*set)(EngineConfig&, const std::optional<KnobValue>&);
+  // A compiled launch evaluates it per point without recompiling (compiled.hpp LaunchKnobs).
+  bool evaluated;
 };
 
-// Knobs a compiled launch evaluates per point without recompiling (compiled.hpp LaunchKnobs):
-// utilization, context, sequences, batched tokens, block size, KV dtype.
+// Whether the knob called `name` is evaluated per point (KnobSpec::evaluated).
 bool is_evaluated_knob(std::string_view name) noexcept;
+// The evaluated knobs' names, comma-separated, in table order (for messages).
+std::string evaluated_knob_names();
+// What an unset knob becomes, as text: the rule's wording, and for row rules the values of the
+// compiled-in engines.yaml rows from the release where each starts ("0.9 from 0.6.4, 0.92 from
+// 0.21.0").
+std::string knob_default_text(const KnobSpec& knob);
+// The knob's range for `model`: its declared range, the upper bound lowered to the model's
+// max_position_embeddings for the context knob (vLLM refuses a longer max_model_len).
+struct KnobBounds {
+  double minimum = 0.0;
+  double maximum = 0.0;
+};
+KnobBounds knob_bounds(const KnobSpec& knob, const ModelSpec& model);
 // Every knob, in the order flags render.
 const std::vector<KnobSpec>& knob_specs();
 // The knob called `name`; throws ConfigError listing the knobs when there is none.

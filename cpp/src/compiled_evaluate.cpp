@@ -1,0 +1,407 @@
+// The per-point closed form of a compiled launch: vLLM's defaulting of the evaluated knobs,
+// each rank's startup at them and the verdict. No heap allocation on these paths.
+#include <algorithm>
+
+#include "launch_internal.hpp"
+#include "vramplan/compiled.hpp"
+#include "vramplan/errors.hpp"
+#include "vramplan/knobs.hpp"
+
+namespace vramplan {
+
+// CUDA-graph capture sizes at a point: they follow max_num_seqs and max_num_batched_tokens.
+namespace {
+
+// Whether `size` is on the profile's capture ladder.
+bool on_capture_ladder(const EngineProfile& profile, std::int64_t size) noexcept {
+  for (std::int32_t i = 0; i < profile.capture_ladder_segments; ++i) {
+    const CaptureSegment& seg = profile.capture_ladder[static_cast<std::size_t>(i)];
+    if (size >= seg.start && size <= seg.end && (size - seg.start) % seg.step == 0) return true;
+  }
+  return false;
+}
+
+// The speculative request-count grid (0.29 _set_cudagraph_sizes.request_counts): 1, 2, 4,
+// 8..248 step 8, 256.. step 16 (then the maximum itself); `index` walks it in ascending order.
+std::int64_t request_grid_value(std::int64_t index) noexcept {
+  if (index < 3) return std::int64_t{1} << index;  // 1, 2, 4
+  const std::int64_t eights = index - 3;           // 8, 16, ..., 248
+  if (eights < 31) return 8 * (eights + 1);
+  return 256 + 16 * (eights - 31);  // 256, 272, ...
+}
+
+}  // namespace
+
+CaptureSizes cudagraph_capture_sizes(const EngineProfile& profile, std::int64_t max_num_seqs,
+                                     std::int64_t max_num_batched_tokens,
+                                     std::int32_t num_speculative_tokens) noexcept {
+  std::int64_t limit = profile.capture_max_size;
+  if (profile.capture_bounded_by_max_num_seqs) {
+    std::int64_t by_seqs = max_num_seqs * profile.capture_seq_multiplier;
+    if (profile.capture_counts_speculative_tokens) by_seqs *= 1 + num_speculative_tokens;
+    limit = std::min(limit, by_seqs);
+  }
+  if (profile.capture_bounded_by_batched_tokens) limit = std::min(limit, max_num_batched_tokens);
+  CaptureSizes sizes;
+  for (std::int32_t i = 0; i < profile.capture_ladder_segments; ++i) {
+    const CaptureSegment& seg = profile.capture_ladder[static_cast<std::size_t>(i)];
+    if (limit < seg.start) break;
+    const std::int64_t last = std::min<std::int64_t>(seg.end, limit);
+    const std::int64_t steps = (last - seg.start) / seg.step;
+    sizes.count += static_cast<std::int32_t>(steps + 1);
+    sizes.largest = static_cast<std::int32_t>(seg.start + steps * seg.step);
+  }
+  // Uniform-decode sizes appended off the ladder (they need not land on its stride).
+  auto add = [&](std::int64_t size) {
+    if (size < 1 || size > limit || on_capture_ladder(profile, size)) return;
+    sizes.count += 1;
+    sizes.largest = static_cast<std::int32_t>(std::max<std::int64_t>(sizes.largest, size));
+  };
+  if (num_speculative_tokens > 0 && profile.capture_speculative_request_grid) {
+    // n x (1 + k) for n in the request grid up to min(max_num_seqs, ceiling), distinct values.
+    const std::int64_t query = 1 + num_speculative_tokens;
+    const std::int64_t max_requests =
+        std::min<std::int64_t>(max_num_seqs, profile.capture_max_size);
+    bool max_on_grid = false;
+    for (std::int64_t i = 0;; ++i) {
+      const std::int64_t n = request_grid_value(i);
+      if (n > max_requests) break;
+      max_on_grid |= n == max_requests;
+      add(n * query);
+    }
+    if (!max_on_grid) add(max_requests * query);
+  } else if (num_speculative_tokens == 0 && profile.capture_includes_max_num_seqs &&
+             max_num_seqs <= profile.capture_max_size) {
+    add(max_num_seqs);
+  }
+  return sizes;
+}
+
+// The activation peak at a point (activation.cpp compiles its per-token coefficients).
+std::int64_t sampler_peak_bytes(const SamplerModel& sampler, std::int64_t requests,
+                                std::int64_t batched_tokens) noexcept {
+  return static_cast<std::int64_t>(sampler.bytes_per_logit * static_cast<double>(requests) *
+                                   sampler.padded_vocab) +
+         batched_tokens * sampler.bytes_per_batched_token;
+}
+
+std::int64_t all2all_dispatch_bytes(const ActivationModel& model,
+                                    std::int64_t batched_tokens) noexcept {
+  if (model.dispatch_replicas <= 1) return 0;
+  // The fused-MoE workspace already counts T tokens; the gathered batch widens it to
+  // replicas x T, at most one kernel chunk at a time where the version chunks.
+  const std::int64_t gathered = std::int64_t{model.dispatch_replicas} * batched_tokens;
+  const std::int64_t workspace_tokens =
+      model.moe_chunk_tokens > 0 ? std::min(gathered, model.moe_chunk_tokens) : gathered;
+  return batched_tokens * model.dispatch_bytes_per_token +
+         std::max<std::int64_t>(0, workspace_tokens - batched_tokens) * model.moe_bytes_per_token;
+}
+
+std::int64_t activation_peak_bytes(const ActivationModel& model, const SamplerModel& sampler,
+                                   std::int64_t batched_tokens, std::int64_t requests) noexcept {
+  const std::int64_t forward = batched_tokens * model.forward_bytes_per_token;
+  const std::int64_t sampled =
+      model.sampler ? sampler_peak_bytes(sampler, requests, batched_tokens) : 0;
+  return std::max(forward, sampled) + batched_tokens * model.moe_bytes_per_token +
+         all2all_dispatch_bytes(model, batched_tokens);
+}
+
+// The encoder profile at a point (multimodal.cpp compiles its per-item facts).
+namespace {
+
+// Image counts and their bytes, saturated at 2^60: absurd knobs or specs read as "does not
+// fit", never as an int64 overflow.
+std::int64_t saturating_product(std::int64_t items, std::int64_t bytes) noexcept {
+  constexpr std::int64_t kCeiling = std::int64_t{1} << 60;
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(items, bytes, &out) || out > kCeiling) return kCeiling;
+  return out;
+}
+
+}  // namespace
+
+EncoderBudget encoder_budget(const EncoderProfileModel& encoder,
+                             std::int64_t max_num_batched_tokens, std::int64_t max_num_seqs,
+                             std::int64_t max_model_len, bool chunked_prefill) noexcept {
+  EncoderBudget out;
+  if (encoder.tokens_per_item <= 0) return out;
+  const std::int64_t per_item = encoder.tokens_per_item;
+  out.budget_tokens = std::max(max_num_batched_tokens, per_item);
+  const std::int64_t per_prompt =
+      std::max<std::int64_t>(1, std::min(encoder.limit_per_prompt, max_model_len / per_item));
+  std::int64_t requests = max_num_seqs;
+  if (!chunked_prefill) requests = std::min(requests, max_num_batched_tokens / per_item);
+  out.items = std::max<std::int64_t>(
+      1, std::min(out.budget_tokens / per_item, saturating_product(requests, per_prompt)));
+  return out;
+}
+
+std::int64_t multimodal_activation_peak_bytes(const EncoderProfileModel& encoder,
+                                              std::int64_t items,
+                                              std::int64_t text_peak_bytes) noexcept {
+  const std::int64_t forward = saturating_product(items, encoder.forward_bytes_per_item);
+  const std::int64_t cache = saturating_product(items, encoder.cache_bytes_per_item);
+  return saturating_product(items, encoder.input_bytes_per_item) +
+         std::max(forward, cache + text_peak_bytes);
+}
+
+KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) const noexcept {
+  const ModelSpec& s = *spec_;
+  if ((k.max_model_len && *k.max_model_len <= 0) || (k.max_num_seqs && *k.max_num_seqs <= 0) ||
+      (k.max_num_batched_tokens && *k.max_num_batched_tokens <= 0) ||
+      (k.block_size && *k.block_size <= 0) || k.kv_element_bytes < 0 ||
+      (k.gpu_memory_utilization &&
+       !(*k.gpu_memory_utilization > 0.0 && *k.gpu_memory_utilization <= 1.0))) {
+    return KnobProblem::NotPositive;
+  }
+  // vLLM refuses a longer context unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (then quality is not
+  // guaranteed).
+  if (k.max_model_len && *k.max_model_len > s.max_position_embeddings) {
+    return KnobProblem::MaxModelLenBeyondModel;
+  }
+  r.gpu_memory_utilization =
+      k.gpu_memory_utilization.value_or(profile().default_gpu_memory_utilization);
+  r.max_model_len = k.max_model_len.value_or(s.max_position_embeddings);
+  r.block_size = k.block_size.value_or(default_block_size_);
+  r.kv_element_bytes =
+      k.kv_element_bytes > 0 ? k.kv_element_bytes : dtype_info(served_dtype_).block_bytes;
+  // Batch defaults (EngineArgs.get_batch_defaults), then the scheduler's own clamps.
+  r.max_num_seqs = k.max_num_seqs.value_or(default_max_num_seqs_);
+  if (k.max_num_batched_tokens) {
+    r.max_num_batched_tokens = *k.max_num_batched_tokens;
+  } else {
+    std::int64_t tokens = default_max_num_batched_tokens_;
+    if (!profile().chunked_prefill_default) tokens = std::max(tokens, r.max_model_len);
+    r.max_num_batched_tokens = std::min(r.max_num_seqs * r.max_model_len, tokens);
+  }
+  if (!k.max_num_seqs) r.max_num_seqs = std::min(r.max_num_seqs, r.max_num_batched_tokens);
+  if (!profile().chunked_prefill_default && r.max_num_batched_tokens < r.max_model_len) {
+    return KnobProblem::BatchedTokensBelowModelLen;
+  }
+  if (r.max_num_batched_tokens < r.max_num_seqs) return KnobProblem::BatchedTokensBelowNumSeqs;
+  r.num_cudagraph_sizes = 0;
+  r.max_cudagraph_capture_size = 0;
+  if (!config_.enforce_eager) {
+    const CaptureSizes sizes = cudagraph_capture_sizes(
+        profile(), r.max_num_seqs, r.max_num_batched_tokens, num_speculative_tokens_);
+    r.num_cudagraph_sizes = sizes.count;
+    r.max_cudagraph_capture_size = sizes.largest;
+  }
+  return KnobProblem::None;
+}
+
+ResolvedKnobs CompiledLaunch::resolve(const LaunchKnobs& k) const {
+  ResolvedKnobs r;
+  switch (try_resolve(k, r)) {
+    case KnobProblem::None:
+      return r;
+    case KnobProblem::NotPositive: {
+      // The registry names the knob; C++ callers filling LaunchKnobs directly land here.
+      EngineConfig probe;
+      probe.gpu_memory_utilization = k.gpu_memory_utilization;
+      probe.max_model_len = k.max_model_len;
+      probe.max_num_seqs = k.max_num_seqs;
+      probe.max_num_batched_tokens = k.max_num_batched_tokens;
+      probe.block_size = k.block_size;
+      validate_knobs(probe);
+      throw ConfigError("kv_element_bytes", std::to_string(k.kv_element_bytes), "1, 2 or 4",
+                        "unknown KV element width");
+    }
+    case KnobProblem::MaxModelLenBeyondModel:
+      throw ConfigError("max_model_len", std::to_string(*k.max_model_len),
+                        "<= " + std::to_string(spec_->max_position_embeddings) +
+                            " (the model's max_position_embeddings)",
+                        "longer than the model supports");
+    case KnobProblem::BatchedTokensBelowModelLen:
+      throw ConfigError("max_num_batched_tokens", std::to_string(r.max_num_batched_tokens),
+                        ">= max_model_len (" + std::to_string(r.max_model_len) + ")",
+                        "without chunked prefill a whole prompt must fit in one batch");
+    case KnobProblem::BatchedTokensBelowNumSeqs:
+      throw ConfigError("max_num_batched_tokens", std::to_string(r.max_num_batched_tokens),
+                        ">= max_num_seqs (" + std::to_string(r.max_num_seqs) + ")",
+                        "vLLM schedules at least one token per sequence");
+  }
+  return r;
+}
+
+RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
+                                             const ResolvedKnobs& k) const noexcept {
+  const CompiledRank& rank = ranks_[index];
+  RankEvaluation e;
+  const std::int64_t total = hardware_.gpu.total_memory_bytes;
+  const std::int64_t tokens = k.max_num_batched_tokens;
+  const std::int64_t requests = std::min(k.max_num_seqs, tokens);
+  e.activation_peak_bytes = activation_peak_bytes(rank.activation, sampler_, tokens, requests);
+  e.persistent_buffers_bytes = persistent_buffers_bytes(k.max_num_seqs);
+  if (rank.draft_activation) {
+    e.activation_peak_bytes =
+        std::max(e.activation_peak_bytes,
+                 activation_peak_bytes(*rank.draft_activation, sampler_, tokens, requests));
+  }
+  if (rank.encoder.tokens_per_item > 0) {
+    const EncoderBudget budget = encoder_budget(rank.encoder, tokens, k.max_num_seqs,
+                                                k.max_model_len, profile().chunked_prefill_default);
+    const std::int64_t text_peak = e.activation_peak_bytes;
+    e.activation_peak_bytes =
+        multimodal_activation_peak_bytes(rank.encoder, budget.items, text_peak);
+    e.mm_encoder_bytes = e.activation_peak_bytes - text_peak;
+  }
+  if (k.num_cudagraph_sizes > 0) {
+    const double sizes = static_cast<double>(k.num_cudagraph_sizes);
+    e.cudagraph_bytes =
+        cudagraph_base_bytes_ + static_cast<std::int64_t>(rank.cudagraph_bytes_per_size * sizes);
+    if (rank.draft_activation) {
+      e.cudagraph_bytes += static_cast<std::int64_t>(rank.draft_cudagraph_bytes_per_size * sizes);
+    }
+  }
+  const KvBudget budget =
+      kv_budget(rules_,
+                BudgetTerms{total, rank.weights_bytes, e.activation_peak_bytes,
+                            rank.non_torch_bytes, e.cudagraph_bytes, e.persistent_buffers_bytes},
+                k.gpu_memory_utilization, config_.kv_cache_memory_bytes);
+  e.requested_memory_bytes = budget.requested_memory_bytes;
+  e.kv_cache_bytes = budget.kv_cache_bytes;
+  const std::int64_t graph_in_budget = budget.cudagraph_in_budget_bytes;
+  const std::int64_t persistent_in_budget = budget.persistent_in_budget_bytes;
+  e.page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
+  e.num_blocks = kv_num_blocks(rank.kv, e.page, e.kv_cache_bytes);
+  e.headroom_bytes = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_ -
+                     e.requested_memory_bytes;
+  if (profile().post_allocation_check) {
+    // After the KV cache is allocated the profile activations (and the graph estimate the
+    // budget reserved) are free again; graph capture outside the budget and then the
+    // sampler warm-up on max_num_seqs dummy requests need their room, and weights repacked
+    // at load leave segments the allocator cannot reuse for those large blocks.
+    const std::int64_t sampler =
+        rank.last_stage ? sampler_peak_bytes(sampler_, requests, tokens) : 0;
+    e.post_allocation_bytes = e.cudagraph_bytes + sampler + unusable_after_repack_bytes_ +
+                              (e.persistent_buffers_bytes - persistent_in_budget) -
+                              (e.activation_peak_bytes + graph_in_budget);
+  }
+  return e;
+}
+
+Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
+  Evaluation out;
+  out.knobs = k;
+  std::int64_t num_blocks = -1;
+  std::int64_t worst_request = 0;
+  std::int64_t tightest_margin = 0;  // post-allocation need beyond the headroom
+  std::int64_t worst_requested = 0;
+  std::int64_t worst_blocks = 0;  // blocks one request needs on the worst rank
+  KvPage worst_page;
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    const RankEvaluation e = evaluate_rank(i, k);
+    const CompiledRank& rank = ranks_[i];
+    out.kv_empty |= rank.kv.groups.empty();
+    if (num_blocks < 0 || e.num_blocks < num_blocks) num_blocks = e.num_blocks;
+    out.max_weights_bytes = std::max(out.max_weights_bytes, rank.weights_bytes);
+    out.max_post_allocation_bytes =
+        std::max(out.max_post_allocation_bytes, e.post_allocation_bytes);
+    if (profile().graph_profiling_minimal_kv_cache && k.num_cudagraph_sizes > 0) {
+      // Graph profiling holds the weights, the workspaces, a minimal KV cache and the graphs.
+      const std::int64_t minimal_kv = kv_blocks_bytes(rank.kv, e.page, graph_profiling_blocks(k));
+      out.max_graph_profiling_bytes =
+          std::max(out.max_graph_profiling_bytes, rank.weights_bytes + rank.non_torch_bytes +
+                                                      e.persistent_buffers_bytes + minimal_kv +
+                                                      e.cudagraph_bytes);
+    }
+    // The worst rank: the largest shortfall of one request against its KV cache.
+    out.min_kv_cache_bytes =
+        i == 0 ? e.kv_cache_bytes : std::min(out.min_kv_cache_bytes, e.kv_cache_bytes);
+    const std::int64_t blocks =
+        kv_blocks_per_request(rank.kv, e.page, k.max_model_len, k.max_num_batched_tokens);
+    const std::int64_t need = kv_blocks_bytes(rank.kv, e.page, blocks);
+    if (need - e.kv_cache_bytes >= worst_request - out.min_kv_cache_bytes) {
+      worst_request = need;
+      out.worst_rank = static_cast<std::int32_t>(i);
+      worst_page = e.page;
+      worst_blocks = blocks;
+    }
+    const std::int64_t margin = e.post_allocation_bytes - e.headroom_bytes;
+    if (i == 0 || margin > tightest_margin) {
+      tightest_margin = margin;
+      out.tightest_rank = static_cast<std::int32_t>(i);
+    }
+    worst_requested = e.requested_memory_bytes;
+  }
+  out.num_blocks = std::max<std::int64_t>(0, num_blocks);
+  out.request_kv_bytes = worst_request;
+  const KvGeometry& worst = ranks_[static_cast<std::size_t>(out.worst_rank)].kv;
+  if (worst_blocks > 0) {
+    out.max_concurrency = static_cast<double>(out.num_blocks) / static_cast<double>(worst_blocks);
+  }
+  if (profile().tokens_from_concurrency) {
+    out.kv_tokens =
+        static_cast<std::int64_t>(out.max_concurrency * static_cast<double>(k.max_model_len));
+  } else {
+    const std::int64_t groups =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(worst.groups.size()));
+    out.kv_tokens = (out.num_blocks / groups) * worst_page.block_size;
+  }
+  const std::int64_t workers = std::int64_t{config_.tensor_parallel_size} *
+                               config_.pipeline_parallel_size * config_.data_parallel_size;
+  out.host_required_bytes = host_.required_bytes + workers * 5 * k.max_num_seqs * k.max_model_len;
+
+  // Startup verdict, in the order vLLM meets the checks.
+  const std::int64_t kv_fixed = config_.kv_cache_memory_bytes.value_or(0);
+  if (profile().startup_free_memory_check && startup_free_bytes_ < worst_requested) {
+    out.outcome = Outcome::StartupFreeMemory;
+  } else if (hardware_.host_ram_bytes > 0 && out.host_required_bytes > hardware_.host_ram_bytes) {
+    out.outcome = Outcome::HostOomKilled;
+  } else if (out.max_weights_bytes > startup_free_bytes_) {
+    out.outcome = Outcome::OomAtLoad;
+  } else if (out.max_graph_profiling_bytes > startup_free_bytes_) {
+    out.outcome = Outcome::CudagraphProfilingOom;
+  } else if ((out.min_kv_cache_bytes <= 0 && !out.kv_empty) ||
+             (kv_fixed > 0 && out.max_weights_bytes + ranks_.front().non_torch_bytes + kv_fixed >
+                                  startup_free_bytes_)) {
+    // A fixed --kv-cache-memory-bytes is allocated as asked: it must fit beside the weights.
+    out.outcome = Outcome::NoKvMemory;
+  } else if (worst_request > out.min_kv_cache_bytes) {
+    out.outcome = Outcome::InsufficientKvForMaxModelLen;
+  } else if (tightest_margin > 0) {
+    // Graphs captured after the allocation come first; then the sampler warm-up.
+    const RankEvaluation t = evaluate_rank(static_cast<std::size_t>(out.tightest_rank), k);
+    const std::int64_t graph_in_budget = profile().cudagraph_in_budget ? t.cudagraph_bytes : 0;
+    out.outcome = t.cudagraph_bytes > t.headroom_bytes + t.activation_peak_bytes + graph_in_budget
+                      ? Outcome::CudagraphCaptureOom
+                      : Outcome::SamplerWarmupOom;
+  }
+  return out;
+}
+
+std::int64_t CompiledLaunch::persistent_buffers_bytes(std::int64_t max_num_seqs) const noexcept {
+  if (!model_runner_v2_) return 0;
+  const std::int64_t vocab = spec_->vocab_size;
+  return max_num_seqs * (vocab + ceil_div(vocab, 32)) * 4;
+}
+
+std::int64_t CompiledLaunch::graph_profiling_blocks(const ResolvedKnobs& k) const noexcept {
+  const std::int64_t blocks =
+      profile().graph_profiling_blocks_bounded_by_max_num_seqs
+          ? std::min<std::int64_t>(k.max_num_seqs, k.max_cudagraph_capture_size)
+          : k.max_cudagraph_capture_size;
+  return std::max<std::int64_t>(1, blocks);
+}
+
+std::int64_t CompiledLaunch::estimated_max_model_len(const Evaluation& e) const noexcept {
+  const ResolvedKnobs& k = e.knobs;
+  const std::size_t worst = static_cast<std::size_t>(e.worst_rank);
+  const KvPage page = kv_page(ranks_[worst].kv, k.block_size, k.kv_element_bytes);
+  return kv_max_model_len_that_fits(ranks_[worst].kv, page, e.min_kv_cache_bytes, k.max_model_len,
+                                    k.max_num_batched_tokens);
+}
+
+std::int64_t CompiledLaunch::blocks_per_request(const ResolvedKnobs& k,
+                                                std::int64_t context) const noexcept {
+  std::int64_t worst = 0;
+  for (const CompiledRank& rank : ranks_) {
+    const KvPage page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
+    worst =
+        std::max(worst, kv_blocks_per_request(rank.kv, page, context, k.max_num_batched_tokens));
+  }
+  return worst;
+}
+
+}  // namespace vramplan

@@ -1,0 +1,518 @@
+// Compiling a launch: everything that depends only on the model, the GPU, parallelism,
+// formats, speculation, LoRA, offload and the engine version, worked out once per stage.
+#include <algorithm>
+#include <cmath>
+
+#include "launch_internal.hpp"
+#include "vramplan/calibration.hpp"
+#include "vramplan/compiled.hpp"
+#include "vramplan/errors.hpp"
+#include "vramplan/knobs.hpp"
+
+namespace vramplan {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+namespace {
+
+using calibration::kMiB;
+
+QuantSpec effective_quantization(const ModelSpec& spec, const EngineConfig& config) {
+  const std::string q = lower(config.quantization);
+  if (q.empty() || q == quant_method_name(spec.quantization.method)) return spec.quantization;
+  if (spec.quantization.method != QuantMethod::None) {
+    // vLLM upgrades checkpoint formats to faster kernels of the same layout (awq_marlin,
+    // gptq_marlin, compressed-tensors); the bytes follow the checkpoint.
+    if (q.find("marlin") != std::string::npos || q == "compressed-tensors" ||
+        q == "compressed_tensors" || q == "modelopt" || q == "modelopt_fp4") {
+      return spec.quantization;
+    }
+    throw ConfigError("quantization", "'" + config.quantization + "'",
+                      std::string("the checkpoint's own format (") +
+                          quant_method_name(spec.quantization.method) + ")",
+                      "cannot re-quantize an already quantized checkpoint");
+  }
+  QuantSpec online;
+  online.online = true;
+  if (q == "fp8") {
+    online.method = QuantMethod::Fp8;
+    online.bits = 8;
+    online.scale_strategy = ScaleStrategy::Tensor;
+  } else if (q == "bitsandbytes") {
+    online.method = QuantMethod::BnbNf4;
+    online.bits = 4;
+  } else {
+    throw ConfigError("quantization", "'" + config.quantization + "'", "fp8, bitsandbytes",
+                      "unsupported online quantization for a 16-bit checkpoint");
+  }
+  return online;
+}
+
+DType dtype_served(const ModelSpec& spec, const std::string& dtype) {
+  const std::string d = lower(dtype);
+  if (d.empty() || d == "auto") {
+    // vLLM serves fp32 checkpoints in bf16 under `auto`; quantized checkpoints keep fp16.
+    return spec.torch_dtype == DType::F32 ? DType::BF16 : spec.torch_dtype;
+  }
+  if (d == "half") return DType::F16;
+  const auto parsed = parse_dtype(d);
+  if (!parsed || (*parsed != DType::BF16 && *parsed != DType::F16 && *parsed != DType::F32)) {
+    throw ConfigError("dtype", "'" + dtype + "'", "auto, bfloat16, float16, float32",
+                      "unknown model dtype");
+  }
+  return *parsed;
+}
+
+// Bytes per KV element for --kv-cache-dtype; 0 for "auto" (the served dtype's width).
+std::int32_t kv_element_bytes(const std::string& kv_cache_dtype) {
+  const std::string k = lower(kv_cache_dtype);
+  if (k.empty() || k == "auto") return 0;
+  if (k == "fp8" || k == "fp8_e4m3" || k == "fp8_e5m2" || k == "fp8_inc") return 1;
+  if (k == "bfloat16" || k == "float16" || k == "half") return 2;
+  throw ConfigError("kv_cache_dtype", "'" + kv_cache_dtype + "'",
+                    "auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16", "unknown KV cache dtype");
+}
+
+}  // namespace
+
+namespace {
+
+// Whether the launch runs on Model Runner V2 (VllmConfig.use_v2_model_runner): the environment
+// variable decides when set; else the release's default set of models, less the features MRV2
+// does not support.
+bool uses_model_runner_v2(const ModelSpec& spec, const EngineProfile& profile,
+                          const EngineConfig& config, const QuantSpec& quant) {
+  const std::string forced = config.vllm_use_v2_model_runner;
+  if (forced == "1") return true;
+  if (forced == "0") return false;
+  const bool hybrid = spec.has_mamba || spec.has_linear_attention;
+  const bool attention_free =
+      std::none_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& layer) {
+        return layer.attention != AttentionKind::None && layer.attention != AttentionKind::Mamba &&
+               layer.attention != AttentionKind::LinearAttention;
+      });
+  const auto& whitelist = profile.model_runner_v2_moe_model_types;
+  const bool whitelisted =
+      std::find(whitelist.begin(), whitelist.end(), lower(spec.model_type)) != whitelist.end();
+  bool routed = false;
+  switch (profile.model_runner_v2) {
+    case ModelRunnerV2Routing::None:
+      return false;
+    case ModelRunnerV2Routing::Qwen3Dense:
+      routed = lower(spec.model_type) == "qwen3" && quant.method == QuantMethod::None;
+      break;
+    case ModelRunnerV2Routing::Dense:
+      routed = whitelisted || (!hybrid && !attention_free && !spec.has_moe);
+      break;
+    case ModelRunnerV2Routing::All:
+      routed = true;
+      break;
+  }
+  const auto& unsupported = profile.model_runner_v2_unsupported_speculative_methods;
+  const std::string method = lower(config.speculative_method);
+  if (config.num_speculative_tokens > 0 &&
+      std::find(unsupported.begin(), unsupported.end(), method) != unsupported.end()) {
+    return false;
+  }
+  return routed;
+}
+
+// Bytes per element of a --mamba-cache-dtype / --mamba-ssm-cache-dtype value ("auto" ->
+// `auto_bytes`); the knob registry has checked the name.
+std::int32_t state_width(const std::string& dtype, std::int64_t auto_bytes) noexcept {
+  if (dtype == "auto") return static_cast<std::int32_t>(auto_bytes);
+  const std::optional<DType> parsed = parse_dtype(dtype);
+  return parsed ? static_cast<std::int32_t>(dtype_info(*parsed).block_bytes)
+                : static_cast<std::int32_t>(auto_bytes);
+}
+
+// The drafter a speculative-decoding launch adds, resolved from the knobs.
+struct Drafter {
+  bool mtp = false;                  // the target's own MTP layers
+  const ModelSpec* model = nullptr;  // a separate draft model (EAGLE heads, small LM)
+  std::vector<LayerSpec> kv_layers;  // attention layers the drafter adds to the KV pool
+};
+
+Drafter resolve_drafter(const ModelSpec& spec, const EngineConfig& config) {
+  Drafter d;
+  if (config.num_speculative_tokens < 0) {
+    throw ConfigError("num_speculative_tokens", std::to_string(config.num_speculative_tokens),
+                      ">= 0", "negative speculative tokens");
+  }
+  std::string method = lower(config.speculative_method);
+  if (config.num_speculative_tokens == 0) {
+    if (!method.empty()) {
+      throw ConfigError("num_speculative_tokens", "0", ">= 1",
+                        "speculative_method '" + method + "' needs num_speculative_tokens");
+    }
+    return d;
+  }
+  if (method.empty()) {
+    if (spec.num_nextn_predict_layers == 0) {
+      throw ConfigError("speculative_method", "unset", "mtp, eagle, eagle3, draft_model, ngram",
+                        spec.id + " ships no MTP layers: name the speculative method");
+    }
+    method = "mtp";
+  }
+  if (method == "mtp" || method == "deepseek_mtp") {
+    if (spec.num_nextn_predict_layers == 0) {
+      throw ConfigError("speculative_method", "'mtp'", "eagle, eagle3, draft_model, ngram",
+                        spec.id + " ships no MTP layers");
+    }
+    d.mtp = true;
+    d.kv_layers.assign(static_cast<std::size_t>(spec.num_nextn_predict_layers), spec.layers.back());
+  } else if (method == "eagle" || method == "eagle3" || method == "draft_model") {
+    if (!config.draft_model) {
+      throw ConfigError("speculative_model", "unset", "a model id or path",
+                        "speculative_method '" + method + "' needs the drafter's model");
+    }
+    d.model = config.draft_model.get();
+    for (const LayerSpec& layer : d.model->layers) {
+      if (layer.attention != AttentionKind::None) d.kv_layers.push_back(layer);
+    }
+  } else if (method != "ngram" && method != "suffix") {
+    throw ConfigError("speculative_method", "'" + config.speculative_method + "'",
+                      "mtp, eagle, eagle3, draft_model, ngram", "unknown speculative method");
+  }
+  return d;
+}
+
+// The spec whose layers the last stage's KV pool holds: the target's plus the drafter's.
+ModelSpec with_drafter_layers(const ModelSpec& spec, const Drafter& drafter) {
+  ModelSpec merged = spec;
+  merged.layers.insert(merged.layers.end(), drafter.kv_layers.begin(), drafter.kv_layers.end());
+  merged.num_hidden_layers = static_cast<std::int32_t>(merged.layers.size());
+  return merged;
+}
+
+}  // namespace
+
+LaunchKnobs launch_knobs(const EngineConfig& config) {
+  LaunchKnobs k;
+  k.gpu_memory_utilization = config.gpu_memory_utilization;
+  k.max_model_len = config.max_model_len;
+  k.max_num_seqs = config.max_num_seqs;
+  k.max_num_batched_tokens = config.max_num_batched_tokens;
+  k.block_size = config.block_size;
+  k.kv_element_bytes = kv_element_bytes(config.kv_cache_dtype);
+  return k;
+}
+
+namespace {
+
+// vLLM's environment defaults for the expert-parallel exchange (vllm/envs.py).
+constexpr std::int64_t kMoeDpChunkTokens = 256;                     // VLLM_MOE_DP_CHUNK_SIZE
+constexpr std::int64_t kDeepEpNvlBytes = std::int64_t{1024} << 20;  // VLLM_DEEPEP_BUFFER_SIZE_MB
+// DeepEP's Buffer also cudaMallocs a fixed workspace (NUM_WORKSPACE_BYTES,
+// csrc/kernels/configs.cuh).
+constexpr std::int64_t kDeepEpWorkspaceBytes = std::int64_t{32} << 20;
+
+// DeepEP's get_low_latency_rdma_size_hint (csrc/config.hpp, LowLatencyLayout): two (odd/even)
+// send, receive and signalling buffers. A dispatch message is an int4 header plus the larger of
+// a bf16 token and an fp8 token with one float scale per 128 channels; a combine message is a
+// bf16 token plus a bf16x2 min/max per 128 channels. The hint rounds past the next 128 bytes
+// (NUM_BUFFER_ALIGNMENT_BYTES); the rank count does not enter the layout.
+std::int64_t deepep_low_latency_rdma_bytes(std::int64_t tokens_per_rank, std::int64_t hidden,
+                                           std::int64_t num_experts) {
+  const std::int64_t scales = hidden / 128;
+  const std::int64_t dispatch_message = 16 + std::max(hidden * 2, hidden + scales * 4);
+  const std::int64_t combine_message = scales * 4 + hidden * 2;
+  const std::int64_t send =
+      std::max(tokens_per_rank * dispatch_message, num_experts * tokens_per_rank * combine_message);
+  const std::int64_t receive =
+      num_experts * tokens_per_rank * std::max(dispatch_message, combine_message);
+  const std::int64_t signal = ceil_div(num_experts * 4, 128) * 128;
+  return (2 * (send + receive + signal) + 128) / 128 * 128;
+}
+
+// pplx-kernels' AllToAllIntraNode (csrc/all_to_all/intranode.cpp), the one-node case vLLM
+// builds: one buffer per peer rank, each the larger of the dispatch and the combine layout.
+// Combine carries fp32 tokens (hidden x 4 B, 16-aligned), which never fall below a dispatched
+// bf16 or fp8 token with its scales and 4 B of metadata, so it sets the size: an int4 header,
+// the local experts' uint32 counts (16-aligned) and tokens x local experts x token bytes.
+// Beside them: peer pointer arrays, per-token receive counts, per-expert counters and six
+// uint32 token-tracking arrays of local experts x tokens x ranks.
+std::int64_t pplx_intranode_bytes(std::int64_t tokens, std::int64_t hidden,
+                                  std::int64_t num_experts, std::int64_t ranks) {
+  const std::int64_t local_experts = ceil_div(num_experts, ranks);
+  const std::int64_t buffer = 16 + ceil_div(local_experts * 4, 16) * 16 +
+                              tokens * local_experts * (ceil_div(hidden * 4, 16) * 16);
+  const std::int64_t pointers = 3 * ranks * 8;  // send, receive and count pointer arrays
+  const std::int64_t counters = tokens * 4 + num_experts * 4 + local_experts * ranks * 4 + 4;
+  const std::int64_t tracking = 6 * local_experts * tokens * ranks * 4;
+  return ranks * buffer + pointers + counters + tracking;
+}
+
+// How the MoE layers of a data-parallel launch exchange tokens (vLLM FusedMoE.forward_impl,
+// all2all_utils.maybe_make_prepare_finalize, device_communicators/all2all.py).
+struct All2AllExchange {
+  bool applies = false;           // an MoE model under DP
+  bool gathers = false;           // naive dispatch: all DP ranks' tokens through each MoE layer
+  std::int64_t buffer_bytes = 0;  // DeepEP buffers made after load (non-torch)
+};
+
+All2AllExchange all2all_exchange(const ModelSpec& spec, const EngineConfig& config,
+                                 const EngineProfile& profile) {
+  All2AllExchange x;
+  // MoE layers exchange tokens only across DP ranks (do_naive_dispatch_combine and
+  // use_all2all_kernels both need dp_size > 1).
+  if (!spec.has_moe || config.data_parallel_size <= 1) return x;
+  x.applies = true;
+  const std::string backend = config.all2all_backend.empty() ? profile.all2all_backend_default
+                                                             : lower(config.all2all_backend);
+  if (backend == "naive" || backend == "allgather_reducescatter") {
+    x.gathers = true;
+    return x;
+  }
+  const bool deepep = backend == "deepep_high_throughput" || backend == "deepep_low_latency";
+  if (deepep && config.enable_expert_parallel) {
+    // One Buffer per process (cached by its arguments): the NVLink buffer (no RDMA buffer on
+    // one node in high-throughput mode) and the workspace; low latency adds the RDMA buffer
+    // sized for VLLM_MOE_DP_CHUNK_SIZE tokens per rank over the global experts.
+    x.buffer_bytes = kDeepEpNvlBytes + kDeepEpWorkspaceBytes;
+    if (backend == "deepep_low_latency") {
+      x.buffer_bytes +=
+          deepep_low_latency_rdma_bytes(kMoeDpChunkTokens, spec.hidden_size, spec.moe.num_experts);
+    }
+    return x;
+  }
+  if (backend == "pplx" && config.enable_expert_parallel) {
+    // vLLM passes max_num_tokens = VLLM_MOE_DP_CHUNK_SIZE and the EP group (TP x DP ranks).
+    x.buffer_bytes =
+        pplx_intranode_bytes(kMoeDpChunkTokens, spec.hidden_size, spec.moe.num_experts,
+                             std::int64_t{config.tensor_parallel_size} * config.data_parallel_size);
+    return x;
+  }
+  const bool kernels = deepep || backend == "pplx";
+  throw ConfigError("all2all_backend", "'" + backend + "'",
+                    "naive, allgather_reducescatter, or deepep_high_throughput / "
+                    "deepep_low_latency / pplx with enable_expert_parallel",
+                    kernels ? "these kernels run only with enable_expert_parallel: this launch "
+                              "is not modelled"
+                            : "the memory this backend allocates is not modelled");
+}
+
+bool stage_has_moe(const ModelSpec& spec, const LayerRange& layers) {
+  for (std::int32_t i = layers.begin; i < layers.end; ++i) {
+    const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
+    if (layer.mlp && layer.moe) return true;
+  }
+  return false;
+}
+
+// CUDA-graph pool bytes per capture size: one piece per captured layer, wider with the rank's
+// hidden width, more for routed-expert, MXFP4-expert and MLA layers.
+double cudagraph_bytes_per_size(const ModelSpec& spec, const EngineProfile& profile,
+                                const QuantSpec& quant, std::int32_t tp, const LayerRange& layers) {
+  const double mib = static_cast<double>(calibration::kMiB);
+  const double dense_piece =
+      profile.cudagraph_piece_mib * mib +
+      profile.cudagraph_piece_mib_per_hidden * mib * static_cast<double>(spec.hidden_size) / tp;
+  double per_size = 0.0;
+  for (std::int32_t i = layers.begin; i < layers.end; ++i) {
+    const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
+    per_size += dense_piece;
+    if (layer.moe) per_size += profile.cudagraph_piece_mib_moe * mib;
+    if (layer.moe && quant.method == QuantMethod::Mxfp4) {
+      per_size += profile.cudagraph_piece_mib_mxfp4_moe * mib;
+    }
+    if (layer.attention == AttentionKind::Mla) per_size += profile.cudagraph_piece_mib_mla * mib;
+  }
+  return per_size;
+}
+
+}  // namespace
+
+CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareConfig hardware,
+                               EngineConfig config)
+    : spec_(std::move(spec)), hardware_(std::move(hardware)), config_(std::move(config)) {
+  const ModelSpec& s = *spec_;
+  const EngineConfig& c = config_;
+  validate_knobs(c);
+  const Drafter drafter = resolve_drafter(s, c);
+  rules_ = c.profile ? *c.profile : engine_profile(c.engine_version);
+  EngineProfile& profile = *std::get_if<EngineProfile>(&rules_);
+  if (c.pipeline_parallel_size > s.num_hidden_layers) {
+    throw ConfigError("pipeline_parallel_size", std::to_string(c.pipeline_parallel_size),
+                      "1 .. num_hidden_layers (" + std::to_string(s.num_hidden_layers) + ")",
+                      "more stages than layers");
+  }
+  if (s.num_attention_heads % c.tensor_parallel_size != 0) {
+    throw ConfigError(
+        "tensor_parallel_size", std::to_string(c.tensor_parallel_size),
+        "a divisor of num_attention_heads (" + std::to_string(s.num_attention_heads) + ")",
+        "attention heads do not split evenly");
+  }
+  const std::int64_t gpus_needed =
+      std::int64_t{c.tensor_parallel_size} * c.pipeline_parallel_size * c.data_parallel_size;
+  if (gpus_needed > hardware_.num_gpus) {
+    throw ConfigError("tensor_parallel_size", std::to_string(c.tensor_parallel_size),
+                      "TP x PP x DP <= the " + std::to_string(hardware_.num_gpus) + " GPUs given",
+                      "the launch needs " + std::to_string(gpus_needed) + " GPUs");
+  }
+  const std::int64_t total = hardware_.gpu.total_memory_bytes;
+  if (total <= 0) {
+    throw ConfigError("gpu.total_memory_bytes", std::to_string(total), "> 0",
+                      "GPU total memory must be positive");
+  }
+  if (hardware_.memory_used_by_others_bytes < 0 || hardware_.memory_used_by_others_bytes >= total) {
+    throw ConfigError("memory_used_by_others_bytes",
+                      std::to_string(hardware_.memory_used_by_others_bytes),
+                      "0 .. the GPU's total (" + std::to_string(total) + ")", "out of range");
+  }
+  if (hardware_.host_ram_bytes < 0) {
+    throw ConfigError("host_ram_bytes", std::to_string(hardware_.host_ram_bytes),
+                      ">= 0 (0: unknown)", "negative host RAM");
+  }
+  served_dtype_ = dtype_served(s, c.dtype);
+  quantization_ = effective_quantization(s, c);
+  if (quantization_.method == QuantMethod::Mxfp4) {
+    // MXFP4 MoE backend by architecture: Blackwell's TRT-LLM kernels round H and I to 256;
+    // Ampere/Hopper run Marlin, which rounds H to 256 and I to 128 (gpt-oss-120b 65.97 GiB,
+    // gpt-oss-20b 13.64 GiB measured on H100).
+    const bool blackwell = hardware_.gpu.compute_capability >= 10.0;
+    quantization_.expert_hidden_multiple = 256;
+    quantization_.expert_intermediate_multiple = blackwell ? 256 : 128;
+  }
+  // Block size: 16, except where an MLA backend forces its own (vllm/platforms/cuda.py):
+  // CUTLASS MLA 128 on data-centre Blackwell (10.x), FlashMLA 64 on Hopper (9.x, the only
+  // capability FlashMLA's dense kernel supports). Ampere, Ada and consumer Blackwell (12.x)
+  // fall back to Triton MLA, which keeps 16; so does ROCm without AITER.
+  if (s.has_mla && profile.mla_backend_block_size && hardware_.gpu.vendor == "nvidia") {
+    const double cc = hardware_.gpu.compute_capability;
+    if (cc >= 10.0 && cc < 11.0) {
+      default_block_size_ = 128;
+    } else if (cc >= 9.0 && cc < 10.0) {
+      default_block_size_ = 64;
+    }
+  }
+  const BatchDefaults batch = batch_defaults(profile, hardware_.gpu, c.llm_class);
+  default_max_num_seqs_ = batch.max_num_seqs;
+  default_max_num_batched_tokens_ = batch.max_num_batched_tokens;
+  const double capability = hardware_.gpu.compute_capability;
+  if (profile.capture_max_size_datacenter_blackwell > 0 && hardware_.gpu.vendor == "nvidia" &&
+      capability >= 10.0 && capability < 11.0) {
+    // is_device_capability_family(100): the default capture ceiling is 1024 (0.28+).
+    profile.capture_max_size = profile.capture_max_size_datacenter_blackwell;
+    // The last ladder run (256.. step 16) continues up to the raised ceiling.
+    CaptureSegment& last =
+        profile.capture_ladder[static_cast<std::size_t>(profile.capture_ladder_segments - 1)];
+    last.end = std::max(last.end, profile.capture_max_size);
+  }
+  model_runner_v2_ = uses_model_runner_v2(s, profile, c, quantization_);
+  if (model_runner_v2_ && !profile.model_runner_v2_cudagraph_estimate) {
+    // MRV2 before 0.29: profile_cudagraph_memory returns 0, so nothing is profiled and the
+    // graphs are captured after the KV allocation, outside the budget (as up to 0.20).
+    profile.cudagraph_in_budget = false;
+    profile.graph_profiling_minimal_kv_cache = false;
+  }
+  const std::int32_t tp = c.tensor_parallel_size;
+  const std::int32_t pp = c.pipeline_parallel_size;
+  const std::int32_t dp = c.data_parallel_size;
+  const std::int32_t ep = c.enable_expert_parallel && s.has_moe ? tp * dp : 1;
+  const All2AllExchange exchange = all2all_exchange(s, c, profile);
+  all2all_exchange_ = exchange.applies;
+  cuda_context_bytes_ =
+      profile.cuda_context_bytes + (tp * pp * dp > 1 ? profile.nccl_communicator_bytes : 0);
+  startup_free_bytes_ = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_;
+  cudagraph_base_bytes_ = static_cast<std::int64_t>(profile.cudagraph_base_mib *
+                                                    static_cast<double>(calibration::kMiB));
+  unusable_after_repack_bytes_ =
+      quantization_.method == QuantMethod::Mxfp4 ? calibration::kRepackedWeightsUnreusable : 0;
+  num_speculative_tokens_ = c.num_speculative_tokens;
+  const std::int64_t act_bytes = dtype_info(served_dtype_).block_bytes;
+  sampler_.bytes_per_logit = profile.sampler_bytes_per_logit + static_cast<double>(act_bytes);
+  sampler_.padded_vocab = static_cast<double>(padded_vocab_size(s.vocab_size));
+  sampler_.bytes_per_batched_token = s.hidden_size * act_bytes;
+
+  const std::int64_t tensor_parallel_non_torch = hardware_.gpu.pcie_only
+                                                     ? profile.non_torch_tensor_parallel_pcie_bytes
+                                                     : profile.non_torch_tensor_parallel_bytes;
+  const std::int64_t non_torch = tp > 1   ? tensor_parallel_non_torch
+                                 : pp > 1 ? profile.non_torch_pipeline_only_bytes
+                                          : profile.non_torch_single_rank_bytes;
+  const EncoderProfileModel encoder = multimodal_profile(act_bytes);
+  // With every modality limited to 0, vLLM skips the encoder profile and (where the row says
+  // so) does not build the tower, so its weights stay on disk.
+  std::unique_ptr<ModelSpec> text_only;
+  if (s.vision.num_parameters > 0 && !multimodal_enabled() &&
+      profile.skips_encoder_without_modalities) {
+    text_only = std::make_unique<ModelSpec>(s);
+    text_only->vision = TowerSpec{};
+  }
+  const ModelSpec& loaded = text_only ? *text_only : s;
+  std::unique_ptr<ModelSpec> merged;  // the last stage's KV pool holds the drafter's layers
+  if (!drafter.kv_layers.empty()) {
+    merged = std::make_unique<ModelSpec>(with_drafter_layers(s, drafter));
+  }
+  for (std::int32_t stage = 0; stage < pp; ++stage) {
+    CompiledRank rank;
+    rank.pipeline_rank = stage;
+    rank.last_stage = stage == pp - 1;
+    const LayerRange layers = pipeline_layer_range(s.num_hidden_layers, pp, stage);
+    // Experts split whole over EP ranks, or each one over TP x DP ranks without EP.
+    const std::int32_t expert_tp = ep > 1 ? 1 : tp * dp;
+    const RankPlacement placement{tp, pp, stage, ep, expert_tp};
+    const WeightBytes weights =
+        weight_bytes_per_rank(loaded, quantization_, served_dtype_, placement, drafter.mtp);
+    // A separate drafter lives on the last stage, sharded with the target's TP.
+    const std::int64_t draft_weights =
+        drafter.model != nullptr && rank.last_stage
+            ? weight_bytes_per_rank(*drafter.model, drafter.model->quantization, served_dtype_,
+                                    RankPlacement{tp, 1, 0})
+                  .total()
+            : 0;
+    rank.lora_bytes =
+        lora_bytes_per_rank(s, c.max_loras, c.max_lora_rank, served_dtype_, placement);
+    rank.weights_bytes = std::max<std::int64_t>(0, weights.total() - c.cpu_offload_bytes) +
+                         rank.lora_bytes + draft_weights;
+    const bool moe_stage = stage_has_moe(s, layers);
+    rank.all2all_buffer_bytes = moe_stage ? exchange.buffer_bytes : 0;
+    rank.non_torch_bytes = non_torch + rank.all2all_buffer_bytes;
+    rank.encoder = encoder;
+    // Under expert parallelism each rank runs whole experts: the MoE workspace is unsplit.
+    rank.activation = activation_model(s, quantization_, act_bytes, tp, expert_tp, layers,
+                                       rank.last_stage, profile.forward_hidden_buffers);
+    if (exchange.gathers && moe_stage) {
+      // Per local token, dp gathered rows of hidden states and router logits (served dtype)
+      // and dp - 1 more rows of expert output, alive with the fused-MoE workspace.
+      rank.activation.dispatch_replicas = dp;
+      rank.activation.dispatch_bytes_per_token =
+          act_bytes * (std::int64_t{dp} * (s.hidden_size + s.moe.num_experts) +
+                       std::int64_t{dp - 1} * s.hidden_size);
+      rank.activation.moe_chunk_tokens = profile.fused_moe_chunk_tokens;
+    }
+    rank.cudagraph_bytes_per_size = cudagraph_bytes_per_size(s, profile, quantization_, tp, layers);
+    if (rank.last_stage && drafter.model != nullptr) {
+      // The drafter's dummy forward follows the target's in the profile run; its graphs are
+      // captured too (pieces only: the pool base is shared).
+      const LayerRange draft_layers{0, drafter.model->num_hidden_layers};
+      rank.draft_activation = activation_model(*drafter.model, quantization_, act_bytes, tp, tp,
+                                               draft_layers, false, profile.forward_hidden_buffers);
+      rank.draft_cudagraph_bytes_per_size =
+          cudagraph_bytes_per_size(*drafter.model, profile, quantization_, tp, draft_layers);
+    }
+    KvCacheOptions kv;
+    kv.tensor_parallel_size = tp;
+    kv.state_element_bytes = state_width(c.mamba_cache_dtype, act_bytes);
+    kv.ssm_state_element_bytes = state_width(c.mamba_ssm_cache_dtype, 0);
+    kv.num_speculative_tokens = c.num_speculative_tokens;
+    if (rank.last_stage && merged) {
+      // The drafter's attention layers share the KV pool (same page size, one more group
+      // member each).
+      kv.layers = LayerRange{layers.begin, merged->num_hidden_layers};
+      rank.kv = kv_geometry(*merged, kv);
+    } else {
+      kv.layers = layers;
+      rank.kv = kv_geometry(s, kv);
+    }
+    ranks_.push_back(std::move(rank));
+  }
+  host_ = host_model(s, std::int64_t{tp} * pp * dp, dp, tp, profile, c);
+}
+
+}  // namespace vramplan

@@ -1,0 +1,89 @@
+// Host RAM per node while loading and serving: process baselines, loader staging, pinned
+// buffers, the input batch and the (reclaimable) page cache.
+#include <algorithm>
+
+#include "launch_internal.hpp"
+#include "vramplan/calibration.hpp"
+#include "vramplan/compiled.hpp"
+
+namespace vramplan {
+namespace {
+
+std::int64_t next_power_of_two(std::int64_t bytes) noexcept {
+  std::int64_t p = 1;
+  while (p < bytes && p < (std::int64_t{1} << 62)) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+// Host RAM while loading and serving, per node, without the input batch (it grows with the
+// evaluated knobs; see CompiledLaunch::host).
+HostBreakdown host_model(const ModelSpec& spec, std::int64_t workers, std::int64_t engine_cores,
+                         std::int32_t tp, const EngineProfile& profile, const EngineConfig& knobs) {
+  HostBreakdown h;
+  // One API server; one engine core per data-parallel replica; one process per GPU.
+  h.process_baseline_bytes = calibration::kHostApiServer +
+                             engine_cores * calibration::kHostEngineCore +
+                             workers * calibration::kHostWorker;
+  // Every rank reads every shard and keeps its slice. Memory-mapped (lazy) loading holds about
+  // one tensor per worker in anonymous memory, eager loading a whole shard, prefetch only
+  // warms the page cache. The rest is file-backed page cache, shared and reclaimable.
+  std::int64_t largest_tensor = 0;
+  std::int64_t checkpoint_bytes = 0;
+  for (const auto& g : model_tensor_groups(spec)) {
+    const std::int64_t bytes = tensor_group_bytes(g, spec.quantization, spec.torch_dtype, 1, true);
+    checkpoint_bytes += bytes;
+    largest_tensor = std::max(largest_tensor, bytes / std::max<std::int64_t>(1, g.count));
+  }
+  h.page_cache_bytes = spec.checkpoint_bytes > 0 ? spec.checkpoint_bytes : checkpoint_bytes;
+  const std::string strategy = lower(knobs.safetensors_load_strategy);
+  if (strategy == "eager") {
+    // save_pretrained's default shard cap is 5 GB; a smaller checkpoint is one file.
+    const std::int64_t shard = std::min(h.page_cache_bytes, calibration::kHostShardBytes);
+    h.loader_anonymous_bytes = workers * std::max(shard, largest_tensor);
+  } else {
+    h.loader_anonymous_bytes = workers * largest_tensor;
+  }
+  // Pinned memory: torch's host allocator rounds each pin_memory block up to a power of two.
+  // cpu_offload pins many tensors (measured 1.15-1.9x, 1.9 planned); one KV offload buffer
+  // per worker rounds exactly; V0 pinned its swap space per GPU (default 4 GiB).
+  const std::int64_t offload_pinned = static_cast<std::int64_t>(
+      calibration::kPinnedOverhead * static_cast<double>(knobs.cpu_offload_bytes * workers));
+  const std::int64_t kv_offload_pinned =
+      knobs.kv_offloading_bytes > 0 ? tp * next_power_of_two(knobs.kv_offloading_bytes / tp) : 0;
+  const std::int64_t swap =
+      profile.swap_space_default_bytes > 0
+          ? workers * knobs.swap_space_bytes.value_or(profile.swap_space_default_bytes)
+          : 0;
+  h.pinned_bytes = offload_pinned + kv_offload_pinned + swap;
+  h.required_bytes = h.process_baseline_bytes + h.loader_anonymous_bytes + h.pinned_bytes;
+  return h;
+}
+
+HostBreakdown CompiledLaunch::host(const ResolvedKnobs& k) const {
+  HostBreakdown h = host_;
+  const std::int64_t workers = std::int64_t{config_.tensor_parallel_size} *
+                               config_.pipeline_parallel_size * config_.data_parallel_size;
+  h.input_batch_bytes = workers * 5 * k.max_num_seqs * k.max_model_len;
+  h.required_bytes += h.input_batch_bytes;
+  h.terms = {
+      {"process_baseline", h.process_baseline_bytes,
+       "calibrated: API server 1.5 GiB + 1.5 GiB per engine core (one per DP replica) + 3 GiB "
+       "per worker (host-ram.md 6)"},
+      {"loader_staging", h.loader_anonymous_bytes,
+       lower(config_.safetensors_load_strategy) == "eager"
+           ? "formula: one whole shard per worker (eager load, 5 GB shards)"
+           : "formula: largest tensor per worker (memory-mapped safetensors)"},
+      {"input_batch", h.input_batch_bytes,
+       "formula: 5 B x max_num_seqs x max_model_len per worker"},
+      {"pinned", h.pinned_bytes,
+       "formula: cpu_offload x workers x 1.9 + KV offload per worker rounded to a power of two"
+       " + V0 swap space"},
+      {"page_cache", h.page_cache_bytes,
+       "formula: checkpoint bytes, file-backed and reclaimable (not required)"},
+  };
+  return h;
+}
+
+}  // namespace vramplan

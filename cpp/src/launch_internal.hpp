@@ -1,0 +1,25 @@
+// Helpers shared by the files that compile and evaluate a launch (compiled_launch.cpp,
+// activation.cpp, multimodal.cpp, host_ram.cpp, compiled_evaluate.cpp); not installed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "vramplan/compiled.hpp"
+
+namespace vramplan {
+
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
+std::string lower(std::string s);
+
+// Peak torch allocation of the profile run per token on one stage (activation.cpp).
+ActivationModel activation_model(const ModelSpec& spec, const QuantSpec& quant,
+                                 std::int64_t act_bytes, std::int64_t tp, std::int64_t expert_tp,
+                                 const LayerRange& layers, bool last_stage,
+                                 double forward_hidden_buffers);
+
+// Host RAM while loading and serving, per node, without the input batch (host_ram.cpp).
+HostBreakdown host_model(const ModelSpec& spec, std::int64_t workers, std::int64_t engine_cores,
+                         std::int32_t tp, const EngineProfile& profile, const EngineConfig& knobs);
+
+}  // namespace vramplan

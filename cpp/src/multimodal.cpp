@@ -1,0 +1,108 @@
+// The multimodal encoder in vLLM's profile run, compiled: modality limits and the per-item facts
+// of the encoder profile (its budget and peak at a point are in compiled_evaluate.cpp).
+#include <algorithm>
+
+#include "launch_internal.hpp"
+#include "vramplan/compiled.hpp"
+#include "vramplan/errors.hpp"
+#include "vramplan/knobs.hpp"
+
+namespace vramplan {
+
+std::int64_t CompiledLaunch::mm_limit(const std::string& modality) const {
+  constexpr std::int64_t kDefaultLimit = 999;  // MultiModalConfig.get_limit_per_prompt
+  if (config_.language_model_only) return 0;
+  for (const ModalityLimit& limit : mm_limits_) {
+    if (limit.modality == modality) return limit.count;
+  }
+  return kDefaultLimit;
+}
+
+bool CompiledLaunch::multimodal_enabled() const {
+  const TowerSpec& tower = spec_->vision;
+  if (tower.num_parameters <= 0) return false;
+  bool enabled = mm_limit("image") > 0;
+  for (const std::string& modality : tower.unmodelled_modalities) {
+    enabled |= mm_limit(modality) > 0;
+  }
+  return enabled;
+}
+
+EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
+  const ModelSpec& s = *spec_;
+  const EngineConfig& c = config_;
+  const TowerSpec& tower = s.vision;
+  mm_limits_ = parse_limit_mm_per_prompt(c.limit_mm_per_prompt);
+  EncoderProfileModel encoder;
+  if (tower.num_parameters <= 0) {
+    // vLLM: "limit_mm_per_prompt is only supported for multimodal models".
+    if (!mm_limits_.empty() || c.language_model_only) {
+      const bool limits = !mm_limits_.empty();
+      throw ConfigError(limits ? "limit_mm_per_prompt" : "language_model_only",
+                        limits ? "'" + c.limit_mm_per_prompt + "'" : "true",
+                        "unset for a text-only model",
+                        s.id +
+                            " has no vision/audio encoder; vLLM takes it only for multimodal "
+                            "models");
+    }
+    return encoder;
+  }
+  for (const std::string& modality : tower.unmodelled_modalities) {
+    if (mm_limit(modality) > 0) {
+      std::string note = "Not modelled: vLLM may profile ";
+      note += modality;
+      note += " items of ";
+      note += s.id;
+      note +=
+          " (their tokens grow with max_model_len) instead of images; the activation peak "
+          "counts only the image profile. limit_mm_per_prompt '{\"";
+      note += modality;
+      note += "\": 0}' makes the plan exact.";
+      multimodal_notes_.push_back(std::move(note));
+    }
+  }
+  const std::int64_t image_limit = mm_limit("image");
+  if (image_limit == 0) return encoder;
+  if (profile().era == EngineEra::V0) {
+    multimodal_notes_.push_back(
+        "Not modelled: vLLM V0 profiles images inside its dummy sequences; the activation "
+        "peak of " +
+        s.id + " omits the vision encoder.");
+    return encoder;
+  }
+  if (tower.image_tokens_per_item <= 0) {
+    const bool asked = std::any_of(mm_limits_.begin(), mm_limits_.end(),
+                                   [](const ModalityLimit& l) { return l.modality == "image"; });
+    if (asked) {
+      throw ConfigError("limit_mm_per_prompt", "'" + c.limit_mm_per_prompt + "'",
+                        "{\"image\": 0} or language_model_only",
+                        s.id +
+                            " has no encoder-profile facts (vision.image_tokens_per_item and "
+                            "the encoder keys in its spec): its image profile cannot be "
+                            "counted");
+    }
+    multimodal_notes_.push_back(
+        "Not modelled: " + s.id +
+        " has no encoder-profile facts (vision.image_tokens_per_item "
+        "in its spec), so the activation peak omits the encoder forward and encoder cache of "
+        "vLLM's image profile; language_model_only or limit_mm_per_prompt '{\"image\": 0}' "
+        "makes the plan exact.");
+    return encoder;
+  }
+  const std::int64_t tp = c.tensor_parallel_size;
+  // The encoder forward peaks in an MLP: its intermediate buffers (gate+up and the activation,
+  // or fc1 and the activation) beside the residual stream and the normed input.
+  const std::int64_t mlp_buffers = tower.encoder_gated_mlp ? 3 : 2;
+  const std::int64_t hidden_buffers = 2 * std::int64_t{tower.encoder_hidden_size};
+  encoder.tokens_per_item = tower.image_tokens_per_item;
+  encoder.limit_per_prompt = image_limit;
+  encoder.cache_bytes_per_item = tower.image_tokens_per_item * s.hidden_size * act_bytes;
+  encoder.input_bytes_per_item = tower.pixel_values_per_item * act_bytes;
+  // The encoder's Linears are split over TP like the decoder's (mm_encoder_tp_mode "weights").
+  encoder.forward_bytes_per_item =
+      tower.encoder_tokens_per_item * act_bytes *
+      (mlp_buffers * ceil_div(tower.encoder_intermediate_size, tp) + hidden_buffers);
+  return encoder;
+}
+
+}  // namespace vramplan

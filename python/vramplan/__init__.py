@@ -8,6 +8,8 @@ except ImportError as err:  # pragma: no cover - only without a build
     msg = f"{err}: vramplan's C++ core is not built: run ./scripts/setup.sh (or `pip install .`)"
     raise ImportError(msg) from err
 
+from typing import TYPE_CHECKING, Any
+
 from ._core import ConfigError, Error, ParseError, SpecError, parse_vllm_log
 from .api import (
     DEFAULT_GPU,
@@ -28,13 +30,22 @@ from .api import (
     spec_database,
     sweep,
 )
+
+# Functions named as their module are imported now: importing the module later (vramplan.fit)
+# would otherwise leave the module, not the function, under the package's name. None of these
+# imports pandas, numpy, matplotlib, rich or huggingface_hub: each function loads what it uses.
 from .calibrate import Profile, calibrate
 from .colocate import Colocation, Instance, colocate
 from .diagnose import diagnose
 from .explain import explain
 from .fit import fit, fit_models
-from .plots import plot_fit, plot_frontier
-from .probe import auto_gpu
+
+# The rest on first use.
+_LAZY = {"plot_fit": "plots", "plot_frontier": "plots", "auto_gpu": "probe"}
+
+if TYPE_CHECKING:
+    from .plots import plot_fit, plot_frontier
+    from .probe import auto_gpu
 
 __version__ = "0.1.0"
 
@@ -79,3 +90,15 @@ __all__ = [
 
 def __dir__() -> list[str]:
     return __all__
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module 'vramplan' has no attribute {name!r}"
+        raise AttributeError(msg)
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value

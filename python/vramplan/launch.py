@@ -584,11 +584,14 @@ def environment_for(launch_env: Mapping[str, str], *, devices: bool = True) -> d
     return env
 
 
-def remedy_available(remedy: Mapping[str, Any], version: str | None) -> bool:
-    """Whether every argument a remedy changes exists in the release planned for (the solver
-    offers, say, CPU offload without knowing that 0.5.0 has no --cpu-offload-gb)."""
+def remedy_available(remedy: Mapping[str, Any] | Sequence[str], version: str | None) -> bool:
+    """Whether every argument a remedy changes (a remedy's JSON, or the vLLM keywords of its
+    `changes`) exists in the release planned for (the solver offers, say, CPU offload without
+    knowing that 0.5.0 has no --cpu-offload-gb)."""
     names = engine_arg_names(version)
-    return all(str(change["knob"]) in names for change in remedy.get("changes") or [])
+    if isinstance(remedy, Mapping):
+        remedy = [str(change["knob"]) for change in remedy.get("changes") or []]
+    return all(knob in names for knob in remedy)
 
 
 def passthrough_words(args: Mapping[str, Any], names: Sequence[str]) -> list[str]:

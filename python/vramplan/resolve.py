@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from . import _core, _io
+from ._database import spec_database
 
 _T = TypeVar("_T")
 
@@ -83,8 +84,6 @@ def _error(message: str) -> _core.Error:
 def _unknown(name: str, detail: str) -> _core.ConfigError:
     """The database's unknown-model error (near names included), extended with what else was
     tried and a did-you-mean over ids and aliases."""
-    from .api import spec_database
-
     try:
         spec_database().model(name)
         database = f"model: {name}"
@@ -94,8 +93,6 @@ def _unknown(name: str, detail: str) -> _core.ConfigError:
 
 
 def _did_you_mean(name: str) -> str:
-    from .api import spec_database
-
     db = spec_database()
     names = list(db.model_ids())
     for model_id in db.model_ids():
@@ -393,8 +390,6 @@ def resolve_model(
     `revision` (branch, tag or commit) applies to the cache and the Hub; `offline` overrides
     HF_HUB_OFFLINE; `token` overrides HF_TOKEN / the saved token; `timeout_s` bounds each
     request. Raises vramplan.Error naming what was tried."""
-    from .api import spec_database
-
     check_revision(revision)
     if len(str(model)) > _MAX_NAME_CHARS:
         msg = f"model: a name of {len(str(model))} characters (at most {_MAX_NAME_CHARS})"

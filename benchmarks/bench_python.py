@@ -22,10 +22,12 @@ import argparse
 import importlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -97,10 +99,14 @@ def vramscout_job() -> Callable[[], Any] | None:
     return lambda: plan_inference(gpu, spec, context=32768)
 
 
-def _cold_env(python_dir: Path, specs_dir: Path) -> dict[str, str]:
+def _cold_env(python_dir: Path, specs_dir: Path, pycache: str) -> dict[str, str]:
+    """An installed package's start: bytecode cached (in `pycache`, outside the trees), the
+    database given, the Hub never asked."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     return {
-        **os.environ,
+        **env,
         "PYTHONPATH": str(python_dir),
+        "PYTHONPYCACHEPREFIX": pycache,
         "VRAMPLAN_MODEL_SPECS": str(specs_dir),
         "HF_HUB_OFFLINE": "1",
     }
@@ -122,28 +128,45 @@ def cold_starts(previous: str | None) -> dict[str, float]:
     """Median wall-clock ms of each COLD_COMMANDS entry in a fresh interpreter (and the same
     for the package in `previous`), runs alternating between the two so that load on the
     machine hits both alike; `..._over_python_ms` subtracts `python -c pass`."""
-    trees = {"": _cold_env(ROOT / "python", ROOT / "model_specs")}
+    pycache = tempfile.mkdtemp(prefix="vramplan-bench-pycache-")
+    trees = {"": _cold_env(ROOT / "python", ROOT / "model_specs", pycache)}
     if previous:
-        trees["previous_"] = _cold_env(Path(previous) / "python", Path(previous) / "model_specs")
+        trees["previous_"] = _cold_env(
+            Path(previous) / "python", Path(previous) / "model_specs", pycache
+        )
     commands = {name: [sys.executable, *argv] for name, argv in COLD_COMMANDS.items()}
     entry = _entry_point()
     if entry is not None:
         commands["vramplan flags (entry point)"] = [*entry, *COLD_COMMANDS["vramplan flags"][2:]]
     times: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
+    for argv in commands.values():  # untimed: writes the bytecode caches
+        for env in trees.values():
+            subprocess.run(argv, env=env, capture_output=True, check=False)
     for _ in range(COLD_RUNS):
         for name, argv in commands.items():
             for prefix, env in trees.items():
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 start = time.perf_counter()
                 subprocess.run(
                     argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
                 )
                 times.setdefault(prefix + name, []).append((time.perf_counter() - start) * 1e3)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                cpu.setdefault(prefix + name, []).append(used * 1e3)
+    # Wall clock is the target; the child's CPU time (user + system) is less sensitive to
+    # other load on the machine.
     out = {f"cold_{name}_ms": statistics.median(runs) for name, runs in times.items()}
+    out.update({f"cold_{name}_cpu_ms": statistics.median(runs) for name, runs in cpu.items()})
     for prefix in trees:
         base = out[f"cold_{prefix}python -c pass_ms"]
         for name in commands:
             if name != "python -c pass":
                 out[f"cold_{prefix}{name}_over_python_ms"] = out[f"cold_{prefix}{name}_ms"] - base
+                out[f"cold_{prefix}{name}_cpu_over_python_ms"] = (
+                    out[f"cold_{prefix}{name}_cpu_ms"] - out[f"cold_{prefix}python -c pass_cpu_ms"]
+                )
     return out
 
 

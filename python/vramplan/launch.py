@@ -89,9 +89,11 @@ def _arg_data() -> dict[str, Any]:
     path = model_specs_dir() / "engine_args.yaml"
     import yaml
 
+    # libyaml's loader where PyYAML has it: the pure-Python one takes most of a CLI run here.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         with path.open("rb") as handle:
-            data = yaml.safe_load(handle.read(MAX_LAUNCH_BYTES))
+            data = yaml.load(handle.read(MAX_LAUNCH_BYTES), Loader=loader)
     except OSError as err:
         msg = f"{path}: cannot read vLLM's argument list ({err.strerror})"
         raise _core.SpecError(msg) from err

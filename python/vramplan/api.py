@@ -38,9 +38,15 @@ def _band_table(file: str) -> _core.ErrorBandTable:
     return _core.ErrorBandTable.load_file(file)
 
 
+@functools.lru_cache(maxsize=256)
+def _band_in(file: str, launch: _core.Launch) -> _core.ErrorBand:
+    return _band_table(file).lookup(launch)
+
+
 def _error_band(launch: _core.Launch) -> _core.ErrorBand:
-    """The launch's (GPU family x era) row of the error-band table (docs/accuracy.md)."""
-    return _band_table(str(model_specs_dir() / BANDS_FILE)).lookup(launch)
+    """The launch's (GPU family x era) row of the error-band table (docs/accuracy.md), once
+    per compiled launch."""
+    return _band_in(str(model_specs_dir() / BANDS_FILE), launch)
 
 
 def models() -> list[str]:
@@ -265,11 +271,17 @@ class Breakdown:
     """Per-rank memory breakdown; every term in bytes. Attributes are the C++ result's
     (`ranks`, `host`, `kv_tokens`, `outcome`, ...); `to_dict()` / `to_json()` give the JSON."""
 
-    __slots__ = ("_band", "_core")
+    __slots__ = ("_band", "_core", "_launch")
 
-    def __init__(self, core: _core.Breakdown, band: _core.ErrorBand) -> None:
+    def __init__(
+        self,
+        core: _core.Breakdown,
+        band: _core.ErrorBand | None = None,
+        launch: _core.Launch | None = None,
+    ) -> None:
         self._core = core
-        self._band = band
+        self._band = band  # None: looked up from `launch` when first asked for
+        self._launch = launch
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)
@@ -281,6 +293,9 @@ class Breakdown:
     def error_band(self) -> dict[str, Any]:
         """The expected available-KV error for this launch's (GPU family, era), from the
         leave-one-source-out table (model_specs/error_bands.json)."""
+        if self._band is None:
+            assert self._launch is not None, "a Breakdown has its band or its launch"
+            self._band = _error_band(self._launch)
         return dict(self._band.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
@@ -328,7 +343,7 @@ def breakdown(
     launch, evaluated = _launch(
         model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, knobs
     )
-    return Breakdown(launch.breakdown(evaluated), _error_band(launch))
+    return Breakdown(launch.breakdown(evaluated), launch=launch)
 
 
 class Plan:

@@ -109,7 +109,7 @@ def test_a_broken_band_table_is_a_named_error(
     monkeypatch.setenv("VRAMPLAN_MODEL_SPECS", str(specs))
     (specs / "error_bands.json").write_text("[1, 2")
     with pytest.raises(vramplan.Error, match=r"error_bands\.json"):
-        vramplan.breakdown(MODEL, "H100-80GB", engine_version="0.19.0", offline=True)
+        vramplan.breakdown(MODEL, "H100-80GB", engine_version="0.19.0", offline=True).to_dict()
     (specs / "error_bands.json").write_text('{"groups": {"A100 x v1": {"band_bytes": -1}}}')
     with pytest.raises(vramplan.SpecError, match=r"groups\.A100 x v1\.band_bytes"):
         vramplan.plan(MODEL, "A100-80GB", engine_version="0.19.0", offline=True)

@@ -15,8 +15,6 @@ import difflib
 import json
 import os
 import re
-import socket
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -228,6 +226,8 @@ def _remote_missing() -> type[Exception]:
 
 
 def _hub_error(err: Exception, repo_id: str, endpoint: str, timeout_s: float) -> _core.Error:
+    import socket  # here and below: only a Hub request needs the network modules
+
     from huggingface_hub import errors as hf_errors
 
     where = f"{repo_id} on {endpoint}"
@@ -294,6 +294,8 @@ _DEADLINE_FACTOR = 6
 
 def _with_deadline(work: Callable[[], _T], seconds: float) -> _T:
     """`work()` on a daemon thread, abandoned with TimeoutError after `seconds`."""
+    import threading
+
     outcome: dict[str, Any] = {}
 
     def run() -> None:
@@ -319,6 +321,7 @@ _PROBE_S = 1.5
 def _connect(endpoint: str, seconds: float) -> None:
     """One TCP connection to the endpoint's host (name lookup included): raises OSError when
     the Hub cannot be reached at all."""
+    import socket
     from urllib.parse import urlsplit
 
     parts = urlsplit(endpoint)

@@ -456,6 +456,11 @@ def load_hf_config(path: str) -> ModelSpec:
     """
 
 def load_model_path(path: str) -> dict[str, typing.Any]: ...
+def load_yaml_names_file(
+    path: str, what: str, max_bytes: typing.SupportsInt | typing.SupportsIndex
+) -> typing.Any:
+    """A YAML file of names (maps, lists, every scalar its text) as dicts and lists."""
+
 def load_model_spec_file(path: str) -> ModelSpec: ...
 def outcome_names() -> list[typing.Any]: ...
 def parse_calibration_profile(yaml_text: str, file: str) -> dict[str, typing.Any]:

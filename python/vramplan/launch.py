@@ -86,17 +86,10 @@ def _kwarg_to_knob() -> dict[str, str]:
 
 @functools.lru_cache(maxsize=1)
 def _arg_data() -> dict[str, Any]:
+    # Read by the core (a file of names: every value a string), not PyYAML, whose import and
+    # pure-Python parse took a quarter of a CLI run.
     path = model_specs_dir() / "engine_args.yaml"
-    import yaml
-
-    # libyaml's loader where PyYAML has it: the pure-Python one takes most of a CLI run here.
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        with path.open("rb") as handle:
-            data = yaml.load(handle.read(MAX_LAUNCH_BYTES), Loader=loader)
-    except OSError as err:
-        msg = f"{path}: cannot read vLLM's argument list ({err.strerror})"
-        raise _core.SpecError(msg) from err
+    data = _core.load_yaml_names_file(str(path), "vLLM's argument list", MAX_LAUNCH_BYTES)
     if not isinstance(data, dict) or "base" not in data or "releases" not in data:
         msg = f"{path}: not vLLM's argument list (needs base and releases)"
         raise _core.SpecError(msg)

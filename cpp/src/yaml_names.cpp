@@ -14,14 +14,21 @@ nlohmann::json names_json(const YAML::Node& node, const std::string& file,
     nlohmann::json out = nlohmann::json::object();
     for (const auto& entry : node) {
       const std::string key = entry.first.Scalar();
-      out[key] = names_json(entry.second, file, field.empty() ? key : field + "." + key);
+      std::string path = field;
+      if (!path.empty()) path += '.';
+      path += key;
+      out[key] = names_json(entry.second, file, path);
     }
     return out;
   }
   if (node.IsSequence()) {
     nlohmann::json out = nlohmann::json::array();
     for (std::size_t i = 0; i < node.size(); ++i) {
-      out.push_back(names_json(node[i], file, field + "[" + std::to_string(i) + "]"));
+      std::string path = field;
+      path += '[';
+      path += std::to_string(i);
+      path += ']';
+      out.push_back(names_json(node[i], file, path));
     }
     return out;
   }

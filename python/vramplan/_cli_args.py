@@ -131,7 +131,12 @@ def _list_of(kind: Callable[[str], Any], what: str) -> Callable[[str], list[Any]
     return parse
 
 
-def _add_launch_args(p: argparse.ArgumentParser, *, grid: bool = False, model: bool = True) -> None:
+def _add_launch_args(
+    p: argparse.ArgumentParser, *, grid: bool = False, model: bool = True, knobs: bool = True
+) -> None:
+    """The launch's arguments: model, GPU, node and, with `knobs`, a flag per engine knob
+    (`knobs=False` for the subcommands a run does not parse: building every subcommand's
+    60 knob flags was a quarter of a CLI start)."""
     if model:
         p.add_argument(
             "model",
@@ -160,8 +165,8 @@ def _add_launch_args(p: argparse.ArgumentParser, *, grid: bool = False, model: b
     p.add_argument(
         "--offline", action="store_true", default=None, help="never ask the Hugging Face Hub"
     )
-    knobs = p.add_argument_group("engine knobs (vLLM's names; help from vramplan.KNOBS)")
-    for knob in api.KNOBS:
+    group = p.add_argument_group("engine knobs (vLLM's names; help from vramplan.KNOBS)")
+    for knob in api.KNOBS if knobs else []:
         flags = [_knob_flag(knob), *_ALIASES.get(knob["name"], [])]
         kwargs: dict[str, Any] = {"dest": knob["name"], "default": None, "help": _knob_help(knob)}
         if knob["type"] == "bool":
@@ -182,7 +187,7 @@ def _add_launch_args(p: argparse.ArgumentParser, *, grid: bool = False, model: b
                 kwargs["type"] = kind
             if knob["choices"] and knob["type"] == "str":
                 kwargs["choices"] = knob["choices"]
-        knobs.add_argument(*flags, **kwargs)
+        group.add_argument(*flags, **kwargs)
     p.add_argument(
         "--profile",
         help="a calibration profile (vramplan calibrate --out PROFILE.yaml) over the version's row",

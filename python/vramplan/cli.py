@@ -693,7 +693,9 @@ def _add_calibrate(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; with `command`, the other subcommands are registered without their
+    knob flags (only the command run is parsed)."""
     from . import __version__
 
     parser = argparse.ArgumentParser(
@@ -709,14 +711,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("breakdown", help="per-rank memory breakdown for one launch")
-    _add_launch_args(p)
+    _add_launch_args(p, knobs=command in (None, "breakdown"))
     p.set_defaults(func=_cmd_breakdown)
     for name, func, text in (
         ("plan", _cmd_plan, "solve for the largest safe flags"),
         ("flags", _cmd_flags, "print only the `vllm serve` flag line (nothing if it cannot fit)"),
     ):
         p = sub.add_parser(name, help=text)
-        _add_launch_args(p)
+        _add_launch_args(p, knobs=command in (None, name))
         p.add_argument(
             "--context",
             type=_context,
@@ -746,7 +748,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="judge a launch as written: vramplan check --gpu G -- vllm serve MODEL --flags ...",
     )
-    _add_launch_args(p, model=False)
+    _add_launch_args(p, model=False, knobs=command in (None, "check"))
     p.add_argument("--file", help="a JSON or YAML file of vllm.LLM(**kwargs) keyword arguments")
     p.add_argument(
         "command_line",
@@ -756,7 +758,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_check)
     p = sub.add_parser("sweep", help="a grid of launches as a table, CSV or Parquet")
-    _add_launch_args(p, grid=True)
+    _add_launch_args(p, grid=True, knobs=command in (None, "sweep"))
     p.add_argument("--out", help="write the grid to FILE.csv or FILE.parquet (needs pyarrow)")
     p.set_defaults(func=_cmd_sweep)
     p = sub.add_parser("explain", help="what a breakdown term or outcome means, and its flags")
@@ -804,7 +806,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_calibrate(sub)
     from .cli_fit import add_commands  # fit, colocate
 
-    add_commands(sub)
+    add_commands(sub, command)
     return parser
 
 
@@ -815,7 +817,7 @@ _TAKES_VLLM_FLAGS = frozenset({"plan", "flags", "breakdown", "sweep", "diagnose"
 def main(argv: list[str] | None = None) -> int:
     try:
         words = _split_verbosity(list(sys.argv[1:] if argv is None else argv))
-        parser = build_parser()
+        parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
         if words and words[0] == "check":
             args = parser.parse_args(words)
             if args.command_line and args.command_line[0] == "--":

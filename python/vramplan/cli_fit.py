@@ -343,13 +343,14 @@ def _cmd_colocate(args: argparse.Namespace) -> int:
     return _cli_args.EXIT_OK
 
 
-def add_commands(sub: Any) -> None:
-    """Register `fit` and `colocate` on the CLI's subparsers."""
+def add_commands(sub: Any, command: str | None = None) -> None:
+    """Register `fit` and `colocate` on the CLI's subparsers (knob flags only for `command`,
+    or for both when None; see cli.build_parser)."""
     p = sub.add_parser(
         "fit",
         help="which GPUs, how many and which split serve MODEL; or, with --gpu, which models fit",
     )
-    _cli_args._add_launch_args(p)
+    _cli_args._add_launch_args(p, knobs=command in (None, "fit"))
     p.set_defaults(model=None, gpu=None, func=_cmd_fit)
     for action in p._actions:  # no default model or GPU here: which is given picks the question
         if action.dest == "model":

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -153,3 +154,25 @@ def test_the_cycle_check_finds_cycles_inside_functions_and_through_the_package(
     assert import_cycles(package) == [["a", "b", "c", "a"]]
     (package / "a.py").write_text("A = 1\n\ndef f():\n    from . import f\n    return f\n")
     assert import_cycles(package) == [["__init__", "a", "f", "__init__"]]
+
+
+@pytest.mark.parametrize("command", ["plan", "flags", "breakdown", "check", "sweep", "fit"])
+def test_a_parser_built_for_one_command_parses_it_as_the_whole_parser_does(command: str) -> None:
+    """main() builds the knob flags of the subcommand it runs only; that subcommand's help
+    and parse are the whole parser's."""
+    import contextlib
+    import io
+
+    from vramplan import cli
+
+    def help_of(parser: Any) -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+            parser.parse_args([command, "-h"])
+        return out.getvalue()
+
+    whole, alone = cli.build_parser(), cli.build_parser(command)
+    assert help_of(alone) == help_of(whole)
+    assert "--kv-cache-dtype" in help_of(alone)
+    words = [command, "--kv-cache-dtype", "fp8", "--max-num-seqs", "8"]
+    assert vars(alone.parse_known_args(words)[0]) == vars(whole.parse_known_args(words)[0])

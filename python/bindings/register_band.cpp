@@ -7,7 +7,6 @@
 #include "register.hpp"
 #include "vramplan/compiled.hpp"
 #include "vramplan/error_band.hpp"
-#include "vramplan/errors.hpp"
 #include "vramplan/solver.hpp"
 
 namespace py = pybind11;
@@ -42,18 +41,7 @@ void register_band(py::module_& m) {
           [](const ErrorBandTable& table, const vramplan::CompiledLaunch& launch) {
             return table.lookup(launch);
           },
-          py::arg("launch"))
-      .def(
-          "lookup_family",
-          [](const ErrorBandTable& table, const std::string& gpu_family,
-             const std::string& era) -> ErrorBand {
-            for (const auto e : {vramplan::EngineEra::V0, vramplan::EngineEra::V1Early,
-                                 vramplan::EngineEra::V1Mid, vramplan::EngineEra::V1Latest}) {
-              if (era == vramplan::error_band_era(e)) return table.lookup(gpu_family, e);
-            }
-            throw vramplan::ConfigError("era", era, "V0, v1-early, v1, v1-latest", "unknown era");
-          },
-          py::arg("gpu_family"), py::arg("era"));
+          py::arg("launch"));
 }
 
 }  // namespace vramplan_py

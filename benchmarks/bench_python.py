@@ -1,10 +1,18 @@
 """The planner timed from Python, beside a pure-Python peer and (optionally) a previous build.
 
-Run: python3 benchmarks/bench_python.py [--previous DIR] [--json]
+Run: python3 benchmarks/bench_python.py [--previous DIR] [--cold-previous DIR] [--json]
   --previous DIR: a directory holding an older build of the package importable as
   `vramplan_old` (copy an installed `vramplan/` there under that name), timed in the same
   process on the same jobs.
-Reports CPU time per call (process_time) and sweep throughput; asserts nothing.
+  --cold-previous DIR: a directory holding an older `vramplan/` package (importable as
+  `vramplan`, its _core built) and its `model_specs/`: the cold starts are timed for both in
+  the same run, alternating, e.g. for the commit before HEAD:
+    git archive HEAD~1 python model_specs | tar -x -C /tmp/base
+    ln -s $PWD/python/vramplan/_core*.so /tmp/base/python/vramplan/
+    python3 benchmarks/bench_python.py --cold-previous /tmp/base
+  --cold-only: only the cold starts.
+Reports CPU time per call (process_time), sweep throughput and cold starts (wall clock of a
+fresh interpreter, median of 9, against `python3 -c pass`); asserts nothing.
 Needs `pip install vramscout` for the peer column (skipped with a note when absent).
 """
 
@@ -14,12 +22,28 @@ import argparse
 import importlib
 import json
 import os
+import resource
+import shutil
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+ROOT = Path(__file__).resolve().parents[1]
+COLD_RUNS = 9
+# Fresh interpreters: Python's own start, the import, and the two commands a shell script runs
+# (`vllm serve M $(vramplan flags ...)`), offline (no Hub), output discarded.
+COLD_COMMANDS = {
+    "python -c pass": ["-c", "pass"],
+    "import vramplan": ["-c", "import vramplan"],
+    "vramplan flags": ["-m", "vramplan", "flags", LLAMA, "--gpu", "H100-80GB"],
+    "vramplan plan": ["-m", "vramplan", "plan", LLAMA, "--gpu", "H100-80GB"],
+    "vramplan plan --json": ["-m", "vramplan", "plan", LLAMA, "--gpu", "H100-80GB", "--json"],
+}
 
 
 def per_call_us(fn: Callable[[], Any], seconds: float = 1.0) -> float:
@@ -75,6 +99,77 @@ def vramscout_job() -> Callable[[], Any] | None:
     return lambda: plan_inference(gpu, spec, context=32768)
 
 
+def _cold_env(python_dir: Path, specs_dir: Path, pycache: str) -> dict[str, str]:
+    """An installed package's start: bytecode cached (in `pycache`, outside the trees), the
+    database given, the Hub never asked."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {
+        **env,
+        "PYTHONPATH": str(python_dir),
+        "PYTHONPYCACHEPREFIX": pycache,
+        "VRAMPLAN_MODEL_SPECS": str(specs_dir),
+        "HF_HUB_OFFLINE": "1",
+    }
+
+
+def _entry_point() -> list[str] | None:
+    """The installed `vramplan` console script, run by this interpreter (PYTHONPATH then picks
+    the package timed), or None where it is not installed."""
+    script = shutil.which("vramplan")
+    if script is None:
+        return None
+    with Path(script).open(encoding="utf-8", errors="replace") as text:
+        if "python" not in text.readline():
+            return None  # a binary launcher: not this interpreter's script
+    return [script]
+
+
+def cold_starts(previous: str | None) -> dict[str, float]:
+    """Median wall-clock ms of each COLD_COMMANDS entry in a fresh interpreter (and the same
+    for the package in `previous`), runs alternating between the two so that load on the
+    machine hits both alike; `..._over_python_ms` subtracts `python -c pass`."""
+    pycache = tempfile.mkdtemp(prefix="vramplan-bench-pycache-")
+    trees = {"": _cold_env(ROOT / "python", ROOT / "model_specs", pycache)}
+    if previous:
+        trees["previous_"] = _cold_env(
+            Path(previous) / "python", Path(previous) / "model_specs", pycache
+        )
+    commands = {name: [sys.executable, *argv] for name, argv in COLD_COMMANDS.items()}
+    entry = _entry_point()
+    if entry is not None:
+        commands["vramplan flags (entry point)"] = [*entry, *COLD_COMMANDS["vramplan flags"][2:]]
+    times: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
+    for argv in commands.values():  # untimed: writes the bytecode caches
+        for env in trees.values():
+            subprocess.run(argv, env=env, capture_output=True, check=False)
+    for _ in range(COLD_RUNS):
+        for name, argv in commands.items():
+            for prefix, env in trees.items():
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                start = time.perf_counter()
+                subprocess.run(
+                    argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+                )
+                times.setdefault(prefix + name, []).append((time.perf_counter() - start) * 1e3)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                cpu.setdefault(prefix + name, []).append(used * 1e3)
+    # Wall clock is the target; the child's CPU time (user + system) is less sensitive to
+    # other load on the machine.
+    out = {f"cold_{name}_ms": statistics.median(runs) for name, runs in times.items()}
+    out.update({f"cold_{name}_cpu_ms": statistics.median(runs) for name, runs in cpu.items()})
+    for prefix in trees:
+        base = out[f"cold_{prefix}python -c pass_ms"]
+        for name in commands:
+            if name != "python -c pass":
+                out[f"cold_{prefix}{name}_over_python_ms"] = out[f"cold_{prefix}{name}_ms"] - base
+                out[f"cold_{prefix}{name}_cpu_over_python_ms"] = (
+                    out[f"cold_{prefix}{name}_cpu_ms"] - out[f"cold_{prefix}python -c pass_cpu_ms"]
+                )
+    return out
+
+
 def time_previous(directory: str) -> dict[str, float]:
     """The same jobs on an older build (its API took spec and GPU objects for sweeps)."""
     sys.path.insert(0, directory)
@@ -107,10 +202,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--previous", help="directory holding an older build as vramplan_old")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cold-previous", help="directory holding an older python/ tree")
+    parser.add_argument("--cold-only", action="store_true", help="only the cold starts")
     parser.add_argument("--previous-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.previous_child:
         print(json.dumps(time_previous(args.previous_child)))
+        return
+    if args.cold_only:
+        _report(cold_starts(args.cold_previous), as_json=args.json)
         return
     import vramplan  # after the child branch: a previous build cannot share the process
 
@@ -152,11 +252,16 @@ def main() -> None:
             check=True,
         )
         out.update(json.loads(child.stdout))
-    if args.json:
+    out.update(cold_starts(args.cold_previous))
+    _report(out, as_json=args.json)
+
+
+def _report(out: dict[str, Any], *, as_json: bool) -> None:
+    if as_json:
         print(json.dumps(out, indent=2))
         return
     for key, value in out.items():
-        print(f"{key:<40} {value:,.2f}" if isinstance(value, float) else f"{key:<40} {value}")
+        print(f"{key:<56} {value:,.2f}" if isinstance(value, float) else f"{key:<56} {value}")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import vramplan
-from vramplan import _band, _core, validate
+from vramplan import _core, validate
 
 # `vramplan.calibrate` is the function; the module holds the record -> sample mapping.
 _calibration = importlib.import_module("vramplan.calibrate")
@@ -96,16 +96,47 @@ def gpu_group(record: dict[str, Any]) -> str:
     return "other"
 
 
-# GPU families and eras: the planner's own (vramplan/_band.py), which reads the bands this
-# script writes.
-GPU_FAMILIES = _band.GPU_FAMILIES
+# GPU families of the records' free-text `gpu` fields, matched in this order. The planner
+# reads each database GPU's family from gpus.yaml (`family`); tests/python/test_error_band.py
+# checks that these patterns give every database GPU its gpus.yaml family.
+GPU_FAMILIES = (
+    (r"h100|h200|gh200", "H100/H200"),
+    (r"a100", "A100"),
+    (r"l40|\bl4\b", "L40S/L4"),
+    (r"rtx|geforce|3090|4090|5090", "RTX consumer"),
+    (r"mi300|instinct", "MI300X"),
+    (r"\bt4\b|v100", "T4/V100"),
+)
 # A prediction this far (percent of the measurement) from a term is listed on its own line.
 LARGE_ERROR_PCT = 10.0
 ERAS = ("pre-0.5", "V0", "v1-early", "v1", "v1-latest", "unknown")
 
 
+def family_of(text: str) -> str:
+    for pattern, label in GPU_FAMILIES:
+        if re.search(pattern, text, re.IGNORECASE):
+            return label
+    return "unknown"
+
+
 def gpu_family(record: dict[str, Any]) -> str:
-    return _band.gpu_family(str(record.get("gpu") or ""))
+    return family_of(str(record.get("gpu") or ""))
+
+
+def era_of(major: int, minor: int) -> str:
+    """The era of vLLM major.minor, at the boundaries of engines.yaml's `era` rows (the planner
+    takes a launch's era from its row): V0 (<= 0.7), v1-early (0.8-0.10), v1 (0.11-0.20),
+    v1-latest (>= 0.21)."""
+    version = (major, minor)
+    if version < (0, 5):
+        return "pre-0.5"
+    if version < (0, 8):
+        return "V0"
+    if version < (0, 11):
+        return "v1-early"
+    if version < (0, 21):
+        return "v1"
+    return "v1-latest"
 
 
 def era(record: dict[str, Any]) -> str:
@@ -117,7 +148,7 @@ def era(record: dict[str, Any]) -> str:
     match = re.search(r"(\d+)\.(\d+)", text)
     if not match:
         return "V0" if re.search(r"\bV0\b", str(record.get("notes") or "")) else "unknown"
-    return _band.era_of(int(match.group(1)), int(match.group(2)))
+    return era_of(int(match.group(1)), int(match.group(2)))
 
 
 def record_reason(record: dict[str, Any]) -> str | None:

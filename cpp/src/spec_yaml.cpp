@@ -120,6 +120,7 @@ const std::vector<SchemaKey> kSchema = {
   {"gpu", "shared_aliases", "list[string]", false, "Names several memory sizes share (NVIDIA A100): the first GPU listing one is assumed, with a warning."},
   {"gpu", "name", "string", true, "Product name."},
   {"gpu", "vendor", "string", true, "nvidia or amd."},
+  {"gpu", "family", "string", false, "GPU family of the error band (model_specs/error_bands.json): H100/H200, A100, L40S/L4, RTX consumer, MI300X, T4/V100; absent: no measured band."},
   {"gpu", "total_memory_bytes", "int", true, "Total memory as cudaMemGetInfo / torch report it (bytes), not the marketing figure.", std::int64_t{1} << 45},
   {"gpu", "total_memory_source", "string", true, "Where the total comes from."},
   {"gpu", "total_memory_derived", "bool", false, "The total is derived from the published capacity (rule in gpus.yaml), not measured."},
@@ -875,6 +876,7 @@ std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::st
     if (g.vendor != "nvidia" && g.vendor != "amd") {
       r.fail(r.field("vendor"), "'" + g.vendor + "'", "expected nvidia or amd");
     }
+    g.family = r.get_string("family");
     g.total_memory_bytes = r.get_int("total_memory_bytes", 0, std::int64_t{1} << 30);
     g.total_memory_source = r.get_string("total_memory_source");
     g.total_memory_derived = r.get_bool("total_memory_derived", false);

@@ -15,4 +15,5 @@ PYBIND11_MODULE(_core, m) {
   vramplan_py::register_diagnose(m);
   vramplan_py::register_calibrate(m);
   vramplan_py::register_colocate(m);
+  vramplan_py::register_band(m);
 }

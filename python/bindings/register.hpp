@@ -14,6 +14,7 @@ void register_readers(pybind11::module_& m);
 void register_diagnose(pybind11::module_& m);
 void register_calibrate(pybind11::module_& m);
 void register_colocate(pybind11::module_& m);
+void register_band(pybind11::module_& m);
 
 // C++ JSON -> Python object (dict/list), through the json module: one conversion path.
 pybind11::object to_python(const nlohmann::json& value);

@@ -10,6 +10,7 @@
 #include "vramplan/hf_import.hpp"
 #include "vramplan/model_source.hpp"
 #include "vramplan/tensor_headers.hpp"
+#include "vramplan/yaml_names.hpp"
 
 namespace py = pybind11;
 
@@ -35,6 +36,13 @@ nlohmann::json tensors_json(const std::vector<vramplan::TensorInfo>& tensors) {
 // into Python objects after the GIL is taken back.
 void register_readers(py::module_& m) {
   using release_gil = py::call_guard<py::gil_scoped_release>;
+  m.def(
+      "load_yaml_names_file",
+      [](const std::string& path, const std::string& what, std::int64_t max_bytes) {
+        return to_python(vramplan::load_yaml_names_file(path, what, max_bytes));
+      },
+      py::arg("path"), py::arg("what"), py::arg("max_bytes"),
+      "A YAML file of names (maps, lists, every scalar its text) as dicts and lists.");
   m.def("load_hf_config", &vramplan::load_hf_config, py::arg("path"), release_gil(),
         "ModelSpec from a config.json file or a folder holding one (hf_quant_config.json too).");
   m.def(

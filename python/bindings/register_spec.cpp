@@ -41,7 +41,7 @@ void register_spec(py::module_& m) {
 
   py::class_<GpuSpec>(m, "GpuSpec")
       .def(py::init([](std::string id, std::int64_t total_memory_bytes, std::string name,
-                       double compute_capability, bool pcie_only) {
+                       double compute_capability, bool pcie_only, std::string family) {
              GpuSpec g;
              g.id = std::move(id);
              g.name = name.empty() ? g.id : std::move(name);
@@ -50,16 +50,19 @@ void register_spec(py::module_& m) {
              g.total_memory_source = "given by the user";
              g.compute_capability = compute_capability;
              g.pcie_only = pcie_only;
+             g.family = std::move(family);
              return g;
            }),
            // A GPU not in the database: its interconnect is unknown, so TP>=2 is charged the
            // larger NVLink figure (the safe side).
            py::arg("id"), py::arg("total_memory_bytes"), py::arg("name") = "",
-           py::arg("compute_capability") = 9.0, py::arg("pcie_only") = false)
+           py::arg("compute_capability") = 9.0, py::arg("pcie_only") = false,
+           py::arg("family") = "")
       .def_readonly("id", &GpuSpec::id)
       .def_readonly("name", &GpuSpec::name)
       .def_readonly("total_memory_bytes", &GpuSpec::total_memory_bytes)
       .def_readonly("pcie_only", &GpuSpec::pcie_only)
+      .def_readonly("family", &GpuSpec::family)
       .def("to_dict", [](const GpuSpec& g) { return to_python(vramplan::to_json(g)); })
       .def("__repr__", [](const GpuSpec& g) { return "<GpuSpec " + g.id + ">"; });
 

@@ -8,6 +8,10 @@ except ImportError as err:  # pragma: no cover - only without a build
     msg = f"{err}: vramplan's C++ core is not built: run ./scripts/setup.sh (or `pip install .`)"
     raise ImportError(msg) from err
 
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
 from ._core import ConfigError, Error, ParseError, SpecError, parse_vllm_log
 from .api import (
     DEFAULT_GPU,
@@ -28,13 +32,46 @@ from .api import (
     spec_database,
     sweep,
 )
-from .calibrate import Profile, calibrate
-from .colocate import Colocation, Instance, colocate
-from .diagnose import diagnose
-from .explain import explain
-from .fit import fit, fit_models
-from .plots import plot_fit, plot_frontier
-from .probe import auto_gpu
+
+# The rest on first use (module __getattr__ below): `import vramplan` loads no pandas, numpy,
+# matplotlib, rich or huggingface_hub, nor the modules of the commands not run.
+_LAZY = {
+    "Profile": "calibrate",
+    "calibrate": "calibrate",
+    "Colocation": "colocate",
+    "Instance": "colocate",
+    "colocate": "colocate",
+    "diagnose": "diagnose",
+    "explain": "explain",
+    "fit": "fit",
+    "fit_models": "fit",
+    "plot_fit": "plots",
+    "plot_frontier": "plots",
+    "auto_gpu": "probe",
+}
+
+if TYPE_CHECKING:
+    from .calibrate import Profile, calibrate
+    from .colocate import Colocation, Instance, colocate
+    from .diagnose import diagnose
+    from .explain import explain
+    from .fit import fit, fit_models
+    from .plots import plot_fit, plot_frontier
+    from .probe import auto_gpu
+
+
+class _Package(types.ModuleType):
+    """The package: importing a submodule named as one of the package's functions
+    (`vramplan.fit`) sets the package's attribute to that submodule; the function stays the
+    public name, as when it was imported eagerly."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _LAZY.get(name) == name:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __version__ = "0.1.0"
 
@@ -79,3 +116,15 @@ __all__ = [
 
 def __dir__() -> list[str]:
     return __all__
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module 'vramplan' has no attribute {name!r}"
+        raise AttributeError(msg)
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from .plots import TERM_COLOURS
+from ._figures import TERM_COLOURS
 
 GIB = float(1 << 30)
 BAR_WIDTH_PX = 480

@@ -10,28 +10,43 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
-from . import _band, _core
+from . import _core, _database
 from ._resources import model_specs_dir
 from .resolve import resolve_model
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 DEFAULT_GPU = "H100-80GB"
 
 GIB = 1 << 30
+INT64_MAX = (1 << 63) - 1
+BANDS_FILE = "error_bands.json"
 MAX_SWEEP_POINTS: int = _core.MAX_SWEEP_POINTS
 SWEEP_CHUNK_POINTS = 1 << 18  # ~50 ms of evaluation (1M points: 0.2 s): progress, Ctrl-C between
 
+# Public here; defined below resolution, which uses them too.
+spec_database = _database.spec_database
+config_error = _database.config_error
 
-@functools.lru_cache(maxsize=1)
-def spec_database() -> _core.SpecDatabase:
-    """The packaged database, loaded once per process."""
-    return _core.SpecDatabase.load_directory(str(model_specs_dir()))
+
+@functools.lru_cache(maxsize=4)
+def _band_table(file: str) -> _core.ErrorBandTable:
+    """model_specs/error_bands.json, read once per file (plan() consults it on every call)."""
+    return _core.ErrorBandTable.load_file(file)
+
+
+@functools.lru_cache(maxsize=256)
+def _band_in(file: str, launch: _core.Launch) -> _core.ErrorBand:
+    return _band_table(file).lookup(launch)
+
+
+def _error_band(launch: _core.Launch) -> _core.ErrorBand:
+    """The launch's (GPU family x era) row of the error-band table (docs/accuracy.md), once
+    per compiled launch."""
+    return _band_in(str(model_specs_dir() / BANDS_FILE), launch)
 
 
 def models() -> list[str]:
@@ -99,13 +114,6 @@ _EVALUATED = frozenset(k["name"] for k in KNOBS if k["evaluated"])
 _OUTCOMES = ["rejected", *_core.outcome_names()]
 
 
-def config_error(field: str, value: object, allowed: str, problem: str) -> _core.ConfigError:
-    """A ConfigError worded and shaped as the core's (`.field`, `.value`, `.allowed`)."""
-    err = _core.ConfigError(f"{field}: {problem} (got {value!r}; allowed: {allowed})")
-    err.field, err.value, err.allowed = field, repr(value), allowed
-    return err
-
-
 def _integer(field: str, value: object, low: int, high: int) -> int:
     """An integer argument in [low, high], or a ConfigError naming it."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -156,8 +164,8 @@ def _resolve_draft(knobs: dict[str, Any]) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=256)
 def _compiled(
-    model: str,
-    gpu: str,
+    model: str | _core.ModelSpec,
+    gpu: str | _core.GpuSpec,
     num_gpus: int,
     memory_used_by_others_bytes: int,
     host_ram_bytes: int,
@@ -226,8 +234,9 @@ def _launch(
     host_ram_bytes: int,
     knobs: dict[str, Any],
 ) -> tuple[_core.Launch, dict[str, Any]]:
-    """The compiled launch (cached by its key when model and GPU are names) and the evaluated
-    knobs, which vary without recompiling."""
+    """The compiled launch (cached by its key: model and GPU by name, or a ModelSpec / GpuSpec
+    object by identity, as the CLI passes them; the bound specs are read-only) and the
+    evaluated knobs, which vary without recompiling."""
     profile = knobs.pop("profile", None)  # a calibration profile, not a vLLM knob
     knobs = _vllm_names_to_knobs(knobs)
     if profile is not None and not isinstance(profile, _core.EngineProfile):
@@ -239,26 +248,17 @@ def _launch(
     gpus_on_node = _gpus_for(num_gpus, static)
     _integer("memory_used_by_others_bytes", memory_used_by_others_bytes, 0, 1 << 50)
     _integer("host_ram_bytes", host_ram_bytes, 0, 1 << 60)
-    if isinstance(model, str) and isinstance(gpu, str):
-        try:
-            key = tuple(sorted(static.items()))
-            hash(key)
-        except TypeError:  # an unhashable knob value: compile without the cache
-            pass
-        else:
-            launch = _compiled(
-                model,
-                gpu,
-                gpus_on_node,
-                memory_used_by_others_bytes,
-                host_ram_bytes,
-                key,
-                profile,
-            )
-            return launch, evaluated
-    launch = _compile(
-        model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, static, profile
-    )
+    try:
+        key = tuple(sorted(static.items()))
+        hash(key)
+    except TypeError:  # an unhashable knob value: compile without the cache
+        launch = _compile(
+            model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, static, profile
+        )
+    else:
+        launch = _compiled(
+            model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, key, profile
+        )
     return launch, evaluated
 
 
@@ -271,10 +271,17 @@ class Breakdown:
     """Per-rank memory breakdown; every term in bytes. Attributes are the C++ result's
     (`ranks`, `host`, `kv_tokens`, `outcome`, ...); `to_dict()` / `to_json()` give the JSON."""
 
-    __slots__ = ("_core",)
+    __slots__ = ("_band", "_core", "_launch")
 
-    def __init__(self, core: _core.Breakdown) -> None:
+    def __init__(
+        self,
+        core: _core.Breakdown,
+        band: _core.ErrorBand | None = None,
+        launch: _core.Launch | None = None,
+    ) -> None:
         self._core = core
+        self._band = band  # None: looked up from `launch` when first asked for
+        self._launch = launch
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)
@@ -286,7 +293,10 @@ class Breakdown:
     def error_band(self) -> dict[str, Any]:
         """The expected available-KV error for this launch's (GPU family, era), from the
         leave-one-source-out table (model_specs/error_bands.json)."""
-        return _band.error_band(self._core.gpu_id, self._core.engine_version)
+        if self._band is None:
+            assert self._launch is not None, "a Breakdown has its band or its launch"
+            self._band = _error_band(self._launch)
+        return dict(self._band.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         return {**json.loads(self._core.to_json()), "error_band": self.error_band}
@@ -310,9 +320,9 @@ class Breakdown:
 
     def plot(self) -> Figure:
         """A matplotlib Figure: one stacked bar per pipeline rank (needs `vramplan[plot]`)."""
-        from .plots import breakdown_figure
+        from ._figures import breakdown_figure
 
-        return breakdown_figure(self)
+        return breakdown_figure(self._core)
 
 
 def breakdown(
@@ -333,17 +343,18 @@ def breakdown(
     launch, evaluated = _launch(
         model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, knobs
     )
-    return Breakdown(launch.breakdown(evaluated))
+    return Breakdown(launch.breakdown(evaluated), launch=launch)
 
 
 class Plan:
     """The solver's answer: the largest safe knobs, why each binds, remedies, breakdown.
     Attributes are the C++ result's (`fits`, `verdict`, `max_model_len`, `binding`, ...)."""
 
-    __slots__ = ("_core",)
+    __slots__ = ("_band", "_core")
 
-    def __init__(self, core: _core.Plan) -> None:
+    def __init__(self, core: _core.Plan, band: _core.ErrorBand) -> None:
         self._core = core
+        self._band = band
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)
@@ -353,7 +364,7 @@ class Plan:
 
     @property
     def breakdown(self) -> Breakdown:
-        return Breakdown(self._core.breakdown)
+        return Breakdown(self._core.breakdown, self._band)
 
     def to_vllm_args(self) -> str:
         """The `vllm serve` flag line (without the model)."""
@@ -376,7 +387,7 @@ class Plan:
     @property
     def error_band(self) -> dict[str, Any]:
         """The breakdown's error band (see Breakdown.error_band)."""
-        return self.breakdown.error_band
+        return dict(self._band.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         data = dict(json.loads(self._core.to_json()))
@@ -427,26 +438,22 @@ def plan(
     launch, evaluated = _launch(
         model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, pinned
     )
-    _integer("context", context, 0, 1 << 40)
+    # The ranges are the solver's (context: up to the model's maximum); here only what a
+    # 64-bit integer holds.
+    _integer("context", context, 0, INT64_MAX)
     _integer("concurrency", concurrency, 0, 1 << 30)
     if safety_margin_bytes is not None:
         _integer("safety_margin_bytes", safety_margin_bytes, 0, 1 << 50)
+    band = _error_band(launch)
     solved = launch.solve(
         evaluated,
         context=context,
         concurrency=concurrency,
-        safety_margin_bytes=-1 if safety_margin_bytes is None else safety_margin_bytes,
+        safety_margin_bytes=band.safety_margin_bytes
+        if safety_margin_bytes is None
+        else safety_margin_bytes,
     )
-    if safety_margin_bytes is None:
-        # An over-prediction the cross-validation has seen, larger than the default margin,
-        # becomes the margin, so that it cannot undo a "fits".
-        band = _band.error_band(solved.breakdown.gpu_id, solved.breakdown.engine_version)
-        over = band["over_prediction_bytes"]
-        if over is not None and over > solved.safety_margin_bytes:
-            solved = launch.solve(
-                evaluated, context=context, concurrency=concurrency, safety_margin_bytes=over
-            )
-    return Plan(solved)
+    return Plan(solved, band)
 
 
 def sweep(
@@ -468,6 +475,9 @@ def sweep(
     Ctrl-C stops between them. Returns a DataFrame: the grid values as resolved,
     kv_cache_bytes (worst rank), kv_tokens, max_concurrency and outcome ("rejected" when the
     engine refuses the knobs outright)."""
+    import numpy as np
+    import pandas as pd
+
     launch, evaluated = _launch(model, gpu, num_gpus, memory_used_by_others_bytes, 0, knobs)
     grid = [
         _values("gpu_memory_utilization", gpu_memory_utilization, float),

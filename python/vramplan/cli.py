@@ -12,251 +12,39 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import shlex
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _core, _io, _render, api
-
-GIB = 1 << 30
-
-EXIT_OK = 0
-EXIT_DOES_NOT_FIT = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
-EXIT_INTERNAL = 70  # EX_SOFTWARE: an exception that is a bug in vramplan, not bad input
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose pipe closed
-
-# Short aliases people type for the two parallelism flags.
-_ALIASES = {"tensor_parallel_size": ["--tp"], "pipeline_parallel_size": ["--pp"]}
-# The knobs `sweep` takes as comma-separated lists (the compiled launch evaluates them).
-_GRID_KNOBS = ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens")
-
-
-def _knob_flag(knob: dict[str, Any]) -> str:
-    """The CLI flag of a knob: vLLM's own where it has one of its own, else the knob's name."""
-    if knob["flag"] and knob["kwarg"] != "speculative_config":
-        return str(knob["flag"])
-    return "--" + str(knob["name"]).replace("_", "-")
-
-
-def _knob_help(knob: dict[str, Any]) -> str:
-    text = str(knob["help"])
-    if knob["unit"] and knob["type"] != "bytes":
-        text += f" [{knob['unit']}]"
-    if knob["type"] == "bytes" and knob["flag_unit_bytes"] == GIB:
-        text += f" [GiB, {knob['unit'].replace('bytes ', '')}]"
-    return f"{text}; default: {knob['default']}".replace("%", "%%")
-
-
-def _positive_int(what: str) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            msg = f"{what} must be a positive integer (got {text!r})"
-            raise argparse.ArgumentTypeError(msg) from None
-        if value < 1:
-            msg = f"{what} must be a positive integer (got {value})"
-            raise argparse.ArgumentTypeError(msg)
-        return value
-
-    parse.__name__ = what
-    return parse
-
-
-def _finite_float(flag: str) -> Callable[[str], float]:
-    """A float flag: inf, nan and numbers past 2^53 are refused naming the flag."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            msg = f"{flag} must be a number (got {text[:80]!r})"
-            raise argparse.ArgumentTypeError(msg) from None
-        if not math.isfinite(value) or abs(value) > 2.0**53:
-            msg = f"{flag} must be a finite number of at most 2^53 (got {text[:80]!r})"
-            raise argparse.ArgumentTypeError(msg)
-        return value
-
-    parse.__name__ = flag
-    return parse
-
-
-def _int64(flag: str) -> Callable[[str], int]:
-    """An integer flag: values a 64-bit integer cannot hold are refused naming the flag."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            msg = f"{flag} must be an integer (got {text[:80]!r})"
-            raise argparse.ArgumentTypeError(msg) from None
-        if not -(2**63) <= value < 2**63:
-            msg = f"{flag} must fit a 64-bit integer (got {text[:80]!r})"
-            raise argparse.ArgumentTypeError(msg)
-        return value
-
-    parse.__name__ = flag
-    return parse
-
-
-def _context(text: str) -> int | str:
-    if text == "auto":
-        return text
-    try:
-        return _positive_int("context")(text)
-    except argparse.ArgumentTypeError:
-        msg = f"context must be a positive integer or 'auto' (got {text!r})"
-        raise argparse.ArgumentTypeError(msg) from None
-
-
-def _list_of(kind: Callable[[str], Any], what: str) -> Callable[[str], list[Any]]:
-    def parse(text: str) -> list[Any]:
-        try:
-            return [kind(part) for part in text.split(",") if part.strip()]
-        except ValueError:
-            msg = f"{what} must be a comma-separated list of numbers (got {text!r})"
-            raise argparse.ArgumentTypeError(msg) from None
-
-    return parse
-
-
-def _add_launch_args(p: argparse.ArgumentParser, *, grid: bool = False, model: bool = True) -> None:
-    if model:
-        p.add_argument(
-            "model",
-            nargs="?",
-            default=api.DEFAULT_MODEL,
-            help=f"database id, HF alias, spec file, config.json, checkpoint folder or HF cache "
-            f"entry (default {api.DEFAULT_MODEL})",
-        )
-    p.add_argument(
-        "--gpu",
-        default=api.DEFAULT_GPU,
-        help=f"GPU id or alias, or 'auto' to probe this machine (default {api.DEFAULT_GPU})",
-    )
-    p.add_argument(
-        "--gpu-total-bytes",
-        type=_int64("--gpu-total-bytes"),
-        help="override the GPU's total memory (bytes)",
-    )
-    p.add_argument(
-        "--num-gpus",
-        type=_positive_int("num_gpus"),
-        default=None,
-        help="GPUs on the node; without --tp/--pp the planner picks the smallest split that fits",
-    )
-    p.add_argument("--revision", help="branch, tag or commit of a Hugging Face model")
-    p.add_argument(
-        "--offline", action="store_true", default=None, help="never ask the Hugging Face Hub"
-    )
-    knobs = p.add_argument_group("engine knobs (vLLM's names; help from vramplan.KNOBS)")
-    for knob in api.KNOBS:
-        flags = [_knob_flag(knob), *_ALIASES.get(knob["name"], [])]
-        kwargs: dict[str, Any] = {"dest": knob["name"], "default": None, "help": _knob_help(knob)}
-        if knob["type"] == "bool":
-            kwargs["action"] = "store_true"
-        else:
-            gib_flag = knob["type"] == "bytes" and knob["flag_unit_bytes"] == GIB
-            flag = flags[0]
-            kind = {
-                "int": _int64(flag),
-                "float": _finite_float(flag),
-                "bytes": _finite_float(flag) if gib_flag else _int64(flag),
-            }.get(knob["type"], str)
-            if grid and knob["name"] in _GRID_KNOBS:
-                kwargs["type"] = _list_of(kind, knob["name"])
-                kwargs["help"] = "comma-separated values to sweep: " + kwargs["help"]
-                kwargs["metavar"] = "V[,V...]"
-            else:
-                kwargs["type"] = kind
-            if knob["choices"] and knob["type"] == "str":
-                kwargs["choices"] = knob["choices"]
-        knobs.add_argument(*flags, **kwargs)
-    p.add_argument(
-        "--profile",
-        help="a calibration profile (vramplan calibrate --out PROFILE.yaml) over the version's row",
-    )
-    p.add_argument(
-        "--host-ram-gib", type=_finite_float("--host-ram-gib"), help="host RAM of the node (GiB)"
-    )
-    p.add_argument(
-        "--used-by-others-bytes",
-        type=_int64("--used-by-others-bytes"),
-        default=0,
-        help="GPU memory already used by other processes, per GPU",
-    )
-    p.add_argument("--json", action="store_true", help="print JSON")
-
-
-def _engine_version(args: argparse.Namespace) -> str | None:
-    return getattr(args, "engine_version", None)
-
-
-def _vllm_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """Knobs from the vLLM flags vramplan has no option of its own for (any EngineArgs name of
-    the release planned for); the ones without a memory effect are named once on stderr."""
-    from .launch import environment_for, parse_flags, passthrough_words, to_knobs
-
-    extra = list(getattr(args, "vllm_flags", None) or [])
-    version = _engine_version(args)
-    # Planning for a node described by the flags: this shell's CUDA_VISIBLE_DEVICES is not it.
-    env = environment_for({}, devices=False)
-    given = parse_flags(extra, version=version)
-    read = to_knobs(given, env=env, version=version)
-    _note_ignored(read)
-    args.passthrough = passthrough_words(given, [*read.no_memory_effect, *read.unmodelled])
-    if read.num_gpus and getattr(args, "num_gpus", None) is None:
-        args.num_gpus = read.num_gpus
-    return read.knobs
-
-
-def _note_ignored(read: Any) -> None:
-    from .launch import flag_of
-
-    if read.no_memory_effect:
-        _info("no memory effect: " + " ".join(flag_of(n) for n in read.no_memory_effect))
-    if read.unmodelled:
-        names = " ".join(flag_of(n) if "." not in n else n for n in read.unmodelled)
-        _note(f"memory effect not modelled (planned as if unset): {names}")
-    for key, value in read.env_used.items():
-        _info(f"from the environment: {key}={value}")
-    if read.env_ignored:
-        _info("environment with no modelled memory effect: " + " ".join(read.env_ignored))
-
-
-def _knobs(args: argparse.Namespace) -> dict[str, Any]:
-    """The knobs given on the command line, in the units the core takes (bytes)."""
-    out: dict[str, Any] = _vllm_flags(args)
-    for knob in api.KNOBS:
-        value = getattr(args, knob["name"], None)
-        if value is None or (knob["type"] == "bool" and value is False):
-            continue
-        if knob["type"] == "bytes" and knob["flag_unit_bytes"] != 1:
-            value = round(value * knob["flag_unit_bytes"])
-        out[knob["name"]] = value
-    if getattr(args, "profile", None):
-        from .calibrate import Profile
-
-        out["profile"] = Profile.load(args.profile)
-    return out
-
-
-def _user_flags(args: argparse.Namespace) -> set[str]:
-    """The user's own knobs as `vllm serve` flag text ("--kv-cache-dtype fp8")."""
-    given = set()
-    for knob in api.KNOBS:
-        value = getattr(args, knob["name"], None)
-        if value is not None and knob["flag"]:
-            given.add(f"{knob['flag']} {value}".strip())
-    return given
+from . import _core, api
+from ._cli_args import (
+    _GRID_KNOBS,
+    EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
+    EXIT_DOES_NOT_FIT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    GIB,
+    _add_json,
+    _add_launch_args,
+    _context,
+    _finite_float,
+    _info,
+    _knobs,
+    _note,
+    _note_ignored,
+    _positive_int,
+    _print,
+    _split_verbosity,
+    _user_settings,
+    _write_frame,
+)
 
 
 class _Launch:
@@ -327,6 +115,8 @@ def _cmd_breakdown(args: argparse.Namespace) -> int:
         data["model_source"] = launch.source
         _print(json.dumps(data, indent=2))
     else:
+        from . import _render  # rich, loaded only for terminal output
+
         out = _render.console()
         _render.breakdown(out, data)
         _source_notes(launch.source, str(args.model), launch.spec.id)
@@ -395,23 +185,25 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]
     return result, extra
 
 
-def _remedies(result: api.Plan, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The solver's remedies that meet the user's target: none repeats a flag the user already
-    gave, and none shortens a context the user asked for."""
+def _remedies(result: api.Plan, args: argparse.Namespace) -> list[int]:
+    """The positions of the solver's remedies that meet the user's target: none repeats knobs
+    the user already gave with the same values, none changes an argument the release planned
+    for lacks, and none shortens a context the user asked for."""
     from .launch import remedy_available
 
-    repeated = _user_flags(args)
+    given = _user_settings(args)
     target_context = isinstance(args.context, int) or args.max_model_len is not None
-    version = str(result.breakdown["engine_version"])
+    version = str(result.breakdown.engine_version)
     kept = []
-    for remedy in result.to_dict()["remedies"]:
-        if remedy["change"].split(" (")[0].strip() in repeated:
+    for index, remedy in enumerate(result.remedies):
+        changes = [(change.knob, change.value) for change in remedy.changes]
+        if changes and all(change in given for change in changes):
             continue
-        if not remedy_available(remedy, version):
+        if not remedy_available([knob for knob, _ in changes], version):
             continue
-        if target_context and "max_model_len" in remedy["drops"]:
+        if target_context and "max_model_len" in remedy.drops:
             continue
-        kept.append(remedy)
+        kept.append(index)
     return kept
 
 
@@ -429,14 +221,18 @@ def _with_passthrough(data: dict[str, Any], words: list[str]) -> dict[str, Any]:
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     result, extra = _plan_from_args(args)
-    data = {**result.to_dict(), "remedies": _remedies(result, args), **extra}
+    data = result.to_dict()
+    data["remedies"] = [data["remedies"][i] for i in _remedies(result, args)]
+    data.update(extra)
     _warn_version(result.engine_version_warning)
     data = _with_passthrough(data, getattr(args, "passthrough", []))
     if args.json:
         _print(json.dumps(data, indent=2))
     else:
+        from . import _render  # rich, loaded only for terminal output
+
         _render.plan(_render.console(), data)
-        _source_notes(extra["model_source"], str(args.model), result.breakdown["model"])
+        _source_notes(extra["model_source"], str(args.model), result.breakdown.model_id)
         if "split_search" in extra:
             tried = ", ".join(
                 f"TP={a['tensor_parallel_size']} PP={a['pipeline_parallel_size']}: "
@@ -470,9 +266,10 @@ def _cmd_flags(args: argparse.Namespace) -> int:
     env = result.to_vllm_env()
     passthrough: list[str] = getattr(args, "passthrough", [])
     if fmt == "json":
+        plan = result.to_dict()
         data = {
             "fits": result.fits,
-            "as_written": result["as_written"],
+            "as_written": plan["as_written"],
             "verdict": result.verdict,
             "engine_version_warning": result.engine_version_warning,
             "model": str(args.model),
@@ -481,7 +278,7 @@ def _cmd_flags(args: argparse.Namespace) -> int:
             if result.fits
             else None,
             "vllm_env": env,
-            "remedies": remedies,
+            "remedies": [plan["remedies"][i] for i in remedies],
             **extra,
         }
         _print(json.dumps(data, indent=2))
@@ -490,9 +287,10 @@ def _cmd_flags(args: argparse.Namespace) -> int:
         # Nothing on stdout: `vllm serve M $(vramplan flags ...)` must not start a launch
         # that cannot fit. The reason and the cheapest remedy that fits go to stderr.
         _note(str(result.verdict))
-        for remedy in remedies:
-            if remedy["fits"]:
-                _note(f"remedy: {remedy['change']}: {remedy['flags']}")
+        for i in remedies:
+            remedy = result.remedies[i]
+            if remedy.fits:
+                _note(f"remedy: {remedy.change}: {remedy.flags}")
                 break
         return EXIT_DOES_NOT_FIT
     from .launchers import render_launch
@@ -503,7 +301,7 @@ def _cmd_flags(args: argparse.Namespace) -> int:
         model=str(args.model),
         argv=[*result.to_vllm_argv(), *passthrough],
         env=env,
-        engine_version=str(result.breakdown["engine_version"]),
+        engine_version=str(result.breakdown.engine_version),
         gpus=gpus,
     )
     if fmt == "args" and env:
@@ -520,6 +318,7 @@ def _cmd_flags(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     """Judge a launch exactly as written (a command line after `--`, or an LLM(**kwargs)
     file), then plan it: what the solver changed and why, and the remedies."""
+    from . import _render  # rich, loaded only for terminal output
     from .launch import (
         environment_for,
         parse_command,
@@ -563,7 +362,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         args.num_gpus = max(args.num_gpus, tp)
         args.tensor_parallel_size = knobs.get("tensor_parallel_size") or 1
     result, extra = _plan_from_args(args)
-    data = {**result.to_dict(), "remedies": _remedies(result, args), **extra}
+    data = result.to_dict()
+    data["remedies"] = [data["remedies"][i] for i in _remedies(result, args)]
+    data.update(extra)
     data = _with_passthrough(
         data, passthrough_words(launch.args, [*read.no_memory_effect, *read.unmodelled])
     )
@@ -574,11 +375,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
         _print(json.dumps(data, indent=2))
     else:
         _render.plan(_render.console(), data)
-        _source_notes(extra["model_source"], launch.model, result.breakdown["model"])
+        _source_notes(extra["model_source"], launch.model, result.breakdown.model_id)
     return EXIT_OK if result.as_written_fits else EXIT_DOES_NOT_FIT
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
+    from . import _render  # rich, loaded only for terminal output
+
     launch = _Launch(args)
     knobs = _knobs(args)
     grid = {name: knobs.pop(name, None) for name in _GRID_KNOBS}
@@ -611,31 +414,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _write_frame(frame: Any, path: Path) -> None:
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        try:
-            import pyarrow  # noqa: F401 - pandas writes Parquet through it
-        except ImportError:
-            msg = f"--out {path}: writing Parquet needs pyarrow (pip install pyarrow), or use .csv"
-            raise _core.ConfigError(msg) from None
-    elif suffix != ".csv":
-        msg = f"--out {path}: unknown format {suffix or '(no suffix)'!r} (allowed: .csv, .parquet)"
-        raise _core.ConfigError(msg)
-    # Written beside the target and renamed onto it: Ctrl-C or an error leaves no partial file.
-    with _io.atomic_output(path, what="--out file") as temporary:
-        try:
-            if suffix == ".csv":
-                frame.to_csv(temporary, index=False)
-            else:
-                frame.to_parquet(temporary, index=False)
-        except OSError as err:
-            msg = f"--out {path}: cannot write ({err.strerror})"
-            raise _core.ConfigError(msg) from err
-
-
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from . import validate
+    from . import (
+        _render,  # rich, loaded only for terminal output
+        validate,
+    )
 
     if args.records:
         records = validate.read_records(args.records)
@@ -708,6 +491,7 @@ def _progress(items: Sequence[Any], what: str) -> Any:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
+    from . import _render  # rich, loaded only for terminal output
     from .explain import EXPLANATIONS, explain
 
     chosen = [explain(args.term)] if args.term else list(EXPLANATIONS.values())
@@ -736,6 +520,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_gpus(args: argparse.Namespace) -> int:
+    from . import _render  # rich, loaded only for terminal output
+
     db = api.spec_database()
     rows = [db.gpu(g).to_dict() for g in api.gpus()]
     if args.json:
@@ -809,6 +595,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def _cmd_probe(args: argparse.Namespace) -> int:
+    from . import _render  # rich, loaded only for terminal output
     from .probe import probe
 
     found = probe(nvidia_smi_csv=args.nvidia_smi_csv)
@@ -838,26 +625,6 @@ def _cmd_probe(args: argparse.Namespace) -> int:
         lines.append(f"  host RAM usable by a launch: {gib(host.usable_bytes)}")
     _print("\n".join(lines))
     return EXIT_OK
-
-
-def _print(text: str) -> None:
-    print(text, flush=True)
-
-
-def _note(text: str) -> None:
-    """A line for the person, not the script: stderr, prefixed; none with --quiet."""
-    if not _QUIET:
-        print(f"vramplan: {text}", file=sys.stderr)
-
-
-def _info(text: str) -> None:
-    """Detail only --verbose asks for (where the spec came from, what was ignored)."""
-    if _VERBOSE and not _QUIET:
-        print(f"vramplan: {text}", file=sys.stderr)
-
-
-def _add_json(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _add_calibrate(sub: Any) -> None:
@@ -926,7 +693,9 @@ def _add_calibrate(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; with `command`, the other subcommands are registered without their
+    knob flags (only the command run is parsed)."""
     from . import __version__
 
     parser = argparse.ArgumentParser(
@@ -942,14 +711,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("breakdown", help="per-rank memory breakdown for one launch")
-    _add_launch_args(p)
+    _add_launch_args(p, knobs=command in (None, "breakdown"))
     p.set_defaults(func=_cmd_breakdown)
     for name, func, text in (
         ("plan", _cmd_plan, "solve for the largest safe flags"),
         ("flags", _cmd_flags, "print only the `vllm serve` flag line (nothing if it cannot fit)"),
     ):
         p = sub.add_parser(name, help=text)
-        _add_launch_args(p)
+        _add_launch_args(p, knobs=command in (None, name))
         p.add_argument(
             "--context",
             type=_context,
@@ -979,7 +748,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="judge a launch as written: vramplan check --gpu G -- vllm serve MODEL --flags ...",
     )
-    _add_launch_args(p, model=False)
+    _add_launch_args(p, model=False, knobs=command in (None, "check"))
     p.add_argument("--file", help="a JSON or YAML file of vllm.LLM(**kwargs) keyword arguments")
     p.add_argument(
         "command_line",
@@ -989,7 +758,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_check)
     p = sub.add_parser("sweep", help="a grid of launches as a table, CSV or Parquet")
-    _add_launch_args(p, grid=True)
+    _add_launch_args(p, grid=True, knobs=command in (None, "sweep"))
     p.add_argument("--out", help="write the grid to FILE.csv or FILE.parquet (needs pyarrow)")
     p.set_defaults(func=_cmd_sweep)
     p = sub.add_parser("explain", help="what a breakdown term or outcome means, and its flags")
@@ -1037,30 +806,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_calibrate(sub)
     from .cli_fit import add_commands  # fit, colocate
 
-    add_commands(sub)
+    add_commands(sub, command)
     return parser
 
 
 # Commands whose unknown flags are vLLM's own (any EngineArgs name of the release planned).
 _TAKES_VLLM_FLAGS = frozenset({"plan", "flags", "breakdown", "sweep", "diagnose"})
-_QUIET = False
-_VERBOSE = False
-
-
-def _split_verbosity(argv: list[str]) -> list[str]:
-    """--quiet / --verbose anywhere before a `--` (after it, the words are the launch's)."""
-    global _QUIET, _VERBOSE
-    end = argv.index("--") if "--" in argv else len(argv)
-    head = argv[:end]
-    _QUIET = "--quiet" in head
-    _VERBOSE = "--verbose" in head
-    return [a for a in head if a not in ("--quiet", "--verbose")] + argv[end:]
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         words = _split_verbosity(list(sys.argv[1:] if argv is None else argv))
-        parser = build_parser()
+        parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
         if words and words[0] == "check":
             args = parser.parse_args(words)
             if args.command_line and args.command_line[0] == "--":

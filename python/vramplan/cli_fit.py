@@ -1,4 +1,5 @@
-"""The `vramplan fit` and `vramplan colocate` subcommands (registered by cli.build_parser)."""
+"""The `vramplan fit` and `vramplan colocate` subcommands (registered by _cli_args.build_parser, built
+on _cli_args like the other commands)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from . import _core, _render, api, cli
+from . import _cli_args, _core, api
 from .colocate import Instance, colocate
 from .fit import DEFAULT_MAX_GPUS, DEFAULT_REVERSE_CONTEXT, fit, fit_models
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Options a text answer shows unless --top says otherwise.
 DEFAULT_TOP = 20
@@ -44,7 +46,7 @@ class _Progress:
 
 def _ints(what: str) -> Any:
     def parse(text: str) -> list[int]:
-        values = [cli._positive_int(what)(part) for part in text.split(",") if part.strip()]
+        values = [_cli_args._positive_int(what)(part) for part in text.split(",") if part.strip()]
         if not values:
             msg = f"{what} must be a positive integer or a comma-separated list (got {text!r})"
             raise argparse.ArgumentTypeError(msg)
@@ -58,6 +60,8 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _cell(value: Any, fmt: str = "{}") -> str:
+    import pandas as pd  # loaded already: the value comes from a DataFrame
+
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return "-"
     return fmt.format(value)
@@ -72,9 +76,9 @@ def _refuse(flags: dict[str, bool], where: str) -> None:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    knobs = cli._knobs(args)
+    knobs = _cli_args._knobs(args)
     progress = _Progress("fit")
-    host_ram_bytes = int((args.host_ram_gib or 0) * cli.GIB)
+    host_ram_bytes = int((args.host_ram_gib or 0) * _cli_args.GIB)
     if args.model is None and args.gpu is None:
         msg = "fit: give a MODEL (which GPUs serve it) or --gpu G (which models fit it)"
         raise _core.ConfigError(msg)
@@ -139,15 +143,15 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.out:
-        cli._write_frame(frame, Path(args.out))
-        cli._note(f"wrote {len(frame)} rows to {args.out}")
+        _cli_args._write_frame(frame, Path(args.out))
+        _cli_args._note(f"wrote {len(frame)} rows to {args.out}")
     elif args.json:
-        cli._print(json.dumps(_records(frame), indent=2))
+        _cli_args._print(json.dumps(_records(frame), indent=2))
     elif args.model is None:
         _print_models(frame, args)
     else:
         _print_options(frame, args)
-    return cli.EXIT_OK if bool(frame["fits"].any()) else cli.EXIT_DOES_NOT_FIT
+    return _cli_args.EXIT_OK if bool(frame["fits"].any()) else _cli_args.EXIT_DOES_NOT_FIT
 
 
 def _shown(frame: pd.DataFrame, top: int) -> tuple[pd.DataFrame, int]:
@@ -157,6 +161,8 @@ def _shown(frame: pd.DataFrame, top: int) -> tuple[pd.DataFrame, int]:
 
 
 def _print_options(frame: pd.DataFrame, args: argparse.Namespace) -> None:
+    from . import _render  # rich, loaded only for terminal output
+
     out = _render.console()
     shown, fitting = _shown(frame, args.top)
     columns = ["#", "gpu", "gpus", "TP", "PP", "DP", "$/hour", "max conc", "max ctx", "headroom"]
@@ -186,13 +192,15 @@ def _print_options(frame: pd.DataFrame, args: argparse.Namespace) -> None:
     for rank, r in enumerate(shown.itertuples(index=False), start=1):
         out.print(f"{rank}: {r.launch}", soft_wrap=True)
     invalid = int(frame["verdict"].astype(str).str.startswith("invalid split").sum())
-    cli._note(
+    _cli_args._note(
         f"{fitting} of {len(frame)} options fit ({invalid} splits the model cannot take); "
         f"showing {len(shown)} (--top 0 for all, --json or --out for every row)"
     )
 
 
 def _print_models(frame: pd.DataFrame, args: argparse.Namespace) -> None:
+    from . import _render  # rich, loaded only for terminal output
+
     out = _render.console()
     shown, fitting = _shown(frame, args.top)
     context = args.context or DEFAULT_REVERSE_CONTEXT
@@ -213,12 +221,12 @@ def _print_models(frame: pd.DataFrame, args: argparse.Namespace) -> None:
     title = f"models that fit {gpus} x {args.gpu} ({args.concurrency or 1} x {context} tokens)"
     right = ["TP", "PP", "max ctx", f"max conc @ {context}", "util"]
     out.print(_render.table(out, columns, rows, title=title, right=right))
-    cli._note(f"{fitting} of {len(frame)} models fit; showing {len(shown)} (--top 0 for all)")
+    _cli_args._note(f"{fitting} of {len(frame)} models fit; showing {len(shown)} (--top 0 for all)")
 
 
 def _instance_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vramplan colocate INSTANCE", add_help=False)
-    cli._add_launch_args(p)
+    _cli_args._add_launch_args(p)
     p.set_defaults(gpu=None, used_by_others_bytes=None)
     return p
 
@@ -258,12 +266,14 @@ def _instance(text: str) -> Instance:
         },
         f"colocate: instance {text!r} (GPUs, memory and output belong to the whole colocation)",
     )
-    return Instance(parsed.model, cli._knobs(parsed))
+    return Instance(parsed.model, _cli_args._knobs(parsed))
 
 
 def _cmd_colocate(args: argparse.Namespace) -> int:
+    from . import _render  # rich, loaded only for terminal output
+
     instances = [_instance(text) for text in args.instances]
-    margin = None if args.safety_margin_gib is None else int(args.safety_margin_gib * cli.GIB)
+    margin = None if args.safety_margin_gib is None else int(args.safety_margin_gib * _cli_args.GIB)
     result = colocate(
         instances,
         args.gpu,
@@ -284,8 +294,8 @@ def _cmd_colocate(args: argparse.Namespace) -> int:
         data = result.to_dict()
         if result.fits:
             data["compose"] = result.compose()
-        cli._print(json.dumps(data, indent=2))
-        return cli.EXIT_OK if result.fits else cli.EXIT_DOES_NOT_FIT
+        _cli_args._print(json.dumps(data, indent=2))
+        return _cli_args.EXIT_OK if result.fits else _cli_args.EXIT_DOES_NOT_FIT
     out = _render.console()
     gib = _render.gib
     title = (
@@ -321,7 +331,7 @@ def _cmd_colocate(args: argparse.Namespace) -> int:
     )
     if not result.fits:
         out.print(f"why: {result.reason}", soft_wrap=True)
-        return cli.EXIT_DOES_NOT_FIT
+        return _cli_args.EXIT_DOES_NOT_FIT
     out.print("start in this order, each after the one before answers /health:")
     for r in result.rows():
         out.print(f"{r['start']}: {r['launch']}", soft_wrap=True)
@@ -329,31 +339,32 @@ def _cmd_colocate(args: argparse.Namespace) -> int:
         names = " -> ".join(result.instances[i].instance.model for i in order)
         out.print(f"order {names}: {verdict}", soft_wrap=True)
     if args.compose:
-        cli._note(f"wrote the docker compose file to {args.compose}")
-    return cli.EXIT_OK
+        _cli_args._note(f"wrote the docker compose file to {args.compose}")
+    return _cli_args.EXIT_OK
 
 
-def add_commands(sub: Any) -> None:
-    """Register `fit` and `colocate` on the CLI's subparsers."""
+def add_commands(sub: Any, command: str | None = None) -> None:
+    """Register `fit` and `colocate` on the CLI's subparsers (knob flags only for `command`,
+    or for both when None; see cli.build_parser)."""
     p = sub.add_parser(
         "fit",
         help="which GPUs, how many and which split serve MODEL; or, with --gpu, which models fit",
     )
-    cli._add_launch_args(p)
+    _cli_args._add_launch_args(p, knobs=command in (None, "fit"))
     p.set_defaults(model=None, gpu=None, func=_cmd_fit)
     for action in p._actions:  # no default model or GPU here: which is given picks the question
         if action.dest == "model":
             action.help = "the model to place (database id, alias, path or HF id)"
         elif action.dest == "gpu":
             action.help = "without MODEL: list the models that fit this GPU ('auto': this machine)"
-    p.add_argument("--context", type=cli._positive_int("context"), help="tokens per sequence")
+    p.add_argument("--context", type=_cli_args._positive_int("context"), help="tokens per sequence")
     p.add_argument(
-        "--concurrency", type=cli._positive_int("concurrency"), help="sequences held at once"
+        "--concurrency", type=_cli_args._positive_int("concurrency"), help="sequences held at once"
     )
     p.add_argument("--gpus", default="all", help="'all' or comma-separated GPU ids to search")
     p.add_argument(
         "--max-gpus",
-        type=cli._positive_int("max_gpus"),
+        type=_cli_args._positive_int("max_gpus"),
         default=DEFAULT_MAX_GPUS,
         help=f"most GPUs per option (default {DEFAULT_MAX_GPUS})",
     )
@@ -379,7 +390,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--gpu", default=api.DEFAULT_GPU, help=f"GPU id (default {api.DEFAULT_GPU})")
     p.add_argument(
         "--num-gpus",
-        type=cli._positive_int("num_gpus"),
+        type=_cli_args._positive_int("num_gpus"),
         default=1,
         help="GPUs the instances share; each spans all of them (TP = N unless pinned)",
     )

@@ -16,12 +16,13 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from . import _core, _io, api
 from .search import plan_longest_context, plan_on_gpus
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ENGINES = ("vllm",)
 DEFAULT_MAX_GPUS = 8  # one node
@@ -315,6 +316,8 @@ def fit(
         rows.append(row)
         if progress is not None:
             progress(done, len(work))
+    import pandas as pd
+
     frame = _typed(pd.DataFrame(rows, columns=FIT_COLUMNS))
     return _order(frame, bool(price_of))
 
@@ -481,6 +484,8 @@ def fit_models(
             rows.append({"model": model_id, "source": source, "fits": False, "verdict": str(err)})
         if progress is not None:
             progress(done, len(work))
+    import pandas as pd
+
     frame = pd.DataFrame(rows, columns=MODEL_COLUMNS)
     integers = ("tensor_parallel_size", "pipeline_parallel_size", "max_context", "max_concurrency")
     frame = frame.astype({c: "Int64" for c in (*integers, "context")})

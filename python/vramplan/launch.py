@@ -86,15 +86,10 @@ def _kwarg_to_knob() -> dict[str, str]:
 
 @functools.lru_cache(maxsize=1)
 def _arg_data() -> dict[str, Any]:
+    # Read by the core (a file of names: every value a string), not PyYAML, whose import and
+    # pure-Python parse took a quarter of a CLI run.
     path = model_specs_dir() / "engine_args.yaml"
-    import yaml
-
-    try:
-        with path.open("rb") as handle:
-            data = yaml.safe_load(handle.read(MAX_LAUNCH_BYTES))
-    except OSError as err:
-        msg = f"{path}: cannot read vLLM's argument list ({err.strerror})"
-        raise _core.SpecError(msg) from err
+    data = _core.load_yaml_names_file(str(path), "vLLM's argument list", MAX_LAUNCH_BYTES)
     if not isinstance(data, dict) or "base" not in data or "releases" not in data:
         msg = f"{path}: not vLLM's argument list (needs base and releases)"
         raise _core.SpecError(msg)
@@ -584,11 +579,14 @@ def environment_for(launch_env: Mapping[str, str], *, devices: bool = True) -> d
     return env
 
 
-def remedy_available(remedy: Mapping[str, Any], version: str | None) -> bool:
-    """Whether every argument a remedy changes exists in the release planned for (the solver
-    offers, say, CPU offload without knowing that 0.5.0 has no --cpu-offload-gb)."""
+def remedy_available(remedy: Mapping[str, Any] | Sequence[str], version: str | None) -> bool:
+    """Whether every argument a remedy changes (a remedy's JSON, or the vLLM keywords of its
+    `changes`) exists in the release planned for (the solver offers, say, CPU offload without
+    knowing that 0.5.0 has no --cpu-offload-gb)."""
     names = engine_arg_names(version)
-    return all(str(change["knob"]) in names for change in remedy.get("changes") or [])
+    if isinstance(remedy, Mapping):
+        remedy = [str(change["knob"]) for change in remedy.get("changes") or []]
+    return all(knob in names for knob in remedy)
 
 
 def passthrough_words(args: Mapping[str, Any], names: Sequence[str]) -> list[str]:

@@ -1,6 +1,6 @@
-"""Figures for notebooks (the `vramplan[plot]` extra): a breakdown's stacked bars per rank,
-the max_model_len x max_num_seqs frontier and a fit's cost against capacity. Every number comes from the core (`breakdown`,
-`sweep`); these functions only draw. They return `matplotlib.figure.Figure` objects built
+"""Figures for notebooks (the `vramplan[plot]` extra): the max_model_len x max_num_seqs
+frontier and a fit's cost against capacity (a breakdown's stacked bars per rank are in
+_figures). Every number comes from the core (`sweep`, `fit`); these functions only draw. They return `matplotlib.figure.Figure` objects built
 without pyplot, so nothing is shown twice in a notebook and no global state changes."""
 
 from __future__ import annotations
@@ -8,75 +8,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from . import _core, api
+from ._figures import figure_class
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
 GIB = float(1 << 30)
 
-# Breakdown terms in stacking order, with their colours (shared with the HTML view).
-TERM_COLOURS = {
-    "weights": "#4c72b0",
-    "activation_peak": "#dd8452",
-    "mm_encoder": "#da8bc3",
-    "mrv2_persistent_buffers": "#c44e52",
-    "non_torch": "#937860",
-    "cudagraph": "#8172b3",
-    "kv_cache": "#55a868",
-    "cuda_context": "#8c8c8c",
-}
 # Context lengths and sequence counts a frontier tries when none are given.
 DEFAULT_FRONTIER_SEQS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 DEFAULT_UTILIZATIONS = (0.85, 0.9, 0.95)
-
-
-def _figure_class() -> type[Figure]:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        msg = "plots need matplotlib: pip install 'vramplan[plot]' (or matplotlib>=3.5)"
-        raise _core.Error(msg) from None
-    return Figure
-
-
-def breakdown_figure(breakdown: api.Breakdown) -> Figure:
-    """One horizontal stacked bar per pipeline rank: the breakdown's terms in GiB against the
-    GPU's total and the utilization budget."""
-    figure = _figure_class()(figsize=(8, 1.2 + 0.6 * len(breakdown.ranks)), layout="constrained")
-    ax = figure.add_subplot()
-    labels = []
-    for row, rank in enumerate(breakdown.ranks):
-        left = 0.0
-        for term in rank.terms:
-            width = max(0, term.bytes) / GIB
-            ax.barh(
-                row,
-                width,
-                left=left,
-                color=TERM_COLOURS.get(term.name, "#cccccc"),
-                label=term.name if row == 0 else None,
-                gid=f"rank{rank.pipeline_rank}:{term.name}",
-            )
-            left += width
-        labels.append(f"PP rank {rank.pipeline_rank}")
-    first = breakdown.ranks[0]
-    ax.axvline(first.total_memory_bytes / GIB, color="black", linewidth=1, label="GPU total")
-    ax.axvline(
-        first.requested_memory_bytes / GIB,
-        color="black",
-        linestyle="--",
-        linewidth=1,
-        label="budget (total x utilization)",
-    )
-    ax.set_yticks(range(len(labels)), labels)
-    ax.invert_yaxis()
-    ax.set_xlabel("GiB per GPU")
-    ax.set_title(f"{breakdown.model_id} on {breakdown.gpu_id}: {breakdown.outcome}")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
-    return figure
 
 
 def _powers_of_two_up_to(limit: int, start: int = 1024) -> list[int]:
@@ -128,7 +71,7 @@ def plot_frontier(
     """The max_model_len x max_num_seqs frontier: for each context length, the most sequences
     that fit at once. One line per utilization, or per GPU when `gpu` is a list of GPUs (then
     at the first utilization given). Computed with `vramplan.sweep`; needs matplotlib."""
-    figure_class = _figure_class()
+    figure_type = figure_class()
     utilizations = api._values(
         "gpu_memory_utilization",
         [gpu_memory_utilization]
@@ -152,7 +95,7 @@ def plot_frontier(
         lines = [(g, utilizations[0], str(g)) for g in gpus]
         title_gpu = f"utilization {utilizations[0]:g}"
     spec = model if isinstance(model, _core.ModelSpec) else api.load_model(model)
-    figure = figure_class(figsize=(7, 4.5), layout="constrained")
+    figure = figure_type(figsize=(7, 4.5), layout="constrained")
     ax = figure.add_subplot()
     for line_gpu, utilization, label in lines:
         points = frontier(
@@ -185,7 +128,9 @@ def plot_fit(options: pd.DataFrame | str | _core.ModelSpec, **fit_kwargs: Any) -
     `fit`'s keyword arguments): one point per fitting option, sequences of the target context
     held at once (all replicas) across, $/hour up (GPUs when the options carry no prices), one
     colour per GPU type. Needs matplotlib."""
-    figure_class = _figure_class()
+    import pandas as pd
+
+    figure_type = figure_class()
     if isinstance(options, (str, _core.ModelSpec)):
         from .fit import fit
 
@@ -199,7 +144,7 @@ def plot_fit(options: pd.DataFrame | str | _core.ModelSpec, **fit_kwargs: Any) -
     fitting = options[options["fits"].astype(bool)]
     priced = bool(fitting["usd_per_hour"].notna().any())
     y_column = "usd_per_hour" if priced else "num_gpus"
-    figure = figure_class(figsize=(7, 4.5), layout="constrained")
+    figure = figure_type(figsize=(7, 4.5), layout="constrained")
     ax = figure.add_subplot()
     for gpu, rows in fitting.groupby("gpu", sort=True):
         rows = rows[rows[y_column].notna()]

@@ -9,7 +9,6 @@ the least-free GPU (it binds: every rank must fit the fullest GPU) and the host 
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -186,6 +185,8 @@ def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi") -> list[Probe
 
 
 def _from_nvidia_smi() -> list[ProbedGpu]:
+    import subprocess  # only a probe runs a program
+
     result = subprocess.run(
         NVIDIA_SMI_QUERY, capture_output=True, timeout=20, check=False, text=True, errors="replace"
     )
@@ -206,6 +207,8 @@ def probe_gpus(
     *, nvidia_smi_csv: str | Path | None = None
 ) -> tuple[str, list[ProbedGpu], list[str]]:
     """(source, GPUs, what failed before it). NVML first, then nvidia-smi."""
+    import subprocess
+
     if nvidia_smi_csv is not None:
         return f"csv:{nvidia_smi_csv}", read_nvidia_smi_csv(nvidia_smi_csv), []
     tried = []

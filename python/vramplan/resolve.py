@@ -15,13 +15,12 @@ import difflib
 import json
 import os
 import re
-import socket
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from . import _core, _io
+from ._database import spec_database
 
 _T = TypeVar("_T")
 
@@ -83,8 +82,6 @@ def _error(message: str) -> _core.Error:
 def _unknown(name: str, detail: str) -> _core.ConfigError:
     """The database's unknown-model error (near names included), extended with what else was
     tried and a did-you-mean over ids and aliases."""
-    from .api import spec_database
-
     try:
         spec_database().model(name)
         database = f"model: {name}"
@@ -94,8 +91,6 @@ def _unknown(name: str, detail: str) -> _core.ConfigError:
 
 
 def _did_you_mean(name: str) -> str:
-    from .api import spec_database
-
     db = spec_database()
     names = list(db.model_ids())
     for model_id in db.model_ids():
@@ -231,6 +226,8 @@ def _remote_missing() -> type[Exception]:
 
 
 def _hub_error(err: Exception, repo_id: str, endpoint: str, timeout_s: float) -> _core.Error:
+    import socket  # here and below: only a Hub request needs the network modules
+
     from huggingface_hub import errors as hf_errors
 
     where = f"{repo_id} on {endpoint}"
@@ -297,6 +294,8 @@ _DEADLINE_FACTOR = 6
 
 def _with_deadline(work: Callable[[], _T], seconds: float) -> _T:
     """`work()` on a daemon thread, abandoned with TimeoutError after `seconds`."""
+    import threading
+
     outcome: dict[str, Any] = {}
 
     def run() -> None:
@@ -322,6 +321,7 @@ _PROBE_S = 1.5
 def _connect(endpoint: str, seconds: float) -> None:
     """One TCP connection to the endpoint's host (name lookup included): raises OSError when
     the Hub cannot be reached at all."""
+    import socket
     from urllib.parse import urlsplit
 
     parts = urlsplit(endpoint)
@@ -393,8 +393,6 @@ def resolve_model(
     `revision` (branch, tag or commit) applies to the cache and the Hub; `offline` overrides
     HF_HUB_OFFLINE; `token` overrides HF_TOKEN / the saved token; `timeout_s` bounds each
     request. Raises vramplan.Error naming what was tried."""
-    from .api import spec_database
-
     check_revision(revision)
     if len(str(model)) > _MAX_NAME_CHARS:
         msg = f"model: a name of {len(str(model))} characters (at most {_MAX_NAME_CHARS})"

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 import vramplan
-from vramplan import _band
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 1 << 30
@@ -105,16 +104,49 @@ def test_a_wide_over_prediction_becomes_the_margin_unless_the_user_gives_one(
 def test_a_broken_band_table_is_a_named_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "error_bands.json").write_text("[1, 2")
-    monkeypatch.setenv("VRAMPLAN_MODEL_SPECS", str(tmp_path))
+    specs = tmp_path / "model_specs"
+    shutil.copytree(ROOT / "model_specs", specs)
+    monkeypatch.setenv("VRAMPLAN_MODEL_SPECS", str(specs))
+    (specs / "error_bands.json").write_text("[1, 2")
     with pytest.raises(vramplan.Error, match=r"error_bands\.json"):
-        _band.error_band("H100-80GB", "0.19.0")
+        vramplan.breakdown(MODEL, "H100-80GB", engine_version="0.19.0", offline=True).to_dict()
+    (specs / "error_bands.json").write_text('{"groups": {"A100 x v1": {"band_bytes": -1}}}')
+    with pytest.raises(vramplan.SpecError, match=r"groups\.A100 x v1\.band_bytes"):
+        vramplan.plan(MODEL, "A100-80GB", engine_version="0.19.0", offline=True)
 
 
-def test_families_and_eras() -> None:
-    assert _band.gpu_family("RTX-3090") == "RTX consumer"
-    assert _band.gpu_family("T4") == "T4/V100"
-    assert _band.gpu_family("GH200-96GB") == "H100/H200"
-    assert _band.gpu_family("B200") == "unknown"
-    assert _band.era_of(0, 10) == "v1-early"
-    assert _band.era_of(0, 21) == "v1-latest"
+@pytest.mark.parametrize(
+    ("gpu", "version", "group"),
+    [
+        ("RTX-3090", "0.6.4", "RTX consumer x V0"),  # engines.yaml: 0.5 - 0.7 are V0 rows
+        ("T4", "0.10.1", "T4/V100 x v1-early"),  # 0.8 - 0.10
+        ("GH200-96GB", "0.11.0", "H100/H200 x v1"),  # 0.11 - 0.20
+        ("A100-40GB", "0.20.2", "A100 x v1"),
+        ("L4", "0.21.0", "L40S/L4 x v1-latest"),  # >= 0.21
+        ("B200", "0.33.0", "unknown x v1-latest"),  # no family in gpus.yaml: no band
+    ],
+)
+def test_the_group_is_the_gpus_family_and_the_engine_rows_era(
+    gpu: str, version: str, group: str
+) -> None:
+    band = vramplan.breakdown(MODEL, gpu, engine_version=version, offline=True).error_band
+    assert band["group"] == group
+
+
+def test_the_records_patterns_give_every_database_gpu_its_family() -> None:
+    """validate.py --loso groups the records' free-text GPU names with patterns; the planner
+    reads each database GPU's gpus.yaml family. The two must name the same family."""
+    bench = _bench()
+    db = vramplan.spec_database()
+    for gpu_id in db.gpu_ids():
+        assert bench.family_of(gpu_id) == (db.gpu(gpu_id).family or "unknown"), gpu_id
+    for major, minor, era in [
+        (0, 7, "V0"),
+        (0, 8, "v1-early"),
+        (0, 20, "v1"),
+        (0, 21, "v1-latest"),
+    ]:
+        assert bench.era_of(major, minor) == era
+        version = f"{major}.{minor}.0"
+        band = vramplan.breakdown(MODEL, "H100-80GB", engine_version=version, offline=True)
+        assert band.error_band["group"] == f"H100/H200 x {era}"

@@ -687,3 +687,18 @@ def test_new_arguments_with_an_unmodelled_memory_effect_say_so(
     data = json.loads(capsys.readouterr().out)
     assert set(data["memory_effect_not_modelled"]) == {"use_fp64_gumbel", "mm_ipc_gpu_memory_gb"}
     assert data["no_memory_effect"] == ["host"]
+
+
+def test_the_argument_list_reads_as_pyyaml_reads_it(tmp_path: Path) -> None:
+    """engine_args.yaml is read by the core as a file of names (every scalar its text): the
+    same data PyYAML gives, and a value that is not a name is refused naming its field."""
+    import yaml
+    from vramplan import _core
+
+    path = Path(__file__).resolve().parents[2] / "model_specs" / "engine_args.yaml"
+    read = _core.load_yaml_names_file(str(path), "vLLM's argument list", 1 << 20)
+    assert read == yaml.safe_load(path.read_text(encoding="utf-8"))
+    bad = tmp_path / "names.yaml"
+    bad.write_text("base: [a, b]\nreleases:\n  - release: '0.6.0'\n    adds: [c, ~]\n")
+    with pytest.raises(vramplan.SpecError, match=r"releases\[0\]\.adds\[1\]"):
+        _core.load_yaml_names_file(str(bad), "vLLM's argument list", 1 << 20)

@@ -13,8 +13,11 @@ struct GpuSpec {
   // Names several memory sizes share ("NVIDIA A100": 40 or 80 GB). The lookup assumes the first
   // GPU in gpus.yaml that lists the name, and says so (SpecDatabase::gpu_name_note).
   std::vector<std::string> shared_aliases;
-  std::string name;                     // marketing name
-  std::string vendor;                   // nvidia / amd
+  std::string name;    // marketing name
+  std::string vendor;  // nvidia / amd
+  // The error band's GPU family (gpus.yaml `family`): "H100/H200", "A100", ...; empty: none
+  // (no measured band).
+  std::string family;
   std::int64_t total_memory_bytes = 0;  // cudaMemGetInfo total, not the marketing figure
   std::string total_memory_source;      // provenance of the total
   // True when no log of this GPU's total was found: the total is derived from the published

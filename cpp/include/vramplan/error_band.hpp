@@ -1,0 +1,57 @@
+// The expected available-KV error of a launch: its (GPU family x era) row of the
+// leave-one-source-out table that `benchmarks/validate.py --loso` writes to
+// model_specs/error_bands.json (docs/accuracy.md explains the rule). The family is the GPU's
+// gpus.yaml `family`; the era is that of the engines.yaml row the launch uses.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "vramplan/compiled.hpp"
+#include "vramplan/engine.hpp"
+
+namespace vramplan {
+
+struct ErrorBand {
+  std::string group;  // the table's row: "H100/H200 x v1"
+  std::int64_t held_out_records = 0;
+  std::optional<std::int64_t> band_bytes;  // p90 absolute held-out error; none: no measured band
+  std::optional<std::int64_t> over_prediction_bytes;  // the largest held-out over-prediction
+  std::string statement;                              // one sentence saying the above
+};
+
+// The era as the table names it: V0, v1-early, v1, v1-latest.
+const char* error_band_era(EngineEra era) noexcept;
+
+class ErrorBandTable {
+ public:
+  // Reads <path> (a bounded read, as the spec database reads its files). Throws SpecError
+  // naming the file and the field.
+  static ErrorBandTable load_file(const std::string& path);
+  static ErrorBandTable parse(const std::string& json_text, const std::string& file);
+
+  // The row of `gpu_family` (empty: "unknown") in `era`; a row the table lacks has no band.
+  ErrorBand lookup(const std::string& gpu_family, EngineEra era) const;
+  // The launch's row: its GPU's family, its engine row's era.
+  ErrorBand lookup(const CompiledLaunch& launch) const;
+
+ private:
+  struct Row {
+    std::int64_t held_out = 0;
+    std::optional<std::int64_t> band_bytes;
+    std::optional<std::int64_t> over_prediction_bytes;
+  };
+  std::map<std::string, Row> rows_;
+};
+
+// The solver's margin for a launch with this band: an over-prediction the cross-validation
+// has seen that is larger than the default margin becomes the margin, so that it cannot
+// undo a "fits"; else the default.
+std::int64_t safety_margin_with_band(const ErrorBand& band, std::int64_t default_margin_bytes);
+
+nlohmann::json to_json(const ErrorBand& band);
+
+}  // namespace vramplan

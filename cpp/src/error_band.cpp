@@ -1,0 +1,121 @@
+#include "vramplan/error_band.hpp"
+
+#include <cstdio>
+
+#include "vramplan/bounded_read.hpp"
+#include "vramplan/errors.hpp"
+
+namespace vramplan {
+
+namespace {
+
+constexpr std::int64_t kMaxBandTableBytes = std::int64_t{1} << 20;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// A byte count of a row: a non-negative integer, or none (null, absent: no measured band).
+std::optional<std::int64_t> row_bytes(const nlohmann::json& row, const char* key,
+                                      const std::string& file, const std::string& group) {
+  const auto found = row.find(key);
+  if (found == row.end() || found->is_null()) return std::nullopt;
+  if (!found->is_number_integer() || found->get<std::int64_t>() < 0) {
+    throw SpecError(file, "groups." + group + "." + key, found->dump(),
+                    "expected a non-negative integer of bytes, or null");
+  }
+  return found->get<std::int64_t>();
+}
+
+}  // namespace
+
+const char* error_band_era(EngineEra era) noexcept {
+  switch (era) {
+    case EngineEra::V0:
+      return "V0";
+    case EngineEra::V1Early:
+      return "v1-early";
+    case EngineEra::V1Mid:
+      return "v1";
+    case EngineEra::V1Latest:
+      return "v1-latest";
+  }
+  return "unknown";
+}
+
+ErrorBandTable ErrorBandTable::load_file(const std::string& path) {
+  return parse(read_regular_file(path, "error-band table", kMaxBandTableBytes), path);
+}
+
+ErrorBandTable ErrorBandTable::parse(const std::string& json_text, const std::string& file) {
+  const nlohmann::json doc = nlohmann::json::parse(json_text, nullptr, false);
+  if (doc.is_discarded()) {
+    throw SpecError(file, "(document)", "the file", "cannot read the error-band table: not JSON");
+  }
+  const auto groups = doc.is_object() ? doc.find("groups") : doc.end();
+  if (!doc.is_object() || groups == doc.end() || !groups->is_object()) {
+    throw SpecError(file, "groups", doc.is_object() && groups != doc.end() ? groups->dump() : "",
+                    "expected an object of 'family x era' rows");
+  }
+  ErrorBandTable table;
+  for (const auto& [group, row] : groups->items()) {
+    if (!row.is_object()) {
+      throw SpecError(file, "groups." + group, row.dump(), "expected an object");
+    }
+    Row parsed;
+    const auto held_out = row.find("held_out");
+    if (held_out != row.end()) {
+      if (!held_out->is_number_integer() || held_out->get<std::int64_t>() < 0) {
+        throw SpecError(file, "groups." + group + ".held_out", held_out->dump(),
+                        "expected a non-negative integer");
+      }
+      parsed.held_out = held_out->get<std::int64_t>();
+    }
+    parsed.band_bytes = row_bytes(row, "band_bytes", file, group);
+    parsed.over_prediction_bytes = row_bytes(row, "over_prediction_bytes", file, group);
+    table.rows_[group] = parsed;
+  }
+  return table;
+}
+
+ErrorBand ErrorBandTable::lookup(const std::string& gpu_family, EngineEra era) const {
+  ErrorBand band;
+  band.group =
+      (gpu_family.empty() ? std::string("unknown") : gpu_family) + " x " + error_band_era(era);
+  const auto row = rows_.find(band.group);
+  if (row != rows_.end()) {
+    band.held_out_records = row->second.held_out;
+    band.band_bytes = row->second.band_bytes;
+    band.over_prediction_bytes = row->second.over_prediction_bytes;
+  }
+  const std::string held = std::to_string(band.held_out_records);
+  if (band.band_bytes) {
+    char gib[32];
+    std::snprintf(gib, sizeof gib, "%.2f", static_cast<double>(*band.band_bytes) / kGiB);
+    band.statement = "available KV cache +/- " + std::string(gib) + " GiB per GPU, 90% (" +
+                     band.group + ", " + held + " held-out records, docs/accuracy.md)";
+  } else {
+    band.statement = "no measured band for " + band.group + ": " + held + " held-out record" +
+                     (band.held_out_records == 1 ? "" : "s") + " (docs/accuracy.md)";
+  }
+  return band;
+}
+
+ErrorBand ErrorBandTable::lookup(const CompiledLaunch& launch) const {
+  return lookup(launch.hardware().gpu.family, launch.profile().era);
+}
+
+std::int64_t safety_margin_with_band(const ErrorBand& band, std::int64_t default_margin_bytes) {
+  if (band.over_prediction_bytes && *band.over_prediction_bytes > default_margin_bytes) {
+    return *band.over_prediction_bytes;
+  }
+  return default_margin_bytes;
+}
+
+nlohmann::json to_json(const ErrorBand& band) {
+  nlohmann::json out = {{"group", band.group}, {"held_out_records", band.held_out_records}};
+  out["band_bytes"] = band.band_bytes ? nlohmann::json(*band.band_bytes) : nlohmann::json();
+  out["over_prediction_bytes"] =
+      band.over_prediction_bytes ? nlohmann::json(*band.over_prediction_bytes) : nlohmann::json();
+  out["statement"] = band.statement;
+  return out;
+}
+
+}  // namespace vramplan

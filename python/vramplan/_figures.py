@@ -1,0 +1,72 @@
+"""A breakdown drawn as a matplotlib Figure (the `vramplan[plot]` extra) and the colours of its
+terms, shared with the notebook HTML view. Only draws: every number comes from the core's
+breakdown. Built without pyplot, so nothing is shown twice and no global state changes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import _core
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+GIB = float(1 << 30)
+
+# Breakdown terms in stacking order, with their colours (shared with the HTML view).
+TERM_COLOURS = {
+    "weights": "#4c72b0",
+    "activation_peak": "#dd8452",
+    "mm_encoder": "#da8bc3",
+    "mrv2_persistent_buffers": "#c44e52",
+    "non_torch": "#937860",
+    "cudagraph": "#8172b3",
+    "kv_cache": "#55a868",
+    "cuda_context": "#8c8c8c",
+}
+
+
+def figure_class() -> type[Figure]:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        msg = "plots need matplotlib: pip install 'vramplan[plot]' (or matplotlib>=3.5)"
+        raise _core.Error(msg) from None
+    return Figure
+
+
+def breakdown_figure(breakdown: _core.Breakdown) -> Figure:
+    """One horizontal stacked bar per pipeline rank: the breakdown's terms in GiB against the
+    GPU's total and the utilization budget."""
+    figure = figure_class()(figsize=(8, 1.2 + 0.6 * len(breakdown.ranks)), layout="constrained")
+    ax = figure.add_subplot()
+    labels = []
+    for row, rank in enumerate(breakdown.ranks):
+        left = 0.0
+        for term in rank.terms:
+            width = max(0, term.bytes) / GIB
+            ax.barh(
+                row,
+                width,
+                left=left,
+                color=TERM_COLOURS.get(term.name, "#cccccc"),
+                label=term.name if row == 0 else None,
+                gid=f"rank{rank.pipeline_rank}:{term.name}",
+            )
+            left += width
+        labels.append(f"PP rank {rank.pipeline_rank}")
+    first = breakdown.ranks[0]
+    ax.axvline(first.total_memory_bytes / GIB, color="black", linewidth=1, label="GPU total")
+    ax.axvline(
+        first.requested_memory_bytes / GIB,
+        color="black",
+        linestyle="--",
+        linewidth=1,
+        label="budget (total x utilization)",
+    )
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("GiB per GPU")
+    ax.set_title(f"{breakdown.model_id} on {breakdown.gpu_id}: {breakdown.outcome}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
+    return figure

@@ -182,6 +182,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"gpu", "num_sms"},
     {"gpu", "unified_memory"},
     {"gpu", "pcie_only"},
+    {"gpu", "family"},
 };
 
 TEST(SpecYaml, SchemaMarkdownListsEveryKey) {

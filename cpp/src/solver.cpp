@@ -133,6 +133,10 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
                          "fewer CUDA graphs";
     e = evaluate(launch, knobs);
   };
+  // Graph profiling (its minimal KV cache follows max_num_seqs, not the context) fails before
+  // the KV checks: settle the sequences first, so that the context is shortened and searched
+  // from a launch that passes it.
+  lower_seqs_for(Outcome::CudagraphProfilingOom);
   // Only for a context the user asked for: the model's own maximum is shortened instead.
   if (pinned_len || t.context > 0) lower_seqs_for(Outcome::InsufficientKvForMaxModelLen);
   if (e.outcome == Outcome::InsufficientKvForMaxModelLen && !pinned_len) {
@@ -171,7 +175,6 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
       e = evaluate(launch, knobs);
     }
   }
-  lower_seqs_for(Outcome::CudagraphProfilingOom);
   const std::int64_t context =
       t.context > 0 ? std::min(t.context, e.knobs.max_model_len) : e.knobs.max_model_len;
   // Batched tokens: the engine default, lowered when its activation peak keeps the target

@@ -85,28 +85,7 @@ def plan_longest_context(plan_for: Callable[[int, dict[str, Any]], api.Plan]) ->
     """The plan with the longest context that fits (`--context auto`). `plan_for(context,
     knobs)` plans one target (0 = the model's maximum) with extra pinned knobs.
 
-    The solver already shortens the context for one sequence, and with a concurrency target
-    its own bisection (solver.cpp, context 0) answers almost every launch: the first call
-    here. Only when that answer does not fit is the longest context that holds every sequence
-    found by this bisection (fitting only gets harder as the context grows), holding
-    max_num_batched_tokens at the solver's own choice for the maximum context: otherwise the
-    longest context would be bought by shrinking the prefill chunk to a handful of tokens.
-    It is still needed: the solver's bisection runs at the default max_num_seqs, before it
-    lowers the sequences for CUDA-graph profiling, so a launch whose short contexts fail that
-    check at 256 sequences gets no shorter context (NVIDIA-Nemotron-Nano-9B-v2 on an L4 at
-    8 sequences: the solver says does not fit at 131072; this finds 10496 tokens)."""
-    longest = plan_for(0, {})
-    if longest.fits:
-        return longest
-    batch = {"max_num_batched_tokens": int(longest.max_num_batched_tokens)}
-    high = int(longest.max_model_len)
-    if high < 1 or not plan_for(1, batch).fits:
-        return longest  # nothing fits at any context: the verdict says why
-    low = 1  # fits
-    while low < high:
-        middle = (low + high + 1) // 2
-        if plan_for(middle, batch).fits:
-            low = middle
-        else:
-            high = middle - 1
-    return plan_for(low, {})
+    With context 0 the solver itself (solver.cpp) shortens the context to what one sequence,
+    or the concurrency target, can hold, after settling max_num_seqs for CUDA-graph
+    profiling: one call, one bisection, in C++."""
+    return plan_for(0, {})

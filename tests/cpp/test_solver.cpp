@@ -420,3 +420,24 @@ TEST(Solver, AutoContextHoldsTheTargetConcurrency) {
   ASSERT_TRUE(more.fits) << more.verdict;
   EXPECT_GE(more.max_model_len, plan.max_model_len);
 }
+
+// A hybrid whose default max_num_seqs fails CUDA-graph profiling (its minimal KV cache holds a
+// Mamba state per block) and whose model-length request does not fit either: the solver must
+// settle the sequences before it shortens the context, or it never searches a context at all.
+// Checked against the definition, not a stored number: the chosen context fits the target
+// concurrency, and one block more does not.
+TEST(Solver, LongestContextForAConcurrencyAfterGraphProfilingLowersTheSequences) {
+  static const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  const ModelSpec& spec = db.model("nvidia/NVIDIA-Nemotron-Nano-9B-v2");
+  SolveRequest req;
+  req.hardware.gpu = db.gpu("L4");
+  req.target_concurrency = 8;
+  const Plan plan = solve(spec, req);
+  ASSERT_TRUE(plan.fits) << plan.verdict;
+  EXPECT_GE(plan.concurrent_sequences, 8);
+  EXPECT_LT(plan.max_model_len, spec.max_position_embeddings);
+  const std::int32_t block = plan.breakdown.config.block_size;
+  req.target_context_tokens = plan.max_model_len + block;
+  const Plan longer = solve(spec, req);
+  EXPECT_FALSE(longer.fits) << longer.verdict;
+}

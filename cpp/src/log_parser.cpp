@@ -485,7 +485,8 @@ void Parser::failure_line(std::string_view line, std::string_view msg) {
   std::size_t at;
 
   // Startup free-memory check (V1 >= 0.9): "Free memory on device cuda:1 (60.33/79.19 GiB) on
-  // startup is less than desired GPU memory utilization (0.95, 75.23 GiB)."
+  // startup is less than desired GPU memory utilization (0.95, 75.23 GiB)."; 0.10.2 leaves the
+  // device out ("on device (16.01/93.0 GiB)"): the figures follow the first "(".
   if ((at = line.find(vocab::kFreeMemoryOnDevice)) != npos &&
       contains(line, vocab::kIsLessThanDesired)) {
     failure = true;

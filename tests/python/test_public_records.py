@@ -176,6 +176,16 @@ def test_public_records_expressed_and_reasons() -> None:
             assert replay.unsupported, rid
 
 
+def test_startup_check_without_device_name_replays_its_outcome() -> None:
+    """pub-416 (vLLM 0.10.2) prints "Free memory on device (16.01/93.0 GiB) on startup", without
+    the device: other processes held 93.0 - 16.01 = 76.99 GiB, so 16.01 GiB free is short of the
+    0.8 x 93.0 = 74.4 GiB asked for and the replay stops at the startup check as vLLM did."""
+    replay = _public_replays()["pub-416"]
+    assert replay.predicted is not None
+    assert replay.measured["outcome"] == "startup_free_memory"
+    assert replay.predicted["outcome"] == "startup_free_memory"
+
+
 def test_public_record_models_resolve() -> None:
     """The records whose log names the model use an id the database resolves (Llama-2 logs say
     only 'Llama2-7B' / 'Llama2-70B': the aliases stand for every Llama-2 variant of that size)."""

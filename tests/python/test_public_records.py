@@ -186,6 +186,18 @@ def test_startup_check_without_device_name_replays_its_outcome() -> None:
     assert replay.predicted["outcome"] == "startup_free_memory"
 
 
+def test_single_gpu_non_torch_before_0_11_is_the_logged_figure() -> None:
+    """The V1 logs before 0.11 print 0.02 GiB (RTX 4090, pub-307) and 0.07 GiB (an 80 GB card,
+    pub-315) of non-torch memory at TP=1, both at 0.10.2: the planner charges the larger,
+    0.07 GiB (75497472 B), not the 0.25 GiB an H100 logs at 0.18+."""
+    replays = _public_replays()
+    for rid, logged_gib in (("pub-307", 0.02), ("pub-315", 0.07)):
+        replay = replays[rid]
+        assert replay.predicted is not None, rid
+        assert replay.measured["non_torch_gib"] == logged_gib, rid
+        assert replay.predicted["non_torch_gib"] == 75497472 / 2**30, rid
+
+
 def test_public_record_models_resolve() -> None:
     """The records whose log names the model use an id the database resolves (Llama-2 logs say
     only 'Llama2-7B' / 'Llama2-70B': the aliases stand for every Llama-2 variant of that size)."""

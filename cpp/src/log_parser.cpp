@@ -389,6 +389,9 @@ void Parser::memory_line(std::string_view line) {
     const std::size_t total = open == npos ? npos : after(line, "/", open);
     if (total != npos && total - open < 48) {
       if (const auto t = read_size(line, total)) set_first_value(f_.gpu_total_gib, t->gib());
+      const auto free_n = read_number(line, open);
+      if (free_n && free_n->end + 1 == total)
+        set_first_value(f_.free_at_startup_gib, free_n->value);
     }
   }
   // Older torch OOM text: "(GPU 0; 79.15 GiB total capacity; ...)".
@@ -763,6 +766,7 @@ nlohmann::json to_json(const VllmLogFigures& f) {
   j["suggested_kv_cache_memory_bytes"] = opt(f.suggested_kv_cache_memory_bytes);
   j["startup_free_gib"] = opt(f.startup_free_gib);
   j["startup_desired_gib"] = opt(f.startup_desired_gib);
+  j["free_at_startup_gib"] = opt(f.free_at_startup_gib);
   j["estimated_max_model_len"] = opt(f.estimated_max_model_len);
   j["needed_kv_gib"] = opt(f.needed_kv_gib);
   j["oom_tried_gib"] = opt(f.oom_tried_gib);

@@ -253,12 +253,12 @@ def _speculative(text: str) -> dict[str, Any]:
 
 
 def _others_bytes(record: dict[str, Any], cuda_context_bytes: int) -> int:
-    """GPU memory other processes held, from the startup check vLLM failed ("Free memory on
-    device cuda:0 (54.34/79.18 GiB) on startup is less than desired ...", or 0.10's form
-    without the device, read by the C++ log parser): total - free, less this process's own CUDA
-    context (which the free figure already excludes and the planner adds itself)."""
+    """GPU memory other processes held, from vLLM's startup line in the record's error text
+    ("Free memory on device cuda:0 (54.34/79.18 GiB) on startup", or 0.10.2's form without the
+    device, passed or failed; read by the C++ log parser): total - free, less this process's own
+    CUDA context (which the free figure already excludes and the planner adds itself)."""
     figures = _core.parse_vllm_log(str(record.get("error_text") or ""))
-    free, total = figures.get("startup_free_gib"), figures.get("gpu_total_gib")
+    free, total = figures.get("free_at_startup_gib"), figures.get("gpu_total_gib")
     if free is None or total is None:
         return 0
     return max(0, round((total - free) * GIB) - cuda_context_bytes)

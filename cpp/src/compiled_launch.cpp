@@ -325,6 +325,26 @@ double cudagraph_bytes_per_size(const ModelSpec& spec, const EngineProfile& prof
   return per_size;
 }
 
+// The CUDA context this process holds before vLLM's init snapshot. It follows the GPU's
+// resident threads (SMs x the architecture's most threads per SM): the driver reserves local
+// memory for every thread that can be resident, so an H100 (132 x 2048) holds about seven
+// times a T4's (40 x 1024). GPUs of another vendor, an unlisted architecture or an unknown SM
+// count keep the reference GPU's figure.
+std::int64_t gpu_cuda_context_bytes(const EngineProfile& profile, const GpuSpec& gpu) {
+  if (gpu.vendor != "nvidia" || gpu.num_sms <= 0) return profile.cuda_context_bytes;
+  for (std::int32_t i = 0; i < profile.max_resident_threads_per_sm_entries; ++i) {
+    const ResidentThreadsPerSm& arch =
+        profile.max_resident_threads_per_sm[static_cast<std::size_t>(i)];
+    if (std::abs(arch.compute_capability - gpu.compute_capability) < 0.05) {
+      const double threads = static_cast<double>(gpu.num_sms) * arch.threads;
+      return static_cast<std::int64_t>(
+          std::llround(static_cast<double>(profile.cuda_context_bytes) * threads /
+                       static_cast<double>(profile.cuda_context_reference_threads)));
+    }
+  }
+  return profile.cuda_context_bytes;
+}
+
 }  // namespace
 
 CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareConfig hardware,
@@ -416,8 +436,8 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   const std::int32_t ep = c.enable_expert_parallel && s.has_moe ? tp * dp : 1;
   const All2AllExchange exchange = all2all_exchange(s, c, profile);
   all2all_exchange_ = exchange.applies;
-  cuda_context_bytes_ =
-      profile.cuda_context_bytes + (tp * pp * dp > 1 ? profile.nccl_communicator_bytes : 0);
+  cuda_context_bytes_ = gpu_cuda_context_bytes(profile, hardware_.gpu) +
+                        (tp * pp * dp > 1 ? profile.nccl_communicator_bytes : 0);
   startup_free_bytes_ = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_;
   cudagraph_base_bytes_ = static_cast<std::int64_t>(profile.cudagraph_base_mib *
                                                     static_cast<double>(calibration::kMiB));

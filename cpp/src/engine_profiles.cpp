@@ -124,6 +124,11 @@ class Row {
     return v;
   }
   bool has(const std::string& key) const { return static_cast<bool>(node_[key]); }
+  YAML::Node list(const std::string& key) const {
+    const YAML::Node l = node_[key];
+    if (!l || !l.IsSequence()) fail(key, l ? "not a list" : "missing", "expected a list");
+    return l;
+  }
   std::vector<std::string> names(const std::string& key) const {
     const YAML::Node list = node_[key];
     if (!list || list.IsNull()) fail(key, "missing", "required field is missing");
@@ -218,6 +223,32 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   bytes("swap_space_default_bytes", p.swap_space_default_bytes);
   bytes("cuda_context_bytes", p.cuda_context_bytes);
   bytes("nccl_communicator_bytes", p.nccl_communicator_bytes);
+  if (!row.inherits("cuda_context_reference_threads", first)) {
+    p.cuda_context_reference_threads = row.integer(
+        "cuda_context_reference_threads", row.get("cuda_context_reference_threads"), 1, 1 << 30);
+  }
+  if (!row.inherits("max_resident_threads_per_sm", first)) {
+    const char* key = "max_resident_threads_per_sm";
+    const YAML::Node table = row.list(key);
+    if (table.size() == 0 || table.size() > p.max_resident_threads_per_sm.size()) {
+      row.fail(key, "wrong shape", "expected 1..16 [compute capability, threads] pairs");
+    }
+    double previous = 0.0;
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      const std::string name = std::string(key) + "[" + std::to_string(i) + "]";
+      const YAML::Node pair = table[i];
+      if (!pair.IsSequence() || pair.size() != 2)
+        row.fail(name, "wrong shape", "expected [compute capability, threads]");
+      ResidentThreadsPerSm entry;
+      entry.compute_capability = row.scalar<double>(name, pair[0]);
+      if (!(entry.compute_capability > previous && entry.compute_capability < 100.0))
+        row.fail(name, std::to_string(entry.compute_capability), "capabilities must ascend");
+      previous = entry.compute_capability;
+      entry.threads = static_cast<std::int32_t>(row.integer(name, pair[1], 32, 1 << 16));
+      p.max_resident_threads_per_sm[i] = entry;
+    }
+    p.max_resident_threads_per_sm_entries = static_cast<std::int32_t>(table.size());
+  }
   number("forward_hidden_buffers", 0.0, 1000.0, p.forward_hidden_buffers);
   if (!row.inherits("cudagraph_capture", first)) {
     const char* key = "cudagraph_capture";

@@ -24,6 +24,30 @@ std::optional<std::int64_t> row_bytes(const nlohmann::json& row, const char* key
   return found->get<std::int64_t>();
 }
 
+// A non-negative integer count of a row; 0 when absent.
+std::int64_t row_count(const nlohmann::json& row, const char* key, const std::string& file,
+                       const std::string& group) {
+  const auto found = row.find(key);
+  if (found == row.end()) return 0;
+  if (!found->is_number_integer() || found->get<std::int64_t>() < 0) {
+    throw SpecError(file, "groups." + group + "." + key, found->dump(),
+                    "expected a non-negative integer");
+  }
+  return found->get<std::int64_t>();
+}
+
+// A fraction of a row: a finite number in [0, 100], or none (null, absent).
+std::optional<double> row_fraction(const nlohmann::json& row, const char* key,
+                                   const std::string& file, const std::string& group) {
+  const auto found = row.find(key);
+  if (found == row.end() || found->is_null()) return std::nullopt;
+  if (!found->is_number() || !(found->get<double>() >= 0.0 && found->get<double>() <= 100.0)) {
+    throw SpecError(file, "groups." + group + "." + key, found->dump(),
+                    "expected a fraction between 0 and 100, or null");
+  }
+  return found->get<double>();
+}
+
 }  // namespace
 
 const char* error_band_era(EngineEra era) noexcept {
@@ -60,16 +84,11 @@ ErrorBandTable ErrorBandTable::parse(const std::string& json_text, const std::st
       throw SpecError(file, "groups." + group, row.dump(), "expected an object");
     }
     Row parsed;
-    const auto held_out = row.find("held_out");
-    if (held_out != row.end()) {
-      if (!held_out->is_number_integer() || held_out->get<std::int64_t>() < 0) {
-        throw SpecError(file, "groups." + group + ".held_out", held_out->dump(),
-                        "expected a non-negative integer");
-      }
-      parsed.held_out = held_out->get<std::int64_t>();
-    }
+    parsed.held_out = row_count(row, "held_out", file, group);
     parsed.band_bytes = row_bytes(row, "band_bytes", file, group);
     parsed.over_prediction_bytes = row_bytes(row, "over_prediction_bytes", file, group);
+    parsed.cudagraph_held_out = row_count(row, "cudagraph_held_out", file, group);
+    parsed.cudagraph_band_fraction = row_fraction(row, "cudagraph_band_fraction", file, group);
     table.rows_[group] = parsed;
   }
   return table;
@@ -84,6 +103,8 @@ ErrorBand ErrorBandTable::lookup(const std::string& gpu_family, EngineEra era) c
     band.held_out_records = row->second.held_out;
     band.band_bytes = row->second.band_bytes;
     band.over_prediction_bytes = row->second.over_prediction_bytes;
+    band.cudagraph_held_out_records = row->second.cudagraph_held_out;
+    band.cudagraph_band_fraction = row->second.cudagraph_band_fraction;
   }
   const std::string held = std::to_string(band.held_out_records);
   if (band.band_bytes) {
@@ -94,6 +115,14 @@ ErrorBand ErrorBandTable::lookup(const std::string& gpu_family, EngineEra era) c
   } else {
     band.statement = "no measured band for " + band.group + ": " + held + " held-out record" +
                      (band.held_out_records == 1 ? "" : "s") + " (docs/accuracy.md)";
+  }
+  if (band.cudagraph_band_fraction) {
+    // The pool's per-layer piece varies about tenfold between machines (docs/validation/
+    // graph-and-non-torch.md): said beside the KV band, not folded into it.
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.0f", *band.cudagraph_band_fraction * 100.0);
+    band.statement += "; CUDA-graph pool +/- " + std::string(pct) + "%, 90% (" +
+                      std::to_string(band.cudagraph_held_out_records) + " held-out records)";
   }
   return band;
 }
@@ -114,6 +143,10 @@ nlohmann::json to_json(const ErrorBand& band) {
   out["band_bytes"] = band.band_bytes ? nlohmann::json(*band.band_bytes) : nlohmann::json();
   out["over_prediction_bytes"] =
       band.over_prediction_bytes ? nlohmann::json(*band.over_prediction_bytes) : nlohmann::json();
+  out["cudagraph_held_out_records"] = band.cudagraph_held_out_records;
+  out["cudagraph_band_fraction"] = band.cudagraph_band_fraction
+                                       ? nlohmann::json(*band.cudagraph_band_fraction)
+                                       : nlohmann::json();
   out["statement"] = band.statement;
   return out;
 }

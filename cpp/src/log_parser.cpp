@@ -389,6 +389,9 @@ void Parser::memory_line(std::string_view line) {
     const std::size_t total = open == npos ? npos : after(line, "/", open);
     if (total != npos && total - open < 48) {
       if (const auto t = read_size(line, total)) set_first_value(f_.gpu_total_gib, t->gib());
+      const auto free_n = read_number(line, open);
+      if (free_n && free_n->end + 1 == total)
+        set_first_value(f_.free_at_startup_gib, free_n->value);
     }
   }
   // Older torch OOM text: "(GPU 0; 79.15 GiB total capacity; ...)".
@@ -485,7 +488,8 @@ void Parser::failure_line(std::string_view line, std::string_view msg) {
   std::size_t at;
 
   // Startup free-memory check (V1 >= 0.9): "Free memory on device cuda:1 (60.33/79.19 GiB) on
-  // startup is less than desired GPU memory utilization (0.95, 75.23 GiB)."
+  // startup is less than desired GPU memory utilization (0.95, 75.23 GiB)."; 0.10.2 leaves the
+  // device out ("on device (16.01/93.0 GiB)"): the figures follow the first "(".
   if ((at = line.find(vocab::kFreeMemoryOnDevice)) != npos &&
       contains(line, vocab::kIsLessThanDesired)) {
     failure = true;
@@ -762,6 +766,7 @@ nlohmann::json to_json(const VllmLogFigures& f) {
   j["suggested_kv_cache_memory_bytes"] = opt(f.suggested_kv_cache_memory_bytes);
   j["startup_free_gib"] = opt(f.startup_free_gib);
   j["startup_desired_gib"] = opt(f.startup_desired_gib);
+  j["free_at_startup_gib"] = opt(f.free_at_startup_gib);
   j["estimated_max_model_len"] = opt(f.estimated_max_model_len);
   j["needed_kv_gib"] = opt(f.needed_kv_gib);
   j["oom_tried_gib"] = opt(f.oom_tried_gib);

@@ -252,20 +252,15 @@ def _speculative(text: str) -> dict[str, Any]:
     return out
 
 
-_STARTUP_FREE = re.compile(
-    r"Free memory on device \S+ \(([0-9.]+)/([0-9.]+) GiB\) on startup", re.IGNORECASE
-)
-
-
 def _others_bytes(record: dict[str, Any], cuda_context_bytes: int) -> int:
-    """GPU memory other processes held, from vLLM's "Free memory on device cuda:0
-    (54.34/79.18 GiB) on startup": total - free, less this process's own CUDA context (which
-    the free figure already excludes and the planner adds itself)."""
-    text = f"{record.get('error_text') or ''} {record.get('notes') or ''}"
-    match = _STARTUP_FREE.search(text)
-    if not match:
+    """GPU memory other processes held, from vLLM's startup line in the record's error text
+    ("Free memory on device cuda:0 (54.34/79.18 GiB) on startup", or 0.10.2's form without the
+    device, passed or failed; read by the C++ log parser): total - free, less this process's own
+    CUDA context (which the free figure already excludes and the planner adds itself)."""
+    figures = _core.parse_vllm_log(str(record.get("error_text") or ""))
+    free, total = figures.get("free_at_startup_gib"), figures.get("gpu_total_gib")
+    if free is None or total is None:
         return 0
-    free, total = float(match.group(1)), float(match.group(2))
     return max(0, round((total - free) * GIB) - cuda_context_bytes)
 
 

@@ -251,6 +251,8 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    non_torch_tensor_parallel_pcie_bytes: 402653184\n    swap_space_default_bytes: "
       "0\n"
       "    cuda_context_bytes: 547356672\n    nccl_communicator_bytes: 268435456\n"
+      "    cuda_context_reference_threads: 270336\n"
+      "    max_resident_threads_per_sm: [[7.5, 1024], [9.0, 2048]]\n"
       "    forward_hidden_buffers: 6.0\n"
       "    cudagraph_capture: {ladder: [[1, 2, 1], [4, 4, 1], [8, 248, 8], [256, 512, 16]], "
       "bounded_by_max_num_seqs: true, seq_multiplier: 2, counts_speculative_tokens: true, "
@@ -298,6 +300,12 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       {replace("from: \"0.12\"", "from: soon"), "all2all_backend_flag_from"},
       {replace("tokens: 32768", "tokens: -1"), "fused_moe_chunk_tokens"},
       {replace("[8, 248, 8], [256", "[8, 248, 8], [200"), "cudagraph_capture.ladder[3]"},
+      {replace("[[7.5, 1024], [9.0", "[[9.5, 1024], [9.0"), "max_resident_threads_per_sm[1]"},
+      {replace("[7.5, 1024]", "[7.5, 0]"), "max_resident_threads_per_sm[0]"},
+      {replace("[7.5, 1024]", "[7.5]"), "max_resident_threads_per_sm[0]"},
+      {replace("per_sm: [[7.5, 1024], [9.0, 2048]]", "per_sm: 7.5"), "max_resident_threads_per_sm"},
+      {replace("reference_threads: 270336", "reference_threads: 0"),
+       "cuda_context_reference_threads"},
       {replace("piece_moe: 0.15", "piece_moe: -1"), "cudagraph_pool_mib.piece_moe"},
       {replace("    post_allocation_check: true\n", ""), "post_allocation_check"},
       {replace("bounded_by_max_num_seqs: true, ", ""), "cudagraph_capture.bounded_by_max_num_seqs"},
@@ -339,6 +347,40 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       EXPECT_NE(std::string(e.what()).find("e.yaml"), std::string::npos) << e.what();
     }
   }
+}
+
+// The CUDA context scales with the GPU's resident threads (SMs x threads per SM) from the
+// H100 SXM's 522 MiB (132 x 2048 threads, `cuda_memory=0.51GiB` at 0.19 worker init). Hand
+// ratios: A100 108 x 2048 = 9/11 of it, 0.417 GiB (pub-103 logs 79.25 - 78.84 = 0.41 GiB free
+// at startup); T4 40 x 1024 = 5/33, 79 MiB (pub-415's whole non-torch use was 0.14 GiB);
+// RTX 4090 128 x 1536 = 8/11, 0.371 GiB (pub-307: 0.44 GiB used at startup). An AMD GPU and a
+// GPU of unknown SM count keep 522 MiB.
+TEST(EngineProfiles, CudaContextFollowsResidentThreads) {
+  const ModelSpec s = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
+  EngineConfig c;
+  c.engine_version = "0.19.0";
+  auto context = [&](const GpuSpec& gpu) {
+    HardwareConfig hw;
+    hw.gpu = gpu;
+    return compute_breakdown(s, hw, c).ranks.front().cuda_context_bytes;
+  };
+  constexpr std::int64_t kH100 = 547356672;
+  EXPECT_EQ(context(database().gpu("H100-80GB")), kH100);
+  EXPECT_EQ(context(database().gpu("A100-80GB")), 447837277);  // kH100 x 9 / 11
+  EXPECT_EQ(context(database().gpu("T4")), 82932829);          // kH100 x 5 / 33
+  EXPECT_EQ(context(database().gpu("RTX-4090")), 398077580);   // kH100 x 8 / 11
+  EXPECT_EQ(context(database().gpu("MI300X")), kH100);         // not NVIDIA
+  EXPECT_EQ(context(vramplan_test::h100()), kH100);            // no SM count
+  GpuSpec unlisted = database().gpu("H100-80GB");
+  unlisted.compute_capability = 6.1;  // Pascal: not in max_resident_threads_per_sm
+  EXPECT_EQ(context(unlisted), kH100);
+  // TP=2 adds the NCCL communicators on top of the GPU's own context.
+  HardwareConfig two;
+  two.gpu = database().gpu("T4");
+  two.num_gpus = 2;
+  c.tensor_parallel_size = 2;
+  EXPECT_EQ(compute_breakdown(s, two, c).ranks.front().cuda_context_bytes,
+            82932829 + engine_profile("0.19.0").nccl_communicator_bytes);
 }
 
 TEST(EngineProfiles, CalibrationProfileOverridesARow) {

@@ -72,6 +72,33 @@ TEST(ErrorBand, ABrokenTableIsASpecErrorNamingFileAndField) {
   }
 }
 
+// The CUDA-graph pool's band is said beside the KV band (not folded into it): 1.26 of the
+// logged pool is "+/- 126%", from 38 held-out graph figures.
+TEST(ErrorBand, TheGraphPoolBandIsStatedBesideTheKvBand) {
+  const ErrorBandTable table = ErrorBandTable::parse(
+      R"({"groups": {"H100/H200 x v1": {"held_out": 39, "band_bytes": 1624720948,
+          "over_prediction_bytes": 84748011, "cudagraph_held_out": 38,
+          "cudagraph_band_fraction": 1.26},
+        "A100 x v1": {"held_out": 3, "band_bytes": 269902113, "over_prediction_bytes": 269902113,
+          "cudagraph_held_out": 2, "cudagraph_band_fraction": null}}})",
+      "bands.json");
+  const ErrorBand band = table.lookup("H100/H200", EngineEra::V1Mid);
+  EXPECT_EQ(band.cudagraph_held_out_records, 38);
+  EXPECT_EQ(band.cudagraph_band_fraction, 1.26);
+  // 1,624,720,948 / 2^30 = 1.5131 GiB.
+  EXPECT_EQ(band.statement,
+            "available KV cache +/- 1.51 GiB per GPU, 90% (H100/H200 x v1, 39 held-out records, "
+            "docs/accuracy.md); CUDA-graph pool +/- 126%, 90% (38 held-out records)");
+  const ErrorBand few = table.lookup("A100", EngineEra::V1Mid);  // 2 graph figures: none said
+  EXPECT_FALSE(few.cudagraph_band_fraction.has_value());
+  EXPECT_EQ(few.statement.find("CUDA-graph"), std::string::npos);
+  for (const char* bad : {R"({"groups": {"x": {"cudagraph_band_fraction": -0.5}}})",
+                          R"({"groups": {"x": {"cudagraph_band_fraction": "wide"}}})",
+                          R"({"groups": {"x": {"cudagraph_held_out": 1.5}}})"}) {
+    EXPECT_THROW(ErrorBandTable::parse(bad, "bands.json"), SpecError) << bad;
+  }
+}
+
 TEST(ErrorBand, EraNamesAreTheTables) {
   EXPECT_STREQ(error_band_era(EngineEra::V0), "V0");
   EXPECT_STREQ(error_band_era(EngineEra::V1Early), "v1-early");

@@ -304,6 +304,32 @@ TEST(LogParserV019, StartupFreeMemoryExcerpt) {
             0u);
 }
 
+// vLLM 0.10.2 prints the same check without the device (pub-416, an H100 NVL whose other
+// processes held 93.0 - 16.01 = 76.99 GiB): the free figure, total and desired budget still read.
+TEST(LogParserV0102, StartupFreeMemoryWithoutDeviceName) {
+  const VllmLogFigures f = parse_vllm_log(excerpt("v0102_qwen3_14b_startup_free_memory.log"));
+  EXPECT_EQ(f.outcome, "startup_free_memory");
+  EXPECT_EQ(f.startup_free_gib, 16.01);
+  EXPECT_EQ(f.startup_desired_gib, 74.4);
+  EXPECT_EQ(f.free_at_startup_gib, 16.01);
+  EXPECT_EQ(f.gpu_total_gib, 93.0);
+  EXPECT_EQ(f.vllm_version, "0.10.2");
+  ASSERT_EQ(f.error_lines.size(), 1u);
+  EXPECT_EQ(f.error_lines[0].rfind("ValueError: Free memory on device (16.01/93.0 GiB)", 0), 0u);
+}
+
+// A startup line that passed the check (0.10.2 INFO; pub-315's log line 13, figures only): the
+// free figure is read as free_at_startup_gib, not as a failed check's.
+TEST(LogParserV0102, PassedStartupLineGivesTheFreeFigureOnly) {
+  const VllmLogFigures f = parse_vllm_log(
+      "INFO 09-20 19:08:37 [gpu_worker.py:391] Free memory on device (78.57/79.18 GiB) on "
+      "startup. Desired GPU memory utilization is (0.9, 71.26 GiB).\n");
+  EXPECT_EQ(f.free_at_startup_gib, 78.57);
+  EXPECT_EQ(f.gpu_total_gib, 79.18);
+  EXPECT_FALSE(f.startup_free_gib.has_value());
+  EXPECT_NE(f.outcome, "startup_free_memory");
+}
+
 TEST(LogParserV019, FullLogLlama31_8B) {
   READ_OR_SKIP(text, kLogDir + "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log");
   const VllmLogFigures f = parse_vllm_log(text);
@@ -566,6 +592,7 @@ TEST(LogParserText, ToJsonHasEveryFieldAndNulls) {
                                          "suggested_kv_cache_memory_bytes",
                                          "startup_free_gib",
                                          "startup_desired_gib",
+                                         "free_at_startup_gib",
                                          "estimated_max_model_len",
                                          "needed_kv_gib",
                                          "oom_tried_gib",

@@ -121,3 +121,17 @@ def test_a_bad_config_name_is_an_error_naming_the_record(name: object) -> None:
     bench = _bench()
     with pytest.raises(vramplan.Error, match=r"record pub-x: model_config: "):
         bench.replay_form({"id": "pub-x", "model": "m", "model_config": name})
+
+
+def test_graph_band_is_the_p90_relative_held_out_error_rounded_up() -> None:
+    """Held-out pool errors of +10%, -50%, +119.2% and +30%: the nearest-rank p90 of four is the
+    largest, 119.2%, stated as 1.20 of the logged pool; shipped-row rows do not count, and two
+    held-out figures are too few."""
+    bench = _bench()
+
+    def row(pct: float, held_out: bool = True) -> dict[str, object]:
+        return {"pct_error": pct, "held_out": held_out}
+
+    rows = [row(10.0), row(-50.0), row(119.2), row(30.0), row(400.0, held_out=False)]
+    assert bench.graph_band_of(rows) == 1.2
+    assert bench.graph_band_of(rows[:2]) is None

@@ -176,6 +176,28 @@ def test_public_records_expressed_and_reasons() -> None:
             assert replay.unsupported, rid
 
 
+def test_startup_check_without_device_name_replays_its_outcome() -> None:
+    """pub-416 (vLLM 0.10.2) prints "Free memory on device (16.01/93.0 GiB) on startup", without
+    the device: other processes held 93.0 - 16.01 = 76.99 GiB, so 16.01 GiB free is short of the
+    0.8 x 93.0 = 74.4 GiB asked for and the replay stops at the startup check as vLLM did."""
+    replay = _public_replays()["pub-416"]
+    assert replay.predicted is not None
+    assert replay.measured["outcome"] == "startup_free_memory"
+    assert replay.predicted["outcome"] == "startup_free_memory"
+
+
+def test_single_gpu_non_torch_before_0_11_is_the_logged_figure() -> None:
+    """The V1 logs before 0.11 print 0.02 GiB (RTX 4090, pub-307) and 0.07 GiB (an 80 GB card,
+    pub-315) of non-torch memory at TP=1, both at 0.10.2: the planner charges the larger,
+    0.07 GiB (75497472 B), not the 0.25 GiB an H100 logs at 0.18+."""
+    replays = _public_replays()
+    for rid, logged_gib in (("pub-307", 0.02), ("pub-315", 0.07)):
+        replay = replays[rid]
+        assert replay.predicted is not None, rid
+        assert replay.measured["non_torch_gib"] == logged_gib, rid
+        assert replay.predicted["non_torch_gib"] == 75497472 / 2**30, rid
+
+
 def test_public_record_models_resolve() -> None:
     """The records whose log names the model use an id the database resolves (Llama-2 logs say
     only 'Llama2-7B' / 'Llama2-70B': the aliases stand for every Llama-2 variant of that size)."""

@@ -35,6 +35,13 @@ struct CaptureSegment {
   std::int32_t step = 1;
 };
 
+// An NVIDIA architecture's most resident threads per SM (engines.yaml
+// max_resident_threads_per_sm), by compute capability.
+struct ResidentThreadsPerSm {
+  double compute_capability = 0.0;
+  std::int32_t threads = 0;
+};
+
 // Version-specific rules as data: one row of model_specs/engines.yaml.
 // Which launches use Model Runner V2 when VLLM_USE_V2_MODEL_RUNNER is unset
 // (VllmConfig.use_v2_model_runner per release).
@@ -84,7 +91,14 @@ struct EngineProfile {
   std::int64_t swap_space_default_bytes = 0;  // pinned swap per GPU (V0); 0 = none pinned
   // Fitted: CUDA context made before the init snapshot, NCCL communicators when ranks talk,
   // and the hidden-size-wide buffers alive at the forward's activation peak.
+  // The context is cuda_context_bytes on a GPU with cuda_context_reference_threads resident
+  // threads (SMs x max_resident_threads_per_sm); an NVIDIA GPU whose architecture is listed
+  // scales by its own resident threads (the driver's per-thread local-memory reservation),
+  // any other GPU keeps cuda_context_bytes.
   std::int64_t cuda_context_bytes = 547356672;
+  std::int64_t cuda_context_reference_threads = 270336;
+  std::array<ResidentThreadsPerSm, 16> max_resident_threads_per_sm{};
+  std::int32_t max_resident_threads_per_sm_entries = 0;
   std::int64_t nccl_communicator_bytes = 268435456;
   double forward_hidden_buffers = 6.0;
   // CUDA-graph capture sizes: the ladder cut at min([max_num_seqs x seq_multiplier

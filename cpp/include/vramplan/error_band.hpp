@@ -20,7 +20,11 @@ struct ErrorBand {
   std::int64_t held_out_records = 0;
   std::optional<std::int64_t> band_bytes;  // p90 absolute held-out error; none: no measured band
   std::optional<std::int64_t> over_prediction_bytes;  // the largest held-out over-prediction
-  std::string statement;                              // one sentence saying the above
+  // The CUDA-graph pool's p90 absolute held-out error as a fraction of the logged pool, and
+  // the held-out graph figures behind it; none below three (the pool model is one H100 fit).
+  std::int64_t cudagraph_held_out_records = 0;
+  std::optional<double> cudagraph_band_fraction;
+  std::string statement;  // one sentence saying the above
 };
 
 // The era as the table names it: V0, v1-early, v1, v1-latest.
@@ -43,6 +47,8 @@ class ErrorBandTable {
     std::int64_t held_out = 0;
     std::optional<std::int64_t> band_bytes;
     std::optional<std::int64_t> over_prediction_bytes;
+    std::int64_t cudagraph_held_out = 0;
+    std::optional<double> cudagraph_band_fraction;
   };
   std::map<std::string, Row> rows_;
 };

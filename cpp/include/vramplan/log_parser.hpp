@@ -77,8 +77,12 @@ struct VllmLogFigures {
   std::optional<bool> model_runner_v2;
   std::optional<double> consumed_gib;
   std::optional<std::int64_t> suggested_kv_cache_memory_bytes;
-  std::optional<double> startup_free_gib;
-  std::optional<double> startup_desired_gib;
+  std::optional<double> startup_free_gib;     // the failed startup check's free figure
+  std::optional<double> startup_desired_gib;  // and its requested budget
+  // The free figure of any startup line, passed or failed ("Free memory on device (78.57/79.18
+  // GiB) on startup. Desired ..." at 0.10 INFO, 0.19 DEBUG): total - free is this process's
+  // CUDA context plus what other processes held.
+  std::optional<double> free_at_startup_gib;
   std::optional<std::int64_t> estimated_max_model_len;
   std::optional<double> needed_kv_gib;
   std::optional<double> oom_tried_gib;

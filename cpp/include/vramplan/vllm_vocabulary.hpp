@@ -49,7 +49,9 @@ inline constexpr std::string_view kTotalMemoryEquals = "total_memory=";  // 0.19
 inline constexpr std::string_view kTotalGpuMemoryParen = "total_gpu_memory (";  // (older)
 inline constexpr std::string_view kTotalGpuMemoryEquals = "total_gpu_memory=";  // (older)
 // "Free memory on device cuda:1 (60.33/79.19 GiB) on startup is less than desired GPU memory
-// utilization (0.95, 75.23 GiB)." (0.19 v1/worker/gpu_worker.py)
+// utilization (0.95, 75.23 GiB)." (0.19 v1/worker/gpu_worker.py); 0.10.2 leaves out the
+// device: "Free memory on device (16.01/93.0 GiB) on startup is less than desired ..." (0.10.2).
+// Both forms are read from the first "(" after the phrase.
 inline constexpr std::string_view kFreeMemoryOnDevice = "Free memory on device";
 inline constexpr std::string_view kIsLessThanDesired = "is less than desired";
 inline constexpr std::string_view kUtilizationOpen = "utilization (";

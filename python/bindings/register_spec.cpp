@@ -58,6 +58,19 @@ void register_spec(py::module_& m) {
            py::arg("id"), py::arg("total_memory_bytes"), py::arg("name") = "",
            py::arg("compute_capability") = 9.0, py::arg("pcie_only") = false,
            py::arg("family") = "")
+      .def(
+          "with_total_memory",
+          [](const GpuSpec& g, std::int64_t total_memory_bytes) {
+            // Every other fact of the GPU kept (architecture, SMs, vendor, family,
+            // interconnect): only the total the runtime reports is replaced.
+            GpuSpec copy = g;
+            copy.total_memory_bytes = total_memory_bytes;
+            copy.total_memory_source = "given by the user";
+            copy.total_memory_derived = false;
+            return copy;
+          },
+          py::arg("total_memory_bytes"),
+          "This GPU with another total memory (bytes), every other fact kept.")
       .def_readonly("id", &GpuSpec::id)
       .def_readonly("name", &GpuSpec::name)
       .def_readonly("total_memory_bytes", &GpuSpec::total_memory_bytes)

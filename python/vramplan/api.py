@@ -100,7 +100,7 @@ def load_gpu(gpu: str, *, total_memory_bytes: int | None = None) -> _core.GpuSpe
         spec = db.gpu(gpu)
         if total_memory_bytes is None:
             return spec
-        return _core.GpuSpec(spec.id, total_memory_bytes, spec.name, pcie_only=spec.pcie_only)
+        return spec.with_total_memory(total_memory_bytes)
     if total_memory_bytes is not None:
         return _core.GpuSpec(gpu, total_memory_bytes)
     return db.gpu(gpu)  # raises ConfigError with near names

@@ -55,6 +55,27 @@ def test_gpu_total_override() -> None:
     assert gpu.total_memory_bytes == 40 << 30
 
 
+def test_gpu_total_override_keeps_the_gpus_other_facts() -> None:
+    """A logged total replaces only the total: a T4 stays a T4 (Turing, 40 SMs, PCIe, its
+    family), so its CUDA context is the T4's, not the fallback of a GPU nobody knows."""
+    t4 = vramplan.load_gpu("T4")
+    given = vramplan.load_gpu("T4", total_memory_bytes=15_655_829_504)
+    assert given.total_memory_bytes == 15_655_829_504
+    for fact in ("id", "name", "pcie_only", "family"):
+        assert getattr(given, fact) == getattr(t4, fact), fact
+    facts = {k: v for k, v in t4.to_dict().items() if "total_memory" not in k}
+    assert {k: v for k, v in given.to_dict().items() if "total_memory" not in k} == facts
+    # The context follows the card: the same launch on the same total with the database entry.
+    same_total = vramplan.load_gpu("T4")
+    with_db = vramplan.breakdown("Qwen/Qwen3-8B", same_total, max_model_len=4096)
+    with_given = vramplan.breakdown(
+        "Qwen/Qwen3-8B",
+        vramplan.load_gpu("T4", total_memory_bytes=t4.total_memory_bytes),
+        max_model_len=4096,
+    )
+    assert with_given.startup_free_bytes == with_db.startup_free_bytes
+
+
 @pytest.mark.parametrize(
     ("knobs", "field"),
     [

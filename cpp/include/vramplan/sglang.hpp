@@ -275,6 +275,7 @@ struct SglangPlan {
   std::optional<std::int32_t> max_cuda_graph_max_bs;
   SglangBreakdown planned;  // the launch with the solved mem_fraction_static
   std::string launch_line;  // python -m sglang.launch_server ... (shell-safe)
+  SglangConfig planned_config;
 };
 
 SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
@@ -283,6 +284,10 @@ SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRu
 // `python -m sglang.launch_server --model-path ... --tp-size ... --mem-fraction-static ...`
 // with every value single-quoted where the shell would read it otherwise.
 std::string sglang_launch_line(const SglangConfig& config);
+// The launch line's flags as argv words (the model not included: it is --model-path's value).
+std::vector<std::string> sglang_launch_argv(const SglangConfig& config);
+// Keyword arguments for `sglang.Engine(**kwargs)` (ServerArgs names), the model included.
+nlohmann::json sglang_engine_kwargs(const SglangConfig& config);
 
 nlohmann::json to_json(const SglangBreakdown& breakdown);
 nlohmann::json to_json(const SglangPlan& plan);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "register.hpp"
+#include "vramplan/engine_descriptor.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/sglang.hpp"
 #include "vramplan/sglang_knobs.hpp"
@@ -88,8 +89,13 @@ void register_sglang(py::module_& m) {
         {
           py::gil_scoped_release release;
           const vramplan::SglangTable& table = vramplan::sglang_table();
-          j = vramplan::to_json(vramplan::sglang_plan(
-              spec, gpu, vramplan::sglang_rules(table, r.version), table, r.config));
+          const vramplan::SglangPlan plan = vramplan::sglang_plan(
+              spec, gpu, vramplan::sglang_rules(table, r.version), table, r.config);
+          j = vramplan::to_json(plan);
+          // The planned launch as the engine's descriptor renders it.
+          const vramplan::EngineDescriptor& engine = vramplan::engine_descriptor("sglang");
+          j["launch_argv"] = engine.launch_argv(&plan);
+          j["engine_kwargs"] = engine.launch_kwargs(&plan);
           add_release(j, r);
         }
         return to_python(j);
@@ -98,6 +104,13 @@ void register_sglang(py::module_& m) {
       "The launch as written judged, then the largest mem_fraction_static, "
       "max_running_requests, context_length, chunked_prefill_size and cuda_graph_max_bs that "
       "start (each with the others as given), and the planned launch line, as a dict.");
+  m.def(
+      "sglang_equivalent_knob",
+      [](const std::string& vllm_name) {
+        return std::string(vramplan::sglang_equivalent_of_vllm_knob(vllm_name));
+      },
+      py::arg("vllm_name"),
+      "SGLang's knob nearest in meaning to a vLLM knob name ('' where SGLang has none).");
   m.def(
       "parse_sglang_log",
       [](const std::string& text) {

@@ -36,7 +36,9 @@ def engine_named(words: list[str]) -> str:
         elif word.startswith("--engine="):
             named = word.partition("=")[2]
     if named is None:
-        is_sglang = any(w.startswith("sglang") for w in words[end:])
+        # The launch's head: `python -m sglang.launch_server` or `sglang serve`.
+        head = words[end + 1 : end + 4]
+        is_sglang = "sglang.launch_server" in head or head[:1] == ["sglang"]
         return "sglang" if words[0] == "check" and is_sglang else "vllm"
     engines = [str(row["name"]) for row in _core.ENGINES]
     if named not in engines:

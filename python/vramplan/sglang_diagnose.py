@@ -217,6 +217,14 @@ def validate(
     knobs.pop("max_running_requests", None)
     result = api.breakdown(model_id, gpu, engine="sglang", **knobs)
     predicted = result.to_dict()
+    notes = []
+    missing = [k for k in ("tp_size", "mem_fraction_static") if figures.get(k) is None]
+    if missing:
+        # Never replay a different launch silently: say which settings were SGLang's defaults.
+        notes.append(
+            "the log prints no " + ", ".join(missing) + " (no server_args line): replayed with "
+            "SGLang's defaults for them, so the comparison may be of a different launch"
+        )
     rows = []
     for term, measured_key, predicted_key, unit in _TERMS:
         measured = figures.get(measured_key)
@@ -236,6 +244,7 @@ def validate(
         "outcome": figures["outcome"],
         "verdict": predicted["verdict"],
         "terms": rows,
+        "notes": notes,
         "breakdown": predicted,
     }
 
@@ -253,4 +262,5 @@ def format_validation(result: dict[str, Any]) -> str:
             f"  {row['term']:<22} {fmt.format(row['measured'])} {fmt.format(row['predicted'])}"
             f" {error:>8}"
         )
+    lines += [f"  note: {note}" for note in result["notes"]]
     return "\n".join(lines)

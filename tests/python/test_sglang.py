@@ -251,3 +251,16 @@ def test_cli_diagnose_and_validate_on_real_logs() -> None:
     assert out.returncode == 0, out.stderr
     assert "max_total_num_tokens" in out.stdout
     assert "46611" in out.stdout
+
+
+def test_validate_says_when_the_log_prints_no_launch() -> None:
+    # sgl-r06 quotes the pool and graph lines only: no server_args, so the replay is SGLang's
+    # defaults and the result says so rather than comparing a different launch silently.
+    result = validate(
+        LOGS / "sgl-r06.log", model="Qwen/Qwen2.5-7B", gpu="B200", sglang_version=None
+    )
+    assert result["notes"] and "mem_fraction_static" in result["notes"][0]
+    full = validate(
+        LOGS / "sgl-r01.log", model="Qwen/Qwen2.5-32B", gpu="L4", sglang_version="0.4.3"
+    )
+    assert full["notes"] == []

@@ -113,20 +113,18 @@ std::int32_t kv_element_bytes_of(const std::string& kv_cache_dtype, std::int32_t
 }
 
 Prepared prepare(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
-                 const SglangTable& table, const SglangConfig& config) {
+                 const SglangConfig& config) {
   validate(config, spec);
   Prepared p;
   p.spec = &spec;
   p.gpu = &gpu;
   p.rules = &rules;
-  for (const auto& [id, mib] : table.nvidia_smi_memory_mib) {
-    if (id == gpu.id) p.gpu_mib = mib;
-  }
+  p.gpu_mib = gpu.nvidia_smi_memory_mib;
   if (p.gpu_mib == 0) {
     p.gpu_mib = gpu.total_memory_bytes / kMiB;
     p.gpu_mib_assumed = true;
     p.notes.push_back("nvidia-smi's memory total of " + gpu.id +
-                      " is not in sglang.yaml: SGLang's defaults were computed from the CUDA "
+                      " is not in gpus.yaml: SGLang's defaults were computed from the CUDA "
                       "total, " +
                       std::to_string(p.gpu_mib) +
                       " MiB (nvidia-smi reports a few hundred MiB more)");
@@ -588,9 +586,8 @@ const char* sglang_verdict_name(SglangVerdict verdict) noexcept {
 }
 
 SglangBreakdown sglang_breakdown(const ModelSpec& spec, const GpuSpec& gpu,
-                                 const SglangRules& rules, const SglangTable& table,
-                                 const SglangConfig& config) {
-  return evaluate(prepare(spec, gpu, rules, table, config), config);
+                                 const SglangRules& rules, const SglangConfig& config) {
+  return evaluate(prepare(spec, gpu, rules, config), config);
 }
 
 std::vector<std::string> sglang_launch_argv(const SglangConfig& c) {
@@ -652,8 +649,8 @@ std::string sglang_launch_line(const SglangConfig& c) {
 }
 
 SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
-                       const SglangTable& table, const SglangConfig& config) {
-  const Prepared p = prepare(spec, gpu, rules, table, config);
+                       const SglangConfig& config) {
+  const Prepared p = prepare(spec, gpu, rules, config);
   SglangPlan plan;
   plan.launch = evaluate(p, config);
 

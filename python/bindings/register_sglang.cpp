@@ -70,7 +70,7 @@ void register_sglang(py::module_& m) {
           py::gil_scoped_release release;
           const vramplan::SglangTable& table = vramplan::sglang_table();
           j = vramplan::to_json(vramplan::sglang_breakdown(
-              spec, gpu, vramplan::sglang_rules(table, r.version), table, r.config));
+              spec, gpu, vramplan::sglang_rules(table, r.version), r.config));
           add_release(j, r);
         }
         return to_python(j);
@@ -89,8 +89,8 @@ void register_sglang(py::module_& m) {
         {
           py::gil_scoped_release release;
           const vramplan::SglangTable& table = vramplan::sglang_table();
-          const vramplan::SglangPlan plan = vramplan::sglang_plan(
-              spec, gpu, vramplan::sglang_rules(table, r.version), table, r.config);
+          const vramplan::SglangPlan plan =
+              vramplan::sglang_plan(spec, gpu, vramplan::sglang_rules(table, r.version), r.config);
           j = vramplan::to_json(plan);
           // The planned launch as the engine's descriptor renders it.
           const vramplan::EngineDescriptor& engine = vramplan::engine_descriptor("sglang");

@@ -259,7 +259,8 @@ def test_validate_says_when_the_log_prints_no_launch() -> None:
     result = validate(
         LOGS / "sgl-r06.log", model="Qwen/Qwen2.5-7B", gpu="B200", sglang_version=None
     )
-    assert result["notes"] and "mem_fraction_static" in result["notes"][0]
+    assert result["notes"]
+    assert "mem_fraction_static" in result["notes"][0]
     full = validate(
         LOGS / "sgl-r01.log", model="Qwen/Qwen2.5-32B", gpu="L4", sglang_version="0.4.3"
     )

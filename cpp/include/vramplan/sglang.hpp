@@ -114,8 +114,7 @@ struct SglangRules {
 };
 
 struct SglangTable {
-  std::vector<SglangRules> rows;                                            // ascending by version
-  std::vector<std::pair<std::string, std::int64_t>> nvidia_smi_memory_mib;  // GPU id -> MiB
+  std::vector<SglangRules> rows;  // ascending by version
 };
 
 // Parses a sglang.yaml document; `file` names it in errors. SpecError naming the file and the
@@ -258,8 +257,7 @@ struct SglangBreakdown {
 
 // Computes the breakdown. ConfigError for knobs out of range (field, value, allowed range).
 SglangBreakdown sglang_breakdown(const ModelSpec& spec, const GpuSpec& gpu,
-                                 const SglangRules& rules, const SglangTable& table,
-                                 const SglangConfig& config);
+                                 const SglangRules& rules, const SglangConfig& config);
 
 // --------------------------------------------------------------------------------------------
 // The solver: the largest safe value of each knob, the others as given
@@ -279,7 +277,7 @@ struct SglangPlan {
 };
 
 SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
-                       const SglangTable& table, const SglangConfig& config);
+                       const SglangConfig& config);
 
 // `python -m sglang.launch_server --model-path ... --tp-size ... --mem-fraction-static ...`
 // with every value single-quoted where the shell would read it otherwise.

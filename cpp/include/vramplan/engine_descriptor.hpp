@@ -17,8 +17,8 @@ namespace vramplan {
 struct Plan;
 struct SglangPlan;
 
-// Which phrase table reads an engine's startup log: a handle only (vLLM: vllm_vocabulary.hpp;
-// SGLang: the phrases of sglang_log_parser.cpp).
+// Which phrase table reads an engine's startup log: a handle only (vllm_vocabulary.hpp,
+// sglang_vocabulary.hpp).
 enum class LogVocabulary : std::uint8_t {
   Vllm,
   Sglang,

@@ -305,11 +305,25 @@ def breakdown_text(data: dict[str, Any], *, solved: bool = False) -> str:
     ]
     width = max(len(r[0]) for r in rows)
     lines += [f"  {name:<{width}}  {value}  {why}".rstrip() for name, value, why in rows]
+    lines.append(f"  if the slack is too small: {slack_consequence(data)}")
     lines.append(f"verdict: {data['verdict']}")
     if data["error"]:
         lines.append(f"  SGLang would fail with: {data['error']}")
     lines += [f"  note: {note}" for note in data["notes"]]
     return "\n".join(lines)
+
+
+def slack_consequence(data: dict[str, Any]) -> str:
+    """What follows when the slack B x (1 - f) cannot hold what it must (SGLang sizes the pool
+    first and only then captures graphs and runs a prefill), and the margin this launch has."""
+    graphs = data["decode_graph_bytes"] + data["prefill_graph_bytes"]
+    return (
+        f"below {(data['req_to_token_bytes'] + graphs) / GIB:.2f} GiB (req_to_token + graphs) "
+        "the graph capture runs out of memory (oom_cuda_graph_capture); below "
+        f"{(data['req_to_token_bytes'] + graphs + data['activation_bytes']) / GIB:.2f} GiB "
+        "(+ activations) the first chunked prefill does (oom_first_prefill); this launch's "
+        f"slack is {data['slack_bytes'] / GIB:.2f} GiB"
+    )
 
 
 def plan_text(result: SglangPlan) -> str:

@@ -265,3 +265,32 @@ def test_validate_says_when_the_log_prints_no_launch() -> None:
         LOGS / "sgl-r01.log", model="Qwen/Qwen2.5-32B", gpu="L4", sglang_version="0.4.3"
     )
     assert full["notes"] == []
+
+
+@pytest.mark.parametrize(
+    ("fraction", "verdict"),
+    [(0.90, "started"), (0.97, "oom_first_prefill"), (0.985, "oom_cuda_graph_capture")],
+)
+def test_slack_thresholds_agree_with_the_verdict(fraction: float, verdict: str) -> None:
+    # Llama-3.1-70B at TP=2 on H100: the slack B x (1 - f) shrinks as f grows; the breakdown
+    # says which OOM follows below which slack, and the verdict must be the one it names.
+    result = api.breakdown(
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "H100-80GB",
+        engine="sglang",
+        tp_size=2,
+        mem_fraction_static=fraction,
+    )
+    data = result.to_dict()
+    capture = data["req_to_token_bytes"] + data["decode_graph_bytes"] + data["prefill_graph_bytes"]
+    prefill = capture + data["activation_bytes"]
+    slack = data["slack_bytes"]
+    expected = (
+        "oom_cuda_graph_capture"
+        if slack < capture
+        else "oom_first_prefill"
+        if slack < prefill
+        else "started"
+    )
+    assert expected == result.verdict == verdict
+    assert "oom_first_prefill" in sglang.slack_consequence(data)

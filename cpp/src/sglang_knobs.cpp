@@ -155,22 +155,29 @@ std::string_view sglang_equivalent_of_vllm_knob(std::string_view vllm_name) noex
   return "";
 }
 
-const KnobSpec& sglang_knob_spec(std::string_view name) {
+namespace {
+
+// The SGLang knob called `name`; ConfigError naming `value_text` otherwise.
+const KnobSpec& find_knob(std::string_view name, const std::string& value_text) {
   for (const KnobSpec& k : kSglangKnobs) {
     if (k.name == name) return k;
   }
   const std::string_view equivalent = sglang_equivalent_of_vllm_knob(name);
   if (!equivalent.empty()) {
-    throw ConfigError(std::string(name), "", std::string(equivalent),
+    throw ConfigError(std::string(name), value_text, std::string(equivalent),
                       "a vLLM knob; SGLang's is " + std::string(equivalent));
   }
   std::string names;
   for (const KnobSpec& k : kSglangKnobs) names += (names.empty() ? "" : ", ") + std::string(k.name);
-  throw ConfigError(std::string(name), "", names, "unknown SGLang knob");
+  throw ConfigError(std::string(name), value_text, names, "unknown SGLang knob");
 }
 
+}  // namespace
+
+const KnobSpec& sglang_knob_spec(std::string_view name) { return find_knob(name, ""); }
+
 void set_sglang_knob(SglangConfig& c, std::string_view name, const KnobValue& given) {
-  const KnobSpec& k = sglang_knob_spec(name);
+  const KnobSpec& k = find_knob(name, knob_value_text(given));
   KnobSpec unchecked_choices = k;
   unchecked_choices.choices = "";
   const KnobValue value = check_knob(unchecked_choices, given);

@@ -33,8 +33,10 @@ SglangRequest request_from(const vramplan::ModelSpec& spec, const py::dict& knob
   r.config.model_path = model_path.empty() ? spec.id : model_path;
   for (const auto& item : knobs) {
     const std::string key = py::str(item.first);
-    (void)vramplan::sglang_knob_spec(key);
-    if (item.second.is_none()) continue;
+    if (item.second.is_none()) {
+      (void)vramplan::sglang_knob_spec(key);  // unset, but still one of SGLang's knobs
+      continue;
+    }
     if (key == "sglang_version") {
       if (!py::isinstance<py::str>(item.second)) {
         throw vramplan::ConfigError(key, py::repr(item.second).cast<std::string>(),

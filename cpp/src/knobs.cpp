@@ -10,6 +10,7 @@
 #include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/model_spec.hpp"
+#include "vramplan/sglang_knobs.hpp"
 
 namespace vramplan {
 namespace {
@@ -329,6 +330,7 @@ std::string rows_text(KnobDefault rule) {
   switch (rule) {
     case KnobDefault::Stated:
     case KnobDefault::ModelContext:
+    case KnobDefault::SglangRow:  // by the knob's name: knob_default_text
       return "";
     case KnobDefault::NewestRow:
       return newest_known_vllm_version();
@@ -366,7 +368,9 @@ std::string rows_text(KnobDefault rule) {
 }  // namespace
 
 std::string knob_default_text(const KnobSpec& knob) {
-  const std::string rows = rows_text(knob.default_rule);
+  const std::string rows = knob.default_rule == KnobDefault::SglangRow
+                               ? sglang_rows_text(knob.name)
+                               : rows_text(knob.default_rule);
   if (rows.empty()) return std::string(knob.default_source);
   return std::string(knob.default_source) + ": " + rows;
 }

@@ -113,20 +113,18 @@ std::int32_t kv_element_bytes_of(const std::string& kv_cache_dtype, std::int32_t
 }
 
 Prepared prepare(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
-                 const SglangTable& table, const SglangConfig& config) {
+                 const SglangConfig& config) {
   validate(config, spec);
   Prepared p;
   p.spec = &spec;
   p.gpu = &gpu;
   p.rules = &rules;
-  for (const auto& [id, mib] : table.nvidia_smi_memory_mib) {
-    if (id == gpu.id) p.gpu_mib = mib;
-  }
+  p.gpu_mib = gpu.nvidia_smi_memory_mib;
   if (p.gpu_mib == 0) {
     p.gpu_mib = gpu.total_memory_bytes / kMiB;
     p.gpu_mib_assumed = true;
     p.notes.push_back("nvidia-smi's memory total of " + gpu.id +
-                      " is not in sglang.yaml: SGLang's defaults were computed from the CUDA "
+                      " is not in gpus.yaml: SGLang's defaults were computed from the CUDA "
                       "total, " +
                       std::to_string(p.gpu_mib) +
                       " MiB (nvidia-smi reports a few hundred MiB more)");
@@ -588,17 +586,15 @@ const char* sglang_verdict_name(SglangVerdict verdict) noexcept {
 }
 
 SglangBreakdown sglang_breakdown(const ModelSpec& spec, const GpuSpec& gpu,
-                                 const SglangRules& rules, const SglangTable& table,
-                                 const SglangConfig& config) {
-  return evaluate(prepare(spec, gpu, rules, table, config), config);
+                                 const SglangRules& rules, const SglangConfig& config) {
+  return evaluate(prepare(spec, gpu, rules, config), config);
 }
 
-std::string sglang_launch_line(const SglangConfig& c) {
-  std::string line = "python -m sglang.launch_server --model-path " + shell_quote(c.model_path);
-  auto add = [&line](const char* flag, const std::string& value) {
-    line += " ";
-    line += flag;
-    line += " " + shell_quote(value);
+std::vector<std::string> sglang_launch_argv(const SglangConfig& c) {
+  std::vector<std::string> words;
+  auto add = [&words](const char* flag, const std::string& value) {
+    words.emplace_back(flag);
+    words.push_back(value);
   };
   if (c.tp_size != 1) add("--tp-size", std::to_string(c.tp_size));
   if (c.pp_size != 1) add("--pp-size", std::to_string(c.pp_size));
@@ -620,13 +616,41 @@ std::string sglang_launch_line(const SglangConfig& c) {
   if (c.mamba_full_memory_ratio) {
     add("--mamba-full-memory-ratio", std::to_string(*c.mamba_full_memory_ratio));
   }
-  if (c.disable_cuda_graph) line += " --disable-cuda-graph";
+  if (c.disable_cuda_graph) words.emplace_back("--disable-cuda-graph");
+  return words;
+}
+
+nlohmann::json sglang_engine_kwargs(const SglangConfig& c) {
+  nlohmann::json j = nlohmann::json::object();
+  j["model_path"] = c.model_path;
+  const std::vector<std::string> words = sglang_launch_argv(c);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    std::string key = words[i].substr(2);
+    std::replace(key.begin(), key.end(), '-', '_');
+    const bool has_value = i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0;
+    if (!has_value) {
+      j[key] = true;
+      continue;
+    }
+    const std::string& value = words[++i];
+    const nlohmann::json number = nlohmann::json::parse(value, nullptr, false);
+    j[key] = number.is_number() ? number : nlohmann::json(value);
+  }
+  return j;
+}
+
+std::string sglang_launch_line(const SglangConfig& c) {
+  std::string line = "python -m sglang.launch_server --model-path " + shell_quote(c.model_path);
+  for (const std::string& word : sglang_launch_argv(c)) {
+    line += " ";
+    line += word.rfind("--", 0) == 0 ? word : shell_quote(word);
+  }
   return line;
 }
 
 SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
-                       const SglangTable& table, const SglangConfig& config) {
-  const Prepared p = prepare(spec, gpu, rules, table, config);
+                       const SglangConfig& config) {
+  const Prepared p = prepare(spec, gpu, rules, config);
   SglangPlan plan;
   plan.launch = evaluate(p, config);
 
@@ -695,6 +719,7 @@ SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRu
     if (bs) plan.max_cuda_graph_max_bs = static_cast<std::int32_t>(*bs);
   }
   plan.launch_line = sglang_launch_line(planned);
+  plan.planned_config = std::move(planned);
   return plan;
 }
 

@@ -3,8 +3,6 @@
 #include "vramplan/sglang_log_parser.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -14,85 +12,49 @@
 #include <vector>
 
 #include "vramplan/bounded_read.hpp"
+#include "vramplan/sglang_vocabulary.hpp"
+#include "vramplan/text_scan.hpp"
 #include "vramplan/utf8.hpp"
 
 namespace vramplan {
 namespace {
 
+namespace t = text;
+namespace vocab = sglang_vocabulary;
+
 constexpr std::size_t kMaxErrorLines = 32;
 constexpr std::size_t kMaxErrorLineBytes = 2000;
 
-bool contains(std::string_view line, std::string_view phrase) {
-  return line.find(phrase) != std::string_view::npos;
+// A size after `phrase` ("avail mem=12.25 GB"), in GiB (SGLang's "GB" is GiB).
+std::optional<double> gib_after(std::string_view line, std::string_view phrase) {
+  const auto size = t::size_after(line, phrase);
+  if (!size) return std::nullopt;
+  return size->gib();
 }
 
-// The text right after the first `key` in `line` (npos-safe: empty when absent).
-std::optional<std::string_view> after(std::string_view line, std::string_view key,
-                                      std::size_t from = 0) {
-  const std::size_t at = line.find(key, from);
-  if (at == std::string_view::npos) return std::nullopt;
-  return line.substr(at + key.size());
+std::optional<std::int64_t> count_after(std::string_view line, std::string_view phrase) {
+  return t::count_after(line, phrase);
 }
 
-// A number at the start of `text` ("15.54", "-0.01", "46611"): nullopt if none, or not finite.
-std::optional<double> leading_double(std::string_view text) {
-  std::size_t end = 0;
-  if (end < text.size() && (text[end] == '-' || text[end] == '+')) ++end;
-  bool digits = false;
-  while (end < text.size() &&
-         (std::isdigit(static_cast<unsigned char>(text[end])) != 0 || text[end] == '.')) {
-    digits = digits || text[end] != '.';
-    ++end;
-  }
-  // "1e999999", "12abc": not a figure SGLang prints.
-  if (!digits || end > 32 ||
-      (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end])) != 0 &&
-       text.substr(end, 1) != "G" && text.substr(end, 1) != "M")) {
-    return std::nullopt;
-  }
-  double value = 0.0;
-  const std::string copy(text.substr(text[0] == '+' ? 1 : 0, end - (text[0] == '+' ? 1 : 0)));
-  const auto result = std::from_chars(copy.data(), copy.data() + copy.size(), value);
-  if (result.ec != std::errc() || result.ptr != copy.data() + copy.size()) return std::nullopt;
-  if (!(value > -1e15 && value < 1e15)) return std::nullopt;
-  return value;
-}
-
+// An integer at the start of `text`, sign allowed ("-1": chunking off), within int32's range
+// of what these fields hold.
 std::optional<std::int64_t> leading_integer(std::string_view text) {
-  std::size_t end = 0;
-  bool negative = false;
-  if (end < text.size() && text[end] == '-') {
-    negative = true;
-    ++end;
-  }
-  const std::size_t start = end;
-  while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) != 0) ++end;
-  if (end == start || end - start > 15) return std::nullopt;
-  if (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end])) != 0)
-    return std::nullopt;
-  std::int64_t value = 0;
-  std::from_chars(text.data() + start, text.data() + end, value);
-  return negative ? -value : value;
+  const auto n = t::read_number(text, 0);
+  if (!n || !n->integral || n->value < -1.0e15 || n->value > 1.0e15) return std::nullopt;
+  if (n->end < text.size() && t::is_ident(text[n->end])) return std::nullopt;
+  return static_cast<std::int64_t>(n->value);
 }
 
-std::optional<std::int64_t> integer_after(std::string_view line, std::string_view key) {
-  const auto rest = after(line, key);
-  if (!rest) return std::nullopt;
-  return leading_integer(*rest);
+std::optional<std::int64_t> integer_after(std::string_view line, std::string_view phrase) {
+  const std::size_t at = t::after(line, phrase);
+  if (at == t::npos) return std::nullopt;
+  return leading_integer(line.substr(at));
 }
 
-// "X GB" / "X GiB" / "X MiB" / "X MB" after `key`, in GiB.
-std::optional<double> gib_after(std::string_view line, std::string_view key) {
-  const auto rest = after(line, key);
-  if (!rest) return std::nullopt;
-  const auto value = leading_double(*rest);
-  if (!value) return std::nullopt;
-  const std::size_t unit_at = rest->find_first_not_of("0123456789.-+ ");
-  if (unit_at != std::string_view::npos &&
-      (rest->substr(unit_at, 2) == "Mi" || rest->substr(unit_at, 2) == "MB")) {
-    return *value / 1024.0;
-  }
-  return *value;
+std::optional<double> leading_double(std::string_view text) {
+  const auto n = t::read_number(text, 0);
+  if (!n || n->value < -1e15 || n->value > 1e15) return std::nullopt;
+  return n->value;
 }
 
 // A ServerArgs field "key=value" where the key is preceded by '(' or ' ' (so "tp_size=" does
@@ -112,40 +74,11 @@ std::optional<std::string_view> server_arg(std::string_view line, std::string_vi
       }
       end = std::min(value.find(','), value.find(')'));
       value = value.substr(0, end);
-      if (value == "None") return std::nullopt;
+      if (value == vocab::kNone) return std::nullopt;
       return value;
     }
     from = at + 1;
   }
-}
-
-// Removes ESC[...m and the "^[[...m" form pasted logs carry.
-std::string strip_ansi(std::string_view line) {
-  std::string out;
-  out.reserve(line.size());
-  std::size_t i = 0;
-  while (i < line.size()) {
-    std::size_t skip = 0;
-    if (line[i] == '\x1b' && i + 1 < line.size() && line[i + 1] == '[') {
-      skip = 2;
-    } else if (line[i] == '^' && i + 2 < line.size() && line[i + 1] == '[' && line[i + 2] == '[') {
-      skip = 3;
-    }
-    if (skip > 0) {
-      std::size_t j = i + skip;
-      while (j < line.size() && j - i < 16 &&
-             (std::isdigit(static_cast<unsigned char>(line[j])) != 0 || line[j] == ';')) {
-        ++j;
-      }
-      if (j < line.size() && line[j] == 'm') {
-        i = j + 1;
-        continue;
-      }
-    }
-    out += line[i];
-    ++i;
-  }
-  return out;
 }
 
 // The message without "[2025-03-08 12:29:21 TP0] " (or a docker timestamp before it), trimmed.
@@ -154,11 +87,7 @@ std::string message_of(std::string_view line) {
   if (close != std::string_view::npos && close < 80 && line.find('[') < close) {
     line = line.substr(close + 2);
   }
-  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front())) != 0)
-    line.remove_prefix(1);
-  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())) != 0)
-    line.remove_suffix(1);
-  return std::string(utf8::truncate(line, kMaxErrorLineBytes));
+  return std::string(utf8::truncate(t::trim(line), kMaxErrorLineBytes));
 }
 
 }  // namespace
@@ -209,7 +138,7 @@ struct SglangLogParser::State {
   void server_args(std::string_view line) {
     if (any_figure()) new_launch();
     SglangLogFigures& f = figures;
-    if (const auto v = server_arg(line, "model_path=")) f.model_path = utf8::replace_invalid(*v);
+    if (const auto v = server_arg(line, vocab::kModelPath)) f.model_path = std::string(*v);
     auto integer = [&](std::string_view key) -> std::optional<std::int64_t> {
       const auto v = server_arg(line, key);
       return v ? leading_integer(*v) : std::nullopt;
@@ -219,52 +148,52 @@ struct SglangLogParser::State {
       if (!v || *v < -1 || *v > (1 << 20)) return std::nullopt;
       return static_cast<int>(*v);
     };
-    f.tp_size = small("tp_size=");
-    f.pp_size = small("pp_size=");
-    f.dp_size = small("dp_size=");
-    f.cuda_graph_max_bs = small("cuda_graph_max_bs=");
-    if (const auto v = server_arg(line, "mem_fraction_static="))
+    f.tp_size = small(vocab::kTpSize);
+    f.pp_size = small(vocab::kPpSize);
+    f.dp_size = small(vocab::kDpSize);
+    f.cuda_graph_max_bs = small(vocab::kCudaGraphMaxBs);
+    if (const auto v = server_arg(line, vocab::kMemFractionStatic))
       f.mem_fraction_static = leading_double(*v);
-    first(f.chunked_prefill_size, integer("chunked_prefill_size="));
-    first(f.max_prefill_tokens, integer("max_prefill_tokens="));
-    first(f.max_running_requests, integer("max_running_requests="));
-    first(f.context_length, integer("context_length="));
-    if (const auto v = server_arg(line, "kv_cache_dtype="))
-      f.kv_cache_dtype = utf8::replace_invalid(*v);
+    first(f.chunked_prefill_size, integer(vocab::kChunkedPrefillSize));
+    first(f.max_prefill_tokens, integer(vocab::kMaxPrefillTokens));
+    first(f.max_running_requests, integer(vocab::kMaxRunningRequests));
+    first(f.context_length, integer(vocab::kContextLength));
+    if (const auto v = server_arg(line, vocab::kKvCacheDtype)) f.kv_cache_dtype = std::string(*v);
   }
 
   void line(std::string_view raw) {
     if (raw.empty()) return;
-    const std::string cleaned = strip_ansi(raw);
-    const std::string_view l = cleaned;
+    std::string storage;
+    const std::string_view l = t::clean_line(raw, storage);
     SglangLogFigures& f = figures;
 
-    if (contains(l, "server_args=ServerArgs(")) {
+    if (t::contains(l, vocab::kServerArgs)) {
       server_args(l);
       return;
     }
     if (!f.sglang_version) {
       const std::string message = message_of(l);
-      if (message.rfind("sglang: ", 0) == 0 && message.size() > 8 &&
-          std::isdigit(static_cast<unsigned char>(message[8])) != 0) {
-        f.sglang_version = utf8::replace_invalid(std::string_view(message).substr(8, 32));
+      const std::size_t at = vocab::kVersionLine.size();
+      if (t::starts_with(message, vocab::kVersionLine) && message.size() > at &&
+          t::is_digit(message[at])) {
+        f.sglang_version = std::string(std::string_view(message).substr(at, 32));
       }
     }
-    if (contains(l, "Init torch distributed ends. mem usage=") ||
-        contains(l, "Memory baseline taken. mem usage=")) {
-      first(f.baseline_usage_gib, gib_after(l, "mem usage="));
+    if (t::contains(l, vocab::kInitDistributedEnds) ||
+        t::contains(l, vocab::kMemoryBaselineTaken)) {
+      first(f.baseline_usage_gib, gib_after(l, vocab::kMemUsage));
       return;
     }
-    if (contains(l, "Load weight begin. avail mem=")) {
+    if (t::contains(l, vocab::kLoadWeightBegin)) {
       // A restart: weights load again after a completed startup.
       if (f.max_total_num_tokens || started) new_launch();
-      first(figures.load_begin_avail_gib, gib_after(l, "avail mem="));
+      first(figures.load_begin_avail_gib, gib_after(l, vocab::kAvailMem));
       return;
     }
-    if (contains(l, "Load weight end.")) {
+    if (t::contains(l, vocab::kLoadWeightEnd)) {
       if (!f.avail_after_weights_gib) {
-        f.avail_after_weights_gib = gib_after(l, "avail mem=");
-        f.weights_gib = gib_after(l, "mem usage=");
+        f.avail_after_weights_gib = gib_after(l, vocab::kAvailMem);
+        f.weights_gib = gib_after(l, vocab::kMemUsage);
         // Early 0.4 releases print no "mem usage": the drop across loading.
         if (!f.weights_gib && f.load_begin_avail_gib && f.avail_after_weights_gib) {
           f.weights_gib = *f.load_begin_avail_gib - *f.avail_after_weights_gib;
@@ -272,77 +201,78 @@ struct SglangLogParser::State {
       }
       return;
     }
-    if (contains(l, "KV Cache is allocated.") && !contains(l, "VirtualKV") && !f.k_size_gib &&
-        !f.kv_size_gib) {
-      first(f.kv_tokens, integer_after(l, "#tokens: "));
-      f.k_size_gib = gib_after(l, "K size: ");
-      f.v_size_gib = gib_after(l, "V size: ");
-      f.kv_size_gib = gib_after(l, "KV size: ");
+    if (t::contains(l, vocab::kKvCacheAllocated) && !t::contains(l, vocab::kVirtualKv) &&
+        !f.k_size_gib && !f.kv_size_gib) {
+      first(f.kv_tokens, count_after(l, vocab::kTokens));
+      f.k_size_gib = gib_after(l, vocab::kKSize);
+      f.v_size_gib = gib_after(l, vocab::kVSize);
+      f.kv_size_gib = gib_after(l, vocab::kKvSize);
       return;
     }
-    if (contains(l, "Use sliding window memory pool.")) {
-      first(f.full_layer_tokens, integer_after(l, "full_layer_tokens="));
-      first(f.swa_layer_tokens, integer_after(l, "swa_layer_tokens="));
+    if (t::contains(l, vocab::kSlidingWindowPool)) {
+      first(f.full_layer_tokens, count_after(l, vocab::kFullLayerTokens));
+      first(f.swa_layer_tokens, count_after(l, vocab::kSwaLayerTokens));
       return;
     }
-    if (contains(l, "Mamba Cache is allocated.")) {
-      first(f.mamba_cache_size, integer_after(l, "max_mamba_cache_size: "));
+    if (t::contains(l, vocab::kMambaCacheAllocated)) {
+      first(f.mamba_cache_size, count_after(l, vocab::kMaxMambaCacheSize));
       return;
     }
-    if (contains(l, "Memory pool end. avail mem=")) {
-      first(f.avail_after_pool_gib, gib_after(l, "avail mem="));
+    if (t::contains(l, vocab::kMemoryPoolEnd)) {
+      first(f.avail_after_pool_gib, gib_after(l, vocab::kAvailMem));
       return;
     }
-    if (contains(l, "Capture cuda graph begin") ||
-        (contains(l, "Capture target ") && contains(l, "CUDA graph begin"))) {
+    if (t::contains(l, vocab::kCaptureGraphBegin) ||
+        (t::contains(l, vocab::kCaptureTarget) && t::contains(l, vocab::kTargetGraphBegin))) {
       in_graph_capture = true;
       return;
     }
-    const bool old_graph_end = contains(l, "Capture cuda graph end.");
-    const bool target_graph_end = contains(l, "Capture target ") && contains(l, "CUDA graph end.");
+    const bool old_graph_end = t::contains(l, vocab::kCaptureGraphEnd);
+    const bool target_graph_end =
+        t::contains(l, vocab::kCaptureTarget) && t::contains(l, vocab::kTargetGraphEnd);
     if (old_graph_end || target_graph_end) {
       in_graph_capture = false;
-      const auto usage = gib_after(l, "mem usage=");
-      if (contains(l, "Capture target prefill")) {
+      const auto usage = gib_after(l, vocab::kMemUsage);
+      if (t::contains(l, vocab::kCaptureTargetPrefill)) {
         first(f.prefill_graph_gib, usage);
       } else {
         first(f.decode_graph_gib, usage);
       }
-      const auto avail = gib_after(l, "avail mem=");
+      const auto avail = gib_after(l, vocab::kAvailMem);
       if (avail) f.avail_after_graphs_gib = avail;  // the last capture's
       return;
     }
-    if (const auto rest = after(l, "max_total_num_tokens=")) {
+    if (const std::size_t at = t::after(l, vocab::kMaxTotalNumTokens); at != t::npos) {
       if (!f.max_total_num_tokens) {
-        f.max_total_num_tokens = leading_integer(*rest);
-        first(f.chunked_prefill_size, integer_after(l, "chunked_prefill_size="));
-        first(f.max_prefill_tokens, integer_after(l, "max_prefill_tokens="));
-        if (const auto r = integer_after(l, "max_running_requests=")) f.max_running_requests = r;
-        if (const auto c = integer_after(l, "context_len=")) f.context_length = c;
-        f.available_gpu_mem_gib = gib_after(l, "available_gpu_mem=");
+        f.max_total_num_tokens = leading_integer(l.substr(at));
+        first(f.chunked_prefill_size, integer_after(l, vocab::kChunkedPrefillSize));
+        first(f.max_prefill_tokens, integer_after(l, vocab::kMaxPrefillTokens));
+        if (const auto r = integer_after(l, vocab::kMaxRunningRequests)) f.max_running_requests = r;
+        if (const auto c = integer_after(l, vocab::kContextLen)) f.context_length = c;
+        f.available_gpu_mem_gib = gib_after(l, vocab::kAvailableGpuMem);
       }
       return;
     }
-    if (contains(l, "The server is fired up and ready to roll") ||
-        contains(l, "Application startup complete")) {
+    if (t::contains(l, vocab::kServerReady) || t::contains(l, vocab::kStartupComplete)) {
       started = true;
       return;
     }
     // Failures.
-    if (contains(l, "Loaded weights leave no GPU memory")) {
+    const bool cuda_oom =
+        t::contains(l, vocab::kCudaOutOfMemory) || t::contains(l, vocab::kOutOfMemoryError);
+    if (t::contains(l, vocab::kWeightsLeaveNoMemory)) {
       fail("weights_leave_no_memory", l);
-    } else if (contains(l, "Not enough memory. Please try to increase --mem-fraction-static") ||
-               contains(l, "Not enough GPU memory for hybrid")) {
+    } else if (t::contains(l, vocab::kNotEnoughMemory) ||
+               t::contains(l, vocab::kNotEnoughMemoryHybrid)) {
       fail("not_enough_memory", l);
-    } else if (contains(l, "Capture cuda graph failed") ||
-               (in_graph_capture &&
-                (contains(l, "CUDA out of memory") || contains(l, "OutOfMemoryError")))) {
+    } else if (t::contains(l, vocab::kCaptureGraphFailed) || (in_graph_capture && cuda_oom)) {
       fail("oom_cuda_graph_capture", l);
-    } else if (contains(l, "CUDA out of memory") || contains(l, "OutOfMemoryError")) {
+    } else if (cuda_oom) {
       fail("oom", l);
     }
-    if (contains(l, "Tried to allocate "))
-      first(f.oom_tried_gib, gib_after(l, "Tried to allocate "));
+    if (t::contains(l, vocab::kTriedToAllocate)) {
+      first(f.oom_tried_gib, gib_after(l, vocab::kTriedToAllocate));
+    }
   }
 
   void feed(std::string_view chunk) {
@@ -374,7 +304,7 @@ struct SglangLogParser::State {
   }
 
   void end_line() {
-    if (!skipping_long_line) line(utf8::replace_invalid(pending));
+    if (!skipping_long_line) line(pending);
     skipping_long_line = false;
     pending.clear();
   }

@@ -370,24 +370,13 @@ SglangRules parse_row(const YAML::Node& node, const std::string& file, std::size
 
 SglangTable parse_sglang_yaml(const std::string& yaml_text, const std::string& file) {
   const YAML::Node root = load_yaml_checked(yaml_text, file);
-  if (!root.IsMap())
-    throw SpecError(file, "", "not a map", "expected `sglang:` and `nvidia_smi_memory_mib:`");
+  if (!root.IsMap()) throw SpecError(file, "", "not a map", "expected `sglang:`");
   for (const auto& entry : root) {
     const std::string key = entry.first.Scalar();
-    if (key != "sglang" && key != "nvidia_smi_memory_mib") {
-      throw SpecError(file, key, key, "unknown field");
-    }
+    // nvidia-smi totals are GPU facts: gpus.yaml nvidia_smi_memory_mib.
+    if (key != "sglang") throw SpecError(file, key, key, "unknown field");
   }
   SglangTable table;
-  const YAML::Node memory = root["nvidia_smi_memory_mib"];
-  if (!memory || !memory.IsMap()) {
-    throw SpecError(file, "nvidia_smi_memory_mib", "missing", "expected a map of GPU id to MiB");
-  }
-  for (const auto& entry : memory) {
-    const std::string id = entry.first.Scalar();
-    const Row row(memory, file, "nvidia_smi_memory_mib.");
-    table.nvidia_smi_memory_mib.emplace_back(id, row.integer(id, entry.second, 1024, kMaxMib));
-  }
   const YAML::Node rows = root["sglang"];
   if (!rows || !rows.IsSequence() || rows.size() == 0) {
     throw SpecError(file, "sglang", "missing", "expected a non-empty `sglang:` list of rows");

@@ -128,6 +128,7 @@ const std::vector<SchemaKey> kSchema = {
   {"gpu", "num_sms", "int", false, "Streaming multiprocessors.", std::int64_t{1} << 16},
   {"gpu", "unified_memory", "bool", false, "Integrated/UMA device (GH200): free memory is host RAM."},
   {"gpu", "pcie_only", "bool", false, "No NVLink between the node's GPUs: NCCL over PCIe, a smaller non-torch charge at TP>=2."},
+  {"gpu", "nvidia_smi_memory_mib", "int", false, "nvidia-smi's memory total (MiB), where recorded: SGLang's defaults read it.", std::int64_t{1} << 24},
 };
 // clang-format on
 
@@ -884,6 +885,7 @@ std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::st
     g.num_sms = r.get_i32("num_sms", 0, 0);
     g.unified_memory = r.get_bool("unified_memory", false);
     g.pcie_only = r.get_bool("pcie_only", false);
+    g.nvidia_smi_memory_mib = r.get_int("nvidia_smi_memory_mib", 0, 1024);
     out.push_back(std::move(g));
   }
   return out;

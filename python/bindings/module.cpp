@@ -16,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
   vramplan_py::register_calibrate(m);
   vramplan_py::register_colocate(m);
   vramplan_py::register_band(m);
+  vramplan_py::register_sglang(m);
 }

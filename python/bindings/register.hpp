@@ -3,6 +3,9 @@
 #include <pybind11/pybind11.h>
 
 #include <nlohmann/json.hpp>
+#include <string>
+
+#include "vramplan/knobs.hpp"
 
 namespace vramplan_py {
 
@@ -15,8 +18,13 @@ void register_diagnose(pybind11::module_& m);
 void register_calibrate(pybind11::module_& m);
 void register_colocate(pybind11::module_& m);
 void register_band(pybind11::module_& m);
+void register_sglang(pybind11::module_& m);
 
 // C++ JSON -> Python object (dict/list), through the json module: one conversion path.
 pybind11::object to_python(const nlohmann::json& value);
+
+// A Python value as the knob registry's variant; a type no knob takes is a ConfigError naming
+// the knob (register_engine.cpp).
+vramplan::KnobValue knob_value(const std::string& name, const pybind11::handle& value);
 
 }  // namespace vramplan_py

@@ -20,13 +20,11 @@
 namespace py = pybind11;
 
 namespace vramplan_py {
-namespace {
 
 using vramplan::ConfigError;
 using vramplan::EngineConfig;
 using vramplan::KnobValue;
 
-// A Python value as the registry's variant; a type no knob takes is a ConfigError naming it.
 KnobValue knob_value(const std::string& name, const py::handle& value) {
   if (py::isinstance<py::bool_>(value)) return KnobValue{value.cast<bool>()};
   if (py::isinstance<py::int_>(value)) {
@@ -42,6 +40,8 @@ KnobValue knob_value(const std::string& name, const py::handle& value) {
   throw ConfigError(name, py::repr(value).cast<std::string>(), "a number, bool or str",
                     "wrong type for an engine knob");
 }
+
+namespace {
 
 // Python dict of vLLM knob names -> EngineConfig through the registry. None = unset.
 EngineConfig engine_config_from(const py::dict& knobs) {
@@ -77,9 +77,9 @@ EngineConfig evaluated_config_from(const py::dict& knobs) {
   return engine_config_from(knobs);
 }
 
-py::list knob_table() {
+py::list knob_table(const std::vector<vramplan::KnobSpec>& knobs) {
   py::list out;
-  for (const vramplan::KnobSpec& k : vramplan::knob_specs()) {
+  for (const vramplan::KnobSpec& k : knobs) {
     py::dict row;
     row["name"] = std::string(k.name);
     row["type"] = vramplan::knob_type_name(k.type);
@@ -167,7 +167,7 @@ py::dict launch_sweep(const vramplan::CompiledLaunch& launch, const py::dict& kn
 }
 
 void register_knobs(py::module_& m) {
-  m.attr("KNOBS") = knob_table();
+  m.attr("KNOBS") = knob_table(vramplan::knob_specs());
   m.attr("MAX_SWEEP_POINTS") = vramplan::kMaxSweepPoints;
   m.def(
       "knob_bounds",
@@ -191,6 +191,7 @@ void register_engines(py::module_& m) {
     row["python_entry"] = std::string(e.python_entry);
     row["rules_file"] = std::string(e.rules_file);
     row["newest_known_version"] = e.newest_known_version();
+    row["knobs"] = knob_table(e.knobs());
     engines.append(row);
   }
   m.attr("ENGINES") = engines;

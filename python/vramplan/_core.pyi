@@ -477,6 +477,25 @@ def parse_calibration_profile(yaml_text: str, file: str) -> dict[str, typing.Any
     Read a calibration profile: {engine_version, gpu, fitted_on, profile (EngineProfile)}.
     """
 
+def sglang_breakdown(
+    spec: ModelSpec, gpu: GpuSpec, knobs: dict[str, typing.Any], model_path: str = ""
+) -> typing.Any:
+    """
+    What an SGLang server's startup finds per rank for `spec` on `gpu` with these knobs (SGLang's ServerArgs names, see ENGINES' sglang row): baseline, weights, mem_fraction_static, KV pool and max_total_num_tokens, req_to_token, the slack's consumers and the verdict, as a dict.
+    """
+
+def sglang_equivalent_knob(vllm_name: str) -> str:
+    """
+    SGLang's knob nearest in meaning to a vLLM knob name ('' where SGLang has none).
+    """
+
+def sglang_plan(
+    spec: ModelSpec, gpu: GpuSpec, knobs: dict[str, typing.Any], model_path: str = ""
+) -> typing.Any:
+    """
+    The launch as written judged, then the largest mem_fraction_static, max_running_requests, context_length, chunked_prefill_size and cuda_graph_max_bs that start (each with the others as given), and the planned launch line, as a dict.
+    """
+
 def parse_model_spec_yaml(text: str, file: str = "<string>") -> ModelSpec: ...
 @typing.overload
 def parse_vllm_log(text: str) -> typing.Any:
@@ -486,6 +505,14 @@ def parse_vllm_log(text: str) -> typing.Any:
 
 @typing.overload
 def parse_vllm_log(path: os.PathLike[str] | str | bytes) -> typing.Any: ...
+@typing.overload
+def parse_sglang_log(text: str) -> typing.Any:
+    """
+    Read the figures an SGLang startup log prints (launch settings from server_args, baseline, weights, KV pool, graphs, failures) and how the launch ended. Returns a dict with every field (None when absent); never raises for malformed text. A path (os.PathLike) is streamed in 1 MiB chunks (vramplan.ParseError if it cannot be read).
+    """
+
+@typing.overload
+def parse_sglang_log(path: os.PathLike[str] | str | bytes) -> typing.Any: ...
 def read_gguf_header(path: str) -> typing.Any: ...
 def read_safetensors_folder(dir: str) -> typing.Any: ...
 def resident_bytes(started: Breakdown) -> int:
@@ -502,6 +529,6 @@ def with_checkpoint_bytes(
     A copy of `spec` whose stored tensor bytes are `checkpoint_bytes` (exact, from safetensors headers read elsewhere, e.g. over HTTP range requests).
     """
 
-ENGINES: list[dict[str, str]]
+ENGINES: list[dict[str, typing.Any]]
 KNOBS: list[dict[str, typing.Any]]
 MAX_SWEEP_POINTS: int = 50000000

@@ -6,9 +6,9 @@ import functools
 import json
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import _core, _database
 from ._resources import model_specs_dir
@@ -17,6 +17,8 @@ from .resolve import resolve_model
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
+
+    from .sglang import SglangBreakdown, SglangPlan
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 DEFAULT_GPU = "H100-80GB"
@@ -325,20 +327,89 @@ class Breakdown:
         return breakdown_figure(self._core)
 
 
+ENGINE_NAMES = tuple(str(row["name"]) for row in _core.ENGINES)
+
+
+def _sglang_args(
+    model: str | _core.ModelSpec,
+    gpu: str | _core.GpuSpec,
+    offline: bool | None,
+    revision: str | None,
+    vllm_only: Mapping[str, object],
+) -> tuple[_core.ModelSpec, _core.GpuSpec, str]:
+    """The model, GPU and model path (as written) of an SGLang launch; the arguments only the
+    vLLM planner takes are refused by name, never ignored."""
+    for name, value in vllm_only.items():
+        if value not in (None, 0):
+            raise config_error(name, str(value), "unset with engine='sglang'", "vLLM only")
+    spec = (
+        model
+        if isinstance(model, _core.ModelSpec)
+        else load_model(model, revision=revision, offline=offline)
+    )
+    card = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
+    return spec, card, model if isinstance(model, str) else str(spec.id)
+
+
+def _check_engine(engine: str) -> None:
+    if engine not in ENGINE_NAMES:
+        raise config_error("engine", engine, ", ".join(ENGINE_NAMES), "unknown serving engine")
+
+
+@overload
+def breakdown(
+    model: str | _core.ModelSpec = ...,
+    gpu: str | _core.GpuSpec = ...,
+    *,
+    engine: Literal["vllm"] = ...,
+    num_gpus: int | None = ...,
+    memory_used_by_others_bytes: int = ...,
+    host_ram_bytes: int = ...,
+    offline: bool | None = ...,
+    revision: str | None = ...,
+    **knobs: Any,
+) -> Breakdown: ...
+@overload
+def breakdown(
+    model: str | _core.ModelSpec = ...,
+    gpu: str | _core.GpuSpec = ...,
+    *,
+    engine: Literal["sglang"],
+    num_gpus: None = ...,
+    memory_used_by_others_bytes: Literal[0] = ...,
+    host_ram_bytes: Literal[0] = ...,
+    offline: bool | None = ...,
+    revision: str | None = ...,
+    **knobs: Any,
+) -> SglangBreakdown: ...
 def breakdown(
     model: str | _core.ModelSpec = DEFAULT_MODEL,
     gpu: str | _core.GpuSpec = DEFAULT_GPU,
     *,
+    engine: str = "vllm",
     num_gpus: int | None = None,
     memory_used_by_others_bytes: int = 0,
     host_ram_bytes: int = 0,
     offline: bool | None = None,
     revision: str | None = None,
     **knobs: Any,
-) -> Breakdown:
+) -> Breakdown | SglangBreakdown:
     """What vLLM's startup profiling will find for `model` on `gpu` with these engine knobs
     (vLLM's EngineArgs names, e.g. cpu_offload_gb=4; see `vramplan.KNOBS`). `offline` (never
-    ask the Hub; default HF_HUB_OFFLINE) and `revision` apply to a model named by Hub id."""
+    ask the Hub; default HF_HUB_OFFLINE) and `revision` apply to a model named by Hub id.
+    engine="sglang": SGLang's startup per rank, knobs under SGLang's ServerArgs names
+    (mem_fraction_static, tp_size, ...; ENGINES' sglang row lists them)."""
+    _check_engine(engine)
+    if engine == "sglang":
+        from . import sglang
+
+        vllm_only = {
+            "num_gpus": num_gpus,
+            "memory_used_by_others_bytes": memory_used_by_others_bytes,
+            "host_ram_bytes": host_ram_bytes,
+        }
+        spec, card, path = _sglang_args(model, gpu, offline, revision, vllm_only)
+        return sglang.breakdown(spec, card, model_path=path, **knobs)
     model = _model_at(model, offline, revision)
     launch, evaluated = _launch(
         model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, knobs
@@ -412,10 +483,43 @@ class Plan:
         return self.breakdown.plot()
 
 
+@overload
+def plan(
+    model: str | _core.ModelSpec = ...,
+    gpu: str | _core.GpuSpec = ...,
+    *,
+    engine: Literal["vllm"] = ...,
+    num_gpus: int | None = ...,
+    memory_used_by_others_bytes: int = ...,
+    host_ram_bytes: int = ...,
+    context: int = ...,
+    concurrency: int = ...,
+    safety_margin_bytes: int | None = ...,
+    offline: bool | None = ...,
+    revision: str | None = ...,
+    **pinned: Any,
+) -> Plan: ...
+@overload
+def plan(
+    model: str | _core.ModelSpec = ...,
+    gpu: str | _core.GpuSpec = ...,
+    *,
+    engine: Literal["sglang"],
+    num_gpus: None = ...,
+    memory_used_by_others_bytes: Literal[0] = ...,
+    host_ram_bytes: Literal[0] = ...,
+    context: Literal[0] = ...,
+    concurrency: Literal[0] = ...,
+    safety_margin_bytes: None = ...,
+    offline: bool | None = ...,
+    revision: str | None = ...,
+    **pinned: Any,
+) -> SglangPlan: ...
 def plan(
     model: str | _core.ModelSpec = DEFAULT_MODEL,
     gpu: str | _core.GpuSpec = DEFAULT_GPU,
     *,
+    engine: str = "vllm",
     num_gpus: int | None = None,
     memory_used_by_others_bytes: int = 0,
     host_ram_bytes: int = 0,
@@ -425,7 +529,7 @@ def plan(
     offline: bool | None = None,
     revision: str | None = None,
     **pinned: Any,
-) -> Plan:
+) -> Plan | SglangPlan:
     """Largest safe gpu_memory_utilization / max_model_len / max_num_seqs /
     max_num_batched_tokens for `model` on `gpu`; `pinned` knobs (vLLM's EngineArgs names, e.g.
     cpu_offload_gb=4, speculative_config={...}) are kept as given, and the plan first judges
@@ -433,7 +537,23 @@ def plan(
     HF_HUB_OFFLINE) and `revision` apply to a model named by Hub id. Without
     `safety_margin_bytes`, the margin is the largest cross-validated over-prediction of the
     launch's (GPU family, era) where that exceeds the solver's default (docs/accuracy.md).
+    engine="sglang": SGLang's solver (the largest mem_fraction_static, max_running_requests,
+    context_length, chunked_prefill_size, cuda_graph_max_bs), knobs under SGLang's names.
     """
+    _check_engine(engine)
+    if engine == "sglang":
+        from . import sglang
+
+        vllm_only = {
+            "num_gpus": num_gpus,
+            "memory_used_by_others_bytes": memory_used_by_others_bytes,
+            "host_ram_bytes": host_ram_bytes,
+            "context": context,
+            "concurrency": concurrency,
+            "safety_margin_bytes": safety_margin_bytes,
+        }
+        spec, card, path = _sglang_args(model, gpu, offline, revision, vllm_only)
+        return sglang.plan(spec, card, model_path=path, **pinned)
     model = _model_at(model, offline, revision)
     launch, evaluated = _launch(
         model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, pinned

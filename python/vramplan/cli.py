@@ -814,9 +814,23 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 _TAKES_VLLM_FLAGS = frozenset({"plan", "flags", "breakdown", "sweep", "diagnose"})
 
 
+# Commands that take `--engine sglang` (cli_sglang.py); fit and colocate have their own.
+_ENGINE_COMMANDS = frozenset({"plan", "breakdown", "flags", "check", "diagnose", "validate"})
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         words = _split_verbosity(list(sys.argv[1:] if argv is None else argv))
+        if (
+            words
+            and words[0] in _ENGINE_COMMANDS
+            and any("engine" in w or "sglang" in w for w in words)
+        ):
+            from . import cli_sglang  # SGLang's commands, loaded only when named
+
+            if cli_sglang.engine_named(words) == "sglang":
+                return cli_sglang.main(words)
+            words = cli_sglang.without_engine(words)
         parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
         if words and words[0] == "check":
             args = parser.parse_args(words)

@@ -299,7 +299,9 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         # The launch ran out of memory serving traffic: the fix never takes more of the GPU
         # than what ran (the engine's default where the log states none).
         utilization = {"gpu_memory_utilization": predicted["config"]["gpu_memory_utilization"]}
-    written_context = {"max_model_len": context} if launch.get("user_context") and context else {}
+    written_context: dict[str, Any] = (
+        {"max_model_len": context} if launch.get("user_context") and context else {}
+    )
     target_context = 0 if written_context else context
 
     def solve(extra: dict[str, Any]) -> api.Plan:

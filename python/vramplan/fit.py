@@ -56,13 +56,15 @@ Progress = Callable[[int, int], None]
 
 
 def check_engine(engine: str) -> None:
-    """Only vLLM is modelled: any other engine is refused by name, never answered as vLLM."""
+    """fit searches vLLM launches only: any other engine is refused by name, never answered as
+    vLLM."""
     if engine == "sglang":
         raise api.config_error(
             "engine",
             engine,
             "vllm",
-            "SGLang is not modelled yet (issue 23 will add it); vramplan answers for vLLM only",
+            "fit does not search SGLang launches yet (its GPU x split search runs the vLLM "
+            "solver); plan one SGLang launch with `vramplan plan --engine sglang`",
         )
     if engine not in ENGINES:
         raise api.config_error("engine", engine, ", ".join(ENGINES), "unknown engine")

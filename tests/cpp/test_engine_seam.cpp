@@ -5,6 +5,8 @@
 #include "vramplan/engine_descriptor.hpp"
 #include "vramplan/engine_rules.hpp"
 #include "vramplan/errors.hpp"
+#include "vramplan/sglang.hpp"
+#include "vramplan/sglang_knobs.hpp"
 
 namespace vramplan {
 namespace {
@@ -72,7 +74,7 @@ TEST(EngineSeam, DescriptorNamesVllmAndItsSurface) {
   EXPECT_EQ(vllm.log_vocabulary, LogVocabulary::Vllm);
   EXPECT_EQ(&vllm.knobs(), &knob_specs());
   EXPECT_EQ(vllm.newest_known_version(), newest_known_vllm_version());
-  EXPECT_EQ(engine_descriptors().size(), 1u);
+  EXPECT_EQ(engine_descriptors().size(), 2u);
 }
 
 TEST(EngineSeam, UnknownEngineIsAConfigErrorListingTheEngines) {
@@ -82,8 +84,82 @@ TEST(EngineSeam, UnknownEngineIsAConfigErrorListingTheEngines) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.field(), "engine");
     EXPECT_EQ(e.value(), "'tgi'");
-    EXPECT_EQ(e.allowed(), "vllm");
+    EXPECT_EQ(e.allowed(), "vllm, sglang");
   }
+}
+
+TEST(EngineSeam, SglangBudgetThroughTheSeam) {
+  // SGLang: total_memory_bytes is the baseline B. B = 80 GiB, W = 16 GiB, f = 0.8:
+  // slack = 80 x 0.2 = 16 GiB; KV = (80 - 16) - 16 = 48 GiB. The activation, non-torch and
+  // graph terms are not subtracted: they must fit in the slack instead.
+  const EngineRules rules{sglang_table().rows.back()};
+  const KvBudget b = kv_budget(rules, h100_terms(), 0.8, {});
+  EXPECT_EQ(b.kv_cache_bytes, 48 * kGiB);
+  EXPECT_EQ(b.requested_memory_bytes, 64 * kGiB);  // B - slack = B x f
+  EXPECT_EQ(b.cudagraph_in_budget_bytes, 0);
+  // A fixed size caps the pool (SGLang's --max-total-tokens in bytes), never raises it.
+  EXPECT_EQ(
+      kv_budget(rules, h100_terms(), 0.8, std::optional<std::int64_t>{10 * kGiB}).kv_cache_bytes,
+      10 * kGiB);
+  EXPECT_EQ(
+      kv_budget(rules, h100_terms(), 0.8, std::optional<std::int64_t>{90 * kGiB}).kv_cache_bytes,
+      48 * kGiB);
+  // f = 0.2: slack 64 GiB, KV = 64 - 64 = 0 (the weights leave nothing).
+  EXPECT_EQ(kv_budget(rules, h100_terms(), 0.2, {}).kv_cache_bytes, 0);
+}
+
+TEST(EngineSeam, SglangDescriptorRendersItsOwnPlan) {
+  const EngineDescriptor& sglang = engine_descriptor("sglang");
+  EXPECT_EQ(sglang.serve_command, "python -m sglang.launch_server");
+  EXPECT_EQ(sglang.log_vocabulary, LogVocabulary::Sglang);
+  EXPECT_EQ(&sglang.knobs(), &sglang_knob_specs());
+  EXPECT_EQ(sglang.newest_known_version(), sglang_table().rows.back().release);
+  SglangPlan plan;
+  plan.planned_config.model_path = "Qwen/Qwen3-8B";
+  plan.planned_config.tp_size = 2;
+  plan.planned_config.mem_fraction_static = 0.8125;
+  plan.planned_config.chunked_prefill_size = -1;
+  plan.planned_config.disable_cuda_graph = true;
+  const std::vector<std::string> argv = sglang.launch_argv(&plan);
+  const std::vector<std::string> expected = {
+      "--tp-size",           "2", "--mem-fraction-static", "0.812", "--chunked-prefill-size", "-1",
+      "--disable-cuda-graph"};
+  EXPECT_EQ(argv, expected);
+  const nlohmann::json kwargs = sglang.launch_kwargs(&plan);
+  EXPECT_EQ(kwargs["model_path"], "Qwen/Qwen3-8B");
+  EXPECT_EQ(kwargs["tp_size"], 2);
+  EXPECT_EQ(kwargs["chunked_prefill_size"], -1);
+  EXPECT_EQ(kwargs["disable_cuda_graph"], true);
+  EXPECT_TRUE(sglang.launch_env(&plan).empty());
+}
+
+TEST(EngineSeam, SglangKnobTableSpeaksSglang) {
+  // Every flag is SGLang's own spelling; defaults of row knobs come from the rows.
+  for (const KnobSpec& k : sglang_knob_specs()) {
+    if (!k.flag.empty()) {
+      EXPECT_EQ(k.flag.substr(0, 2), "--") << k.name;
+    }
+  }
+  EXPECT_EQ(knob_default_text(sglang_knob_spec("page_size")),
+            "the release's page_size_default: 1 from 0.4.0");
+  EXPECT_EQ(knob_default_text(sglang_knob_spec("sglang_version")),
+            "the newest release model_specs/sglang.yaml was read from: 0.5.23");
+  // A vLLM name is refused, naming SGLang's knob.
+  try {
+    (void)sglang_knob_spec("gpu_memory_utilization");
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "gpu_memory_utilization");
+    EXPECT_EQ(e.allowed(), "mem_fraction_static");
+  }
+  SglangConfig c;
+  set_sglang_knob(c, "mem_fraction_static", KnobValue{0.85});
+  set_sglang_knob(c, "tp_size", KnobValue{std::int64_t{4}});
+  EXPECT_EQ(c.mem_fraction_static, 0.85);
+  EXPECT_EQ(c.tp_size, 4);
+  EXPECT_THROW(set_sglang_knob(c, "mem_fraction_static", KnobValue{1.5}), ConfigError);
+  EXPECT_THROW(set_sglang_knob(c, "chunked_prefill_size", KnobValue{std::int64_t{0}}), ConfigError);
+  EXPECT_THROW(set_sglang_knob(c, "kv_cache_dtype", KnobValue{std::string("fp4")}), ConfigError);
 }
 
 }  // namespace

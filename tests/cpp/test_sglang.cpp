@@ -35,7 +35,7 @@ double default_f(const SglangRules& rules, const std::string& gpu, std::int32_t 
   config.tp_size = tp;
   // Any model: the default f has no model term except MLA. DeepSeek-V3 is MLA.
   const ModelSpec& spec = db().model(mla ? "deepseek-ai/DeepSeek-V3" : "Qwen/Qwen3-8B");
-  return sglang_breakdown(spec, db().gpu(gpu), rules, sglang_table(), config).mem_fraction_static;
+  return sglang_breakdown(spec, db().gpu(gpu), rules, config).mem_fraction_static;
 }
 
 // ---- the default f, 0.5.23 (memory_hook.py:handle_gpu_memory_settings) ---------------------
@@ -103,8 +103,8 @@ TEST(SglangDefaultFraction, Release0410TieredReserve) {
 // A GPU nvidia-smi's total is not recorded for: the CUDA total stands in, and a note says so.
 TEST(SglangDefaultFraction, UnknownNvidiaSmiTotalIsSaid) {
   SglangConfig config;
-  const SglangBreakdown b = sglang_breakdown(db().model("Qwen/Qwen3-8B"), db().gpu("H20"),
-                                             rules_0523(), sglang_table(), config);
+  const SglangBreakdown b =
+      sglang_breakdown(db().model("Qwen/Qwen3-8B"), db().gpu("H20"), rules_0523(), config);
   EXPECT_TRUE(b.gpu_mib_assumed);
   EXPECT_EQ(b.gpu_mib, db().gpu("H20").total_memory_bytes >> 20);
   ASSERT_FALSE(b.notes.empty());
@@ -123,8 +123,7 @@ TEST(SglangKvPool, DenseLlama8BOnH100) {
   const ModelSpec& spec = db().model("meta-llama/Llama-3.1-8B");
   SglangConfig config;
   config.mem_fraction_static = 0.90;
-  const SglangBreakdown b =
-      sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), sglang_table(), config);
+  const SglangBreakdown b = sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), config);
   const std::int64_t baseline = 85030076416 - 311385129;
   EXPECT_EQ(b.baseline_free_bytes, baseline);
   const std::int64_t weights =
@@ -157,9 +156,8 @@ TEST(SglangKvPool, KSizeOfARealLog) {
   config.tp_size = 4;
   config.mem_fraction_static = 0.93;
   config.max_total_tokens = 367404;
-  const SglangBreakdown b =
-      sglang_breakdown(db().model("Qwen/Qwen3-235B-A22B-FP8"), db().gpu("H100-80GB"), rules_0523(),
-                       sglang_table(), config);
+  const SglangBreakdown b = sglang_breakdown(db().model("Qwen/Qwen3-235B-A22B-FP8"),
+                                             db().gpu("H100-80GB"), rules_0523(), config);
   EXPECT_EQ(b.max_total_num_tokens, 367404);
   EXPECT_EQ(b.k_bytes_per_token, 24064);
   EXPECT_EQ(std::llround(static_cast<double>(b.k_size_bytes) / 1073741824.0 * 100.0), 823);
@@ -173,8 +171,7 @@ TEST(SglangKvPool, MlaDeepSeekV3) {
   SglangConfig config;
   config.tp_size = 8;
   config.mem_fraction_static = 0.90;
-  const SglangBreakdown b =
-      sglang_breakdown(spec, db().gpu("H200"), rules_0523(), sglang_table(), config);
+  const SglangBreakdown b = sglang_breakdown(spec, db().gpu("H200"), rules_0523(), config);
   EXPECT_TRUE(b.mla);
   EXPECT_EQ(b.cell_bytes, 70272);
   EXPECT_EQ(b.v_bytes_per_token, 0);
@@ -193,9 +190,8 @@ TEST(SglangKvPool, MlaDeepSeekV3) {
 TEST(SglangKvPool, SlidingWindowGemma2) {
   SglangConfig config;
   config.mem_fraction_static = 0.85;
-  const SglangBreakdown b =
-      sglang_breakdown(db().model("google/gemma-2-9b-it"), db().gpu("H100-80GB"), rules_0523(),
-                       sglang_table(), config);
+  const SglangBreakdown b = sglang_breakdown(db().model("google/gemma-2-9b-it"),
+                                             db().gpu("H100-80GB"), rules_0523(), config);
   EXPECT_EQ(b.cell_bytes, std::llround(21 * 8192 + 0.8 * 21 * 8192));
   const double cell = 21 * 8192 + 0.8 * 21 * 8192;
   const auto full = static_cast<std::int64_t>(std::floor(static_cast<double>(b.rest_bytes) / cell));
@@ -213,8 +209,7 @@ TEST(SglangKvPool, MambaHybridNemotronNano) {
   const ModelSpec& spec = db().model("nvidia/NVIDIA-Nemotron-Nano-9B-v2");
   SglangConfig config;
   config.mem_fraction_static = 0.88;
-  const SglangBreakdown b =
-      sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), sglang_table(), config);
+  const SglangBreakdown b = sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), config);
   KvCacheOptions options;
   options.state_element_bytes = 2;
   options.ssm_state_element_bytes = 4;
@@ -248,14 +243,12 @@ TEST(SglangKvPool, MambaHybridNemotronNano) {
 // Llama-3.1-70B in bf16 (~131 GiB) on one H100: the weights do not fit under f x B.
 TEST(SglangVerdict, WeightsLeaveNoMemoryIn0523Words) {
   SglangConfig config;
-  const SglangBreakdown b =
-      sglang_breakdown(db().model("meta-llama/Llama-3.1-70B"), db().gpu("H100-80GB"), rules_0523(),
-                       sglang_table(), config);
+  const SglangBreakdown b = sglang_breakdown(db().model("meta-llama/Llama-3.1-70B"),
+                                             db().gpu("H100-80GB"), rules_0523(), config);
   EXPECT_EQ(b.verdict, SglangVerdict::WeightsLeaveNoMemory);
   EXPECT_EQ(b.error.rfind("Loaded weights leave no GPU memory for the KV cache", 0), 0U);
-  const SglangBreakdown old =
-      sglang_breakdown(db().model("meta-llama/Llama-3.1-70B"), db().gpu("H100-80GB"), rules_046(),
-                       sglang_table(), config);
+  const SglangBreakdown old = sglang_breakdown(db().model("meta-llama/Llama-3.1-70B"),
+                                               db().gpu("H100-80GB"), rules_046(), config);
   EXPECT_EQ(old.error, "Not enough memory. Please try to increase --mem-fraction-static.");
 }
 
@@ -264,8 +257,8 @@ TEST(SglangVerdict, TinySlackFailsAtGraphCapture) {
   SglangConfig config;
   config.mem_fraction_static = 0.999;
   config.context_length = 8192;
-  const SglangBreakdown b = sglang_breakdown(db().model("Qwen/Qwen3-8B"), db().gpu("H100-80GB"),
-                                             rules_0523(), sglang_table(), config);
+  const SglangBreakdown b =
+      sglang_breakdown(db().model("Qwen/Qwen3-8B"), db().gpu("H100-80GB"), rules_0523(), config);
   EXPECT_EQ(b.verdict, SglangVerdict::OomGraphCapture);
   EXPECT_NE(b.error.find("Capture cuda graph failed"), std::string::npos);
 }
@@ -277,9 +270,8 @@ TEST(SglangVerdict, ContextLongerThanThePoolIsSaid) {
   SglangConfig config;
   config.tp_size = 8;
   config.mem_fraction_static = 0.62;
-  const SglangBreakdown b =
-      sglang_breakdown(db().model("deepseek-ai/DeepSeek-V3"), db().gpu("H200"), rules_0523(),
-                       sglang_table(), config);
+  const SglangBreakdown b = sglang_breakdown(db().model("deepseek-ai/DeepSeek-V3"),
+                                             db().gpu("H200"), rules_0523(), config);
   ASSERT_EQ(b.verdict, SglangVerdict::Started);
   ASSERT_LT(b.max_total_num_tokens, b.context_length);
   ASSERT_FALSE(b.notes.empty());
@@ -297,10 +289,8 @@ TEST(SglangVerdict, PipelineStagesTakeTheSmallestPool) {
   SglangConfig two = one;
   two.pp_size = 2;
   const ModelSpec& spec = db().model("meta-llama/Llama-3.1-8B");
-  const SglangBreakdown a =
-      sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), sglang_table(), one);
-  const SglangBreakdown b =
-      sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), sglang_table(), two);
+  const SglangBreakdown a = sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), one);
+  const SglangBreakdown b = sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), two);
   EXPECT_EQ(b.cell_bytes * 2, a.cell_bytes);                      // 16 of 32 layers per stage
   EXPECT_GT(b.max_total_num_tokens, 2 * a.max_total_num_tokens);  // and fewer weights per rank
   EXPECT_EQ(b.nccl_bytes, 1224065679);                            // PP = 2 opens NCCL communicators
@@ -310,17 +300,16 @@ TEST(SglangVerdict, KnobsOutOfRangeAreNamed) {
   SglangConfig config;
   config.mem_fraction_static = 1.5;
   try {
-    sglang_breakdown(db().model("Qwen/Qwen3-8B"), db().gpu("H100-80GB"), rules_0523(),
-                     sglang_table(), config);
+    sglang_breakdown(db().model("Qwen/Qwen3-8B"), db().gpu("H100-80GB"), rules_0523(), config);
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.field(), "mem_fraction_static");
   }
   SglangConfig bad_dtype;
   bad_dtype.kv_cache_dtype = "int3";
-  EXPECT_THROW(sglang_breakdown(db().model("Qwen/Qwen3-8B"), db().gpu("H100-80GB"), rules_0523(),
-                                sglang_table(), bad_dtype),
-               ConfigError);
+  EXPECT_THROW(
+      sglang_breakdown(db().model("Qwen/Qwen3-8B"), db().gpu("H100-80GB"), rules_0523(), bad_dtype),
+      ConfigError);
 }
 
 // ---- solver and launch line ----------------------------------------------------------------
@@ -331,16 +320,14 @@ TEST(SglangPlan, LargestFractionStartsAndTheNextDoesNot) {
   config.model_path = "Qwen/Qwen3-32B";
   config.tp_size = 2;
   config.context_length = 32768;
-  const SglangPlan plan =
-      sglang_plan(spec, db().gpu("H100-80GB"), rules_0523(), sglang_table(), config);
+  const SglangPlan plan = sglang_plan(spec, db().gpu("H100-80GB"), rules_0523(), config);
   ASSERT_TRUE(plan.max_mem_fraction_static);
   const double f = *plan.max_mem_fraction_static;
   EXPECT_EQ(plan.planned.verdict, SglangVerdict::Started);
   SglangConfig above = config;
   above.mem_fraction_static = f + 0.001;
-  EXPECT_NE(
-      sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), sglang_table(), above).verdict,
-      SglangVerdict::Started);
+  EXPECT_NE(sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), above).verdict,
+            SglangVerdict::Started);
   EXPECT_GT(f, plan.launch.mem_fraction_static);  // the default keeps headroom
   ASSERT_FALSE(plan.planned.notes.empty());
   EXPECT_NE(plan.planned.notes.back().find("leave headroom"), std::string::npos);
@@ -429,9 +416,9 @@ TEST(SglangRulesTable, FileParsesAndHostileRowsAreNamed) {
                     "memory_tiers[0].below_mib");
   expect_spec_error(replace_once(good, "kv_padding_page: true", "kv_padding_page: yes please"),
                     "kv_padding_page");
-  expect_spec_error(replace_once(good, "  H200: 143771", "  H200: -5"),
-                    "nvidia_smi_memory_mib.H200");
-  expect_spec_error("sglang: []\nnvidia_smi_memory_mib: {}\n", "sglang");
+  expect_spec_error("sglang: []\n", "sglang");
+  // nvidia-smi totals live in gpus.yaml now: the old table is an unknown field here.
+  expect_spec_error(good + "nvidia_smi_memory_mib: {H200: 143771}\n", "nvidia_smi_memory_mib");
   EXPECT_THROW(parse_sglang_yaml("sglang: [\n", "sglang.yaml"), SpecError);
 }
 

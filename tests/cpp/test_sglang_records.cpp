@@ -273,7 +273,7 @@ TEST(SglangRecordsModel, KSizeOfEveryLoggedPool) {
     config.max_total_tokens = r["measured"]["kv_tokens"].get<std::int64_t>();
     const SglangBreakdown b =
         sglang_breakdown(db().model(r["model_spec"].get<std::string>()), db().gpu(c.stand_in_gpu),
-                         sglang_rules(sglang_table(), ""), sglang_table(), config);
+                         sglang_rules(sglang_table(), ""), config);
     ASSERT_EQ(b.max_total_num_tokens, config.max_total_tokens) << c.id;
     const double k_gib = static_cast<double>(b.k_size_bytes) / kGiB;
     std::printf("%s K size: predicted %.4f GiB, logged %.2f GiB\n", c.id, k_gib,
@@ -321,9 +321,8 @@ TEST(SglangRecordsModel, ImpliedFractionOfAnOlderRelease) {
   const double kv_gib = m["k_size_gib"].get<double>() + m["v_size_gib"].get<double>();
   const double implied = 1.0 - (free_gib - kv_gib) / (free_gib + m["weights_gib"].get<double>());
   SglangConfig config;
-  const SglangBreakdown b =
-      sglang_breakdown(db().model("Qwen/Qwen3-4B"), db().gpu("RTX-5090"),
-                       sglang_rules(sglang_table(), "0.4.7"), sglang_table(), config);
+  const SglangBreakdown b = sglang_breakdown(db().model("Qwen/Qwen3-4B"), db().gpu("RTX-5090"),
+                                             sglang_rules(sglang_table(), "0.4.7"), config);
   std::printf("sgl-r13 implied f %.4f, row 0 default %.3f\n", implied, b.mem_fraction_static);
   EXPECT_NEAR(b.mem_fraction_static, implied, 0.002);
 }
@@ -332,9 +331,8 @@ TEST(SglangRecordsModel, ImpliedFractionOfAnOlderRelease) {
 TEST(SglangRecordsModel, DefaultFractionOfARecord) {
   SglangConfig config;
   config.tp_size = 2;
-  const SglangBreakdown b =
-      sglang_breakdown(db().model("Qwen/Qwen3-32B"), db().gpu("H100-80GB"),
-                       sglang_rules(sglang_table(), "0.5.23"), sglang_table(), config);
+  const SglangBreakdown b = sglang_breakdown(db().model("Qwen/Qwen3-32B"), db().gpu("H100-80GB"),
+                                             sglang_rules(sglang_table(), "0.5.23"), config);
   EXPECT_DOUBLE_EQ(b.mem_fraction_static,
                    record("sgl-r12")["measured"]["mem_fraction_static"].get<double>());
 }
@@ -352,9 +350,8 @@ TEST(SglangRecordsModel, WholeModelErrorPerTerm) {
     const json& m = record("sgl-r01")["measured"];
     SglangConfig config;
     config.tp_size = 4;
-    const SglangBreakdown b =
-        sglang_breakdown(db().model("Qwen/Qwen2.5-32B"), db().gpu("L4"),
-                         sglang_rules(sglang_table(), "0.4.3.post4"), sglang_table(), config);
+    const SglangBreakdown b = sglang_breakdown(db().model("Qwen/Qwen2.5-32B"), db().gpu("L4"),
+                                               sglang_rules(sglang_table(), "0.4.3.post4"), config);
     EXPECT_DOUBLE_EQ(b.mem_fraction_static, 0.85);
     EXPECT_EQ(b.chunked_prefill_size, m["chunked_prefill_size"].get<std::int64_t>());
     EXPECT_EQ(b.cuda_graph_max_bs, 80);  // 13 graphs captured: 1, 2, 4, 8, 16..80 step 8
@@ -385,7 +382,7 @@ TEST(SglangRecordsModel, WholeModelErrorPerTerm) {
     config.mem_fraction_static = 0.93;
     const SglangBreakdown b =
         sglang_breakdown(db().model("Qwen/Qwen3-235B-A22B-FP8"), db().gpu("H100-80GB"),
-                         sglang_rules(sglang_table(), ""), sglang_table(), config);
+                         sglang_rules(sglang_table(), ""), config);
     std::printf(
         "sgl-r02 tokens %lld vs %lld (%+.1f%%), weights %.2f GiB predicted (not logged)\n",
         static_cast<long long>(b.max_total_num_tokens),
@@ -402,7 +399,7 @@ TEST(SglangRecordsModel, WholeModelErrorPerTerm) {
     config.tp_size = 8;
     const SglangBreakdown b =
         sglang_breakdown(db().model("meta-llama/Llama-3.1-70B"), db().gpu("H200"),
-                         sglang_rules(sglang_table(), ""), sglang_table(), config);
+                         sglang_rules(sglang_table(), ""), config);
     const double baseline = static_cast<double>(b.baseline_free_bytes) / kGiB;
     std::printf("sgl-r05 B %.2f vs %.2f GiB (%+.2f GiB)\n", baseline,
                 m["load_begin_avail_gib"].get<double>(),
@@ -413,9 +410,8 @@ TEST(SglangRecordsModel, WholeModelErrorPerTerm) {
   {
     const json& m = record("sgl-r06")["measured"];
     SglangConfig config;
-    const SglangBreakdown b =
-        sglang_breakdown(db().model("Qwen/Qwen2.5-7B"), db().gpu("B200"),
-                         sglang_rules(sglang_table(), ""), sglang_table(), config);
+    const SglangBreakdown b = sglang_breakdown(db().model("Qwen/Qwen2.5-7B"), db().gpu("B200"),
+                                               sglang_rules(sglang_table(), ""), config);
     EXPECT_EQ(b.cuda_graph_max_bs, m["decode_graph_max_bs"].get<std::int32_t>());
     const double graphs = static_cast<double>(b.decode_graph_bytes) / kGiB;
     std::printf("sgl-r06 decode graphs %.2f vs %.2f GiB (%+.0f%%)\n", graphs,

@@ -183,6 +183,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"gpu", "unified_memory"},
     {"gpu", "pcie_only"},
     {"gpu", "family"},
+    {"gpu", "nvidia_smi_memory_mib"},
 };
 
 TEST(SpecYaml, SchemaMarkdownListsEveryKey) {

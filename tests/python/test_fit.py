@@ -214,7 +214,7 @@ def test_price_file_errors_name_file_line_and_field(
 
 
 def test_sglang_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(vramplan.Error, match="SGLang is not modelled yet"):
+    with pytest.raises(vramplan.Error, match="fit does not search SGLang launches yet"):
         vramplan.fit(LLAMA_8B, context=1024, concurrency=1, engine="sglang")
     with pytest.raises(vramplan.Error, match="engine"):
         vramplan.fit(LLAMA_8B, context=1024, concurrency=1, engine="trtllm")
@@ -226,8 +226,8 @@ def test_sglang_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
         code, out, err = run(capsys, *argv)
         assert code == 2
         assert out == ""
-        assert "SGLang is not modelled yet" in err
-        assert "issue 23" in err
+        assert "fit does not search SGLang launches yet" in err
+        assert "plan --engine sglang" in err
 
 
 def test_bad_targets_are_named(capsys: pytest.CaptureFixture[str]) -> None:

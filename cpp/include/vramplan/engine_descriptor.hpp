@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "vramplan/knobs.hpp"
@@ -14,11 +15,18 @@
 namespace vramplan {
 
 struct Plan;
+struct SglangPlan;
 
-// Which phrase table reads an engine's startup log (log_parser, diagnose): a handle only.
+// Which phrase table reads an engine's startup log: a handle only (vllm_vocabulary.hpp,
+// sglang_vocabulary.hpp).
 enum class LogVocabulary : std::uint8_t {
   Vllm,
+  Sglang,
 };
+
+// The plan a launch renderer reads: each engine's own plan type. A renderer is only handed its
+// own engine's plan (std::bad_variant_access otherwise).
+using EnginePlanRef = std::variant<const Plan*, const SglangPlan*>;
 
 struct EngineDescriptor {
   std::string_view name;           // as `--engine` takes it: "vllm"
@@ -33,9 +41,9 @@ struct EngineDescriptor {
   std::string (*newest_known_version)();
   // A plan as the launch line's argv words (model not included), as keyword arguments for
   // python_entry, and as the environment variables it needs.
-  std::vector<std::string> (*launch_argv)(const Plan&);
-  nlohmann::json (*launch_kwargs)(const Plan&);
-  nlohmann::json (*launch_env)(const Plan&);
+  std::vector<std::string> (*launch_argv)(EnginePlanRef);
+  nlohmann::json (*launch_kwargs)(EnginePlanRef);
+  nlohmann::json (*launch_env)(EnginePlanRef);
 };
 
 // Every engine the planner models.

@@ -4,19 +4,21 @@
 // cache bytes. docs/engines.md says how a second engine plugs in.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
 #include <variant>
 
 #include "vramplan/engine.hpp"
+#include "vramplan/sglang.hpp"
 
 namespace vramplan {
 
 // One engine release's accounting rules. vLLM's row keeps its name, EngineProfile (the
-// engines.yaml row, calibration overrides and the bindings' class all use it); a second engine
-// adds its own row type as another alternative.
-using EngineRules = std::variant<EngineProfile>;
+// engines.yaml row, calibration overrides and the bindings' class all use it); SGLang's is
+// SglangRules (a model_specs/sglang.yaml row).
+using EngineRules = std::variant<EngineProfile, SglangRules>;
 
 // The non-KV terms of one rank at one point, as the shared model computes them.
 struct BudgetTerms {
@@ -64,6 +66,26 @@ inline KvBudget kv_budget(const EngineProfile& vllm, const BudgetTerms& terms,
   return budget;
 }
 
+// SGLang's rule (sglang_kv_budget): no profiled forward pass. `total_memory_bytes` is the
+// baseline B (free after distributed init), `memory_fraction` is --mem-fraction-static, and the
+// pools get (B - weights) - B x (1 - f); the slack B x (1 - f) must then hold the graphs and
+// activations, so none of the other terms is subtracted here. A fixed size
+// (--max-total-tokens, in bytes) caps the budget rather than replacing it.
+inline KvBudget kv_budget(const SglangRules& sglang, const BudgetTerms& terms,
+                          double memory_fraction,
+                          const std::optional<std::int64_t>& fixed_kv_cache_bytes) noexcept {
+  SglangByteTerms byte_terms;
+  byte_terms.baseline_free_bytes = terms.total_memory_bytes;
+  byte_terms.free_after_weights_bytes = terms.total_memory_bytes - terms.weights_bytes;
+  byte_terms.mem_fraction_static = memory_fraction;
+  const SglangKvBudget pools = sglang_kv_budget(sglang, byte_terms);
+  KvBudget budget;
+  budget.requested_memory_bytes = terms.total_memory_bytes - pools.slack_bytes;
+  budget.kv_cache_bytes =
+      fixed_kv_cache_bytes ? std::min(*fixed_kv_cache_bytes, pools.rest_bytes) : pools.rest_bytes;
+  return budget;
+}
+
 // The KV budget of one rank under `rules` at `memory_fraction` (vLLM's gpu_memory_utilization);
 // a fixed KV size (vLLM's --kv-cache-memory-bytes) replaces the computed one. Allocation-free.
 // Inline with the rule rows: it runs per rank per sweep point. Dispatched on the alternative's
@@ -73,10 +95,11 @@ inline KvBudget kv_budget(const EngineProfile& vllm, const BudgetTerms& terms,
 inline KvBudget kv_budget(const EngineRules& rules, const BudgetTerms& terms,
                           double memory_fraction,
                           const std::optional<std::int64_t>& fixed_kv_cache_bytes) noexcept {
-  static_assert(std::variant_size_v<EngineRules> == 1, "kv_budget: one case per engine");
-  const EngineProfile* vllm = std::get_if<EngineProfile>(&rules);
-  return vllm != nullptr ? kv_budget(*vllm, terms, memory_fraction, fixed_kv_cache_bytes)
-                         : KvBudget{};
+  static_assert(std::variant_size_v<EngineRules> == 2, "kv_budget: one case per engine");
+  if (const EngineProfile* vllm = std::get_if<EngineProfile>(&rules)) {
+    return kv_budget(*vllm, terms, memory_fraction, fixed_kv_cache_bytes);
+  }
+  return kv_budget(*std::get_if<SglangRules>(&rules), terms, memory_fraction, fixed_kv_cache_bytes);
 }
 
 }  // namespace vramplan

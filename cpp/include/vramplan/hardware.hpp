@@ -30,6 +30,9 @@ struct GpuSpec {
   // and small buffers at TP>=2 (engines.yaml non_torch_tensor_parallel_pcie_bytes). False
   // (the larger NVLink charge) wherever NVLink may be present or the card is unknown.
   bool pcie_only = false;
+  // nvidia-smi's memory total (MiB), a few hundred MiB above the CUDA total; 0 where gpus.yaml
+  // records none. SGLang computes its defaults from it (sglang.hpp).
+  std::int64_t nvidia_smi_memory_mib = 0;
 };
 
 }  // namespace vramplan

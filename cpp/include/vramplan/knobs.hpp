@@ -26,6 +26,7 @@ enum class KnobDefault : std::uint8_t {
   RowAll2allBackend,  // all2all_backend_default
   RowSwapSpace,       // swap_space_default_bytes
   ModelContext,       // the model's max_position_embeddings (also the knob's upper bound)
+  SglangRow,          // a field of the SGLang rows (model_specs/sglang.yaml), by the knob's name
 };
 
 enum class KnobType : std::uint8_t {

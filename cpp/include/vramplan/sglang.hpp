@@ -114,8 +114,7 @@ struct SglangRules {
 };
 
 struct SglangTable {
-  std::vector<SglangRules> rows;                                            // ascending by version
-  std::vector<std::pair<std::string, std::int64_t>> nvidia_smi_memory_mib;  // GPU id -> MiB
+  std::vector<SglangRules> rows;  // ascending by version
 };
 
 // Parses a sglang.yaml document; `file` names it in errors. SpecError naming the file and the
@@ -258,8 +257,7 @@ struct SglangBreakdown {
 
 // Computes the breakdown. ConfigError for knobs out of range (field, value, allowed range).
 SglangBreakdown sglang_breakdown(const ModelSpec& spec, const GpuSpec& gpu,
-                                 const SglangRules& rules, const SglangTable& table,
-                                 const SglangConfig& config);
+                                 const SglangRules& rules, const SglangConfig& config);
 
 // --------------------------------------------------------------------------------------------
 // The solver: the largest safe value of each knob, the others as given
@@ -275,14 +273,19 @@ struct SglangPlan {
   std::optional<std::int32_t> max_cuda_graph_max_bs;
   SglangBreakdown planned;  // the launch with the solved mem_fraction_static
   std::string launch_line;  // python -m sglang.launch_server ... (shell-safe)
+  SglangConfig planned_config;
 };
 
 SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
-                       const SglangTable& table, const SglangConfig& config);
+                       const SglangConfig& config);
 
 // `python -m sglang.launch_server --model-path ... --tp-size ... --mem-fraction-static ...`
 // with every value single-quoted where the shell would read it otherwise.
 std::string sglang_launch_line(const SglangConfig& config);
+// The launch line's flags as argv words (the model not included: it is --model-path's value).
+std::vector<std::string> sglang_launch_argv(const SglangConfig& config);
+// Keyword arguments for `sglang.Engine(**kwargs)` (ServerArgs names), the model included.
+nlohmann::json sglang_engine_kwargs(const SglangConfig& config);
 
 nlohmann::json to_json(const SglangBreakdown& breakdown);
 nlohmann::json to_json(const SglangPlan& plan);

@@ -1,0 +1,236 @@
+"""`vramplan --engine sglang` commands: plan, breakdown, flags, check, diagnose and validate for
+SGLang launches, under SGLang's flags (`--mem-fraction-static`, `--tp-size`, ...). cli.main
+hands a command here when it names `--engine sglang`, or when `check` is given an SGLang launch
+line (`python -m sglang.launch_server ...`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from typing import Any
+
+from . import _core, api, sglang
+from ._cli_args import (
+    EXIT_DOES_NOT_FIT,
+    EXIT_OK,
+    _finite_float,
+    _int64,
+    _note,
+    _print,
+)
+
+GIB = 1 << 30
+COMMANDS = ("plan", "breakdown", "flags", "check", "diagnose", "validate")
+_ALIASES = {"tp_size": ["--tp"], "pp_size": ["--pp"], "dp_size": ["--dp"]}
+
+
+def engine_named(words: list[str]) -> str:
+    """The engine argv names: `--engine NAME` / `--engine=NAME` before any `--`; else SGLang
+    for `check` of an SGLang launch line, else vLLM. An unknown name is an error."""
+    named = None
+    end = words.index("--") if "--" in words else len(words)
+    for i, word in enumerate(words[:end]):
+        if word == "--engine":
+            named = words[i + 1] if i + 1 < end else ""
+        elif word.startswith("--engine="):
+            named = word.partition("=")[2]
+    if named is None:
+        # The launch's head: `python -m sglang.launch_server` or `sglang serve`.
+        head = words[end + 1 : end + 4]
+        is_sglang = "sglang.launch_server" in head or head[:1] == ["sglang"]
+        return "sglang" if words[0] == "check" and is_sglang else "vllm"
+    engines = [str(row["name"]) for row in _core.ENGINES]
+    if named not in engines:
+        raise api.config_error("--engine", named or "''", ", ".join(engines), "unknown engine")
+    return named
+
+
+def without_engine(words: list[str]) -> list[str]:
+    """argv without its `--engine NAME` words (those after `--` are the launch's, kept)."""
+    end = words.index("--") if "--" in words else len(words)
+    out: list[str] = []
+    skip = False
+    for word in words[:end]:
+        if skip:
+            skip = False
+        elif word == "--engine":
+            skip = True
+        elif not word.startswith("--engine="):
+            out.append(word)
+    return out + words[end:]
+
+
+def _sglang_flag_for(flag: str) -> str:
+    """SGLang's flag for a vLLM flag (`--gpu-memory-utilization` -> `--mem-fraction-static`),
+    or the list of SGLang's flags."""
+    name = flag.lstrip("-").partition("=")[0].replace("-", "_")
+    equivalent = _core.sglang_equivalent_knob(name)
+    by_name = {k["name"]: k["flag"] for k in sglang.knobs()}
+    if equivalent:
+        return f"SGLang's {by_name.get(equivalent) or equivalent}"
+    return ", ".join(f for f in by_name.values() if f)
+
+
+def _add_knobs(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group("SGLang knobs (ServerArgs names; defaults from sglang.yaml)")
+    for knob in sglang.knobs():
+        name = knob["name"]
+        flag = knob["flag"] or "--" + name.replace("_", "-")
+        kwargs: dict[str, Any] = {"dest": name, "default": None}
+        kwargs["help"] = (
+            f"{knob['help']} [{knob['unit'] or knob['type']}; default: {knob['default']}]"
+        )
+        kwargs["help"] = kwargs["help"].replace("%", "%%")
+        if knob["type"] == "bool":
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["type"] = {"int": _int64(flag), "float": _finite_float(flag)}.get(
+                knob["type"], str
+            )
+            if knob["choices"]:
+                kwargs["choices"] = knob["choices"]
+        group.add_argument(flag, *_ALIASES.get(name, []), **kwargs)
+
+
+def _knobs(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for knob in sglang.knobs():
+        value = getattr(args, knob["name"], None)
+        if value is None or value is False:
+            continue
+        out[knob["name"]] = value
+    return out
+
+
+def _add_common(p: argparse.ArgumentParser, *, model: bool = True) -> None:
+    if model:
+        p.add_argument("model", nargs="?", default=api.DEFAULT_MODEL, help="model id or path")
+    p.add_argument("--gpu", default=api.DEFAULT_GPU, help="GPU id or alias")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vramplan --engine sglang",
+        description=f"SGLang launches (rules read up to SGLang {sglang.newest_known_version()})",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in (
+        ("plan", "the largest safe SGLang knobs and the launch line"),
+        ("breakdown", "per-rank memory in SGLang's terms"),
+        ("flags", "only the planned launch_server flags"),
+    ):
+        p = sub.add_parser(name, help=text)
+        _add_common(p)
+        _add_knobs(p)
+        if name == "flags":
+            p.add_argument(
+                "--format",
+                choices=("args", "shell", "json"),
+                default="args",
+                help="args: the flags after the model; shell: the whole command; json: "
+                "sglang.Engine keyword arguments",
+            )
+    p = sub.add_parser("check", help="judge: check -- python -m sglang.launch_server ...")
+    _add_common(p, model=False)
+    p.add_argument("command_line", nargs=argparse.REMAINDER)
+    p = sub.add_parser("diagnose", help="name the cause of a failed SGLang launch")
+    p.add_argument("logfile", help="the SGLang log; '-' for stdin")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p = sub.add_parser("validate", help="an SGLang log against the plan, per term")
+    p.add_argument("logfile", help="the SGLang startup log")
+    p.add_argument("--model", help="model id (default: the log's model_path)")
+    p.add_argument("--gpu", required=True, help="GPU id (SGLang's log prints no CUDA total)")
+    p.add_argument("--sglang-version", help="the release that ran (default: the newest read)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def _resolve(model: str, gpu: str) -> tuple[Any, Any]:
+    return api.load_model(model), api.load_gpu(gpu)
+
+
+def _cmd_breakdown(args: argparse.Namespace) -> int:
+    spec, card = _resolve(args.model, args.gpu)
+    result = sglang.breakdown(spec, card, model_path=args.model, **_knobs(args))
+    _print(result.to_json() if args.json else sglang.breakdown_text(result.data))
+    return EXIT_OK if result.started else EXIT_DOES_NOT_FIT
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    spec, card = _resolve(args.model, args.gpu)
+    result = sglang.plan(spec, card, model_path=args.model, **_knobs(args))
+    _print(result.to_json() if args.json else sglang.plan_text(result))
+    return EXIT_OK if result.fits else EXIT_DOES_NOT_FIT
+
+
+def _cmd_flags(args: argparse.Namespace) -> int:
+    spec, card = _resolve(args.model, args.gpu)
+    result = sglang.plan(spec, card, model_path=args.model, **_knobs(args))
+    if not result.fits:
+        _note("no mem_fraction_static starts this launch: nothing to print")
+        return EXIT_DOES_NOT_FIT
+    if args.format == "shell":
+        _print(result.launch_line)
+    elif args.format == "json":
+        _print(json.dumps(result.to_engine_kwargs(), indent=2))
+    else:
+        _print(shlex.join(result.to_argv()))
+    return EXIT_OK
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    words = list(args.command_line)
+    if words and words[0] == "--":
+        words = words[1:]
+    launch = sglang.parse_command(words)
+    if launch.unmodelled:
+        _note("not modelled (judged as if unset): " + " ".join(launch.unmodelled))
+    spec, card = _resolve(launch.model_path, args.gpu)
+    result = sglang.breakdown(spec, card, model_path=launch.model_path, **launch.knobs)
+    data = result.to_dict() | {"unmodelled_flags": launch.unmodelled}
+    _print(json.dumps(data, indent=2) if args.json else sglang.breakdown_text(result.data))
+    return EXIT_OK if result.started else EXIT_DOES_NOT_FIT
+
+
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    from .diagnose import read_text
+    from .sglang_diagnose import diagnose, format_text
+
+    result = diagnose(read_text(args.logfile, what="log"))
+    _print(json.dumps(result, indent=2) if args.json else format_text(result))
+    return EXIT_OK
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from .sglang_diagnose import format_validation, validate
+
+    result = validate(
+        args.logfile, model=args.model, gpu=args.gpu, sglang_version=args.sglang_version
+    )
+    _print(json.dumps(result, indent=2) if args.json else format_validation(result))
+    return EXIT_OK
+
+
+def main(words: list[str]) -> int:
+    """Runs an SGLang command (`words` as cli.main got them, `--engine sglang` included)."""
+    parser = build_parser()
+    words = without_engine(words)
+    if words and words[0] == "check":
+        args = parser.parse_args(words)
+    else:
+        args, unknown = parser.parse_known_args(words)
+        if unknown:
+            raise api.config_error(
+                unknown[0], " ".join(unknown), _sglang_flag_for(unknown[0]), "not an SGLang flag"
+            )
+    handlers = {
+        "plan": _cmd_plan,
+        "breakdown": _cmd_breakdown,
+        "flags": _cmd_flags,
+        "check": _cmd_check,
+        "diagnose": _cmd_diagnose,
+        "validate": _cmd_validate,
+    }
+    return handlers[str(args.command)](args)

@@ -1,0 +1,356 @@
+"""SGLang, the second engine: breakdown, plan, launch lines and startup logs under SGLang's own
+knob names (ServerArgs: mem_fraction_static, max_running_requests, context_length, ...). The
+numbers come from the C++ core (cpp/include/vramplan/sglang.hpp); Python only reshapes them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import _core, _database
+
+GIB = 1 << 30
+
+config_error = _database.config_error
+
+
+def _engine_row() -> dict[str, Any]:
+    for row in _core.ENGINES:
+        if row["name"] == "sglang":
+            return dict(row)
+    raise config_error(
+        "engine", "sglang", "vllm", "this build has no SGLang row"
+    )  # pragma: no cover
+
+
+def knobs() -> list[dict[str, Any]]:
+    """SGLang's knob table (name, type, unit, range, default rule, flag), from the core."""
+    return [dict(k) for k in _engine_row()["knobs"]]
+
+
+def newest_known_version() -> str:
+    return str(_engine_row()["newest_known_version"])
+
+
+@dataclass(frozen=True)
+class SglangBreakdown:
+    """One SGLang launch per rank, in SGLang's terms (the core's dict: `data`)."""
+
+    data: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    @property
+    def verdict(self) -> str:
+        return str(self.data["verdict"])
+
+    @property
+    def started(self) -> bool:
+        return self.verdict == "started"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, indent=2)
+
+
+@dataclass(frozen=True)
+class SglangPlan:
+    """The launch as written judged (`launch`), the largest safe value of each knob, the
+    planned launch (`planned`, at the largest safe mem_fraction_static) and its launch line."""
+
+    data: dict[str, Any]
+    model_path: str = ""
+    launch_knobs: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    @property
+    def launch(self) -> SglangBreakdown:
+        return SglangBreakdown(self.data["launch"])
+
+    @property
+    def planned(self) -> SglangBreakdown:
+        return SglangBreakdown(self.data["planned"])
+
+    @property
+    def fits(self) -> bool:
+        return self.data["max_mem_fraction_static"] is not None
+
+    @property
+    def launch_line(self) -> str:
+        return str(self.data["launch_line"])
+
+    def to_argv(self) -> list[str]:
+        """The planned launch's flags as argv words (the model not included)."""
+        return [str(word) for word in self.data["launch_argv"]]
+
+    def to_engine_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for `sglang.Engine(**kwargs)`, model_path included."""
+        return dict(self.data["engine_kwargs"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, indent=2)
+
+
+def breakdown(
+    spec: _core.ModelSpec, gpu: _core.GpuSpec, *, model_path: str = "", **knobs: Any
+) -> SglangBreakdown:
+    """What an SGLang server's startup finds per rank (knobs under SGLang's names; a vLLM name
+    is an error naming SGLang's knob). `model_path` is the model as the user wrote it."""
+    return SglangBreakdown(dict(_core.sglang_breakdown(spec, gpu, knobs, model_path=model_path)))
+
+
+def plan(
+    spec: _core.ModelSpec, gpu: _core.GpuSpec, *, model_path: str = "", **knobs: Any
+) -> SglangPlan:
+    """The largest safe mem_fraction_static, max_running_requests, context_length,
+    chunked_prefill_size and cuda_graph_max_bs (each with the others as given), the launch as
+    written judged, and the planned `python -m sglang.launch_server` line."""
+    data = dict(_core.sglang_plan(spec, gpu, knobs, model_path=model_path))
+    return SglangPlan(data, model_path or str(spec.id), dict(knobs))
+
+
+def parse_log(source: str | bytes | Path) -> dict[str, Any]:
+    """The figures an SGLang startup log prints and how the launch ended (the core's parser)."""
+    return dict(_core.parse_sglang_log(source))
+
+
+# --- SGLang's argv ------------------------------------------------------------------------
+
+# Flags SGLang spells in more than one way, to the knob they set.
+_FLAG_ALIASES = {
+    "--tp": "tp_size",
+    "--tensor-parallel-size": "tp_size",
+    "--pp": "pp_size",
+    "--pipeline-parallel-size": "pp_size",
+    "--dp": "dp_size",
+    "--data-parallel-size": "dp_size",
+}
+
+
+@dataclass
+class SglangLaunch:
+    """A `python -m sglang.launch_server ...` line read: the model, the knobs vramplan models
+    (SGLang's names), and the flags passed through unmodelled (named, never dropped silently)."""
+
+    model_path: str
+    knobs: dict[str, Any]
+    unmodelled: list[str]
+
+
+def _knob_value(knob: dict[str, Any], flag: str, text: str) -> Any:
+    kind = knob["type"]
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+    except ValueError:
+        raise config_error(flag, text, f"a {kind}", "not a number") from None
+    return text
+
+
+def parse_command(words: Sequence[str]) -> SglangLaunch:
+    """argv of `python -m sglang.launch_server --model-path M ...` (or `sglang.launch_server
+    ...`, `sglang serve ...`) to the launch. Unknown flags are kept by name in `unmodelled`."""
+    words = list(words)
+    start = 0
+    for i, word in enumerate(words):
+        if word in ("sglang.launch_server", "sglang.launch_server.py") or (
+            word == "serve" and i > 0 and words[i - 1].endswith("sglang")
+        ):
+            start = i + 1
+            break
+    else:
+        raise config_error(
+            "command",
+            " ".join(words[:4]) or "''",
+            "python -m sglang.launch_server --model-path MODEL ...",
+            "not an SGLang launch line",
+        )
+    by_flag = {k["flag"]: k for k in knobs() if k["flag"]}
+    by_flag.update(
+        {
+            alias: next(k for k in knobs() if k["name"] == name)
+            for alias, name in _FLAG_ALIASES.items()
+        }
+    )
+    model_path = ""
+    found: dict[str, Any] = {}
+    unmodelled: list[str] = []
+    rest = words[start:]
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        flag, eq, inline = word.partition("=")
+        if not flag.startswith("--"):
+            raise config_error("command", word, "--flag [value] words", "a word outside any flag")
+        takes_value = True
+        knob = by_flag.get(flag)
+        if knob is not None and knob["type"] == "bool":
+            takes_value = False
+        if eq:
+            value: str | None = inline
+        elif takes_value and i + 1 < len(rest) and not rest[i + 1].startswith("--"):
+            value = rest[i + 1]
+            i += 1
+        else:
+            value = None
+        i += 1
+        if flag in ("--model-path", "--model"):
+            if value is None:
+                raise config_error(flag, "''", "a model id or path", "missing value")
+            model_path = value
+        elif knob is not None:
+            if knob["type"] == "bool":
+                found[knob["name"]] = True
+            elif value is None:
+                raise config_error(flag, "''", "a value", "missing value")
+            else:
+                found[knob["name"]] = _knob_value(knob, flag, value)
+        else:
+            unmodelled.append(flag if value is None else f"{flag} {value}")
+    if not model_path:
+        raise config_error("--model-path", "''", "a model id or path", "the launch names no model")
+    return SglangLaunch(model_path, found, unmodelled)
+
+
+# --- text ---------------------------------------------------------------------------------
+
+
+def _gib(value: int) -> str:
+    return f"{value / GIB:8.2f} GiB"
+
+
+def breakdown_text(data: dict[str, Any], *, solved: bool = False) -> str:
+    """The breakdown in SGLang's own terms, per rank, as lines for a terminal (`solved`: its
+    mem_fraction_static is the solver's)."""
+    lines = [
+        (
+            f"SGLang {data['sglang_version']} (rules read from the {data['rules_release']} wheel): "
+            f"{data['model']} on {data['gpu']}, --tp-size {data['tp_size']} --pp-size "
+            f"{data['pp_size']} --dp-size {data['dp_size']}"
+        )
+    ]
+    if data.get("version_note"):
+        lines.append(f"  note: {data['version_note']}")
+    f_source = (
+        "solved: the largest that starts"
+        if solved
+        else "the release's default formula"
+        if data["mem_fraction_static_default"]
+        else "given"
+    )
+    smi = f"nvidia-smi {data['gpu_mib']} MiB" + (" (assumed)" if data["gpu_mib_assumed"] else "")
+    rows = [
+        ("GPU total (CUDA)", _gib(data["gpu_total_bytes"]), smi),
+        ("CUDA context", _gib(data["cuda_context_bytes"]), "fitted"),
+        ("NCCL", _gib(data["nccl_bytes"]), "fitted; only at TP x PP > 1"),
+        ("baseline B", _gib(data["baseline_free_bytes"]), "free after distributed init"),
+        ("weights per rank", _gib(data["weights_bytes"]), ""),
+        ("free after weights", _gib(data["free_after_weights_bytes"]), ""),
+        ("mem_fraction_static f", f"{data['mem_fraction_static']:8.3f}    ", f_source),
+        ("slack B x (1 - f)", _gib(data["slack_bytes"]), "kept out of the KV pool"),
+    ]
+    if data["mamba_pool_bytes"]:
+        rows.append(
+            ("Mamba state pool", _gib(data["mamba_pool_bytes"]), f"{data['mamba_slots']} slots")
+        )
+    swa = f", SWA tokens {data['swa_tokens']}" if data["swa_tokens"] else ""
+    rows += [
+        (
+            "KV pool",
+            _gib(data["kv_pool_bytes"]),
+            (
+                f"max_total_num_tokens={data['max_total_num_tokens']}{swa}, "
+                f"{data['cell_bytes']} B/token, page {data['page_size']}"
+            ),
+        ),
+        (
+            "req_to_token pool",
+            _gib(data["req_to_token_bytes"]),
+            (
+                f"max_running_requests={data['max_running_requests']}, "
+                f"context_length={data['context_length']}"
+            ),
+        ),
+        ("free after the pools", _gib(data["free_after_pool_bytes"]), "what the slack has left"),
+        ("the slack must hold:", "", ""),
+        (
+            "  decode CUDA graphs",
+            _gib(data["decode_graph_bytes"]),
+            f"estimate, cuda_graph_max_bs={data['cuda_graph_max_bs']}",
+        ),
+        (
+            "  prefill CUDA graphs",
+            _gib(data["prefill_graph_bytes"]),
+            f"estimate, {data['prefill_graph_count']} sizes",
+        ),
+        (
+            "  activations",
+            _gib(data["activation_bytes"]),
+            f"estimate, chunked_prefill_size={data['chunked_prefill_size']}",
+        ),
+        ("free after graphs", _gib(data["free_after_graphs_bytes"]), ""),
+    ]
+    width = max(len(r[0]) for r in rows)
+    lines += [f"  {name:<{width}}  {value}  {why}".rstrip() for name, value, why in rows]
+    lines.append(f"  if the slack is too small: {slack_consequence(data)}")
+    lines.append(f"verdict: {data['verdict']}")
+    if data["error"]:
+        lines.append(f"  SGLang would fail with: {data['error']}")
+    lines += [f"  note: {note}" for note in data["notes"]]
+    return "\n".join(lines)
+
+
+def slack_consequence(data: dict[str, Any]) -> str:
+    """What follows when the slack B x (1 - f) cannot hold what it must (SGLang sizes the pool
+    first and only then captures graphs and runs a prefill), and the margin this launch has."""
+    graphs = data["decode_graph_bytes"] + data["prefill_graph_bytes"]
+    return (
+        f"below {(data['req_to_token_bytes'] + graphs) / GIB:.2f} GiB (req_to_token + graphs) "
+        "the graph capture runs out of memory (oom_cuda_graph_capture); below "
+        f"{(data['req_to_token_bytes'] + graphs + data['activation_bytes']) / GIB:.2f} GiB "
+        "(+ activations) the first chunked prefill does (oom_first_prefill); this launch's "
+        f"slack is {data['slack_bytes'] / GIB:.2f} GiB"
+    )
+
+
+def plan_text(result: SglangPlan) -> str:
+    data = result.data
+
+    def value(key: str) -> str:
+        v = data[key]
+        return "none starts" if v is None else str(v)
+
+    lines = [
+        "the launch as written:",
+        *("  " + line for line in breakdown_text(data["launch"] | _release(data)).splitlines()),
+        "largest values that start (each with the others as given):",
+        f"  --mem-fraction-static   {value('max_mem_fraction_static')}",
+        f"  --max-running-requests  {value('max_running_requests')}",
+        f"  --context-length        {value('max_context_length')}",
+        f"  --chunked-prefill-size  {value('max_chunked_prefill_size')}",
+        f"  --cuda-graph-max-bs     {value('max_cuda_graph_max_bs')}",
+        "planned:",
+        *(
+            "  " + line
+            for line in breakdown_text(data["planned"] | _release(data), solved=True).splitlines()
+        ),
+        data["launch_line"],
+    ]
+    return "\n".join(lines)
+
+
+def _release(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: data[k] for k in ("sglang_version", "rules_release", "version_note")}

@@ -642,6 +642,9 @@ void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGri
         knobs.max_num_batched_tokens = tokens.at(b);
         const bool refused = launch.try_resolve(knobs, resolved) != KnobProblem::None;
         const double default_utilization = resolved.gpu_memory_utilization;
+        // Everything but the utilization's share, once; finish() per utilization.
+        const PreparedEvaluation prepared =
+            refused ? PreparedEvaluation{} : launch.prepare(resolved);
         for (std::size_t u = 0; u < utils.size(); ++u) {
           const std::size_t i = ((u * lens.size() + l) * seqs.size() + s) * tokens.size() + b;
           const double utilization = utils.at(u).value_or(default_utilization);
@@ -657,8 +660,7 @@ void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGri
             out.outcome[i] = -1;
             continue;
           }
-          resolved.gpu_memory_utilization = utilization;
-          const Evaluation e = launch.evaluate(resolved);
+          const Evaluation e = launch.finish(prepared, utilization);
           out.kv_cache_bytes[i] = e.min_kv_cache_bytes;
           out.kv_tokens[i] = e.kv_tokens;
           out.max_concurrency[i] = e.max_concurrency;

@@ -356,21 +356,27 @@ PreparedEvaluation CompiledLaunch::prepare(const ResolvedKnobs& k) const noexcep
   return p;
 }
 
-Evaluation CompiledLaunch::finish(const PreparedEvaluation& p,
-                                  double gpu_memory_utilization) const noexcept {
-  Evaluation out = p.base;
-  out.knobs.gpu_memory_utilization = gpu_memory_utilization;
+FinishedPoint CompiledLaunch::finish_point(const PreparedEvaluation& p,
+                                           double gpu_memory_utilization) const noexcept {
+  FinishedPoint out;
   std::int64_t num_blocks = -1;
   std::int64_t requested = 0;  // the same on every rank: ceil(total x utilization)
+  PreparedRank beyond_inline;  // a rank past the inline ones, prepared again
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
-    const RankEvaluation e =
-        i < PreparedEvaluation::kInlineRanks
-            ? finish_rank(i, p.ranks[i], gpu_memory_utilization)
-            : finish_rank(i, prepare_rank(i, out.knobs), gpu_memory_utilization);
-    if (num_blocks < 0 || e.num_blocks < num_blocks) num_blocks = e.num_blocks;
+    if (i >= PreparedEvaluation::kInlineRanks) {
+      ResolvedKnobs knobs = p.base.knobs;
+      knobs.gpu_memory_utilization = gpu_memory_utilization;
+      beyond_inline = prepare_rank(i, knobs);
+    }
+    const PreparedRank& rank = i < PreparedEvaluation::kInlineRanks ? p.ranks[i] : beyond_inline;
+    // finish_rank's KV bytes and blocks, without the rest of its RankEvaluation.
+    const KvBudget budget =
+        kv_budget(rules_, rank.terms, gpu_memory_utilization, config_.kv_cache_memory_bytes);
+    const std::int64_t blocks = kv_num_blocks(ranks_[i].kv, rank.page, budget.kv_cache_bytes);
+    if (num_blocks < 0 || blocks < num_blocks) num_blocks = blocks;
     out.min_kv_cache_bytes =
-        i == 0 ? e.kv_cache_bytes : std::min(out.min_kv_cache_bytes, e.kv_cache_bytes);
-    requested = e.requested_memory_bytes;
+        i == 0 ? budget.kv_cache_bytes : std::min(out.min_kv_cache_bytes, budget.kv_cache_bytes);
+    requested = budget.requested_memory_bytes;
   }
   out.num_blocks = std::max<std::int64_t>(0, num_blocks);
   if (p.worst_blocks > 0) {
@@ -378,31 +384,32 @@ Evaluation CompiledLaunch::finish(const PreparedEvaluation& p,
   }
   if (profile().tokens_from_concurrency) {
     out.kv_tokens = static_cast<std::int64_t>(out.max_concurrency *
-                                              static_cast<double>(out.knobs.max_model_len));
+                                              static_cast<double>(p.base.knobs.max_model_len));
   } else {
     out.kv_tokens = (out.num_blocks / p.worst_groups) * p.worst_block_size;
   }
 
   // Startup verdict, in the order vLLM meets the checks; those that depend on the utilization
-  // compare the requested bytes with a threshold prepared once.
+  // compare the requested bytes with what prepare() fixed.
+  const Evaluation& e = p.base;
   const std::int64_t kv_fixed = config_.kv_cache_memory_bytes.value_or(0);
   const std::int64_t headroom = hardware_.gpu.total_memory_bytes -
                                 hardware_.memory_used_by_others_bytes - cuda_context_bytes_ -
                                 requested;
   if (profile().startup_free_memory_check && startup_free_bytes_ < requested) {
     out.outcome = Outcome::StartupFreeMemory;
-  } else if (hardware_.host_ram_bytes > 0 && out.host_required_bytes > hardware_.host_ram_bytes) {
+  } else if (hardware_.host_ram_bytes > 0 && e.host_required_bytes > hardware_.host_ram_bytes) {
     out.outcome = Outcome::HostOomKilled;
-  } else if (out.max_weights_bytes > startup_free_bytes_) {
+  } else if (e.max_weights_bytes > startup_free_bytes_) {
     out.outcome = Outcome::OomAtLoad;
-  } else if (out.max_graph_profiling_bytes > startup_free_bytes_) {
+  } else if (e.max_graph_profiling_bytes > startup_free_bytes_) {
     out.outcome = Outcome::CudagraphProfilingOom;
-  } else if ((out.min_kv_cache_bytes <= 0 && !out.kv_empty) ||
-             (kv_fixed > 0 && out.max_weights_bytes + ranks_.front().non_torch_bytes + kv_fixed >
+  } else if ((out.min_kv_cache_bytes <= 0 && !e.kv_empty) ||
+             (kv_fixed > 0 && e.max_weights_bytes + ranks_.front().non_torch_bytes + kv_fixed >
                                   startup_free_bytes_)) {
     // A fixed --kv-cache-memory-bytes is allocated as asked: it must fit beside the weights.
     out.outcome = Outcome::NoKvMemory;
-  } else if (out.request_kv_bytes > out.min_kv_cache_bytes) {
+  } else if (e.request_kv_bytes > out.min_kv_cache_bytes) {
     out.outcome = Outcome::InsufficientKvForMaxModelLen;
   } else if (p.tightest_post_allocation_bytes - headroom > 0) {
     // Graphs captured after the allocation come first; then the sampler warm-up.
@@ -411,6 +418,19 @@ Evaluation CompiledLaunch::finish(const PreparedEvaluation& p,
                       ? Outcome::CudagraphCaptureOom
                       : Outcome::SamplerWarmupOom;
   }
+  return out;
+}
+
+Evaluation CompiledLaunch::finish(const PreparedEvaluation& p,
+                                  double gpu_memory_utilization) const noexcept {
+  Evaluation out = p.base;
+  out.knobs.gpu_memory_utilization = gpu_memory_utilization;
+  const FinishedPoint f = finish_point(p, gpu_memory_utilization);
+  out.min_kv_cache_bytes = f.min_kv_cache_bytes;
+  out.num_blocks = f.num_blocks;
+  out.kv_tokens = f.kv_tokens;
+  out.max_concurrency = f.max_concurrency;
+  out.outcome = f.outcome;
   return out;
 }
 

@@ -186,6 +186,15 @@ struct PreparedEvaluation {
   std::array<PreparedRank, kInlineRanks> ranks;
 };
 
+// What the utilization decides at a prepared point (CompiledLaunch::finish_point).
+struct FinishedPoint {
+  std::int64_t min_kv_cache_bytes = 0;
+  std::int64_t num_blocks = 0;
+  std::int64_t kv_tokens = 0;
+  double max_concurrency = 0.0;
+  Outcome outcome = Outcome::Started;
+};
+
 class CompiledLaunch {
  public:
   // Validates every knob of `config` (knob registry), resolves the drafter, the engine profile
@@ -225,6 +234,9 @@ class CompiledLaunch {
   PreparedEvaluation prepare(const ResolvedKnobs& knobs) const noexcept;
   Evaluation finish(const PreparedEvaluation& prepared,
                     double gpu_memory_utilization) const noexcept;
+  // finish()'s fields that depend on the utilization, without copying the rest (sweep rows).
+  FinishedPoint finish_point(const PreparedEvaluation& prepared,
+                             double gpu_memory_utilization) const noexcept;
   // One rank: finish_rank(i, prepare_rank(i, knobs), knobs.gpu_memory_utilization).
   RankEvaluation evaluate_rank(std::size_t rank, const ResolvedKnobs& knobs) const noexcept;
   PreparedRank prepare_rank(std::size_t rank, const ResolvedKnobs& knobs) const noexcept;

@@ -289,8 +289,7 @@ RankEvaluation CompiledLaunch::finish_rank(std::size_t index, const PreparedRank
   e.kv_cache_bytes = budget.kv_cache_bytes;
   e.page = p.page;
   e.num_blocks = kv_num_blocks(ranks_[index].kv, p.page, e.kv_cache_bytes);
-  e.headroom_bytes = hardware_.gpu.total_memory_bytes - hardware_.memory_used_by_others_bytes -
-                     cuda_context_bytes_ - e.requested_memory_bytes;
+  e.headroom_bytes = headroom_bytes(e.requested_memory_bytes);
   e.post_allocation_bytes = p.post_allocation_bytes;
   return e;
 }
@@ -311,39 +310,44 @@ PreparedEvaluation CompiledLaunch::prepare(const ResolvedKnobs& k) const noexcep
     const PreparedRank prepared = prepare_rank(i, k);
     if (i < PreparedEvaluation::kInlineRanks) p.ranks[i] = prepared;
     // At the resolved utilization; the choices below do not depend on it (see the struct).
-    const RankEvaluation e = finish_rank(i, prepared, k.gpu_memory_utilization);
+    const KvBudget budget =
+        kv_budget(rules_, prepared.terms, k.gpu_memory_utilization, config_.kv_cache_memory_bytes);
+    const std::int64_t kv_cache_bytes = budget.kv_cache_bytes;
     const CompiledRank& rank = ranks_[i];
     out.kv_empty |= rank.kv.groups.empty();
     out.max_weights_bytes = std::max(out.max_weights_bytes, rank.weights_bytes);
     out.max_post_allocation_bytes =
-        std::max(out.max_post_allocation_bytes, e.post_allocation_bytes);
+        std::max(out.max_post_allocation_bytes, prepared.post_allocation_bytes);
     if (profile().graph_profiling_minimal_kv_cache && k.num_cudagraph_sizes > 0) {
       // Graph profiling holds the weights, the workspaces, a minimal KV cache and the graphs.
-      const std::int64_t minimal_kv = kv_blocks_bytes(rank.kv, e.page, graph_profiling_blocks(k));
+      const std::int64_t minimal_kv =
+          kv_blocks_bytes(rank.kv, prepared.page, graph_profiling_blocks(k));
       out.max_graph_profiling_bytes =
           std::max(out.max_graph_profiling_bytes, rank.weights_bytes + rank.non_torch_bytes +
-                                                      e.persistent_buffers_bytes + minimal_kv +
-                                                      e.cudagraph_bytes);
+                                                      prepared.terms.persistent_buffers_bytes +
+                                                      minimal_kv + prepared.terms.cudagraph_bytes);
     }
     // The worst rank: the largest shortfall of one request against its KV cache.
-    min_kv_cache_bytes = i == 0 ? e.kv_cache_bytes : std::min(min_kv_cache_bytes, e.kv_cache_bytes);
+    min_kv_cache_bytes = i == 0 ? kv_cache_bytes : std::min(min_kv_cache_bytes, kv_cache_bytes);
     const std::int64_t blocks =
-        kv_blocks_per_request(rank.kv, e.page, k.max_model_len, k.max_num_batched_tokens);
-    const std::int64_t need = kv_blocks_bytes(rank.kv, e.page, blocks);
-    if (need - e.kv_cache_bytes >= worst_request - min_kv_cache_bytes) {
+        kv_blocks_per_request(rank.kv, prepared.page, k.max_model_len, k.max_num_batched_tokens);
+    const std::int64_t need = kv_blocks_bytes(rank.kv, prepared.page, blocks);
+    if (need - kv_cache_bytes >= worst_request - min_kv_cache_bytes) {
       worst_request = need;
       out.worst_rank = static_cast<std::int32_t>(i);
-      p.worst_block_size = e.page.block_size;
+      p.worst_block_size = prepared.page.block_size;
       p.worst_blocks = blocks;
     }
-    const std::int64_t margin = e.post_allocation_bytes - e.headroom_bytes;
+    const std::int64_t margin =
+        prepared.post_allocation_bytes - headroom_bytes(budget.requested_memory_bytes);
     if (i == 0 || margin > tightest_margin) {
       tightest_margin = margin;
       out.tightest_rank = static_cast<std::int32_t>(i);
-      p.tightest_post_allocation_bytes = e.post_allocation_bytes;
-      p.tightest_cudagraph_bytes = e.cudagraph_bytes;
-      p.tightest_activation_peak_bytes = e.activation_peak_bytes;
-      p.tightest_graph_in_budget_bytes = profile().cudagraph_in_budget ? e.cudagraph_bytes : 0;
+      p.tightest_post_allocation_bytes = prepared.post_allocation_bytes;
+      p.tightest_cudagraph_bytes = prepared.terms.cudagraph_bytes;
+      p.tightest_activation_peak_bytes = prepared.terms.activation_peak_bytes;
+      p.tightest_graph_in_budget_bytes =
+          profile().cudagraph_in_budget ? prepared.terms.cudagraph_bytes : 0;
     }
   }
   out.request_kv_bytes = worst_request;
@@ -397,9 +401,7 @@ FinishedPoint CompiledLaunch::finish_point(const PreparedEvaluation& p,
   // compare the requested bytes with what prepare() fixed.
   const Evaluation& e = p.base;
   const std::int64_t kv_fixed = config_.kv_cache_memory_bytes.value_or(0);
-  const std::int64_t headroom = hardware_.gpu.total_memory_bytes -
-                                hardware_.memory_used_by_others_bytes - cuda_context_bytes_ -
-                                requested;
+  const std::int64_t headroom = headroom_bytes(requested);
   if (profile().startup_free_memory_check && startup_free_bytes_ < requested) {
     out.outcome = Outcome::StartupFreeMemory;
   } else if (hardware_.host_ram_bytes > 0 && e.host_required_bytes > hardware_.host_ram_bytes) {

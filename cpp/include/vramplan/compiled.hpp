@@ -262,6 +262,11 @@ class CompiledLaunch {
   std::int64_t mm_limit(const std::string& modality) const;  // vLLM default 999
   bool multimodal_enabled() const;  // the model has a tower and some modality's limit is > 0
   Breakdown startup_breakdown(const LaunchKnobs& knobs) const;  // without the notes
+  // What the GPU has left beside the engine's requested share (the same for every rank).
+  std::int64_t headroom_bytes(std::int64_t requested_memory_bytes) const noexcept {
+    return hardware_.gpu.total_memory_bytes - hardware_.memory_used_by_others_bytes -
+           cuda_context_bytes_ - requested_memory_bytes;
+  }
 
   std::shared_ptr<const ModelSpec> spec_;
   HardwareConfig hardware_;

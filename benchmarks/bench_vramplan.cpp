@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -122,30 +123,52 @@ void BM_Evaluate(benchmark::State& state) {
 }
 BENCHMARK(BM_Evaluate)->DenseRange(0, 2);
 
-// A grid of 1,016,000 points (100 utilizations x 1016 context lengths x 10 sequence limits)
-// through sweep(): one compiled launch, output columns preallocated.
-void BM_Sweep(benchmark::State& state) {
-  const Launch& launch = kLaunches[state.range(0)];
-  const auto compiled_launch = compiled(launch);
+// A grid of 1,016,000 points: 100 utilizations x 1016 context lengths x 10 sequence limits.
+vramplan::SweepGrid sweep_grid(const vramplan::CompiledLaunch& launch) {
   vramplan::SweepGrid grid;
   for (int u = 0; u < 100; ++u) grid.gpu_memory_utilization.push_back(0.80 + 0.001 * u);
-  for (std::int64_t len = 1024;
-       len <= 131072 && len <= compiled_launch->spec().max_position_embeddings; len += 128) {
+  for (std::int64_t len = 1024; len <= 131072 && len <= launch.spec().max_position_embeddings;
+       len += 128) {
     grid.max_model_len.push_back(len);
   }
   grid.max_num_seqs = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+  return grid;
+}
+
+// The output columns of one sweep, allocated and first touched once (outside the timing).
+struct SweepOutput {
+  explicit SweepOutput(std::size_t rows)
+      : util(rows),
+        concurrency(rows),
+        len(rows),
+        seqs(rows),
+        tokens(rows),
+        kv(rows),
+        kv_tokens(rows),
+        outcome(rows) {}
+  vramplan::SweepColumns columns() {
+    return {util.data(), len.data(),       seqs.data(),        tokens.data(),
+            kv.data(),   kv_tokens.data(), concurrency.data(), outcome.data()};
+  }
+  std::vector<double> util, concurrency;
+  std::vector<std::int64_t> len, seqs, tokens, kv, kv_tokens;
+  std::vector<std::int8_t> outcome;
+};
+
+// The grid through sweep(): one compiled launch, output columns preallocated.
+void BM_Sweep(benchmark::State& state) {
+  const Launch& launch = kLaunches[state.range(0)];
+  const auto compiled_launch = compiled(launch);
+  const vramplan::SweepGrid grid = sweep_grid(*compiled_launch);
   const std::size_t rows = static_cast<std::size_t>(vramplan::sweep_size(grid));
-  std::vector<double> util(rows), concurrency(rows);
-  std::vector<std::int64_t> len(rows), seqs(rows), tokens(rows), kv(rows), kv_tokens(rows);
-  std::vector<std::int8_t> outcome(rows);
-  const vramplan::SweepColumns out{util.data(),        len.data(),    seqs.data(),
-                                   tokens.data(),      kv.data(),     kv_tokens.data(),
-                                   concurrency.data(), outcome.data()};
+  SweepOutput output(rows);
+  const vramplan::SweepColumns out = output.columns();
   const vramplan::LaunchKnobs base;
   const std::int64_t before = g_allocations.load();
   for (auto _ : state) {
     vramplan::sweep(*compiled_launch, base, grid, out);
-    benchmark::DoNotOptimize(outcome.data());
+    benchmark::DoNotOptimize(out.outcome);
+    benchmark::ClobberMemory();
   }
   report_allocations(state, before);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
@@ -153,6 +176,67 @@ void BM_Sweep(benchmark::State& state) {
   state.SetLabel(launch.model);
 }
 BENCHMARK(BM_Sweep)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+
+// The store-bound floor for BM_Sweep: the same grid and the same eight output columns, in row
+// order, from the simplest closed form of the same quantities with the launch's constants at
+// its defaults (one rank): requested = ceil(total x u); kv = requested - reserved; blocks =
+// kv / block bytes; tokens = blocks x block size; concurrency = blocks / blocks per request;
+// the outcome by thresholds on the requested and KV bytes. BM_Sweep / BM_SweepFloor is what the
+// general evaluation costs beyond writing its answers.
+void BM_SweepFloor(benchmark::State& state) {
+  const Launch& launch = kLaunches[state.range(0)];
+  const auto compiled_launch = compiled(launch);
+  const vramplan::SweepGrid grid = sweep_grid(*compiled_launch);
+  const std::size_t rows = static_cast<std::size_t>(vramplan::sweep_size(grid));
+  SweepOutput output(rows);
+  const vramplan::SweepColumns out = output.columns();
+  const vramplan::ResolvedKnobs defaults = compiled_launch->resolve(vramplan::LaunchKnobs{});
+  const vramplan::RankEvaluation rank = compiled_launch->evaluate_rank(0, defaults);
+  const std::int64_t total = compiled_launch->hardware().gpu.total_memory_bytes;
+  const std::int64_t reserved = rank.requested_memory_bytes - rank.kv_cache_bytes;
+  const std::int64_t block_bytes =
+      rank.page.page_bytes * compiled_launch->ranks().front().kv.group_size;
+  const std::int64_t block_size = rank.page.block_size;
+  const std::int64_t free_bytes = compiled_launch->startup_free_bytes();
+  const std::int64_t batched_tokens = defaults.max_num_batched_tokens;
+  for (auto _ : state) {
+    std::size_t i = 0;
+    for (const double u : grid.gpu_memory_utilization) {
+      for (const std::int64_t len : grid.max_model_len) {
+        for (const std::int64_t seqs : grid.max_num_seqs) {
+          const auto requested =
+              static_cast<std::int64_t>(std::ceil(static_cast<double>(total) * u));
+          const std::int64_t kv = requested - reserved;
+          const std::int64_t blocks = kv > 0 ? kv / block_bytes : 0;
+          const std::int64_t per_request = (len + block_size - 1) / block_size;
+          vramplan::Outcome outcome = vramplan::Outcome::Started;
+          if (requested > free_bytes) {
+            outcome = vramplan::Outcome::StartupFreeMemory;
+          } else if (kv <= 0) {
+            outcome = vramplan::Outcome::NoKvMemory;
+          } else if (per_request * block_bytes > kv) {
+            outcome = vramplan::Outcome::InsufficientKvForMaxModelLen;
+          }
+          out.gpu_memory_utilization[i] = u;
+          out.max_model_len[i] = len;
+          out.max_num_seqs[i] = seqs;
+          out.max_num_batched_tokens[i] = batched_tokens;
+          out.kv_cache_bytes[i] = kv;
+          out.kv_tokens[i] = blocks * block_size;
+          out.max_concurrency[i] = static_cast<double>(blocks) / static_cast<double>(per_request);
+          out.outcome[i] = static_cast<std::int8_t>(outcome);
+          ++i;
+        }
+      }
+    }
+    benchmark::DoNotOptimize(out.outcome);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(rows));
+  state.SetLabel(launch.model);
+}
+BENCHMARK(BM_SweepFloor)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

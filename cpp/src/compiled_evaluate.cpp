@@ -224,151 +224,224 @@ ResolvedKnobs CompiledLaunch::resolve(const LaunchKnobs& k) const {
   return r;
 }
 
-RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
-                                             const ResolvedKnobs& k) const noexcept {
+PreparedRank CompiledLaunch::prepare_rank(std::size_t index,
+                                          const ResolvedKnobs& k) const noexcept {
   const CompiledRank& rank = ranks_[index];
-  RankEvaluation e;
-  const std::int64_t total = hardware_.gpu.total_memory_bytes;
+  PreparedRank p;
   const std::int64_t tokens = k.max_num_batched_tokens;
   const std::int64_t requests = std::min(k.max_num_seqs, tokens);
-  e.activation_peak_bytes = activation_peak_bytes(rank.activation, sampler_, tokens, requests);
-  e.persistent_buffers_bytes = persistent_buffers_bytes(k.max_num_seqs);
+  std::int64_t activation = activation_peak_bytes(rank.activation, sampler_, tokens, requests);
   if (rank.draft_activation) {
-    e.activation_peak_bytes =
-        std::max(e.activation_peak_bytes,
-                 activation_peak_bytes(*rank.draft_activation, sampler_, tokens, requests));
+    activation = std::max(
+        activation, activation_peak_bytes(*rank.draft_activation, sampler_, tokens, requests));
   }
   if (rank.encoder.tokens_per_item > 0) {
     const EncoderBudget budget = encoder_budget(rank.encoder, tokens, k.max_num_seqs,
                                                 k.max_model_len, profile().chunked_prefill_default);
-    const std::int64_t text_peak = e.activation_peak_bytes;
-    e.activation_peak_bytes =
-        multimodal_activation_peak_bytes(rank.encoder, budget.items, text_peak);
-    e.mm_encoder_bytes = e.activation_peak_bytes - text_peak;
+    const std::int64_t text_peak = activation;
+    activation = multimodal_activation_peak_bytes(rank.encoder, budget.items, text_peak);
+    p.mm_encoder_bytes = activation - text_peak;
   }
+  std::int64_t cudagraph = 0;
   if (k.num_cudagraph_sizes > 0) {
     const double sizes = static_cast<double>(k.num_cudagraph_sizes);
-    e.cudagraph_bytes =
+    cudagraph =
         cudagraph_base_bytes_ + static_cast<std::int64_t>(rank.cudagraph_bytes_per_size * sizes);
     if (rank.draft_activation) {
-      e.cudagraph_bytes += static_cast<std::int64_t>(rank.draft_cudagraph_bytes_per_size * sizes);
+      cudagraph += static_cast<std::int64_t>(rank.draft_cudagraph_bytes_per_size * sizes);
     }
   }
-  const KvBudget budget =
-      kv_budget(rules_,
-                BudgetTerms{total, rank.weights_bytes, e.activation_peak_bytes,
-                            rank.non_torch_bytes, e.cudagraph_bytes, e.persistent_buffers_bytes},
-                k.gpu_memory_utilization, config_.kv_cache_memory_bytes);
-  e.requested_memory_bytes = budget.requested_memory_bytes;
-  e.kv_cache_bytes = budget.kv_cache_bytes;
-  const std::int64_t graph_in_budget = budget.cudagraph_in_budget_bytes;
-  const std::int64_t persistent_in_budget = budget.persistent_in_budget_bytes;
-  e.page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
-  e.num_blocks = kv_num_blocks(rank.kv, e.page, e.kv_cache_bytes);
-  e.headroom_bytes = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_ -
-                     e.requested_memory_bytes;
+  p.terms = BudgetTerms{hardware_.gpu.total_memory_bytes,
+                        rank.weights_bytes,
+                        activation,
+                        rank.non_torch_bytes,
+                        cudagraph,
+                        persistent_buffers_bytes(k.max_num_seqs)};
+  p.page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
   if (profile().post_allocation_check) {
     // After the KV cache is allocated the profile activations (and the graph estimate the
     // budget reserved) are free again; graph capture outside the budget and then the
     // sampler warm-up on max_num_seqs dummy requests need their room, and weights repacked
-    // at load leave segments the allocator cannot reuse for those large blocks.
+    // at load leave segments the allocator cannot reuse for those large blocks. The reserved
+    // parts do not depend on the utilization (kv_budget), so any value in (0, 1] gives them.
+    const KvBudget budget =
+        kv_budget(rules_, p.terms, k.gpu_memory_utilization, config_.kv_cache_memory_bytes);
     const std::int64_t sampler =
         rank.last_stage ? sampler_peak_bytes(sampler_, requests, tokens) : 0;
-    e.post_allocation_bytes = e.cudagraph_bytes + sampler + unusable_after_repack_bytes_ +
-                              (e.persistent_buffers_bytes - persistent_in_budget) -
-                              (e.activation_peak_bytes + graph_in_budget);
+    p.post_allocation_bytes =
+        cudagraph + sampler + unusable_after_repack_bytes_ +
+        (p.terms.persistent_buffers_bytes - budget.persistent_in_budget_bytes) -
+        (activation + budget.cudagraph_in_budget_bytes);
   }
+  return p;
+}
+
+RankEvaluation CompiledLaunch::finish_rank(std::size_t index, const PreparedRank& p,
+                                           double gpu_memory_utilization) const noexcept {
+  RankEvaluation e;
+  const KvBudget budget =
+      kv_budget(rules_, p.terms, gpu_memory_utilization, config_.kv_cache_memory_bytes);
+  e.requested_memory_bytes = budget.requested_memory_bytes;
+  e.activation_peak_bytes = p.terms.activation_peak_bytes;
+  e.mm_encoder_bytes = p.mm_encoder_bytes;
+  e.cudagraph_bytes = p.terms.cudagraph_bytes;
+  e.persistent_buffers_bytes = p.terms.persistent_buffers_bytes;
+  e.kv_cache_bytes = budget.kv_cache_bytes;
+  e.page = p.page;
+  e.num_blocks = kv_num_blocks(ranks_[index].kv, p.page, e.kv_cache_bytes);
+  e.headroom_bytes = headroom_bytes(e.requested_memory_bytes);
+  e.post_allocation_bytes = p.post_allocation_bytes;
   return e;
 }
 
-Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
-  Evaluation out;
+RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
+                                             const ResolvedKnobs& k) const noexcept {
+  return finish_rank(index, prepare_rank(index, k), k.gpu_memory_utilization);
+}
+
+PreparedEvaluation CompiledLaunch::prepare(const ResolvedKnobs& k) const noexcept {
+  PreparedEvaluation p;
+  Evaluation& out = p.base;
   out.knobs = k;
-  std::int64_t num_blocks = -1;
   std::int64_t worst_request = 0;
+  std::int64_t min_kv_cache_bytes = 0;
   std::int64_t tightest_margin = 0;  // post-allocation need beyond the headroom
-  std::int64_t worst_requested = 0;
-  std::int64_t worst_blocks = 0;  // blocks one request needs on the worst rank
-  KvPage worst_page;
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
-    const RankEvaluation e = evaluate_rank(i, k);
+    const PreparedRank prepared = prepare_rank(i, k);
+    if (i < PreparedEvaluation::kInlineRanks) p.ranks[i] = prepared;
+    // At the resolved utilization; the choices below do not depend on it (see the struct).
+    const KvBudget budget =
+        kv_budget(rules_, prepared.terms, k.gpu_memory_utilization, config_.kv_cache_memory_bytes);
+    const std::int64_t kv_cache_bytes = budget.kv_cache_bytes;
     const CompiledRank& rank = ranks_[i];
     out.kv_empty |= rank.kv.groups.empty();
-    if (num_blocks < 0 || e.num_blocks < num_blocks) num_blocks = e.num_blocks;
     out.max_weights_bytes = std::max(out.max_weights_bytes, rank.weights_bytes);
     out.max_post_allocation_bytes =
-        std::max(out.max_post_allocation_bytes, e.post_allocation_bytes);
+        std::max(out.max_post_allocation_bytes, prepared.post_allocation_bytes);
     if (profile().graph_profiling_minimal_kv_cache && k.num_cudagraph_sizes > 0) {
       // Graph profiling holds the weights, the workspaces, a minimal KV cache and the graphs.
-      const std::int64_t minimal_kv = kv_blocks_bytes(rank.kv, e.page, graph_profiling_blocks(k));
+      const std::int64_t minimal_kv =
+          kv_blocks_bytes(rank.kv, prepared.page, graph_profiling_blocks(k));
       out.max_graph_profiling_bytes =
           std::max(out.max_graph_profiling_bytes, rank.weights_bytes + rank.non_torch_bytes +
-                                                      e.persistent_buffers_bytes + minimal_kv +
-                                                      e.cudagraph_bytes);
+                                                      prepared.terms.persistent_buffers_bytes +
+                                                      minimal_kv + prepared.terms.cudagraph_bytes);
     }
     // The worst rank: the largest shortfall of one request against its KV cache.
-    out.min_kv_cache_bytes =
-        i == 0 ? e.kv_cache_bytes : std::min(out.min_kv_cache_bytes, e.kv_cache_bytes);
+    min_kv_cache_bytes = i == 0 ? kv_cache_bytes : std::min(min_kv_cache_bytes, kv_cache_bytes);
     const std::int64_t blocks =
-        kv_blocks_per_request(rank.kv, e.page, k.max_model_len, k.max_num_batched_tokens);
-    const std::int64_t need = kv_blocks_bytes(rank.kv, e.page, blocks);
-    if (need - e.kv_cache_bytes >= worst_request - out.min_kv_cache_bytes) {
+        kv_blocks_per_request(rank.kv, prepared.page, k.max_model_len, k.max_num_batched_tokens);
+    const std::int64_t need = kv_blocks_bytes(rank.kv, prepared.page, blocks);
+    if (need - kv_cache_bytes >= worst_request - min_kv_cache_bytes) {
       worst_request = need;
       out.worst_rank = static_cast<std::int32_t>(i);
-      worst_page = e.page;
-      worst_blocks = blocks;
+      p.worst_block_size = prepared.page.block_size;
+      p.worst_blocks = blocks;
     }
-    const std::int64_t margin = e.post_allocation_bytes - e.headroom_bytes;
+    const std::int64_t margin =
+        prepared.post_allocation_bytes - headroom_bytes(budget.requested_memory_bytes);
     if (i == 0 || margin > tightest_margin) {
       tightest_margin = margin;
       out.tightest_rank = static_cast<std::int32_t>(i);
+      p.tightest_post_allocation_bytes = prepared.post_allocation_bytes;
+      p.tightest_cudagraph_bytes = prepared.terms.cudagraph_bytes;
+      p.tightest_activation_peak_bytes = prepared.terms.activation_peak_bytes;
+      p.tightest_graph_in_budget_bytes =
+          profile().cudagraph_in_budget ? prepared.terms.cudagraph_bytes : 0;
     }
-    worst_requested = e.requested_memory_bytes;
   }
-  out.num_blocks = std::max<std::int64_t>(0, num_blocks);
   out.request_kv_bytes = worst_request;
-  const KvGeometry& worst = ranks_[static_cast<std::size_t>(out.worst_rank)].kv;
-  if (worst_blocks > 0) {
-    out.max_concurrency = static_cast<double>(out.num_blocks) / static_cast<double>(worst_blocks);
-  }
-  if (profile().tokens_from_concurrency) {
-    out.kv_tokens =
-        static_cast<std::int64_t>(out.max_concurrency * static_cast<double>(k.max_model_len));
-  } else {
-    const std::int64_t groups =
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(worst.groups.size()));
-    out.kv_tokens = (out.num_blocks / groups) * worst_page.block_size;
-  }
+  p.worst_groups = std::max<std::int64_t>(
+      1,
+      static_cast<std::int64_t>(ranks_[static_cast<std::size_t>(out.worst_rank)].kv.groups.size()));
   const std::int64_t workers = std::int64_t{config_.tensor_parallel_size} *
                                config_.pipeline_parallel_size * config_.data_parallel_size;
   out.host_required_bytes = host_.required_bytes + workers * 5 * k.max_num_seqs * k.max_model_len;
+  return p;
+}
 
-  // Startup verdict, in the order vLLM meets the checks.
+FinishedPoint CompiledLaunch::finish_point(const PreparedEvaluation& p,
+                                           double gpu_memory_utilization) const noexcept {
+  FinishedPoint out;
+  std::int64_t num_blocks = -1;
+  std::int64_t requested = 0;  // the same on every rank: ceil(total x utilization)
+  // finish_rank's KV bytes and blocks, without the rest of its RankEvaluation.
+  const auto add_rank = [&](std::size_t i, const PreparedRank& rank) {
+    const KvBudget budget =
+        kv_budget(rules_, rank.terms, gpu_memory_utilization, config_.kv_cache_memory_bytes);
+    const std::int64_t blocks = kv_num_blocks(ranks_[i].kv, rank.page, budget.kv_cache_bytes);
+    if (num_blocks < 0 || blocks < num_blocks) num_blocks = blocks;
+    out.min_kv_cache_bytes =
+        i == 0 ? budget.kv_cache_bytes : std::min(out.min_kv_cache_bytes, budget.kv_cache_bytes);
+    requested = budget.requested_memory_bytes;
+  };
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    if (i < PreparedEvaluation::kInlineRanks) {
+      add_rank(i, p.ranks[i]);
+    } else {
+      // A rank past the inline ones, prepared again. Built only here: zeroing a PreparedRank
+      // on every point took 60% of BM_Sweep.
+      ResolvedKnobs knobs = p.base.knobs;
+      knobs.gpu_memory_utilization = gpu_memory_utilization;
+      add_rank(i, prepare_rank(i, knobs));
+    }
+  }
+  out.num_blocks = std::max<std::int64_t>(0, num_blocks);
+  if (p.worst_blocks > 0) {
+    out.max_concurrency = static_cast<double>(out.num_blocks) / static_cast<double>(p.worst_blocks);
+  }
+  if (profile().tokens_from_concurrency) {
+    out.kv_tokens = static_cast<std::int64_t>(out.max_concurrency *
+                                              static_cast<double>(p.base.knobs.max_model_len));
+  } else {
+    out.kv_tokens = (out.num_blocks / p.worst_groups) * p.worst_block_size;
+  }
+
+  // Startup verdict, in the order vLLM meets the checks; those that depend on the utilization
+  // compare the requested bytes with what prepare() fixed.
+  const Evaluation& e = p.base;
   const std::int64_t kv_fixed = config_.kv_cache_memory_bytes.value_or(0);
-  if (profile().startup_free_memory_check && startup_free_bytes_ < worst_requested) {
+  const std::int64_t headroom = headroom_bytes(requested);
+  if (profile().startup_free_memory_check && startup_free_bytes_ < requested) {
     out.outcome = Outcome::StartupFreeMemory;
-  } else if (hardware_.host_ram_bytes > 0 && out.host_required_bytes > hardware_.host_ram_bytes) {
+  } else if (hardware_.host_ram_bytes > 0 && e.host_required_bytes > hardware_.host_ram_bytes) {
     out.outcome = Outcome::HostOomKilled;
-  } else if (out.max_weights_bytes > startup_free_bytes_) {
+  } else if (e.max_weights_bytes > startup_free_bytes_) {
     out.outcome = Outcome::OomAtLoad;
-  } else if (out.max_graph_profiling_bytes > startup_free_bytes_) {
+  } else if (e.max_graph_profiling_bytes > startup_free_bytes_) {
     out.outcome = Outcome::CudagraphProfilingOom;
-  } else if ((out.min_kv_cache_bytes <= 0 && !out.kv_empty) ||
-             (kv_fixed > 0 && out.max_weights_bytes + ranks_.front().non_torch_bytes + kv_fixed >
+  } else if ((out.min_kv_cache_bytes <= 0 && !e.kv_empty) ||
+             (kv_fixed > 0 && e.max_weights_bytes + ranks_.front().non_torch_bytes + kv_fixed >
                                   startup_free_bytes_)) {
     // A fixed --kv-cache-memory-bytes is allocated as asked: it must fit beside the weights.
     out.outcome = Outcome::NoKvMemory;
-  } else if (worst_request > out.min_kv_cache_bytes) {
+  } else if (e.request_kv_bytes > out.min_kv_cache_bytes) {
     out.outcome = Outcome::InsufficientKvForMaxModelLen;
-  } else if (tightest_margin > 0) {
+  } else if (p.tightest_post_allocation_bytes - headroom > 0) {
     // Graphs captured after the allocation come first; then the sampler warm-up.
-    const RankEvaluation t = evaluate_rank(static_cast<std::size_t>(out.tightest_rank), k);
-    const std::int64_t graph_in_budget = profile().cudagraph_in_budget ? t.cudagraph_bytes : 0;
-    out.outcome = t.cudagraph_bytes > t.headroom_bytes + t.activation_peak_bytes + graph_in_budget
+    out.outcome = p.tightest_cudagraph_bytes > headroom + p.tightest_activation_peak_bytes +
+                                                   p.tightest_graph_in_budget_bytes
                       ? Outcome::CudagraphCaptureOom
                       : Outcome::SamplerWarmupOom;
   }
   return out;
+}
+
+Evaluation CompiledLaunch::finish(const PreparedEvaluation& p,
+                                  double gpu_memory_utilization) const noexcept {
+  Evaluation out = p.base;
+  out.knobs.gpu_memory_utilization = gpu_memory_utilization;
+  const FinishedPoint f = finish_point(p, gpu_memory_utilization);
+  out.min_kv_cache_bytes = f.min_kv_cache_bytes;
+  out.num_blocks = f.num_blocks;
+  out.kv_tokens = f.kv_tokens;
+  out.max_concurrency = f.max_concurrency;
+  out.outcome = f.outcome;
+  return out;
+}
+
+Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
+  return finish(prepare(k), k.gpu_memory_utilization);
 }
 
 std::int64_t CompiledLaunch::persistent_buffers_bytes(std::int64_t max_num_seqs) const noexcept {

@@ -5,7 +5,14 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
+#include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <new>
 #include <optional>
 #include <string>
 
@@ -111,18 +118,80 @@ std::int64_t min_kv_cache_bytes(const vramplan::Breakdown& b) {
   return out;
 }
 
+// One sweep column, owned by its NumPy array through a capsule. A column of 2 MiB or more is
+// aligned to 2 MiB and advised as huge pages where Linux gives them, so that the first write
+// faults once per 2 MiB rather than once per 4 KiB page.
 template <typename T>
-py::array_t<T> column(std::int64_t rows) {
-  return py::array_t<T>(static_cast<py::ssize_t>(rows));
+py::array_t<T> sweep_column(std::int64_t rows) {
+  constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+  constexpr std::size_t kCacheLineBytes = 64;
+  const std::size_t bytes = std::max<std::size_t>(1, static_cast<std::size_t>(rows) * sizeof(T));
+  const std::size_t alignment = bytes >= kHugePageBytes ? kHugePageBytes : kCacheLineBytes;
+  const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  void* data = std::aligned_alloc(alignment, rounded);
+  if (data == nullptr) throw std::bad_alloc();
+#ifdef __linux__
+  // Advice only: where transparent huge pages are off the column keeps 4 KiB pages.
+  if (alignment == kHugePageBytes) static_cast<void>(madvise(data, rounded, MADV_HUGEPAGE));
+#endif
+  const py::capsule owner(data, [](void* p) { std::free(p); });
+  return py::array_t<T>({static_cast<py::ssize_t>(rows)}, {static_cast<py::ssize_t>(sizeof(T))},
+                        static_cast<T*>(data), owner);
+}
+
+// Launch.sweep_columns: the output columns of a sweep of `rows` rows, unfilled.
+py::dict sweep_columns(std::int64_t rows) {
+  if (rows < 0 || rows > vramplan::kMaxSweepPoints) {
+    throw ConfigError("rows", std::to_string(rows),
+                      "0 to " + std::to_string(vramplan::kMaxSweepPoints), "not a sweep size");
+  }
+  py::dict d;
+  d["gpu_memory_utilization"] = sweep_column<double>(rows);
+  d["max_model_len"] = sweep_column<std::int64_t>(rows);
+  d["max_num_seqs"] = sweep_column<std::int64_t>(rows);
+  d["max_num_batched_tokens"] = sweep_column<std::int64_t>(rows);
+  d["kv_cache_bytes"] = sweep_column<std::int64_t>(rows);
+  d["kv_tokens"] = sweep_column<std::int64_t>(rows);
+  d["max_concurrency"] = sweep_column<double>(rows);
+  d["outcome"] = sweep_column<std::int8_t>(rows);
+  return d;
+}
+
+// Where a column of `out` takes rows [row_offset, row_offset + rows): it must be a writable,
+// contiguous one-dimensional array of T long enough (never a converted copy).
+template <typename T>
+T* column_rows(const py::dict& out, const char* name, std::int64_t row_offset, std::int64_t rows) {
+  const std::string field = std::string("out[\"") + name + "\"]";
+  if (!out.contains(name)) throw ConfigError(field, "missing", "an array", "no such column");
+  const py::object value = out[name];
+  if (!py::isinstance<py::array>(value)) {
+    throw ConfigError(field, py::str(py::type::of(value)), "a NumPy array", "not an array");
+  }
+  auto array = py::reinterpret_borrow<py::array>(value);
+  if (!array.dtype().is(py::dtype::of<T>()) || array.ndim() != 1 || !array.writeable() ||
+      (array.flags() & py::array::c_style) == 0) {
+    throw ConfigError(
+        field, py::str(array.dtype()),
+        "a writable contiguous 1-D array of " + std::string(py::str(py::dtype::of<T>())),
+        "cannot be written in place");
+  }
+  if (row_offset < 0 || array.shape(0) - row_offset < rows) {
+    throw ConfigError(field, std::to_string(array.shape(0)) + " rows",
+                      ">= " + std::to_string(row_offset) + " + " + std::to_string(rows),
+                      "too short for the rows written");
+  }
+  return static_cast<T*>(array.mutable_data()) + row_offset;
 }
 
 // Launch.sweep: every listed value checked as a single knob, then the grid evaluated in C++
-// without the GIL into NumPy columns.
+// without the GIL into NumPy columns: new ones, or rows [row_offset, row_offset + rows) of
+// `out` (Launch.sweep_columns), so that a sweep in chunks writes each column once.
 py::dict launch_sweep(const vramplan::CompiledLaunch& launch, const py::dict& knobs,
                       std::vector<double> gpu_memory_utilization,
                       std::vector<std::int64_t> max_model_len,
                       std::vector<std::int64_t> max_num_seqs,
-                      std::vector<std::int64_t> max_num_batched_tokens) {
+                      std::vector<std::int64_t> max_num_batched_tokens,
+                      const std::optional<py::dict>& out, std::int64_t row_offset) {
   const vramplan::LaunchKnobs base = vramplan::launch_knobs(
       vramplan::with_evaluated_knobs(launch.config(), evaluated_config_from(knobs)));
   vramplan::SweepGrid grid{std::move(gpu_memory_utilization), std::move(max_model_len),
@@ -138,32 +207,22 @@ py::dict launch_sweep(const vramplan::CompiledLaunch& launch, const py::dict& kn
     for (std::int64_t v : *values) vramplan::set_knob(probe, name, v);
   }
   const std::int64_t rows = vramplan::sweep_size(grid);
-  auto util = column<double>(rows);
-  auto len = column<std::int64_t>(rows);
-  auto seqs = column<std::int64_t>(rows);
-  auto tokens = column<std::int64_t>(rows);
-  auto kv_bytes = column<std::int64_t>(rows);
-  auto kv_tokens = column<std::int64_t>(rows);
-  auto concurrency = column<double>(rows);
-  auto outcome = column<std::int8_t>(rows);
-  const vramplan::SweepColumns out{util.mutable_data(),        len.mutable_data(),
-                                   seqs.mutable_data(),        tokens.mutable_data(),
-                                   kv_bytes.mutable_data(),    kv_tokens.mutable_data(),
-                                   concurrency.mutable_data(), outcome.mutable_data()};
+  const py::dict columns = out ? *out : sweep_columns(rows);
+  const std::int64_t offset = out ? row_offset : 0;
+  const vramplan::SweepColumns into{
+      column_rows<double>(columns, "gpu_memory_utilization", offset, rows),
+      column_rows<std::int64_t>(columns, "max_model_len", offset, rows),
+      column_rows<std::int64_t>(columns, "max_num_seqs", offset, rows),
+      column_rows<std::int64_t>(columns, "max_num_batched_tokens", offset, rows),
+      column_rows<std::int64_t>(columns, "kv_cache_bytes", offset, rows),
+      column_rows<std::int64_t>(columns, "kv_tokens", offset, rows),
+      column_rows<double>(columns, "max_concurrency", offset, rows),
+      column_rows<std::int8_t>(columns, "outcome", offset, rows)};
   {
     py::gil_scoped_release release;
-    vramplan::sweep(launch, base, grid, out);
+    vramplan::sweep(launch, base, grid, into);
   }
-  py::dict d;
-  d["gpu_memory_utilization"] = util;
-  d["max_model_len"] = len;
-  d["max_num_seqs"] = seqs;
-  d["max_num_batched_tokens"] = tokens;
-  d["kv_cache_bytes"] = kv_bytes;
-  d["kv_tokens"] = kv_tokens;
-  d["max_concurrency"] = concurrency;
-  d["outcome"] = outcome;
-  return d;
+  return columns;
 }
 
 void register_knobs(py::module_& m) {
@@ -436,7 +495,9 @@ void register_launch(py::module_& m) {
           py::arg("knobs"), py::arg("context") = 0, py::arg("concurrency") = 0,
           py::arg("safety_margin_bytes") = -1)
       .def("sweep", &launch_sweep, py::arg("knobs"), py::arg("gpu_memory_utilization"),
-           py::arg("max_model_len"), py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"));
+           py::arg("max_model_len"), py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"),
+           py::arg("out") = py::none(), py::arg("row_offset") = 0)
+      .def_static("sweep_columns", &sweep_columns, py::arg("rows"));
 }
 
 void register_outcomes(py::module_& m) {

@@ -394,7 +394,11 @@ class Launch:
         max_model_len: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
         max_num_seqs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
         max_num_batched_tokens: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+        out: dict[str, typing.Any] | None = None,
+        row_offset: typing.SupportsInt | typing.SupportsIndex = 0,
     ) -> dict[str, typing.Any]: ...
+    @staticmethod
+    def sweep_columns(rows: typing.SupportsInt | typing.SupportsIndex) -> dict[str, typing.Any]: ...
 
 class CalibrationError(Error): ...
 

@@ -618,15 +618,27 @@ def sweep(
     inner = math.prod(max(1, len(values)) for values in grid[split + 1 :])
     step = max(1, SWEEP_CHUNK_POINTS // inner)
     outer = grid[split] or [None]
-    parts = []
+    # Each column is allocated once (C++, huge pages where Linux gives them); every chunk writes
+    # its rows in place, and the frame takes the arrays without a copy (pandas copies only the
+    # outcome codes, one byte a row, into its Categorical).
+    columns = _core.Launch.sweep_columns(rows)
     for start in range(0, len(outer), step):
         chunk = list(grid)
         chunk[split] = grid[split][start : start + step]
-        parts.append(launch.sweep(evaluated, *chunk))
+        utilization, lengths, sequences, tokens = chunk
+        launch.sweep(
+            evaluated,
+            utilization,
+            lengths,
+            sequences,
+            tokens,
+            out=columns,
+            row_offset=start * inner,
+        )
         if progress is not None:
             progress(min(rows, (start + step) * inner), rows)
-    columns = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    codes = columns.pop("outcome").astype("int16") + 1
+    codes = columns.pop("outcome")
+    np.add(codes, 1, out=codes)  # -1 (refused) becomes category 0, "rejected"
     frame: pd.DataFrame = pd.DataFrame(columns, copy=False)
     frame["outcome"] = pd.Categorical.from_codes(codes, categories=pd.Index(_OUTCOMES))
     return frame

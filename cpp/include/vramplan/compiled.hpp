@@ -6,6 +6,7 @@
 // KV element width) are then evaluated in closed form, without heap allocation.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -154,6 +155,46 @@ struct Evaluation {
   bool kv_empty = false;           // a rank with no KV-holding layer
 };
 
+// One rank at resolved knobs, without the utilization: what the KV budget subtracts, the page,
+// and the need after the KV allocation (CompiledLaunch::prepare_rank).
+struct PreparedRank {
+  BudgetTerms terms;
+  std::int64_t mm_encoder_bytes = 0;       // part of terms.activation_peak_bytes
+  std::int64_t post_allocation_bytes = 0;  // no term of it depends on the utilization
+  KvPage page;
+};
+
+// A point prepared for every utilization (CompiledLaunch::prepare): the evaluation's fields
+// that do not depend on gpu_memory_utilization, and what finish() needs for those that do.
+// Every rank requests the same ceil(total x utilization), so the rank choices are fixed here:
+// the worst rank maximizes request need - KV bytes = need - requested + reserved, and the
+// tightest maximizes post-allocation need - headroom = need - (total - others - context) +
+// requested; the requested bytes cancel from every comparison.
+struct PreparedEvaluation {
+  // Ranks kept inline; a launch with more pipeline stages prepares the rest again in finish().
+  static constexpr std::size_t kInlineRanks = 4;
+  Evaluation base;                     // num_blocks, kv_tokens, concurrency, min KV, outcome unset
+  std::int64_t worst_blocks = 0;       // blocks one request needs on the worst rank
+  std::int64_t worst_groups = 1;       // the worst rank's KV groups (at least 1)
+  std::int32_t worst_block_size = 16;  // the worst rank's page block size
+  // The tightest rank: its post-allocation need, graphs, activation peak and the graph bytes
+  // its budget already reserved.
+  std::int64_t tightest_post_allocation_bytes = 0;
+  std::int64_t tightest_cudagraph_bytes = 0;
+  std::int64_t tightest_activation_peak_bytes = 0;
+  std::int64_t tightest_graph_in_budget_bytes = 0;
+  std::array<PreparedRank, kInlineRanks> ranks;
+};
+
+// What the utilization decides at a prepared point (CompiledLaunch::finish_point).
+struct FinishedPoint {
+  std::int64_t min_kv_cache_bytes = 0;
+  std::int64_t num_blocks = 0;
+  std::int64_t kv_tokens = 0;
+  double max_concurrency = 0.0;
+  Outcome outcome = Outcome::Started;
+};
+
 class CompiledLaunch {
  public:
   // Validates every knob of `config` (knob registry), resolves the drafter, the engine profile
@@ -186,10 +227,21 @@ class CompiledLaunch {
   // vLLM's defaulting of the evaluated knobs; the problem when vLLM would refuse them.
   KnobProblem try_resolve(const LaunchKnobs& knobs, ResolvedKnobs& out) const noexcept;
   ResolvedKnobs resolve(const LaunchKnobs& knobs) const;  // throws ConfigError naming the knob
-  // The startup at `knobs`. `estimate_max_model_len` adds vLLM's binary search for the longest
-  // context that fits (the failure message's estimate), which sweeps do not need.
+  // The startup at `knobs`: finish(prepare(knobs), knobs.gpu_memory_utilization).
   Evaluation evaluate(const ResolvedKnobs& knobs) const noexcept;
+  // The startup split along the utilization: prepare() once per (max_model_len, max_num_seqs,
+  // max_num_batched_tokens, ...), then finish() per utilization in (0, 1] (sweeps).
+  PreparedEvaluation prepare(const ResolvedKnobs& knobs) const noexcept;
+  Evaluation finish(const PreparedEvaluation& prepared,
+                    double gpu_memory_utilization) const noexcept;
+  // finish()'s fields that depend on the utilization, without copying the rest (sweep rows).
+  FinishedPoint finish_point(const PreparedEvaluation& prepared,
+                             double gpu_memory_utilization) const noexcept;
+  // One rank: finish_rank(i, prepare_rank(i, knobs), knobs.gpu_memory_utilization).
   RankEvaluation evaluate_rank(std::size_t rank, const ResolvedKnobs& knobs) const noexcept;
+  PreparedRank prepare_rank(std::size_t rank, const ResolvedKnobs& knobs) const noexcept;
+  RankEvaluation finish_rank(std::size_t rank, const PreparedRank& prepared,
+                             double gpu_memory_utilization) const noexcept;
   // The profile run's freed blocks that the version counts as non-torch memory as well.
   std::int64_t cached_activation_bytes(std::int64_t activation_peak_bytes) const noexcept {
     return profile().non_torch_counts_cached_activations ? activation_peak_bytes : 0;
@@ -210,6 +262,11 @@ class CompiledLaunch {
   std::int64_t mm_limit(const std::string& modality) const;  // vLLM default 999
   bool multimodal_enabled() const;  // the model has a tower and some modality's limit is > 0
   Breakdown startup_breakdown(const LaunchKnobs& knobs) const;  // without the notes
+  // What the GPU has left beside the engine's requested share (the same for every rank).
+  std::int64_t headroom_bytes(std::int64_t requested_memory_bytes) const noexcept {
+    return hardware_.gpu.total_memory_bytes - hardware_.memory_used_by_others_bytes -
+           cuda_context_bytes_ - requested_memory_bytes;
+  }
 
   std::shared_ptr<const ModelSpec> spec_;
   HardwareConfig hardware_;

@@ -177,12 +177,14 @@ void BM_Sweep(benchmark::State& state) {
 }
 BENCHMARK(BM_Sweep)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 
-// The store-bound floor for BM_Sweep: the same grid and the same eight output columns, in row
-// order, from the simplest closed form of the same quantities with the launch's constants at
-// its defaults (one rank): requested = ceil(total x u); kv = requested - reserved; blocks =
-// kv / block bytes; tokens = blocks x block size; concurrency = blocks / blocks per request;
-// the outcome by thresholds on the requested and KV bytes. BM_Sweep / BM_SweepFloor is what the
-// general evaluation costs beyond writing its answers.
+// The store-bound floor for BM_Sweep: the same grid, the same eight output columns in row order,
+// and the same closed form per point, with everything the utilization cannot change worked out
+// before the timed loop (one rank): each (length, sequences) point's reserved bytes (weights,
+// activation, graphs, non-torch: requested - KV at that point) and blocks per request. Per row:
+// requested = ceil(total x u); kv = requested - reserved; blocks = kv / block bytes; tokens;
+// concurrency = blocks / blocks per request; the outcome by thresholds. Because the reserved
+// bytes differ per point, the divisions stay in the inner loop, as in the sweep: BM_Sweep /
+// BM_SweepFloor is what the general evaluation costs beyond this closed form and its stores.
 void BM_SweepFloor(benchmark::State& state) {
   const Launch& launch = kLaunches[state.range(0)];
   const auto compiled_launch = compiled(launch);
@@ -190,43 +192,53 @@ void BM_SweepFloor(benchmark::State& state) {
   const std::size_t rows = static_cast<std::size_t>(vramplan::sweep_size(grid));
   SweepOutput output(rows);
   const vramplan::SweepColumns out = output.columns();
-  const vramplan::ResolvedKnobs defaults = compiled_launch->resolve(vramplan::LaunchKnobs{});
-  const vramplan::RankEvaluation rank = compiled_launch->evaluate_rank(0, defaults);
   const std::int64_t total = compiled_launch->hardware().gpu.total_memory_bytes;
-  const std::int64_t reserved = rank.requested_memory_bytes - rank.kv_cache_bytes;
-  const std::int64_t block_bytes =
-      rank.page.page_bytes * compiled_launch->ranks().front().kv.group_size;
-  const std::int64_t block_size = rank.page.block_size;
   const std::int64_t free_bytes = compiled_launch->startup_free_bytes();
-  const std::int64_t batched_tokens = defaults.max_num_batched_tokens;
+  struct Point {
+    std::int64_t len, seqs, batched_tokens, reserved, per_request;
+  };
+  std::vector<Point> points;
+  std::int64_t block_bytes = 0;
+  std::int64_t block_size = 0;
+  for (const std::int64_t len : grid.max_model_len) {
+    for (const std::int64_t seqs : grid.max_num_seqs) {
+      vramplan::LaunchKnobs knobs;
+      knobs.max_model_len = len;
+      knobs.max_num_seqs = seqs;
+      const vramplan::ResolvedKnobs resolved = compiled_launch->resolve(knobs);
+      const vramplan::RankEvaluation rank = compiled_launch->evaluate_rank(0, resolved);
+      block_bytes = rank.page.page_bytes * compiled_launch->ranks().front().kv.group_size;
+      block_size = rank.page.block_size;
+      points.push_back({len, seqs, resolved.max_num_batched_tokens,
+                        rank.requested_memory_bytes - rank.kv_cache_bytes,
+                        (len + block_size - 1) / block_size});
+    }
+  }
   for (auto _ : state) {
     std::size_t i = 0;
     for (const double u : grid.gpu_memory_utilization) {
-      for (const std::int64_t len : grid.max_model_len) {
-        for (const std::int64_t seqs : grid.max_num_seqs) {
-          const auto requested =
-              static_cast<std::int64_t>(std::ceil(static_cast<double>(total) * u));
-          const std::int64_t kv = requested - reserved;
-          const std::int64_t blocks = kv > 0 ? kv / block_bytes : 0;
-          const std::int64_t per_request = (len + block_size - 1) / block_size;
-          vramplan::Outcome outcome = vramplan::Outcome::Started;
-          if (requested > free_bytes) {
-            outcome = vramplan::Outcome::StartupFreeMemory;
-          } else if (kv <= 0) {
-            outcome = vramplan::Outcome::NoKvMemory;
-          } else if (per_request * block_bytes > kv) {
-            outcome = vramplan::Outcome::InsufficientKvForMaxModelLen;
-          }
-          out.gpu_memory_utilization[i] = u;
-          out.max_model_len[i] = len;
-          out.max_num_seqs[i] = seqs;
-          out.max_num_batched_tokens[i] = batched_tokens;
-          out.kv_cache_bytes[i] = kv;
-          out.kv_tokens[i] = blocks * block_size;
-          out.max_concurrency[i] = static_cast<double>(blocks) / static_cast<double>(per_request);
-          out.outcome[i] = static_cast<std::int8_t>(outcome);
-          ++i;
+      const auto requested = static_cast<std::int64_t>(std::ceil(static_cast<double>(total) * u));
+      for (const Point& p : points) {
+        const std::int64_t kv = requested - p.reserved;
+        const std::int64_t blocks = kv > 0 ? kv / block_bytes : 0;
+        vramplan::Outcome outcome = vramplan::Outcome::Started;
+        if (requested > free_bytes) {
+          outcome = vramplan::Outcome::StartupFreeMemory;
+        } else if (kv <= 0) {
+          outcome = vramplan::Outcome::NoKvMemory;
+        } else if (p.per_request * block_bytes > kv) {
+          outcome = vramplan::Outcome::InsufficientKvForMaxModelLen;
         }
+        const double concurrency = static_cast<double>(blocks) / static_cast<double>(p.per_request);
+        out.gpu_memory_utilization[i] = u;
+        out.max_model_len[i] = p.len;
+        out.max_num_seqs[i] = p.seqs;
+        out.max_num_batched_tokens[i] = p.batched_tokens;
+        out.kv_cache_bytes[i] = kv;
+        out.kv_tokens[i] = static_cast<std::int64_t>(concurrency * static_cast<double>(p.len));
+        out.max_concurrency[i] = concurrency;
+        out.outcome[i] = static_cast<std::int8_t>(outcome);
+        ++i;
       }
     }
     benchmark::DoNotOptimize(out.outcome);

@@ -157,13 +157,9 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]
         )
 
     def at_split(split: dict[str, Any]) -> api.Plan:
-        if args.context == "auto":
-            from .search import plan_longest_context
-
-            if args.max_num_batched_tokens is not None:  # the user's own: never moved
-                return plan_longest_context(lambda context, _: one(context, split))
-            return plan_longest_context(lambda context, batch: one(context, {**split, **batch}))
-        return one(args.context or 0, split)
+        # `auto`: context 0 with the concurrency target, and the solver's own search finds
+        # the longest context that holds it (solver.cpp).
+        return one(0 if args.context == "auto" else args.context or 0, split)
 
     extra: dict[str, Any] = {"model_source": launch.source, "served_model": str(args.model)}
     chooses_split = (

@@ -214,7 +214,8 @@ def _per_instance(
         raise api.config_error(
             name, value, f"one value, or one per instance ({count})", "wrong number of values"
         )
-    return [api._integer(name, v, 0 if name == "context" else 1, 1 << 40) for v in values]
+    # Up to what a C++ int64 holds: the solver bounds the context by each model's maximum.
+    return [api._integer(name, v, 0 if name == "context" else 1, api.INT64_MAX) for v in values]
 
 
 def _plan(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _core, _io, api
-from .search import plan_longest_context, plan_on_gpus
+from .search import plan_on_gpus
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -157,16 +157,9 @@ def _split_plan(
     pinned = {**knobs, **dict(zip(SPLIT_FIELDS, split))}
     per_replica = -(-target.concurrency // dp)
 
-    def one(context: int, concurrency: int, extra: dict[str, Any]) -> api.Plan:
+    def one(context: int, concurrency: int) -> api.Plan:
         return api.plan(
-            spec,
-            gpu,
-            num_gpus=num_gpus,
-            context=context,
-            concurrency=concurrency,
-            **node,
-            **pinned,
-            **extra,
+            spec, gpu, num_gpus=num_gpus, context=context, concurrency=concurrency, **node, **pinned
         )
 
     row: dict[str, Any] = {
@@ -177,7 +170,7 @@ def _split_plan(
         "data_parallel_size": dp,
     }
     try:
-        result = one(target.context, per_replica, {})
+        result = one(target.context, per_replica)
     except _core.ConfigError as err:
         if getattr(err, "field", "") not in SPLIT_FIELDS:
             raise
@@ -196,7 +189,7 @@ def _split_plan(
     )
     row["kv_headroom"] = row["max_concurrency"] / target.concurrency
     if result.fits:
-        longest = plan_longest_context(lambda context, extra: one(context, per_replica, extra))
+        longest = one(0, per_replica)  # context 0: the solver's longest that holds them
         row["max_context"] = int(longest.max_model_len) if longest.fits else 0
     return row
 
@@ -394,7 +387,7 @@ def _model_row(
             f"max_position_embeddings ({spec.max_position_embeddings})",
         }
 
-    def at(tp: int, pp: int, context_: int, extra: dict[str, Any]) -> api.Plan:
+    def at(tp: int, pp: int, context_: int) -> api.Plan:
         return api.plan(
             spec,
             gpu,
@@ -405,16 +398,15 @@ def _model_row(
             tensor_parallel_size=tp,
             pipeline_parallel_size=pp,
             **knobs,
-            **extra,
         )
 
-    result, attempts = plan_on_gpus(lambda tp, pp: at(tp, pp, context, {}), num_gpus)
+    result, attempts = plan_on_gpus(lambda tp, pp: at(tp, pp, context), num_gpus)
     fitted = next((a for a in attempts if a.result == "fits"), None)
     row.update(fits=bool(result.fits), verdict=str(result.verdict))
     if fitted is None:
         return row
     tp, pp = fitted.tensor_parallel_size, fitted.pipeline_parallel_size
-    longest = plan_longest_context(lambda context_, extra: at(tp, pp, context_, extra))
+    longest = at(tp, pp, 0)  # context 0: the solver's longest that holds them
     row.update(
         tensor_parallel_size=tp,
         pipeline_parallel_size=pp,
@@ -449,7 +441,7 @@ def fit_models(
     check_engine(engine)
     gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else api.load_gpu(gpu)
     api._integer("num_gpus", num_gpus, 1, 1 << 10)
-    api._integer("context", context, 1, 1 << 40)
+    api._integer("context", context, 1, api.INT64_MAX)  # the solver bounds it per model
     api._integer("concurrency", concurrency, 1, 1 << 30)
     node = {
         "memory_used_by_others_bytes": memory_used_by_others_bytes,

@@ -1,9 +1,8 @@
-"""Searches over whole plans: which TP x PP split of N GPUs to use, and the longest context
-that fits a concurrency target.
+"""The search over whole plans: which TP x PP split of N GPUs to use.
 
-The solver is C++ and answers one launch at a time; these searches only call it in order and
-keep the first answer that fits (orchestration, not arithmetic), so they live in Python on top
-of `vramplan.plan`.
+The solver is C++ and answers one launch at a time (the longest context for a concurrency
+target included: context 0); this search only calls it in order and keeps the first answer
+that fits (orchestration, not arithmetic), so it lives in Python on top of `vramplan.plan`.
 """
 
 from __future__ import annotations
@@ -79,13 +78,3 @@ def plan_on_gpus(
         msg = f"num_gpus: no valid tensor-parallel split of {num_gpus} GPUs: {attempts[-1].result}"
         raise _core.ConfigError(msg)
     return fallback, attempts
-
-
-def plan_longest_context(plan_for: Callable[[int, dict[str, Any]], api.Plan]) -> api.Plan:
-    """The plan with the longest context that fits (`--context auto`). `plan_for(context,
-    knobs)` plans one target (0 = the model's maximum) with extra pinned knobs.
-
-    With context 0 the solver itself (solver.cpp) shortens the context to what one sequence,
-    or the concurrency target, can hold, after settling max_num_seqs for CUDA-graph
-    profiling: one call, one bisection, in C++."""
-    return plan_for(0, {})

@@ -70,6 +70,14 @@ void validate(const SglangConfig& c, const ModelSpec& spec) {
   check_range("tp_size", c.tp_size, 1, 1024);
   check_range("pp_size", c.pp_size, 1, 1024);
   check_range("dp_size", c.dp_size, 1, 1024);
+  // SGLang's tensor-parallel attention splits the query heads evenly (its model loaders assert
+  // it); a split that does not divide them never starts.
+  if (spec.num_attention_heads > 0 && spec.num_attention_heads % c.tp_size != 0) {
+    throw ConfigError(
+        "tp_size", std::to_string(c.tp_size),
+        "a divisor of num_attention_heads " + std::to_string(spec.num_attention_heads),
+        "the attention heads do not split evenly across the ranks");
+  }
   if (c.pp_size > spec.num_hidden_layers) {
     throw ConfigError("pp_size", std::to_string(c.pp_size),
                       "1.." + std::to_string(spec.num_hidden_layers),

@@ -1,10 +1,12 @@
 """vramplan.fit(engine="sglang"): the GPU x count x split search over SGLang's solver. The small
-case (Qwen3-8B, 8192-token sequences, one L4 or two) is derived by hand below."""
+case (Qwen3-8B, 8192-token sequences, one L4 or two) is derived by hand below. And calibrate's
+refusal of SGLang (tests/data/sglang/logs: provenance in tests/data/README.md)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import vramplan
@@ -90,3 +92,13 @@ def test_cli_fit_engine_sglang() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "mem_fraction_static" in done.stdout
+
+
+def test_calibrate_refuses_sglang_by_name() -> None:
+    # SGLang's constants are not calibrated (its plan takes no fitted row): refused with the
+    # reason, and an SGLang log is never read as a vLLM one.
+    log = Path(__file__).resolve().parents[1] / "data" / "sglang" / "logs" / "sgl-r01.log"
+    with pytest.raises(vramplan.Error, match="SGLang's breakdown and plan take no calibrated"):
+        vramplan.calibrate(log, gpu="L4", engine="sglang")
+    with pytest.raises(vramplan.Error, match=r"sgl-r01\.log: an SGLang startup log"):
+        vramplan.calibrate(log, gpu="L4")

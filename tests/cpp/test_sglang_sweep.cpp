@@ -129,8 +129,11 @@ std::int64_t allocations_of_sweep(std::size_t fractions) {
   }
   grid.context_length = {4096, 32768};
   Columns out(sglang_sweep_size(grid));
+  // The rules table is parsed on first use: outside the count.
+  const SglangRules& rules = rules_0523();
+  const GpuSpec& gpu = db().gpu("L4");
   return vramplan_test::allocations_of(
-      [&] { sglang_sweep(spec, db().gpu("L4"), rules_0523(), SglangConfig{}, grid, out.into()); });
+      [&] { sglang_sweep(spec, gpu, rules, SglangConfig{}, grid, out.into()); });
 }
 
 TEST(SglangSweep, PointsAllocateNothing) {

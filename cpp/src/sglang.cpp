@@ -14,6 +14,7 @@
 #include "vramplan/dtype.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/kv_cache.hpp"
+#include "vramplan/solver.hpp"
 #include "vramplan/weights.hpp"
 
 namespace vramplan {
@@ -69,6 +70,14 @@ void validate(const SglangConfig& c, const ModelSpec& spec) {
   check_range("tp_size", c.tp_size, 1, 1024);
   check_range("pp_size", c.pp_size, 1, 1024);
   check_range("dp_size", c.dp_size, 1, 1024);
+  // SGLang's tensor-parallel attention splits the query heads evenly (its model loaders assert
+  // it); a split that does not divide them never starts.
+  if (spec.num_attention_heads > 0 && spec.num_attention_heads % c.tp_size != 0) {
+    throw ConfigError(
+        "tp_size", std::to_string(c.tp_size),
+        "a divisor of num_attention_heads " + std::to_string(spec.num_attention_heads),
+        "the attention heads do not split evenly across the ranks");
+  }
   if (c.pp_size > spec.num_hidden_layers) {
     throw ConfigError("pp_size", std::to_string(c.pp_size),
                       "1.." + std::to_string(spec.num_hidden_layers),
@@ -225,20 +234,29 @@ std::string weights_error_text(const SglangRules& rules, double f, std::int64_t 
   return out.str();
 }
 
-SglangBreakdown evaluate_stage(const Prepared& p, const Stage& stage, const SglangConfig& c) {
+// How many sizes sglang_ladder(ladder, max_size) captures, without building the list.
+std::int64_t ladder_count(const std::vector<SglangLadderStep>& ladder,
+                          std::int64_t max_size) noexcept {
+  std::int64_t count = 0;
+  for (const SglangLadderStep& s : ladder) {
+    const std::int64_t top = std::min(s.end, max_size);
+    if (top >= s.start) count += (top - s.start) / s.step + 1;
+  }
+  return count;
+}
+
+// The numbers and the verdict of one stage into `b` (default-constructed): no text and no heap
+// allocation, so that a sweep evaluates its points without allocating.
+void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangConfig& c,
+                            SglangBreakdown& b) noexcept {
   const SglangRules& rules = *p.rules;
   const ModelSpec& spec = *p.spec;
-  SglangBreakdown b;
-  b.release = rules.release;
-  b.model = c.model_path.empty() ? spec.id : c.model_path;
-  b.gpu = p.gpu->id;
   b.tp_size = c.tp_size;
   b.pp_size = c.pp_size;
   b.dp_size = c.dp_size;
   b.gpu_total_bytes = p.gpu->total_memory_bytes;
   b.gpu_mib = p.gpu_mib;
   b.gpu_mib_assumed = p.gpu_mib_assumed;
-  b.notes = p.notes;
   b.mla = spec.has_mla;
   b.kv_element_bytes = p.kv_element_bytes;
   b.page_size = c.page_size.value_or(rules.page_size_default);
@@ -263,8 +281,7 @@ SglangBreakdown evaluate_stage(const Prepared& p, const Stage& stage, const Sgla
     if (b.mla && rules.mla_prefill_graph_max_tokens > 0) {
       max_tokens = std::min(max_tokens, rules.mla_prefill_graph_max_tokens);
     }
-    b.prefill_graph_count =
-        static_cast<std::int64_t>(sglang_ladder(rules.prefill_graph_ladder, max_tokens).size());
+    b.prefill_graph_count = ladder_count(rules.prefill_graph_ladder, max_tokens);
   }
 
   // f.
@@ -305,16 +322,8 @@ SglangBreakdown evaluate_stage(const Prepared& p, const Stage& stage, const Sgla
   b.free_after_pool_bytes = b.free_after_weights_bytes;
   if (b.rest_bytes <= 0) {
     b.verdict = SglangVerdict::WeightsLeaveNoMemory;
-    b.error = weights_error_text(rules, b.mem_fraction_static, b.free_after_weights_bytes,
-                                 b.baseline_free_bytes);
-    return b;
+    return;
   }
-
-  const std::string not_enough =
-      rules.weights_error == SglangWeightsError::NotEnoughMemory
-          ? std::string("Not enough memory. Please try to increase --mem-fraction-static.")
-          : "Not enough memory. Please try to increase --mem-fraction-static. Current value: " +
-                format_fraction(b.mem_fraction_static);
 
   // Hybrid Mamba / linear attention: the state pool comes out of the rest first.
   std::int64_t kv_rest = b.rest_bytes;
@@ -325,8 +334,7 @@ SglangBreakdown evaluate_stage(const Prepared& p, const Stage& stage, const Sgla
     b.mamba_slots = static_cast<std::int64_t>(std::floor((mamba_budget - per_slot) / per_slot));
     if (b.mamba_slots <= 0) {
       b.verdict = SglangVerdict::NotEnoughMemory;
-      b.error = "Not enough GPU memory for hybrid (mamba/linear-attention) state cache.";
-      return b;
+      return;
     }
     b.mamba_pool_bytes = (b.mamba_slots + 1) * stage.mamba_bytes_per_slot;
     kv_rest -= b.mamba_pool_bytes;
@@ -361,8 +369,7 @@ SglangBreakdown evaluate_stage(const Prepared& p, const Stage& stage, const Sgla
   if (b.max_total_num_tokens <= 0) {
     b.max_total_num_tokens = 0;
     b.verdict = SglangVerdict::NotEnoughMemory;
-    b.error = not_enough;
-    return b;
+    return;
   }
   const std::int64_t padding = rules.kv_padding_page ? page : 0;
   const std::int64_t full_rows = b.max_total_num_tokens + padding;
@@ -393,8 +400,7 @@ SglangBreakdown evaluate_stage(const Prepared& p, const Stage& stage, const Sgla
   }
   if (b.max_running_requests <= 0) {
     b.verdict = SglangVerdict::NotEnoughMemory;
-    b.error = not_enough;
-    return b;
+    return;
   }
   b.req_to_token_bytes = (pool_requests + 1) *
                          (b.context_length + rules.req_to_token_extra_columns) *
@@ -417,22 +423,57 @@ SglangBreakdown evaluate_stage(const Prepared& p, const Stage& stage, const Sgla
       b.free_after_pool_bytes - b.decode_graph_bytes - b.prefill_graph_bytes;
   if (b.free_after_graphs_bytes < 0) {
     b.verdict = SglangVerdict::OomGraphCapture;
-    b.error =
-        "Capture cuda graph failed: CUDA out of memory. Possible solutions: 1. set "
-        "--mem-fraction-static to a smaller value (e.g., 0.8 or 0.7) 2. set --cuda-graph-max-bs "
-        "to a smaller value (e.g., 16) 3. disable torch compile by not using "
-        "--enable-torch-compile 4. disable CUDA graph by --disable-cuda-graph.";
-    return b;
-  }
-  if (b.free_after_graphs_bytes < b.activation_bytes) {
+  } else if (b.free_after_graphs_bytes < b.activation_bytes) {
     b.verdict = SglangVerdict::OomFirstPrefill;
-    b.error = "CUDA out of memory (a " + std::to_string(prefill_tokens) +
-              "-token chunked prefill is estimated to need more than the slack left after the "
-              "CUDA graphs)";
-    return b;
+  } else {
+    b.verdict = SglangVerdict::Started;
   }
-  b.verdict = SglangVerdict::Started;
-  if (b.context_length > b.max_total_num_tokens) {
+}
+
+// SGLang's own error text for a failing verdict.
+std::string verdict_error(const Prepared& p, const SglangBreakdown& b, const SglangConfig& c) {
+  const SglangRules& rules = *p.rules;
+  switch (b.verdict) {
+    case SglangVerdict::Started:
+      return "";
+    case SglangVerdict::WeightsLeaveNoMemory:
+      return weights_error_text(rules, b.mem_fraction_static, b.free_after_weights_bytes,
+                                b.baseline_free_bytes);
+    case SglangVerdict::NotEnoughMemory:
+      if (b.mamba_state_bytes_per_slot > 0 && b.mamba_slots <= 0) {
+        return "Not enough GPU memory for hybrid (mamba/linear-attention) state cache.";
+      }
+      return rules.weights_error == SglangWeightsError::NotEnoughMemory
+                 ? std::string("Not enough memory. Please try to increase --mem-fraction-static.")
+                 : "Not enough memory. Please try to increase --mem-fraction-static. Current "
+                   "value: " +
+                       format_fraction(b.mem_fraction_static);
+    case SglangVerdict::OomGraphCapture:
+      return "Capture cuda graph failed: CUDA out of memory. Possible solutions: 1. set "
+             "--mem-fraction-static to a smaller value (e.g., 0.8 or 0.7) 2. set "
+             "--cuda-graph-max-bs to a smaller value (e.g., 16) 3. disable torch compile by not "
+             "using --enable-torch-compile 4. disable CUDA graph by --disable-cuda-graph.";
+    case SglangVerdict::OomFirstPrefill: {
+      const std::int64_t prefill_tokens =
+          b.chunked_prefill_size > 0 ? b.chunked_prefill_size : c.max_prefill_tokens;
+      return "CUDA out of memory (a " + std::to_string(prefill_tokens) +
+             "-token chunked prefill is estimated to need more than the slack left after the "
+             "CUDA graphs)";
+    }
+  }
+  return "";
+}
+
+// One stage's breakdown: its numbers, then the names, SGLang's error text and the notes.
+SglangBreakdown evaluate_stage(const Prepared& p, const Stage& stage, const SglangConfig& c) {
+  SglangBreakdown b;
+  evaluate_stage_numbers(p, stage, c, b);
+  b.release = p.rules->release;
+  b.model = c.model_path.empty() ? p.spec->id : c.model_path;
+  b.gpu = p.gpu->id;
+  b.notes = p.notes;
+  b.error = verdict_error(p, b, c);
+  if (b.verdict == SglangVerdict::Started && b.context_length > b.max_total_num_tokens) {
     // SGLang starts, then refuses inputs past the pool ("Input length (...) exceeds the maximum
     // allowed length (N - 1 tokens)").
     b.notes.push_back("context_length " + std::to_string(b.context_length) +
@@ -452,6 +493,24 @@ SglangBreakdown evaluate(const Prepared& p, const SglangConfig& c) {
     if (!chosen || b.max_total_num_tokens < chosen->max_total_num_tokens) chosen = std::move(b);
   }
   return chosen.value_or(SglangBreakdown{});
+}
+
+// The launch's numbers and verdict as evaluate() finds them (the stage it reports), without
+// text: what a sweep point needs.
+void evaluate_numbers(const Prepared& p, const SglangConfig& c, SglangBreakdown& out) noexcept {
+  bool chosen = false;
+  for (const Stage& stage : p.stages) {
+    SglangBreakdown b;
+    evaluate_stage_numbers(p, stage, c, b);
+    if (b.verdict != SglangVerdict::Started) {
+      out = b;
+      return;
+    }
+    if (!chosen || b.max_total_num_tokens < out.max_total_num_tokens) {
+      out = b;
+      chosen = true;
+    }
+  }
 }
 
 bool started(const Prepared& p, const SglangConfig& c) {
@@ -583,6 +642,79 @@ const char* sglang_verdict_name(SglangVerdict verdict) noexcept {
       return "oom_first_prefill";
   }
   return "unknown";
+}
+
+std::int64_t sglang_sweep_size(const SglangSweepGrid& grid) {
+  std::int64_t rows = 1;
+  for (const std::size_t n : {grid.mem_fraction_static.size(), grid.context_length.size(),
+                              grid.max_running_requests.size(), grid.chunked_prefill_size.size()}) {
+    rows *= static_cast<std::int64_t>(std::max<std::size_t>(1, n));
+    if (rows > kMaxSweepPoints) {
+      throw ConfigError("sweep grid", "more than " + std::to_string(kMaxSweepPoints) + " points",
+                        "<= " + std::to_string(kMaxSweepPoints) + " points",
+                        "grid too large: split it into several sweeps");
+    }
+  }
+  return rows;
+}
+
+void sglang_sweep(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
+                  const SglangConfig& config, const SglangSweepGrid& grid,
+                  const SglangSweepColumns& out) {
+  const Prepared p = prepare(spec, gpu, rules, config);
+  (void)sglang_sweep_size(grid);
+  // Every listed value passes the same checks as a single knob, before any point.
+  SglangConfig c = config;
+  for (const double f : grid.mem_fraction_static) {
+    c.mem_fraction_static = f;
+    validate(c, spec);
+  }
+  c = config;
+  for (const std::int64_t v : grid.context_length) {
+    c.context_length = v;
+    validate(c, spec);
+  }
+  c = config;
+  for (const std::int64_t v : grid.max_running_requests) {
+    c.max_running_requests = v;
+    validate(c, spec);
+  }
+  c = config;
+  for (const std::int64_t v : grid.chunked_prefill_size) {
+    c.chunked_prefill_size = v;
+    validate(c, spec);
+  }
+  c = config;
+  // An empty list keeps the launch's own value (given or default): one pass with it unset.
+  const auto count = [](std::size_t n) { return std::max<std::size_t>(1, n); };
+  std::int64_t row = 0;
+  SglangBreakdown b;
+  for (std::size_t i = 0; i < count(grid.mem_fraction_static.size()); ++i) {
+    if (!grid.mem_fraction_static.empty()) c.mem_fraction_static = grid.mem_fraction_static[i];
+    for (std::size_t j = 0; j < count(grid.context_length.size()); ++j) {
+      if (!grid.context_length.empty()) c.context_length = grid.context_length[j];
+      for (std::size_t k = 0; k < count(grid.max_running_requests.size()); ++k) {
+        if (!grid.max_running_requests.empty()) {
+          c.max_running_requests = grid.max_running_requests[k];
+        }
+        for (std::size_t l = 0; l < count(grid.chunked_prefill_size.size()); ++l) {
+          if (!grid.chunked_prefill_size.empty()) {
+            c.chunked_prefill_size = grid.chunked_prefill_size[l];
+          }
+          b = SglangBreakdown{};
+          evaluate_numbers(p, c, b);
+          out.mem_fraction_static[row] = b.mem_fraction_static;
+          out.context_length[row] = b.context_length;
+          out.max_running_requests[row] = b.max_running_requests;
+          out.chunked_prefill_size[row] = b.chunked_prefill_size;
+          out.kv_pool_bytes[row] = b.kv_pool_bytes;
+          out.max_total_num_tokens[row] = b.max_total_num_tokens;
+          out.verdict[row] = static_cast<std::int8_t>(b.verdict);
+          ++row;
+        }
+      }
+    }
+  }
 }
 
 SglangBreakdown sglang_breakdown(const ModelSpec& spec, const GpuSpec& gpu,

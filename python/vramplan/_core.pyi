@@ -500,6 +500,26 @@ def sglang_plan(
     The launch as written judged, then the largest mem_fraction_static, max_running_requests, context_length, chunked_prefill_size and cuda_graph_max_bs that start (each with the others as given), and the planned launch line, as a dict.
     """
 
+def sglang_sweep(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    knobs: dict[str, typing.Any],
+    mem_fraction_static: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex],
+    context_length: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+    max_running_requests: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+    chunked_prefill_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+    out: dict[str, typing.Any],
+    row_offset: typing.SupportsInt | typing.SupportsIndex = 0,
+) -> int:
+    """
+    Every combination of the listed values (an empty list keeps the launch's own), nested in that order, evaluated in C++ without the GIL into rows [row_offset, row_offset + rows) of `out` (sglang_sweep_columns): each row what sglang_breakdown reports at that point (the knobs as resolved, kv_pool_bytes, max_total_num_tokens, the verdict's index in SGLANG_VERDICTS). Returns the rows written.
+    """
+
+def sglang_sweep_columns(rows: typing.SupportsInt | typing.SupportsIndex) -> dict[str, typing.Any]:
+    """
+    The output columns of an SGLang sweep of `rows` rows, unfilled (NumPy arrays).
+    """
+
 def parse_model_spec_yaml(text: str, file: str = "<string>") -> ModelSpec: ...
 @typing.overload
 def parse_vllm_log(text: str) -> typing.Any:
@@ -536,3 +556,4 @@ def with_checkpoint_bytes(
 ENGINES: list[dict[str, typing.Any]]
 KNOBS: list[dict[str, typing.Any]]
 MAX_SWEEP_POINTS: int = 50000000
+SGLANG_VERDICTS: list[str]

@@ -587,6 +587,7 @@ def sweep(
     num_gpus: int | None = None,
     memory_used_by_others_bytes: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    engine: str = "vllm",
     **knobs: Any,
 ) -> pd.DataFrame:
     """Every combination of the listed utilizations, context lengths, sequence limits and
@@ -594,7 +595,30 @@ def sweep(
     about SWEEP_CHUNK_POINTS rows: `progress(rows_done, rows)` is called after each, and
     Ctrl-C stops between them. Returns a DataFrame: the grid values as resolved,
     kv_cache_bytes (worst rank), kv_tokens, max_concurrency and outcome ("rejected" when the
-    engine refuses the knobs outright)."""
+    engine refuses the knobs outright).
+    engine="sglang": lists of SGLang's mem_fraction_static, context_length,
+    max_running_requests and chunked_prefill_size (any other knob under SGLang's names, one
+    value); each row is what breakdown(engine="sglang") reports at that point (the knobs as
+    resolved, kv_pool_bytes, max_total_num_tokens, outcome: SGLang's verdict)."""
+    _check_engine(engine)
+    if engine == "sglang":
+        from . import sglang
+
+        vllm_only = {
+            "num_gpus": num_gpus,
+            "memory_used_by_others_bytes": memory_used_by_others_bytes,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "max_model_len": max_model_len,
+            "max_num_seqs": max_num_seqs,
+            "max_num_batched_tokens": max_num_batched_tokens,
+        }
+        spec, card, _ = _sglang_args(model, gpu, None, None, vllm_only)
+        listed = {
+            name: _values(name, knobs.pop(name), kind)
+            for name, kind in sglang.SWEEP_KNOBS
+            if isinstance(knobs.get(name), Sequence) and not isinstance(knobs.get(name), str)
+        }
+        return sglang.sweep(spec, card, grid=listed, progress=progress, **knobs)
     import numpy as np
     import pandas as pd
 

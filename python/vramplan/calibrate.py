@@ -109,6 +109,24 @@ class Profile:
         return "\n".join(lines)
 
 
+# Why SGLang is not calibrated: its rows (model_specs/sglang.yaml) are compiled in and its
+# breakdown and plan take no fitted row, so fitted constants would have nowhere to apply.
+SGLANG_REFUSAL = (
+    "calibrate fits vLLM's engine rows only: SGLang's baseline constants (CUDA context, NCCL) "
+    "are fitted in model_specs/sglang.yaml, and SGLang's breakdown and plan take no calibrated "
+    "row yet; check an SGLang log against the plan with `vramplan validate --engine sglang`"
+)
+# Figures only SGLang's startup prints (parse_sglang_log): a log with any is SGLang's.
+_SGLANG_ONLY_FIGURES = ("max_total_num_tokens", "load_begin_avail_gib", "k_size_gib", "model_path")
+
+
+def _refuse_sglang_log(path: Path) -> None:
+    figures = _core.parse_sglang_log(path)
+    if any(figures.get(key) is not None for key in _SGLANG_ONLY_FIGURES):
+        msg = f"{path}: an SGLang startup log: {SGLANG_REFUSAL}"
+        raise _core.ConfigError(msg)
+
+
 def _records_from_logs(
     paths: Iterable[str | Path], model: str | None, gpu: str | None
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -116,6 +134,8 @@ def _records_from_logs(
     for item in paths:
         path = Path(item)
         figures = _core.parse_vllm_log(path)  # streamed and bounded by the C++ reader
+        if figures.get("vllm_version") is None:
+            _refuse_sglang_log(path)  # never read an SGLang log as a vLLM one
         record = validate.record_from_log(figures, log_id=path.name, model=model, gpu=gpu)
         out.append((record, figures))
     return out
@@ -170,6 +190,7 @@ def calibrate(
     terms: Sequence[str] | None = None,
     held_out: Sequence[str | Path] = (),
     profile: Profile | None = None,
+    engine: str = "vllm",
 ) -> Profile:
     """Fit the engine row's constants (CUDA context, non-torch memory, activation and sampler
     coefficients, CUDA-graph pool) to startup logs or measured records of one GPU and one vLLM
@@ -182,8 +203,13 @@ def calibrate(
     every constant the launches identify. `held_out`: log paths or record ids predicted before
     and after but not fitted on. `profile`: start from this profile instead of the engines.yaml
     row. Raises vramplan.CalibrationError (a vramplan.Error) naming the constants the launches
-    cannot identify.
+    cannot identify. engine="sglang" (or an SGLang log) is refused with the reason
+    (SGLANG_REFUSAL).
     """
+    if engine == "sglang":
+        raise api.config_error("engine", engine, "vllm", SGLANG_REFUSAL)
+    if engine != "vllm":
+        raise api.config_error("engine", engine, "vllm", "unknown engine")
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     held: set[str] = set()
     if logs:

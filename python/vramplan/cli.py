@@ -811,7 +811,9 @@ _TAKES_VLLM_FLAGS = frozenset({"plan", "flags", "breakdown", "sweep", "diagnose"
 
 
 # Commands that take `--engine sglang` (cli_sglang.py); fit and colocate have their own.
-_ENGINE_COMMANDS = frozenset({"plan", "breakdown", "flags", "check", "diagnose", "validate"})
+_ENGINE_COMMANDS = frozenset(
+    {"plan", "breakdown", "flags", "sweep", "check", "diagnose", "validate"}
+)
 
 
 def main(argv: list[str] | None = None) -> int:

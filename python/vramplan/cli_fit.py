@@ -369,7 +369,9 @@ def add_commands(sub: Any, command: str | None = None) -> None:
         help=f"most GPUs per option (default {DEFAULT_MAX_GPUS})",
     )
     p.add_argument("--prices", help="CSV with header gpu,usd_per_hour (dollars per GPU-hour)")
-    p.add_argument("--engine", default="vllm", help="serving engine (only vllm is modelled)")
+    p.add_argument(
+        "--engine", default="vllm", help="serving engine: vllm, or sglang (fit MODEL only)"
+    )
     p.add_argument("--out", help="write every option to FILE.csv or FILE.parquet")
     p.add_argument(
         "--top", type=int, default=DEFAULT_TOP, help=f"options shown (default {DEFAULT_TOP}, 0 all)"

@@ -1,4 +1,4 @@
-"""`vramplan --engine sglang` commands: plan, breakdown, flags, check, diagnose and validate for
+"""`vramplan --engine sglang` commands: plan, breakdown, flags, sweep, check, diagnose and validate for
 SGLang launches, under SGLang's flags (`--mem-fraction-static`, `--tp-size`, ...). cli.main
 hands a command here when it names `--engine sglang`, or when `check` is given an SGLang launch
 line (`python -m sglang.launch_server ...`)."""
@@ -16,12 +16,14 @@ from ._cli_args import (
     EXIT_OK,
     _finite_float,
     _int64,
+    _list_of,
     _note,
     _print,
+    _write_frame,
 )
 
 GIB = 1 << 30
-COMMANDS = ("plan", "breakdown", "flags", "check", "diagnose", "validate")
+COMMANDS = ("plan", "breakdown", "flags", "sweep", "check", "diagnose", "validate")
 _ALIASES = {"tp_size": ["--tp"], "pp_size": ["--pp"], "dp_size": ["--dp"]}
 
 
@@ -72,7 +74,9 @@ def _sglang_flag_for(flag: str) -> str:
     return ", ".join(f for f in by_name.values() if f)
 
 
-def _add_knobs(p: argparse.ArgumentParser) -> None:
+def _add_knobs(p: argparse.ArgumentParser, *, grid: bool = False) -> None:
+    """SGLang's knob flags; `grid`: the sweep's knobs take comma-separated lists."""
+    listed = {name for name, _ in sglang.SWEEP_KNOBS} if grid else set()
     group = p.add_argument_group("SGLang knobs (ServerArgs names; defaults from sglang.yaml)")
     for knob in sglang.knobs():
         name = knob["name"]
@@ -88,6 +92,10 @@ def _add_knobs(p: argparse.ArgumentParser) -> None:
             kwargs["type"] = {"int": _int64(flag), "float": _finite_float(flag)}.get(
                 knob["type"], str
             )
+            if name in listed:
+                kwargs["type"] = _list_of(kwargs["type"], name)
+                kwargs["help"] = "comma-separated values to sweep: " + kwargs["help"]
+                kwargs["metavar"] = "V[,V...]"
             if knob["choices"]:
                 kwargs["choices"] = knob["choices"]
         group.add_argument(flag, *_ALIASES.get(name, []), **kwargs)
@@ -132,6 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
                 help="args: the flags after the model; shell: the whole command; json: "
                 "sglang.Engine keyword arguments",
             )
+    p = sub.add_parser("sweep", help="a grid of SGLang launches as a table, CSV or Parquet")
+    _add_common(p)
+    _add_knobs(p, grid=True)
+    p.add_argument("--out", help="write the rows to FILE.csv or FILE.parquet")
     p = sub.add_parser("check", help="judge: check -- python -m sglang.launch_server ...")
     _add_common(p, model=False)
     p.add_argument("command_line", nargs=argparse.REMAINDER)
@@ -177,6 +189,22 @@ def _cmd_flags(args: argparse.Namespace) -> int:
         _print(json.dumps(result.to_engine_kwargs(), indent=2))
     else:
         _print(shlex.join(result.to_argv()))
+    return EXIT_OK
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    knobs = _knobs(args)
+    frame = api.sweep(args.model, args.gpu, engine="sglang", **knobs)
+    if args.out:
+        _write_frame(frame, Path(args.out))
+        _note(f"wrote {len(frame)} rows to {args.out}")
+    elif args.json:
+        records = frame.astype({"outcome": str}).to_dict(orient="records")
+        _print(json.dumps(records, indent=2))
+    else:
+        _print(frame.to_string(index=False))
     return EXIT_OK
 
 
@@ -229,6 +257,7 @@ def main(words: list[str]) -> int:
         "plan": _cmd_plan,
         "breakdown": _cmd_breakdown,
         "flags": _cmd_flags,
+        "sweep": _cmd_sweep,
         "check": _cmd_check,
         "diagnose": _cmd_diagnose,
         "validate": _cmd_validate,

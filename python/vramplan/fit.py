@@ -24,7 +24,7 @@ from .search import plan_on_gpus
 if TYPE_CHECKING:
     import pandas as pd
 
-ENGINES = ("vllm",)
+ENGINES = ("vllm", "sglang")
 DEFAULT_MAX_GPUS = 8  # one node
 # The context `fit_models` counts concurrent sequences at when none is given.
 DEFAULT_REVERSE_CONTEXT = 4096
@@ -55,16 +55,32 @@ FIT_COLUMNS = [
 Progress = Callable[[int, int], None]
 
 
-def check_engine(engine: str) -> None:
-    """fit searches vLLM launches only: any other engine is refused by name, never answered as
-    vLLM."""
-    if engine == "sglang":
+# fit(engine="sglang")'s columns under SGLang's names: its rows are built under the vLLM
+# columns' keys (one ordering and typing for both) and renamed last.
+SGLANG_FIT_NAMES = {
+    "tensor_parallel_size": "tp_size",
+    "pipeline_parallel_size": "pp_size",
+    "data_parallel_size": "dp_size",
+    "gpu_memory_utilization": "mem_fraction_static",
+    "max_model_len": "context_length",
+    "max_num_seqs": "max_running_requests",
+    "max_num_batched_tokens": "chunked_prefill_size",
+}
+SGLANG_SPLIT_FIELDS = ("tp_size", "pp_size", "dp_size")
+
+
+def check_engine(engine: str, *, searches_sglang: bool = False) -> None:
+    """An engine the caller's search covers: fit(MODEL) searches SGLang launches too
+    (`searches_sglang`); fit_models and colocate search vLLM launches only and refuse SGLang
+    by name, never answering it as vLLM."""
+    if engine == "sglang" and not searches_sglang:
         raise api.config_error(
             "engine",
             engine,
             "vllm",
-            "fit does not search SGLang launches yet (its GPU x split search runs the vLLM "
-            "solver); plan one SGLang launch with `vramplan plan --engine sglang`",
+            "this command does not search SGLang launches yet (it runs the vLLM solver); "
+            "`vramplan fit MODEL --engine sglang` searches GPUs for one model and "
+            "`vramplan plan --engine sglang` plans one SGLang launch",
         )
     if engine not in ENGINES:
         raise api.config_error("engine", engine, ", ".join(ENGINES), "unknown engine")
@@ -194,6 +210,68 @@ def _split_plan(
     return row
 
 
+def _sglang_split_plan(
+    model_id: str,
+    spec: _core.ModelSpec,
+    gpu: _core.GpuSpec,
+    num_gpus: int,
+    split: tuple[int, int, int],
+    target: _Target,
+    knobs: dict[str, Any],
+) -> dict[str, Any]:
+    """One GPU type x count x split for SGLang: its solver (the largest mem_fraction_static
+    that starts) with context_length = the target's; each DP replica must hold
+    ceil(concurrency / DP) sequences of the target's context in its KV pool, within its
+    max_running_requests."""
+    from . import sglang
+
+    tp, pp, dp = split
+    pinned = {**knobs, **dict(zip(SGLANG_SPLIT_FIELDS, split)), "context_length": target.context}
+    per_replica = -(-target.concurrency // dp)
+    row: dict[str, Any] = {
+        "gpu": gpu.id,
+        "num_gpus": num_gpus,
+        "tensor_parallel_size": tp,
+        "pipeline_parallel_size": pp,
+        "data_parallel_size": dp,
+    }
+    try:
+        result = sglang.plan(spec, gpu, model_path=model_id, **pinned)
+    except _core.ConfigError as err:
+        if getattr(err, "field", "") not in SGLANG_SPLIT_FIELDS:
+            raise
+        return {**row, "fits": False, "verdict": f"invalid split: {err}"}
+    planned = result.planned
+    started = result.fits and planned.started
+    tokens = int(planned["max_total_num_tokens"]) if started else 0
+    held = min(int(planned["max_running_requests"]), tokens // target.context) if started else 0
+    row.update(
+        fits=started and held >= per_replica,
+        verdict=planned.verdict,
+        max_concurrency=held * dp,
+        kv_tokens=tokens * dp,
+        gpu_memory_utilization=float(planned["mem_fraction_static"]),
+        max_model_len=int(planned["context_length"]),
+        max_num_seqs=int(planned["max_running_requests"]),
+        max_num_batched_tokens=int(planned["chunked_prefill_size"]),
+        launch=result.launch_line,
+    )
+    if started and held < per_replica:
+        row["verdict"] = (
+            f"started, but its KV pool holds {held} of the {per_replica} sequences of "
+            f"{target.context} tokens each replica must"
+        )
+    row["kv_headroom"] = row["max_concurrency"] / target.concurrency
+    if row["fits"]:
+        # The pool's tokens do not depend on context_length (req_to_token is in the slack), so
+        # the longest context holding the replica's sequences is the pool's share, within the
+        # longest context the solver finds to start at the planned mem_fraction_static.
+        at_planned = {**pinned, "mem_fraction_static": planned["mem_fraction_static"]}
+        longest = sglang.plan(spec, gpu, model_path=model_id, **at_planned)["max_context_length"]
+        row["max_context"] = min(int(longest or 0), tokens // per_replica)
+    return row
+
+
 # Integer columns stay integers where a row has no value (an invalid split, a misfit's longest
 # context): pandas' nullable Int64.
 _INTEGER_COLUMNS = (
@@ -274,8 +352,22 @@ def fit(
     `context` held at once, all DP replicas, at most max_num_seqs each); max_context (longest
     context holding `concurrency` sequences, fitting rows only); kv_headroom (max_concurrency /
     concurrency); kv_tokens; the chosen knobs; launch (the `vllm serve` line); verdict.
-    With data parallelism each replica holds ceil(concurrency / DP) sequences."""
-    check_engine(engine)
+    With data parallelism each replica holds ceil(concurrency / DP) sequences.
+    engine="sglang": SGLang's solver per option (knobs and columns under SGLang's names:
+    tp_size, pp_size, dp_size, mem_fraction_static, context_length, max_running_requests,
+    chunked_prefill_size; launch: the `python -m sglang.launch_server` line);
+    memory_used_by_others_bytes and host_ram_bytes are vLLM's and refused."""
+    check_engine(engine, searches_sglang=True)
+    sglang_engine = engine == "sglang"
+    if sglang_engine:
+        for name, value in (
+            ("memory_used_by_others_bytes", memory_used_by_others_bytes),
+            ("host_ram_bytes", host_ram_bytes),
+        ):
+            if value:
+                raise api.config_error(name, value, "unset with engine='sglang'", "vLLM only")
+        knobs = {k: v for k, v in knobs.items() if v is not None}
+    split_fields = SGLANG_SPLIT_FIELDS if sglang_engine else SPLIT_FIELDS
     if isinstance(model, _core.ModelSpec):
         spec, model_id = model, str(model.id)
     else:
@@ -289,15 +381,15 @@ def fit(
     price_of = _prices(prices)
     db = api.spec_database()
     gpu_specs = [db.gpu(g) for g in _gpu_list(gpus)]
-    fixed = {f: knobs[f] for f in SPLIT_FIELDS if knobs.get(f) is not None}
+    fixed = {f: knobs[f] for f in split_fields if knobs.get(f) is not None}
     work = [
         (gpu, count, split)
         for gpu in gpu_specs
         for count in counts
         for split in splits(count)
-        if all(split[SPLIT_FIELDS.index(f)] == v for f, v in fixed.items())
+        if all(split[split_fields.index(f)] == v for f, v in fixed.items())
     ]
-    free_knobs = {k: v for k, v in knobs.items() if k not in SPLIT_FIELDS}
+    free_knobs = {k: v for k, v in knobs.items() if k not in split_fields}
     target = _Target(context, concurrency)
     node = {
         "memory_used_by_others_bytes": memory_used_by_others_bytes,
@@ -305,7 +397,10 @@ def fit(
     }
     rows = []
     for done, (gpu, count, split) in enumerate(work, start=1):
-        row = _split_plan(model_id, spec, gpu, count, split, target, node, free_knobs)
+        if sglang_engine:
+            row = _sglang_split_plan(model_id, spec, gpu, count, split, target, free_knobs)
+        else:
+            row = _split_plan(model_id, spec, gpu, count, split, target, node, free_knobs)
         price = price_of.get(gpu.id)
         row["usd_per_hour"] = math.nan if price is None else price * count
         rows.append(row)
@@ -314,7 +409,11 @@ def fit(
     import pandas as pd
 
     frame = _typed(pd.DataFrame(rows, columns=FIT_COLUMNS))
-    return _order(frame, bool(price_of))
+    ordered = _order(frame, bool(price_of))
+    if sglang_engine:
+        renamed: pd.DataFrame = ordered.rename(columns=SGLANG_FIT_NAMES)
+        return renamed
+    return ordered
 
 
 def _prices(prices: str | Path | Mapping[str, float] | None) -> dict[str, float]:

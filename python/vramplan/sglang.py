@@ -5,12 +5,16 @@ numbers come from the C++ core (cpp/include/vramplan/sglang.hpp); Python only re
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _core, _database
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GIB = 1 << 30
 
@@ -118,6 +122,71 @@ def plan(
     written judged, and the planned `python -m sglang.launch_server` line."""
     data = dict(_core.sglang_plan(spec, gpu, knobs, model_path=model_path))
     return SglangPlan(data, model_path or str(spec.id), dict(knobs))
+
+
+# The knobs a sweep lists values of, in the rows' nesting order (outermost first), each with
+# the type of its values.
+SWEEP_KNOBS: tuple[tuple[str, type], ...] = (
+    ("mem_fraction_static", float),
+    ("context_length", int),
+    ("max_running_requests", int),
+    ("chunked_prefill_size", int),
+)
+SWEEP_CHUNK_POINTS = 1 << 16  # rows per core call: progress and Ctrl-C between calls
+
+
+def sweep(
+    spec: _core.ModelSpec,
+    gpu: _core.GpuSpec,
+    *,
+    grid: dict[str, list[Any]],
+    progress: Callable[[int, int], None] | None = None,
+    **knobs: Any,
+) -> pd.DataFrame:
+    """Every combination of the listed values of SWEEP_KNOBS (`grid`; a knob not listed keeps
+    its value in `knobs`, or SGLang's default), evaluated in C++ (sglang_sweep), in chunks along
+    the outermost listed knob. Each row is what `breakdown` reports at that point: the knobs as
+    resolved, kv_pool_bytes, max_total_num_tokens and the verdict (`outcome`, a Categorical of
+    SGLang's verdicts)."""
+    import pandas as pd
+
+    lists = [grid.get(name, []) for name, _ in SWEEP_KNOBS]
+    rows = math.prod(max(1, len(values)) for values in lists)
+    if rows > _core.MAX_SWEEP_POINTS:
+        raise config_error(
+            "sweep grid",
+            f"{rows} points",
+            f"<= {_core.MAX_SWEEP_POINTS} points",
+            "grid too large: split it into several sweeps",
+        )
+    split = next((i for i, values in enumerate(lists) if len(values) > 1), 0)
+    inner = math.prod(max(1, len(values)) for values in lists[split + 1 :])
+    step = max(1, SWEEP_CHUNK_POINTS // inner)
+    outer: list[Any] = lists[split] or [None]
+    columns = _core.sglang_sweep_columns(rows)
+    for start in range(0, len(outer), step):
+        chunk = list(lists)
+        chunk[split] = lists[split][start : start + step]
+        fractions, lengths, requests, chunks = chunk
+        _core.sglang_sweep(
+            spec,
+            gpu,
+            knobs,
+            fractions,
+            lengths,
+            requests,
+            chunks,
+            out=columns,
+            row_offset=start * inner,
+        )
+        if progress is not None:
+            progress(min(rows, (start + step) * inner), rows)
+    codes = columns.pop("verdict")
+    frame: pd.DataFrame = pd.DataFrame(columns, copy=False)
+    frame["outcome"] = pd.Categorical.from_codes(
+        codes, categories=pd.Index(list(_core.SGLANG_VERDICTS))
+    )
+    return frame
 
 
 def parse_log(source: str | bytes | Path) -> dict[str, Any]:

@@ -422,4 +422,23 @@ TEST(SglangRulesTable, FileParsesAndHostileRowsAreNamed) {
   EXPECT_THROW(parse_sglang_yaml("sglang: [\n", "sglang.yaml"), SpecError);
 }
 
+// SGLang's tensor-parallel attention splits the query heads evenly: Qwen3-8B has 32 (its
+// config.json), so tp_size 3 never starts and is refused naming tp_size; 4 and 8 divide them.
+TEST(SglangLaunch, TpSizeMustDivideTheQueryHeads) {
+  const ModelSpec& spec = db().model("Qwen/Qwen3-8B");
+  SglangConfig config;
+  config.tp_size = 3;
+  try {
+    (void)sglang_breakdown(spec, db().gpu("L4"), rules_0523(), config);
+    FAIL() << "tp_size 3 accepted for 32 query heads";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("tp_size"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("32"), std::string::npos) << e.what();
+  }
+  config.tp_size = 4;
+  EXPECT_NO_THROW((void)sglang_breakdown(spec, db().gpu("L4"), rules_0523(), config));
+  config.tp_size = 8;
+  EXPECT_NO_THROW((void)sglang_breakdown(spec, db().gpu("L4"), rules_0523(), config));
+}
+
 }  // namespace

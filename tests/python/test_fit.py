@@ -213,20 +213,21 @@ def test_price_file_errors_name_file_line_and_field(
     assert read_prices(good) == {"L4": 0.7, "H100-80GB": 2.5}
 
 
-def test_sglang_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(vramplan.Error, match="fit does not search SGLang launches yet"):
-        vramplan.fit(LLAMA_8B, context=1024, concurrency=1, engine="sglang")
+def test_sglang_is_refused_by_name_where_not_searched(capsys: pytest.CaptureFixture[str]) -> None:
+    # fit MODEL searches SGLang launches (tests/python/test_sglang_fit.py); the reverse search
+    # and colocate run the vLLM solver only and refuse SGLang by name.
+    with pytest.raises(vramplan.Error, match="does not search SGLang launches yet"):
+        vramplan.fit_models("L4", context=1024, concurrency=1, engine="sglang")
     with pytest.raises(vramplan.Error, match="engine"):
         vramplan.fit(LLAMA_8B, context=1024, concurrency=1, engine="trtllm")
     for argv in (
-        ["fit", LLAMA_8B, "--context", "1024", "--concurrency", "1", "--engine", "sglang"],
         ["fit", "--gpu", "L4", "--engine", "sglang"],
         ["colocate", "Qwen/Qwen3-0.6B", "--engine", "sglang"],
     ):
         code, out, err = run(capsys, *argv)
         assert code == 2
         assert out == ""
-        assert "fit does not search SGLang launches yet" in err
+        assert "does not search SGLang launches yet" in err
         assert "plan --engine sglang" in err
 
 

@@ -260,6 +260,38 @@ SglangBreakdown sglang_breakdown(const ModelSpec& spec, const GpuSpec& gpu,
                                  const SglangRules& rules, const SglangConfig& config);
 
 // --------------------------------------------------------------------------------------------
+// The sweep: a grid of launches, compiled once, each point evaluated without allocating
+// --------------------------------------------------------------------------------------------
+
+// The listed values of each knob; an empty list keeps the launch's own (given or default).
+// Rows nest in this order, mem_fraction_static outermost.
+struct SglangSweepGrid {
+  std::vector<double> mem_fraction_static;
+  std::vector<std::int64_t> context_length;
+  std::vector<std::int64_t> max_running_requests;
+  std::vector<std::int64_t> chunked_prefill_size;
+};
+// Rows the grid has; ConfigError past kMaxSweepPoints (solver.hpp).
+std::int64_t sglang_sweep_size(const SglangSweepGrid& grid);
+// Output columns the caller owns, each with sglang_sweep_size(grid) elements. Each row holds
+// what sglang_breakdown reports at that point: the knobs as resolved (a default as computed,
+// max_running_requests as SGLang caps it, 0 where the launch fails before it), the KV pool
+// bytes, max_total_num_tokens and the verdict (SglangVerdict's value).
+struct SglangSweepColumns {
+  double* mem_fraction_static = nullptr;
+  std::int64_t* context_length = nullptr;
+  std::int64_t* max_running_requests = nullptr;
+  std::int64_t* chunked_prefill_size = nullptr;
+  std::int64_t* kv_pool_bytes = nullptr;
+  std::int64_t* max_total_num_tokens = nullptr;
+  std::int8_t* verdict = nullptr;
+};
+// Every listed value is checked as a single knob first (ConfigError naming it).
+void sglang_sweep(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
+                  const SglangConfig& config, const SglangSweepGrid& grid,
+                  const SglangSweepColumns& out);
+
+// --------------------------------------------------------------------------------------------
 // The solver: the largest safe value of each knob, the others as given
 // --------------------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <utility>
 
-#include "vramplan/bounded_read.hpp"
+#include "log_file.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/runtime_vocabulary.hpp"
 #include "vramplan/text_scan.hpp"
@@ -718,17 +718,7 @@ VllmLogFigures parse_vllm_log(std::string_view text) {
 }
 
 VllmLogFigures read_vllm_log_file(const std::string& path) {
-  // Any size: the parser stops reading at its own cap ('truncated').
-  RegularFile in(path, "log", std::numeric_limits<std::int64_t>::max());
-  constexpr std::size_t kChunkBytes = 1 << 20;
-  std::string chunk(kChunkBytes, '\0');
-  VllmLogParser parser;
-  while (!parser.truncated()) {
-    const std::size_t got = in.read(chunk.data(), chunk.size());
-    parser.feed(std::string_view(chunk.data(), got));
-    if (got < chunk.size()) break;  // end of file
-  }
-  return parser.finish();
+  return read_log_file<VllmLogParser>(path);
 }
 
 nlohmann::json to_json(const VllmLogFigures& f) {

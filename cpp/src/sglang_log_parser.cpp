@@ -4,14 +4,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "vramplan/bounded_read.hpp"
+#include "log_file.hpp"
 #include "vramplan/sglang_vocabulary.hpp"
 #include "vramplan/text_scan.hpp"
 #include "vramplan/utf8.hpp"
@@ -334,16 +333,7 @@ SglangLogFigures parse_sglang_log(std::string_view text) {
 }
 
 SglangLogFigures read_sglang_log_file(const std::string& path) {
-  RegularFile in(path, "log", std::numeric_limits<std::int64_t>::max());
-  constexpr std::size_t kChunkBytes = 1 << 20;
-  std::string chunk(kChunkBytes, '\0');
-  SglangLogParser parser;
-  while (!parser.truncated()) {
-    const std::size_t got = in.read(chunk.data(), chunk.size());
-    parser.feed(std::string_view(chunk.data(), got));
-    if (got < chunk.size()) break;
-  }
-  return parser.finish();
+  return read_log_file<SglangLogParser>(path);
 }
 
 nlohmann::json to_json(const SglangLogFigures& f) {

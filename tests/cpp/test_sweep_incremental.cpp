@@ -41,7 +41,21 @@ ResolvedKnobs at(const CompiledLaunch& launch, double utilization, std::int64_t 
   return launch.resolve(knobs);
 }
 
+// Every field: evaluate() runs prepare()'s and finish()'s steps in one pass, so this also checks
+// that the single pass and the split one agree.
 void expect_same(const Evaluation& a, const Evaluation& b) {
+  EXPECT_EQ(a.knobs.max_model_len, b.knobs.max_model_len);
+  EXPECT_EQ(a.knobs.max_num_seqs, b.knobs.max_num_seqs);
+  EXPECT_EQ(a.knobs.max_num_batched_tokens, b.knobs.max_num_batched_tokens);
+  EXPECT_EQ(a.knobs.block_size, b.knobs.block_size);
+  EXPECT_EQ(a.knobs.kv_element_bytes, b.knobs.kv_element_bytes);
+  EXPECT_EQ(a.knobs.num_cudagraph_sizes, b.knobs.num_cudagraph_sizes);
+  EXPECT_EQ(a.knobs.max_cudagraph_capture_size, b.knobs.max_cudagraph_capture_size);
+  EXPECT_EQ(a.max_weights_bytes, b.max_weights_bytes);
+  EXPECT_EQ(a.max_post_allocation_bytes, b.max_post_allocation_bytes);
+  EXPECT_EQ(a.max_graph_profiling_bytes, b.max_graph_profiling_bytes);
+  EXPECT_EQ(a.host_required_bytes, b.host_required_bytes);
+  EXPECT_EQ(a.kv_empty, b.kv_empty);
   EXPECT_EQ(a.outcome, b.outcome);
   EXPECT_EQ(a.num_blocks, b.num_blocks);
   EXPECT_EQ(a.kv_tokens, b.kv_tokens);

@@ -6,6 +6,7 @@
 // KV element width) are then evaluated in closed form, without heap allocation.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -164,16 +165,12 @@ struct PreparedRank {
   KvPage page;
 };
 
-// A point prepared for every utilization (CompiledLaunch::prepare): the evaluation's fields
-// that do not depend on gpu_memory_utilization, and what finish() needs for those that do.
-// Every rank requests the same ceil(total x utilization), so the rank choices are fixed here:
-// the worst rank maximizes request need - KV bytes = need - requested + reserved, and the
-// tightest maximizes post-allocation need - headroom = need - (total - others - context) +
-// requested; the requested bytes cancel from every comparison.
-struct PreparedEvaluation {
-  // Ranks kept inline; a launch with more pipeline stages prepares the rest again in finish().
-  static constexpr std::size_t kInlineRanks = 4;
-  Evaluation base;                     // num_blocks, kv_tokens, concurrency, min KV, outcome unset
+// What finish() needs of the rank choices prepare() makes. Every rank requests the same
+// ceil(total x utilization), so the choices are fixed by prepare(): the worst rank maximizes
+// request need - KV bytes = need - requested + reserved, and the tightest maximizes
+// post-allocation need - headroom = need - (total - others - context) + requested; the
+// requested bytes cancel from every comparison.
+struct PreparedChoices {
   std::int64_t worst_blocks = 0;       // blocks one request needs on the worst rank
   std::int64_t worst_groups = 1;       // the worst rank's KV groups (at least 1)
   std::int32_t worst_block_size = 16;  // the worst rank's page block size
@@ -183,6 +180,15 @@ struct PreparedEvaluation {
   std::int64_t tightest_cudagraph_bytes = 0;
   std::int64_t tightest_activation_peak_bytes = 0;
   std::int64_t tightest_graph_in_budget_bytes = 0;
+};
+
+// A point prepared for every utilization (CompiledLaunch::prepare): the evaluation's fields
+// that do not depend on gpu_memory_utilization, and what finish() needs for those that do.
+struct PreparedEvaluation {
+  // Ranks kept inline; a launch with more pipeline stages prepares the rest again in finish().
+  static constexpr std::size_t kInlineRanks = 4;
+  Evaluation base;  // num_blocks, kv_tokens, concurrency, min KV, outcome unset
+  PreparedChoices choices;
   std::array<PreparedRank, kInlineRanks> ranks;
 };
 
@@ -227,7 +233,8 @@ class CompiledLaunch {
   // vLLM's defaulting of the evaluated knobs; the problem when vLLM would refuse them.
   KnobProblem try_resolve(const LaunchKnobs& knobs, ResolvedKnobs& out) const noexcept;
   ResolvedKnobs resolve(const LaunchKnobs& knobs) const;  // throws ConfigError naming the knob
-  // The startup at `knobs`: finish(prepare(knobs), knobs.gpu_memory_utilization).
+  // The startup at `knobs`: finish(prepare(knobs), knobs.gpu_memory_utilization), in one pass
+  // over the ranks (the same steps, each rank's budget shared by both).
   Evaluation evaluate(const ResolvedKnobs& knobs) const noexcept;
   // The startup split along the utilization: prepare() once per (max_model_len, max_num_seqs,
   // max_num_batched_tokens, ...), then finish() per utilization in (0, 1] (sweeps).
@@ -262,6 +269,35 @@ class CompiledLaunch {
   std::int64_t mm_limit(const std::string& modality) const;  // vLLM default 999
   bool multimodal_enabled() const;  // the model has a tower and some modality's limit is > 0
   Breakdown startup_breakdown(const LaunchKnobs& knobs) const;  // without the notes
+  // One pass over the ranks: prepare()'s running choices and finish()'s running minimum. Both
+  // passes and evaluate()'s single pass (prepare and finish at one utilization, sharing each
+  // rank's budget) are built from the steps below, so each formula is written once.
+  struct RankPass {
+    std::int64_t worst_request_bytes = 0;
+    std::int64_t tightest_margin_bytes = 0;  // post-allocation need beyond the headroom
+    std::int64_t min_kv_cache_bytes = 0;
+    std::int64_t requested_memory_bytes = 0;  // the same on every rank
+    std::int64_t num_blocks = -1;             // min over ranks; -1 before the first
+  };
+  // Every pass: the rank's budget into the minimum KV bytes.
+  static void pass_kv(std::size_t index, const KvBudget& budget, RankPass& pass) noexcept {
+    pass.min_kv_cache_bytes = index == 0 ? budget.kv_cache_bytes
+                                         : std::min(pass.min_kv_cache_bytes, budget.kv_cache_bytes);
+    pass.requested_memory_bytes = budget.requested_memory_bytes;
+  }
+  // prepare()'s step: the fixed fields and the worst and tightest ranks (after pass_kv).
+  void choose_rank(std::size_t index, const ResolvedKnobs& knobs, const PreparedRank& rank,
+                   const KvBudget& budget, Evaluation& out, PreparedChoices& choices,
+                   RankPass& pass) const noexcept;
+  // prepare()'s close: what follows from the choices and the host.
+  void close_choices(const ResolvedKnobs& knobs, Evaluation& out, PreparedChoices& choices,
+                     const RankPass& pass) const noexcept;
+  // finish()'s step: the rank's blocks into the minimum (after pass_kv).
+  void count_blocks(std::size_t index, const PreparedRank& rank, const KvBudget& budget,
+                    RankPass& pass) const noexcept;
+  // finish()'s close: blocks, tokens, concurrency and the verdict at the pass's utilization.
+  FinishedPoint conclude(const Evaluation& base, const PreparedChoices& choices,
+                         const RankPass& pass) const noexcept;
   // What the GPU has left beside the engine's requested share (the same for every rank).
   std::int64_t headroom_bytes(std::int64_t requested_memory_bytes) const noexcept {
     return hardware_.gpu.total_memory_bytes - hardware_.memory_used_by_others_bytes -

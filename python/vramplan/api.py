@@ -629,26 +629,12 @@ def sweep(
         _values("max_num_seqs", max_num_seqs, int),
         _values("max_num_batched_tokens", max_num_batched_tokens, int),
     ]
-    rows = math.prod(max(1, len(values)) for values in grid)
-    if rows > MAX_SWEEP_POINTS:  # the core refuses it too, but each chunk is below it
-        raise config_error(
-            "sweep grid",
-            f"{rows} points",
-            f"<= {MAX_SWEEP_POINTS} points",
-            "grid too large: split it into several sweeps",
-        )
-    # Chunk the outermost listed dimension: the rows keep their nesting order.
-    split = next((i for i, values in enumerate(grid) if len(values) > 1), 0)
-    inner = math.prod(max(1, len(values)) for values in grid[split + 1 :])
-    step = max(1, SWEEP_CHUNK_POINTS // inner)
-    outer = grid[split] or [None]
+    rows = _database.sweep_rows(grid)
     # Each column is allocated once (C++, huge pages where Linux gives them); every chunk writes
     # its rows in place, and the frame takes the arrays without a copy (pandas copies only the
     # outcome codes, one byte a row, into its Categorical).
     columns = _core.Launch.sweep_columns(rows)
-    for start in range(0, len(outer), step):
-        chunk = list(grid)
-        chunk[split] = grid[split][start : start + step]
+    for chunk, first_row, done in _database.sweep_chunks(grid, SWEEP_CHUNK_POINTS):
         utilization, lengths, sequences, tokens = chunk
         launch.sweep(
             evaluated,
@@ -657,10 +643,10 @@ def sweep(
             sequences,
             tokens,
             out=columns,
-            row_offset=start * inner,
+            row_offset=first_row,
         )
         if progress is not None:
-            progress(min(rows, (start + step) * inner), rows)
+            progress(done, rows)
     codes = columns.pop("outcome")
     np.add(codes, 1, out=codes)  # -1 (refused) becomes category 0, "rejected"
     frame: pd.DataFrame = pd.DataFrame(columns, copy=False)

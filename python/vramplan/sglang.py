@@ -5,7 +5,6 @@ numbers come from the C++ core (cpp/include/vramplan/sglang.hpp); Python only re
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,22 +150,9 @@ def sweep(
     import pandas as pd
 
     lists = [grid.get(name, []) for name, _ in SWEEP_KNOBS]
-    rows = math.prod(max(1, len(values)) for values in lists)
-    if rows > _core.MAX_SWEEP_POINTS:
-        raise config_error(
-            "sweep grid",
-            f"{rows} points",
-            f"<= {_core.MAX_SWEEP_POINTS} points",
-            "grid too large: split it into several sweeps",
-        )
-    split = next((i for i, values in enumerate(lists) if len(values) > 1), 0)
-    inner = math.prod(max(1, len(values)) for values in lists[split + 1 :])
-    step = max(1, SWEEP_CHUNK_POINTS // inner)
-    outer: list[Any] = lists[split] or [None]
+    rows = _database.sweep_rows(lists)
     columns = _core.sglang_sweep_columns(rows)
-    for start in range(0, len(outer), step):
-        chunk = list(lists)
-        chunk[split] = lists[split][start : start + step]
+    for chunk, first_row, done in _database.sweep_chunks(lists, SWEEP_CHUNK_POINTS):
         fractions, lengths, requests, chunks = chunk
         _core.sglang_sweep(
             spec,
@@ -177,10 +163,10 @@ def sweep(
             requests,
             chunks,
             out=columns,
-            row_offset=start * inner,
+            row_offset=first_row,
         )
         if progress is not None:
-            progress(min(rows, (start + step) * inner), rows)
+            progress(done, rows)
     codes = columns.pop("verdict")
     frame: pd.DataFrame = pd.DataFrame(columns, copy=False)
     frame["outcome"] = pd.Categorical.from_codes(

@@ -121,6 +121,22 @@ bool uses_model_runner_v2(const ModelSpec& spec, const EngineProfile& profile,
   return routed;
 }
 
+// The sampler's temporaries per (request x vocab entry) beside the served-dtype logits. The V1
+// runner samples with FlashInfer's top-k/top-p kernels when VLLM_USE_FLASHINFER_SAMPLER=1 (and
+// on 0.8-0.12 wherever FlashInfer is installed, which the log's "Using FlashInfer for top-p &
+// top-k sampling" shows); Model Runner V2 has its own sampler and does not read the variable.
+double sampler_bytes_per_logit(const EngineProfile& profile, const EngineConfig& config,
+                               bool model_runner_v2) {
+  if (config.vllm_use_flashinfer_sampler != "1" || model_runner_v2) {
+    return profile.sampler_bytes_per_logit;
+  }
+  if (profile.flashinfer_sampler_bytes_per_logit <= 0.0) {
+    throw ConfigError("vllm_use_flashinfer_sampler", "1", "auto or 0 at vLLM " + profile.version,
+                      "the V0 engine's FlashInfer sampling is not modelled");
+  }
+  return profile.flashinfer_sampler_bytes_per_logit;
+}
+
 // Bytes per element of a --mamba-cache-dtype / --mamba-ssm-cache-dtype value ("auto" ->
 // `auto_bytes`); the knob registry has checked the name.
 std::int32_t state_width(const std::string& dtype, std::int64_t auto_bytes) noexcept {
@@ -445,7 +461,8 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
       quantization_.method == QuantMethod::Mxfp4 ? calibration::kRepackedWeightsUnreusable : 0;
   num_speculative_tokens_ = c.num_speculative_tokens;
   const std::int64_t act_bytes = dtype_info(served_dtype_).block_bytes;
-  sampler_.bytes_per_logit = profile.sampler_bytes_per_logit + static_cast<double>(act_bytes);
+  sampler_.bytes_per_logit =
+      sampler_bytes_per_logit(profile, c, model_runner_v2_) + static_cast<double>(act_bytes);
   sampler_.padded_vocab = static_cast<double>(padded_vocab_size(s.vocab_size));
   sampler_.bytes_per_batched_token = s.hidden_size * act_bytes;
 

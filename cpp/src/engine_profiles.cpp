@@ -216,6 +216,7 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
     p.tokens_from_concurrency = report == "concurrency";
   }
   number("sampler_bytes_per_logit", 0.0, 1000.0, p.sampler_bytes_per_logit);
+  number("flashinfer_sampler_bytes_per_logit", 0.0, 1000.0, p.flashinfer_sampler_bytes_per_logit);
   bytes("non_torch_single_rank_bytes", p.non_torch_single_rank_bytes);
   bytes("non_torch_pipeline_only_bytes", p.non_torch_pipeline_only_bytes);
   bytes("non_torch_tensor_parallel_bytes", p.non_torch_tensor_parallel_bytes);

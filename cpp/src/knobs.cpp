@@ -227,6 +227,13 @@ const std::vector<KnobSpec> kKnobs = {
      "auto: the release's routing (Model Runner V2 for every model from 0.29)",
      "VLLM_USE_V2_MODEL_RUNNER (environment): 1 forces Model Runner V2, 0 the V1 runner", "", "", 1,
      VRAMPLAN_KNOB_ACCESS(vllm_use_v2_model_runner), false},
+    {"vllm_use_flashinfer_sampler", KnobType::Text, "", 0, 0, "auto,0,1", KnobDefault::Stated,
+     "auto: the PyTorch-native sampler (0.8-0.16: a full sort of the logits; 0.17+: Triton), "
+     "which 0.8-0.12 run only where FlashInfer is not installed",
+     "VLLM_USE_FLASHINFER_SAMPLER (environment): 1 samples with FlashInfer's top-k/top-p "
+     "kernels on the V1 runner (0.8-0.12 also do so wherever FlashInfer is installed; the log "
+     "says \"Using FlashInfer for top-p & top-k sampling\")",
+     "", "", 1, VRAMPLAN_KNOB_ACCESS(vllm_use_flashinfer_sampler), false},
 };
 
 #undef VRAMPLAN_KNOB_ACCESS

@@ -464,6 +464,8 @@ void Parser::memory_line(std::string_view line) {
   set_first(f_.cudagraph_estimate_gib, gib_after(line, vocab::kEstimatedCudaGraphMemory));
   // vLLM 0.27+ lines.
   if (contains(line, vocab::kUsingV2ModelRunner)) f_.model_runner_v2 = true;
+  if (contains(line, vocab::kUsingFlashInferSampling)) f_.flashinfer_sampler = true;
+  if (contains(line, vocab::kNativeSamplingFallback)) f_.flashinfer_sampler = false;
   if ((at = line.find(vocab::kGibForConsumedMemory)) != npos) {
     if (const auto consumed = text::read_number_before(line, at)) {
       set_first_value(f_.consumed_gib, consumed->value);
@@ -752,6 +754,7 @@ nlohmann::json to_json(const VllmLogFigures& f) {
   j["cudagraph_estimate_gib"] = opt(f.cudagraph_estimate_gib);
   j["padding_layers"] = opt(f.padding_layers);
   j["model_runner_v2"] = opt(f.model_runner_v2);
+  j["flashinfer_sampler"] = opt(f.flashinfer_sampler);
   j["consumed_gib"] = opt(f.consumed_gib);
   j["suggested_kv_cache_memory_bytes"] = opt(f.suggested_kv_cache_memory_bytes);
   j["startup_free_gib"] = opt(f.startup_free_gib);

@@ -219,6 +219,9 @@ nlohmann::json to_vllm_env(const Plan& plan) {
   if (plan.config.vllm_use_v2_model_runner != "auto") {
     out["VLLM_USE_V2_MODEL_RUNNER"] = plan.config.vllm_use_v2_model_runner;
   }
+  if (plan.config.vllm_use_flashinfer_sampler != "auto") {
+    out["VLLM_USE_FLASHINFER_SAMPLER"] = plan.config.vllm_use_flashinfer_sampler;
+  }
   return out;
 }
 

@@ -66,7 +66,10 @@ _SPECULATIVE_FLAGS = {
 _ENV_KNOBS = {
     "VLLM_ALL2ALL_BACKEND": "all2all_backend",
     "VLLM_USE_V2_MODEL_RUNNER": "vllm_use_v2_model_runner",
+    "VLLM_USE_FLASHINFER_SAMPLER": "vllm_use_flashinfer_sampler",
 }
+# Read by vLLM as bool(int(value)): any integer, nonzero meaning on.
+_INTEGER_FLAG_ENV = frozenset({"VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_FLASHINFER_SAMPLER"})
 
 
 @functools.lru_cache(maxsize=1)
@@ -508,8 +511,9 @@ def to_knobs(
 
 def _env_value(key: str, value: str) -> str:
     """A memory-relevant environment variable's value as the knob takes it. vLLM reads
-    VLLM_USE_V2_MODEL_RUNNER as bool(int(value)): any integer, nonzero meaning on."""
-    if key != "VLLM_USE_V2_MODEL_RUNNER":
+    VLLM_USE_V2_MODEL_RUNNER and VLLM_USE_FLASHINFER_SAMPLER as bool(int(value)): any integer,
+    nonzero meaning on."""
+    if key not in _INTEGER_FLAG_ENV:
         return value
     if re.fullmatch(r"\s*[+-]?\d+\s*", value):
         return "1" if int(value) else "0"

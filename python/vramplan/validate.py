@@ -229,6 +229,18 @@ def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
             )
         # The log's "Using V2 Model Runner": replayed on the runner that ran.
         knobs["vllm_use_v2_model_runner"] = "1" if runner else "0"
+    sampler = record.get("flashinfer_sampler")
+    if sampler is not None:
+        if not isinstance(sampler, bool):
+            raise api.config_error(
+                f"record {record.get('id')!s:.200}: flashinfer_sampler",
+                sampler,
+                "true or false",
+                "wrong value",
+            )
+        # The log's "Using FlashInfer for top-p & top-k sampling" (or the PyTorch-native
+        # fallback warning): replayed with the sampler that ran.
+        knobs["vllm_use_flashinfer_sampler"] = "1" if sampler else "0"
     return knobs
 
 
@@ -384,6 +396,8 @@ def record_from_log(
     record["vllm_version"] = figures.get("vllm_version")
     if figures.get("model_runner_v2"):
         record["model_runner_v2"] = True  # the log says so; its absence says nothing
+    if figures.get("flashinfer_sampler") is not None:
+        record["flashinfer_sampler"] = figures["flashinfer_sampler"]
     if figures.get("data_parallel_size") not in (None, 1):
         record["other_flags"] = f"data_parallel_size={figures['data_parallel_size']}"
     if model:

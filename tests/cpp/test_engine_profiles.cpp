@@ -34,6 +34,11 @@ TEST(EngineProfiles, VersionsMapToTheirRows) {
   EXPECT_DOUBLE_EQ(engine_profile("0.15.1").sampler_bytes_per_logit, 36.9);
   EXPECT_EQ(engine_profile("0.16.0").non_torch_single_rank_bytes, 133 << 20);
   EXPECT_DOUBLE_EQ(engine_profile("0.17.0").sampler_bytes_per_logit, 13.2);
+  // FlashInfer's sampler from the first V1 row on (fp32 logits, top-k masked copy,
+  // probabilities: 3 x 4 B); none on the V0 rows.
+  EXPECT_DOUBLE_EQ(engine_profile("0.8.0").flashinfer_sampler_bytes_per_logit, 12.0);
+  EXPECT_DOUBLE_EQ(engine_profile("0.17.0").flashinfer_sampler_bytes_per_logit, 12.0);
+  EXPECT_DOUBLE_EQ(engine_profile("0.6.4").flashinfer_sampler_bytes_per_logit, 0.0);
   // V0: no chunked prefill by default, 256 sequences everywhere.
   const EngineProfile v0 = engine_profile("v0.6.4.post2");
   EXPECT_EQ(v0.era, EngineEra::V0);
@@ -241,6 +246,7 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "  - from_version: \"0.19\"\n    era: v1\n    default_gpu_memory_utilization: 0.9\n"
       "    cudagraph_in_budget: false\n    chunked_prefill_default: true\n"
       "    kv_tokens_report: blocks\n    sampler_bytes_per_logit: 13.2\n"
+      "    flashinfer_sampler_bytes_per_logit: 12.0\n"
       "    non_torch_single_rank_bytes: 268435456\n"
       "    startup_free_memory_check: true\n    post_allocation_check: true\n"
       "    graph_profiling_minimal_kv_cache: false\n"

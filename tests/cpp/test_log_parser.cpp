@@ -588,6 +588,7 @@ TEST(LogParserText, ToJsonHasEveryFieldAndNulls) {
                                          "cudagraph_estimate_gib",
                                          "padding_layers",
                                          "model_runner_v2",
+                                         "flashinfer_sampler",
                                          "consumed_gib",
                                          "suggested_kv_cache_memory_bytes",
                                          "startup_free_gib",

@@ -702,3 +702,25 @@ def test_the_argument_list_reads_as_pyyaml_reads_it(tmp_path: Path) -> None:
     bad.write_text("base: [a, b]\nreleases:\n  - release: '0.6.0'\n    adds: [c, ~]\n")
     with pytest.raises(vramplan.SpecError, match=r"releases\[0\]\.adds\[1\]"):
         _core.load_yaml_names_file(str(bad), "vLLM's argument list", 1 << 20)
+
+
+def test_check_reads_the_flashinfer_sampler_from_the_environment(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # vLLM reads VLLM_USE_FLASHINFER_SAMPLER as bool(int(value)); at 0.10 the V1 runner then
+    # samples on FlashInfer's kernels (12 B per logit, not the native sort's 36.9): Qwen3-8B's
+    # 256 x 151936 A100 sampler pass shrinks by 24.9 x 38,895,616 B.
+    command = ["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "2048", "--max-num-seqs", "256"]
+    command += ["--gpu-memory-utilization", "0.9", "--max-num-batched-tokens", "2048"]
+    args = ["check", "--gpu", "A100-80GB", "--engine-version", "0.10.1", "--json", "--"]
+    peaks = {}
+    for value in ("0", "1"):
+        assert main([*args, f"VLLM_USE_FLASHINFER_SAMPLER={value}", *command]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["vllm_env"]["VLLM_USE_FLASHINFER_SAMPLER"] == value
+        peaks[value] = data["breakdown"]["ranks"][0]["activation_peak_bytes"]
+    assert abs(peaks["0"] - peaks["1"] - 24.9 * 256 * 151936) < 2
+    assert (
+        main(["check", "--gpu", "A100-80GB", "--", "VLLM_USE_FLASHINFER_SAMPLER=on", *command]) == 2
+    )
+    assert "VLLM_USE_FLASHINFER_SAMPLER: expected an integer" in capsys.readouterr().err

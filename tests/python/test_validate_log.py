@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import vramplan
-from vramplan import validate
+from vramplan import _core, validate
 
 LOGS_019 = Path(__file__).resolve().parents[1] / "data" / "measured" / "logs" / "vllm-0.19.0"
 LOGS_PUBLIC = Path(__file__).resolve().parents[1] / "data" / "public_logs"
@@ -187,3 +187,47 @@ def test_replay_runs_the_model_runner_the_log_names() -> None:
     rejected = validate.replay_record({**bad, "model_runner_v2": "yes"})
     assert rejected.unsupported is not None
     assert "record b: model_runner_v2" in rejected.unsupported
+
+
+def test_replay_samples_with_the_sampler_the_log_names() -> None:
+    # pub-300 (A100 80GB, vLLM 0.10.1.1; verbatim excerpt) ran with FlashInfer installed, and
+    # its worker says so at init ("Using FlashInfer for top-p & top-k sampling.", from the
+    # original log at the same commit). vLLM 0.8-0.12 then sample on FlashInfer's kernels: 12 B
+    # per logit instead of the PyTorch-native sort's 36.9 (engines.yaml, 0.8.0 row), which
+    # over 256 requests x 152064 vocab is 24.9 x 38,928,384 B = 0.903 GiB more KV cache.
+    text = (LOGS_PUBLIC / "pub-300.log").read_text()
+    line = (
+        "(EngineCore_0 pid=1812) INFO 09-04 01:02:57 [topk_topp_sampler.py:50] "
+        "Using FlashInfer for top-p & top-k sampling.\n"
+    )
+    assert _core.parse_vllm_log(line)["flashinfer_sampler"] is True
+    fallback = (
+        "WARNING 09-04 01:02:57 [topk_topp_sampler.py:60] FlashInfer is not available. Falling "
+        "back to the PyTorch-native implementation of top-p & top-k sampling. For the best "
+        "performance, please install FlashInfer.\n"
+    )
+    assert _core.parse_vllm_log(fallback)["flashinfer_sampler"] is False
+    assert _core.parse_vllm_log(text)["flashinfer_sampler"] is None
+    model, gpu = "Qwen/Qwen2-7B-Instruct", "A100-80GB"
+    with_line = validate.replay_log(line + text, model=model, gpu=gpu)
+    without = validate.replay_log(text, model=model, gpu=gpu)
+    assert with_line.unsupported is None
+    assert with_line.launch["vllm_use_flashinfer_sampler"] == "1"
+    assert "vllm_use_flashinfer_sampler" not in without.launch
+    # The record (tests/data/public_records.jsonl, utilization 0.25 from the launch's
+    # non-default args, which this hard-wrapped copy of the log splits over two lines).
+    records = (LOGS_PUBLIC.parent / "public_records.jsonl").read_text().splitlines()
+    record = next(r for r in map(json.loads, records) if r["id"] == "pub-300")
+    kv = {}
+    for name, sampler in (("flashinfer", True), ("native", False)):
+        replay = validate.replay_record({**record, "flashinfer_sampler": sampler})
+        launch = dict(replay.launch)
+        launch.pop("model"), launch.pop("gpu")
+        kv[name] = vramplan.breakdown(model, gpu, **launch).to_dict()["ranks"][0]["kv_cache_bytes"]
+    assert abs(kv["flashinfer"] - kv["native"] - 24.9 * 256 * 152064) < 2
+    # The log's "Available KV cache memory: 5.01 GiB", to the display precision.
+    assert abs(kv["flashinfer"] / 2**30 - 5.01) < 0.02
+    bad = {"id": "b", "model": LLAMA, "gpu": "H100", "vllm_version": "0.10.1"}
+    rejected = validate.replay_record({**bad, "flashinfer_sampler": "yes"})
+    assert rejected.unsupported is not None
+    assert "record b: flashinfer_sampler" in rejected.unsupported

@@ -82,6 +82,10 @@ struct EngineProfile {
   // are not loaded), not only unprofiled.
   bool skips_encoder_without_modalities = true;
   double sampler_bytes_per_logit = 0.0;  // fitted: peak sampler bytes per (request x vocab entry)
+  // The V1 runner's sampler on FlashInfer's top-k/top-p kernels (VLLM_USE_FLASHINFER_SAMPLER=1,
+  // or FlashInfer installed on 0.8-0.12): bytes per logit beside the served-dtype logits. 0: the
+  // release's V1 runner has no FlashInfer sampler (V0).
+  double flashinfer_sampler_bytes_per_logit = 0.0;
   std::int64_t non_torch_single_rank_bytes = 0;      // TP=1, no PP: cuBLAS/attention workspaces
   std::int64_t non_torch_pipeline_only_bytes = 0;    // PP>1 at TP=1
   std::int64_t non_torch_tensor_parallel_bytes = 0;  // TP>=2 over NVLink: NCCL channels
@@ -245,6 +249,10 @@ struct EngineConfig {
   // VLLM_USE_V2_MODEL_RUNNER (environment): "auto" (unset) lets the release route the model,
   // "1" forces Model Runner V2, "0" the V1 runner.
   std::string vllm_use_v2_model_runner = "auto";
+  // VLLM_USE_FLASHINFER_SAMPLER (environment): "1" the V1 runner samples with FlashInfer's
+  // top-k/top-p kernels (also 0.8-0.12's default wherever FlashInfer is installed), "0" and
+  // "auto" the PyTorch-native (0.8-0.16: full sort) or Triton (0.17+) path.
+  std::string vllm_use_flashinfer_sampler = "auto";
   // A calibrated profile (apply_profile_overrides) used instead of the engines.yaml row of
   // engine_version; not a vLLM knob.
   std::shared_ptr<const EngineProfile> profile;

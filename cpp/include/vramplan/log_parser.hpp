@@ -75,6 +75,9 @@ struct VllmLogFigures {
   // (weights + non-torch)" and its `--kv-cache-memory=N` "to fit into requested memory" (its
   // "peak activation" includes the graph estimate, so it is not read as activation_peak_gib).
   std::optional<bool> model_runner_v2;
+  // vLLM 0.8+ V1: "Using FlashInfer for top-p & top-k sampling" (true) or the PyTorch-native
+  // fallback warning (false); absent: the log does not say.
+  std::optional<bool> flashinfer_sampler;
   std::optional<double> consumed_gib;
   std::optional<std::int64_t> suggested_kv_cache_memory_bytes;
   std::optional<double> startup_free_gib;     // the failed startup check's free figure

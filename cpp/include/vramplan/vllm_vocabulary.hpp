@@ -111,6 +111,15 @@ inline constexpr std::string_view kGraphCapturingFinished = "Graph capturing fin
 inline constexpr std::string_view kGraphCapturingFinishedIn = "Graph capturing finished in ";
 inline constexpr std::string_view kCommaTook = ", took ";
 
+// --- 0.8+ V1 sampler (topk_topp_sampler.py): which top-k/top-p implementation runs --------
+inline constexpr std::string_view kUsingFlashInferSampling =
+    "Using FlashInfer for top-p & top-k sampling";
+// The two warnings of an install that samples on the PyTorch-native path ("FlashInfer is not
+// available. Falling back to the PyTorch-native implementation of top-p & top-k sampling", or
+// "... is available, but it is not enabled. Falling back ...").
+inline constexpr std::string_view kNativeSamplingFallback =
+    "Falling back to the PyTorch-native implementation of top-p & top-k sampling";
+
 // --- 0.27+ -------------------------------------------------------------------------------
 inline constexpr std::string_view kUsingV2ModelRunner = "Using V2 Model Runner";
 // "... 12.34 GiB for consumed memory (weights + non-torch) ... `--kv-cache-memory=N` to fit

@@ -207,6 +207,10 @@ def _launch(
     version = engine_version or _engine_version(figures.get("vllm_version"))
     if version:
         knobs["engine_version"] = version
+    if figures.get("flashinfer_sampler"):
+        # "Using FlashInfer for top-p & top-k sampling": the sampler that ran (0.8-0.12 use it
+        # wherever FlashInfer is installed), whose profile pass is a third of the native sort's.
+        knobs["vllm_use_flashinfer_sampler"] = "1"
     logged = {
         key: figures[key]
         for key in (

@@ -339,3 +339,22 @@ def test_seed_003_runtime_oom_fix_keeps_what_ran(data_dir: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["launch"]["engine_version"] == "0.6.0"
+
+
+def test_the_sampler_the_log_names_is_the_one_evaluated(diag_dir: Path, tmp_path: Path) -> None:
+    # The V1 worker prints which top-k/top-p sampler it built (topk_topp_sampler.py). With
+    # "Using FlashInfer ..." (VLLM_USE_FLASHINFER_SAMPLER=1, or 0.8-0.12 with FlashInfer
+    # installed) the profile pass takes 12 B per logit, not the native sort's 36.9 or 0.19's
+    # Triton 13.2: the launch diagnose evaluates must say so, and stay as it was without the line.
+    line = (
+        "(EngineCore_DP0 pid=1) INFO 04-22 01:30:01 [topk_topp_sampler.py:40] "
+        "Using FlashInfer for top-p & top-k sampling.\n"
+    )
+    log = (diag_dir / "v019_gpt_oss_20b_sampler_warmup.log").read_text()
+    path = tmp_path / "with_sampler_line.log"
+    path.write_text(line + log)
+    result = vramplan.diagnose(path)
+    assert result["cause"] == "sampler_warmup_oom"
+    assert result["launch"]["vllm_use_flashinfer_sampler"] == "1"
+    plain = vramplan.diagnose(diag_dir / "v019_gpt_oss_20b_sampler_warmup.log")
+    assert "vllm_use_flashinfer_sampler" not in plain["launch"]

@@ -197,11 +197,14 @@ void add_linear_attention(const ModelSpec& s, int index, GroupBuilder& b) {
   const std::int64_t key_dim = static_cast<std::int64_t>(g.num_key_heads) * g.key_head_dim;
   const std::int64_t value_dim = static_cast<std::int64_t>(g.num_value_heads) * g.value_head_dim;
   // in_proj_qkvz [2*key + 2*value, h] and in_proj_ba [2*Hv, h]: two Linears in vLLM, which a
-  // quantization config may treat apart (Qwen3.5 NVFP4 keeps in_proj_a/b in bf16).
+  // quantization config may treat apart (Qwen3.5 NVFP4 keeps in_proj_a/b in bf16). Qwen3-Next
+  // checkpoints store each as one module; Qwen3.5 / 3.6 store in_proj_qkv and in_proj_z, and
+  // in_proj_b and in_proj_a, apart (their weight maps list a weight_shape for each).
+  const std::int32_t modules = s.model_type.rfind("qwen3_5", 0) == 0 ? 2 : 1;
   b.add(TensorRole::MixerIn, TensorSplit::Column, index, 2 * key_dim + 2 * value_dim, s.hidden_size,
-        true);
+        true, 1, 0, modules);
   b.add(TensorRole::MixerInBA, TensorSplit::Column, index, 2LL * g.num_value_heads, s.hidden_size,
-        true);
+        true, 1, 0, modules);
   // conv1d over q,k,v [2*key + value, kernel]; dt_bias and A_log [Hv].
   b.add(TensorRole::MixerSmall, TensorSplit::Column, index, 2 * key_dim + value_dim, g.conv_kernel,
         false);

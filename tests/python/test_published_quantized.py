@@ -40,11 +40,12 @@ def test_checkpoint_bytes_equal_published_total_size(
 # The header is derived here, independently of the planner, from the tensors AutoGPTQ 0.3-0.4
 # writes for a Llama model: per quantized Linear (q, k, v, o, gate, up, down, each apart)
 # qweight int32 [k*bits/32, n], qzeros int32 [groups, n*bits/32], scales fp16 [groups, n],
-# g_idx int32 [k] and a zero-valued fp16 bias [n] (those AutoGPTQ versions give every
-# QuantLinear a bias buffer; vLLM skips it at load, and config.json does not record the writer,
-# so the planner does not count it: it is added by hand below); the norms, embed_tokens and
-# lm_head in torch_dtype; the metadata AutoGPTQ stores (format, auto_gptq_version,
-# gptq_bits, gptq_group_size, gptq_desc_act, gptq_damp_percent). safetensors 0.3 writes the
+# g_idx int32 [k] and a zero-valued fp16 bias [n] (AutoGPTQ's make_quant builds every
+# QuantLinear with bias=True, modeling/_utils.py in the 0.2.2-0.5.0 wheels on PyPI; vLLM skips
+# it at load, and config.json does not record the writer, so the planner does not count it: it
+# is added by hand below); the norms, embed_tokens and lm_head in torch_dtype; the metadata
+# AutoGPTQ 0.4.x's save_quantized stores (modeling/_base.py: format, auto_gptq_version,
+# gptq_bits, gptq_group_size, gptq_desc_act, gptq_damp_percent). safetensors writes the
 # tensors sorted by dtype (I32 before F16/BF16) then name, as compact JSON with data_offsets.
 # All ten files close to the byte; before per-module g_idx (one per k_proj and v_proj, one per
 # gate_proj and up_proj) the planner was 1,638,400 bytes short for MythoMax, 5,242,880 for Genz.
@@ -135,7 +136,7 @@ def test_gptq_checkpoint_bytes_equal_published_file_size(config_file: str, file_
     tensors = _autogptq_llama_tensors(config)
     metadata = {
         "format": "pt",
-        "auto_gptq_version": "0.4.2",  # any x.y.z of AutoGPTQ 0.3.x-0.4.x: same length
+        "auto_gptq_version": "0.4.2",  # 0.4.0, 0.4.1 and 0.4.2 give the same length
         "gptq_bits": str(quant["bits"]),
         "gptq_group_size": str(quant["group_size"]),
         "gptq_desc_act": str(quant["desc_act"]),

@@ -325,3 +325,35 @@ TEST(Weights, FusedCheckpointLayoutsKeepOneModule) {
   for (const auto& g : model_tensor_groups(spec))
     EXPECT_EQ(g.modules, 1) << tensor_role_name(g.role);
 }
+
+TEST(Weights, PackedWna16CheckpointStoresAWeightShapePerModule) {
+  // compressed-tensors pack-quantized: per quantized Linear weight_packed int32 [n, k/8],
+  // weight_scale [n, k/G] in torch_dtype and weight_shape int64 [2]; a public weight_map of a
+  // W4A16 checkpoint (llm-compressor issue 2512) lists weight_shape for q_a_proj, kv_a_proj, ...
+  // and each of gate_proj and up_proj. Llama-2-13B, 4-bit, group 128, symmetric, fp16:
+  const ModelSpec spec = spec_from_yaml(std::string(kLlama2_13B) +
+                                        "quantization: {method: packed_wna16, bits: 4, "
+                                        "group_size: 128, unquantized: [lm_head]}\n");
+  auto module = [](std::int64_t n, std::int64_t k) { return n * k / 2 + n * (k / 128) * 2 + 16; };
+  const std::int64_t h = 5120;
+  const std::int64_t i = 13824;
+  const std::int64_t layer = 4 * module(h, h) + 2 * module(i, h) + module(h, i) + 2 * h * 2;
+  const std::int64_t expected = 40 * layer + 2 * 32000 * h * 2 + h * 2;
+  EXPECT_EQ(expected, 7198325120);
+  EXPECT_EQ(checkpoint_tensor_bytes(spec), expected);
+}
+
+TEST(Weights, Nvfp4CheckpointStoresGlobalScalesPerModule) {
+  // NVFP4 (ModelOpt and compressed-tensors): per quantized Linear e2m1 pairs [n, k/2], fp8
+  // block scales [n, k/16], and two float32 scalars (weight_scale_2 and input_scale, or
+  // weight_global_scale and input_global_scale): 7 pairs per Llama layer, not 5.
+  const ModelSpec spec = spec_from_yaml(std::string(kLlama2_13B) +
+                                        "quantization: {method: nvfp4, unquantized: [lm_head]}\n");
+  auto module = [](std::int64_t n, std::int64_t k) { return n * k / 2 + n * (k / 16) + 8; };
+  const std::int64_t h = 5120;
+  const std::int64_t i = 13824;
+  const std::int64_t layer = 4 * module(h, h) + 2 * module(i, h) + module(h, i) + 2 * h * 2;
+  const std::int64_t expected = 40 * layer + 2 * 32000 * h * 2 + h * 2;
+  EXPECT_EQ(expected, 7793062080);
+  EXPECT_EQ(checkpoint_tensor_bytes(spec), expected);
+}

@@ -50,10 +50,12 @@ def test_checkpoint_bytes_equal_published_total_size(
 # All ten files close to the byte; before per-module g_idx (one per k_proj and v_proj, one per
 # gate_proj and up_proj) the planner was 1,638,400 bytes short for MythoMax, 5,242,880 for Genz.
 _SAFETENSORS_DTYPES = ["BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32"]
-_ELEMENT_BYTES = {"I32": 4, "F16": 2, "BF16": 2}
+_ELEMENT_BYTES = {"I32": 4, "F16": 2, "BF16": 2, "F32": 4}
 
 
-def _autogptq_llama_tensors(config: dict) -> dict[str, tuple[str, list[int]]]:
+def _autogptq_llama_tensors(
+    config: dict, rotary_inv_freq: bool = False
+) -> dict[str, tuple[str, list[int]]]:
     quant = config["quantization_config"]
     bits, group = quant["bits"], quant["group_size"]
     dense = {"float16": "F16", "bfloat16": "BF16"}[config["torch_dtype"]]
@@ -86,6 +88,8 @@ def _autogptq_llama_tensors(config: dict) -> dict[str, tuple[str, list[int]]]:
             tensors[module + "scales"] = ("F16", [groups, n])
             tensors[module + "g_idx"] = ("I32", [k])
             tensors[module + "bias"] = ("F16", [n])
+        if rotary_inv_freq:
+            tensors[prefix + "self_attn.rotary_emb.inv_freq"] = ("F32", [h // heads // 2])
     return tensors
 
 
@@ -149,6 +153,60 @@ def test_gptq_checkpoint_bytes_equal_published_file_size(config_file: str, file_
     )
     planner_bytes = vramplan.from_hf_config(CONFIGS / config_file).checkpoint_bytes()
     assert planner_bytes + zero_bias_bytes == stored_tensor_bytes
+
+
+@pytest.mark.parametrize(
+    ("config_file", "file_bytes"),
+    [
+        (
+            "TheBloke__Wizard-Vicuna-30B-Uncensored-GPTQ__gptq-3bit--1g-actorder_True.json",
+            12_924_188_232,
+        ),
+        (
+            "TheBloke__Wizard-Vicuna-30B-Uncensored-GPTQ__gptq-3bit-128g-actorder_False.json",
+            13_509_985_048,
+        ),
+        (
+            "TheBloke__Wizard-Vicuna-30B-Uncensored-GPTQ__gptq-4bit-128g-actorder_True.json",
+            17_554_104_664,
+        ),
+        (
+            "TheBloke__Wizard-Vicuna-30B-Uncensored-GPTQ__gptq-4bit-64g-actorder_True.json",
+            18_181_100_600,
+        ),
+        (
+            "TheBloke__Wizard-Vicuna-30B-Uncensored-GPTQ__gptq-4bit-32g-actorder_True.json",
+            19_435_091_032,
+        ),
+        (
+            "TheBloke__Wizard-Vicuna-30B-Uncensored-GPTQ__gptq-8bit--1g-actorder_True.json",
+            32_990_628_744,
+        ),
+        (
+            "TheBloke__Wizard-Vicuna-30B-Uncensored-GPTQ__gptq-8bit-128g-actorder_False.json",
+            33_730_582_352,
+        ),
+    ],
+)
+def test_older_gptq_checkpoint_bytes_within_their_header_metadata(
+    config_file: str, file_bytes: int
+) -> None:
+    """Evidence, not exact: TheBloke/Wizard-Vicuna-30B-Uncensored-GPTQ (LLaMA-1 30B, fp16), the
+    same git-LFS file sizes as above. These files also hold each layer's rotary_emb.inv_freq
+    float32 [head_dim / 2] (transformers before 4.31 saved it; vLLM skips it) and their header
+    metadata is not AutoGPTQ 0.4's: {"format", "auto_gptq_version"} closes six of the seven to
+    the byte and the 4-bit 64g file to 8 (one padding step), so the writer's version string is
+    not known. The branch main (16,940,128,464 B) is left out: 2,651,960 B more than its config
+    explains, not understood."""
+    config = json.loads((CONFIGS / config_file).read_text())
+    tensors = _autogptq_llama_tensors(config, rotary_inv_freq=True)
+    metadata = {"format": "pt", "auto_gptq_version": "0.3.0"}
+    stored_tensor_bytes = file_bytes - 8 - _safetensors_header_bytes(tensors, metadata)
+    unplanned_bytes = sum(
+        _tensor_bytes(*t) for name, t in tensors.items() if name.endswith((".bias", ".inv_freq"))
+    )
+    planner_bytes = vramplan.from_hf_config(CONFIGS / config_file).checkpoint_bytes()
+    assert abs(stored_tensor_bytes - (planner_bytes + unplanned_bytes)) <= 8
 
 
 # --- Evidence only, not exact: hub page shard sizes, rounded by the hub to 3 significant digits

@@ -110,9 +110,11 @@ class GroupBuilder {
  public:
   explicit GroupBuilder(std::vector<TensorGroup>& out) : out_(out) {}
   void add(TensorRole role, TensorSplit split, int layer, std::int64_t rows, std::int64_t cols,
-           bool is_linear, std::int64_t count = 1, std::int64_t heads = 0) {
+           bool is_linear, std::int64_t count = 1, std::int64_t heads = 0,
+           std::int32_t modules = 1) {
     if (rows <= 0 || cols <= 0 || count <= 0) return;
-    out_.push_back(TensorGroup{role, split, layer, rows, cols, count, heads, is_linear, mtp_});
+    out_.push_back(
+        TensorGroup{role, split, layer, rows, cols, count, heads, is_linear, mtp_, modules});
   }
   void set_mtp(bool mtp) { mtp_ = mtp; }
 
@@ -120,6 +122,22 @@ class GroupBuilder {
   std::vector<TensorGroup>& out_;
   bool mtp_ = false;
 };
+
+// Families whose checkpoints store q, k and v as one Linear (Phi-3 qkv_proj, Falcon
+// query_key_value, InternLM2 wqkv), or gate and up as one (Phi-3 and GLM-4 gate_up_proj,
+// gpt-oss experts' gate_up_proj); the rest store them apart, as Llama does.
+bool checkpoint_fuses_qkv(const ModelSpec& s) {
+  return s.model_type == "phi3" || s.model_type == "falcon" || s.model_type == "internlm2";
+}
+
+bool checkpoint_fuses_gate_up(const ModelSpec& s) {
+  return s.model_type == "phi3" || s.model_type == "glm4" || s.model_type == "gpt_oss";
+}
+
+// Modules the checkpoint stores for a gate+up group: gate_proj and up_proj apart when gated.
+std::int32_t gate_up_modules(const ModelSpec& s) {
+  return s.gated_mlp && !checkpoint_fuses_gate_up(s) ? 2 : 1;
+}
 
 void add_attention(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {
   const std::int64_t h = s.hidden_size;
@@ -129,7 +147,8 @@ void add_attention(const ModelSpec& s, const LayerSpec& layer, int index, GroupB
   const std::int64_t hkv = layer.num_key_value_heads;
   const std::int64_t q_rows = hq * d * (s.attn_output_gate ? 2 : 1);
   b.add(TensorRole::AttnQ, TensorSplit::Column, index, q_rows, h, true);
-  b.add(TensorRole::AttnKV, TensorSplit::KvHeads, index, hkv * (d + dv), h, true, 1, hkv);
+  b.add(TensorRole::AttnKV, TensorSplit::KvHeads, index, hkv * (d + dv), h, true, 1, hkv,
+        checkpoint_fuses_qkv(s) ? 1 : 2);
   b.add(TensorRole::AttnO, TensorSplit::Row, index, h, hq * dv, true);
   if (s.qkv_bias) {
     b.add(TensorRole::Bias, TensorSplit::Column, index, hq * d, 1, false);
@@ -178,11 +197,14 @@ void add_linear_attention(const ModelSpec& s, int index, GroupBuilder& b) {
   const std::int64_t key_dim = static_cast<std::int64_t>(g.num_key_heads) * g.key_head_dim;
   const std::int64_t value_dim = static_cast<std::int64_t>(g.num_value_heads) * g.value_head_dim;
   // in_proj_qkvz [2*key + 2*value, h] and in_proj_ba [2*Hv, h]: two Linears in vLLM, which a
-  // quantization config may treat apart (Qwen3.5 NVFP4 keeps in_proj_a/b in bf16).
+  // quantization config may treat apart (Qwen3.5 NVFP4 keeps in_proj_a/b in bf16). Qwen3-Next
+  // checkpoints store each as one module; Qwen3.5 / 3.6 store in_proj_qkv and in_proj_z, and
+  // in_proj_b and in_proj_a, apart (their weight maps list a weight_shape for each).
+  const std::int32_t modules = s.model_type.rfind("qwen3_5", 0) == 0 ? 2 : 1;
   b.add(TensorRole::MixerIn, TensorSplit::Column, index, 2 * key_dim + 2 * value_dim, s.hidden_size,
-        true);
+        true, 1, 0, modules);
   b.add(TensorRole::MixerInBA, TensorSplit::Column, index, 2LL * g.num_value_heads, s.hidden_size,
-        true);
+        true, 1, 0, modules);
   // conv1d over q,k,v [2*key + value, kernel]; dt_bias and A_log [Hv].
   b.add(TensorRole::MixerSmall, TensorSplit::Column, index, 2 * key_dim + value_dim, g.conv_kernel,
         false);
@@ -196,7 +218,7 @@ void add_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder
   const std::int64_t gate_factor = s.gated_mlp ? 2 : 1;
   if (!layer.moe) {
     b.add(TensorRole::MlpGateUp, TensorSplit::Column, index, gate_factor * s.intermediate_size, h,
-          true);
+          true, 1, 0, gate_up_modules(s));
     b.add(TensorRole::MlpDown, TensorSplit::Row, index, h, s.intermediate_size, true);
     if (s.mlp_bias) {
       b.add(TensorRole::Bias, TensorSplit::Column, index, gate_factor * s.intermediate_size, 1,
@@ -210,7 +232,7 @@ void add_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder
   if (m.router_bias)
     b.add(TensorRole::RowBias, TensorSplit::Replicated, index, m.num_experts, 1, false);
   b.add(TensorRole::ExpertGateUp, TensorSplit::Column, index, gate_factor * m.moe_intermediate_size,
-        h, true, m.num_experts);
+        h, true, m.num_experts, 0, gate_up_modules(s));
   b.add(TensorRole::ExpertDown, TensorSplit::Row, index, h, m.moe_intermediate_size, true,
         m.num_experts);
   if (m.expert_bias) {
@@ -221,8 +243,8 @@ void add_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder
   if (m.num_shared_experts > 0) {
     const std::int64_t shared =
         static_cast<std::int64_t>(m.num_shared_experts) * m.shared_expert_intermediate_size;
-    b.add(TensorRole::SharedExpertGateUp, TensorSplit::Column, index, gate_factor * shared, h,
-          true);
+    b.add(TensorRole::SharedExpertGateUp, TensorSplit::Column, index, gate_factor * shared, h, true,
+          1, 0, gate_up_modules(s));
     b.add(TensorRole::SharedExpertDown, TensorSplit::Row, index, h, shared, true);
     if (m.shared_expert_gate)
       b.add(TensorRole::Router, TensorSplit::Replicated, index, 1, h, false);

@@ -212,6 +212,11 @@ std::int64_t tensor_group_bytes(const TensorGroup& g, const QuantSpec& quant, DT
       cols = round_up(cols, inter_multiple);
     }
   }
+  // A checkpoint stores each module of the group apart (k_proj and v_proj, gate_proj and
+  // up_proj), each with its own per-module tensors: g_idx, per-tensor scales, NVFP4 globals,
+  // bitsandbytes state, compressed-tensors weight_shape. On the GPU vLLM merges them.
+  const std::int64_t modules =
+      checkpoint_layout && g.modules > 1 && rows % g.modules == 0 ? g.modules : 1;
   std::int64_t bytes = 0;
   if (g.is_linear && !role_listed(quant, g.role) &&
       std::find(quant.fp8_roles.begin(), quant.fp8_roles.end(), tensor_role_name(g.role)) !=
@@ -221,9 +226,11 @@ std::int64_t tensor_group_bytes(const TensorGroup& g, const QuantSpec& quant, DT
     fp8.bits = 8;
     fp8.scale_strategy = ScaleStrategy::Tensor;
     fp8.static_activation_scale = true;
-    bytes = quantized_linear_bytes(fp8, g.role, rows, cols, served_dtype, checkpoint_layout);
+    bytes = modules * quantized_linear_bytes(fp8, g.role, rows / modules, cols, served_dtype,
+                                             checkpoint_layout);
   } else if (quantizes(quant, g)) {
-    bytes = quantized_linear_bytes(quant, g.role, rows, cols, served_dtype, checkpoint_layout);
+    bytes = modules * quantized_linear_bytes(quant, g.role, rows / modules, cols, served_dtype,
+                                             checkpoint_layout);
   } else {
     bytes = rows * cols * elem_bytes(served_dtype);
   }

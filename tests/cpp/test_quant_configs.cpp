@@ -67,10 +67,12 @@ TEST(QuantConfigs, RegexIgnoreOfInProjAAndBKeepsThoseGatesInBf16) {
   EXPECT_FALSE(has_role(quantized, "mixer_in_ba"));
   EXPECT_TRUE(has_role(kept, "router"));
   EXPECT_TRUE(has_role(kept, "lm_head"));
-  // in_proj_ba is [2 x 32, 2048] in each of the 30 linear-attention layers.
-  //   bf16:  64 x 2048 x 2                        = 262,144 B
-  //   NVFP4: 64 x 2048 / 2 + (2048 / 16) x 64 + 8 =  73,736 B (e2m1 pairs, fp8 scales, globals)
-  const std::int64_t per_layer = 262'144 - 73'736;
+  // in_proj_b and in_proj_a are [32, 2048] each, stored apart, in each of the 30
+  // linear-attention layers (vLLM fuses them into in_proj_ba [64, 2048]).
+  //   bf16:  64 x 2048 x 2                                   = 262,144 B
+  //   NVFP4: 2 x (32 x 2048 / 2 + (2048 / 16) x 32 + 4 + 4)  =  73,744 B (e2m1 pairs, fp8
+  //          scales, a float32 weight_scale_2 and input_scale per module)
+  const std::int64_t per_layer = 262'144 - 73'744;
   EXPECT_EQ(vramplan::checkpoint_tensor_bytes(kept, false) -
                 vramplan::checkpoint_tensor_bytes(quantized, false),
             30 * per_layer);

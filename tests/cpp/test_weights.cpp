@@ -250,3 +250,110 @@ TEST(Weights, CheckpointBytesTheSpecDoesNotExplainAreSharedLikeLayers) {
   EXPECT_EQ(weight_bytes_per_rank(spec, spec.quantization, DType::BF16, tp2_pp2).total() - stage,
             std::int64_t{1} << 28);
 }
+
+namespace {
+
+// Llama-2-13B shapes (h 5120, 40 heads of 128, no GQA, SwiGLU 13824, vocab 32000, fp16).
+const char* kLlama2_13B = R"(
+id: test/llama-2-13b
+model_type: llama
+hidden_size: 5120
+num_hidden_layers: 40
+num_attention_heads: 40
+num_key_value_heads: 40
+intermediate_size: 13824
+vocab_size: 32000
+max_position_embeddings: 4096
+torch_dtype: float16
+)";
+
+}  // namespace
+
+TEST(Weights, GptqCheckpointStoresOneGIdxPerModule) {
+  // AutoGPTQ writes qweight, qzeros, scales and g_idx [k] int32 for every quantized Linear:
+  // k_proj and v_proj (one AttnKV group) and gate_proj and up_proj (one MlpGateUp group) keep
+  // a g_idx each. Per Llama-2-13B layer, by hand for 8-bit, group 128, act-order:
+  //   per module [n, k]: qweight k*n*8/8, qzeros (k/128)*(n*8/32)*4, scales (k/128)*n*2, 4k
+  const ModelSpec spec = spec_from_yaml(std::string(kLlama2_13B) +
+                                        "quantization: {method: gptq, bits: 8, group_size: 128, "
+                                        "desc_act: true}\n");
+  auto module = [](std::int64_t n, std::int64_t k) {
+    return k * n + (k / 128) * n + (k / 128) * n * 2 + 4 * k;
+  };
+  const std::int64_t h = 5120;
+  const std::int64_t i = 13824;
+  const std::int64_t layer = 4 * module(h, h) + 2 * module(i, h) + module(h, i) + 2 * h * 2;
+  EXPECT_EQ(layer, 324827136);
+  const std::int64_t expected = 40 * layer + 2 * 32000 * h * 2 + h * 2;
+  // = 13,652,715,520 tensor bytes of TheBloke/MythoMax-L2-13B-GPTQ's 8-bit 128g act-order
+  // file less its 4,259,840 bytes of zero fp16 biases (tests/python/test_published_quantized.py).
+  EXPECT_EQ(expected, 13648455680);
+  EXPECT_EQ(checkpoint_tensor_bytes(spec), expected);
+  // Counting one g_idx per merged group (the rule before) missed v_proj's and up_proj's.
+  const TensorGroup kv = [&] {
+    for (const auto& g : model_tensor_groups(spec))
+      if (g.role == TensorRole::AttnKV) return g;
+    return TensorGroup{};
+  }();
+  EXPECT_EQ(kv.modules, 2);
+  EXPECT_EQ(tensor_group_bytes(kv, spec.quantization, DType::F16, 1, true), 2 * module(h, h));
+  // On the GPU vLLM merges k and v into one QKVParallelLinear: one g_idx (plus Marlin's sort
+  // indices under act-order), so the per-rank figure is unchanged by the checkpoint's layout.
+  EXPECT_EQ(tensor_group_bytes(kv, spec.quantization, DType::F16, 1, false),
+            2 * h * h + 2 * (h / 128) * h * 2 + 2 * 4 * h);
+}
+
+TEST(Weights, PerTensorFp8CheckpointStoresScalesPerModule) {
+  // A public header listing of a per-tensor fp8 Mistral-Small checkpoint (code-index hit
+  // 69079498688) shows a float32 scalar weight_scale and input_scale beside each of q_proj,
+  // k_proj, v_proj, o_proj, gate_proj, up_proj and down_proj: 7 pairs per layer, not 5.
+  const ModelSpec spec = spec_from_yaml(std::string(kLlama2_13B) +
+                                        "quantization: {method: fp8, scale_strategy: tensor, "
+                                        "static_activation_scale: true, unquantized: [lm_head]}\n");
+  const std::int64_t h = 5120;
+  const std::int64_t i = 13824;
+  const std::int64_t layer = 4 * h * h + 3 * h * i + 7 * (4 + 4) + 2 * h * 2;
+  const std::int64_t expected = 40 * layer + 2 * 32000 * h * 2 + h * 2;
+  EXPECT_EQ(expected, 13343961280);
+  EXPECT_EQ(checkpoint_tensor_bytes(spec), expected);
+}
+
+TEST(Weights, FusedCheckpointLayoutsKeepOneModule) {
+  // Phi-3 stores qkv_proj and gate_up_proj as single Linears: one module per group.
+  ModelSpec spec = spec_from_yaml(kLlama2_13B);
+  spec.model_type = "phi3";
+  for (const auto& g : model_tensor_groups(spec))
+    EXPECT_EQ(g.modules, 1) << tensor_role_name(g.role);
+}
+
+TEST(Weights, PackedWna16CheckpointStoresAWeightShapePerModule) {
+  // compressed-tensors pack-quantized: per quantized Linear weight_packed int32 [n, k/8],
+  // weight_scale [n, k/G] in torch_dtype and weight_shape int64 [2]; a public weight_map of a
+  // W4A16 checkpoint (llm-compressor issue 2512) lists weight_shape for q_a_proj, kv_a_proj, ...
+  // and each of gate_proj and up_proj. Llama-2-13B, 4-bit, group 128, symmetric, fp16:
+  const ModelSpec spec = spec_from_yaml(std::string(kLlama2_13B) +
+                                        "quantization: {method: packed_wna16, bits: 4, "
+                                        "group_size: 128, unquantized: [lm_head]}\n");
+  auto module = [](std::int64_t n, std::int64_t k) { return n * k / 2 + n * (k / 128) * 2 + 16; };
+  const std::int64_t h = 5120;
+  const std::int64_t i = 13824;
+  const std::int64_t layer = 4 * module(h, h) + 2 * module(i, h) + module(h, i) + 2 * h * 2;
+  const std::int64_t expected = 40 * layer + 2 * 32000 * h * 2 + h * 2;
+  EXPECT_EQ(expected, 7198325120);
+  EXPECT_EQ(checkpoint_tensor_bytes(spec), expected);
+}
+
+TEST(Weights, Nvfp4CheckpointStoresGlobalScalesPerModule) {
+  // NVFP4 (ModelOpt and compressed-tensors): per quantized Linear e2m1 pairs [n, k/2], fp8
+  // block scales [n, k/16], and two float32 scalars (weight_scale_2 and input_scale, or
+  // weight_global_scale and input_global_scale): 7 pairs per Llama layer, not 5.
+  const ModelSpec spec = spec_from_yaml(std::string(kLlama2_13B) +
+                                        "quantization: {method: nvfp4, unquantized: [lm_head]}\n");
+  auto module = [](std::int64_t n, std::int64_t k) { return n * k / 2 + n * (k / 16) + 8; };
+  const std::int64_t h = 5120;
+  const std::int64_t i = 13824;
+  const std::int64_t layer = 4 * module(h, h) + 2 * module(i, h) + module(h, i) + 2 * h * 2;
+  const std::int64_t expected = 40 * layer + 2 * 32000 * h * 2 + h * 2;
+  EXPECT_EQ(expected, 7793062080);
+  EXPECT_EQ(checkpoint_tensor_bytes(spec), expected);
+}

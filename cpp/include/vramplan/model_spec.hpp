@@ -236,6 +236,9 @@ struct TensorGroup {
   std::int64_t heads;  // KvHeads split: KV heads in `rows` (rows / heads per head); else 0
   bool is_linear;      // a Linear weight a quantization method may quantize
   bool mtp = false;    // part of an MTP (next-token prediction) layer
+  // Linear modules a checkpoint stores for one copy (k_proj and v_proj, gate_proj and up_proj:
+  // 2), each with its own per-module tensors (GPTQ g_idx, per-tensor scales, NVFP4 globals).
+  std::int32_t modules = 1;
 };
 
 // The model's weight tensors as vLLM builds them (no MTP layers unless asked).

@@ -83,7 +83,6 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
   c.tensor_parallel_size = config_.tensor_parallel_size;
   c.pipeline_parallel_size = config_.pipeline_parallel_size;
   c.enforce_eager = config_.enforce_eager;
-  c.chunked_prefill = profile().chunked_prefill_default;
   const std::int64_t total = hardware_.gpu.total_memory_bytes;
   b.startup_free_bytes = startup_free_bytes_;
   b.num_blocks = e.num_blocks;

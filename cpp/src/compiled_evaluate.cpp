@@ -167,15 +167,21 @@ KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) 
       k.kv_element_bytes > 0 ? k.kv_element_bytes : dtype_info(served_dtype_).block_bytes;
   // Batch defaults (EngineArgs.get_batch_defaults), then the scheduler's own clamps.
   r.max_num_seqs = k.max_num_seqs.value_or(default_max_num_seqs_);
+  r.chunked_prefill =
+      profile().chunked_prefill_default || (long_context_chunked_prefill_above_ > 0 &&
+                                            r.max_model_len > long_context_chunked_prefill_above_);
   if (k.max_num_batched_tokens) {
     r.max_num_batched_tokens = *k.max_num_batched_tokens;
   } else {
     std::int64_t tokens = default_max_num_batched_tokens_;
-    if (!profile().chunked_prefill_default) tokens = std::max(tokens, r.max_model_len);
+    if (!profile().chunked_prefill_default) {
+      tokens = r.chunked_prefill ? profile().long_context_batched_tokens
+                                 : std::max(tokens, r.max_model_len);
+    }
     r.max_num_batched_tokens = std::min(r.max_num_seqs * r.max_model_len, tokens);
   }
   if (!k.max_num_seqs) r.max_num_seqs = std::min(r.max_num_seqs, r.max_num_batched_tokens);
-  if (!profile().chunked_prefill_default && r.max_num_batched_tokens < r.max_model_len) {
+  if (!r.chunked_prefill && r.max_num_batched_tokens < r.max_model_len) {
     return KnobProblem::BatchedTokensBelowModelLen;
   }
   if (r.max_num_batched_tokens < r.max_num_seqs) return KnobProblem::BatchedTokensBelowNumSeqs;
@@ -236,8 +242,8 @@ PreparedRank CompiledLaunch::prepare_rank(std::size_t index,
         activation, activation_peak_bytes(*rank.draft_activation, sampler_, tokens, requests));
   }
   if (rank.encoder.tokens_per_item > 0) {
-    const EncoderBudget budget = encoder_budget(rank.encoder, tokens, k.max_num_seqs,
-                                                k.max_model_len, profile().chunked_prefill_default);
+    const EncoderBudget budget =
+        encoder_budget(rank.encoder, tokens, k.max_num_seqs, k.max_model_len, k.chunked_prefill);
     const std::int64_t text_peak = activation;
     activation = multimodal_activation_peak_bytes(rank.encoder, budget.items, text_peak);
     p.mm_encoder_bytes = activation - text_peak;

@@ -429,6 +429,18 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   const BatchDefaults batch = batch_defaults(profile, hardware_.gpu, c.llm_class);
   default_max_num_seqs_ = batch.max_num_seqs;
   default_max_num_batched_tokens_ = batch.max_num_batched_tokens;
+  {
+    // V0's exclusions (EngineArgs.create_engine_config): multimodal models, a sliding window,
+    // speculative decoding, LoRA, and on 0.7 ROCm.
+    const bool sliding_window = std::any_of(
+        s.layers.begin(), s.layers.end(),
+        [](const LayerSpec& layer) { return layer.attention == AttentionKind::SlidingWindow; });
+    const bool excluded =
+        s.vision.num_parameters > 0 || sliding_window || c.num_speculative_tokens > 0 ||
+        c.max_loras > 0 ||
+        (hardware_.gpu.vendor == "amd" && !profile.long_context_chunked_prefill_rocm);
+    long_context_chunked_prefill_above_ = excluded ? 0 : profile.long_context_chunked_prefill_above;
+  }
   const double capability = hardware_.gpu.compute_capability;
   if (profile.capture_max_size_datacenter_blackwell > 0 && hardware_.gpu.vendor == "nvidia" &&
       capability >= 10.0 && capability < 11.0) {

@@ -208,6 +208,7 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   flag("mla_backend_block_size", p.mla_backend_block_size);
   flag("non_torch_counts_cached_activations", p.non_torch_counts_cached_activations);
   flag("skips_encoder_without_modalities", p.skips_encoder_without_modalities);
+  flag("long_context_chunked_prefill_rocm", p.long_context_chunked_prefill_rocm);
   if (!row.inherits("kv_tokens_report", first)) {
     const std::string report = row.text("kv_tokens_report");
     if (report != "blocks" && report != "concurrency") {
@@ -322,6 +323,12 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
     if (!version) row.fail("all2all_backend_flag_from", from, "expected <major>.<minor>");
     p.all2all_backend_flag_from_major = version->major;
     p.all2all_backend_flag_from_minor = version->minor;
+  }
+  for (const auto& [key, dst] :
+       {std::pair<const char*, std::int64_t*>{"long_context_chunked_prefill_above",
+                                              &p.long_context_chunked_prefill_above},
+        {"long_context_batched_tokens", &p.long_context_batched_tokens}}) {
+    if (!row.inherits(key, first)) *dst = row.integer(key, row.get(key), 0, 1 << 24);
   }
   if (!row.inherits("fused_moe_chunk_tokens", first)) {
     p.fused_moe_chunk_tokens =

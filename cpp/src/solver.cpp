@@ -188,7 +188,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
         capacity_at(launch, e, context) < t.concurrency) {
       std::int64_t lo =
           std::max<std::int64_t>(t.concurrency, pinned_seqs ? *knobs.max_num_seqs : 1);
-      if (!launch.profile().chunked_prefill_default) lo = std::max(lo, e.knobs.max_model_len);
+      if (!e.knobs.chunked_prefill) lo = std::max(lo, e.knobs.max_model_len);
       std::int64_t hi = e.knobs.max_num_batched_tokens;
       auto meets = [&](std::int64_t tokens) {
         LaunchKnobs trial = knobs;

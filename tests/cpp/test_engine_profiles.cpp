@@ -252,6 +252,8 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    graph_profiling_minimal_kv_cache: false\n"
       "    mla_backend_block_size: true\n    non_torch_counts_cached_activations: false\n"
       "    skips_encoder_without_modalities: false\n"
+      "    long_context_chunked_prefill_rocm: true\n"
+      "    long_context_chunked_prefill_above: 0\n    long_context_batched_tokens: 0\n"
       "    non_torch_pipeline_only_bytes: 75497472\n"
       "    non_torch_tensor_parallel_bytes: 2212495360\n"
       "    non_torch_tensor_parallel_pcie_bytes: 402653184\n    swap_space_default_bytes: "

@@ -314,6 +314,9 @@ class CompiledLaunch {
   std::vector<CompiledRank> ranks_;
   std::int64_t default_max_num_seqs_ = 0;
   std::int64_t default_max_num_batched_tokens_ = 0;
+  // V0's long-context chunked prefill: max_model_len above which it applies to this launch
+  // (0: never).
+  std::int64_t long_context_chunked_prefill_above_ = 0;
   std::int32_t default_block_size_ = 16;
   std::int64_t cuda_context_bytes_ = 0;
   std::int64_t startup_free_bytes_ = 0;

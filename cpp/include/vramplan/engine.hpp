@@ -142,6 +142,13 @@ struct EngineProfile {
   std::int32_t all2all_backend_flag_from_minor = 12;
   bool all2all_backend_flag = true;  // resolved for `version` by engine_profile()
   std::int64_t fused_moe_chunk_tokens = 0;
+  // V0 (EngineArgs.create_engine_config, 0.5-0.7): chunked prefill turns itself on when
+  // max_model_len exceeds long_context_chunked_prefill_above (32768) for a text model without a
+  // sliding window, speculative decoding or LoRA; max_num_batched_tokens then defaults to
+  // long_context_batched_tokens instead of max(max_model_len, 2048). 0: no such rule.
+  std::int64_t long_context_chunked_prefill_above = 0;
+  std::int64_t long_context_batched_tokens = 0;
+  bool long_context_chunked_prefill_rocm = true;  // 0.7 excluded ROCm GPUs from the rule
   // 0.27+: non-KV = (free at the init snapshot - free after the profile) + (torch peak - torch
   // allocated after it): buffers made between the snapshot and the profile (Model Runner V2's
   // persistent sampler state) now count inside the budget ("consumed" formula).
@@ -277,6 +284,9 @@ struct ResolvedKnobs {
   std::int32_t kv_element_bytes = 2;
   std::int32_t num_cudagraph_sizes = 0;  // 0 with enforce_eager
   std::int32_t max_cudagraph_capture_size = 0;
+  // The profile run chunks prompts at max_num_batched_tokens (V1 always; V0 only where its
+  // long-context rule turns chunked prefill on), else it runs whole max_model_len prompts.
+  bool chunked_prefill = true;
 };
 
 // The values a breakdown is computed at: the evaluated knobs and what the launch fixed.
@@ -286,7 +296,6 @@ struct ResolvedConfig : ResolvedKnobs {
   std::int32_t tensor_parallel_size = 1;
   std::int32_t pipeline_parallel_size = 1;
   bool enforce_eager = false;
-  bool chunked_prefill = true;
 };
 
 // One term of the breakdown, with how we know it.

@@ -1,0 +1,73 @@
+// V0's long-context chunked prefill (vllm/engine/arg_utils.py create_engine_config and
+// vllm/config.py SchedulerConfig, read from the 0.5.4, 0.6.4 and 0.7.1 wheels): above 32768
+// tokens of max_model_len a text model without a sliding window, speculative decoding or LoRA
+// chunks its prompts, and max_num_batched_tokens defaults to 512 (0.5-0.6) or 2048 (0.7) instead
+// of max(max_model_len, 2048). Each expectation is vLLM's rule applied by hand.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "vramplan/compiled.hpp"
+#include "vramplan/engine.hpp"
+#include "vramplan/spec_db.hpp"
+
+using namespace vramplan;
+
+namespace {
+
+const SpecDatabase& database() {
+  static const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  return db;
+}
+
+ResolvedConfig resolved(const char* model, const char* gpu, const char* version,
+                        std::int64_t max_model_len, std::int32_t max_loras = 0) {
+  HardwareConfig hardware;
+  hardware.gpu = database().gpu(gpu);
+  EngineConfig config;
+  config.engine_version = version;
+  config.max_model_len = max_model_len;
+  config.max_loras = max_loras;
+  return compute_breakdown(database().model(model), hardware, config).config;
+}
+
+constexpr const char* kLlama = "meta-llama/Llama-3.1-8B-Instruct";  // text, no sliding window
+
+}  // namespace
+
+TEST(V0LongContext, AboveThirtyTwoKChunksAtTheReleaseDefault) {
+  // 0.6.4: 131072 > 32768 -> chunked prefill, SchedulerConfig's 512 tokens.
+  const ResolvedConfig v064 = resolved(kLlama, "A10", "0.6.4", 131072);
+  EXPECT_TRUE(v064.chunked_prefill);
+  EXPECT_EQ(v064.max_num_batched_tokens, 512);
+  // 0.7.1: the same rule with 2048 tokens (pub-425's "Chunked prefill is enabled with
+  // max_num_batched_tokens=2048").
+  const ResolvedConfig v071 = resolved(kLlama, "A10", "0.7.1", 131072);
+  EXPECT_TRUE(v071.chunked_prefill);
+  EXPECT_EQ(v071.max_num_batched_tokens, 2048);
+}
+
+TEST(V0LongContext, AtThirtyTwoKAWholePromptIsOneBatch) {
+  // 32768 is not > 32768: no chunking, max(32768, 2048) tokens, the profile runs a whole prompt.
+  const ResolvedConfig r = resolved(kLlama, "A10", "0.6.4", 32768);
+  EXPECT_FALSE(r.chunked_prefill);
+  EXPECT_EQ(r.max_num_batched_tokens, 32768);
+}
+
+TEST(V0LongContext, ExclusionsKeepWholePrompts) {
+  // LoRA turns the rule off: max(131072, 2048).
+  const ResolvedConfig lora = resolved(kLlama, "A10", "0.6.4", 131072, 1);
+  EXPECT_FALSE(lora.chunked_prefill);
+  EXPECT_EQ(lora.max_num_batched_tokens, 131072);
+  // 0.7 leaves ROCm out; 0.6 did not.
+  EXPECT_FALSE(resolved(kLlama, "MI300X", "0.7.1", 131072).chunked_prefill);
+  EXPECT_TRUE(resolved(kLlama, "MI300X", "0.6.4", 131072).chunked_prefill);
+}
+
+TEST(V0LongContext, V1AlwaysChunks) {
+  // 0.8+ (V1): chunked prefill whatever the context; the batch default is the row's table
+  // (2048 for `vllm serve` on a GPU that is not "large").
+  const ResolvedConfig v1 = resolved(kLlama, "A10", "0.8.5", 8192);
+  EXPECT_TRUE(v1.chunked_prefill);
+  EXPECT_EQ(v1.max_num_batched_tokens, 2048);
+}

@@ -178,6 +178,7 @@ def test_public_records_expressed_and_reasons() -> None:
         "pub-425",
         "pub-426",
         "pub-427",
+        "pub-428",
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -337,7 +338,7 @@ def test_code_index_records_figures_are_in_their_logs() -> None:
         for r in validate.read_records(DATA / "public_records.jsonl")
         if int(r["id"].split("-")[1]) >= 400
     ]
-    assert len(records) == 28
+    assert len(records) == 29
     for record in records:
         log = (DATA / "public_logs" / f"{record['id']}.log").read_text(encoding="utf-8")
         first = log.split("\n", 1)[0]

@@ -341,7 +341,7 @@ def test_code_index_records_figures_are_in_their_logs() -> None:
         for r in validate.read_records(DATA / "public_records.jsonl")
         if int(r["id"].split("-")[1]) >= 400
     ]
-    assert len(records) == 33
+    assert len(records) == 37
     for record in records:
         log = (DATA / "public_logs" / f"{record['id']}.log").read_text(encoding="utf-8")
         first = log.split("\n", 1)[0]
@@ -391,14 +391,22 @@ def test_records_naming_a_config_copy_replay_from_it() -> None:
     """The records that name a config.json copy in tests/data/configs (`model_config`, for a
     model the database lacks) are expressed when replayed from it. pub-404 (Qwen2.5-VL-7B on one
     L4, vLLM 0.9.0.1) against its log's 'Model loading took 15.6271 GiB': the replay's 15.476 GiB
-    is 1.0% short (pinned at 1.5%, so that a fix or a wider miss shows here)."""
+    is 1.0% short; each gap is pinned, so that a fix or a wider miss shows here."""
     bench = _bench_validate()
     records = validate.read_records(DATA / "public_records.jsonl")
     named = {r["id"]: r for r in records if r.get("model_config")}
-    assert set(named) == {"pub-404", "pub-405", "pub-406"}
+    assert set(named) == {"pub-404", "pub-405", "pub-406", *(f"pub-{n}" for n in range(433, 437))}
     for rid, record in named.items():
         replay = validate.replay_record(bench.replay_form(record))
         assert replay.predicted is not None, (rid, replay.unsupported)
-    pub404 = validate.replay_record(bench.replay_form(named["pub-404"]))
-    assert pub404.predicted is not None
-    assert abs(pub404.predicted["weights_gib"] - 15.6271) <= 0.015 * 15.6271
+    # (record, the log's 'Model loading took' GiB on rank 0, the known gap pinned): pub-404's
+    # replay (15.476 GiB) is 1.0% short; the Qwen3.5 hybrids at TP 4 are short too, pub-433
+    # (27B: 12.771 of 13.01 GiB, 1.8%) and pub-436 (9B: 4.413 of 4.52 GiB, 2.4%).
+    for rid, logged_gib, tolerance in (
+        ("pub-404", 15.6271, 0.015),
+        ("pub-433", 13.01, 0.025),
+        ("pub-436", 4.52, 0.03),
+    ):
+        replay = validate.replay_record(bench.replay_form(named[rid]))
+        assert replay.predicted is not None
+        assert abs(replay.predicted["weights_gib"] - logged_gib) <= tolerance * logged_gib, rid

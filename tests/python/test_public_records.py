@@ -179,9 +179,9 @@ def test_public_records_expressed_and_reasons() -> None:
         "pub-426",
         "pub-427",
         "pub-428",
+        "pub-429",
         "pub-430",
         "pub-431",
-        "pub-432",
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -341,7 +341,7 @@ def test_code_index_records_figures_are_in_their_logs() -> None:
         for r in validate.read_records(DATA / "public_records.jsonl")
         if int(r["id"].split("-")[1]) >= 400
     ]
-    assert len(records) == 39
+    assert len(records) == 38
     for record in records:
         log = (DATA / "public_logs" / f"{record['id']}.log").read_text(encoding="utf-8")
         first = log.split("\n", 1)[0]
@@ -395,17 +395,17 @@ def test_records_naming_a_config_copy_replay_from_it() -> None:
     bench = _bench_validate()
     records = validate.read_records(DATA / "public_records.jsonl")
     named = {r["id"]: r for r in records if r.get("model_config")}
-    assert set(named) == {"pub-404", "pub-405", "pub-406", *(f"pub-{n}" for n in range(433, 437))}
+    assert set(named) == {"pub-404", "pub-405", "pub-406", *(f"pub-{n}" for n in range(432, 436))}
     for rid, record in named.items():
         replay = validate.replay_record(bench.replay_form(record))
         assert replay.predicted is not None, (rid, replay.unsupported)
     # (record, the log's 'Model loading took' GiB on rank 0, the known gap pinned): pub-404's
-    # replay (15.476 GiB) is 1.0% short; the Qwen3.5 hybrids at TP 4 are short too, pub-433
-    # (27B: 12.771 of 13.01 GiB, 1.8%) and pub-436 (9B: 4.413 of 4.52 GiB, 2.4%).
+    # replay (15.476 GiB) is 1.0% short; the Qwen3.5 hybrids at TP 4 are short too, pub-432
+    # (27B: 12.771 of 13.01 GiB, 1.8%) and pub-435 (9B: 4.413 of 4.52 GiB, 2.4%).
     for rid, logged_gib, tolerance in (
         ("pub-404", 15.6271, 0.015),
-        ("pub-433", 13.01, 0.025),
-        ("pub-436", 4.52, 0.03),
+        ("pub-432", 13.01, 0.025),
+        ("pub-435", 4.52, 0.03),
     ):
         replay = validate.replay_record(bench.replay_form(named[rid]))
         assert replay.predicted is not None

@@ -349,12 +349,32 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
+def cited_record_ids(text: str) -> set[str]:
+    """The record ids a text cites, with engines.yaml's shorthands expanded ("dev-049/050",
+    "dev-049..051", "dev-025/026/031"): the records its fitted or checked constants came from."""
+    ids: set[str] = set()
+    for match in re.finditer(r"\b(dev|pub)-(\d{3})((?:(?:/|\.\.)\d{3}(?!\d))*)(?!\d)", text):
+        prefix, previous = match.group(1), int(match.group(2))
+        ids.add(f"{prefix}-{previous:03d}")
+        for separator, digits in re.findall(r"(/|\.\.)(\d{3})", match.group(3)):
+            number = int(digits)
+            span = range(previous, number + 1) if separator == ".." else [number]
+            ids.update(f"{prefix}-{i:03d}" for i in span)
+            previous = number
+    return ids
+
+
 def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Each expressed record predicted by its engine row fitted (vramplan's calibration, the C++
-    bounded least squares) on the records of every other source at the same vLLM version, all
-    GPUs together. Where no other source has that version, or the fit cannot identify any
-    constant, the shipped row predicts it, and the row says so. Returns the rows and one line
-    per (source, version) fit."""
+    """Each expressed record predicted without any constant fitted on its own source. A source
+    none of whose records engines.yaml cites is predicted by the shipped row (its constants came
+    from other sources, or from vLLM's code and device measurements). A cited source is
+    predicted by its engine row fitted (vramplan's calibration, the C++ bounded least squares) on
+    the records of every other source at the same vLLM version, all GPUs together; where no
+    other source has that version, or the fit cannot identify any constant, the shipped row
+    predicts it and the prediction is not counted as held out. Returns the rows and one line per
+    (source, version)."""
+    cited = cited_record_ids((ROOT / "model_specs" / "engines.yaml").read_text())
+    fitted_sources = {source_key(r) for r in records if r.get("id") in cited}
     expressed = []
     for record in records:
         replayed = replay_form(record)  # a missing config copy is an error, not "not expressed"
@@ -373,8 +393,12 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
             train = [(r, s) for r, s, v in expressed if v == version and source_key(r) != source]
             after: dict[tuple[str, str], float] = {}
             basis = "fitted on other sources"
-            if not train:
+            held_out = True
+            if source not in fitted_sources:
+                basis = "shipped row (engines.yaml cites no record of this source)"
+            elif not train:
                 basis = f"shipped row (no other source at vLLM {version})"
+                held_out = False
             else:
                 samples = [{**s, "held_out": False} for _, s in train]
                 samples += [{**s, "held_out": True} for _, s in mine]
@@ -388,6 +412,7 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
                     )
                 except vramplan.Error as why:
                     basis = f"shipped row (fit failed: {why})"
+                    held_out = False
                 else:
                     after = {(e["id"], e["term"]): e["after"] for e in report["errors"]}
             fits.append(
@@ -416,7 +441,7 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
                             "error": error,
                             # Of the magnitude: a failed launch's KV figure is negative.
                             "pct_error": 100.0 * error / abs(measured) if measured else None,
-                            "held_out": basis == "fitted on other sources",
+                            "held_out": held_out,
                             "shipped": shipped,
                         }
                     )
@@ -552,7 +577,10 @@ def write_loso(
             + ", ".join(f"`{s}`" for s in sources)
             + ". A source is the repository and thread a record came from (`source_key`: "
             "'owner/repo', plus '#N' / 'PR#N' where the record names an issue or pull request). "
-            "For each source, the engine row of each vLLM version it ran is calibrated "
+            "No prediction uses a constant fitted on its own source. A source none of whose "
+            "records engines.yaml cites (its fitted and checked constants name their records) "
+            "is predicted by the shipped engine row. For a cited source, the engine row of each "
+            "vLLM version it ran is calibrated "
             "(`vramplan calibrate`'s fit: the C++ bounded least squares over the planner's own "
             "terms) on the records of every other source at that version, all GPUs together, "
             "and the source's records are predicted with it. Errors are predicted minus "
@@ -566,12 +594,11 @@ def write_loso(
             f"{len(expressed_ids)}; sources: {len({source_key(r) for r in records})}."
         ),
         (
-            f"- Held out properly (fitted on other sources only): {len(held_ids)} records. "
-            f"The other {len(expressed_ids - held_ids)} are predicted by the shipped engine row: "
-            "no other source ran their vLLM version, or the other sources could not identify "
-            "any constant. The shipped rows were themselves fitted on development records "
-            "(engines.yaml cites which), so those predictions are not independent of their "
-            "records; they are listed apart below."
+            f"- Held out properly (no constant fitted on their own source): {len(held_ids)} "
+            f"records. The other {len(expressed_ids - held_ids)} belong to a source engines.yaml "
+            "cites and are predicted by the shipped engine row, because no other source ran "
+            "their vLLM version or the other sources could not identify any constant: those "
+            "predictions are not independent of their records and are listed apart below."
         ),
         "",
         "## Per term, held-out predictions only",

@@ -170,13 +170,19 @@ KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) 
   r.chunked_prefill =
       profile().chunked_prefill_default || (long_context_chunked_prefill_above_ > 0 &&
                                             r.max_model_len > long_context_chunked_prefill_above_);
+  if (config_.enable_chunked_prefill && profile().chunked_prefill_flag_honored) {
+    r.chunked_prefill = *config_.enable_chunked_prefill;
+  }
   if (k.max_num_batched_tokens) {
     r.max_num_batched_tokens = *k.max_num_batched_tokens;
   } else {
+    // Chunked: the release's table, or V0's SchedulerConfig figure (512 on 0.5-0.6, 2048 on
+    // 0.7). Unchunked: at least a whole prompt, max(max_model_len, the table's figure).
     std::int64_t tokens = default_max_num_batched_tokens_;
-    if (!profile().chunked_prefill_default) {
-      tokens = r.chunked_prefill ? profile().long_context_batched_tokens
-                                 : std::max(tokens, r.max_model_len);
+    if (!r.chunked_prefill) {
+      tokens = std::max(tokens, r.max_model_len);
+    } else if (!profile().chunked_prefill_default) {
+      tokens = profile().long_context_batched_tokens;
     }
     r.max_num_batched_tokens = std::min(r.max_num_seqs * r.max_model_len, tokens);
   }

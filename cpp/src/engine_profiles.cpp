@@ -209,6 +209,8 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   flag("non_torch_counts_cached_activations", p.non_torch_counts_cached_activations);
   flag("skips_encoder_without_modalities", p.skips_encoder_without_modalities);
   flag("long_context_chunked_prefill_rocm", p.long_context_chunked_prefill_rocm);
+  flag("negated_boolean_flags", p.negated_boolean_flags);
+  flag("chunked_prefill_flag_honored", p.chunked_prefill_flag_honored);
   if (!row.inherits("kv_tokens_report", first)) {
     const std::string report = row.text("kv_tokens_report");
     if (report != "blocks" && report != "concurrency") {

@@ -227,6 +227,13 @@ const std::vector<KnobSpec> kKnobs = {
      "auto: the release's routing (Model Runner V2 for every model from 0.29)",
      "VLLM_USE_V2_MODEL_RUNNER (environment): 1 forces Model Runner V2, 0 the V1 runner", "", "", 1,
      VRAMPLAN_KNOB_ACCESS(vllm_use_v2_model_runner), false},
+    {"enable_chunked_prefill", KnobType::Boolean, "", 0, 0, "", KnobDefault::Stated,
+     "unset: V1 (0.8+) always chunks; V0 chunks above 32768 tokens of max_model_len (text "
+     "models without a sliding window, speculative decoding or LoRA)",
+     "chunk prompts at max_num_batched_tokens; off, a whole prompt is one batch and the "
+     "profile run covers max_model_len tokens",
+     "--enable-chunked-prefill", "enable_chunked_prefill", 1,
+     VRAMPLAN_KNOB_ACCESS(enable_chunked_prefill), false},
     {"vllm_use_flashinfer_sampler", KnobType::Text, "", 0, 0, "auto,0,1", KnobDefault::Stated,
      "auto: the PyTorch-native sampler (0.8-0.16: a full sort of the logits; 0.17+: Triton), "
      "which 0.8-0.12 run only where FlashInfer is not installed",

@@ -175,7 +175,7 @@ std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& pla
     const std::string kwarg(knob.kwarg);
     if (knob.name == "max_loras") flags.emplace_back("enable_lora", true);
     if (const bool* flag = std::get_if<bool>(&*value)) {
-      if (*flag) flags.emplace_back(kwarg, true);
+      flags.emplace_back(kwarg, *flag);  // false only where a knob is unset by default
     } else if (const auto* integer = std::get_if<std::int64_t>(&*value)) {
       if (knob.type == KnobType::Bytes && knob.flag_unit_bytes > 1) {
         // GiB flags are rounded up to 0.01 so the offload is never smaller than planned.
@@ -236,8 +236,18 @@ std::vector<std::string> to_vllm_argv(const Plan& plan) {
   for (const auto& [name, value] : launch_flags(plan)) {
     std::string flag = "--" + name;
     std::replace(flag.begin(), flag.end(), '_', '-');
+    if (value.is_boolean()) {
+      if (value.get<bool>()) {
+        argv.push_back(flag);  // store_true flags
+      } else if (plan.breakdown.profile.negated_boolean_flags) {
+        argv.push_back("--no-" + flag.substr(2));
+      } else {
+        argv.push_back(flag);
+        argv.push_back("False");
+      }
+      continue;
+    }
     argv.push_back(flag);
-    if (value.is_boolean()) continue;  // store_true flags
     if (value.is_number_float()) {
       argv.push_back(flag_number(value.get<double>()));
     } else if (value.is_string()) {

@@ -170,7 +170,9 @@ def _add_launch_args(
         flags = [_knob_flag(knob), *_ALIASES.get(knob["name"], [])]
         kwargs: dict[str, Any] = {"dest": knob["name"], "default": None, "help": _knob_help(knob)}
         if knob["type"] == "bool":
-            kwargs["action"] = "store_true"
+            # --name / --no-name, unset by default (vLLM's own BooleanOptionalAction): a knob
+            # such as enable_chunked_prefill has a release default in both directions.
+            kwargs["action"] = argparse.BooleanOptionalAction
         else:
             gib_flag = knob["type"] == "bytes" and knob["flag_unit_bytes"] == GIB
             flag = flags[0]
@@ -245,7 +247,7 @@ def _knobs(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = _vllm_flags(args)
     for knob in api.KNOBS:
         value = getattr(args, knob["name"], None)
-        if value is None or (knob["type"] == "bool" and value is False):
+        if value is None:
             continue
         if knob["type"] == "bytes" and knob["flag_unit_bytes"] != 1:
             value = round(value * knob["flag_unit_bytes"])

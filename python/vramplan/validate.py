@@ -216,6 +216,13 @@ def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
         knobs["data_parallel_size"] = int(data_parallel.group(1))
     if re.search(r"enable_expert_parallel(?!\s*=\s*False)", flags):
         knobs["enable_expert_parallel"] = True
+    # The flag as launched (--enable-chunked-prefill, enable_chunked_prefill=False) or the
+    # engine banner's effective chunked_prefill_enabled=...: replayed as what ran.
+    chunked = re.search(
+        r"(?:enable[_-]chunked[_-]prefill|chunked_prefill_enabled)(?:\s*=\s*(True|False))?", flags
+    )
+    if chunked:
+        knobs["enable_chunked_prefill"] = chunked.group(1) != "False"
     if record.get("speculative"):
         knobs.update(_speculative(str(record["speculative"])))
     runner = record.get("model_runner_v2")

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 
 #include "vramplan/compiled.hpp"
 #include "vramplan/engine.hpp"
@@ -21,13 +22,15 @@ const SpecDatabase& database() {
 }
 
 ResolvedConfig resolved(const char* model, const char* gpu, const char* version,
-                        std::int64_t max_model_len, std::int32_t max_loras = 0) {
+                        std::int64_t max_model_len, std::int32_t max_loras = 0,
+                        std::optional<bool> enable_chunked_prefill = std::nullopt) {
   HardwareConfig hardware;
   hardware.gpu = database().gpu(gpu);
   EngineConfig config;
   config.engine_version = version;
   config.max_model_len = max_model_len;
   config.max_loras = max_loras;
+  config.enable_chunked_prefill = enable_chunked_prefill;
   return compute_breakdown(database().model(model), hardware, config).config;
 }
 
@@ -70,4 +73,24 @@ TEST(V0LongContext, V1AlwaysChunks) {
   const ResolvedConfig v1 = resolved(kLlama, "A10", "0.8.5", 8192);
   EXPECT_TRUE(v1.chunked_prefill);
   EXPECT_EQ(v1.max_num_batched_tokens, 2048);
+}
+
+TEST(V0LongContext, TheFlagIsHonoredWhereTheReleaseHonorsIt) {
+  // V0 takes --enable-chunked-prefill both ways: on at 16384 -> SchedulerConfig's 512 (0.6);
+  // off at 131072 -> max(131072, 2048).
+  const ResolvedConfig on = resolved(kLlama, "A10", "0.6.4", 16384, 0, true);
+  EXPECT_TRUE(on.chunked_prefill);
+  EXPECT_EQ(on.max_num_batched_tokens, 512);
+  const ResolvedConfig off = resolved(kLlama, "A10", "0.6.4", 131072, 0, false);
+  EXPECT_FALSE(off.chunked_prefill);
+  EXPECT_EQ(off.max_num_batched_tokens, 131072);
+  // 0.8-0.11's V1 sets it true for generative models whatever the flag: the serve default,
+  // 2048 on an A10.
+  const ResolvedConfig ignored = resolved(kLlama, "A10", "0.10.1", 16384, 0, false);
+  EXPECT_TRUE(ignored.chunked_prefill);
+  EXPECT_EQ(ignored.max_num_batched_tokens, 2048);
+  // 0.12+ keeps it: an unset batch becomes max(max_model_len, 2048) = 16384.
+  const ResolvedConfig honored = resolved(kLlama, "A10", "0.19.0", 16384, 0, false);
+  EXPECT_FALSE(honored.chunked_prefill);
+  EXPECT_EQ(honored.max_num_batched_tokens, 16384);
 }

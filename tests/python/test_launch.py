@@ -104,9 +104,9 @@ def test_seed_002_as_written_fails_in_graph_profiling_and_the_fix_keeps_the_user
     assert set(changed) == {"max_num_seqs"}
     assert int(changed["max_num_seqs"]["value"]) < int(changed["max_num_seqs"]["before"])
     # The user's other flags are vLLM's and are listed once as having no memory effect.
+    # --enable-chunked-prefill is a knob (V1 chunks anyway; the fix writes it back as given).
     assert set(data["no_memory_effect"]) == {
         "enable_prefix_caching",
-        "enable_chunked_prefill",
         "enable_auto_tool_choice",
         "tool_call_parser",
         "reasoning_parser",
@@ -543,8 +543,10 @@ def test_seed_002_diagnose_reads_mtp_and_plans_the_users_flags(
     }
     assert "--language-model-only" in args
     assert fix["drops"] == []
-    # The user's flags with no memory effect stay in the fix, as written in 002_params.txt.
-    carried = ["--enable-prefix-caching", "--enable-chunked-prefill", "--enable-auto-tool-choice"]
+    # The user's flags with no memory effect stay in the fix, as written in 002_params.txt;
+    # --enable-chunked-prefill is a planned knob, written among the planned flags.
+    assert "--enable-chunked-prefill" in args
+    carried = ["--enable-prefix-caching", "--enable-auto-tool-choice"]
     carried += ["--tool-call-parser", "qwen3_coder", "--reasoning-parser", "qwen3"]
     assert fix["passthrough"] == carried
     assert args[-len(carried) :] == carried
@@ -724,3 +726,34 @@ def test_check_reads_the_flashinfer_sampler_from_the_environment(
         main(["check", "--gpu", "A100-80GB", "--", "VLLM_USE_FLASHINFER_SAMPLER=on", *command]) == 2
     )
     assert "VLLM_USE_FLASHINFER_SAMPLER: expected an integer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("version", "words"),
+    [
+        # vLLM's StoreBoolean until 0.8.4 takes a value; 0.8.5+ build --no-NAME
+        # (argparse.BooleanOptionalAction).
+        ("0.7.1", ["--enable-chunked-prefill", "False"]),
+        ("0.19.0", ["--no-enable-chunked-prefill"]),
+    ],
+)
+def test_chunked_prefill_off_is_read_and_written_as_the_release_spells_it(
+    version: str, words: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Off, the profile run covers a whole 16384-token prompt: max(16384, 2048) batched tokens.
+    command = [
+        "vllm",
+        "serve",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--max-model-len",
+        "16384",
+        *words,
+    ]
+    args = ["check", "--gpu", "A100-80GB", "--engine-version", version, "--json", "--"]
+    assert main([*args, *command]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["llm_kwargs"]["enable_chunked_prefill"] is False
+    assert data["max_num_batched_tokens"] == 16384
+    argv = data["vllm_argv"]
+    start = argv.index(words[0])
+    assert argv[start : start + len(words)] == words

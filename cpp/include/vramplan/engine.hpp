@@ -149,6 +149,12 @@ struct EngineProfile {
   std::int64_t long_context_chunked_prefill_above = 0;
   std::int64_t long_context_batched_tokens = 0;
   bool long_context_chunked_prefill_rocm = true;  // 0.7 excluded ROCm GPUs from the rule
+  // A boolean flag set false is written --no-NAME (argparse.BooleanOptionalAction, 0.8.5+)
+  // instead of --NAME False (vLLM's StoreBoolean before).
+  bool negated_boolean_flags = true;
+  // --enable-chunked-prefill is honored in both directions (V0, and V1 from 0.12); 0.8-0.11's
+  // V1 sets it true for every generative model whatever the flag says.
+  bool chunked_prefill_flag_honored = true;
   // 0.27+: non-KV = (free at the init snapshot - free after the profile) + (torch peak - torch
   // allocated after it): buffers made between the snapshot and the profile (Model Runner V2's
   // persistent sampler state) now count inside the budget ("consumed" formula).
@@ -260,6 +266,9 @@ struct EngineConfig {
   // top-k/top-p kernels (also 0.8-0.12's default wherever FlashInfer is installed), "0" and
   // "auto" the PyTorch-native (0.8-0.16: full sort) or Triton (0.17+) path.
   std::string vllm_use_flashinfer_sampler = "auto";
+  // --enable-chunked-prefill / --no-enable-chunked-prefill; unset: the release's rule (V1
+  // always chunks; V0 only above long_context_chunked_prefill_above tokens).
+  std::optional<bool> enable_chunked_prefill;
   // A calibrated profile (apply_profile_overrides) used instead of the engines.yaml row of
   // engine_version; not a vLLM knob.
   std::shared_ptr<const EngineProfile> profile;

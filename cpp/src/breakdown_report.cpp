@@ -64,7 +64,7 @@ class RankTerms {
 
 Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
   Breakdown b = startup_breakdown(knobs);
-  b.messages.insert(b.messages.end(), multimodal_notes_.begin(), multimodal_notes_.end());
+  b.messages.insert(b.messages.end(), launch_notes_.begin(), launch_notes_.end());
   return b;
 }
 

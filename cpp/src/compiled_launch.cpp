@@ -2,6 +2,7 @@
 // formats, speculation, LoRA, offload and the engine version, worked out once per stage.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "launch_internal.hpp"
 #include "vramplan/calibration.hpp"
@@ -371,6 +372,21 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   validate_knobs(c);
   const Drafter drafter = resolve_drafter(s, c);
   rules_ = c.profile ? *c.profile : engine_profile(c.engine_version);
+  {
+    const EngineProfile& requested = *std::get_if<EngineProfile>(&rules_);
+    const GpuSpec& gpu = hardware_.gpu;
+    if (!c.profile && requested.v0_below_compute_capability > 0.0 && gpu.vendor == "nvidia" &&
+        gpu.compute_capability > 0.0 &&
+        gpu.compute_capability < requested.v0_below_compute_capability) {
+      char capability[16];
+      std::snprintf(capability, sizeof capability, "%.1f", gpu.compute_capability);
+      launch_notes_.push_back("vLLM " + requested.version + " runs the V0 engine on " + gpu.id +
+                              " (compute capability " + capability +
+                              " < 8.0: \"Compute Capability < 8.0 is not supported by the V1 "
+                              "Engine. Falling back to V0.\"); planned with the V0 rules");
+      rules_ = v0_fallback_profile(requested);
+    }
+  }
   EngineProfile& profile = *std::get_if<EngineProfile>(&rules_);
   if (c.pipeline_parallel_size > s.num_hidden_layers) {
     throw ConfigError("pipeline_parallel_size", std::to_string(c.pipeline_parallel_size),

@@ -219,6 +219,7 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
     p.tokens_from_concurrency = report == "concurrency";
   }
   number("sampler_bytes_per_logit", 0.0, 1000.0, p.sampler_bytes_per_logit);
+  number("v0_below_compute_capability", 0.0, 100.0, p.v0_below_compute_capability);
   number("flashinfer_sampler_bytes_per_logit", 0.0, 1000.0, p.flashinfer_sampler_bytes_per_logit);
   bytes("non_torch_single_rank_bytes", p.non_torch_single_rank_bytes);
   bytes("non_torch_pipeline_only_bytes", p.non_torch_pipeline_only_bytes);
@@ -468,6 +469,18 @@ EngineProfile engine_profile(const std::string& version) {
   }
   p.all2all_backend_flag =
       Version{p.all2all_backend_flag_from_major, p.all2all_backend_flag_from_minor, 0} <= *parsed;
+  return p;
+}
+
+EngineProfile v0_fallback_profile(const EngineProfile& requested) {
+  const std::vector<EngineProfile>& rows = compiled_profiles();
+  const auto v0 = std::find_if(rows.rbegin(), rows.rend(),
+                               [](const EngineProfile& row) { return row.era == EngineEra::V0; });
+  EngineProfile p = v0 != rows.rend() ? *v0 : rows.front();
+  p.version = requested.version;
+  p.newest_known_version = requested.newest_known_version;
+  p.version_warning = requested.version_warning;
+  p.all2all_backend_flag = requested.all2all_backend_flag;
   return p;
 }
 

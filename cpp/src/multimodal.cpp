@@ -58,13 +58,13 @@ EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
           "counts only the image profile. limit_mm_per_prompt '{\"";
       note += modality;
       note += "\": 0}' makes the plan exact.";
-      multimodal_notes_.push_back(std::move(note));
+      launch_notes_.push_back(std::move(note));
     }
   }
   const std::int64_t image_limit = mm_limit("image");
   if (image_limit == 0) return encoder;
   if (profile().era == EngineEra::V0) {
-    multimodal_notes_.push_back(
+    launch_notes_.push_back(
         "Not modelled: vLLM V0 profiles images inside its dummy sequences; the activation "
         "peak of " +
         s.id + " omits the vision encoder.");
@@ -81,7 +81,7 @@ EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
                             "the encoder keys in its spec): its image profile cannot be "
                             "counted");
     }
-    multimodal_notes_.push_back(
+    launch_notes_.push_back(
         "Not modelled: " + s.id +
         " has no encoder-profile facts (vision.image_tokens_per_item "
         "in its spec), so the activation peak omits the encoder forward and encoder cache of "

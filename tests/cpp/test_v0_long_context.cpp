@@ -5,8 +5,10 @@
 // of max(max_model_len, 2048). Each expectation is vLLM's rule applied by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "vramplan/compiled.hpp"
 #include "vramplan/engine.hpp"
@@ -93,4 +95,32 @@ TEST(V0LongContext, TheFlagIsHonoredWhereTheReleaseHonorsIt) {
   const ResolvedConfig honored = resolved(kLlama, "A10", "0.19.0", 16384, 0, false);
   EXPECT_FALSE(honored.chunked_prefill);
   EXPECT_EQ(honored.max_num_batched_tokens, 16384);
+}
+
+TEST(V0Fallback, TuringAndVoltaRunV0FromPoint8ToPoint10Point1) {
+  // _is_v1_supported_oracle (0.8.0 - 0.10.1.1): "Compute Capability < 8.0" falls back to V0.
+  // A T4 (7.5) at 0.9.2 is planned with the V0 rules under its own version label: no chunked
+  // prefill at 8192 tokens of context, so a whole prompt is one batch (max(8192, 2048)).
+  HardwareConfig t4;
+  t4.gpu = database().gpu("T4");
+  EngineConfig config;
+  config.engine_version = "0.9.2";
+  config.max_model_len = 8192;
+  const Breakdown v0 = compute_breakdown(database().model(kLlama), t4, config);
+  EXPECT_EQ(v0.profile.era, EngineEra::V0);
+  EXPECT_EQ(v0.profile.version, "0.9.2");
+  EXPECT_FALSE(v0.config.chunked_prefill);
+  EXPECT_EQ(v0.config.max_num_batched_tokens, 8192);
+  EXPECT_TRUE(std::any_of(v0.messages.begin(), v0.messages.end(), [](const std::string& m) {
+    return m.find("runs the V0 engine on T4") != std::string::npos;
+  }));
+  // 0.10.2 runs V1 on the T4; an A100 (8.0) never falls back.
+  config.engine_version = "0.10.2";
+  EXPECT_EQ(compute_breakdown(database().model(kLlama), t4, config).profile.era,
+            EngineEra::V1Early);
+  HardwareConfig a100;
+  a100.gpu = database().gpu("A100-80GB");
+  config.engine_version = "0.9.2";
+  EXPECT_EQ(compute_breakdown(database().model(kLlama), a100, config).profile.era,
+            EngineEra::V1Early);
 }

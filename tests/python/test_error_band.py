@@ -119,7 +119,10 @@ def test_a_broken_band_table_is_a_named_error(
     ("gpu", "version", "group"),
     [
         ("RTX-3090", "0.6.4", "RTX consumer x V0"),  # engines.yaml: 0.5 - 0.7 are V0 rows
-        ("T4", "0.10.1", "T4/V100 x v1-early"),  # 0.8 - 0.10
+        # 0.8 - 0.10.1 run V0 below compute capability 8.0 (a T4 is 7.5): its group is V0's.
+        ("T4", "0.10.1", "T4/V100 x V0"),
+        ("T4", "0.10.2", "T4/V100 x v1-early"),
+        ("A10", "0.10.1", "unknown x v1-early"),  # 8.6: V1
         ("GH200-96GB", "0.11.0", "H100/H200 x v1"),  # 0.11 - 0.20
         ("A100-40GB", "0.20.2", "A100 x v1"),
         ("L4", "0.21.0", "L40S/L4 x v1-latest"),  # >= 0.21

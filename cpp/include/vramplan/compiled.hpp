@@ -264,7 +264,7 @@ class CompiledLaunch {
 
  private:
   // The encoder profile from limit_mm_per_prompt / language_model_only and the tower's facts;
-  // notes in multimodal_notes_ what it cannot model. Throws ConfigError naming the knob.
+  // notes in launch_notes_ what it cannot model. Throws ConfigError naming the knob.
   EncoderProfileModel multimodal_profile(std::int64_t act_bytes);
   std::int64_t mm_limit(const std::string& modality) const;  // vLLM default 999
   bool multimodal_enabled() const;  // the model has a tower and some modality's limit is > 0
@@ -328,7 +328,7 @@ class CompiledLaunch {
   HostBreakdown host_;                    // without the per-knob input-batch term
   std::vector<ModalityLimit> mm_limits_;  // limit_mm_per_prompt as given
   // Why the encoder profile is missing or partial for a multimodal model (plan warnings).
-  std::vector<std::string> multimodal_notes_;
+  std::vector<std::string> launch_notes_;  // what the plan assumed or cannot model, as messages
 };
 
 }  // namespace vramplan

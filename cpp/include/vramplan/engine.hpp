@@ -155,6 +155,9 @@ struct EngineProfile {
   // --enable-chunked-prefill is honored in both directions (V0, and V1 from 0.12); 0.8-0.11's
   // V1 sets it true for every generative model whatever the flag says.
   bool chunked_prefill_flag_honored = true;
+  // 0.8-0.10.1 run the V0 engine on NVIDIA GPUs below this compute capability (V1 needed
+  // FlashAttention, Ampere+); 0: the release's own engine on every GPU.
+  double v0_below_compute_capability = 0.0;
   // 0.27+: non-KV = (free at the init snapshot - free after the profile) + (torch peak - torch
   // allocated after it): buffers made between the snapshot and the profile (Model Runner V2's
   // persistent sampler state) now count inside the budget ("consumed" formula).
@@ -198,6 +201,9 @@ EngineProfile apply_profile_overrides(const EngineProfile& base, const std::stri
 // than the newest row plans with that row and carries `version_warning`. Throws ConfigError for
 // an unparsable version or one older than the oldest row.
 EngineProfile engine_profile(const std::string& version);
+// The newest V0 row's rules under `requested`'s version label: the engine a V1-era release
+// falls back to (v0_below_compute_capability).
+EngineProfile v0_fallback_profile(const EngineProfile& requested);
 // The newest vLLM release the compiled-in rows describe ("0.33.0").
 std::string newest_known_vllm_version();
 // The warning's name, as stderr prints it ("engine-version-newer-than-known").

@@ -167,6 +167,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"quantization", "double_quant"},
     {"quantization", "online"},
     {"quantization", "unquantized"},
+    {"quantization", "unquantized_layers"},
     {"quantization", "fp8_roles"},
     {"quantization", "gguf_types"},
     {"quantization", "scales_in_torch_dtype"},
@@ -240,7 +241,10 @@ TEST(SpecYaml, EveryDocumentedModelKeyIsRead) {
     if (record == "gpu") continue;  // gpus.yaml: GpuYaml tests
     // A map where a scalar or list belongs; a scalar where a map belongs.
     const bool is_block = record == "model" && kValidBlocks.count(k.key) != 0;
-    const std::string bad = is_block || std::string(k.key) == "gguf_types" ? "7" : "{bad: 1}";
+    const std::string bad =
+        is_block || std::string(k.key) == "gguf_types" || std::string(k.key) == "unquantized_layers"
+            ? "7"
+            : "{bad: 1}";
     const std::string path = record == "model" ? k.key : record + "." + k.key;
     const std::string text = spec_with(record, k.key, bad);
     try {

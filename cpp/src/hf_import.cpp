@@ -281,7 +281,7 @@ struct SkipScope {
 
 // Skip lists are matched against every decoder layer's module names; these bound that work.
 constexpr std::int64_t kMaxSkipListLayers = 4096;
-constexpr std::int64_t kMaxSkipPatternLayerPairs = 200000;
+constexpr std::int64_t kMaxSkipPatternLayerPairs = 50000;
 
 // Adds the tensor roles a skip list leaves unquantized: out["unquantized"] for a role skipped in
 // every decoder layer, out["unquantized_layers"][role] for the layers where only some skip it.

@@ -84,8 +84,8 @@ const std::vector<RoleNames>& role_module_names() {
 bool names_never_quantized_module(const std::string& entry) {
   for (const char* word :
        {"norm", "embed_tokens", "embedding", "vision", "visual", "vit", "image", "audio",
-        "mm_projector", "multi_modal_projector", "merger", "patch_embed", "shared_expert_gate",
-        "conv1d", "a_log", "dt_bias", "rotary_emb"}) {
+        "mm_projector", "multi_modal_projector", "merger", "modality_projection", "patch_embed",
+        "shared_expert_gate", "conv1d", "a_log", "dt_bias", "rotary_emb"}) {
     std::string lower = entry;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });

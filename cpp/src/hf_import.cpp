@@ -31,7 +31,9 @@ constexpr std::int64_t kMaxConfigBytes = 16 << 20;
 // ModelOpt `exclude_modules` (fnmatch globs), bitsandbytes `llm_int8_skip_modules` (an entry
 // equal to one dot-separated component of the name or to a leading run of components,
 // is_layer_skipped_bnb).
-enum class NameMatch : std::uint8_t { CompressedTensors, Substring, Glob, Bitsandbytes };
+// AutoRound `extra_config` keys (INCConfigParser): the exact name or a dotted suffix of it, or,
+// for a key holding regex characters, re.search.
+enum class NameMatch : std::uint8_t { CompressedTensors, Substring, Glob, Bitsandbytes, AutoRound };
 
 // The Linear modules vLLM builds, by tensor role, as the names a skip list is matched against.
 // A role is one or more naming variants (families name shared experts and routers apart; vLLM's
@@ -141,14 +143,19 @@ class SkipEntry {
     std::string pattern;
     if (how == NameMatch::CompressedTensors && text.rfind("re:", 0) == 0) {
       pattern = text.substr(3);
-      anchored_start_only_ = true;
+      mode_ = Mode::RegexFromStart;
     } else if (how == NameMatch::Glob) {
       pattern = glob_to_regex(text);
+      mode_ = Mode::RegexWhole;
+    } else if (how == NameMatch::AutoRound &&
+               text.find_first_of(R"(*+?^$()[]{}|\)") != std::string::npos) {
+      pattern = text;
+      mode_ = Mode::RegexSearch;
     }
     if (pattern.empty()) {
-      literal_ = true;
-      substring_ = how == NameMatch::Substring;
-      bitsandbytes_ = how == NameMatch::Bitsandbytes;
+      if (how == NameMatch::Substring) mode_ = Mode::Substring;
+      if (how == NameMatch::Bitsandbytes) mode_ = Mode::Components;
+      if (how == NameMatch::AutoRound) mode_ = Mode::DottedSuffix;
       return;
     }
     if (pattern.size() > 1000) q.fail(key, text.substr(0, 80), "pattern longer than 1000 bytes");
@@ -163,37 +170,60 @@ class SkipEntry {
     }
   }
   // An exact name: equal strings match, nothing else.
-  bool exact() const { return literal_ && !substring_ && !bitsandbytes_; }
+  bool exact() const { return mode_ == Mode::Exact; }
   bool matches(const std::string& name) const {
-    if (bitsandbytes_) {
-      // A leading run of components ("model.layers.1.mlp") or any one component ("mlp").
-      if (name.compare(0, text_.size(), text_) == 0 &&
-          (name.size() == text_.size() || name[text_.size()] == '.')) {
-        return true;
+    switch (mode_) {
+      case Mode::Exact:
+        return name == text_;
+      case Mode::Substring:
+        return name.find(text_) != std::string::npos;
+      case Mode::DottedSuffix:
+        return name == text_ ||
+               (name.size() > text_.size() &&
+                name.compare(name.size() - text_.size(), text_.size(), text_) == 0 &&
+                name[name.size() - text_.size() - 1] == '.');
+      case Mode::Components: {
+        // A leading run of components ("model.layers.1.mlp") or any one component ("mlp").
+        if (name.compare(0, text_.size(), text_) == 0 &&
+            (name.size() == text_.size() || name[text_.size()] == '.')) {
+          return true;
+        }
+        std::size_t begin = 0;
+        while (begin <= name.size()) {
+          const std::size_t dot = std::min(name.find('.', begin), name.size());
+          if (name.compare(begin, dot - begin, text_) == 0) return true;
+          begin = dot + 1;
+        }
+        return false;
       }
-      std::size_t begin = 0;
-      while (begin <= name.size()) {
-        const std::size_t dot = std::min(name.find('.', begin), name.size());
-        if (name.compare(begin, dot - begin, text_) == 0) return true;
-        begin = dot + 1;
-      }
-      return false;
+      case Mode::RegexFromStart:
+        return std::regex_search(name, regex_, std::regex_constants::match_continuous);
+      case Mode::RegexWhole:
+        return std::regex_match(name, regex_);  // fnmatch: the whole name
+      case Mode::RegexSearch:
+        return std::regex_search(name, regex_);
     }
-    if (literal_) return substring_ ? name.find(text_) != std::string::npos : name == text_;
-    if (anchored_start_only_) {
-      return std::regex_search(name, regex_, std::regex_constants::match_continuous);
-    }
-    return std::regex_match(name, regex_);  // fnmatch: the whole name
+    return false;
   }
   const std::string& text() const { return text_; }
 
  private:
+  // Exact: compressed-tensors / fp8 names. Substring: AWQ. DottedSuffix: AutoRound keys
+  // ("lm_head" matches "model.lm_head"). Components: bitsandbytes. RegexFromStart: "re:"
+  // (re.match). RegexWhole: fnmatch globs. RegexSearch: AutoRound keys holding regex
+  // characters (re.search).
+  enum class Mode : std::uint8_t {
+    Exact,
+    Substring,
+    DottedSuffix,
+    Components,
+    RegexFromStart,
+    RegexWhole,
+    RegexSearch
+  };
   std::string text_;
   std::regex regex_;
-  bool literal_ = false;
-  bool substring_ = false;
-  bool bitsandbytes_ = false;
-  bool anchored_start_only_ = false;
+  Mode mode_ = Mode::Exact;
 };
 
 std::string expand(const char* pattern, const std::string& layer_prefix, const char* expert) {
@@ -732,6 +762,37 @@ json quantization_document(const json& config, const json* modelopt, const std::
            {"sym", q.boolean_or("sym", true)}};
     if (awq && out["bits"] != 4) q.fail("bits", out["bits"].dump(), "AWQ packing is 4-bit");
     if (!awq) out["desc_act"] = false;
+    if (q.has("extra_config") && !q.at("extra_config").is_null()) {
+      // Per-module overrides (vLLM's INCConfigParser): {"bits": 16} keeps a module unquantized;
+      // other bits, group sizes or symmetry per module are more than one scheme per role.
+      const json& extra = q.at("extra_config");
+      if (!extra.is_object()) q.fail("extra_config", extra.dump().substr(0, 80), "expected a map");
+      json skips = json::array();
+      for (const auto& [name, overrides] : extra.items()) {
+        if (!overrides.is_object()) q.fail("extra_config", name, "expected a map of overrides");
+        const json bits = overrides.value("bits", out["bits"]);
+        if (!bits.is_number_integer())
+          q.fail("extra_config", name + ": bits", "expected an integer");
+        if (bits.get<std::int64_t>() >= 16) {
+          skips.push_back(name);
+          continue;
+        }
+        for (const char* field : {"bits", "group_size", "sym"}) {
+          if (overrides.contains(field) && overrides[field] != out[field]) {
+            std::string shown = name;
+            shown += std::string(": ") + field + "=" + overrides[field].dump().substr(0, 20);
+            q.fail("extra_config", shown,
+                   "per-module bits/group_size/sym overrides are not modelled (one scheme per "
+                   "role)");
+          }
+        }
+      }
+      if (!skips.empty()) {
+        json holder = {{"extra_config", skips}};
+        const ConfigFields e(holder, file, "quantization_config.");
+        add_unquantized(e, "extra_config", NameMatch::AutoRound, scope, out);
+      }
+    }
   } else if (method == "mxfp4") {
     out = {{"method", "mxfp4"}};
   } else if (method == "bitsandbytes") {

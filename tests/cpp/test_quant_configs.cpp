@@ -496,4 +496,38 @@ TEST(QuantConfigs, GptqModulesToNotConvertIsRefusedAsVllmIgnoresIt) {
   }
 }
 
+TEST(QuantConfigs, AutoRoundExtraConfigBits16KeepsModulesUnquantized) {
+  // intel/auto-round writes per-module overrides in extra_config; vLLM's INCConfigParser takes
+  // a key as the exact name (or a dotted suffix of it), or as re.search when it holds regex
+  // characters, and {"bits": 16} leaves the module unquantized.
+  const auto auto_round = [](const json& extra) {
+    json config = {{"quant_method", "auto-round"},
+                   {"packing_format", "auto_round:auto_gptq"},
+                   {"bits", 4},
+                   {"group_size", 128},
+                   {"sym", true}};
+    if (!extra.is_null()) config["extra_config"] = extra;
+    return config;
+  };
+  const ModelSpec plain = llama_with(auto_round(nullptr));
+  const ModelSpec skip = llama_with(
+      auto_round({{"model.layers.0.mlp.down_proj", {{"bits", 16}, {"data_type", "float"}}},
+                  {R"(.*layers\.1\..*)", {{"bits", 16}}},
+                  {"model.layers.2.mlp.up_proj", {{"bits", 4}, {"group_size", 128}}}}));
+  EXPECT_EQ(skipped_layers(skip, "mlp_down"), (std::vector<std::int32_t>{0, 1}));
+  EXPECT_EQ(skipped_layers(skip, "mlp_gate_up"), (std::vector<std::int32_t>{1}));
+  EXPECT_EQ(skipped_layers(skip, "attn_q"), (std::vector<std::int32_t>{1}));
+  // GPTQ packing, 4-bit g128 (bytes as in GptqModelDynamicNegativeRuleForOneLayer): layer 0's
+  // down_proj 117,440,512 - 30,564,352; all of layer 1 322,740,224.
+  EXPECT_EQ(vramplan::checkpoint_tensor_bytes(skip) - vramplan::checkpoint_tensor_bytes(plain),
+            (117'440'512 - 30'564'352) + 322'740'224);
+  // Another bit width for one module is a second scheme: refused by name.
+  try {
+    (void)llama_with(auto_round({{"model.layers.2.mlp.down_proj", {{"bits", 8}}}}));
+    FAIL() << "accepted";
+  } catch (const vramplan::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("extra_config"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

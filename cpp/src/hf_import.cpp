@@ -363,11 +363,14 @@ void add_unquantized(const ConfigFields& q, const char* key, NameMatch how, cons
       if (full) {
         skipped_layers[role].push_back(layer);
       } else if (!partial.empty()) {
-        q.fail(key, shown_list,
-               "covers part of the " + std::string(role) + " tensors at layer " + index +
-                   " (e.g. " + partial +
-                   " without its fused siblings, or some experts only); vLLM needs every shard "
-                   "of a fused Linear kept at one precision");
+        std::string problem = "covers part of the ";
+        problem += role;
+        problem += " tensors at layer " + index;
+        problem += " (e.g. " + partial;
+        problem +=
+            " without its fused siblings, or some experts only); vLLM needs every shard of a "
+            "fused Linear kept at one precision";
+        q.fail(key, shown_list, problem);
       }
     }
     if (qkv_fused) {
@@ -376,11 +379,12 @@ void add_unquantized(const ConfigFields& q, const char* key, NameMatch how, cons
       const bool q_skipped = q_it != skipped_layers.end() && q_it->second.back() == layer;
       const bool kv_skipped = kv_it != skipped_layers.end() && kv_it->second.back() == layer;
       if (q_skipped != kv_skipped) {
-        q.fail(key, shown_list,
-               "skips " + std::string(q_skipped ? "q_proj" : "k_proj and v_proj") + " but not " +
-                   (q_skipped ? "k_proj and v_proj" : "q_proj") + " at layer " + index +
-                   "; vLLM fuses them into one qkv_proj and refuses shards of different "
-                   "precision");
+        std::string problem = "skips ";
+        problem +=
+            q_skipped ? "q_proj but not k_proj and v_proj" : "k_proj and v_proj but not q_proj";
+        problem += " at layer " + index;
+        problem += "; vLLM fuses them into one qkv_proj and refuses shards of different precision";
+        q.fail(key, shown_list, problem);
       }
     }
   }

@@ -135,6 +135,27 @@ bool has_nested_repetition(const std::string& pattern) {
   return false;
 }
 
+// "\1" (a backreference, which no module name needs) or a "{n,m}" count of over 4 digits.
+bool has_backreference_or_long_count(const std::string& pattern) {
+  std::size_t digits = 0;
+  bool in_count = false;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      if (std::isdigit(static_cast<unsigned char>(pattern[i + 1])) && pattern[i + 1] != '0') {
+        return true;
+      }
+      ++i;
+      continue;
+    }
+    if (c == '{') in_count = true;
+    if (c == '}') in_count = false;
+    digits = in_count && std::isdigit(static_cast<unsigned char>(c)) ? digits + 1 : 0;
+    if (digits > 4) return true;
+  }
+  return false;
+}
+
 // One skip-list entry, compiled once.
 class SkipEntry {
  public:
@@ -162,6 +183,11 @@ class SkipEntry {
     if (has_nested_repetition(pattern)) {
       // std::regex backtracks: "(a*)*" could take exponential time on a module name.
       q.fail(key, text.substr(0, 80), "a repeated group that itself repeats is not supported");
+    }
+    if (has_backreference_or_long_count(pattern)) {
+      // libstdc++ parses "\3333..." and "{99999...}" into a long that overflows (fuzzing).
+      q.fail(key, text.substr(0, 80),
+             "backreferences and repetition counts over 4 digits are not supported");
     }
     try {
       regex_ = std::regex(pattern, std::regex::ECMAScript);

@@ -160,4 +160,6 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"ct_bad_regex.json", "not a valid regular expression"},
         BadConfig{"modelopt_mixed_algos.json", "quantized_layers"},
         BadConfig{"ct_ignore_one_shard.json", "covers part of the mlp_gate_up tensors at layer 0"},
-        BadConfig{"ct_nested_regex.json", "repeated group"}));
+        BadConfig{"ct_nested_regex.json", "repeated group"},
+        // fuzz_hf_import's reproducer: a backreference number libstdc++ overflowed parsing.
+        BadConfig{"gptq_dynamic_backreference_overflow.json", "backreferences"}));

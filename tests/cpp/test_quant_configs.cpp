@@ -530,4 +530,31 @@ TEST(QuantConfigs, AutoRoundExtraConfigBits16KeepsModulesUnquantized) {
   }
 }
 
+TEST(QuantConfigs, SkipPatternsLibstdcxxCannotParseSafelyAreRefused) {
+  // fuzz_hf_import: libstdc++'s regex compiler multiplies a backreference number or a "{n}"
+  // count into a long without a bound ("\\3333...3" overflowed, undefined behaviour).
+  for (const char* rule : {R"(-:.*layers\.3\3333333333333333333333)", R"(-:.*a{123456})"}) {
+    const json gptq = {{"quant_method", "gptq"},
+                       {"bits", 4},
+                       {"group_size", 128},
+                       {"dynamic", {{rule, json::object()}}}};
+    try {
+      (void)llama_with(gptq);
+      FAIL() << "accepted " << rule;
+    } catch (const vramplan::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("backreferences"), std::string::npos) << e.what();
+    }
+  }
+  // Ordinary escapes and short counts still work: "\\d", "{2}".
+  EXPECT_EQ(skipped_layers(
+                llama_with(
+                    {{"quant_method", "gptq"},
+                     {"bits", 4},
+                     {"group_size", 128},
+                     {"dynamic", {{R"(-:model\.layers\.\d{2}\.mlp\.down_proj)", json::object()}}}}),
+                "mlp_down")
+                .size(),
+            22u);  // layers 10-31
+}
+
 }  // namespace

@@ -272,6 +272,29 @@ SpecError spec_error_of(const std::function<void()>& fn) {
 
 }  // namespace
 
+TEST(SpecYaml, UnquantizedLayersAreReadAndBounded) {
+  const std::string base = std::string(vramplan_test::kLlama31_8B) +
+                           "quantization:\n  method: fp8\n  unquantized_layers:\n";
+  const ModelSpec spec =
+      parse_model_spec_yaml(base + "    mlp_down: [31, 0, 0]\n    attn_o: [2]\n", "l.yaml");
+  EXPECT_EQ(spec.quantization.unquantized_layers.at("mlp_down"),
+            (std::vector<std::int32_t>{0, 31}));  // sorted, duplicates dropped
+  EXPECT_EQ(spec.quantization.unquantized_layers.at("attn_o"), (std::vector<std::int32_t>{2}));
+  // Llama-3.1-8B has 32 layers: 32 is past the last; a role must exist; a list must be given.
+  for (const auto& [bad, field] : std::vector<std::pair<std::string, std::string>>{
+           {"    mlp_down: [32]\n", "quantization.unquantized_layers.mlp_down"},
+           {"    mlp_sideways: [1]\n", "quantization.unquantized_layers.mlp_sideways"},
+           {"    mlp_down: []\n", "quantization.unquantized_layers.mlp_down"},
+           {"    mlp_down: [-1]\n", "quantization.unquantized_layers.mlp_down[0]"}}) {
+    try {
+      (void)parse_model_spec_yaml(base + bad, "l.yaml");
+      ADD_FAILURE() << bad << " loaded";
+    } catch (const SpecError& e) {
+      EXPECT_EQ(e.field_path(), field) << e.what();
+    }
+  }
+}
+
 TEST(SpecYaml, InvalidUtf8IsANamedError) {
   const std::string good = vramplan_test::kLlama31_8B;
   // "\nid: test/llama" starts at offset 0 of the text; the bad byte replaces the 't' of test.

@@ -30,7 +30,7 @@ constexpr std::int64_t kMaxConfigBytes = 16 << 20;
 // `modules_to_not_convert` (substrings of the module name, is_layer_skipped "substring"),
 // ModelOpt `exclude_modules` (fnmatch globs), bitsandbytes `llm_int8_skip_modules` (an entry
 // equal to one dot-separated component of the name or to a leading run of components,
-// is_layer_skipped_bnb).
+// is_layer_skipped_bnb in vLLM 0.27; 0.29 and later ship no bitsandbytes method).
 // AutoRound `extra_config` keys (INCConfigParser): the exact name or a dotted suffix of it, or,
 // for a key holding regex characters, re.search.
 enum class NameMatch : std::uint8_t { CompressedTensors, Substring, Glob, Bitsandbytes, AutoRound };

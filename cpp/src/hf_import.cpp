@@ -25,15 +25,21 @@ using nlohmann::json;
 
 constexpr std::int64_t kMaxConfigBytes = 16 << 20;
 
-// How a skip list names modules: compressed-tensors `ignore` (exact names, "re:" regexes
-// matched from the start, re.match), AWQ / bitsandbytes `modules_to_not_convert` (substrings of
-// the module name), ModelOpt `exclude_modules` (fnmatch globs).
-enum class NameMatch : std::uint8_t { CompressedTensors, Substring, Glob };
+// How a skip list names modules, as vLLM matches each: compressed-tensors `ignore` and fp8
+// `modules_to_not_convert` (exact names, "re:" regexes matched from the start, re.match), AWQ
+// `modules_to_not_convert` (substrings of the module name, is_layer_skipped "substring"),
+// ModelOpt `exclude_modules` (fnmatch globs), bitsandbytes `llm_int8_skip_modules` (an entry
+// equal to one dot-separated component of the name or to a leading run of components,
+// is_layer_skipped_bnb in vLLM 0.27; 0.29 and later ship no bitsandbytes method).
+// AutoRound `extra_config` keys (INCConfigParser): the exact name or a dotted suffix of it, or,
+// for a key holding regex characters, re.search.
+enum class NameMatch : std::uint8_t { CompressedTensors, Substring, Glob, Bitsandbytes, AutoRound };
 
 // The Linear modules vLLM builds, by tensor role, as the names a skip list is matched against.
-// A role is one or more naming variants (families name shared experts and routers apart); a
-// variant lists every module of the role (fused layers: all shards), with "{L}" for the layer
-// prefix and "{E}" for an expert index.
+// A role is one or more naming variants (families name shared experts and routers apart; vLLM's
+// fused qkv_proj / gate_up_proj beside the checkpoint's shards, which vLLM's skip checks also
+// match first); a variant lists every module of the role (fused layers: all shards), with "{L}"
+// for the layer prefix and "{E}" for an expert index.
 struct RoleNames {
   const char* role;
   std::vector<std::vector<const char*>> variants;
@@ -41,14 +47,14 @@ struct RoleNames {
 
 const std::vector<RoleNames>& role_module_names() {
   static const std::vector<RoleNames> table = {
-      {"attn_q", {{"{L}self_attn.q_proj"}}},
-      {"attn_kv", {{"{L}self_attn.k_proj", "{L}self_attn.v_proj"}}},
+      {"attn_q", {{"{L}self_attn.q_proj"}, {"{L}self_attn.qkv_proj"}}},
+      {"attn_kv", {{"{L}self_attn.k_proj", "{L}self_attn.v_proj"}, {"{L}self_attn.qkv_proj"}}},
       {"attn_o", {{"{L}self_attn.o_proj"}}},
       {"mla_q_a", {{"{L}self_attn.q_a_proj"}}},
       {"mla_q_b", {{"{L}self_attn.q_b_proj"}}},
       {"mla_kv_a", {{"{L}self_attn.kv_a_proj_with_mqa"}}},
       {"mla_kv_b", {{"{L}self_attn.kv_b_proj"}}},
-      {"mlp_gate_up", {{"{L}mlp.gate_proj", "{L}mlp.up_proj"}}},
+      {"mlp_gate_up", {{"{L}mlp.gate_proj", "{L}mlp.up_proj"}, {"{L}mlp.gate_up_proj"}}},
       {"mlp_down", {{"{L}mlp.down_proj"}}},
       {"expert_gate_up",
        {{"{L}mlp.experts.{E}.gate_proj", "{L}mlp.experts.{E}.up_proj"},
@@ -75,28 +81,13 @@ const std::vector<RoleNames>& role_module_names() {
   return table;
 }
 
-// Layer prefixes as checkpoints and vLLM write them (text models, multimodal wrappers), at the
-// first, a middle and the last layer: a skip entry must hold for every layer to become a role.
-std::vector<std::vector<std::string>> layer_prefixes(std::int64_t num_layers) {
-  std::vector<std::int64_t> layers{0, num_layers / 2, num_layers - 1};
-  layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
-  std::vector<std::vector<std::string>> out;
-  for (const std::int64_t index : layers) {
-    const std::string layer = std::to_string(std::max<std::int64_t>(0, index));
-    out.push_back({"model.layers." + layer + ".", "model.language_model.layers." + layer + ".",
-                   "language_model.model.layers." + layer + ".",
-                   "model.decoder.layers." + layer + "."});
-  }
-  return out;
-}
-
 // Modules no method quantizes here (norms, embeddings, encoders, small mixer tensors): a skip
 // entry naming only such modules changes nothing.
 bool names_never_quantized_module(const std::string& entry) {
   for (const char* word :
        {"norm", "embed_tokens", "embedding", "vision", "visual", "vit", "image", "audio",
-        "mm_projector", "multi_modal_projector", "merger", "patch_embed", "shared_expert_gate",
-        "conv1d", "a_log", "dt_bias", "rotary_emb"}) {
+        "mm_projector", "multi_modal_projector", "merger", "modality_projection", "patch_embed",
+        "shared_expert_gate", "conv1d", "a_log", "dt_bias", "rotary_emb"}) {
     std::string lower = entry;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -144,6 +135,27 @@ bool has_nested_repetition(const std::string& pattern) {
   return false;
 }
 
+// "\1" (a backreference, which no module name needs) or a "{n,m}" count of over 4 digits.
+bool has_backreference_or_long_count(const std::string& pattern) {
+  std::size_t digits = 0;
+  bool in_count = false;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      if (std::isdigit(static_cast<unsigned char>(pattern[i + 1])) && pattern[i + 1] != '0') {
+        return true;
+      }
+      ++i;
+      continue;
+    }
+    if (c == '{') in_count = true;
+    if (c == '}') in_count = false;
+    digits = in_count && std::isdigit(static_cast<unsigned char>(c)) ? digits + 1 : 0;
+    if (digits > 4) return true;
+  }
+  return false;
+}
+
 // One skip-list entry, compiled once.
 class SkipEntry {
  public:
@@ -152,13 +164,19 @@ class SkipEntry {
     std::string pattern;
     if (how == NameMatch::CompressedTensors && text.rfind("re:", 0) == 0) {
       pattern = text.substr(3);
-      anchored_start_only_ = true;
+      mode_ = Mode::RegexFromStart;
     } else if (how == NameMatch::Glob) {
       pattern = glob_to_regex(text);
+      mode_ = Mode::RegexWhole;
+    } else if (how == NameMatch::AutoRound &&
+               text.find_first_of(R"(*+?^$()[]{}|\)") != std::string::npos) {
+      pattern = text;
+      mode_ = Mode::RegexSearch;
     }
     if (pattern.empty()) {
-      literal_ = true;
-      substring_ = how == NameMatch::Substring;
+      if (how == NameMatch::Substring) mode_ = Mode::Substring;
+      if (how == NameMatch::Bitsandbytes) mode_ = Mode::Components;
+      if (how == NameMatch::AutoRound) mode_ = Mode::DottedSuffix;
       return;
     }
     if (pattern.size() > 1000) q.fail(key, text.substr(0, 80), "pattern longer than 1000 bytes");
@@ -166,27 +184,72 @@ class SkipEntry {
       // std::regex backtracks: "(a*)*" could take exponential time on a module name.
       q.fail(key, text.substr(0, 80), "a repeated group that itself repeats is not supported");
     }
+    if (has_backreference_or_long_count(pattern)) {
+      // libstdc++ parses "\3333..." and "{99999...}" into a long that overflows (fuzzing).
+      q.fail(key, text.substr(0, 80),
+             "backreferences and repetition counts over 4 digits are not supported");
+    }
     try {
       regex_ = std::regex(pattern, std::regex::ECMAScript);
     } catch (const std::regex_error&) {
       q.fail(key, text, "not a valid regular expression");
     }
   }
+  // An exact name: equal strings match, nothing else.
+  bool exact() const { return mode_ == Mode::Exact; }
   bool matches(const std::string& name) const {
-    if (literal_) return substring_ ? name.find(text_) != std::string::npos : name == text_;
-    if (anchored_start_only_) {
-      return std::regex_search(name, regex_, std::regex_constants::match_continuous);
+    switch (mode_) {
+      case Mode::Exact:
+        return name == text_;
+      case Mode::Substring:
+        return name.find(text_) != std::string::npos;
+      case Mode::DottedSuffix:
+        return name == text_ ||
+               (name.size() > text_.size() &&
+                name.compare(name.size() - text_.size(), text_.size(), text_) == 0 &&
+                name[name.size() - text_.size() - 1] == '.');
+      case Mode::Components: {
+        // A leading run of components ("model.layers.1.mlp") or any one component ("mlp").
+        if (name.compare(0, text_.size(), text_) == 0 &&
+            (name.size() == text_.size() || name[text_.size()] == '.')) {
+          return true;
+        }
+        std::size_t begin = 0;
+        while (begin <= name.size()) {
+          const std::size_t dot = std::min(name.find('.', begin), name.size());
+          if (name.compare(begin, dot - begin, text_) == 0) return true;
+          begin = dot + 1;
+        }
+        return false;
+      }
+      case Mode::RegexFromStart:
+        return std::regex_search(name, regex_, std::regex_constants::match_continuous);
+      case Mode::RegexWhole:
+        return std::regex_match(name, regex_);  // fnmatch: the whole name
+      case Mode::RegexSearch:
+        return std::regex_search(name, regex_);
     }
-    return std::regex_match(name, regex_);  // fnmatch: the whole name
+    return false;
   }
   const std::string& text() const { return text_; }
 
  private:
+  // Exact: compressed-tensors / fp8 names. Substring: AWQ. DottedSuffix: AutoRound keys
+  // ("lm_head" matches "model.lm_head"). Components: bitsandbytes. RegexFromStart: "re:"
+  // (re.match). RegexWhole: fnmatch globs. RegexSearch: AutoRound keys holding regex
+  // characters (re.search).
+  enum class Mode : std::uint8_t {
+    Exact,
+    Substring,
+    DottedSuffix,
+    Components,
+    RegexFromStart,
+    RegexWhole,
+    RegexSearch
+  };
   std::string text_;
   std::regex regex_;
-  bool literal_ = false;
-  bool substring_ = false;
-  bool anchored_start_only_ = false;
+  Mode mode_ = Mode::Exact;
 };
 
 std::string expand(const char* pattern, const std::string& layer_prefix, const char* expert) {
@@ -198,128 +261,231 @@ std::string expand(const char* pattern, const std::string& layer_prefix, const c
   return out;
 }
 
-// Does the skip list cover `module` (a {L}/{E} pattern) at every sampled layer and expert?
-// Returns 2 for every sample, 1 for some, 0 for none; `hits` collects the entries that matched.
-int coverage(const std::vector<SkipEntry>& entries, const char* module,
-             const std::vector<std::vector<std::string>>& prefixes, std::vector<char>& hits) {
+// The whole skip list, matched entry by entry: exact names through a hash lookup, the rest
+// (substrings, regexes, globs, bitsandbytes components) one by one. Records which entries hit.
+class SkipList {
+ public:
+  SkipList(const ConfigFields& q, const char* key, NameMatch how) {
+    const json& list = q.at(key);
+    if (!list.is_array()) q.fail(key, list.dump().substr(0, 80), "expected a list of module names");
+    if (list.size() > 10000) q.fail(key, std::to_string(list.size()) + " entries", "too many");
+    for (const auto& m : list) {
+      if (!m.is_string()) q.fail(key, m.dump().substr(0, 80), "expected module names");
+      const std::string text = m.get<std::string>();
+      entries_.emplace_back(q, key, text, how);
+      if (entries_.back().exact()) {
+        exact_[text].push_back(entries_.size() - 1);
+      } else {
+        patterns_.push_back(entries_.size() - 1);
+      }
+    }
+    hits_.assign(entries_.size(), 0);
+  }
+  bool matches(const std::string& name) {
+    bool any = false;
+    const auto it = exact_.find(name);
+    if (it != exact_.end()) {
+      for (const std::size_t i : it->second) hits_[i] = 1;
+      any = true;
+    }
+    for (const std::size_t i : patterns_) {
+      if (entries_[i].matches(name)) {
+        hits_[i] = 1;
+        any = true;
+      }
+    }
+    return any;
+  }
+  std::size_t pattern_count() const { return patterns_.size(); }
+  const std::vector<SkipEntry>& entries() const { return entries_; }
+  bool hit(std::size_t i) const { return hits_[i] != 0; }
+
+ private:
+  std::vector<SkipEntry> entries_;
+  std::map<std::string, std::vector<std::size_t>> exact_;
+  std::vector<std::size_t> patterns_;
+  std::vector<char> hits_;
+};
+
+// Does the skip list cover `module` (a {L}/{E} pattern) at this layer, in any of the layer
+// prefix styles, for both sampled experts? 2: yes, 1: for one expert only, 0: no.
+int coverage(SkipList& list, const char* module, const std::vector<std::string>& prefixes) {
+  const bool per_expert = std::string(module).find("{E}") != std::string::npos;
   int matched = 0;
   int samples = 0;
-  for (const auto& layer : prefixes) {
-    for (const char* expert : {"0", "5"}) {
-      ++samples;
-      bool any = false;
-      for (const auto& prefix : layer) {
-        const std::string name = expand(module, prefix, expert);
-        for (std::size_t i = 0; i < entries.size(); ++i) {
-          if (entries[i].matches(name)) {
-            hits[i] = 1;
-            any = true;
-          }
-        }
-      }
-      matched += any ? 1 : 0;
-    }
+  for (const char* expert : {"0", "5"}) {
+    if (!per_expert && samples == 1) break;
+    ++samples;
+    bool any = false;
+    for (const auto& prefix : prefixes) any = list.matches(expand(module, prefix, expert)) || any;
+    matched += any ? 1 : 0;
   }
   return matched == 0 ? 0 : (matched == samples ? 2 : 1);
 }
 
-// Adds the tensor roles a skip list leaves unquantized to out["unquantized"], matching each
-// entry against the module names vLLM builds (role_module_names). A role is unquantized when
-// one of its naming variants is covered in full at every layer; a list covering part of a role
-// (one layer, one shard of a fused layer) cannot be expressed per role and fails closed, as
-// does an entry that names no module vLLM builds and no never-quantized one. "mtp" stands for
-// every tensor of the MTP layers ("mtp.layers.0." in Qwen3.5 / Qwen3-Next checkpoints).
-void add_unquantized(const ConfigFields& q, const char* key, NameMatch how, std::int64_t num_layers,
+std::vector<std::string> prefixes_of_layer(const std::string& layer) {
+  return {"model.layers." + layer + ".", "model.language_model.layers." + layer + ".",
+          "language_model.model.layers." + layer + ".", "model.decoder.layers." + layer + "."};
+}
+
+// What a skip list is matched against: the decoder layers, and whether vLLM builds q, k and v
+// as one qkv_proj (every family but the MLA ones).
+struct SkipScope {
+  std::int64_t num_layers = 1;
+  bool qkv_fused = true;
+};
+
+// Skip lists are matched against every decoder layer's module names; these bound that work.
+constexpr std::int64_t kMaxSkipListLayers = 4096;
+constexpr std::int64_t kMaxSkipPatternLayerPairs = 50000;
+
+// Adds the tensor roles a skip list leaves unquantized: out["unquantized"] for a role skipped in
+// every decoder layer, out["unquantized_layers"][role] for the layers where only some skip it.
+// Each entry is matched as vLLM matches it against the module names vLLM builds
+// (role_module_names) at every layer, in the checkpoint's unfused names and vLLM's fused ones
+// (qkv_proj, gate_up_proj). A layer whose list covers some but not all shards of one of vLLM's
+// fused Linears (q_proj without k_proj and v_proj, gate_proj without up_proj) is refused, as
+// vLLM refuses it ("All shards of fused layers to have the same precision"); so is an entry
+// that names no module vLLM builds and no never-quantized one. "mtp" stands for every tensor
+// of the MTP layers ("mtp.layers.0." in Qwen3.5 / Qwen3-Next checkpoints). `qkv_fused`: vLLM
+// builds q, k and v as one Linear (every family but MLA ones).
+void add_unquantized(const ConfigFields& q, const char* key, NameMatch how, const SkipScope& scope,
                      json& out) {
-  const json& list = q.at(key);
-  if (!list.is_array()) q.fail(key, list.dump().substr(0, 80), "expected a list of module names");
-  if (list.size() > 10000) q.fail(key, std::to_string(list.size()) + " entries", "too many");
-  std::vector<SkipEntry> entries;
-  for (const auto& m : list) {
-    if (!m.is_string()) q.fail(key, m.dump().substr(0, 80), "expected module names");
-    entries.emplace_back(q, key, m.get<std::string>(), how);
+  const std::int64_t num_layers = scope.num_layers;
+  const bool qkv_fused = scope.qkv_fused;
+  SkipList list(q, key, how);
+  if (num_layers > kMaxSkipListLayers && !list.entries().empty()) {
+    q.fail(key, std::to_string(num_layers) + " layers",
+           "a skip list is matched layer by layer, up to " + std::to_string(kMaxSkipListLayers) +
+               " layers");
+  }
+  if (static_cast<std::int64_t>(list.pattern_count()) * num_layers > kMaxSkipPatternLayerPairs) {
+    q.fail(key, std::to_string(list.pattern_count()) + " patterns",
+           "too many patterns for " + std::to_string(num_layers) + " layers (at most " +
+               std::to_string(kMaxSkipPatternLayerPairs) + " pattern-layer pairs)");
   }
   if (!out.contains("unquantized")) out["unquantized"] = json::array();
   json& roles = out["unquantized"];
   auto add_role = [&roles](const std::string& role) {
     if (std::find(roles.begin(), roles.end(), role) == roles.end()) roles.push_back(role);
   };
-  std::vector<char> hits(entries.size(), 0);
-  const auto prefixes = layer_prefixes(num_layers);
-  for (const auto& [role, variants] : role_module_names()) {
-    bool full = false;
-    std::string partial;
-    for (const auto& variant : variants) {
-      bool all = true;
-      for (const char* module : variant) {
-        const int c = coverage(entries, module, prefixes, hits);
-        all = all && c == 2;
-        if (c != 0 && partial.empty()) partial = expand(module, "model.layers.N.", "K");
+  const std::string shown_list = q.at(key).dump().substr(0, 200);
+  std::map<std::string, std::vector<std::int64_t>> skipped_layers;
+  for (std::int64_t layer = 0; layer < num_layers; ++layer) {
+    const std::string index = std::to_string(layer);
+    const auto prefixes = prefixes_of_layer(index);
+    for (const auto& [role, variants] : role_module_names()) {
+      bool full = false;
+      std::string partial;
+      for (const auto& variant : variants) {
+        bool all = true;
+        for (const char* module : variant) {
+          const int c = coverage(list, module, prefixes);
+          all = all && c == 2;
+          if (c != 0 && partial.empty()) partial = expand(module, prefixes[0], "K");
+        }
+        full = full || all;
       }
-      full = full || all;
+      if (full) {
+        skipped_layers[role].push_back(layer);
+      } else if (!partial.empty()) {
+        std::string problem = "covers part of the ";
+        problem += role;
+        problem += " tensors at layer " + index;
+        problem += " (e.g. " + partial;
+        problem +=
+            " without its fused siblings, or some experts only); vLLM needs every shard of a "
+            "fused Linear kept at one precision";
+        q.fail(key, shown_list, problem);
+      }
     }
-    if (full) {
-      add_role(role);
-    } else if (!partial.empty()) {
-      q.fail(key, list.dump().substr(0, 200),
-             "covers part of the " + std::string(role) + " tensors (e.g. " + partial +
-                 " in some layers or without its fused siblings); vramplan keeps a role "
-                 "quantized or not as a whole");
+    if (qkv_fused) {
+      const auto q_it = skipped_layers.find("attn_q");
+      const auto kv_it = skipped_layers.find("attn_kv");
+      const bool q_skipped = q_it != skipped_layers.end() && q_it->second.back() == layer;
+      const bool kv_skipped = kv_it != skipped_layers.end() && kv_it->second.back() == layer;
+      if (q_skipped != kv_skipped) {
+        std::string problem = "skips ";
+        problem +=
+            q_skipped ? "q_proj but not k_proj and v_proj" : "k_proj and v_proj but not q_proj";
+        problem += " at layer " + index;
+        problem += "; vLLM fuses them into one qkv_proj and refuses shards of different precision";
+        q.fail(key, shown_list, problem);
+      }
     }
   }
+  if (!out.contains("unquantized_layers")) out["unquantized_layers"] = json::object();
+  json& per_layer = out["unquantized_layers"];
+  for (const auto& info : role_module_names()) {
+    const auto found = skipped_layers.find(info.role);
+    if (found == skipped_layers.end()) continue;
+    const std::string role = info.role;
+    const std::vector<std::int64_t>& layers = found->second;
+    if (static_cast<std::int64_t>(layers.size()) == num_layers) {
+      add_role(role);
+      per_layer.erase(role);
+    } else if (std::find(roles.begin(), roles.end(), role) == roles.end()) {
+      json merged = per_layer.contains(role) ? per_layer[role] : json::array();
+      for (const std::int64_t layer : layers) {
+        if (std::find(merged.begin(), merged.end(), layer) == merged.end()) merged.push_back(layer);
+      }
+      std::sort(merged.begin(), merged.end());
+      per_layer[role] = merged;
+    }
+  }
+  if (per_layer.empty()) out.erase("unquantized_layers");
   // The MTP layers: covered when their attention, MLP/experts and fc are all skipped.
   // Qwen's MTP block: "mtp.layers.0.*" plus "mtp.fc" beside the layers.
-  const std::vector<std::vector<std::string>> mtp_prefix = {{"mtp.layers.0."}};
-  const std::vector<std::vector<std::string>> mtp_root = {{"mtp."}};
-  if (coverage(entries, "{L}self_attn.q_proj", mtp_prefix, hits) == 2 &&
-      coverage(entries, "{L}mlp.experts.{E}.gate_proj", mtp_prefix, hits) == 2 &&
-      coverage(entries, "{L}fc", mtp_root, hits) == 2) {
+  if (coverage(list, "{L}self_attn.q_proj", {"mtp.layers.0."}) == 2 &&
+      coverage(list, "{L}mlp.experts.{E}.gate_proj", {"mtp.layers.0."}) == 2 &&
+      coverage(list, "{L}fc", {"mtp."}) == 2) {
     add_role("mtp");
   }
-  // An entry naming one layer the samples skipped ("model.layers.17.mlp.gate" beside the other
-  // layers' entries) names a module of a role: fine when the role is skipped as a whole, part of
-  // a role otherwise. A layer past the model's last names nothing vLLM builds (a no-op there).
-  auto role_at_layer_zero = [&](const std::string& text) -> std::string {
-    static const std::regex layer_index(R"(layers\.(\d+)\.)");
+  if (list.matches("lm_head")) add_role("lm_head");
+  // Entries no sampled name matched: a layer past the model's last names nothing vLLM builds
+  // (a no-op there); one expert of many ("experts.17.") is part of a role, as the sampled
+  // experts 0 and 5 show when it is not refused above.
+  static const std::regex layer_index(R"(layers\.(\d+)\.)");
+  static const std::regex expert_index(R"(experts\.\d+\.)");
+  for (std::size_t i = 0; i < list.entries().size(); ++i) {
+    const std::string& text = list.entries()[i].text();
+    if (list.hit(i) || names_never_quantized_module(text)) continue;
+    if (text.find("lm_head") != std::string::npos) continue;
     std::smatch m;
     if (std::regex_search(text, m, layer_index) && m[1].length() < 9 &&
         std::stoll(m[1].str()) >= num_layers) {
-      return "-";
+      continue;
     }
-    static const std::regex indices(R"((layers|experts)\.\d+\.)");
-    const std::vector<SkipEntry> one{
-        SkipEntry(q, key, std::regex_replace(text, indices, "$1.0."), how)};
-    const auto first_layer = layer_prefixes(1);
-    for (const auto& info : role_module_names()) {
-      for (const auto& variant : info.variants) {
-        for (const char* module : variant) {
-          std::vector<char> hit(1, 0);
-          (void)coverage(one, module, first_layer, hit);
-          if (hit[0] != 0) return info.role;
+    if (std::regex_search(text, expert_index)) {
+      // Fine when the sampled experts 0 and 5 of the same layer are skipped too.
+      const SkipEntry first_expert(q, key, std::regex_replace(text, expert_index, "experts.0."),
+                                   how);
+      const std::int64_t layer = m.empty() || m[1].length() >= 9 ? -1 : std::stoll(m[1].str());
+      bool skipped = false;
+      for (const auto& [role, variants] : role_module_names()) {
+        const auto it = skipped_layers.find(role);
+        const bool role_skipped =
+            it != skipped_layers.end() && layer >= 0 &&
+            std::find(it->second.begin(), it->second.end(), layer) != it->second.end();
+        for (const auto& variant : variants) {
+          for (const char* module : variant) {
+            for (const auto& prefix :
+                 prefixes_of_layer(std::to_string(std::max<std::int64_t>(0, layer)))) {
+              if (first_expert.matches(expand(module, prefix, "0")))
+                skipped = skipped || role_skipped;
+            }
+          }
         }
       }
-    }
-    return "";
-  };
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const std::string& text = entries[i].text();
-    if (hits[i] || text == "lm_head" || names_never_quantized_module(text)) continue;
-    const std::string role = role_at_layer_zero(text);
-    if (role == "-") continue;
-    if (!role.empty()) {
-      if (std::find(roles.begin(), roles.end(), role) != roles.end()) continue;
+      if (skipped) continue;
       q.fail(key, text,
-             "covers part of the " + role +
-                 " tensors (some layers only); vramplan keeps a role quantized or not as a whole");
+             "names some experts of a layer only: vramplan keeps a layer's experts at one "
+             "precision");
     }
-    if (text.find("lm_head") != std::string::npos) continue;
     q.fail(key, text,
            "names no module vLLM builds that vramplan can keep unquantized (matched against "
            "model.layers.N.self_attn.q_proj, mlp.experts.K.gate_proj, linear_attn.in_proj_a, "
            "mtp.layers.0.*, lm_head, ...)");
-  }
-  for (const auto& entry : entries) {
-    if (entry.matches("lm_head")) add_role("lm_head");
   }
 }
 
@@ -350,9 +516,21 @@ std::int64_t num_layers_of(const json& config) {
   return 1;
 }
 
+// MLA families (DeepSeek-V2/V3, Kimi) build q_proj apart, and no k_proj / v_proj.
+bool uses_mla(const json& config) {
+  for (const json* c :
+       {&config, config.contains("text_config") ? &config["text_config"] : nullptr}) {
+    if (c != nullptr && c->is_object() && c->contains("kv_lora_rank") &&
+        !(*c)["kv_lora_rank"].is_null()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // ModelOpt's quantization object, from hf_quant_config.json or config.json (quant_method
 // "modelopt"): FP8, NVFP4, or MIXED_PRECISION whose quantized_layers all use one of them.
-json modelopt_document(const ConfigFields& q, std::int64_t num_layers) {
+json modelopt_document(const ConfigFields& q, const SkipScope& scope) {
   std::string algo = q.string_or("quant_algo", "");
   std::transform(algo.begin(), algo.end(), algo.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
@@ -385,39 +563,67 @@ json modelopt_document(const ConfigFields& q, std::int64_t num_layers) {
       }
       names_by_algo[this_algo].push_back(name);
     }
-    // The roles each algorithm covers in full (a partial cover is refused by name).
-    std::map<std::string, json> roles_by_algo;
+    // The roles each algorithm covers, in every layer or in some (a partial shard cover is
+    // refused by name).
+    std::map<std::string, json> covered_by_algo;
     for (const auto& [this_algo, names] : names_by_algo) {
       const json listed = {{"quantized_layers", names}};
       const ConfigFields layers(listed, q.file(), q.prefix());
       json covered;
-      add_unquantized(layers, "quantized_layers", NameMatch::CompressedTensors, num_layers,
-                      covered);
-      roles_by_algo[this_algo] = covered["unquantized"];
+      add_unquantized(layers, "quantized_layers", NameMatch::CompressedTensors, scope, covered);
+      covered_by_algo[this_algo] = covered;
     }
     algo = names_by_algo.count("NVFP4") != 0 ? "NVFP4" : "FP8";
-    auto listed_in = [&roles_by_algo](const char* which, const std::string& role) {
-      const auto it = roles_by_algo.find(which);
-      return it != roles_by_algo.end() &&
-             std::find(it->second.begin(), it->second.end(), role) != it->second.end();
+    auto full_in = [&covered_by_algo](const char* which, const std::string& role) {
+      const auto it = covered_by_algo.find(which);
+      if (it == covered_by_algo.end()) return false;
+      const json& roles = it->second["unquantized"];
+      return std::find(roles.begin(), roles.end(), role) != roles.end();
     };
+    auto layers_in = [&covered_by_algo](const char* which, const std::string& role) {
+      const auto it = covered_by_algo.find(which);
+      if (it == covered_by_algo.end() || !it->second.contains("unquantized_layers") ||
+          !it->second["unquantized_layers"].contains(role)) {
+        return json::array();
+      }
+      return it->second["unquantized_layers"][role];
+    };
+    const char* other = algo == "NVFP4" ? "FP8" : "NVFP4";
     json unquantized = json::array();
+    json unquantized_layers = json::object();
     json fp8_roles = json::array();
     std::vector<std::string> roles;
     for (const auto& info : role_module_names()) roles.emplace_back(info.role);
     roles.emplace_back("lm_head");
     for (const auto& role : roles) {
-      const bool nvfp4 = listed_in("NVFP4", role);
-      const bool fp8 = listed_in("FP8", role);
-      if (nvfp4 && fp8) {
+      const bool main_full = full_in(algo.c_str(), role);
+      const bool other_full = full_in(other, role);
+      const json main_layers = layers_in(algo.c_str(), role);
+      const json other_layers = layers_in(other, role);
+      if (main_full && other_full) {
         q.fail("quantized_layers", role, "a tensor role listed under both FP8 and NVFP4");
       }
-      if (!nvfp4 && !fp8) {
+      if (!other_layers.empty() || (other_full && !main_layers.empty())) {
+        q.fail("quantized_layers", role,
+               "FP8 in some layers of a tensor role beside NVFP4 or bf16 in others is not "
+               "modelled (one format per role, bf16 per layer)");
+      }
+      if (!main_full && !other_full && main_layers.empty()) {
         unquantized.push_back(role);
-      } else if (fp8 && algo == "NVFP4") {
+      } else if (!main_layers.empty()) {
+        // Quantized in the listed layers, bf16 in the others.
+        json rest = json::array();
+        for (std::int64_t layer = 0; layer < scope.num_layers; ++layer) {
+          if (std::find(main_layers.begin(), main_layers.end(), layer) == main_layers.end()) {
+            rest.push_back(layer);
+          }
+        }
+        unquantized_layers[role] = rest;
+      } else if (other_full) {
         fp8_roles.push_back(role);
       }
     }
+    if (!unquantized_layers.empty()) out["unquantized_layers"] = unquantized_layers;
     if (!fp8_roles.empty()) out["fp8_roles"] = fp8_roles;
     out["unquantized"] = unquantized;
   } else {
@@ -435,7 +641,7 @@ json modelopt_document(const ConfigFields& q, std::int64_t num_layers) {
            "ModelOpt algorithm not supported (FP8, NVFP4, MIXED_PRECISION of those)");
   }
   if (q.has("exclude_modules")) {
-    add_unquantized(q, "exclude_modules", NameMatch::Glob, num_layers, out);
+    add_unquantized(q, "exclude_modules", NameMatch::Glob, scope, out);
   }
   return out;
 }
@@ -493,14 +699,14 @@ json compressed_tensors_scheme(const ConfigFields& g, const std::string& where) 
 }
 
 json quantization_document(const json& config, const json* modelopt, const std::string& file) {
-  const std::int64_t num_layers = num_layers_of(config);
+  const SkipScope scope{num_layers_of(config), !uses_mla(config)};
   if (modelopt != nullptr) {
     const ConfigFields root(*modelopt, file, "hf_quant_config.");
     if (!root.has("quantization") || !root.at("quantization").is_object()) {
       root.fail("quantization", "missing", "expected the ModelOpt quantization object");
     }
     const ConfigFields q(root.at("quantization"), file, "hf_quant_config.quantization.");
-    return modelopt_document(q, num_layers);
+    return modelopt_document(q, scope);
   }
   const ConfigFields root(config, file, "");
   if (!root.has("quantization_config")) return json();
@@ -511,7 +717,7 @@ json quantization_document(const json& config, const json* modelopt, const std::
   const std::string method = q.string_or("quant_method", "");
   json out;
   if (method == "modelopt" || method == "modelopt_fp4" || method == "modelopt_mixed") {
-    return modelopt_document(q, num_layers);
+    return modelopt_document(q, scope);
   } else if (method == "fp8") {
     if (q.has("weight_block_size")) {
       const json& block = q.at("weight_block_size");
@@ -572,7 +778,7 @@ json quantization_document(const json& config, const json* modelopt, const std::
       if (!skips.empty()) {
         json holder = {{"dynamic", skips}};
         const ConfigFields d(holder, file, "quantization_config.");
-        add_unquantized(d, "dynamic", NameMatch::CompressedTensors, num_layers, out);
+        add_unquantized(d, "dynamic", NameMatch::CompressedTensors, scope, out);
       }
     }
   } else if (method == "auto-round" || method == "intel/auto-round" || method == "auto_round") {
@@ -586,6 +792,37 @@ json quantization_document(const json& config, const json* modelopt, const std::
            {"sym", q.boolean_or("sym", true)}};
     if (awq && out["bits"] != 4) q.fail("bits", out["bits"].dump(), "AWQ packing is 4-bit");
     if (!awq) out["desc_act"] = false;
+    if (q.has("extra_config") && !q.at("extra_config").is_null()) {
+      // Per-module overrides (vLLM's INCConfigParser): {"bits": 16} keeps a module unquantized;
+      // other bits, group sizes or symmetry per module are more than one scheme per role.
+      const json& extra = q.at("extra_config");
+      if (!extra.is_object()) q.fail("extra_config", extra.dump().substr(0, 80), "expected a map");
+      json skips = json::array();
+      for (const auto& [name, overrides] : extra.items()) {
+        if (!overrides.is_object()) q.fail("extra_config", name, "expected a map of overrides");
+        const json bits = overrides.value("bits", out["bits"]);
+        if (!bits.is_number_integer())
+          q.fail("extra_config", name + ": bits", "expected an integer");
+        if (bits.get<std::int64_t>() >= 16) {
+          skips.push_back(name);
+          continue;
+        }
+        for (const char* field : {"bits", "group_size", "sym"}) {
+          if (overrides.contains(field) && overrides[field] != out[field]) {
+            std::string shown = name;
+            shown += std::string(": ") + field + "=" + overrides[field].dump().substr(0, 20);
+            q.fail("extra_config", shown,
+                   "per-module bits/group_size/sym overrides are not modelled (one scheme per "
+                   "role)");
+          }
+        }
+      }
+      if (!skips.empty()) {
+        json holder = {{"extra_config", skips}};
+        const ConfigFields e(holder, file, "quantization_config.");
+        add_unquantized(e, "extra_config", NameMatch::AutoRound, scope, out);
+      }
+    }
   } else if (method == "mxfp4") {
     out = {{"method", "mxfp4"}};
   } else if (method == "bitsandbytes") {
@@ -602,7 +839,7 @@ json quantization_document(const json& config, const json* modelopt, const std::
       q.fail("load_in_4bit", "false", "bitsandbytes config loads neither 4-bit nor 8-bit");
     }
     if (q.has("llm_int8_skip_modules") && !q.at("llm_int8_skip_modules").is_null()) {
-      add_unquantized(q, "llm_int8_skip_modules", NameMatch::Substring, num_layers, out);
+      add_unquantized(q, "llm_int8_skip_modules", NameMatch::Bitsandbytes, scope, out);
     }
   } else if (method == "compressed-tensors") {
     if (!q.has("config_groups") || !q.at("config_groups").is_object() ||
@@ -629,8 +866,7 @@ json quantization_document(const json& config, const json* modelopt, const std::
                "groups with different schemes are not modelled (one method per model)");
       }
     }
-    if (q.has("ignore"))
-      add_unquantized(q, "ignore", NameMatch::CompressedTensors, num_layers, out);
+    if (q.has("ignore")) add_unquantized(q, "ignore", NameMatch::CompressedTensors, scope, out);
   } else {
     q.fail("quant_method", method.empty() ? "missing" : method,
            "quantization not supported (fp8, awq, awq_marlin, gptq, gptq_marlin, auto-round, "
@@ -638,11 +874,22 @@ json quantization_document(const json& config, const json* modelopt, const std::
            "hf_quant_config.json)");
   }
   // vLLM matches modules_to_not_convert exactly for fp8 and as substrings for AWQ; its MXFP4
-  // config does not read the list (only experts are quantized there anyway).
+  // config does not read the list (only experts are quantized there anyway), nor does its GPTQ
+  // config (GPTQModel writes skips as `dynamic` "-:" rules): a GPTQ list that keeps a module
+  // unquantized describes a checkpoint vLLM would load as quantized, so it is refused.
   if (method != "mxfp4" && q.has("modules_to_not_convert") &&
       !q.at("modules_to_not_convert").is_null()) {
     const NameMatch how = method == "fp8" ? NameMatch::CompressedTensors : NameMatch::Substring;
-    add_unquantized(q, "modules_to_not_convert", how, num_layers, out);
+    const bool gptq = out.value("method", "") == "gptq" && method.find("gptq") != std::string::npos;
+    json skipped;
+    add_unquantized(q, "modules_to_not_convert", how, scope, gptq ? skipped : out);
+    if (gptq && (skipped.contains("unquantized_layers") ||
+                 std::any_of(skipped["unquantized"].begin(), skipped["unquantized"].end(),
+                             [](const json& role) { return role != "lm_head"; }))) {
+      q.fail("modules_to_not_convert", q.at("modules_to_not_convert").dump().substr(0, 200),
+             "vLLM's GPTQ config does not read this list and would load these modules as "
+             "quantized; GPTQ checkpoints name unquantized modules in `dynamic` (\"-:regex\")");
+    }
   }
   return out;
 }
@@ -660,6 +907,11 @@ void check_group_size_divides(const ModelSpec& spec, const std::string& source) 
     const char* role = tensor_role_name(g.role);
     if (std::find(q.unquantized_roles.begin(), q.unquantized_roles.end(), role) !=
         q.unquantized_roles.end()) {
+      continue;
+    }
+    const auto per_layer = q.unquantized_layers.find(role);
+    if (per_layer != q.unquantized_layers.end() &&
+        std::binary_search(per_layer->second.begin(), per_layer->second.end(), g.layer)) {
       continue;
     }
     throw SpecError(source, "quantization_config.group_size", std::to_string(q.group_size),

@@ -113,6 +113,7 @@ const std::vector<SchemaKey> kSchema = {
   {"quantization", "scales_in_torch_dtype", "bool", false, "fp8/int8 scales stored in torch_dtype, not float32 (compressed-tensors)."},
   {"quantization", "online", "bool", false, "Quantized at load from a 16-bit checkpoint (--quantization fp8)."},
   {"quantization", "unquantized", "list[string]", false, "Tensor roles kept in torch_dtype (lm_head, router, attn_q, mixer_in_ba, ...; mtp: every MTP-layer tensor)."},
+  {"quantization", "unquantized_layers", "map[string,list[int]]", false, "Tensor roles kept in torch_dtype in some decoder layers only (a skip list naming model.layers.0.self_attn): role -> layer indices."},
   {"quantization", "fp8_roles", "list[string]", false, "Tensor roles stored in per-tensor fp8 with a static input scale beside an nvfp4 method (ModelOpt MIXED_PRECISION)."},
   {"quantization", "gguf_types", "map[string,dtype]", false, "GGUF block type per tensor role; key default covers the rest."},
   {"gpu", "id", "string", true, "Database id (H100-80GB)."},
@@ -373,6 +374,32 @@ QuantSpec read_quantization(const MapReader& parent) {
     if (!known) {
       r.fail(r.field("unquantized") + "[" + std::to_string(i) + "]",
              "'" + q.unquantized_roles[i] + "'", "unknown tensor role");
+    }
+  }
+  if (r.has("unquantized_layers")) {
+    const YAML::Node n = r.child("unquantized_layers");
+    if (!n.IsMap()) {
+      r.fail(r.field("unquantized_layers"), node_text(n), "expected a map role -> layer list");
+    }
+    for (const auto& kv : n) {
+      const std::string role = kv.first.Scalar();
+      const std::string where = r.field("unquantized_layers") + "." + role;
+      bool known = false;
+      for (int i = 0; i <= static_cast<int>(TensorRole::Vision); ++i) {
+        known |= role == tensor_role_name(static_cast<TensorRole>(i));
+      }
+      if (!known) r.fail(where, "'" + role + "'", "unknown tensor role");
+      if (!kv.second.IsSequence() || kv.second.size() == 0) {
+        r.fail(where, node_text(kv.second), "expected a non-empty list of layer indices");
+      }
+      std::vector<std::int32_t> layers;
+      for (std::size_t i = 0; i < kv.second.size(); ++i) {
+        layers.push_back(static_cast<std::int32_t>(
+            r.parse_int(kv.second[i], where + "[" + std::to_string(i) + "]", 0, 1 << 20)));
+      }
+      std::sort(layers.begin(), layers.end());
+      layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+      q.unquantized_layers[role] = layers;
     }
   }
   q.fp8_roles = r.get_string_list("fp8_roles");
@@ -853,6 +880,13 @@ void finalize_model_spec(ModelSpec& s) {
     fail("max_position_embeddings", std::to_string(s.max_position_embeddings), "must be positive");
   }
   if (s.vocab_size <= 0) fail("vocab_size", std::to_string(s.vocab_size), "must be positive");
+  for (const auto& [role, layers] : s.quantization.unquantized_layers) {
+    if (!layers.empty() && layers.back() >= s.num_hidden_layers) {
+      fail("quantization.unquantized_layers." + role, std::to_string(layers.back()),
+           "past the last decoder layer (num_hidden_layers " + std::to_string(s.num_hidden_layers) +
+               ")");
+    }
+  }
 }
 
 ModelSpec load_model_spec_file(const std::string& path) {

@@ -48,13 +48,21 @@ bool role_listed(const QuantSpec& q, TensorRole role) noexcept {
                      [name](const std::string& listed) { return listed == name; });
 }
 
+// Is this decoder layer's copy of the role kept in torch_dtype by a per-layer skip entry?
+bool layer_listed(const QuantSpec& q, const TensorGroup& g) noexcept {
+  if (g.layer < 0 || q.unquantized_layers.empty()) return false;
+  const auto it = q.unquantized_layers.find(tensor_role_name(g.role));
+  return it != q.unquantized_layers.end() &&
+         std::binary_search(it->second.begin(), it->second.end(), g.layer);
+}
+
 bool is_expert(TensorRole role) noexcept {
   return role == TensorRole::ExpertGateUp || role == TensorRole::ExpertDown;
 }
 
 // Does `quant` store this tensor quantized?
 bool quantizes(const QuantSpec& q, const TensorGroup& g) noexcept {
-  if (q.method == QuantMethod::None || role_listed(q, g.role)) return false;
+  if (q.method == QuantMethod::None || role_listed(q, g.role) || layer_listed(q, g)) return false;
   if (g.mtp && std::find(q.unquantized_roles.begin(), q.unquantized_roles.end(), "mtp") !=
                    q.unquantized_roles.end()) {
     return false;  // a config that ignores the MTP modules stores them in torch_dtype
@@ -218,7 +226,7 @@ std::int64_t tensor_group_bytes(const TensorGroup& g, const QuantSpec& quant, DT
   const std::int64_t modules =
       checkpoint_layout && g.modules > 1 && rows % g.modules == 0 ? g.modules : 1;
   std::int64_t bytes = 0;
-  if (g.is_linear && !role_listed(quant, g.role) &&
+  if (g.is_linear && !role_listed(quant, g.role) && !layer_listed(quant, g) &&
       std::find(quant.fp8_roles.begin(), quant.fp8_roles.end(), tensor_role_name(g.role)) !=
           quant.fp8_roles.end()) {
     QuantSpec fp8;  // ModelOpt FP8: fp8 weight, fp32 weight_scale and input_scale

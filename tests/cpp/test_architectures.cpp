@@ -522,11 +522,16 @@ TEST(Architectures, DocsModelsPageIsGeneratedFromTheTable) {
       "modelopt`; "
       "glob `exclude_modules`), fp8 (per-tensor or block), AWQ / awq_marlin, GPTQ / "
       "gptq_marlin (incl. act-order and `dynamic` skip rules), AutoRound (GPTQ- or AWQ-packed), "
-      "bitsandbytes nf4/int8, MXFP4 and GGUF block types. Skip lists are matched against the "
-      "module names vLLM builds (exact, regex, substring or glob, as vLLM 0.33 matches each "
-      "method's list); a list that covers part of a tensor role (some layers, one shard of a "
-      "fused Linear) is refused by name. Vision towers and projectors are always counted in the "
-      "stored dtype.\n\n" +
+      "bitsandbytes nf4/int8, MXFP4 and GGUF block types. Skip lists (compressed-tensors "
+      "`ignore`, AWQ / fp8 `modules_to_not_convert`, ModelOpt `exclude_modules`, GPTQModel "
+      "`dynamic` \"-:\" rules, bitsandbytes `llm_int8_skip_modules`, AutoRound `extra_config` "
+      "`{\"bits\": 16}` keys) are matched against the module names vLLM builds at every decoder "
+      "layer (exact, regex, substring, glob or dotted components, as vLLM matches each method's "
+      "list): a module skipped in some layers only is stored in the model dtype there "
+      "(`quantization.unquantized_layers`); a list that skips some shards of one of vLLM's fused "
+      "Linears (q_proj without k_proj and v_proj, gate_proj without up_proj) is refused by name, "
+      "as vLLM refuses it, and so is a GPTQ `modules_to_not_convert` (vLLM's GPTQ config does "
+      "not read it). Vision towers and projectors are always counted in the stored dtype.\n\n" +
       architectures_markdown();
   if (std::getenv("VRAMPLAN_UPDATE_DOCS") != nullptr) {
     std::ofstream(page, std::ios::binary) << expected;

@@ -132,7 +132,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"unknown_model_type.json", "model_type"},
         BadConfig{"no_model_type.json", "model_type"},
         BadConfig{"unknown_quant.json", "quant_method"},
-        BadConfig{"unmappable_ignore.json", "ignore"},
+        BadConfig{"unmappable_ignore.json", "skips q_proj but not k_proj and v_proj at layer 0"},
         BadConfig{"layer_types_length.json", "layer_types"},
         BadConfig{"layer_types_unknown.json", "layer_types"},
         BadConfig{"heads_do_not_divide.json", "head_dim"},
@@ -159,5 +159,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"ct_mixed_groups.json", "config_groups"},
         BadConfig{"ct_bad_regex.json", "not a valid regular expression"},
         BadConfig{"modelopt_mixed_algos.json", "quantized_layers"},
-        BadConfig{"ct_ignore_one_layer.json", "covers part of the mlp_gate_up"},
-        BadConfig{"ct_nested_regex.json", "repeated group"}));
+        BadConfig{"ct_ignore_one_shard.json", "covers part of the mlp_gate_up tensors at layer 0"},
+        BadConfig{"ct_nested_regex.json", "repeated group"},
+        // fuzz_hf_import's reproducer: a backreference number libstdc++ overflowed parsing.
+        BadConfig{"gptq_dynamic_backreference_overflow.json", "backreferences"}));

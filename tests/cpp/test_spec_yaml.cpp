@@ -167,6 +167,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"quantization", "double_quant"},
     {"quantization", "online"},
     {"quantization", "unquantized"},
+    {"quantization", "unquantized_layers"},
     {"quantization", "fp8_roles"},
     {"quantization", "gguf_types"},
     {"quantization", "scales_in_torch_dtype"},
@@ -240,7 +241,10 @@ TEST(SpecYaml, EveryDocumentedModelKeyIsRead) {
     if (record == "gpu") continue;  // gpus.yaml: GpuYaml tests
     // A map where a scalar or list belongs; a scalar where a map belongs.
     const bool is_block = record == "model" && kValidBlocks.count(k.key) != 0;
-    const std::string bad = is_block || std::string(k.key) == "gguf_types" ? "7" : "{bad: 1}";
+    const std::string bad =
+        is_block || std::string(k.key) == "gguf_types" || std::string(k.key) == "unquantized_layers"
+            ? "7"
+            : "{bad: 1}";
     const std::string path = record == "model" ? k.key : record + "." + k.key;
     const std::string text = spec_with(record, k.key, bad);
     try {
@@ -267,6 +271,29 @@ SpecError spec_error_of(const std::function<void()>& fn) {
 }
 
 }  // namespace
+
+TEST(SpecYaml, UnquantizedLayersAreReadAndBounded) {
+  const std::string base = std::string(vramplan_test::kLlama31_8B) +
+                           "quantization:\n  method: fp8\n  unquantized_layers:\n";
+  const ModelSpec spec =
+      parse_model_spec_yaml(base + "    mlp_down: [31, 0, 0]\n    attn_o: [2]\n", "l.yaml");
+  EXPECT_EQ(spec.quantization.unquantized_layers.at("mlp_down"),
+            (std::vector<std::int32_t>{0, 31}));  // sorted, duplicates dropped
+  EXPECT_EQ(spec.quantization.unquantized_layers.at("attn_o"), (std::vector<std::int32_t>{2}));
+  // Llama-3.1-8B has 32 layers: 32 is past the last; a role must exist; a list must be given.
+  for (const auto& [bad, field] : std::vector<std::pair<std::string, std::string>>{
+           {"    mlp_down: [32]\n", "quantization.unquantized_layers.mlp_down"},
+           {"    mlp_sideways: [1]\n", "quantization.unquantized_layers.mlp_sideways"},
+           {"    mlp_down: []\n", "quantization.unquantized_layers.mlp_down"},
+           {"    mlp_down: [-1]\n", "quantization.unquantized_layers.mlp_down[0]"}}) {
+    try {
+      (void)parse_model_spec_yaml(base + bad, "l.yaml");
+      ADD_FAILURE() << bad << " loaded";
+    } catch (const SpecError& e) {
+      EXPECT_EQ(e.field_path(), field) << e.what();
+    }
+  }
+}
 
 TEST(SpecYaml, InvalidUtf8IsANamedError) {
   const std::string good = vramplan_test::kLlama31_8B;

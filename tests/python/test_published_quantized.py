@@ -50,7 +50,7 @@ def test_checkpoint_bytes_equal_published_total_size(
 # All ten files close to the byte; before per-module g_idx (one per k_proj and v_proj, one per
 # gate_proj and up_proj) the planner was 1,638,400 bytes short for MythoMax, 5,242,880 for Genz.
 _SAFETENSORS_DTYPES = ["BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32"]
-_ELEMENT_BYTES = {"I32": 4, "F16": 2, "BF16": 2, "F32": 4}
+_ELEMENT_BYTES = {"U8": 1, "I32": 4, "F16": 2, "BF16": 2, "F32": 4}
 
 
 def _autogptq_llama_tensors(
@@ -309,3 +309,106 @@ def test_deepseek_v3_fp8_block_checkpoint_against_published_file_bytes() -> None
     header_bytes = published_file_bytes - (spec.checkpoint_bytes() + mtp_own_embed_and_head_bytes)
     shards = 163
     assert 8 * shards < header_bytes < shards * 128 * 1024  # 8-byte length + JSON per shard
+
+
+# --- bitsandbytes 4-bit as transformers saves it (Unsloth "dynamic" quants keep some modules of
+# some layers in bf16, named in llm_int8_skip_modules). Per nf4 Linear [n, k] with double
+# quantization (bitsandbytes QuantState.as_dict(packed=True)): weight uint8 [n*k/2, 1], absmax
+# uint8 [n*k/64], nested_absmax float32 [ceil(n*k/64/256)], nested_quant_map float32 [256],
+# quant_map float32 [16], and quant_state.bitsandbytes__nf4, uint8 bytes of json.dumps of
+# {"quant_type", "blocksize", "dtype", "shape", "nested_blocksize", "nested_dtype",
+# "nested_offset"}, whose last value is a float (a float32 mean, as Python prints it) of unknown
+# length. A skipped module is its bf16 weight alone.
+def _bnb_nf4_llama_tensors(
+    config: dict, skipped: set[tuple[int, str]]
+) -> tuple[dict[str, tuple[str, list[int]]], int]:
+    """The tensors, each quant state sized without its nested_offset digits, and the count of
+    quant states."""
+    h, inter, vocab = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+    head_dim = config.get("head_dim", h // heads)
+    modules = {
+        "self_attn.q_proj": (heads * head_dim, h),
+        "self_attn.k_proj": (kv_heads * head_dim, h),
+        "self_attn.v_proj": (kv_heads * head_dim, h),
+        "self_attn.o_proj": (h, heads * head_dim),
+        "mlp.gate_proj": (inter, h),
+        "mlp.up_proj": (inter, h),
+        "mlp.down_proj": (h, inter),
+    }
+    tensors = {
+        "model.embed_tokens.weight": ("BF16", [vocab, h]),
+        "model.norm.weight": ("BF16", [h]),
+    }
+    if not config["tie_word_embeddings"]:
+        tensors["lm_head.weight"] = ("BF16", [vocab, h])
+    states = 0
+    for layer in range(config["num_hidden_layers"]):
+        prefix = f"model.layers.{layer}."
+        tensors[prefix + "input_layernorm.weight"] = ("BF16", [h])
+        tensors[prefix + "post_attention_layernorm.weight"] = ("BF16", [h])
+        for name, (n, k) in modules.items():
+            weight = prefix + name + ".weight"
+            if (layer, name) in skipped:
+                tensors[weight] = ("BF16", [n, k])
+                continue
+            blocks = n * k // 64
+            tensors[weight] = ("U8", [n * k // 2, 1])
+            tensors[weight + ".absmax"] = ("U8", [blocks])
+            tensors[weight + ".nested_absmax"] = ("F32", [-(-blocks // 256)])
+            tensors[weight + ".nested_quant_map"] = ("F32", [256])
+            tensors[weight + ".quant_map"] = ("F32", [16])
+            state = {
+                "quant_type": "nf4",
+                "blocksize": 64,
+                "dtype": "bfloat16",
+                "shape": [n, k],
+                "nested_blocksize": 256,
+                "nested_dtype": "float32",
+                "nested_offset": "",
+            }
+            state_bytes = len(json.dumps(state)) - len('""')  # the offset's digits come later
+            tensors[weight + ".quant_state.bitsandbytes__nf4"] = ("U8", [state_bytes])
+            states += 1
+    return tensors, states
+
+
+def test_unsloth_bnb_4bit_per_layer_skip_against_published_file_size() -> None:
+    """Evidence within the quant states' float digits: DocWobble/Orpheus_3B_Quantized @ f8992103
+    (a Llama-3.2-3B-shaped Orpheus, Unsloth bnb nf4 with double quant, model.layers.0.self_attn
+    kept in bf16 by llm_int8_skip_modules), its model.safetensors a git-LFS pointer of 2,456,339,440
+    bytes. Every tensor is derived here from the config; what the file holds beyond them is the
+    192 nested_offset floats' characters, which must average a float's printed length (Python
+    prints a float32 mean as a double: '0.012299999594688416'). They average 18.8 characters.
+    The planner does not count the quant state JSON (~150 B a module): its bytes equal the rest.
+    Counted as quantized, layer 0's attention would be 37,345,024 bytes smaller (bf16 q and o
+    18,874,368 B each and k and v 6,291,456, against nf4 4,869,440 and 1,623,872), far outside
+    the float digits' range."""
+    config = json.loads((CONFIGS / "DocWobble__Orpheus_3B_Quantized.json").read_text())
+    skipped = {
+        (0, m)
+        for m in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj")
+    }
+    tensors, states = _bnb_nf4_llama_tensors(config, skipped)
+    assert states == 28 * 7 - 4
+    file_bytes = 2_456_339_440
+    offset_characters = (
+        file_bytes
+        - 8
+        - _safetensors_header_bytes(tensors, {"format": "pt"})
+        - sum(_tensor_bytes(*t) for t in tensors.values())
+    )
+    # A double prints in at most 17 significant digits: "0.000" + 17 or "d.dddddddddddddddde-05"
+    # (23 and 22 characters); below 10 a float32 mean would have to be a short decimal.
+    assert 10 * states <= offset_characters <= 23 * states  # 3,616: 18.83 a state
+    spec = vramplan.from_hf_config(CONFIGS / "DocWobble__Orpheus_3B_Quantized.json")
+    quant_state_bytes = sum(
+        _tensor_bytes(*t) for name, t in tensors.items() if name.endswith("bitsandbytes__nf4")
+    )
+    assert (
+        spec.checkpoint_bytes()
+        == sum(_tensor_bytes(*t) for t in tensors.values()) - quant_state_bytes
+    )
+    per_layer_skip_bytes = 2 * (18_874_368 - 4_869_440) + 2 * (6_291_456 - 1_623_872)
+    assert per_layer_skip_bytes == 37_345_024
+    assert per_layer_skip_bytes > 23 * states

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -132,6 +133,10 @@ struct QuantSpec {
   bool online = false;       // quantized at load from a 16-bit checkpoint
   // Tensor roles left in torch_dtype (names as tensor_role_name, e.g. "lm_head", "router").
   std::vector<std::string> unquantized_roles;
+  // Decoder layers where a role is kept in torch_dtype while the other layers quantize it (a
+  // skip list naming model.layers.0.self_attn or model.layers.3.mlp.down_proj): role name ->
+  // layer indices, ascending.
+  std::map<std::string, std::vector<std::int32_t>, std::less<>> unquantized_layers;
   // Tensor roles stored in per-tensor fp8 with a static input scale (ModelOpt FP8 layout) while
   // `method` covers the rest: ModelOpt MIXED_PRECISION checkpoints (FP8 attention, NVFP4 MLP).
   std::vector<std::string> fp8_roles;

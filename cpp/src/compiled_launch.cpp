@@ -422,6 +422,28 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   }
   served_dtype_ = dtype_served(s, c.dtype);
   quantization_ = effective_quantization(s, c);
+  {
+    // A checkpoint format the release can no longer load is vLLM's error at startup.
+    const QuantMethod m = quantization_.method;
+    const char* removed = nullptr;
+    if (m == QuantMethod::Gguf && !profile.loads_gguf) removed = "GGUF (removed in 0.24.0)";
+    if ((m == QuantMethod::BnbNf4 || m == QuantMethod::BnbInt8) && !profile.loads_bitsandbytes) {
+      removed = "bitsandbytes (removed in 0.28.0)";
+    }
+    if (removed) {
+      throw ConfigError("quantization", quant_method_name(m),
+                        "a release that loads " + std::string(removed),
+                        "vLLM " + profile.version + " has no loader for this checkpoint's format");
+    }
+    if (m == QuantMethod::Gptq && quantization_.desc_act && quantization_.group_size != -1 &&
+        !profile.gptq_group_act_order) {
+      throw ConfigError("quantization.desc_act",
+                        "true (group_size " + std::to_string(quantization_.group_size) + ")",
+                        "desc_act false, group_size -1, or vLLM 0.32 or older",
+                        "vLLM " + profile.version +
+                            " refuses GPTQ group activation ordering (\"no longer supported\")");
+    }
+  }
   if (quantization_.method == QuantMethod::Mxfp4) {
     // MXFP4 MoE backend by architecture: Blackwell's TRT-LLM kernels round H and I to 256;
     // Ampere/Hopper run Marlin, which rounds H to 256 and I to 128 (gpt-oss-120b 65.97 GiB,

@@ -211,6 +211,9 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   flag("long_context_chunked_prefill_rocm", p.long_context_chunked_prefill_rocm);
   flag("negated_boolean_flags", p.negated_boolean_flags);
   flag("chunked_prefill_flag_honored", p.chunked_prefill_flag_honored);
+  flag("loads_gguf", p.loads_gguf);
+  flag("loads_bitsandbytes", p.loads_bitsandbytes);
+  flag("gptq_group_act_order", p.gptq_group_act_order);
   if (!row.inherits("kv_tokens_report", first)) {
     const std::string report = row.text("kv_tokens_report");
     if (report != "blocks" && report != "concurrency") {

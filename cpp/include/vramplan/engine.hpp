@@ -158,6 +158,12 @@ struct EngineProfile {
   // 0.8-0.10.1 run the V0 engine on NVIDIA GPUs below this compute capability (V1 needed
   // FlashAttention, Ampere+); 0: the release's own engine on every GPU.
   double v0_below_compute_capability = 0.0;
+  // Quantization loaders the release still has (vllm/model_executor/layers/quantization
+  // get_quantization_config): GGUF until 0.23, bitsandbytes until 0.27; GPTQ with group
+  // activation ordering (desc_act with a group size) until 0.32.
+  bool loads_gguf = true;
+  bool loads_bitsandbytes = true;
+  bool gptq_group_act_order = true;
   // 0.27+: non-KV = (free at the init snapshot - free after the profile) + (torch peak - torch
   // allocated after it): buffers made between the snapshot and the profile (Model Runner V2's
   // persistent sampler state) now count inside the budget ("consumed" formula).

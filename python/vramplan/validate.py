@@ -225,30 +225,25 @@ def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
         knobs["enable_chunked_prefill"] = chunked.group(1) != "False"
     if record.get("speculative"):
         knobs.update(_speculative(str(record["speculative"])))
-    runner = record.get("model_runner_v2")
-    if runner is not None:
-        if not isinstance(runner, bool):
+    # What the log says ran: "Using V2 Model Runner", "Using FlashInfer for top-p & top-k
+    # sampling" (or the PyTorch-native fallback): replayed with it.
+    for logged, knob in _LOGGED_RUNTIME_KNOBS.items():
+        ran = record.get(logged)
+        if ran is None:
+            continue
+        if not isinstance(ran, bool):
             raise api.config_error(
-                f"record {record.get('id')!s:.200}: model_runner_v2",
-                runner,
-                "true or false",
-                "wrong value",
+                f"record {record.get('id')!s:.200}: {logged}", ran, "true or false", "wrong value"
             )
-        # The log's "Using V2 Model Runner": replayed on the runner that ran.
-        knobs["vllm_use_v2_model_runner"] = "1" if runner else "0"
-    sampler = record.get("flashinfer_sampler")
-    if sampler is not None:
-        if not isinstance(sampler, bool):
-            raise api.config_error(
-                f"record {record.get('id')!s:.200}: flashinfer_sampler",
-                sampler,
-                "true or false",
-                "wrong value",
-            )
-        # The log's "Using FlashInfer for top-p & top-k sampling" (or the PyTorch-native
-        # fallback warning): replayed with the sampler that ran.
-        knobs["vllm_use_flashinfer_sampler"] = "1" if sampler else "0"
+        knobs[knob] = "1" if ran else "0"
     return knobs
+
+
+# Record fields (from the log's own lines) that name an environment-selected runtime part.
+_LOGGED_RUNTIME_KNOBS = {
+    "model_runner_v2": "vllm_use_v2_model_runner",
+    "flashinfer_sampler": "vllm_use_flashinfer_sampler",
+}
 
 
 def _speculative(text: str) -> dict[str, Any]:

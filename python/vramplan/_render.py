@@ -84,7 +84,9 @@ def table(
 
 def breakdown(out: Console, data: dict[str, Any]) -> None:
     cfg = data["config"]
-    runner = "Model Runner V2" if data["model_runner"] == "v2" else "V1 model runner"
+    runner = {"v2": "Model Runner V2", "v1": "V1 model runner"}[data["model_runner"]]
+    if data["engine_era"] == "v0":
+        runner = "V0 engine"  # V0 releases, and 0.8-0.10.1 below compute capability 8.0
     assumed = (
         f", planned with the {data['newest_known_vllm_version']} rules"
         if data["engine_version_warning"]

@@ -119,3 +119,20 @@ def test_model_runner_env_knob_reaches_the_plan_and_its_environment() -> None:
     assert plan.breakdown.model_runner == "v1"
     assert plan.to_vllm_env() == {"VLLM_USE_V2_MODEL_RUNNER": "0"}
     assert "VLLM_USE_V2_MODEL_RUNNER" not in plan.to_vllm_args()
+
+
+def test_a_turing_card_on_0_9_is_planned_and_labelled_as_v0(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # vLLM 0.8.0-0.10.1 print "Compute Capability < 8.0 is not supported by the V1 Engine.
+    # Falling back to V0." on a T4 (7.5): the header names the engine that runs, and the
+    # breakdown says why.
+    from vramplan.cli import main
+
+    args = ["breakdown", "Qwen/Qwen2.5-3B", "--gpu", "T4"]
+    assert main([*args, "--engine-version", "0.9.2", "--max-model-len", "8192"]) == 0
+    out = capsys.readouterr().out
+    assert "(vLLM 0.9.2, v0, V0 engine)" in out
+    assert "runs the V0 engine on T4 (compute capability 7.5 < 8.0" in out
+    assert main([*args, "--engine-version", "0.10.2", "--max-model-len", "8192"]) == 0
+    assert "V1 model runner" in capsys.readouterr().out

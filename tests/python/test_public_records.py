@@ -184,6 +184,8 @@ def test_public_records_expressed_and_reasons() -> None:
         "pub-431",
         "pub-438",
         "pub-439",
+        "pub-454",
+        "pub-455",
     }
     for rid, replay in replays.items():
         if rid not in expressed:
@@ -343,7 +345,7 @@ def test_code_index_records_figures_are_in_their_logs() -> None:
         for r in validate.read_records(DATA / "public_records.jsonl")
         if int(r["id"].split("-")[1]) >= 400
     ]
-    assert len(records) == 54
+    assert len(records) == 57
     for record in records:
         log = (DATA / "public_logs" / f"{record['id']}.log").read_text(encoding="utf-8")
         first = log.split("\n", 1)[0]
@@ -397,7 +399,13 @@ def test_records_naming_a_config_copy_replay_from_it() -> None:
     bench = _bench_validate()
     records = validate.read_records(DATA / "public_records.jsonl")
     named = {r["id"]: r for r in records if r.get("model_config")}
-    assert set(named) == {"pub-404", "pub-405", "pub-406", *(f"pub-{n}" for n in range(432, 436))}
+    assert set(named) == {
+        "pub-404",
+        "pub-405",
+        "pub-406",
+        *(f"pub-{n}" for n in range(432, 436)),
+        "pub-456",
+    }
     for rid, record in named.items():
         replay = validate.replay_record(bench.replay_form(record))
         assert replay.predicted is not None, (rid, replay.unsupported)

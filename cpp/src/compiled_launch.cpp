@@ -388,6 +388,11 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     }
   }
   EngineProfile& profile = *std::get_if<EngineProfile>(&rules_);
+  if (c.enable_chunked_prefill == false && !profile.chunked_prefill_flag_honored) {
+    launch_notes_.push_back("vLLM " + profile.version +
+                            " sets enable_chunked_prefill=True for generative models whatever "
+                            "the flag says: planned with chunked prefill");
+  }
   if (c.pipeline_parallel_size > s.num_hidden_layers) {
     throw ConfigError("pipeline_parallel_size", std::to_string(c.pipeline_parallel_size),
                       "1 .. num_hidden_layers (" + std::to_string(s.num_hidden_layers) + ")",

@@ -91,6 +91,19 @@ TEST(V0LongContext, TheFlagIsHonoredWhereTheReleaseHonorsIt) {
   const ResolvedConfig ignored = resolved(kLlama, "A10", "0.10.1", 16384, 0, false);
   EXPECT_TRUE(ignored.chunked_prefill);
   EXPECT_EQ(ignored.max_num_batched_tokens, 2048);
+  {
+    // ... and the breakdown says that the flag was overridden.
+    HardwareConfig a10;
+    a10.gpu = database().gpu("A10");
+    EngineConfig config;
+    config.engine_version = "0.10.1";
+    config.max_model_len = 16384;
+    config.enable_chunked_prefill = false;
+    const Breakdown b = compute_breakdown(database().model(kLlama), a10, config);
+    EXPECT_TRUE(std::any_of(b.messages.begin(), b.messages.end(), [](const std::string& m) {
+      return m.find("sets enable_chunked_prefill=True") != std::string::npos;
+    }));
+  }
   // 0.12+ keeps it: an unset batch becomes max(max_model_len, 2048) = 16384.
   const ResolvedConfig honored = resolved(kLlama, "A10", "0.19.0", 16384, 0, false);
   EXPECT_FALSE(honored.chunked_prefill);

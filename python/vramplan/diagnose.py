@@ -207,10 +207,14 @@ def _launch(
     version = engine_version or _engine_version(figures.get("vllm_version"))
     if version:
         knobs["engine_version"] = version
-    if figures.get("flashinfer_sampler"):
-        # "Using FlashInfer for top-p & top-k sampling": the sampler that ran (0.8-0.12 use it
-        # wherever FlashInfer is installed), whose profile pass is a third of the native sort's.
-        knobs["vllm_use_flashinfer_sampler"] = "1"
+    from .launch import LOGGED_RUNTIME_KNOBS
+
+    # The runtime parts the log says ran (Model Runner V2; FlashInfer's sampler, which 0.8-0.12
+    # use wherever FlashInfer is installed): evaluated as they ran. A part the log does not
+    # name, or names as not running, is the release's default.
+    for figure, knob in LOGGED_RUNTIME_KNOBS.items():
+        if figures.get(figure) is True:
+            knobs[knob] = "1"
     logged = {
         key: figures[key]
         for key in (

@@ -68,6 +68,12 @@ _ENV_KNOBS = {
     "VLLM_USE_V2_MODEL_RUNNER": "vllm_use_v2_model_runner",
     "VLLM_USE_FLASHINFER_SAMPLER": "vllm_use_flashinfer_sampler",
 }
+# Log figures (parse_vllm_log) that name a runtime part selected by one of those variables:
+# "Using V2 Model Runner", "Using FlashInfer for top-p & top-k sampling" (or the native fallback).
+LOGGED_RUNTIME_KNOBS = {
+    "model_runner_v2": "vllm_use_v2_model_runner",
+    "flashinfer_sampler": "vllm_use_flashinfer_sampler",
+}
 # Read by vLLM as bool(int(value)): any integer, nonzero meaning on.
 _INTEGER_FLAG_ENV = frozenset({"VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_FLASHINFER_SAMPLER"})
 

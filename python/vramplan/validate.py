@@ -227,7 +227,9 @@ def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
         knobs.update(_speculative(str(record["speculative"])))
     # What the log says ran: "Using V2 Model Runner", "Using FlashInfer for top-p & top-k
     # sampling" (or the PyTorch-native fallback): replayed with it.
-    for logged, knob in _LOGGED_RUNTIME_KNOBS.items():
+    from .launch import LOGGED_RUNTIME_KNOBS
+
+    for logged, knob in LOGGED_RUNTIME_KNOBS.items():
         ran = record.get(logged)
         if ran is None:
             continue
@@ -237,13 +239,6 @@ def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
             )
         knobs[knob] = "1" if ran else "0"
     return knobs
-
-
-# Record fields (from the log's own lines) that name an environment-selected runtime part.
-_LOGGED_RUNTIME_KNOBS = {
-    "model_runner_v2": "vllm_use_v2_model_runner",
-    "flashinfer_sampler": "vllm_use_flashinfer_sampler",
-}
 
 
 def _speculative(text: str) -> dict[str, Any]:

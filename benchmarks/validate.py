@@ -364,15 +364,31 @@ def cited_record_ids(text: str) -> set[str]:
     return ids
 
 
+def discrepancy_sigma_gib(unseen: list[tuple[dict[str, Any], validate.Replay]]) -> float:
+    """How far the shipped row misses a machine it never saw, as a standard deviation: the
+    normal-consistent median absolute deviation (1.4826 x the median) of its available-KV error
+    on the records of sources engines.yaml cites none of. The leave-one-source-out fit weighs
+    each figure by it, not by the log's 0.005 GiB rounding: between machines a term is off by
+    far more than its printed digits."""
+    errors = [
+        abs(replay.predicted["kv_cache_gib"] - record["kv_cache_gib"])
+        for record, replay in unseen
+        if replay.predicted is not None and usable("kv_cache_gib", record.get("kv_cache_gib"))
+    ]
+    return 1.4826 * statistics.median(errors) if errors else 0.005  # else the log's rounding
+
+
 def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """Each expressed record predicted without any constant fitted on its own source. A source
     none of whose records engines.yaml cites is predicted by the shipped row (its constants came
     from other sources, or from vLLM's code and device measurements). A cited source is
     predicted by its engine row fitted (vramplan's calibration, the C++ bounded least squares) on
-    the records of every other source at the same vLLM version, all GPUs together; where no
-    other source has that version, or the fit cannot identify any constant, the shipped row
-    predicts it and the prediction is not counted as held out. Returns the rows and one line per
-    (source, version)."""
+    the records of every other source at the same vLLM version, all GPUs together, starting from
+    model_specs/calibration_priors.yaml (device measurements and vLLM's code: no record) and
+    weighing each figure by discrepancy_sigma_gib; where no other source has that version, or
+    the fit fails, the shipped row predicts it and the prediction is not counted as held out.
+    Returns the rows, and the figure weight ("sigma X GiB") followed by one line per (source,
+    version)."""
     cited = cited_record_ids((ROOT / "model_specs" / "engines.yaml").read_text())
     fitted_sources = {source_key(r) for r in records if r.get("id") in cited}
     expressed = []
@@ -384,8 +400,11 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
             continue  # not expressible: listed in report.md with its reason
         expressed.append((record, sample, version))
     replays = {r["id"]: validate.replay_record(replay_form(r)) for r, _, _ in expressed}
+    sigma_gib = discrepancy_sigma_gib(
+        [(r, replays[r["id"]]) for r, _, _ in expressed if source_key(r) not in fitted_sources]
+    )
+    fits: list[str] = [f"sigma {sigma_gib:.3f} GiB"]
     rows: list[dict[str, Any]] = []
-    fits: list[str] = []
     for source in dict.fromkeys(source_key(r) for r, _, _ in expressed):
         held = [(r, s, v) for r, s, v in expressed if source_key(r) == source]
         for version in dict.fromkeys(v for _, _, v in held):
@@ -409,6 +428,8 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
                         engine_version=version,
                         gpu="leave-one-source-out",
                         terms=[],
+                        measurement_sigma_gib=sigma_gib,
+                        priors=_calibration.read_priors(_calibration.priors_file(), version),
                     )
                 except vramplan.Error as why:
                     basis = f"shipped row (fit failed: {why})"
@@ -558,7 +579,7 @@ def write_bands(
 def write_loso(
     records: list[dict[str, Any]], sources: list[str], out: Path, bands: Path | None = None
 ) -> None:
-    rows, fits = loso_rows(records)
+    rows, (sigma_line, *fits) = loso_rows(records)
     kv_rows = [r for r in rows if r["term"] == "kv_cache_gib"]
     if bands is not None:
         write_bands(kv_rows, [r for r in rows if r["term"] == "cudagraph_gib"], bands)
@@ -583,7 +604,14 @@ def write_loso(
             "vLLM version it ran is calibrated "
             "(`vramplan calibrate`'s fit: the C++ bounded least squares over the planner's own "
             "terms) on the records of every other source at that version, all GPUs together, "
-            "and the source's records are predicted with it. Errors are predicted minus "
+            "and the source's records are predicted with it. The fit starts from the priors of "
+            "`model_specs/calibration_priors.yaml` (device measurements and vLLM's code; no "
+            "record), each constant moving from its prior only as far as the other sources' "
+            "figures demand (maximum a posteriori), and weighs each figure by how far the "
+            "shipped row misses machines it never saw: " + sigma_line.replace("sigma ", "")
+            + " (1.4826 x the median absolute available-KV error of the shipped row on the "
+            "sources engines.yaml cites none of), not by the log's 0.005 GiB rounding. "
+            "Errors are predicted minus "
             "measured, per rank; GiB = 2^30 bytes; p90 is the nearest-rank 90th percentile. "
             "Weights are the plain replay (no fitted constant touches them). A CUDA-graph figure "
             "a log prints as zero or negative is left out (not a pool size)."

@@ -269,6 +269,85 @@ std::vector<const CalibrationSample*> distinct_launches(
   return fit;
 }
 
+// A requested constant's prior, by constants() index.
+struct Prior {
+  double value = 0.0;
+  double sigma = 0.0;
+  std::string text;  // "value +- sigma unit (source)"
+};
+using Priors = std::array<std::optional<Prior>, kNumConstants>;
+
+std::optional<std::size_t> constant_index(const std::string& name) {
+  const auto& table = constants();
+  for (std::size_t j = 0; j < kNumConstants; ++j) {
+    if (name == table[j].name) return j;
+  }
+  return std::nullopt;
+}
+
+// The options' priors of requested constants, checked: a known constant once each, a finite
+// value inside its plausible range, a positive sigma.
+Priors priors_of(const CalibrationOptions& options) {
+  const auto& table = constants();
+  Priors out;
+  for (std::size_t i = 0; i < options.priors.size(); ++i) {
+    const CalibrationPrior& prior = options.priors[i];
+    const std::string field = "priors[" + std::to_string(i) + "]";
+    const auto j = constant_index(prior.name);
+    if (!j) {
+      std::string allowed;
+      for (const Constant& c : table)
+        allowed += (allowed.empty() ? "" : ", ") + std::string(c.name);
+      throw ConfigError(field + ".name", "'" + prior.name + "'", allowed, "unknown constant");
+    }
+    const Constant& c = table[*j];
+    if (out[*j]) throw ConfigError(field + ".name", prior.name, "once", "a second prior");
+    if (!std::isfinite(prior.value) || prior.value < c.low || prior.value > c.high) {
+      throw ConfigError(field + ".value", number_text(prior.value),
+                        number_text(c.low) + " .. " + number_text(c.high) + " " + c.unit,
+                        "outside the constant's plausible range");
+    }
+    if (!std::isfinite(prior.sigma) || !(prior.sigma > 0.0)) {
+      throw ConfigError(field + ".sigma", number_text(prior.sigma), "> 0",
+                        "a prior's standard deviation must be positive");
+    }
+    if (!requested(c, options.terms)) continue;
+    out[*j] = Prior{prior.value, prior.sigma,
+                    number_text(prior.value) + " +- " + number_text(prior.sigma) + " " + c.unit +
+                        (prior.source.empty() ? std::string() : " (" + prior.source + ")")};
+  }
+  return out;
+}
+
+// The launches' equations `a` (columns: the constants `which`, in tolerance units) and
+// residuals `r`, with one equation more per constant of `which` that has a prior:
+// (value - constant) / sigma.
+struct System {
+  Eigen::MatrixXd a;
+  Eigen::VectorXd r;
+};
+System with_priors(const Eigen::MatrixXd& a, const Eigen::VectorXd& r,
+                   const std::vector<std::size_t>& which, const Priors& priors,
+                   const EngineProfile& at) {
+  const auto& table = constants();
+  Eigen::Index extra = 0;
+  for (std::size_t j : which) extra += priors[j] ? 1 : 0;
+  System out{Eigen::MatrixXd::Zero(a.rows() + extra, a.cols()),
+             Eigen::VectorXd::Zero(r.size() + extra)};
+  out.a.topRows(a.rows()) = a;
+  out.r.head(r.size()) = r;
+  Eigen::Index row = a.rows();
+  for (std::size_t k = 0; k < which.size(); ++k) {
+    const std::optional<Prior>& prior = priors[which[k]];
+    if (!prior) continue;
+    const Constant& c = table[which[k]];
+    out.a(row, static_cast<Eigen::Index>(k)) = c.tolerance / prior->sigma;
+    out.r(row) = (prior->value - c.get(at)) / prior->sigma;
+    ++row;
+  }
+  return out;
+}
+
 // The least-squares problem: one row per measured figure of the fitted launches, in
 // measurement sigmas.
 class Design {
@@ -311,21 +390,33 @@ class Design {
 };
 
 // Which of the wanted constants (indices into constants()) the launches identify, in priority
-// order: their indices into `wanted`; status[j] says why constant j is not.
-std::vector<std::size_t> identified(const Design& design, const Eigen::MatrixXd& all,
-                                    const std::vector<std::size_t>& wanted,
-                                    std::vector<std::string>& status) {
+// order: their indices into `wanted`; status[j] says why constant j is not. `data`: the
+// launches' columns at `at`. A constant with a prior is always identified (its prior bounds
+// it); the others are judged with the priors' equations beside the launches'.
+std::vector<std::size_t> identified(const Eigen::MatrixXd& data,
+                                    const std::vector<std::size_t>& wanted, const Priors& priors,
+                                    const EngineProfile& at, std::vector<std::string>& status) {
   const auto& table = constants();
+  const Eigen::MatrixXd all =
+      with_priors(data, Eigen::VectorXd::Zero(data.rows()), wanted, priors, at).a;
   std::vector<std::size_t> accepted;
   for (std::size_t k = 0; k < wanted.size(); ++k) {
     const Constant& c = table[wanted[k]];
-    if (all.col(static_cast<Eigen::Index>(k)).cwiseAbs().maxCoeff() < 1e-3) {
+    const bool exercised = data.col(static_cast<Eigen::Index>(k)).cwiseAbs().maxCoeff() >= 1e-3;
+    if (priors[wanted[k]]) {
+      status[wanted[k]] = exercised ? "fitted from its prior " + priors[wanted[k]]->text
+                                    : std::string("its prior only (no log measures ") +
+                                          c.exercised_by + "): " + priors[wanted[k]]->text;
+      accepted.push_back(k);
+      continue;
+    }
+    if (!exercised) {
       status[wanted[k]] = std::string("not exercised: no log measures ") + c.exercised_by;
       continue;
     }
     std::vector<std::size_t> trial = accepted;
     trial.push_back(k);
-    Eigen::MatrixXd a(design.size(), static_cast<Eigen::Index>(trial.size()));
+    Eigen::MatrixXd a(all.rows(), static_cast<Eigen::Index>(trial.size()));
     for (std::size_t t = 0; t < trial.size(); ++t) {
       a.col(static_cast<Eigen::Index>(t)) = all.col(static_cast<Eigen::Index>(trial[t]));
     }
@@ -343,7 +434,10 @@ std::vector<std::size_t> identified(const Design& design, const Eigen::MatrixXd&
                           " (the logs vary nothing that tells them apart)";
       continue;
     }
-    const Eigen::VectorXd se = scaled_standard_errors(svd);
+    Eigen::VectorXd se = scaled_standard_errors(svd);
+    for (std::size_t t = 0; t < trial.size(); ++t) {
+      if (priors[wanted[trial[t]]]) se(static_cast<Eigen::Index>(t)) = 0.0;  // bounded by it
+    }
     const Eigen::Index self = static_cast<Eigen::Index>(trial.size()) - 1;
     Eigen::Index worst = 0;
     se.maxCoeff(&worst);
@@ -392,29 +486,31 @@ void require_identified(const std::vector<std::string>& terms,
   if (!missing.empty()) throw CalibrationError(missing, why);
 }
 
-// Bounded Gauss-Newton from `base` over the `free` constants: solve, clamp what leaves its
-// plausible range (then held there), re-linearise (the activation peak is max(forward,
-// sampler)) until the step is negligible, 20 iterations at most.
+// Bounded Gauss-Newton from `start` over the `free` constants, with their priors' equations:
+// solve, clamp what leaves its plausible range (then held there), re-linearise (the activation
+// peak is max(forward, sampler)) until the step is negligible, 20 iterations at most.
 struct GaussNewton {
   EngineProfile profile;
   Eigen::VectorXd rows;        // the predicted figures at `profile`
   std::vector<bool> at_bound;  // per constant
   int iterations = 0;
 };
-GaussNewton gauss_newton(const Design& design, const EngineProfile& base,
-                         const Eigen::VectorXd& base_rows, const std::vector<std::size_t>& free) {
+GaussNewton gauss_newton(const Design& design, const EngineProfile& start,
+                         const Eigen::VectorXd& start_rows, const std::vector<std::size_t>& free,
+                         const Priors& priors) {
   const auto& table = constants();
   const Eigen::VectorXd measured = design.measured();
-  GaussNewton out{base, base_rows, std::vector<bool>(kNumConstants, false), 0};
+  GaussNewton out{start, start_rows, std::vector<bool>(kNumConstants, false), 0};
   for (out.iterations = 1; out.iterations <= 20; ++out.iterations) {
     std::vector<std::size_t> active;
     for (std::size_t j : free) {
       if (!out.at_bound[j]) active.push_back(j);
     }
     if (active.empty()) break;
-    const Eigen::MatrixXd a = design.columns(out.profile, active, out.rows);
-    const Eigen::VectorXd residual = (measured - out.rows) / design.sigma();
-    const Eigen::VectorXd step = a.colPivHouseholderQr().solve(residual);
+    const System system =
+        with_priors(design.columns(out.profile, active, out.rows),
+                    (measured - out.rows) / design.sigma(), active, priors, out.profile);
+    const Eigen::VectorXd step = system.a.colPivHouseholderQr().solve(system.r);
     bool clamped = false;
     for (std::size_t k = 0; k < active.size(); ++k) {
       const Constant& c = table[active[k]];
@@ -436,8 +532,9 @@ GaussNewton gauss_newton(const Design& design, const EngineProfile& base,
 // Every constant before and after, with its standard error and conditioning at the fitted
 // point over the constants left free.
 void report_constants(const Design& design, const EngineProfile& base, const GaussNewton& fitted,
-                      const std::vector<std::size_t>& free, const std::vector<std::string>& status,
-                      const std::vector<std::string>& terms, CalibrationResult& result) {
+                      const std::vector<std::size_t>& free, const Priors& priors,
+                      const std::vector<std::string>& status, const std::vector<std::string>& terms,
+                      CalibrationResult& result) {
   const auto& table = constants();
   std::vector<std::size_t> final_free;
   for (std::size_t j : free) {
@@ -445,7 +542,10 @@ void report_constants(const Design& design, const EngineProfile& base, const Gau
   }
   Eigen::VectorXd se;
   if (!final_free.empty()) {
-    const Svd svd = svd_of(design.columns(fitted.profile, final_free, fitted.rows));
+    const Eigen::MatrixXd data = design.columns(fitted.profile, final_free, fitted.rows);
+    const Svd svd = svd_of(
+        with_priors(data, Eigen::VectorXd::Zero(data.rows()), final_free, priors, fitted.profile)
+            .a);
     se = scaled_standard_errors(svd);
     result.condition_number = svd.values(0) / svd.values(svd.values.size() - 1);
   }
@@ -464,7 +564,7 @@ void report_constants(const Design& design, const EngineProfile& base, const Gau
         f.status = "fitted, at the plausible bound " + number_text(f.after) + " " + c.unit;
       } else {
         f.standard_error = se(static_cast<Eigen::Index>(it - final_free.begin())) * c.tolerance;
-        f.status = "fitted";
+        f.status = priors[j] ? status[j] : "fitted";
       }
     } else if (!requested(c, terms)) {
       f.status = "not requested";
@@ -498,6 +598,9 @@ CalibrationResult calibrate(const EngineProfile& base,
                       "the measurement resolution must be positive");
   }
   const auto& table = constants();
+  const Priors priors = priors_of(options);
+  const bool any_prior =
+      std::any_of(priors.begin(), priors.end(), [](const auto& p) { return p.has_value(); });
   CalibrationResult result;
   result.profile = base;
   std::vector<const CalibrationSample*> fit = distinct_launches(samples, result);
@@ -509,7 +612,7 @@ CalibrationResult calibrate(const EngineProfile& base,
       wanted_names.emplace_back(table[j].name);
     }
   }
-  if (fit.size() < 2) {
+  if (fit.size() < (any_prior ? 1U : 2U)) {
     throw CalibrationError(
         wanted_names,
         std::to_string(fit.size()) + " distinct launch" + (fit.size() == 1 ? "" : "es") +
@@ -524,21 +627,96 @@ CalibrationResult calibrate(const EngineProfile& base,
                            "startup free-memory figure");
   }
 
-  const Eigen::VectorXd base_rows = design.predicted(base);
+  // The fit starts where the priors put their constants.
+  EngineProfile start = base;
+  for (std::size_t j = 0; j < kNumConstants; ++j) {
+    if (priors[j]) table[j].set(start, priors[j]->value);
+  }
+  const Eigen::VectorXd start_rows = design.predicted(start);
   std::vector<std::string> status(kNumConstants, "not requested");
   const std::vector<std::size_t> accepted =
-      identified(design, design.columns(base, wanted, base_rows), wanted, status);
+      identified(design.columns(start, wanted, start_rows), wanted, priors, start, status);
   std::vector<std::size_t> free;
   free.reserve(accepted.size());
   for (std::size_t k : accepted) free.push_back(wanted[k]);
   require_identified(options.terms, wanted, free, status);
 
-  const GaussNewton fitted = gauss_newton(design, base, base_rows, free);
+  const GaussNewton fitted = gauss_newton(design, start, start_rows, free, priors);
   result.iterations = fitted.iterations;
   result.profile = fitted.profile;
-  report_constants(design, base, fitted, free, status, options.terms, result);
+  report_constants(design, base, fitted, free, priors, status, options.terms, result);
   report_errors(samples, base, fitted.profile, result);
   return result;
+}
+
+std::vector<CalibrationPrior> parse_calibration_priors(const std::string& yaml_text,
+                                                       const std::string& file,
+                                                       const std::string& engine_version) {
+  YAML::Node root = load_yaml_checked(yaml_text, file);
+  if (!root.IsMap() || root.size() != 1 || !root["rows"] || !root["rows"].IsSequence()) {
+    throw SpecError(file, "<document>", "not {rows: [...]}", "expected a map with a rows list");
+  }
+  if (!vllm_version_at_least(engine_version, engine_version)) {
+    throw ConfigError("engine_version", "'" + engine_version + "'", "<major>.<minor>[.<patch>]",
+                      "not a vLLM version");
+  }
+  const YAML::Node rows = root["rows"];
+  std::array<std::optional<CalibrationPrior>, kNumConstants> in_effect;
+  std::string previous;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string where = "rows[" + std::to_string(i) + "]";
+    const YAML::Node row = rows[i];
+    if (!row.IsMap()) throw SpecError(file, where, "not a map", "expected a row map");
+    const YAML::Node from = row["from_version"];
+    if (!from || !from.IsScalar()) {
+      throw SpecError(file, where + ".from_version", "missing", "every row names its version");
+    }
+    const auto readable = vllm_version_at_least(from.Scalar(), from.Scalar());
+    if (!readable) {
+      throw SpecError(file, where + ".from_version", from.Scalar(),
+                      "expected <major>.<minor>[.<patch>]");
+    }
+    if (!previous.empty() && !vllm_version_at_least(from.Scalar(), previous).value_or(false)) {
+      throw SpecError(file, where + ".from_version", from.Scalar(),
+                      "rows must be in ascending version order");
+    }
+    previous = from.Scalar();
+    const bool applies = vllm_version_at_least(engine_version, from.Scalar()).value_or(false);
+    for (const auto& entry : row) {
+      const std::string key = entry.first.Scalar();
+      if (key == "from_version") continue;
+      const std::string field = where + "." + key;
+      const auto j = constant_index(key);
+      if (!j) throw SpecError(file, field, key, "not a calibrated constant");
+      const YAML::Node& prior = entry.second;
+      if (!prior.IsMap() || prior.size() != 3 || !prior["value"] || !prior["sigma"] ||
+          !prior["source"]) {
+        throw SpecError(file, field, "not {value, sigma, source}",
+                        "a prior is a value, its standard deviation and its source");
+      }
+      CalibrationPrior out;
+      out.name = key;
+      for (const char* part : {"value", "sigma"}) {
+        const YAML::Node number = prior[part];
+        double v = 0.0;
+        if (!number.IsScalar() || !YAML::convert<double>::decode(number, v) || !std::isfinite(v)) {
+          throw SpecError(file, field + "." + part, number.IsScalar() ? number.Scalar() : "?",
+                          "expected a number");
+        }
+        (std::string(part) == "value" ? out.value : out.sigma) = v;
+      }
+      if (!prior["source"].IsScalar() || prior["source"].Scalar().empty()) {
+        throw SpecError(file, field + ".source", "empty", "every prior names where it comes from");
+      }
+      out.source = prior["source"].Scalar();
+      if (applies) in_effect[*j] = std::move(out);
+    }
+  }
+  std::vector<CalibrationPrior> out;
+  for (auto& prior : in_effect) {
+    if (prior) out.push_back(std::move(*prior));
+  }
+  return out;
 }
 
 std::string calibration_profile_yaml(const CalibrationResult& result,

@@ -493,6 +493,13 @@ const std::vector<EngineProfile>& engine_profile_rows() { return compiled_profil
 
 std::string engine_row_version(const EngineProfile& row) { return version_of(row).text(); }
 
+std::optional<bool> vllm_version_at_least(const std::string& version, const std::string& from) {
+  const auto v = parse_version(version);
+  const auto f = parse_version(from);
+  if (!v || !f) return std::nullopt;
+  return *f <= *v;
+}
+
 bool uses_large_batch_defaults(const EngineProfile& profile, const GpuSpec& gpu) {
   std::string names = gpu.id + " " + gpu.name;
   std::transform(names.begin(), names.end(), names.begin(),

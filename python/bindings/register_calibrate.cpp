@@ -73,7 +73,8 @@ void register_calibrate(py::module_& m) {
       "calibrate",
       [](const vramplan::EngineProfile& base, const py::list& samples,
          const std::string& engine_version, const std::string& gpu,
-         const std::vector<std::string>& terms, double measurement_sigma_gib) {
+         const std::vector<std::string>& terms, double measurement_sigma_gib,
+         const py::list& priors) {
         std::vector<vramplan::CalibrationSample> in;
         for (const py::handle& item : samples) {
           const auto entry = item.cast<py::dict>();
@@ -96,6 +97,15 @@ void register_calibrate(py::module_& m) {
         vramplan::CalibrationOptions options;
         options.terms = terms;
         options.measurement_sigma_gib = measurement_sigma_gib;
+        for (const py::handle& item : priors) {
+          const auto entry = item.cast<py::dict>();
+          vramplan::CalibrationPrior prior;
+          prior.name = entry["name"].cast<std::string>();
+          prior.value = entry["value"].cast<double>();
+          prior.sigma = entry["sigma"].cast<double>();
+          if (entry.contains("source")) prior.source = entry["source"].cast<std::string>();
+          options.priors.push_back(std::move(prior));
+        }
         vramplan::CalibrationResult result;
         {
           py::gil_scoped_release release;
@@ -107,10 +117,30 @@ void register_calibrate(py::module_& m) {
       py::arg("base"), py::arg("samples"), py::arg("engine_version"), py::arg("gpu"),
       py::arg("terms") = std::vector<std::string>{},
       py::arg("measurement_sigma_gib") = vramplan::CalibrationOptions{}.measurement_sigma_gib,
+      py::arg("priors") = py::list(),
       "Fit `base`'s constants to measured launches: samples are dicts {id, launch (a Launch), "
       "measured: {activation_peak_bytes, non_torch_bytes, cudagraph_bytes, kv_cache_bytes, "
-      "startup_free_bytes, kv_tokens}, held_out}. Returns (EngineProfile, report dict, profile "
-      "YAML naming engine_version and gpu).");
+      "startup_free_bytes, kv_tokens}, held_out}; priors dicts {name, value, sigma, source} "
+      "(a maximum a posteriori fit). Returns (EngineProfile, report dict, profile YAML naming "
+      "engine_version and gpu).");
+  m.def(
+      "parse_calibration_priors",
+      [](const std::string& yaml_text, const std::string& file, const std::string& version) {
+        py::list out;
+        for (const vramplan::CalibrationPrior& p :
+             vramplan::parse_calibration_priors(yaml_text, file, version)) {
+          py::dict d;
+          d["name"] = p.name;
+          d["value"] = p.value;
+          d["sigma"] = p.sigma;
+          d["source"] = p.source;
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("yaml_text"), py::arg("file"), py::arg("engine_version"),
+      "The priors in effect at engine_version from a priors document "
+      "(model_specs/calibration_priors.yaml): a list of {name, value, sigma, source}.");
   m.def(
       "parse_calibration_profile",
       [](const std::string& yaml_text, const std::string& file) {

@@ -10,11 +10,14 @@ __all__: list[str] = [
     "ENGINES",
     "KNOBS",
     "MAX_SWEEP_POINTS",
+    "SGLANG_VERDICTS",
     "Breakdown",
     "CalibrationError",
     "ConfigError",
     "EngineProfile",
     "Error",
+    "ErrorBand",
+    "ErrorBandTable",
     "GpuSpec",
     "HostBreakdown",
     "KnobChange",
@@ -35,14 +38,24 @@ __all__: list[str] = [
     "load_hf_config",
     "load_model_path",
     "load_model_spec_file",
+    "load_yaml_names_file",
+    "newest_known_vllm_version",
     "outcome_names",
+    "parse_calibration_priors",
     "parse_calibration_profile",
     "parse_model_spec_yaml",
+    "parse_sglang_log",
     "parse_vllm_log",
     "read_gguf_header",
     "read_safetensors_folder",
+    "resident_bytes",
     "resolve_model_folder",
     "schema_markdown",
+    "sglang_breakdown",
+    "sglang_equivalent_knob",
+    "sglang_plan",
+    "sglang_sweep",
+    "sglang_sweep_columns",
     "with_checkpoint_bytes",
 ]
 
@@ -94,7 +107,10 @@ class GpuSpec:
     def to_dict(self) -> typing.Any: ...
     def with_total_memory(
         self, total_memory_bytes: typing.SupportsInt | typing.SupportsIndex
-    ) -> GpuSpec: ...
+    ) -> GpuSpec:
+        """
+        This GPU with another total memory (bytes), every other fact kept.
+        """
     @property
     def family(self) -> str: ...
     @property
@@ -157,9 +173,9 @@ class RankBreakdown:
     @property
     def num_blocks(self) -> int: ...
     @property
-    def pipeline_rank(self) -> int: ...
-    @property
     def persistent_buffers_bytes(self) -> int: ...
+    @property
+    def pipeline_rank(self) -> int: ...
     @property
     def post_allocation_bytes(self) -> int: ...
     @property
@@ -296,9 +312,9 @@ class Plan:
     @property
     def binding(self) -> dict[str, typing.Any]: ...
     @property
-    def changed(self) -> list[KnobChange]: ...
-    @property
     def breakdown(self) -> Breakdown: ...
+    @property
+    def changed(self) -> list[KnobChange]: ...
     @property
     def concurrent_sequences(self) -> int: ...
     @property
@@ -367,6 +383,8 @@ class Launch:
     """
     A launch compiled once (model, GPU, parallelism, formats, engine version); evaluate, solve and sweep the other knobs without recompiling.
     """
+    @staticmethod
+    def sweep_columns(rows: typing.SupportsInt | typing.SupportsIndex) -> dict[str, typing.Any]: ...
     def __init__(
         self,
         spec: ModelSpec,
@@ -397,13 +415,13 @@ class Launch:
         out: dict[str, typing.Any] | None = None,
         row_offset: typing.SupportsInt | typing.SupportsIndex = 0,
     ) -> dict[str, typing.Any]: ...
-    @staticmethod
-    def sweep_columns(rows: typing.SupportsInt | typing.SupportsIndex) -> dict[str, typing.Any]: ...
 
 class CalibrationError(Error): ...
 
 class ErrorBand:
-    """The expected available-KV error of a launch's (GPU family x era)."""
+    """
+    The expected available-KV error of a launch's (GPU family x era).
+    """
     def to_dict(self) -> typing.Any: ...
     def to_json(self) -> str: ...
     @property
@@ -416,12 +434,16 @@ class ErrorBand:
     def over_prediction_bytes(self) -> int | None: ...
     @property
     def safety_margin_bytes(self) -> int:
-        """The solver's margin for this band: the largest held-out over-prediction where it exceeds the default margin, else the default."""
+        """
+        The solver's margin for this band: the largest held-out over-prediction where it exceeds the default margin, else the default.
+        """
     @property
     def statement(self) -> str: ...
 
 class ErrorBandTable:
-    """model_specs/error_bands.json, read once."""
+    """
+    model_specs/error_bands.json, read once.
+    """
     @staticmethod
     def load_file(path: str) -> ErrorBandTable: ...
     def lookup(self, launch: Launch) -> ErrorBand: ...
@@ -438,19 +460,15 @@ def calibrate(
     gpu: str,
     terms: collections.abc.Sequence[str] = [],
     measurement_sigma_gib: typing.SupportsFloat | typing.SupportsIndex = 0.005,
+    priors: list[typing.Any] = [],
 ) -> tuple[EngineProfile, typing.Any, str]:
     """
-    Fit `base`'s constants to measured launches: samples are dicts {id, launch (a Launch), measured: {activation_peak_bytes, non_torch_bytes, cudagraph_bytes, kv_cache_bytes, startup_free_bytes, kv_tokens}, held_out}. Returns (EngineProfile, report dict[str, typing.Any], profile YAML naming engine_version and gpu).
+    Fit `base`'s constants to measured launches: samples are dicts {id, launch (a Launch), measured: {activation_peak_bytes, non_torch_bytes, cudagraph_bytes, kv_cache_bytes, startup_free_bytes, kv_tokens}, held_out}; priors dicts {name, value, sigma, source} (a maximum a posteriori fit). Returns (EngineProfile, report dict[str, typing.Any], profile YAML naming engine_version and gpu).
     """
 
 def diagnose_launch(log_text: str, kernel_text: str = "") -> typing.Any:
     """
     Name the cause of a failed vLLM launch from its log and an optional dmesg/journalctl excerpt. Returns a dict[str, typing.Any]: cause (fixed vocabulary), evidence (lines), explanation, advice ([{knob, action, value}]), oom_phase, oom_other_processes_bytes, oom_kills, figures (parse_vllm_log's dict[str, typing.Any]). Never raises for malformed text.
-    """
-
-def newest_known_vllm_version() -> str:
-    """
-    The newest vLLM release the compiled-in engines.yaml rows describe.
     """
 
 def engine_profile(version: str = "") -> EngineProfile:
@@ -469,23 +487,65 @@ def load_hf_config(path: str) -> ModelSpec:
     """
 
 def load_model_path(path: str) -> dict[str, typing.Any]: ...
+def load_model_spec_file(path: str) -> ModelSpec: ...
 def load_yaml_names_file(
     path: str, what: str, max_bytes: typing.SupportsInt | typing.SupportsIndex
 ) -> typing.Any:
-    """A YAML file of names (maps, lists, every scalar its text) as dicts and lists."""
+    """
+    A YAML file of names (maps, lists, every scalar its text) as dicts and lists.
+    """
 
-def load_model_spec_file(path: str) -> ModelSpec: ...
+def newest_known_vllm_version() -> str:
+    """
+    The newest vLLM release the compiled-in engines.yaml rows describe.
+    """
+
 def outcome_names() -> list[typing.Any]: ...
+def parse_calibration_priors(yaml_text: str, file: str, engine_version: str) -> list[typing.Any]:
+    """
+    The priors in effect at engine_version from a priors document (model_specs/calibration_priors.yaml): a list[typing.Any] of {name, value, sigma, source}.
+    """
+
 def parse_calibration_profile(yaml_text: str, file: str) -> dict[str, typing.Any]:
     """
     Read a calibration profile: {engine_version, gpu, fitted_on, profile (EngineProfile)}.
     """
 
+def parse_model_spec_yaml(text: str, file: str = "<string>") -> ModelSpec: ...
+@typing.overload
+def parse_sglang_log(text: str) -> typing.Any:
+    """
+    Read the figures an SGLang startup log prints (launch settings from server_args, baseline, weights, KV pool, graphs, failures) and how the launch ended. Returns a dict[str, typing.Any] with every field (None when absent); never raises for malformed text. A path (os.PathLike[str]) is streamed in 1 MiB chunks (vramplan.ParseError if it cannot be read).
+    """
+
+@typing.overload
+def parse_sglang_log(path: os.PathLike[str] | str | bytes) -> typing.Any: ...
+@typing.overload
+def parse_sglang_log(text: typing.Any) -> typing.Any: ...
+@typing.overload
+def parse_vllm_log(text: str) -> typing.Any:
+    """
+    Read the figures a vLLM startup log prints (launch settings, weights, activation peak, non-torch memory, KV cache size, CUDA graphs, failure figures) and how the launch ended. Returns a dict[str, typing.Any] with every field (None when the log does not print it); never raises for malformed text. Given a str or bytes, that is the log; given a path (os.PathLike[str]), the file is streamed in 1 MiB chunks, never read whole (vramplan.ParseError if it cannot be read). Lines over 64 KiB are skipped, and only the first 1 GiB is read ('truncated'). A log holding several launches (a restart appended) reports the last one ('launches' counts them).
+    """
+
+@typing.overload
+def parse_vllm_log(path: os.PathLike[str] | str | bytes) -> typing.Any: ...
+@typing.overload
+def parse_vllm_log(text: typing.Any) -> typing.Any: ...
+def read_gguf_header(path: str) -> typing.Any: ...
+def read_safetensors_folder(dir: str) -> typing.Any: ...
+def resident_bytes(started: Breakdown) -> int:
+    """
+    What a started instance holds on its fullest GPU while serving (bytes): what the startup check of an instance started after it on the same GPUs counts as used.
+    """
+
+def resolve_model_folder(path: str) -> str: ...
+def schema_markdown() -> str: ...
 def sglang_breakdown(
     spec: ModelSpec, gpu: GpuSpec, knobs: dict[str, typing.Any], model_path: str = ""
 ) -> typing.Any:
     """
-    What an SGLang server's startup finds per rank for `spec` on `gpu` with these knobs (SGLang's ServerArgs names, see ENGINES' sglang row): baseline, weights, mem_fraction_static, KV pool and max_total_num_tokens, req_to_token, the slack's consumers and the verdict, as a dict.
+    What an SGLang server's startup finds per rank for `spec` on `gpu` with these knobs (SGLang's ServerArgs names, see ENGINES' sglang row): baseline, weights, mem_fraction_static, KV pool and max_total_num_tokens, req_to_token, the slack's consumers and the verdict, as a dict[str, typing.Any].
     """
 
 def sglang_equivalent_knob(vllm_name: str) -> str:
@@ -497,7 +557,7 @@ def sglang_plan(
     spec: ModelSpec, gpu: GpuSpec, knobs: dict[str, typing.Any], model_path: str = ""
 ) -> typing.Any:
     """
-    The launch as written judged, then the largest mem_fraction_static, max_running_requests, context_length, chunked_prefill_size and cuda_graph_max_bs that start (each with the others as given), and the planned launch line, as a dict.
+    The launch as written judged, then the largest mem_fraction_static, max_running_requests, context_length, chunked_prefill_size and cuda_graph_max_bs that start (each with the others as given), and the planned launch line, as a dict[str, typing.Any].
     """
 
 def sglang_sweep(
@@ -512,7 +572,7 @@ def sglang_sweep(
     row_offset: typing.SupportsInt | typing.SupportsIndex = 0,
 ) -> int:
     """
-    Every combination of the listed values (an empty list keeps the launch's own), nested in that order, evaluated in C++ without the GIL into rows [row_offset, row_offset + rows) of `out` (sglang_sweep_columns): each row what sglang_breakdown reports at that point (the knobs as resolved, kv_pool_bytes, max_total_num_tokens, the verdict's index in SGLANG_VERDICTS). Returns the rows written.
+    Every combination of the listed values (an empty list[typing.Any] keeps the launch's own), nested in that order, evaluated in C++ without the GIL into rows [row_offset, row_offset + rows) of `out` (sglang_sweep_columns): each row what sglang_breakdown reports at that point (the knobs as resolved, kv_pool_bytes, max_total_num_tokens, the verdict's index in SGLANG_VERDICTS). Returns the rows written.
     """
 
 def sglang_sweep_columns(rows: typing.SupportsInt | typing.SupportsIndex) -> dict[str, typing.Any]:
@@ -520,32 +580,6 @@ def sglang_sweep_columns(rows: typing.SupportsInt | typing.SupportsIndex) -> dic
     The output columns of an SGLang sweep of `rows` rows, unfilled (NumPy arrays).
     """
 
-def parse_model_spec_yaml(text: str, file: str = "<string>") -> ModelSpec: ...
-@typing.overload
-def parse_vllm_log(text: str) -> typing.Any:
-    """
-    Read the figures a vLLM startup log prints (launch settings, weights, activation peak, non-torch memory, KV cache size, CUDA graphs, failure figures) and how the launch ended. Returns a dict[str, typing.Any] with every field (None when the log does not print it); never raises for malformed text. Given a str or bytes, that is the log; given a path (os.PathLike[str]), the file is streamed in 1 MiB chunks, never read whole (vramplan.ParseError if it cannot be read). Lines over 64 KiB are skipped, and only the first 1 GiB is read ('truncated').
-    """
-
-@typing.overload
-def parse_vllm_log(path: os.PathLike[str] | str | bytes) -> typing.Any: ...
-@typing.overload
-def parse_sglang_log(text: str) -> typing.Any:
-    """
-    Read the figures an SGLang startup log prints (launch settings from server_args, baseline, weights, KV pool, graphs, failures) and how the launch ended. Returns a dict with every field (None when absent); never raises for malformed text. A path (os.PathLike) is streamed in 1 MiB chunks (vramplan.ParseError if it cannot be read).
-    """
-
-@typing.overload
-def parse_sglang_log(path: os.PathLike[str] | str | bytes) -> typing.Any: ...
-def read_gguf_header(path: str) -> typing.Any: ...
-def read_safetensors_folder(dir: str) -> typing.Any: ...
-def resident_bytes(started: Breakdown) -> int:
-    """
-    What a started instance holds on its fullest GPU while serving (bytes): what the startup check of an instance started after it on the same GPUs counts as used.
-    """
-
-def resolve_model_folder(path: str) -> str: ...
-def schema_markdown() -> str: ...
 def with_checkpoint_bytes(
     spec: ModelSpec, checkpoint_bytes: typing.SupportsInt | typing.SupportsIndex
 ) -> ModelSpec:
@@ -553,7 +587,13 @@ def with_checkpoint_bytes(
     A copy of `spec` whose stored tensor bytes are `checkpoint_bytes` (exact, from safetensors headers read elsewhere, e.g. over HTTP range requests).
     """
 
-ENGINES: list[dict[str, typing.Any]]
+ENGINES: list[typing.Any] = ...
 KNOBS: list[dict[str, typing.Any]]
 MAX_SWEEP_POINTS: int = 50000000
-SGLANG_VERDICTS: list[str]
+SGLANG_VERDICTS: list[typing.Any] = [
+    "started",
+    "weights_leave_no_memory",
+    "not_enough_memory",
+    "oom_cuda_graph_capture",
+    "oom_first_prefill",
+]

@@ -15,9 +15,23 @@ from pathlib import Path
 from typing import Any
 
 from . import _core, _io, api, validate
+from ._resources import model_specs_dir
 
 GIB = float(1 << 30)
-_MAX_PROFILE_BYTES = 1 << 20  # a profile is a few KiB of YAML
+_MAX_PROFILE_BYTES = 1 << 20  # a profile is a few KiB of YAML (a priors file too)
+
+
+def priors_file() -> Path:
+    """The packaged priors: model_specs/calibration_priors.yaml."""
+    return model_specs_dir() / "calibration_priors.yaml"
+
+
+def read_priors(path: str | Path, engine_version: str) -> list[dict[str, Any]]:
+    """The priors a priors YAML gives at `engine_version`: [{name, value, sigma, source}]."""
+    path = Path(path)
+    text = _io.read_text(path, what="priors", max_bytes=_MAX_PROFILE_BYTES)
+    return list(_core.parse_calibration_priors(text, str(path), engine_version))
+
 
 # Raised when the launches cannot identify a constant; a vramplan.Error (ValueError).
 CalibrationError = _core.CalibrationError
@@ -191,6 +205,7 @@ def calibrate(
     held_out: Sequence[str | Path] = (),
     profile: Profile | None = None,
     engine: str = "vllm",
+    priors: str | Path | None = None,
 ) -> Profile:
     """Fit the engine row's constants (CUDA context, non-torch memory, activation and sampler
     coefficients, CUDA-graph pool) to startup logs or measured records of one GPU and one vLLM
@@ -202,8 +217,11 @@ def calibrate(
     groups (context, non_torch, activation, cudagraph) or constant names to fit; by default
     every constant the launches identify. `held_out`: log paths or record ids predicted before
     and after but not fitted on. `profile`: start from this profile instead of the engines.yaml
-    row. Raises vramplan.CalibrationError (a vramplan.Error) naming the constants the launches
-    cannot identify. engine="sglang" (or an SGLang log) is refused with the reason
+    row. `priors`: a priors YAML (the packaged one is priors_file(): device measurements and
+    vLLM's code, no record): each constant starts at its prior and moves only as far as the
+    launches demand (a maximum a posteriori fit; one launch is then enough). Raises
+    vramplan.CalibrationError (a vramplan.Error) naming the constants the launches cannot
+    identify. engine="sglang" (or an SGLang log) is refused with the reason
     (SGLANG_REFUSAL).
     """
     if engine == "sglang":
@@ -258,7 +276,12 @@ def calibrate(
             raise _core.ConfigError(msg)
         base = profile.engine_profile
     fitted, report, yaml_text = _core.calibrate(
-        base, samples, engine_version=version, gpu=gpu_label, terms=list(terms or [])
+        base,
+        samples,
+        engine_version=version,
+        gpu=gpu_label,
+        terms=list(terms or []),
+        priors=read_priors(priors, version) if priors is not None else [],
     )
     return Profile(
         engine_profile=fitted,

@@ -627,7 +627,7 @@ def _add_calibrate(sub: Any) -> None:
     """`vramplan calibrate LOG... | --records FILE`: fit an engine row's constants to measured
     startups of one GPU and vLLM version, print each figure's error before and after, and write
     the profile YAML (`--out`)."""
-    from .calibrate import Profile, calibrate
+    from .calibrate import Profile, calibrate, priors_file
 
     def run(args: argparse.Namespace) -> int:
         start = Profile.load(args.profile) if args.profile else None
@@ -642,6 +642,7 @@ def _add_calibrate(sub: Any) -> None:
                 terms=args.terms.split(",") if args.terms else None,
                 held_out=args.held_out,
                 profile=start,
+                priors=priors_file() if args.priors == "" else args.priors,
             )
         for warning in caught:  # a shared GPU name: which size a sample assumed
             _note(str(warning.message))
@@ -684,6 +685,15 @@ def _add_calibrate(sub: Any) -> None:
         help="a log or record id to predict before and after, not fitted on (repeatable)",
     )
     p.add_argument("--profile", metavar="PROFILE.yaml", help="start from this profile")
+    p.add_argument(
+        "--priors",
+        nargs="?",
+        const="",  # the flag alone: the packaged file
+        metavar="PRIORS.yaml",
+        help="fit from priors (maximum a posteriori; one launch is then enough): a priors YAML, "
+        "or none for the packaged model_specs/calibration_priors.yaml (device measurements and "
+        "vLLM's code)",
+    )
     p.add_argument("--out", metavar="PROFILE.yaml", help="write the fitted profile here")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)

@@ -284,3 +284,143 @@ TEST(Calibrate, ProfileYamlRoundTripsThroughTheOverrides) {
     EXPECT_THROW(parse_calibration_profile(bad, "bad.yaml"), SpecError) << bad;
   }
 }
+
+namespace {
+
+// One TP=1 launch whose log prints only its non-torch memory, measured at truth()'s 300 MiB.
+CalibrationSample non_torch_only() {
+  CalibrationSample s = sample_of(kLaunches[0], truth(), false);
+  s.measured = MeasuredStartup{};
+  s.measured.non_torch_bytes = sample_of(kLaunches[0], truth(), false).measured.non_torch_bytes;
+  return s;
+}
+
+}  // namespace
+
+TEST(CalibratePriors, ThePosteriorWeighsDataAndPriorByTheirVariances) {
+  // Hand derivation: one equation x = 300 MiB with sigma d (the log's 0.005 GiB), one prior
+  // x = 200 MiB with sigma 2d. Weights 1/d^2 and 1/(4 d^2): x = (4 x 300 + 200) / 5 = 280 MiB,
+  // standard error d / sqrt(1 + 1/4) = 0.8944 d = 4.580 MiB.
+  CalibrationOptions options;
+  options.terms = {"non_torch_single_rank_bytes"};
+  const double d_bytes = options.measurement_sigma_gib * kGiB;
+  options.priors = {{"non_torch_single_rank_bytes", 200.0 * (1 << 20), 2.0 * d_bytes, "test"}};
+  const CalibrationResult fit = calibrate(engine_profile("0.19.0"), {non_torch_only()}, options);
+  const FittedConstant& nt = constant(fit, "non_torch_single_rank_bytes");
+  EXPECT_TRUE(nt.fitted);
+  EXPECT_NEAR(nt.after / (1 << 20), 280.0, 0.01);
+  EXPECT_NEAR(nt.standard_error / (1 << 20), 4.580, 0.005);
+  EXPECT_NE(nt.status.find("fitted from its prior 2.097e+08 +- "), std::string::npos) << nt.status;
+  EXPECT_EQ(nt.before, 256.0 * (1 << 20));  // the row's value, reported as before
+  // A prior 20 d wide leaves the data in charge: (400 x 300 + 200) / 401 = 299.75 MiB.
+  options.priors.front().sigma = 20.0 * d_bytes;
+  EXPECT_NEAR(calibrate(engine_profile("0.19.0"), {non_torch_only()}, options)
+                      .profile.non_torch_single_rank_bytes /
+                  double{1 << 20},
+              299.75, 0.01);
+}
+
+TEST(CalibratePriors, AConstantNoLogExercisesKeepsItsPrior) {
+  // Eager launches show no graph pool: without a prior it keeps the row's 400 MiB and is not
+  // fitted; with one it takes the prior's value, fitted (so a profile writes it), and says so.
+  std::vector<CalibrationSample> eager;
+  for (Launch l : kLaunches) {
+    l.eager = true;
+    eager.push_back(sample_of(l, truth(), true));
+  }
+  CalibrationOptions options;
+  options.priors = {{"cudagraph_pool_mib.base", 64.0, 256.0, "device"},
+                    {"sampler_bytes_per_logit", 13.0, 2.0, "code"}};
+  const CalibrationResult fit = calibrate(engine_profile("0.19.0"), eager, options);
+  const FittedConstant& base = constant(fit, "cudagraph_pool_mib.base");
+  EXPECT_TRUE(base.fitted);
+  EXPECT_DOUBLE_EQ(base.after, 64.0);
+  EXPECT_DOUBLE_EQ(base.standard_error, 256.0);
+  EXPECT_NE(base.status.find("its prior only (no log measures CUDA-graph memory"),
+            std::string::npos)
+      << base.status;
+  EXPECT_NE(base.status.find("(device)"), std::string::npos);
+  // The sampler is exercised (the 1024-sequence launches' activation is the sampler's):
+  // the launches measured it at 20 B per logit, and two-decimal figures pin it far tighter than
+  // the prior's 2 B, so it lands near 20.
+  EXPECT_NEAR(constant(fit, "sampler_bytes_per_logit").after, 20.0, 0.5);
+  EXPECT_NE(calibration_profile_yaml(fit, "0.19.0", "H100").find("base: 64"), std::string::npos);
+}
+
+TEST(CalibratePriors, OneLaunchIsEnoughWithAPriorButNotWithout) {
+  CalibrationOptions options;
+  options.terms = {"non_torch"};
+  EXPECT_THROW(calibrate(engine_profile("0.19.0"), {non_torch_only()}, options), CalibrationError);
+  options.priors = {{"non_torch_single_rank_bytes", 256.0 * (1 << 20), 128.0 * (1 << 20), "x"}};
+  const CalibrationResult fit = calibrate(engine_profile("0.19.0"), {non_torch_only()}, options);
+  EXPECT_NEAR(fit.profile.non_torch_single_rank_bytes / double{1 << 20}, 300.0, 0.1);
+}
+
+TEST(CalibratePriors, BadPriorsNameTheEntryAndTheField) {
+  auto error_of = [](const CalibrationPrior& prior) {
+    CalibrationOptions options;
+    options.priors = {{"sampler_bytes_per_logit", 13.0, 2.0, "ok"}, prior};
+    try {
+      calibrate(engine_profile("0.19.0"), synthetic(true), options);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of({"weights", 1.0, 1.0, ""}).find("priors[1].name"), std::string::npos);
+  EXPECT_NE(error_of({"sampler_bytes_per_logit", 12.0, 1.0, ""}).find("a second prior"),
+            std::string::npos);
+  EXPECT_NE(error_of({"forward_hidden_buffers", 6.0, 0.0, ""}).find("priors[1].sigma"),
+            std::string::npos);
+  EXPECT_NE(error_of({"forward_hidden_buffers", 6.0, std::nan(""), ""}).find("priors[1].sigma"),
+            std::string::npos);
+  EXPECT_NE(error_of({"forward_hidden_buffers", 65.0, 1.0, ""}).find("priors[1].value"),
+            std::string::npos);
+}
+
+TEST(CalibratePriors, ThePriorsDocumentIsReadByVersion) {
+  const std::string doc = R"(rows:
+  - from_version: "0.5"
+    sampler_bytes_per_logit: {value: 36.0, sigma: 4.0, source: "native"}
+    forward_hidden_buffers: {value: 3.0, sigma: 1.0, source: "eager"}
+  - from_version: "0.17.0"
+    sampler_bytes_per_logit: {value: 13.0, sigma: 2.0, source: "triton"}
+)";
+  auto value_of = [&](const std::string& version, const std::string& name) {
+    for (const CalibrationPrior& p : parse_calibration_priors(doc, "priors.yaml", version)) {
+      if (p.name == name) return p.value;
+    }
+    return -1.0;
+  };
+  EXPECT_EQ(value_of("0.16.0", "sampler_bytes_per_logit"), 36.0);
+  EXPECT_EQ(value_of("0.17.0", "sampler_bytes_per_logit"), 13.0);
+  EXPECT_EQ(value_of("0.19.1", "forward_hidden_buffers"), 3.0);  // inherited from 0.5
+  EXPECT_EQ(parse_calibration_priors(doc, "priors.yaml", "0.19.1").size(), 2u);
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_calibration_priors(text, "priors.yaml", "0.19.0");
+    } catch (const SpecError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("rows: 3").find("priors.yaml"), std::string::npos);
+  EXPECT_NE(error_of("rows:\n  - sampler_bytes_per_logit: {value: 1, sigma: 1, source: s}\n")
+                .find("rows[0].from_version"),
+            std::string::npos);
+  EXPECT_NE(error_of("rows:\n  - {from_version: \"0.5\", weights: {value: 1, sigma: 1, source: "
+                     "s}}\n")
+                .find("rows[0].weights"),
+            std::string::npos);
+  EXPECT_NE(error_of("rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: x, "
+                     "sigma: 1, source: s}}\n")
+                .find("rows[0].sampler_bytes_per_logit.value"),
+            std::string::npos);
+  EXPECT_NE(error_of("rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: 1, "
+                     "sigma: 1}}\n")
+                .find("source"),
+            std::string::npos);
+  EXPECT_NE(error_of("rows:\n  - {from_version: \"0.9\"}\n  - {from_version: \"0.8\"}\n")
+                .find("ascending"),
+            std::string::npos);
+}

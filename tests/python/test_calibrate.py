@@ -243,3 +243,66 @@ def test_a_shared_gpu_name_in_a_record_warns_which_size_was_assumed(logs: Path) 
     record["gpu_total_gib"] = None
     with pytest.warns(UserWarning, match=r"llama31.*'NVIDIA A100'.*assumed A100-80GB"):
         sample(record, {})
+
+
+def test_one_log_with_the_packaged_priors_is_a_maximum_a_posteriori_fit(logs: Path) -> None:
+    """The TP=1 log alone: without priors no constant is identified (one launch); with the
+    packaged priors (device measurements, vLLM's code) each constant it shows moves from its
+    prior toward the log, and one it cannot show (TP>1 non-torch) keeps its prior."""
+    from vramplan.calibrate import priors_file, read_priors
+
+    tp1 = logs / "llama31_8b_h100_v019_tp1.log"
+    fitted = vramplan.calibrate(tp1, gpu="H100-80GB", priors=priors_file())
+    priors = {p["name"]: p for p in read_priors(priors_file(), "0.19.0")}
+    tp = constant(fitted, "non_torch_tensor_parallel_bytes")
+    assert tp["after"] == priors["non_torch_tensor_parallel_bytes"]["value"]
+    assert tp["status"].startswith("its prior only")
+    # The log prints 0.25 GiB of non-torch memory; the prior is 156 MiB: the posterior lies
+    # between them, nearer the log (sigma 0.005 GiB against the prior's 128 MiB).
+    non_torch = constant(fitted, "non_torch_single_rank_bytes")
+    assert priors["non_torch_single_rank_bytes"]["value"] < non_torch["after"] <= 0.25 * GIB
+    assert non_torch["after"] > 0.24 * GIB
+    assert non_torch["status"].startswith("fitted from its prior")
+    # The CLI: --priors alone takes the packaged file.
+    result = run("calibrate", str(tp1), "--gpu", "H100-80GB", "--priors", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    by_name = {c["name"]: c for c in report["constants"]}
+    assert by_name["non_torch_tensor_parallel_bytes"]["after"] == tp["after"]
+
+
+def test_the_packaged_priors_cite_no_record_and_read_at_every_row() -> None:
+    """Independence of the leave-one-source-out fit rests on this file naming no record."""
+    import re
+
+    from vramplan.calibrate import priors_file, read_priors
+
+    text = priors_file().read_text()
+    assert not re.search(r"\b(dev|pub)-\d{3}", text)
+    rows = re.findall(
+        r'from_version: "([0-9.]+)"', (priors_file().parent / "engines.yaml").read_text()
+    )
+    assert len(rows) > 20
+    for version in rows:
+        names = {p["name"] for p in read_priors(priors_file(), version)}
+        assert len(names) == 10, version  # every calibrated constant has a prior
+    assert {p["name"]: p["value"] for p in read_priors(priors_file(), "0.17.0")}[
+        "sampler_bytes_per_logit"
+    ] == 13.0
+
+
+def test_a_bad_priors_file_is_a_named_error(logs: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "priors.yaml"
+    bad.write_text('rows:\n  - {from_version: "0.5", sampler_bytes_per_logit: {value: 1}}\n')
+    result = run(
+        "calibrate",
+        str(logs / "llama31_8b_h100_v019_tp1.log"),
+        "--gpu",
+        "H100-80GB",
+        "--priors",
+        str(bad),
+    )
+    assert result.returncode == 2
+    assert "priors.yaml" in result.stderr
+    assert "rows[0].sampler_bytes_per_logit" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -52,6 +52,17 @@ struct CalibrationSample {
   bool held_out = false;  // predicted before and after, never fitted on
 };
 
+// What is known of one constant before any launch is fitted (a device measurement, a derivation
+// from vLLM's code). With priors the fit is a maximum a posteriori one: each prior adds the
+// equation (constant - value) / sigma = 0 beside the launches' figures, so a constant moves from
+// its prior only as far as the launches demand, and one no launch exercises keeps it.
+struct CalibrationPrior {
+  std::string name;    // a calibrated constant ("cudagraph_pool_mib.piece" for the pool's)
+  double value = 0.0;  // in the constant's engines.yaml unit
+  double sigma = 0.0;  // standard deviation, same unit, > 0
+  std::string source;  // where the value comes from
+};
+
 struct CalibrationOptions {
   // Terms to fit: group names ("context", "non_torch", "activation", "cudagraph") or constant
   // names (an engines.yaml field, "cudagraph_pool_mib.piece" for the pool's). Empty: every
@@ -60,6 +71,9 @@ struct CalibrationOptions {
   std::vector<std::string> terms;
   // Standard deviation of a measured figure: logs print GiB with two decimals.
   double measurement_sigma_gib = 0.005;
+  // Empty: a least-squares fit from `base`. Otherwise every requested constant with a prior
+  // starts at its prior value and is fitted (one launch is then enough).
+  std::vector<CalibrationPrior> priors;
 };
 
 // One fitted constant, in its engines.yaml unit (bytes, MiB, bytes per logit, buffers).
@@ -101,6 +115,14 @@ struct CalibrationResult {
 CalibrationResult calibrate(const EngineProfile& base,
                             const std::vector<CalibrationSample>& samples,
                             const CalibrationOptions& options = {});
+
+// The priors in effect at `engine_version` from a priors document (model_specs/
+// calibration_priors.yaml): rows by `from_version` like engines.yaml, a later row overriding
+// an earlier one constant by constant; each constant {value, sigma, source}. Throws SpecError
+// naming `file` and the field.
+std::vector<CalibrationPrior> parse_calibration_priors(const std::string& yaml_text,
+                                                       const std::string& file,
+                                                       const std::string& engine_version);
 
 // A calibration profile document, as written by calibration_profile_yaml and read back by
 // parse_calibration_profile: the engine version and GPU it is for, the launches behind it, and

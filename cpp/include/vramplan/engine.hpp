@@ -231,6 +231,9 @@ BatchDefaults batch_defaults(const EngineProfile& profile, const GpuSpec& gpu, b
 // from them), and a row's from_version as text ("0.21.0").
 const std::vector<EngineProfile>& engine_profile_rows();
 std::string engine_row_version(const EngineProfile& row);
+// Whether vLLM `version` is `from` or later, both read as engine_profile reads a version;
+// nullopt when either is unreadable.
+std::optional<bool> vllm_version_at_least(const std::string& version, const std::string& from);
 
 // The knobs, with vLLM's names; the knob registry (knobs.hpp) declares each one's type, range,
 // default and flag. An unset optional takes the engine's default for this version and GPU.

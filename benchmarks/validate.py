@@ -383,7 +383,8 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
     none of whose records engines.yaml cites is predicted by the shipped row (its constants came
     from other sources, or from vLLM's code and device measurements). A cited source is
     predicted by its engine row fitted (vramplan's calibration, the C++ bounded least squares) on
-    the records of every other source at the same vLLM version, all GPUs together, starting from
+    the records of every other source, all GPUs and versions together (a record of another
+    version informs only the constants its own row shares with this one), starting from
     model_specs/calibration_priors.yaml (device measurements and vLLM's code: no record) and
     weighing each figure by discrepancy_sigma_gib; where no other source has that version, or
     the fit fails, the shipped row predicts it and the prediction is not counted as held out.
@@ -409,17 +410,20 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
         held = [(r, s, v) for r, s, v in expressed if source_key(r) == source]
         for version in dict.fromkeys(v for _, _, v in held):
             mine = [(r, s) for r, s, v in held if v == version]
-            train = [(r, s) for r, s, v in expressed if v == version and source_key(r) != source]
+            # Every other source's records, each evaluated with its own version's row: a
+            # constant that row shares with this version's is fitted on it (vramplan's
+            # calibration, `own_row`), the others keep its own values.
+            train = [(r, s) for r, s, _ in expressed if source_key(r) != source]
             after: dict[tuple[str, str], float] = {}
             basis = "fitted on other sources"
             held_out = True
             if source not in fitted_sources:
                 basis = "shipped row (engines.yaml cites no record of this source)"
             elif not train:
-                basis = f"shipped row (no other source at vLLM {version})"
+                basis = "shipped row (no other source)"
                 held_out = False
             else:
-                samples = [{**s, "held_out": False} for _, s in train]
+                samples = [{**s, "held_out": False, "own_row": True} for _, s in train]
                 samples += [{**s, "held_out": True} for _, s in mine]
                 try:
                     _, report, _ = _core.calibrate(
@@ -464,6 +468,7 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
                             "pct_error": 100.0 * error / abs(measured) if measured else None,
                             "held_out": held_out,
                             "shipped": shipped,
+                            "tensor_parallel_size": int(record.get("tensor_parallel_size") or 1),
                         }
                     )
     return rows, fits
@@ -533,6 +538,32 @@ def band_failures(kv_rows: list[dict[str, Any]]) -> tuple[list[str], list[str], 
     return beyond, beyond_nested, checked
 
 
+DEFAULT_MARGIN_GIB = 0.5  # the solver's default safety margin (512 MiB)
+
+
+def margin_failures(kv_rows: list[dict[str, Any]]) -> list[str]:
+    """Held-out records whose over-prediction would undo a "fits" verdict: larger than the
+    margin the solver would keep for them with the table recomputed without their own source
+    (the default 0.5 GiB, or the group's largest over-prediction of launches of the same kind
+    where larger: its TP = 1 launches' for a TP = 1 launch where 3 or more were held out)."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in kv_rows:
+        groups[f"{row['gpu_family']} x {row['era']}"].append(row)
+    failed = []
+    for members in groups.values():
+        for row in members:
+            if not row["held_out"] or row["error"] <= DEFAULT_MARGIN_GIB:
+                continue
+            others = [r for r in members if r["source"] != row["source"]]
+            over = over_of(others)
+            if row["tensor_parallel_size"] == 1:
+                single = over_of([r for r in others if r["tensor_parallel_size"] == 1])
+                over = single if single is not None else over
+            if row["error"] > max(DEFAULT_MARGIN_GIB, over or 0.0):
+                failed.append(row["id"])
+    return failed
+
+
 def graph_band_of(members: list[dict[str, Any]]) -> float | None:
     """A group's CUDA-graph band as a fraction of the logged pool: the p90 absolute held-out
     relative error, rounded up to a whole percent; None with fewer than FEW_RECORDS."""
@@ -556,10 +587,14 @@ def write_bands(
     for group in sorted(set(groups) | set(graphs)):
         band = band_of(groups[group]) if groups[group] else None
         over = over_of(groups[group]) if groups[group] else None
+        single = over_of([r for r in groups[group] if r["tensor_parallel_size"] == 1])
         table[group] = {
             "held_out": sum(1 for r in groups[group] if r["held_out"]),
             "band_bytes": None if band is None else math.ceil(band * GIB),
             "over_prediction_bytes": None if over is None else math.ceil(over * GIB),
+            "over_prediction_single_gpu_bytes": (
+                None if single is None else math.ceil(single * GIB)
+            ),
             "cudagraph_held_out": sum(1 for r in graphs[group] if r["held_out"]),
             "cudagraph_band_fraction": graph_band_of(graphs[group]),
         }
@@ -568,8 +603,10 @@ def write_bands(
         "rule": (
             "band = p90 |held-out available-KV error|, over_prediction = the largest held-out "
             "over-prediction (the solver's margin where it exceeds the default), per GPU "
-            f"family x era; null below {FEW_RECORDS} held-out records; cudagraph_band_fraction "
-            "= p90 |held-out CUDA-graph pool error| / logged pool, stated beside the KV band"
+            "family x era; over_prediction_single_gpu = the same over the TP = 1 launches (the "
+            "margin of a TP = 1 launch: TP > 1 adds the interconnect's NCCL buffers); null "
+            f"below {FEW_RECORDS} held-out records; cudagraph_band_fraction = p90 |held-out "
+            "CUDA-graph pool error| / logged pool, stated beside the KV band"
         ),
         "groups": table,
     }
@@ -603,12 +640,17 @@ def write_loso(
             "is predicted by the shipped engine row. For a cited source, the engine row of each "
             "vLLM version it ran is calibrated "
             "(`vramplan calibrate`'s fit: the C++ bounded least squares over the planner's own "
-            "terms) on the records of every other source at that version, all GPUs together, "
-            "and the source's records are predicted with it. The fit starts from the priors of "
+            "terms) on the records of every other source, all GPUs and versions together, "
+            "and the source's records are predicted with it. A record of another version is "
+            "evaluated with its own engine row and informs only the constants that row shares "
+            "with the held-out version's (the CUDA-graph pool's and the TP > 1 non-torch "
+            "constants are one value in every row; a release's non-torch or sampler figure is "
+            "not). The fit starts from the priors of "
             "`model_specs/calibration_priors.yaml` (device measurements and vLLM's code; no "
             "record), each constant moving from its prior only as far as the other sources' "
             "figures demand (maximum a posteriori), and weighs each figure by how far the "
-            "shipped row misses machines it never saw: " + sigma_line.replace("sigma ", "")
+            "shipped row misses machines it never saw: "
+            + sigma_line.replace("sigma ", "")
             + " (1.4826 x the median absolute available-KV error of the shipped row on the "
             "sources engines.yaml cites none of), not by the log's 0.005 GiB rounding. "
             "Errors are predicted minus "
@@ -624,9 +666,9 @@ def write_loso(
         (
             f"- Held out properly (no constant fitted on their own source): {len(held_ids)} "
             f"records. The other {len(expressed_ids - held_ids)} belong to a source engines.yaml "
-            "cites and are predicted by the shipped engine row, because no other source ran "
-            "their vLLM version or the other sources could not identify any constant: those "
-            "predictions are not independent of their records and are listed apart below."
+            "cites and are predicted by the shipped engine row, because there is no other "
+            "source or the fit failed: those predictions are not independent of their records "
+            "and are listed apart below."
         ),
         "",
         "## Per term, held-out predictions only",
@@ -706,16 +748,23 @@ def write_loso(
         band_text = f"± {band:.2f} GiB" if band is not None else f"none ({held} held out)"
         lines.append(f"| {group} | {stats[0]} | {held} | {stats[1]} | {band_text} |")
     beyond, beyond_nested, checked = band_failures(kv_rows)
+    undone = margin_failures(kv_rows)
     lines += [
         "",
         (
             "Band: the p90 absolute held-out error (model_specs/error_bands.json, which plan and "
             "breakdown state); the solver keeps the group's largest held-out over-prediction "
-            "free where it exceeds its default margin. Held-out records in "
+            "free where it exceeds its default margin (for a TP = 1 launch, that of the group's "
+            "TP = 1 launches where 3 or more were held out: TP > 1 adds the interconnect's NCCL "
+            "buffers, which vary between machines). Held-out records in "
             f"a group with a band: {checked}. Over-predicted beyond the band: {len(beyond)}"
             f"{' (' + ', '.join(beyond) + ')' if beyond else ''}; beyond the band recomputed "
             f"without the record's own source: {len(beyond_nested)}"
-            f"{' (' + ', '.join(beyond_nested) + ')' if beyond_nested else ''}. The same "
+            f"{' (' + ', '.join(beyond_nested) + ')' if beyond_nested else ''}. "
+            '"Fits" verdicts a held-out over-prediction would undo (beyond the margin the solver '
+            "would keep with the table recomputed without the record's own source, at least the "
+            f"default {DEFAULT_MARGIN_GIB} GiB): {len(undone)}"
+            f"{' (' + ', '.join(undone) + ')' if undone else ''}. The same "
             "statement gives the CUDA-graph pool's p90 absolute held-out error, relative to the "
             "logged pool, where a group has 3 or more held-out graph figures: the pool's "
             "per-layer piece depends on the machine's software stack "

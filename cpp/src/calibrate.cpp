@@ -128,10 +128,23 @@ std::array<std::optional<double>, kNumTerms> measured_terms(const MeasuredStartu
   return out;
 }
 
+// The row a launch is evaluated with: `profile` (the row under fit, `base` before it), or the
+// launch's own row with the constants it shares with `base` taken from `profile`.
+EngineProfile row_for(const CalibrationSample& sample, const EngineProfile& profile,
+                      const EngineProfile& base) {
+  if (!sample.own_row) return profile;
+  EngineProfile row = *sample.own_row;
+  for (const Constant& c : constants()) {
+    if (c.get(row) == c.get(base)) c.set(row, c.get(profile));
+  }
+  return row;
+}
+
 // The planner's figures for one launch under `profile` (the first rank, as logs print them).
-Prediction predict(const CalibrationSample& sample, const EngineProfile& profile) {
+Prediction predict(const CalibrationSample& sample, const EngineProfile& profile,
+                   const EngineProfile& base) {
   EngineConfig config = sample.config;
-  config.profile = std::make_shared<const EngineProfile>(profile);
+  config.profile = std::make_shared<const EngineProfile>(row_for(sample, profile, base));
   const CompiledLaunch launch(sample.spec, sample.hardware, config);
   const Breakdown b = launch.breakdown(launch_knobs(config));
   const RankBreakdown& rank = b.ranks.front();
@@ -162,8 +175,9 @@ std::vector<Row> rows_of(const std::vector<const CalibrationSample*>& fit,
     for (TermIndex t : {kActivation, kNonTorch, kCudagraph, kStartupFree}) {
       if (m[t]) rows.push_back({s, t, *m[t]});
     }
-    const bool graph_hidden =
-        base.cudagraph_in_budget && !fit[s]->config.enforce_eager && !m[kCudagraph];
+    const bool in_budget =
+        fit[s]->own_row ? fit[s]->own_row->cudagraph_in_budget : base.cudagraph_in_budget;
+    const bool graph_hidden = in_budget && !fit[s]->config.enforce_eager && !m[kCudagraph];
     if (m[kKvCache] && (!m[kActivation] || !m[kNonTorch] || graph_hidden)) {
       rows.push_back({s, kKvCache, *m[kKvCache]});
     }
@@ -172,10 +186,11 @@ std::vector<Row> rows_of(const std::vector<const CalibrationSample*>& fit,
 }
 
 Eigen::VectorXd predicted_rows(const std::vector<const CalibrationSample*>& fit,
-                               const std::vector<Row>& rows, const EngineProfile& profile) {
+                               const std::vector<Row>& rows, const EngineProfile& profile,
+                               const EngineProfile& base) {
   std::vector<Prediction> per_sample;
   per_sample.reserve(fit.size());
-  for (const CalibrationSample* s : fit) per_sample.push_back(predict(*s, profile));
+  for (const CalibrationSample* s : fit) per_sample.push_back(predict(*s, profile, base));
   Eigen::VectorXd out(static_cast<Eigen::Index>(rows.size()));
   for (std::size_t i = 0; i < rows.size(); ++i) {
     out(static_cast<Eigen::Index>(i)) = per_sample[rows[i].sample][rows[i].term];
@@ -353,7 +368,7 @@ System with_priors(const Eigen::MatrixXd& a, const Eigen::VectorXd& r,
 class Design {
  public:
   Design(std::vector<const CalibrationSample*> fit, const EngineProfile& base, double sigma)
-      : fit_(std::move(fit)), rows_(rows_of(fit_, base)), sigma_(sigma) {}
+      : fit_(std::move(fit)), base_(base), rows_(rows_of(fit_, base)), sigma_(sigma) {}
 
   bool empty() const { return rows_.empty(); }
   Eigen::Index size() const { return static_cast<Eigen::Index>(rows_.size()); }
@@ -364,7 +379,7 @@ class Design {
     return out;
   }
   Eigen::VectorXd predicted(const EngineProfile& profile) const {
-    return predicted_rows(fit_, rows_, profile);
+    return predicted_rows(fit_, rows_, profile, base_);
   }
   double sigma() const { return sigma_; }
 
@@ -385,6 +400,7 @@ class Design {
 
  private:
   std::vector<const CalibrationSample*> fit_;
+  EngineProfile base_;  // the row under fit as given: which constants another row shares
   std::vector<Row> rows_;
   double sigma_;
 };
@@ -577,8 +593,8 @@ void report_constants(const Design& design, const EngineProfile& base, const Gau
 void report_errors(const std::vector<CalibrationSample>& samples, const EngineProfile& base,
                    const EngineProfile& fitted, CalibrationResult& result) {
   for (const CalibrationSample& s : samples) {
-    const Prediction before = predict(s, base);
-    const Prediction after = predict(s, fitted);
+    const Prediction before = predict(s, base, base);
+    const Prediction after = predict(s, fitted, base);
     const auto m = measured_terms(s.measured);
     for (std::size_t t = 0; t < kNumTerms; ++t) {
       if (!m[t]) continue;

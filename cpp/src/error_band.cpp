@@ -87,6 +87,8 @@ ErrorBandTable ErrorBandTable::parse(const std::string& json_text, const std::st
     parsed.held_out = row_count(row, "held_out", file, group);
     parsed.band_bytes = row_bytes(row, "band_bytes", file, group);
     parsed.over_prediction_bytes = row_bytes(row, "over_prediction_bytes", file, group);
+    parsed.over_prediction_single_gpu_bytes =
+        row_bytes(row, "over_prediction_single_gpu_bytes", file, group);
     parsed.cudagraph_held_out = row_count(row, "cudagraph_held_out", file, group);
     parsed.cudagraph_band_fraction = row_fraction(row, "cudagraph_band_fraction", file, group);
     table.rows_[group] = parsed;
@@ -94,7 +96,8 @@ ErrorBandTable ErrorBandTable::parse(const std::string& json_text, const std::st
   return table;
 }
 
-ErrorBand ErrorBandTable::lookup(const std::string& gpu_family, EngineEra era) const {
+ErrorBand ErrorBandTable::lookup(const std::string& gpu_family, EngineEra era,
+                                 std::int32_t tensor_parallel_size) const {
   ErrorBand band;
   band.group =
       (gpu_family.empty() ? std::string("unknown") : gpu_family) + " x " + error_band_era(era);
@@ -102,7 +105,9 @@ ErrorBand ErrorBandTable::lookup(const std::string& gpu_family, EngineEra era) c
   if (row != rows_.end()) {
     band.held_out_records = row->second.held_out;
     band.band_bytes = row->second.band_bytes;
-    band.over_prediction_bytes = row->second.over_prediction_bytes;
+    const auto& single = row->second.over_prediction_single_gpu_bytes;
+    band.over_prediction_bytes =
+        tensor_parallel_size == 1 && single ? single : row->second.over_prediction_bytes;
     band.cudagraph_held_out_records = row->second.cudagraph_held_out;
     band.cudagraph_band_fraction = row->second.cudagraph_band_fraction;
   }
@@ -128,7 +133,8 @@ ErrorBand ErrorBandTable::lookup(const std::string& gpu_family, EngineEra era) c
 }
 
 ErrorBand ErrorBandTable::lookup(const CompiledLaunch& launch) const {
-  return lookup(launch.hardware().gpu.family, launch.profile().era);
+  return lookup(launch.hardware().gpu.family, launch.profile().era,
+                launch.config().tensor_parallel_size);
 }
 
 std::int64_t safety_margin_with_band(const ErrorBand& band, std::int64_t default_margin_bytes) {

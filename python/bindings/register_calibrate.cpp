@@ -85,6 +85,9 @@ void register_calibrate(py::module_& m) {
           s.hardware = launch.hardware();
           s.config = launch.config();
           s.held_out = entry.contains("held_out") && entry["held_out"].cast<bool>();
+          if (entry.contains("own_row") && entry["own_row"].cast<bool>()) {
+            s.own_row = std::make_shared<const vramplan::EngineProfile>(launch.profile());
+          }
           const auto measured = entry["measured"].cast<py::dict>();
           s.measured.activation_peak_bytes = bytes_of(measured, "activation_peak_bytes");
           s.measured.non_torch_bytes = bytes_of(measured, "non_torch_bytes");
@@ -120,7 +123,9 @@ void register_calibrate(py::module_& m) {
       py::arg("priors") = py::list(),
       "Fit `base`'s constants to measured launches: samples are dicts {id, launch (a Launch), "
       "measured: {activation_peak_bytes, non_torch_bytes, cudagraph_bytes, kv_cache_bytes, "
-      "startup_free_bytes, kv_tokens}, held_out}; priors dicts {name, value, sigma, source} "
+      "startup_free_bytes, kv_tokens}, held_out, own_row (evaluate with the launch's own engine "
+      "row, sharing the constants it has in common with `base`)}; priors dicts {name, value, "
+      "sigma, source} "
       "(a maximum a posteriori fit). Returns (EngineProfile, report dict, profile YAML naming "
       "engine_version and gpu).");
   m.def(

@@ -424,3 +424,39 @@ TEST(CalibratePriors, ThePriorsDocumentIsReadByVersion) {
                 .find("ascending"),
             std::string::npos);
 }
+
+TEST(CalibrateOwnRow, ALaunchOfAnotherVersionInformsOnlyTheConstantsItsRowShares) {
+  // The 0.19 launches of truth(), plus one 0.15 launch (its row: 0.13 GiB of single-rank
+  // non-torch memory, 36.9 B per logit; the graph pool's constants are the same in every row)
+  // whose log prints 2 GiB of non-torch memory and truth()'s graph pool.
+  std::vector<CalibrationSample> samples = synthetic(false);
+  const EngineProfile row15 = engine_profile("0.15.0");
+  ASSERT_NE(row15.non_torch_single_rank_bytes,
+            engine_profile("0.19.0").non_torch_single_rank_bytes);
+  ASSERT_EQ(row15.cudagraph_base_mib, engine_profile("0.19.0").cudagraph_base_mib);
+  EngineProfile measured15 = row15;
+  measured15.cudagraph_base_mib = truth().cudagraph_base_mib;
+  measured15.cudagraph_piece_mib = truth().cudagraph_piece_mib;
+  measured15.cudagraph_piece_mib_per_hidden = truth().cudagraph_piece_mib_per_hidden;
+  CalibrationSample old = sample_of({"v015", 1, 1, 64, false}, measured15, false);
+  old.config.engine_version = "0.15.0";
+  old.measured.non_torch_bytes = static_cast<std::int64_t>(2 * kGiB);
+  old.own_row = std::make_shared<const EngineProfile>(row15);
+  samples.push_back(old);
+  const CalibrationResult fit = calibrate(engine_profile("0.19.0"), samples);
+  // Its 2 GiB does not reach the 0.19 row's constant (the rows do not share it) ...
+  EXPECT_NEAR(fit.profile.non_torch_single_rank_bytes, truth().non_torch_single_rank_bytes, 1024);
+  EXPECT_NEAR(fit.profile.cudagraph_base_mib, 450.0, 1e-3);
+  // ... and its own figures are predicted with its own row's 0.13 GiB, not the fit's.
+  for (const TermError& e : fit.errors) {
+    if (e.sample_id == "v015" && e.term == "non_torch_gib") {
+      EXPECT_NEAR(e.predicted_after, static_cast<double>(row15.non_torch_single_rank_bytes) / kGiB,
+                  1e-9);
+    }
+  }
+  // Evaluated with the 0.19 row instead, the same log drags the constant toward 2 GiB.
+  samples.back().own_row = nullptr;
+  samples.back().config.engine_version = "0.19.0";
+  EXPECT_GT(calibrate(engine_profile("0.19.0"), samples).profile.non_torch_single_rank_bytes,
+            truth().non_torch_single_rank_bytes + (64 << 20));
+}

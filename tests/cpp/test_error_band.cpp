@@ -33,6 +33,31 @@ TEST(ErrorBand, StatesTheRowOfTheFamilyAndEra) {
             "docs/accuracy.md)");
 }
 
+TEST(ErrorBand, ATpOneLaunchTakesTheTpOneOverPredictionWhereTheTableHasOne) {
+  // The group's largest over-prediction came from TP > 1 launches (the interconnect's NCCL
+  // buffers); its TP = 1 launches were over-predicted by at most 0.1 GiB.
+  const ErrorBandTable table = ErrorBandTable::parse(R"({"groups": {
+    "H100/H200 x v1": {"held_out": 43, "band_bytes": 965363173,
+                       "over_prediction_bytes": 1000655098,
+                       "over_prediction_single_gpu_bytes": 107374182},
+    "A100 x v1": {"held_out": 5, "band_bytes": 227385258, "over_prediction_bytes": 227385258,
+                  "over_prediction_single_gpu_bytes": null}}})",
+                                                     "bands.json");
+  const std::int64_t default_margin = std::int64_t{512} << 20;
+  const ErrorBand tp1 = table.lookup("H100/H200", EngineEra::V1Mid, 1);
+  EXPECT_EQ(tp1.over_prediction_bytes, 107374182);
+  EXPECT_EQ(safety_margin_with_band(tp1, default_margin), default_margin);
+  const ErrorBand tp2 = table.lookup("H100/H200", EngineEra::V1Mid, 2);
+  EXPECT_EQ(tp2.over_prediction_bytes, 1000655098);
+  EXPECT_EQ(safety_margin_with_band(tp2, default_margin), 1000655098);
+  // No TP = 1 figure of its own (fewer than three held out): the group's.
+  EXPECT_EQ(table.lookup("A100", EngineEra::V1Mid, 1).over_prediction_bytes, 227385258);
+  EXPECT_THROW(ErrorBandTable::parse(R"({"groups": {"A100 x v1": {
+    "over_prediction_single_gpu_bytes": -1}}})",
+                                     "bands.json"),
+               SpecError);
+}
+
 TEST(ErrorBand, NoRowOrNoBandIsSaidSo) {
   const ErrorBandTable table = ErrorBandTable::parse(kTable, "bands.json");
   const ErrorBand one = table.lookup("A100", EngineEra::V1Early);

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import shutil
 import sys
 from pathlib import Path
@@ -30,8 +31,9 @@ def _bench() -> Any:
     return module
 
 
-def _row(error_gib: float, source: str, *, held_out: bool = True) -> dict[str, Any]:
+def _row(error_gib: float, source: str, *, held_out: bool = True, tp: int = 1) -> dict[str, Any]:
     return {
+        "tensor_parallel_size": tp,
         "id": f"r{source}{error_gib}",
         "source": source,
         "gpu_family": "A100",
@@ -56,6 +58,23 @@ def test_band_is_the_p90_absolute_held_out_error_and_over_prediction_the_largest
     assert beyond == []
     # Without source "b", the band of a and c (2 figures) is not stated: nothing to fail.
     assert nested == []
+
+
+def test_the_table_keeps_the_tp_one_over_prediction_apart(tmp_path: Path) -> None:
+    bench = _bench()
+    # TP = 1: -0.2, +0.1, +0.05 GiB; TP = 2: +0.9, +0.7, -0.1. The group's largest
+    # over-prediction is 0.9 GiB, its TP = 1 launches' 0.1 GiB.
+    rows = [_row(e, f"s{i}") for i, e in enumerate((-0.2, 0.1, 0.05))]
+    rows += [_row(e, f"t{i}", tp=2) for i, e in enumerate((0.9, 0.7, -0.1))]
+    path = tmp_path / "bands.json"
+    bench.write_bands(rows, [], path)
+    group = json.loads(path.read_text())["groups"]["A100 x v1"]
+    assert group["over_prediction_bytes"] == math.ceil(0.9 * GIB)
+    assert group["over_prediction_single_gpu_bytes"] == math.ceil(0.1 * GIB)
+    # Two TP = 1 figures only: no TP = 1 figure of its own.
+    bench.write_bands(rows[1:], [], path)
+    group = json.loads(path.read_text())["groups"]["A100 x v1"]
+    assert group["over_prediction_single_gpu_bytes"] is None
 
 
 def test_shipped_table_states_h100_on_0_19_and_no_band_for_l4() -> None:
@@ -86,6 +105,7 @@ def test_a_wide_over_prediction_becomes_the_margin_unless_the_user_gives_one(
     path = specs / "error_bands.json"
     document = json.loads(path.read_text())
     document["groups"]["H100/H200 x v1"]["over_prediction_bytes"] = 2 * GIB
+    document["groups"]["H100/H200 x v1"]["over_prediction_single_gpu_bytes"] = None
     path.write_text(json.dumps(document))
     monkeypatch.setenv("VRAMPLAN_MODEL_SPECS", str(specs))
     wide = vramplan.plan(MODEL, "H100-80GB", engine_version="0.19.0", offline=True)
@@ -103,12 +123,24 @@ def test_a_wide_over_prediction_becomes_the_margin_unless_the_user_gives_one(
     monkeypatch.setenv("VRAMPLAN_MODEL_SPECS", str(narrow))
     default = vramplan.plan(MODEL, "H100-80GB", engine_version="0.19.0", offline=True)
     assert default.safety_margin_bytes == 512 << 20
-    # The shipped table: the margin is the larger of the default and its over-prediction.
+    # The shipped table: the margin is the larger of the default and the over-prediction of
+    # launches like this one (TP = 1 here; TP = 2 takes the group's, with the NCCL buffers').
     monkeypatch.setenv("VRAMPLAN_MODEL_SPECS", str(ROOT / "model_specs"))
-    table = json.loads((ROOT / "model_specs" / "error_bands.json").read_text())["groups"]
+    row = json.loads((ROOT / "model_specs" / "error_bands.json").read_text())["groups"][
+        "H100/H200 x v1"
+    ]
     shipped = vramplan.plan(MODEL, "H100-80GB", engine_version="0.19.0", offline=True)
-    over = table["H100/H200 x v1"]["over_prediction_bytes"]
-    assert shipped.safety_margin_bytes == max(512 << 20, over)
+    single = row["over_prediction_single_gpu_bytes"]
+    assert shipped.safety_margin_bytes == max(512 << 20, single)
+    tp2 = vramplan.plan(
+        MODEL,
+        "H100-80GB",
+        engine_version="0.19.0",
+        tensor_parallel_size=2,
+        num_gpus=2,
+        offline=True,
+    )
+    assert tp2.safety_margin_bytes == max(512 << 20, row["over_prediction_bytes"])
 
 
 def test_a_broken_band_table_is_a_named_error(

@@ -50,6 +50,11 @@ struct CalibrationSample {
   EngineConfig config;
   MeasuredStartup measured;
   bool held_out = false;  // predicted before and after, never fitted on
+  // A launch of another vLLM version: evaluated with its own engine row, which shares with the
+  // row under fit each constant whose value the two rows have in common (so a 0.10 launch can
+  // inform the graph pool of a 0.19 fit, not its 0.10-only non-torch figure). Null: the row
+  // under fit.
+  std::shared_ptr<const EngineProfile> own_row;
 };
 
 // What is known of one constant before any launch is fitted (a device measurement, a derivation

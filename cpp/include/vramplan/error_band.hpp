@@ -19,7 +19,10 @@ struct ErrorBand {
   std::string group;  // the table's row: "H100/H200 x v1"
   std::int64_t held_out_records = 0;
   std::optional<std::int64_t> band_bytes;  // p90 absolute held-out error; none: no measured band
-  std::optional<std::int64_t> over_prediction_bytes;  // the largest held-out over-prediction
+  // The largest held-out over-prediction of launches like this one: of the group's TP = 1
+  // launches for a TP = 1 launch where three or more were held out (the TP > 1 ones carry the
+  // interconnect's NCCL buffers, which vary between machines), else of the whole group.
+  std::optional<std::int64_t> over_prediction_bytes;
   // The CUDA-graph pool's p90 absolute held-out error as a fraction of the logged pool, and
   // the held-out graph figures behind it; none below three (the pool model is one H100 fit).
   std::int64_t cudagraph_held_out_records = 0;
@@ -37,8 +40,10 @@ class ErrorBandTable {
   static ErrorBandTable load_file(const std::string& path);
   static ErrorBandTable parse(const std::string& json_text, const std::string& file);
 
-  // The row of `gpu_family` (empty: "unknown") in `era`; a row the table lacks has no band.
-  ErrorBand lookup(const std::string& gpu_family, EngineEra era) const;
+  // The row of `gpu_family` (empty: "unknown") in `era`, for a launch of `tensor_parallel_size`;
+  // a row the table lacks has no band.
+  ErrorBand lookup(const std::string& gpu_family, EngineEra era,
+                   std::int32_t tensor_parallel_size = 1) const;
   // The launch's row: its GPU's family, its engine row's era.
   ErrorBand lookup(const CompiledLaunch& launch) const;
 
@@ -47,6 +52,7 @@ class ErrorBandTable {
     std::int64_t held_out = 0;
     std::optional<std::int64_t> band_bytes;
     std::optional<std::int64_t> over_prediction_bytes;
+    std::optional<std::int64_t> over_prediction_single_gpu_bytes;
     std::int64_t cudagraph_held_out = 0;
     std::optional<double> cudagraph_band_fraction;
   };

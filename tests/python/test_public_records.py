@@ -346,7 +346,7 @@ def test_code_index_records_figures_are_in_their_logs() -> None:
         for r in validate.read_records(DATA / "public_records.jsonl")
         if int(r["id"].split("-")[1]) >= 400
     ]
-    assert len(records) == 69
+    assert len(records) == 70
     for record in records:
         log = (DATA / "public_logs" / f"{record['id']}.log").read_text(encoding="utf-8")
         first = log.split("\n", 1)[0]

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the libFuzzer targets (tests/fuzz: safetensors, GGUF, YAML spec, config.json readers, the
 # vLLM log parser, the plan path from arbitrary knobs, the whole plan from a spec YAML,
-# calibration profiles, Hugging Face cache layouts) with clang in build-fuzz/ and run each one,
-# one after the other:
+# calibration profiles and priors, Hugging Face cache layouts) with clang in build-fuzz/ and run
+# each one, one after the other:
 #   scripts/fuzz.sh [RUNS]                 at most RUNS executions each (default 200000)
 #   FUZZ_SECONDS=60 scripts/fuzz.sh        at most 60 s each, runs unbounded (CI: <= 60 s)
 # (both given: whichever limit comes first).
@@ -68,6 +68,7 @@ find "$ROOT/model_specs/models" -name '*.yaml' -exec cp {} "$BUILD/corpus/spec_y
 # The whole plan starts from every real spec; the generator below adds each numeric key at its
 # schema bound (the specs the sanitizers must plan without an overflow).
 find "$ROOT/model_specs/models" -name '*.yaml' -exec cp {} "$BUILD/corpus/spec_plan/" \;
+cp "$ROOT"/model_specs/calibration_priors.yaml "$BUILD/corpus/profile/seed_priors.yaml"
 find "$ROOT/tests/data" -path '*bad_configs*' -name '*.json' -exec cp {} "$BUILD/corpus/hf_import/" \;
 if [ -d "$ROOT/../shared/reference/configs" ]; then
   cp "$ROOT"/../shared/reference/configs/*.json "$BUILD/corpus/hf_import/"

@@ -701,7 +701,9 @@ std::vector<CalibrationPrior> parse_calibration_priors(const std::string& yaml_t
     for (const auto& entry : row) {
       const std::string key = entry.first.Scalar();
       if (key == "from_version") continue;
-      const std::string field = where + "." + key;
+      std::string field = where;
+      field += ".";
+      field += key;
       const auto j = constant_index(key);
       if (!j) throw SpecError(file, field, key, "not a calibrated constant");
       const YAML::Node& prior = entry.second;

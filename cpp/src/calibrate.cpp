@@ -327,8 +327,13 @@ Priors priors_of(const CalibrationOptions& options) {
                         "a prior's standard deviation must be positive");
     }
     if (!requested(c, options.terms)) continue;
+    // Bytes are shown in MiB, as the report shows them.
+    const bool bytes = std::string(c.unit) == "bytes";
+    const double scale = bytes ? kMiB : 1.0;
+    const std::string unit = bytes ? "MiB" : c.unit;
     out[*j] = Prior{prior.value, prior.sigma,
-                    number_text(prior.value) + " +- " + number_text(prior.sigma) + " " + c.unit +
+                    number_text(prior.value / scale) + " " + unit + " +- " +
+                        number_text(prior.sigma / scale) + " " + unit +
                         (prior.source.empty() ? std::string() : " (" + prior.source + ")")};
   }
   return out;

@@ -310,7 +310,8 @@ TEST(CalibratePriors, ThePosteriorWeighsDataAndPriorByTheirVariances) {
   EXPECT_TRUE(nt.fitted);
   EXPECT_NEAR(nt.after / (1 << 20), 280.0, 0.01);
   EXPECT_NEAR(nt.standard_error / (1 << 20), 4.580, 0.005);
-  EXPECT_NE(nt.status.find("fitted from its prior 2.097e+08 +- "), std::string::npos) << nt.status;
+  EXPECT_NE(nt.status.find("fitted from its prior 200 MiB +- 10.24 MiB (test)"), std::string::npos)
+      << nt.status;
   EXPECT_EQ(nt.before, 256.0 * (1 << 20));  // the row's value, reported as before
   // A prior 20 d wide leaves the data in charge: (400 x 300 + 200) / 401 = 299.75 MiB.
   options.priors.front().sigma = 20.0 * d_bytes;

@@ -155,7 +155,15 @@ def plan(out: Console, data: dict[str, Any]) -> None:
         out.print(f"  changed {change['knob']}: {before} -> {change['value']} ({change['reason']})")
     style = "bold green" if data["fits"] else "bold red"
     out.print(Text("verdict: ").append(data["verdict"], style=style))
-    out.print(f"safety margin kept free per GPU: {data['safety_margin_bytes'] / GIB:.2f} GiB")
+    margin = data["safety_margin_bytes"]
+    band = data.get("error_band") or {}
+    why = (
+        f" (the largest cross-validated over-prediction of {band['group']} launches like this "
+        "one, docs/accuracy.md)"
+        if band.get("over_prediction_bytes") == margin
+        else ""
+    )
+    out.print(f"safety margin kept free per GPU: {margin / GIB:.2f} GiB{why}", soft_wrap=True)
     out.print(
         table(
             out,

@@ -195,3 +195,27 @@ def test_the_records_patterns_give_every_database_gpu_its_family() -> None:
         version = f"{major}.{minor}.0"
         band = vramplan.breakdown(MODEL, "H100-80GB", engine_version=version, offline=True)
         assert band.error_band["group"] == f"H100/H200 x {era}"
+
+
+def test_the_plan_says_where_a_wide_margin_comes_from() -> None:
+    import subprocess
+
+    def margin_line(*args: str) -> str:
+        result = subprocess.run(
+            [
+                *(sys.executable, "-m", "vramplan", "plan", MODEL, "--gpu", "H100-80GB"),
+                *("--offline", "--engine-version", "0.19.0", *args),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return next(x for x in result.stdout.splitlines() if x.startswith("safety margin"))
+
+    table = json.loads((ROOT / "model_specs" / "error_bands.json").read_text())["groups"]
+    over = table["H100/H200 x v1"]["over_prediction_bytes"]
+    assert over > 512 << 20  # TP > 1: the NCCL buffers' spread between machines
+    wide = margin_line("--tp", "2")
+    assert f"{over / GIB:.2f} GiB (the largest cross-validated over-prediction" in wide
+    assert "H100/H200 x v1" in wide
+    assert margin_line() == "safety margin kept free per GPU: 0.50 GiB"

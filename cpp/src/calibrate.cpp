@@ -331,10 +331,12 @@ Priors priors_of(const CalibrationOptions& options) {
     const bool bytes = std::string(c.unit) == "bytes";
     const double scale = bytes ? kMiB : 1.0;
     const std::string unit = bytes ? "MiB" : c.unit;
-    out[*j] = Prior{prior.value, prior.sigma,
-                    number_text(prior.value / scale) + " " + unit + " +- " +
-                        number_text(prior.sigma / scale) + " " + unit +
-                        (prior.source.empty() ? std::string() : " (" + prior.source + ")")};
+    std::string text = number_text(prior.value / scale);
+    text += " " + unit + " +- ";
+    text += number_text(prior.sigma / scale);
+    text += " " + unit;
+    if (!prior.source.empty()) text += " (" + prior.source + ")";
+    out[*j] = Prior{prior.value, prior.sigma, std::move(text)};
   }
   return out;
 }

@@ -640,8 +640,11 @@ CalibrationResult calibrate(const EngineProfile& base,
         wanted_names,
         std::to_string(fit.size()) + " distinct launch" + (fit.size() == 1 ? "" : "es") +
             (result.duplicates.empty() ? "" : " (identical logs count once)") +
-            " give at most one equation per term; give two or more launches that differ "
-            "(tensor/pipeline parallel size, model, max_num_seqs or max_num_batched_tokens)");
+            (any_prior
+                 ? std::string(" to fit from the priors; give one or more launches")
+                 : std::string(" give at most one equation per term; give two or more launches "
+                               "that differ (tensor/pipeline parallel size, model, max_num_seqs "
+                               "or max_num_batched_tokens)")));
   }
   const Design design(std::move(fit), base, options.measurement_sigma_gib);
   if (design.empty()) {
@@ -732,6 +735,17 @@ std::vector<CalibrationPrior> parse_calibration_priors(const std::string& yaml_t
       }
       if (!prior["source"].IsScalar() || prior["source"].Scalar().empty()) {
         throw SpecError(file, field + ".source", "empty", "every prior names where it comes from");
+      }
+      // The same checks calibrate() makes, said here with the file's field.
+      const Constant& c = constants()[*j];
+      if (out.value < c.low || out.value > c.high) {
+        throw SpecError(file, field + ".value", number_text(out.value),
+                        "outside the constant's plausible range " + number_text(c.low) + " .. " +
+                            number_text(c.high) + " " + c.unit);
+      }
+      if (!(out.sigma > 0.0)) {
+        throw SpecError(file, field + ".sigma", number_text(out.sigma),
+                        "a prior's standard deviation must be positive");
       }
       out.source = prior["source"].Scalar();
       if (applies) in_effect[*j] = std::move(out);

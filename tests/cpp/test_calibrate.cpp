@@ -353,6 +353,16 @@ TEST(CalibratePriors, OneLaunchIsEnoughWithAPriorButNotWithout) {
   options.terms = {"non_torch"};
   EXPECT_THROW(calibrate(engine_profile("0.19.0"), {non_torch_only()}, options), CalibrationError);
   options.priors = {{"non_torch_single_rank_bytes", 256.0 * (1 << 20), 128.0 * (1 << 20), "x"}};
+  std::vector<CalibrationSample> none = {non_torch_only()};
+  none.front().held_out = true;
+  try {
+    calibrate(engine_profile("0.19.0"), none, options);
+    ADD_FAILURE() << "fitted on no launch";
+  } catch (const CalibrationError& e) {
+    EXPECT_NE(std::string(e.what()).find("0 distinct launches to fit from the priors"),
+              std::string::npos)
+        << e.what();
+  }
   const CalibrationResult fit = calibrate(engine_profile("0.19.0"), {non_torch_only()}, options);
   EXPECT_NEAR(fit.profile.non_torch_single_rank_bytes / double{1 << 20}, 300.0, 0.1);
 }
@@ -420,6 +430,15 @@ TEST(CalibratePriors, ThePriorsDocumentIsReadByVersion) {
   EXPECT_NE(error_of("rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: 1, "
                      "sigma: 1}}\n")
                 .find("source"),
+            std::string::npos);
+  // Out of the constant's range (0 .. 200 B per logit) or a sigma of 0: the file's field.
+  EXPECT_NE(error_of("rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: 500, "
+                     "sigma: 1, source: s}}\n")
+                .find("rows[0].sampler_bytes_per_logit.value"),
+            std::string::npos);
+  EXPECT_NE(error_of("rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: 13, "
+                     "sigma: 0, source: s}}\n")
+                .find("rows[0].sampler_bytes_per_logit.sigma"),
             std::string::npos);
   EXPECT_NE(error_of("rows:\n  - {from_version: \"0.9\"}\n  - {from_version: \"0.8\"}\n")
                 .find("ascending"),

@@ -872,20 +872,24 @@ void vision_profile_facts(const json& config, const ConfigFields& top, Vision st
       encoder_tokens = kTiles * (side * side + 1);
       pixels = kTiles * channels * image * image;
     }
-  } else if (style == Vision::Qwen2Vl || style == Vision::Qwen25Vl) {
-    // Qwen2VLImageProcessor max_pixels 12845056 (3584 x 3584): one patch per patch_size^2
-    // pixels, spatial_merge_size^2 patches per LM embedding (vLLM qwen2_vl.py
-    // get_image_size_with_most_features). Video grows with max_model_len: not modelled.
-    constexpr std::int64_t kMaxPixels = 12845056;
-    const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), 3584);
+  } else if (style == Vision::Qwen2Vl || style == Vision::Qwen25Vl || style == Vision::Qwen3Vl) {
+    // The processor's largest image: Qwen2-VL/2.5-VL max_pixels 12845056 (3584 x 3584);
+    // Qwen3-VL and Qwen3.5 size.longest_edge 16777216 (4096 x 4096) in their
+    // preprocessor_config.json. One patch per patch_size^2 pixels, spatial_merge_size^2 patches
+    // per LM embedding (vLLM qwen2_vl.py get_image_size_with_most_features, which qwen3_vl.py
+    // and qwen3_5.py inherit). Qwen2/2.5-VL video grows with max_model_len; Qwen3-VL's
+    // two-frame dummy video (12288 embeddings) is below its image: not modelled either way.
+    const std::int64_t max_pixels = style == Vision::Qwen3Vl ? 16777216 : 12845056;
+    const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), 4096);
     const std::int64_t merge =
         bounded(v, "spatial_merge_size", v.integer_or("spatial_merge_size", 2), 64);
     const std::int64_t temporal =
         bounded(v, "temporal_patch_size", v.integer_or("temporal_patch_size", 2), 64);
-    const std::int64_t side = kMaxPixels / (patch * patch * merge * merge);
-    if (side == 0) v.fail("patch_size", std::to_string(patch), "merged patch exceeds 3584 px");
-    encoder_tokens = side * merge * merge;
-    image_tokens = side;
+    image_tokens = max_pixels / (patch * patch * merge * merge);
+    if (image_tokens == 0) {
+      v.fail("patch_size", std::to_string(patch), "merged patch exceeds the largest image");
+    }
+    encoder_tokens = image_tokens * merge * merge;
     pixels = encoder_tokens * channels * temporal * patch * patch;
     if (style == Vision::Qwen2Vl) {
       width = bounded(v, "embed_dim", v.integer("embed_dim"), kMaxWidth);
@@ -893,7 +897,7 @@ void vision_profile_facts(const json& config, const ConfigFields& top, Vision st
     } else {
       width = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
       inter = bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
-      gated = true;
+      gated = style == Vision::Qwen25Vl;  // Qwen3-VL: linear_fc1, GELU, linear_fc2
     }
     out["unmodelled_modalities"] = {"video"};
   } else {

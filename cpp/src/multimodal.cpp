@@ -54,8 +54,9 @@ EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
       note += " items of ";
       note += s.id;
       note +=
-          " (their tokens grow with max_model_len) instead of images; the activation peak "
-          "counts only the image profile. limit_mm_per_prompt '{\"";
+          " instead of images (where one has more tokens than the largest image, or images "
+          "are limited to 0); the activation peak counts only the image profile. "
+          "limit_mm_per_prompt '{\"";
       note += modality;
       note += "\": 0}' makes the plan exact.";
       launch_notes_.push_back(std::move(note));

@@ -294,10 +294,52 @@ TEST(Multimodal, TextOnlyModelsRefuseTheMultimodalKnobs) {
             "language_model_only");
 }
 
-// A model without encoder facts (Qwen3-VL: not derived from its config) plans with a warning by
-// default and refuses an explicit image limit it cannot count.
+// Qwen3.5-27B from its config.json (a Qwen3-VL tower): the processor's size.longest_edge
+// 16777216 = 4096 x 4096 (Qwen3.5 and Qwen3-VL preprocessor_config.json) -> (4096/16)^2 = 65536
+// patches of 3 x 2 x 16 x 16 = 1536 values, / 2^2 merged = 16384 embeddings of width 5120.
+// pub-432's launch (vLLM 0.19, TP 4, 2048 batched tokens, 1 sequence, max_model_len 50000):
+//   budget = max(2048, 16384) = 16384; per prompt = max(1, min(999, 50000 // 16384 = 3)) = 3
+//   items = max(1, min(16384 // 16384 = 1, 1 x 3)) = 1
+//   cache   = 16384 x 5120 x 2 B                                  =   167,772,160
+//   pixels  = 65536 x 1536 x 2 B                                  =   201,326,592
+//   forward = 65536 x 2 B x (2 x ceil(4304 / 4) fc1 + GELU + 2 x 1152) = 65536 x 2 x 4456
+//                                                                 =   584,056,832
+// peak = pixels + max(forward, cache + text peak).
+TEST(Multimodal, Qwen35EncoderTermByHand) {
+  const auto spec = config_spec("Qwen__Qwen3.5-27B.json");
+  EXPECT_EQ(spec->vision.image_tokens_per_item, 16384);
+  EXPECT_EQ(spec->vision.encoder_tokens_per_item, 65536);
+  EXPECT_EQ(spec->vision.pixel_values_per_item, 100663296);
+  EXPECT_FALSE(spec->vision.encoder_gated_mlp);
+  EngineConfig config;
+  config.engine_version = "0.19.0";
+  config.tensor_parallel_size = 4;
+  config.max_num_batched_tokens = 2048;
+  config.max_num_seqs = 1;
+  config.max_model_len = 50000;
+  config.enforce_eager = true;
+  config.limit_mm_per_prompt = R"({"video": 0})";
+  const CompiledLaunch launch = launch_of(spec, config, 4);
+  const EncoderProfileModel& encoder = launch.ranks().front().encoder;
+  EXPECT_EQ(encoder.forward_bytes_per_item, 584056832);
+  EXPECT_EQ(encoder.cache_bytes_per_item, 167772160);
+  EXPECT_EQ(encoder.input_bytes_per_item, 201326592);
+  EXPECT_EQ(encoder_budget(encoder, 2048, 1, 50000, true).items, 1);
+  EngineConfig text = config;
+  text.limit_mm_per_prompt = R"({"image": 0, "video": 0})";
+  const std::int64_t text_peak =
+      launch_of(spec, text, 4).breakdown(launch_knobs(text)).ranks.front().activation_peak_bytes;
+  const Breakdown with = launch.breakdown(launch_knobs(config));
+  EXPECT_EQ(with.ranks.front().activation_peak_bytes,
+            201326592 + std::max<std::int64_t>(584056832, 167772160 + text_peak));
+  // Qwen3-VL-8B's tower has the same patch and merge sizes: the same largest image.
+  EXPECT_EQ(config_spec("Qwen__Qwen3-VL-8B-Instruct.json")->vision.image_tokens_per_item, 16384);
+}
+
+// A model without encoder facts (Devstral-Small-2's Pixtral tower: not derived from its config)
+// plans with a warning by default and refuses an explicit image limit it cannot count.
 TEST(Multimodal, MissingFactsWarnOrRefuse) {
-  const auto spec = config_spec("Qwen__Qwen3-VL-8B-Instruct.json");
+  const auto spec = config_spec("mistralai__Devstral-Small-2-24B-Instruct.json");
   ASSERT_GT(spec->vision.num_parameters, 0);
   ASSERT_EQ(spec->vision.image_tokens_per_item, 0);
   EngineConfig config;

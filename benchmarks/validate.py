@@ -364,6 +364,33 @@ def cited_record_ids(text: str) -> set[str]:
     return ids
 
 
+MIB = 1 << 20
+
+
+def nvlink_tensor_parallel_charge_bytes(records: list[dict[str, Any]]) -> int | None:
+    """The TP > 1 non-torch charge over NVLink by engines.yaml's rule, not a fit: the largest
+    non-torch figure a record logs at TP > 1 on a named GPU that is not pcie_only, from vLLM
+    0.7 on (0.6.5's non-torch also counted the profile's cached activations, and so did the
+    PR #10511 dev build of dev-003/004), rounded up to the MiB. NCCL's buffers depend on the
+    machine (channels per peer, NVLS on NVSwitch), so the planner charges the most any machine
+    was seen to hold. None without such a record."""
+    db = vramplan.spec_database()
+    largest = None
+    for record in records:
+        logged = record.get("non_torch_gib")
+        if logged is None or int(record.get("tensor_parallel_size") or 1) < 2:
+            continue
+        try:
+            major, minor = (int(x) for x in validate._version(record).split(".")[:2])
+        except validate.Unsupported:
+            continue
+        name = validate._gpu_name(str(record.get("gpu") or ""))
+        if (major, minor) < (0, 7) or name is None or db.gpu(name).pcie_only:
+            continue
+        largest = logged if largest is None else max(largest, logged)
+    return None if largest is None else math.ceil(largest * GIB / MIB) * MIB
+
+
 def discrepancy_sigma_gib(unseen: list[tuple[dict[str, Any], validate.Replay]]) -> float:
     """How far the shipped row misses a machine it never saw, as a standard deviation: the
     normal-consistent median absolute deviation (1.4826 x the median) of its available-KV error
@@ -376,6 +403,19 @@ def discrepancy_sigma_gib(unseen: list[tuple[dict[str, Any], validate.Replay]]) 
         if replay.predicted is not None and usable("kv_cache_gib", record.get("kv_cache_gib"))
     ]
     return 1.4826 * statistics.median(errors) if errors else 0.005  # else the log's rounding
+
+
+TP_CHARGE = "non_torch_tensor_parallel_bytes"
+
+
+def held_charge(charge_bytes: int) -> dict[str, Any]:
+    """The NVLink TP > 1 charge as a prior the fit cannot move (a 1 MiB sigma)."""
+    return {
+        "name": TP_CHARGE,
+        "value": float(charge_bytes),
+        "sigma": float(MIB),
+        "source": "the largest TP > 1 NVLink non-torch figure of the other sources",
+    }
 
 
 def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -425,8 +465,11 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
             else:
                 samples = [{**s, "held_out": False, "own_row": True} for _, s in train]
                 samples += [{**s, "held_out": True} for _, s in mine]
+                charge = nvlink_tensor_parallel_charge_bytes(
+                    [r for r in records if source_key(r) != source]
+                )
                 try:
-                    _, report, _ = _core.calibrate(
+                    fitted, report, _ = _core.calibrate(
                         _core.engine_profile(version),
                         samples,
                         engine_version=version,
@@ -435,6 +478,19 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
                         measurement_sigma_gib=sigma_gib,
                         priors=_calibration.read_priors(_calibration.priors_file(), version),
                     )
+                    if charge is not None:
+                        # The TP > 1 charge by engines.yaml's rule over the other sources, the
+                        # other constants as fitted (with the charge free, so that they do not
+                        # absorb one machine's NCCL memory): the shipped row's construction.
+                        _, report, _ = _core.calibrate(
+                            fitted,
+                            samples,
+                            engine_version=version,
+                            gpu="leave-one-source-out",
+                            terms=[TP_CHARGE],
+                            measurement_sigma_gib=sigma_gib,
+                            priors=[held_charge(charge)],
+                        )
                 except vramplan.Error as why:
                     basis = f"shipped row (fit failed: {why})"
                     held_out = False
@@ -653,6 +709,12 @@ def write_loso(
             + sigma_line.replace("sigma ", "")
             + " (1.4826 x the median absolute available-KV error of the shipped row on the "
             "sources engines.yaml cites none of), not by the log's 0.005 GiB rounding. "
+            "The TP > 1 NVLink non-torch charge is not fitted in engines.yaml but set by a rule "
+            "(the largest figure logged over NVLink from 0.7 on: NCCL's buffers depend on the "
+            "machine), so the held-out prediction applies the same rule to the other sources' "
+            "records, with the other constants as fitted with the charge free "
+            "(`nvlink_tensor_parallel_charge_bytes`). A launch vLLM runs on its V0 fallback "
+            "(compute capability below 8.0) is evaluated with the V0 row. "
             "Errors are predicted minus "
             "measured, per rank; GiB = 2^30 bytes; p90 is the nearest-rank 90th percentile. "
             "Weights are the plain replay (no fitted constant touches them). A CUDA-graph figure "

@@ -129,11 +129,14 @@ std::array<std::optional<double>, kNumTerms> measured_terms(const MeasuredStartu
 }
 
 // The row a launch is evaluated with: `profile` (the row under fit, `base` before it), or the
-// launch's own row with the constants it shares with `base` taken from `profile`.
+// launch's own row with the constants it shares with `base` taken from `profile`. A launch
+// vLLM runs on its V0 fallback (a GPU below compute capability 8.0) has the V0 row as its own:
+// the V1 row under fit never runs it.
 EngineProfile row_for(const CalibrationSample& sample, const EngineProfile& profile,
                       const EngineProfile& base) {
-  if (!sample.own_row) return profile;
-  EngineProfile row = *sample.own_row;
+  const bool fallback = !sample.own_row && runs_v0_fallback(base, sample.hardware.gpu);
+  if (!sample.own_row && !fallback) return profile;
+  EngineProfile row = fallback ? v0_fallback_profile(base) : *sample.own_row;
   for (const Constant& c : constants()) {
     if (c.get(row) == c.get(base)) c.set(row, c.get(profile));
   }

@@ -375,9 +375,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   {
     const EngineProfile& requested = *std::get_if<EngineProfile>(&rules_);
     const GpuSpec& gpu = hardware_.gpu;
-    if (!c.profile && requested.v0_below_compute_capability > 0.0 && gpu.vendor == "nvidia" &&
-        gpu.compute_capability > 0.0 &&
-        gpu.compute_capability < requested.v0_below_compute_capability) {
+    if (!c.profile && runs_v0_fallback(requested, gpu)) {
       char capability[16];
       std::snprintf(capability, sizeof capability, "%.1f", gpu.compute_capability);
       launch_notes_.push_back("vLLM " + requested.version + " runs the V0 engine on " + gpu.id +

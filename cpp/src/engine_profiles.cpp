@@ -487,6 +487,12 @@ EngineProfile v0_fallback_profile(const EngineProfile& requested) {
   return p;
 }
 
+bool runs_v0_fallback(const EngineProfile& requested, const GpuSpec& gpu) {
+  return requested.v0_below_compute_capability > 0.0 && gpu.vendor == "nvidia" &&
+         gpu.compute_capability > 0.0 &&
+         gpu.compute_capability < requested.v0_below_compute_capability;
+}
+
 std::string newest_known_vllm_version() { return version_of(compiled_profiles().back()).text(); }
 
 const std::vector<EngineProfile>& engine_profile_rows() { return compiled_profiles(); }

@@ -480,3 +480,33 @@ TEST(CalibrateOwnRow, ALaunchOfAnotherVersionInformsOnlyTheConstantsItsRowShares
   EXPECT_GT(calibrate(engine_profile("0.19.0"), samples).profile.non_torch_single_rank_bytes,
             truth().non_torch_single_rank_bytes + (64 << 20));
 }
+
+TEST(CalibrateOwnRow, ALaunchOnTheV0FallbackIsEvaluatedWithTheV0Row) {
+  // vLLM 0.8 runs V0 on a GPU below compute capability 8.0 ("Falling back to V0"): calibrating
+  // the 0.8 (V1) row, such a launch is predicted with the V0 row, as the planner plans it, and
+  // not with the V1 row under fit (0.07 GiB of single-rank non-torch memory there, 113 MiB in
+  // the V0 row from 0.7).
+  const EngineProfile row08 = engine_profile("0.8.0");
+  const EngineProfile v0 = v0_fallback_profile(row08);
+  ASSERT_NE(row08.non_torch_single_rank_bytes, v0.non_torch_single_rank_bytes);
+  std::vector<CalibrationSample> samples = synthetic(false);
+  for (CalibrationSample& s : samples) {
+    s.own_row = std::make_shared<const EngineProfile>(engine_profile("0.19.0"));
+  }
+  CalibrationSample turing = sample_of({"turing", 1, 1, 16, true}, truth(), false);
+  turing.hardware.gpu.compute_capability = 7.5;
+  turing.config.engine_version = "0.8.0";
+  turing.held_out = true;
+  ASSERT_TRUE(runs_v0_fallback(row08, turing.hardware.gpu));
+  samples.push_back(turing);
+  const CalibrationResult fit = calibrate(row08, samples);
+  bool seen = false;
+  for (const TermError& e : fit.errors) {
+    if (e.sample_id == "turing" && e.term == "non_torch_gib") {
+      seen = true;
+      EXPECT_NEAR(e.predicted_before, static_cast<double>(v0.non_torch_single_rank_bytes) / kGiB,
+                  1e-9);
+    }
+  }
+  EXPECT_TRUE(seen);
+}

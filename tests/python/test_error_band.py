@@ -200,11 +200,11 @@ def test_the_records_patterns_give_every_database_gpu_its_family() -> None:
 def test_the_plan_says_where_a_wide_margin_comes_from() -> None:
     import subprocess
 
-    def margin_line(*args: str) -> str:
+    def margin_line(gpu: str, version: str, *args: str) -> str:
         result = subprocess.run(
             [
-                *(sys.executable, "-m", "vramplan", "plan", MODEL, "--gpu", "H100-80GB"),
-                *("--offline", "--engine-version", "0.19.0", *args),
+                *(sys.executable, "-m", "vramplan", "plan", MODEL, "--gpu", gpu),
+                *("--offline", "--engine-version", version, *args),
             ],
             capture_output=True,
             text=True,
@@ -213,9 +213,17 @@ def test_the_plan_says_where_a_wide_margin_comes_from() -> None:
         return next(x for x in result.stdout.splitlines() if x.startswith("safety margin"))
 
     table = json.loads((ROOT / "model_specs" / "error_bands.json").read_text())["groups"]
-    over = table["H100/H200 x v1"]["over_prediction_bytes"]
-    assert over > 512 << 20  # TP > 1: the NCCL buffers' spread between machines
-    wide = margin_line("--tp", "2")
+    # An unnamed GPU on V0: dev-003's PR #10511 dev build, held out, is over-predicted by more
+    # than the 0.5 GiB default, so such a launch keeps that much free and the plan says why.
+    over = table["unknown x V0"]["over_prediction_bytes"]
+    assert over > 512 << 20
+    wide = margin_line("my-card", "0.6.4", "--gpu-total-bytes", str(80 << 30))
     assert f"{over / GIB:.2f} GiB (the largest cross-validated over-prediction" in wide
-    assert "H100/H200 x v1" in wide
-    assert margin_line() == "safety margin kept free per GPU: 0.50 GiB"
+    assert "unknown x V0" in wide
+    # H100 on 0.19: no held-out launch is over-predicted by more than the default, at TP 2
+    # either (the NVLink charge is the largest figure logged).
+    assert table["H100/H200 x v1"]["over_prediction_bytes"] <= 512 << 20
+    for tp in ("1", "2"):
+        assert margin_line("H100-80GB", "0.19.0", "--tp", tp) == (
+            "safety margin kept free per GPU: 0.50 GiB"
+        )

@@ -11,6 +11,7 @@ from types import ModuleType
 import pytest
 import vramplan
 import vramplan.validate
+from vramplan import _core
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -157,3 +158,26 @@ def test_cited_record_ids_expand_engines_yaml_shorthands() -> None:
         "dev-049", "dev-050", "dev-051", "dev-025", "dev-026", "dev-031",
         "pub-307", "pub-308", "pub-309",
     }  # fmt: skip
+
+
+def test_nvlink_tp_charge_is_the_largest_logged_figure() -> None:
+    """engines.yaml's TP > 1 NVLink charge is set by a rule, and the leave-one-source-out
+    predictions use the same rule over the other sources: the largest non-torch figure logged at
+    TP > 1 on a named GPU that is not pcie_only, from vLLM 0.7 on, rounded up to the MiB. Over
+    the shipped records that is dev-029's 2.17 GiB (2223 MiB); without llm-d-planner's records it
+    is pub-021's 2.10 GiB (8 x A100 SXM, 0.7.1: 2151 MiB). dev-004's 3.58 GiB (a 0.6.4 dev
+    build that counted cached activations), pub-414 (L40S, PCIe) and the unnamed GPUs of
+    pub-427/438/439 do not count."""
+    bench = _bench()
+    records = _records(DATA / "public_records.jsonl") + _records(DATA / "measured" / "dev.jsonl")
+    mib = 1 << 20
+    assert bench.nvlink_tensor_parallel_charge_bytes(records) == 2223 * mib
+    assert _core.engine_profile("0.19.0").non_torch_tensor_parallel_bytes == 2223 * mib
+    others = [r for r in records if bench.source_key(r) != "llm-d-incubation/llm-d-planner"]
+    assert bench.nvlink_tensor_parallel_charge_bytes(others) == 2151 * mib
+    assert (
+        bench.nvlink_tensor_parallel_charge_bytes(
+            [r for r in records if r["id"] in {"dev-004", "pub-414", "pub-427", "pub-438"}]
+        )
+        is None
+    )

@@ -47,7 +47,10 @@ def test_h100_tensor_parallel_record_keeps_the_nvls_charge() -> None:
     assert replay.predicted is not None
     measured = replay.measured["non_torch_gib"]
     assert measured == pytest.approx(2.06, abs=0.011)
-    assert replay.predicted["non_torch_gib"] == pytest.approx(measured, abs=0.1)
+    # The charge is the largest NVLink figure logged (dev-029's 2.17 GiB at TP 4): never below
+    # this TP 2 launch's, and above it by no more than the 0.11 GiB spread between the
+    # machine's TP 2 and TP 4 launches.
+    assert measured <= replay.predicted["non_torch_gib"] <= measured + 0.115
 
 
 def test_the_charge_follows_the_gpu_fact_and_an_unknown_gpu_gets_the_larger() -> None:
@@ -66,8 +69,8 @@ def test_the_charge_follows_the_gpu_fact_and_an_unknown_gpu_gets_the_larger() ->
 
     assert not vramplan.load_gpu("H100-80GB").pcie_only
     assert vramplan.load_gpu("L40S").pcie_only
-    # engines.yaml: 2110 MiB over NVLink, 384 MiB over PCIe.
-    assert non_torch("H100-80GB") - non_torch("L40S") == (2110 - 384) << 20
+    # engines.yaml: 2223 MiB over NVLink (dev-029's 2.17 GiB, rounded up), 384 MiB over PCIe.
+    assert non_torch("H100-80GB") - non_torch("L40S") == (2223 - 384) << 20
     unknown = vramplan.load_gpu("my-card", total_memory_bytes=85030076416)
     assert non_torch(unknown) == non_torch("H100-80GB")
     overridden = vramplan.load_gpu("L40S", total_memory_bytes=48 << 30)

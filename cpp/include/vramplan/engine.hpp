@@ -210,6 +210,9 @@ EngineProfile engine_profile(const std::string& version);
 // The newest V0 row's rules under `requested`'s version label: the engine a V1-era release
 // falls back to (v0_below_compute_capability).
 EngineProfile v0_fallback_profile(const EngineProfile& requested);
+// Whether vLLM of `requested`'s release runs the V0 engine on `gpu` (an NVIDIA compute
+// capability below the row's v0_below_compute_capability).
+bool runs_v0_fallback(const EngineProfile& requested, const GpuSpec& gpu);
 // The newest vLLM release the compiled-in rows describe ("0.33.0").
 std::string newest_known_vllm_version();
 // The warning's name, as stderr prints it ("engine-version-newer-than-known").

@@ -67,9 +67,11 @@ class Replay:
 def _version(record: dict[str, Any]) -> str:
     text = record.get("vllm_version")
     if text:
-        match = re.search(r"(\d+)\.(\d+)", str(text))
+        # The patch release counts: engines.yaml has rows at 0.6.5, 0.8.4, 0.8.5, 0.9.1,
+        # 0.10.2 and 0.11.1 ("0.10.2" is not replayed with 0.10.0's rules).
+        match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", str(text))
         if match:
-            return f"{match.group(1)}.{match.group(2)}.0"
+            return f"{match.group(1)}.{match.group(2)}.{match.group(3) or 0}"
     notes = str(record.get("notes") or "")
     if re.search(r"\bV0\b", notes):
         return "0.6.4"  # a V0 log of late 2024

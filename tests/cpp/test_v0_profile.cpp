@@ -5,6 +5,9 @@
 // (tests/data/measured/dev.jsonl: dev-001/002 from vllm#10517, dev-003/004 from PR #10511).
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+
 #include "test_support.hpp"
 #include "vramplan/engine.hpp"
 #include "vramplan/spec_db.hpp"
@@ -20,7 +23,8 @@ const SpecDatabase& database() {
 }
 
 Breakdown v0_launch(const GpuSpec& gpu, std::int32_t tp, std::int64_t max_model_len,
-                    const std::string& version = "0.6.4") {
+                    const std::string& version = "0.6.4",
+                    const std::optional<EngineProfile>& profile = std::nullopt) {
   static const ModelSpec llama = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
   HardwareConfig hw;
   hw.gpu = gpu;
@@ -30,6 +34,7 @@ Breakdown v0_launch(const GpuSpec& gpu, std::int32_t tp, std::int64_t max_model_
   c.tensor_parallel_size = tp;
   c.gpu_memory_utilization = 0.9;
   c.max_model_len = max_model_len;
+  if (profile) c.profile = std::make_shared<const EngineProfile>(*profile);
   return compute_breakdown(llama, hw, c);
 }
 
@@ -81,22 +86,27 @@ TEST(V0Profile, SamplerPeakDoesNotShrinkWithTensorParallelism) {
   }
 }
 
-TEST(V0Profile, CachedActivationsCountAsNonTorchBetweenPr10511AndPr11809) {
-  // dev-003 (PR #10511's build, Meta-Llama-3-8B, TP=1, 80 GB card): "non_torch_memory 1.79GiB",
-  // "available_kv_cache_memory 53.29GiB" out of 71.29 GiB. Device use minus torch-allocated
-  // bytes after the profile run keeps the freed 1.26 GiB of activations: 0.35 GiB of
-  // workspaces (375,390,208 B) + the 1.261 GiB peak = 1.61 GiB; the remaining 0.18 GiB
-  // (allocator rounding, loading leftovers) is not modelled. KV: 71.29 - 14.96 - 1.26 - 1.61
-  // = 53.46 GiB.
+TEST(V0Profile, CachedActivationsCountAsNonTorchOnlyInPr10511sBuild) {
+  // dev-003 (PR #10511's pre-merge build, Meta-Llama-3-8B, TP=1, 80 GB card):
+  // "non_torch_memory 1.79GiB", "available_kv_cache_memory 53.29GiB" out of 71.29 GiB. Device
+  // use minus torch-allocated bytes after the profile run keeps the freed 1.26 GiB of
+  // activations: 0.35 GiB of workspaces (375,390,208 B) + the 1.261 GiB peak = 1.61 GiB; the
+  // remaining 0.18 GiB (allocator rounding, loading leftovers) is not modelled. KV: 71.29 -
+  // 14.96 - 1.26 - 1.61 = 53.46 GiB. No release row sets the flag (the 0.6.5 wheel empties the
+  // cache before measuring); a profile describing that build does.
   GpuSpec gpu = vramplan_test::h100();
   gpu.total_memory_bytes = static_cast<std::int64_t>(79.22 * kGiB);
-  const Breakdown pr10511 = v0_launch(gpu, 1, 8192, "0.6.5");
+  for (const char* version : {"0.6.4", "0.6.5", "0.6.6"}) {
+    EXPECT_FALSE(engine_profile(version).non_torch_counts_cached_activations) << version;
+  }
+  EngineProfile build = engine_profile("0.6.4");
+  build.non_torch_counts_cached_activations = true;
+  const Breakdown pr10511 = v0_launch(gpu, 1, 8192, "0.6.4", build);
   const RankBreakdown& r = pr10511.ranks[0];
   EXPECT_EQ(r.non_torch_bytes, 375390208 + r.activation_peak_bytes);
   EXPECT_NEAR(static_cast<double>(r.non_torch_bytes) / kGiB, 1.79, 0.2);
   EXPECT_NEAR(static_cast<double>(r.kv_cache_bytes) / kGiB, 53.29, 0.2);
-  // 0.6.4 emptied the cache before measuring (dev-001: non_torch_memory=0.35GiB): the
-  // activations count once.
+  // The releases (dev-001's 0.6.4: non_torch_memory=0.35GiB) count the activations once.
   const Breakdown v064 = v0_launch(gpu, 1, 8192, "0.6.4");
   EXPECT_EQ(v064.ranks[0].non_torch_bytes, 375390208);
   EXPECT_EQ(v064.ranks[0].kv_cache_bytes - r.kv_cache_bytes, r.activation_peak_bytes);

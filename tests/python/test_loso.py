@@ -69,15 +69,15 @@ def test_a_lone_source_is_predicted_by_the_shipped_row() -> None:
     assert all(r["predicted"] == r["shipped"] for r in rows)
     assert fits[0] == "sigma 0.005 GiB"  # no source the shipped row never saw: the log's rounding
     assert fits[1:] == [
-        ("| `dennislee22/vLLM-benchmarking` | 0.10.0 | 6 | 0 | 0 | shipped row (no other source) |")
+        ("| `dennislee22/vLLM-benchmarking` | 0.10.1 | 6 | 0 | 0 | shipped row (no other source) |")
     ]
 
 
 def test_held_out_source_is_not_in_its_own_fit() -> None:
-    """Two sources at vLLM 0.10. The A100 source is cited by engines.yaml (pub-300 checks the
-    FlashInfer sampler), so it is fitted on the other source's record only, from the priors of
-    model_specs/calibration_priors.yaml (no record behind them): one launch is then enough, and
-    its six records are held out. engines.yaml cites no record of the H100 source (vllm#23278),
+    """Two sources at vLLM 0.10.1 (0.10.1.1 and 0.10.1.x). The A100 source is cited by
+    engines.yaml (pub-300 checks the FlashInfer sampler), so it is fitted on the other source's
+    record only, from the priors of model_specs/calibration_priors.yaml (no record behind them):
+    one launch is then enough, and its six records are held out. engines.yaml cites no record of the H100 source (vllm#23278),
     so the shipped row, fitted without it, predicts it held out."""
     bench = _bench()
     public = _records(DATA / "public_records.jsonl")
@@ -94,10 +94,10 @@ def test_held_out_source_is_not_in_its_own_fit() -> None:
     assert dev008["kv_cache_gib"] == -2.14
     assert fits[0] == f"sigma {1.4826 * miss:.3f} GiB"
     assert fits[1] == (
-        "| `dennislee22/vLLM-benchmarking` | 0.10.0 | 6 | 1 | 1 | fitted on other sources |"
+        "| `dennislee22/vLLM-benchmarking` | 0.10.1 | 6 | 1 | 1 | fitted on other sources |"
     )
     assert fits[2] == (
-        "| `vllm-project/vllm#23278` | 0.10.0 | 1 | 6 | 1 | "
+        "| `vllm-project/vllm#23278` | 0.10.1 | 1 | 6 | 1 | "
         "shipped row (engines.yaml cites no record of this source) |"
     )
     assert {r["id"] for r in rows if r["held_out"]} == DENNISLEE | {"dev-008"}

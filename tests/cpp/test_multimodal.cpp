@@ -37,6 +37,28 @@ CompiledLaunch launch_of(std::shared_ptr<const ModelSpec> spec, EngineConfig con
   return CompiledLaunch(std::move(spec), hw, std::move(config));
 }
 
+// The encoder-profile facts a config.json gives, against a hand derivation.
+void expect_tower(const ModelSpec& spec, std::int64_t image_tokens, std::int64_t encoder_tokens,
+                  std::int64_t pixel_values, bool gated_mlp) {
+  EXPECT_EQ(spec.vision.image_tokens_per_item, image_tokens) << spec.id;
+  EXPECT_EQ(spec.vision.encoder_tokens_per_item, encoder_tokens) << spec.id;
+  EXPECT_EQ(spec.vision.pixel_values_per_item, pixel_values) << spec.id;
+  EXPECT_EQ(spec.vision.encoder_gated_mlp, gated_mlp) << spec.id;
+}
+
+// A vLLM 0.19 launch that profiles images only (the video profile is not modelled).
+EngineConfig image_profile_config(std::int32_t tp, std::int64_t batched_tokens,
+                                  std::int64_t num_seqs, std::int64_t max_model_len) {
+  EngineConfig config;
+  config.engine_version = "0.19.0";
+  config.tensor_parallel_size = tp;
+  config.max_num_batched_tokens = batched_tokens;
+  config.max_num_seqs = num_seqs;
+  config.max_model_len = max_model_len;
+  config.limit_mm_per_prompt = R"({"video": 0})";
+  return config;
+}
+
 // "Encoder cache will be initialized with a budget of N tokens, and profiled with K image items"
 struct LoggedBudget {
   std::int64_t budget = 0;
@@ -142,16 +164,8 @@ TEST(Multimodal, Llama4ScoutBudgetMatchesTheVllmLog) {
 // peak = pixels + max(forward, cache + text peak).
 TEST(Multimodal, Qwen25Vl7bEncoderTermByHand) {
   const auto spec = config_spec("Qwen__Qwen2.5-VL-7B-Instruct.json");
-  EXPECT_EQ(spec->vision.image_tokens_per_item, 16384);
-  EXPECT_EQ(spec->vision.encoder_tokens_per_item, 65536);
-  EXPECT_EQ(spec->vision.pixel_values_per_item, 77070336);
-  EXPECT_TRUE(spec->vision.encoder_gated_mlp);
-  EngineConfig config;
-  config.engine_version = "0.19.0";
-  config.max_num_batched_tokens = 8192;
-  config.max_num_seqs = 256;
-  config.max_model_len = 32768;
-  config.limit_mm_per_prompt = R"({"video": 0})";  // the image profile only (video not modelled)
+  expect_tower(*spec, 16384, 65536, 77070336, true);
+  const EngineConfig config = image_profile_config(1, 8192, 256, 32768);
   const CompiledLaunch launch = launch_of(spec, config);
   const EncoderBudget b = encoder_budget(launch.ranks().front().encoder, 8192, 256, 32768, true);
   EXPECT_EQ(b.budget_tokens, 16384);
@@ -307,18 +321,9 @@ TEST(Multimodal, TextOnlyModelsRefuseTheMultimodalKnobs) {
 // peak = pixels + max(forward, cache + text peak).
 TEST(Multimodal, Qwen35EncoderTermByHand) {
   const auto spec = config_spec("Qwen__Qwen3.5-27B.json");
-  EXPECT_EQ(spec->vision.image_tokens_per_item, 16384);
-  EXPECT_EQ(spec->vision.encoder_tokens_per_item, 65536);
-  EXPECT_EQ(spec->vision.pixel_values_per_item, 100663296);
-  EXPECT_FALSE(spec->vision.encoder_gated_mlp);
-  EngineConfig config;
-  config.engine_version = "0.19.0";
-  config.tensor_parallel_size = 4;
-  config.max_num_batched_tokens = 2048;
-  config.max_num_seqs = 1;
-  config.max_model_len = 50000;
+  expect_tower(*spec, 16384, 65536, 100663296, false);
+  EngineConfig config = image_profile_config(4, 2048, 1, 50000);
   config.enforce_eager = true;
-  config.limit_mm_per_prompt = R"({"video": 0})";
   const CompiledLaunch launch = launch_of(spec, config, 4);
   const EncoderProfileModel& encoder = launch.ranks().front().encoder;
   EXPECT_EQ(encoder.forward_bytes_per_item, 584056832);

@@ -408,14 +408,21 @@ def discrepancy_sigma_gib(unseen: list[tuple[dict[str, Any], validate.Replay]]) 
 TP_CHARGE = "non_torch_tensor_parallel_bytes"
 
 
-def held_charge(charge_bytes: int) -> dict[str, Any]:
-    """The NVLink TP > 1 charge as a prior the fit cannot move (a 1 MiB sigma)."""
-    return {
-        "name": TP_CHARGE,
-        "value": float(charge_bytes),
-        "sigma": float(MIB),
-        "source": "the largest TP > 1 NVLink non-torch figure of the other sources",
-    }
+def pinned(constants: list[dict[str, Any]], charge_bytes: int) -> list[dict[str, Any]]:
+    """Priors no figure can move (a sigma of a millionth of the value): every fitted constant
+    at its fitted value, and the NVLink TP > 1 charge at the rule's."""
+    out = []
+    for c in constants:
+        value = float(charge_bytes) if c["name"] == TP_CHARGE else float(c["after"])
+        out.append(
+            {
+                "name": c["name"],
+                "value": value,
+                "sigma": max(abs(value) * 1e-6, 1e-12),
+                "source": "leave-one-source-out: fitted, or the NVLink rule",
+            }
+        )
+    return out
 
 
 def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -469,7 +476,7 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
                     [r for r in records if source_key(r) != source]
                 )
                 try:
-                    fitted, report, _ = _core.calibrate(
+                    _, report, _ = _core.calibrate(
                         _core.engine_profile(version),
                         samples,
                         engine_version=version,
@@ -480,16 +487,18 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
                     )
                     if charge is not None:
                         # The TP > 1 charge by engines.yaml's rule over the other sources, the
-                        # other constants as fitted (with the charge free, so that they do not
-                        # absorb one machine's NCCL memory): the shipped row's construction.
+                        # other constants pinned where the fit put them with the charge free
+                        # (so that they do not absorb one machine's NCCL memory): the shipped
+                        # row's construction. Refitted from the same base row, so that the
+                        # other versions' rows share what they shared in the fit.
                         _, report, _ = _core.calibrate(
-                            fitted,
+                            _core.engine_profile(version),
                             samples,
                             engine_version=version,
                             gpu="leave-one-source-out",
-                            terms=[TP_CHARGE],
+                            terms=[],
                             measurement_sigma_gib=sigma_gib,
-                            priors=[held_charge(charge)],
+                            priors=pinned(report["constants"], charge),
                         )
                 except vramplan.Error as why:
                     basis = f"shipped row (fit failed: {why})"

@@ -109,6 +109,17 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
           : (persistent_in_budget
                  ? "budget: requested - weights - activation - non_torch - mrv2_persistent_buffers"
                  : "budget: requested - weights - activation - non_torch");
+  // At TP >= 2 the charge depends on the interconnect, which the GPU's name may not settle (an
+  // A100 or H100 board with or without NVLink): the text says which was charged.
+  const char* non_torch_note =
+      config_.tensor_parallel_size < 2
+          ? "calibrated: cuBLAS/attention workspaces"
+          : (hardware_.gpu.pcie_only
+                 ? "calibrated: cuBLAS/attention workspaces; NCCL buffers over PCIe at TP>=2 "
+                   "(interconnect 'pcie': the largest figure logged over PCIe)"
+                 : "calibrated: cuBLAS/attention workspaces; NCCL (+ custom all-reduce) buffers "
+                   "over NVLink at TP>=2 (the largest figure logged over NVLink; interconnect "
+                   "'pcie' for GPUs that talk over PCIe only)");
   b.ranks.reserve(ranks_.size());
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     const CompiledRank& compiled = ranks_[i];
@@ -182,8 +193,7 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
                 "load");
     }
     terms.set(RankTermId::NonTorch, rank.non_torch_bytes - compiled.all2all_buffer_bytes,
-              "calibrated: cuBLAS/attention workspaces; NCCL (+ custom all-reduce) buffers at "
-              "TP>=2");
+              non_torch_note);
     terms.set(RankTermId::Cudagraph, rank.cudagraph_bytes, graph_note);
     terms.set(RankTermId::KvCache, rank.kv_cache_bytes, kv_note);
     terms.set(RankTermId::CudaContext, cuda_context_bytes_,

@@ -71,6 +71,15 @@ void register_spec(py::module_& m) {
           },
           py::arg("total_memory_bytes"),
           "This GPU with another total memory (bytes), every other fact kept.")
+      .def(
+          "with_pcie_only",
+          [](const GpuSpec& g, bool pcie_only) {
+            GpuSpec copy = g;
+            copy.pcie_only = pcie_only;
+            return copy;
+          },
+          py::arg("pcie_only"),
+          "This GPU with its GPUs talking over PCIe only (True) or NVLink (False) at TP >= 2.")
       .def_readonly("id", &GpuSpec::id)
       .def_readonly("name", &GpuSpec::name)
       .def_readonly("total_memory_bytes", &GpuSpec::total_memory_bytes)

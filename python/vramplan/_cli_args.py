@@ -156,6 +156,13 @@ def _add_launch_args(
         help="override the GPU's total memory (bytes)",
     )
     p.add_argument(
+        "--interconnect",
+        choices=api.INTERCONNECTS,
+        default=None,
+        help="how the GPUs of a TP >= 2 launch talk (default: the database's; a card that may "
+        "have NVLink, or one not in the database, is charged NVLink's NCCL buffers)",
+    )
+    p.add_argument(
         "--num-gpus",
         type=_positive_int("num_gpus"),
         default=None,

@@ -105,6 +105,10 @@ class GpuSpec:
         family: str = "",
     ) -> None: ...
     def to_dict(self) -> typing.Any: ...
+    def with_pcie_only(self, pcie_only: bool) -> GpuSpec:
+        """
+        This GPU with its GPUs talking over PCIe only (True) or NVLink (False) at TP >= 2.
+        """
     def with_total_memory(
         self, total_memory_bytes: typing.SupportsInt | typing.SupportsIndex
     ) -> GpuSpec:
@@ -463,7 +467,7 @@ def calibrate(
     priors: list[typing.Any] = [],
 ) -> tuple[EngineProfile, typing.Any, str]:
     """
-    Fit `base`'s constants to measured launches: samples are dicts {id, launch (a Launch), measured: {activation_peak_bytes, non_torch_bytes, cudagraph_bytes, kv_cache_bytes, startup_free_bytes, kv_tokens}, held_out}; priors dicts {name, value, sigma, source} (a maximum a posteriori fit). Returns (EngineProfile, report dict[str, typing.Any], profile YAML naming engine_version and gpu).
+    Fit `base`'s constants to measured launches: samples are dicts {id, launch (a Launch), measured: {activation_peak_bytes, non_torch_bytes, cudagraph_bytes, kv_cache_bytes, startup_free_bytes, kv_tokens}, held_out, own_row (evaluate with the launch's own engine row, sharing the constants it has in common with `base`)}; priors dicts {name, value, sigma, source} (a maximum a posteriori fit). Returns (EngineProfile, report dict[str, typing.Any], profile YAML naming engine_version and gpu).
     """
 
 def diagnose_launch(log_text: str, kernel_text: str = "") -> typing.Any:

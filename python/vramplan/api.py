@@ -86,26 +86,40 @@ def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_gpu(gpu: str, *, total_memory_bytes: int | None = None) -> _core.GpuSpec:
+INTERCONNECTS = ("nvlink", "pcie")
+"""How the GPUs of a TP >= 2 launch talk: NCCL's buffers differ by an order of magnitude."""
+
+
+def load_gpu(
+    gpu: str, *, total_memory_bytes: int | None = None, interconnect: str | None = None
+) -> _core.GpuSpec:
     """A GPU by database id, alias, nvidia-smi / rocm-smi name or lspci line (the core's lookup);
     `total_memory_bytes` overrides the database total. A name several memory sizes share
-    ("NVIDIA A100") gives the GPU the database assumes, with a UserWarning saying which."""
+    ("NVIDIA A100") gives the GPU the database assumes, with a UserWarning saying which.
+    `interconnect` ('nvlink' or 'pcie') overrides the database's: a card that may have NVLink
+    (and any GPU not in the database) is charged NVLink's NCCL buffers at TP >= 2, so 'pcie'
+    gives boards without NVLink (or GPUs on different nodes' PCIe) the smaller charge."""
     if not isinstance(gpu, str):
         raise config_error("gpu", gpu, "a GPU id or alias (str)", "wrong type")
     if total_memory_bytes is not None:
         _integer("total_memory_bytes", total_memory_bytes, 1, 1 << 50)
+    if interconnect is not None and interconnect not in INTERCONNECTS:
+        raise config_error("interconnect", interconnect, "'nvlink' or 'pcie'", "unknown")
     db = spec_database()
     note = db.gpu_name_note(gpu)
     if note and total_memory_bytes is None:
         warnings.warn(note, UserWarning, stacklevel=2)
     if db.has_gpu(gpu):
         spec = db.gpu(gpu)
-        if total_memory_bytes is None:
-            return spec
-        return spec.with_total_memory(total_memory_bytes)
-    if total_memory_bytes is not None:
-        return _core.GpuSpec(gpu, total_memory_bytes)
-    return db.gpu(gpu)  # raises ConfigError with near names
+        if total_memory_bytes is not None:
+            spec = spec.with_total_memory(total_memory_bytes)
+    elif total_memory_bytes is not None:
+        spec = _core.GpuSpec(gpu, total_memory_bytes)
+    else:
+        return db.gpu(gpu)  # raises ConfigError with near names
+    if interconnect is None:
+        return spec
+    return spec.with_pcie_only(interconnect == "pcie")
 
 
 KNOBS: list[dict[str, Any]] = list(_core.KNOBS)

@@ -74,7 +74,9 @@ class _Launch:
             self.source["gpu"] = f"auto: {found.gpu_id}"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            self.gpu = api.load_gpu(gpu_name, total_memory_bytes=args.gpu_total_bytes)
+            self.gpu = api.load_gpu(
+                gpu_name, total_memory_bytes=args.gpu_total_bytes, interconnect=args.interconnect
+            )
         for warning in caught:  # a shared GPU name: say which GPU was assumed
             _note(str(warning.message))
         if self.gpu.to_dict()["vendor"] == "amd":

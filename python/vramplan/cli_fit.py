@@ -104,7 +104,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                 others = others or found.memory_used_by_others_bytes
                 host_ram_bytes = host_ram_bytes or found.host_ram_bytes
             frame = fit_models(
-                api.load_gpu(gpu, total_memory_bytes=args.gpu_total_bytes),
+                api.load_gpu(
+                    gpu, total_memory_bytes=args.gpu_total_bytes, interconnect=args.interconnect
+                ),
                 num_gpus=args.num_gpus or 1,
                 context=args.context or DEFAULT_REVERSE_CONTEXT,
                 concurrency=args.concurrency or 1,
@@ -117,7 +119,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             )
         else:
             _refuse(
-                {"--gpu-total-bytes": args.gpu_total_bytes is not None},
+                {
+                    "--gpu-total-bytes": args.gpu_total_bytes is not None,
+                    "--interconnect": args.interconnect is not None,
+                },
                 "fit MODEL (every GPU type keeps its own total)",
             )
             for name in ("context", "concurrency"):
@@ -258,6 +263,7 @@ def _instance(text: str) -> Instance:
             "--gpu": parsed.gpu is not None,
             "--num-gpus": parsed.num_gpus is not None,
             "--gpu-total-bytes": parsed.gpu_total_bytes is not None,
+            "--interconnect": parsed.interconnect is not None,
             "--used-by-others-bytes": parsed.used_by_others_bytes is not None,
             "--host-ram-gib": parsed.host_ram_gib is not None,
             "--revision": parsed.revision is not None,

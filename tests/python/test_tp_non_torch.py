@@ -75,3 +75,55 @@ def test_the_charge_follows_the_gpu_fact_and_an_unknown_gpu_gets_the_larger() ->
     assert non_torch(unknown) == non_torch("H100-80GB")
     overridden = vramplan.load_gpu("L40S", total_memory_bytes=48 << 30)
     assert overridden.pcie_only
+
+
+def test_the_user_states_the_interconnect() -> None:
+    """A board the database cannot settle (an A100 with or without NVLink, a GPU not in the
+    database) is charged NVLink's 2223 MiB at TP >= 2; `interconnect='pcie'` gives the 384 MiB
+    of PCIe machines, and the term's text says which was charged."""
+
+    def term(gpu: vramplan.GpuSpec) -> dict:
+        b = vramplan.breakdown(
+            vramplan.DEFAULT_MODEL,
+            gpu,
+            engine_version="0.19.0",
+            tensor_parallel_size=2,
+            num_gpus=2,
+            max_model_len=8192,
+        )
+        return next(t for t in b.to_dict()["ranks"][0]["terms"] if t["name"] == "non_torch")
+
+    nvlink = term(vramplan.load_gpu("A100-80GB"))
+    pcie = term(vramplan.load_gpu("A100-80GB", interconnect="pcie"))
+    assert nvlink["bytes"] - pcie["bytes"] == (2223 - 384) << 20
+    assert "over NVLink" in nvlink["provenance"]
+    assert "over PCIe" in pcie["provenance"]
+    # The other way: a pcie_only card whose owner bridged two of them.
+    assert not vramplan.load_gpu("RTX-3090", interconnect="nvlink").pcie_only
+    # Every other fact is kept, and a GPU given by size takes it too.
+    given = vramplan.load_gpu("my-card", total_memory_bytes=80 << 30, interconnect="pcie")
+    assert given.pcie_only
+    assert given.total_memory_bytes == 80 << 30
+    with pytest.raises(vramplan.ConfigError, match="interconnect"):
+        vramplan.load_gpu("A100-80GB", interconnect="infiniband")
+
+
+def test_the_cli_takes_the_interconnect() -> None:
+    import subprocess
+    import sys
+
+    def non_torch_line(*args: str) -> str:
+        result = subprocess.run(
+            [
+                *(sys.executable, "-m", "vramplan", "breakdown", "--gpu", "A100-80GB"),
+                *("--offline", "--engine-version", "0.19.0", "--tensor-parallel-size", "2"),
+                *("--num-gpus", "2", *args),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return next(x for x in result.stdout.splitlines() if x.startswith("non_torch"))
+
+    assert "2.17 GiB" in non_torch_line()
+    assert "0.38 GiB" in non_torch_line("--interconnect", "pcie")

@@ -64,6 +64,7 @@ class _Launch:
         others = args.used_by_others_bytes
         host = int((args.host_ram_gib or 0) * GIB)
         gpu_name = args.gpu
+        interconnect = args.interconnect
         if gpu_name == "auto":
             from .probe import auto_gpu
 
@@ -72,10 +73,16 @@ class _Launch:
             others = others or found.memory_used_by_others_bytes
             host = host or found.host_ram_bytes
             self.source["gpu"] = f"auto: {found.gpu_id}"
+            if interconnect is None and found.interconnect is not None:
+                interconnect = found.interconnect
+                _note(
+                    f"interconnect: {found.interconnect} (NVML's NVLink state on the probed "
+                    "GPUs; --interconnect overrides)"
+                )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             self.gpu = api.load_gpu(
-                gpu_name, total_memory_bytes=args.gpu_total_bytes, interconnect=args.interconnect
+                gpu_name, total_memory_bytes=args.gpu_total_bytes, interconnect=interconnect
             )
         for warning in caught:  # a shared GPU name: say which GPU was assumed
             _note(str(warning.message))
@@ -604,9 +611,10 @@ def _cmd_probe(args: argparse.Namespace) -> int:
     lines = [f"source: {found.source}"]
     for gpu in found.gpus:
         mapped = gpu.database_id or "not in the database"
+        links = {True: ", NVLink up", False: ", no NVLink", None: ""}[gpu.nvlink]
         lines.append(
             f"  GPU {gpu.index}: {gpu.name} ({mapped})  total {gib(gpu.total_bytes)}, "
-            f"used {gib(gpu.used_bytes)}, free {gib(gpu.free_bytes)}"
+            f"used {gib(gpu.used_bytes)}, free {gib(gpu.free_bytes)}{links}"
         )
         for process in gpu.processes or []:
             used = "?" if process.used_bytes is None else gib(process.used_bytes)

@@ -96,6 +96,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             )
             others = args.used_by_others_bytes
             gpu = args.gpu
+            interconnect = args.interconnect
             if gpu == "auto":
                 from .probe import auto_gpu
 
@@ -103,9 +104,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                 gpu = found.gpu_id
                 others = others or found.memory_used_by_others_bytes
                 host_ram_bytes = host_ram_bytes or found.host_ram_bytes
+                interconnect = interconnect or found.interconnect
             frame = fit_models(
                 api.load_gpu(
-                    gpu, total_memory_bytes=args.gpu_total_bytes, interconnect=args.interconnect
+                    gpu, total_memory_bytes=args.gpu_total_bytes, interconnect=interconnect
                 ),
                 num_gpus=args.num_gpus or 1,
                 context=args.context or DEFAULT_REVERSE_CONTEXT,

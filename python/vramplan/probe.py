@@ -47,6 +47,7 @@ class ProbedGpu:
     free_bytes: int
     processes: list[GpuProcess] | None = None  # None: the source does not list processes
     database_id: str | None = None  # the matching GPU in model_specs/gpus.yaml
+    nvlink: bool | None = None  # an NVLink link is up; None: the source cannot say
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +60,7 @@ class ProbedGpu:
             if self.processes is None
             else [{"pid": p.pid, "used_bytes": p.used_bytes} for p in self.processes],
             "database_id": self.database_id,
+            "nvlink": self.nvlink,
         }
 
 
@@ -109,6 +111,9 @@ class AutoGpu(NamedTuple):
     gpu_id: str  # database id
     memory_used_by_others_bytes: int  # on the least-free GPU, against the database total
     host_ram_bytes: int  # 0 when unknown (the planner's "not given")
+    # "nvlink" where every chosen GPU has an NVLink link up, "pcie" where none has; None
+    # where the source cannot say or the GPUs differ (the database's default then applies).
+    interconnect: str | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -117,6 +122,26 @@ class AutoGpu(NamedTuple):
 
 def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _nvlink_up(nvml: Any, handle: Any) -> bool | None:
+    """Whether one of the GPU's NVLink links is up: False where the driver says the GPU has
+    no NVLink (NVMLError_NotSupported on link 0), None where this nvidia-ml-py or the driver
+    cannot say."""
+    get_state = getattr(nvml, "nvmlDeviceGetNvLinkState", None)
+    links = getattr(nvml, "NVML_NVLINK_MAX_LINKS", None)
+    not_supported = getattr(nvml, "NVMLError_NotSupported", None)
+    if get_state is None or not isinstance(links, int) or links <= 0:
+        return None
+    for link in range(min(links, 64)):
+        try:
+            if get_state(handle, link):
+                return True
+        except nvml.NVMLError as err:
+            if link > 0:
+                return False  # past the GPU's last link
+            return False if not_supported is not None and isinstance(err, not_supported) else None
+    return False
 
 
 def _from_nvml(nvml: Any) -> list[ProbedGpu]:
@@ -138,6 +163,7 @@ def _from_nvml(nvml: Any) -> list[ProbedGpu]:
                     used_bytes=int(memory.used),
                     free_bytes=int(memory.free),
                     processes=processes,
+                    nvlink=_nvlink_up(nvml, handle),
                 )
             )
         return gpus
@@ -406,4 +432,10 @@ def auto_gpu(
     gpu_id = match_gpu(binding.name, binding.total_bytes)
     cuda_total = int(api.load_gpu(gpu_id).total_memory_bytes)
     others = max(0, cuda_total - binding.free_bytes)
-    return AutoGpu(gpu_id, others, found.host.usable_bytes or 0)
+    links = {g.nvlink for g in gpus}
+    interconnect = None
+    if len(gpus) > 1 and links == {True}:
+        interconnect = "nvlink"
+    elif len(gpus) > 1 and links == {False}:
+        interconnect = "pcie"
+    return AutoGpu(gpu_id, others, found.host.usable_bytes or 0, interconnect)

@@ -337,6 +337,28 @@ def test_gpu_auto_uses_the_probe(monkeypatch: pytest.MonkeyPatch, capsys) -> Non
     assert plain.startup_free_bytes - data["startup_free_bytes"] == 2 * GIB
 
 
+def test_gpu_auto_takes_the_probed_interconnect(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """Two A100s the probe found without NVLink: the plan charges PCIe's NCCL buffers and says
+    where that came from; --interconnect overrides the probe."""
+    from vramplan import probe
+    from vramplan.cli import main
+
+    monkeypatch.setattr(probe, "auto_gpu", lambda: probe.AutoGpu("A100-80GB", 0, 0, "pcie"))
+    argv = ["--offline", "--engine-version", "0.19.0", "--tensor-parallel-size", "2"]
+    argv += ["--num-gpus", "2", "--json"]
+
+    def non_torch(*extra: str) -> tuple[int, str]:
+        assert main(["breakdown", "--gpu", "auto", *argv, *extra]) == 0
+        captured = capsys.readouterr()
+        ranks = json.loads(captured.out)["ranks"]
+        return ranks[0]["non_torch_bytes"], captured.err
+
+    probed, notes = non_torch()
+    assert "interconnect: pcie (NVML's NVLink state" in notes
+    overridden, _ = non_torch("--interconnect", "nvlink")
+    assert overridden - probed == (2223 - 384) << 20
+
+
 def test_revision_and_offline_reach_the_resolver(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -110,7 +110,8 @@ def test_fake_nvml_second_tenant_binds(
     assert nvml.calls == ["init", "shutdown"]
     auto = vramplan.auto_gpu(**host_tree)
     # The least-free GPU (index 1) binds: others = CUDA total - its free = the tenant's bytes.
-    assert auto == ("H100-80GB", tenant, (32 - 8) << 30)
+    # This fake driver has no NVLink call: the interconnect stays the database's.
+    assert auto == ("H100-80GB", tenant, (32 - 8) << 30, None)
     # Only GPU 0 in the launch: nothing held by others.
     assert vramplan.auto_gpu(gpu_indices=[0], **host_tree).memory_used_by_others_bytes == 0
 
@@ -271,3 +272,60 @@ def test_cli_probe_json_gives_free_bytes(data_dir: Path) -> None:
     )
     assert bad.returncode == 2
     assert "/nonexistent.csv: cannot read" in bad.stderr
+
+
+class NVMLError_NotSupported(NVMLError):  # pynvml's own name
+    """pynvml's error for a query the GPU does not support (NVLink on a PCIe-only card)."""
+
+
+def with_nvlink(nvml: types.ModuleType, links_up: dict[int, int]) -> types.ModuleType:
+    """The fake driver answering NVLink state: GPU index -> links up (0: the GPU has NVLink
+    links, all down); a GPU missing from the dict has no NVLink (NotSupported on link 0)."""
+    nvml.NVML_NVLINK_MAX_LINKS = 18  # type: ignore[attr-defined]
+    nvml.NVMLError_NotSupported = NVMLError_NotSupported  # type: ignore[attr-defined]
+
+    def state(handle: dict[str, Any], link: int) -> int:
+        index = handle["index"]
+        if index not in links_up:
+            raise NVMLError_NotSupported
+        if link >= 12:  # an H100 SXM has 18 links; pretend 12 here, the rest not supported
+            raise NVMLError_NotSupported
+        return 1 if link < links_up[index] else 0
+
+    nvml.nvmlDeviceGetNvLinkState = state  # type: ignore[attr-defined]
+    return nvml
+
+
+@pytest.mark.parametrize(
+    ("links_up", "expected"),
+    [
+        ({0: 12, 1: 12}, "nvlink"),  # an HGX board: every link up
+        ({}, "pcie"),  # no NVLink on either card
+        ({0: 1}, None),  # one bridged card, one without: the database's default
+        ({0: 0, 1: 0}, "pcie"),  # links present but none up
+    ],
+)
+def test_auto_gpu_reads_the_interconnect_from_nvml(
+    monkeypatch: pytest.MonkeyPatch,
+    host_tree: dict[str, Path],
+    links_up: dict[int, int],
+    expected: str | None,
+) -> None:
+    gpus = [
+        {
+            "index": i,
+            "name": "NVIDIA H100 80GB HBM3",
+            "memory": (H100_NVML_TOTAL, 0, H100_CUDA_TOTAL),
+            "processes": [],
+        }
+        for i in range(2)
+    ]
+    monkeypatch.setitem(sys.modules, "pynvml", with_nvlink(fake_nvml(gpus), links_up))
+    auto = vramplan.auto_gpu(**host_tree)
+    assert auto.interconnect == expected
+    found = probe_module.probe(**host_tree)
+    assert [g.nvlink for g in found.gpus] == [
+        (links_up[i] > 0) if i in links_up else False for i in range(2)
+    ]
+    # One GPU alone has no interconnect to speak of.
+    assert vramplan.auto_gpu(gpu_indices=[0], **host_tree).interconnect is None

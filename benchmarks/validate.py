@@ -425,6 +425,23 @@ def pinned(constants: list[dict[str, Any]], charge_bytes: int) -> list[dict[str,
     return out
 
 
+def held_out_fit(
+    version: str, samples: list[dict[str, Any]], sigma_gib: float, priors: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The calibration report of `version`'s engine row fitted on `samples` (the held-out ones
+    predicted, not fitted) from `priors`."""
+    _, report, _ = _core.calibrate(
+        _core.engine_profile(version),
+        samples,
+        engine_version=version,
+        gpu="leave-one-source-out",
+        terms=[],
+        measurement_sigma_gib=sigma_gib,
+        priors=priors,
+    )
+    return dict(report)
+
+
 def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """Each expressed record predicted without any constant fitted on its own source. A source
     none of whose records engines.yaml cites is predicted by the shipped row (its constants came
@@ -476,29 +493,16 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
                     [r for r in records if source_key(r) != source]
                 )
                 try:
-                    _, report, _ = _core.calibrate(
-                        _core.engine_profile(version),
-                        samples,
-                        engine_version=version,
-                        gpu="leave-one-source-out",
-                        terms=[],
-                        measurement_sigma_gib=sigma_gib,
-                        priors=_calibration.read_priors(_calibration.priors_file(), version),
-                    )
+                    priors = _calibration.read_priors(_calibration.priors_file(), version)
+                    report = held_out_fit(version, samples, sigma_gib, priors)
                     if charge is not None:
                         # The TP > 1 charge by engines.yaml's rule over the other sources, the
                         # other constants pinned where the fit put them with the charge free
                         # (so that they do not absorb one machine's NCCL memory): the shipped
                         # row's construction. Refitted from the same base row, so that the
                         # other versions' rows share what they shared in the fit.
-                        _, report, _ = _core.calibrate(
-                            _core.engine_profile(version),
-                            samples,
-                            engine_version=version,
-                            gpu="leave-one-source-out",
-                            terms=[],
-                            measurement_sigma_gib=sigma_gib,
-                            priors=pinned(report["constants"], charge),
+                        report = held_out_fit(
+                            version, samples, sigma_gib, pinned(report["constants"], charge)
                         )
                 except vramplan.Error as why:
                     basis = f"shipped row (fit failed: {why})"

@@ -53,19 +53,22 @@ def test_h100_tensor_parallel_record_keeps_the_nvls_charge() -> None:
     assert measured <= replay.predicted["non_torch_gib"] <= measured + 0.115
 
 
+def _tp2_non_torch_term(gpu: vramplan.GpuSpec | str) -> dict:
+    """The non-torch term of the default model at TP 2 on vLLM 0.19."""
+    b = vramplan.breakdown(
+        vramplan.DEFAULT_MODEL,
+        gpu,
+        engine_version="0.19.0",
+        tensor_parallel_size=2,
+        num_gpus=2,
+        max_model_len=8192,
+    )
+    return next(t for t in b.to_dict()["ranks"][0]["terms"] if t["name"] == "non_torch")
+
+
 def test_the_charge_follows_the_gpu_fact_and_an_unknown_gpu_gets_the_larger() -> None:
     def non_torch(gpu: vramplan.GpuSpec | str) -> int:
-        b = vramplan.breakdown(
-            vramplan.DEFAULT_MODEL,
-            gpu,
-            engine_version="0.19.0",
-            tensor_parallel_size=2,
-            num_gpus=2,
-            max_model_len=8192,
-        )
-        return next(
-            t["bytes"] for t in b.to_dict()["ranks"][0]["terms"] if t["name"] == "non_torch"
-        )
+        return int(_tp2_non_torch_term(gpu)["bytes"])
 
     assert not vramplan.load_gpu("H100-80GB").pcie_only
     assert vramplan.load_gpu("L40S").pcie_only
@@ -82,19 +85,8 @@ def test_the_user_states_the_interconnect() -> None:
     database) is charged NVLink's 2223 MiB at TP >= 2; `interconnect='pcie'` gives the 384 MiB
     of PCIe machines, and the term's text says which was charged."""
 
-    def term(gpu: vramplan.GpuSpec) -> dict:
-        b = vramplan.breakdown(
-            vramplan.DEFAULT_MODEL,
-            gpu,
-            engine_version="0.19.0",
-            tensor_parallel_size=2,
-            num_gpus=2,
-            max_model_len=8192,
-        )
-        return next(t for t in b.to_dict()["ranks"][0]["terms"] if t["name"] == "non_torch")
-
-    nvlink = term(vramplan.load_gpu("A100-80GB"))
-    pcie = term(vramplan.load_gpu("A100-80GB", interconnect="pcie"))
+    nvlink = _tp2_non_torch_term(vramplan.load_gpu("A100-80GB"))
+    pcie = _tp2_non_torch_term(vramplan.load_gpu("A100-80GB", interconnect="pcie"))
     assert nvlink["bytes"] - pcie["bytes"] == (2223 - 384) << 20
     assert "over NVLink" in nvlink["provenance"]
     assert "over PCIe" in pcie["provenance"]

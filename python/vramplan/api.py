@@ -98,7 +98,8 @@ def load_gpu(
     ("NVIDIA A100") gives the GPU the database assumes, with a UserWarning saying which.
     `interconnect` ('nvlink' or 'pcie') overrides the database's: a card that may have NVLink
     (and any GPU not in the database) is charged NVLink's NCCL buffers at TP >= 2, so 'pcie'
-    gives boards without NVLink (or GPUs on different nodes' PCIe) the smaller charge."""
+    gives boards without NVLink the smaller charge (also the closer figure for TP across nodes,
+    where NCCL goes over the network)."""
     if not isinstance(gpu, str):
         raise config_error("gpu", gpu, "a GPU id or alias (str)", "wrong type")
     if total_memory_bytes is not None:

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_support.hpp"
@@ -415,34 +416,30 @@ TEST(CalibratePriors, ThePriorsDocumentIsReadByVersion) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(error_of("rows: 3").find("priors.yaml"), std::string::npos);
-  EXPECT_NE(error_of("rows:\n  - sampler_bytes_per_logit: {value: 1, sigma: 1, source: s}\n")
-                .find("rows[0].from_version"),
-            std::string::npos);
-  EXPECT_NE(error_of("rows:\n  - {from_version: \"0.5\", weights: {value: 1, sigma: 1, source: "
-                     "s}}\n")
-                .find("rows[0].weights"),
-            std::string::npos);
-  EXPECT_NE(error_of("rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: x, "
-                     "sigma: 1, source: s}}\n")
-                .find("rows[0].sampler_bytes_per_logit.value"),
-            std::string::npos);
-  EXPECT_NE(error_of("rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: 1, "
-                     "sigma: 1}}\n")
-                .find("source"),
-            std::string::npos);
-  // Out of the constant's range (0 .. 200 B per logit) or a sigma of 0: the file's field.
-  EXPECT_NE(error_of("rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: 500, "
-                     "sigma: 1, source: s}}\n")
-                .find("rows[0].sampler_bytes_per_logit.value"),
-            std::string::npos);
-  EXPECT_NE(error_of("rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: 13, "
-                     "sigma: 0, source: s}}\n")
-                .find("rows[0].sampler_bytes_per_logit.sigma"),
-            std::string::npos);
-  EXPECT_NE(error_of("rows:\n  - {from_version: \"0.9\"}\n  - {from_version: \"0.8\"}\n")
-                .find("ascending"),
-            std::string::npos);
+  // Each bad document and the part of the error that names where it is bad.
+  const std::pair<const char*, const char*> bad[] = {
+      {"rows: 3", "priors.yaml"},
+      {"rows:\n  - sampler_bytes_per_logit: {value: 1, sigma: 1, source: s}\n",
+       "rows[0].from_version"},
+      {"rows:\n  - {from_version: \"0.5\", weights: {value: 1, sigma: 1, source: s}}\n",
+       "rows[0].weights"},
+      {"rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: x, sigma: 1, "
+       "source: s}}\n",
+       "rows[0].sampler_bytes_per_logit.value"},
+      {"rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: 1, sigma: 1}}\n",
+       "source"},
+      // Out of the constant's range (0 .. 200 B per logit) or a sigma of 0: the file's field.
+      {"rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: 500, sigma: 1, "
+       "source: s}}\n",
+       "rows[0].sampler_bytes_per_logit.value"},
+      {"rows:\n  - {from_version: \"0.5\", sampler_bytes_per_logit: {value: 13, sigma: 0, "
+       "source: s}}\n",
+       "rows[0].sampler_bytes_per_logit.sigma"},
+      {"rows:\n  - {from_version: \"0.9\"}\n  - {from_version: \"0.8\"}\n", "ascending"},
+  };
+  for (const auto& [text, where] : bad) {
+    EXPECT_NE(error_of(text).find(where), std::string::npos) << text;
+  }
 }
 
 TEST(CalibrateOwnRow, ALaunchOfAnotherVersionInformsOnlyTheConstantsItsRowShares) {

@@ -899,6 +899,8 @@ void vision_profile_facts(const json& config, const ConfigFields& top, Vision st
       inter = bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
       gated = style == Vision::Qwen25Vl;  // Qwen3-VL: linear_fc1, GELU, linear_fc2
     }
+    // Qwen3-VL and Qwen3.5 build Qwen2_5_VisionAttention (vLLM qwen3_vl.py Qwen3_VisionBlock).
+    out["encoder_attention"] = style == Vision::Qwen2Vl ? "qwen2_vl" : "qwen2_5_vl";
     out["unmodelled_modalities"] = {"video"};
   } else {
     return;
@@ -1141,8 +1143,16 @@ json architecture_spec_document(const json& config, const std::string& file) {
   json doc = decoder_document(text, top, *row, text_type, prefix, file);
   doc["id"] = top.string_or("_name_or_path", file);
   doc["source"] = file;
+  const Vision style = wrapper != nullptr ? wrapper->vision : Vision::Siglip;
+  // vLLM's get_rope builds MRotaryEmbedding where the rope settings carry mrope_section;
+  // Qwen3-VL's family passes its own cache factor from 0.32 (qwen3_vl.py mrope_positions_factor).
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    const auto found = text.find(key);
+    if (found != text.end() && found->is_object() && found->contains("mrope_section")) {
+      doc["mrope"] = style == Vision::Qwen3Vl ? "qwen3_vl" : "standard";
+    }
+  }
   if (top.has("vision_config")) {
-    const Vision style = wrapper != nullptr ? wrapper->vision : Vision::Siglip;
     doc["vision"] = {
         {"num_parameters",
          vision_parameters(config, top, style, doc["hidden_size"].get<std::int64_t>(), file)}};

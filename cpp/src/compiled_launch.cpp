@@ -82,6 +82,19 @@ std::int32_t kv_element_bytes(const std::string& kv_cache_dtype) {
 
 namespace {
 
+// How many times max_position_embeddings positions MRotaryEmbedding caches, for this release.
+std::int64_t mrope_cache_positions_factor(MropeKind kind, const EngineProfile& profile) {
+  switch (kind) {
+    case MropeKind::None:
+      return 1;
+    case MropeKind::Standard:
+      return profile.mrope_cache_positions_factor_standard;
+    case MropeKind::Qwen3Vl:
+      return profile.mrope_cache_positions_factor_qwen3_vl;
+  }
+  return 1;
+}
+
 // Whether the launch runs on Model Runner V2 (VllmConfig.use_v2_model_runner): the environment
 // variable decides when set; else the release's default set of models, less the features MRV2
 // does not support.
@@ -549,6 +562,10 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     const RankPlacement placement{tp, pp, stage, ep, expert_tp};
     const WeightBytes weights =
         weight_bytes_per_rank(loaded, quantization_, served_dtype_, placement, drafter.mtp);
+    // The spec's rotary cache covers max_position_embeddings; MRotaryEmbedding's covers a
+    // release's multiple of it (bounded: positions x rotary dims x 4 B x 64 stays in int64).
+    const std::int64_t mrope_extra_bytes =
+        weights.rotary_cache * (mrope_cache_positions_factor(s.mrope, profile) - 1);
     // A separate drafter lives on the last stage, sharded with the target's TP.
     const std::int64_t draft_weights =
         drafter.model != nullptr && rank.last_stage
@@ -558,8 +575,9 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
             : 0;
     rank.lora_bytes =
         lora_bytes_per_rank(s, c.max_loras, c.max_lora_rank, served_dtype_, placement);
-    rank.weights_bytes = std::max<std::int64_t>(0, weights.total() - c.cpu_offload_bytes) +
-                         rank.lora_bytes + draft_weights;
+    rank.weights_bytes =
+        std::max<std::int64_t>(0, weights.total() + mrope_extra_bytes - c.cpu_offload_bytes) +
+        rank.lora_bytes + draft_weights;
     const bool moe_stage = stage_has_moe(s, layers);
     rank.all2all_buffer_bytes = moe_stage ? exchange.buffer_bytes : 0;
     rank.non_torch_bytes = non_torch + rank.all2all_buffer_bytes;

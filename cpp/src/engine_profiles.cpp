@@ -208,6 +208,25 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   flag("mla_backend_block_size", p.mla_backend_block_size);
   flag("non_torch_counts_cached_activations", p.non_torch_counts_cached_activations);
   flag("skips_encoder_without_modalities", p.skips_encoder_without_modalities);
+  if (!row.inherits("vit_rotary_attention", first)) {
+    const std::string layout = row.text("vit_rotary_attention");
+    if (layout == "split_fp32") {
+      p.vit_rotary_attention = VitRotaryAttention::SplitFp32;
+    } else if (layout == "concat_fp32") {
+      p.vit_rotary_attention = VitRotaryAttention::ConcatFp32;
+    } else if (layout == "fused_qk") {
+      p.vit_rotary_attention = VitRotaryAttention::FusedQk;
+    } else {
+      row.fail("vit_rotary_attention", layout, "expected split_fp32, concat_fp32 or fused_qk");
+    }
+  }
+  if (!row.inherits("mrope_cache_positions_factor", first)) {
+    const char* key = "mrope_cache_positions_factor";
+    p.mrope_cache_positions_factor_standard =
+        static_cast<std::int32_t>(row.sub_integer(key, "standard", 1, 64));
+    p.mrope_cache_positions_factor_qwen3_vl =
+        static_cast<std::int32_t>(row.sub_integer(key, "qwen3_vl", 1, 64));
+  }
   flag("long_context_chunked_prefill_rocm", p.long_context_chunked_prefill_rocm);
   flag("negated_boolean_flags", p.negated_boolean_flags);
   flag("chunked_prefill_flag_honored", p.chunked_prefill_flag_honored);

@@ -9,6 +9,46 @@
 
 namespace vramplan {
 
+namespace {
+
+// Elements per encoder token (served dtype; an fp32 value counts twice) alive at the Qwen
+// vision attention's peak, read from the releases' Qwen2VisionAttention and
+// Qwen2_5_VisionAttention (engines.yaml vit_rotary_attention). Every layout holds the
+// residual stream and the normed input (full width) and this rank's qkv (3 partition widths).
+std::int64_t vit_attention_peak_elements(EncoderAttention attention, VitRotaryAttention layout,
+                                         std::int64_t hidden, std::int64_t tp) {
+  if (attention == EncoderAttention::Unmodelled) return 0;
+  const std::int64_t part = ceil_div(hidden, tp);
+  // Over TP the qkv is all-gathered whole before q, k and v are cut back to this rank's heads
+  // (Qwen2-VL in every release; Qwen2.5-VL until the fused layout): a list of TP shards, then
+  // their concatenation, which the q/k/v views keep alive.
+  const bool gathers =
+      tp > 1 && (attention == EncoderAttention::Qwen2Vl || layout != VitRotaryAttention::FusedQk);
+  const std::int64_t gathered = gathers ? 3 * hidden : 0;
+  const std::int64_t while_gathering = gathers ? 2 * hidden + 3 * part + 6 * hidden : 0;
+  std::int64_t rotating = 0;
+  switch (layout) {
+    case VitRotaryAttention::SplitFp32:
+      // Contiguous q, k, v (3); rotating k beside the rotated q: its fp32 copy (2), the fp32
+      // output (2) and the cast back (1).
+      rotating = 2 * hidden + gathered + (3 + 3 + 5) * part;
+      break;
+    case VitRotaryAttention::ConcatFp32:
+      // Contiguous q, k, v (3), q and k concatenated (2), its fp32 copy (4), the fp32 output
+      // (4) and the cast back (2).
+      rotating = 2 * hidden + gathered + (3 + 3 + 2 + 4 + 4 + 2) * part;
+      break;
+    case VitRotaryAttention::FusedQk:
+      // One q/k copy (2) and its rotation (2) stay alive through the attention output (1) and
+      // the projection's full-width output.
+      rotating = 3 * hidden + gathered + (3 + 2 + 2 + 1) * part;
+      break;
+  }
+  return std::max(rotating, while_gathering);
+}
+
+}  // namespace
+
 std::int64_t CompiledLaunch::mm_limit(const std::string& modality) const {
   constexpr std::int64_t kDefaultLimit = 999;  // MultiModalConfig.get_limit_per_prompt
   if (config_.language_model_only) return 0;
@@ -91,18 +131,23 @@ EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
     return encoder;
   }
   const std::int64_t tp = c.tensor_parallel_size;
-  // The encoder forward peaks in an MLP: its intermediate buffers (gate+up and the activation,
-  // or fc1 and the activation) beside the residual stream and the normed input.
-  const std::int64_t mlp_buffers = tower.encoder_gated_mlp ? 3 : 2;
-  const std::int64_t hidden_buffers = 2 * std::int64_t{tower.encoder_hidden_size};
+  const std::int64_t hidden = tower.encoder_hidden_size;
+  // The encoder's Linears are split over TP like the decoder's (mm_encoder_tp_mode "weights").
+  const std::int64_t inter = ceil_div(tower.encoder_intermediate_size, tp);
+  // A block peaks in its MLP or its attention, beside the residual stream and the normed input.
+  // Gated: gate+up, the activation and down's output; plain: fc1 and the activation, then the
+  // activation and fc2's output.
+  const std::int64_t mlp = tower.encoder_gated_mlp
+                               ? 2 * hidden + 3 * inter + hidden
+                               : 2 * hidden + std::max(2 * inter, inter + hidden);
+  const std::int64_t attention = vit_attention_peak_elements(
+      tower.encoder_attention, profile().vit_rotary_attention, hidden, tp);
   encoder.tokens_per_item = tower.image_tokens_per_item;
   encoder.limit_per_prompt = image_limit;
   encoder.cache_bytes_per_item = tower.image_tokens_per_item * s.hidden_size * act_bytes;
   encoder.input_bytes_per_item = tower.pixel_values_per_item * act_bytes;
-  // The encoder's Linears are split over TP like the decoder's (mm_encoder_tp_mode "weights").
   encoder.forward_bytes_per_item =
-      tower.encoder_tokens_per_item * act_bytes *
-      (mlp_buffers * ceil_div(tower.encoder_intermediate_size, tp) + hidden_buffers);
+      tower.encoder_tokens_per_item * act_bytes * std::max(mlp, attention);
   return encoder;
 }
 

@@ -52,6 +52,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "attn_output_gate", "bool", false, "q_proj also emits an output gate (Qwen3-Next)."},
   {"model", "norms_per_layer", "int", false, "hidden_size-wide norms per layer; default 2 (Gemma-2/3: 4).", 16},
   {"model", "rotary_dim", "int", false, "Rotated dims per head; default head_dim (MLA: qk_rope_head_dim).", std::int64_t{1} << 9},
+  {"model", "mrope", "string", false, "Multimodal rotary embedding (rope settings with mrope_section): standard (Qwen2-VL, Qwen2.5-VL) or qwen3_vl (Qwen3-VL, Qwen3.5); vLLM's cos/sin cache then covers more positions (engines.yaml mrope_cache_positions_factor)."},
   {"model", "sliding_window", "int", false, "Window of sliding_attention layers, tokens.", kMaxTokens},
   {"model", "attention_chunk_size", "int", false, "Chunk of chunked_attention layers, tokens (Llama-4).", kMaxTokens},
   {"model", "layer_types", "list[string]", false, "Per-layer kind, num_hidden_layers long: full_attention, sliding_attention, chunked_attention, mla, mamba, linear_attention, mlp_only."},
@@ -100,6 +101,7 @@ const std::vector<SchemaKey> kSchema = {
   {"vision", "encoder_hidden_size", "int", false, "Encoder width.", std::int64_t{1} << 20},
   {"vision", "encoder_intermediate_size", "int", false, "Encoder MLP width.", std::int64_t{1} << 20},
   {"vision", "encoder_mlp", "string", false, "gated (SwiGLU) or plain (fc1/fc2, default)."},
+  {"vision", "encoder_attention", "string", false, "qwen2_vl or qwen2_5_vl (also Qwen3-VL, Qwen3.5): the encoder attention whose temporaries the profile counts (engines.yaml vit_rotary_attention); absent: the MLP's peak only."},
   {"vision", "unmodelled_modalities", "list[string]", false, "Other modalities vLLM accepts for the model whose profile is not modelled (Qwen-VL video): a plan warns while they are enabled."},
   {"quantization", "method", "string", true, "none, fp8, int8, awq, gptq, packed_wna16, bnb_nf4, bnb_int8, mxfp4, nvfp4, gguf."},
   {"quantization", "bits", "int", false, "Weight bits (gptq 2/3/4/8, packed_wna16 4/8).", 16},
@@ -592,6 +594,13 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   s.attn_output_gate = r.get_bool("attn_output_gate", false);
   s.norms_per_layer = r.get_i32("norms_per_layer", 2, 0);
   s.rotary_dim = r.get_i32("rotary_dim", 0, 0);
+  const std::string mrope = r.get_string("mrope", "none");
+  if (mrope != "none" && mrope != "standard" && mrope != "qwen3_vl") {
+    r.fail("mrope", "'" + mrope + "'", "expected none, standard or qwen3_vl");
+  }
+  s.mrope = mrope == "standard"   ? MropeKind::Standard
+            : mrope == "qwen3_vl" ? MropeKind::Qwen3Vl
+                                  : MropeKind::None;
   layer.sliding_window = r.get_i32("sliding_window", 0, 1);
   layer.attention_chunk_size = r.get_i32("attention_chunk_size", 0, 1);
   s.num_nextn_predict_layers = r.get_i32("num_nextn_predict_layers", 0, 0);
@@ -690,9 +699,18 @@ void read_vision(const MapReader& r, ModelSpec& s) {
       m.fail(m.field("encoder_mlp"), "'" + encoder_mlp + "'", "expected gated or plain");
     }
     v.encoder_gated_mlp = encoder_mlp == "gated";
+    const std::string attention = m.get_string("encoder_attention", "");
+    if (!attention.empty() && attention != "qwen2_vl" && attention != "qwen2_5_vl") {
+      m.fail(m.field("encoder_attention"), "'" + attention + "'",
+             "expected qwen2_vl or qwen2_5_vl");
+    }
+    v.encoder_attention = attention == "qwen2_vl"     ? EncoderAttention::Qwen2Vl
+                          : attention == "qwen2_5_vl" ? EncoderAttention::Qwen25Vl
+                                                      : EncoderAttention::Unmodelled;
   } else {
-    for (const char* key : {"encoder_tokens_per_item", "pixel_values_per_item",
-                            "encoder_hidden_size", "encoder_intermediate_size", "encoder_mlp"}) {
+    for (const char* key :
+         {"encoder_tokens_per_item", "pixel_values_per_item", "encoder_hidden_size",
+          "encoder_intermediate_size", "encoder_mlp", "encoder_attention"}) {
       if (m.has(key)) m.fail(m.field(key), "set", "needs image_tokens_per_item beside it");
     }
   }

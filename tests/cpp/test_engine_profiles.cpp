@@ -252,6 +252,8 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    graph_profiling_minimal_kv_cache: false\n"
       "    mla_backend_block_size: true\n    non_torch_counts_cached_activations: false\n"
       "    skips_encoder_without_modalities: false\n"
+      "    vit_rotary_attention: fused_qk\n"
+      "    mrope_cache_positions_factor: {standard: 4, qwen3_vl: 1}\n"
       "    long_context_chunked_prefill_rocm: true\n    negated_boolean_flags: true\n"
       "    chunked_prefill_flag_honored: true\n    v0_below_compute_capability: 0.0\n"
       "    loads_gguf: true\n    loads_bitsandbytes: true\n    gptq_group_act_order: true\n"
@@ -318,6 +320,9 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
        "cuda_context_reference_threads"},
       {replace("piece_moe: 0.15", "piece_moe: -1"), "cudagraph_pool_mib.piece_moe"},
       {replace("    post_allocation_check: true\n", ""), "post_allocation_check"},
+      {replace("attention: fused_qk", "attention: fused"), "vit_rotary_attention"},
+      {replace("qwen3_vl: 1}", "qwen3_vl: 0}"), "mrope_cache_positions_factor.qwen3_vl"},
+      {replace("{standard: 4, ", "{"), "mrope_cache_positions_factor.standard"},
       {replace("bounded_by_max_num_seqs: true, ", ""), "cudagraph_capture.bounded_by_max_num_seqs"},
       {replace("excluded_names: [a100]", "excluded_names: [A100]"), "large_gpu_excluded_names[0]"},
       {replace("large_gpu_names: []", "large_gpu_names: h100"), "large_gpu_names"},

@@ -160,7 +160,13 @@ TEST(Multimodal, Llama4ScoutBudgetMatchesTheVllmLog) {
 //   items = max(1, min(16384 // 16384 = 1, 256 x 2)) = 1
 //   cache   = 1 x 16384 x 3584 x 2 B           =   117,440,512
 //   pixels  = 1 x 65536 x 1176 x 2 B           =   154,140,672
-//   forward = 1 x 65536 x 2 B x (3 x 3420 SwiGLU + 2 x 1280) = 65536 x 2 x 12820 = 1,680,343,040
+//   forward = 1 x 65536 x 2 B x the larger of the block's two peaks (elements per patch):
+//     MLP: gate+up 2 x 3420, SiLU-and-mul 3420, down's output 1280, beside the residual and the
+//          normed input 2 x 1280                               = 3 x 3420 + 3 x 1280 = 14,100
+//     attention (0.12+ fused q/k, qwen2_5_vl.py): residual + normed input 2 x 1280, qkv 3 x 1280,
+//          the q/k copy and its rotation 2 x 2 x 1280, the attention output 1280, proj's 1280
+//                                                              = 11 x 1280 = 14,080
+//           = 65536 x 2 x 14,100 = 1,848,115,200
 // peak = pixels + max(forward, cache + text peak).
 TEST(Multimodal, Qwen25Vl7bEncoderTermByHand) {
   const auto spec = config_spec("Qwen__Qwen2.5-VL-7B-Instruct.json");
@@ -177,7 +183,7 @@ TEST(Multimodal, Qwen25Vl7bEncoderTermByHand) {
   const std::int64_t text_peak = without.ranks.front().activation_peak_bytes;
   EXPECT_EQ(without.ranks.front().mm_encoder_bytes, 0);
   const std::int64_t expected =
-      154140672 + std::max<std::int64_t>(1680343040, 117440512 + text_peak);
+      154140672 + std::max<std::int64_t>(1848115200, 117440512 + text_peak);
   EXPECT_EQ(with.ranks.front().activation_peak_bytes, expected);
   EXPECT_EQ(with.ranks.front().mm_encoder_bytes, expected - text_peak);
   EXPECT_TRUE(with.messages.empty()) << with.messages.front();
@@ -316,8 +322,13 @@ TEST(Multimodal, TextOnlyModelsRefuseTheMultimodalKnobs) {
 //   items = max(1, min(16384 // 16384 = 1, 1 x 3)) = 1
 //   cache   = 16384 x 5120 x 2 B                                  =   167,772,160
 //   pixels  = 65536 x 1536 x 2 B                                  =   201,326,592
-//   forward = 65536 x 2 B x (2 x ceil(4304 / 4) fc1 + GELU + 2 x 1152) = 65536 x 2 x 4456
-//                                                                 =   584,056,832
+//   forward = 65536 x 2 B x the larger of the block's two peaks (elements per patch, TP 4):
+//     MLP: residual + normed input 2 x 1152, then the larger of fc1 + GELU 2 x ceil(4304 / 4)
+//          = 2152 and GELU + fc2's output 1076 + 1152 = 2228    = 4532
+//     attention (Qwen2_5_VisionAttention, 0.12+): residual + normed input + proj's output
+//          3 x 1152, this rank's qkv 3 x 288, the q/k copy and its rotation 4 x 288, the
+//          attention output 288                                 = 3456 + 8 x 288 = 5760
+//           = 65536 x 2 x 5760                                    =   754,974,720
 // peak = pixels + max(forward, cache + text peak).
 TEST(Multimodal, Qwen35EncoderTermByHand) {
   const auto spec = config_spec("Qwen__Qwen3.5-27B.json");
@@ -326,7 +337,7 @@ TEST(Multimodal, Qwen35EncoderTermByHand) {
   config.enforce_eager = true;
   const CompiledLaunch launch = launch_of(spec, config, 4);
   const EncoderProfileModel& encoder = launch.ranks().front().encoder;
-  EXPECT_EQ(encoder.forward_bytes_per_item, 584056832);
+  EXPECT_EQ(encoder.forward_bytes_per_item, 754974720);
   EXPECT_EQ(encoder.cache_bytes_per_item, 167772160);
   EXPECT_EQ(encoder.input_bytes_per_item, 201326592);
   EXPECT_EQ(encoder_budget(encoder, 2048, 1, 50000, true).items, 1);
@@ -336,9 +347,66 @@ TEST(Multimodal, Qwen35EncoderTermByHand) {
       launch_of(spec, text, 4).breakdown(launch_knobs(text)).ranks.front().activation_peak_bytes;
   const Breakdown with = launch.breakdown(launch_knobs(config));
   EXPECT_EQ(with.ranks.front().activation_peak_bytes,
-            201326592 + std::max<std::int64_t>(584056832, 167772160 + text_peak));
+            201326592 + std::max<std::int64_t>(754974720, 167772160 + text_peak));
   // Qwen3-VL-8B's tower has the same patch and merge sizes: the same largest image.
   EXPECT_EQ(config_spec("Qwen__Qwen3-VL-8B-Instruct.json")->vision.image_tokens_per_item, 16384);
+}
+
+// The Qwen2.5-VL-7B vision attention by release (H = 1280 per patch, 16 heads of 80; the MLP
+// peaks at 3 x 3420 + 3 x 1280 = 14,100 elements at TP 1, 3 x 1710 + 3 x 1280 = 8970 at TP 2):
+//   0.9 (q, k, v copied contiguous; q and k each rotated through an fp32 copy, an fp32 output
+//   and the cast back), TP 1: residual + normed input 2H, qkv 3H, q/k/v copies 3H, rotating k:
+//   2H + 2H + 1H                                            = 13H = 16,640
+//   0.9, TP 2 (P = 640 per rank): the qkv all-gathered whole (3H) stays alive under the q/k/v
+//   views: 2H + 3H + 3P + 3P + 5P = 5H + 11P                       = 13,440
+//   while gathering: 2H + 3P + the shard list 3H + its concatenation 3H = 12,160
+//   0.11 (q and k concatenated before the fp32 round trip), TP 1: 2H + 3H + 3H + 2H + 4H + 4H +
+//   2H                                                        = 20H = 25,600
+//   0.19, TP 2: 3H + 8P = 8960 < the MLP's 8970
+// forward = 65536 patches x 2 B x the larger figure.
+TEST(Multimodal, Qwen25VlAttentionPeakByRelease) {
+  const auto spec = config_spec("Qwen__Qwen2.5-VL-7B-Instruct.json");
+  struct Case {
+    const char* version;
+    std::int32_t tp;
+    std::int64_t elements;
+  };
+  for (const Case& c : {Case{"0.9.0", 1, 16640}, Case{"0.9.0", 2, 13440},
+                        Case{"0.11.0", 1, 25600}, Case{"0.19.0", 2, 8970}}) {
+    EngineConfig config = image_profile_config(c.tp, 8192, 256, 32768);
+    config.engine_version = c.version;
+    const CompiledLaunch launch = launch_of(spec, config, c.tp);
+    EXPECT_EQ(launch.ranks().front().encoder.forward_bytes_per_item, 65536 * 2 * c.elements)
+        << c.version << " TP " << c.tp;
+  }
+}
+
+// MRotaryEmbedding's cos/sin cache: max_position_embeddings x 4 positions from 0.7.2 (video
+// positions), and for Qwen3-VL's family only with video pruning from 0.32. Qwen2.5-VL-7B:
+// 128000 positions x 128 rotary dims x 2 B = 32,768,000 B at 1 x; Qwen3.5-9B: 262144 x 64
+// (partial_rotary_factor 0.25 of 256) x 2 B = 33,554,432 B.
+TEST(Multimodal, MropeCacheCoversFourTimesThePositions) {
+  const auto weights = [](const std::shared_ptr<const ModelSpec>& spec, const char* version) {
+    EngineConfig config;
+    config.engine_version = version;
+    config.max_model_len = 4096;
+    return launch_of(spec, config).ranks().front().weights_bytes;
+  };
+  const auto qwen25 = config_spec("Qwen__Qwen2.5-VL-7B-Instruct.json");
+  EXPECT_EQ(qwen25->mrope, MropeKind::Standard);
+  EXPECT_EQ(weights(qwen25, "0.7.2") - weights(qwen25, "0.7.0"), 3 * 32768000);
+  EXPECT_EQ(weights(qwen25, "0.33.0"), weights(qwen25, "0.7.2"));
+  // pub-404 (0.9.0.1): 'Model loading took 15.6271 GiB'; 0.06 GiB stays unexplained.
+  const double logged = 15.6271 * 1073741824.0;
+  EXPECT_NEAR(static_cast<double>(weights(qwen25, "0.9.0")), logged, 0.07 * 1073741824.0);
+  const auto qwen35 = config_spec("Qwen__Qwen3.5-9B.json");
+  EXPECT_EQ(qwen35->mrope, MropeKind::Qwen3Vl);
+  EXPECT_EQ(weights(qwen35, "0.31.0") - weights(qwen35, "0.32.0"), 3 * 33554432);
+  // A text model keeps one position per max_position_embeddings.
+  const auto llama =
+      std::make_shared<const ModelSpec>(vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B));
+  EXPECT_EQ(llama->mrope, MropeKind::None);
+  EXPECT_EQ(weights(llama, "0.9.0"), weights(llama, "0.7.0"));
 }
 
 // A model without encoder facts (Devstral-Small-2's Pixtral tower: not derived from its config)

@@ -52,6 +52,14 @@ enum class ModelRunnerV2Routing : std::uint8_t {
   All,         // 0.29+: every model unless a feature it does not support is set
 };
 
+// How a release lays out the Qwen vision attention's temporaries around its rotary embedding
+// (engines.yaml vit_rotary_attention; vLLM qwen2_5_vl.py / qwen2_vl.py Qwen*VisionAttention).
+enum class VitRotaryAttention : std::uint8_t {
+  SplitFp32,   // <= 0.10: contiguous q, k, v, each of q and k rotated through fp32 copies
+  ConcatFp32,  // 0.11: q and k concatenated, then rotated through fp32 copies
+  FusedQk,     // 0.12+: one contiguous q/k copy rotated in the served dtype
+};
+
 struct EngineProfile {
   std::string version;  // as given, e.g. "0.19.0"; the newest known release when none given
   // The newest vLLM release this planner's rows describe, and a warning when `version` is newer
@@ -81,6 +89,11 @@ struct EngineProfile {
   // limit_mm_per_prompt 0 for every modality leaves the encoder tower unbuilt (its weights
   // are not loaded), not only unprofiled.
   bool skips_encoder_without_modalities = true;
+  VitRotaryAttention vit_rotary_attention = VitRotaryAttention::FusedQk;
+  // MRotaryEmbedding's cos/sin cache covers max_position_embeddings x this many positions
+  // (video positions run past the token count), per MropeKind: standard, Qwen3-VL's family.
+  std::int32_t mrope_cache_positions_factor_standard = 4;
+  std::int32_t mrope_cache_positions_factor_qwen3_vl = 1;
   double sampler_bytes_per_logit = 0.0;  // fitted: peak sampler bytes per (request x vocab entry)
   // The V1 runner's sampler on FlashInfer's top-k/top-p kernels (VLLM_USE_FLASHINFER_SAMPLER=1,
   // or FlashInfer installed on 0.8-0.12): bytes per logit beside the served-dtype logits. 0: the

@@ -85,6 +85,15 @@ struct LinearAttentionSpec {
 // vLLM's startup profile of it needs (GPUModelRunner.profile_run runs the encoder on a batch of
 // dummy images of the processor's largest size and keeps the outputs in the encoder cache).
 // image_tokens_per_item 0: the profile facts are unknown for this model.
+// Which MRotaryEmbedding a model builds: the standard one (Qwen2-VL, Qwen2.5-VL) or the one
+// whose cache follows video pruning from 0.32 (Qwen3-VL, Qwen3-VL-MoE, Qwen3.5).
+enum class MropeKind : std::uint8_t { None, Standard, Qwen3Vl };
+
+// A vision tower's attention as vLLM writes it: Qwen2-VL's (q/k/v split, all-gathered over TP
+// in every release) or Qwen2.5-VL's (also Qwen3-VL's and Qwen3.5's, gathered only until the
+// fused q/k rotary of 0.12).
+enum class EncoderAttention : std::uint8_t { Unmodelled, Qwen2Vl, Qwen25Vl };
+
 struct TowerSpec {
   std::int64_t num_parameters = 0;
   std::int64_t image_tokens_per_item = 0;    // LM embeddings of one largest image
@@ -93,6 +102,9 @@ struct TowerSpec {
   std::int32_t encoder_hidden_size = 0;
   std::int32_t encoder_intermediate_size = 0;
   bool encoder_gated_mlp = false;  // SwiGLU MLP (Qwen2.5-VL) vs fc1/fc2
+  // The encoder's attention whose temporaries the profile counts (engines.yaml
+  // vit_rotary_attention says how a release lays them out); Unmodelled: the MLP's peak only.
+  EncoderAttention encoder_attention = EncoderAttention::Unmodelled;
   // Modalities vLLM also accepts for this model whose profile is not modelled (Qwen-VL video).
   std::vector<std::string> unmodelled_modalities;
 };
@@ -174,6 +186,10 @@ struct ModelSpec {
   bool attn_output_gate = false;  // q_proj also emits a gate of Hq*head_dim (Qwen3-Next)
   std::int32_t norms_per_layer = 2;
   std::int32_t rotary_dim = 0;  // 0: head_dim (partial rotary models set it)
+  // Multimodal rotary embedding (rope settings with mrope_section): vLLM's MRotaryEmbedding
+  // keeps a cos/sin cache for more positions than max_position_embeddings, by a factor per
+  // release and family (engines.yaml mrope_cache_positions_factor).
+  MropeKind mrope = MropeKind::None;
 
   std::vector<LayerSpec> layers;  // expanded, size num_hidden_layers
   bool has_mla = false;

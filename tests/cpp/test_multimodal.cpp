@@ -371,8 +371,8 @@ TEST(Multimodal, Qwen25VlAttentionPeakByRelease) {
     std::int32_t tp;
     std::int64_t elements;
   };
-  for (const Case& c : {Case{"0.9.0", 1, 16640}, Case{"0.9.0", 2, 13440},
-                        Case{"0.11.0", 1, 25600}, Case{"0.19.0", 2, 8970}}) {
+  for (const Case& c : {Case{"0.9.0", 1, 16640}, Case{"0.9.0", 2, 13440}, Case{"0.11.0", 1, 25600},
+                        Case{"0.19.0", 2, 8970}}) {
     EngineConfig config = image_profile_config(c.tp, 8192, 256, 32768);
     config.engine_version = c.version;
     const CompiledLaunch launch = launch_of(spec, config, c.tp);

@@ -391,16 +391,19 @@ def nvlink_tensor_parallel_charge_bytes(records: list[dict[str, Any]]) -> int | 
     return None if largest is None else math.ceil(largest * GIB / MIB) * MIB
 
 
-def discrepancy_sigma_gib(unseen: list[tuple[dict[str, Any], validate.Replay]]) -> float:
+def discrepancy_sigma_gib(
+    unseen: list[tuple[dict[str, Any], validate.Replay]], term: str = "kv_cache_gib"
+) -> float:
     """How far the shipped row misses a machine it never saw, as a standard deviation: the
-    normal-consistent median absolute deviation (1.4826 x the median) of its available-KV error
+    normal-consistent median absolute deviation (1.4826 x the median) of its error in `term`
     on the records of sources engines.yaml cites none of. The leave-one-source-out fit weighs
     each figure by it, not by the log's 0.005 GiB rounding: between machines a term is off by
-    far more than its printed digits."""
+    far more than its printed digits. The available KV cache's weighs every figure but the
+    CUDA graphs', which weigh by their own (a pool varies between machines of one GPU type)."""
     errors = [
-        abs(replay.predicted["kv_cache_gib"] - record["kv_cache_gib"])
+        abs(replay.predicted[term] - record[term])
         for record, replay in unseen
-        if replay.predicted is not None and usable("kv_cache_gib", record.get("kv_cache_gib"))
+        if replay.predicted is not None and usable(term, record.get(term))
     ]
     return 1.4826 * statistics.median(errors) if errors else 0.005  # else the log's rounding
 
@@ -426,17 +429,22 @@ def pinned(constants: list[dict[str, Any]], charge_bytes: int) -> list[dict[str,
 
 
 def held_out_fit(
-    version: str, samples: list[dict[str, Any]], sigma_gib: float, priors: list[dict[str, Any]]
+    version: str,
+    samples: list[dict[str, Any]],
+    sigmas_gib: tuple[float, float],
+    priors: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """The calibration report of `version`'s engine row fitted on `samples` (the held-out ones
-    predicted, not fitted) from `priors`."""
+    predicted, not fitted) from `priors`, each figure weighed by `sigmas_gib` (every term's, the
+    CUDA graphs')."""
     _, report, _ = _core.calibrate(
         _core.engine_profile(version),
         samples,
         engine_version=version,
         gpu="leave-one-source-out",
         terms=[],
-        measurement_sigma_gib=sigma_gib,
+        measurement_sigma_gib=sigmas_gib[0],
+        cudagraph_sigma_gib=sigmas_gib[1],
         priors=priors,
     )
     return dict(report)
@@ -465,10 +473,9 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
             continue  # not expressible: listed in report.md with its reason
         expressed.append((record, sample, version))
     replays = {r["id"]: validate.replay_record(replay_form(r)) for r, _, _ in expressed}
-    sigma_gib = discrepancy_sigma_gib(
-        [(r, replays[r["id"]]) for r, _, _ in expressed if source_key(r) not in fitted_sources]
-    )
-    fits: list[str] = [f"sigma {sigma_gib:.3f} GiB"]
+    unseen = [(r, replays[r["id"]]) for r, _, _ in expressed if source_key(r) not in fitted_sources]
+    sigmas_gib = (discrepancy_sigma_gib(unseen), discrepancy_sigma_gib(unseen, "cudagraph_gib"))
+    fits: list[str] = [f"sigma {sigmas_gib[0]:.3f} GiB, CUDA graphs {sigmas_gib[1]:.3f} GiB"]
     rows: list[dict[str, Any]] = []
     for source in dict.fromkeys(source_key(r) for r, _, _ in expressed):
         held = [(r, s, v) for r, s, v in expressed if source_key(r) == source]
@@ -494,7 +501,7 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
                 )
                 try:
                     priors = _calibration.read_priors(_calibration.priors_file(), version)
-                    report = held_out_fit(version, samples, sigma_gib, priors)
+                    report = held_out_fit(version, samples, sigmas_gib, priors)
                     if charge is not None:
                         # The TP > 1 charge by engines.yaml's rule over the other sources, the
                         # other constants pinned where the fit put them with the charge free
@@ -502,7 +509,7 @@ def loso_rows(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
                         # row's construction. Refitted from the same base row, so that the
                         # other versions' rows share what they shared in the fit.
                         report = held_out_fit(
-                            version, samples, sigma_gib, pinned(report["constants"], charge)
+                            version, samples, sigmas_gib, pinned(report["constants"], charge)
                         )
                 except vramplan.Error as why:
                     basis = f"shipped row (fit failed: {why})"
@@ -720,8 +727,10 @@ def write_loso(
             "figures demand (maximum a posteriori), and weighs each figure by how far the "
             "shipped row misses machines it never saw: "
             + sigma_line.replace("sigma ", "")
-            + " (1.4826 x the median absolute available-KV error of the shipped row on the "
-            "sources engines.yaml cites none of), not by the log's 0.005 GiB rounding. "
+            + " (1.4826 x the median absolute error of the shipped row on the sources "
+            "engines.yaml cites none of: its available-KV error for every figure, its CUDA-graph "
+            "error for the CUDA-graph figures, as a pool varies between machines of one GPU "
+            "type), not by the log's 0.005 GiB rounding. "
             "The TP > 1 NVLink non-torch charge is not fitted in engines.yaml but set by a rule "
             "(the largest figure logged over NVLink from 0.7 on: NCCL's buffers depend on the "
             "machine), so the held-out prediction applies the same rule to the other sources' "

@@ -377,8 +377,13 @@ System with_priors(const Eigen::MatrixXd& a, const Eigen::VectorXd& r,
 // measurement sigmas.
 class Design {
  public:
-  Design(std::vector<const CalibrationSample*> fit, const EngineProfile& base, double sigma)
-      : fit_(std::move(fit)), base_(base), rows_(rows_of(fit_, base)), sigma_(sigma) {}
+  Design(std::vector<const CalibrationSample*> fit, const EngineProfile& base, double sigma,
+         double cudagraph_sigma)
+      : fit_(std::move(fit)), base_(base), rows_(rows_of(fit_, base)), sigma_(size()) {
+    for (Eigen::Index i = 0; i < size(); ++i) {
+      sigma_(i) = rows_[static_cast<std::size_t>(i)].term == kCudagraph ? cudagraph_sigma : sigma;
+    }
+  }
 
   bool empty() const { return rows_.empty(); }
   Eigen::Index size() const { return static_cast<Eigen::Index>(rows_.size()); }
@@ -391,7 +396,8 @@ class Design {
   Eigen::VectorXd predicted(const EngineProfile& profile) const {
     return predicted_rows(fit_, rows_, profile, base_);
   }
-  double sigma() const { return sigma_; }
+  // Each figure's standard deviation (GiB), by its term.
+  const Eigen::VectorXd& sigma() const { return sigma_; }
 
   // Column k: how each figure moves (in measurement sigmas) when constant which[k] moves by
   // its tolerance. Scaled so that a standard error of 1 is exactly the tolerance.
@@ -403,7 +409,7 @@ class Design {
       const Constant& c = table[which[k]];
       EngineProfile moved = at;
       c.set(moved, c.get(at) + c.tolerance);
-      a.col(static_cast<Eigen::Index>(k)) = (predicted(moved) - at_rows) / sigma_;
+      a.col(static_cast<Eigen::Index>(k)) = (predicted(moved) - at_rows).cwiseQuotient(sigma_);
     }
     return a;
   }
@@ -412,7 +418,7 @@ class Design {
   std::vector<const CalibrationSample*> fit_;
   EngineProfile base_;  // the row under fit as given: which constants another row shares
   std::vector<Row> rows_;
-  double sigma_;
+  Eigen::VectorXd sigma_;
 };
 
 // Which of the wanted constants (indices into constants()) the launches identify, in priority
@@ -535,7 +541,8 @@ GaussNewton gauss_newton(const Design& design, const EngineProfile& start,
     if (active.empty()) break;
     const System system =
         with_priors(design.columns(out.profile, active, out.rows),
-                    (measured - out.rows) / design.sigma(), active, priors, out.profile);
+                    (measured - out.rows).cwiseQuotient(design.sigma()), active, priors,
+                    out.profile);
     const Eigen::VectorXd step = system.a.colPivHouseholderQr().solve(system.r);
     bool clamped = false;
     for (std::size_t k = 0; k < active.size(); ++k) {
@@ -623,6 +630,10 @@ CalibrationResult calibrate(const EngineProfile& base,
     throw ConfigError("measurement_sigma_gib", number_text(options.measurement_sigma_gib), "> 0",
                       "the measurement resolution must be positive");
   }
+  if (!(options.cudagraph_sigma_gib >= 0.0)) {
+    throw ConfigError("cudagraph_sigma_gib", number_text(options.cudagraph_sigma_gib), ">= 0",
+                      "0 weighs CUDA-graph figures like the others");
+  }
   const auto& table = constants();
   const Priors priors = priors_of(options);
   const bool any_prior =
@@ -649,7 +660,10 @@ CalibrationResult calibrate(const EngineProfile& base,
                                "that differ (tensor/pipeline parallel size, model, max_num_seqs "
                                "or max_num_batched_tokens)")));
   }
-  const Design design(std::move(fit), base, options.measurement_sigma_gib);
+  const double cudagraph_sigma = options.cudagraph_sigma_gib > 0.0
+                                     ? options.cudagraph_sigma_gib
+                                     : options.measurement_sigma_gib;
+  const Design design(std::move(fit), base, options.measurement_sigma_gib, cudagraph_sigma);
   if (design.empty()) {
     throw CalibrationError(wanted_names,
                            "the logs print no activation, non-torch, CUDA-graph, KV cache or "

@@ -322,6 +322,36 @@ TEST(CalibratePriors, ThePosteriorWeighsDataAndPriorByTheirVariances) {
               299.75, 0.01);
 }
 
+TEST(CalibratePriors, CudaGraphFiguresWeighByTheirOwnSigma) {
+  // One launch printing only its graph pool, measured with the 0.19 row's pool at base 450 MiB,
+  // so the figure says base = 450; the prior says 350 MiB with sigma 2d (d: the log's 0.005
+  // GiB). Weighed like every figure (sigma d): x = (4 x 450 + 350) / 5 = 430 MiB. Weighed by a
+  // CUDA-graph sigma of 2d, figure and prior count alike: x = (450 + 350) / 2 = 400 MiB.
+  EngineProfile measured_with = engine_profile("0.19.0");
+  measured_with.cudagraph_base_mib = 450.0;
+  CalibrationSample graph_only = sample_of(kLaunches[0], measured_with, false);
+  const std::optional<std::int64_t> pool = graph_only.measured.cudagraph_bytes;
+  graph_only.measured = MeasuredStartup{};
+  graph_only.measured.cudagraph_bytes = pool;
+  CalibrationOptions options;
+  options.terms = {"cudagraph_pool_mib.base"};
+  const double d_mib = options.measurement_sigma_gib * 1024.0;
+  options.priors = {{"cudagraph_pool_mib.base", 350.0, 2.0 * d_mib, "test"}};
+  auto base_after = [&](double cudagraph_sigma_gib) {
+    options.cudagraph_sigma_gib = cudagraph_sigma_gib;
+    return calibrate(engine_profile("0.19.0"), {graph_only}, options).profile.cudagraph_base_mib;
+  };
+  EXPECT_NEAR(base_after(0.0), 430.0, 0.01);
+  EXPECT_NEAR(base_after(2.0 * options.measurement_sigma_gib), 400.0, 0.01);
+  options.cudagraph_sigma_gib = -1.0;
+  try {
+    (void)calibrate(engine_profile("0.19.0"), {graph_only}, options);
+    ADD_FAILURE() << "a negative CUDA-graph sigma was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "cudagraph_sigma_gib");
+  }
+}
+
 TEST(CalibratePriors, AConstantNoLogExercisesKeepsItsPrior) {
   // Eager launches show no graph pool: without a prior it keeps the row's 400 MiB and is not
   // fitted; with one it takes the prior's value, fitted (so a profile writes it), and says so.

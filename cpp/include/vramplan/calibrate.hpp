@@ -76,6 +76,10 @@ struct CalibrationOptions {
   std::vector<std::string> terms;
   // Standard deviation of a measured figure: logs print GiB with two decimals.
   double measurement_sigma_gib = 0.005;
+  // Standard deviation of a CUDA-graph figure where it differs (0: measurement_sigma_gib): a
+  // pool varies between machines of one GPU type far more than the other terms
+  // (docs/validation/graph-and-non-torch.md), so a fit across machines weighs it apart.
+  double cudagraph_sigma_gib = 0.0;
   // Empty: a least-squares fit from `base`. Otherwise every requested constant with a prior
   // starts at its prior value and is fitted (one launch is then enough).
   std::vector<CalibrationPrior> priors;

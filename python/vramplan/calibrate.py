@@ -171,7 +171,10 @@ def _sample(record: dict[str, Any], figures: dict[str, Any]) -> tuple[dict[str, 
     tp = int(knobs.get("tensor_parallel_size", 1))
     pp = int(knobs.get("pipeline_parallel_size", 1))
     dp = int(knobs.get("data_parallel_size", 1))
-    launch = _core.Launch(spec, gpu, api._resolve_draft(knobs), num_gpus=tp * pp * dp)
+    build = knobs.pop("profile", None)  # a pre-release build's row (validate.build_profile)
+    launch = _core.Launch(
+        spec, gpu, api._resolve_draft(knobs), num_gpus=tp * pp * dp, profile=build
+    )
     measured: dict[str, Any] = {}
     for term, key in _MEASURED:
         value = figures.get(term, validate.record_number(record, term))
@@ -184,6 +187,8 @@ def _sample(record: dict[str, Any], figures: dict[str, Any]) -> tuple[dict[str, 
         gpu.id if gpu.id != "unnamed" else f"unnamed ({gpu.total_memory_bytes / GIB:.2f} GiB)"
     )
     sample = {"id": rid, "launch": launch, "measured": measured}
+    if build is not None:  # evaluated with the build's row, sharing the fitted constants
+        sample["own_row"] = True
     return sample, knobs["engine_version"], gpu_label
 
 

@@ -64,6 +64,34 @@ class Replay:
         }
 
 
+# Builds that are not releases, by the words of the record's vllm_version, and the engines.yaml
+# fields in which they differ from the release they branch from: a record of such a build is
+# replayed with its own rules, not the release's. PR #10511's pre-merge build (December 2024)
+# measured non-torch memory against allocated bytes without emptying the cache after the
+# profile run, so the profile's cached activations counted again (dev-003/004: 1.79 / 3.58 GiB
+# non-torch beside a 1.26 GiB activation peak); the 0.6.5 release empties it first.
+_DEV_BUILDS = (
+    (re.compile(r"\bPR #10511 dev build\b"), "non_torch_counts_cached_activations: true"),
+)
+
+
+def build_rules(record: dict[str, Any]) -> str | None:
+    """The engines.yaml fields in which the pre-release build a record names differs from its
+    release (_DEV_BUILDS), or None for a release."""
+    text = str(record.get("vllm_version") or "")
+    return next((rules for pattern, rules in _DEV_BUILDS if pattern.search(text)), None)
+
+
+def build_profile(record: dict[str, Any]) -> _core.EngineProfile | None:
+    """The engine row of the pre-release build a record names, or None for a release."""
+    rules = build_rules(record)
+    if rules is None:
+        return None
+    document = f'engine_version: "{_version(record)}"\noverrides:\n  {rules}\n'
+    name = f"record {record.get('id')!s:.200}: vllm_version"
+    return _core.parse_calibration_profile(document, name)["profile"]
+
+
 def _version(record: dict[str, Any]) -> str:
     text = record.get("vllm_version")
     if text:
@@ -197,6 +225,9 @@ def _record_knob(record: dict[str, Any], key: str) -> Any:
 
 def _knobs(record: dict[str, Any], spec: _core.ModelSpec) -> dict[str, Any]:
     knobs: dict[str, Any] = {"engine_version": _version(record)}
+    build = build_profile(record)
+    if build is not None:
+        knobs["profile"] = build  # a pre-release build's rules, not a vLLM knob
     for key in _KNOB_KEYS:
         if record.get(key) is not None:
             knobs[key] = _record_knob(record, key)
@@ -341,6 +372,8 @@ def replay_record(record: dict[str, Any]) -> Replay:
         "outcome": _RECORD_OUTCOMES.get(result.outcome, result.outcome),
     }
     launch = {"model": spec.id, "gpu": gpu.id, **knobs}
+    if "profile" in launch:  # a pre-release build: its rules, as text
+        launch["profile"] = build_rules(record)
     if others:
         launch["memory_used_by_others_bytes"] = others
     return Replay(rid, predicted, measured, None, launch, gpu_note)

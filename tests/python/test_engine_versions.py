@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import vramplan
+from vramplan import validate
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @pytest.mark.parametrize(
@@ -136,3 +140,31 @@ def test_a_turing_card_on_0_9_is_planned_and_labelled_as_v0(
     assert "runs the V0 engine on T4 (compute capability 7.5 < 8.0" in out
     assert main([*args, "--engine-version", "0.10.2", "--max-model-len", "8192"]) == 0
     assert "V1 model runner" in capsys.readouterr().out
+
+
+def test_a_pre_release_build_replays_with_its_own_rules() -> None:
+    """dev-003 ran PR #10511's pre-merge build (vllm_version '0.6.4.post2-dev (PR #10511 dev
+    build, Dec 2024)'), which counted the profile's cached activations in non-torch memory as
+    well; 0.6.4 and 0.6.5 do not. Replayed with the build's rule, its non-torch figure is the V0
+    single-rank 0.35 GiB plus the 1.26 GiB activation peak, 1.61 GiB against the 1.79 logged
+    (the release's rule: 0.35). A release's record gets no build row."""
+    records = {
+        json.loads(line)["id"]: json.loads(line)
+        for line in (DATA / "measured" / "dev.jsonl").read_text(encoding="utf-8").splitlines()
+        if line
+    }
+    build = records["dev-003"]
+    assert validate.build_profile(records["dev-001"]) is None
+    assert validate.build_profile(build) is not None
+    replay = validate.replay_record(build)
+    assert replay.predicted is not None
+    predicted = replay.predicted
+    assert predicted["non_torch_gib"] == pytest.approx(
+        0.35 + predicted["activation_peak_gib"], abs=0.001
+    )
+    assert predicted["activation_peak_gib"] == pytest.approx(1.26, abs=0.01)
+    assert abs(predicted["non_torch_gib"] - 1.79) < 0.2
+    assert abs(predicted["kv_cache_gib"] - 53.29) < 0.2  # 'the current vLLM instance can use'
+    release = validate.replay_record({**build, "vllm_version": "0.6.4.post1"})
+    assert release.predicted is not None
+    assert release.predicted["non_torch_gib"] == pytest.approx(0.35, abs=0.001)

@@ -349,6 +349,13 @@ void falcon(Context& c) {
     f.fail("alibi", "true", "ALiBi Falcon checkpoints are not modelled");
 }
 
+// Gemma-3's sliding layers build their own unscaled rope (rope_local_base_freq; vLLM gemma3.py),
+// a second cos/sin cache of max_position_embeddings positions beside the global one.
+void local_rope_cache(Context& c) {
+  const std::int64_t positions = c.doc["max_position_embeddings"].get<std::int64_t>();
+  c.doc["rotary_cache_positions"] = c.doc.value("rotary_cache_positions", positions) + positions;
+}
+
 void use_qk_norm(Context& c) {
   if (c.f.boolean_or("use_qk_norm", false)) c.doc["qk_norm"] = true;
 }
@@ -398,6 +405,7 @@ struct NamedRule {
 constexpr NamedRule kRules[] = {
     {"qkv_bias_only", qkv_bias_only},
     {"use_qk_norm", use_qk_norm},
+    {"local_rope_cache", local_rope_cache},
     {"use_bias", use_bias},
     {"internlm_bias", internlm_bias},
     {"mixtral_moe", mixtral_moe},
@@ -1067,6 +1075,18 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
   }
   if (partial_rotary < 1.0)
     doc["rotary_dim"] = static_cast<std::int64_t>(static_cast<double>(head_dim) * partial_rotary);
+  // vLLM's LinearScalingRotaryEmbedding caches max_position_embeddings x factor positions.
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    if (!f.has(key) || !f.at(key).is_object()) continue;
+    const ConfigFields rope(f.at(key), file, prefix + key + ".");
+    if (rope.string_or("rope_type", rope.string_or("type", "")) != "linear") continue;
+    const double factor = rope.number_or("factor", 1.0);
+    if (!(factor >= 1.0 && factor <= 1024.0)) {
+      rope.fail("factor", std::to_string(factor), "expected [1, 1024] for linear rope scaling");
+    }
+    doc["rotary_cache_positions"] = static_cast<std::int64_t>(std::ceil(
+        static_cast<double>(doc["max_position_embeddings"].get<std::int64_t>()) * factor));
+  }
   if (f.boolean_or("attention_bias", false)) {
     doc["qkv_bias"] = true;
     doc["o_proj_bias"] = true;

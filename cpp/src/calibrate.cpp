@@ -539,10 +539,9 @@ GaussNewton gauss_newton(const Design& design, const EngineProfile& start,
       if (!out.at_bound[j]) active.push_back(j);
     }
     if (active.empty()) break;
-    const System system =
-        with_priors(design.columns(out.profile, active, out.rows),
-                    (measured - out.rows).cwiseQuotient(design.sigma()), active, priors,
-                    out.profile);
+    const System system = with_priors(design.columns(out.profile, active, out.rows),
+                                      (measured - out.rows).cwiseQuotient(design.sigma()), active,
+                                      priors, out.profile);
     const Eigen::VectorXd step = system.a.colPivHouseholderQr().solve(system.r);
     bool clamped = false;
     for (std::size_t k = 0; k < active.size(); ++k) {
@@ -660,9 +659,8 @@ CalibrationResult calibrate(const EngineProfile& base,
                                "that differ (tensor/pipeline parallel size, model, max_num_seqs "
                                "or max_num_batched_tokens)")));
   }
-  const double cudagraph_sigma = options.cudagraph_sigma_gib > 0.0
-                                     ? options.cudagraph_sigma_gib
-                                     : options.measurement_sigma_gib;
+  const double cudagraph_sigma = options.cudagraph_sigma_gib > 0.0 ? options.cudagraph_sigma_gib
+                                                                   : options.measurement_sigma_gib;
   const Design design(std::move(fit), base, options.measurement_sigma_gib, cudagraph_sigma);
   if (design.empty()) {
     throw CalibrationError(wanted_names,

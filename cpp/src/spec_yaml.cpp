@@ -52,6 +52,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "attn_output_gate", "bool", false, "q_proj also emits an output gate (Qwen3-Next)."},
   {"model", "norms_per_layer", "int", false, "hidden_size-wide norms per layer; default 2 (Gemma-2/3: 4).", 16},
   {"model", "rotary_dim", "int", false, "Rotated dims per head; default head_dim (MLA: qk_rope_head_dim).", std::int64_t{1} << 9},
+  {"model", "rotary_cache_positions", "int", false, "Positions vLLM's cos/sin caches hold together; default max_position_embeddings (linear rope scaling: x its factor; Gemma-3: + an unscaled sliding-layer rope).", std::int64_t{1} << 36},
   {"model", "mrope", "string", false, "Multimodal rotary embedding (rope settings with mrope_section): standard (Qwen2-VL, Qwen2.5-VL) or qwen3_vl (Qwen3-VL, Qwen3.5); vLLM's cos/sin cache then covers more positions (engines.yaml mrope_cache_positions_factor)."},
   {"model", "sliding_window", "int", false, "Window of sliding_attention layers, tokens.", kMaxTokens},
   {"model", "attention_chunk_size", "int", false, "Chunk of chunked_attention layers, tokens (Llama-4).", kMaxTokens},
@@ -594,6 +595,7 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   s.attn_output_gate = r.get_bool("attn_output_gate", false);
   s.norms_per_layer = r.get_i32("norms_per_layer", 2, 0);
   s.rotary_dim = r.get_i32("rotary_dim", 0, 0);
+  s.rotary_cache_positions = r.get_int("rotary_cache_positions", 0, 1);
   const std::string mrope = r.get_string("mrope", "none");
   if (mrope != "none" && mrope != "standard" && mrope != "qwen3_vl") {
     r.fail("mrope", "'" + mrope + "'", "expected none, standard or qwen3_vl");

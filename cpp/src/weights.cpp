@@ -314,7 +314,9 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
         break;
     }
   }
-  out.rotary_cache = spec.max_position_embeddings * spec.rotary_dim * elem_bytes(served_dtype);
+  const std::int64_t cached_positions =
+      spec.rotary_cache_positions > 0 ? spec.rotary_cache_positions : spec.max_position_embeddings;
+  out.rotary_cache = cached_positions * spec.rotary_dim * elem_bytes(served_dtype);
   if (spec.checkpoint_bytes > 0 && spec.num_hidden_layers > 0) {
     // Tensors the headers list but the spec does not describe: this rank's share of them.
     const std::int64_t unexplained = spec.checkpoint_bytes - checkpoint_tensor_bytes(spec, true);

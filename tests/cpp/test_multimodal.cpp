@@ -409,6 +409,26 @@ TEST(Multimodal, MropeCacheCoversFourTimesThePositions) {
   EXPECT_EQ(weights(llama, "0.9.0"), weights(llama, "0.7.0"));
 }
 
+// Gemma-3's cos/sin caches (vLLM gemma3.py get_rope): the global layers' linear rope x 8 caches
+// 131072 x 8 = 1,048,576 positions (LinearScalingRotaryEmbedding), the sliding layers' own
+// unscaled rope 131072 more: 1,179,648 positions x 256 dims x 2 B = 603,979,776 B per rank.
+// dev-013 (gemma-3-12b-it, vLLM 0.19.0, H100) logs 'weights memory: 23.31GiB'.
+TEST(Multimodal, Gemma3KeepsTwoRopeCachesOneScaledByEight) {
+  const auto from_config = config_spec("google__gemma-3-4b-it.json");
+  EXPECT_EQ(from_config->rotary_cache_positions, 1179648);
+  const ModelSpec& gemma = database().model("google/gemma-3-12b-it");
+  EXPECT_EQ(gemma.rotary_cache_positions, 1179648);
+  EXPECT_EQ(
+      weight_bytes_per_rank(gemma, gemma.quantization, DType::BF16, RankPlacement{}).rotary_cache,
+      603979776);
+  EngineConfig config;
+  config.engine_version = "0.19.0";
+  config.max_model_len = 8192;
+  const std::int64_t weights =
+      launch_of(std::make_shared<const ModelSpec>(gemma), config).ranks().front().weights_bytes;
+  EXPECT_NEAR(static_cast<double>(weights) / 1073741824.0, 23.31, 0.05);
+}
+
 // A model without encoder facts (Devstral-Small-2's Pixtral tower: not derived from its config)
 // plans with a warning by default and refuses an explicit image limit it cannot count.
 TEST(Multimodal, MissingFactsWarnOrRefuse) {

@@ -107,6 +107,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"model", "attn_output_gate"},
     {"model", "norms_per_layer"},
     {"model", "rotary_dim"},
+    {"model", "rotary_cache_positions"},
     {"model", "mrope"},
     {"model", "sliding_window"},
     {"model", "attention_chunk_size"},

@@ -186,6 +186,9 @@ struct ModelSpec {
   bool attn_output_gate = false;  // q_proj also emits a gate of Hq*head_dim (Qwen3-Next)
   std::int32_t norms_per_layer = 2;
   std::int32_t rotary_dim = 0;  // 0: head_dim (partial rotary models set it)
+  // Positions vLLM's cos/sin caches hold together (0: max_position_embeddings): one cache per
+  // distinct rope, linear scaling caching max_position_embeddings x its factor.
+  std::int64_t rotary_cache_positions = 0;
   // Multimodal rotary embedding (rope settings with mrope_section): vLLM's MRotaryEmbedding
   // keeps a cos/sin cache for more positions than max_position_embeddings, by a factor per
   // release and family (engines.yaml mrope_cache_positions_factor).

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "test_support.hpp"
+#include "vramplan/architectures.hpp"
 #include "vramplan/compiled.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/hf_import.hpp"
@@ -427,6 +428,17 @@ TEST(Multimodal, Gemma3KeepsTwoRopeCachesOneScaledByEight) {
   const std::int64_t weights =
       launch_of(std::make_shared<const ModelSpec>(gemma), config).ranks().front().weights_bytes;
   EXPECT_NEAR(static_cast<double>(weights) / 1073741824.0, 23.31, 0.05);
+  // A linear factor below 1 (a shrinking cache) is refused, naming the config field.
+  std::ifstream in(std::string(VRAMPLAN_TEST_DATA_DIR) + "/configs/google__gemma-3-4b-it.json");
+  nlohmann::json hf_config = nlohmann::json::parse(in);
+  hf_config["text_config"]["rope_scaling"]["factor"] = 0.5;
+  try {
+    (void)architecture_spec_document(hf_config, "config.json");
+    ADD_FAILURE() << "a linear rope factor of 0.5 was accepted";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("text_config.rope_scaling.factor"), std::string::npos)
+        << e.what();
+  }
 }
 
 // A model without encoder facts (Devstral-Small-2's Pixtral tower: not derived from its config)
@@ -474,7 +486,7 @@ TEST(Multimodal, ConfigImportDerivesTheFacts) {
   // 1408, MLP 5632, pixel shuffle 0.5, 34 layers) gives the spec's 2448 / 9809 / 5,757,696.
   std::ifstream in(std::string(VRAMPLAN_TEST_DATA_DIR) +
                    "/configs/meta-llama__Llama-4-Scout-17B-16E-Instruct.json");
-  nlohmann::json config = nlohmann::json::parse(in);
+  nlohmann::json hf_config = nlohmann::json::parse(in);
   config["vision_config"] = {{"image_size", 336},           {"patch_size", 14},
                              {"hidden_size", 1408},         {"intermediate_size", 5632},
                              {"num_hidden_layers", 34},     {"pixel_shuffle_ratio", 0.5},

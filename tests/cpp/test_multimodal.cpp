@@ -486,7 +486,7 @@ TEST(Multimodal, ConfigImportDerivesTheFacts) {
   // 1408, MLP 5632, pixel shuffle 0.5, 34 layers) gives the spec's 2448 / 9809 / 5,757,696.
   std::ifstream in(std::string(VRAMPLAN_TEST_DATA_DIR) +
                    "/configs/meta-llama__Llama-4-Scout-17B-16E-Instruct.json");
-  nlohmann::json hf_config = nlohmann::json::parse(in);
+  nlohmann::json config = nlohmann::json::parse(in);
   config["vision_config"] = {{"image_size", 336},           {"patch_size", 14},
                              {"hidden_size", 1408},         {"intermediate_size", 5632},
                              {"num_hidden_layers", 34},     {"pixel_shuffle_ratio", 0.5},

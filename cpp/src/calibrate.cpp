@@ -45,10 +45,12 @@ struct Constant {
 
 std::int64_t to_bytes(double v) { return static_cast<std::int64_t>(std::llround(v)); }
 
+constexpr std::size_t kNumConstants = 9;
+
 // In fitting priority: when two constants cannot be told apart the earlier one is fitted.
 // Directly printed figures first, then the activation, then the graph pool.
-const std::array<Constant, 10>& constants() {
-  static const std::array<Constant, 10> table = {{
+const std::array<Constant, kNumConstants>& constants() {
+  static const std::array<Constant, kNumConstants> table = {{
       {"non_torch_single_rank_bytes", "non_torch", "bytes", 32 * kMiB, 0.0, 8 * kGiB,
        "non-torch memory (or the available KV cache) of a TP=1, PP=1 launch",
        [](const EngineProfile& p) { return static_cast<double>(p.non_torch_single_rank_bytes); },
@@ -83,10 +85,6 @@ const std::array<Constant, 10>& constants() {
        "CUDA-graph memory of a launch that captures graphs (not enforce_eager)",
        [](const EngineProfile& p) { return p.cudagraph_base_mib; },
        [](EngineProfile& p, double v) { p.cudagraph_base_mib = v; }},
-      {"cudagraph_pool_mib.piece_per_hidden", "cudagraph", "MiB per hidden/TP", 5e-6, 0.0, 1e-2,
-       "CUDA-graph memory of a launch that captures graphs (not enforce_eager)",
-       [](const EngineProfile& p) { return p.cudagraph_piece_mib_per_hidden; },
-       [](EngineProfile& p, double v) { p.cudagraph_piece_mib_per_hidden = v; }},
       {"cudagraph_pool_mib.piece", "cudagraph", "MiB", 0.02, 0.0, 8.0,
        "CUDA-graph memory of a launch that captures graphs (not enforce_eager)",
        [](const EngineProfile& p) { return p.cudagraph_piece_mib; },
@@ -95,7 +93,6 @@ const std::array<Constant, 10>& constants() {
   return table;
 }
 
-constexpr std::size_t kNumConstants = 10;
 
 // The measured terms, in report order. Figures are GiB except kv_tokens.
 enum TermIndex : std::size_t {
@@ -804,7 +801,6 @@ std::string calibration_profile_yaml(const CalibrationResult& result,
     out << YAML::Key << "cudagraph_pool_mib" << YAML::Value << YAML::Flow << YAML::BeginMap;
     out << YAML::Key << "base" << YAML::Value << p.cudagraph_base_mib;
     out << YAML::Key << "piece" << YAML::Value << p.cudagraph_piece_mib;
-    out << YAML::Key << "piece_per_hidden" << YAML::Value << p.cudagraph_piece_mib_per_hidden;
     out << YAML::Key << "piece_moe" << YAML::Value << p.cudagraph_piece_mib_moe;
     out << YAML::Key << "piece_mla" << YAML::Value << p.cudagraph_piece_mib_mla;
     out << YAML::Key << "piece_mxfp4_moe" << YAML::Value << p.cudagraph_piece_mib_mxfp4_moe;

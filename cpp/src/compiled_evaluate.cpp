@@ -257,8 +257,9 @@ PreparedRank CompiledLaunch::prepare_rank(std::size_t index,
   std::int64_t cudagraph = 0;
   if (k.num_cudagraph_sizes > 0) {
     const double sizes = static_cast<double>(k.num_cudagraph_sizes);
-    cudagraph =
-        cudagraph_base_bytes_ + static_cast<std::int64_t>(rank.cudagraph_bytes_per_size * sizes);
+    cudagraph = cudagraph_base_bytes_ +
+                static_cast<std::int64_t>(rank.cudagraph_bytes_per_size * sizes) +
+                rank.attention_split_bytes_per_token * k.max_cudagraph_capture_size;
     if (rank.draft_activation) {
       cudagraph += static_cast<std::int64_t>(rank.draft_cudagraph_bytes_per_size * sizes);
     }

@@ -334,18 +334,15 @@ bool stage_has_moe(const ModelSpec& spec, const LayerRange& layers) {
   return false;
 }
 
-// CUDA-graph pool bytes per capture size: one piece per captured layer, wider with the rank's
-// hidden width, more for routed-expert, MXFP4-expert and MLA layers.
+// CUDA-graph pool bytes per capture size: one piece per captured layer, more for
+// routed-expert, MXFP4-expert and MLA layers.
 double cudagraph_bytes_per_size(const ModelSpec& spec, const EngineProfile& profile,
-                                const QuantSpec& quant, std::int32_t tp, const LayerRange& layers) {
+                                const QuantSpec& quant, const LayerRange& layers) {
   const double mib = static_cast<double>(calibration::kMiB);
-  const double dense_piece =
-      profile.cudagraph_piece_mib * mib +
-      profile.cudagraph_piece_mib_per_hidden * mib * static_cast<double>(spec.hidden_size) / tp;
   double per_size = 0.0;
   for (std::int32_t i = layers.begin; i < layers.end; ++i) {
     const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
-    per_size += dense_piece;
+    per_size += profile.cudagraph_piece_mib * mib;
     if (layer.moe) per_size += profile.cudagraph_piece_mib_moe * mib;
     if (layer.moe && quant.method == QuantMethod::Mxfp4) {
       per_size += profile.cudagraph_piece_mib_mxfp4_moe * mib;
@@ -353,6 +350,45 @@ double cudagraph_bytes_per_size(const ModelSpec& spec, const EngineProfile& prof
     if (layer.attention == AttentionKind::Mla) per_size += profile.cudagraph_piece_mib_mla * mib;
   }
   return per_size;
+}
+
+// FlashAttention 3's split-KV accumulators, per token of the largest FULL graph: out
+// [splits, heads, tokens, head_size_v] and log-sum-exp [splits, heads, tokens], fp32, made once
+// by the first FULL capture and reused by the smaller ones. 0 where no FULL graph runs FA3:
+// FA3 is Hopper's (compute capability 9.x); fp32 and prefix-LM multimodal models take the
+// Triton backend, chunked local attention has no FULL graphs (Llama-4 Scout captures PIECEWISE
+// only, dev-029), and gpt-oss (attention sinks) logs FLASH_ATTN yet its first FULL capture takes
+// 6-8 MiB (dev-032/033/034), so sink models get none.
+std::int64_t attention_split_bytes_per_token(const ModelSpec& spec, const EngineProfile& profile,
+                                             const GpuSpec& gpu, DType served, std::int32_t tp,
+                                             const LayerRange& layers) {
+  if (profile.full_cudagraph_attention_splits <= 0 || gpu.vendor != "nvidia" ||
+      gpu.compute_capability < 9.0 || gpu.compute_capability >= 10.0 || served == DType::F32 ||
+      spec.attention_sinks) {
+    return 0;
+  }
+  const auto& prefix_lm = profile.mm_prefix_lm_model_types;
+  if (std::find(prefix_lm.begin(), prefix_lm.end(), spec.model_type) != prefix_lm.end()) return 0;
+  std::int32_t head_size_v = 0;
+  for (std::int32_t i = layers.begin; i < layers.end; ++i) {
+    const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
+    switch (layer.attention) {
+      case AttentionKind::ChunkedLocal:
+        return 0;
+      case AttentionKind::Mla:  // decode attends over the latent
+        head_size_v = std::max(head_size_v, spec.mla.kv_lora_rank);
+        break;
+      case AttentionKind::Full:
+      case AttentionKind::SlidingWindow:
+        head_size_v = std::max(head_size_v, layer.head_dim_v);
+        break;
+      default:
+        break;
+    }
+  }
+  if (head_size_v == 0) return 0;
+  const std::int64_t heads = spec.num_attention_heads / tp;
+  return std::int64_t{profile.full_cudagraph_attention_splits} * heads * (head_size_v + 1) * 4;
 }
 
 // The CUDA context this process holds before vLLM's init snapshot. It follows the GPU's
@@ -495,6 +531,14 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
         (hardware_.gpu.vendor == "amd" && !profile.long_context_chunked_prefill_rocm);
     long_context_chunked_prefill_above_ = excluded ? 0 : profile.long_context_chunked_prefill_above;
   }
+  const auto& own_list = profile.model_capture_model_types;
+  if (std::find(own_list.begin(), own_list.end(), s.model_type) != own_list.end()) {
+    profile.capture_ladder = profile.model_capture_ladder;
+    profile.capture_ladder_segments = profile.model_capture_ladder_segments;
+    profile.capture_max_size =
+        profile.capture_ladder[static_cast<std::size_t>(profile.capture_ladder_segments - 1)].end;
+    profile.capture_bounded_by_max_num_seqs = false;
+  }
   const double capability = hardware_.gpu.compute_capability;
   if (profile.capture_max_size_datacenter_blackwell > 0 && hardware_.gpu.vendor == "nvidia" &&
       capability >= 10.0 && capability < 11.0) {
@@ -594,7 +638,9 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
                        std::int64_t{dp - 1} * s.hidden_size);
       rank.activation.moe_chunk_tokens = profile.fused_moe_chunk_tokens;
     }
-    rank.cudagraph_bytes_per_size = cudagraph_bytes_per_size(s, profile, quantization_, tp, layers);
+    rank.cudagraph_bytes_per_size = cudagraph_bytes_per_size(s, profile, quantization_, layers);
+    rank.attention_split_bytes_per_token = attention_split_bytes_per_token(
+        s, profile, hardware_.gpu, served_dtype_, tp, layers);
     if (rank.last_stage && drafter.model != nullptr) {
       // The drafter's dummy forward follows the target's in the profile run; its graphs are
       // captured too (pieces only: the pool base is shared).
@@ -602,7 +648,12 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
       rank.draft_activation = activation_model(*drafter.model, quantization_, act_bytes, tp, tp,
                                                draft_layers, false, profile.forward_hidden_buffers);
       rank.draft_cudagraph_bytes_per_size =
-          cudagraph_bytes_per_size(*drafter.model, profile, quantization_, tp, draft_layers);
+          cudagraph_bytes_per_size(*drafter.model, profile, quantization_, draft_layers);
+      // The drafter's attention reuses the same freed accumulators: the wider one counts.
+      rank.attention_split_bytes_per_token =
+          std::max(rank.attention_split_bytes_per_token,
+                   attention_split_bytes_per_token(*drafter.model, profile, hardware_.gpu,
+                                                   served_dtype_, tp, draft_layers));
     }
     KvCacheOptions kv;
     kv.tensor_parallel_size = tp;

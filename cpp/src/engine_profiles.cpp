@@ -134,6 +134,11 @@ class Row {
     if (!list || list.IsNull()) fail(key, "missing", "required field is missing");
     return name_list(list, file_, prefix_ + key);
   }
+  std::vector<std::string> sub_names(const std::string& map_key, const std::string& key) const {
+    const YAML::Node v = map(map_key)[key];
+    if (!v) fail(map_key + "." + key, "missing", "required field is missing");
+    return name_list(v, file_, prefix_ + map_key + "." + key);
+  }
   bool flag(const std::string& key) const { return scalar<bool>(key, get(key)); }
   std::string text(const std::string& key) const { return scalar<std::string>(key, get(key)); }
   YAML::Node map(const std::string& key) const {
@@ -174,6 +179,33 @@ class Row {
 
 // The fields of one row (or of a calibration profile) over `p`: a field the row omits keeps
 // p's value unless `first` (then every field is required).
+// A capture ladder, 1..4 ascending [start, end, step] segments, under `key`.ladder; returns
+// how many.
+std::int32_t parse_ladder(const Row& row, const char* key,
+                          std::array<CaptureSegment, 4>& ladder_out) {
+  const YAML::Node ladder = row.map(key)["ladder"];
+  if (!ladder || !ladder.IsSequence() || ladder.size() == 0 ||
+      ladder.size() > ladder_out.size()) {
+    row.fail(std::string(key) + ".ladder", ladder ? "wrong shape" : "missing",
+             "expected 1..4 [start, end, step] segments");
+  }
+  std::int32_t previous_end = 0;
+  for (std::size_t s = 0; s < ladder.size(); ++s) {
+    const std::string name = std::string(key) + ".ladder[" + std::to_string(s) + "]";
+    const YAML::Node seg = ladder[s];
+    if (!seg.IsSequence() || seg.size() != 3)
+      row.fail(name, "wrong shape", "expected [start, end, step]");
+    CaptureSegment c;
+    c.start = static_cast<std::int32_t>(row.integer(name, seg[0], 1, 1 << 16));
+    c.end = static_cast<std::int32_t>(row.integer(name, seg[1], c.start, 1 << 16));
+    c.step = static_cast<std::int32_t>(row.integer(name, seg[2], 1, 1 << 16));
+    if (c.start <= previous_end) row.fail(name, std::to_string(c.start), "segments must ascend");
+    previous_end = c.end;
+    ladder_out[s] = c;
+  }
+  return static_cast<std::int32_t>(ladder.size());
+}
+
 void apply_row(EngineProfile& p, const Row& row, bool first) {
   constexpr std::int64_t kMaxBytes = std::int64_t{64} << 30;
   if (!row.inherits("era", first)) {
@@ -279,27 +311,7 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   number("forward_hidden_buffers", 0.0, 1000.0, p.forward_hidden_buffers);
   if (!row.inherits("cudagraph_capture", first)) {
     const char* key = "cudagraph_capture";
-    const YAML::Node ladder = row.map(key)["ladder"];
-    if (!ladder || !ladder.IsSequence() || ladder.size() == 0 ||
-        ladder.size() > p.capture_ladder.size()) {
-      row.fail("cudagraph_capture.ladder", ladder ? "wrong shape" : "missing",
-               "expected 1..4 [start, end, step] segments");
-    }
-    std::int32_t previous_end = 0;
-    for (std::size_t s = 0; s < ladder.size(); ++s) {
-      const std::string name = "cudagraph_capture.ladder[" + std::to_string(s) + "]";
-      const YAML::Node seg = ladder[s];
-      if (!seg.IsSequence() || seg.size() != 3)
-        row.fail(name, "wrong shape", "expected [start, end, step]");
-      CaptureSegment c;
-      c.start = static_cast<std::int32_t>(row.integer(name, seg[0], 1, 1 << 16));
-      c.end = static_cast<std::int32_t>(row.integer(name, seg[1], c.start, 1 << 16));
-      c.step = static_cast<std::int32_t>(row.integer(name, seg[2], 1, 1 << 16));
-      if (c.start <= previous_end) row.fail(name, std::to_string(c.start), "segments must ascend");
-      previous_end = c.end;
-      p.capture_ladder[s] = c;
-    }
-    p.capture_ladder_segments = static_cast<std::int32_t>(ladder.size());
+    p.capture_ladder_segments = parse_ladder(row, key, p.capture_ladder);
     p.capture_bounded_by_max_num_seqs = row.sub_flag(key, "bounded_by_max_num_seqs");
     p.capture_seq_multiplier =
         static_cast<std::int32_t>(row.sub_integer(key, "seq_multiplier", 1, 64));
@@ -307,14 +319,28 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
     p.capture_max_size = static_cast<std::int32_t>(row.sub_integer(key, "max_size", 1, 1 << 16));
     p.capture_bounded_by_batched_tokens = row.sub_flag(key, "bounded_by_batched_tokens");
   }
+  if (!row.inherits("model_cudagraph_capture", first)) {
+    const char* key = "model_cudagraph_capture";
+    p.model_capture_model_types = row.sub_names(key, "model_types");
+    p.model_capture_ladder_segments = p.model_capture_model_types.empty()
+                                          ? 0
+                                          : parse_ladder(row, key, p.model_capture_ladder);
+  }
   if (!row.inherits("cudagraph_pool_mib", first)) {
     const char* key = "cudagraph_pool_mib";
     p.cudagraph_base_mib = row.sub_number(key, "base", 0.0, 65536.0);
     p.cudagraph_piece_mib = row.sub_number(key, "piece", 0.0, 1024.0);
-    p.cudagraph_piece_mib_per_hidden = row.sub_number(key, "piece_per_hidden", 0.0, 1.0);
     p.cudagraph_piece_mib_moe = row.sub_number(key, "piece_moe", 0.0, 1024.0);
     p.cudagraph_piece_mib_mla = row.sub_number(key, "piece_mla", 0.0, 1024.0);
     p.cudagraph_piece_mib_mxfp4_moe = row.sub_number(key, "piece_mxfp4_moe", 0.0, 1024.0);
+  }
+  if (!row.inherits("full_cudagraph_attention_splits", first)) {
+    const char* key = "full_cudagraph_attention_splits";
+    p.full_cudagraph_attention_splits =
+        static_cast<std::int32_t>(row.integer(key, row.get(key), 0, 1024));
+  }
+  if (!row.inherits("mm_prefix_lm_model_types", first)) {
+    p.mm_prefix_lm_model_types = row.names("mm_prefix_lm_model_types");
   }
   if (!row.inherits("large_gpu_names", first)) p.large_gpu_names = row.names("large_gpu_names");
   if (!row.inherits("large_gpu_min_memory_bytes", first)) {

@@ -424,11 +424,11 @@ void register_engine_profile(py::module_& m) {
                     &EngineProfile::non_torch_tensor_parallel_pcie_bytes)
       .def_readonly("cudagraph_base_mib", &EngineProfile::cudagraph_base_mib)
       .def_readonly("cudagraph_piece_mib", &EngineProfile::cudagraph_piece_mib)
-      .def_readonly("cudagraph_piece_mib_per_hidden",
-                    &EngineProfile::cudagraph_piece_mib_per_hidden)
       .def_readonly("cudagraph_piece_mib_moe", &EngineProfile::cudagraph_piece_mib_moe)
       .def_readonly("cudagraph_piece_mib_mla", &EngineProfile::cudagraph_piece_mib_mla)
       .def_readonly("cudagraph_piece_mib_mxfp4_moe", &EngineProfile::cudagraph_piece_mib_mxfp4_moe)
+      .def_readonly("full_cudagraph_attention_splits",
+                    &EngineProfile::full_cudagraph_attention_splits)
       .def_readonly("cudagraph_in_budget", &EngineProfile::cudagraph_in_budget)
       .def_readonly("version_warning", &EngineProfile::version_warning);
   m.def("newest_known_vllm_version", &vramplan::newest_known_vllm_version,

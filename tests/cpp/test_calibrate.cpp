@@ -30,9 +30,8 @@ EngineProfile truth() {
   p.nccl_communicator_bytes = 200 << 20;             // row: 256 MiB
   p.sampler_bytes_per_logit = 20.0;                  // row: 13.2
   p.forward_hidden_buffers = 7.5;                    // row: 6
-  p.cudagraph_base_mib = 450.0;                      // row: 400
-  p.cudagraph_piece_mib = 0.09;                      // row: 0.111
-  p.cudagraph_piece_mib_per_hidden = 6.0e-5;         // row: 5.24e-5
+  p.cudagraph_base_mib = 150.0;                      // row: 107
+  p.cudagraph_piece_mib = 0.30;                      // row: 0.36
   return p;
 }
 
@@ -115,9 +114,8 @@ TEST(Calibrate, ExactSyntheticFiguresGiveTheConstantsBack) {
   EXPECT_NEAR(got.nccl_communicator_bytes, t.nccl_communicator_bytes, 1024);
   EXPECT_NEAR(got.sampler_bytes_per_logit, 20.0, 1e-4);
   EXPECT_NEAR(got.forward_hidden_buffers, 7.5, 1e-4);
-  EXPECT_NEAR(got.cudagraph_base_mib, 450.0, 1e-3);
-  EXPECT_NEAR(got.cudagraph_piece_mib, 0.09, 1e-6);
-  EXPECT_NEAR(got.cudagraph_piece_mib_per_hidden, 6.0e-5, 1e-9);
+  EXPECT_NEAR(got.cudagraph_base_mib, 150.0, 1e-3);
+  EXPECT_NEAR(got.cudagraph_piece_mib, 0.30, 1e-6);
   for (const FittedConstant& c : fit.constants) EXPECT_TRUE(c.fitted) << c.name << ": " << c.status;
   EXPECT_EQ(fit.fitted_on.size(), 6u);
   EXPECT_GT(fit.condition_number, 1.0);
@@ -140,11 +138,10 @@ TEST(Calibrate, FiguresRoundedLikeALogGiveTheConstantsWithinTheirStandardErrors)
       t.sampler_bytes_per_logit,
       t.forward_hidden_buffers,
       t.cudagraph_base_mib,
-      t.cudagraph_piece_mib_per_hidden,
       t.cudagraph_piece_mib,
   };
-  ASSERT_EQ(fit.constants.size(), 10u);
-  for (std::size_t i = 0; i < 10; ++i) {
+  ASSERT_EQ(fit.constants.size(), 9u);
+  for (std::size_t i = 0; i < 9; ++i) {
     const FittedConstant& c = fit.constants[i];
     ASSERT_TRUE(c.fitted) << c.name << ": " << c.status;
     // Rounding to 0.01 GiB is uniform noise of sd 0.0029 GiB, inside the 0.005 GiB assumed:
@@ -161,7 +158,7 @@ TEST(Calibrate, OneLaunchOrIdenticalLogsNameEveryConstant) {
     calibrate(row, one);
     FAIL() << "one launch fitted";
   } catch (const CalibrationError& e) {
-    EXPECT_EQ(e.terms().size(), 10u);
+    EXPECT_EQ(e.terms().size(), 9u);
     EXPECT_NE(std::string(e.what()).find("1 distinct launch"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("cudagraph_pool_mib.piece"), std::string::npos);
   }
@@ -189,7 +186,7 @@ TEST(Calibrate, EagerOnlyLaunchesCannotIdentifyTheGraphPool) {
     calibrate(row, eager, graph);
     FAIL() << "graph pool fitted on eager launches";
   } catch (const CalibrationError& e) {
-    ASSERT_EQ(e.terms().size(), 3u);
+    ASSERT_EQ(e.terms().size(), 2u);
     EXPECT_EQ(e.terms()[0], "cudagraph_pool_mib.base");
     EXPECT_NE(std::string(e.what()).find("not exercised"), std::string::npos) << e.what();
   }
@@ -215,7 +212,6 @@ TEST(Calibrate, CollinearLaunchesKeepTheRowValueAndSayWhy) {
   EXPECT_NE(piece.status.find("collinear with cudagraph_pool_mib.base"), std::string::npos)
       << piece.status;
   EXPECT_TRUE(constant(fit, "cudagraph_pool_mib.base").fitted);
-  EXPECT_TRUE(constant(fit, "cudagraph_pool_mib.piece_per_hidden").fitted);
   // No PP launch: that regime's non-torch memory is not exercised.
   EXPECT_NE(constant(fit, "non_torch_pipeline_only_bytes").status.find("not exercised"),
             std::string::npos);
@@ -273,8 +269,7 @@ TEST(Calibrate, ProfileYamlRoundTripsThroughTheOverrides) {
   EXPECT_EQ(loaded.fitted_on, fit.fitted_on);
   EXPECT_EQ(loaded.profile.non_torch_tensor_parallel_bytes,
             fit.profile.non_torch_tensor_parallel_bytes);
-  EXPECT_NEAR(loaded.profile.cudagraph_piece_mib_per_hidden,
-              fit.profile.cudagraph_piece_mib_per_hidden, 1e-12);
+  EXPECT_NEAR(loaded.profile.cudagraph_piece_mib, fit.profile.cudagraph_piece_mib, 1e-12);
   EXPECT_NEAR(loaded.profile.sampler_bytes_per_logit, fit.profile.sampler_bytes_per_logit, 1e-6);
   // The same overrides through the engine's own reader give the same row.
   const EngineProfile applied = apply_profile_overrides(row, yaml, "fit.yaml");
@@ -484,7 +479,6 @@ TEST(CalibrateOwnRow, ALaunchOfAnotherVersionInformsOnlyTheConstantsItsRowShares
   EngineProfile measured15 = row15;
   measured15.cudagraph_base_mib = truth().cudagraph_base_mib;
   measured15.cudagraph_piece_mib = truth().cudagraph_piece_mib;
-  measured15.cudagraph_piece_mib_per_hidden = truth().cudagraph_piece_mib_per_hidden;
   CalibrationSample old = sample_of({"v015", 1, 1, 64, false}, measured15, false);
   old.config.engine_version = "0.15.0";
   old.measured.non_torch_bytes = static_cast<std::int64_t>(2 * kGiB);
@@ -493,7 +487,7 @@ TEST(CalibrateOwnRow, ALaunchOfAnotherVersionInformsOnlyTheConstantsItsRowShares
   const CalibrationResult fit = calibrate(engine_profile("0.19.0"), samples);
   // Its 2 GiB does not reach the 0.19 row's constant (the rows do not share it) ...
   EXPECT_NEAR(fit.profile.non_torch_single_rank_bytes, truth().non_torch_single_rank_bytes, 1024);
-  EXPECT_NEAR(fit.profile.cudagraph_base_mib, 450.0, 1e-3);
+  EXPECT_NEAR(fit.profile.cudagraph_base_mib, 150.0, 1e-3);
   // ... and its own figures are predicted with its own row's 0.13 GiB, not the fit's.
   for (const TermError& e : fit.errors) {
     if (e.sample_id == "v015" && e.term == "non_torch_gib") {

@@ -269,8 +269,10 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    cudagraph_capture: {ladder: [[1, 2, 1], [4, 4, 1], [8, 248, 8], [256, 512, 16]], "
       "bounded_by_max_num_seqs: true, seq_multiplier: 2, counts_speculative_tokens: true, "
       "max_size: 512, bounded_by_batched_tokens: true}\n"
-      "    cudagraph_pool_mib: {base: 400, piece: 0.111, piece_per_hidden: 5.24e-5, "
-      "piece_moe: 0.15, piece_mla: 0.40, piece_mxfp4_moe: 0.67}\n"
+      "    cudagraph_pool_mib: {base: 107, piece: 0.36, "
+      "piece_moe: 0.076, piece_mla: 0.285, piece_mxfp4_moe: 0.357}\n"
+      "    model_cudagraph_capture: {model_types: []}\n"
+      "    full_cudagraph_attention_splits: 32\n    mm_prefix_lm_model_types: []\n"
       "    large_gpu_names: []\n    large_gpu_min_memory_bytes: 75161927680\n"
       "    large_gpu_excluded_names: [a100]\n"
       "    max_num_seqs: {large_gpu: 1024, other_gpu: 256}\n"
@@ -318,7 +320,14 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       {replace("per_sm: [[7.5, 1024], [9.0, 2048]]", "per_sm: 7.5"), "max_resident_threads_per_sm"},
       {replace("reference_threads: 270336", "reference_threads: 0"),
        "cuda_context_reference_threads"},
-      {replace("piece_moe: 0.15", "piece_moe: -1"), "cudagraph_pool_mib.piece_moe"},
+      {replace("piece_moe: 0.076", "piece_moe: -1"), "cudagraph_pool_mib.piece_moe"},
+      {replace("full_cudagraph_attention_splits: 32", "full_cudagraph_attention_splits: -1"),
+       "full_cudagraph_attention_splits"},
+      {replace("mm_prefix_lm_model_types: []", "mm_prefix_lm_model_types: gemma3"),
+       "mm_prefix_lm_model_types"},
+      {replace("model_cudagraph_capture: {model_types: []}",
+               "model_cudagraph_capture: {model_types: [gpt_oss]}"),
+       "model_cudagraph_capture.ladder"},
       {replace("    post_allocation_check: true\n", ""), "post_allocation_check"},
       {replace("attention: fused_qk", "attention: fused"), "vit_rotary_attention"},
       {replace("qwen3_vl: 1}", "qwen3_vl: 0}"), "mrope_cache_positions_factor.qwen3_vl"},
@@ -403,7 +412,7 @@ TEST(EngineProfiles, CalibrationProfileOverridesARow) {
   const EngineProfile calibrated = apply_profile_overrides(
       base,
       "fitted_on: [a.log, b.log]\noverrides:\n  cuda_context_bytes: 600000000\n"
-      "  cudagraph_pool_mib: {base: 300, piece: 0.2, piece_per_hidden: 1e-5, piece_moe: 0.1,"
+      "  cudagraph_pool_mib: {base: 300, piece: 0.2, piece_moe: 0.1,"
       " piece_mla: 0.3, piece_mxfp4_moe: 0.5}\n",
       "p.yaml");
   EXPECT_EQ(calibrated.cuda_context_bytes, 600000000);

@@ -46,9 +46,10 @@ bool runs_v2(const Launch& l) {
 }
 
 // Llama-3.1-8B's graph pool at 51 capture sizes on one H100 rank (engines.yaml
-// cudagraph_pool_mib, fitted on 0.19): 400 MiB + 51 x 32 layers x (0.111 + 5.24e-5 x 4096) MiB
-// = 400 + 51 x 10.4201728 = 931.4288128 MiB.
-constexpr double kLlamaGraphMiB = 400.0 + 51.0 * 32.0 * (0.111 + 5.24e-5 * 4096.0);
+// cudagraph_pool_mib, fitted on 0.19): 107 MiB + 51 x 32 layers x 0.36 MiB = 694.52 MiB, plus
+// FA3's split accumulators for the largest FULL graph, 32 splits x 32 heads x (128 + 1) x 4 B x
+// 512 tokens = 270,532,608 B = 258 MiB (the 0.19 logs: 260 MiB first FULL capture): 952.52 MiB.
+constexpr double kLlamaGraphMiB = 107.0 + 51.0 * 32.0 * 0.36 + 258.0;
 
 }  // namespace
 

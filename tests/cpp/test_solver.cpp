@@ -368,9 +368,10 @@ TEST(SolverProperties, HoldAcrossArchitecturesGpusAndVersions) {
   }
   // 108 launches. Never fitting: Qwen3-Next (149 GiB of bf16 weights) on any card (18);
   // Qwen3-30B-A3B (56.9 GiB) on the 44.4 GiB L40S (6); DeepSeek-V2-Lite (29.3 GiB) on an
-  // L40S with 12 GiB taken by others (2). The other 82 must fit, or the properties above
-  // test nothing.
-  EXPECT_EQ(plans_that_fit, 82);
+  // L40S with 12 GiB taken by others at 0.19 (1: at 0.21 the graph estimate charged in the
+  // budget, 0.85 GiB without FA3's accumulators on the L40S, leaves room). The other 83 must
+  // fit, or the properties above test nothing.
+  EXPECT_EQ(plans_that_fit, 83);
 }
 
 TEST(Engine, MaxModelLenBeyondTheModelIsRefused) {

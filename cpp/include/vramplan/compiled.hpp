@@ -120,6 +120,8 @@ struct CompiledRank {
   std::optional<ActivationModel> draft_activation;  // a separate drafter's dummy forward
   double cudagraph_bytes_per_size = 0.0;            // the rank's pieces at one capture size
   double draft_cudagraph_bytes_per_size = 0.0;      // the drafter's pieces (pool base shared)
+  // FA3 split-KV accumulators per token of the largest FULL graph (0: none)
+  std::int64_t attention_split_bytes_per_token = 0;
   EncoderProfileModel encoder;                      // every stage profiles the encoder
   KvGeometry kv;
 };

@@ -127,13 +127,24 @@ struct EngineProfile {
   bool capture_counts_speculative_tokens = true;
   std::int32_t capture_max_size = 512;
   bool capture_bounded_by_batched_tokens = true;
+  // Models that set their own capture list (VerifyAndUpdateConfig): this ladder, not bounded
+  // by max_num_seqs.
+  std::vector<std::string> model_capture_model_types;
+  std::array<CaptureSegment, 4> model_capture_ladder{};
+  std::int32_t model_capture_ladder_segments = 0;
   // CUDA-graph pool: base + per captured piece (one layer at one size); fitted, in MiB.
   double cudagraph_base_mib = 400.0;
   double cudagraph_piece_mib = 0.111;
-  double cudagraph_piece_mib_per_hidden = 5.24e-5;  // x hidden_size / TP
   double cudagraph_piece_mib_moe = 0.15;
   double cudagraph_piece_mib_mla = 0.40;
   double cudagraph_piece_mib_mxfp4_moe = 0.67;
+  // FULL graphs with FlashAttention 3 bound its split-KV search to this many splits, and the
+  // first capture allocates out and log-sum-exp accumulators of [splits, heads, tokens,
+  // head_size_v + 1] fp32 at the largest captured size (0: no such bound).
+  std::int32_t full_cudagraph_attention_splits = 0;
+  // model_types vLLM serves with prefix (bidirectional image-token) attention, which
+  // FlashAttention cannot run: the Triton backend takes them.
+  std::vector<std::string> mm_prefix_lm_model_types;
   // Which GPUs get the large batch defaults (uses_large_batch_defaults): a name in
   // large_gpu_names, or >= large_gpu_min_memory_bytes (0: no memory rule), unless a name in
   // large_gpu_excluded_names. Names are lower case, matched inside the GPU's id and name.

@@ -93,7 +93,6 @@ const std::array<Constant, kNumConstants>& constants() {
   return table;
 }
 
-
 // The measured terms, in report order. Figures are GiB except kv_tokens.
 enum TermIndex : std::size_t {
   kActivation,
@@ -153,6 +152,11 @@ Prediction predict(const CalibrationSample& sample, const EngineProfile& profile
   p[kNonTorch] = static_cast<double>(rank.non_torch_bytes) / kGiB;
   p[kCudagraph] = static_cast<double>(rank.cudagraph_bytes) / kGiB;
   p[kKvCache] = static_cast<double>(rank.kv_cache_bytes) / kGiB;
+  const std::optional<std::int64_t>& estimate = sample.measured.cudagraph_estimate_bytes;
+  if (estimate && !sample.held_out && b.profile.cudagraph_in_budget &&
+      b.config.num_cudagraph_sizes > 0) {
+    p[kKvCache] += static_cast<double>(rank.cudagraph_bytes - *estimate) / kGiB;
+  }
   p[kStartupFree] = static_cast<double>(b.startup_free_bytes) / kGiB;
   p[kKvTokens] = static_cast<double>(b.kv_tokens);
   return p;

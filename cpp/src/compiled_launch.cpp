@@ -639,8 +639,8 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
       rank.activation.moe_chunk_tokens = profile.fused_moe_chunk_tokens;
     }
     rank.cudagraph_bytes_per_size = cudagraph_bytes_per_size(s, profile, quantization_, layers);
-    rank.attention_split_bytes_per_token = attention_split_bytes_per_token(
-        s, profile, hardware_.gpu, served_dtype_, tp, layers);
+    rank.attention_split_bytes_per_token =
+        attention_split_bytes_per_token(s, profile, hardware_.gpu, served_dtype_, tp, layers);
     if (rank.last_stage && drafter.model != nullptr) {
       // The drafter's dummy forward follows the target's in the profile run; its graphs are
       // captured too (pieces only: the pool base is shared).

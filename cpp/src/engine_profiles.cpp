@@ -184,8 +184,7 @@ class Row {
 std::int32_t parse_ladder(const Row& row, const char* key,
                           std::array<CaptureSegment, 4>& ladder_out) {
   const YAML::Node ladder = row.map(key)["ladder"];
-  if (!ladder || !ladder.IsSequence() || ladder.size() == 0 ||
-      ladder.size() > ladder_out.size()) {
+  if (!ladder || !ladder.IsSequence() || ladder.size() == 0 || ladder.size() > ladder_out.size()) {
     row.fail(std::string(key) + ".ladder", ladder ? "wrong shape" : "missing",
              "expected 1..4 [start, end, step] segments");
   }
@@ -322,9 +321,8 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   if (!row.inherits("model_cudagraph_capture", first)) {
     const char* key = "model_cudagraph_capture";
     p.model_capture_model_types = row.sub_names(key, "model_types");
-    p.model_capture_ladder_segments = p.model_capture_model_types.empty()
-                                          ? 0
-                                          : parse_ladder(row, key, p.model_capture_ladder);
+    p.model_capture_ladder_segments =
+        p.model_capture_model_types.empty() ? 0 : parse_ladder(row, key, p.model_capture_ladder);
   }
   if (!row.inherits("cudagraph_pool_mib", first)) {
     const char* key = "cudagraph_pool_mib";

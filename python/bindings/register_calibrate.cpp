@@ -93,6 +93,7 @@ void register_calibrate(py::module_& m) {
           s.measured.non_torch_bytes = bytes_of(measured, "non_torch_bytes");
           s.measured.cudagraph_bytes = bytes_of(measured, "cudagraph_bytes");
           s.measured.kv_cache_bytes = bytes_of(measured, "kv_cache_bytes");
+          s.measured.cudagraph_estimate_bytes = bytes_of(measured, "cudagraph_estimate_bytes");
           s.measured.startup_free_bytes = bytes_of(measured, "startup_free_bytes");
           s.measured.kv_tokens = bytes_of(measured, "kv_tokens");
           in.push_back(std::move(s));

@@ -43,6 +43,7 @@ _MEASURED = (
     ("cudagraph_gib", "cudagraph_bytes"),
     ("kv_cache_gib", "kv_cache_bytes"),
     ("startup_free_gib", "startup_free_bytes"),
+    ("cudagraph_estimate_gib", "cudagraph_estimate_bytes"),
 )
 
 

@@ -502,6 +502,54 @@ TEST(CalibrateOwnRow, ALaunchOfAnotherVersionInformsOnlyTheConstantsItsRowShares
             truth().non_torch_single_rank_bytes + (64 << 20));
 }
 
+TEST(Calibrate, AnInBudgetLaunchIsFittedWithTheEstimateItsLogPrints) {
+  // 0.21 charges the graph estimate in the budget. A log that prints "Estimated CUDA graph
+  // memory: 0.50 GiB total" is fitted as if the planner had charged 0.50 GiB, not its pool:
+  // its predicted KV moves up by exactly (pool - 0.50 GiB). A held-out launch keeps the
+  // planner's own charge (the estimate is a measured figure).
+  const EngineProfile row = engine_profile("0.21.0");
+  std::vector<CalibrationSample> samples;
+  for (const Launch& l : {kLaunches[0], kLaunches[1], kLaunches[3]}) {
+    CalibrationSample s = sample_of(l, truth(), true);
+    s.config.engine_version = "0.21.0";
+    samples.push_back(s);
+  }
+  const std::int64_t estimate = kGiB / 2;
+  samples[0].measured.cudagraph_estimate_bytes = estimate;
+  CalibrationSample held = samples[0];
+  held.id = "tp1-held";
+  held.held_out = true;
+  held.config.max_model_len = 4096;  // not a duplicate of the fitted launch
+  samples.push_back(held);
+  CalibrationOptions options;
+  options.terms = {"cudagraph"};
+  const CalibrationResult fit = calibrate(row, samples, options);
+  EngineConfig config = samples[0].config;
+  config.profile = std::make_shared<const EngineProfile>(row);
+  const RankBreakdown planner =
+      compute_breakdown(*samples[0].spec, samples[0].hardware, config).ranks.front();
+  config.max_model_len = 4096;
+  const RankBreakdown planner_held =
+      compute_breakdown(*samples[0].spec, samples[0].hardware, config).ranks.front();
+  int checked = 0;
+  for (const TermError& e : fit.errors) {
+    if (e.term != "kv_cache_gib") continue;
+    if (e.sample_id == "tp1") {
+      ++checked;
+      const double expected =
+          static_cast<double>(planner.kv_cache_bytes + planner.cudagraph_bytes - estimate) / kGiB;
+      EXPECT_NEAR(e.predicted_before, expected, 1e-9);
+    }
+    if (e.sample_id == "tp1-held") {
+      ++checked;
+      EXPECT_NEAR(e.predicted_before, static_cast<double>(planner_held.kv_cache_bytes) / kGiB,
+                  1e-9);
+    }
+  }
+  EXPECT_EQ(checked, 2);
+  EXPECT_GT(planner.cudagraph_bytes, estimate);  // the substitution moved the figure
+}
+
 TEST(CalibrateOwnRow, ALaunchOnTheV0FallbackIsEvaluatedWithTheV0Row) {
   // vLLM 0.8 runs V0 on a GPU below compute capability 8.0 ("Falling back to V0"): calibrating
   // the 0.8 (V1) row, such a launch is predicted with the V0 row, as the planner plans it, and

@@ -39,6 +39,12 @@ struct MeasuredStartup {
   std::optional<std::int64_t> kv_cache_bytes;
   std::optional<std::int64_t> startup_free_bytes;  // free memory when the engine starts
   std::optional<std::int64_t> kv_tokens;           // reported only, not fitted
+  // "Estimated CUDA graph memory: X GiB total": where the launch's row charges the estimate in
+  // the budget, a fitted launch's available KV is predicted with this figure in place of the
+  // planner's pool, so its KV does not pull the pool's constants (the engine's estimate is not
+  // its pool: 0.50 against 0.67 GiB for pub-464). Not a fitted figure; a held-out launch keeps
+  // the planner's.
+  std::optional<std::int64_t> cudagraph_estimate_bytes;
 };
 
 // One measured launch. `config.profile` is ignored: every launch is evaluated with the profile

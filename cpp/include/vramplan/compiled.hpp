@@ -122,7 +122,7 @@ struct CompiledRank {
   double draft_cudagraph_bytes_per_size = 0.0;      // the drafter's pieces (pool base shared)
   // FA3 split-KV accumulators per token of the largest FULL graph (0: none)
   std::int64_t attention_split_bytes_per_token = 0;
-  EncoderProfileModel encoder;                      // every stage profiles the encoder
+  EncoderProfileModel encoder;  // every stage profiles the encoder
   KvGeometry kv;
 };
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "test_support.hpp"
 #include "vramplan/engine.hpp"
 #include "vramplan/spec_db.hpp"
 
@@ -15,10 +16,7 @@ using namespace vramplan;
 
 namespace {
 
-const SpecDatabase& database() {
-  static const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
-  return db;
-}
+const SpecDatabase& database() { return vramplan_test::shipped_database(); }
 
 constexpr std::int64_t kMiB = std::int64_t{1} << 20;
 

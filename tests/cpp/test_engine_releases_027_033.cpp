@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "test_support.hpp"
 #include "vramplan/compiled.hpp"
 #include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
@@ -18,10 +19,7 @@ using namespace vramplan;
 
 namespace {
 
-const SpecDatabase& database() {
-  static const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
-  return db;
-}
+const SpecDatabase& database() { return vramplan_test::shipped_database(); }
 
 constexpr std::int64_t kMiB = std::int64_t{1} << 20;
 

@@ -13,6 +13,13 @@ namespace vramplan_test {
 
 constexpr double kGiB = 1073741824.0;
 
+// The shipped model_specs/ database, loaded once per test binary.
+inline const vramplan::SpecDatabase& shipped_database() {
+  static const vramplan::SpecDatabase db =
+      vramplan::SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  return db;
+}
+
 // Specs written inline in tests, from the public config.json values quoted beside them.
 inline vramplan::ModelSpec spec_from_yaml(const std::string& yaml) {
   return vramplan::parse_model_spec_yaml(yaml, "<test>");

@@ -367,8 +367,7 @@ std::int64_t attention_split_bytes_per_token(const ModelSpec& spec, const Engine
       spec.attention_sinks) {
     return 0;
   }
-  const auto& prefix_lm = profile.mm_prefix_lm_model_types;
-  if (std::find(prefix_lm.begin(), prefix_lm.end(), spec.model_type) != prefix_lm.end()) return 0;
+  if (profile.mm_prefix_lm_model_types.contains(spec.model_type)) return 0;
   std::int32_t head_size_v = 0;
   for (std::int32_t i = layers.begin; i < layers.end; ++i) {
     const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
@@ -531,8 +530,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
         (hardware_.gpu.vendor == "amd" && !profile.long_context_chunked_prefill_rocm);
     long_context_chunked_prefill_above_ = excluded ? 0 : profile.long_context_chunked_prefill_above;
   }
-  const auto& own_list = profile.model_capture_model_types;
-  if (std::find(own_list.begin(), own_list.end(), s.model_type) != own_list.end()) {
+  if (profile.model_capture_model_types.contains(s.model_type)) {
     profile.capture_ladder = profile.model_capture_ladder;
     profile.capture_ladder_segments = profile.model_capture_ladder_segments;
     profile.capture_max_size =

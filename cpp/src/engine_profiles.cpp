@@ -179,6 +179,27 @@ class Row {
 
 // The fields of one row (or of a calibration profile) over `p`: a field the row omits keeps
 // p's value unless `first` (then every field is required).
+// A list of model_types into its inline form: at most ModelTypeList::kCapacity names of at most
+// kMaxLength characters each.
+ModelTypeList model_type_list(const Row& row, const std::string& field,
+                              const std::vector<std::string>& names) {
+  if (names.size() > ModelTypeList::kCapacity) {
+    row.fail(field, std::to_string(names.size()) + " names",
+             "at most " + std::to_string(ModelTypeList::kCapacity) + " model_types");
+  }
+  ModelTypeList list;
+  for (const std::string& name : names) {
+    if (name.size() > ModelTypeList::kMaxLength) {
+      row.fail(
+          field, name.substr(0, 64),
+          "a model_type of at most " + std::to_string(ModelTypeList::kMaxLength) + " characters");
+    }
+    std::copy(name.begin(), name.end(), list.names[list.count].begin());
+    ++list.count;
+  }
+  return list;
+}
+
 // A capture ladder, 1..4 ascending [start, end, step] segments, under `key`.ladder; returns
 // how many.
 std::int32_t parse_ladder(const Row& row, const char* key,
@@ -320,7 +341,8 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   }
   if (!row.inherits("model_cudagraph_capture", first)) {
     const char* key = "model_cudagraph_capture";
-    p.model_capture_model_types = row.sub_names(key, "model_types");
+    p.model_capture_model_types =
+        model_type_list(row, std::string(key) + ".model_types", row.sub_names(key, "model_types"));
     p.model_capture_ladder_segments =
         p.model_capture_model_types.empty() ? 0 : parse_ladder(row, key, p.model_capture_ladder);
   }
@@ -338,7 +360,8 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
         static_cast<std::int32_t>(row.integer(key, row.get(key), 0, 1024));
   }
   if (!row.inherits("mm_prefix_lm_model_types", first)) {
-    p.mm_prefix_lm_model_types = row.names("mm_prefix_lm_model_types");
+    p.mm_prefix_lm_model_types =
+        model_type_list(row, "mm_prefix_lm_model_types", row.names("mm_prefix_lm_model_types"));
   }
   if (!row.inherits("large_gpu_names", first)) p.large_gpu_names = row.names("large_gpu_names");
   if (!row.inherits("large_gpu_min_memory_bytes", first)) {

@@ -29,6 +29,22 @@ enum class EngineEra : std::uint8_t {
 const char* engine_era_name(EngineEra era) noexcept;
 
 // One run of CUDA-graph capture sizes: start, start + step, ... up to `end`.
+// A short list of HF model_types held inline: engine rows are copied per launch, and a heap
+// list would cost allocations on the planner's hot path.
+struct ModelTypeList {
+  static constexpr std::size_t kCapacity = 8;
+  static constexpr std::size_t kMaxLength = 31;
+  std::array<std::array<char, kMaxLength + 1>, kCapacity> names{};
+  std::size_t count = 0;
+  bool contains(const std::string& model_type) const noexcept {
+    for (std::size_t i = 0; i < count; ++i) {
+      if (model_type == names[i].data()) return true;
+    }
+    return false;
+  }
+  bool empty() const noexcept { return count == 0; }
+};
+
 struct CaptureSegment {
   std::int32_t start = 0;
   std::int32_t end = 0;
@@ -129,7 +145,7 @@ struct EngineProfile {
   bool capture_bounded_by_batched_tokens = true;
   // Models that set their own capture list (VerifyAndUpdateConfig): this ladder, not bounded
   // by max_num_seqs.
-  std::vector<std::string> model_capture_model_types;
+  ModelTypeList model_capture_model_types;
   std::array<CaptureSegment, 4> model_capture_ladder{};
   std::int32_t model_capture_ladder_segments = 0;
   // CUDA-graph pool: base + per captured piece (one layer at one size); fitted, in MiB.
@@ -144,7 +160,7 @@ struct EngineProfile {
   std::int32_t full_cudagraph_attention_splits = 0;
   // model_types vLLM serves with prefix (bidirectional image-token) attention, which
   // FlashAttention cannot run: the Triton backend takes them.
-  std::vector<std::string> mm_prefix_lm_model_types;
+  ModelTypeList mm_prefix_lm_model_types;
   // Which GPUs get the large batch defaults (uses_large_batch_defaults): a name in
   // large_gpu_names, or >= large_gpu_min_memory_bytes (0: no memory rule), unless a name in
   // large_gpu_excluded_names. Names are lower case, matched inside the GPU's id and name.

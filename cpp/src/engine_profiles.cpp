@@ -177,9 +177,7 @@ class Row {
   std::string prefix_;
 };
 
-// The fields of one row (or of a calibration profile) over `p`: a field the row omits keeps
-// p's value unless `first` (then every field is required).
-// A list of model_types into its inline form: at most ModelTypeList::kCapacity names of at most
+// A list of model_types into its shared form: at most ModelTypeList::kCapacity names of at most
 // kMaxLength characters each.
 ModelTypeList model_type_list(const Row& row, const std::string& field,
                               const std::vector<std::string>& names) {
@@ -187,16 +185,15 @@ ModelTypeList model_type_list(const Row& row, const std::string& field,
     row.fail(field, std::to_string(names.size()) + " names",
              "at most " + std::to_string(ModelTypeList::kCapacity) + " model_types");
   }
-  ModelTypeList list;
   for (const std::string& name : names) {
     if (name.size() > ModelTypeList::kMaxLength) {
       row.fail(
           field, name.substr(0, 64),
           "a model_type of at most " + std::to_string(ModelTypeList::kMaxLength) + " characters");
     }
-    std::copy(name.begin(), name.end(), list.names[list.count].begin());
-    ++list.count;
   }
+  ModelTypeList list;
+  list.names = std::make_shared<const std::vector<std::string>>(names);
   return list;
 }
 
@@ -226,6 +223,8 @@ std::int32_t parse_ladder(const Row& row, const char* key,
   return static_cast<std::int32_t>(ladder.size());
 }
 
+// The fields of one row (or of a calibration profile) over `p`: a field the row omits keeps
+// p's value unless `first` (then every field is required).
 void apply_row(EngineProfile& p, const Row& row, bool first) {
   constexpr std::int64_t kMaxBytes = std::int64_t{64} << 30;
   if (!row.inherits("era", first)) {

@@ -29,20 +29,20 @@ enum class EngineEra : std::uint8_t {
 const char* engine_era_name(EngineEra era) noexcept;
 
 // One run of CUDA-graph capture sizes: start, start + step, ... up to `end`.
-// A short list of HF model_types held inline: engine rows are copied per launch, and a heap
-// list would cost allocations on the planner's hot path.
+// A short list of HF model_types, shared between copies: engine rows are copied per launch, and
+// copying a list of strings would cost allocations on the planner's hot path.
 struct ModelTypeList {
   static constexpr std::size_t kCapacity = 8;
   static constexpr std::size_t kMaxLength = 31;
-  std::array<std::array<char, kMaxLength + 1>, kCapacity> names{};
-  std::size_t count = 0;
+  std::shared_ptr<const std::vector<std::string>> names;
   bool contains(const std::string& model_type) const noexcept {
-    for (std::size_t i = 0; i < count; ++i) {
-      if (model_type == names[i].data()) return true;
+    if (!names) return false;
+    for (const std::string& name : *names) {
+      if (name == model_type) return true;
     }
     return false;
   }
-  bool empty() const noexcept { return count == 0; }
+  bool empty() const noexcept { return !names || names->empty(); }
 };
 
 struct CaptureSegment {

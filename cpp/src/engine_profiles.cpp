@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -145,6 +146,21 @@ class Row {
     const YAML::Node m = get(key);
     if (!m.IsMap()) fail(key, "not a map", "expected a map");
     return m;
+  }
+  // A map's keys must be among `known`: a field this version does not read (one a calibration
+  // profile of an older vramplan wrote, say) is an error, not silently dropped.
+  void only_keys(const std::string& map_key, std::initializer_list<const char*> known) const {
+    for (const auto& kv : map(map_key)) {
+      const std::string key = kv.first.Scalar();
+      const bool ok =
+          std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; });
+      if (!ok) {
+        std::string names;
+        for (const char* k : known) names += (names.empty() ? "" : ", ") + std::string(k);
+        fail(map_key + "." + key.substr(0, 64), "present",
+             "not a field here (known: " + names + ")");
+      }
+    }
   }
   YAML::Node entry(const std::string& map_key, const YAML::Node& m, const std::string& key) const {
     const YAML::Node v = m[key];
@@ -340,6 +356,7 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   }
   if (!row.inherits("model_cudagraph_capture", first)) {
     const char* key = "model_cudagraph_capture";
+    row.only_keys(key, {"model_types", "ladder"});
     p.model_capture_model_types =
         model_type_list(row, std::string(key) + ".model_types", row.sub_names(key, "model_types"));
     p.model_capture_ladder_segments =
@@ -347,6 +364,7 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   }
   if (!row.inherits("cudagraph_pool_mib", first)) {
     const char* key = "cudagraph_pool_mib";
+    row.only_keys(key, {"base", "piece", "piece_moe", "piece_mla", "piece_mxfp4_moe"});
     p.cudagraph_base_mib = row.sub_number(key, "base", 0.0, 65536.0);
     p.cudagraph_piece_mib = row.sub_number(key, "piece", 0.0, 1024.0);
     p.cudagraph_piece_mib_moe = row.sub_number(key, "piece_moe", 0.0, 1024.0);

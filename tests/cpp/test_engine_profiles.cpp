@@ -325,6 +325,9 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
        "full_cudagraph_attention_splits"},
       {replace("mm_prefix_lm_model_types: []", "mm_prefix_lm_model_types: gemma3"),
        "mm_prefix_lm_model_types"},
+      // An older calibration profile's width term is refused, not dropped.
+      {replace("piece: 0.36, ", "piece: 0.36, piece_per_hidden: 5.24e-5, "),
+       "cudagraph_pool_mib.piece_per_hidden"},
       {replace("mm_prefix_lm_model_types: []",
                "mm_prefix_lm_model_types: [a, b, c, d, e, f, g, h, i]"),
        "mm_prefix_lm_model_types"},

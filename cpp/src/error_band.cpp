@@ -115,8 +115,16 @@ ErrorBand ErrorBandTable::lookup(const std::string& gpu_family, EngineEra era,
   if (band.band_bytes) {
     char gib[32];
     std::snprintf(gib, sizeof gib, "%.2f", static_cast<double>(*band.band_bytes) / kGiB);
-    band.statement = "available KV cache +/- " + std::string(gib) + " GiB per GPU, 90% (" +
-                     band.group + ", " + held + " held-out records, docs/accuracy.md)";
+    band.statement = "available KV cache +/- " + std::string(gib) + " GiB per GPU, 90%";
+    if (band.over_prediction_bytes && *band.over_prediction_bytes > *band.band_bytes) {
+      // The unsafe direction has its own bound where the held-out over-predictions reach past
+      // the two-sided 90% band: a user deciding whether a launch fits needs that one.
+      char over[32];
+      std::snprintf(over, sizeof over, "%.2f",
+                    static_cast<double>(*band.over_prediction_bytes) / kGiB);
+      band.statement += ", over-predicted by at most " + std::string(over) + " GiB";
+    }
+    band.statement += " (" + band.group + ", " + held + " held-out records, docs/accuracy.md)";
   } else {
     band.statement = "no measured band for " + band.group + ": " + held + " held-out record" +
                      (band.held_out_records == 1 ? "" : "s") + " (docs/accuracy.md)";

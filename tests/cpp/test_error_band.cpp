@@ -50,6 +50,15 @@ TEST(ErrorBand, ATpOneLaunchTakesTheTpOneOverPredictionWhereTheTableHasOne) {
   const ErrorBand tp2 = table.lookup("H100/H200", EngineEra::V1Mid, 2);
   EXPECT_EQ(tp2.over_prediction_bytes, 1000655098);
   EXPECT_EQ(safety_margin_with_band(tp2, default_margin), 1000655098);
+  // The TP = 2 launch's over-predictions reach past the 90% band (1,000,655,098 B = 0.9319 GiB
+  // against 965,363,173 B = 0.8991 GiB): the statement gives that bound too; the TP = 1
+  // launch's (0.10 GiB) is inside its band and is not repeated.
+  EXPECT_EQ(tp2.statement,
+            "available KV cache +/- 0.90 GiB per GPU, 90%, over-predicted by at most 0.93 GiB "
+            "(H100/H200 x v1, 43 held-out records, docs/accuracy.md)");
+  EXPECT_EQ(tp1.statement,
+            "available KV cache +/- 0.90 GiB per GPU, 90% (H100/H200 x v1, 43 held-out records, "
+            "docs/accuracy.md)");
   // No TP = 1 figure of its own (fewer than three held out): the group's.
   EXPECT_EQ(table.lookup("A100", EngineEra::V1Mid, 1).over_prediction_bytes, 227385258);
   EXPECT_THROW(ErrorBandTable::parse(R"({"groups": {"A100 x v1": {

@@ -197,10 +197,11 @@ def test_the_records_patterns_give_every_database_gpu_its_family() -> None:
         assert band.error_band["group"] == f"H100/H200 x {era}"
 
 
-def test_the_plan_says_where_a_wide_margin_comes_from() -> None:
+def test_the_plan_says_where_a_wide_margin_comes_from(tmp_path: Path) -> None:
+    import os
     import subprocess
 
-    def margin_line(gpu: str, version: str, *args: str) -> str:
+    def margin_line(specs: Path, gpu: str, version: str, *args: str) -> str:
         result = subprocess.run(
             [
                 *(sys.executable, "-m", "vramplan", "plan", MODEL, "--gpu", gpu),
@@ -209,21 +210,31 @@ def test_the_plan_says_where_a_wide_margin_comes_from() -> None:
             capture_output=True,
             text=True,
             check=True,
+            env={**os.environ, "VRAMPLAN_MODEL_SPECS": str(specs)},
         )
         return next(x for x in result.stdout.splitlines() if x.startswith("safety margin"))
 
-    table = json.loads((ROOT / "model_specs" / "error_bands.json").read_text())["groups"]
-    # An unnamed GPU on V0: dev-003's PR #10511 dev build, held out, is over-predicted by more
-    # than the 0.5 GiB default, so such a launch keeps that much free and the plan says why.
-    over = table["unknown x V0"]["over_prediction_bytes"]
-    assert over > 512 << 20
-    wide = margin_line("my-card", "0.6.4", "--gpu-total-bytes", str(80 << 30))
-    assert f"{over / GIB:.2f} GiB (the largest cross-validated over-prediction" in wide
+    # No shipped group is over-predicted by more than the 0.5 GiB default any more (dev-003's
+    # 0.834 GiB, the last, went with the code-derived sampler prior), so the wide-margin path
+    # runs on a copy of the table with that figure put back in its group.
+    specs = tmp_path / "model_specs"
+    shutil.copytree(ROOT / "model_specs", specs)
+    bands = json.loads((specs / "error_bands.json").read_text())
+    over = 895502090  # 0.834 GiB, dev-003's held-out over-prediction in session 11
+    bands["groups"]["unknown x V0"]["over_prediction_bytes"] = over
+    (specs / "error_bands.json").write_text(json.dumps(bands))
+    wide = margin_line(specs, "my-card", "0.6.4", "--gpu-total-bytes", str(80 << 30))
+    assert "safety margin kept free per GPU: 0.83 GiB (the largest cross-validated" in wide
     assert "unknown x V0" in wide
+    table = json.loads((ROOT / "model_specs" / "error_bands.json").read_text())["groups"]
+    assert (
+        margin_line(ROOT / "model_specs", "my-card", "0.6.4", "--gpu-total-bytes", str(80 << 30))
+        == "safety margin kept free per GPU: 0.50 GiB"
+    )
     # H100 on 0.19: no held-out launch is over-predicted by more than the default, at TP 2
     # either (the NVLink charge is the largest figure logged).
     assert table["H100/H200 x v1"]["over_prediction_bytes"] <= 512 << 20
     for tp in ("1", "2"):
-        assert margin_line("H100-80GB", "0.19.0", "--tp", tp) == (
+        assert margin_line(ROOT / "model_specs", "H100-80GB", "0.19.0", "--tp", tp) == (
             "safety margin kept free per GPU: 0.50 GiB"
         )

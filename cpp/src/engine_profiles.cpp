@@ -100,6 +100,7 @@ class Row {
     throw SpecError(file_, prefix_ + key, value, problem);
   }
   YAML::Node get(const std::string& key) const {
+    asked(key);
     const YAML::Node value = node_[key];
     if (!value || value.IsNull()) fail(key, "missing", "required field is missing");
     if (!value.IsScalar() && !value.IsMap()) fail(key, "not a scalar", "expected a value");
@@ -124,7 +125,34 @@ class Row {
     if (v < low || v > high) fail(key, std::to_string(v), "out of range");
     return v;
   }
-  bool has(const std::string& key) const { return static_cast<bool>(node_[key]); }
+  bool has(const std::string& key) const {
+    asked(key);
+    return static_cast<bool>(node_[key]);
+  }
+  // Every key of the row must be one the parser asked for: a misspelt or retired field (say
+  // `non_torch_single_rank_byte`, or one a profile of an older vramplan wrote) is an error
+  // naming it, never a row that silently keeps the value it meant to change.
+  void no_unread_keys() const {
+    for (const auto& kv : node_) {
+      const std::string key = kv.first.Scalar();
+      if (std::find(asked_.begin(), asked_.end(), key) != asked_.end()) continue;
+      std::string nearest;
+      std::size_t nearest_common = 0;
+      for (const std::string& known : asked_) {
+        std::size_t common = 0;
+        while (common < key.size() && common < known.size() && key[common] == known[common]) {
+          ++common;
+        }
+        if (common > nearest_common) {
+          nearest_common = common;
+          nearest = known;
+        }
+      }
+      fail(key.substr(0, 64), "present",
+           "not a field of an engine row" +
+               (nearest_common >= 4 ? " (did you mean " + nearest + "?)" : std::string()));
+    }
+  }
   YAML::Node list(const std::string& key) const {
     const YAML::Node l = node_[key];
     if (!l || !l.IsSequence()) fail(key, l ? "not a list" : "missing", "expected a list");
@@ -188,9 +216,14 @@ class Row {
   }
 
  private:
+  void asked(const std::string& key) const {
+    if (std::find(asked_.begin(), asked_.end(), key) == asked_.end()) asked_.push_back(key);
+  }
+
   YAML::Node node_;
   std::string file_;
   std::string prefix_;
+  mutable std::vector<std::string> asked_;  // the fields read so far, for no_unread_keys
 };
 
 // A list of model_types into its shared form: at most ModelTypeList::kCapacity names of at most
@@ -289,6 +322,7 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   }
   if (!row.inherits("mrope_cache_positions_factor", first)) {
     const char* key = "mrope_cache_positions_factor";
+    row.only_keys(key, {"standard", "qwen3_vl"});
     p.mrope_cache_positions_factor_standard =
         static_cast<std::int32_t>(row.sub_integer(key, "standard", 1, 64));
     p.mrope_cache_positions_factor_qwen3_vl =
@@ -346,6 +380,8 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   number("forward_hidden_buffers", 0.0, 1000.0, p.forward_hidden_buffers);
   if (!row.inherits("cudagraph_capture", first)) {
     const char* key = "cudagraph_capture";
+    row.only_keys(key, {"ladder", "bounded_by_max_num_seqs", "seq_multiplier",
+                        "counts_speculative_tokens", "max_size", "bounded_by_batched_tokens"});
     p.capture_ladder_segments = parse_ladder(row, key, p.capture_ladder);
     p.capture_bounded_by_max_num_seqs = row.sub_flag(key, "bounded_by_max_num_seqs");
     p.capture_seq_multiplier =
@@ -389,11 +425,13 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
     p.large_gpu_excluded_names = row.names("large_gpu_excluded_names");
   }
   if (!row.inherits("max_num_seqs", first)) {
+    row.only_keys("max_num_seqs", {"large_gpu", "other_gpu"});
     p.max_num_seqs_large_gpu = row.sub_integer("max_num_seqs", "large_gpu", 1, 1 << 24);
     p.max_num_seqs_other_gpu = row.sub_integer("max_num_seqs", "other_gpu", 1, 1 << 24);
   }
   if (!row.inherits("max_num_batched_tokens", first)) {
     const char* key = "max_num_batched_tokens";
+    row.only_keys(key, {"serve_large_gpu", "serve_other_gpu", "llm_large_gpu", "llm_other_gpu"});
     p.max_num_batched_tokens_serve_large_gpu = row.sub_integer(key, "serve_large_gpu", 1, 1 << 24);
     p.max_num_batched_tokens_serve_other_gpu = row.sub_integer(key, "serve_other_gpu", 1, 1 << 24);
     p.max_num_batched_tokens_llm_large_gpu = row.sub_integer(key, "llm_large_gpu", 1, 1 << 24);
@@ -467,9 +505,11 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   }
   if (!row.inherits("huge_gpu_max_num_batched_tokens", first)) {
     const char* key = "huge_gpu_max_num_batched_tokens";
+    row.only_keys(key, {"serve", "llm"});
     p.max_num_batched_tokens_serve_huge_gpu = row.sub_integer(key, "serve", 1, 1 << 24);
     p.max_num_batched_tokens_llm_huge_gpu = row.sub_integer(key, "llm", 1, 1 << 24);
   }
+  row.no_unread_keys();
 }
 
 const std::vector<EngineProfile>& compiled_profiles() {

@@ -352,6 +352,19 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       {replace("blackwell: 0", "blackwell: -1"), "capture_max_size_datacenter_blackwell"},
       {replace("{serve: 16384, llm", "{llm"), "huge_gpu_max_num_batched_tokens.serve"},
       {"engines: [unclosed\n", "line 2"},  // the line YAML stopped at
+      // Every field of a row is one the parser reads: a misspelt one is named, not dropped.
+      {"engines:\n" + row + "  - from_version: \"0.19.2\"\n    fused_moe_chunk_token: 1\n",
+       "engines[1].fused_moe_chunk_token: not a field of an engine row (did you mean "
+       "fused_moe_chunk_tokens?)"},
+      {replace("{standard: 4, ", "{standard: 4, qwen2_vl: 2, "),
+       "mrope_cache_positions_factor.qwen2_vl"},
+      {replace("bounded_by_max_num_seqs: true, ", "bounded_by_max_num_seqs: true, max: 512, "),
+       "cudagraph_capture.max"},
+      {replace("large_gpu: 1024,", "large_gpu: 1024, huge_gpu: 2048,"), "max_num_seqs.huge_gpu"},
+      {replace("{serve_large_gpu", "{serve_huge_gpu: 1, serve_large_gpu"),
+       "max_num_batched_tokens.serve_huge_gpu"},
+      {replace("{serve: 16384,", "{serve: 16384, generate: 1,"),
+       "huge_gpu_max_num_batched_tokens.generate"},
   };
   // A later row keeps what it omits from the row before; a patch row sorts after its minor.
   const auto two = parse_engine_profiles(
@@ -433,6 +446,18 @@ TEST(EngineProfiles, CalibrationProfileOverridesARow) {
                           "overrides: [1, 2]\n", "fitted_on: x\n"}) {
     EXPECT_THROW(apply_profile_overrides(base, bad, "p.yaml"), SpecError) << bad;
   }
+  // A field the planner does not read (misspelt here) would leave the row's value in force
+  // while the user believes it changed: refused, naming it and the field it resembles.
+  try {
+    (void)apply_profile_overrides(base, "overrides: {cuda_context_byte: 600000000}\n", "p.yaml");
+    ADD_FAILURE() << "accepted an override the planner does not read";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.file(), "p.yaml");
+    EXPECT_EQ(e.field_path(), "overrides.cuda_context_byte");
+    EXPECT_NE(std::string(e.what()).find("did you mean cuda_context_bytes?"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(apply_profile_overrides(base, "overrides: {zz: 1}\n", "p.yaml"), SpecError);
   // A compiled launch takes the calibrated profile instead of the version's row.
   const ModelSpec s = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);
   HardwareConfig hw;

@@ -135,15 +135,19 @@ bool uses_model_runner_v2(const ModelSpec& spec, const EngineProfile& profile,
   return routed;
 }
 
+// Whether the profile's top-k/top-p runs torch's sort: not on FlashInfer's kernels (the row's
+// sampler_full_sort_below_rows says where the release's own kernels take over).
+bool sorts_top_k_top_p(const EngineConfig& config, bool model_runner_v2) {
+  return config.vllm_use_flashinfer_sampler != "1" || model_runner_v2;
+}
+
 // The sampler's temporaries per (request x vocab entry) beside the served-dtype logits. The V1
 // runner samples with FlashInfer's top-k/top-p kernels when VLLM_USE_FLASHINFER_SAMPLER=1 (and
 // on 0.8-0.12 wherever FlashInfer is installed, which the log's "Using FlashInfer for top-p &
 // top-k sampling" shows); Model Runner V2 has its own sampler and does not read the variable.
 double sampler_bytes_per_logit(const EngineProfile& profile, const EngineConfig& config,
                                bool model_runner_v2) {
-  if (config.vllm_use_flashinfer_sampler != "1" || model_runner_v2) {
-    return profile.sampler_bytes_per_logit;
-  }
+  if (sorts_top_k_top_p(config, model_runner_v2)) return profile.sampler_bytes_per_logit;
   if (profile.flashinfer_sampler_bytes_per_logit <= 0.0) {
     throw ConfigError("vllm_use_flashinfer_sampler", "1", "auto or 0 at vLLM " + profile.version,
                       "the V0 engine's FlashInfer sampling is not modelled");
@@ -571,6 +575,11 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   const std::int64_t act_bytes = dtype_info(served_dtype_).block_bytes;
   sampler_.bytes_per_logit =
       sampler_bytes_per_logit(profile, c, model_runner_v2_) + static_cast<double>(act_bytes);
+  if (sorts_top_k_top_p(c, model_runner_v2_)) {
+    sampler_.full_sort_below_rows = profile.sampler_full_sort_below_rows;
+    sampler_.full_sort_bytes_per_logit =
+        profile.sampler_full_sort_bytes_per_logit + static_cast<double>(act_bytes);
+  }
   sampler_.padded_vocab = static_cast<double>(padded_vocab_size(s.vocab_size));
   sampler_.bytes_per_batched_token = s.hidden_size * act_bytes;
 

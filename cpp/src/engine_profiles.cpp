@@ -344,6 +344,12 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   number("sampler_bytes_per_logit", 0.0, 1000.0, p.sampler_bytes_per_logit);
   number("v0_below_compute_capability", 0.0, 100.0, p.v0_below_compute_capability);
   number("flashinfer_sampler_bytes_per_logit", 0.0, 1000.0, p.flashinfer_sampler_bytes_per_logit);
+  if (!row.inherits("sampler_full_sort_below_rows", first)) {
+    const char* key = "sampler_full_sort_below_rows";
+    p.sampler_full_sort_below_rows =
+        static_cast<std::int32_t>(row.integer(key, row.get(key), 0, 1 << 20));
+  }
+  number("sampler_full_sort_bytes_per_logit", 0.0, 1000.0, p.sampler_full_sort_bytes_per_logit);
   bytes("non_torch_single_rank_bytes", p.non_torch_single_rank_bytes);
   bytes("non_torch_pipeline_only_bytes", p.non_torch_pipeline_only_bytes);
   bytes("non_torch_tensor_parallel_bytes", p.non_torch_tensor_parallel_bytes);

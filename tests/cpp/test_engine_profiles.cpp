@@ -247,6 +247,7 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    cudagraph_in_budget: false\n    chunked_prefill_default: true\n"
       "    kv_tokens_report: blocks\n    sampler_bytes_per_logit: 13.2\n"
       "    flashinfer_sampler_bytes_per_logit: 12.0\n"
+      "    sampler_full_sort_below_rows: 0\n    sampler_full_sort_bytes_per_logit: 48.0\n"
       "    non_torch_single_rank_bytes: 268435456\n"
       "    startup_free_memory_check: true\n    post_allocation_check: true\n"
       "    graph_profiling_minimal_kv_cache: false\n"
@@ -350,6 +351,8 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       {replace("formula: components", "formula: measured"), "budget_formula"},
       {replace("model_runner_v2: none", "model_runner_v2: some"), "model_runner_v2"},
       {replace("blackwell: 0", "blackwell: -1"), "capture_max_size_datacenter_blackwell"},
+      {replace("full_sort_below_rows: 0", "full_sort_below_rows: -128"),
+       "sampler_full_sort_below_rows"},
       {replace("{serve: 16384, llm", "{llm"), "huge_gpu_max_num_batched_tokens.serve"},
       {"engines: [unclosed\n", "line 2"},  // the line YAML stopped at
       // Every field of a row is one the parser reads: a misspelt one is named, not dropped.

@@ -77,6 +77,34 @@ TEST(SamplerPaths, NativeSortIsTheDefaultAndCostsTheSortBuffers) {
               kLogits * 24.9, 2.0);
 }
 
+TEST(SamplerPaths, FewerThan128RequestsSortAllRowsAtOnce) {
+  // At 64 requests torch sorts the 64 rows together (by value, then by segment; SortStable.cu
+  // segmented_sort_pairs_by_full_sort): 48 B + 2 B per logit (engines.yaml first row). 64 x
+  // 152064 = 9,732,096 logits x 50 = 486,604,800 B, + 14,680,064 = 501,284,864 B, above the
+  // forward's 320,864,256. At 128 requests the per-row sort's 36.9 + 2 B: 19,464,192 x 38.9 =
+  // 757,157,068.8 B, + 14,680,064.
+  Launch few = qwen2_on_a100("auto");
+  few.config.max_num_seqs = 64;
+  EXPECT_EQ(breakdown(few).ranks.front().activation_peak_bytes,
+            std::int64_t{9732096} * 50 + kHiddenStates);
+  Launch at_128 = qwen2_on_a100("auto");
+  at_128.config.max_num_seqs = 128;
+  EXPECT_EQ(breakdown(at_128).ranks.front().activation_peak_bytes,
+            static_cast<std::int64_t>(19464192.0 * 38.9) + kHiddenStates);
+  // FlashInfer's kernels do not sort: 9,732,096 x 14 = 136,249,344 B + 14,680,064 is below the
+  // forward, which is the peak.
+  Launch flashinfer = few;
+  flashinfer.config.vllm_use_flashinfer_sampler = "1";
+  EXPECT_EQ(breakdown(flashinfer).ranks.front().activation_peak_bytes,
+            std::int64_t{2048} * 2 * (3 * 18944 + 6 * 3584));
+  // 0.17's Triton top-k/top-p (from 8 rows) does not sort either: 13.2 + 2 B per logit,
+  // 147,927,859.2 + 14,680,064 B, again below the forward.
+  Launch triton = few;
+  triton.config.engine_version = "0.17.0";
+  EXPECT_LT(breakdown(triton).ranks.front().activation_peak_bytes,
+            std::int64_t{9732096} * 50 + kHiddenStates);
+}
+
 TEST(SamplerPaths, ModelRunnerV2IgnoresTheVariable) {
   // 0.33 routes every model to Model Runner V2, whose sampler does not read
   // VLLM_USE_FLASHINFER_SAMPLER: the same launch with and without it has the same activation.

@@ -67,6 +67,10 @@ struct ActivationModel {
 // forward's output still alive; part of the profile peak, and allocated again by the warm-up.
 struct SamplerModel {
   double bytes_per_logit = 0.0;  // fitted per version + the served dtype's width
+  // Below `full_sort_below_rows` requests (and from 2) the sort of all rows at once:
+  // full_sort_bytes_per_logit (+ the served dtype's width) instead.
+  std::int64_t full_sort_below_rows = 0;
+  double full_sort_bytes_per_logit = 0.0;
   double padded_vocab = 0.0;
   std::int64_t bytes_per_batched_token = 0;  // hidden x activation bytes
 };

@@ -115,6 +115,12 @@ struct EngineProfile {
   // or FlashInfer installed on 0.8-0.12): bytes per logit beside the served-dtype logits. 0: the
   // release's V1 runner has no FlashInfer sampler (V0).
   double flashinfer_sampler_bytes_per_logit = 0.0;
+  // torch's CUDA sort of fewer than 128 rows sorts them all at once (index, segment) pairs
+  // (SortStable.cu segmented_sort_pairs_by_full_sort): from 2 rows up to `below_rows` (0: the
+  // release's sampler does not sort) the sort-path sampler costs this many bytes per logit
+  // instead of sampler_bytes_per_logit.
+  std::int32_t sampler_full_sort_below_rows = 0;
+  double sampler_full_sort_bytes_per_logit = 0.0;
   std::int64_t non_torch_single_rank_bytes = 0;      // TP=1, no PP: cuBLAS/attention workspaces
   std::int64_t non_torch_pipeline_only_bytes = 0;    // PP>1 at TP=1
   std::int64_t non_torch_tensor_parallel_bytes = 0;  // TP>=2 over NVLink: NCCL channels

@@ -80,7 +80,7 @@ CaptureSizes cudagraph_capture_sizes(const EngineProfile& profile, std::int64_t 
 // The activation peak at a point (activation.cpp compiles its per-token coefficients).
 std::int64_t sampler_peak_bytes(const SamplerModel& sampler, std::int64_t requests,
                                 std::int64_t batched_tokens) noexcept {
-  const double per_logit = requests >= 2 && requests < sampler.full_sort_below_rows
+  const double per_logit = requests < sampler.full_sort_below_rows && requests >= 2
                                ? sampler.full_sort_bytes_per_logit
                                : sampler.bytes_per_logit;
   return static_cast<std::int64_t>(per_logit * static_cast<double>(requests) *

@@ -12,6 +12,7 @@
 #include "vramplan/engine.hpp"
 #include "vramplan/engines_yaml.hpp"
 #include "vramplan/errors.hpp"
+#include "vramplan/text_scan.hpp"
 #include "yaml_load.hpp"
 
 namespace vramplan {
@@ -139,10 +140,7 @@ class Row {
       std::string nearest;
       std::size_t nearest_common = 0;
       for (const std::string& known : asked_) {
-        std::size_t common = 0;
-        while (common < key.size() && common < known.size() && key[common] == known[common]) {
-          ++common;
-        }
+        const std::size_t common = text::common_prefix(key, known);
         if (common > nearest_common) {
           nearest_common = common;
           nearest = known;

@@ -6,6 +6,7 @@
 
 #include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
+#include "vramplan/text_scan.hpp"
 
 namespace vramplan {
 namespace {
@@ -64,8 +65,7 @@ std::string nearest_names(const std::map<std::string, std::size_t>& index,
   const std::string wanted = key_of(name);
   std::vector<std::pair<std::size_t, std::string>> scored;
   for (const auto& [key, unused] : index) {
-    std::size_t common = 0;
-    while (common < key.size() && common < wanted.size() && key[common] == wanted[common]) ++common;
+    const std::size_t common = text::common_prefix(key, wanted);
     const bool contains = key.find(wanted) != std::string::npos;
     scored.emplace_back(contains ? 1000 + common : common, key);
   }

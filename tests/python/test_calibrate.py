@@ -292,18 +292,19 @@ def test_the_sort_path_sampler_prior_is_its_buffers_by_hand() -> None:
     logit and beside the bf16 logits: the fp32 logits 4 B, the sorted values 4 B, their int64
     indices 8 B, the int64 source indices it fills 8 B, and cub's alternate key and value
     buffers 4 + 8 B. The prior of every row before 0.17 (the Triton top-k/top-p) is that sum,
-    with a sigma of the two sources' distance from it (fits of 36.9 and 37.2 B)."""
+    and the rows fitted on records (37.2 B at V0 from dev-003/004, 36.9 B at 0.8-0.16 from
+    dev-049/050) lie within one and a half of its sigmas: code and records agree."""
+    from vramplan import _core
     from vramplan.calibrate import priors_file, read_priors
 
     by_hand = 4 + 4 + 8 + 8 + (4 + 8)
-    assert by_hand == 36
     for version in ("0.6.4", "0.10.1", "0.16.0"):
         prior = {p["name"]: p for p in read_priors(priors_file(), version)}[
             "sampler_bytes_per_logit"
         ]
         assert prior["value"] == by_hand, version
-        # The two sources' fits lie 0.9 and 1.2 B above it: about one sigma.
-        assert prior["sigma"] == 1.0, version
+        fitted = _core.engine_profile(version).sampler_bytes_per_logit
+        assert abs(fitted - by_hand) <= 1.5 * prior["sigma"], version
 
 
 def test_a_bad_priors_file_is_a_named_error(logs: Path, tmp_path: Path) -> None:

@@ -33,6 +33,12 @@ constexpr bool ends_with(std::string_view s, std::string_view p) noexcept {
 constexpr bool contains(std::string_view s, std::string_view p) noexcept {
   return s.find(p) != npos;
 }
+// How many leading characters a and b share (the "did you mean" score of a misspelt name).
+constexpr std::size_t common_prefix(std::string_view a, std::string_view b) noexcept {
+  std::size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
 
 // Without leading and trailing blanks (spaces, tabs, line ends).
 std::string_view trim(std::string_view s) noexcept;

@@ -291,6 +291,26 @@ nlohmann::json changes_json(const std::vector<KnobChange>& changes) {
 
 }  // namespace
 
+nlohmann::json to_json(const WorkloadReport& w) {
+  if (!w.present) return nullptr;
+  return {{"description", w.description},
+          {"pool_blocks", w.pool_blocks},
+          {"shared_prefix_blocks", w.shared_prefix_blocks},
+          {"blocks_p50", w.blocks_p50},
+          {"blocks_p99", w.blocks_p99},
+          {"requests_held_p50", w.requests_held_p50},
+          {"requests_held_p99", w.requests_held_p99},
+          {"preemption_target", w.preemption_target},
+          {"preemption_probability", w.preemption_probability},
+          {"max_num_seqs_for_target", w.max_num_seqs_for_target},
+          {"request_seconds", w.request_seconds},
+          {"requests_per_second_bound", w.requests_per_second_bound},
+          {"activation_peak_bytes", w.activation_peak_bytes},
+          {"activation_kv_tokens", w.activation_kv_tokens},
+          {"prefill_steps_p50", w.prefill_steps_p50},
+          {"prefill_steps_p99", w.prefill_steps_p99}};
+}
+
 nlohmann::json to_json(const Plan& plan) {
   nlohmann::json remedies = nlohmann::json::array();
   for (const auto& r : plan.remedies) {
@@ -319,6 +339,9 @@ nlohmann::json to_json(const Plan& plan) {
           {"max_num_seqs", plan.max_num_seqs},
           {"max_num_batched_tokens", plan.max_num_batched_tokens},
           {"concurrent_sequences", plan.concurrent_sequences},
+          {"max_concurrency", plan.max_concurrency},
+          {"runtime_headroom_bytes", plan.runtime_headroom_bytes},
+          {"workload", to_json(plan.workload)},
           {"binding",
            {{"gpu_memory_utilization", plan.binding_gpu_memory_utilization},
             {"max_model_len", plan.binding_max_model_len},

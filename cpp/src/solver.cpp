@@ -24,10 +24,22 @@ std::string gib(std::int64_t bytes) {
   return out.str();
 }
 
+// vLLM's own capacity line, beside the max_num_seqs cap it does not bound.
+std::string concurrency_text(const Plan& p) {
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "Maximum concurrency for %lld tokens per request: %.2fx; max_num_seqs %lld",
+                static_cast<long long>(p.max_model_len), p.max_concurrency,
+                static_cast<long long>(p.max_num_seqs));
+  return text;
+}
+
 struct Targets {
   std::int64_t context = 0;
   std::int64_t concurrency = 0;
   std::int64_t safety_margin_bytes = 0;
+  std::int64_t runtime_headroom_bytes = -1;  // -1: runtime_headroom_bytes() of the launch
+  const Workload* workload = nullptr;        // none: max_num_seqs is not sized from traffic
 };
 
 // The largest value in [lo, hi] that passes, for a test that holds at lo and stops holding
@@ -55,15 +67,51 @@ Evaluation evaluate(const CompiledLaunch& launch, const LaunchKnobs& knobs) {
   return launch.evaluate(launch.resolve(knobs));
 }
 
+// The workload in this launch's KV blocks at `k`: one request of P prompt and O output tokens
+// holds, at its peak, the blocks of min(P + O - 1 + 2 x speculative tokens, max_model_len)
+// tokens (the last sampled token is never fed back; draft slots and their lookahead stay
+// allocated until the request ends), block rounding and sliding windows as vLLM allocates them.
+// A shared prefix's full blocks are held once, where every layer keeps full attention.
+BlockDistribution request_blocks(const CompiledLaunch& launch, const ResolvedKnobs& k,
+                                 const Workload& w) noexcept {
+  BlockDistribution d;
+  const KvGeometry& kv = launch.ranks().front().kv;
+  const std::int64_t lookahead = 2 * std::int64_t{kv.num_speculative_tokens};
+  const bool full_attention_only =
+      !kv.groups.empty() && std::all_of(kv.groups.begin(), kv.groups.end(), [](const KvGroup& g) {
+        return g.kind == AttentionKind::Full || g.kind == AttentionKind::Mla;
+      });
+  if (w.prefix_tokens > 0 && full_attention_only) {
+    const std::int64_t block = kv_page(kv, k.block_size, k.kv_element_bytes).block_size;
+    const std::int64_t full_blocks = std::min(w.prefix_tokens, k.max_model_len) / block;
+    d.shared_blocks = full_blocks * static_cast<std::int64_t>(kv.groups.size());
+  }
+  for (const RequestShape& shape : w.shapes) {
+    if (d.count == d.blocks.size()) break;
+    const std::int64_t tokens = std::min(
+        k.max_model_len,
+        std::max<std::int64_t>(1, shape.prompt_tokens + shape.output_tokens - 1 + lookahead));
+    d.blocks[d.count] =
+        std::max<std::int64_t>(0, launch.blocks_per_request(k, tokens) - d.shared_blocks);
+    d.probability[d.count] = shape.probability;
+    ++d.count;
+  }
+  return d;
+}
+
 // Largest utilization (0.01 steps) passing the startup free-memory check with the margin,
 // and leaving room for what must fit after the KV allocation (graphs captured outside the
 // budget, the sampler warm-up): the same quantity the evaluation checks.
-double max_utilization(const CompiledLaunch& launch, const Evaluation& probe,
-                       std::int64_t safety_margin_bytes, std::string& binding) {
+double max_utilization(const CompiledLaunch& launch, const Evaluation& probe, const Targets& t,
+                       std::string& binding) {
   const std::int64_t total = launch.hardware().gpu.total_memory_bytes;
-  const std::int64_t free = launch.startup_free_bytes() - safety_margin_bytes;
+  const std::int64_t headroom = t.runtime_headroom_bytes >= 0
+                                    ? t.runtime_headroom_bytes
+                                    : runtime_headroom_bytes(launch, probe.knobs.max_num_seqs);
+  const std::int64_t free = launch.startup_free_bytes() - t.safety_margin_bytes - headroom;
   std::int64_t allowed = free;
   binding = "startup free-memory check: total - CUDA context - other processes - safety margin";
+  if (headroom > 0) binding += " - runtime headroom (" + gib(headroom) + ")";
   if (probe.max_post_allocation_bytes > 0) {
     allowed = free - probe.max_post_allocation_bytes;
     binding = launch.profile().cudagraph_in_budget
@@ -84,6 +132,127 @@ void set_chosen(EngineConfig& config, const ResolvedKnobs& k) {
   config.max_num_batched_tokens = k.max_num_batched_tokens;
 }
 
+// Overflow probability of `seqs` busy slots at `base` with that many sequences (1 when the
+// launch does not start there).
+double preemption_at(const CompiledLaunch& launch, const Workload& w, LaunchKnobs base,
+                     std::int64_t seqs) noexcept {
+  base.max_num_seqs = seqs;
+  ResolvedKnobs r;
+  if (launch.try_resolve(base, r) != KnobProblem::None) return 1.0;
+  const Evaluation e = launch.evaluate(r);
+  if (e.outcome != Outcome::Started) return 1.0;
+  return overflow_probability(request_blocks(launch, e.knobs, w), seqs, e.num_blocks - 1);
+}
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2g%%", fraction * 100.0);
+  return text;
+}
+
+// A workload sizes max_num_seqs from traffic: the most busy slots whose requests, drawn from it
+// at their peak, overflow the KV cache (vLLM then preempts) with at most the target
+// probability. When the cap already meets it, the utilization stops at what the workload needs
+// (never below the release default), leaving the rest free for what runs after startup.
+void size_for_workload(const CompiledLaunch& launch, const Workload& w, LaunchKnobs& knobs,
+                       Evaluation& e, Plan& plan, bool pinned_seqs) {
+  const double target = w.preemption_target;
+  const std::int64_t cap = e.knobs.max_num_seqs;
+  auto meets = [&](std::int64_t seqs) { return preemption_at(launch, w, knobs, seqs) <= target; };
+  if (!pinned_seqs && !meets(cap)) {
+    knobs.max_num_seqs = meets(1) ? largest_passing(1, cap, meets) : 1;
+    plan.binding_max_num_seqs =
+        "the workload: the most busy slots whose requests overflow the "
+        "KV cache (preemption) with probability <= " +
+        percent(target);
+    e = evaluate(launch, knobs);
+    return;
+  }
+  if (plan.binding_gpu_memory_utilization == "pinned by the user") return;
+  LaunchKnobs unset = knobs;
+  unset.gpu_memory_utilization.reset();
+  ResolvedKnobs defaults;
+  if (launch.try_resolve(unset, defaults) != KnobProblem::None) return;
+  const auto hundredths = [](double u) { return static_cast<std::int64_t>(std::llround(u * 100)); };
+  const std::int64_t lowest = hundredths(defaults.gpu_memory_utilization);
+  const std::int64_t current = hundredths(e.knobs.gpu_memory_utilization);
+  auto enough = [&](std::int64_t u) {
+    LaunchKnobs trial = knobs;
+    trial.gpu_memory_utilization = static_cast<double>(u) / 100.0;
+    return preemption_at(launch, w, trial, e.knobs.max_num_seqs) <= target;
+  };
+  if (lowest >= current || !enough(current)) return;
+  // The smallest passing utilization: the largest failing one, plus one step.
+  std::int64_t u = lowest;
+  if (!enough(lowest)) {
+    u = largest_passing(lowest, current - 1, [&](std::int64_t x) { return !enough(x); }) + 1;
+  }
+  if (u >= current) return;
+  knobs.gpu_memory_utilization = static_cast<double>(u) / 100.0;
+  plan.binding_gpu_memory_utilization =
+      "what the workload needs: max_num_seqs " + std::to_string(e.knobs.max_num_seqs) +
+      " busy slots overflow the KV cache with probability <= " + percent(target) +
+      " from here (never below the release default); the rest stays free for the running server";
+  e = evaluate(launch, knobs);
+}
+
+WorkloadReport workload_report(const CompiledLaunch& launch, const Workload& w, const Evaluation& e,
+                               const Breakdown& b) {
+  WorkloadReport r;
+  r.present = true;
+  r.description = w.description;
+  const BlockDistribution d = request_blocks(launch, e.knobs, w);
+  r.pool_blocks = std::max<std::int64_t>(0, e.num_blocks - 1);
+  r.shared_prefix_blocks = d.shared_blocks;
+  r.blocks_p50 = block_quantile(d, 0.5);
+  r.blocks_p99 = block_quantile(d, 0.99);
+  const std::int64_t room = std::max<std::int64_t>(0, r.pool_blocks - d.shared_blocks);
+  r.requests_held_p50 = r.blocks_p50 > 0 ? room / r.blocks_p50 : 0;
+  r.requests_held_p99 = r.blocks_p99 > 0 ? room / r.blocks_p99 : 0;
+  r.preemption_target = w.preemption_target;
+  r.preemption_probability = overflow_probability(d, e.knobs.max_num_seqs, r.pool_blocks);
+  r.max_num_seqs_for_target = 0;
+  for (std::int64_t seqs = 1; seqs <= e.knobs.max_num_seqs; seqs *= 2) {
+    if (overflow_probability(d, seqs, r.pool_blocks) > w.preemption_target) break;
+    r.max_num_seqs_for_target = seqs;
+  }
+  if (r.max_num_seqs_for_target > 0) {
+    r.max_num_seqs_for_target =
+        largest_passing(r.max_num_seqs_for_target, e.knobs.max_num_seqs, [&](std::int64_t seqs) {
+          return overflow_probability(d, seqs, r.pool_blocks) <= w.preemption_target;
+        });
+  }
+  r.request_seconds = w.request_seconds;
+  if (w.request_seconds > 0.0) {
+    const std::int64_t resident = std::min(e.knobs.max_num_seqs, r.requests_held_p50);
+    r.requests_per_second_bound = static_cast<double>(resident) / w.request_seconds;
+  }
+  for (const RankBreakdown& rank : b.ranks) {
+    r.activation_peak_bytes = std::max(r.activation_peak_bytes, rank.activation_peak_bytes);
+    if (rank.kv_bytes_per_token > 0) {
+      r.activation_kv_tokens =
+          std::max(r.activation_kv_tokens, rank.activation_peak_bytes / rank.kv_bytes_per_token);
+    }
+  }
+  std::int64_t prompt_p50 = 0;
+  std::int64_t prompt_p99 = 0;
+  double cumulative = 0.0;
+  std::vector<RequestShape> by_prompt = w.shapes;
+  std::sort(by_prompt.begin(), by_prompt.end(), [](const RequestShape& x, const RequestShape& y) {
+    return x.prompt_tokens < y.prompt_tokens;
+  });
+  for (const RequestShape& shape : by_prompt) {
+    cumulative += shape.probability;
+    if (prompt_p50 == 0 && cumulative >= 0.5 - 1e-12) prompt_p50 = shape.prompt_tokens;
+    if (prompt_p99 == 0 && cumulative >= 0.99 - 1e-12) prompt_p99 = shape.prompt_tokens;
+  }
+  if (prompt_p99 == 0 && !by_prompt.empty()) prompt_p99 = by_prompt.back().prompt_tokens;
+  const std::int64_t step = std::max<std::int64_t>(1, e.knobs.max_num_batched_tokens);
+  r.prefill_steps_p50 = (prompt_p50 + step - 1) / step;
+  r.prefill_steps_p99 = (prompt_p99 + step - 1) / step;
+  return r;
+}
+
 // The solve at fixed compile-time knobs: utilization, context, batched tokens, sequences.
 Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig config,
                const Targets& t) {
@@ -92,7 +261,9 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   const std::int64_t model_max = launch.spec().max_position_embeddings;
   const bool pinned_len = knobs.max_model_len.has_value();
   const bool pinned_seqs = knobs.max_num_seqs.has_value();
-  std::string seqs_binding = "engine default for this GPU";
+  std::string seqs_binding =
+      "release default for this GPU and entry point: a scheduler cap (requests beyond the KV "
+      "cache wait or are preempted), not a memory limit";
   // Context: pinned, else the target, else the model's maximum; shortened to what fits.
   if (pinned_len) {
     plan.binding_max_model_len = "pinned by the user";
@@ -109,8 +280,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
     LaunchKnobs probe = knobs;
     probe.gpu_memory_utilization = 0.5;
     knobs.gpu_memory_utilization =
-        max_utilization(launch, evaluate(launch, probe), t.safety_margin_bytes,
-                        plan.binding_gpu_memory_utilization);
+        max_utilization(launch, evaluate(launch, probe), t, plan.binding_gpu_memory_utilization);
   }
   Evaluation e = evaluate(launch, knobs);
   // Fewer sequences capture fewer CUDA graphs (and graph profiling's minimal KV cache of
@@ -158,9 +328,12 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
     // concurrency, so more memory never turns a fitting plan into a failing one.
     const std::int64_t block =
         kv_page(launch.ranks().front().kv, e.knobs.block_size, e.knobs.kv_element_bytes).block_size;
+    // Measured at max_num_seqs = the target where the solver may lower it (below), so the
+    // context found is the one an explicit target context would also reach.
     auto holds = [&](std::int64_t blocks) {
       LaunchKnobs trial = knobs;
       trial.max_model_len = blocks * block;
+      if (!pinned_seqs) trial.max_num_seqs = std::min(e.knobs.max_num_seqs, t.concurrency);
       ResolvedKnobs r;
       if (launch.try_resolve(trial, r) != KnobProblem::None) return false;
       const Evaluation te = launch.evaluate(r);
@@ -178,49 +351,59 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   }
   const std::int64_t context =
       t.context > 0 ? std::min(t.context, e.knobs.max_model_len) : e.knobs.max_model_len;
-  // Batched tokens: the engine default, lowered when its activation peak keeps the target
-  // concurrency out of the KV pool (capacity falls as the activation peak grows with it).
-  if (knobs.max_num_batched_tokens) {
-    plan.binding_max_num_batched_tokens = "pinned by the user";
-  } else {
-    plan.binding_max_num_batched_tokens = "engine default (activation peak inside the budget)";
-    if (t.concurrency > 0 && e.outcome == Outcome::Started &&
-        capacity_at(launch, e, context) < t.concurrency) {
-      std::int64_t lo =
-          std::max<std::int64_t>(t.concurrency, pinned_seqs ? *knobs.max_num_seqs : 1);
+  // max_num_seqs is a scheduler cap that vLLM meets by making requests wait or preempting
+  // them, not a memory wall: it stays at the release default (or the user's value) unless the
+  // launch would not start (above). Only a concurrency target asks for C requests of the target
+  // context to stay resident in the KV cache; then fewer sequences first (the sampler, CUDA
+  // graphs and MRV2 buffers shrink with them), and fewer batched tokens (slower prefill) only
+  // when C sequences alone do not hold the target.
+  plan.binding_max_num_seqs = pinned_seqs ? "pinned by the user" : seqs_binding;
+  plan.binding_max_num_batched_tokens = knobs.max_num_batched_tokens
+                                            ? "pinned by the user"
+                                            : "engine default (activation peak inside the budget)";
+  auto holds_target = [&](const LaunchKnobs& trial) {
+    ResolvedKnobs r;
+    if (launch.try_resolve(trial, r) != KnobProblem::None) return false;
+    const Evaluation te = launch.evaluate(r);
+    return te.outcome == Outcome::Started && capacity_at(launch, te, context) >= t.concurrency;
+  };
+  const std::string target_text =
+      std::to_string(t.concurrency) + " sequences of " + std::to_string(context) + " tokens";
+  if (t.concurrency > 0 && !holds_target(knobs) && e.outcome == Outcome::Started) {
+    if (!pinned_seqs && e.knobs.max_num_seqs > t.concurrency) {
+      auto meets = [&](std::int64_t seqs) {
+        LaunchKnobs trial = knobs;
+        trial.max_num_seqs = seqs;
+        return holds_target(trial);
+      };
+      knobs.max_num_seqs = meets(t.concurrency)
+                               ? largest_passing(t.concurrency, e.knobs.max_num_seqs, meets)
+                               : t.concurrency;
+      plan.binding_max_num_seqs =
+          "the largest that keeps KV room for " + target_text + " (the target concurrency)";
+      e = evaluate(launch, knobs);
+    }
+    if (!knobs.max_num_batched_tokens && !holds_target(knobs)) {
+      std::int64_t lo = std::max(t.concurrency, e.knobs.max_num_seqs);
       if (!e.knobs.chunked_prefill) lo = std::max(lo, e.knobs.max_model_len);
-      std::int64_t hi = e.knobs.max_num_batched_tokens;
+      const std::int64_t hi = e.knobs.max_num_batched_tokens;
       auto meets = [&](std::int64_t tokens) {
         LaunchKnobs trial = knobs;
         trial.max_num_batched_tokens = tokens;
-        ResolvedKnobs r;
-        if (launch.try_resolve(trial, r) != KnobProblem::None) return false;
-        const Evaluation te = launch.evaluate(r);
-        return te.outcome == Outcome::Started && capacity_at(launch, te, context) >= t.concurrency;
+        return holds_target(trial);
       };
       if (lo < hi && meets(lo)) {
-        lo = largest_passing(lo, hi, meets);
-        knobs.max_num_batched_tokens = lo;
+        knobs.max_num_batched_tokens = largest_passing(lo, hi, meets);
         plan.binding_max_num_batched_tokens =
-            "activation peak: the largest that leaves KV room for " +
-            std::to_string(t.concurrency) + " sequences of " + std::to_string(context) + " tokens";
+            "below the release default (slower prefill): the largest activation peak that "
+            "leaves KV room for " +
+            target_text + " even at max_num_seqs " + std::to_string(e.knobs.max_num_seqs);
         e = evaluate(launch, knobs);
       }
     }
   }
-  // Sequences: the engine default, lowered to what the KV pool holds at the target context.
-  // Fewer sequences shrink the sampler and graph terms, so iterate to a fixed point.
-  if (pinned_seqs) {
-    plan.binding_max_num_seqs = "pinned by the user";
-  } else {
-    plan.binding_max_num_seqs = seqs_binding;
-    for (int iteration = 0; iteration < 4 && e.outcome == Outcome::Started; ++iteration) {
-      const std::int64_t capacity = std::max<std::int64_t>(1, capacity_at(launch, e, context));
-      if (capacity >= e.knobs.max_num_seqs) break;
-      knobs.max_num_seqs = capacity;
-      plan.binding_max_num_seqs = "KV cache capacity at " + std::to_string(context) + " tokens";
-      e = evaluate(launch, knobs);
-    }
+  if (t.workload != nullptr && e.outcome == Outcome::Started) {
+    size_for_workload(launch, *t.workload, knobs, e, plan, pinned_seqs);
   }
   const ResolvedKnobs& k = e.knobs;
   plan.gpu_memory_utilization = k.gpu_memory_utilization;
@@ -232,6 +415,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
 
   const std::int64_t capacity = capacity_at(launch, e, context);
   plan.concurrent_sequences = std::min(capacity, k.max_num_seqs);
+  plan.max_concurrency = e.max_concurrency;
   const std::int64_t host_ram = launch.hardware().host_ram_bytes;
   const bool host_ok = host_ram <= 0 || e.host_required_bytes <= host_ram;
   const bool context_ok = t.context <= 0 || plan.max_model_len >= t.context;
@@ -239,6 +423,12 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   plan.fits = e.outcome == Outcome::Started && host_ok && context_ok && concurrency_ok;
   plan.breakdown = launch.breakdown(knobs);
   const Breakdown& b = plan.breakdown;
+  plan.runtime_headroom_bytes = t.runtime_headroom_bytes >= 0
+                                    ? t.runtime_headroom_bytes
+                                    : runtime_headroom_bytes(launch, k.max_num_seqs);
+  if (t.workload != nullptr && e.outcome == Outcome::Started) {
+    plan.workload = workload_report(launch, *t.workload, e, b);
+  }
   if (e.outcome != Outcome::Started) {
     plan.verdict = std::string("does not fit: ") + outcome_name(e.outcome) +
                    (b.messages.empty() ? "" : " - " + b.messages.front());
@@ -257,7 +447,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   } else {
     plan.verdict = "fits: " + std::to_string(b.kv_tokens) + " KV tokens, " +
                    std::to_string(plan.concurrent_sequences) + " concurrent sequences of " +
-                   std::to_string(context) + " tokens";
+                   std::to_string(context) + " tokens (" + concurrency_text(plan) + ")";
   }
   return plan;
 }
@@ -268,9 +458,13 @@ std::string remedy_detail(const Plan& p) {
   const std::string kv = r.kv_cache_bytes >= 0
                              ? "KV " + gib(r.kv_cache_bytes) + "/rank"
                              : "no KV room (" + gib(-r.kv_cache_bytes) + " short per rank)";
+  char concurrency[48];
+  std::snprintf(concurrency, sizeof concurrency, "%.2f", p.max_concurrency);
   return "weights " + gib(r.weights_bytes) + "/rank, " + kv + ", " +
          std::to_string(p.breakdown.kv_tokens) + " KV tokens, max_model_len " +
-         std::to_string(p.max_model_len) + ", max_num_seqs " + std::to_string(p.max_num_seqs);
+         std::to_string(p.max_model_len) + ", max_num_seqs " + std::to_string(p.max_num_seqs) +
+         ", max_num_batched_tokens " + std::to_string(p.max_num_batched_tokens) +
+         ", Maximum concurrency " + concurrency + "x";
 }
 
 Plan plan_for(const CompiledLaunch& launch, const EngineConfig& pinned, const Targets& t) {
@@ -315,8 +509,7 @@ void judge_utilization_hint(const CompiledLaunch& launch, const Plan& solved, st
   std::string binding;
   LaunchKnobs probe = launch_knobs(solved.config);
   probe.gpu_memory_utilization = 0.5;
-  const double largest =
-      max_utilization(launch, evaluate(launch, probe), t.safety_margin_bytes, binding);
+  const double largest = max_utilization(launch, evaluate(launch, probe), t, binding);
   LaunchKnobs at_largest = launch_knobs(solved.config);
   at_largest.gpu_memory_utilization = largest;
   ResolvedKnobs r;
@@ -387,6 +580,27 @@ std::vector<Candidate> candidates(const CompiledLaunch& launch, const EngineConf
                                   const Plan& failed, const Targets& t) {
   const ModelSpec& spec = launch.spec();
   std::vector<Candidate> out;
+  const Outcome outcome = failed.breakdown.outcome;
+  // A pinned utilization the GPU's free memory cannot give (a desktop card, a second tenant):
+  // the largest that passes vLLM's startup check, before anything else.
+  if (pinned.gpu_memory_utilization && outcome == Outcome::StartupFreeMemory) {
+    std::string binding;
+    LaunchKnobs probe = launch_knobs(pinned);
+    probe.gpu_memory_utilization = 0.5;
+    const double largest = max_utilization(launch, evaluate(launch, probe), t, binding);
+    if (largest < *pinned.gpu_memory_utilization) {
+      const std::string text = utilization_text(largest);
+      out.push_back(
+          {"lower_utilization",
+           "--gpu-memory-utilization " + text,
+           {{"gpu_memory_utilization", text, utilization_text(*pinned.gpu_memory_utilization), ""}},
+           {"gpu_memory_utilization"},
+           " (what the free memory allows: a smaller KV cache)",
+           [largest](EngineConfig& c, HardwareConfig&, Targets&) {
+             c.gpu_memory_utilization = largest;
+           }});
+    }
+  }
   if (pinned.kv_cache_dtype.empty() || pinned.kv_cache_dtype == "auto") {
     out.push_back({"fp8_kv_cache",
                    "--kv-cache-dtype fp8",
@@ -395,7 +609,6 @@ std::vector<Candidate> candidates(const CompiledLaunch& launch, const EngineConf
                    "",
                    [](EngineConfig& c, HardwareConfig&, Targets&) { c.kv_cache_dtype = "fp8"; }});
   }
-  const Outcome outcome = failed.breakdown.outcome;
   if (!pinned.enforce_eager &&
       (outcome == Outcome::CudagraphProfilingOom || outcome == Outcome::CudagraphCaptureOom)) {
     out.push_back({"enforce_eager",
@@ -500,9 +713,40 @@ Plan solve(const CompiledLaunch& launch, std::int64_t target_context_tokens,
                safety_margin_bytes);
 }
 
+double preemption_probability(const CompiledLaunch& launch, const EngineConfig& evaluated,
+                              const Workload& workload, std::int64_t max_num_seqs) {
+  if (max_num_seqs < 1) {
+    throw ConfigError("max_num_seqs", std::to_string(max_num_seqs), ">= 1", "out of range");
+  }
+  return preemption_at(launch, workload,
+                       launch_knobs(with_evaluated_knobs(launch.config(), evaluated)),
+                       max_num_seqs);
+}
+
+std::int64_t runtime_headroom_bytes(const CompiledLaunch& launch,
+                                    std::int64_t max_num_seqs) noexcept {
+  if (launch.model_runner_v2() || max_num_seqs <= 0) return 0;
+  const std::int64_t vocab = launch.spec().vocab_size;
+  constexpr std::int64_t kLogprobBytes = 4;                  // fp32 log-softmax of the raw logits
+  const std::int64_t bitmask_bytes = (vocab + 31) / 32 * 4;  // int32 per 32 tokens
+  return max_num_seqs * (vocab * kLogprobBytes + bitmask_bytes);
+}
+
 Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
            std::int64_t target_context_tokens, std::int64_t target_concurrency,
            std::int64_t safety_margin_bytes) {
+  SolveTargets targets;
+  targets.context_tokens = target_context_tokens;
+  targets.concurrency = target_concurrency;
+  targets.safety_margin_bytes = safety_margin_bytes;
+  return solve(launch, evaluated, targets);
+}
+
+Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
+           const SolveTargets& targets) {
+  const std::int64_t target_context_tokens = targets.context_tokens;
+  const std::int64_t target_concurrency = targets.concurrency;
+  const std::int64_t safety_margin_bytes = targets.safety_margin_bytes;
   const ModelSpec& spec = launch.spec();
   // The target context is a max_model_len: the knob table's bounds for this model.
   const KnobBounds context_bounds = knob_bounds(knob_spec("max_model_len"), spec);
@@ -521,7 +765,19 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
     throw ConfigError("safety_margin_bytes", std::to_string(safety_margin_bytes),
                       "0 .. the GPU's total memory", "out of range");
   }
-  const Targets t{target_context_tokens, target_concurrency, safety_margin_bytes};
+  if (targets.runtime_headroom_bytes < -1 ||
+      targets.runtime_headroom_bytes >= launch.hardware().gpu.total_memory_bytes) {
+    throw ConfigError("runtime_headroom_bytes", std::to_string(targets.runtime_headroom_bytes),
+                      "0 .. the GPU's total memory, or -1 for the launch's own", "out of range");
+  }
+  const double preemption_target = targets.workload.preemption_target;
+  if (!targets.workload.empty() && !(preemption_target > 0.0 && preemption_target < 1.0)) {
+    throw ConfigError("preemption_target", std::to_string(preemption_target), "(0, 1)",
+                      "out of range");
+  }
+  const Targets t{target_context_tokens, target_concurrency, safety_margin_bytes,
+                  targets.runtime_headroom_bytes,
+                  targets.workload.empty() ? nullptr : &targets.workload};
   const EngineConfig pinned = with_evaluated_knobs(launch.config(), evaluated);
   validate_knobs(pinned);
   const Plan written = as_written(launch, pinned, t);

@@ -384,6 +384,14 @@ void register_plan(py::module_& m) {
       .def_readonly("max_num_seqs", &Plan::max_num_seqs)
       .def_readonly("max_num_batched_tokens", &Plan::max_num_batched_tokens)
       .def_readonly("concurrent_sequences", &Plan::concurrent_sequences)
+      .def_readonly("max_concurrency", &Plan::max_concurrency)
+      .def_readonly("runtime_headroom_bytes", &Plan::runtime_headroom_bytes)
+      .def_property_readonly(
+          "workload",
+          [](const Plan& p) -> py::object {
+            if (!p.workload.present) return py::none();
+            return py::module_::import("json").attr("loads")(vramplan::to_json(p.workload).dump());
+          })
       .def_readonly("safety_margin_bytes", &Plan::safety_margin_bytes)
       .def_property_readonly("binding",
                              [](const Plan& p) {
@@ -485,15 +493,29 @@ void register_launch(py::module_& m) {
       .def(
           "solve",
           [](const CompiledLaunch& launch, const py::dict& knobs, std::int64_t context,
-             std::int64_t concurrency, std::int64_t safety_margin_bytes) {
+             std::int64_t concurrency, std::int64_t safety_margin_bytes,
+             std::int64_t runtime_headroom_bytes, const vramplan::Workload* workload) {
             const EngineConfig evaluated = evaluated_config_from(knobs);
-            if (safety_margin_bytes < 0)
-              safety_margin_bytes = vramplan::SolveRequest{}.safety_margin_bytes;
+            vramplan::SolveTargets targets;
+            targets.context_tokens = context;
+            targets.concurrency = concurrency;
+            if (safety_margin_bytes >= 0) targets.safety_margin_bytes = safety_margin_bytes;
+            targets.runtime_headroom_bytes = runtime_headroom_bytes;
+            if (workload != nullptr) targets.workload = *workload;
             py::gil_scoped_release release;
-            return vramplan::solve(launch, evaluated, context, concurrency, safety_margin_bytes);
+            return vramplan::solve(launch, evaluated, targets);
           },
           py::arg("knobs"), py::arg("context") = 0, py::arg("concurrency") = 0,
-          py::arg("safety_margin_bytes") = -1)
+          py::arg("safety_margin_bytes") = -1, py::arg("runtime_headroom_bytes") = -1,
+          py::arg("workload") = nullptr)
+      .def(
+          "preemption_probability",
+          [](const CompiledLaunch& launch, const py::dict& knobs,
+             const vramplan::Workload& workload, std::int64_t max_num_seqs) {
+            const EngineConfig evaluated = evaluated_config_from(knobs);
+            return vramplan::preemption_probability(launch, evaluated, workload, max_num_seqs);
+          },
+          py::arg("knobs"), py::arg("workload"), py::arg("max_num_seqs"))
       .def("sweep", &launch_sweep, py::arg("knobs"), py::arg("gpu_memory_utilization"),
            py::arg("max_model_len"), py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"),
            py::arg("out") = py::none(), py::arg("row_offset") = 0)

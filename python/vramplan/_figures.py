@@ -11,6 +11,8 @@ from . import _core
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from .api import Plan
+
 GIB = float(1 << 30)
 
 # Breakdown terms in stacking order, with their colours (shared with the HTML view).
@@ -69,4 +71,26 @@ def breakdown_figure(breakdown: _core.Breakdown) -> Figure:
     ax.set_xlabel("GiB per GPU")
     ax.set_title(f"{breakdown.model_id} on {breakdown.gpu_id}: {breakdown.outcome}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
+    return figure
+
+
+def preemption_figure(plan: Plan) -> Figure:
+    """The probability that max_num_seqs busy slots of the plan's workload overflow the KV cache
+    (vLLM preempts), against max_num_seqs on a log axis, with the plan's choice and the target
+    marked."""
+    chosen = int(plan.max_num_seqs)
+    seqs = sorted({1 << i for i in range(max(chosen, 1).bit_length() + 2)} | {chosen})
+    probabilities = plan.preemption_curve(seqs)
+    target = float(plan.workload["preemption_target"])
+    figure = figure_class()(figsize=(7, 3.5), layout="constrained")
+    ax = figure.add_subplot()
+    ax.plot(seqs, probabilities, marker="o", color="#4c72b0", label="preemption probability")
+    ax.axhline(target, color="#c44e52", linestyle="--", linewidth=1, label=f"target {target:g}")
+    ax.axvline(chosen, color="black", linewidth=1, label=f"max_num_seqs {chosen}")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("max_num_seqs (busy slots)")
+    ax.set_ylabel("P(KV cache overflows)")
+    ax.set_title(str(plan.workload["description"]), fontsize="small")
+    ax.legend(loc="upper left", fontsize="small", frameon=False)
     return figure

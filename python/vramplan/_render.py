@@ -164,6 +164,14 @@ def plan(out: Console, data: dict[str, Any]) -> None:
         else ""
     )
     out.print(f"safety margin kept free per GPU: {margin / GIB:.2f} GiB{why}", soft_wrap=True)
+    if data.get("runtime_headroom_bytes"):
+        out.print(
+            f"runtime headroom kept free per GPU: {data['runtime_headroom_bytes'] / GIB:.2f} GiB "
+            "(allocated after startup, beyond vLLM's profile)",
+            soft_wrap=True,
+        )
+    if data.get("workload"):
+        workload(out, data["workload"], data["max_num_seqs"])
     out.print(
         table(
             out,
@@ -195,6 +203,36 @@ def plan(out: Console, data: dict[str, Any]) -> None:
             if r["fits"]:
                 out.print(f"cheapest that fits: vllm serve {model} {r['flags']}", soft_wrap=True)
                 break
+
+
+def workload(out: Console, w: dict[str, Any], max_num_seqs: int) -> None:
+    """What the workload asks of the KV cache: requests held, preemption, the prefill trade."""
+    out.print(Text("workload: ").append(str(w["description"])), soft_wrap=True)
+    out.print(
+        f"  one request holds {w['blocks_p50']:,} KV blocks at p50, {w['blocks_p99']:,} at p99 "
+        f"(at its peak); the {w['pool_blocks']:,} usable blocks hold {w['requests_held_p50']:,} "
+        f"p50 or {w['requests_held_p99']:,} p99 requests"
+        + (f", the shared prefix's {w['shared_prefix_blocks']:,} blocks once" if w["shared_prefix_blocks"] else ""),
+        soft_wrap=True,
+    )
+    out.print(
+        f"  preemption: {max_num_seqs} busy slots overflow the KV cache with probability "
+        f"{w['preemption_probability']:.2%} (target {w['preemption_target']:.2%}; the most slots "
+        f"under it: {w['max_num_seqs_for_target']})",
+        soft_wrap=True,
+    )
+    out.print(
+        f"  max_num_batched_tokens costs {w['activation_peak_bytes'] / GIB:.2f} GiB of activation "
+        f"(= {w['activation_kv_tokens']:,} KV tokens) and prefills a p50 prompt in "
+        f"{w['prefill_steps_p50']} step(s), a p99 prompt in {w['prefill_steps_p99']}",
+        soft_wrap=True,
+    )
+    if w["request_seconds"]:
+        out.print(
+            f"  Little's law: at {w['request_seconds']:g} s per request (your figure; latency is "
+            f"not modelled) at most {w['requests_per_second_bound']:.2f} requests/s",
+            soft_wrap=True,
+        )
 
 
 def replay_rows(replays: Iterable[Any], terms: Sequence[str]) -> tuple[list[list[Any]], int]:

@@ -436,11 +436,41 @@ class Plan:
     """The solver's answer: the largest safe knobs, why each binds, remedies, breakdown.
     Attributes are the C++ result's (`fits`, `verdict`, `max_model_len`, `binding`, ...)."""
 
-    __slots__ = ("_band", "_core")
+    __slots__ = ("_band", "_core", "_evaluated", "_launch", "_workload", "split_search")
 
-    def __init__(self, core: _core.Plan, band: _core.ErrorBand) -> None:
+    def __init__(
+        self,
+        core: _core.Plan,
+        band: _core.ErrorBand,
+        launch: _core.Launch | None = None,
+        evaluated: dict[str, Any] | None = None,
+        workload: _core.Workload | None = None,
+    ) -> None:
         self._core = core
         self._band = band
+        self._launch = launch
+        self._evaluated = evaluated or {}
+        self._workload = workload
+        # Every TP x PP split tried when the plan chose the split (num_gpus > 1), else None.
+        self.split_search: list[dict[str, Any]] | None = None
+
+    def preemption_curve(self, max_num_seqs: Sequence[int]) -> list[float]:
+        """The probability that each `max_num_seqs` busy slots of the plan's workload overflow
+        the KV cache (the KV recomputed at each value: fewer sequences leave it more room)."""
+        if self._launch is None or self._workload is None:
+            raise config_error("workload", None, "a plan made with a workload", "no workload")
+        knobs = {**self._evaluated, **_chosen_knobs(self._core)}
+        return [
+            float(self._launch.preemption_probability(knobs, self._workload, int(seqs)))
+            for seqs in max_num_seqs
+        ]
+
+    def plot_preemption(self) -> Figure:
+        """Preemption probability against max_num_seqs, the chosen value marked (needs
+        `vramplan[plot]`)."""
+        from ._figures import preemption_figure
+
+        return preemption_figure(self)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)
@@ -479,6 +509,8 @@ class Plan:
         data = dict(json.loads(self._core.to_json()))
         band = self.error_band
         data["breakdown"]["error_band"] = band
+        if self.split_search is not None:
+            data["split_search"] = self.split_search
         return {**data, "error_band": band}
 
     def to_json(self) -> str:
@@ -510,6 +542,13 @@ def plan(
     context: int = ...,
     concurrency: int = ...,
     safety_margin_bytes: int | None = ...,
+    runtime_headroom_bytes: int | None = ...,
+    workload: Any = ...,
+    prompt_tokens: Any = ...,
+    output_tokens: Any = ...,
+    prefix_tokens: int = ...,
+    preemption_target: float = ...,
+    request_seconds: float | None = ...,
     offline: bool | None = ...,
     revision: str | None = ...,
     **pinned: Any,
@@ -526,6 +565,13 @@ def plan(
     context: Literal[0] = ...,
     concurrency: Literal[0] = ...,
     safety_margin_bytes: None = ...,
+    runtime_headroom_bytes: None = ...,
+    workload: None = ...,
+    prompt_tokens: None = ...,
+    output_tokens: None = ...,
+    prefix_tokens: Literal[0] = ...,
+    preemption_target: float = ...,
+    request_seconds: None = ...,
     offline: bool | None = ...,
     revision: str | None = ...,
     **pinned: Any,
@@ -541,6 +587,13 @@ def plan(
     context: int = 0,
     concurrency: int = 0,
     safety_margin_bytes: int | None = None,
+    runtime_headroom_bytes: int | None = None,
+    workload: Any = None,
+    prompt_tokens: Any = None,
+    output_tokens: Any = None,
+    prefix_tokens: int = 0,
+    preemption_target: float = 0.01,
+    request_seconds: float | None = None,
     offline: bool | None = None,
     revision: str | None = None,
     **pinned: Any,
@@ -554,6 +607,17 @@ def plan(
     launch's (GPU family, era) where that exceeds the solver's default (docs/accuracy.md).
     engine="sglang": SGLang's solver (the largest mem_fraction_static, max_running_requests,
     context_length, chunked_prefill_size, cuda_graph_max_bs), knobs under SGLang's names.
+
+    max_num_seqs is a scheduler cap, not a memory wall: it stays at the release default (or
+    `max_num_seqs=`) unless the launch would not start. `concurrency=C` keeps C requests of
+    `context` tokens resident; a workload (`workload=` a CSV/JSONL path or a list of
+    (prompt_tokens, output_tokens[, count]), or `prompt_tokens=(p50, p99)` with
+    `output_tokens=(p50, p99)`; `prefix_tokens` shared under prefix caching) sizes it so that
+    busy slots overflow the KV cache with probability under `preemption_target`
+    (`request_seconds` adds Little's-law throughput bound). `runtime_headroom_bytes` keeps that
+    much free for the running server (default: what vLLM allocates beyond its profile, e.g. a
+    runtime_oom diagnosis's figure). `num_gpus` > 1 without a tensor or pipeline size searches
+    the splits (`Plan.split_search` lists them), as the CLI does.
     """
     _check_engine(engine)
     if engine == "sglang":
@@ -566,12 +630,24 @@ def plan(
             "context": context,
             "concurrency": concurrency,
             "safety_margin_bytes": safety_margin_bytes,
+            "runtime_headroom_bytes": runtime_headroom_bytes,
+            "workload": workload,
+            "prompt_tokens": prompt_tokens,
+            "output_tokens": output_tokens,
+            "prefix_tokens": prefix_tokens,
+            "request_seconds": request_seconds,
         }
         spec, card, path = _sglang_args(model, gpu, offline, revision, vllm_only)
         return sglang.plan(spec, card, model_path=path, **pinned)
-    model = _model_at(model, offline, revision)
-    launch, evaluated = _launch(
-        model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, pinned
+    from .workload import make_workload
+
+    traffic = make_workload(
+        workload,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+        prefix_tokens=prefix_tokens,
+        preemption_target=preemption_target,
+        request_seconds=request_seconds,
     )
     # The ranges are the solver's (context: up to the model's maximum); here only what a
     # 64-bit integer holds.
@@ -579,16 +655,58 @@ def plan(
     _integer("concurrency", concurrency, 0, 1 << 30)
     if safety_margin_bytes is not None:
         _integer("safety_margin_bytes", safety_margin_bytes, 0, 1 << 50)
-    band = _error_band(launch)
-    solved = launch.solve(
-        evaluated,
-        context=context,
-        concurrency=concurrency,
-        safety_margin_bytes=band.safety_margin_bytes
-        if safety_margin_bytes is None
-        else safety_margin_bytes,
+    if runtime_headroom_bytes is not None:
+        _integer("runtime_headroom_bytes", runtime_headroom_bytes, 0, 1 << 50)
+    model = _model_at(model, offline, revision)
+
+    def at_split(split: dict[str, Any]) -> Plan:
+        launch, evaluated = _launch(
+            model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, {**pinned, **split}
+        )
+        band = _error_band(launch)
+        solved = launch.solve(
+            evaluated,
+            context=context,
+            concurrency=concurrency,
+            safety_margin_bytes=band.safety_margin_bytes
+            if safety_margin_bytes is None
+            else safety_margin_bytes,
+            runtime_headroom_bytes=-1 if runtime_headroom_bytes is None else runtime_headroom_bytes,
+            workload=traffic,
+        )
+        return Plan(solved, band, launch, evaluated, traffic)
+
+    if _searches_splits(num_gpus, pinned):
+        from .search import plan_on_gpus
+
+        assert num_gpus is not None
+        result, attempts = plan_on_gpus(
+            lambda tp, pp: at_split({"tensor_parallel_size": tp, "pipeline_parallel_size": pp}),
+            num_gpus,
+        )
+        result.split_search = [attempt.to_json() for attempt in attempts]
+        return result
+    return at_split({})
+
+
+def _searches_splits(num_gpus: int | None, pinned: Mapping[str, Any]) -> bool:
+    """`num_gpus` > 1 without a tensor or pipeline size: the split is the planner's to choose."""
+    return (
+        isinstance(num_gpus, int)
+        and not isinstance(num_gpus, bool)
+        and num_gpus > 1
+        and pinned.get("tensor_parallel_size") is None
+        and pinned.get("pipeline_parallel_size") is None
     )
-    return Plan(solved, band)
+
+
+def _chosen_knobs(core: _core.Plan) -> dict[str, Any]:
+    """The four knobs the solver chose, by vLLM's names."""
+    return {
+        "gpu_memory_utilization": core.gpu_memory_utilization,
+        "max_model_len": core.max_model_len,
+        "max_num_batched_tokens": core.max_num_batched_tokens,
+    }
 
 
 def sweep(

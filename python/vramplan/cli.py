@@ -145,48 +145,31 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]
     launch = _Launch(args)
     knobs = _knobs(args)
     margin = None if args.safety_margin_gib is None else int(args.safety_margin_gib * GIB)
-
-    def one(context: int, split: dict[str, Any]) -> api.Plan:
-        # `split` pins knobs on top of the user's (a TP x PP split, a batch size); the GPUs on
-        # the node stay what the user said, else what the launch needs.
-        pinned = {**knobs, **split}
-        tp = pinned.get("tensor_parallel_size", 1)
-        pp = pinned.get("pipeline_parallel_size", 1)
-        dp = pinned.get("data_parallel_size", 1)
-        return api.plan(
-            launch.spec,
-            launch.gpu,
-            num_gpus=args.num_gpus or tp * pp * dp,
-            memory_used_by_others_bytes=launch.memory_used_by_others_bytes,
-            host_ram_bytes=launch.host_ram_bytes,
-            context=context,
-            concurrency=args.concurrency or 0,
-            safety_margin_bytes=margin,
-            **pinned,
-        )
-
-    def at_split(split: dict[str, Any]) -> api.Plan:
-        # `auto`: context 0 with the concurrency target, and the solver's own search finds
-        # the longest context that holds it (solver.cpp).
-        return one(0 if args.context == "auto" else args.context or 0, split)
-
-    extra: dict[str, Any] = {"model_source": launch.source, "served_model": str(args.model)}
-    chooses_split = (
-        args.num_gpus is not None
-        and args.num_gpus > 1
-        and args.tensor_parallel_size is None
-        and args.pipeline_parallel_size is None
+    headroom = getattr(args, "runtime_headroom_gib", None)
+    # `auto`: context 0 with the concurrency target, and the solver's own search finds the
+    # longest context that holds it (solver.cpp). num_gpus > 1 without a split: api.plan
+    # searches the splits, as it does for Python callers.
+    result = api.plan(
+        launch.spec,
+        launch.gpu,
+        num_gpus=args.num_gpus or _gpus_needed(args),
+        memory_used_by_others_bytes=launch.memory_used_by_others_bytes,
+        host_ram_bytes=launch.host_ram_bytes,
+        context=0 if args.context == "auto" else args.context or 0,
+        concurrency=args.concurrency or 0,
+        safety_margin_bytes=margin,
+        runtime_headroom_bytes=None if headroom is None else int(headroom * GIB),
+        workload=getattr(args, "workload", None),
+        prompt_tokens=getattr(args, "prompt_tokens", None),
+        output_tokens=getattr(args, "output_tokens", None),
+        prefix_tokens=getattr(args, "prefix_tokens", 0),
+        preemption_target=getattr(args, "preemption_target", 0.01),
+        request_seconds=getattr(args, "request_seconds", None),
+        **knobs,
     )
-    if chooses_split:
-        from .search import plan_on_gpus
-
-        result, attempts = plan_on_gpus(
-            lambda tp, pp: at_split({"tensor_parallel_size": tp, "pipeline_parallel_size": pp}),
-            args.num_gpus,
-        )
-        extra["split_search"] = [a.to_json() for a in attempts]
-    else:
-        result = at_split({})
+    extra: dict[str, Any] = {"model_source": launch.source, "served_model": str(args.model)}
+    if result.split_search is not None:
+        extra["split_search"] = result.split_search
     return result, extra
 
 
@@ -709,6 +692,46 @@ def _add_calibrate(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _add_traffic_args(p: argparse.ArgumentParser) -> None:
+    """The traffic a plan serves: max_num_seqs is sized from it (docs/traffic.md)."""
+    group = p.add_argument_group(
+        "traffic",
+        "max_num_seqs is a scheduler cap (vLLM preempts or queues beyond the KV cache), kept at "
+        "the release default unless a workload or --concurrency asks otherwise",
+    )
+    group.add_argument(
+        "--workload",
+        metavar="FILE",
+        help="requests as CSV or JSONL (prompt_tokens, output_tokens[, count]) or vLLM's "
+        "benchmark result JSON",
+    )
+    group.add_argument("--prompt-tokens", metavar="P50,P99", help="prompt length percentiles")
+    group.add_argument("--output-tokens", metavar="P50,P99", help="output length percentiles")
+    group.add_argument(
+        "--prefix-tokens",
+        type=_positive_int("prefix-tokens"),
+        default=0,
+        help="a prefix every request shares (prefix caching holds it once)",
+    )
+    group.add_argument(
+        "--preemption-target",
+        type=_finite_float("--preemption-target"),
+        default=0.01,
+        help="largest acceptable probability that busy slots overflow the KV cache (0.01)",
+    )
+    group.add_argument(
+        "--request-seconds",
+        type=_finite_float("--request-seconds"),
+        help="mean seconds a request holds its slot (your figure): Little's-law throughput bound",
+    )
+    group.add_argument(
+        "--runtime-headroom-gib",
+        type=_finite_float("--runtime-headroom-gib"),
+        help="GPU memory kept free for what runs after startup (default: what vLLM allocates "
+        "beyond its profile; `vramplan diagnose` of a runtime OOM prints the figure it proves)",
+    )
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The CLI's parser; with `command`, the other subcommands are registered without their
     knob flags (only the command run is parsed)."""
@@ -750,6 +773,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             type=_finite_float("--safety-margin-gib"),
             help="GPU memory kept free (default 0.5)",
         )
+        _add_traffic_args(p)
         if name == "flags":
             p.add_argument(
                 "--format",

@@ -6,6 +6,7 @@ fixing flags with the failure's cause taken into account."""
 from __future__ import annotations
 
 import io
+import math
 import re
 import shlex
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from . import _core, _io, api
 from .probe import match_gpu
 
 GIB = 1 << 30
+DEFAULT_SAFETY_MARGIN_BYTES: int = _core.DEFAULT_SAFETY_MARGIN_BYTES
 # Read at most this much of a file: its head (launch settings) and its tail (the failure).
 MAX_READ_BYTES = _io.LOG_MAX_BYTES
 HEAD_BYTES = _io.LOG_HEAD_BYTES
@@ -276,6 +278,24 @@ def _advises(result: dict[str, Any], knob: str, value: Any) -> bool:
     )
 
 
+def _runtime_headroom(
+    result: dict[str, Any], predicted: api.Breakdown, logged: dict[str, Any], others: int
+) -> int:
+    """Bytes a plan keeps free beside its budget after a runtime OOM: what the failing launch
+    left outside its budget (total - budget - CUDA context - other processes) plus the shortfall
+    its OOM line states (tried - free), less the solver's default safety margin."""
+    rank = predicted.to_dict()["ranks"][0]
+    utilization = float(
+        logged.get("gpu_memory_utilization") or predicted["config"]["gpu_memory_utilization"]
+    )
+    total = int(rank["total_memory_bytes"])
+    left = total - math.ceil(utilization * total) - int(rank["cuda_context_bytes"]) - others
+    figures = result.get("figures") or {}
+    tried, free = figures.get("oom_tried_gib"), figures.get("oom_free_gib")
+    missing = max(0, round((tried - free) * GIB)) if tried is not None and free is not None else 0
+    return max(0, min(left + missing - DEFAULT_SAFETY_MARGIN_BYTES, total - 1))
+
+
 def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) -> dict[str, Any]:
     """The solver's flags for the same model, GPU and fixed knobs, given the cause."""
     from .launch import remedy_available
@@ -303,10 +323,13 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         for k, v in launch["logged"].items()
         if k == "gpu_memory_utilization" and cause != "gpu_memory_utilization_overshoot"
     }
-    if cause == "runtime_oom" and not utilization:
-        # The launch ran out of memory serving traffic: the fix never takes more of the GPU
-        # than what ran (the engine's default where the log states none).
-        utilization = {"gpu_memory_utilization": predicted["config"]["gpu_memory_utilization"]}
+    headroom = None
+    if cause == "runtime_oom":
+        # The launch ran out of memory serving traffic: the plan keeps free, outside its budget,
+        # what this launch left there plus what the OOM proves was missing (torch's "Tried to
+        # allocate X ... of which Y is free"), so it never takes more of the GPU than what ran.
+        headroom = _runtime_headroom(result, predicted, utilization, others)
+        utilization = {}
     written_context: dict[str, Any] = (
         {"max_model_len": context} if launch.get("user_context") and context else {}
     )
@@ -320,6 +343,7 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
             memory_used_by_others_bytes=others,
             host_ram_bytes=host_ram_bytes,
             context=target_context,
+            runtime_headroom_bytes=headroom,
             **knobs,
             **written_context,
             **extra,
@@ -352,6 +376,7 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         "pinned": {k: v for k, v in knobs.items() if k != "engine_version"},
         "context": context,
         "memory_used_by_others_bytes": others,
+        "runtime_headroom_bytes": headroom,
         "host_ram_required_bytes": plan.breakdown["host"]["required_bytes"],
         "remedies": [
             {**r, "flags": r["flags"] + tail}
@@ -457,6 +482,13 @@ def format_text(diagnosis: Diagnosis) -> str:
         if fix["drops"]:
             out.write(f"  not kept from your launch: {', '.join(fix['drops'])}\n")
         out.write(f"\nfix ({fix['verdict']}):\n  vllm serve {launch['model']} {fix['vllm_args']}\n")
+        if fix.get("runtime_headroom_bytes"):
+            out.write(
+                f"  (planned keeping {fix['runtime_headroom_bytes'] / GIB:.2f} GiB free for the "
+                "running server beside the budget: what this launch left plus what its OOM "
+                f"lacked; vramplan plan --runtime-headroom-gib "
+                f"{fix['runtime_headroom_bytes'] / GIB:.2f})\n"
+            )
         if fix["memory_used_by_others_bytes"]:
             out.write(
                 f"  (planned with {fix['memory_used_by_others_bytes'] / GIB:.2f} GiB held by "

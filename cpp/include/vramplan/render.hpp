@@ -17,6 +17,8 @@ nlohmann::json to_json(const GpuSpec& gpu);
 nlohmann::json to_json(const Breakdown& breakdown);
 // The plan: fits, the four knobs, binding constraint per knob, remedies, breakdown, flags.
 nlohmann::json to_json(const Plan& plan);
+// What a workload asks of the planned KV cache (Plan::workload); null when the plan has none.
+nlohmann::json to_json(const WorkloadReport& report);
 // Environment variables the launch needs (knobs older versions take only from the
 // environment: VLLM_ALL2ALL_BACKEND before 0.12).
 nlohmann::json to_vllm_env(const Plan& plan);

@@ -9,6 +9,7 @@
 
 #include "vramplan/compiled.hpp"
 #include "vramplan/engine.hpp"
+#include "vramplan/workload.hpp"
 
 namespace vramplan {
 
@@ -21,6 +22,51 @@ struct SolveRequest {
   // estimation error). Default 0.5 GiB; stated in the plan.
   std::int64_t safety_margin_bytes = std::int64_t{512} << 20;
 };
+
+// What a plan serves beyond the launch's own knobs.
+struct SolveTargets {
+  std::int64_t context_tokens = 0;  // 0: the model maximum
+  std::int64_t concurrency = 0;     // sequences of that context kept resident (0: none)
+  std::int64_t safety_margin_bytes = std::int64_t{512} << 20;
+  // Bytes kept free for what the running server allocates beyond vLLM's startup profile
+  // (-1: runtime_headroom_bytes() at the launch's default max_num_seqs; a runtime_oom
+  // diagnosis gives the figure its log proves was missing).
+  std::int64_t runtime_headroom_bytes = -1;
+  Workload workload;  // empty: max_num_seqs is not sized from traffic
+};
+
+// What a workload asks of the planned KV cache (Plan::workload).
+struct WorkloadReport {
+  bool present = false;
+  std::string description;                   // the workload's source, in words
+  std::int64_t pool_blocks = 0;              // usable KV blocks (vLLM keeps one as its null block)
+  std::int64_t shared_prefix_blocks = 0;     // full prefix blocks held once under prefix caching
+  std::int64_t blocks_p50 = 0;               // blocks one request holds at its peak, median
+  std::int64_t blocks_p99 = 0;               // the same at the 99th percentile
+  std::int64_t requests_held_p50 = 0;        // requests of the median shape the pool holds
+  std::int64_t requests_held_p99 = 0;        // the same at the 99th percentile
+  double preemption_target = 0.0;            // the acceptable overflow probability
+  double preemption_probability = 0.0;       // at the plan's max_num_seqs
+  std::int64_t max_num_seqs_for_target = 0;  // the largest with preemption under the target
+  double request_seconds = 0.0;              // the user's figure (0: not given)
+  double requests_per_second_bound = 0.0;    // Little's law: resident requests / request_seconds
+  std::int64_t activation_peak_bytes = 0;    // what max_num_batched_tokens costs on the worst rank
+  std::int64_t activation_kv_tokens = 0;     // the same in KV tokens
+  std::int64_t prefill_steps_p50 = 0;        // steps to prefill a median prompt
+  std::int64_t prefill_steps_p99 = 0;        // ... a 99th-percentile prompt
+};
+
+// Bytes the running server allocates beyond what vLLM's startup profile measured, at
+// `max_num_seqs`: on the V1 runner, whose dummy sampler runs without logprobs or grammars, the
+// fp32 log-softmax of every logit (4 B) and the int32 structured-output bitmask (one bit per
+// token); 0 on Model Runner V2, whose warm-up runs every sampler feature (docs/traffic.md).
+std::int64_t runtime_headroom_bytes(const CompiledLaunch& launch,
+                                    std::int64_t max_num_seqs) noexcept;
+
+// The probability that `max_num_seqs` busy slots of `workload` overflow the KV cache of the
+// launch at `evaluated` knobs with that many sequences (1 where the launch does not start).
+double preemption_probability(const CompiledLaunch& launch, const EngineConfig& evaluated,
+                              const Workload& workload, std::int64_t max_num_seqs);
 
 // One knob set to a value, under vLLM's keyword (`LLM(**kwargs)` name) and in the text its
 // `vllm serve` flag takes ("fp8", "2", "true"): remedies and solver choices as data.
@@ -59,7 +105,14 @@ struct Plan {
   std::int64_t max_model_len = 0;
   std::int64_t max_num_seqs = 0;
   std::int64_t max_num_batched_tokens = 0;
-  std::int64_t concurrent_sequences = 0;  // sequences of the target context served at once
+  // Sequences of the target context served at once: what the KV cache holds, up to
+  // max_num_seqs.
+  std::int64_t concurrent_sequences = 0;
+  // vLLM's "Maximum concurrency for max_model_len tokens per request": KV blocks over one
+  // max_model_len request's blocks. A capacity figure, not a limit on max_num_seqs.
+  double max_concurrency = 0.0;
+  std::int64_t runtime_headroom_bytes = 0;  // kept free beside the safety margin
+  WorkloadReport workload;                  // present with a workload
   std::string binding_gpu_memory_utilization;
   std::string binding_max_model_len;
   std::string binding_max_num_seqs;
@@ -79,6 +132,8 @@ Plan solve(const CompiledLaunch& launch, std::int64_t target_context_tokens,
 Plan solve(const CompiledLaunch& launch, const EngineConfig& pinned,
            std::int64_t target_context_tokens, std::int64_t target_concurrency,
            std::int64_t safety_margin_bytes);
+// The same for a workload, a runtime headroom and the other targets.
+Plan solve(const CompiledLaunch& launch, const EngineConfig& pinned, const SolveTargets& targets);
 // `base` with its evaluated knobs replaced by those of `from`.
 EngineConfig with_evaluated_knobs(EngineConfig base, const EngineConfig& from);
 Plan solve(const ModelSpec& spec, const SolveRequest& request);

@@ -227,6 +227,15 @@ def main() -> None:
             "deepseek-ai/DeepSeek-V3", "H200", context=32768, tensor_parallel_size=8
         )
     )
+    out["plan_workload_us"] = per_call_us(
+        lambda: vramplan.plan(
+            LLAMA, "H100-80GB", context=32768, prompt_tokens=(1000, 8000), output_tokens=(200, 1500)
+        )
+    )
+    # The whole catalogue for one model (every GPU x 1..8 x split) with a concurrency target.
+    start = time.perf_counter()
+    vramplan.fit(LLAMA, context=32768, concurrency=16)
+    out["fit_catalogue_s"] = time.perf_counter() - start
     out["breakdown_us"] = per_call_us(
         lambda: vramplan.breakdown(LLAMA, "H100-80GB", max_model_len=8192)
     )

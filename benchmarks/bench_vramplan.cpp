@@ -107,6 +107,24 @@ void BM_Plan(benchmark::State& state) {
 }
 BENCHMARK(BM_Plan)->DenseRange(0, 2);
 
+// The same plan for a workload given as p50/p99 percentiles (32 request shapes): max_num_seqs
+// searched by the KV overflow probability, the report beside it.
+void BM_PlanWorkload(benchmark::State& state) {
+  const Launch& launch = kLaunches[state.range(0)];
+  const auto compiled_launch = compiled(launch);
+  vramplan::SolveTargets targets;
+  targets.context_tokens = 32768;
+  targets.workload = vramplan::workload_from_percentiles(1000, 8000, 200, 1500);
+  const std::int64_t before = g_allocations.load();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        vramplan::solve(*compiled_launch, compiled_launch->config(), targets).max_num_seqs);
+  }
+  report_allocations(state, before);
+  state.SetLabel(launch.model);
+}
+BENCHMARK(BM_PlanWorkload)->DenseRange(0, 2);
+
 // One evaluation of the knobs on a compiled launch (the sweep's inner step).
 void BM_Evaluate(benchmark::State& state) {
   const Launch& launch = kLaunches[state.range(0)];

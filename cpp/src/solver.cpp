@@ -523,6 +523,30 @@ void judge_utilization_hint(const CompiledLaunch& launch, const Plan& solved, st
   }
 }
 
+// CUDA-graph profiling sizes its minimal KV cache by max_num_seqs and runs before the KV budget
+// exists: when the launch fails it at the largest safe utilization and at a small one alike,
+// the verdict says the utilization is not the lever.
+void judge_graph_profiling(const CompiledLaunch& launch, const Plan& judged, std::string& verdict,
+                           const Targets& t) {
+  if (judged.breakdown.outcome != Outcome::CudagraphProfilingOom) return;
+  std::string binding;
+  LaunchKnobs probe = launch_knobs(judged.config);
+  probe.gpu_memory_utilization = 0.5;
+  const double largest = max_utilization(launch, evaluate(launch, probe), t, binding);
+  for (const double u : {0.1, largest}) {
+    LaunchKnobs trial = launch_knobs(judged.config);
+    trial.gpu_memory_utilization = u;
+    ResolvedKnobs r;
+    if (launch.try_resolve(trial, r) != KnobProblem::None ||
+        launch.evaluate(r).outcome != Outcome::CudagraphProfilingOom) {
+      return;
+    }
+  }
+  verdict +=
+      " Changing --gpu-memory-utilization cannot help: graph profiling's minimal KV cache "
+      "follows max_num_seqs, not the budget; fewer --max-num-seqs or --enforce-eager do.";
+}
+
 // One change a remedy may make, alone or with one other: applied to the launch's knobs,
 // hardware and targets, then replayed through the engine.
 struct Candidate {
@@ -788,6 +812,8 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
   plan.changed = solver_changes(written, plan, pinned);
   judge_utilization_hint(launch, plan, plan.as_written_verdict, t);
   judge_utilization_hint(launch, plan, plan.verdict, t);
+  judge_graph_profiling(launch, written, plan.as_written_verdict, t);
+  judge_graph_profiling(launch, plan, plan.verdict, t);
   if (plan.fits) return plan;
   // Remedies cheapest first, each replayed through the engine with its full flag set; the
   // tensor-parallel single is the smallest split that fits. When no single change fits, pairs
@@ -819,7 +845,9 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
     }
     Remedy r = replay(launch, pinned, t, {&c});
     if (lengthens_context(r)) continue;
-    any_fits = any_fits || (r.fits && r.drops.empty());
+    // A utilization the free memory cannot give is no setting to keep: its lowering that fits
+    // is the answer, not a reason to try pairs.
+    any_fits = any_fits || (r.fits && (r.drops.empty() || r.kind == "lower_utilization"));
     plan.remedies.push_back(std::move(r));
   }
   // Pairs are tried unless a single change fits that keeps every setting the user gave.

@@ -7,6 +7,7 @@ import os
 import typing
 
 __all__: list[str] = [
+    "DEFAULT_SAFETY_MARGIN_BYTES",
     "ENGINES",
     "KNOBS",
     "MAX_SWEEP_POINTS",
@@ -30,6 +31,7 @@ __all__: list[str] = [
     "SpecDatabase",
     "SpecError",
     "Term",
+    "Workload",
     "apply_profile_overrides",
     "calibrate",
     "diagnose_launch",
@@ -41,6 +43,7 @@ __all__: list[str] = [
     "load_yaml_names_file",
     "newest_known_vllm_version",
     "outcome_names",
+    "overflow_probability",
     "parse_calibration_priors",
     "parse_calibration_profile",
     "parse_model_spec_yaml",
@@ -138,6 +141,41 @@ class SpecDatabase:
     def has_model(self, name: str) -> bool: ...
     def model(self, name: str) -> ModelSpec: ...
     def model_ids(self) -> list[str]: ...
+
+class Workload:
+    """
+    The request shapes a server sees, as a distribution.
+    """
+
+    description: str
+    @staticmethod
+    def from_percentiles(
+        prompt_p50: typing.SupportsInt | typing.SupportsIndex,
+        prompt_p99: typing.SupportsInt | typing.SupportsIndex,
+        output_p50: typing.SupportsInt | typing.SupportsIndex,
+        output_p99: typing.SupportsInt | typing.SupportsIndex,
+    ) -> Workload: ...
+    @staticmethod
+    def from_requests(
+        prompt_tokens: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+        output_tokens: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+        counts: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex],
+        field: str = "workload",
+    ) -> Workload: ...
+    @property
+    def preemption_target(self) -> float: ...
+    @preemption_target.setter
+    def preemption_target(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None: ...
+    @property
+    def prefix_tokens(self) -> int: ...
+    @prefix_tokens.setter
+    def prefix_tokens(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @property
+    def request_seconds(self) -> float: ...
+    @request_seconds.setter
+    def request_seconds(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None: ...
+    @property
+    def shapes(self) -> list[typing.Any]: ...
 
 class Term:
     """
@@ -338,9 +376,13 @@ class Plan:
     @property
     def remedies(self) -> list[Remedy]: ...
     @property
+    def runtime_headroom_bytes(self) -> int: ...
+    @property
     def safety_margin_bytes(self) -> int: ...
     @property
     def verdict(self) -> str: ...
+    @property
+    def workload(self) -> typing.Any: ...
 
 class EngineProfile:
     """
@@ -402,12 +444,20 @@ class Launch:
         profile: EngineProfile | None = None,
     ) -> None: ...
     def breakdown(self, knobs: dict[str, typing.Any]) -> Breakdown: ...
+    def preemption_probability(
+        self,
+        knobs: dict[str, typing.Any],
+        workload: Workload,
+        max_num_seqs: typing.SupportsInt | typing.SupportsIndex,
+    ) -> float: ...
     def solve(
         self,
         knobs: dict[str, typing.Any],
         context: typing.SupportsInt | typing.SupportsIndex = 0,
         concurrency: typing.SupportsInt | typing.SupportsIndex = 0,
         safety_margin_bytes: typing.SupportsInt | typing.SupportsIndex = -1,
+        runtime_headroom_bytes: typing.SupportsInt | typing.SupportsIndex = -1,
+        workload: Workload | None = None,
     ) -> Plan: ...
     def sweep(
         self,
@@ -508,6 +558,17 @@ def newest_known_vllm_version() -> str:
     """
 
 def outcome_names() -> list[typing.Any]: ...
+def overflow_probability(
+    blocks: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+    probabilities: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex],
+    slots: typing.SupportsInt | typing.SupportsIndex,
+    pool_blocks: typing.SupportsInt | typing.SupportsIndex,
+    shared_blocks: typing.SupportsInt | typing.SupportsIndex = 0,
+) -> float:
+    """
+    Probability that `slots` requests with these block counts overflow `pool_blocks`.
+    """
+
 def parse_calibration_priors(yaml_text: str, file: str, engine_version: str) -> list[typing.Any]:
     """
     The priors in effect at engine_version from a priors document (model_specs/calibration_priors.yaml): a list[typing.Any] of {name, value, sigma, source}.
@@ -594,6 +655,7 @@ def with_checkpoint_bytes(
     A copy of `spec` whose stored tensor bytes are `checkpoint_bytes` (exact, from safetensors headers read elsewhere, e.g. over HTTP range requests).
     """
 
+DEFAULT_SAFETY_MARGIN_BYTES: int = 536870912
 ENGINES: list[typing.Any] = ...
 KNOBS: list[dict[str, typing.Any]]
 MAX_SWEEP_POINTS: int = 50000000

@@ -212,7 +212,11 @@ def workload(out: Console, w: dict[str, Any], max_num_seqs: int) -> None:
         f"  one request holds {w['blocks_p50']:,} KV blocks at p50, {w['blocks_p99']:,} at p99 "
         f"(at its peak); the {w['pool_blocks']:,} usable blocks hold {w['requests_held_p50']:,} "
         f"p50 or {w['requests_held_p99']:,} p99 requests"
-        + (f", the shared prefix's {w['shared_prefix_blocks']:,} blocks once" if w["shared_prefix_blocks"] else ""),
+        + (
+            f", the shared prefix's {w['shared_prefix_blocks']:,} blocks once"
+            if w["shared_prefix_blocks"]
+            else ""
+        ),
         soft_wrap=True,
     )
     out.print(

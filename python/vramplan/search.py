@@ -2,16 +2,20 @@
 
 The solver is C++ and answers one launch at a time (the longest context for a concurrency
 target included: context 0); this search only calls it in order and keeps the first answer
-that fits (orchestration, not arithmetic), so it lives in Python on top of `vramplan.plan`.
+that fits (orchestration, not arithmetic), so it lives in Python under `vramplan.plan`, which calls it for `num_gpus` > 1.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import _core, api
+from . import _core
+from ._database import config_error
+
+if TYPE_CHECKING:
+    from .api import Plan
 
 # Pipeline stages tried at most: beyond this a split search of N GPUs stops adding stages.
 MAX_SEARCH_PIPELINE_STAGES = 64
@@ -39,7 +43,7 @@ def candidate_splits(num_gpus: int) -> list[tuple[int, int]]:
     stages over TP groups (PP splits layers, so it spans nodes and costs pipeline bubbles, which
     is why it comes second), fewest GPUs first and fewer stages first at equal count."""
     if isinstance(num_gpus, bool) or not isinstance(num_gpus, int) or num_gpus < 1:
-        raise api.config_error("num_gpus", num_gpus, "an integer >= 1", "wrong value")
+        raise config_error("num_gpus", num_gpus, "an integer >= 1", "wrong value")
     powers = [1 << i for i in range(num_gpus.bit_length()) if 1 << i <= num_gpus]
     tensor_only = sorted({*powers, num_gpus})
     splits = [(tp, 1) for tp in tensor_only]
@@ -53,14 +57,12 @@ def candidate_splits(num_gpus: int) -> list[tuple[int, int]]:
     return splits
 
 
-def plan_on_gpus(
-    plan_for: Callable[[int, int], api.Plan], num_gpus: int
-) -> tuple[api.Plan, list[Attempt]]:
+def plan_on_gpus(plan_for: Callable[[int, int], Plan], num_gpus: int) -> tuple[Plan, list[Attempt]]:
     """The first split of `num_gpus` GPUs (see `candidate_splits`) whose plan fits, with every
     split tried. `plan_for(tp, pp)` plans one split. When none fits, the plan of the largest
     valid tensor-parallel split is returned (its verdict and remedies say why)."""
     attempts: list[Attempt] = []
-    fallback: api.Plan | None = None
+    fallback: Plan | None = None
     for tp, pp in candidate_splits(num_gpus):
         try:
             result = plan_for(tp, pp)

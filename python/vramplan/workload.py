@@ -53,7 +53,9 @@ def _count(value: Any, file: str, row: int, field: str, lowest: int = 0) -> int:
     if isinstance(value, str):
         text = value.strip()
         if not text.isascii() or not text.lstrip("+").isdigit():
-            raise config_error(f"{file}: row {row}: {field}", value, "a whole number", "not a number")
+            raise config_error(
+                f"{file}: row {row}: {field}", value, "a whole number", "not a number"
+            )
         value = int(text)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -78,10 +80,12 @@ def _rows(records: Iterable[Mapping[str, Any]], file: str) -> _core.Workload:
             prompt_key = _column(record.keys(), PROMPT_COLUMNS, file, "prompt tokens")
             output_key = _column(record.keys(), OUTPUT_COLUMNS, file, "output tokens")
             count_key = _column(record.keys(), COUNT_COLUMNS, file, "count")
+        assert prompt_key is not None
         assert output_key is not None
-        prompts.append(_count(record.get(prompt_key), file, index, str(prompt_key), lowest=1))
-        outputs.append(_count(record.get(output_key), file, index, str(output_key)))
-        counts.append(float(_count(record.get(count_key), file, index, str(count_key)) if count_key else 1))
+        prompts.append(_count(record.get(prompt_key), file, index, prompt_key, lowest=1))
+        outputs.append(_count(record.get(output_key), file, index, output_key))
+        count = _count(record.get(count_key), file, index, count_key) if count_key else 1
+        counts.append(float(count))
     if not prompts:
         raise config_error(file, "no requests", "at least one row", "empty workload")
     return _core.Workload.from_requests(prompts, outputs, counts, field=file)
@@ -96,7 +100,9 @@ def load_workload(path: str | Path) -> _core.Workload:
         with Path(path).open("rb") as handle:
             data = handle.read(MAX_WORKLOAD_FILE_BYTES + 1)
     except OSError as err:
-        raise config_error("workload", file, "a readable file", err.strerror or "unreadable") from None
+        raise config_error(
+            "workload", file, "a readable file", err.strerror or "unreadable"
+        ) from None
     if len(data) > MAX_WORKLOAD_FILE_BYTES:
         raise config_error(file, "larger than 256 MiB", "a smaller file", "too large")
     try:
@@ -121,7 +127,9 @@ def _jsonl(text: str, file: str) -> Iterable[Mapping[str, Any]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as err:
-            raise config_error(f"{file}: line {number}", line[:80], "a JSON object", err.msg) from None
+            raise config_error(
+                f"{file}: line {number}", line[:80], "a JSON object", err.msg
+            ) from None
         yield record
 
 
@@ -176,7 +184,9 @@ def make_workload(
                 raise config_error(name, value, "with a workload", "no workload given")
         return None
     if workload is not None and (prompt_tokens is not None or output_tokens is not None):
-        raise config_error("prompt_tokens", prompt_tokens, "a workload or percentiles", "both given")
+        raise config_error(
+            "prompt_tokens", prompt_tokens, "a workload or percentiles", "both given"
+        )
     if workload is None:
         if prompt_tokens is None or output_tokens is None:
             missing = "output_tokens" if output_tokens is None else "prompt_tokens"
@@ -194,15 +204,20 @@ def make_workload(
         for index, item in enumerate(workload, start=1):
             if not isinstance(item, Sequence) or isinstance(item, str) or len(item) not in (2, 3):
                 raise config_error(
-                    f"workload[{index - 1}]", item, "(prompt_tokens, output_tokens[, count])", "shape"
+                    f"workload[{index - 1}]",
+                    item,
+                    "(prompt_tokens, output_tokens[, count])",
+                    "shape",
                 )
-            rows.append(dict(zip(("prompt_tokens", "output_tokens", "count"), item)))
+            rows.append(dict(zip(("prompt_tokens", "output_tokens", "count"), (*item, 1)[:3])))
         built = _rows(rows, "workload")
     else:
         raise config_error("workload", type(workload).__name__, "a path or a list", "wrong type")
     built.prefix_tokens = _count(prefix_tokens, "prefix_tokens", 1, "prefix_tokens")
     if isinstance(preemption_target, bool) or not isinstance(preemption_target, (int, float)):
-        raise config_error("preemption_target", preemption_target, "a number in (0, 1)", "wrong type")
+        raise config_error(
+            "preemption_target", preemption_target, "a number in (0, 1)", "wrong type"
+        )
     if not 0.0 < float(preemption_target) < 1.0:
         raise config_error("preemption_target", preemption_target, "(0, 1)", "out of range")
     built.preemption_target = float(preemption_target)

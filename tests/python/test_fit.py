@@ -8,7 +8,6 @@ import math
 import os
 import shlex
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -257,18 +256,15 @@ def test_pinned_split_keeps_only_that_split() -> None:
     assert set(options.num_gpus) == {2, 4}
 
 
-def test_whole_catalogue_in_under_a_second() -> None:
-    # One model over every GPU type x 1..8 GPUs x every TP/PP/DP split (836 launches), each
-    # planned by the C++ solver, with the longest context of every fitting option.
-    vramplan.fit(LLAMA_8B, context=8192, concurrency=4, gpus="H100", max_gpus=1)  # warm up
+def test_whole_catalogue_reports_progress_per_option() -> None:
+    # One model over every GPU type x 1..8 GPUs x every TP/PP/DP split, each planned by the C++
+    # solver, with the longest context of every fitting option (its time: benchmarks/
+    # bench_python.py, not a test).
     calls = []
-    start = time.perf_counter()
     options = vramplan.fit(
         LLAMA_8B, context=32768, concurrency=16, progress=lambda d, t: calls.append((d, t))
     )
-    elapsed = time.perf_counter() - start
     assert len(options) == len(calls) == calls[-1][1] == 38 * len(vramplan.gpus())
-    assert elapsed < 1.0, elapsed
 
 
 def test_reverse_lists_models_that_fit_a_gpu(

@@ -253,6 +253,83 @@ WorkloadReport workload_report(const CompiledLaunch& launch, const Workload& w, 
   return r;
 }
 
+// max_num_seqs is a scheduler cap that vLLM meets by making requests wait or preempting them,
+// not a memory wall: it stays at the release default (or the user's value) unless the launch
+// would not start. Only a concurrency target asks for C requests of the target context to stay
+// resident in the KV cache; then fewer sequences first (the sampler, CUDA graphs and MRV2
+// buffers shrink with them), and fewer batched tokens (slower prefill) only when C sequences
+// alone do not hold the target.
+void hold_target_concurrency(const CompiledLaunch& launch, const Targets& t, std::int64_t context,
+                             bool pinned_seqs, LaunchKnobs& knobs, Evaluation& e, Plan& plan) {
+  auto holds_target = [&](const LaunchKnobs& trial) {
+    ResolvedKnobs r;
+    if (launch.try_resolve(trial, r) != KnobProblem::None) return false;
+    const Evaluation te = launch.evaluate(r);
+    return te.outcome == Outcome::Started && capacity_at(launch, te, context) >= t.concurrency;
+  };
+  if (holds_target(knobs)) return;
+  const std::string target_text =
+      std::to_string(t.concurrency) + " sequences of " + std::to_string(context) + " tokens";
+  if (!pinned_seqs && e.knobs.max_num_seqs > t.concurrency) {
+    auto meets = [&](std::int64_t seqs) {
+      LaunchKnobs trial = knobs;
+      trial.max_num_seqs = seqs;
+      return holds_target(trial);
+    };
+    knobs.max_num_seqs = meets(t.concurrency)
+                             ? largest_passing(t.concurrency, e.knobs.max_num_seqs, meets)
+                             : t.concurrency;
+    plan.binding_max_num_seqs =
+        "the largest that keeps KV room for " + target_text + " (the target concurrency)";
+    e = evaluate(launch, knobs);
+  }
+  if (knobs.max_num_batched_tokens || holds_target(knobs)) return;
+  std::int64_t lo = std::max(t.concurrency, e.knobs.max_num_seqs);
+  if (!e.knobs.chunked_prefill) lo = std::max(lo, e.knobs.max_model_len);
+  const std::int64_t hi = e.knobs.max_num_batched_tokens;
+  auto meets = [&](std::int64_t tokens) {
+    LaunchKnobs trial = knobs;
+    trial.max_num_batched_tokens = tokens;
+    return holds_target(trial);
+  };
+  if (lo < hi && meets(lo)) {
+    knobs.max_num_batched_tokens = largest_passing(lo, hi, meets);
+    plan.binding_max_num_batched_tokens =
+        "below the release default (slower prefill): the largest activation peak that leaves KV "
+        "room for " +
+        target_text + " even at max_num_seqs " + std::to_string(e.knobs.max_num_seqs);
+    e = evaluate(launch, knobs);
+  }
+}
+
+// The plan's one-line verdict, in the order the checks bind.
+std::string verdict_text(const CompiledLaunch& launch, const Plan& plan, const Evaluation& e,
+                         const Targets& t, std::int64_t context, bool host_ok, bool context_ok,
+                         bool concurrency_ok) {
+  const Breakdown& b = plan.breakdown;
+  if (e.outcome != Outcome::Started) {
+    return std::string("does not fit: ") + outcome_name(e.outcome) +
+           (b.messages.empty() ? "" : " - " + b.messages.front());
+  }
+  if (!host_ok) {
+    return "does not fit: host RAM - needs " + gib(e.host_required_bytes) + ", node has " +
+           gib(launch.hardware().host_ram_bytes) +
+           " (the loader would be OOM-killed: a silent `Killed`, visible in dmesg)";
+  }
+  if (!context_ok) {
+    return "does not fit: the target context of " + std::to_string(t.context) +
+           " tokens leaves no KV room (" + std::to_string(plan.max_model_len) + " tokens fit)";
+  }
+  if (!concurrency_ok) {
+    return "does not fit: " + std::to_string(t.concurrency) + " sequences of " +
+           std::to_string(context) + " tokens need more KV cache; " +
+           std::to_string(plan.concurrent_sequences) + " fit";
+  }
+  return "fits: " + std::to_string(b.kv_tokens) + " KV tokens, " +
+         std::to_string(plan.concurrent_sequences) + " concurrent sequences of " +
+         std::to_string(context) + " tokens (" + concurrency_text(plan) + ")";
+}
+
 // The solve at fixed compile-time knobs: utilization, context, batched tokens, sequences.
 Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig config,
                const Targets& t) {
@@ -351,56 +428,12 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   }
   const std::int64_t context =
       t.context > 0 ? std::min(t.context, e.knobs.max_model_len) : e.knobs.max_model_len;
-  // max_num_seqs is a scheduler cap that vLLM meets by making requests wait or preempting
-  // them, not a memory wall: it stays at the release default (or the user's value) unless the
-  // launch would not start (above). Only a concurrency target asks for C requests of the target
-  // context to stay resident in the KV cache; then fewer sequences first (the sampler, CUDA
-  // graphs and MRV2 buffers shrink with them), and fewer batched tokens (slower prefill) only
-  // when C sequences alone do not hold the target.
   plan.binding_max_num_seqs = pinned_seqs ? "pinned by the user" : seqs_binding;
   plan.binding_max_num_batched_tokens = knobs.max_num_batched_tokens
                                             ? "pinned by the user"
                                             : "engine default (activation peak inside the budget)";
-  auto holds_target = [&](const LaunchKnobs& trial) {
-    ResolvedKnobs r;
-    if (launch.try_resolve(trial, r) != KnobProblem::None) return false;
-    const Evaluation te = launch.evaluate(r);
-    return te.outcome == Outcome::Started && capacity_at(launch, te, context) >= t.concurrency;
-  };
-  const std::string target_text =
-      std::to_string(t.concurrency) + " sequences of " + std::to_string(context) + " tokens";
-  if (t.concurrency > 0 && !holds_target(knobs) && e.outcome == Outcome::Started) {
-    if (!pinned_seqs && e.knobs.max_num_seqs > t.concurrency) {
-      auto meets = [&](std::int64_t seqs) {
-        LaunchKnobs trial = knobs;
-        trial.max_num_seqs = seqs;
-        return holds_target(trial);
-      };
-      knobs.max_num_seqs = meets(t.concurrency)
-                               ? largest_passing(t.concurrency, e.knobs.max_num_seqs, meets)
-                               : t.concurrency;
-      plan.binding_max_num_seqs =
-          "the largest that keeps KV room for " + target_text + " (the target concurrency)";
-      e = evaluate(launch, knobs);
-    }
-    if (!knobs.max_num_batched_tokens && !holds_target(knobs)) {
-      std::int64_t lo = std::max(t.concurrency, e.knobs.max_num_seqs);
-      if (!e.knobs.chunked_prefill) lo = std::max(lo, e.knobs.max_model_len);
-      const std::int64_t hi = e.knobs.max_num_batched_tokens;
-      auto meets = [&](std::int64_t tokens) {
-        LaunchKnobs trial = knobs;
-        trial.max_num_batched_tokens = tokens;
-        return holds_target(trial);
-      };
-      if (lo < hi && meets(lo)) {
-        knobs.max_num_batched_tokens = largest_passing(lo, hi, meets);
-        plan.binding_max_num_batched_tokens =
-            "below the release default (slower prefill): the largest activation peak that "
-            "leaves KV room for " +
-            target_text + " even at max_num_seqs " + std::to_string(e.knobs.max_num_seqs);
-        e = evaluate(launch, knobs);
-      }
-    }
+  if (t.concurrency > 0 && e.outcome == Outcome::Started) {
+    hold_target_concurrency(launch, t, context, pinned_seqs, knobs, e, plan);
   }
   if (t.workload != nullptr && e.outcome == Outcome::Started) {
     size_for_workload(launch, *t.workload, knobs, e, plan, pinned_seqs);
@@ -429,26 +462,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   if (t.workload != nullptr && e.outcome == Outcome::Started) {
     plan.workload = workload_report(launch, *t.workload, e, b);
   }
-  if (e.outcome != Outcome::Started) {
-    plan.verdict = std::string("does not fit: ") + outcome_name(e.outcome) +
-                   (b.messages.empty() ? "" : " - " + b.messages.front());
-  } else if (!host_ok) {
-    plan.verdict = "does not fit: host RAM - needs " + gib(e.host_required_bytes) + ", node has " +
-                   gib(host_ram) +
-                   " (the loader would be OOM-killed: a silent `Killed`, visible in dmesg)";
-  } else if (!context_ok) {
-    plan.verdict = "does not fit: the target context of " + std::to_string(t.context) +
-                   " tokens leaves no KV room (" + std::to_string(plan.max_model_len) +
-                   " tokens fit)";
-  } else if (!concurrency_ok) {
-    plan.verdict = "does not fit: " + std::to_string(t.concurrency) + " sequences of " +
-                   std::to_string(context) + " tokens need more KV cache; " +
-                   std::to_string(plan.concurrent_sequences) + " fit";
-  } else {
-    plan.verdict = "fits: " + std::to_string(b.kv_tokens) + " KV tokens, " +
-                   std::to_string(plan.concurrent_sequences) + " concurrent sequences of " +
-                   std::to_string(context) + " tokens (" + concurrency_text(plan) + ")";
-  }
+  plan.verdict = verdict_text(launch, plan, e, t, context, host_ok, context_ok, concurrency_ok);
   return plan;
 }
 

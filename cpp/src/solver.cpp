@@ -270,34 +270,44 @@ void hold_target_concurrency(const CompiledLaunch& launch, const Targets& t, std
   if (holds_target(knobs)) return;
   const std::string target_text =
       std::to_string(t.concurrency) + " sequences of " + std::to_string(context) + " tokens";
+  const std::string seqs_text =
+      "the largest that keeps KV room for " + target_text + " (the target concurrency)";
+  // Fewer sequences first; when even C of them do not hold the target, fewer batched tokens at
+  // C sequences. When neither does, the launch keeps its knobs and the verdict says what fits.
+  LaunchKnobs base = knobs;
   if (!pinned_seqs && e.knobs.max_num_seqs > t.concurrency) {
     auto meets = [&](std::int64_t seqs) {
       LaunchKnobs trial = knobs;
       trial.max_num_seqs = seqs;
       return holds_target(trial);
     };
-    knobs.max_num_seqs = meets(t.concurrency)
-                             ? largest_passing(t.concurrency, e.knobs.max_num_seqs, meets)
-                             : t.concurrency;
-    plan.binding_max_num_seqs =
-        "the largest that keeps KV room for " + target_text + " (the target concurrency)";
-    e = evaluate(launch, knobs);
+    if (meets(t.concurrency)) {
+      knobs.max_num_seqs = largest_passing(t.concurrency, e.knobs.max_num_seqs, meets);
+      plan.binding_max_num_seqs = seqs_text;
+      e = evaluate(launch, knobs);
+      return;
+    }
+    base.max_num_seqs = t.concurrency;
   }
-  if (knobs.max_num_batched_tokens || holds_target(knobs)) return;
-  std::int64_t lo = std::max(t.concurrency, e.knobs.max_num_seqs);
-  if (!e.knobs.chunked_prefill) lo = std::max(lo, e.knobs.max_model_len);
-  const std::int64_t hi = e.knobs.max_num_batched_tokens;
+  if (knobs.max_num_batched_tokens) return;
+  ResolvedKnobs at_base;
+  if (launch.try_resolve(base, at_base) != KnobProblem::None) return;
+  std::int64_t lo = std::max(t.concurrency, at_base.max_num_seqs);
+  if (!at_base.chunked_prefill) lo = std::max(lo, at_base.max_model_len);
+  const std::int64_t hi = at_base.max_num_batched_tokens;
   auto meets = [&](std::int64_t tokens) {
-    LaunchKnobs trial = knobs;
+    LaunchKnobs trial = base;
     trial.max_num_batched_tokens = tokens;
     return holds_target(trial);
   };
   if (lo < hi && meets(lo)) {
+    if (base.max_num_seqs != knobs.max_num_seqs) plan.binding_max_num_seqs = seqs_text;
+    knobs = base;
     knobs.max_num_batched_tokens = largest_passing(lo, hi, meets);
     plan.binding_max_num_batched_tokens =
         "below the release default (slower prefill): the largest activation peak that leaves KV "
         "room for " +
-        target_text + " even at max_num_seqs " + std::to_string(e.knobs.max_num_seqs);
+        target_text + " even at max_num_seqs " + std::to_string(at_base.max_num_seqs);
     e = evaluate(launch, knobs);
   }
 }
@@ -363,30 +373,48 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   // Fewer sequences capture fewer CUDA graphs (and graph profiling's minimal KV cache of
   // max_cudagraph_capture_size blocks follows max_num_seqs): when graph profiling fails, or one
   // request of max_model_len finds no KV room, the largest sequence count that passes.
-  auto lower_seqs_for = [&](Outcome failing) {
+  // `must_start`: only a sequence count at which the launch starts (not merely fails later).
+  auto lower_seqs_for = [&](Outcome failing, bool must_start) {
     if (e.outcome != failing || knobs.max_num_seqs) return;
     auto passes = [&](std::int64_t seqs) {
       LaunchKnobs trial = knobs;
       trial.max_num_seqs = seqs;
       ResolvedKnobs r;
-      return launch.try_resolve(trial, r) == KnobProblem::None &&
-             launch.evaluate(r).outcome != failing;
+      if (launch.try_resolve(trial, r) != KnobProblem::None) return false;
+      const Outcome outcome = launch.evaluate(r).outcome;
+      return must_start ? outcome == Outcome::Started : outcome != failing;
     };
     if (!passes(1)) return;
     knobs.max_num_seqs = largest_passing(1, e.knobs.max_num_seqs, passes);
-    seqs_binding = failing == Outcome::CudagraphProfilingOom
-                       ? "CUDA-graph profiling: its minimal KV cache of "
-                         "max_cudagraph_capture_size blocks must fit beside the weights"
-                       : "KV room for one request of max_model_len: fewer sequences capture "
-                         "fewer CUDA graphs";
+    switch (failing) {
+      case Outcome::CudagraphProfilingOom:
+        seqs_binding =
+            "the largest that starts: CUDA-graph profiling's minimal KV cache of "
+            "max_cudagraph_capture_size blocks must fit beside the weights";
+        break;
+      case Outcome::InsufficientKvForMaxModelLen:
+        seqs_binding =
+            "the largest that starts: KV room for one request of max_model_len (fewer "
+            "sequences profile a smaller sampler and capture fewer CUDA graphs)";
+        break;
+      default:
+        seqs_binding = std::string("the largest that starts: ") + outcome_name(failing) +
+                       " (the sampler and CUDA graphs grow with max_num_seqs)";
+    }
     e = evaluate(launch, knobs);
   };
   // Graph profiling (its minimal KV cache follows max_num_seqs, not the context) fails before
   // the KV checks: settle the sequences first, so that the context is shortened and searched
   // from a launch that passes it.
-  lower_seqs_for(Outcome::CudagraphProfilingOom);
+  lower_seqs_for(Outcome::CudagraphProfilingOom, false);
+  // What a pinned utilization leaves after the KV allocation, or a budget the sampler's
+  // profile fills: fewer sequences profile and warm up a smaller sampler, capture fewer graphs.
+  for (const Outcome failing :
+       {Outcome::NoKvMemory, Outcome::SamplerWarmupOom, Outcome::CudagraphCaptureOom}) {
+    lower_seqs_for(failing, true);
+  }
   // Only for a context the user asked for: the model's own maximum is shortened instead.
-  if (pinned_len || t.context > 0) lower_seqs_for(Outcome::InsufficientKvForMaxModelLen);
+  if (pinned_len || t.context > 0) lower_seqs_for(Outcome::InsufficientKvForMaxModelLen, false);
   if (e.outcome == Outcome::InsufficientKvForMaxModelLen && !pinned_len) {
     const std::int64_t estimate = launch.estimated_max_model_len(e);
     if (estimate > 0) {

@@ -353,3 +353,24 @@ TEST(TrafficSemantics, Seed002KeepsTheUserFlagsAndLowersSequencesToPassGraphProf
   more.max_num_seqs = plan.max_num_seqs + 1;
   EXPECT_EQ(launch.evaluate(launch.resolve(more)).outcome, Outcome::CudagraphProfilingOom);
 }
+
+// A pinned 0.99 leaves 0.8 GiB beside the budget: on 0.19 the sampler warm-up after the KV
+// allocation (max_num_seqs x vocab logits, outside the budget) does not fit at the default 1024
+// sequences. The plan keeps the user's utilization and takes the largest count that starts.
+TEST(TrafficSemantics, SamplerWarmupLowersSequencesToTheLargestThatStarts) {
+  const ModelSpec spec = spec_from_yaml(vramplan_test::kLlama31_8B);
+  EngineConfig config;
+  config.engine_version = "0.19.0";
+  config.gpu_memory_utilization = 0.99;
+  config.max_model_len = 4096;
+  const CompiledLaunch launch = compiled(spec, vramplan_test::h100(), config);
+  const Plan plan = solve(launch, 0, 0, std::int64_t{512} << 20);
+  ASSERT_EQ(plan.as_written_outcome, Outcome::SamplerWarmupOom);
+  ASSERT_TRUE(plan.fits) << plan.verdict;
+  EXPECT_DOUBLE_EQ(plan.gpu_memory_utilization, 0.99);
+  EXPECT_LT(plan.max_num_seqs, 1024);
+  LaunchKnobs more = launch_knobs(plan.config);
+  more.max_num_seqs = plan.max_num_seqs + 1;
+  EXPECT_NE(launch.evaluate(launch.resolve(more)).outcome, Outcome::Started);
+  EXPECT_EQ(plan.binding_max_num_seqs.rfind("the largest that starts", 0), 0U);
+}

@@ -134,14 +134,16 @@ void set_chosen(EngineConfig& config, const ResolvedKnobs& k) {
 
 // Overflow probability of `seqs` busy slots at `base` with that many sequences (1 when the
 // launch does not start there).
-double preemption_at(const CompiledLaunch& launch, const Workload& w, LaunchKnobs base,
-                     std::int64_t seqs) noexcept {
+// `blocks`: the workload at base's context, block size and batched tokens, which neither the
+// sequences nor the utilization change.
+double preemption_at(const CompiledLaunch& launch, const BlockDistribution& blocks,
+                     LaunchKnobs base, std::int64_t seqs) noexcept {
   base.max_num_seqs = seqs;
   ResolvedKnobs r;
   if (launch.try_resolve(base, r) != KnobProblem::None) return 1.0;
   const Evaluation e = launch.evaluate(r);
   if (e.outcome != Outcome::Started) return 1.0;
-  return overflow_probability(request_blocks(launch, e.knobs, w), seqs, e.num_blocks - 1);
+  return overflow_probability(blocks, seqs, e.num_blocks - 1);
 }
 
 std::string percent(double fraction) {
@@ -158,7 +160,10 @@ void size_for_workload(const CompiledLaunch& launch, const Workload& w, LaunchKn
                        Evaluation& e, Plan& plan, bool pinned_seqs) {
   const double target = w.preemption_target;
   const std::int64_t cap = e.knobs.max_num_seqs;
-  auto meets = [&](std::int64_t seqs) { return preemption_at(launch, w, knobs, seqs) <= target; };
+  const BlockDistribution blocks = request_blocks(launch, e.knobs, w);
+  auto meets = [&](std::int64_t seqs) {
+    return preemption_at(launch, blocks, knobs, seqs) <= target;
+  };
   if (!pinned_seqs && !meets(cap)) {
     knobs.max_num_seqs = meets(1) ? largest_passing(1, cap, meets) : 1;
     plan.binding_max_num_seqs =
@@ -179,7 +184,7 @@ void size_for_workload(const CompiledLaunch& launch, const Workload& w, LaunchKn
   auto enough = [&](std::int64_t u) {
     LaunchKnobs trial = knobs;
     trial.gpu_memory_utilization = static_cast<double>(u) / 100.0;
-    return preemption_at(launch, w, trial, e.knobs.max_num_seqs) <= target;
+    return preemption_at(launch, blocks, trial, e.knobs.max_num_seqs) <= target;
   };
   if (lowest >= current || !enough(current)) return;
   // The smallest passing utilization: the largest failing one, plus one step.
@@ -234,19 +239,16 @@ WorkloadReport workload_report(const CompiledLaunch& launch, const Workload& w, 
           std::max(r.activation_kv_tokens, rank.activation_peak_bytes / rank.kv_bytes_per_token);
     }
   }
-  std::int64_t prompt_p50 = 0;
-  std::int64_t prompt_p99 = 0;
-  double cumulative = 0.0;
-  std::vector<RequestShape> by_prompt = w.shapes;
-  std::sort(by_prompt.begin(), by_prompt.end(), [](const RequestShape& x, const RequestShape& y) {
-    return x.prompt_tokens < y.prompt_tokens;
-  });
-  for (const RequestShape& shape : by_prompt) {
-    cumulative += shape.probability;
-    if (prompt_p50 == 0 && cumulative >= 0.5 - 1e-12) prompt_p50 = shape.prompt_tokens;
-    if (prompt_p99 == 0 && cumulative >= 0.99 - 1e-12) prompt_p99 = shape.prompt_tokens;
+  // Prompt percentiles: the shapes' prompts as a distribution, through the same quantile rule.
+  BlockDistribution prompts;
+  for (const RequestShape& shape : w.shapes) {
+    if (prompts.count == prompts.blocks.size()) break;
+    prompts.blocks[prompts.count] = shape.prompt_tokens;
+    prompts.probability[prompts.count] = shape.probability;
+    ++prompts.count;
   }
-  if (prompt_p99 == 0 && !by_prompt.empty()) prompt_p99 = by_prompt.back().prompt_tokens;
+  const std::int64_t prompt_p50 = block_quantile(prompts, 0.5);
+  const std::int64_t prompt_p99 = block_quantile(prompts, 0.99);
   const std::int64_t step = std::max<std::int64_t>(1, e.knobs.max_num_batched_tokens);
   r.prefill_steps_p50 = (prompt_p50 + step - 1) / step;
   r.prefill_steps_p99 = (prompt_p99 + step - 1) / step;
@@ -537,7 +539,10 @@ Plan as_written(const CompiledLaunch& launch, const EngineConfig& pinned, const 
     knobs.max_num_seqs = defaults.max_num_seqs;
     knobs.max_num_batched_tokens = defaults.max_num_batched_tokens;
   }
-  return plan_once(launch, knobs, pinned, t);
+  // Whether it starts and holds the targets; the workload sizes nothing here.
+  Targets judged = t;
+  judged.workload = nullptr;
+  return plan_once(launch, knobs, pinned, judged);
 }
 
 // vLLM's "Try increasing `gpu_memory_utilization`" is advice only where a larger one would
@@ -784,9 +789,10 @@ double preemption_probability(const CompiledLaunch& launch, const EngineConfig& 
   if (max_num_seqs < 1) {
     throw ConfigError("max_num_seqs", std::to_string(max_num_seqs), ">= 1", "out of range");
   }
-  return preemption_at(launch, workload,
-                       launch_knobs(with_evaluated_knobs(launch.config(), evaluated)),
-                       max_num_seqs);
+  const LaunchKnobs knobs = launch_knobs(with_evaluated_knobs(launch.config(), evaluated));
+  ResolvedKnobs r;
+  if (launch.try_resolve(knobs, r) != KnobProblem::None) return 1.0;
+  return preemption_at(launch, request_blocks(launch, r, workload), knobs, max_num_seqs);
 }
 
 std::int64_t runtime_headroom_bytes(const CompiledLaunch& launch,

@@ -336,7 +336,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
         knobs["engine_version"] = version
     args.model = launch.model
     for knob in api.KNOBS:
-        setattr(args, knob["name"], knobs.get(knob["name"]))
+        value = knobs.get(knob["name"])
+        if value is not None and knob["type"] == "bytes" and knob["flag_unit_bytes"] != 1:
+            # The namespace holds flag units (GiB), as parsed flags do; _knobs scales them once.
+            value = value / knob["flag_unit_bytes"]
+        setattr(args, knob["name"], value)
     args.num_gpus = args.num_gpus or read.num_gpus or launch.gpus
     args.vllm_flags = []
     args.context = None

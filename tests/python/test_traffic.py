@@ -209,3 +209,28 @@ def test_seed_003_fix_keeps_the_headroom_and_never_raises_the_utilization() -> N
     )
     left = total - math.ceil(0.9 * total) - context
     assert fix["runtime_headroom_bytes"] == left - _core.DEFAULT_SAFETY_MARGIN_BYTES
+
+
+@pytest.mark.parametrize(
+    ("flag", "version"),
+    [
+        ("--cpu-offload-gb", "0.33.0"),
+        ("--swap-space", "0.11.0"),
+        ("--kv-offloading-size", "0.33.0"),
+    ],
+)
+def test_check_scales_gib_flags_once(
+    capsys: pytest.CaptureFixture[str], flag: str, version: str
+) -> None:
+    """`check -- vllm serve M --cpu-offload-gb 4` plans 4 GiB, not 4 x 2^60 bytes (refused as
+    out of range before): seed 003's production script passes --swap-space 8, and every
+    --cpu-offload-gb remedy vramplan prints must be checkable."""
+    argv = ["check", "--gpu", "L4", "--engine-version", version, "--json", "--"]
+    code = cli.main([*argv, "vllm", "serve", "Qwen/Qwen3-8B", flag, "4"])
+    data = json.loads(capsys.readouterr().out)
+    assert code in (0, 1)
+    assert f"{flag} 4.00" in data["vllm_args"]
+    if flag == "--cpu-offload-gb":  # 4 GiB of the weights stay on the host
+        plain = vramplan.breakdown("Qwen/Qwen3-8B", "L4", engine_version=version)
+        offloaded = data["breakdown"]["ranks"][0]["weights_bytes"]
+        assert plain.ranks[0].weights_bytes - offloaded == 4 << 30

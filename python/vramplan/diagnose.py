@@ -239,6 +239,13 @@ def _launch(
         sources.append((pasted.args, pasted.env))
     sources.append((overrides or {}, {}))
     user_context = any("max_model_len" in args for args, _ in sources[len(stated) :])
+    # The batch limits the user wrote (a pasted command, flags given on top): what ran, and what
+    # the fix keeps unless the diagnosis advises lowering them.
+    user_batch: dict[str, Any] = {}
+    for args, env in sources[len(stated) :]:
+        for key, value in to_knobs(args, env=env, version=version).knobs.items():
+            if key in ("max_num_seqs", "max_num_batched_tokens"):
+                user_batch[key] = value
     # The user's arguments the planner does not model (a tool-call parser, prefix caching),
     # carried into the fix as written; the model is the command's own word, not a flag.
     carried: dict[str, Any] = {}
@@ -260,7 +267,7 @@ def _launch(
         "logged": logged,
         "passthrough": passthrough_words(carried, list(carried)),
     }
-    return {**launch, "user_context": user_context}, None
+    return {**launch, "user_context": user_context, "user_batch": user_batch}, None
 
 
 def _others_bytes(result: dict[str, Any]) -> int:
@@ -276,6 +283,11 @@ def _advises(result: dict[str, Any], knob: str, value: Any) -> bool:
     return any(
         a["knob"] == knob and a["action"] == "set" and a["value"] == value for a in result["advice"]
     )
+
+
+def _advises_lowering(result: dict[str, Any], knob: str) -> bool:
+    """Whether the diagnosis advises lowering `knob`."""
+    return any(a["knob"] == knob and a["action"] == "lower" for a in result["advice"])
 
 
 def _runtime_headroom(
@@ -334,6 +346,7 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         {"max_model_len": context} if launch.get("user_context") and context else {}
     )
     target_context = 0 if written_context else context
+    batch = dict(launch.get("user_batch") or {})
 
     def solve(extra: dict[str, Any]) -> api.Plan:
         return api.plan(
@@ -346,7 +359,7 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
             runtime_headroom_bytes=headroom,
             **knobs,
             **written_context,
-            **extra,
+            **{**batch, **extra},
         )
 
     # The user's settings first (the solver only lowers what they left unset); then, in this
@@ -358,6 +371,17 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         freed = solve({})
         if freed.fits:
             plan, dropped, utilization = freed, ["gpu_memory_utilization"], {}
+    # A batch limit the user wrote gives way only where the diagnosis advises lowering it.
+    for key in [k for k in batch if _advises_lowering(result, k)]:
+        if plan.fits:
+            break
+        kept = batch.pop(key)
+        lowered = solve(utilization)
+        if lowered.fits:
+            plan = lowered
+            dropped.append(key)
+        else:
+            batch[key] = kept
     if not plan.fits and _advises(result, "enforce_eager", True) and not knobs.get("enforce_eager"):
         knobs["enforce_eager"] = True
         plan = solve(utilization)

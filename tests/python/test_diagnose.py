@@ -358,3 +358,33 @@ def test_the_sampler_the_log_names_is_the_one_evaluated(diag_dir: Path, tmp_path
     assert result["launch"]["vllm_use_flashinfer_sampler"] == "1"
     plain = vramplan.diagnose(diag_dir / "v019_gpt_oss_20b_sampler_warmup.log")
     assert "vllm_use_flashinfer_sampler" not in plain["launch"]
+
+
+def test_seed_003_fix_keeps_the_batch_limits_given_on_top(data_dir: Path) -> None:
+    """The article behind seed 003 serves with --max-num-seqs 64 --max-num-batched-tokens 24576
+    and chunked prefill: flags given after the log are what ran, so the replay and the fix keep
+    them (the diagnosis advises lowering them only if nothing fits with them)."""
+    out = _run(
+        "diagnose",
+        str(data_dir / "seeds" / "003_burst.log"),
+        "--model",
+        "Qwen/Qwen2-7B-Instruct",
+        "--gpu",
+        "A100-80GB",
+        "--engine-version",
+        "0.6.0",
+        "--tensor-parallel-size",
+        "4",
+        "--max-num-seqs",
+        "64",
+        "--max-num-batched-tokens",
+        "24576",
+        "--enable-chunked-prefill",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    fix = json.loads(out.stdout)["fix"]
+    argv = fix["vllm_argv"]
+    assert argv[argv.index("--max-num-seqs") + 1] == "64"
+    assert argv[argv.index("--max-num-batched-tokens") + 1] == "24576"
+    assert fix["drops"] == []

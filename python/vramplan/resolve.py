@@ -90,15 +90,39 @@ def _unknown(name: str, detail: str) -> _core.ConfigError:
     return _core.ConfigError(f"{database}; {detail}.{_did_you_mean(name)}")
 
 
+# Words of a model id that name a variant of the same weights, not another model: left out
+# when ids are compared, so that "-Instruct" does not outweigh the family and size.
+_VARIANT_WORDS = frozenset(
+    {"instruct", "chat", "base", "it", "hf", "fp8", "awq", "gptq", "int4", "int8", "bf16", "fp16"}
+)
+
+
+def _family_size_core(model_id: str) -> tuple[str, str, str]:
+    """(family, size, the name without variant words) of a model id: Qwen/Qwen3-32B-Instruct
+    gives ("qwen3", "32b", "qwen3-32b")."""
+    words = [w for w in re.split(r"[-_ ]", model_id.rsplit("/", 1)[-1].lower()) if w]
+    size = next((w for w in words if re.fullmatch(r"\d+(\.\d+)?[bm]", w)), "")
+    core = "-".join(w for w in words if w not in _VARIANT_WORDS)
+    return (words[0] if words else ""), size, core
+
+
 def _did_you_mean(name: str) -> str:
+    """The database's closest ids: same family and size first, then same family, then by the
+    similarity of the names without their variant words."""
     db = spec_database()
     names = list(db.model_ids())
     for model_id in db.model_ids():
         names.extend(db.model(model_id).aliases)
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-    lowered = {n.lower(): n for n in names}
-    if not close and name.lower() in lowered:
-        close = [lowered[name.lower()]]
+    family, size, core = _family_size_core(name)
+
+    def rank(candidate: str) -> tuple[bool, bool, float, float]:
+        f, s, c = _family_size_core(candidate)
+        similarity = difflib.SequenceMatcher(None, core, c).ratio()
+        whole = difflib.SequenceMatcher(None, name.lower(), candidate.lower()).ratio()
+        return (bool(size) and f == family and s == size, f == family, similarity, whole)
+
+    ranked = sorted(names, key=rank, reverse=True)
+    close = [n for n in ranked if rank(n)[1] or rank(n)[2] >= 0.6][:3]
     return f" Did you mean: {', '.join(close)}?" if close else ""
 
 

@@ -126,3 +126,10 @@ def test_python_m_vramplan_plan_from_the_cache(hub_cache: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "acme/qwen3.5-27b" in result.stdout
+
+
+def test_did_you_mean_weighs_family_and_size_before_the_suffix() -> None:
+    """Seed 000's post names "Qwen3-32B-Instruct", which is not a Hub id: the suggestion is
+    the same family and size (Qwen/Qwen3-32B), not the id that shares "-Instruct"."""
+    with pytest.raises(vramplan.Error, match=r"Did you mean: Qwen/Qwen3-32B, "):
+        vramplan.load_model("Qwen/Qwen3-32B-Instruct", offline=True)

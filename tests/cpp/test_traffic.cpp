@@ -323,9 +323,9 @@ TEST(TrafficHeadroom, RuntimeHeadroomIsTheUnprofiledSamplerBuffers) {
 }
 
 // Seed 002 (a forum thread): a Qwen3.6-27B-class hybrid as AWQ int4 with MTP 2, fp8 KV, 16k, at
-// the user's 0.8 on an RTX 5090, on the 0.21-0.26 rules its log's 512-block override pins. The
-// user's flags stay; max_num_seqs is the largest whose graph profiling passes (one more fails
-// it); and the launch as written is told the utilization cannot help.
+// the user's 0.8 on an RTX 5090, on the 0.21-0.26 rules its log's 512-block override pins and
+// on 0.33's. The user's flags stay; max_num_seqs is the largest whose graph profiling passes
+// (one more fails it); and the launch as written is told the utilization cannot help.
 TEST(TrafficSemantics, Seed002KeepsTheUserFlagsAndLowersSequencesToPassGraphProfiling) {
   ModelSpec spec =
       load_hf_config(std::string(VRAMPLAN_TEST_DATA_DIR) + "/configs/Qwen__Qwen3.5-27B.json");
@@ -333,25 +333,28 @@ TEST(TrafficSemantics, Seed002KeepsTheUserFlagsAndLowersSequencesToPassGraphProf
   spec.quantization.bits = 4;
   spec.quantization.group_size = 128;
   spec.quantization.sym = false;
-  EngineConfig config;
-  config.engine_version = "0.21.0";
-  config.kv_cache_dtype = "fp8";
-  config.max_model_len = 16384;
-  config.gpu_memory_utilization = 0.8;
-  config.num_speculative_tokens = 2;
-  const CompiledLaunch launch = compiled(spec, shipped_database().gpu("RTX-5090"), config);
-  const Plan plan = solve(launch, 0, 0, std::int64_t{512} << 20);
-  EXPECT_EQ(plan.as_written_outcome, Outcome::CudagraphProfilingOom);
-  EXPECT_NE(plan.as_written_verdict.find("Changing --gpu-memory-utilization cannot help"),
-            std::string::npos)
-      << plan.as_written_verdict;
-  ASSERT_TRUE(plan.fits) << plan.verdict;
-  EXPECT_DOUBLE_EQ(plan.gpu_memory_utilization, 0.8);
-  EXPECT_EQ(plan.max_model_len, 16384);
-  EXPECT_LT(plan.max_num_seqs, 256);
-  LaunchKnobs more = launch_knobs(plan.config);
-  more.max_num_seqs = plan.max_num_seqs + 1;
-  EXPECT_EQ(launch.evaluate(launch.resolve(more)).outcome, Outcome::CudagraphProfilingOom);
+  for (const char* version : {"0.21.0", "0.33.0"}) {
+    EngineConfig config;
+    config.engine_version = version;
+    config.kv_cache_dtype = "fp8";
+    config.max_model_len = 16384;
+    config.gpu_memory_utilization = 0.8;
+    config.num_speculative_tokens = 2;
+    const CompiledLaunch launch = compiled(spec, shipped_database().gpu("RTX-5090"), config);
+    const Plan plan = solve(launch, 0, 0, std::int64_t{512} << 20);
+    EXPECT_EQ(plan.as_written_outcome, Outcome::CudagraphProfilingOom) << version;
+    EXPECT_NE(plan.as_written_verdict.find("Changing --gpu-memory-utilization cannot help"),
+              std::string::npos)
+        << plan.as_written_verdict;
+    ASSERT_TRUE(plan.fits) << version << ": " << plan.verdict;
+    EXPECT_DOUBLE_EQ(plan.gpu_memory_utilization, 0.8);
+    EXPECT_EQ(plan.max_model_len, 16384);
+    EXPECT_LT(plan.max_num_seqs, 256);
+    LaunchKnobs more = launch_knobs(plan.config);
+    more.max_num_seqs = plan.max_num_seqs + 1;
+    EXPECT_EQ(launch.evaluate(launch.resolve(more)).outcome, Outcome::CudagraphProfilingOom)
+        << version << " at " << plan.max_num_seqs + 1;
+  }
 }
 
 // A pinned 0.99 leaves 0.8 GiB beside the budget: on 0.19 the sampler warm-up after the KV

@@ -1,4 +1,6 @@
-"""The `vramplan` command: argument parsing and printing on top of the bindings.
+"""vramplan: what a vLLM or SGLang launch needs in GPU memory per rank and host RAM, before you
+start it, and the largest safe flags (`plan`, `flags`, `check`), with `diagnose` for a launch
+that failed.
 
 Exit status, for scripts: 0 the command succeeded (and the launch fits / starts); 1 the launch
 does not fit (plan, flags, breakdown), or validate found an outcome MISMATCH or a launch it
@@ -21,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _core, api
+from . import _cli_args, _core, api
 from ._cli_args import (
     _GRID_KNOBS,
     EXIT_BAD_INPUT,
@@ -216,6 +218,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     data = _with_passthrough(data, getattr(args, "passthrough", []))
     if args.json:
         _print(json.dumps(data, indent=2))
+    elif _cli_args._QUIET:  # the verdict and the launch line, nothing else
+        model = shlex.quote(str(data["served_model"]))
+        _print(f"verdict: {data['verdict']}\nvllm serve {model} {data['vllm_args']}")
     else:
         from . import _render  # rich, loaded only for terminal output
 

@@ -4,6 +4,7 @@ it."""
 
 from __future__ import annotations
 
+import difflib
 from typing import NamedTuple
 
 from . import _core
@@ -285,6 +286,11 @@ def explain(term: str) -> Explanation:
     key = term.strip().lower().replace("-", "_")
     key = key.removesuffix("_bytes")
     if key not in EXPLANATIONS:
-        msg = f"term: unknown term {term!r} (known: {', '.join(EXPLANATIONS)})"
+        # A prefix of one term ("kv" for kv_cache), else the closest spellings.
+        near = [name for name in EXPLANATIONS if name.startswith(key)] if key else []
+        if not near:
+            near = difflib.get_close_matches(key, list(EXPLANATIONS), n=3, cutoff=0.6)
+        hint = f" Did you mean: {', '.join(near[:3])}?" if near else ""
+        msg = f"term: unknown term {term!r} (known: {', '.join(EXPLANATIONS)}).{hint}"
         raise _core.ConfigError(msg)
     return EXPLANATIONS[key]

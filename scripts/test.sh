@@ -7,7 +7,7 @@
 # fuzzing), SANITIZE (default 1; 0 skips the sanitizer build).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh || exit 1
+SETUP_LINTERS=1 ./scripts/setup.sh || exit 1
 PYTHON=${PYTHON:-python3}
 JOBS=${JOBS:-$(nproc)}
 FUZZ_RUNS=${FUZZ_RUNS:-20000}

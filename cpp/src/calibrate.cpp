@@ -424,8 +424,9 @@ class Design {
 
 // Which of the wanted constants (indices into constants()) the launches identify, in priority
 // order: their indices into `wanted`; status[j] says why constant j is not. `data`: the
-// launches' columns at `at`. A constant with a prior is always identified (its prior bounds
-// it); the others are judged with the priors' equations beside the launches'.
+// launches' columns at `at`. A constant no launch exercises is not fitted (its packaged value
+// stands); an exercised one with a prior is always identified (its prior bounds it); the others
+// are judged with the priors' equations beside the launches'.
 std::vector<std::size_t> identified(const Eigen::MatrixXd& data,
                                     const std::vector<std::size_t>& wanted, const Priors& priors,
                                     const EngineProfile& at, std::vector<std::string>& status) {
@@ -436,15 +437,19 @@ std::vector<std::size_t> identified(const Eigen::MatrixXd& data,
   for (std::size_t k = 0; k < wanted.size(); ++k) {
     const Constant& c = table[wanted[k]];
     const bool exercised = data.col(static_cast<Eigen::Index>(k)).cwiseAbs().maxCoeff() >= 1e-3;
-    if (priors[wanted[k]]) {
-      status[wanted[k]] = exercised ? "fitted from its prior " + priors[wanted[k]]->text
-                                    : std::string("its prior only (no log measures ") +
-                                          c.exercised_by + "): " + priors[wanted[k]]->text;
-      accepted.push_back(k);
+    if (!exercised) {
+      // Nothing the logs show moves it: the packaged row's value stands, prior or not (a prior
+      // is a belief about the constant, the row a fit to measured launches of this release).
+      status[wanted[k]] = priors[wanted[k]]
+                              ? std::string("kept at the packaged value (no log measures ") +
+                                    c.exercised_by + "; its prior " + priors[wanted[k]]->text +
+                                    " is not used alone)"
+                              : std::string("not exercised: no log measures ") + c.exercised_by;
       continue;
     }
-    if (!exercised) {
-      status[wanted[k]] = std::string("not exercised: no log measures ") + c.exercised_by;
+    if (priors[wanted[k]]) {
+      status[wanted[k]] = "fitted from its prior " + priors[wanted[k]]->text;
+      accepted.push_back(k);
       continue;
     }
     std::vector<std::size_t> trial = accepted;
@@ -682,8 +687,16 @@ CalibrationResult calibrate(const EngineProfile& base,
   free.reserve(accepted.size());
   for (std::size_t k : accepted) free.push_back(wanted[k]);
   require_identified(options.terms, wanted, free, status);
-
-  const GaussNewton fitted = gauss_newton(design, start, start_rows, free, priors);
+  // A prior's constant the logs leave unfitted goes back to the packaged value.
+  bool reset = false;
+  for (std::size_t j = 0; j < kNumConstants; ++j) {
+    if (priors[j] && std::find(free.begin(), free.end(), j) == free.end()) {
+      table[j].set(start, table[j].get(base));
+      reset = true;
+    }
+  }
+  const GaussNewton fitted =
+      gauss_newton(design, start, reset ? design.predicted(start) : start_rows, free, priors);
   result.iterations = fitted.iterations;
   result.profile = fitted.profile;
   report_constants(design, base, fitted, free, priors, status, options.terms, result);

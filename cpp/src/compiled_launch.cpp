@@ -678,7 +678,14 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     }
     ranks_.push_back(std::move(rank));
   }
-  host_ = host_model(s, std::int64_t{tp} * pp * dp, dp, tp, profile, c);
+  host_ = host_model(s, std::int64_t{tp} * pp * dp, dp, profile, c);
+  std::vector<std::int64_t> stage_kv_tensors;
+  for (const CompiledRank& rank : ranks_) stage_kv_tensors.push_back(rank.kv.group_size);
+  const std::int64_t kv_offload =
+      kv_offload_pinned_bytes(c.kv_offloading_bytes, dp, tp, stage_kv_tensors, profile,
+                              lower(hardware_.gpu.vendor) == "amd");
+  host_.pinned_bytes += kv_offload;
+  host_.required_bytes += kv_offload;
 }
 
 }  // namespace vramplan

@@ -332,6 +332,8 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   flag("loads_gguf", p.loads_gguf);
   flag("loads_bitsandbytes", p.loads_bitsandbytes);
   flag("gptq_group_act_order", p.gptq_group_act_order);
+  flag("kv_offload_shared_region", p.kv_offload_shared_region);
+  flag("kv_offload_shared_region_rocm", p.kv_offload_shared_region_rocm);
   if (!row.inherits("kv_tokens_report", first)) {
     const std::string report = row.text("kv_tokens_report");
     if (report != "blocks" && report != "concurrency") {

@@ -20,7 +20,7 @@ std::int64_t next_power_of_two(std::int64_t bytes) noexcept {
 // Host RAM while loading and serving, per node, without the input batch (it grows with the
 // evaluated knobs; see CompiledLaunch::host).
 HostBreakdown host_model(const ModelSpec& spec, std::int64_t workers, std::int64_t engine_cores,
-                         std::int32_t tp, const EngineProfile& profile, const EngineConfig& knobs) {
+                         const EngineProfile& profile, const EngineConfig& knobs) {
   HostBreakdown h;
   // One API server; one engine core per data-parallel replica; one process per GPU.
   h.process_baseline_bytes = calibration::kHostApiServer +
@@ -46,19 +46,39 @@ HostBreakdown host_model(const ModelSpec& spec, std::int64_t workers, std::int64
     h.loader_anonymous_bytes = workers * largest_tensor;
   }
   // Pinned memory: torch's host allocator rounds each pin_memory block up to a power of two.
-  // cpu_offload pins many tensors (measured 1.15-1.9x, 1.9 planned); one KV offload buffer
-  // per worker rounds exactly; V0 pinned its swap space per GPU (default 4 GiB).
+  // cpu_offload pins many tensors (measured 1.15-1.9x, 1.9 planned); V0 pinned its swap space
+  // per GPU (default 4 GiB). The KV offload buffer is added by the compiled launch
+  // (kv_offload_pinned_bytes), which knows the KV tensors per rank.
   const std::int64_t offload_pinned = static_cast<std::int64_t>(
       calibration::kPinnedOverhead * static_cast<double>(knobs.cpu_offload_bytes * workers));
-  const std::int64_t kv_offload_pinned =
-      knobs.kv_offloading_bytes > 0 ? tp * next_power_of_two(knobs.kv_offloading_bytes / tp) : 0;
   const std::int64_t swap =
       profile.swap_space_default_bytes > 0
           ? workers * knobs.swap_space_bytes.value_or(profile.swap_space_default_bytes)
           : 0;
-  h.pinned_bytes = offload_pinned + kv_offload_pinned + swap;
+  h.pinned_bytes = offload_pinned + swap;
   h.required_bytes = h.process_baseline_bytes + h.loader_anonymous_bytes + h.pinned_bytes;
   return h;
+}
+
+// --kv-offloading-size G is the total over one engine's workers, and each data-parallel
+// replica takes its own G. Up to 0.26 a worker pins one tensor per GPU KV tensor, its share of
+// G (G / world size / tensors), each rounded up to a power of two (Qwen3-8B, 36 layers, G 75
+// GiB: 36 x 4 GiB); from 0.27 one shared region of G, unrounded, where the release maps it.
+std::int64_t kv_offload_pinned_bytes(std::int64_t offload_bytes, std::int64_t engine_cores,
+                                     std::int32_t tp,
+                                     const std::vector<std::int64_t>& stage_kv_tensors,
+                                     const EngineProfile& profile, bool rocm) noexcept {
+  if (offload_bytes <= 0 || stage_kv_tensors.empty()) return 0;
+  const bool shared =
+      profile.kv_offload_shared_region && (!rocm || profile.kv_offload_shared_region_rocm);
+  if (shared) return engine_cores * offload_bytes;
+  const std::int64_t world = std::int64_t{tp} * static_cast<std::int64_t>(stage_kv_tensors.size());
+  std::int64_t per_engine = 0;
+  for (const std::int64_t tensors : stage_kv_tensors) {
+    if (tensors <= 0) continue;
+    per_engine += tp * tensors * next_power_of_two(offload_bytes / world / tensors);
+  }
+  return engine_cores * per_engine;
 }
 
 HostBreakdown CompiledLaunch::host(const ResolvedKnobs& k) const {
@@ -78,8 +98,11 @@ HostBreakdown CompiledLaunch::host(const ResolvedKnobs& k) const {
       {"input_batch", h.input_batch_bytes,
        "formula: 5 B x max_num_seqs x max_model_len per worker"},
       {"pinned", h.pinned_bytes,
-       "formula: cpu_offload x workers x 1.9 + KV offload per worker rounded to a power of two"
-       " + V0 swap space"},
+       profile().kv_offload_shared_region
+           ? "formula: cpu_offload x workers x 1.9 + KV offload (one shared /dev/shm region, "
+             "unrounded) + V0 swap space"
+           : "formula: cpu_offload x workers x 1.9 + KV offload (per KV tensor, each rounded up "
+             "to a power of two) + V0 swap space"},
       {"page_cache", h.page_cache_bytes,
        "formula: checkpoint bytes, file-backed and reclaimable (not required)"},
   };

@@ -347,9 +347,10 @@ TEST(CalibratePriors, CudaGraphFiguresWeighByTheirOwnSigma) {
   }
 }
 
-TEST(CalibratePriors, AConstantNoLogExercisesKeepsItsPrior) {
-  // Eager launches show no graph pool: without a prior it keeps the row's 400 MiB and is not
-  // fitted; with one it takes the prior's value, fitted (so a profile writes it), and says so.
+TEST(CalibratePriors, AConstantNoLogExercisesKeepsItsPackagedValue) {
+  // Eager launches show no graph pool: with or without a prior it keeps the row's value and is
+  // not fitted (a prior alone must not replace a value fitted to measured launches), and the
+  // status says so, naming the prior left unused.
   std::vector<CalibrationSample> eager;
   for (Launch l : kLaunches) {
     l.eager = true;
@@ -358,12 +359,12 @@ TEST(CalibratePriors, AConstantNoLogExercisesKeepsItsPrior) {
   CalibrationOptions options;
   options.priors = {{"cudagraph_pool_mib.base", 64.0, 256.0, "device"},
                     {"sampler_bytes_per_logit", 13.0, 2.0, "code"}};
-  const CalibrationResult fit = calibrate(engine_profile("0.19.0"), eager, options);
+  const EngineProfile row = engine_profile("0.19.0");
+  const CalibrationResult fit = calibrate(row, eager, options);
   const FittedConstant& base = constant(fit, "cudagraph_pool_mib.base");
-  EXPECT_TRUE(base.fitted);
-  EXPECT_DOUBLE_EQ(base.after, 64.0);
-  EXPECT_DOUBLE_EQ(base.standard_error, 256.0);
-  EXPECT_NE(base.status.find("its prior only (no log measures CUDA-graph memory"),
+  EXPECT_FALSE(base.fitted);
+  EXPECT_DOUBLE_EQ(base.after, base.before);
+  EXPECT_NE(base.status.find("kept at the packaged value (no log measures CUDA-graph memory"),
             std::string::npos)
       << base.status;
   EXPECT_NE(base.status.find("(device)"), std::string::npos);
@@ -371,7 +372,7 @@ TEST(CalibratePriors, AConstantNoLogExercisesKeepsItsPrior) {
   // the launches measured it at 20 B per logit, and two-decimal figures pin it far tighter than
   // the prior's 2 B, so it lands near 20.
   EXPECT_NEAR(constant(fit, "sampler_bytes_per_logit").after, 20.0, 0.5);
-  EXPECT_NE(calibration_profile_yaml(fit, "0.19.0", "H100").find("base: 64"), std::string::npos);
+  EXPECT_EQ(calibration_profile_yaml(fit, "0.19.0", "H100").find("base: 64"), std::string::npos);
 }
 
 TEST(CalibratePriors, OneLaunchIsEnoughWithAPriorButNotWithout) {

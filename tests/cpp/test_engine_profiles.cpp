@@ -258,6 +258,7 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    long_context_chunked_prefill_rocm: true\n    negated_boolean_flags: true\n"
       "    chunked_prefill_flag_honored: true\n    v0_below_compute_capability: 0.0\n"
       "    loads_gguf: true\n    loads_bitsandbytes: true\n    gptq_group_act_order: true\n"
+      "    kv_offload_shared_region: false\n    kv_offload_shared_region_rocm: false\n"
       "    long_context_chunked_prefill_above: 0\n    long_context_batched_tokens: 0\n"
       "    non_torch_pipeline_only_bytes: 75497472\n"
       "    non_torch_tensor_parallel_bytes: 2212495360\n"

@@ -36,14 +36,54 @@ TEST(HostRam, CpuOffloadInASmallContainerIsKilled) {
   EXPECT_EQ(run(config, 64 * kGiBBytes).outcome, Outcome::Started);
 }
 
-TEST(HostRam, KvOffloadBufferRoundsToAPowerOfTwoPerWorker) {
-  // reference/host-ram.md 4 (PR#48436): an 80 GiB KV offload over TP=2 is 40 GiB per worker,
-  // pinned as 64 GiB each.
+TEST(HostRam, KvOffloadPinsPerKvTensorUntil026AndOneSharedRegionAfter) {
+  // PR#48436 (TP=2, --kv-offloading-size 80, a 32-layer Llama-3.1-8B): up to 0.26 each worker
+  // pins its 40 GiB as one tensor per GPU KV tensor, 40 / 32 = 1.25 GiB each, rounded up to
+  // 2 GiB by torch's host allocator: 32 x 2 = 64 GiB per worker, as the PR measured (~67 GB RSS
+  // with the 3 GiB worker baseline).
   EngineConfig config;
   config.tensor_parallel_size = 2;
   config.kv_offloading_bytes = 80 * kGiBBytes;
-  const Breakdown b = run(config, 0, 2);
-  EXPECT_EQ(b.host.pinned_bytes, 2 * 64 * kGiBBytes);
+  config.engine_version = "0.26.0";
+  EXPECT_EQ(run(config, 0, 2).host.pinned_bytes, 2 * 32 * 2 * kGiBBytes);
+  // From 0.27 one /dev/shm region of G, mapped and registered without rounding.
+  config.engine_version = "0.27.0";
+  EXPECT_EQ(run(config, 0, 2).host.pinned_bytes, 80 * kGiBBytes);
+  config.engine_version = "0.33.0";
+  EXPECT_EQ(run(config, 0, 2).host.pinned_bytes, 80 * kGiBBytes);
+}
+
+TEST(HostRam, KvOffloadOnRocmIsBackOnThePinnedPathAt033) {
+  // vllm#53042's shape on one GPU: Qwen3-8B-like 36 layers, --kv-offloading-size 75: 75 / 36 =
+  // 2.08 GiB per tensor -> 4 GiB, 36 x 4 = 144 GiB. 0.29 maps the shared region on ROCm too
+  // (is_cuda_alike), 0.33 not (is_cuda_alike() and not is_rocm()).
+  const ModelSpec spec = spec_from_yaml(R"(
+id: test/qwen3-8b
+model_type: qwen3
+hidden_size: 4096
+num_hidden_layers: 36
+num_attention_heads: 32
+num_key_value_heads: 8
+head_dim: 128
+intermediate_size: 12288
+vocab_size: 151936
+max_position_embeddings: 40960
+torch_dtype: bfloat16
+qk_norm: true
+)");
+  HardwareConfig hw;
+  hw.gpu = vramplan_test::h100();
+  hw.gpu.vendor = "amd";
+  EngineConfig config;
+  config.kv_offloading_bytes = 75 * kGiBBytes;
+  config.engine_version = "0.29.0";
+  EXPECT_EQ(compute_breakdown(spec, hw, config).host.pinned_bytes, 75 * kGiBBytes);
+  config.engine_version = "0.33.0";
+  EXPECT_EQ(compute_breakdown(spec, hw, config).host.pinned_bytes, 36 * 4 * kGiBBytes);
+  hw.gpu.vendor = "nvidia";
+  EXPECT_EQ(compute_breakdown(spec, hw, config).host.pinned_bytes, 75 * kGiBBytes);
+  config.engine_version = "0.26.0";
+  EXPECT_EQ(compute_breakdown(spec, hw, config).host.pinned_bytes, 36 * 4 * kGiBBytes);
 }
 
 TEST(HostRam, BaselineAndLazyStagingPerWorker) {

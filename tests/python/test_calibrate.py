@@ -244,15 +244,20 @@ def test_a_shared_gpu_name_in_a_record_warns_which_size_was_assumed(logs: Path) 
 def test_one_log_with_the_packaged_priors_is_a_maximum_a_posteriori_fit(logs: Path) -> None:
     """The TP=1 log alone: without priors no constant is identified (one launch); with the
     packaged priors (device measurements, vLLM's code) each constant it shows moves from its
-    prior toward the log, and one it cannot show (TP>1 non-torch) keeps its prior."""
+    prior toward the log, and one it cannot show (TP>1 non-torch) keeps the packaged value."""
     from vramplan.calibrate import priors_file, read_priors
 
     tp1 = logs / "llama31_8b_h100_v019_tp1.log"
-    fitted = vramplan.calibrate(tp1, gpu="H100-80GB", priors=priors_file())
+    tp2 = logs / "llama31_8b_h100_v019_tp2.log"
+    fitted = vramplan.calibrate(tp1, gpu="H100-80GB", priors=priors_file(), held_out=[tp2])
     priors = {p["name"]: p for p in read_priors(priors_file(), "0.19.0")}
     tp = constant(fitted, "non_torch_tensor_parallel_bytes")
-    assert tp["after"] == priors["non_torch_tensor_parallel_bytes"]["value"]
-    assert tp["status"].startswith("its prior only")
+    assert tp["after"] == tp["before"] != priors["non_torch_tensor_parallel_bytes"]["value"]
+    assert tp["status"].startswith("kept at the packaged value")
+    # The held-out TP=2 launch: its available-KV error after the fit is no worse than before
+    # (with the prior's 1 GiB for the TP term it went from -0.13 to +1.07 GiB).
+    kv = next(e for e in fitted.errors if e["held_out"] and e["term"] == "kv_cache_gib")
+    assert abs(kv["after"] - kv["measured"]) <= abs(kv["before"] - kv["measured"]) + 0.01
     # The log prints 0.25 GiB of non-torch memory; the prior is 156 MiB: the posterior lies
     # between them, nearer the log (sigma 0.005 GiB against the prior's 128 MiB).
     non_torch = constant(fitted, "non_torch_single_rank_bytes")

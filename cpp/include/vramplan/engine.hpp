@@ -210,6 +210,12 @@ struct EngineProfile {
   bool loads_gguf = true;
   bool loads_bitsandbytes = true;
   bool gptq_group_act_order = true;
+  // --kv-offloading-size's host buffer (v1/kv_offload/cpu/spec.py CPUOffloadingSpec
+  // create_worker): until 0.26 each worker pins one tensor per GPU KV tensor through torch's
+  // host allocator, which rounds each up to a power of two; from 0.27 one /dev/shm region,
+  // mapped and cudaHostRegister'ed unrounded, on CUDA (and on ROCm until 0.32).
+  bool kv_offload_shared_region = false;
+  bool kv_offload_shared_region_rocm = false;
   // 0.27+: non-KV = (free at the init snapshot - free after the profile) + (torch peak - torch
   // allocated after it): buffers made between the snapshot and the profile (Model Runner V2's
   // persistent sampler state) now count inside the budget ("consumed" formula).

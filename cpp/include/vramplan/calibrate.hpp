@@ -66,7 +66,8 @@ struct CalibrationSample {
 // What is known of one constant before any launch is fitted (a device measurement, a derivation
 // from vLLM's code). With priors the fit is a maximum a posteriori one: each prior adds the
 // equation (constant - value) / sigma = 0 beside the launches' figures, so a constant moves from
-// its prior only as far as the launches demand, and one no launch exercises keeps it.
+// its prior only as far as the launches demand; one no launch exercises keeps the packaged
+// row's value (a prior alone never replaces a value fitted to measured launches).
 struct CalibrationPrior {
   std::string name;    // a calibrated constant ("cudagraph_pool_mib.piece" for the pool's)
   double value = 0.0;  // in the constant's engines.yaml unit

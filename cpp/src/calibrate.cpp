@@ -429,7 +429,8 @@ class Design {
 // are judged with the priors' equations beside the launches'.
 std::vector<std::size_t> identified(const Eigen::MatrixXd& data,
                                     const std::vector<std::size_t>& wanted, const Priors& priors,
-                                    const EngineProfile& at, std::vector<std::string>& status) {
+                                    bool take_prior, const EngineProfile& at,
+                                    std::vector<std::string>& status) {
   const auto& table = constants();
   const Eigen::MatrixXd all =
       with_priors(data, Eigen::VectorXd::Zero(data.rows()), wanted, priors, at).a;
@@ -437,7 +438,7 @@ std::vector<std::size_t> identified(const Eigen::MatrixXd& data,
   for (std::size_t k = 0; k < wanted.size(); ++k) {
     const Constant& c = table[wanted[k]];
     const bool exercised = data.col(static_cast<Eigen::Index>(k)).cwiseAbs().maxCoeff() >= 1e-3;
-    if (!exercised) {
+    if (!exercised && !(take_prior && priors[wanted[k]])) {
       // Nothing the logs show moves it: the packaged row's value stands, prior or not (a prior
       // is a belief about the constant, the row a fit to measured launches of this release).
       status[wanted[k]] = priors[wanted[k]]
@@ -448,7 +449,9 @@ std::vector<std::size_t> identified(const Eigen::MatrixXd& data,
       continue;
     }
     if (priors[wanted[k]]) {
-      status[wanted[k]] = "fitted from its prior " + priors[wanted[k]]->text;
+      status[wanted[k]] = exercised ? "fitted from its prior " + priors[wanted[k]]->text
+                                    : std::string("its prior only (no log measures ") +
+                                          c.exercised_by + "): " + priors[wanted[k]]->text;
       accepted.push_back(k);
       continue;
     }
@@ -682,7 +685,8 @@ CalibrationResult calibrate(const EngineProfile& base,
   const Eigen::VectorXd start_rows = design.predicted(start);
   std::vector<std::string> status(kNumConstants, "not requested");
   const std::vector<std::size_t> accepted =
-      identified(design.columns(start, wanted, start_rows), wanted, priors, start, status);
+      identified(design.columns(start, wanted, start_rows), wanted, priors,
+                 options.unexercised_take_prior, start, status);
   std::vector<std::size_t> free;
   free.reserve(accepted.size());
   for (std::size_t k : accepted) free.push_back(wanted[k]);

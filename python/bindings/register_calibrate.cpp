@@ -74,7 +74,7 @@ void register_calibrate(py::module_& m) {
       [](const vramplan::EngineProfile& base, const py::list& samples,
          const std::string& engine_version, const std::string& gpu,
          const std::vector<std::string>& terms, double measurement_sigma_gib,
-         double cudagraph_sigma_gib, const py::list& priors) {
+         double cudagraph_sigma_gib, const py::list& priors, bool unexercised_take_prior) {
         std::vector<vramplan::CalibrationSample> in;
         for (const py::handle& item : samples) {
           const auto entry = item.cast<py::dict>();
@@ -102,6 +102,7 @@ void register_calibrate(py::module_& m) {
         options.terms = terms;
         options.measurement_sigma_gib = measurement_sigma_gib;
         options.cudagraph_sigma_gib = cudagraph_sigma_gib;
+        options.unexercised_take_prior = unexercised_take_prior;
         for (const py::handle& item : priors) {
           const auto entry = item.cast<py::dict>();
           vramplan::CalibrationPrior prior;
@@ -124,13 +125,16 @@ void register_calibrate(py::module_& m) {
       py::arg("measurement_sigma_gib") = vramplan::CalibrationOptions{}.measurement_sigma_gib,
       py::arg("cudagraph_sigma_gib") = vramplan::CalibrationOptions{}.cudagraph_sigma_gib,
       py::arg("priors") = py::list(),
+      py::arg("unexercised_take_prior") = vramplan::CalibrationOptions{}.unexercised_take_prior,
       "Fit `base`'s constants to measured launches: samples are dicts {id, launch (a Launch), "
       "measured: {activation_peak_bytes, non_torch_bytes, cudagraph_bytes, kv_cache_bytes, "
       "startup_free_bytes, kv_tokens}, held_out, own_row (evaluate with the launch's own engine "
       "row, sharing the constants it has in common with `base`)}; priors dicts {name, value, "
       "sigma, source} "
       "(a maximum a posteriori fit); cudagraph_sigma_gib weighs CUDA-graph figures apart (0: "
-      "like the others). Returns (EngineProfile, report dict, profile YAML naming "
+      "like the others); unexercised_take_prior: a constant no launch exercises takes its prior "
+      "instead of base's value (leave-one-source-out). Returns (EngineProfile, report dict, "
+      "profile YAML naming "
       "engine_version and gpu).");
   m.def(
       "parse_calibration_priors",

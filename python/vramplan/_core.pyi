@@ -518,9 +518,10 @@ def calibrate(
     measurement_sigma_gib: typing.SupportsFloat | typing.SupportsIndex = 0.005,
     cudagraph_sigma_gib: typing.SupportsFloat | typing.SupportsIndex = 0.0,
     priors: list[typing.Any] = [],
+    unexercised_take_prior: bool = False,
 ) -> tuple[EngineProfile, typing.Any, str]:
     """
-    Fit `base`'s constants to measured launches: samples are dicts {id, launch (a Launch), measured: {activation_peak_bytes, non_torch_bytes, cudagraph_bytes, kv_cache_bytes, startup_free_bytes, kv_tokens}, held_out, own_row (evaluate with the launch's own engine row, sharing the constants it has in common with `base`)}; priors dicts {name, value, sigma, source} (a maximum a posteriori fit); cudagraph_sigma_gib weighs CUDA-graph figures apart (0: like the others). Returns (EngineProfile, report dict[str, typing.Any], profile YAML naming engine_version and gpu).
+    Fit `base`'s constants to measured launches: samples are dicts {id, launch (a Launch), measured: {activation_peak_bytes, non_torch_bytes, cudagraph_bytes, kv_cache_bytes, startup_free_bytes, kv_tokens}, held_out, own_row (evaluate with the launch's own engine row, sharing the constants it has in common with `base`)}; priors dicts {name, value, sigma, source} (a maximum a posteriori fit); cudagraph_sigma_gib weighs CUDA-graph figures apart (0: like the others); unexercised_take_prior: a constant no launch exercises takes its prior instead of base's value (leave-one-source-out). Returns (EngineProfile, report dict[str, typing.Any], profile YAML naming engine_version and gpu).
     """
 
 def diagnose_launch(log_text: str, kernel_text: str = "") -> typing.Any:

@@ -373,6 +373,16 @@ TEST(CalibratePriors, AConstantNoLogExercisesKeepsItsPackagedValue) {
   // the prior's 2 B, so it lands near 20.
   EXPECT_NEAR(constant(fit, "sampler_bytes_per_logit").after, 20.0, 0.5);
   EXPECT_EQ(calibration_profile_yaml(fit, "0.19.0", "H100").find("base: 64"), std::string::npos);
+  // Leave-one-source-out asks for the prior instead: its base row may carry the held-out
+  // source's own fit.
+  options.unexercised_take_prior = true;
+  const CalibrationResult loso = calibrate(row, eager, options);
+  const FittedConstant& prior_only = constant(loso, "cudagraph_pool_mib.base");
+  EXPECT_TRUE(prior_only.fitted);
+  EXPECT_DOUBLE_EQ(prior_only.after, 64.0);
+  EXPECT_NE(prior_only.status.find("its prior only (no log measures CUDA-graph memory"),
+            std::string::npos)
+      << prior_only.status;
 }
 
 TEST(CalibratePriors, OneLaunchIsEnoughWithAPriorButNotWithout) {

@@ -90,6 +90,10 @@ struct CalibrationOptions {
   // Empty: a least-squares fit from `base`. Otherwise every requested constant with a prior
   // starts at its prior value and is fitted (one launch is then enough).
   std::vector<CalibrationPrior> priors;
+  // A constant with a prior that no launch exercises: false keeps `base`'s value (a user's
+  // profile: the packaged row was fitted to measured launches); true takes the prior (a
+  // leave-one-source-out fit, whose base row may have been fitted on the held-out source).
+  bool unexercised_take_prior = false;
 };
 
 // One fitted constant, in its engines.yaml unit (bytes, MiB, bytes per logit, buffers).

@@ -437,6 +437,14 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
       rules_ = v0_fallback_profile(requested);
     }
   }
+  if (!s.config_defaults.empty()) {
+    std::string keys;
+    for (const std::string& d : s.config_defaults) keys += (keys.empty() ? "" : ", ") + d;
+    launch_notes_.push_back(
+        "config.json omits keys that vLLM fills from the transformers config class's defaults; "
+        "planned with them: " +
+        keys);
+  }
   EngineProfile& profile = *std::get_if<EngineProfile>(&rules_);
   if (c.enable_chunked_prefill == false && !profile.chunked_prefill_flag_honored) {
     launch_notes_.push_back("vLLM " + profile.version +

@@ -31,6 +31,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "id", "string", true, "Canonical id, usually the Hugging Face repo id."},
   {"model", "aliases", "list[string]", false, "Other HF ids that resolve to this spec (fine-tunes with identical shapes, mirrors)."},
   {"model", "source", "string", false, "Where the numbers come from (config.json copy, model card)."},
+  {"model", "config_defaults", "list[string]", false, "Keys the config.json omits that took their config class's default (\"text_config.hidden_size = 4096 (LlamaConfig)\"), as transformers fills them when vLLM loads the config; written by the config.json importer."},
   {"model", "model_type", "string", true, "HF model_type (llama, qwen3, gemma2, deepseek_v2, ...)."},
   {"model", "hidden_size", "int", true, "Residual width.", std::int64_t{1} << 17},
   {"model", "num_hidden_layers", "int", true, "Decoder layers (MTP layers excluded).", 4096},
@@ -568,6 +569,7 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   // Provenance for whoever reads the file: checked to be text, not kept (s.source names the
   // file). Unread, `source: {a: 1}` used to load silently.
   (void)r.get_string("source", "");
+  s.config_defaults = r.get_string_list("config_defaults");
   s.model_type = r.get_string("model_type");
   s.hidden_size = r.get_i32("hidden_size", 0, 1);
   s.num_hidden_layers = r.get_i32("num_hidden_layers", 0, 1);

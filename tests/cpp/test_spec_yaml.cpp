@@ -86,6 +86,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"model", "id"},
     {"model", "aliases"},
     {"model", "source"},
+    {"model", "config_defaults"},
     {"model", "model_type"},
     {"model", "hidden_size"},
     {"model", "num_hidden_layers"},

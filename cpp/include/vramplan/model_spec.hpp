@@ -165,6 +165,9 @@ struct ModelSpec {
   std::vector<std::string> aliases;  // other HF ids that resolve to this spec
   std::string source;                // file the spec was read from
   std::string model_type;            // HF model_type / family, e.g. "llama"
+  // Keys the config.json omits that took their config class's default, as transformers fills
+  // them when vLLM loads the config ("text_config.hidden_size = 4096 (LlamaConfig)").
+  std::vector<std::string> config_defaults;
 
   std::int32_t hidden_size = 0;
   std::int32_t num_hidden_layers = 0;

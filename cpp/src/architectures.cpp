@@ -230,6 +230,25 @@ void deepseek_moe_mla(Context& c) {
                   {"v_head_dim", f.integer("v_head_dim")}};
 }
 
+// DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): the indexer's geometry. vLLM builds an
+// indexer in every layer unless index_topk_freq / index_topk_pattern let some layers share the
+// previous layer's top-k (vllm/models/deepseek_v32/attention.py, skip_topk); those layers keep no
+// indexer cache, so the layers' pages differ in size: refused by name.
+void dsa_indexer(Context& c) {
+  const ConfigFields& f = c.f;
+  c.doc["mla"]["index_head_dim"] = f.integer("index_head_dim");
+  c.doc["mla"]["index_n_heads"] = f.integer("index_n_heads");
+  if (f.integer_or("index_topk_freq", 1) > 1) {
+    f.fail("index_topk_freq", std::to_string(f.integer("index_topk_freq")),
+           "layers sharing the previous layer's indexer (IndexShare) keep no indexer cache; "
+           "pages of two sizes are not modelled");
+  }
+  if (f.string_or("index_topk_pattern", "").find('S') != std::string::npos) {
+    f.fail("index_topk_pattern", f.string_or("index_topk_pattern", ""),
+           "layers sharing the previous layer's indexer (S) are not modelled");
+  }
+}
+
 void nemotron_h(Context& c) {
   const ConfigFields& f = c.f;
   if (!f.has("hybrid_override_pattern"))
@@ -417,6 +436,7 @@ constexpr NamedRule kRules[] = {
     {"qwen_moe", qwen_moe},
     {"qwen_moe_quantizable_router", qwen_moe_quantizable_router},
     {"deepseek_moe_mla", deepseek_moe_mla},
+    {"dsa_indexer", dsa_indexer},
     {"glm4_moe", glm4_moe},
     {"llama4", llama4},
     {"qwen3_next_hybrid", qwen3_next_hybrid},

@@ -186,3 +186,24 @@ def test_a_record_with_an_empty_model_is_a_named_error(cwd_with_a_config: Path) 
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line["id"] for line in lines] == ["held-001", "held-001"]
     assert all("is empty" in line["unsupported"] for line in lines)
+
+
+def test_config_defaults_reach_python_json_and_the_command_line(hub_cache: Path) -> None:
+    # llava-hf/llava-1.5-7b-hf leaves text_config.hidden_size (and three more keys) to
+    # LlamaConfig's defaults; every output says which defaults the plan used.
+    config = CONFIGS / "llava-hf__llava-1.5-7b-hf.json"
+    spec = vramplan.load_model(config)
+    assert "text_config.hidden_size = 4096 (LlamaConfig)" in spec.config_defaults
+    assert spec.to_dict()["config_defaults"] == spec.config_defaults
+    data = vramplan.breakdown(str(config), "H100", max_model_len=4096).to_dict()
+    note = [m for m in data["messages"] if "transformers config class's defaults" in m]
+    assert len(note) == 1
+    assert "text_config.num_attention_heads = 32 (LlamaConfig)" in note[0]
+    result = subprocess.run(
+        [sys.executable, "-m", "vramplan", "breakdown", str(config), "--gpu", "H100"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "text_config.hidden_size = 4096 (LlamaConfig)" in result.stdout + result.stderr

@@ -328,12 +328,36 @@ std::vector<std::string> prefixes_of_layer(const std::string& layer) {
           "language_model.model.layers." + layer + ".", "model.decoder.layers." + layer + "."};
 }
 
-// What a skip list is matched against: the decoder layers, and whether vLLM builds q, k and v
-// as one qkv_proj (every family but the MLA ones).
+// What a skip list is matched against: the decoder layers, whether vLLM builds q, k and v as
+// one qkv_proj (every family but the MLA ones), and which layers build attention (hybrids list
+// linear_attention layers in layer_types: those build a mixer instead; empty: every layer).
 struct SkipScope {
   std::int64_t num_layers = 1;
   bool qkv_fused = true;
+  std::vector<bool> attention_layers;
 };
+
+// Does `layer` build `role`? Attention projections only in attention layers, the linear-
+// attention mixer only in the others, every other role in every layer.
+bool layer_builds(const SkipScope& scope, const std::string& role, std::int64_t layer) {
+  if (scope.attention_layers.empty()) return true;
+  const bool attention = scope.attention_layers[static_cast<std::size_t>(layer)];
+  if (role.rfind("attn_", 0) == 0) return attention;
+  if (role.rfind("mixer_", 0) == 0) return !attention;
+  return true;
+}
+
+// Is every layer that builds `role` among `layers`?
+bool every_layer_with_role(const SkipScope& scope, const std::string& role,
+                           const std::vector<std::int64_t>& layers) {
+  for (std::int64_t layer = 0; layer < scope.num_layers; ++layer) {
+    if (layer_builds(scope, role, layer) &&
+        !std::binary_search(layers.begin(), layers.end(), layer)) {
+      return false;
+    }
+  }
+  return true;
+}
 
 // Skip lists are matched against every decoder layer's module names; these bound that work.
 constexpr std::int64_t kMaxSkipListLayers = 4096;
@@ -421,7 +445,7 @@ void add_unquantized(const ConfigFields& q, const char* key, NameMatch how, cons
     if (found == skipped_layers.end()) continue;
     const std::string role = info.role;
     const std::vector<std::int64_t>& layers = found->second;
-    if (static_cast<std::int64_t>(layers.size()) == num_layers) {
+    if (every_layer_with_role(scope, role, layers)) {
       add_role(role);
       per_layer.erase(role);
     } else if (std::find(roles.begin(), roles.end(), role) == roles.end()) {
@@ -514,6 +538,19 @@ std::int64_t num_layers_of(const json& config) {
     }
   }
   return 1;
+}
+
+// Which decoder layers build attention, from the (text) config's layer_types: a
+// linear_attention entry builds a Gated DeltaNet mixer instead. Empty without layer_types.
+std::vector<bool> attention_layers_of(const json& config) {
+  const json& text = config.contains("text_config") && config["text_config"].is_object()
+                         ? config["text_config"]
+                         : config;
+  std::vector<bool> out;
+  if (!text.contains("layer_types") || !text["layer_types"].is_array()) return out;
+  for (const auto& type : text["layer_types"]) out.push_back(type != "linear_attention");
+  if (static_cast<std::int64_t>(out.size()) != num_layers_of(config)) out.clear();
+  return out;
 }
 
 // MLA families (DeepSeek-V2/V3, Kimi) build q_proj apart, and no k_proj / v_proj.
@@ -742,7 +779,7 @@ json compressed_tensors_scheme(const ConfigFields& g, const std::string& where) 
 }
 
 json quantization_document(const json& config, const json* modelopt, const std::string& file) {
-  const SkipScope scope{num_layers_of(config), !uses_mla(config)};
+  const SkipScope scope{num_layers_of(config), !uses_mla(config), attention_layers_of(config)};
   if (modelopt != nullptr) {
     const ConfigFields root(*modelopt, file, "hf_quant_config.");
     if (!root.has("quantization") || !root.at("quantization").is_object()) {

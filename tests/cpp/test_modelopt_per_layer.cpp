@@ -6,8 +6,11 @@
 // _DropInputScale, get_quant_method for ParallelLMHead).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "vramplan/errors.hpp"
 #include "vramplan/hf_import.hpp"
@@ -123,4 +126,50 @@ TEST(ModelOptPerLayer, WhatCannotBeSizedIsRefusedByName) {
   json fp8_head = per_layer_recipe();
   fp8_head["lm_head"] = {{"quant_algo", "FP8"}};
   EXPECT_NE(refusal(fp8_head).find("lm_head"), std::string::npos) << refusal(fp8_head);
+}
+
+// A hybrid (Qwen3.5-27B: 64 layers, a full-attention layer every 4th, Gated DeltaNet in the
+// others) quantized as NVIDIA's Qwen3.6 NVFP4 exports are described: FP8 on every attention and
+// linear-attention projection, W4A16_NVFP4 on the MLP and the lm_head, names under
+// model.language_model.layers.N. Attention projections exist in 16 layers only: FP8 in all 16
+// is the whole role, not "some layers".
+TEST(ModelOptPerLayer, AHybridWithFp8AttentionAndW4a16MlpPlans) {
+  std::ifstream in(std::string(VRAMPLAN_TEST_DATA_DIR) + "/configs/Qwen__Qwen3.5-27B.json");
+  json config = json::parse(in);
+  const json& types = config["text_config"]["layer_types"];
+  json layers = json::object();
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    const std::string p = "model.language_model.layers." + std::to_string(i) + ".";
+    const bool linear = types[i] == "linear_attention";
+    for (const char* m :
+         linear ? std::vector<const char*>{"linear_attn.in_proj_qkv", "linear_attn.in_proj_z",
+                                           "linear_attn.out_proj"}
+                : std::vector<const char*>{"self_attn.q_proj", "self_attn.k_proj",
+                                           "self_attn.v_proj", "self_attn.o_proj"}) {
+      layers[p + m] = {{"quant_algo", "FP8"}};
+    }
+    for (const char* m : {"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}) {
+      layers[p + m] = {{"quant_algo", "W4A16_NVFP4"}, {"group_size", 16}};
+    }
+  }
+  layers["lm_head"] = {{"quant_algo", "W4A16_NVFP4"}, {"group_size", 16}};
+  config["quantization_config"] = {{"quant_method", "modelopt"},
+                                   {"quant_algo", "MIXED_PRECISION"},
+                                   {"quantized_layers", layers}};
+  const ModelSpec spec = model_spec_from_hf_config(config, nullptr, "qwen36/config.json");
+  const QuantSpec& q = spec.quantization;
+  auto has = [](const std::vector<std::string>& list, const char* role) {
+    return std::find(list.begin(), list.end(), role) != list.end();
+  };
+  for (const char* role : {"attn_q", "attn_kv", "attn_o", "mixer_in", "mixer_out"}) {
+    EXPECT_TRUE(has(q.fp8_roles, role)) << role;
+  }
+  for (const char* role : {"mlp_gate_up", "mlp_down", "lm_head"}) {
+    EXPECT_TRUE(has(q.nvfp4_weight_only_roles, role)) << role;
+  }
+  EXPECT_TRUE(has(q.unquantized_roles, "mixer_in_ba"));  // in_proj_b / in_proj_a not listed
+  EXPECT_TRUE(q.unquantized_layers.empty());
+  // lm_head [248320, 5120] W4A16 at TP 1 (248,320 is a multiple of 64): 248,320 x 2,560 +
+  // 248,320 x 320 + 4 = 715,161,604 bytes.
+  EXPECT_EQ(weight_bytes_per_rank(spec, q, DType::BF16, RankPlacement{}).lm_head, 715161604);
 }

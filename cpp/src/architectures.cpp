@@ -1313,10 +1313,23 @@ std::string architectures_markdown() {
   out << "| family | model_type | multimodal model_type | GGUF architecture | transformers "
          "defaults | attention | MoE | vision tower | MTP |\n"
       << "|---|---|---|---|---|---|---|---|---|\n";
+  // The transformers class whose defaults each model_type takes (config_class_defaults); a
+  // model_type without one loads through remote code, whose defaults the table does not read.
+  auto classes = [](const Row& r) {
+    std::string names;
+    for (const std::string& model_type : r.info.model_types) {
+      const auto found = table().class_defaults.find(model_type);
+      const std::string name = found != table().class_defaults.end()
+                                   ? "`" + found->second.config_class + "`"
+                                   : "remote code (" + model_type + ")";
+      if (names.find(name) == std::string::npos) names += (names.empty() ? "" : ", ") + name;
+    }
+    return names;
+  };
   for (const Row& r : rows()) {
     const ArchitectureInfo& a = r.info;
     out << "| " << a.family << " | " << list(a.model_types) << " | " << list(a.wrapper_model_types)
-        << " | " << list(a.gguf_architectures) << " | `" << a.config_class << "` | " << a.attention
+        << " | " << list(a.gguf_architectures) << " | " << classes(r) << " | " << a.attention
         << " | " << text(a.moe) << " | " << text(a.vision) << " | " << text(a.mtp) << " |\n";
   }
   out << "\n## Refused, with why\n\n| model_type | why |\n|---|---|\n";

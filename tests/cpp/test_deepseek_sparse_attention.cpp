@@ -4,11 +4,15 @@
 // uint8: fp8 keys and one fp32 scale per 128) sits beside the latent in each layer's page.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "test_support.hpp"
+#include "vramplan/compiled.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/hf_import.hpp"
 #include "vramplan/kv_cache.hpp"
@@ -108,4 +112,20 @@ TEST(DeepseekSparseAttention, SharedIndexerLayersAreRefusedByName) {
   } catch (const SpecError& e) {
     EXPECT_EQ(e.field_path(), "index_topk_freq");
   }
+}
+
+// What the plan does not count it says: the indexer's top-k buffer vLLM allocates at load.
+TEST(DeepseekSparseAttention, ThePlanNamesTheTopkBufferItDoesNotCount) {
+  HardwareConfig hw;
+  hw.gpu = vramplan_test::h100();
+  hw.num_gpus = 8;
+  EngineConfig config;
+  config.tensor_parallel_size = 8;
+  config.max_model_len = 8192;
+  const CompiledLaunch launch(std::make_shared<const ModelSpec>(load_hf_config(kGlm51)), hw,
+                              config);
+  const Breakdown b = launch.breakdown(launch_knobs(config));
+  EXPECT_TRUE(std::any_of(b.messages.begin(), b.messages.end(), [](const std::string& m) {
+    return m.find("top-k index buffer") != std::string::npos;
+  }));
 }

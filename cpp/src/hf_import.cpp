@@ -87,7 +87,10 @@ bool names_never_quantized_module(const std::string& entry) {
   for (const char* word :
        {"norm", "embed_tokens", "embedding", "vision", "visual", "vit", "image", "audio",
         "mm_projector", "multi_modal_projector", "merger", "modality_projection", "patch_embed",
-        "shared_expert_gate", "conv1d", "a_log", "dt_bias", "rotary_emb"}) {
+        "shared_expert_gate", "conv1d", "a_log", "dt_bias", "rotary_emb",
+        // DeepSeek sparse attention's indexer: vLLM fuses wk and weights_proj into
+        // wk_weights_proj, built without a quant_config (vllm/models/deepseek_v32/attention.py).
+        "indexer.wk", "indexer.weights_proj"}) {
     std::string lower = entry;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });

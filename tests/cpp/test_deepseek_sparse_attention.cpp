@@ -129,3 +129,25 @@ TEST(DeepseekSparseAttention, ThePlanNamesTheTopkBufferItDoesNotCount) {
     return m.find("top-k index buffer") != std::string::npos;
   }));
 }
+
+// A block-FP8 DSA checkpoint (DeepSeek-V3's quantization_config on GLM-5.1's shapes) whose skip
+// list names the indexer's wk and weights_proj plans as without it: vLLM builds those two as
+// wk_weights_proj without a quant_config, so naming them changes nothing.
+TEST(DeepseekSparseAttention, SkippingTheIndexersUnquantizedProjectionsIsANoOp) {
+  json config = read_json(kGlm51);
+  config["quantization_config"] = {{"quant_method", "fp8"},
+                                   {"fmt", "e4m3"},
+                                   {"activation_scheme", "dynamic"},
+                                   {"weight_block_size", {128, 128}}};
+  const ModelSpec plain = model_spec_from_hf_config(config, nullptr, "glm5-fp8.json");
+  json skips = json::array();
+  for (int layer = 0; layer < 78; ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".self_attn.indexer.";
+    skips.push_back(p + "wk");
+    skips.push_back(p + "weights_proj");
+  }
+  config["quantization_config"]["modules_to_not_convert"] = skips;
+  const ModelSpec listed = model_spec_from_hf_config(config, nullptr, "glm5-fp8.json");
+  EXPECT_EQ(checkpoint_tensor_bytes(listed, true), checkpoint_tensor_bytes(plain, true));
+  EXPECT_EQ(kv_bytes_per_token(listed, kv_options(2)), 100152);
+}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -35,12 +36,11 @@ std::string number_text(const json& v) {
 }  // namespace
 
 ConfigFields::ConfigFields(const json& object, std::string file, std::string prefix,
-                           const json* applied, const json* hints, std::string config_class)
+                           const json* applied, std::string config_class)
     : object_(object),
       file_(std::move(file)),
       prefix_(std::move(prefix)),
       applied_(applied),
-      hints_(hints),
       config_class_(std::move(config_class)) {}
 
 bool ConfigFields::has(const char* key) const {
@@ -54,8 +54,12 @@ void ConfigFields::fail(const char* key, const std::string& value,
 
 const json* ConfigFields::lookup(const char* key) const {
   if (has(key)) return &object_.at(key);
-  if (applied_ != nullptr && applied_->contains(key)) return &applied_->at(key);
-  return nullptr;
+  const bool written_null = object_.is_object() && object_.contains(key);
+  if (written_null || applied_ == nullptr || !applied_->contains(key)) return nullptr;
+  if (std::find(defaults_used_.begin(), defaults_used_.end(), key) == defaults_used_.end()) {
+    defaults_used_.emplace_back(key);
+  }
+  return &applied_->at(key);
 }
 
 void ConfigFields::check_finite(const char* key, const json& v) const {
@@ -66,14 +70,10 @@ void ConfigFields::check_finite(const char* key, const json& v) const {
 
 std::int64_t ConfigFields::integer(const char* key) const {
   if (const json* v = lookup(key)) return integer_value(key, *v);
-  if (hints_ != nullptr && hints_->contains(key)) {
-    fail(key, "missing",
-         "required field is missing; transformers' " + config_class_ + " would default it to " +
-             hints_->at(key).dump() +
-             " (a reference checkpoint's value): write it into config.json if that is this "
-             "checkpoint's value");
-  }
-  fail(key, "missing", "required field is missing");
+  fail(key, "missing",
+       config_class_.empty()
+           ? "required field is missing"
+           : "required field is missing, and " + config_class_ + " gives it no default");
 }
 
 std::int64_t ConfigFields::integer_or(const char* key, std::int64_t fallback) const {
@@ -151,15 +151,18 @@ using Rule = void (*)(Context&);
 
 struct Row {
   ArchitectureInfo info;
-  json applied = json::object();  // transformers defaults used for omitted keys
-  // Shape defaults, quoted when a required key is missing but not used: they describe some
-  // reference checkpoint, not the one in hand.
-  json hints = json::object();
+  json applied = json::object();  // remote-code classes' defaults for omitted keys
   Sliding sliding = Sliding::IfSet;
   std::vector<std::pair<std::string, std::string>> renames;  // {spec key, this family's key}
   json set = json::object();       // spec fields every checkpoint of the family has
   std::vector<std::string> erase;  // spec fields the family never has
   std::vector<Rule> rules;
+};
+
+// One transformers config class's defaults for the keys a config omits (config_class_defaults).
+struct ClassDefaults {
+  std::string config_class;  // "LlamaConfig"
+  json values = json::object();
 };
 
 struct Wrapper {
@@ -225,6 +228,25 @@ void deepseek_moe_mla(Context& c) {
                   {"qk_nope_head_dim", f.integer("qk_nope_head_dim")},
                   {"qk_rope_head_dim", f.integer("qk_rope_head_dim")},
                   {"v_head_dim", f.integer("v_head_dim")}};
+}
+
+// DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): the indexer's geometry. vLLM builds an
+// indexer in every layer unless index_topk_freq / index_topk_pattern let some layers share the
+// previous layer's top-k (vllm/models/deepseek_v32/attention.py, skip_topk); those layers keep no
+// indexer cache, so the layers' pages differ in size: refused by name.
+void dsa_indexer(Context& c) {
+  const ConfigFields& f = c.f;
+  c.doc["mla"]["index_head_dim"] = f.integer("index_head_dim");
+  c.doc["mla"]["index_n_heads"] = f.integer("index_n_heads");
+  if (f.integer_or("index_topk_freq", 1) > 1) {
+    f.fail("index_topk_freq", std::to_string(f.integer("index_topk_freq")),
+           "layers sharing the previous layer's indexer (IndexShare) keep no indexer cache; "
+           "pages of two sizes are not modelled");
+  }
+  if (f.string_or("index_topk_pattern", "").find('S') != std::string::npos) {
+    f.fail("index_topk_pattern", f.string_or("index_topk_pattern", ""),
+           "layers sharing the previous layer's indexer (S) are not modelled");
+  }
 }
 
 void nemotron_h(Context& c) {
@@ -414,6 +436,7 @@ constexpr NamedRule kRules[] = {
     {"qwen_moe", qwen_moe},
     {"qwen_moe_quantizable_router", qwen_moe_quantizable_router},
     {"deepseek_moe_mla", deepseek_moe_mla},
+    {"dsa_indexer", dsa_indexer},
     {"glm4_moe", glm4_moe},
     {"llama4", llama4},
     {"qwen3_next_hybrid", qwen3_next_hybrid},
@@ -428,6 +451,7 @@ struct Table {
   std::vector<Row> rows;
   std::vector<Wrapper> wrappers;
   std::vector<RefusedArchitecture> refused;
+  std::map<std::string, ClassDefaults> class_defaults;  // by text model_type
 };
 
 struct NamedSliding {
@@ -550,9 +574,8 @@ Row read_row(const YAML::Node& node, const std::string& file, std::size_t index)
   static const std::set<std::string> kFields = {"family",  "model_types",  "wrapper_model_types",
                                                 "gguf",    "config_class", "attention",
                                                 "moe",     "vision",       "mtp",
-                                                "applied", "hints",        "sliding",
-                                                "renames", "set",          "erase",
-                                                "rules"};
+                                                "applied", "sliding",      "renames",
+                                                "set",     "erase",        "rules"};
   const TableEntry e(node, file, "architectures[" + std::to_string(index) + "]", kFields);
   Row row;
   row.info.family = e.text("family", true);
@@ -565,7 +588,6 @@ Row read_row(const YAML::Node& node, const std::string& file, std::size_t index)
   row.info.vision = e.text("vision", false);
   row.info.mtp = e.text("mtp", false);
   row.applied = e.values("applied", false);
-  row.hints = e.values("hints", false);
   const std::string sliding = e.text("sliding", true);
   const auto* s = std::find_if(std::begin(kSlidings), std::end(kSlidings),
                                [&](const NamedSliding& n) { return sliding == n.name; });
@@ -596,6 +618,36 @@ Row read_row(const YAML::Node& node, const std::string& file, std::size_t index)
   return row;
 }
 
+// config_class_defaults: each entry's defaults and post_init values, filed under every
+// model_type it names (a planned text model_type, named once).
+void read_class_defaults(const YAML::Node& list, const std::string& file, Table& t) {
+  if (!list) return;
+  if (!list.IsSequence())
+    throw SpecError(file, "config_class_defaults", "not a list", "expected a list");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const TableEntry e(list[i], file, "config_class_defaults[" + std::to_string(i) + "]",
+                       {"class", "model_types", "file", "defaults", "post_init"});
+    ClassDefaults entry;
+    entry.config_class = e.text("class", true);
+    (void)e.text("file", true);  // provenance for the reader
+    entry.values = e.values("defaults", true);
+    const json post_init = e.values("post_init", true);
+    for (const auto& [key, value] : post_init.items()) {
+      if (entry.values.contains(key)) e.fail("post_init." + key, key, "also under defaults");
+      entry.values[key] = value;
+    }
+    for (const std::string& model_type : e.names("model_types", true)) {
+      const bool planned = std::any_of(t.rows.begin(), t.rows.end(), [&](const Row& r) {
+        const auto& m = r.info.model_types;
+        return std::find(m.begin(), m.end(), model_type) != m.end();
+      });
+      if (!planned) e.fail("model_types", model_type, "not a row's model_type");
+      if (!t.class_defaults.emplace(model_type, entry).second)
+        e.fail("model_types", model_type, "model_type listed twice");
+    }
+  }
+}
+
 YAML::Node sequence(const YAML::Node& root, const char* key, const std::string& file) {
   YAML::Node list = root[key];
   if (!list || !list.IsSequence()) throw SpecError(file, key, "missing", "expected a list");
@@ -607,11 +659,11 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
   if (!root.IsMap()) throw SpecError(file, "<root>", "not a map", "expected a map");
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
-    if (key != "architectures" && key != "wrappers" && key != "refused_model_types" &&
-        key != "vllm_registry") {
+    if (key != "architectures" && key != "config_class_defaults" && key != "wrappers" &&
+        key != "refused_model_types" && key != "vllm_registry") {
       throw SpecError(file, key, "'" + key + "'",
-                      "unknown section (architectures, wrappers, refused_model_types, "
-                      "vllm_registry)");
+                      "unknown section (architectures, config_class_defaults, wrappers, "
+                      "refused_model_types, vllm_registry)");
     }
   }
   Table t;
@@ -637,6 +689,7 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
     }
     t.rows.push_back(std::move(row));
   }
+  read_class_defaults(root["config_class_defaults"], file, t);
   const YAML::Node wrappers = sequence(root, "wrappers", file);
   for (std::size_t i = 0; i < wrappers.size(); ++i) {
     const TableEntry e(wrappers[i], file, "wrappers[" + std::to_string(i) + "]",
@@ -1025,7 +1078,13 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
   for (const auto& [key, alias] : row.renames) {
     if (!renamed.contains(key) && renamed.contains(alias)) renamed[key] = renamed[alias];
   }
-  const ConfigFields f(renamed, file, prefix, &row.applied, &row.hints, row.info.config_class);
+  const auto found = table().class_defaults.find(model_type);
+  const bool transformers_class = found != table().class_defaults.end();
+  json applied = transformers_class ? found->second.values : json::object();
+  for (const auto& [key, value] : row.applied.items()) applied[key] = value;
+  const std::string config_class =
+      transformers_class ? found->second.config_class : row.info.config_class;
+  const ConfigFields f(renamed, file, prefix, &applied, config_class);
   json doc;
   doc["model_type"] = model_type;
   const std::int64_t hidden = f.integer("hidden_size");
@@ -1058,11 +1117,11 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
   // vLLM derives max_model_len from max_position_embeddings (rope scaling already folded in by
   // the checkpoints in use: Llama-3.1 131072, DeepSeek-V3 163840 = 4096 x yarn 40).
   doc["max_position_embeddings"] = f.integer("max_position_embeddings");
-  // A wrapper's top-level flag, when given, is the one the ForConditionalGeneration reads.
-  doc["tie_word_embeddings"] =
-      f.has("tie_word_embeddings")
-          ? f.boolean_or("tie_word_embeddings", false)
-          : top.boolean_or("tie_word_embeddings", f.boolean_or("tie_word_embeddings", false));
+  // A wrapper's top-level flag, when given, is the one the ForConditionalGeneration reads (the
+  // text class's default applies only when neither names it).
+  doc["tie_word_embeddings"] = f.has("tie_word_embeddings") || !top.has("tie_word_embeddings")
+                                   ? f.boolean_or("tie_word_embeddings", false)
+                                   : top.boolean_or("tie_word_embeddings", false);
   doc["torch_dtype"] = dtype_name(!f.has("torch_dtype") && !f.has("dtype") ? top : f);
 
   double partial_rotary = f.number_or("partial_rotary_factor", 1.0);
@@ -1103,6 +1162,11 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
   if (doc["intermediate_size"].get<std::int64_t>() == 0 && !doc.contains("moe")) {
     (void)f.integer("intermediate_size");  // dense model without an MLP width: named error
   }
+  json defaults = json::array();
+  for (const std::string& key : f.defaults_used()) {
+    defaults.push_back(prefix + key + " = " + applied.at(key).dump() + " (" + config_class + ")");
+  }
+  if (!defaults.empty()) doc["config_defaults"] = defaults;
   return doc;
 }
 
@@ -1249,10 +1313,23 @@ std::string architectures_markdown() {
   out << "| family | model_type | multimodal model_type | GGUF architecture | transformers "
          "defaults | attention | MoE | vision tower | MTP |\n"
       << "|---|---|---|---|---|---|---|---|---|\n";
+  // The transformers class whose defaults each model_type takes (config_class_defaults); a
+  // model_type without one loads through remote code, whose defaults the table does not read.
+  auto classes = [](const Row& r) {
+    std::string names;
+    for (const std::string& model_type : r.info.model_types) {
+      const auto found = table().class_defaults.find(model_type);
+      const std::string name = found != table().class_defaults.end()
+                                   ? "`" + found->second.config_class + "`"
+                                   : "remote code (" + model_type + ")";
+      if (names.find(name) == std::string::npos) names += (names.empty() ? "" : ", ") + name;
+    }
+    return names;
+  };
   for (const Row& r : rows()) {
     const ArchitectureInfo& a = r.info;
     out << "| " << a.family << " | " << list(a.model_types) << " | " << list(a.wrapper_model_types)
-        << " | " << list(a.gguf_architectures) << " | `" << a.config_class << "` | " << a.attention
+        << " | " << list(a.gguf_architectures) << " | " << classes(r) << " | " << a.attention
         << " | " << text(a.moe) << " | " << text(a.vision) << " | " << text(a.mtp) << " |\n";
   }
   out << "\n## Refused, with why\n\n| model_type | why |\n|---|---|\n";

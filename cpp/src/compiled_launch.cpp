@@ -437,6 +437,22 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
       rules_ = v0_fallback_profile(requested);
     }
   }
+  if (!s.config_defaults.empty()) {
+    std::string keys;
+    for (const std::string& d : s.config_defaults) keys += (keys.empty() ? "" : ", ") + d;
+    launch_notes_.push_back(
+        "config.json omits keys that vLLM fills from the transformers config class's defaults; "
+        "planned with them: " +
+        keys);
+  }
+  if (s.mla.index_head_dim > 0) {
+    // vllm/models/deepseek_v32/nvidia/model.py allocates it in the model's __init__, sized by a
+    // knob the plan varies after the weights are fixed.
+    launch_notes_.push_back(
+        "DeepSeek sparse attention: the top-k index buffer vLLM allocates while loading "
+        "(max_num_batched_tokens x index_topk int32: 64 MiB at 8192 tokens and index_topk "
+        "2048) is not counted");
+  }
   EngineProfile& profile = *std::get_if<EngineProfile>(&rules_);
   if (c.enable_chunked_prefill == false && !profile.chunked_prefill_flag_honored) {
     launch_notes_.push_back("vLLM " + profile.version +

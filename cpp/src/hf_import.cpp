@@ -87,7 +87,10 @@ bool names_never_quantized_module(const std::string& entry) {
   for (const char* word :
        {"norm", "embed_tokens", "embedding", "vision", "visual", "vit", "image", "audio",
         "mm_projector", "multi_modal_projector", "merger", "modality_projection", "patch_embed",
-        "shared_expert_gate", "conv1d", "a_log", "dt_bias", "rotary_emb"}) {
+        "shared_expert_gate", "conv1d", "a_log", "dt_bias", "rotary_emb",
+        // DeepSeek sparse attention's indexer: vLLM fuses wk and weights_proj into
+        // wk_weights_proj, built without a quant_config (vllm/models/deepseek_v32/attention.py).
+        "indexer.wk", "indexer.weights_proj"}) {
     std::string lower = entry;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -328,12 +331,36 @@ std::vector<std::string> prefixes_of_layer(const std::string& layer) {
           "language_model.model.layers." + layer + ".", "model.decoder.layers." + layer + "."};
 }
 
-// What a skip list is matched against: the decoder layers, and whether vLLM builds q, k and v
-// as one qkv_proj (every family but the MLA ones).
+// What a skip list is matched against: the decoder layers, whether vLLM builds q, k and v as
+// one qkv_proj (every family but the MLA ones), and which layers build attention (hybrids list
+// linear_attention layers in layer_types: those build a mixer instead; empty: every layer).
 struct SkipScope {
   std::int64_t num_layers = 1;
   bool qkv_fused = true;
+  std::vector<bool> attention_layers;
 };
+
+// Does `layer` build `role`? Attention projections only in attention layers, the linear-
+// attention mixer only in the others, every other role in every layer.
+bool layer_builds(const SkipScope& scope, const std::string& role, std::int64_t layer) {
+  if (scope.attention_layers.empty()) return true;
+  const bool attention = scope.attention_layers[static_cast<std::size_t>(layer)];
+  if (role.rfind("attn_", 0) == 0) return attention;
+  if (role.rfind("mixer_", 0) == 0) return !attention;
+  return true;
+}
+
+// Is every layer that builds `role` among `layers`?
+bool every_layer_with_role(const SkipScope& scope, const std::string& role,
+                           const std::vector<std::int64_t>& layers) {
+  for (std::int64_t layer = 0; layer < scope.num_layers; ++layer) {
+    if (layer_builds(scope, role, layer) &&
+        !std::binary_search(layers.begin(), layers.end(), layer)) {
+      return false;
+    }
+  }
+  return true;
+}
 
 // Skip lists are matched against every decoder layer's module names; these bound that work.
 constexpr std::int64_t kMaxSkipListLayers = 4096;
@@ -421,7 +448,7 @@ void add_unquantized(const ConfigFields& q, const char* key, NameMatch how, cons
     if (found == skipped_layers.end()) continue;
     const std::string role = info.role;
     const std::vector<std::int64_t>& layers = found->second;
-    if (static_cast<std::int64_t>(layers.size()) == num_layers) {
+    if (every_layer_with_role(scope, role, layers)) {
       add_role(role);
       per_layer.erase(role);
     } else if (std::find(roles.begin(), roles.end(), role) == roles.end()) {
@@ -516,6 +543,19 @@ std::int64_t num_layers_of(const json& config) {
   return 1;
 }
 
+// Which decoder layers build attention, from the (text) config's layer_types: a
+// linear_attention entry builds a Gated DeltaNet mixer instead. Empty without layer_types.
+std::vector<bool> attention_layers_of(const json& config) {
+  const json& text = config.contains("text_config") && config["text_config"].is_object()
+                         ? config["text_config"]
+                         : config;
+  std::vector<bool> out;
+  if (!text.contains("layer_types") || !text["layer_types"].is_array()) return out;
+  for (const auto& type : text["layer_types"]) out.push_back(type != "linear_attention");
+  if (static_cast<std::int64_t>(out.size()) != num_layers_of(config)) out.clear();
+  return out;
+}
+
 // MLA families (DeepSeek-V2/V3, Kimi) build q_proj apart, and no k_proj / v_proj.
 bool uses_mla(const json& config) {
   for (const json* c :
@@ -528,106 +568,149 @@ bool uses_mla(const json& config) {
   return false;
 }
 
+// The roles (whole, or in some layers) a list of ModelOpt quantized_layers names covers.
+json modelopt_cover(const ConfigFields& q, const SkipScope& scope, const json& names) {
+  if (names.empty()) return json::object();
+  const json listed = {{"quantized_layers", names}};
+  const ConfigFields layers(listed, q.file(), q.prefix());
+  json covered;
+  add_unquantized(layers, "quantized_layers", NameMatch::CompressedTensors, scope, covered);
+  return covered;
+}
+
+bool role_covered(const json& covered, const std::string& role) {
+  const json roles = covered.value("unquantized", json::array());
+  return std::find(roles.begin(), roles.end(), role) != roles.end() ||
+         (covered.contains("unquantized_layers") && covered["unquantized_layers"].contains(role));
+}
+
+// The per-layer algorithms of a MIXED_PRECISION map, upper-cased: names by algorithm. vLLM 0.33's
+// ModelOpt config also accepts FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO and MXFP8 per layer; those
+// are refused by name.
+std::map<std::string, json> modelopt_layer_algos(const ConfigFields& q) {
+  if (!q.has("quantized_layers") || !q.at("quantized_layers").is_object() ||
+      q.at("quantized_layers").empty()) {
+    q.fail("quantized_layers", q.has("quantized_layers") ? "not a non-empty map" : "missing",
+           "MIXED_PRECISION needs the per-layer quantized_layers map");
+  }
+  std::map<std::string, json> names_by_algo;
+  for (const auto& [name, recipe] : q.at("quantized_layers").items()) {
+    if (!recipe.is_object() || !recipe.contains("quant_algo") ||
+        !recipe["quant_algo"].is_string()) {
+      q.fail("quantized_layers", name, "each layer needs a quant_algo string");
+    }
+    std::string algo = recipe["quant_algo"].get<std::string>();
+    std::transform(algo.begin(), algo.end(), algo.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    if (algo != "FP8" && algo != "NVFP4" && algo != "W4A16_NVFP4") {
+      q.fail("quantized_layers", name + ": " + algo,
+             "per-layer algorithm not supported (FP8, NVFP4, W4A16_NVFP4)");
+    }
+    if (algo != "FP8" && recipe.contains("group_size") && recipe["group_size"] != json(16)) {
+      q.fail("quantized_layers", name + ": group_size " + recipe["group_size"].dump(),
+             "NVFP4 groups are 16 wide");
+    }
+    names_by_algo[algo].push_back(name);
+  }
+  return names_by_algo;
+}
+
+// MIXED_PRECISION: the NVFP4 family (NVFP4 and W4A16_NVFP4 share packing and group size; vLLM's
+// W4A16 linear method drops the input_scale) or FP8 as the method, FP8 roles beside NVFP4, bf16
+// per layer, and the lm_head, which vLLM 0.33 quantizes when the map lists it.
+json modelopt_mixed_document(const ConfigFields& q, const SkipScope& scope) {
+  std::map<std::string, json> names_by_algo = modelopt_layer_algos(q);
+  json nvfp4_names = names_by_algo["NVFP4"];
+  for (const auto& name : names_by_algo["W4A16_NVFP4"]) nvfp4_names.push_back(name);
+  const json w4a4 = modelopt_cover(q, scope, names_by_algo["NVFP4"]);
+  const json w4a16 = modelopt_cover(q, scope, names_by_algo["W4A16_NVFP4"]);
+  std::map<std::string, json> covered_by_algo = {
+      {"NVFP4", modelopt_cover(q, scope, nvfp4_names)},
+      {"FP8", modelopt_cover(q, scope, names_by_algo["FP8"])}};
+  const std::string algo = nvfp4_names.empty() ? "FP8" : "NVFP4";
+  const std::string other = algo == "NVFP4" ? "FP8" : "NVFP4";
+  auto full_in = [&covered_by_algo](const std::string& which, const std::string& role) {
+    const json roles = covered_by_algo[which].value("unquantized", json::array());
+    return std::find(roles.begin(), roles.end(), role) != roles.end();
+  };
+  auto layers_in = [&covered_by_algo](const std::string& which, const std::string& role) {
+    const json& c = covered_by_algo[which];
+    return c.contains("unquantized_layers") && c["unquantized_layers"].contains(role)
+               ? c["unquantized_layers"][role]
+               : json::array();
+  };
+  json out = {{"unquantized", json::array()}};
+  json unquantized_layers = json::object();
+  json fp8_roles = json::array();
+  json weight_only = json::array();
+  std::vector<std::string> roles;
+  for (const auto& info : role_module_names()) roles.emplace_back(info.role);
+  roles.emplace_back("lm_head");
+  for (const auto& role : roles) {
+    const bool main_full = full_in(algo, role);
+    const bool other_full = full_in(other, role);
+    const json main_layers = layers_in(algo, role);
+    if (main_full && other_full) {
+      q.fail("quantized_layers", role, "a tensor role listed under both FP8 and NVFP4");
+    }
+    if (!layers_in(other, role).empty() || (other_full && !main_layers.empty())) {
+      q.fail("quantized_layers", role,
+             "FP8 in some layers of a tensor role beside NVFP4 or bf16 in others is not "
+             "modelled (one format per role, bf16 per layer)");
+    }
+    if (role_covered(w4a4, role) && role_covered(w4a16, role)) {
+      q.fail("quantized_layers", role,
+             "NVFP4 in some layers of a tensor role beside W4A16_NVFP4 in others is not modelled");
+    }
+    if (role == "lm_head" && (main_full || other_full)) {
+      if (other_full)
+        q.fail("quantized_layers", "lm_head", "an FP8 lm_head beside NVFP4 is not modelled");
+      out["quantized_lm_head"] = true;
+    } else if (!main_full && !other_full && main_layers.empty()) {
+      out["unquantized"].push_back(role);
+    } else if (!main_layers.empty()) {
+      json rest = json::array();  // quantized in the listed layers, bf16 in the others
+      for (std::int64_t layer = 0; layer < scope.num_layers; ++layer) {
+        if (std::find(main_layers.begin(), main_layers.end(), layer) == main_layers.end()) {
+          rest.push_back(layer);
+        }
+      }
+      unquantized_layers[role] = rest;
+    } else if (other_full) {
+      fp8_roles.push_back(role);
+    }
+    // Routed experts keep their input scales under W4A16 (vLLM's fused-MoE method registers them).
+    if (role_covered(w4a16, role) && role != "expert_gate_up" && role != "expert_down") {
+      weight_only.push_back(role);
+    }
+  }
+  if (!unquantized_layers.empty()) out["unquantized_layers"] = unquantized_layers;
+  if (!fp8_roles.empty()) out["fp8_roles"] = fp8_roles;
+  if (!weight_only.empty()) out["nvfp4_weight_only_roles"] = weight_only;
+  out["modelopt_algo"] = algo;
+  return out;
+}
+
 // ModelOpt's quantization object, from hf_quant_config.json or config.json (quant_method
-// "modelopt"): FP8, NVFP4, or MIXED_PRECISION whose quantized_layers all use one of them.
+// "modelopt"): FP8, NVFP4, W4A16_NVFP4, or MIXED_PRECISION of those per layer.
 json modelopt_document(const ConfigFields& q, const SkipScope& scope) {
   std::string algo = q.string_or("quant_algo", "");
   std::transform(algo.begin(), algo.end(), algo.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  json out;
+  json out = {{"unquantized", json::array()}};
   if (algo == "MIXED_PRECISION") {
-    if (!q.has("quantized_layers") || !q.at("quantized_layers").is_object() ||
-        q.at("quantized_layers").empty()) {
-      q.fail("quantized_layers", q.has("quantized_layers") ? "not a non-empty map" : "missing",
-             "MIXED_PRECISION needs the per-layer quantized_layers map");
+    out = modelopt_mixed_document(q, scope);
+    algo = out["modelopt_algo"].get<std::string>();
+    out.erase("modelopt_algo");
+  } else if (algo == "W4A16_NVFP4") {
+    // Weight-only NVFP4 everywhere but the routed experts (see modelopt_mixed_document).
+    json weight_only = json::array();
+    for (const auto& info : role_module_names()) {
+      const std::string role = info.role;
+      if (role != "expert_gate_up" && role != "expert_down") weight_only.push_back(role);
     }
-    // Layer names by algorithm; NVFP4 and FP8 may mix (FP8 attention beside NVFP4 MLP).
-    std::map<std::string, json> names_by_algo;
-    for (const auto& [name, recipe] : q.at("quantized_layers").items()) {
-      if (!recipe.is_object() || !recipe.contains("quant_algo") ||
-          !recipe["quant_algo"].is_string()) {
-        q.fail("quantized_layers", name, "each layer needs a quant_algo string");
-      }
-      std::string this_algo = recipe["quant_algo"].get<std::string>();
-      std::transform(this_algo.begin(), this_algo.end(), this_algo.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-      if (this_algo != "FP8" && this_algo != "NVFP4") {
-        std::string value = name;
-        value += ": " + this_algo;
-        q.fail("quantized_layers", value, "per-layer algorithm not supported (FP8, NVFP4)");
-      }
-      if (this_algo == "NVFP4" && recipe.contains("group_size") &&
-          recipe["group_size"] != json(16)) {
-        q.fail("quantized_layers", name + ": group_size " + recipe["group_size"].dump(),
-               "NVFP4 groups are 16 wide");
-      }
-      names_by_algo[this_algo].push_back(name);
-    }
-    // The roles each algorithm covers, in every layer or in some (a partial shard cover is
-    // refused by name).
-    std::map<std::string, json> covered_by_algo;
-    for (const auto& [this_algo, names] : names_by_algo) {
-      const json listed = {{"quantized_layers", names}};
-      const ConfigFields layers(listed, q.file(), q.prefix());
-      json covered;
-      add_unquantized(layers, "quantized_layers", NameMatch::CompressedTensors, scope, covered);
-      covered_by_algo[this_algo] = covered;
-    }
-    algo = names_by_algo.count("NVFP4") != 0 ? "NVFP4" : "FP8";
-    auto full_in = [&covered_by_algo](const char* which, const std::string& role) {
-      const auto it = covered_by_algo.find(which);
-      if (it == covered_by_algo.end()) return false;
-      const json& roles = it->second["unquantized"];
-      return std::find(roles.begin(), roles.end(), role) != roles.end();
-    };
-    auto layers_in = [&covered_by_algo](const char* which, const std::string& role) {
-      const auto it = covered_by_algo.find(which);
-      if (it == covered_by_algo.end() || !it->second.contains("unquantized_layers") ||
-          !it->second["unquantized_layers"].contains(role)) {
-        return json::array();
-      }
-      return it->second["unquantized_layers"][role];
-    };
-    const char* other = algo == "NVFP4" ? "FP8" : "NVFP4";
-    json unquantized = json::array();
-    json unquantized_layers = json::object();
-    json fp8_roles = json::array();
-    std::vector<std::string> roles;
-    for (const auto& info : role_module_names()) roles.emplace_back(info.role);
-    roles.emplace_back("lm_head");
-    for (const auto& role : roles) {
-      const bool main_full = full_in(algo.c_str(), role);
-      const bool other_full = full_in(other, role);
-      const json main_layers = layers_in(algo.c_str(), role);
-      const json other_layers = layers_in(other, role);
-      if (main_full && other_full) {
-        q.fail("quantized_layers", role, "a tensor role listed under both FP8 and NVFP4");
-      }
-      if (!other_layers.empty() || (other_full && !main_layers.empty())) {
-        q.fail("quantized_layers", role,
-               "FP8 in some layers of a tensor role beside NVFP4 or bf16 in others is not "
-               "modelled (one format per role, bf16 per layer)");
-      }
-      if (!main_full && !other_full && main_layers.empty()) {
-        unquantized.push_back(role);
-      } else if (!main_layers.empty()) {
-        // Quantized in the listed layers, bf16 in the others.
-        json rest = json::array();
-        for (std::int64_t layer = 0; layer < scope.num_layers; ++layer) {
-          if (std::find(main_layers.begin(), main_layers.end(), layer) == main_layers.end()) {
-            rest.push_back(layer);
-          }
-        }
-        unquantized_layers[role] = rest;
-      } else if (other_full) {
-        fp8_roles.push_back(role);
-      }
-    }
-    if (!unquantized_layers.empty()) out["unquantized_layers"] = unquantized_layers;
-    if (!fp8_roles.empty()) out["fp8_roles"] = fp8_roles;
-    out["unquantized"] = unquantized;
-  } else {
-    out["unquantized"] = json::array();
+    out["nvfp4_weight_only_roles"] = weight_only;
+    algo = "NVFP4";
   }
   if (algo == "FP8") {
     out.update(
@@ -638,7 +721,7 @@ json modelopt_document(const ConfigFields& q, const SkipScope& scope) {
     out.update({{"method", "nvfp4"}, {"group_size", 16}});
   } else {
     q.fail("quant_algo", algo.empty() ? "missing" : algo,
-           "ModelOpt algorithm not supported (FP8, NVFP4, MIXED_PRECISION of those)");
+           "ModelOpt algorithm not supported (FP8, NVFP4, W4A16_NVFP4, MIXED_PRECISION of those)");
   }
   if (q.has("exclude_modules")) {
     add_unquantized(q, "exclude_modules", NameMatch::Glob, scope, out);
@@ -699,7 +782,7 @@ json compressed_tensors_scheme(const ConfigFields& g, const std::string& where) 
 }
 
 json quantization_document(const json& config, const json* modelopt, const std::string& file) {
-  const SkipScope scope{num_layers_of(config), !uses_mla(config)};
+  const SkipScope scope{num_layers_of(config), !uses_mla(config), attention_layers_of(config)};
   if (modelopt != nullptr) {
     const ConfigFields root(*modelopt, file, "hf_quant_config.");
     if (!root.has("quantization") || !root.at("quantization").is_object()) {

@@ -43,12 +43,25 @@ std::int64_t group_blocks(const KvGroup& g, std::int32_t block_size, std::int64_
 
 }  // namespace
 
+std::int64_t dsa_indexer_token_bytes(const ModelSpec& spec) noexcept {
+  const std::int64_t d = spec.mla.index_head_dim;
+  return d > 0 ? d + d / 128 * 4 : 0;
+}
+
+std::int64_t dsa_fp8_ds_mla_extra_bytes(const ModelSpec& spec) noexcept {
+  if (spec.mla.index_head_dim == 0) return 0;
+  return static_cast<std::int64_t>(spec.mla.kv_lora_rank) / 128 * 4 + spec.mla.qk_rope_head_dim;
+}
+
 std::int64_t kv_layer_bytes_per_token(const ModelSpec& spec, const LayerSpec& layer,
                                       const KvCacheOptions& o) noexcept {
   if (layer.attention == AttentionKind::Mla) {
     // One latent "head" of kv_lora_rank + qk_rope_head_dim, not divided by TP.
-    return static_cast<std::int64_t>(spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) *
-           o.kv_element_bytes;
+    const std::int64_t latent =
+        static_cast<std::int64_t>(spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) *
+        o.kv_element_bytes;
+    return latent + dsa_indexer_token_bytes(spec) +
+           (o.kv_element_bytes == 1 ? dsa_fp8_ds_mla_extra_bytes(spec) : 0);
   }
   if (!is_token_attention(layer.attention)) return 0;
   const std::int64_t heads =
@@ -119,7 +132,14 @@ KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& o) {
     if (layer.attention == AttentionKind::SlidingWindow) window = layer.sliding_window;
     if (layer.attention == AttentionKind::ChunkedLocal) window = layer.attention_chunk_size;
     buckets[{static_cast<int>(layer.attention), window}] += 1;
-    const std::int64_t token_bytes = kv_layer_bytes_per_token(spec, layer, per_element);
+    std::int64_t token_bytes = kv_layer_bytes_per_token(spec, layer, per_element);
+    if (layer.attention == AttentionKind::Mla && spec.mla.index_head_dim > 0) {
+      // The sparse-attention bytes do not scale with the KV dtype: kept apart for kv_page.
+      geometry.sparse_mla_layers += 1;
+      geometry.indexer_token_bytes = dsa_indexer_token_bytes(spec);
+      geometry.fp8_ds_mla_extra_bytes = dsa_fp8_ds_mla_extra_bytes(spec);
+      token_bytes -= geometry.indexer_token_bytes + geometry.fp8_ds_mla_extra_bytes;
+    }
     geometry.max_layer_token_bytes_per_element =
         std::max(geometry.max_layer_token_bytes_per_element, token_bytes);
     geometry.token_bytes_per_element += token_bytes;
@@ -158,9 +178,15 @@ KvPage kv_page(const KvGeometry& g, std::int32_t block_size,
                std::int32_t kv_element_bytes) noexcept {
   KvPage page;
   page.block_size = block_size;
-  page.bytes_per_token = g.token_bytes_per_element * kv_element_bytes;
+  // Each sparse MLA layer's page also holds its indexer keys (vLLM's UniformTypeKVCacheSpecs:
+  // one block id across every layer's tensor, so a block costs the sum of their pages).
+  const std::int64_t sparse_bytes =
+      g.indexer_token_bytes + (kv_element_bytes == 1 ? g.fp8_ds_mla_extra_bytes : 0);
+  page.bytes_per_token =
+      g.token_bytes_per_element * kv_element_bytes + g.sparse_mla_layers * sparse_bytes;
   if (g.groups.empty()) return page;
-  const std::int64_t attn_token_bytes = g.max_layer_token_bytes_per_element * kv_element_bytes;
+  const std::int64_t attn_token_bytes = g.max_layer_token_bytes_per_element * kv_element_bytes +
+                                        (g.sparse_mla_layers > 0 ? sparse_bytes : 0);
   if (g.state_bytes > 0 && attn_token_bytes > 0) {
     // Hybrid with Mamba: raise the attention block size until one page holds a state.
     const std::int64_t align = std::max<std::int64_t>(16, block_size);

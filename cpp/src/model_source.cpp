@@ -126,6 +126,10 @@ std::string resolve_model_folder(const std::string& path) {
 LoadedModel load_model_path(const std::string& path) {
   std::error_code ec;
   LoadedModel out;
+  if (path.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw ConfigError("model", "\"" + path + "\"", "a model path",
+                      "empty; give a file or folder ('.' for the current directory)");
+  }
   const fs::path p(path);
   if (!fs::exists(p, ec))
     throw ConfigError("model", path, "an existing path", "no such file or folder");

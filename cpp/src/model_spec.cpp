@@ -159,6 +159,21 @@ void add_attention(const ModelSpec& s, const LayerSpec& layer, int index, GroupB
   if (s.attention_sinks) b.add(TensorRole::Bias, TensorSplit::Column, index, hq, 1, false);
 }
 
+// DeepSeek sparse attention's lightning indexer (vllm/models/deepseek_v32/attention.py,
+// DeepseekV32Indexer): wq_b [index_n_heads x index_head_dim, q_lora_rank], a replicated Linear
+// built with the quant_config; wk and weights_proj fused as wk_weights_proj [index_head_dim +
+// index_n_heads, hidden], replicated and built without one (bf16); k_norm, a LayerNorm's weight
+// and bias [index_head_dim] (vLLM keeps them in float32: 2 x index_head_dim x 2 bytes more per
+// layer than counted here, under 1 KiB).
+void add_indexer(const ModelSpec& s, int index, GroupBuilder& b) {
+  const MlaSpec& m = s.mla;
+  const std::int64_t d = m.index_head_dim;
+  const std::int64_t n = m.index_n_heads;
+  b.add(TensorRole::MlaQA, TensorSplit::Replicated, index, n * d, m.q_lora_rank, true);
+  b.add(TensorRole::MlaKVA, TensorSplit::Replicated, index, d + n, s.hidden_size, false);
+  b.add(TensorRole::Norm, TensorSplit::Replicated, index, 2 * d, 1, false);
+}
+
 void add_mla(const ModelSpec& s, int index, GroupBuilder& b) {
   const std::int64_t h = s.hidden_size;
   const std::int64_t hq = s.num_attention_heads;
@@ -177,6 +192,7 @@ void add_mla(const ModelSpec& s, int index, GroupBuilder& b) {
   b.add(TensorRole::MlaKVB, TensorSplit::Column, index, hq * (m.qk_nope_head_dim + m.v_head_dim),
         m.kv_lora_rank, true);
   b.add(TensorRole::AttnO, TensorSplit::Row, index, h, hq * m.v_head_dim, true);
+  if (m.index_head_dim > 0) add_indexer(s, index, b);
 }
 
 void add_mamba(const ModelSpec& s, int index, GroupBuilder& b) {

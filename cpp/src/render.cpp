@@ -28,6 +28,7 @@ nlohmann::json to_json(const ModelSpec& s) {
   return {{"id", s.id},
           {"aliases", s.aliases},
           {"source", s.source},
+          {"config_defaults", s.config_defaults},
           {"model_type", s.model_type},
           {"hidden_size", s.hidden_size},
           {"num_hidden_layers", s.num_hidden_layers},

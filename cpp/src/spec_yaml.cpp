@@ -31,6 +31,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "id", "string", true, "Canonical id, usually the Hugging Face repo id."},
   {"model", "aliases", "list[string]", false, "Other HF ids that resolve to this spec (fine-tunes with identical shapes, mirrors)."},
   {"model", "source", "string", false, "Where the numbers come from (config.json copy, model card)."},
+  {"model", "config_defaults", "list[string]", false, "Keys the config.json omits that took their config class's default (\"text_config.hidden_size = 4096 (LlamaConfig)\"), as transformers fills them when vLLM loads the config; written by the config.json importer."},
   {"model", "model_type", "string", true, "HF model_type (llama, qwen3, gemma2, deepseek_v2, ...)."},
   {"model", "hidden_size", "int", true, "Residual width.", std::int64_t{1} << 17},
   {"model", "num_hidden_layers", "int", true, "Decoder layers (MTP layers excluded).", 4096},
@@ -71,6 +72,8 @@ const std::vector<SchemaKey> kSchema = {
   {"mla", "qk_nope_head_dim", "int", true, "Non-rotary q/k head dims (128).", std::int64_t{1} << 10},
   {"mla", "qk_rope_head_dim", "int", true, "Rotary q/k head dims (64); cached beside the latent.", std::int64_t{1} << 10},
   {"mla", "v_head_dim", "int", true, "V head dims (128).", std::int64_t{1} << 10},
+  {"mla", "index_head_dim", "int", false, "DeepSeek sparse attention: the lightning indexer's head size (128), whose key cache every MLA layer keeps; 0 or absent: dense MLA.", std::int64_t{1} << 10},
+  {"mla", "index_n_heads", "int", false, "DeepSeek sparse attention: the indexer's query heads (DeepSeek-V3.2 64, GLM-5 32); read with index_head_dim.", std::int64_t{1} << 10},
   {"moe", "num_experts", "int", true, "Routed experts per MoE layer.", std::int64_t{1} << 13},
   {"moe", "num_experts_per_tok", "int", true, "Experts each token is routed to (top-k).", std::int64_t{1} << 8},
   {"moe", "moe_intermediate_size", "int", true, "Width of one routed expert.", std::int64_t{1} << 18},
@@ -118,6 +121,8 @@ const std::vector<SchemaKey> kSchema = {
   {"quantization", "unquantized", "list[string]", false, "Tensor roles kept in torch_dtype (lm_head, router, attn_q, mixer_in_ba, ...; mtp: every MTP-layer tensor)."},
   {"quantization", "unquantized_layers", "map[string,list[int]]", false, "Tensor roles kept in torch_dtype in some decoder layers only (a skip list naming model.layers.0.self_attn): role -> layer indices."},
   {"quantization", "fp8_roles", "list[string]", false, "Tensor roles stored in per-tensor fp8 with a static input scale beside an nvfp4 method (ModelOpt MIXED_PRECISION)."},
+  {"quantization", "nvfp4_weight_only_roles", "list[string]", false, "NVFP4 tensor roles stored weight-only, without an input_scale (ModelOpt W4A16_NVFP4; not routed experts)."},
+  {"quantization", "quantized_lm_head", "bool", false, "The lm_head is stored in the quantization method (ModelOpt MIXED_PRECISION listing lm_head); default false."},
   {"quantization", "gguf_types", "map[string,dtype]", false, "GGUF block type per tensor role; key default covers the rest."},
   {"gpu", "id", "string", true, "Database id (H100-80GB)."},
   {"gpu", "aliases", "list[string]", false, "Other names (nvidia-smi names, short names)."},
@@ -419,6 +424,26 @@ QuantSpec read_quantization(const MapReader& parent) {
   if (!q.fp8_roles.empty() && q.method != QuantMethod::Nvfp4) {
     r.fail(r.field("fp8_roles"), "a list", "fp8_roles go with method nvfp4 (ModelOpt mixed)");
   }
+  q.nvfp4_weight_only_roles = r.get_string_list("nvfp4_weight_only_roles");
+  for (std::size_t i = 0; i < q.nvfp4_weight_only_roles.size(); ++i) {
+    const std::string& name = q.nvfp4_weight_only_roles[i];
+    bool known = false;
+    for (int role = 0; role <= static_cast<int>(TensorRole::Vision); ++role) {
+      known |= name == tensor_role_name(static_cast<TensorRole>(role));
+    }
+    if (!known || name == "expert_gate_up" || name == "expert_down") {
+      r.fail(r.field("nvfp4_weight_only_roles") + "[" + std::to_string(i) + "]", "'" + name + "'",
+             known ? "routed experts keep their input scales" : "unknown tensor role");
+    }
+  }
+  if (!q.nvfp4_weight_only_roles.empty() && q.method != QuantMethod::Nvfp4) {
+    r.fail(r.field("nvfp4_weight_only_roles"), "a list", "goes with method nvfp4");
+  }
+  q.quantized_lm_head = r.get_bool("quantized_lm_head", false);
+  if (q.quantized_lm_head && q.method != QuantMethod::Nvfp4 && q.method != QuantMethod::Fp8) {
+    r.fail(r.field("quantized_lm_head"), "true",
+           "a quantized lm_head is modelled for nvfp4 and fp8");
+  }
   if (r.has("gguf_types")) {
     const YAML::Node n = r.child("gguf_types");
     if (!n.IsMap()) r.fail(r.field("gguf_types"), node_text(n), "expected a map role -> type");
@@ -568,6 +593,7 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   // Provenance for whoever reads the file: checked to be text, not kept (s.source names the
   // file). Unread, `source: {a: 1}` used to load silently.
   (void)r.get_string("source", "");
+  s.config_defaults = r.get_string_list("config_defaults");
   s.model_type = r.get_string("model_type");
   s.hidden_size = r.get_i32("hidden_size", 0, 1);
   s.num_hidden_layers = r.get_i32("num_hidden_layers", 0, 1);
@@ -618,6 +644,13 @@ void read_mla(const MapReader& r, ModelSpec& s) {
   s.mla.qk_nope_head_dim = m.get_i32("qk_nope_head_dim", 0, 1);
   s.mla.qk_rope_head_dim = m.get_i32("qk_rope_head_dim", 0, 1);
   s.mla.v_head_dim = m.get_i32("v_head_dim", 0, 1);
+  s.mla.index_head_dim = m.get_i32("index_head_dim", 0, 0);
+  s.mla.index_n_heads = m.get_i32("index_n_heads", 0, 0);
+  // vLLM's indexer quantizes its keys in blocks of 128 (one fp32 scale each).
+  if (s.mla.index_head_dim % 128 != 0) {
+    m.fail(m.field("index_head_dim"), std::to_string(s.mla.index_head_dim),
+           "a multiple of 128 (the indexer's fp8 quantization block)");
+  }
 }
 
 // Which layers of a MoE model are dense (read from the moe: block, applied per layer).

@@ -72,6 +72,7 @@ bool quantizes(const QuantSpec& q, const TensorGroup& g) noexcept {
     return g.cols > 1 && g.role != TensorRole::Vision;
   }
   if (q.method == QuantMethod::Mxfp4) return is_expert(g.role);
+  if (g.role == TensorRole::LmHead) return q.quantized_lm_head;
   return g.is_linear;
 }
 
@@ -151,8 +152,15 @@ std::int64_t quantized_linear_bytes(const QuantSpec& q, TensorRole role, std::in
       return nk + 4 * n;
     case QuantMethod::Mxfp4:
       return nk / 2 + ceil_div(k, 32) * n;  // fp4 pairs + E8M0 per 32
-    case QuantMethod::Nvfp4:
-      return nk / 2 + ceil_div(k, 16) * n + 8;  // fp8 scale per 16 + globals
+    case QuantMethod::Nvfp4: {
+      // fp4 pairs, an fp8 scale per 16 inputs, weight_scale_2, and an input_scale unless the
+      // module is weight-only (W4A16_NVFP4).
+      const char* name = tensor_role_name(role);
+      const bool weight_only =
+          std::any_of(q.nvfp4_weight_only_roles.begin(), q.nvfp4_weight_only_roles.end(),
+                      [name](const std::string& listed) { return listed == name; });
+      return nk / 2 + ceil_div(k, 16) * n + (weight_only ? 4 : 8);
+    }
     case QuantMethod::Gguf: {
       const DType t = gguf_type_for(q, role);
       const auto& info = dtype_info(t);

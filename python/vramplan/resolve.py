@@ -176,6 +176,17 @@ def check_revision(revision: str | None) -> None:
         raise _core.ConfigError(msg)
 
 
+def check_model_name(model: str | Path) -> None:
+    """An empty or blank model string is a named error: `Path("")` is the current directory, so
+    it would otherwise plan whatever config.json sits there."""
+    if isinstance(model, str) and not model.strip():
+        msg = (
+            f"model: {model!r} is empty; give a model id, alias or path "
+            "(write '.' for the current directory)"
+        )
+        raise _core.ConfigError(msg)
+
+
 def _cache_snapshot(repo_id: str, revision: str | None) -> tuple[Path, str] | None:
     """The snapshot folder and commit of `repo_id` in the local Hub cache, or None."""
     entry = hub_cache_dir() / ("models--" + repo_id.replace("/", "--"))
@@ -418,6 +429,7 @@ def resolve_model(
     HF_HUB_OFFLINE; `token` overrides HF_TOKEN / the saved token; `timeout_s` bounds each
     request. Raises vramplan.Error naming what was tried."""
     check_revision(revision)
+    check_model_name(model)
     if len(str(model)) > _MAX_NAME_CHARS:
         msg = f"model: a name of {len(str(model))} characters (at most {_MAX_NAME_CHARS})"
         raise _core.ConfigError(msg)

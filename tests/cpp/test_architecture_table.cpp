@@ -34,8 +34,7 @@ const char* kTable = R"(architectures:
     wrapper_model_types: [llava]
     config_class: LlamaConfig
     attention: full
-    applied: {tie_word_embeddings: false, partial_rotary_factor: 0.5}
-    hints: {vocab_size: 32000}
+    applied: {tie_word_embeddings: false, partial_rotary_factor: 0.5, vocab_size: 32000}
     sliding: if_set
     set: {qk_norm: true, mlp: plain}
     erase: [o_proj_bias]
@@ -48,6 +47,9 @@ const char* kTable = R"(architectures:
     sliding: never
     renames: {num_hidden_layers: n_layer}
     rules: [falcon]
+config_class_defaults:
+  - {class: FalconConfig, model_types: [falcon], file: falcon/configuration_falcon.py,
+     defaults: {vocab_size: 65024, multi_query: true}, post_init: {max_position_embeddings: 2048}}
 wrappers:
   - {model_type: llava, text_model_type: llama, vision: llava}
 refused_model_types:
@@ -121,7 +123,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadRow{"NanAsDefault", "partial_rotary_factor: 0.5", "partial_rotary_factor: .nan",
                "architectures[0].applied.partial_rotary_factor", "'.nan'"},
         BadRow{"ListAsDefault", "vocab_size: 32000", "vocab_size: [1]",
-               "architectures[0].hints.vocab_size", "not a value"},
+               "architectures[0].applied.vocab_size", "not a value"},
+        BadRow{"ClassDefaultsOfUnplannedType", "model_types: [falcon], file",
+               "model_types: [falcom], file", "config_class_defaults[0].model_types", "falcom"},
+        BadRow{"ClassDefaultTwice", "post_init: {max_position_embeddings: 2048}",
+               "post_init: {vocab_size: 2048}", "config_class_defaults[0].post_init.vocab_size",
+               "vocab_size"},
+        BadRow{"ClassDefaultNotAValue", "multi_query: true}", "multi_query: [true]}",
+               "config_class_defaults[0].defaults.multi_query", "not a value"},
+        BadRow{"ClassDefaultsWithoutSource", " file: falcon/configuration_falcon.py,", "",
+               "config_class_defaults[0].file", "missing"},
         BadRow{"UnsettableField", "qk_norm: true", "hidden_size: 1",
                "architectures[0].set.hidden_size", "hidden_size"},
         BadRow{"UnerasableField", "erase: [o_proj_bias]", "erase: [vocab_size]",

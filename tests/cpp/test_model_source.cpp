@@ -133,3 +133,14 @@ TEST_F(ModelSourceTest, FolderWithoutConfigIsANamedError) {
   }
   EXPECT_THROW(load_model_path((root_ / "missing").string()), ConfigError);
 }
+
+TEST(ModelSourceEmptyName, BlankPathIsANamedErrorNotTheCurrentFolder) {
+  for (const std::string blank : {"", " ", "\t\n"}) {
+    try {
+      (void)load_model_path(blank);
+      FAIL() << "accepted a blank model path";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+    }
+  }
+}

@@ -24,7 +24,8 @@ SPEC_CONFIGS = {
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": "deepseek-ai__DeepSeek-R1-Distill-Qwen-1.5B.json",
     "nvidia/NVIDIA-Nemotron-Nano-9B-v2": "nvidia__NVIDIA-Nemotron-Nano-9B-v2.json",
 }
-_PROVENANCE_KEYS = ("id", "aliases", "source")
+# Where the values came from, not what they are: a config lists the class defaults it relied on.
+_PROVENANCE_KEYS = ("id", "aliases", "source", "config_defaults")
 
 
 def _shape(spec: _core.ModelSpec) -> dict:

@@ -133,3 +133,84 @@ def test_did_you_mean_weighs_family_and_size_before_the_suffix() -> None:
     the same family and size (Qwen/Qwen3-32B), not the id that shares "-Instruct"."""
     with pytest.raises(vramplan.Error, match=r"Did you mean: Qwen/Qwen3-32B, "):
         vramplan.load_model("Qwen/Qwen3-32B-Instruct", offline=True)
+
+
+@pytest.fixture
+def cwd_with_a_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory holding a config.json: what an empty model string used to plan."""
+    folder = tmp_path / "cwd"
+    folder.mkdir()
+    (folder / "config.json").write_bytes((CONFIGS / "microsoft__phi-1.json").read_bytes())
+    monkeypatch.chdir(folder)
+    return folder
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t\n"])
+def test_an_empty_model_string_is_a_named_error(cwd_with_a_config: Path, blank: str) -> None:
+    for call in (
+        lambda: resolve_model(blank),
+        lambda: vramplan.load_model(blank),
+        lambda: vramplan.plan(blank, "H100"),
+    ):
+        with pytest.raises(vramplan.ConfigError, match=r"model: .* is empty"):
+            call()
+    # The current directory stays reachable when it is asked for by name.
+    assert resolve_model(".").spec.model_type == "phi"
+
+
+def test_an_empty_model_on_the_command_line_is_a_named_error(cwd_with_a_config: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "vramplan", "plan", "", "--gpu", "H100"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "is empty" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "phi" not in result.stdout
+
+
+def test_a_record_with_an_empty_model_is_a_named_error(cwd_with_a_config: Path) -> None:
+    from vramplan import validate
+
+    records = cwd_with_a_config / "records.jsonl"
+    held = {"id": "held-001", "model": "", "gpu": "H100", "vllm_version": "0.19.0"}
+    records.write_text(json.dumps(held) + "\n" + json.dumps({**held, "model": None}) + "\n")
+    for replay in validate.replay_file(records):
+        assert replay.predicted is None
+        assert replay.unsupported is not None
+        assert "is empty" in replay.unsupported
+    result = subprocess.run(
+        [sys.executable, "-m", "vramplan", "validate", "--records", str(records), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "Traceback" not in result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["id"] for line in lines] == ["held-001", "held-001"]
+    assert all("is empty" in line["unsupported"] for line in lines)
+
+
+def test_config_defaults_reach_python_json_and_the_command_line(hub_cache: Path) -> None:
+    # llava-hf/llava-1.5-7b-hf leaves text_config.hidden_size (and three more keys) to
+    # LlamaConfig's defaults; every output says which defaults the plan used.
+    config = CONFIGS / "llava-hf__llava-1.5-7b-hf.json"
+    spec = vramplan.load_model(config)
+    assert "text_config.hidden_size = 4096 (LlamaConfig)" in spec.config_defaults
+    assert spec.to_dict()["config_defaults"] == spec.config_defaults
+    data = vramplan.breakdown(str(config), "H100", max_model_len=4096).to_dict()
+    note = [m for m in data["messages"] if "transformers config class's defaults" in m]
+    assert len(note) == 1
+    assert "text_config.num_attention_heads = 32 (LlamaConfig)" in note[0]
+    result = subprocess.run(
+        [sys.executable, "-m", "vramplan", "breakdown", str(config), "--gpu", "H100"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "text_config.hidden_size = 4096 (LlamaConfig)" in result.stdout + result.stderr

@@ -12,21 +12,20 @@
 namespace vramplan {
 
 // Reads the fields of one config object, naming "<prefix><key>" and the file in errors.
-// Keys the object omits take `applied` (transformers' defaults the family's configs rely on);
-// a required key found only in `hints` is an error quoting the transformers default.
-// A non-finite number (NaN / Infinity in the file) is an error whenever a field is read.
+// Keys the object omits take `applied` (the config class's defaults, as transformers fills them
+// when vLLM loads the config); a key written as null stays unset, as transformers keeps an
+// explicit None. A non-finite number (NaN / Infinity in the file) is an error whenever a field
+// is read.
 class ConfigFields {
  public:
   ConfigFields(const nlohmann::json& object, std::string file, std::string prefix,
-               const nlohmann::json* applied = nullptr, const nlohmann::json* hints = nullptr,
-               std::string config_class = "");
+               const nlohmann::json* applied = nullptr, std::string config_class = "");
 
   bool has(const char* key) const;  // present in the file and not null
   [[noreturn]] void fail(const char* key, const std::string& value,
                          const std::string& problem) const;
 
-  // Required: the file's value, else a shape default the family applies, else a named error
-  // that quotes the transformers default the key would take.
+  // Required: the file's value, else the class default, else a named error.
   std::int64_t integer(const char* key) const;
   std::int64_t integer_or(const char* key, std::int64_t fallback) const;
   double number_or(const char* key, double fallback) const;
@@ -35,6 +34,8 @@ class ConfigFields {
   const nlohmann::json& at(const char* key) const;  // the file's value (has(key) checked)
   const std::string& file() const { return file_; }
   const std::string& prefix() const { return prefix_; }
+  // The keys read so far whose value came from `applied`, in the order first read.
+  const std::vector<std::string>& defaults_used() const { return defaults_used_; }
 
  private:
   const nlohmann::json* lookup(const char* key) const;  // file value, else default, else null
@@ -45,8 +46,8 @@ class ConfigFields {
   std::string file_;
   std::string prefix_;
   const nlohmann::json* applied_;
-  const nlohmann::json* hints_;
   std::string config_class_;
+  mutable std::vector<std::string> defaults_used_;
 };
 
 // What the table says about one family, for docs and error messages.

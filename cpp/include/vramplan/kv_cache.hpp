@@ -42,6 +42,11 @@ struct KvGeometry {
   std::int64_t max_layer_token_bytes_per_element = 0;  // largest attention layer
   std::int64_t token_bytes_per_element = 0;            // summed over attention layers
   std::int64_t state_bytes = 0;  // real (unpadded) Mamba / linear-attention state per slot
+  // DeepSeek sparse attention: MLA layers with an indexer, each adding its key cache (bytes per
+  // token whatever the KV dtype) and, under an fp8 KV cache, the fp8_ds_mla layout's extra bytes.
+  std::int32_t sparse_mla_layers = 0;
+  std::int64_t indexer_token_bytes = 0;     // per sparse layer
+  std::int64_t fp8_ds_mla_extra_bytes = 0;  // per sparse layer, at one byte per KV element
   std::int32_t num_speculative_tokens = 0;  // extra Mamba state slots per request
 };
 
@@ -65,7 +70,18 @@ struct KvLayout {
   std::int32_t num_speculative_tokens = 0;
 };
 
-// Per-layer attention bytes per token on a rank: Hkv_rank * (D + Dv) * s, MLA latent * s.
+// DeepSeek sparse attention, per MLA layer and token (0 for dense MLA). The indexer's key cache
+// (vllm/models/deepseek_v32/attention.py: DeepseekV32IndexerCache of head_dim index_head_dim +
+// index_head_dim / 128 * 4, uint8): fp8 keys plus one fp32 scale per 128, whatever the KV dtype.
+std::int64_t dsa_indexer_token_bytes(const ModelSpec& spec) noexcept;
+// Under an fp8 KV cache vLLM serves sparse MLA in its fp8_ds_mla layout (656 B for DeepSeek:
+// kv_lora_rank fp8 + an fp32 scale per 128 + qk_rope_head_dim in bf16;
+// model_executor/layers/attention/mla_attention.py, _canonicalize_sparse_mla_kv_cache_dtype):
+// the bytes above the plain fp8 latent.
+std::int64_t dsa_fp8_ds_mla_extra_bytes(const ModelSpec& spec) noexcept;
+
+// Per-layer attention bytes per token on a rank: Hkv_rank * (D + Dv) * s, MLA latent * s (plus
+// the sparse-attention bytes above).
 std::int64_t kv_layer_bytes_per_token(const ModelSpec& spec, const LayerSpec& layer,
                                       const KvCacheOptions& options) noexcept;
 // Bytes per token summed over the rank's attention layers (the planner's headline figure).

@@ -44,6 +44,10 @@ struct MlaSpec {
   std::int32_t qk_nope_head_dim = 0;
   std::int32_t qk_rope_head_dim = 0;
   std::int32_t v_head_dim = 0;
+  // DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): every MLA layer also runs a lightning
+  // indexer of index_n_heads x index_head_dim with its own key cache; 0 for dense MLA.
+  std::int32_t index_head_dim = 0;
+  std::int32_t index_n_heads = 0;
 };
 
 struct MoeSpec {
@@ -152,6 +156,13 @@ struct QuantSpec {
   // Tensor roles stored in per-tensor fp8 with a static input scale (ModelOpt FP8 layout) while
   // `method` covers the rest: ModelOpt MIXED_PRECISION checkpoints (FP8 attention, NVFP4 MLP).
   std::vector<std::string> fp8_roles;
+  // NVFP4 roles stored weight-only (ModelOpt W4A16_NVFP4): no input_scale per module, in the
+  // checkpoint or on the GPU (vLLM's W4A16 linear method registers none; routed experts keep
+  // theirs, so expert roles are never listed).
+  std::vector<std::string> nvfp4_weight_only_roles;
+  // The lm_head stored in `method` (ModelOpt MIXED_PRECISION may list it; vLLM 0.33 builds the
+  // ParallelLMHead with that layer's algorithm) instead of torch_dtype.
+  bool quantized_lm_head = false;
   // Expert matrices rounded up at load by the MoE kernel backend (the engine sets these from
   // the GPU: MXFP4 under Marlin pads H to 256 and I to 128); 1 = no padding.
   std::int32_t expert_hidden_multiple = 1;
@@ -165,6 +176,9 @@ struct ModelSpec {
   std::vector<std::string> aliases;  // other HF ids that resolve to this spec
   std::string source;                // file the spec was read from
   std::string model_type;            // HF model_type / family, e.g. "llama"
+  // Keys the config.json omits that took their config class's default, as transformers fills
+  // them when vLLM loads the config ("text_config.hidden_size = 4096 (LlamaConfig)").
+  std::vector<std::string> config_defaults;
 
   std::int32_t hidden_size = 0;
   std::int32_t num_hidden_layers = 0;

@@ -4,7 +4,6 @@ plain text (no escape codes) when the output is a pipe or a file."""
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
@@ -13,6 +12,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from ._quoting import shell_word
 
 GIB = 1 << 30
 # Piped output is not wrapped at a terminal's width: long provenance lines stay on one line.
@@ -171,7 +172,7 @@ def plan(out: Console, data: dict[str, Any]) -> None:
             [[knob, data[knob], why] for knob, why in data["binding"].items()],
         )
     )
-    model = shlex.quote(data.get("served_model") or data["breakdown"]["model"])
+    model = shell_word(data.get("served_model") or data["breakdown"]["model"])
     env = "".join(f"{name}={value} " for name, value in data.get("vllm_env", {}).items())
     out.print(f"{env}vllm serve {model} {data['vllm_args']}", soft_wrap=True)
     if data["remedies"]:

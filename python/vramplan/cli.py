@@ -13,7 +13,6 @@ import argparse
 import contextlib
 import json
 import os
-import shlex
 import sys
 import time
 import warnings
@@ -45,6 +44,7 @@ from ._cli_args import (
     _user_settings,
     _write_frame,
 )
+from ._quoting import shell_join
 
 
 class _Launch:
@@ -216,7 +216,7 @@ def _with_passthrough(data: dict[str, Any], words: list[str]) -> dict[str, Any]:
     """The plan's flags (and each remedy's) with the user's unmodelled flags appended."""
     if not words:
         return data
-    tail = " " + " ".join(shlex.quote(w) for w in words)
+    tail = " " + shell_join(words)
     data["vllm_argv"] = [*data["vllm_argv"], *words]
     data["vllm_args"] += tail
     for remedy in data["remedies"]:
@@ -279,7 +279,7 @@ def _cmd_flags(args: argparse.Namespace) -> int:
             "engine_version_warning": result.engine_version_warning,
             "model": str(args.model),
             "vllm_argv": [*result.to_vllm_argv(), *passthrough] if result.fits else None,
-            "vllm_args": shlex.join([*result.to_vllm_argv(), *passthrough])
+            "vllm_args": shell_join([*result.to_vllm_argv(), *passthrough])
             if result.fits
             else None,
             "vllm_env": env,

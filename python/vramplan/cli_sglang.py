@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 from typing import Any
 
 from . import _core, api, sglang
@@ -21,6 +20,7 @@ from ._cli_args import (
     _print,
     _write_frame,
 )
+from ._quoting import shell_join
 
 GIB = 1 << 30
 COMMANDS = ("plan", "breakdown", "flags", "sweep", "check", "diagnose", "validate")
@@ -188,7 +188,7 @@ def _cmd_flags(args: argparse.Namespace) -> int:
     elif args.format == "json":
         _print(json.dumps(result.to_engine_kwargs(), indent=2))
     else:
-        _print(shlex.join(result.to_argv()))
+        _print(shell_join(result.to_argv()))
     return EXIT_OK
 
 

@@ -17,13 +17,12 @@ the others' memory is outside the instance's own budget (`ceil(total x U)` minus
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import _core, api
-from ._quoting import check_text, yaml_comment, yaml_list, yaml_string
+from ._quoting import check_text, shell_word, yaml_comment, yaml_list, yaml_string
 from .fit import check_engine
 
 # Instances one colocation takes: the order search visits every subset (2^n evaluations x n).
@@ -85,9 +84,9 @@ class Colocation:
         placed = self.instances[index]
         devices = ",".join(str(i) for i in range(self.num_gpus))
         env = {"CUDA_VISIBLE_DEVICES": devices, **placed.plan.to_vllm_env()}
-        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        prefix = " ".join(f"{k}={shell_word(v)}" for k, v in env.items())
         args = placed.plan.to_vllm_args()
-        model = shlex.quote(placed.instance.model)
+        model = shell_word(placed.instance.model)
         return f"{prefix} vllm serve {model} {args} --port {self.port(index)}"
 
     def rows(self) -> list[dict[str, Any]]:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import io
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import _core, _io, api
+from ._quoting import shell_word
 from .probe import match_gpu
 
 GIB = 1 << 30
@@ -338,7 +338,7 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         knobs["enforce_eager"] = True
         plan = solve(utilization)
     words = list(launch.get("passthrough") or [])
-    tail = "".join(" " + shlex.quote(word) for word in words)
+    tail = "".join(" " + shell_word(word) for word in words)
     return {
         "drops": dropped,
         "as_written": plan["as_written"],

@@ -44,7 +44,7 @@ from ._cli_args import (
     _user_settings,
     _write_frame,
 )
-from ._quoting import shell_join
+from ._quoting import shell_join, visible
 
 
 class _Launch:
@@ -136,7 +136,7 @@ def _warn_version(warning: str | None) -> None:
     """A vLLM newer than the newest known release is planned with that release's rules: say so
     on stderr (the JSON and the Python result carry the same text)."""
     if warning:
-        print(f"vramplan: warning: {warning}", file=sys.stderr)
+        print(f"vramplan: warning: {visible(warning, keep_newlines=True)}", file=sys.stderr)
 
 
 def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]:
@@ -512,9 +512,9 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         out.print("vramplan explain TERM: why it is there and which flag moves it")
         return EXIT_OK
     e = chosen[0]
-    out.print(f"[bold]{e.term}[/bold] ({e.kind})")
+    out.print(_render.bold_lead(e.term, f" ({e.kind})"))
     for label, text in (("what", e.what), ("why", e.why), ("moved by", e.flags)):
-        out.print(f"[bold]{label}:[/bold] {text}")
+        out.print(_render.bold_lead(f"{label}:", f" {text}"))
     return EXIT_OK
 
 
@@ -665,13 +665,13 @@ def _add_calibrate(sub: Any) -> None:
                 "constants": fitted.constants,
                 "errors": fitted.errors,
             }
-            print(json.dumps(report, indent=2))
+            _print(json.dumps(report, indent=2))
         else:
-            print(fitted.format_report())
+            _print(fitted.format_report())
         if args.out:
             fitted.save(args.out)
             if not args.json:
-                print(f"\nwrote {args.out}")
+                _print(f"\nwrote {args.out}")
         return 0
 
     p = sub.add_parser("calibrate", help="fit the engine's constants to your own startup logs")
@@ -863,7 +863,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         return code
     except ValueError as err:  # vramplan.Error subclasses ValueError: bad input, not a crash
-        print(f"vramplan: error: {err}", file=sys.stderr)
+        print(f"vramplan: error: {visible(str(err), keep_newlines=True)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly. Point stdout at /dev/null so the
@@ -874,7 +874,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as err:  # noqa: BLE001 - last resort: a bug, told in one line, no traceback
-        print(f"vramplan: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        text = visible(f"{type(err).__name__}: {err}", keep_newlines=True)
+        print(f"vramplan: internal error: {text}", file=sys.stderr)
         return EXIT_INTERNAL
 
 

@@ -32,6 +32,9 @@ EXIT_INTERRUPTED = 130
 EXIT_INTERNAL = 70  # EX_SOFTWARE: an exception that is a bug in vramplan, not bad input
 
 
+EXIT_OUTPUT = 74  # EX_IOERR: standard output refuses what is written (a full disk)
+
+
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose pipe closed
 
 

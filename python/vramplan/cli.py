@@ -3,14 +3,16 @@
 Exit status, for scripts: 0 the command succeeded (and the launch fits / starts); 1 the launch
 does not fit (plan, flags, breakdown), or validate found an outcome MISMATCH or a launch it
 cannot express; 2 bad input (usage errors and vramplan.Error, named on stderr); 141 the
-reader of stdout went away (a closed pipe, as `| head` does), quietly; 130 interrupted; 70 an
-internal error (a bug: reported in one line, please file it).
+reader of stdout went away (a closed pipe, as `| head` does), quietly; 74 stdout cannot be
+written (a full disk), named on stderr; 130 interrupted; 70 an internal error (a bug: reported
+in one line, please file it).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -29,6 +31,7 @@ from ._cli_args import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_OUTPUT,
     GIB,
     _add_json,
     _add_launch_args,
@@ -836,6 +839,25 @@ _ENGINE_COMMANDS = frozenset(
 )
 
 
+# What a write to standard output fails with when its file cannot take more.
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _from_stdout(err: OSError) -> bool:
+    """Whether an OSError that reached main is standard output's: every file vramplan reads
+    or writes turns its OSErrors into named errors, and those carry the file's name."""
+    return err.filename is None and err.errno in _OUTPUT_ERRNOS
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, with nothing left in its buffer, so that the interpreter's
+    final flush does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    with contextlib.suppress(OSError):
+        sys.stdout.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         words = _split_verbosity(list(sys.argv[1:] if argv is None else argv))
@@ -868,9 +890,20 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly. Point stdout at /dev/null so the
         # interpreter's final flush does not raise again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _discard_stdout()
         return EXIT_BROKEN_PIPE
+    except OSError as err:
+        if not _from_stdout(err):
+            text = visible(f"{type(err).__name__}: {err}", keep_newlines=True)
+            print(f"vramplan: internal error: {text}", file=sys.stderr)
+            return EXIT_INTERNAL
+        # Standard output cannot take what is written (a full disk, a quota, an I/O error).
+        print(
+            f"vramplan: error: cannot write to standard output ({err.strerror or err})",
+            file=sys.stderr,
+        )
+        _discard_stdout()
+        return EXIT_OUTPUT
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as err:  # noqa: BLE001 - last resort: a bug, told in one line, no traceback

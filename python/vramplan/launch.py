@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import math
 import os
 import re
 import shlex
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _core, _io
+from ._identity import plain_scalar
 from ._resources import model_specs_dir
 
 GIB = 1 << 30
@@ -382,6 +384,9 @@ def _number(name: str, value: Any, kind: type) -> Any:
     if isinstance(value, bool):
         msg = f"{flag_of(name)}: expected a number (got {value!r})"
         raise _core.ConfigError(msg)
+    if isinstance(value, float) and not math.isfinite(value):
+        msg = f"{flag_of(name)}: expected a finite number (got {value!r})"
+        raise _core.ConfigError(msg)
     if isinstance(value, (int, float)) and kind is float:
         return float(value)
     if isinstance(value, int):
@@ -398,10 +403,13 @@ def _number(name: str, value: Any, kind: type) -> Any:
                 return int(number)
     else:
         try:
-            return float(text)
+            number = float(text)
         except ValueError:
             pass
-    what = "an integer" if kind is int else "a number"
+        else:
+            if math.isfinite(number):
+                return number
+    what = "an integer" if kind is int else "a finite number"
     msg = f"{flag_of(name)}: expected {what} (got {value!r})"
     raise _core.ConfigError(msg)
 
@@ -498,7 +506,10 @@ def to_knobs(
             continue
         else:
             raise unknown_argument(name, version)
-        if typed or name in _SCALED:
+        value = plain_scalar(value)
+        vllm_typed = knob_name == "limit_mm_per_prompt" and isinstance(value, Mapping)
+        if typed or name in _SCALED or vllm_typed:
+            # A dict is vLLM's own type for limit_mm_per_prompt (what to_llm_kwargs gives).
             value = _typed(name, knob_name, value, table[knob_name])
         out.knobs[knob_name] = value
         given_as[knob_name] = written

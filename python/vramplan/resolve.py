@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import _core, _io
 from ._database import spec_database
+from ._identity import local_path
 
 # Where the answer came from, as the breakdown names it.
 SOURCES = ("database", "path", "cache", "hub")
@@ -265,8 +266,8 @@ def resolve_model(
     if len(str(model)) > _MAX_NAME_CHARS:
         msg = f"model: a name of {len(str(model))} characters (at most {_MAX_NAME_CHARS})"
         raise _core.ConfigError(msg)
-    if isinstance(model, Path) or _exists(Path(str(model)).expanduser()):
-        path = Path(model).expanduser()
+    if isinstance(model, Path) or _exists(local_path(model)):
+        path = local_path(model)
         spec, exact = _load_path(path)
         return ResolvedModel(spec, "path", str(path), None, exact)
     name = str(model)

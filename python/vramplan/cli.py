@@ -359,7 +359,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         setattr(args, knob["name"], knobs.get(knob["name"]))
     args.num_gpus = args.num_gpus or read.num_gpus or launch.gpus
     args.vllm_flags = []
-    args.context = None
+    args.context = "auto" if read.context_auto else None
     args.concurrency = None
     args.safety_margin_gib = None
     args.used_by_others_bytes = args.used_by_others_bytes or 0

@@ -174,3 +174,19 @@ def test_the_whole_line_as_one_quoted_word(tmp_path: Path) -> None:
     assert launch.args == {"tensor_parallel_size": "2", "max_model_len": "8192"}
     done = _check(f"vllm serve {MODEL} --max-model-len 8192", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        ["CUDA_VISIBLE_DEVICES=0", "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"],
+        ["env", "SGLANG_X=1", "sglang", "serve", "--model-path", "Qwen/Qwen3-8B"],
+        ["docker", "run", "--gpus", "all", "--shm-size", "32g", "lmsysorg/sglang:latest", "python3",
+         "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"],
+        ["python -m sglang.launch_server --model-path Qwen/Qwen3-8B"],
+    ],
+)  # fmt: skip
+def test_sglang_in_every_form_is_judged_as_sglang(line: list[str], tmp_path: Path) -> None:
+    done = _check(*line, cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr
+    assert "sglang_version" in json.loads(done.stdout)

@@ -71,8 +71,9 @@ class _Launch:
         if gpu_name == "auto":
             from .probe import auto_gpu
 
-            found = auto_gpu()
+            found = auto_gpu(count=_gpus_needed(args))
             gpu_name = found.gpu_id
+            _note(f"--gpu auto: {found.gpu_id} from {found.chosen}")
             others = others or found.memory_used_by_others_bytes
             host = host or found.host_ram_bytes
             self.source["gpu"] = f"auto: {found.gpu_id}"

@@ -382,7 +382,9 @@ def replay_record(record: dict[str, Any]) -> Replay:
         launch["profile"] = build_rules(record)
     if others:
         launch["memory_used_by_others_bytes"] = others
-    return Replay(rid, predicted, measured, None, launch, gpu_note)
+    # A release newer than the newest known is replayed with that release's rules: say so.
+    notes = [note for note in (gpu_note, result.engine_version_warning) if note]
+    return Replay(rid, predicted, measured, None, launch, "; ".join(notes) or None)
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:

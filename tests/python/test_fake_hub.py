@@ -66,6 +66,7 @@ class Repo:
     # Per file: a hostile answer (see Handler._hostile) instead of the file's bytes.
     hostile: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)  # sent instead of the real ones
+    redirect: bool = False  # every file answered by a 302 to /cdn/ (as LFS files are)
 
 
 @dataclass
@@ -93,6 +94,9 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
         def _answer(self) -> None:
             hub.requests.append((self.command, self.path))
             parts = self.path.split("?")[0].strip("/").split("/")
+            if parts[0] == "cdn":  # where a large file is redirected: bytes only, no Hub headers
+                self._cdn(parts[1:])
+                return
             if len(parts) < 5 or parts[2] != "resolve":
                 self._send(404, {"X-Error-Code": "RepoNotFound"})
                 return
@@ -113,6 +117,11 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 return
             headers = {**commit, "ETag": '"' + hashlib.sha256(data).hexdigest() + '"'}
             headers.update(repo.headers)
+            if repo.redirect:  # the Hub's answer for an LFS file: 302 to the CDN
+                linked = {"X-Linked-Etag": headers.pop("ETag"), "X-Linked-Size": str(len(data))}
+                location = {"Location": f"/cdn/{repo_id}/{filename}"}
+                self._send(302, {**headers, **linked, **location})
+                return
             if filename in repo.hostile:
                 self._hostile(repo.hostile[filename], headers)
                 return
@@ -123,6 +132,19 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 self._send(206, headers, chunk)
                 return
             self._send(200, headers, data)
+
+        def _cdn(self, parts: list[str]) -> None:
+            repo = hub.repos.get("/".join(parts[:2]))
+            data = repo.files.get("/".join(parts[2:])) if repo else None
+            if data is None:
+                self._send(404, {})
+                return
+            byte_range = self.headers.get("Range")
+            if byte_range:
+                first, last = byte_range.split("=")[1].split("-")
+                self._send(206, {}, data[int(first) : int(last) + 1])
+                return
+            self._send(200, {}, data)
 
         def _stream(self, chunk: bytes, pause_s: float = 0.0) -> None:
             """Send `chunk` until the client goes away (or 2 GiB, a bound on the test)."""
@@ -445,3 +467,20 @@ def test_the_cli_plans_from_the_fake_hub_and_names_a_hostile_one(fake_hub: FakeH
     )  # fmt: skip
     assert bad.returncode == 2, bad.stderr
     assert "ETag" in bad.stderr
+
+
+def test_files_redirected_to_a_cdn_keep_the_hubs_commit_and_etag(fake_hub: FakeHub) -> None:
+    weights = safetensors_file(
+        {
+            "model.embed_tokens.weight": ("BF16", [256, 64], 256 * 64 * 2),
+            "lm_head.weight": ("BF16", [256, 64], 256 * 64 * 2),
+        }
+    )
+    fake_hub.repos["acme/lfs"] = Repo(
+        {"config.json": json.dumps(TINY_LLAMA).encode(), "model.safetensors": weights},
+        redirect=True,
+    )
+    resolved = resolve_model("acme/lfs", timeout_s=5)
+    assert resolved.revision == COMMIT
+    assert resolved.checkpoint_bytes == 2 * 256 * 64 * 2
+    assert any(path.startswith("/cdn/") for _, path in fake_hub.requests)

@@ -39,8 +39,9 @@ from . import _core
 MAX_JSON_BYTES = 16 << 20
 # A safetensors index: a weight map of a few hundred thousand tensors.
 MAX_INDEX_BYTES = 32 << 20
-# What the safetensors format itself allows a header.
-MAX_HEADER_BYTES = 100_000_000
+# One shard's header: far above a real one (a shard of a thousand tensors has ~150 KB) and
+# small enough to parse in bounded memory (the format itself allows 100 MB).
+MAX_HEADER_BYTES = 16 << 20
 # Headers of every shard together, so a hostile index cannot hold memory or time.
 MAX_ALL_HEADERS_BYTES = 256 << 20
 MAX_SHARDS = 4096

@@ -484,3 +484,11 @@ def test_files_redirected_to_a_cdn_keep_the_hubs_commit_and_etag(fake_hub: FakeH
     assert resolved.revision == COMMIT
     assert resolved.checkpoint_bytes == 2 * 256 * 64 * 2
     assert any(path.startswith("/cdn/") for _, path in fake_hub.requests)
+
+
+def test_a_header_longer_than_the_limit_is_refused_before_reading(fake_hub: FakeHub) -> None:
+    repo = _config_repo()
+    repo.files["model.safetensors"] = struct.pack("<Q", 1 << 30) + b"{" * 64
+    fake_hub.repos["acme/huge-header"] = repo
+    with pytest.raises(vramplan.Error, match=r"a header of 1073741824 bytes"):
+        resolve_model("acme/huge-header", timeout_s=5)

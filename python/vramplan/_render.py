@@ -201,7 +201,9 @@ def plan(out: Console, data: dict[str, Any]) -> None:
         )
     )
     model = shell_word(data.get("served_model") or data["breakdown"]["model"])
-    env = "".join(f"{name}={value} " for name, value in data.get("vllm_env", {}).items())
+    env = "".join(
+        f"{name}={shell_word(value)} " for name, value in data.get("vllm_env", {}).items()
+    )
     out.print(f"{env}vllm serve {model} {data['vllm_args']}", soft_wrap=True)
     if data["remedies"]:
         out.print(

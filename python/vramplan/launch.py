@@ -272,6 +272,9 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
         elif i < len(tokens) and not _is_flag(tokens[i]):
             value = tokens[i]
             i += 1
+        elif name in _NARGS_PLUS:
+            msg = f"{flag_of(name)}: expected at least one value (vLLM's argument parser)"
+            raise _core.ConfigError(msg)
         else:
             value = True  # a store-true flag
         if name not in names:

@@ -96,6 +96,8 @@ def test_list_arguments_take_several_words() -> None:
     launch = parse_command(f"vllm serve {MODEL} --served-model-name a b c --max-model-len 8192")
     assert launch.args["served_model_name"] == ["a", "b", "c"]
     assert launch.args["max_model_len"] == "8192"
+    with pytest.raises(vramplan.Error, match="expected at least one value"):
+        parse_command(f"vllm serve {MODEL} --max-model-len 8192 --served-model-name")
 
 
 @pytest.mark.parametrize("value", ["auto", "-1"])

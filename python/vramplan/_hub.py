@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
 import json
 import os
 import re
+import socket
 import struct
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -73,6 +76,51 @@ class _Answer:
     body: bytes
 
 
+class _Sockets:
+    """The sockets of the request in flight, so that the request's watchdog can end an answer
+    that trickles in (headers a byte at a time, which no per-read timeout catches) at its
+    deadline."""
+
+    def __init__(self) -> None:
+        self.open: list[socket.socket] = []
+        self.expired = False
+
+    def expire(self) -> None:
+        self.expired = True
+        for sock in self.open:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+def _tracked(base: type[http.client.HTTPConnection], sockets: _Sockets) -> Any:
+    class Tracked(base):  # type: ignore[valid-type,misc]  # a class chosen at run time
+        def connect(self) -> None:
+            super().connect()
+            sockets.open.append(self.sock)
+
+    return Tracked
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, sockets: _Sockets) -> None:
+        super().__init__()
+        self._sockets = sockets
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_tracked(http.client.HTTPConnection, self._sockets), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, sockets: _Sockets) -> None:
+        super().__init__()
+        self._sockets = sockets
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        context = getattr(self, "_context", None)
+        connection = _tracked(http.client.HTTPSConnection, self._sockets)
+        return self.do_open(connection, req, context=context)
+
+
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Redirects are followed by HubClient itself: the first answer's commit and ETag are the
     Hub's, and the token is not sent to another host."""
@@ -91,7 +139,10 @@ class HubClient:
 
     def __post_init__(self) -> None:
         self._deadline = time.monotonic() + self.total_s
-        self._opener = urllib.request.build_opener(_NoRedirect)
+        self._sockets = _Sockets()
+        self._opener = urllib.request.build_opener(
+            _NoRedirect, _HTTPHandler(self._sockets), _HTTPSHandler(self._sockets)
+        )
         self.header_bytes_read = 0
 
     # --- requests ---------------------------------------------------------------------------
@@ -110,17 +161,38 @@ class HubClient:
 
     def _open(self, url: str, headers: dict[str, str], max_bytes: int) -> _Answer:
         """One request, bounded: its status, headers and at most `max_bytes` of body (a
-        longer body is refused). 3xx answers are returned, not followed."""
+        longer body is refused). 3xx answers are returned, not followed. A watchdog ends the
+        request at its deadline, whatever part of the answer is trickling in."""
         deadline = self._request_deadline()
         request = urllib.request.Request(url, headers={"Accept-Encoding": "identity", **headers})
         if self.token and urlsplit(url).netloc == urlsplit(self.endpoint).netloc:
             request.add_unredirected_header("Authorization", f"Bearer {self.token}")
+        self._sockets.open.clear()
+        self._sockets.expired = False
+        watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), self._sockets.expire)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            return self._exchange(request, url, deadline, max_bytes)
+        except (OSError, ValueError, http.client.HTTPException) as err:
+            if self._sockets.expired:
+                raise self._late(url) from None
+            raise self._unreachable(err) from None
+        finally:
+            watchdog.cancel()
+            watchdog.join()
+            self._sockets.open.clear()
+
+    def _late(self, url: str) -> HubError:
+        return self._fail(f"{url}: the answer did not finish within {self.timeout_s:g} s")
+
+    def _exchange(
+        self, request: urllib.request.Request, url: str, deadline: float, max_bytes: int
+    ) -> _Answer:
         try:
             response = self._opener.open(request, timeout=max(deadline - time.monotonic(), 0.01))
         except urllib.error.HTTPError as err:
             response = err
-        except (OSError, ValueError) as err:
-            raise self._unreachable(err) from None
         with contextlib.closing(response):
             status = int(response.status or 0)
             message = response.headers
@@ -140,29 +212,29 @@ class HubClient:
             return _Answer(status, message, self._read(response, url, deadline, max_bytes))
 
     def _read(self, response: Any, url: str, deadline: float, max_bytes: int) -> bytes:
+        """The body, at most `max_bytes`; errors (a timeout, the watchdog's shutdown) are
+        named by _open."""
         chunks: list[bytes] = []
         size = 0
         while True:
             if time.monotonic() > deadline:
-                raise self._fail(
-                    f"{url}: the answer did not finish within {self.timeout_s:g} s ({size} "
-                    "bytes received)"
-                )
-            try:
-                chunk = response.read1(min(_CHUNK, max_bytes + 1 - size))
-            except (OSError, ValueError) as err:
-                if "timed out" in str(err):
-                    raise self._fail(
-                        f"{url}: no answer from the Hub within {self.timeout_s:g} s ({size} bytes "
-                        "received)"
-                    ) from None
-                raise self._unreachable(err) from None
+                raise self._late(url)
+            chunk = response.read1(min(_CHUNK, max_bytes + 1 - size))
+            if not chunk and self._sockets.expired:
+                raise self._late(url)
             if not chunk:
-                return b"".join(chunks)
+                return self._whole(b"".join(chunks), response, url)
             size += len(chunk)
             if size > max_bytes:
                 raise self._fail(f"{url}: over the {max_bytes}-byte limit (stopped reading)")
             chunks.append(chunk)
+
+    def _whole(self, body: bytes, response: Any, url: str) -> bytes:
+        """The body, refused where it ended before its Content-Length."""
+        length = (response.headers.get("Content-Length") or "").strip()
+        if length.isdigit() and len(body) < int(length):
+            raise self._fail(f"{url}: the answer ended after {len(body)} of {length} bytes")
+        return body
 
     def _unreachable(self, err: BaseException) -> HubError:
         reason = getattr(err, "reason", None) or err

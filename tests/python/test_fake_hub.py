@@ -157,6 +157,11 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 time.sleep(pause_s)
 
         def _hostile(self, mode: str, headers: dict[str, str]) -> None:
+            if mode == "slow-headers":  # a slow-loris in the headers: no read ever times out
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Pad: ")
+                self._stream(b"a", pause_s=0.2)
+                self.close_connection = True
+                return
             if mode == "retry-after":
                 self.send_response(429)
                 self.send_header("Retry-After", str(10**9))
@@ -388,6 +393,7 @@ def test_bytes_that_do_not_match_their_etag_are_refused(fake_hub: FakeHub, tmp_p
         ("endless", "config.json", r"over the \d+-byte limit \(stopped reading\)"),
         ("gzip", "config.json", "Content-Encoding gzip"),
         ("trickle", "config.json", r"did not finish within 1 s"),
+        ("slow-headers", "config.json", r"did not finish within 1 s"),
         ("retry-after", "config.json", r"HTTP 429; it asks to retry after '1000000000' s"),
         ("huge", "model.safetensors.index.json", r"refused before reading"),
         ("endless", "model.safetensors.index.json", r"stopped reading"),

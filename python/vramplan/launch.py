@@ -718,8 +718,20 @@ def to_knobs(
             out.env_used[key] = value
         elif key.startswith("VLLM_") or key == "PYTORCH_CUDA_ALLOC_CONF":
             out.env_ignored[key] = value
+    if typed:
+        _check_parallel_sizes(out.knobs)
     _check_visible_devices(out, env or {})
     return out
+
+
+def _check_parallel_sizes(knobs: Mapping[str, Any]) -> None:
+    """A parallel size below 1 is refused under its own flag (vLLM refuses it too), not later
+    as a GPU count."""
+    for knob in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+        size = knobs.get(knob)
+        if isinstance(size, int) and size < 1:
+            msg = f"{flag_of(knob)}: expected a positive integer (got {size})"
+            raise _core.ConfigError(msg)
 
 
 def _check_visible_devices(out: Knobs, env: Mapping[str, str]) -> None:

@@ -140,6 +140,12 @@ def test_values_vllm_refuses_are_refused_with_its_reason(
         to_knobs(parse_command(f"vllm serve {MODEL} {flag} {value}").args)
 
 
+@pytest.mark.parametrize("flag", ["-tp", "-pp", "--data-parallel-size"])
+def test_a_parallel_size_below_one_is_named_by_its_flag(flag: str) -> None:
+    with pytest.raises(vramplan.Error, match="expected a positive integer"):
+        to_knobs(parse_command(f"vllm serve {MODEL} {flag} 0").args)
+
+
 def test_a_model_given_twice_is_refused() -> None:
     with pytest.raises(vramplan.Error, match="names two models"):
         parse_command(f"vllm serve org/other --model {MODEL}")

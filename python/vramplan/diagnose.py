@@ -361,6 +361,8 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         # What the planner predicts for the launch exactly as logged: a "started" here for a
         # launch that failed is a failure the engine model does not capture yet.
         "logged_launch_predicted_outcome": predicted.outcome,
+        # A release newer than the newest known is planned with that release's rules.
+        "engine_version_warning": plan.engine_version_warning,
     }
 
 
@@ -449,6 +451,8 @@ def format_text(diagnosis: Diagnosis) -> str:
     if fix:
         launch = data["launch"]
         out.write(f"\nthe launch as logged, planned: {fix['as_written']['verdict']}\n")
+        if fix.get("engine_version_warning"):
+            out.write(f"  {fix['engine_version_warning']}\n")
         for change in fix["changed"]:
             before = change["before"] or "unset"
             out.write(
@@ -456,7 +460,8 @@ def format_text(diagnosis: Diagnosis) -> str:
             )
         if fix["drops"]:
             out.write(f"  not kept from your launch: {', '.join(fix['drops'])}\n")
-        out.write(f"\nfix ({fix['verdict']}):\n  vllm serve {launch['model']} {fix['vllm_args']}\n")
+        model = shell_word(str(launch["model"]))
+        out.write(f"\nfix ({fix['verdict']}):\n  vllm serve {model} {fix['vllm_args']}\n")
         if fix["memory_used_by_others_bytes"]:
             out.write(
                 f"  (planned with {fix['memory_used_by_others_bytes'] / GIB:.2f} GiB held by "
@@ -468,7 +473,7 @@ def format_text(diagnosis: Diagnosis) -> str:
                 drops = f"; drops your {', '.join(remedy['drops'])}" if remedy["drops"] else ""
                 out.write(f"  {remedy['change']:<46} [{mark}] {remedy['detail']}{drops}\n")
                 if remedy["fits"]:
-                    out.write(f"    vllm serve {launch['model']} {remedy['flags']}\n")
+                    out.write(f"    vllm serve {model} {remedy['flags']}\n")
         out.write(
             "  planner's prediction for the launch as logged: "
             f"{fix['logged_launch_predicted_outcome']}\n"

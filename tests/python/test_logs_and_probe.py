@@ -105,3 +105,13 @@ def test_gpu_auto_takes_device_0_or_cuda_visible_devices_and_says_which(
     too_few = _plan_auto("--tp", "2", env={**env, "CUDA_VISIBLE_DEVICES": "0"})
     assert too_few.returncode == 2
     assert "shows 1 GPU" in too_few.stderr
+
+
+def test_diagnose_of_a_newer_release_says_which_rules_planned_the_fix() -> None:
+    from vramplan.diagnose import diagnose, format_text
+
+    log = ROOT / "tests" / "data" / "diagnose" / "v019_gpt_oss_20b_sampler_warmup.log"
+    lines = [line for line in log.read_text().splitlines() if "API server version" not in line]
+    text = VERSION_LINE.format("0.40.0") + "\n".join(lines) + "\n"
+    report = format_text(diagnose(text))
+    assert "engine-version-newer-than-known: vLLM 0.40.0" in report

@@ -172,6 +172,11 @@ std::optional<Number> read_number(std::string_view s, std::size_t pos) {
         ((next == 'e' || next == 'E') && digit_at(s, i + (signed_exponent ? 2 : 1)))) {
       return std::nullopt;
     }
+    // A control byte against the digits (`47\x006,016`) hides what the number is: not one.
+    const auto byte = static_cast<unsigned char>(next);
+    if ((byte < 0x20 && next != '\t' && next != '\r' && next != '\n') || byte == 0x7f) {
+      return std::nullopt;
+    }
   }
   Number n;
   const auto res = std::from_chars(buf.data(), buf.data() + buf.size(), n.value);

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _core, _io, api
+from ._quoting import visible
 
 GIB = 1 << 30
 
@@ -29,6 +30,9 @@ EXIT_INTERRUPTED = 130
 
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE: an exception that is a bug in vramplan, not bad input
+
+
+EXIT_OUTPUT = 74  # EX_IOERR: standard output refuses what is written (a full disk)
 
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose pipe closed
@@ -308,19 +312,21 @@ def _write_frame(frame: Any, path: Path) -> None:
 
 
 def _print(text: str) -> None:
-    print(text, flush=True)
+    """Output for scripts on stdout; control characters (from a model path, a log, a GPU name)
+    printed as escapes, never sent raw to a terminal."""
+    print(visible(text, keep_newlines=True), flush=True)
 
 
 def _note(text: str) -> None:
     """A line for the person, not the script: stderr, prefixed; none with --quiet."""
     if not _QUIET:
-        print(f"vramplan: {text}", file=sys.stderr)
+        print(f"vramplan: {visible(text, keep_newlines=True)}", file=sys.stderr)
 
 
 def _info(text: str) -> None:
     """Detail only --verbose asks for (where the spec came from, what was ignored)."""
     if _VERBOSE and not _QUIET:
-        print(f"vramplan: {text}", file=sys.stderr)
+        print(f"vramplan: {visible(text, keep_newlines=True)}", file=sys.stderr)
 
 
 def _add_json(p: argparse.ArgumentParser) -> None:

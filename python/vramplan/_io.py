@@ -1,6 +1,7 @@
 """Every file the Python side reads goes through here: the type is checked before opening (a
 FIFO, device or directory is refused by name, so nothing blocks), the size is capped before
-reading, standard input is bounded in bytes and time, and output files are written atomically.
+reading, standard input is bounded in bytes and time, and output files are written atomically,
+as regular files only (atomic_output).
 Errors are `vramplan.Error`s naming the file."""
 
 from __future__ import annotations
@@ -201,26 +202,65 @@ def read_lines(
             yield number, decode(raw, f"{path}:{number}", what)
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where /proc says it."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _cannot_write(target: Path, what: str, problem: str) -> _core.ConfigError:
+    return _core.ConfigError(f"{target}: cannot write the {what} ({problem})")
+
+
+def _replaced_mode(target: Path, what: str) -> int:
+    """The permission bits the written file gets: those of the regular file it replaces, else
+    what the umask leaves of 0666. Anything else at `target` is refused, before anything is
+    written: a symbolic link (it is not followed), a FIFO (writing would block), a device
+    (renaming onto /dev/null would replace the node), a directory."""
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return 0o666 & ~_umask()
+    except (OSError, ValueError) as err:
+        raise _cannot_write(target, what, getattr(err, "strerror", None) or str(err)) from err
+    if stat.S_ISLNK(info.st_mode):
+        problem = "it is a symbolic link, which is not followed: give the path it points to"
+        raise _cannot_write(target, what, problem)
+    if not stat.S_ISREG(info.st_mode):
+        raise _cannot_write(target, what, f"it is {_kind(info.st_mode)}, not a regular file")
+    return stat.S_IMODE(info.st_mode)
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | Path, *, what: str) -> Iterator[Path]:
-    """A temporary path beside `path` to write; renamed onto `path` only when the block ends
-    normally, removed otherwise (Ctrl-C, an error): never a partial output file."""
+    """A temporary path beside `path` to write; when the block ends normally it is synced to
+    disk and renamed onto `path`, otherwise removed (Ctrl-C, a full disk, an error): the file
+    at `path` is either the old one, intact, or the whole new one. Every file vramplan writes
+    goes through here; see _replaced_mode for what is refused."""
     target = Path(path)
+    mode = _replaced_mode(target, what)
     try:
         fd, name = tempfile.mkstemp(
             prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path()
         )
     except OSError as err:
-        msg = f"{target}: cannot write the {what} ({err.strerror})"
-        raise _core.ConfigError(msg) from err
+        raise _cannot_write(target, what, err.strerror or str(err)) from err
     os.close(fd)
     temporary = Path(name)
     try:
         yield temporary
+        with open_regular(temporary, what=what, max_bytes=sys.maxsize) as (handle, _):
+            os.fsync(handle.fileno())
+        temporary.chmod(mode)
+        _replaced_mode(target, what)  # still nothing but a regular file there
         temporary.replace(target)
     except OSError as err:
-        msg = f"{target}: cannot write the {what} ({err.strerror})"
-        raise _core.ConfigError(msg) from err
+        raise _cannot_write(target, what, err.strerror or str(err)) from err
     finally:
         with contextlib.suppress(OSError):
             temporary.unlink()

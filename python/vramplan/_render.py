@@ -4,15 +4,17 @@ plain text (no escape codes) when the output is a pipe or a file."""
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
 from rich import box
 from rich.console import Console
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
+
+from ._quoting import shell_word, visible
 
 GIB = 1 << 30
 # Piped output is not wrapped at a terminal's width: long provenance lines stay on one line.
@@ -22,8 +24,27 @@ _OUTCOME_STYLE = {"started": "bold green"}
 
 
 class _Console(Console):
-    """rich's Console, except that a closed pipe raises BrokenPipeError (rich itself exits 1):
-    the CLI exits 141 for it, as a shell pipeline expects."""
+    """rich's Console for text that holds user strings (model paths, served names, GPU names,
+    log lines): no markup, emoji codes or highlighting is read from any string, and control
+    characters are printed as escapes (`\\x1b`), so no string can restyle, hide text, clear
+    the screen or set the window title. A closed pipe raises BrokenPipeError (rich itself
+    exits 1): the CLI exits 141 for it, as a shell pipeline expects."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(markup=False, emoji=False, highlight=False, **options)
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        options.update(markup=False, emoji=False, highlight=False)
+        return super().render_str(visible(text, keep_newlines=True), **options)
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        # The last step before the terminal: Text objects built from user strings included.
+        return super()._render_buffer(
+            segment
+            if segment.control
+            else Segment(visible(segment.text, keep_newlines=True), segment.style)
+            for segment in buffer
+        )
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError
@@ -35,14 +56,13 @@ def console(file: IO[str] | None = None) -> Console:
     stream = sys.stdout if file is None else file
     terminal = stream.isatty()
     if terminal:
-        return _Console(file=stream, highlight=False)
+        return _Console(file=stream)
     width = int(os.environ.get("COLUMNS", "0") or 0) or PIPED_WIDTH
     return _Console(
         file=stream,
         force_terminal=False,
         no_color=True,
         color_system=None,
-        highlight=False,
         width=width,
         soft_wrap=False,
     )
@@ -50,6 +70,11 @@ def console(file: IO[str] | None = None) -> Console:
 
 def gib(value: float) -> str:
     return f"{value / GIB:.2f} GiB"
+
+
+def bold_lead(lead: str, rest: str) -> Text:
+    """`lead` in bold then `rest`, neither read as markup."""
+    return Text.assemble((lead, "bold"), rest)
 
 
 def outcome_text(outcome: str) -> Text:
@@ -93,8 +118,12 @@ def breakdown(out: Console, data: dict[str, Any]) -> None:
         else ""
     )
     out.print(
-        f"[bold]{data['model']}[/bold] on [bold]{data['gpu']}[/bold]  "
-        f"(vLLM {data['engine_version']}{assumed}, {data['engine_era']}, {runner})"
+        Text.assemble(
+            (visible(str(data["model"])), "bold"),
+            " on ",
+            (visible(str(data["gpu"])), "bold"),
+            f"  (vLLM {data['engine_version']}{assumed}, {data['engine_era']}, {runner})",
+        )
     )
     out.print(
         f"TP={cfg['tensor_parallel_size']} PP={cfg['pipeline_parallel_size']}  "
@@ -179,8 +208,10 @@ def plan(out: Console, data: dict[str, Any]) -> None:
             [[knob, data[knob], why] for knob, why in data["binding"].items()],
         )
     )
-    model = shlex.quote(data.get("served_model") or data["breakdown"]["model"])
-    env = "".join(f"{name}={value} " for name, value in data.get("vllm_env", {}).items())
+    model = shell_word(data.get("served_model") or data["breakdown"]["model"])
+    env = "".join(
+        f"{name}={shell_word(value)} " for name, value in data.get("vllm_env", {}).items()
+    )
     out.print(f"{env}vllm serve {model} {data['vllm_args']}", soft_wrap=True)
     if data["remedies"]:
         out.print(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import _core, _database
+from ._identity import path_identity, plain_scalar
 from ._resources import model_specs_dir
 from .resolve import resolve_model
 
@@ -132,7 +133,8 @@ _OUTCOMES = ["rejected", *_core.outcome_names()]
 
 
 def _integer(field: str, value: object, low: int, high: int) -> int:
-    """An integer argument in [low, high], or a ConfigError naming it."""
+    """An integer argument in [low, high] (a numpy integer too), or a ConfigError naming it."""
+    value = plain_scalar(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise config_error(field, value, f"an integer in [{low}, {high}]", "wrong type")
     if not low <= value <= high:
@@ -146,8 +148,18 @@ def _values(field: str, values: object, kind: type) -> list[Any]:
     allowed = f"a list of {'integers' if kind is int else 'numbers'}"
     if values is None:
         return []
+    if hasattr(values, "tolist") and getattr(values, "ndim", None) == 1:
+        values = values.tolist()  # a numpy array: its items as Python numbers
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise config_error(field, values, allowed, "wrong type")
+    values = [plain_scalar(value) for value in values]
+    if not values:
+        raise config_error(
+            field,
+            values,
+            allowed,
+            "an empty list (give at least one value, or None for the default)",
+        )
     for value in values:
         number = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
         if isinstance(value, bool) or not number:
@@ -188,6 +200,7 @@ def _compiled(
     host_ram_bytes: int,
     static_knobs: tuple[tuple[str, Any], ...],
     profile: _core.EngineProfile | None,
+    files: tuple[object, ...],  # path_identity of the model and drafter: part of the key only
 ) -> _core.Launch:
     return _compile(
         model,
@@ -273,8 +286,16 @@ def _launch(
             model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, static, profile
         )
     else:
+        files = (path_identity(model), path_identity(static.get("speculative_model")))
         launch = _compiled(
-            model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, key, profile
+            model,
+            gpu,
+            gpus_on_node,
+            memory_used_by_others_bytes,
+            host_ram_bytes,
+            key,
+            profile,
+            files,
         )
     return launch, evaluated
 

@@ -5,17 +5,18 @@ that failed.
 Exit status, for scripts: 0 the command succeeded (and the launch fits / starts); 1 the launch
 does not fit (plan, flags, breakdown), or validate found an outcome MISMATCH or a launch it
 cannot express; 2 bad input (usage errors and vramplan.Error, named on stderr); 141 the
-reader of stdout went away (a closed pipe, as `| head` does), quietly; 130 interrupted; 70 an
-internal error (a bug: reported in one line, please file it).
+reader of stdout went away (a closed pipe, as `| head` does), quietly; 74 stdout cannot be
+written (a full disk), named on stderr; 130 interrupted; 70 an internal error (a bug: reported
+in one line, please file it).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
-import shlex
 import sys
 import time
 import warnings
@@ -32,6 +33,7 @@ from ._cli_args import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_OUTPUT,
     GIB,
     _add_json,
     _add_launch_args,
@@ -47,6 +49,7 @@ from ._cli_args import (
     _user_settings,
     _write_frame,
 )
+from ._quoting import shell_join, shell_word, visible
 
 
 class _Launch:
@@ -70,8 +73,9 @@ class _Launch:
         if gpu_name == "auto":
             from .probe import auto_gpu
 
-            found = auto_gpu()
+            found = auto_gpu(count=_gpus_needed(args))
             gpu_name = found.gpu_id
+            _note(f"--gpu auto: {found.gpu_id} from {found.chosen}")
             others = others or found.memory_used_by_others_bytes
             host = host or found.host_ram_bytes
             self.source["gpu"] = f"auto: {found.gpu_id}"
@@ -138,7 +142,7 @@ def _warn_version(warning: str | None) -> None:
     """A vLLM newer than the newest known release is planned with that release's rules: say so
     on stderr (the JSON and the Python result carry the same text)."""
     if warning:
-        print(f"vramplan: warning: {warning}", file=sys.stderr)
+        print(f"vramplan: warning: {visible(warning, keep_newlines=True)}", file=sys.stderr)
 
 
 def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]:
@@ -201,7 +205,7 @@ def _with_passthrough(data: dict[str, Any], words: list[str]) -> dict[str, Any]:
     """The plan's flags (and each remedy's) with the user's unmodelled flags appended."""
     if not words:
         return data
-    tail = " " + " ".join(shlex.quote(w) for w in words)
+    tail = " " + shell_join(words)
     data["vllm_argv"] = [*data["vllm_argv"], *words]
     data["vllm_args"] += tail
     for remedy in data["remedies"]:
@@ -219,8 +223,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         _print(json.dumps(data, indent=2))
     elif _cli_args._QUIET:  # the verdict and the launch line, nothing else
-        model = shlex.quote(str(data["served_model"]))
-        _print(f"verdict: {data['verdict']}\nvllm serve {model} {data['vllm_args']}")
+        model = shell_word(str(data["served_model"]))
+        _print(f"verdict: {visible(data['verdict'])}\nvllm serve {model} {data['vllm_args']}")
     else:
         from . import _render  # rich, loaded only for terminal output
 
@@ -267,7 +271,7 @@ def _cmd_flags(args: argparse.Namespace) -> int:
             "engine_version_warning": result.engine_version_warning,
             "model": str(args.model),
             "vllm_argv": [*result.to_vllm_argv(), *passthrough] if result.fits else None,
-            "vllm_args": shlex.join([*result.to_vllm_argv(), *passthrough])
+            "vllm_args": shell_join([*result.to_vllm_argv(), *passthrough])
             if result.fits
             else None,
             "vllm_env": env,
@@ -348,7 +352,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         setattr(args, knob["name"], value)
     args.num_gpus = args.num_gpus or read.num_gpus or launch.gpus
     args.vllm_flags = []
-    args.context = None
+    args.context = "auto" if read.context_auto else None
     args.concurrency = None
     args.safety_margin_gib = None
     args.used_by_others_bytes = args.used_by_others_bytes or 0
@@ -504,9 +508,9 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         out.print("vramplan explain TERM: why it is there and which flag moves it")
         return EXIT_OK
     e = chosen[0]
-    out.print(f"[bold]{e.term}[/bold] ({e.kind})")
+    out.print(_render.bold_lead(e.term, f" ({e.kind})"))
     for label, text in (("what", e.what), ("why", e.why), ("moved by", e.flags)):
-        out.print(f"[bold]{label}:[/bold] {text}")
+        out.print(_render.bold_lead(f"{label}:", f" {text}"))
     return EXIT_OK
 
 
@@ -657,13 +661,13 @@ def _add_calibrate(sub: Any) -> None:
                 "constants": fitted.constants,
                 "errors": fitted.errors,
             }
-            print(json.dumps(report, indent=2))
+            _print(json.dumps(report, indent=2))
         else:
-            print(fitted.format_report())
+            _print(fitted.format_report())
         if args.out:
             fitted.save(args.out)
             if not args.json:
-                print(f"\nwrote {args.out}")
+                _print(f"\nwrote {args.out}")
         return 0
 
     p = sub.add_parser("calibrate", help="fit the engine's constants to your own startup logs")
@@ -869,6 +873,25 @@ _ENGINE_COMMANDS = frozenset(
 )
 
 
+# What a write to standard output fails with when its file cannot take more.
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _from_stdout(err: OSError) -> bool:
+    """Whether an OSError that reached main is standard output's: every file vramplan reads
+    or writes turns its OSErrors into named errors, and those carry the file's name."""
+    return err.filename is None and err.errno in _OUTPUT_ERRNOS
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, with nothing left in its buffer, so that the interpreter's
+    final flush does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    with contextlib.suppress(OSError):
+        sys.stdout.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         words = _split_verbosity(list(sys.argv[1:] if argv is None else argv))
@@ -896,18 +919,30 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         return code
     except ValueError as err:  # vramplan.Error subclasses ValueError: bad input, not a crash
-        print(f"vramplan: error: {err}", file=sys.stderr)
+        print(f"vramplan: error: {visible(str(err), keep_newlines=True)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly. Point stdout at /dev/null so the
         # interpreter's final flush does not raise again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _discard_stdout()
         return EXIT_BROKEN_PIPE
+    except OSError as err:
+        if not _from_stdout(err):
+            text = visible(f"{type(err).__name__}: {err}", keep_newlines=True)
+            print(f"vramplan: internal error: {text}", file=sys.stderr)
+            return EXIT_INTERNAL
+        # Standard output cannot take what is written (a full disk, a quota, an I/O error).
+        print(
+            f"vramplan: error: cannot write to standard output ({err.strerror or err})",
+            file=sys.stderr,
+        )
+        _discard_stdout()
+        return EXIT_OUTPUT
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as err:  # noqa: BLE001 - last resort: a bug, told in one line, no traceback
-        print(f"vramplan: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        text = visible(f"{type(err).__name__}: {err}", keep_newlines=True)
+        print(f"vramplan: internal error: {text}", file=sys.stderr)
         return EXIT_INTERNAL
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _cli_args, _core, api
+from . import _cli_args, _core, _io, api
 from .colocate import Instance, colocate
 from .fit import DEFAULT_MAX_GPUS, DEFAULT_REVERSE_CONTEXT, fit, fit_models
 
@@ -293,11 +293,7 @@ def _cmd_colocate(args: argparse.Namespace) -> int:
         **({} if margin is None else {"safety_margin_bytes": margin}),
     )
     if args.compose and result.fits:
-        try:
-            Path(args.compose).write_text(result.compose(), encoding="utf-8")
-        except OSError as err:
-            msg = f"--compose {args.compose}: cannot write ({err.strerror})"
-            raise _core.ConfigError(msg) from err
+        _io.write_text_atomic(args.compose, result.compose(), what="--compose file")
     if args.json:
         data = result.to_dict()
         if result.fits:

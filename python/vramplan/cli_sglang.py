@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 from typing import Any
 
 from . import _core, api, sglang
@@ -21,6 +20,7 @@ from ._cli_args import (
     _print,
     _write_frame,
 )
+from ._quoting import shell_join
 
 GIB = 1 << 30
 COMMANDS = ("plan", "breakdown", "flags", "sweep", "check", "diagnose", "validate")
@@ -38,14 +38,25 @@ def engine_named(words: list[str]) -> str:
         elif word.startswith("--engine="):
             named = word.partition("=")[2]
     if named is None:
-        # The launch's head: `python -m sglang.launch_server` or `sglang serve`.
-        head = words[end + 1 : end + 4]
-        is_sglang = "sglang.launch_server" in head or head[:1] == ["sglang"]
-        return "sglang" if words[0] == "check" and is_sglang else "vllm"
+        return "sglang" if words[0] == "check" and is_sglang_line(words[end + 1 :]) else "vllm"
     engines = [str(row["name"]) for row in _core.ENGINES]
     if named not in engines:
         raise api.config_error("--engine", named or "''", ", ".join(engines), "unknown engine")
     return named
+
+
+def is_sglang_line(words: list[str]) -> bool:
+    """Whether a launch line starts SGLang: `python -m sglang.launch_server` or `sglang serve`,
+    after any `VAR=value` / `env` prefix or `docker run ... IMAGE` (the whole line as one quoted
+    word too)."""
+    if len(words) == 1:
+        words = words[0].split()
+    for i, word in enumerate(words):
+        if word in ("sglang.launch_server", "sglang.launch_server.py"):
+            return True
+        if word.rpartition("/")[2] == "sglang" and words[i + 1 : i + 2] == ["serve"]:
+            return True
+    return False
 
 
 def without_engine(words: list[str]) -> list[str]:
@@ -188,7 +199,7 @@ def _cmd_flags(args: argparse.Namespace) -> int:
     elif args.format == "json":
         _print(json.dumps(result.to_engine_kwargs(), indent=2))
     else:
-        _print(shlex.join(result.to_argv()))
+        _print(shell_join(result.to_argv()))
     return EXIT_OK
 
 
@@ -212,6 +223,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     words = list(args.command_line)
     if words and words[0] == "--":
         words = words[1:]
+    if len(words) == 1:  # the whole line as one quoted word
+        words = words[0].split()
     launch = sglang.parse_command(words)
     if launch.unmodelled:
         _note("not modelled (judged as if unset): " + " ".join(launch.unmodelled))

@@ -17,13 +17,12 @@ the others' memory is outside the instance's own budget (`ceil(total x U)` minus
 
 from __future__ import annotations
 
-import json
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import _core, api
+from ._quoting import check_text, shell_word, yaml_comment, yaml_list, yaml_string
 from .fit import check_engine
 
 # Instances one colocation takes: the order search visits every subset (2^n evaluations x n).
@@ -85,9 +84,9 @@ class Colocation:
         placed = self.instances[index]
         devices = ",".join(str(i) for i in range(self.num_gpus))
         env = {"CUDA_VISIBLE_DEVICES": devices, **placed.plan.to_vllm_env()}
-        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        prefix = " ".join(f"{k}={shell_word(v)}" for k, v in env.items())
         args = placed.plan.to_vllm_args()
-        model = shlex.quote(placed.instance.model)
+        model = shell_word(placed.instance.model)
         return f"{prefix} vllm serve {model} {args} --port {self.port(index)}"
 
     def rows(self) -> list[dict[str, Any]]:
@@ -136,11 +135,11 @@ class Colocation:
         sees what the check here assumed."""
         if self.order is None:
             raise api.config_error("order", None, "a colocation that fits", "no start order")
-        devices = json.dumps([str(i) for i in range(self.num_gpus)])
+        devices = yaml_list([str(i) for i in range(self.num_gpus)])
         version = self.instances[self.order[0]].plan.breakdown.engine_version
         lines = [
-            (
-                f"# vramplan colocate: {len(self.order)} vLLM instances on {self.num_gpus} x "
+            yaml_comment(
+                f"vramplan colocate: {len(self.order)} vLLM instances on {self.num_gpus} x "
                 f"{self.gpu.id}, planned with vLLM {version}'s memory rules: run that version."
             ),
             "services:",
@@ -150,16 +149,17 @@ class Colocation:
             placed = self.instances[index]
             port = self.port(index)
             name = f"vllm-{position + 1}"
-            command = [placed.instance.model, *shlex.split(placed.plan.to_vllm_args())]
-            command += ["--port", str(port)]
+            command = [placed.instance.model, *placed.plan.to_vllm_argv(), "--port", str(port)]
+            for word in command:
+                check_text(word, f"{name}'s command word")
             probe = (
                 f"import urllib.request; urllib.request.urlopen('http://localhost:{port}/health')"
             )
             lines += [
                 f"  {name}:",
-                f"    image: {json.dumps('vllm/vllm-openai:v' + version)}",
+                f"    image: {yaml_string('vllm/vllm-openai:v' + version)}",
                 '    entrypoint: ["vllm", "serve"]',
-                f"    command: {json.dumps(command)}",
+                f"    command: {yaml_list(command)}",
                 "    ipc: host",
                 f'    ports: ["{port}:{port}"]',
                 '    volumes: ["${HOME}/.cache/huggingface:/root/.cache/huggingface"]',
@@ -167,10 +167,13 @@ class Colocation:
             env = placed.plan.to_vllm_env()
             if env:
                 lines.append("    environment:")
-                lines += [f"      {k}: {json.dumps(v)}" for k, v in env.items()]
+                lines += [
+                    f"      {yaml_string(k, interpolated=False)}: {yaml_string(v)}"
+                    for k, v in env.items()
+                ]
             lines += [
                 "    healthcheck:",
-                f"      test: {json.dumps(['CMD', 'python3', '-c', probe])}",
+                f"      test: {yaml_list(['CMD', 'python3', '-c', probe])}",
                 "      interval: 10s",
                 "      start_period: 900s",
                 "      retries: 6",

@@ -8,12 +8,12 @@ from __future__ import annotations
 import io
 import math
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import _core, _io, api
+from ._quoting import shell_word
 from .probe import match_gpu
 
 GIB = 1 << 30
@@ -386,7 +386,7 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         knobs["enforce_eager"] = True
         plan = solve(utilization)
     words = list(launch.get("passthrough") or [])
-    tail = "".join(" " + shlex.quote(word) for word in words)
+    tail = "".join(" " + shell_word(word) for word in words)
     return {
         "drops": dropped,
         "as_written": plan["as_written"],
@@ -410,6 +410,8 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         # What the planner predicts for the launch exactly as logged: a "started" here for a
         # launch that failed is a failure the engine model does not capture yet.
         "logged_launch_predicted_outcome": predicted.outcome,
+        # A release newer than the newest known is planned with that release's rules.
+        "engine_version_warning": plan.engine_version_warning,
     }
 
 
@@ -498,6 +500,8 @@ def format_text(diagnosis: Diagnosis) -> str:
     if fix:
         launch = data["launch"]
         out.write(f"\nthe launch as logged, planned: {fix['as_written']['verdict']}\n")
+        if fix.get("engine_version_warning"):
+            out.write(f"  {fix['engine_version_warning']}\n")
         for change in fix["changed"]:
             before = change["before"] or "unset"
             out.write(
@@ -505,7 +509,8 @@ def format_text(diagnosis: Diagnosis) -> str:
             )
         if fix["drops"]:
             out.write(f"  not kept from your launch: {', '.join(fix['drops'])}\n")
-        out.write(f"\nfix ({fix['verdict']}):\n  vllm serve {launch['model']} {fix['vllm_args']}\n")
+        model = shell_word(str(launch["model"]))
+        out.write(f"\nfix ({fix['verdict']}):\n  vllm serve {model} {fix['vllm_args']}\n")
         if fix.get("runtime_headroom_bytes"):
             out.write(
                 f"  (planned keeping {fix['runtime_headroom_bytes'] / GIB:.2f} GiB free for the "
@@ -524,7 +529,7 @@ def format_text(diagnosis: Diagnosis) -> str:
                 drops = f"; drops your {', '.join(remedy['drops'])}" if remedy["drops"] else ""
                 out.write(f"  {remedy['change']:<46} [{mark}] {remedy['detail']}{drops}\n")
                 if remedy["fits"]:
-                    out.write(f"    vllm serve {launch['model']} {remedy['flags']}\n")
+                    out.write(f"    vllm serve {model} {remedy['flags']}\n")
         out.write(
             "  planner's prediction for the launch as logged: "
             f"{fix['logged_launch_predicted_outcome']}\n"

@@ -12,13 +12,13 @@ import csv
 import functools
 import io
 import math
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _core, _io, api
+from ._quoting import shell_word
 from .search import plan_on_gpus
 
 if TYPE_CHECKING:
@@ -146,8 +146,8 @@ def splits(num_gpus: int) -> list[tuple[int, int, int]]:
 def launch_line(model: str, result: api.Plan) -> str:
     """The `vllm serve` command for a plan, pasteable into a shell: the model id as given,
     environment variables the version reads first."""
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in result.to_vllm_env().items())
-    line = f"vllm serve {shlex.quote(model)} {result.to_vllm_args()}".rstrip()
+    env = " ".join(f"{k}={shell_word(v)}" for k, v in result.to_vllm_env().items())
+    line = f"vllm serve {shell_word(model)} {result.to_vllm_args()}".rstrip()
     return f"{env} {line}" if env else line
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import math
 import os
 import re
 import shlex
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _core, _io
+from ._identity import plain_scalar
 from ._resources import model_specs_dir
 
 GIB = 1 << 30
@@ -177,11 +179,43 @@ def _is_flag(token: str) -> bool:
     return token.startswith("-") and not re.fullmatch(r"-\d+(\.\d+)?", token)
 
 
+# vLLM's list arguments (list-typed fields of EngineArgs and FrontendArgs, 0.33's
+# arg_utils.py and entrypoints/common/cli_args.py): argparse nargs="+", every following word up
+# to the next flag is an item (`--served-model-name a b`).
+_NARGS_PLUS = frozenset(
+    {
+        "served_model_name", "allowed_media_domains", "cudagraph_capture_sizes",
+        "numa_bind_nodes", "numa_bind_cpus", "lora_target_modules", "ignore_patterns",
+        "collect_detailed_traces", "sleep_preserve_parameter_names", "kv_cache_dtype_skip_layers",
+        "logits_processors", "lora_modules", "api_key",
+    }
+)  # fmt: skip
+# `-O3`, `-O=3`, `-O 3`: the optimization level where the release has it, before that the
+# compilation level (compilation_config).
+_OPTIMIZATION = re.compile(r"-O(?:=?(.+))?")
+
+
+def _dotted_value(text: str) -> Any:
+    """A dotted key's value as vLLM reads it: JSON, else a human-readable integer, else the
+    text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return _number("", text, int)
+    except _core.ConfigError:
+        return text
+
+
 def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[str, Any]:
-    """vLLM flags (`--name value`, `--name=value`, store-true `--name`, `--no-name`) as
-    {keyword: value}; a name the release does not accept raises ConfigError (did you mean)."""
+    """vLLM flags (`--name value`, `--name=value`, store-true `--name`, `--no-name`, `-O3`,
+    dotted `--name.key value` / `--name.key+ a,b`, list arguments' several words) as
+    {keyword: value}, as vLLM's FlexibleArgumentParser reads them; a name the release does not
+    accept raises ConfigError (did you mean)."""
     names = engine_arg_names(version)
     args: dict[str, Any] = {}
+    dotted: dict[str, dict[str, Any]] = {}
     i = 0
     while i < len(tokens):
         token = tokens[i]
@@ -189,7 +223,39 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
         if not _is_flag(token):
             msg = f"{token!r}: expected a vLLM flag (--name [value])"
             raise _core.ConfigError(msg)
+        level = _OPTIMIZATION.fullmatch(token)
+        if level and (level.group(1) or (i < len(tokens) and tokens[i] in ("0", "1", "2", "3"))):
+            chosen = level.group(1) or tokens[i]
+            i += 0 if level.group(1) else 1
+            name = "optimization_level" if "optimization_level" in names else "compilation_config"
+            args[name] = chosen
+            continue
         text, eq, inline = token.partition("=")
+        if text.startswith("--") and "." in text:
+            base, *keys = text[2:].split(".")
+            base = base.replace("-", "_")
+            if base not in names:
+                raise unknown_argument(base, version)
+            if not eq:
+                if i >= len(tokens):
+                    msg = f"{text}: expected a value"
+                    raise _core.ConfigError(msg)
+                inline = tokens[i]
+                i += 1
+            item: Any
+            if keys[-1].endswith("+"):
+                keys[-1] = keys[-1][:-1]
+                item = inline.split(",")
+            else:
+                item = _dotted_value(inline)
+            node = dotted.setdefault(canonical_name(base, version), {})
+            for key in keys[:-1]:
+                child = node.get(key)
+                if not isinstance(child, dict):
+                    child = node[key] = {}
+                node = child
+            node[keys[-1]] = item
+            continue
         name = _SHORT_FLAGS.get(text) or text.lstrip("-").replace("-", "_")
         value: Any
         negated = name.startswith("no_") and name[3:] in names and name not in names
@@ -197,24 +263,42 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
             name, value = name[3:], False
         elif eq:
             value = inline
+        elif name in _NARGS_PLUS and i < len(tokens) and not _is_flag(tokens[i]):
+            value = []
+            while i < len(tokens) and not _is_flag(tokens[i]):
+                value.append(tokens[i])
+                i += 1
+            value = value[0] if len(value) == 1 else value
         elif i < len(tokens) and not _is_flag(tokens[i]):
             value = tokens[i]
             i += 1
+        elif name in _NARGS_PLUS:
+            msg = f"{flag_of(name)}: expected at least one value (vLLM's argument parser)"
+            raise _core.ConfigError(msg)
         else:
             value = True  # a store-true flag
         if name not in names:
             raise unknown_argument(name, version)
         args[canonical_name(name, version)] = value
+    # vLLM appends the dotted keys as one JSON value after the other flags: it wins.
+    for name, config in dotted.items():
+        args[name] = json.dumps(config)
     return args
 
 
-_DOCKER_VALUED = {
-    "-e", "--env", "--env-file", "-p", "--publish", "-v", "--volume", "--name", "--ipc",
-    "--shm-size", "--gpus", "--runtime", "--network", "--net", "--entrypoint", "-w",
-    "--workdir", "--mount", "-u", "--user", "--device", "--ulimit", "--memory", "-m",
-    "--cpus", "--label", "-l", "--platform", "--restart", "--hostname", "-h", "--cap-add",
-    "--security-opt", "--add-host", "--pull", "--log-driver", "--log-opt",
-}  # fmt: skip
+# `docker run`'s options that take no value (docker run --help); every other option takes
+# one, so that an option vramplan has not listed (`--pid host`) does not shift the image.
+_DOCKER_SWITCHES = frozenset(
+    {
+        "--rm", "-d", "--detach", "-i", "--interactive", "-t", "--tty", "--privileged", "--init",
+        "--read-only", "-P", "--publish-all", "--no-healthcheck", "--oom-kill-disable", "-q",
+        "--quiet", "--disable-content-trust", "--use-api-socket", "--help",
+    }
+)  # fmt: skip
+# Short switches docker lets one word group: `-it`, `-dit`.
+_DOCKER_SHORT_SWITCHES = re.compile(r"-[dtiPq]+")
+# An --env-file is a few variables: refuse anything larger.
+_MAX_ENV_FILE_BYTES = 1 << 20
 
 
 def _gpu_count(text: str) -> int | None:
@@ -227,21 +311,47 @@ def _gpu_count(text: str) -> int | None:
     return len(parts) if parts and text != "all" else None
 
 
+def _env_file(path: str, launch: Launch) -> None:
+    """docker's --env-file: `KEY=value` lines taken as written (no quotes removed), `KEY`
+    alone from this environment, `#` lines and blank lines skipped."""
+    for number, line in _io.read_lines(
+        path, what="docker --env-file", max_bytes=_MAX_ENV_FILE_BYTES, max_line_bytes=65536
+    ):
+        line = line.rstrip("\r\n")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, eq, value = line.partition("=")
+        key = key.lstrip()
+        if not key or not re.fullmatch(r"[^\s=]+", key):
+            msg = f"{path}:{number}: not a KEY=value line of a docker --env-file"
+            raise _core.ConfigError(msg)
+        if eq:
+            launch.env[key] = value
+        elif key in os.environ:
+            launch.env[key] = os.environ[key]
+
+
 def _docker(tokens: list[str], launch: Launch) -> list[str]:
-    """The vLLM arguments after the image of a `docker run` line; docker's -e and --gpus read."""
+    """The vLLM arguments after the image of a `docker run` line; docker's -e, --env-file
+    and --gpus read."""
     i = 0
     while i < len(tokens):
         token = tokens[i]
         text, eq, inline = token.partition("=")
         if token.startswith("-"):
+            switch = text in _DOCKER_SWITCHES or bool(_DOCKER_SHORT_SWITCHES.fullmatch(text))
             value = inline if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
-            step = 1 if eq or text not in _DOCKER_VALUED else 2
-            if text in ("-e", "--env") and "=" in value:
+            step = 1 if eq or switch else 2
+            if switch:
+                pass
+            elif text in ("-e", "--env") and "=" in value:
                 key, _, env_value = value.partition("=")
                 launch.env[key] = env_value
             elif text in ("-e", "--env") and value in os.environ:
                 launch.env[value] = os.environ[value]
-            if text == "--gpus":
+            elif text == "--env-file":
+                _env_file(value, launch)
+            elif text == "--gpus":
                 launch.gpus = _gpu_count(value)
             i += step
             continue
@@ -272,6 +382,9 @@ def parse_command(command: str | Sequence[str], *, version: str | None = None) -
             raise _core.ConfigError(msg) from None
     else:
         tokens = list(command)
+    if len(tokens) == 1 and len(tokens[0].split()) > 1:
+        # The whole line as one quoted word (`check -- "vllm serve M --tp 2"`).
+        return parse_command(tokens[0], version=version)
     launch = Launch(model=None)
     while tokens and (tokens[0] == "env" or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", tokens[0])):
         head = tokens.pop(0)
@@ -307,11 +420,62 @@ def parse_command(command: str | Sequence[str], *, version: str | None = None) -
         rest.pop(0)
         if rest and not _is_flag(rest[0]):
             launch.model = rest.pop(0)
+    rest = _with_config_file(rest)
     launch.args = parse_flags(rest, version=version)
     model_flag = launch.args.pop("model", None)
+    if model_flag is not None and launch.model is not None and launch.form != "api_server":
+        # vLLM moves --model to the front, and the positional model is then an extra word.
+        msg = (
+            f"`vllm serve {launch.model} ... --model {model_flag}` names two models: vLLM "
+            "refuses the line (unrecognized arguments); give the model once"
+        )
+        raise _core.ConfigError(msg)
     if model_flag is not None:
         launch.model = str(model_flag)
     return launch
+
+
+# A --config file holds a few dozen arguments: refuse anything larger.
+_MAX_CONFIG_BYTES = 1 << 20
+
+
+def _with_config_file(words: list[str]) -> list[str]:
+    """The flags with `--config FILE` replaced by the file's arguments, put before the other
+    flags so that the command line wins, as vLLM's FlexibleArgumentParser does (booleans as
+    `--name` / `--no-name`, lists as several words, mappings as one JSON word)."""
+    at = [i for i, word in enumerate(words) if word == "--config" or word.startswith("--config=")]
+    if not at:
+        return words
+    if len(at) > 1:
+        msg = "--config is given more than once (vLLM takes one config file)"
+        raise _core.ConfigError(msg)
+    index = at[0]
+    word = words[index]
+    path = word.partition("=")[2] if "=" in word else (words[index + 1 : index + 2] or [""])[0]
+    end = index + 1 if "=" in word else index + 2
+    if not path or _is_flag(path):
+        msg = "--config: no config file given"
+        raise _core.ConfigError(msg)
+    if Path(path).suffix.lower() not in (".yaml", ".yml"):
+        msg = f"--config {path}: vLLM reads a YAML config file (.yaml or .yml)"
+        raise _core.ConfigError(msg)
+    text = _io.read_text(path, what="vLLM config file", max_bytes=_MAX_CONFIG_BYTES)
+    data = _strict_yaml(text, path)
+    if not isinstance(data, dict):
+        msg = f"{path}: a vLLM config file is a mapping of argument names to values"
+        raise _core.ConfigError(msg)
+    config: list[str] = []
+    for key, value in data.items():
+        flag = "--" + str(key)
+        if isinstance(value, bool):
+            config += [flag] if value else [f"--no-{key}"]
+        elif isinstance(value, list):
+            config += [flag, *(str(item) for item in value)] if value else []
+        elif isinstance(value, dict):
+            config += [flag, json.dumps(value)]
+        else:
+            config += [flag, str(value)]
+    return config + words[:index] + words[end:]
 
 
 def _strict_yaml(text: str, source: str) -> Any:
@@ -378,9 +542,26 @@ def read_kwargs_file(path: str | Path, *, version: str | None = None) -> Launch:
     return launch
 
 
+# The arguments vLLM 0.33 parses with human_readable_int (arg_utils.py): 1k, 25.6k, 2K, 1G.
+_HUMAN_READABLE = frozenset(
+    {
+        "max_model_len", "max_num_batched_tokens", "max_num_scheduled_tokens",
+        "kv_cache_memory_bytes", "safetensors_prefetch_block_size", "max_num_queued_tokens",
+    }
+)  # fmt: skip
+_DECIMAL_SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY_SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+# What vLLM reads as "the longest context that fits" for --max-model-len (0.33:
+# human_readable_int_or_auto).
+_AUTO_CONTEXT = ("auto", "-1")
+
+
 def _number(name: str, value: Any, kind: type) -> Any:
     if isinstance(value, bool):
         msg = f"{flag_of(name)}: expected a number (got {value!r})"
+        raise _core.ConfigError(msg)
+    if isinstance(value, float) and not math.isfinite(value):
+        msg = f"{flag_of(name)}: expected a finite number (got {value!r})"
         raise _core.ConfigError(msg)
     if isinstance(value, (int, float)) and kind is float:
         return float(value)
@@ -388,20 +569,38 @@ def _number(name: str, value: Any, kind: type) -> Any:
         return value
     text = str(value).strip()
     if kind is int:
-        # vLLM reads human-readable sizes: 32k = 32000, 32K = 32768 (and m/M, g/G).
-        match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgG]?)", text)
-        if match:
-            scale = {"": 1, "k": 10**3, "K": 1 << 10, "m": 10**6, "M": 1 << 20, "g": 10**9}
-            scale["G"] = 1 << 30
-            number = float(match.group(1)) * scale[match.group(2)]
-            if number.is_integer():
-                return int(number)
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT]?)", text)
+        digits, suffix = match.groups() if match else ("", "")
+        if match and not suffix and "." not in digits:
+            return int(digits)
+        if match and suffix and (not name or name in _HUMAN_READABLE):
+            # vLLM's human_readable_int: 32k = 32000 (int() of the product), 32K = 32768, and
+            # no decimals with a binary suffix.
+            if suffix in _DECIMAL_SUFFIX:
+                return int(float(digits) * _DECIMAL_SUFFIX[suffix])
+            if "." not in digits:
+                return int(digits) * _BINARY_SUFFIX[suffix]
+            msg = (
+                f"{flag_of(name)}: {value!r}: decimals are not allowed with binary suffixes like "
+                f"{suffix} (vLLM's argument parser); did you mean {digits}{suffix.lower()}?"
+            )
+            raise _core.ConfigError(msg)
+        if match and suffix:
+            sized = ", ".join(flag_of(n) for n in sorted(_HUMAN_READABLE))
+            msg = (
+                f"{flag_of(name)}: expected an integer (got {value!r}); vLLM reads sizes like "
+                f"32k only for {sized}"
+            )
+            raise _core.ConfigError(msg)
     else:
         try:
-            return float(text)
+            number = float(text)
         except ValueError:
             pass
-    what = "an integer" if kind is int else "a number"
+        else:
+            if math.isfinite(number):
+                return number
+    what = "an integer" if kind is int else "a finite number"
     msg = f"{flag_of(name)}: expected {what} (got {value!r})"
     raise _core.ConfigError(msg)
 
@@ -458,6 +657,7 @@ class Knobs:
     env_used: dict[str, str] = field(default_factory=dict)
     env_ignored: dict[str, str] = field(default_factory=dict)
     num_gpus: int | None = None
+    context_auto: bool = False  # --max-model-len auto / -1: the longest context that fits
 
 
 def to_knobs(
@@ -498,7 +698,13 @@ def to_knobs(
             continue
         else:
             raise unknown_argument(name, version)
-        if typed or name in _SCALED:
+        value = plain_scalar(value)
+        if typed and knob_name == "max_model_len" and str(value).strip().lower() in _AUTO_CONTEXT:
+            out.context_auto = True
+            continue
+        vllm_typed = knob_name == "limit_mm_per_prompt" and isinstance(value, Mapping)
+        if typed or name in _SCALED or vllm_typed:
+            # A dict is vLLM's own type for limit_mm_per_prompt (what to_llm_kwargs gives).
             value = _typed(name, knob_name, value, table[knob_name])
         out.knobs[knob_name] = value
         given_as[knob_name] = written
@@ -512,7 +718,41 @@ def to_knobs(
             out.env_used[key] = value
         elif key.startswith("VLLM_") or key == "PYTORCH_CUDA_ALLOC_CONF":
             out.env_ignored[key] = value
+    if typed:
+        _check_parallel_sizes(out.knobs)
+    _check_visible_devices(out, env or {})
     return out
+
+
+def _check_parallel_sizes(knobs: Mapping[str, Any]) -> None:
+    """A parallel size below 1 is refused under its own flag (vLLM refuses it too), not later
+    as a GPU count."""
+    for knob in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+        size = knobs.get(knob)
+        if isinstance(size, int) and size < 1:
+            msg = f"{flag_of(knob)}: expected a positive integer (got {size})"
+            raise _core.ConfigError(msg)
+
+
+def _check_visible_devices(out: Knobs, env: Mapping[str, str]) -> None:
+    """A launch needs TP x PP x DP GPUs of those CUDA_VISIBLE_DEVICES shows it; with fewer,
+    vLLM stops at startup (its world size is larger than the GPUs it sees)."""
+    if out.num_gpus is None:
+        return
+    sizes = [
+        (knob, out.knobs.get(knob))
+        for knob in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+    ]
+    if not all(isinstance(size, int) and size > 0 for _, size in sizes if size is not None):
+        return  # a bad size is refused by name when the launch compiles
+    needed = math.prod(int(size) for _, size in sizes if size is not None)
+    if needed > out.num_gpus:
+        given = " x ".join(f"{knob} {size}" for knob, size in sizes if size is not None)
+        msg = (
+            f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', '')!r} shows {out.num_gpus} "
+            f"GPU(s), and the launch needs {given} = {needed}: vLLM would stop at startup"
+        )
+        raise _core.ConfigError(msg)
 
 
 def _env_value(key: str, value: str) -> str:

@@ -1,13 +1,23 @@
 """A planned launch written out for where it runs: the flag line for `$(...)`, a shell command,
 an env file, `docker run`, docker compose or a Kubernetes Deployment. Every format carries the
 model exactly as the user named it, the flags as argv words and the environment the launch
-needs."""
+needs, quoted so that its reader gives each back exactly."""
 
 from __future__ import annotations
 
-import json
-import shlex
 from collections.abc import Mapping, Sequence
+
+from ._quoting import (
+    check_env_name,
+    check_text,
+    env_line,
+    shell_join,
+    shell_word,
+    substitution_words,
+    yaml_list,
+    yaml_map,
+    yaml_string,
+)
 
 # vLLM's published server image; its tag is the release planned for.
 IMAGE = "vllm/vllm-openai"
@@ -27,37 +37,45 @@ def render_launch(
     engine_version: str,
     gpus: int,
 ) -> str:
-    """The launch in format `fmt` (args, shell, env, docker, compose, k8s)."""
+    """The launch in format `fmt` (args, shell, env, docker, compose, k8s), quoted for the
+    program that reads it (see _quoting); a value a format cannot carry is refused naming one
+    that can."""
+    check_text(model, "the model")
+    for word in argv:
+        check_text(word, "the flag word")
+    for name, value in env.items():
+        check_env_name(name)
+        check_text(value, f"the environment variable {name}")
     words = ["--model", model, *argv]
     if fmt == "args":
-        # Word splitting of $(...) keeps each word whole: none holds whitespace.
-        return " ".join(argv)
+        return substitution_words(argv)
     if fmt == "shell":
-        prefix = "".join(f"{k}={shlex.quote(v)} " for k, v in env.items())
-        return prefix + shlex.join(["vllm", "serve", model, *argv])
+        prefix = "".join(f"{k}={shell_word(v)} " for k, v in env.items())
+        return prefix + shell_join(["vllm", "serve", model, *argv])
     if fmt == "env":
-        return "\n".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        return "\n".join(env_line(k, v) for k, v in env.items())
     if fmt == "docker":
         parts = ["docker", "run", "--rm", "--gpus", f"count={gpus}" if gpus else "all"]
         parts += ["--ipc=host", "-p", f"{PORT}:{PORT}"]
-        parts += ["-v", "${HOME}/.cache/huggingface:/root/.cache/huggingface"]
+        quoted = [shell_word(p) for p in parts]
+        # Left unquoted so that the shell running the line expands it.
+        quoted += ["-v", "${HOME}/.cache/huggingface:/root/.cache/huggingface"]
         for k, v in env.items():
-            parts += ["-e", f"{k}={v}"]
-        parts.append(_image(engine_version))
-        quoted = [p if p.startswith("${HOME}") else shlex.quote(p) for p in parts]
-        return " ".join(quoted[:-1] + [quoted[-1]] + [shlex.quote(w) for w in words])
+            quoted += ["-e", shell_word(f"{k}={v}")]
+        quoted.append(shell_word(_image(engine_version)))
+        return " ".join(quoted + [shell_word(w) for w in words])
     if fmt == "compose":
         lines = [
             "services:",
             "  vllm:",
-            f"    image: {json.dumps(_image(engine_version))}",
+            f"    image: {yaml_string(_image(engine_version))}",
             "    ipc: host",
             f'    ports: ["{PORT}:{PORT}"]',
             '    volumes: ["${HOME}/.cache/huggingface:/root/.cache/huggingface"]',
-            f"    command: {json.dumps(words)}",
+            f"    command: {yaml_list(words)}",
         ]
         if env:
-            lines.append(f"    environment: {json.dumps(dict(env))}")
+            lines.append(f"    environment: {yaml_map(env)}")
         lines += [
             "    deploy:",
             "      resources:",
@@ -67,7 +85,10 @@ def render_launch(
         ]
         return "\n".join(lines)
     if fmt == "k8s":
-        env_items = [{"name": k, "value": v} for k, v in env.items()]
+        env_items = ", ".join(
+            f"{{name: {yaml_string(k, interpolated=False)}, value: {yaml_string(v)}}}"
+            for k, v in env.items()
+        )
         lines = [
             "apiVersion: apps/v1",
             "kind: Deployment",
@@ -80,9 +101,9 @@ def render_launch(
             "    spec:",
             "      containers:",
             "        - name: vllm",
-            f"          image: {json.dumps(_image(engine_version))}",
-            f"          args: {json.dumps(words)}",
-            f"          env: {json.dumps(env_items)}",
+            f"          image: {yaml_string(_image(engine_version), interpolated=False)}",
+            f"          args: {yaml_list(words)}",
+            f"          env: [{env_items}]",
             f"          ports: [{{containerPort: {PORT}}}]",
             f"          resources: {{limits: {{nvidia.com/gpu: {gpus or 1}}}}}",
             "          volumeMounts: [{name: shm, mountPath: /dev/shm}]",

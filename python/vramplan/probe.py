@@ -3,12 +3,14 @@
 use (`MemAvailable`, capped by the memory cgroup's limit, since containers are killed at the
 cgroup line, not at the machine's).
 
-`auto_gpu()` is the `--gpu auto` answer: the database GPU, the memory other processes hold on
-the least-free GPU (it binds: every rank must fit the fullest GPU) and the host RAM.
+`auto_gpu()` is the `--gpu auto` answer: the GPUs vLLM would take (CUDA_VISIBLE_DEVICES, device
+0 first), their database GPU, the memory other processes hold on the least-free of them (it
+binds: every rank must fit the fullest GPU) and the host RAM.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -114,6 +116,7 @@ class AutoGpu(NamedTuple):
     # "nvlink" where every chosen GPU has an NVLink link up, "pcie" where none has; None
     # where the source cannot say or the GPUs differ (the database's default then applies).
     interconnect: str | None = None
+    chosen: str = ""  # which probed GPUs were taken, and why, for the person
 
 
 # ---------------------------------------------------------------------------------------
@@ -151,6 +154,9 @@ def _from_nvml(nvml: Any) -> list[ProbedGpu]:
         for index in range(int(nvml.nvmlDeviceGetCount())):
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
             memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+            _check_memory(
+                f"NVML GPU {index}", int(memory.total), int(memory.used), int(memory.free)
+            )
             processes = [
                 GpuProcess(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
                 for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)
@@ -169,6 +175,17 @@ def _from_nvml(nvml: Any) -> list[ProbedGpu]:
         return gpus
     finally:
         nvml.nvmlShutdown()
+
+
+def _check_memory(where: str, total: int, used: int, free: int) -> None:
+    """A GPU's figures must fit inside its total: a driver (or file) that says otherwise is
+    named, not planned from."""
+    if used > total or free > total:
+        msg = (
+            f"{where}: memory.used {used // MIB} MiB and memory.free {free // MIB} MiB do not fit "
+            f"in memory.total {total // MIB} MiB: not a GPU's figures"
+        )
+        raise _core.ParseError(msg)
 
 
 def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi") -> list[ProbedGpu]:
@@ -203,6 +220,7 @@ def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi") -> list[Probe
         if min(index, total, used, free) < 0 or total == 0 or max(index, total) > _MAX_GPU_BYTES:
             msg = f"{source}:{number}: negative, zero or impossible figures in {line[:120]!r}"
             raise _core.ParseError(msg)
+        _check_memory(f"{source}:{number}", total, used, free)
         gpus.append(ProbedGpu(index, name, total, used, free))
     if not gpus:
         msg = f"{source}: no GPU rows (expected nvidia-smi --query-gpu CSV output)"
@@ -210,16 +228,52 @@ def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi") -> list[Probe
     return gpus
 
 
-def _from_nvidia_smi() -> list[ProbedGpu]:
-    import subprocess  # only a probe runs a program
+_NVIDIA_SMI_SECONDS = 20.0
 
-    result = subprocess.run(
-        NVIDIA_SMI_QUERY, capture_output=True, timeout=20, check=False, text=True, errors="replace"
-    )
-    if result.returncode != 0:
-        why = (result.stderr or result.stdout).strip().splitlines()
-        raise RuntimeError(f"exit status {result.returncode}: {why[0] if why else 'no output'}")
-    return parse_nvidia_smi_csv(result.stdout[: _MAX_TEXT_BYTES + 1])
+
+def _run_bounded(argv: tuple[str, ...], max_bytes: int, seconds: float) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of a program that must finish within `seconds` and print
+    at most `max_bytes` on each stream; RuntimeError (or TimeoutExpired) otherwise, with the
+    program killed. Nothing beyond `max_bytes` is kept in memory."""
+    import select
+    import subprocess  # only a probe runs a program
+    import time
+
+    deadline = time.monotonic() + seconds
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        out_fd, err_fd = (s.fileno() for s in (process.stdout, process.stderr) if s is not None)
+        kept = {out_fd: bytearray(), err_fd: bytearray()}
+        streams = [out_fd, err_fd]
+        try:
+            while streams:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise subprocess.TimeoutExpired(list(argv), seconds)
+                ready, _, _ = select.select(streams, [], [], left)
+                for fd in ready:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        streams.remove(fd)
+                    elif len(kept[fd]) + len(chunk) > max_bytes:
+                        msg = f"printed over {max_bytes} bytes (not --query-gpu CSV output)"
+                        raise RuntimeError(msg)
+                    else:
+                        kept[fd] += chunk
+            code = process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    out, err = (bytes(kept[fd]).decode("utf-8", "replace") for fd in (out_fd, err_fd))
+    return code, out, err
+
+
+def _from_nvidia_smi() -> list[ProbedGpu]:
+    code, out, err = _run_bounded(NVIDIA_SMI_QUERY, _MAX_TEXT_BYTES, _NVIDIA_SMI_SECONDS)
+    if code != 0:
+        why = (err or out).strip().splitlines()
+        raise RuntimeError(f"exit status {code}: {why[0] if why else 'no output'}")
+    return parse_nvidia_smi_csv(out)
 
 
 def read_nvidia_smi_csv(path: str | Path) -> list[ProbedGpu]:
@@ -256,7 +310,7 @@ def probe_gpus(
     except FileNotFoundError:
         tried.append("nvidia-smi: not found on PATH")
     except subprocess.TimeoutExpired:
-        tried.append("nvidia-smi: no answer within 20 s")
+        tried.append(f"nvidia-smi: no answer within {_NVIDIA_SMI_SECONDS:g} s")
     except (OSError, RuntimeError, _core.ParseError) as err:
         tried.append(f"nvidia-smi: {err}")
     else:
@@ -404,20 +458,51 @@ def probe(
     return Probe(source, mapped, probe_host(proc_root=proc_root, cgroup_root=cgroup_root), tried)
 
 
+def launch_devices(count: int, visible: str | None) -> list[int] | None:
+    """The probed GPU indices a launch of `count` GPUs runs on, as vLLM takes them: the first
+    `count` devices CUDA shows it, which are CUDA_VISIBLE_DEVICES's in order where it is set,
+    else 0, 1, ...; None where CUDA_VISIBLE_DEVICES names GPUs by UUID or MIG instance (not
+    mapped here: every probed GPU is considered)."""
+    if visible is None:
+        return list(range(count))
+    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    if not all(entry.isdigit() for entry in entries):
+        return None
+    if len(entries) < count:
+        msg = (
+            f"CUDA_VISIBLE_DEVICES={visible!r} shows {len(entries)} GPU(s), and the launch "
+            f"needs {count}: vLLM would stop at startup"
+        )
+        raise _core.ConfigError(msg)
+    return [int(entry) for entry in entries[:count]]
+
+
 def auto_gpu(
     *,
+    count: int | None = None,
     gpu_indices: list[int] | None = None,
     nvidia_smi_csv: str | Path | None = None,
     proc_root: str | Path = "/proc",
     cgroup_root: str | Path = "/sys/fs/cgroup",
 ) -> AutoGpu:
     """`--gpu auto`: (database GPU id, memory other processes hold on the least-free GPU, host
-    RAM usable now). `gpu_indices` limits the choice to the GPUs the launch will use.
+    RAM usable now). `gpu_indices` limits the choice to the GPUs the launch will use; else
+    `count` GPUs are taken as vLLM takes them (launch_devices: CUDA_VISIBLE_DEVICES, device 0
+    first); with neither, every probed GPU. The GPUs taken must be one model.
 
     Memory used by others is counted against the database (CUDA) total, so the planner sees
     the free memory vLLM's startup check will see: database total - probed free."""
     found = probe(nvidia_smi_csv=nvidia_smi_csv, proc_root=proc_root, cgroup_root=cgroup_root)
     gpus = found.gpus
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    why = "every probed GPU"
+    if gpu_indices is None and count is not None:
+        gpu_indices = launch_devices(count, visible)
+        why = (
+            f"CUDA_VISIBLE_DEVICES={visible}"
+            if visible is not None
+            else "CUDA_VISIBLE_DEVICES unset: device 0 first, as vLLM takes them"
+        )
     if gpu_indices is not None:
         wanted = set(gpu_indices)
         gpus = [g for g in gpus if g.index in wanted]
@@ -428,8 +513,17 @@ def auto_gpu(
     if not gpus:
         msg = "no GPU to plan for"
         raise _core.ConfigError(msg)
+    models = {g.database_id or g.name for g in gpus}
+    if count is not None and len(models) > 1:
+        listed = ", ".join(f"GPU {g.index} {g.name}" for g in gpus)
+        msg = (
+            f"--gpu auto: the GPUs the launch would use differ ({listed}); vLLM plans one GPU "
+            "model: set CUDA_VISIBLE_DEVICES to GPUs of one model, or give --gpu"
+        )
+        raise _core.ConfigError(msg)
     binding = min(gpus, key=lambda g: (g.free_bytes, g.index))
     gpu_id = match_gpu(binding.name, binding.total_bytes)
+    chosen = f"GPU {', '.join(str(g.index) for g in gpus)} ({binding.name}; {why})"
     cuda_total = int(api.load_gpu(gpu_id).total_memory_bytes)
     others = max(0, cuda_total - binding.free_bytes)
     links = {g.nvlink for g in gpus}
@@ -438,4 +532,4 @@ def auto_gpu(
         interconnect = "nvlink"
     elif len(gpus) > 1 and links == {False}:
         interconnect = "pcie"
-    return AutoGpu(gpu_id, others, found.host.usable_bytes or 0, interconnect)
+    return AutoGpu(gpu_id, others, found.host.usable_bytes or 0, interconnect, chosen)

@@ -2,10 +2,10 @@
 
 database id or alias -> a path (spec YAML, config.json, checkpoint folder, .gguf) -> the local
 Hugging Face cache (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub; the snapshot
-refs/<revision> names) -> the Hub itself through huggingface_hub, unless HF_HUB_OFFLINE=1 or
-offline=True. Online, config.json and the quantization side files land in the Hub cache (so the
-next resolution is offline), and the safetensors headers are read by HTTP range requests: the
-weights are exact bytes without downloading a shard. Python only finds files; the C++ core reads
+refs/<revision> names) -> the Hub itself (_hub: every answer bounded in size and time and checked), unless
+HF_HUB_OFFLINE=1 or offline=True. Online, config.json and the quantization side files land in
+the Hub cache (so the next resolution is offline), and the safetensors headers are read by HTTP
+range requests: the weights are exact bytes without downloading a shard. Python only finds files; the C++ core reads
 them.
 """
 
@@ -17,12 +17,10 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
 
 from . import _core, _io
 from ._database import spec_database
-
-_T = TypeVar("_T")
+from ._identity import local_path
 
 # Where the answer came from, as the breakdown names it.
 SOURCES = ("database", "path", "cache", "hub")
@@ -38,6 +36,8 @@ _SNAPSHOT_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _REVISION = re.compile(r"^(?!.*(^|/)\.{1,2}(/|$))[A-Za-z0-9._-][A-Za-z0-9._/-]{0,254}$")
 _MAX_REF_BYTES = 4096  # a ref file holds one commit hash
 _MAX_NAME_CHARS = 4096
+# config.json and the side files fetched from the Hub: as large as a local one may be.
+_MAX_CONFIG_BYTES = 16 << 20
 _TRUE = {"1", "on", "yes", "true"}
 
 
@@ -168,7 +168,7 @@ def _exists(path: Path) -> bool:
 
 
 def check_revision(revision: str | None) -> None:
-    if revision is not None and not _REVISION.match(revision):
+    if revision is not None and not _REVISION.fullmatch(revision):
         msg = (
             f"--revision: {revision[:200]!r} is not a branch, tag or commit name (letters, "
             "digits, '.', '_', '-', '/'; no '..' component, at most 255 characters)"
@@ -236,179 +236,48 @@ def _from_cache(repo_id: str, revision: str | None) -> ResolvedModel | None:
     return ResolvedModel(spec, "cache", str(folder), commit, exact)
 
 
-def _is_timeout(err: BaseException) -> bool:
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if "timeout" in type(current).__name__.lower():
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+# The whole Hub step (config.json, side files, index, every shard header) takes at most this
+# many times the per-request timeout: 25 s by default.
+_TOTAL_FACTOR = 2.5
 
 
-def _status(err: BaseException) -> int | None:
-    response = getattr(err, "response", None)
-    code = getattr(response, "status_code", None)
-    return code if isinstance(code, int) else None
-
-
-def _remote_missing() -> type[Exception]:
-    """The error for a file the Hub says is absent (its name changed in huggingface_hub 1.0)."""
-    from huggingface_hub import errors as hf_errors
-
-    return getattr(hf_errors, "RemoteEntryNotFoundError", hf_errors.EntryNotFoundError)
-
-
-def _hub_error(err: Exception, repo_id: str, endpoint: str, timeout_s: float) -> _core.Error:
-    import socket  # here and below: only a Hub request needs the network modules
-
-    from huggingface_hub import errors as hf_errors
-
-    where = f"{repo_id} on {endpoint}"
-    status = _status(err)
-    if _is_timeout(err):
-        return _error(
-            f"model {repo_id}: no answer from {endpoint} within {timeout_s:g} s per request; "
-            "check the network or HF_ENDPOINT, or plan offline from a local path or the cache "
-            "(HF_HUB_OFFLINE=1)"
-        )
-    if isinstance(err, hf_errors.GatedRepoError) or status in (401, 403):
-        return _error(
-            f"model {where}: access denied (HTTP {status}): the repo is gated or private. "
-            "Accept its license on the Hub, then set HF_TOKEN (or run `hf auth login`) with a "
-            "token that can read it."
-        )
-    if isinstance(err, hf_errors.RevisionNotFoundError):
-        return _error(f"model {where}: revision not found.")
-    if isinstance(err, hf_errors.LocalEntryNotFoundError) or type(err) in (
-        OSError,
-        ConnectionError,
-        ConnectionRefusedError,
-        socket.gaierror,
-    ):
-        return _error(
-            f"model {where}: the Hub could not be reached ({err.__cause__ or err}); not in the "
-            "database or the local Hugging Face cache either"
-        )
-    if isinstance(err, _remote_missing()):
-        return _error(
-            f"model {where}: the repo has no config.json. For a GGUF-only repo download the "
-            ".gguf file and pass its path."
-        )
-    if isinstance(err, hf_errors.RepositoryNotFoundError) or status == 404:
-        return _unknown(repo_id, f"and {endpoint} answered HTTP 404 (no such repo)")
-    return _error(f"model {where}: the Hub answered with an error: {err}")
-
-
-def _safetensors_bytes(api: Any, repo_id: str, revision: str, timeout_s: float) -> int:
-    """Exact stored bytes of every tensor, from the shard headers (HTTP range requests)."""
-    from huggingface_hub import errors as hf_errors
-
+def _token(token: str | None) -> str | None:
+    if token is not None:
+        return token
     try:
-        metadata = api.get_safetensors_metadata(repo_id, revision=revision, timeout=timeout_s)
-    except hf_errors.NotASafetensorsRepoError:
-        return 0
-    except hf_errors.SafetensorsParsingError as err:
-        raise _error(
-            f"model {repo_id}: a safetensors header is truncated or malformed ({err})"
-        ) from err
-    total = 0
-    for name, file_metadata in metadata.files_metadata.items():
-        for tensor_name, tensor in file_metadata.tensors.items():
-            begin, end = tensor.data_offsets
-            if not (0 <= begin <= end):
-                raise _error(f"model {repo_id}: {name}: tensor {tensor_name} has bad offsets")
-            total += end - begin
-    return total
-
-
-# huggingface_hub retries a timed-out request with backoff; the whole Hub step is bounded here.
-_DEADLINE_FACTOR = 6
-
-
-def _with_deadline(work: Callable[[], _T], seconds: float) -> _T:
-    """`work()` on a daemon thread, abandoned with TimeoutError after `seconds`."""
-    import threading
-
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = work()
-        except Exception as err:  # noqa: BLE001 - re-raised in the caller's thread
-            outcome["error"] = err
-
-    worker = threading.Thread(target=run, name="vramplan-hub", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        raise TimeoutError(f"the Hub did not answer within {seconds:g} s")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
-# A Hub that cannot even be connected to fails in this long, not after a backoff of retries.
-_PROBE_S = 1.5
-
-
-def _connect(endpoint: str, seconds: float) -> None:
-    """One TCP connection to the endpoint's host (name lookup included): raises OSError when
-    the Hub cannot be reached at all."""
-    import socket
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(endpoint)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    with socket.create_connection((parts.hostname or "", port), timeout=seconds):
-        pass
+        from huggingface_hub import get_token
+    except ImportError:
+        return os.environ.get("HF_TOKEN") or None
+    return get_token()
 
 
 def _from_hub(
     repo_id: str, revision: str | None, token: str | None, timeout_s: float
 ) -> ResolvedModel:
-    try:
-        from huggingface_hub import HfApi, hf_hub_download
-    except ImportError as err:
-        raise _error(
-            f"model {repo_id}: not in the database or the local cache, and huggingface_hub is "
-            "not installed to fetch it (pip install huggingface_hub)"
-        ) from err
+    from ._hub import HubClient, Missing, RepoNotFound, store
 
     endpoint = os.environ.get("HF_ENDPOINT", "").rstrip("/") or "https://huggingface.co"
-    common: dict[str, Any] = {
-        "repo_id": repo_id,
-        "revision": revision,
-        "cache_dir": str(hub_cache_dir()),
-        "token": token,
-        "endpoint": endpoint,
-        "etag_timeout": timeout_s,
-    }
-
-    def fetch() -> tuple[Path, str, int]:
-        from huggingface_hub.utils import logging as hf_logging
-
-        # No "Retrying in 1s" lines: one error, named below.
-        hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-        config_path = Path(hf_hub_download(filename="config.json", **common))
-        for side_file in QUANT_SIDE_FILES:
-            try:
-                hf_hub_download(filename=side_file, **common)
-            except _remote_missing():
-                pass
-        commit = config_path.parent.name
-        api = HfApi(endpoint=endpoint, token=token)
-        return config_path, commit, _safetensors_bytes(api, repo_id, commit, timeout_s)
-
+    client = HubClient(endpoint, repo_id, _token(token), timeout_s, _TOTAL_FACTOR * timeout_s)
+    wanted = revision or "main"
     try:
-        _with_deadline(lambda: _connect(endpoint, _PROBE_S), _PROBE_S)
-        config_path, commit, exact = _with_deadline(fetch, _DEADLINE_FACTOR * timeout_s)
-    except _core.Error:
-        raise
-    except Exception as err:  # huggingface_hub / HTTP client errors, mapped to named ones
-        raise _hub_error(err, repo_id, endpoint, timeout_s) from err
-    spec, _ = _load_path(config_path.parent)
+        config, commit, etag = client.file(wanted, "config.json", _MAX_CONFIG_BYTES)
+    except Missing:
+        raise _error(
+            f"model {repo_id} on {endpoint}: the repo has no config.json. For a GGUF-only repo "
+            "download the .gguf file and pass its path."
+        ) from None
+    except RepoNotFound:
+        raise _unknown(repo_id, f"and {endpoint} answered HTTP 404 (no such repo)") from None
+    files = {"config.json": (config, etag)}
+    for side_file in QUANT_SIDE_FILES:
+        try:
+            data, _, side_etag = client.file(commit, side_file, _MAX_CONFIG_BYTES)
+        except Missing:
+            continue
+        files[side_file] = (data, side_etag)
+    folder = store(hub_cache_dir(), repo_id, wanted, commit, files)
+    spec, _ = _load_path(folder)
+    exact = client.safetensors_bytes(commit, int(spec.checkpoint_bytes()))
     if exact > 0:
         _store_header_bytes(repo_id, commit, exact)
         spec = _core.with_checkpoint_bytes(spec, exact)
@@ -433,8 +302,8 @@ def resolve_model(
     if len(str(model)) > _MAX_NAME_CHARS:
         msg = f"model: a name of {len(str(model))} characters (at most {_MAX_NAME_CHARS})"
         raise _core.ConfigError(msg)
-    if isinstance(model, Path) or _exists(Path(str(model)).expanduser()):
-        path = Path(model).expanduser()
+    if isinstance(model, Path) or _exists(local_path(model)):
+        path = local_path(model)
         spec, exact = _load_path(path)
         return ResolvedModel(spec, "path", str(path), None, exact)
     name = str(model)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _core, _io, api
+from ._identity import path_identity
 from .resolve import resolve_model
 
 GIB = float(1 << 30)
@@ -311,16 +312,17 @@ def _others_bytes(record: dict[str, Any], cuda_context_bytes: int) -> int:
 
 
 @functools.lru_cache(maxsize=256)
-def _resolved(model: str) -> _core.ModelSpec:
+def _resolved(model: str, files: tuple[object, ...]) -> _core.ModelSpec:
     """A record's model, resolved as `plan` resolves it (database, path, Hugging Face cache,
-    Hub; HF_HUB_OFFLINE honoured), once per model."""
+    Hub; HF_HUB_OFFLINE honoured), once per model and state of its files (`files`, part of
+    the key only)."""
     return resolve_model(model).spec
 
 
 def record_model(model: str) -> _core.ModelSpec:
     """The spec of a record's model, or Unsupported naming why it cannot be resolved."""
     try:
-        return _resolved(model)
+        return _resolved(model, path_identity(model))
     except ValueError as err:
         msg = f"model {model!r}: {err}"
         raise Unsupported(msg) from None
@@ -380,7 +382,9 @@ def replay_record(record: dict[str, Any]) -> Replay:
         launch["profile"] = build_rules(record)
     if others:
         launch["memory_used_by_others_bytes"] = others
-    return Replay(rid, predicted, measured, None, launch, gpu_note)
+    # A release newer than the newest known is replayed with that release's rules: say so.
+    notes = [note for note in (gpu_note, result.engine_version_warning) if note]
+    return Replay(rid, predicted, measured, None, launch, "; ".join(notes) or None)
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:

@@ -384,4 +384,16 @@ TEST(HostileLog, MalformedNumbersAreNotReadAsOtherNumbers) {
   EXPECT_EQ(vramplan::parse_vllm_log("INFO GPU KV cache size: 476,016 tokens\n").kv_tokens, 476016);
 }
 
+TEST(HostileLog, NumbersWithControlBytesAgainstTheirDigitsAreNotNumbers) {
+  for (const char byte : {'\0', '\x7f', '\b', '\v'}) {
+    std::string line = "INFO GPU KV cache size: 47";
+    line += byte;
+    line += "6,016 tokens\n";
+    const vramplan::VllmLogFigures f = vramplan::parse_vllm_log(line);
+    EXPECT_FALSE(f.kv_tokens.has_value()) << static_cast<int>(byte) << " read as " << *f.kv_tokens;
+  }
+  EXPECT_EQ(vramplan::parse_vllm_log("INFO GPU KV cache size: 476,016 tokens\r\n").kv_tokens,
+            476016);
+}
+
 }  // namespace

@@ -324,7 +324,7 @@ def test_gpu_auto_uses_the_probe(monkeypatch: pytest.MonkeyPatch, capsys) -> Non
     from vramplan import probe
     from vramplan.cli import main
 
-    monkeypatch.setattr(probe, "auto_gpu", lambda: probe.AutoGpu("L4", 2 * GIB, 64 * GIB))
+    monkeypatch.setattr(probe, "auto_gpu", lambda **_: probe.AutoGpu("L4", 2 * GIB, 64 * GIB))
     argv = ["--max-model-len", "4096", "--gpu-memory-utilization", "0.8"]
     assert main(["breakdown", "--gpu", "auto", *argv, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -343,7 +343,7 @@ def test_gpu_auto_takes_the_probed_interconnect(monkeypatch: pytest.MonkeyPatch,
     from vramplan import probe
     from vramplan.cli import main
 
-    monkeypatch.setattr(probe, "auto_gpu", lambda: probe.AutoGpu("A100-80GB", 0, 0, "pcie"))
+    monkeypatch.setattr(probe, "auto_gpu", lambda **_: probe.AutoGpu("A100-80GB", 0, 0, "pcie"))
     argv = ["--offline", "--engine-version", "0.19.0", "--tensor-parallel-size", "2"]
     argv += ["--num-gpus", "2", "--json"]
 

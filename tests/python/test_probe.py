@@ -76,7 +76,7 @@ def no_nvidia_smi(monkeypatch: pytest.MonkeyPatch) -> None:
     def run(*args: Any, **kwargs: Any) -> None:
         raise FileNotFoundError("nvidia-smi")
 
-    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(probe_module, "_run_bounded", run)
 
 
 def test_fake_nvml_second_tenant_binds(
@@ -111,7 +111,7 @@ def test_fake_nvml_second_tenant_binds(
     auto = vramplan.auto_gpu(**host_tree)
     # The least-free GPU (index 1) binds: others = CUDA total - its free = the tenant's bytes.
     # This fake driver has no NVLink call: the interconnect stays the database's.
-    assert auto == ("H100-80GB", tenant, (32 - 8) << 30, None)
+    assert auto[:4] == ("H100-80GB", tenant, (32 - 8) << 30, None)
     # Only GPU 0 in the launch: nothing held by others.
     assert vramplan.auto_gpu(gpu_indices=[0], **host_tree).memory_used_by_others_bytes == 0
 
@@ -124,11 +124,11 @@ def test_nvml_failure_falls_back_to_nvidia_smi(
     csv = (data_dir / "diagnose" / "nvidia_smi_two_h100_second_tenant.csv").read_text()
     seen: list[tuple[str, ...]] = []
 
-    def run(argv: tuple[str, ...], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    def run(argv: tuple[str, ...], *args: Any) -> tuple[int, str, str]:
         seen.append(tuple(argv))
-        return subprocess.CompletedProcess(argv, 0, stdout=csv, stderr="")
+        return 0, csv, ""
 
-    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(probe_module, "_run_bounded", run)
     found = probe_module.probe(**host_tree)
     assert found.source == "nvidia-smi"
     assert seen == [probe_module.NVIDIA_SMI_QUERY]

@@ -84,6 +84,7 @@ class _Sockets:
     def __init__(self) -> None:
         self.open: list[socket.socket] = []
         self.expired = False
+        self.answered = False  # the status line and headers arrived
 
     def expire(self) -> None:
         self.expired = True
@@ -169,14 +170,19 @@ class HubClient:
             request.add_unredirected_header("Authorization", f"Bearer {self.token}")
         self._sockets.open.clear()
         self._sockets.expired = False
+        self._sockets.answered = False
         watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), self._sockets.expire)
         watchdog.daemon = True
         watchdog.start()
         try:
             return self._exchange(request, url, deadline, max_bytes)
         except (OSError, ValueError, http.client.HTTPException) as err:
-            if self._sockets.expired:
+            # Whichever of the socket's timeout and the watchdog ends the request first, a
+            # request that got no headers had no answer; one whose body trickled was late.
+            if self._sockets.expired and self._sockets.answered:
                 raise self._late(url) from None
+            if self._sockets.expired:
+                raise self._unreachable(TimeoutError("timed out")) from None
             raise self._unreachable(err) from None
         finally:
             watchdog.cancel()
@@ -193,6 +199,7 @@ class HubClient:
             response = self._opener.open(request, timeout=max(deadline - time.monotonic(), 0.01))
         except urllib.error.HTTPError as err:
             response = err
+        self._sockets.answered = True
         with contextlib.closing(response):
             status = int(response.status or 0)
             message = response.headers

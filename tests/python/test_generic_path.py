@@ -124,3 +124,45 @@ def test_a_hybrid_or_latent_config_is_refused_by_name(tmp_path: Path) -> None:
         path.write_text(json.dumps(config))
         with pytest.raises(vramplan.SpecError, match=rf"{key}: .*model_type unmapped is not"):
             vramplan.load_model(path)
+
+
+def _kv_per_token(path: Path) -> int:
+    return vramplan.breakdown(str(path), "H100", max_model_len=4096).ranks[0].kv_bytes_per_token
+
+
+def test_every_real_config_renamed_plans_its_kv_as_its_row_or_is_refused(tmp_path: Path) -> None:
+    # Every config copy here, its model_type renamed: the generic path either plans the same
+    # KV bytes per token as the family's row, or refuses by a key's name (never a third way).
+    planned, refused = [], []
+    for config in sorted(CONFIGS.glob("*.json")):
+        text = config.read_text()
+        model_type = json.loads(text.replace("Infinity", "1e999"))["model_type"]
+        renamed = tmp_path / config.name
+        renamed.write_text(
+            text.replace(f'"model_type": "{model_type}"', f'"model_type": "x_{model_type}"', 1)
+        )
+        try:
+            vramplan.load_model(renamed)
+            refusal = ""
+        except vramplan.SpecError as e:
+            refusal = str(e)
+        if refusal:
+            assert f"model_type x_{model_type} is not mapped" in refusal, refusal
+            refused.append(config.name)
+            continue
+        try:
+            mapped_kv = _kv_per_token(config)
+        except vramplan.ConfigError:  # a format vLLM 0.33 cannot load (bitsandbytes)
+            continue
+        assert _kv_per_token(renamed) == mapped_kv, config.name
+        planned.append(config.name)
+    assert {
+        "meta-llama__Meta-Llama-3.1-8B.json",
+        "Qwen__Qwen3-8B.json",
+        "LGAI-EXAONE__EXAONE-4.0-32B.json",
+    } <= set(planned)
+    assert {
+        "Qwen__Qwen3-Next-80B-A3B-Thinking.json",
+        "nvidia__Nemotron-H-56B-Base-8K.json",
+        "deepseek-ai__DeepSeek-V3.json",
+    } <= set(refused)

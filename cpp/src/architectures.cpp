@@ -757,8 +757,8 @@ const Wrapper* find_wrapper(const std::string& model_type) {
   return nullptr;
 }
 
-[[noreturn]] void unknown_model_type(const ConfigFields& where, const char* key,
-                                     const std::string& model_type) {
+// A model_type the table lists as refused: its reason (the generic path never plans it).
+void refuse_if_known(const ConfigFields& where, const char* key, const std::string& model_type) {
   for (const RefusedArchitecture& r : refused_architectures()) {
     if (r.model_type == model_type) {
       where.fail(key, model_type,
@@ -767,10 +767,6 @@ const Wrapper* find_wrapper(const std::string& model_type) {
                      "docs/models.md)");
     }
   }
-  where.fail(key, model_type.empty() ? "missing" : model_type,
-             "unknown model_type; supported: " + supported_model_types() +
-                 ". To plan another family, write a spec YAML under model_specs/models/ (schema "
-                 "in docs/models.md) and pass its path");
 }
 
 // --- vision towers ------------------------------------------------------------------------
@@ -1170,6 +1166,199 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
   return doc;
 }
 
+// --- the generic path: a model_type with no row ----------------------------------------------
+
+// A config key that names a layout the generic path cannot size. The key signals when the
+// config writes it with a value other than null, false, 0, "" or an empty list (and, for a
+// layer step, other than 1): MoE configs write decoder_sparse_step 1 and mlp_only_layers [] to
+// say "none".
+struct UnsizedKey {
+  const char* key;
+  bool prefix;       // every key that starts with `key`
+  bool one_is_none;  // a step of 1 (every layer) signals nothing
+  const char* layout;
+};
+
+// In the order a refusal names them: the most telling key of a layout first.
+constexpr UnsizedKey kUnsizedKeys[] = {
+    {"hybrid_override_pattern", false, false, "a hybrid Mamba / attention layer pattern"},
+    {"layers_block_type", false, false, "a hybrid layer pattern"},
+    {"attn_layer_period", false, false, "a hybrid Mamba / attention layer pattern"},
+    {"attn_type_list", false, false, "per-layer linear or softmax attention"},
+    {"full_attention_interval", false, false, "linear-attention layers between full ones"},
+    {"linear_", true, false, "linear attention (a recurrent state, not a KV cache)"},
+    {"mamba", true, false, "state-space (Mamba) mixers"},
+    {"ssm_", true, false, "state-space mixers"},
+    {"conv_kernel", false, false, "a convolution state (state-space mixers)"},
+    {"conv_L_cache", false, false, "short-convolution mixers"},
+    {"kv_lora_rank", false, false, "latent (compressed) KV: multi-head latent attention"},
+    {"q_lora_rank", false, false, "multi-head latent attention"},
+    {"qk_rope_head_dim", false, false, "multi-head latent attention"},
+    {"index_head_dim", false, false, "a sparse-attention indexer cache"},
+    {"v_head_dim", false, false, "a V head size apart from head_dim"},
+    {"num_kv_shared_layers", false, false, "KV shared across layers"},
+    {"kv_sharing", true, false, "KV shared across layers"},
+    {"global_head_dim", false, false, "per-layer head sizes"},
+    {"num_global_key_value_heads", false, false, "per-layer KV heads"},
+    {"per_layer_config", false, false, "per-layer head sizes"},
+    {"block_configs", false, false, "per-layer block shapes"},
+    {"hidden_size_per_layer_input", false, false, "per-layer input embeddings"},
+    {"attention_chunk_size", false, false, "chunked local attention"},
+    {"is_encoder_decoder", false, false, "an encoder-decoder"},
+    {"encoder_layers", false, false, "an encoder-decoder"},
+    {"decoder_layers", false, false, "an encoder-decoder"},
+    {"num_decoder_layers", false, false, "an encoder-decoder"},
+    {"n_routed_experts", false, false, "an MoE layout beyond num_experts (shared experts)"},
+    {"n_shared_experts", false, false, "shared experts"},
+    {"num_shared_experts", false, false, "shared experts"},
+    {"shared_expert_intermediate_size", false, false, "shared experts"},
+    {"first_k_dense_replace", false, false, "dense layers before the MoE layers"},
+    {"mlp_only_layers", false, false, "dense layers among the MoE layers"},
+    {"decoder_sparse_step", false, true, "MoE on every n-th layer"},
+    {"moe_layer_freq", false, true, "MoE on every n-th layer"},
+    {"interleave_moe_layer_step", false, true, "MoE on every n-th layer"},
+    {"num_nextn_predict_layers", false, false, "multi-token-prediction layers"},
+    {"mtp_num_hidden_layers", false, false, "multi-token-prediction layers"},
+    {"vision_config", false, false, "a vision tower"},
+    {"audio_config", false, false, "an audio tower"},
+};
+
+bool signals(const json& v, bool one_is_none) {
+  if (v.is_null() || v == false || v.empty() || (v.is_string() && v.get<std::string>().empty()))
+    return false;
+  if (v.is_number()) return v.get<double>() != 0.0 && !(one_is_none && v.get<double>() == 1.0);
+  return true;
+}
+
+[[noreturn]] void refuse_generic(const ConfigFields& where, const std::string& key,
+                                 const std::string& value, const std::string& model_type,
+                                 const std::string& layout) {
+  where.fail(key.c_str(), value,
+             layout + ": model_type " + model_type +
+                 " is not mapped, and the generic path (a standard decoder from transformers' "
+                 "standard fields) cannot size it; to plan it, write a spec YAML under "
+                 "model_specs/models/ (see docs/models.md)");
+}
+
+// Refuses by name a config whose keys signal a layout the generic path cannot size.
+void check_generic_layout(const json& object, const ConfigFields& where,
+                          const std::string& model_type) {
+  for (const UnsizedKey& u : kUnsizedKeys) {
+    for (const auto& [key, value] : object.items()) {
+      const bool match = u.prefix ? key.rfind(u.key, 0) == 0 : key == u.key;
+      if (match && signals(value, u.one_is_none)) {
+        refuse_generic(where, key, value.dump().substr(0, 80), model_type, u.layout);
+      }
+    }
+  }
+  for (const char* key : {"num_key_value_heads", "head_dim", "intermediate_size"}) {
+    if (where.has(key) && where.at(key).is_array())
+      refuse_generic(where, key, "a list", model_type, "per-layer sizes");
+  }
+  if (where.has("layer_types") && where.at("layer_types").is_array()) {
+    for (const json& kind : where.at("layer_types")) {
+      if (kind != "full_attention" && kind != "sliding_attention") {
+        refuse_generic(where, "layer_types", kind.dump(), model_type,
+                       "a layer kind other than full_attention / sliding_attention");
+      }
+    }
+  } else {
+    for (const char* key : {"sliding_window_pattern", "_sliding_window_pattern"}) {
+      if (where.has(key)) {
+        refuse_generic(where, key, where.at(key).dump(), model_type,
+                       "a sliding pattern without layer_types (which layers slide is not stated)");
+      }
+    }
+  }
+  if (where.boolean_or("use_sliding_window", false) && where.has("max_window_layers")) {
+    refuse_generic(where, "max_window_layers", where.at("max_window_layers").dump(), model_type,
+                   "sliding on some layers only");
+  }
+}
+
+// Routed experts in the standard fields: num_experts (or num_local_experts) of
+// moe_intermediate_size each, num_experts_per_tok per token, on every layer. The generic row's
+// one rule.
+void generic_moe(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::string model_type = c.doc["model_type"].get<std::string>();
+  const std::int64_t experts = f.integer_or("num_experts", f.integer_or("num_local_experts", 0));
+  if (f.has("num_experts") && f.has("num_local_experts") &&
+      f.integer("num_local_experts") != experts) {
+    refuse_generic(f, "num_local_experts", f.at("num_local_experts").dump(), model_type,
+                   "two expert counts (num_experts differs)");
+  }
+  if (experts == 0) return;
+  if (!f.has("moe_intermediate_size")) {
+    refuse_generic(f, "moe_intermediate_size", "missing", model_type,
+                   "routed experts without a stated width");
+  }
+  c.doc["moe"] = {{"num_experts", experts},
+                  {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+                  {"moe_intermediate_size", f.integer("moe_intermediate_size")}};
+}
+
+// What the generic path assumed, in words every plan prints. `tie_stated`: the config writes
+// tie_word_embeddings (transformers' base class defaults it per model; without a class, false).
+json generic_assumptions(const json& doc, bool tie_stated) {
+  const std::int64_t layers = doc["num_hidden_layers"].get<std::int64_t>();
+  const std::string kv = std::to_string(doc["num_key_value_heads"].get<std::int64_t>()) +
+                         " KV heads x head_dim " +
+                         std::to_string(doc["head_dim"].get<std::int64_t>());
+  std::int64_t sliding = 0;
+  if (doc.contains("layer_types")) {
+    for (const json& kind : doc["layer_types"]) sliding += kind == "sliding_attention" ? 1 : 0;
+  } else if (doc.contains("layer_pattern")) {
+    sliding = layers;  // if_set: one sliding_attention entry for every layer
+  }
+  std::string attention = "attention on every one of the " + std::to_string(layers) +
+                          " layers, K and V of " + kv + " per layer, ";
+  if (sliding == 0) {
+    attention += "all full attention";
+  } else {
+    attention += std::to_string(sliding) + " sliding within " +
+                 std::to_string(doc["sliding_window"].get<std::int64_t>()) + " tokens" +
+                 (doc.contains("layer_types") ? " per layer_types"
+                                              : " (sliding_window below max_position_embeddings)");
+  }
+  std::string mlp = "a gated MLP (gate, up, down) of intermediate_size " +
+                    std::to_string(doc["intermediate_size"].get<std::int64_t>()) +
+                    " in every layer";
+  if (doc.contains("moe")) {
+    const json& m = doc["moe"];
+    mlp = "routed experts in every layer (" + m["num_experts"].dump() + " of width " +
+          m["moe_intermediate_size"].dump() + ", " + m["num_experts_per_tok"].dump() +
+          " per token, gated, no shared expert)";
+  }
+  const bool tied = doc["tie_word_embeddings"].get<bool>();
+  const std::string head = std::string(tied ? "lm_head tied to" : "lm_head apart from") +
+                           " the embeddings" +
+                           (tie_stated ? "" : " (tie_word_embeddings not in the config)");
+  return json::array({attention, mlp,
+                      "2 RMSNorms per layer and no q/k norms; biases only where attention_bias / "
+                      "mlp_bias say",
+                      head});
+}
+
+json generic_document(const json& config, const json& text, const ConfigFields& top,
+                      const std::string& model_type, const std::string& prefix,
+                      const std::string& file) {
+  const ConfigFields raw(text, file, prefix);
+  check_generic_layout(config, top, model_type);
+  if (&text != &config) check_generic_layout(text, raw, model_type);
+  Row row;
+  row.info.family = "generic";
+  // Named in "required field is missing, and <class> gives it no default".
+  row.info.config_class = "the generic path (model_type " + model_type + " is not mapped)";
+  // A config that states use_sliding_window slides only when it is true (Qwen's convention).
+  row.sliding = raw.has("use_sliding_window") ? Sliding::QwenGated : Sliding::IfSet;
+  row.rules = {generic_moe};
+  json doc = decoder_document(text, top, row, model_type, prefix, file);
+  doc["generic_assumptions"] =
+      generic_assumptions(doc, raw.has("tie_word_embeddings") || top.has("tie_word_embeddings"));
+  return doc;
+}
+
 }  // namespace
 
 const std::vector<ArchitectureInfo>& architecture_infos() {
@@ -1218,13 +1407,14 @@ json architecture_spec_document(const json& config, const std::string& file) {
         nested ? t.string_or("model_type", wrapper->text_model_type) : wrapper->text_model_type;
   }
   const Row* row = find_row(text_type);
-  if (row == nullptr) {
-    if (text_type != model_type) {
-      unknown_model_type(ConfigFields(text, file, prefix), "model_type", text_type);
-    }
-    unknown_model_type(top, "model_type", model_type);
+  json doc;
+  if (row != nullptr) {
+    doc = decoder_document(text, top, *row, text_type, prefix, file);
+  } else {
+    refuse_if_known(ConfigFields(text, file, prefix), "model_type", text_type);
+    refuse_if_known(top, "model_type", model_type);
+    doc = generic_document(config, text, top, text_type, prefix, file);
   }
-  json doc = decoder_document(text, top, *row, text_type, prefix, file);
   doc["id"] = top.string_or("_name_or_path", file);
   doc["source"] = file;
   const Vision style = wrapper != nullptr ? wrapper->vision : Vision::Siglip;
@@ -1331,6 +1521,31 @@ std::string architectures_markdown() {
     out << "| " << a.family << " | " << list(a.model_types) << " | " << list(a.wrapper_model_types)
         << " | " << list(a.gguf_architectures) << " | " << classes(r) << " | " << a.attention
         << " | " << text(a.moe) << " | " << text(a.vision) << " | " << text(a.mtp) << " |\n";
+  }
+  out << "\n## The generic path: a model_type with no row\n\n"
+         "A config whose `model_type` has no row above (and is not refused below) is planned as a "
+         "standard decoder from the fields transformers standardised: `hidden_size`, "
+         "`num_hidden_layers`, `num_attention_heads`, `num_key_value_heads`, `head_dim` (else "
+         "hidden_size / heads), `intermediate_size`, `vocab_size`, `max_position_embeddings`, "
+         "`tie_word_embeddings`, `torch_dtype` / `dtype`, `attention_bias` / `mlp_bias`, "
+         "`partial_rotary_factor`, `layer_types` (`full_attention` / `sliding_attention`) with "
+         "`sliding_window` (without `layer_types`, a window below max_position_embeddings slides "
+         "every layer, unless `use_sliding_window` is false), and routed experts from "
+         "`num_experts` (or `num_local_experts`), `num_experts_per_tok` and "
+         "`moe_intermediate_size`. It assumes attention and an MLP (gated) or routed experts (no "
+         "shared expert) in every layer, two RMSNorms per layer and no q/k norms. KV bytes per "
+         "token come from those fields; the weights are exact from the safetensors headers "
+         "where vramplan reads them (a local folder, the Hugging Face cache, the Hub), else "
+         "from the fields. Every output (text, JSON, Python, HTML) says \"generic: model_type X "
+         "is not mapped; assumed ...\", with the assumptions and where the weights came "
+         "from.\n\nA key that signals a layout the generic path cannot size refuses the config "
+         "by the key's name (null, false, 0, an empty list, and a layer step of 1 signal "
+         "nothing); so do per-layer sizes written as lists, a `layer_types` entry other than "
+         "full / sliding attention, a `sliding_window_pattern` without `layer_types`, and "
+         "`max_window_layers` with `use_sliding_window` true:\n\n"
+         "| key | layout it signals |\n|---|---|\n";
+  for (const UnsizedKey& u : kUnsizedKeys) {
+    out << "| `" << u.key << (u.prefix ? "*" : "") << "` | " << u.layout << " |\n";
   }
   out << "\n## Refused, with why\n\n| model_type | why |\n|---|---|\n";
   for (const RefusedArchitecture& r : refused_architectures()) {

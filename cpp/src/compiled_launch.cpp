@@ -445,6 +445,15 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
         "planned with them: " +
         keys);
   }
+  if (!s.generic_assumptions.empty()) {
+    std::string assumed;
+    for (const std::string& a : s.generic_assumptions) assumed += (assumed.empty() ? "" : "; ") + a;
+    launch_notes_.push_back("generic: model_type " + s.model_type + " is not mapped; assumed " +
+                            assumed + "; weights " +
+                            (s.checkpoint_bytes > 0
+                                 ? "exact from the checkpoint's tensor headers"
+                                 : "from these standard fields (no tensor headers read)"));
+  }
   if (s.mla.index_head_dim > 0) {
     // vllm/models/deepseek_v32/nvidia/model.py allocates it in the model's __init__, sized by a
     // knob the plan varies after the weights are fixed.

@@ -29,6 +29,7 @@ nlohmann::json to_json(const ModelSpec& s) {
           {"aliases", s.aliases},
           {"source", s.source},
           {"config_defaults", s.config_defaults},
+          {"generic_assumptions", s.generic_assumptions},
           {"model_type", s.model_type},
           {"hidden_size", s.hidden_size},
           {"num_hidden_layers", s.num_hidden_layers},

@@ -32,6 +32,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "aliases", "list[string]", false, "Other HF ids that resolve to this spec (fine-tunes with identical shapes, mirrors)."},
   {"model", "source", "string", false, "Where the numbers come from (config.json copy, model card)."},
   {"model", "config_defaults", "list[string]", false, "Keys the config.json omits that took their config class's default (\"text_config.hidden_size = 4096 (LlamaConfig)\"), as transformers fills them when vLLM loads the config; written by the config.json importer."},
+  {"model", "generic_assumptions", "list[string]", false, "Set by the config.json importer when the model_type has no row in the architecture table: what the generic path assumed to plan it as a standard decoder (every plan says so)."},
   {"model", "model_type", "string", true, "HF model_type (llama, qwen3, gemma2, deepseek_v2, ...)."},
   {"model", "hidden_size", "int", true, "Residual width.", std::int64_t{1} << 17},
   {"model", "num_hidden_layers", "int", true, "Decoder layers (MTP layers excluded).", 4096},
@@ -594,6 +595,7 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   // file). Unread, `source: {a: 1}` used to load silently.
   (void)r.get_string("source", "");
   s.config_defaults = r.get_string_list("config_defaults");
+  s.generic_assumptions = r.get_string_list("generic_assumptions");
   s.model_type = r.get_string("model_type");
   s.hidden_size = r.get_i32("hidden_size", 0, 1);
   s.num_hidden_layers = r.get_i32("num_hidden_layers", 0, 1);

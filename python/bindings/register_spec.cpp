@@ -21,6 +21,7 @@ void register_spec(py::module_& m) {
       .def_readonly("aliases", &ModelSpec::aliases)
       .def_readonly("source", &ModelSpec::source)
       .def_readonly("config_defaults", &ModelSpec::config_defaults)
+      .def_readonly("generic_assumptions", &ModelSpec::generic_assumptions)
       .def_readonly("model_type", &ModelSpec::model_type)
       .def_readonly("num_hidden_layers", &ModelSpec::num_hidden_layers)
       .def_readonly("vocab_size", &ModelSpec::vocab_size)

@@ -98,7 +98,12 @@ def breakdown_html(data: dict[str, Any]) -> str:
         f"(+ {_gib(host['page_cache_bytes'])} page cache)</small></div>"
     )
     table = f'<table style="{_STYLE}"><tr>{header}</tr>{"".join(rows)}</table>'
-    return f"<div>{head}{table}{bars}{foot}</div>"
+    # The plan's notes (the generic path's assumptions, class defaults used, ...), as the text
+    # and JSON outputs carry them.
+    notes = "".join(f"<li><small>{escape(m)}</small></li>" for m in data.get("messages", []))
+    if notes:
+        notes = f"<ul>{notes}</ul>"
+    return f"<div>{head}{table}{bars}{foot}{notes}</div>"
 
 
 def plan_html(data: dict[str, Any]) -> str:

@@ -129,7 +129,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadConfig{"missing_heads.json", "num_attention_heads"},
         BadConfig{"string_hidden.json", "hidden_size"},
-        BadConfig{"unknown_model_type.json", "model_type"},
+        BadConfig{"unknown_model_type.json", "ssm_state_size"},
         BadConfig{"no_model_type.json", "model_type"},
         BadConfig{"unknown_quant.json", "quant_method"},
         BadConfig{"unmappable_ignore.json", "skips q_proj but not k_proj and v_proj at layer 0"},

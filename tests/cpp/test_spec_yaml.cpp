@@ -87,6 +87,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"model", "aliases"},
     {"model", "source"},
     {"model", "config_defaults"},
+    {"model", "generic_assumptions"},
     {"model", "model_type"},
     {"model", "hidden_size"},
     {"model", "num_hidden_layers"},

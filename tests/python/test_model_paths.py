@@ -78,10 +78,12 @@ def test_unknown_layout_fails_closed(tmp_path: Path) -> None:
                 "intermediate_size": 128,
                 "vocab_size": 100,
                 "max_position_embeddings": 256,
+                "attn_type_list": [0, 1],
             }
         )
     )
-    with pytest.raises(vramplan.SpecError, match="model_type"):
+    # An unmapped model_type whose keys signal a layout the generic path cannot size.
+    with pytest.raises(vramplan.SpecError, match=r"attn_type_list: .*model_type rwkv7 is not"):
         vramplan.load_model(tmp_path)
 
 

@@ -179,6 +179,10 @@ struct ModelSpec {
   // Keys the config.json omits that took their config class's default, as transformers fills
   // them when vLLM loads the config ("text_config.hidden_size = 4096 (LlamaConfig)").
   std::vector<std::string> config_defaults;
+  // Set when the config's model_type has no row in the architecture table and the importer
+  // planned it as a standard decoder from transformers' standard fields: what it assumed
+  // ("full attention on every layer", ...). Empty for a mapped family.
+  std::vector<std::string> generic_assumptions;
 
   std::int32_t hidden_size = 0;
   std::int32_t num_hidden_layers = 0;

@@ -71,12 +71,26 @@ def check_text(value: str, what: str) -> None:
         raise _core.ConfigError(msg) from None
 
 
+# Names bash sets or rewrites itself as it runs (`_` is the previous command's last argument,
+# SHLVL counts nested shells, ...): a value written for one is not the value the launch sees.
+_SHELL_MANAGED = frozenset(
+    {
+        "_", "BASHPID", "BASH_ARGV0", "EPOCHREALTIME", "EPOCHSECONDS", "EUID", "FUNCNAME",
+        "GROUPS", "HISTCMD", "IFS", "LINENO", "OLDPWD", "OPTIND", "PPID", "PWD", "RANDOM",
+        "SECONDS", "SHLVL", "SRANDOM", "UID",
+    }
+)  # fmt: skip
+
+
 def check_env_name(name: str) -> None:
     if not _ENV_NAME.fullmatch(name):
         msg = (
             f"environment variable name {shown(name)}: not a shell name "
             "(letters, digits and _, not starting with a digit)"
         )
+        raise _core.ConfigError(msg)
+    if name in _SHELL_MANAGED:
+        msg = f"environment variable name {name}: the shell sets it itself, so no launch sees it"
         raise _core.ConfigError(msg)
 
 

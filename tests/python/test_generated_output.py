@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from vramplan import Error, colocate, load_gpu
-from vramplan._quoting import visible, yaml_comment
+from vramplan._quoting import env_line, visible, yaml_comment
 from vramplan.launchers import render_launch
 
 # Any text an argument can hold: every Unicode category but surrogates, no NUL.
@@ -266,3 +266,11 @@ def test_colocate_compose_carries_hostile_text_exactly(tmp_path: Path) -> None:
     assert len(doc["services"]) == 2
     for service in doc["services"].values():
         assert _compose_interpolate(service["command"][0], _Everything()) == str(model)
+
+
+@pytest.mark.parametrize("name", ["_", "SHLVL", "PWD"])
+def test_env_names_the_shell_sets_itself_are_refused(name: str) -> None:
+    """bash sets `_` to the previous command's last argument and SHLVL per nested shell: a
+    value written for them is not what the launch sees (hypothesis found `{'_': ''}`)."""
+    with pytest.raises(Error, match="the shell sets it itself"):
+        env_line(name, "x")

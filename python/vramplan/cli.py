@@ -200,6 +200,7 @@ def _deployment(
         dp=int(getattr(args, "data_parallel_size", None) or 1),
         host_required_bytes=int(breakdown["host"]["required_bytes"]),
         kv_offloading_bytes=int(knobs.get("kv_offloading_bytes") or 0),
+        num_gpus=args.num_gpus,
     )
 
 

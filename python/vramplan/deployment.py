@@ -95,8 +95,10 @@ def deployment(
     dp: int,
     host_required_bytes: int,
     kv_offloading_bytes: int,
+    num_gpus: int | None = None,
 ) -> Deployment:
-    """The pod's resources for a planned launch (see the module docstring for each term)."""
+    """The pod's resources for a planned launch (see the module docstring for each term): the
+    GPUs the node is given (`num_gpus`), else the launch's TP x PP x DP."""
     profile = mig_profile(gpu_name)
     queues = shm_queue_bytes(engine_version, tp, pp, dp)
     offload = 0
@@ -106,7 +108,7 @@ def deployment(
         offload = dp * kv_offloading_bytes
     return Deployment(
         gpu_resource=f"nvidia.com/mig-{profile}" if profile else "nvidia.com/gpu",
-        gpu_count=tp * pp * dp,
+        gpu_count=num_gpus or tp * pp * dp,
         shm_bytes=queues + offload,
         shm_queue_bytes=queues,
         shm_offload_bytes=offload,

@@ -164,3 +164,20 @@ def test_manifests_without_a_plan_still_validate() -> None:
             gpus=1,
         )
         jsonschema.validate(yaml.safe_load(text), _schema(schema))
+
+
+def test_node_gpu_count_and_mig_resource() -> None:
+    slices = deployment(
+        gpu_name="NVIDIA H100 80GB HBM3 MIG 1g.10gb",
+        vendor="nvidia",
+        engine_version="0.33.0",
+        tp=1,
+        pp=1,
+        dp=1,
+        host_required_bytes=GIB,
+        kv_offloading_bytes=0,
+        num_gpus=4,
+    )
+    assert (slices.gpu_resource, slices.gpu_count) == ("nvidia.com/mig-1g.10gb", 4)
+    assert slices.shm_bytes == 0  # world size 1: the uni executor, no queues
+    assert slices.host_memory_request_bytes == GIB

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from . import _core, _database
 from ._identity import path_identity, plain_scalar
 from ._resources import model_specs_dir
+from .deployment import check_mig_parallel
 from .resolve import resolve_model
 
 if TYPE_CHECKING:
@@ -224,6 +225,7 @@ def _compile(
 ) -> _core.Launch:
     spec = model if isinstance(model, _core.ModelSpec) else load_model(model)
     gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
+    check_mig_parallel(gpu_spec.name, gpu_spec.id, knobs)
     return _core.Launch(
         spec,
         gpu_spec,

@@ -50,6 +50,7 @@ from ._cli_args import (
     _write_frame,
 )
 from ._quoting import shell_join, shell_word, visible
+from .deployment import Deployment, deployment
 
 
 class _Launch:
@@ -173,10 +174,34 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]
         request_seconds=getattr(args, "request_seconds", None),
         **knobs,
     )
-    extra: dict[str, Any] = {"model_source": launch.source, "served_model": str(args.model)}
+    extra: dict[str, Any] = {
+        "model_source": launch.source,
+        "served_model": str(args.model),
+        "deployment": _deployment(launch.gpu, result, knobs, args).to_dict(),
+    }
     if result.split_search is not None:
         extra["split_search"] = result.split_search
     return result, extra
+
+
+def _deployment(
+    gpu: str | _core.GpuSpec, result: api.Plan, knobs: dict[str, Any], args: argparse.Namespace
+) -> Deployment:
+    """The pod's GPU resource, memory and /dev/shm for the planned launch (deployment.py)."""
+    spec = gpu if isinstance(gpu, _core.GpuSpec) else api.load_gpu(gpu)
+    breakdown = result.to_dict()["breakdown"]
+    config = breakdown["config"]
+    return deployment(
+        gpu_name=spec.name,
+        vendor=str(spec.to_dict()["vendor"]),
+        engine_version=str(breakdown["engine_version"]),
+        tp=int(config["tensor_parallel_size"]),
+        pp=int(config["pipeline_parallel_size"]),
+        dp=int(getattr(args, "data_parallel_size", None) or 1),
+        host_required_bytes=int(breakdown["host"]["required_bytes"]),
+        kv_offloading_bytes=int(knobs.get("kv_offloading_bytes") or 0),
+        num_gpus=args.num_gpus,
+    )
 
 
 def _remedies(result: api.Plan, args: argparse.Namespace) -> list[int]:
@@ -300,6 +325,7 @@ def _cmd_flags(args: argparse.Namespace) -> int:
         env=env,
         engine_version=str(result.breakdown.engine_version),
         gpus=gpus,
+        resources=Deployment(**extra["deployment"]),
     )
     if fmt == "args" and env:
         # $(...) carries flags only: the environment comes from --format env (or shell).

@@ -570,7 +570,7 @@ def plan(
     prompt_tokens: Any = ...,
     output_tokens: Any = ...,
     prefix_tokens: int = ...,
-    preemption_target: float = ...,
+    preemption_target: float | None = ...,
     request_seconds: float | None = ...,
     offline: bool | None = ...,
     revision: str | None = ...,
@@ -593,7 +593,7 @@ def plan(
     prompt_tokens: None = ...,
     output_tokens: None = ...,
     prefix_tokens: Literal[0] = ...,
-    preemption_target: float = ...,
+    preemption_target: None = ...,
     request_seconds: None = ...,
     offline: bool | None = ...,
     revision: str | None = ...,
@@ -615,7 +615,7 @@ def plan(
     prompt_tokens: Any = None,
     output_tokens: Any = None,
     prefix_tokens: int = 0,
-    preemption_target: float = 0.01,
+    preemption_target: float | None = None,
     request_seconds: float | None = None,
     offline: bool | None = None,
     revision: str | None = None,
@@ -658,18 +658,21 @@ def plan(
             "prompt_tokens": prompt_tokens,
             "output_tokens": output_tokens,
             "prefix_tokens": prefix_tokens,
+            "preemption_target": preemption_target,
             "request_seconds": request_seconds,
         }
         spec, card, path = _sglang_args(model, gpu, offline, revision, vllm_only)
         return sglang.plan(spec, card, model_path=path, **pinned)
-    from .workload import make_workload
+    from .workload import DEFAULT_PREEMPTION_TARGET, make_workload
 
     traffic = make_workload(
         workload,
         prompt_tokens=prompt_tokens,
         output_tokens=output_tokens,
         prefix_tokens=prefix_tokens,
-        preemption_target=preemption_target,
+        preemption_target=DEFAULT_PREEMPTION_TARGET
+        if preemption_target is None
+        else preemption_target,
         request_seconds=request_seconds,
     )
     # The ranges are the solver's (context: up to the model's maximum); here only what a

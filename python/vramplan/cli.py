@@ -170,7 +170,7 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[api.Plan, dict[str, Any]]
         prompt_tokens=getattr(args, "prompt_tokens", None),
         output_tokens=getattr(args, "output_tokens", None),
         prefix_tokens=getattr(args, "prefix_tokens", 0),
-        preemption_target=getattr(args, "preemption_target", 0.01),
+        preemption_target=getattr(args, "preemption_target", None),
         request_seconds=getattr(args, "request_seconds", None),
         **knobs,
     )
@@ -755,8 +755,7 @@ def _add_traffic_args(p: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--preemption-target",
         type=_finite_float("--preemption-target"),
-        default=0.01,
-        help="largest acceptable probability that busy slots overflow the KV cache (0.01)",
+        help="largest acceptable probability that busy slots overflow the KV cache (default 0.01)",
     )
     group.add_argument(
         "--request-seconds",

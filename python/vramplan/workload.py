@@ -31,6 +31,9 @@ OUTPUT_COLUMNS = (
     "max_tokens",
 )
 COUNT_COLUMNS = ("count", "requests", "frequency", "n")
+# The acceptable probability that busy slots overflow the KV cache, where none is given (the
+# core's own default, `Workload.preemption_target`).
+DEFAULT_PREEMPTION_TARGET: float = _core.Workload.from_percentiles(1, 1, 1, 1).preemption_target
 # vLLM's benchmark result JSON keeps the per-request lengths as two lists.
 BENCHMARK_LISTS = ("input_lens", "output_lens")
 
@@ -169,7 +172,7 @@ def make_workload(
     prompt_tokens: Any = None,
     output_tokens: Any = None,
     prefix_tokens: int = 0,
-    preemption_target: float = 0.01,
+    preemption_target: float = DEFAULT_PREEMPTION_TARGET,
     request_seconds: float | None = None,
 ) -> _core.Workload | None:
     """The workload a plan serves, or None: `workload` is a file path, a `_core.Workload`, or a

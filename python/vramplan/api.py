@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from . import _core, _database
 from ._identity import path_identity, plain_scalar
 from ._resources import model_specs_dir
-from .deployment import check_mig_parallel
+from .deployment import check_mig_parallel, mig_profile
 from .resolve import resolve_model
 
 if TYPE_CHECKING:
@@ -459,7 +459,15 @@ class Plan:
     """The solver's answer: the largest safe knobs, why each binds, remedies, breakdown.
     Attributes are the C++ result's (`fits`, `verdict`, `max_model_len`, `binding`, ...)."""
 
-    __slots__ = ("_band", "_core", "_evaluated", "_launch", "_workload", "split_search")
+    __slots__ = (
+        "_band",
+        "_core",
+        "_evaluated",
+        "_launch",
+        "_remedy_kept",
+        "_workload",
+        "split_search",
+    )
 
     def __init__(
         self,
@@ -468,6 +476,7 @@ class Plan:
         launch: _core.Launch | None = None,
         evaluated: dict[str, Any] | None = None,
         workload: _core.Workload | None = None,
+        mig_slice: bool = False,
     ) -> None:
         self._core = core
         self._band = band
@@ -476,6 +485,14 @@ class Plan:
         self._workload = workload
         # Every TP x PP split tried when the plan chose the split (num_gpus > 1), else None.
         self.split_search: list[dict[str, Any]] | None = None
+        # The remedies that launch on this GPU: a MIG slice takes no wider TP or PP group.
+        self._remedy_kept = [
+            not (mig_slice and _widens_parallelism(remedy.changes)) for remedy in core.remedies
+        ]
+
+    @property
+    def remedies(self) -> list[_core.Remedy]:
+        return [r for r, kept in zip(self._core.remedies, self._remedy_kept) if kept]
 
     def preemption_curve(self, max_num_seqs: Sequence[int]) -> list[float]:
         """The probability that each `max_num_seqs` busy slots of the plan's workload overflow
@@ -532,6 +549,7 @@ class Plan:
         data = dict(json.loads(self._core.to_json()))
         band = self.error_band
         data["breakdown"]["error_band"] = band
+        data["remedies"] = [r for r, kept in zip(data["remedies"], self._remedy_kept) if kept]
         if self.split_search is not None:
             data["split_search"] = self.split_search
         return {**data, "error_band": band}
@@ -700,7 +718,9 @@ def plan(
             runtime_headroom_bytes=-1 if runtime_headroom_bytes is None else runtime_headroom_bytes,
             workload=traffic,
         )
-        return Plan(solved, band, launch, evaluated, traffic)
+        card = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
+        mig_slice = mig_profile(card.name) is not None
+        return Plan(solved, band, launch, evaluated, traffic, mig_slice=mig_slice)
 
     if _searches_splits(num_gpus, pinned):
         from .search import plan_on_gpus
@@ -723,6 +743,14 @@ def _searches_splits(num_gpus: int | None, pinned: Mapping[str, Any]) -> bool:
         and num_gpus > 1
         and pinned.get("tensor_parallel_size") is None
         and pinned.get("pipeline_parallel_size") is None
+    )
+
+
+def _widens_parallelism(changes: Sequence[_core.KnobChange]) -> bool:
+    """Whether a remedy raises the tensor- or pipeline-parallel size above 1."""
+    return any(
+        c.knob in ("tensor_parallel_size", "pipeline_parallel_size") and c.value not in ("", "1")
+        for c in changes
     )
 
 

@@ -181,3 +181,17 @@ def test_node_gpu_count_and_mig_resource() -> None:
     assert (slices.gpu_resource, slices.gpu_count) == ("nvidia.com/mig-1g.10gb", 4)
     assert slices.shm_bytes == 0  # world size 1: the uni executor, no queues
     assert slices.host_memory_request_bytes == GIB
+
+
+def test_a_mig_slice_is_offered_no_wider_parallel_group() -> None:
+    """Qwen3-32B does not fit a 1g.10gb slice; the remedies it is offered launch there: none
+    raises the tensor- or pipeline-parallel size, which a slice cannot join (found by the
+    remedy-replay property test)."""
+    plan = api.plan("Qwen/Qwen3-32B", "H100-80GB-MIG-1g.10gb", context=4096)
+    assert not plan.fits
+    kinds = [remedy.kind for remedy in plan.remedies]
+    assert kinds
+    assert not any("tensor_parallel" in kind for kind in kinds)
+    assert [r["kind"] for r in plan.to_dict()["remedies"]] == kinds
+    whole = api.plan("Qwen/Qwen3-32B", "H100", context=4096, gpu_memory_utilization=0.1)
+    assert any("tensor_parallel" in r.kind for r in whole.remedies)

@@ -731,8 +731,18 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
   return t;
 }
 
+// model_specs/architectures.yaml as compiled in, its pieces joined once.
+const std::string& architectures_yaml() {
+  static const std::string text = [] {
+    std::string joined;
+    for (const char* piece : detail::kArchitecturesYamlPieces) joined += piece;
+    return joined;
+  }();
+  return text;
+}
+
 const Table& table() {
-  static const Table t = parse_table(detail::kArchitecturesYaml, kArchitecturesFile);
+  static const Table t = parse_table(architectures_yaml(), kArchitecturesFile);
   return t;
 }
 
@@ -1160,7 +1170,10 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
   }
   json defaults = json::array();
   for (const std::string& key : f.defaults_used()) {
-    defaults.push_back(prefix + key + " = " + applied.at(key).dump() + " (" + config_class + ")");
+    std::string line = prefix;
+    line.append(key).append(" = ").append(applied.at(key).dump());
+    line.append(" (").append(config_class).append(")");
+    defaults.push_back(std::move(line));
   }
   if (!defaults.empty()) doc["config_defaults"] = defaults;
   return doc;
@@ -1455,7 +1468,7 @@ const std::vector<VllmArchitecture>& vllm_registry_architectures() {
     }
     YAML::Node root;
     try {
-      root = YAML::Load(detail::kArchitecturesYaml);
+      root = YAML::Load(architectures_yaml());
     } catch (const YAML::Exception& e) {
       throw SpecError(file, "line " + std::to_string(e.mark.line + 1), "YAML text", e.msg);
     }

@@ -603,7 +603,7 @@ std::map<std::string, json> modelopt_layer_algos(const ConfigFields& q) {
     std::transform(algo.begin(), algo.end(), algo.begin(),
                    [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
     if (algo != "FP8" && algo != "NVFP4" && algo != "W4A16_NVFP4") {
-      q.fail("quantized_layers", name + ": " + algo,
+      q.fail("quantized_layers", std::string(name).append(": ").append(algo),
              "per-layer algorithm not supported (FP8, NVFP4, W4A16_NVFP4)");
     }
     if (algo != "FP8" && recipe.contains("group_size") && recipe["group_size"] != json(16)) {

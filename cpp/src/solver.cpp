@@ -342,6 +342,21 @@ std::string verdict_text(const CompiledLaunch& launch, const Plan& plan, const E
          std::to_string(context) + " tokens (" + concurrency_text(plan) + ")";
 }
 
+// Why max_num_seqs sits below the release default: the check it lets the launch pass.
+std::string lowered_seqs_binding(Outcome failing) {
+  switch (failing) {
+    case Outcome::CudagraphProfilingOom:
+      return "the largest that starts: CUDA-graph profiling's minimal KV cache of "
+             "max_cudagraph_capture_size blocks must fit beside the weights";
+    case Outcome::InsufficientKvForMaxModelLen:
+      return "the largest that starts: KV room for one request of max_model_len (fewer "
+             "sequences profile a smaller sampler and capture fewer CUDA graphs)";
+    default:
+      return std::string("the largest that starts: ") + outcome_name(failing) +
+             " (the sampler and CUDA graphs grow with max_num_seqs)";
+  }
+}
+
 // The solve at fixed compile-time knobs: utilization, context, batched tokens, sequences.
 Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig config,
                const Targets& t) {
@@ -388,21 +403,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
     };
     if (!passes(1)) return;
     knobs.max_num_seqs = largest_passing(1, e.knobs.max_num_seqs, passes);
-    switch (failing) {
-      case Outcome::CudagraphProfilingOom:
-        seqs_binding =
-            "the largest that starts: CUDA-graph profiling's minimal KV cache of "
-            "max_cudagraph_capture_size blocks must fit beside the weights";
-        break;
-      case Outcome::InsufficientKvForMaxModelLen:
-        seqs_binding =
-            "the largest that starts: KV room for one request of max_model_len (fewer "
-            "sequences profile a smaller sampler and capture fewer CUDA graphs)";
-        break;
-      default:
-        seqs_binding = std::string("the largest that starts: ") + outcome_name(failing) +
-                       " (the sampler and CUDA graphs grow with max_num_seqs)";
-    }
+    seqs_binding = lowered_seqs_binding(failing);
     e = evaluate(launch, knobs);
   };
   // Graph profiling (its minimal KV cache follows max_num_seqs, not the context) fails before

@@ -6,7 +6,6 @@ fixing flags with the failure's cause taken into account."""
 from __future__ import annotations
 
 import io
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,22 +289,17 @@ def _advises_lowering(result: dict[str, Any], knob: str) -> bool:
     return any(a["knob"] == knob and a["action"] == "lower" for a in result["advice"])
 
 
-def _runtime_headroom(
-    result: dict[str, Any], predicted: api.Breakdown, logged: dict[str, Any], others: int
-) -> int:
+def _runtime_headroom(result: dict[str, Any], predicted: api.Breakdown) -> int:
     """Bytes a plan keeps free beside its budget after a runtime OOM: what the failing launch
-    left outside its budget (total - budget - CUDA context - other processes) plus the shortfall
-    its OOM line states (tried - free), less the solver's default safety margin."""
+    left outside its budget (the core's headroom of the logged launch: total - budget - CUDA
+    context - other processes) plus the shortfall its OOM line states (tried - free), less the
+    solver's default safety margin."""
     rank = predicted.to_dict()["ranks"][0]
-    utilization = float(
-        logged.get("gpu_memory_utilization") or predicted["config"]["gpu_memory_utilization"]
-    )
-    total = int(rank["total_memory_bytes"])
-    left = total - math.ceil(utilization * total) - int(rank["cuda_context_bytes"]) - others
     figures = result.get("figures") or {}
     tried, free = figures.get("oom_tried_gib"), figures.get("oom_free_gib")
     missing = max(0, round((tried - free) * GIB)) if tried is not None and free is not None else 0
-    return max(0, min(left + missing - DEFAULT_SAFETY_MARGIN_BYTES, total - 1))
+    left = int(rank["headroom_bytes"])
+    return max(0, min(left + missing - DEFAULT_SAFETY_MARGIN_BYTES, rank["total_memory_bytes"] - 1))
 
 
 def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) -> dict[str, Any]:
@@ -340,7 +334,7 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         # The launch ran out of memory serving traffic: the plan keeps free, outside its budget,
         # what this launch left there plus what the OOM proves was missing (torch's "Tried to
         # allocate X ... of which Y is free"), so it never takes more of the GPU than what ran.
-        headroom = _runtime_headroom(result, predicted, utilization, others)
+        headroom = _runtime_headroom(result, predicted)
         utilization = {}
     written_context: dict[str, Any] = (
         {"max_model_len": context} if launch.get("user_context") and context else {}

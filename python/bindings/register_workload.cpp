@@ -15,6 +15,8 @@ namespace vramplan_py {
 void register_workload(py::module_& m) {
   // The solver's margin where no error band widens it (one home: SolveTargets).
   m.attr("DEFAULT_SAFETY_MARGIN_BYTES") = vramplan::SolveTargets{}.safety_margin_bytes;
+  // The acceptable overflow probability where a workload states none.
+  m.attr("DEFAULT_PREEMPTION_TARGET") = vramplan::Workload{}.preemption_target;
   using vramplan::Workload;
   py::class_<Workload>(m, "Workload", "The request shapes a server sees, as a distribution.")
       .def_static(

@@ -7,6 +7,7 @@ import os
 import typing
 
 __all__: list[str] = [
+    "DEFAULT_PREEMPTION_TARGET",
     "DEFAULT_SAFETY_MARGIN_BYTES",
     "ENGINES",
     "KNOBS",
@@ -660,6 +661,7 @@ def with_checkpoint_bytes(
     A copy of `spec` whose stored tensor bytes are `checkpoint_bytes` (exact, from safetensors headers read elsewhere, e.g. over HTTP range requests).
     """
 
+DEFAULT_PREEMPTION_TARGET: float = 0.01
 DEFAULT_SAFETY_MARGIN_BYTES: int = 536870912
 ENGINES: list[typing.Any] = ...
 KNOBS: list[dict[str, typing.Any]]

@@ -33,7 +33,7 @@ OUTPUT_COLUMNS = (
 COUNT_COLUMNS = ("count", "requests", "frequency", "n")
 # The acceptable probability that busy slots overflow the KV cache, where none is given (the
 # core's own default, `Workload.preemption_target`).
-DEFAULT_PREEMPTION_TARGET: float = _core.Workload.from_percentiles(1, 1, 1, 1).preemption_target
+DEFAULT_PREEMPTION_TARGET: float = _core.DEFAULT_PREEMPTION_TARGET
 # vLLM's benchmark result JSON keeps the per-request lengths as two lists.
 BENCHMARK_LISTS = ("input_lens", "output_lens")
 

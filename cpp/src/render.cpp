@@ -280,18 +280,35 @@ std::string to_vllm_args(const Plan& plan) {
   return out;
 }
 
+nlohmann::json to_json(const KnobChange& change) {
+  return {{"knob", change.knob},
+          {"value", change.value},
+          {"before", change.before},
+          {"reason", change.reason}};
+}
+
 namespace {
 
 nlohmann::json changes_json(const std::vector<KnobChange>& changes) {
   nlohmann::json out = nlohmann::json::array();
-  for (const KnobChange& c : changes) {
-    out.push_back(
-        {{"knob", c.knob}, {"value", c.value}, {"before", c.before}, {"reason", c.reason}});
-  }
+  for (const KnobChange& c : changes) out.push_back(to_json(c));
   return out;
 }
 
 }  // namespace
+
+nlohmann::json to_json(const Remedy& remedy) {
+  return {
+      {"kind", remedy.kind},   {"change", remedy.change}, {"changes", changes_json(remedy.changes)},
+      {"drops", remedy.drops}, {"fits", remedy.fits},     {"detail", remedy.detail},
+      {"flags", remedy.flags}};
+}
+
+nlohmann::json to_json(const std::vector<Remedy>& remedies) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Remedy& r : remedies) out.push_back(to_json(r));
+  return out;
+}
 
 nlohmann::json to_json(const WorkloadReport& w) {
   if (!w.present) return nullptr;
@@ -314,16 +331,7 @@ nlohmann::json to_json(const WorkloadReport& w) {
 }
 
 nlohmann::json to_json(const Plan& plan) {
-  nlohmann::json remedies = nlohmann::json::array();
-  for (const auto& r : plan.remedies) {
-    remedies.push_back({{"kind", r.kind},
-                        {"change", r.change},
-                        {"changes", changes_json(r.changes)},
-                        {"drops", r.drops},
-                        {"fits", r.fits},
-                        {"detail", r.detail},
-                        {"flags", r.flags}});
-  }
+  const nlohmann::json remedies = to_json(plan.remedies);
   const EngineProfile& engine = plan.breakdown.profile;
   return {{"as_written",
            {{"fits", plan.as_written_fits},

@@ -780,62 +780,57 @@ std::string sglang_launch_line(const SglangConfig& c) {
   return line;
 }
 
-SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
-                       const SglangConfig& config) {
-  const Prepared p = prepare(spec, gpu, rules, config);
-  SglangPlan plan;
-  plan.launch = evaluate(p, config);
+namespace {
 
-  // mem_fraction_static: thousandths. Too low leaves no KV, too high starves the slack, so the
-  // launches that start are an interval: find one, then its top.
-  std::optional<std::int64_t> best_f;
-  for (std::int64_t k = 990; k >= 10; k -= 10) {
+constexpr double kGiB = static_cast<double>(std::int64_t{1} << 30);
+
+std::string gib_text(std::int64_t bytes) {
+  std::ostringstream out;
+  out.precision(2);
+  out << std::fixed << static_cast<double>(bytes) / kGiB << " GiB";
+  return out.str();
+}
+
+// What the slack keeps free once the graphs are captured and the first chunked prefill ran.
+std::int64_t spare_slack(const SglangBreakdown& b) noexcept {
+  return b.free_after_graphs_bytes - b.activation_bytes;
+}
+
+// The largest f in thousandths, 0.010 to 0.990, at which `ok` holds. Too low a fraction leaves
+// no KV, too high one starves the slack, so the fractions that pass are an interval: find one
+// from the top in steps of 0.010, then its top within the step.
+template <typename Ok>
+std::optional<double> largest_fraction(const SglangConfig& config, Ok ok) {
+  auto at = [&config](std::int64_t thousandths) {
     SglangConfig c = config;
-    c.mem_fraction_static = static_cast<double>(k) / 1000.0;
-    if (started(p, c)) {
-      best_f = largest(k, std::min<std::int64_t>(k + 9, 990), [&](std::int64_t v) {
-        SglangConfig t = config;
-        t.mem_fraction_static = static_cast<double>(v) / 1000.0;
-        return started(p, t);
-      });
-      break;
-    }
+    c.mem_fraction_static = static_cast<double>(thousandths) / 1000.0;
+    return c;
+  };
+  for (std::int64_t k = 990; k >= 10; k -= 10) {
+    if (!ok(at(k))) continue;
+    const auto best =
+        largest(k, std::min<std::int64_t>(k + 9, 990), [&](std::int64_t v) { return ok(at(v)); });
+    return static_cast<double>(*best) / 1000.0;
   }
-  SglangConfig planned = config;
-  if (best_f) {
-    plan.max_mem_fraction_static = static_cast<double>(*best_f) / 1000.0;
-    planned.mem_fraction_static = plan.max_mem_fraction_static;
-  }
-  plan.planned = evaluate(p, planned);
-  if (best_f) {
-    // The slack consumers are estimates that no release measures before sizing; measured
-    // captures exceeded the graph estimate (docs/sglang.md, accuracy table).
-    plan.planned.notes.push_back(
-        "mem_fraction_static " + format_fraction(*plan.max_mem_fraction_static) +
-        " leaves the slack only SGLang's own CUDA-graph reserve (" +
-        format_fraction(static_cast<double>(plan.planned.decode_graph_bytes +
-                                            plan.planned.prefill_graph_bytes) /
-                        static_cast<double>(std::int64_t{1} << 30)) +
-        " GiB here) and an activation estimate; measured graph captures took 1.4x to 20x that "
-        "reserve, so leave headroom below it");
-  }
+  return std::nullopt;
+}
 
-  // The other knobs at the launch's own f (given or default).
-  const SglangBreakdown& base = plan.launch;
-  const std::int64_t token_cap = std::max<std::int64_t>(1, base.max_total_num_tokens / 2);
+// The largest value of each knob that starts, the others as written.
+void largest_knobs(const Prepared& p, const SglangConfig& config, SglangPlan& plan) {
+  const std::int64_t token_cap = std::max<std::int64_t>(1, plan.launch.max_total_num_tokens / 2);
   plan.max_running_requests = largest(1, token_cap, [&](std::int64_t v) {
     SglangConfig t = config;
     t.max_running_requests = v;
     return started(p, t);
   });
-  const std::int64_t model_max = std::max<std::int64_t>(1, spec.max_position_embeddings);
+  const std::int64_t model_max = std::max<std::int64_t>(1, p.spec->max_position_embeddings);
   plan.max_context_length = largest(1, model_max, [&](std::int64_t v) {
     SglangConfig t = config;
     t.context_length = v;
     const SglangBreakdown b = evaluate(p, t);
     return b.verdict == SglangVerdict::Started && b.max_total_num_tokens >= v;
   });
-  const std::int64_t page = base.page_size;
+  const std::int64_t page = plan.launch.page_size;
   const auto chunks = largest(1, (std::int64_t{1} << 20) / page, [&](std::int64_t v) {
     SglangConfig t = config;
     t.chunked_prefill_size = v * page;
@@ -850,8 +845,177 @@ SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRu
     });
     if (bs) plan.max_cuda_graph_max_bs = static_cast<std::int32_t>(*bs);
   }
+}
+
+// fits, the verdict line and the figures behind them, for the planned launch.
+void judge(const SglangTargets& targets, SglangPlan& plan) {
+  const SglangBreakdown& b = plan.planned;
+  plan.safety_margin_bytes = targets.safety_margin_bytes;
+  plan.target_context_tokens =
+      targets.context_tokens > 0 ? targets.context_tokens : b.context_length;
+  const std::int64_t context = std::max<std::int64_t>(1, plan.target_context_tokens);
+  const bool started_ok = b.verdict == SglangVerdict::Started;
+  plan.spare_slack_bytes = started_ok ? spare_slack(b) : 0;
+  plan.concurrent_sequences =
+      started_ok ? std::min(b.max_running_requests, b.max_total_num_tokens / context) : 0;
+  const std::string f = "mem_fraction_static " + format_fraction(b.mem_fraction_static);
+  if (!started_ok) {
+    plan.verdict =
+        "does not start at " + f + ": " + sglang_verdict_name(b.verdict) + " (" + b.error + ")";
+  } else if (plan.spare_slack_bytes < plan.safety_margin_bytes) {
+    plan.verdict = "starts at " + f + ", but the slack keeps " + gib_text(plan.spare_slack_bytes) +
+                   " free after the CUDA graphs and the first prefill, under the " +
+                   gib_text(plan.safety_margin_bytes) + " safety margin";
+  } else if (b.max_total_num_tokens < context) {
+    plan.verdict = "starts, but its KV pool of " + std::to_string(b.max_total_num_tokens) +
+                   " tokens is shorter than one request of " + std::to_string(context) + " tokens";
+  } else if (plan.concurrent_sequences < targets.concurrency) {
+    plan.verdict = "starts, but its KV pool holds " + std::to_string(plan.concurrent_sequences) +
+                   " of the " + std::to_string(targets.concurrency) + " sequences of " +
+                   std::to_string(context) + " tokens asked for (max_running_requests " +
+                   std::to_string(b.max_running_requests) + ")";
+  } else {
+    plan.fits = true;
+    plan.verdict = "fits: " + std::to_string(b.max_total_num_tokens) + " KV tokens, " +
+                   std::to_string(plan.concurrent_sequences) + " concurrent sequences of " +
+                   std::to_string(context) + " tokens (max_running_requests " +
+                   std::to_string(b.max_running_requests) + ") at " + f + "; the slack keeps " +
+                   gib_text(plan.spare_slack_bytes) + " free (margin " +
+                   gib_text(plan.safety_margin_bytes) + ")";
+  }
+}
+
+struct RemedyCandidate {
+  const char* kind;
+  const char* knob;  // ServerArgs name
+  std::string value;
+  std::string before;
+  SglangConfig config;
+  const char* drops;  // the user's setting it does not keep ("" for none)
+};
+
+std::string knob_flag(const char* knob) {
+  std::string flag = std::string("--") + knob;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+// Changes that can make a launch that does not fit fit, cheaper first: a lower pinned
+// mem_fraction_static, an fp8 KV cache, fewer captured graphs, a context the pool holds, a
+// doubled tensor-parallel size.
+std::vector<RemedyCandidate> remedy_candidates(const SglangConfig& config, const SglangPlan& plan) {
+  std::vector<RemedyCandidate> out;
+  const SglangBreakdown& b = plan.planned;
+  if (config.mem_fraction_static && plan.safe_mem_fraction_static &&
+      *plan.safe_mem_fraction_static != *config.mem_fraction_static) {
+    SglangConfig c = config;
+    c.mem_fraction_static = plan.safe_mem_fraction_static;
+    out.push_back({"lower_mem_fraction_static", "mem_fraction_static",
+                   format_fraction(*plan.safe_mem_fraction_static),
+                   format_fraction(*config.mem_fraction_static), c, "mem_fraction_static"});
+  }
+  if (config.kv_cache_dtype.rfind("fp8", 0) != 0) {
+    SglangConfig c = config;
+    c.kv_cache_dtype = "fp8_e4m3";
+    out.push_back({"fp8_kv_cache", "kv_cache_dtype", "fp8_e4m3", config.kv_cache_dtype, c, ""});
+  }
+  if (!config.disable_cuda_graph && b.cuda_graph_max_bs > 8) {
+    SglangConfig c = config;
+    c.cuda_graph_max_bs = 8;
+    out.push_back({"smaller_cuda_graphs", "cuda_graph_max_bs", "8",
+                   std::to_string(b.cuda_graph_max_bs), c, ""});
+  }
+  const std::int64_t concurrency = std::max<std::int64_t>(1, plan.concurrent_sequences);
+  if (b.verdict == SglangVerdict::Started && b.context_length > 1) {
+    const std::int64_t held = b.max_total_num_tokens / concurrency;
+    if (held > 0 && held < b.context_length) {
+      SglangConfig c = config;
+      c.context_length = held;
+      out.push_back({"shorter_context", "context_length", std::to_string(held),
+                     std::to_string(b.context_length), c, "context_length"});
+    }
+  }
+  if (config.tp_size <= 4) {
+    SglangConfig c = config;
+    c.tp_size = config.tp_size * 2;
+    out.push_back({"tensor_parallel", "tp_size", std::to_string(c.tp_size),
+                   std::to_string(config.tp_size), c, "tp_size"});
+  }
+  return out;
+}
+
+std::vector<Remedy> sglang_remedies(const ModelSpec& spec, const GpuSpec& gpu,
+                                    const SglangRules& rules, const SglangConfig& config,
+                                    const SglangTargets& targets, const SglangPlan& plan) {
+  SglangTargets replay = targets;
+  replay.remedies = false;
+  std::vector<Remedy> out;
+  for (const RemedyCandidate& candidate : remedy_candidates(config, plan)) {
+    SglangPlan remedied;
+    try {
+      remedied = sglang_plan(spec, gpu, rules, candidate.config, replay);
+    } catch (const ConfigError&) {
+      continue;  // e.g. a tensor-parallel size that does not divide the attention heads
+    }
+    Remedy r;
+    r.kind = candidate.kind;
+    r.change = knob_flag(candidate.knob) + " " + candidate.value;
+    r.changes.push_back({candidate.knob, candidate.value, candidate.before, ""});
+    if (*candidate.drops != '\0') r.drops.emplace_back(candidate.drops);
+    r.fits = remedied.fits;
+    r.detail = remedied.verdict;
+    for (const std::string& word : sglang_launch_argv(remedied.planned_config)) {
+      r.flags += (r.flags.empty() ? "" : " ") + shell_quote(word);
+    }
+    out.push_back(std::move(r));
+  }
+  // The ones that fit first, in the order above.
+  std::stable_partition(out.begin(), out.end(), [](const Remedy& r) { return r.fits; });
+  return out;
+}
+
+}  // namespace
+
+SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
+                       const SglangConfig& config, const SglangTargets& targets) {
+  SglangConfig written = config;
+  // A target context sets context_length where the user did not.
+  if (targets.context_tokens > 0 && !written.context_length) {
+    written.context_length = targets.context_tokens;
+  }
+  const Prepared p = prepare(spec, gpu, rules, written);
+  SglangPlan plan;
+  plan.launch = evaluate(p, written);
+  plan.max_mem_fraction_static =
+      largest_fraction(written, [&](const SglangConfig& c) { return started(p, c); });
+  plan.safe_mem_fraction_static = largest_fraction(written, [&](const SglangConfig& c) {
+    SglangBreakdown b;
+    evaluate_numbers(p, c, b);
+    return b.verdict == SglangVerdict::Started && spare_slack(b) >= targets.safety_margin_bytes;
+  });
+  SglangConfig planned = written;
+  if (!planned.mem_fraction_static && plan.safe_mem_fraction_static) {
+    planned.mem_fraction_static = plan.safe_mem_fraction_static;
+  }
+  plan.planned = evaluate(p, planned);
+  if (plan.safe_mem_fraction_static && !config.mem_fraction_static) {
+    // The slack consumers are estimates that no release measures before sizing; measured
+    // captures exceeded the graph estimate (docs/sglang.md, accuracy table).
+    plan.planned.notes.push_back(
+        "mem_fraction_static " + format_fraction(*plan.safe_mem_fraction_static) +
+        " leaves the slack SGLang's own CUDA-graph reserve (" +
+        gib_text(plan.planned.decode_graph_bytes + plan.planned.prefill_graph_bytes) +
+        " here), an activation estimate and the " + gib_text(targets.safety_margin_bytes) +
+        " margin; measured graph captures took 1.4x to 20x that reserve, so leave headroom "
+        "below it");
+  }
+  largest_knobs(p, written, plan);
+  judge(targets, plan);
   plan.launch_line = sglang_launch_line(planned);
   plan.planned_config = std::move(planned);
+  if (!plan.fits && targets.remedies) {
+    plan.remedies = sglang_remedies(spec, gpu, rules, written, targets, plan);
+  }
   return plan;
 }
 
@@ -916,8 +1080,16 @@ nlohmann::json to_json(const SglangPlan& plan) {
   j["max_context_length"] = optional(plan.max_context_length);
   j["max_chunked_prefill_size"] = optional(plan.max_chunked_prefill_size);
   j["max_cuda_graph_max_bs"] = optional(plan.max_cuda_graph_max_bs);
+  j["safe_mem_fraction_static"] = optional(plan.safe_mem_fraction_static);
   j["planned"] = to_json(plan.planned);
   j["launch_line"] = plan.launch_line;
+  j["fits"] = plan.fits;
+  j["verdict"] = plan.verdict;
+  j["safety_margin_bytes"] = plan.safety_margin_bytes;
+  j["target_context_tokens"] = plan.target_context_tokens;
+  j["concurrent_sequences"] = plan.concurrent_sequences;
+  j["spare_slack_bytes"] = plan.spare_slack_bytes;
+  j["remedies"] = to_json(plan.remedies);
   return j;
 }
 

@@ -186,14 +186,19 @@ void register_sglang(py::module_& m) {
   m.def(
       "sglang_plan",
       [](const vramplan::ModelSpec& spec, const vramplan::GpuSpec& gpu, const py::dict& knobs,
-         const std::string& model_path) {
+         const std::string& model_path, std::int64_t context, std::int64_t concurrency,
+         std::int64_t safety_margin_bytes) {
         const SglangRequest r = request_from(spec, knobs, model_path);
+        vramplan::SglangTargets targets;
+        targets.context_tokens = context;
+        targets.concurrency = concurrency;
+        targets.safety_margin_bytes = safety_margin_bytes;
         nlohmann::json j;
         {
           py::gil_scoped_release release;
           const vramplan::SglangTable& table = vramplan::sglang_table();
-          const vramplan::SglangPlan plan =
-              vramplan::sglang_plan(spec, gpu, vramplan::sglang_rules(table, r.version), r.config);
+          const vramplan::SglangPlan plan = vramplan::sglang_plan(
+              spec, gpu, vramplan::sglang_rules(table, r.version), r.config, targets);
           j = vramplan::to_json(plan);
           // The planned launch as the engine's descriptor renders it.
           const vramplan::EngineDescriptor& engine = vramplan::engine_descriptor("sglang");
@@ -204,9 +209,14 @@ void register_sglang(py::module_& m) {
         return to_python(j);
       },
       py::arg("spec"), py::arg("gpu"), py::arg("knobs"), py::arg("model_path") = "",
-      "The launch as written judged, then the largest mem_fraction_static, "
-      "max_running_requests, context_length, chunked_prefill_size and cuda_graph_max_bs that "
-      "start (each with the others as given), and the planned launch line, as a dict.");
+      py::arg("context") = 0, py::arg("concurrency") = 0,
+      py::arg("safety_margin_bytes") = vramplan::SglangTargets{}.safety_margin_bytes,
+      "The launch as written judged; the largest mem_fraction_static, max_running_requests, "
+      "context_length, chunked_prefill_size and cuda_graph_max_bs that start (each with the "
+      "others as given); the planned launch (pinned knobs kept, mem_fraction_static the largest "
+      "that leaves `safety_margin_bytes` in the slack, context_length `context` where unset) "
+      "judged against holding `concurrency` sequences of that context, with remedies when it "
+      "does not fit, as a dict.");
   m.def(
       "sglang_equivalent_knob",
       [](const std::string& vllm_name) {

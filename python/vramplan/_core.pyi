@@ -628,10 +628,16 @@ def sglang_equivalent_knob(vllm_name: str) -> str:
     """
 
 def sglang_plan(
-    spec: ModelSpec, gpu: GpuSpec, knobs: dict[str, typing.Any], model_path: str = ""
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    knobs: dict[str, typing.Any],
+    model_path: str = "",
+    context: typing.SupportsInt | typing.SupportsIndex = 0,
+    concurrency: typing.SupportsInt | typing.SupportsIndex = 0,
+    safety_margin_bytes: typing.SupportsInt | typing.SupportsIndex = 536870912,
 ) -> typing.Any:
     """
-    The launch as written judged, then the largest mem_fraction_static, max_running_requests, context_length, chunked_prefill_size and cuda_graph_max_bs that start (each with the others as given), and the planned launch line, as a dict[str, typing.Any].
+    The launch as written judged; the largest mem_fraction_static, max_running_requests, context_length, chunked_prefill_size and cuda_graph_max_bs that start (each with the others as given); the planned launch (pinned knobs kept, mem_fraction_static the largest that leaves `safety_margin_bytes` in the slack, context_length `context` where unset) judged against holding `concurrency` sequences of that context, with remedies when it does not fit, as a dict[str, typing.Any].
     """
 
 def sglang_sweep(

@@ -603,9 +603,9 @@ def plan(
     num_gpus: None = ...,
     memory_used_by_others_bytes: Literal[0] = ...,
     host_ram_bytes: Literal[0] = ...,
-    context: Literal[0] = ...,
-    concurrency: Literal[0] = ...,
-    safety_margin_bytes: None = ...,
+    context: int = ...,
+    concurrency: int = ...,
+    safety_margin_bytes: int | None = ...,
     runtime_headroom_bytes: None = ...,
     workload: None = ...,
     prompt_tokens: None = ...,
@@ -646,8 +646,10 @@ def plan(
     HF_HUB_OFFLINE) and `revision` apply to a model named by Hub id. Without
     `safety_margin_bytes`, the margin is the largest cross-validated over-prediction of the
     launch's (GPU family, era) where that exceeds the solver's default (docs/accuracy.md).
-    engine="sglang": SGLang's solver (the largest mem_fraction_static, max_running_requests,
-    context_length, chunked_prefill_size, cuda_graph_max_bs), knobs under SGLang's names.
+    engine="sglang": SGLang's solver, knobs under SGLang's names: mem_fraction_static the
+    largest that leaves the margin in the slack unless given, `context` and `concurrency` as
+    above; the largest max_running_requests, context_length, chunked_prefill_size and
+    cuda_graph_max_bs that start; remedies when it does not fit.
 
     max_num_seqs is a scheduler cap, not a memory wall: it stays at the release default (or
     `max_num_seqs=`) unless the launch would not start. `concurrency=C` keeps C requests of
@@ -668,9 +670,6 @@ def plan(
             "num_gpus": num_gpus,
             "memory_used_by_others_bytes": memory_used_by_others_bytes,
             "host_ram_bytes": host_ram_bytes,
-            "context": context,
-            "concurrency": concurrency,
-            "safety_margin_bytes": safety_margin_bytes,
             "runtime_headroom_bytes": runtime_headroom_bytes,
             "workload": workload,
             "prompt_tokens": prompt_tokens,
@@ -680,7 +679,19 @@ def plan(
             "request_seconds": request_seconds,
         }
         spec, card, path = _sglang_args(model, gpu, offline, revision, vllm_only)
-        return sglang.plan(spec, card, model_path=path, **pinned)
+        _integer("context", context, 0, INT64_MAX)
+        _integer("concurrency", concurrency, 0, 1 << 30)
+        if safety_margin_bytes is not None:
+            _integer("safety_margin_bytes", safety_margin_bytes, 0, INT64_MAX)
+        return sglang.plan(
+            spec,
+            card,
+            model_path=path,
+            context=context,
+            concurrency=concurrency,
+            safety_margin_bytes=safety_margin_bytes,
+            **pinned,
+        )
     from .workload import DEFAULT_PREEMPTION_TARGET, make_workload
 
     traffic = make_workload(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _cli_args, _core, _io, api
 from .colocate import Instance, colocate
-from .fit import DEFAULT_MAX_GPUS, DEFAULT_REVERSE_CONTEXT, fit, fit_models
+from .fit import DEFAULT_MAX_GPUS, DEFAULT_REVERSE_CONTEXT, engine_columns, fit, fit_models
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -171,7 +171,9 @@ def _print_options(frame: pd.DataFrame, args: argparse.Namespace) -> None:
     from . import _render  # rich, loaded only for terminal output
 
     out = _render.console()
-    shown, fitting = _shown(frame, args.top)
+    # The table reads the columns by their vLLM names; fit(engine=...) gave the engine's.
+    roles = {own: name for name, own in engine_columns(args.engine).items()}
+    shown, fitting = _shown(frame.rename(columns=roles), args.top)
     columns = ["#", "gpu", "gpus", "TP", "PP", "DP", "$/hour", "max conc", "max ctx", "headroom"]
     rows = [
         [

@@ -57,16 +57,22 @@ Progress = Callable[[int, int], None]
 
 # fit(engine="sglang")'s columns under SGLang's names: its rows are built under the vLLM
 # columns' keys (one ordering and typing for both) and renamed last.
-SGLANG_FIT_NAMES = {
-    "tensor_parallel_size": "tp_size",
-    "pipeline_parallel_size": "pp_size",
-    "data_parallel_size": "dp_size",
-    "gpu_memory_utilization": "mem_fraction_static",
-    "max_model_len": "context_length",
-    "max_num_seqs": "max_running_requests",
-    "max_num_batched_tokens": "chunked_prefill_size",
-}
-SGLANG_SPLIT_FIELDS = ("tp_size", "pp_size", "dp_size")
+
+
+def engine_columns(engine: str) -> dict[str, str]:
+    """fit's columns that name an engine knob (vLLM's names), to the engine's own names (the
+    core's knob equivalents): fit(engine="sglang") renames them so every column speaks
+    SGLang."""
+    if engine == "vllm":
+        return {}
+    return {
+        name: _core.sglang_equivalent_knob(name)
+        for name in FIT_COLUMNS
+        if _core.sglang_equivalent_knob(name)
+    }
+
+
+SGLANG_SPLIT_FIELDS = tuple(_core.sglang_equivalent_knob(name) for name in SPLIT_FIELDS)
 
 
 def check_engine(engine: str, *, searches_sglang: bool = False) -> None:
@@ -220,13 +226,13 @@ def _sglang_split_plan(
     knobs: dict[str, Any],
 ) -> dict[str, Any]:
     """One GPU type x count x split for SGLang: its solver (the largest mem_fraction_static
-    that starts) with context_length = the target's; each DP replica must hold
+    that leaves the safety margin in the slack) judging whether each DP replica holds
     ceil(concurrency / DP) sequences of the target's context in its KV pool, within its
     max_running_requests."""
     from . import sglang
 
     tp, pp, dp = split
-    pinned = {**knobs, **dict(zip(SGLANG_SPLIT_FIELDS, split)), "context_length": target.context}
+    pinned = {**knobs, **dict(zip(SGLANG_SPLIT_FIELDS, split))}
     per_replica = -(-target.concurrency // dp)
     row: dict[str, Any] = {
         "gpu": gpu.id,
@@ -236,39 +242,42 @@ def _sglang_split_plan(
         "data_parallel_size": dp,
     }
     try:
-        result = sglang.plan(spec, gpu, model_path=model_id, **pinned)
+        result = sglang.plan(
+            spec,
+            gpu,
+            model_path=model_id,
+            context=target.context,
+            concurrency=per_replica,
+            **pinned,
+        )
     except _core.ConfigError as err:
         if getattr(err, "field", "") not in SGLANG_SPLIT_FIELDS:
             raise
         return {**row, "fits": False, "verdict": f"invalid split: {err}"}
     planned = result.planned
-    started = result.fits and planned.started
-    tokens = int(planned["max_total_num_tokens"]) if started else 0
-    held = min(int(planned["max_running_requests"]), tokens // target.context) if started else 0
+    started = planned.started
+    held = int(result["concurrent_sequences"])
     row.update(
-        fits=started and held >= per_replica,
-        verdict=planned.verdict,
+        fits=result.fits,
+        verdict=result.verdict,
         max_concurrency=held * dp,
-        kv_tokens=tokens * dp,
+        kv_tokens=int(planned["max_total_num_tokens"]) * dp if started else 0,
         gpu_memory_utilization=float(planned["mem_fraction_static"]),
         max_model_len=int(planned["context_length"]),
         max_num_seqs=int(planned["max_running_requests"]),
         max_num_batched_tokens=int(planned["chunked_prefill_size"]),
         launch=result.launch_line,
     )
-    if started and held < per_replica:
-        row["verdict"] = (
-            f"started, but its KV pool holds {held} of the {per_replica} sequences of "
-            f"{target.context} tokens each replica must"
-        )
     row["kv_headroom"] = row["max_concurrency"] / target.concurrency
-    if row["fits"]:
+    if result.fits:
         # The pool's tokens do not depend on context_length (req_to_token is in the slack), so
         # the longest context holding the replica's sequences is the pool's share, within the
         # longest context the solver finds to start at the planned mem_fraction_static.
         at_planned = {**pinned, "mem_fraction_static": planned["mem_fraction_static"]}
         longest = sglang.plan(spec, gpu, model_path=model_id, **at_planned)["max_context_length"]
-        row["max_context"] = min(int(longest or 0), tokens // per_replica)
+        row["max_context"] = min(
+            int(longest or 0), int(planned["max_total_num_tokens"]) // per_replica
+        )
     return row
 
 
@@ -411,7 +420,7 @@ def fit(
     frame = _typed(pd.DataFrame(rows, columns=FIT_COLUMNS))
     ordered = _order(frame, bool(price_of))
     if sglang_engine:
-        renamed: pd.DataFrame = ordered.rename(columns=SGLANG_FIT_NAMES)
+        renamed: pd.DataFrame = ordered.rename(columns=engine_columns(engine))
         return renamed
     return ordered
 

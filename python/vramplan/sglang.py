@@ -84,7 +84,23 @@ class SglangPlan:
 
     @property
     def fits(self) -> bool:
-        return self.data["max_mem_fraction_static"] is not None
+        """The planned launch starts with the safety margin left in the slack and holds the
+        target's sequences."""
+        return bool(self.data["fits"])
+
+    @property
+    def verdict(self) -> str:
+        return str(self.data["verdict"])
+
+    @property
+    def safety_margin_bytes(self) -> int:
+        return int(self.data["safety_margin_bytes"])
+
+    @property
+    def remedies(self) -> list[dict[str, Any]]:
+        """Changes that make a launch that does not fit fit (each replayed through the solver):
+        kind, change (the flag as SGLang spells it), changes, drops, fits, detail, flags."""
+        return [dict(r) for r in self.data["remedies"]]
 
     @property
     def launch_line(self) -> str:
@@ -114,12 +130,33 @@ def breakdown(
 
 
 def plan(
-    spec: _core.ModelSpec, gpu: _core.GpuSpec, *, model_path: str = "", **knobs: Any
+    spec: _core.ModelSpec,
+    gpu: _core.GpuSpec,
+    *,
+    model_path: str = "",
+    context: int = 0,
+    concurrency: int = 0,
+    safety_margin_bytes: int | None = None,
+    **knobs: Any,
 ) -> SglangPlan:
-    """The largest safe mem_fraction_static, max_running_requests, context_length,
-    chunked_prefill_size and cuda_graph_max_bs (each with the others as given), the launch as
-    written judged, and the planned `python -m sglang.launch_server` line."""
-    data = dict(_core.sglang_plan(spec, gpu, knobs, model_path=model_path))
+    """The launch as written judged; the largest mem_fraction_static, max_running_requests,
+    context_length, chunked_prefill_size and cuda_graph_max_bs that start (each with the others
+    as given); the planned launch (given knobs kept, mem_fraction_static the largest that leaves
+    `safety_margin_bytes` free in the slack, context_length `context` where not given) judged
+    against holding `concurrency` sequences of that context, with remedies when it does not
+    fit, and its `python -m sglang.launch_server` line."""
+    margin = {} if safety_margin_bytes is None else {"safety_margin_bytes": safety_margin_bytes}
+    data = dict(
+        _core.sglang_plan(
+            spec,
+            gpu,
+            knobs,
+            model_path=model_path,
+            context=context,
+            concurrency=concurrency,
+            **margin,
+        )
+    )
     return SglangPlan(data, model_path or str(spec.id), dict(knobs))
 
 
@@ -300,7 +337,7 @@ def breakdown_text(data: dict[str, Any], *, solved: bool = False) -> str:
     if data.get("version_note"):
         lines.append(f"  note: {data['version_note']}")
     f_source = (
-        "solved: the largest that starts"
+        "solved: the largest that leaves the safety margin in the slack"
         if solved
         else "the release's default formula"
         if data["mem_fraction_static_default"]
@@ -397,13 +434,20 @@ def plan_text(result: SglangPlan) -> str:
         f"  --context-length        {value('max_context_length')}",
         f"  --chunked-prefill-size  {value('max_chunked_prefill_size')}",
         f"  --cuda-graph-max-bs     {value('max_cuda_graph_max_bs')}",
-        "planned:",
+        f"planned (safety margin {data['safety_margin_bytes'] / GIB:.2f} GiB kept in the slack):",
         *(
             "  " + line
-            for line in breakdown_text(data["planned"] | _release(data), solved=True).splitlines()
+            for line in breakdown_text(
+                data["planned"] | _release(data),
+                solved=bool(data["launch"]["mem_fraction_static_default"]),
+            ).splitlines()
         ),
+        f"verdict: {data['verdict']}",
         data["launch_line"],
     ]
+    for remedy in data["remedies"]:
+        state = "fits" if remedy["fits"] else "does not fit"
+        lines.append(f"remedy {remedy['kind']} ({state}): {remedy['change']}: {remedy['detail']}")
     return "\n".join(lines)
 
 

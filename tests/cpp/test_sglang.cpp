@@ -340,6 +340,102 @@ TEST(SglangPlan, LargestFractionStartsAndTheNextDoesNot) {
             0U);
 }
 
+// A given mem_fraction_static is the user's: the plan keeps it and reports the largest beside it.
+TEST(SglangPlan, GivenFractionIsKept) {
+  SglangConfig config;
+  config.model_path = "Qwen/Qwen3-8B";
+  config.mem_fraction_static = 0.7;
+  const SglangPlan plan =
+      sglang_plan(db().model("Qwen/Qwen3-8B"), db().gpu("L40S"), rules_0523(), config);
+  EXPECT_DOUBLE_EQ(plan.planned.mem_fraction_static, 0.7);
+  EXPECT_NE(plan.launch_line.find("--mem-fraction-static 0.700"), std::string::npos);
+  ASSERT_TRUE(plan.safe_mem_fraction_static);
+  EXPECT_GT(*plan.safe_mem_fraction_static, 0.7);
+  EXPECT_TRUE(plan.fits) << plan.verdict;
+  EXPECT_TRUE(plan.remedies.empty());
+}
+
+// The margin m is kept in the slack: spare(f) = B(1 - f) - req_to_token - graphs - activation
+// falls by B/1000 per thousandth of f, so the safe f is the largest with spare >= m, and it sits
+// m/B below the largest f that starts (spare >= 0), give or take one thousandth each.
+TEST(SglangPlan, SafeFractionLeavesTheMargin) {
+  const ModelSpec& spec = db().model("Qwen/Qwen3-32B");
+  SglangConfig config;
+  config.model_path = "Qwen/Qwen3-32B";
+  config.tp_size = 2;
+  config.context_length = 32768;
+  const GpuSpec& gpu = db().gpu("H100-80GB");
+  const SglangPlan plan = sglang_plan(spec, gpu, rules_0523(), config);
+  ASSERT_TRUE(plan.safe_mem_fraction_static && plan.max_mem_fraction_static);
+  const std::int64_t margin = std::int64_t{512} << 20;
+  EXPECT_EQ(plan.safety_margin_bytes, margin);
+  auto spare_at = [&](double f) {
+    SglangConfig c = config;
+    c.mem_fraction_static = f;
+    const SglangBreakdown b = sglang_breakdown(spec, gpu, rules_0523(), c);
+    EXPECT_EQ(b.verdict, SglangVerdict::Started);
+    return b.free_after_graphs_bytes - b.activation_bytes;
+  };
+  const double safe = *plan.safe_mem_fraction_static;
+  EXPECT_GE(spare_at(safe), margin);
+  EXPECT_LT(spare_at(safe + 0.001), margin);
+  EXPECT_DOUBLE_EQ(plan.planned.mem_fraction_static, safe);
+  const double baseline = static_cast<double>(plan.planned.baseline_free_bytes);
+  EXPECT_NEAR(*plan.max_mem_fraction_static - safe, static_cast<double>(margin) / baseline, 0.002);
+  EXPECT_TRUE(plan.fits) << plan.verdict;
+  EXPECT_EQ(plan.verdict.rfind("fits: ", 0), 0U) << plan.verdict;
+}
+
+// Qwen3-32B in bf16 holds 65.5 GB of weights (32.8 B parameters x 2 B): more than an L40S's
+// 44.4 GiB at any f. Each remedy is replayed: TP 2 halves the weights per rank (about 30.5 GiB)
+// and fits; an fp8 KV cache does not shrink the weights and does not.
+TEST(SglangPlan, RemediesWhenTheWeightsDoNotFit) {
+  SglangConfig config;
+  config.model_path = "Qwen/Qwen3-32B";
+  const SglangPlan plan =
+      sglang_plan(db().model("Qwen/Qwen3-32B"), db().gpu("L40S"), rules_0523(), config);
+  EXPECT_FALSE(plan.fits);
+  EXPECT_FALSE(plan.safe_mem_fraction_static);
+  EXPECT_EQ(plan.verdict.rfind("does not start", 0), 0U) << plan.verdict;
+  const auto find = [&](const std::string& kind) {
+    return std::find_if(plan.remedies.begin(), plan.remedies.end(),
+                        [&](const Remedy& r) { return r.kind == kind; });
+  };
+  const auto tp = find("tensor_parallel");
+  ASSERT_NE(tp, plan.remedies.end());
+  EXPECT_TRUE(tp->fits) << tp->detail;
+  EXPECT_EQ(tp->change, "--tp-size 2");
+  EXPECT_NE(tp->flags.find("--tp-size 2"), std::string::npos);
+  const auto fp8 = find("fp8_kv_cache");
+  ASSERT_NE(fp8, plan.remedies.end());
+  EXPECT_FALSE(fp8->fits);
+  EXPECT_EQ(plan.remedies.front().kind, "tensor_parallel");  // the ones that fit come first
+}
+
+// A target of C sequences of L tokens: the pool holds min(max_running_requests, tokens / L).
+TEST(SglangPlan, ConcurrencyTargetIsJudgedOnThePool) {
+  SglangConfig config;
+  config.model_path = "Qwen/Qwen3-8B";
+  SglangTargets targets;
+  targets.context_tokens = 32768;
+  targets.concurrency = 1000;
+  const SglangPlan plan =
+      sglang_plan(db().model("Qwen/Qwen3-8B"), db().gpu("L40S"), rules_0523(), config, targets);
+  EXPECT_EQ(plan.planned.context_length, 32768);
+  const std::int64_t held =
+      std::min(plan.planned.max_running_requests, plan.planned.max_total_num_tokens / 32768);
+  EXPECT_EQ(plan.concurrent_sequences, held);
+  EXPECT_LT(held, 1000);
+  EXPECT_FALSE(plan.fits);
+  EXPECT_NE(plan.verdict.find("holds " + std::to_string(held) + " of the 1000 sequences"),
+            std::string::npos)
+      << plan.verdict;
+  targets.concurrency = held;
+  EXPECT_TRUE(
+      sglang_plan(db().model("Qwen/Qwen3-8B"), db().gpu("L40S"), rules_0523(), config, targets)
+          .fits);
+}
+
 TEST(SglangPlan, LaunchLineIsShellSafe) {
   SglangConfig config;
   config.model_path = "/models/my model's dir";

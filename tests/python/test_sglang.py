@@ -78,7 +78,7 @@ def test_older_release_says_whose_rules_were_assumed() -> None:
 def test_plan_renders_through_the_descriptor() -> None:
     planned = api.plan(MODEL, "H100-80GB", engine="sglang", tp_size=2, context_length=32768)
     assert planned.fits
-    f = planned["max_mem_fraction_static"]
+    f = planned["safe_mem_fraction_static"]
     assert planned.to_argv() == [
         "--tp-size",
         "2",
@@ -96,18 +96,36 @@ def test_plan_renders_through_the_descriptor() -> None:
         "mem_fraction_static": f,
         "context_length": 32768,
     }
-    # The largest f starts; a thousandth more does not (the solver's own check, re-asked).
-    assert api.breakdown(
-        MODEL, "H100-80GB", engine="sglang", tp_size=2, context_length=32768, mem_fraction_static=f
-    ).started
-    assert not api.breakdown(
-        MODEL,
-        "H100-80GB",
-        engine="sglang",
-        tp_size=2,
-        context_length=32768,
-        mem_fraction_static=f + 0.001,
-    ).started
+
+    # The planned f leaves the safety margin in the slack; a thousandth more does not (the
+    # solver's own check, re-asked through the breakdown's figures).
+    def spare(fraction: float) -> int:
+        b = api.breakdown(
+            MODEL,
+            "H100-80GB",
+            engine="sglang",
+            tp_size=2,
+            context_length=32768,
+            mem_fraction_static=fraction,
+        )
+        assert b.started
+        return int(b["free_after_graphs_bytes"]) - int(b["activation_bytes"])
+
+    assert spare(f) >= 512 << 20 > spare(f + 0.001)
+    assert planned.safety_margin_bytes == 512 << 20
+
+
+def test_given_fraction_is_kept_and_remedies_are_offered() -> None:
+    kept = api.plan("Qwen/Qwen3-8B", "L40S", engine="sglang", mem_fraction_static=0.7)
+    assert kept.planned["mem_fraction_static"] == 0.7
+    assert kept.to_argv() == ["--mem-fraction-static", "0.700"]
+    # Qwen3-32B's 65.5 GB of bf16 weights do not fit an L40S at any f; TP 2 does.
+    tight = api.plan("Qwen/Qwen3-32B", "L40S", engine="sglang")
+    assert not tight.fits
+    fitting = [r for r in tight.remedies if r["fits"]]
+    assert fitting
+    assert fitting[0]["change"] == "--tp-size 2"
+    assert "--tp-size 2" in fitting[0]["flags"]
 
 
 def test_parse_command_reads_sglangs_argv() -> None:

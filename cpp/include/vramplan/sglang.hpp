@@ -17,6 +17,7 @@
 
 #include "vramplan/hardware.hpp"
 #include "vramplan/model_spec.hpp"
+#include "vramplan/remedy.hpp"
 
 namespace vramplan {
 
@@ -295,6 +296,17 @@ void sglang_sweep(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& 
 // The solver: the largest safe value of each knob, the others as given
 // --------------------------------------------------------------------------------------------
 
+// What an SGLang plan serves beyond the launch's own knobs (the solver's targets, as vLLM's
+// SolveTargets are).
+struct SglangTargets {
+  std::int64_t context_tokens = 0;  // context to serve; 0: the launch's context_length
+  std::int64_t concurrency = 0;     // sequences of that context the pool holds at once (0: none)
+  // Bytes the slack keeps free after the CUDA graphs and the first chunked prefill (allocator
+  // fragmentation and the graph estimate's error, docs/sglang.md).
+  std::int64_t safety_margin_bytes = std::int64_t{512} << 20;
+  bool remedies = true;  // false: a remedy's replay, which offers none of its own
+};
+
 struct SglangPlan {
   SglangBreakdown launch;  // the launch as written
   // Largest values that start (nullopt: none does, e.g. the weights do not fit at f = 0.99).
@@ -303,13 +315,29 @@ struct SglangPlan {
   std::optional<std::int64_t> max_context_length;
   std::optional<std::int64_t> max_chunked_prefill_size;
   std::optional<std::int32_t> max_cuda_graph_max_bs;
-  SglangBreakdown planned;  // the launch with the solved mem_fraction_static
+  // The largest mem_fraction_static that starts with the safety margin left in the slack: the
+  // planned value unless the user gave one.
+  std::optional<double> safe_mem_fraction_static;
+  SglangBreakdown planned;  // the launch with the planned mem_fraction_static
   std::string launch_line;  // python -m sglang.launch_server ... (shell-safe)
   SglangConfig planned_config;
+
+  // The planned launch judged against the targets: it starts, keeps the margin free in the
+  // slack, and its pool holds `concurrency` sequences of the target context within
+  // max_running_requests.
+  bool fits = false;
+  std::string verdict;  // one line: fits with its numbers, or what fails
+  std::int64_t safety_margin_bytes = 0;
+  std::int64_t target_context_tokens = 0;  // resolved: the planned context_length without one
+  std::int64_t concurrent_sequences = 0;   // of the target context, up to max_running_requests
+  std::int64_t spare_slack_bytes = 0;      // free after graphs and the first prefill
+  std::vector<Remedy> remedies;            // when it does not fit, each replayed
 };
 
+// Pinned knobs (those `config` sets) are kept; the others are chosen: mem_fraction_static the
+// largest that leaves the margin (safe_mem_fraction_static), context_length the target's.
 SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
-                       const SglangConfig& config);
+                       const SglangConfig& config, const SglangTargets& targets = {});
 
 // `python -m sglang.launch_server --model-path ... --tp-size ... --mem-fraction-static ...`
 // with every value single-quoted where the shell would read it otherwise.

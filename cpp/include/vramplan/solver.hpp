@@ -9,6 +9,7 @@
 
 #include "vramplan/compiled.hpp"
 #include "vramplan/engine.hpp"
+#include "vramplan/remedy.hpp"
 #include "vramplan/workload.hpp"
 
 namespace vramplan {
@@ -67,29 +68,6 @@ std::int64_t runtime_headroom_bytes(const CompiledLaunch& launch,
 // launch at `evaluated` knobs with that many sequences (1 where the launch does not start).
 double preemption_probability(const CompiledLaunch& launch, const EngineConfig& evaluated,
                               const Workload& workload, std::int64_t max_num_seqs);
-
-// One knob set to a value, under vLLM's keyword (`LLM(**kwargs)` name) and in the text its
-// `vllm serve` flag takes ("fp8", "2", "true"): remedies and solver choices as data.
-struct KnobChange {
-  std::string knob;    // vLLM keyword: kv_cache_dtype, quantization, tensor_parallel_size, ...
-  std::string value;   // the new value, as the flag writes it
-  std::string before;  // the value as written (empty: unset, vLLM's default)
-  std::string reason;  // why (solver choices; empty for remedies)
-};
-
-struct Remedy {
-  // fp8_kv_cache, enforce_eager, shorter_context, quantized_weights, tensor_parallel,
-  // cpu_offload; a combination of two joins them with '+', cheaper first.
-  std::string kind;
-  std::string change;               // the flag(s) that change, as `vllm serve` spells them
-  std::vector<KnobChange> changes;  // the same as data
-  // vLLM keywords of settings the user gave that this remedy does not keep (the context it
-  // shortens, the tensor-parallel size it raises); empty: every user setting is kept.
-  std::vector<std::string> drops;
-  bool fits = false;   // whether the launch then meets the target, replayed through the engine
-  std::string detail;  // numbers: resulting KV tokens, weights per rank, ...
-  std::string flags;   // the whole `vllm serve` flag line of the remedied plan
-};
 
 struct Plan {
   // The launch exactly as written: every knob the user gave, the others at vLLM's defaults

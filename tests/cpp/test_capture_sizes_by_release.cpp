@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "test_support.hpp"
+#include "vramplan/compiled.hpp"
 #include "vramplan/engine.hpp"
 #include "vramplan/spec_db.hpp"
 

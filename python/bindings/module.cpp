@@ -1,6 +1,7 @@
-// vramplan._core: thin bindings. Submodules mirror the C++ areas; results cross the boundary
-// as plain Python objects (dicts built from the C++ JSON renderers), so Python never re-derives
-// a number.
+// vramplan._core: thin bindings on one flat module, registered by C++ area (register_*.cpp).
+// Results cross the boundary as the bound C++ types (Breakdown, Plan, EngineProfile, ...) or,
+// where none is bound, as dicts built from the C++ JSON renderers: Python never re-derives a
+// number.
 #include <pybind11/pybind11.h>
 
 #include "register.hpp"

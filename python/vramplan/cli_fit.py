@@ -419,7 +419,7 @@ def add_commands(sub: Any, command: str | None = None) -> None:
         help="GPU memory used by processes outside these instances, per GPU",
     )
     p.add_argument("--safety-margin-gib", type=float, help="GPU memory kept free (default 0.5)")
-    p.add_argument("--engine", default="vllm", help="serving engine (only vllm is modelled)")
+    p.add_argument("--engine", default="vllm", help="serving engine: vllm (SGLang is refused)")
     p.add_argument("--compose", metavar="FILE", help="write a docker compose file here")
     p.add_argument("--json", action="store_true", help="print JSON (with the compose file)")
     p.set_defaults(func=_cmd_colocate)

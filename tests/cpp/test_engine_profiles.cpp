@@ -50,8 +50,8 @@ TEST(EngineProfiles, VersionsMapToTheirRows) {
   EXPECT_EQ(engine_profile("1.0.0").from_minor, engine_profile("").from_minor);
   EXPECT_EQ(engine_profile("1.2").from_minor, engine_profile("").from_minor);
   EXPECT_EQ(engine_profile("1.0.0").version, "1.0.0");
-  EXPECT_EQ(engine_profile("").version, "0.33.0");  // the newest release the rows describe
-  EXPECT_EQ(engine_profile("0.9").from_patch, 0);   // 0.9.0, before the 0.9.1 row
+  EXPECT_EQ(engine_profile("").version, newest_known_vllm_version());  // the newest row's
+  EXPECT_EQ(engine_profile("0.9").from_patch, 0);  // 0.9.0, before the 0.9.1 row
   EXPECT_EQ(engine_profile("0.8.5.post1").from_patch, 5);
   EXPECT_EQ(engine_profile("v0.9.1rc2").from_patch, 1);
   for (const char* bad : {"0.4.0", "0.4.99", "banana", "0", "0.", "1.x", "v"}) {
@@ -148,6 +148,49 @@ std::vector<Expected> expected_rows() {
 }
 
 }  // namespace
+
+TEST(EngineProfiles, VersionsNewerThanTheNewestRowAreNamed) {
+  // The newest release the rows describe, read from the rows: a new row moves it.
+  const std::string newest = newest_known_vllm_version();
+  const EngineProfile newest_row = engine_profile(newest);
+  const std::string minor_prefix =
+      std::to_string(newest_row.from_major) + "." + std::to_string(newest_row.from_minor) + ".";
+  // No version: the newest release, named.
+  const EngineProfile unset = engine_profile("");
+  EXPECT_EQ(unset.version, newest);
+  EXPECT_TRUE(unset.version_warning.empty());
+  EXPECT_TRUE(newest_row.version_warning.empty());
+  // Newer than the newest row: planned with it, and said so.
+  const std::string newer = std::to_string(newest_row.from_major) + "." +
+                            std::to_string(newest_row.from_minor + 7) + ".0";
+  const EngineProfile later = engine_profile(newer);
+  EXPECT_EQ(later.version, newer);
+  EXPECT_EQ(later.from_minor, newest_row.from_minor);
+  EXPECT_NE(later.version_warning.find(kVersionWarningName), std::string::npos);
+  EXPECT_NE(later.version_warning.find(newer), std::string::npos);
+  EXPECT_NE(later.version_warning.find(newest), std::string::npos);
+  EXPECT_FALSE(engine_profile("1.0.0").version_warning.empty());
+  EXPECT_FALSE(engine_profile(minor_prefix + std::to_string(newest_row.from_patch + 1))
+                   .version_warning.empty());
+  // The breakdown carries it.
+  HardwareConfig hardware;
+  hardware.gpu = database().gpu("H100-80GB");
+  EngineConfig config;
+  config.engine_version = newer;
+  const Breakdown b =
+      compute_breakdown(database().model("meta-llama/Llama-3.1-8B-Instruct"), hardware, config);
+  EXPECT_EQ(b.profile.version_warning, later.version_warning);
+  // Unparsable or older than the oldest row: a named error.
+  for (const char* bad : {"banana", "0.4.9"}) {
+    try {
+      (void)engine_profile(bad);
+      ADD_FAILURE() << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field(), "engine_version");
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos);
+    }
+  }
+}
 
 TEST(EngineProfiles, EveryReleaseFrom05To026FollowsTheFactTable) {
   const ModelSpec llama = vramplan_test::spec_from_yaml(vramplan_test::kLlama31_8B);

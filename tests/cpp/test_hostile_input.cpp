@@ -1,4 +1,4 @@
-// Hostile input, round 3 (issue 21): every reader bounded and typed, every numeric spec field
+// Hostile input: every reader bounded and typed, every numeric spec field
 // bounded so the plan's products stay inside int64, duplicate keys and alias bombs refused, a
 // log's launches never mixed. Inputs are generated here (small files, FIFOs, links, sparse
 // files). The bound sweep is the test the sanitizer build (ASan + UBSan) runs for overflow.

@@ -455,7 +455,8 @@ TEST(SglangRulesTable, VersionLookup) {
   EXPECT_EQ(sglang_rules(sglang_table(), "0.5.3").release, "0.4.10.post2");
   EXPECT_EQ(sglang_rules(sglang_table(), "0.5.10").release, "0.5.23");
   EXPECT_EQ(sglang_rules(sglang_table(), "0.5.23").release, "0.5.23");
-  EXPECT_EQ(sglang_rules(sglang_table(), "").release, "0.5.23");
+  EXPECT_EQ(sglang_rules(sglang_table(), "").release,
+            sglang_table().rows.back().release);  // newest
   EXPECT_THROW(sglang_rules(sglang_table(), "0.3.6"), ConfigError);
   EXPECT_THROW(sglang_rules(sglang_table(), "latest"), ConfigError);
   EXPECT_EQ(sglang_version_note(sglang_table(), "0.5.23"), "");

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import vramplan
+from vramplan import _core
 
 GIB = 1 << 30
 LLAMA_70B = "meta-llama/Llama-3.1-70B-Instruct"
@@ -29,7 +30,8 @@ def test_version() -> None:
     out = run("--version")
     assert out.returncode == 0
     # The package version, then the newest vLLM release the planner knows (its default).
-    assert out.stdout.startswith(f"vramplan {vramplan.__version__} (plans vLLM up to 0.33.0")
+    newest = _core.newest_known_vllm_version()
+    assert out.stdout.startswith(f"vramplan {vramplan.__version__} (plans vLLM up to {newest}")
 
 
 def test_flags_that_cannot_fit_print_nothing_and_exit_1() -> None:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from vramplan import Error, colocate, load_gpu
+from vramplan import Error, _core, colocate, load_gpu
 from vramplan._quoting import env_line, visible, yaml_comment
 from vramplan.launchers import render_launch
 
@@ -27,7 +27,7 @@ BASH_RUNS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 YAML_RUNS = settings(max_examples=300, deadline=None)
-VERSION = "0.33.0"
+VERSION = _core.newest_known_vllm_version()
 # Llama-3.1-8B's config.json fields (as in test_hostile_input.py).
 LLAMA_CONFIG = (
     '"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, '

@@ -1,4 +1,4 @@
-"""Launches as users write them (issue 19): the seeds' own command lines and flags judged as
+"""Launches as users write them: the seeds' own command lines and flags judged as
 written, then fixed keeping the user's settings; argv-safe flag output in every format; every
 flag name vramplan emits or accepts is one of vLLM's for the release planned."""
 

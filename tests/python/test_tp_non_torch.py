@@ -1,4 +1,4 @@
-"""Non-torch memory at TP >= 2 by interconnect (issue 25): NCCL over PCIe (gpus.yaml
+"""Non-torch memory at TP >= 2 by interconnect: NCCL over PCIe (gpus.yaml
 pcie_only) keeps far smaller buffers than over NVLink. Checked against the measured available
 KV cache of public and development logs (tests/data/, provenance there)."""
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import _core, _database
+from . import _core, _database, engines
 from ._identity import path_identity, plain_scalar
 from ._resources import model_specs_dir
 from .deployment import check_mig_parallel, mig_profile
@@ -365,9 +365,6 @@ class Breakdown:
         return breakdown_figure(self._core)
 
 
-ENGINE_NAMES = tuple(str(row["name"]) for row in _core.ENGINES)
-
-
 def _sglang_args(
     model: str | _core.ModelSpec,
     gpu: str | _core.GpuSpec,
@@ -387,11 +384,6 @@ def _sglang_args(
     )
     card = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
     return spec, card, model if isinstance(model, str) else str(spec.id)
-
-
-def _check_engine(engine: str) -> None:
-    if engine not in ENGINE_NAMES:
-        raise config_error("engine", engine, ", ".join(ENGINE_NAMES), "unknown serving engine")
 
 
 @overload
@@ -437,22 +429,53 @@ def breakdown(
     ask the Hub; default HF_HUB_OFFLINE) and `revision` apply to a model named by Hub id.
     engine="sglang": SGLang's startup per rank, knobs under SGLang's ServerArgs names
     (mem_fraction_static, tp_size, ...; ENGINES' sglang row lists them)."""
-    _check_engine(engine)
-    if engine == "sglang":
-        from . import sglang
+    result: Breakdown | SglangBreakdown = engines.get(engine).breakdown(
+        model,
+        gpu,
+        num_gpus=num_gpus,
+        memory_used_by_others_bytes=memory_used_by_others_bytes,
+        host_ram_bytes=host_ram_bytes,
+        offline=offline,
+        revision=revision,
+        **knobs,
+    )
+    return result
 
-        vllm_only = {
-            "num_gpus": num_gpus,
-            "memory_used_by_others_bytes": memory_used_by_others_bytes,
-            "host_ram_bytes": host_ram_bytes,
-        }
-        spec, card, path = _sglang_args(model, gpu, offline, revision, vllm_only)
-        return sglang.breakdown(spec, card, model_path=path, **knobs)
+
+def _vllm_breakdown(
+    model: str | _core.ModelSpec,
+    gpu: str | _core.GpuSpec,
+    *,
+    num_gpus: int | None,
+    memory_used_by_others_bytes: int,
+    host_ram_bytes: int,
+    offline: bool | None,
+    revision: str | None,
+    **knobs: Any,
+) -> Breakdown:
     model = _model_at(model, offline, revision)
     launch, evaluated = _launch(
         model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, knobs
     )
     return Breakdown(launch.breakdown(evaluated), launch=launch)
+
+
+def _sglang_breakdown(
+    model: str | _core.ModelSpec,
+    gpu: str | _core.GpuSpec,
+    *,
+    offline: bool | None,
+    revision: str | None,
+    **knobs: Any,
+) -> SglangBreakdown:
+    from . import sglang
+
+    vllm_only = {
+        name: knobs.pop(name)
+        for name in ("num_gpus", "memory_used_by_others_bytes", "host_ram_bytes")
+    }
+    spec, card, path = _sglang_args(model, gpu, offline, revision, vllm_only)
+    return sglang.breakdown(spec, card, model_path=path, **knobs)
 
 
 class Plan:
@@ -662,36 +685,94 @@ def plan(
     runtime_oom diagnosis's figure). `num_gpus` > 1 without a tensor or pipeline size searches
     the splits (`Plan.split_search` lists them), as the CLI does.
     """
-    _check_engine(engine)
-    if engine == "sglang":
-        from . import sglang
+    planned: Plan | SglangPlan = engines.get(engine).plan(
+        model,
+        gpu,
+        num_gpus=num_gpus,
+        memory_used_by_others_bytes=memory_used_by_others_bytes,
+        host_ram_bytes=host_ram_bytes,
+        context=context,
+        concurrency=concurrency,
+        safety_margin_bytes=safety_margin_bytes,
+        runtime_headroom_bytes=runtime_headroom_bytes,
+        workload=workload,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+        prefix_tokens=prefix_tokens,
+        preemption_target=preemption_target,
+        request_seconds=request_seconds,
+        offline=offline,
+        revision=revision,
+        **pinned,
+    )
+    return planned
 
-        vllm_only = {
-            "num_gpus": num_gpus,
-            "memory_used_by_others_bytes": memory_used_by_others_bytes,
-            "host_ram_bytes": host_ram_bytes,
-            "runtime_headroom_bytes": runtime_headroom_bytes,
-            "workload": workload,
-            "prompt_tokens": prompt_tokens,
-            "output_tokens": output_tokens,
-            "prefix_tokens": prefix_tokens,
-            "preemption_target": preemption_target,
-            "request_seconds": request_seconds,
-        }
-        spec, card, path = _sglang_args(model, gpu, offline, revision, vllm_only)
-        _integer("context", context, 0, INT64_MAX)
-        _integer("concurrency", concurrency, 0, 1 << 30)
-        if safety_margin_bytes is not None:
-            _integer("safety_margin_bytes", safety_margin_bytes, 0, INT64_MAX)
-        return sglang.plan(
-            spec,
-            card,
-            model_path=path,
-            context=context,
-            concurrency=concurrency,
-            safety_margin_bytes=safety_margin_bytes,
-            **pinned,
+
+def _sglang_plan(
+    model: str | _core.ModelSpec,
+    gpu: str | _core.GpuSpec,
+    *,
+    context: int,
+    concurrency: int,
+    safety_margin_bytes: int | None,
+    offline: bool | None,
+    revision: str | None,
+    **pinned: Any,
+) -> SglangPlan:
+    from . import sglang
+
+    vllm_only = {
+        name: pinned.pop(name)
+        for name in (
+            "num_gpus",
+            "memory_used_by_others_bytes",
+            "host_ram_bytes",
+            "runtime_headroom_bytes",
+            "workload",
+            "prompt_tokens",
+            "output_tokens",
+            "prefix_tokens",
+            "preemption_target",
+            "request_seconds",
         )
+    }
+    spec, card, path = _sglang_args(model, gpu, offline, revision, vllm_only)
+    _integer("context", context, 0, INT64_MAX)
+    _integer("concurrency", concurrency, 0, 1 << 30)
+    if safety_margin_bytes is not None:
+        _integer("safety_margin_bytes", safety_margin_bytes, 0, INT64_MAX)
+    return sglang.plan(
+        spec,
+        card,
+        model_path=path,
+        context=context,
+        concurrency=concurrency,
+        safety_margin_bytes=safety_margin_bytes,
+        **pinned,
+    )
+
+
+def _vllm_plan(
+    model: str | _core.ModelSpec,
+    gpu: str | _core.GpuSpec,
+    *,
+    num_gpus: int | None,
+    memory_used_by_others_bytes: int,
+    host_ram_bytes: int,
+    context: int,
+    concurrency: int,
+    safety_margin_bytes: int | None,
+    runtime_headroom_bytes: int | None,
+    workload: Any,
+    prompt_tokens: Any,
+    output_tokens: Any,
+    prefix_tokens: int,
+    preemption_target: float | None,
+    request_seconds: float | None,
+    offline: bool | None,
+    revision: str | None,
+    **pinned: Any,
+) -> Plan:
     from .workload import DEFAULT_PREEMPTION_TARGET, make_workload
 
     traffic = make_workload(
@@ -798,25 +879,63 @@ def sweep(
     max_running_requests and chunked_prefill_size (any other knob under SGLang's names, one
     value); each row is what breakdown(engine="sglang") reports at that point (the knobs as
     resolved, kv_pool_bytes, max_total_num_tokens, outcome: SGLang's verdict)."""
-    _check_engine(engine)
-    if engine == "sglang":
-        from . import sglang
+    frame: pd.DataFrame = engines.get(engine).sweep(
+        model,
+        gpu,
+        gpu_memory_utilization=gpu_memory_utilization,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        num_gpus=num_gpus,
+        memory_used_by_others_bytes=memory_used_by_others_bytes,
+        progress=progress,
+        **knobs,
+    )
+    return frame
 
-        vllm_only = {
-            "num_gpus": num_gpus,
-            "memory_used_by_others_bytes": memory_used_by_others_bytes,
-            "gpu_memory_utilization": gpu_memory_utilization,
-            "max_model_len": max_model_len,
-            "max_num_seqs": max_num_seqs,
-            "max_num_batched_tokens": max_num_batched_tokens,
-        }
-        spec, card, _ = _sglang_args(model, gpu, None, None, vllm_only)
-        listed = {
-            name: _values(name, knobs.pop(name), kind)
-            for name, kind in sglang.SWEEP_KNOBS
-            if isinstance(knobs.get(name), Sequence) and not isinstance(knobs.get(name), str)
-        }
-        return sglang.sweep(spec, card, grid=listed, progress=progress, **knobs)
+
+def _sglang_sweep(
+    model: str | _core.ModelSpec,
+    gpu: str | _core.GpuSpec,
+    *,
+    progress: Callable[[int, int], None] | None,
+    **knobs: Any,
+) -> pd.DataFrame:
+    from . import sglang
+
+    vllm_only = {
+        name: knobs.pop(name)
+        for name in (
+            "num_gpus",
+            "memory_used_by_others_bytes",
+            "gpu_memory_utilization",
+            "max_model_len",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+        )
+    }
+    spec, card, _ = _sglang_args(model, gpu, None, None, vllm_only)
+    listed = {
+        name: _values(name, knobs.pop(name), kind)
+        for name, kind in sglang.SWEEP_KNOBS
+        if isinstance(knobs.get(name), Sequence) and not isinstance(knobs.get(name), str)
+    }
+    return sglang.sweep(spec, card, grid=listed, progress=progress, **knobs)
+
+
+def _vllm_sweep(
+    model: str | _core.ModelSpec,
+    gpu: str | _core.GpuSpec,
+    *,
+    gpu_memory_utilization: Sequence[float] | None,
+    max_model_len: Sequence[int] | None,
+    max_num_seqs: Sequence[int] | None,
+    max_num_batched_tokens: Sequence[int] | None,
+    num_gpus: int | None,
+    memory_used_by_others_bytes: int,
+    progress: Callable[[int, int], None] | None,
+    **knobs: Any,
+) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 

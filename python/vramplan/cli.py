@@ -892,7 +892,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 _TAKES_VLLM_FLAGS = frozenset({"plan", "flags", "breakdown", "sweep", "diagnose"})
 
 
-# Commands that take `--engine sglang` (cli_sglang.py); fit and colocate have their own.
+# Commands that take `--engine NAME` (an engine's own CLI); fit and colocate have their own.
 _ENGINE_COMMANDS = frozenset(
     {"plan", "breakdown", "flags", "sweep", "check", "diagnose", "validate"}
 )
@@ -920,16 +920,13 @@ def _discard_stdout() -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         words = _split_verbosity(list(sys.argv[1:] if argv is None else argv))
-        if (
-            words
-            and words[0] in _ENGINE_COMMANDS
-            and any("engine" in w or "sglang" in w for w in words)
-        ):
-            from . import cli_sglang  # SGLang's commands, loaded only when named
+        if words and words[0] in _ENGINE_COMMANDS:
+            from . import engines
 
-            if cli_sglang.engine_named(words) == "sglang":
-                return cli_sglang.main(words)
-            words = cli_sglang.without_engine(words)
+            engine = engines.get(engines.engine_named(words), argument="--engine")
+            if engine.cli is not None:
+                return engine.cli(words)  # the engine's own commands, loaded only when named
+            words = engines.without_engine(words)
         parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
         if words and words[0] == "check":
             args = parser.parse_args(words)

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _cli_args, _core, _io, api
+from . import _cli_args, _core, _io, api, engines
 from .colocate import Instance, colocate
-from .fit import DEFAULT_MAX_GPUS, DEFAULT_REVERSE_CONTEXT, engine_columns, fit, fit_models
+from .fit import DEFAULT_MAX_GPUS, DEFAULT_REVERSE_CONTEXT, fit, fit_models
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -172,7 +172,7 @@ def _print_options(frame: pd.DataFrame, args: argparse.Namespace) -> None:
 
     out = _render.console()
     # The table reads the columns by their vLLM names; fit(engine=...) gave the engine's.
-    roles = {own: name for name, own in engine_columns(args.engine).items()}
+    roles = {own: name for name, own in engines.get(args.engine).fit_columns.items()}
     shown, fitting = _shown(frame.rename(columns=roles), args.top)
     columns = ["#", "gpu", "gpus", "TP", "PP", "DP", "$/hour", "max conc", "max ctx", "headroom"]
     rows = [

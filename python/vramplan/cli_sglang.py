@@ -9,7 +9,7 @@ import argparse
 import json
 from typing import Any
 
-from . import _core, api, sglang
+from . import _core, api, engines, sglang
 from ._cli_args import (
     EXIT_DOES_NOT_FIT,
     EXIT_OK,
@@ -27,24 +27,6 @@ COMMANDS = ("plan", "breakdown", "flags", "sweep", "check", "diagnose", "validat
 _ALIASES = {"tp_size": ["--tp"], "pp_size": ["--pp"], "dp_size": ["--dp"]}
 
 
-def engine_named(words: list[str]) -> str:
-    """The engine argv names: `--engine NAME` / `--engine=NAME` before any `--`; else SGLang
-    for `check` of an SGLang launch line, else vLLM. An unknown name is an error."""
-    named = None
-    end = words.index("--") if "--" in words else len(words)
-    for i, word in enumerate(words[:end]):
-        if word == "--engine":
-            named = words[i + 1] if i + 1 < end else ""
-        elif word.startswith("--engine="):
-            named = word.partition("=")[2]
-    if named is None:
-        return "sglang" if words[0] == "check" and is_sglang_line(words[end + 1 :]) else "vllm"
-    engines = [str(row["name"]) for row in _core.ENGINES]
-    if named not in engines:
-        raise api.config_error("--engine", named or "''", ", ".join(engines), "unknown engine")
-    return named
-
-
 def is_sglang_line(words: list[str]) -> bool:
     """Whether a launch line starts SGLang: `python -m sglang.launch_server` or `sglang serve`,
     after any `VAR=value` / `env` prefix or `docker run ... IMAGE` (the whole line as one quoted
@@ -57,21 +39,6 @@ def is_sglang_line(words: list[str]) -> bool:
         if word.rpartition("/")[2] == "sglang" and words[i + 1 : i + 2] == ["serve"]:
             return True
     return False
-
-
-def without_engine(words: list[str]) -> list[str]:
-    """argv without its `--engine NAME` words (those after `--` are the launch's, kept)."""
-    end = words.index("--") if "--" in words else len(words)
-    out: list[str] = []
-    skip = False
-    for word in words[:end]:
-        if skip:
-            skip = False
-        elif word == "--engine":
-            skip = True
-        elif not word.startswith("--engine="):
-            out.append(word)
-    return out + words[end:]
 
 
 def _sglang_flag_for(flag: str) -> str:
@@ -257,7 +224,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def main(words: list[str]) -> int:
     """Runs an SGLang command (`words` as cli.main got them, `--engine sglang` included)."""
     parser = build_parser()
-    words = without_engine(words)
+    words = engines.without_engine(words)
     if words and words[0] == "check":
         args = parser.parse_args(words)
     else:

@@ -17,14 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _core, _io, api
+from . import _core, _io, api, engines
 from ._quoting import shell_word
 from .search import plan_on_gpus
 
 if TYPE_CHECKING:
     import pandas as pd
 
-ENGINES = ("vllm", "sglang")
 DEFAULT_MAX_GPUS = 8  # one node
 # The context `fit_models` counts concurrent sequences at when none is given.
 DEFAULT_REVERSE_CONTEXT = 4096
@@ -59,37 +58,20 @@ Progress = Callable[[int, int], None]
 # columns' keys (one ordering and typing for both) and renamed last.
 
 
-def engine_columns(engine: str) -> dict[str, str]:
-    """fit's columns that name an engine knob (vLLM's names), to the engine's own names (the
-    core's knob equivalents): fit(engine="sglang") renames them so every column speaks
-    SGLang."""
-    if engine == "vllm":
-        return {}
-    return {
-        name: _core.sglang_equivalent_knob(name)
-        for name in FIT_COLUMNS
-        if _core.sglang_equivalent_knob(name)
-    }
-
-
-SGLANG_SPLIT_FIELDS = tuple(_core.sglang_equivalent_knob(name) for name in SPLIT_FIELDS)
-
-
-def check_engine(engine: str, *, searches_sglang: bool = False) -> None:
-    """An engine the caller's search covers: fit(MODEL) searches SGLang launches too
-    (`searches_sglang`); fit_models and colocate search vLLM launches only and refuse SGLang
-    by name, never answering it as vLLM."""
-    if engine == "sglang" and not searches_sglang:
+def check_engine(engine: str) -> engines.Engine:
+    """The engine of a catalogue-wide search (fit_models, colocate): one whose launches those
+    searches cover, refused by name otherwise, never answered as another engine's."""
+    found = engines.get(engine)
+    if not found.searches_catalogue:
         raise api.config_error(
             "engine",
             engine,
-            "vllm",
-            "this command does not search SGLang launches yet (it runs the vLLM solver); "
-            "`vramplan fit MODEL --engine sglang` searches GPUs for one model and "
-            "`vramplan plan --engine sglang` plans one SGLang launch",
+            ", ".join(name for name in engines.names() if engines.get(name).searches_catalogue),
+            f"this command does not search {found.display_name} launches; `vramplan fit MODEL "
+            f"--engine {engine}` searches GPUs for one model and `vramplan plan --engine "
+            f"{engine}` plans one launch",
         )
-    if engine not in ENGINES:
-        raise api.config_error("engine", engine, ", ".join(ENGINES), "unknown engine")
+    return found
 
 
 def read_prices(path: str | Path) -> dict[str, float]:
@@ -223,6 +205,7 @@ def _sglang_split_plan(
     num_gpus: int,
     split: tuple[int, int, int],
     target: _Target,
+    node: dict[str, Any],
     knobs: dict[str, Any],
 ) -> dict[str, Any]:
     """One GPU type x count x split for SGLang: its solver (the largest mem_fraction_static
@@ -231,8 +214,15 @@ def _sglang_split_plan(
     max_running_requests."""
     from . import sglang
 
+    for name, value in node.items():
+        if value:
+            raise api.config_error(name, value, "unset with engine='sglang'", "vLLM only")
     tp, pp, dp = split
-    pinned = {**knobs, **dict(zip(SGLANG_SPLIT_FIELDS, split))}
+    split_fields = tuple(engines.get("sglang").column(name) for name in SPLIT_FIELDS)
+    pinned = {
+        **{k: v for k, v in knobs.items() if v is not None},
+        **dict(zip(split_fields, split)),
+    }
     per_replica = -(-target.concurrency // dp)
     row: dict[str, Any] = {
         "gpu": gpu.id,
@@ -251,7 +241,7 @@ def _sglang_split_plan(
             **pinned,
         )
     except _core.ConfigError as err:
-        if getattr(err, "field", "") not in SGLANG_SPLIT_FIELDS:
+        if getattr(err, "field", "") not in split_fields:
             raise
         return {**row, "fits": False, "verdict": f"invalid split: {err}"}
     planned = result.planned
@@ -366,17 +356,8 @@ def fit(
     tp_size, pp_size, dp_size, mem_fraction_static, context_length, max_running_requests,
     chunked_prefill_size; launch: the `python -m sglang.launch_server` line);
     memory_used_by_others_bytes and host_ram_bytes are vLLM's and refused."""
-    check_engine(engine, searches_sglang=True)
-    sglang_engine = engine == "sglang"
-    if sglang_engine:
-        for name, value in (
-            ("memory_used_by_others_bytes", memory_used_by_others_bytes),
-            ("host_ram_bytes", host_ram_bytes),
-        ):
-            if value:
-                raise api.config_error(name, value, "unset with engine='sglang'", "vLLM only")
-        knobs = {k: v for k, v in knobs.items() if v is not None}
-    split_fields = SGLANG_SPLIT_FIELDS if sglang_engine else SPLIT_FIELDS
+    searched = engines.get(engine)
+    split_fields = tuple(searched.column(name) for name in SPLIT_FIELDS)
     if isinstance(model, _core.ModelSpec):
         spec, model_id = model, str(model.id)
     else:
@@ -406,10 +387,7 @@ def fit(
     }
     rows = []
     for done, (gpu, count, split) in enumerate(work, start=1):
-        if sglang_engine:
-            row = _sglang_split_plan(model_id, spec, gpu, count, split, target, free_knobs)
-        else:
-            row = _split_plan(model_id, spec, gpu, count, split, target, node, free_knobs)
+        row = searched.fit_option(model_id, spec, gpu, count, split, target, node, free_knobs)
         price = price_of.get(gpu.id)
         row["usd_per_hour"] = math.nan if price is None else price * count
         rows.append(row)
@@ -419,10 +397,8 @@ def fit(
 
     frame = _typed(pd.DataFrame(rows, columns=FIT_COLUMNS))
     ordered = _order(frame, bool(price_of))
-    if sglang_engine:
-        renamed: pd.DataFrame = ordered.rename(columns=engine_columns(engine))
-        return renamed
-    return ordered
+    renamed: pd.DataFrame = ordered.rename(columns=dict(searched.fit_columns))
+    return renamed
 
 
 def _prices(prices: str | Path | Mapping[str, float] | None) -> dict[str, float]:

@@ -215,7 +215,7 @@ def test_price_file_errors_name_file_line_and_field(
 def test_sglang_is_refused_by_name_where_not_searched(capsys: pytest.CaptureFixture[str]) -> None:
     # fit MODEL searches SGLang launches (tests/python/test_sglang_fit.py); the reverse search
     # and colocate run the vLLM solver only and refuse SGLang by name.
-    with pytest.raises(vramplan.Error, match="does not search SGLang launches yet"):
+    with pytest.raises(vramplan.Error, match="does not search SGLang launches"):
         vramplan.fit_models("L4", context=1024, concurrency=1, engine="sglang")
     with pytest.raises(vramplan.Error, match="engine"):
         vramplan.fit(LLAMA_8B, context=1024, concurrency=1, engine="trtllm")
@@ -226,7 +226,7 @@ def test_sglang_is_refused_by_name_where_not_searched(capsys: pytest.CaptureFixt
         code, out, err = run(capsys, *argv)
         assert code == 2
         assert out == ""
-        assert "does not search SGLang launches yet" in err
+        assert "does not search SGLang launches" in err
         assert "plan --engine sglang" in err
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import vramplan
 from vramplan import api, sglang
-from vramplan.cli_sglang import engine_named, without_engine
+from vramplan.engines import engine_named, without_engine
 from vramplan.sglang_diagnose import diagnose, validate
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "sglang" / "logs"

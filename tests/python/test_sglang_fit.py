@@ -62,7 +62,7 @@ def test_invalid_splits_and_refusals() -> None:
     assert "num_attention_heads" in tp3["verdict"]
     with pytest.raises(vramplan.Error, match="host_ram_bytes"):
         fit(MODEL, context=4096, concurrency=1, engine="sglang", host_ram_bytes=1 << 30)
-    with pytest.raises(vramplan.Error, match="does not search SGLang launches yet"):
+    with pytest.raises(vramplan.Error, match="does not search SGLang launches"):
         fit_models("L4", context=4096, concurrency=1, engine="sglang")
 
 

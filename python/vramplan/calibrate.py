@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _core, _io, api, validate
+from . import _core, _io, api, engines, validate
 from ._resources import model_specs_dir
 
 GIB = float(1 << 30)
@@ -230,10 +230,10 @@ def calibrate(
     identify. engine="sglang" (or an SGLang log) is refused with the reason
     (SGLANG_REFUSAL).
     """
-    if engine == "sglang":
-        raise api.config_error("engine", engine, "vllm", SGLANG_REFUSAL)
-    if engine != "vllm":
-        raise api.config_error("engine", engine, "vllm", "unknown engine")
+    # Calibration fits engines.yaml rows: vLLM's. Any other engine is refused with its reason.
+    if engines.get(engine).name != "vllm":
+        reason = SGLANG_REFUSAL if engine == "sglang" else "calibrate fits vLLM's engine rows only"
+        raise api.config_error("engine", engine, "vllm", reason)
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     held: set[str] = set()
     if logs:

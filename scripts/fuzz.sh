@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the libFuzzer targets (tests/fuzz: safetensors, GGUF, YAML spec, config.json readers, the
-# vLLM log parser, the plan path from arbitrary knobs, the whole plan from a spec YAML,
-# calibration profiles and priors, Hugging Face cache layouts) with clang in build-fuzz/ and run
-# each one, one after the other:
+# vLLM and SGLang log parsers, the vLLM and SGLang plan paths from arbitrary knobs, the whole
+# plan from a spec YAML, calibration profiles and priors, Hugging Face cache layouts) with clang
+# in build-fuzz/ and run each one, one after the other:
 #   scripts/fuzz.sh [RUNS]                 at most RUNS executions each (default 200000)
 #   FUZZ_SECONDS=60 scripts/fuzz.sh        at most 60 s each, runs unbounded (CI: <= 60 s)
 # (both given: whichever limit comes first).
@@ -11,7 +11,7 @@
 # libFuzzer adds the inputs it finds there, and writes crashing inputs to build-fuzz/artifacts/.
 # Exits non-zero if a fuzzer crashes (sanitizer report, abort, timeout, out-of-memory).
 # Environment: JOBS (build parallelism, default 2), FUZZ_SECONDS (time bound per target),
-# FUZZ_BUILD_DIR (default build-fuzz/), FUZZ_READERS (default: all nine).
+# FUZZ_BUILD_DIR (default build-fuzz/), FUZZ_READERS (default: all eleven).
 set -euo pipefail
 
 if [ -n "${FUZZ_SECONDS:-}" ]; then RUNS="${1:--1}"; else RUNS="${1:-200000}"; fi
@@ -51,17 +51,19 @@ cmake -S "$ROOT" -B "$BUILD" \
   -DVRAMPLAN_BUILD_TESTS=OFF \
   -DVRAMPLAN_BUILD_PYTHON=OFF \
   -DVRAMPLAN_BUILD_BENCHMARKS=OFF >/dev/null
-read -r -a READERS <<<"${FUZZ_READERS:-safetensors gguf spec_yaml hf_import log_parser plan spec_plan profile hf_cache}"
+read -r -a READERS <<<"${FUZZ_READERS:-safetensors gguf spec_yaml hf_import log_parser sglang_log_parser plan sglang_plan spec_plan profile hf_cache}"
 cmake --build "$BUILD" --target "${READERS[@]/#/fuzz_}" -j "$JOBS"
 
 # --- seed corpus and dictionaries ----------------------------------------------------------
 mkdir -p "$BUILD/corpus/safetensors" "$BUILD/corpus/gguf" "$BUILD/corpus/spec_yaml" \
   "$BUILD/corpus/hf_import" "$BUILD/corpus/log_parser" "$BUILD/corpus/plan" \
-  "$BUILD/corpus/spec_plan" "$BUILD/corpus/profile" "$BUILD/corpus/hf_cache" "$BUILD/artifacts"
+  "$BUILD/corpus/sglang_log_parser" "$BUILD/corpus/sglang_plan" "$BUILD/corpus/spec_plan" \
+  "$BUILD/corpus/profile" "$BUILD/corpus/hf_cache" "$BUILD/artifacts"
 for dir in "$ROOT"/tests/fuzz/corpus/*/; do
   cp "$dir"* "$BUILD/corpus/$(basename "$dir")/"
 done
 cp "$ROOT"/tests/data/vllm_logs/*.log "$BUILD/corpus/log_parser/"
+find "$ROOT/tests/data/sglang" -type f -exec cp {} "$BUILD/corpus/sglang_log_parser/" \;
 # Text readers start from the real files: every spec, the malformed ones, real configs.
 cp "$ROOT"/model_specs/gpus.yaml "$ROOT"/tests/data/bad_specs/*.yaml "$BUILD/corpus/spec_yaml/"
 find "$ROOT/model_specs/models" -name '*.yaml' -exec cp {} "$BUILD/corpus/spec_yaml/" \;
@@ -213,6 +215,12 @@ for reader in "${READERS[@]}"; do
   extra=()
   if [ -f "$BUILD/$reader.dict" ]; then extra+=("-dict=$BUILD/$reader.dict"); fi
   if [ -n "${FUZZ_SECONDS:-}" ]; then extra+=("-max_total_time=$FUZZ_SECONDS"); fi
+  if [ "$reader" = sglang_plan ]; then
+    # Structured input read from the start; a plan replays its remedies (each a plan), so
+    # RUNS alone is capped at 30 s.
+    extra+=("-len_control=0")
+    if [ -z "${FUZZ_SECONDS:-}" ]; then extra+=("-max_total_time=30"); fi
+  fi
   if [ "$reader" = plan ]; then
     # Structured input: the whole knob vector is read from the start, so inputs may be long at
     # once; a plan runs a solve with remedies (~350 runs/s), so RUNS alone is capped at 55 s.

@@ -1011,6 +1011,7 @@ SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRu
   }
   largest_knobs(p, written, plan);
   judge(targets, plan);
+  plan.error_band = sglang_error_band(sglang_table().accuracy);
   plan.launch_line = sglang_launch_line(planned);
   plan.planned_config = std::move(planned);
   if (!plan.fits && targets.remedies) {
@@ -1090,6 +1091,7 @@ nlohmann::json to_json(const SglangPlan& plan) {
   j["concurrent_sequences"] = plan.concurrent_sequences;
   j["spare_slack_bytes"] = plan.spare_slack_bytes;
   j["remedies"] = to_json(plan.remedies);
+  j["error_band"] = plan.error_band;
   return j;
 }
 

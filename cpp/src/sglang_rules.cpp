@@ -2,9 +2,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdint>
+#include <iomanip>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -368,15 +371,73 @@ SglangRules parse_row(const YAML::Node& node, const std::string& file, std::size
 
 }  // namespace
 
+namespace {
+
+SglangAccuracy parse_accuracy(const YAML::Node& node, const std::string& file) {
+  if (!node.IsMap()) throw SpecError(file, "accuracy", "not a map", "expected a map of figures");
+  SglangAccuracy a;
+  const auto count = [&](const char* key, std::int64_t& out) {
+    const YAML::Node v = node[key];
+    if (!v) throw SpecError(file, std::string("accuracy.") + key, "missing", "a record count");
+    out = v.as<std::int64_t>(-1);
+    if (out < 0 || out > 100000) {
+      throw SpecError(file, std::string("accuracy.") + key, v.Scalar(), "a count in 0..100000");
+    }
+  };
+  const auto fraction = [&](const char* key, double& out) {
+    const YAML::Node v = node[key];
+    if (!v) throw SpecError(file, std::string("accuracy.") + key, "missing", "a fraction");
+    out = v.as<double>(-1.0);
+    if (!(out >= 0.0 && out <= 1.0)) {
+      throw SpecError(file, std::string("accuracy.") + key, v.Scalar(), "a fraction in [0, 1]");
+    }
+  };
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    if (key != "kv_pool_records" && key != "kv_tokens_records" &&
+        key != "kv_tokens_over_prediction_max" && key != "graph_records" &&
+        key != "graph_under_estimate_max") {
+      throw SpecError(file, "accuracy." + key, key, "unknown field");
+    }
+  }
+  count("kv_pool_records", a.kv_pool_records);
+  count("kv_tokens_records", a.kv_tokens_records);
+  fraction("kv_tokens_over_prediction_max", a.kv_tokens_over_prediction_max);
+  count("graph_records", a.graph_records);
+  fraction("graph_under_estimate_max", a.graph_under_estimate_max);
+  return a;
+}
+
+// "95%", "8.8%": one decimal where the figure has one.
+std::string percent(double fraction) {
+  const double tenths = std::round(fraction * 1000.0);
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(std::fmod(tenths, 10.0) == 0.0 ? 0 : 1) << tenths / 10.0
+      << "%";
+  return out.str();
+}
+
+}  // namespace
+
+std::string sglang_error_band(const SglangAccuracy& a) {
+  return "KV pool cells exact on " + std::to_string(a.kv_pool_records) +
+         " logged pools; whole-model KV tokens over-predicted by up to " +
+         percent(a.kv_tokens_over_prediction_max) + " (" + std::to_string(a.kv_tokens_records) +
+         " records); the CUDA-graph reserve fell short of measured captures by up to " +
+         percent(a.graph_under_estimate_max) + " (" + std::to_string(a.graph_records) +
+         " records), which the margin covers only in part (docs/sglang.md)";
+}
+
 SglangTable parse_sglang_yaml(const std::string& yaml_text, const std::string& file) {
   const YAML::Node root = load_yaml_checked(yaml_text, file);
   if (!root.IsMap()) throw SpecError(file, "", "not a map", "expected `sglang:`");
   for (const auto& entry : root) {
     const std::string key = entry.first.Scalar();
     // nvidia-smi totals are GPU facts: gpus.yaml nvidia_smi_memory_mib.
-    if (key != "sglang") throw SpecError(file, key, key, "unknown field");
+    if (key != "sglang" && key != "accuracy") throw SpecError(file, key, key, "unknown field");
   }
   SglangTable table;
+  if (root["accuracy"]) table.accuracy = parse_accuracy(root["accuracy"], file);
   const YAML::Node rows = root["sglang"];
   if (!rows || !rows.IsSequence() || rows.size() == 0) {
     throw SpecError(file, "sglang", "missing", "expected a non-empty `sglang:` list of rows");

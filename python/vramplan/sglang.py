@@ -97,6 +97,11 @@ class SglangPlan:
         return int(self.data["safety_margin_bytes"])
 
     @property
+    def error_band(self) -> str:
+        """How far the model is from logged SGLang startups, in one sentence."""
+        return str(self.data["error_band"])
+
+    @property
     def remedies(self) -> list[dict[str, Any]]:
         """Changes that make a launch that does not fit fit (each replayed through the solver):
         kind, change (the flag as SGLang spells it), changes, drops, fits, detail, flags."""
@@ -443,6 +448,7 @@ def plan_text(result: SglangPlan) -> str:
             ).splitlines()
         ),
         f"verdict: {data['verdict']}",
+        f"accuracy: {data['error_band']}",
         data["launch_line"],
     ]
     for remedy in data["remedies"]:

@@ -436,6 +436,37 @@ TEST(SglangPlan, ConcurrencyTargetIsJudgedOnThePool) {
           .fits);
 }
 
+// The band states docs/sglang.md's accuracy table: sgl-r01's 50 729 predicted against 46 611
+// logged tokens (+8.8%) and sgl-r07's 0.31 GiB graph reserve against 6.19 GiB captured (-95%).
+TEST(SglangPlan, ErrorBandStatesTheLoggedRecords) {
+  SglangConfig config;
+  config.model_path = "Qwen/Qwen3-8B";
+  const SglangPlan plan =
+      sglang_plan(db().model("Qwen/Qwen3-8B"), db().gpu("L40S"), rules_0523(), config);
+  EXPECT_NE(plan.error_band.find("over-predicted by up to 8.8% (2 records)"), std::string::npos)
+      << plan.error_band;
+  EXPECT_NE(plan.error_band.find("by up to 95% (3 records)"), std::string::npos) << plan.error_band;
+  EXPECT_NE(plan.error_band.find("on 8 logged pools"), std::string::npos) << plan.error_band;
+}
+
+TEST(SglangRulesTable, AccuracyFiguresAreChecked) {
+  const std::string rows = std::string(R"(sglang:
+  - from_version: "0.4.0"
+)");
+  const std::string bad =
+      "accuracy:\n  kv_pool_records: 8\n  kv_tokens_records: 2\n"
+      "  kv_tokens_over_prediction_max: 1.5\n  graph_records: 3\n"
+      "  graph_under_estimate_max: 0.95\n";
+  try {
+    parse_sglang_yaml(bad + rows, "s.yaml");
+    FAIL() << "a fraction over 1 was taken";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("accuracy.kv_tokens_over_prediction_max"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(SglangPlan, LaunchLineIsShellSafe) {
   SglangConfig config;
   config.model_path = "/models/my model's dir";

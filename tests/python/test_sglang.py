@@ -113,6 +113,7 @@ def test_plan_renders_through_the_descriptor() -> None:
 
     assert spare(f) >= 512 << 20 > spare(f + 0.001)
     assert planned.safety_margin_bytes == 512 << 20
+    assert "over-predicted by up to 8.8%" in planned.error_band  # sgl-r01, docs/sglang.md
 
 
 def test_given_fraction_is_kept_and_remedies_are_offered() -> None:

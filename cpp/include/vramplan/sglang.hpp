@@ -114,9 +114,23 @@ struct SglangRules {
   std::int64_t nccl_nvlink_bytes = 0;
 };
 
+// How far the model is from logged SGLang startups (sglang.yaml `accuracy`, from the records
+// docs/sglang.md's accuracy table lists): what a plan's error band states.
+struct SglangAccuracy {
+  std::int64_t kv_pool_records = 0;            // logged pools the cell arithmetic was checked on
+  std::int64_t kv_tokens_records = 0;          // whole-model KV token figures
+  double kv_tokens_over_prediction_max = 0.0;  // largest over-prediction, a fraction of the log's
+  std::int64_t graph_records = 0;              // logged CUDA-graph captures
+  double graph_under_estimate_max = 0.0;       // largest shortfall of the reserve, a fraction
+};
+
 struct SglangTable {
   std::vector<SglangRules> rows;  // ascending by version
+  SglangAccuracy accuracy;
 };
+
+// One sentence stating the accuracy, for a plan.
+std::string sglang_error_band(const SglangAccuracy& accuracy);
 
 // Parses a sglang.yaml document; `file` names it in errors. SpecError naming the file and the
 // field for an unknown, missing or out-of-range field, a row out of order, or broken YAML.
@@ -332,6 +346,7 @@ struct SglangPlan {
   std::int64_t concurrent_sequences = 0;   // of the target context, up to max_running_requests
   std::int64_t spare_slack_bytes = 0;      // free after graphs and the first prefill
   std::vector<Remedy> remedies;            // when it does not fit, each replayed
+  std::string error_band;                  // sglang_error_band of the compiled-in table
 };
 
 // Pinned knobs (those `config` sets) are kept; the others are chosen: mem_fraction_static the

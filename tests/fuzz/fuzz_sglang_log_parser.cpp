@@ -1,0 +1,43 @@
+// libFuzzer target for SGLang's log parser, which is documented never to throw for any text.
+// Checks, for every input: no exception at all; every string in the result is valid UTF-8 and
+// to_json(...).dump() succeeds; and feeding the same bytes in two chunks, split where the
+// input's first byte says, gives the same figures as one string.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "vramplan/sglang_log_parser.hpp"
+#include "vramplan/utf8.hpp"
+
+namespace {
+
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+
+void check_strings(const nlohmann::json& j) {
+  if (j.is_string()) {
+    check(vramplan::utf8::find_invalid(j.get_ref<const std::string&>()) == std::string::npos);
+  } else if (j.is_structured()) {
+    for (const auto& v : j) check_strings(v);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const nlohmann::json j = vramplan::to_json(vramplan::parse_sglang_log(text));
+  check_strings(j);
+  (void)j.dump();
+
+  const std::size_t split = size == 0 ? 0 : data[0] * size / 256;
+  vramplan::SglangLogParser chunked;
+  chunked.feed(text.substr(0, split));
+  chunked.feed(text.substr(split));
+  check(vramplan::to_json(chunked.finish()) == j);
+  return 0;
+}

@@ -26,12 +26,12 @@ from typing import Any
 
 import vramplan
 from vramplan import _core, validate
+from vramplan._units import GIB, MIB
 
 # `vramplan.calibrate` is the function; the module holds the record -> sample mapping.
 _calibration = importlib.import_module("vramplan.calibrate")
 
 ROOT = Path(__file__).resolve().parents[1]
-GIB = 1 << 30
 TERMS = {  # term -> (label, unit)
     "weights_gib": ("weights", "GiB"),
     "activation_peak_gib": ("activation peak", "GiB"),
@@ -73,8 +73,8 @@ def family(model: str) -> str:
 
 
 def version_group(record: dict[str, Any]) -> str:
-    match = re.search(r"(\d+)\.(\d+)", str(record.get("vllm_version") or ""))
-    return f"{match.group(1)}.{match.group(2)}" if match else "V0 (unstated)"
+    version = _core.Version.find(str(record.get("vllm_version") or ""))
+    return f"{version.major}.{version.minor}" if version else "V0 (unstated)"
 
 
 def gpu_group(record: dict[str, Any]) -> str:
@@ -124,19 +124,12 @@ def gpu_family(record: dict[str, Any]) -> str:
 
 
 def era_of(major: int, minor: int) -> str:
-    """The era of vLLM major.minor, at the boundaries of engines.yaml's `era` rows (the planner
-    takes a launch's era from its row): V0 (<= 0.7), v1-early (0.8-0.10), v1 (0.11-0.20),
-    v1-latest (>= 0.21)."""
-    version = (major, minor)
-    if version < (0, 5):
+    """The era of vLLM major.minor as the error bands name it, read from its engines.yaml row
+    (the planner takes a launch's era from its row); pre-0.5 below the oldest row."""
+    try:
+        return _core.error_band_era(f"{major}.{minor}.0")
+    except _core.ConfigError:
         return "pre-0.5"
-    if version < (0, 8):
-        return "V0"
-    if version < (0, 11):
-        return "v1-early"
-    if version < (0, 21):
-        return "v1"
-    return "v1-latest"
 
 
 def era(record: dict[str, Any]) -> str:
@@ -145,10 +138,10 @@ def era(record: dict[str, Any]) -> str:
     text = str(record.get("vllm_version") or "")
     if re.search(r"\bV0\b", text):
         return "V0"
-    match = re.search(r"(\d+)\.(\d+)", text)
-    if not match:
+    version = _core.Version.find(text)
+    if version is None:
         return "V0" if re.search(r"\bV0\b", str(record.get("notes") or "")) else "unknown"
-    return era_of(int(match.group(1)), int(match.group(2)))
+    return era_of(version.major, version.minor)
 
 
 def record_reason(record: dict[str, Any]) -> str | None:
@@ -364,9 +357,6 @@ def cited_record_ids(text: str) -> set[str]:
     return ids
 
 
-MIB = 1 << 20
-
-
 def nvlink_tensor_parallel_charge_bytes(records: list[dict[str, Any]]) -> int | None:
     """The TP > 1 non-torch charge over NVLink by engines.yaml's rule, not a fit: the largest
     non-torch figure a record logs at TP > 1 on a named GPU that is not pcie_only, from vLLM
@@ -381,11 +371,11 @@ def nvlink_tensor_parallel_charge_bytes(records: list[dict[str, Any]]) -> int | 
         if logged is None or int(record.get("tensor_parallel_size") or 1) < 2:
             continue
         try:
-            major, minor = (int(x) for x in validate._version(record).split(".")[:2])
+            version = _core.Version.parse(validate._version(record))
         except validate.Unsupported:
             continue
         name = validate._gpu_name(str(record.get("gpu") or ""))
-        if (major, minor) < (0, 7) or name is None or db.gpu(name).pcie_only:
+        if version < _core.Version(0, 7) or name is None or db.gpu(name).pcie_only:
             continue
         largest = logged if largest is None else max(largest, logged)
     return None if largest is None else math.ceil(largest * GIB / MIB) * MIB
@@ -617,7 +607,7 @@ def band_failures(kv_rows: list[dict[str, Any]]) -> tuple[list[str], list[str], 
     return beyond, beyond_nested, checked
 
 
-DEFAULT_MARGIN_GIB = 0.5  # the solver's default safety margin (512 MiB)
+DEFAULT_MARGIN_GIB = _core.DEFAULT_SAFETY_MARGIN_BYTES / GIB  # the solver's default margin
 
 
 def margin_failures(kv_rows: list[dict[str, Any]]) -> list[str]:

@@ -96,27 +96,18 @@ def gpu_group(record: dict[str, Any]) -> str:
     return "other"
 
 
-# GPU families of the records' free-text `gpu` fields, matched in this order. The planner
-# reads each database GPU's family from gpus.yaml (`family`); tests/python/test_error_band.py
-# checks that these patterns give every database GPU its gpus.yaml family.
-GPU_FAMILIES = (
-    (r"h100|h200|gh200", "H100/H200"),
-    (r"a100", "A100"),
-    (r"l40|\bl4\b", "L40S/L4"),
-    (r"rtx|geforce|3090|4090|5090", "RTX consumer"),
-    (r"mi300|instinct", "MI300X"),
-    (r"\bt4\b|v100", "T4/V100"),
-)
+# A record's GPU family is its GPU's gpus.yaml `family`, found by the core's GPU lookup as the
+# replay finds the GPU: the planner groups a launch's error band by the same field.
 # A prediction this far (percent of the measurement) from a term is listed on its own line.
 LARGE_ERROR_PCT = 10.0
 ERAS = ("pre-0.5", "V0", "v1-early", "v1", "v1-latest", "unknown")
 
 
 def family_of(text: str) -> str:
-    for pattern, label in GPU_FAMILIES:
-        if re.search(pattern, text, re.IGNORECASE):
-            return label
-    return "unknown"
+    """The gpus.yaml family of the GPU a free-text `gpu` field names; unknown where the
+    database lacks the GPU or gives it no family."""
+    name = validate._gpu_name(text)
+    return (vramplan.spec_database().gpu(name).family or "unknown") if name else "unknown"
 
 
 def gpu_family(record: dict[str, Any]) -> str:

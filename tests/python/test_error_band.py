@@ -225,7 +225,9 @@ def test_the_plan_says_where_a_wide_margin_comes_from(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "model_specs", specs)
     bands = json.loads((specs / "error_bands.json").read_text())
     over = 895502090  # 0.834 GiB, dev-003's held-out over-prediction in session 11
-    bands["groups"]["unknown x V0"]["over_prediction_bytes"] = over
+    # A TP = 1 launch reads the group's single-GPU figure where the group has one.
+    group = bands["groups"]["unknown x V0"]
+    group["over_prediction_bytes"] = group["over_prediction_single_gpu_bytes"] = over
     (specs / "error_bands.json").write_text(json.dumps(bands))
     wide = margin_line(specs, "my-card", "0.6.4", "--gpu-total-bytes", str(80 << 30))
     assert "safety margin kept free per GPU: 0.83 GiB (the largest cross-validated" in wide

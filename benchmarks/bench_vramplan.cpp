@@ -100,7 +100,8 @@ void BM_Plan(benchmark::State& state) {
   const std::int64_t before = g_allocations.load();
   for (auto _ : state) {
     benchmark::DoNotOptimize(
-        vramplan::solve(*compiled_launch, 32768, 0, std::int64_t{512} << 20).max_num_seqs);
+        vramplan::solve(*compiled_launch, 32768, 0, vramplan::kDefaultSafetyMarginBytes)
+            .max_num_seqs);
   }
   report_allocations(state, before);
   state.SetLabel(launch.model);

@@ -26,12 +26,12 @@ from typing import Any
 
 import vramplan
 from vramplan import _core, validate
+from vramplan._units import GIB, MIB
 
 # `vramplan.calibrate` is the function; the module holds the record -> sample mapping.
 _calibration = importlib.import_module("vramplan.calibrate")
 
 ROOT = Path(__file__).resolve().parents[1]
-GIB = 1 << 30
 TERMS = {  # term -> (label, unit)
     "weights_gib": ("weights", "GiB"),
     "activation_peak_gib": ("activation peak", "GiB"),
@@ -73,8 +73,8 @@ def family(model: str) -> str:
 
 
 def version_group(record: dict[str, Any]) -> str:
-    match = re.search(r"(\d+)\.(\d+)", str(record.get("vllm_version") or ""))
-    return f"{match.group(1)}.{match.group(2)}" if match else "V0 (unstated)"
+    version = _core.Version.find(str(record.get("vllm_version") or ""))
+    return f"{version.major}.{version.minor}" if version else "V0 (unstated)"
 
 
 def gpu_group(record: dict[str, Any]) -> str:
@@ -96,27 +96,18 @@ def gpu_group(record: dict[str, Any]) -> str:
     return "other"
 
 
-# GPU families of the records' free-text `gpu` fields, matched in this order. The planner
-# reads each database GPU's family from gpus.yaml (`family`); tests/python/test_error_band.py
-# checks that these patterns give every database GPU its gpus.yaml family.
-GPU_FAMILIES = (
-    (r"h100|h200|gh200", "H100/H200"),
-    (r"a100", "A100"),
-    (r"l40|\bl4\b", "L40S/L4"),
-    (r"rtx|geforce|3090|4090|5090", "RTX consumer"),
-    (r"mi300|instinct", "MI300X"),
-    (r"\bt4\b|v100", "T4/V100"),
-)
+# A record's GPU family is its GPU's gpus.yaml `family`, found by the core's GPU lookup as the
+# replay finds the GPU: the planner groups a launch's error band by the same field.
 # A prediction this far (percent of the measurement) from a term is listed on its own line.
 LARGE_ERROR_PCT = 10.0
 ERAS = ("pre-0.5", "V0", "v1-early", "v1", "v1-latest", "unknown")
 
 
 def family_of(text: str) -> str:
-    for pattern, label in GPU_FAMILIES:
-        if re.search(pattern, text, re.IGNORECASE):
-            return label
-    return "unknown"
+    """The gpus.yaml family of the GPU a free-text `gpu` field names; unknown where the
+    database lacks the GPU or gives it no family."""
+    name = validate._gpu_name(text)
+    return (vramplan.spec_database().gpu(name).family or "unknown") if name else "unknown"
 
 
 def gpu_family(record: dict[str, Any]) -> str:
@@ -124,19 +115,12 @@ def gpu_family(record: dict[str, Any]) -> str:
 
 
 def era_of(major: int, minor: int) -> str:
-    """The era of vLLM major.minor, at the boundaries of engines.yaml's `era` rows (the planner
-    takes a launch's era from its row): V0 (<= 0.7), v1-early (0.8-0.10), v1 (0.11-0.20),
-    v1-latest (>= 0.21)."""
-    version = (major, minor)
-    if version < (0, 5):
+    """The era of vLLM major.minor as the error bands name it, read from its engines.yaml row
+    (the planner takes a launch's era from its row); pre-0.5 below the oldest row."""
+    try:
+        return _core.error_band_era(f"{major}.{minor}.0")
+    except _core.ConfigError:
         return "pre-0.5"
-    if version < (0, 8):
-        return "V0"
-    if version < (0, 11):
-        return "v1-early"
-    if version < (0, 21):
-        return "v1"
-    return "v1-latest"
 
 
 def era(record: dict[str, Any]) -> str:
@@ -145,10 +129,10 @@ def era(record: dict[str, Any]) -> str:
     text = str(record.get("vllm_version") or "")
     if re.search(r"\bV0\b", text):
         return "V0"
-    match = re.search(r"(\d+)\.(\d+)", text)
-    if not match:
+    version = _core.Version.find(text)
+    if version is None:
         return "V0" if re.search(r"\bV0\b", str(record.get("notes") or "")) else "unknown"
-    return era_of(int(match.group(1)), int(match.group(2)))
+    return era_of(version.major, version.minor)
 
 
 def record_reason(record: dict[str, Any]) -> str | None:
@@ -364,9 +348,6 @@ def cited_record_ids(text: str) -> set[str]:
     return ids
 
 
-MIB = 1 << 20
-
-
 def nvlink_tensor_parallel_charge_bytes(records: list[dict[str, Any]]) -> int | None:
     """The TP > 1 non-torch charge over NVLink by engines.yaml's rule, not a fit: the largest
     non-torch figure a record logs at TP > 1 on a named GPU that is not pcie_only, from vLLM
@@ -381,11 +362,11 @@ def nvlink_tensor_parallel_charge_bytes(records: list[dict[str, Any]]) -> int | 
         if logged is None or int(record.get("tensor_parallel_size") or 1) < 2:
             continue
         try:
-            major, minor = (int(x) for x in validate._version(record).split(".")[:2])
+            version = _core.Version.parse(validate._version(record))
         except validate.Unsupported:
             continue
         name = validate._gpu_name(str(record.get("gpu") or ""))
-        if (major, minor) < (0, 7) or name is None or db.gpu(name).pcie_only:
+        if version < _core.Version(0, 7) or name is None or db.gpu(name).pcie_only:
             continue
         largest = logged if largest is None else max(largest, logged)
     return None if largest is None else math.ceil(largest * GIB / MIB) * MIB
@@ -617,7 +598,7 @@ def band_failures(kv_rows: list[dict[str, Any]]) -> tuple[list[str], list[str], 
     return beyond, beyond_nested, checked
 
 
-DEFAULT_MARGIN_GIB = 0.5  # the solver's default safety margin (512 MiB)
+DEFAULT_MARGIN_GIB = _core.DEFAULT_SAFETY_MARGIN_BYTES / GIB  # the solver's default margin
 
 
 def margin_failures(kv_rows: list[dict[str, Any]]) -> list[str]:

@@ -13,61 +13,13 @@
 #include "vramplan/engines_yaml.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/text_scan.hpp"
+#include "vramplan/version.hpp"
 #include "yaml_load.hpp"
 
 namespace vramplan {
 namespace {
 
-// (major, minor, patch) of a version string ("0.19.0", "v0.6.4.post2", "0.10.1.x", "0.9",
-// "1.0"): leading non-digits are skipped, then <major>.<minor> must follow; a patch is read when
-// digits follow the next dot (else 0) and anything after it is ignored. nullopt if unreadable.
-struct Version {
-  int major = 0;
-  int minor = 0;
-  int patch = 0;
-  bool operator<(const Version& o) const {
-    if (major != o.major) return major < o.major;
-    return minor != o.minor ? minor < o.minor : patch < o.patch;
-  }
-  bool operator<=(const Version& o) const { return !(o < *this); }
-  std::string text() const {
-    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-  }
-};
 Version version_of(const EngineProfile& p) { return {p.from_major, p.from_minor, p.from_patch}; }
-
-std::optional<Version> parse_version(const std::string& version) {
-  std::size_t pos = 0;
-  while (pos < version.size() && !std::isdigit(static_cast<unsigned char>(version[pos]))) ++pos;
-  // Digits at `pos` as a number up to `limit`; nullopt if there are none or too many.
-  auto number = [&](int limit) -> std::optional<int> {
-    int value = 0;
-    const std::size_t start = pos;
-    while (pos < version.size() && std::isdigit(static_cast<unsigned char>(version[pos]))) {
-      value = value * 10 + (version[pos] - '0');
-      if (value > limit) return std::nullopt;
-      ++pos;
-    }
-    if (pos == start) return std::nullopt;
-    return value;
-  };
-  auto dot_then_digit = [&]() {
-    return pos + 1 < version.size() && version[pos] == '.' &&
-           std::isdigit(static_cast<unsigned char>(version[pos + 1]));
-  };
-  const auto major = number(100);
-  if (!major || !dot_then_digit()) return std::nullopt;
-  ++pos;
-  const auto minor = number(1000);
-  if (!minor) return std::nullopt;
-  std::optional<int> patch = 0;
-  if (dot_then_digit()) {
-    ++pos;
-    patch = number(100000);
-    if (!patch) return std::nullopt;
-  }
-  return Version{*major, *minor, *patch};
-}
 
 // A list of lower-case names (large_gpu_names, large_gpu_excluded_names).
 std::vector<std::string> name_list(const YAML::Node& list, const std::string& file,
@@ -452,7 +404,7 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   }
   if (!row.inherits("all2all_backend_flag_from", first)) {
     const std::string from = row.text("all2all_backend_flag_from");
-    const auto version = parse_version(from);
+    const auto version = Version::read(from);
     if (!version) row.fail("all2all_backend_flag_from", from, "expected <major>.<minor>");
     p.all2all_backend_flag_from_major = version->major;
     p.all2all_backend_flag_from_minor = version->minor;
@@ -545,7 +497,7 @@ std::vector<EngineProfile> parse_engine_profiles(const std::string& yaml_text,
     const bool first = out.empty();
     EngineProfile p = first ? EngineProfile{} : out.back();
     const std::string from = row.text("from_version");
-    const auto version = parse_version(from);
+    const auto version = Version::read(from);
     if (!version) row.fail("from_version", from, "expected <major>.<minor>[.<patch>]");
     if (!first && *version <= version_of(p)) {
       row.fail("from_version", from, "rows must be in ascending version order");
@@ -581,7 +533,7 @@ EngineProfile engine_profile(const std::string& version) {
   const std::vector<EngineProfile>& rows = compiled_profiles();
   const EngineProfile& oldest = rows.front();
   const Version newest = version_of(rows.back());
-  const auto parsed = version.empty() ? std::optional<Version>(newest) : parse_version(version);
+  const auto parsed = version.empty() ? std::optional<Version>(newest) : Version::read(version);
   if (!parsed || *parsed < version_of(oldest)) {
     throw ConfigError("engine_version", "'" + version + "'",
                       version_of(oldest).text() + " .. " + newest.text() + " (newer plans with " +
@@ -629,8 +581,8 @@ const std::vector<EngineProfile>& engine_profile_rows() { return compiled_profil
 std::string engine_row_version(const EngineProfile& row) { return version_of(row).text(); }
 
 std::optional<bool> vllm_version_at_least(const std::string& version, const std::string& from) {
-  const auto v = parse_version(version);
-  const auto f = parse_version(from);
+  const auto v = Version::read(version);
+  const auto f = Version::read(from);
   if (!v || !f) return std::nullopt;
   return *f <= *v;
 }

@@ -1,7 +1,6 @@
 // SGLang release rows from model_specs/sglang.yaml (compiled in): strict parsing, version lookup.
 #include <yaml-cpp/yaml.h>
 
-#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <iomanip>
@@ -15,55 +14,13 @@
 #include "vramplan/errors.hpp"
 #include "vramplan/sglang.hpp"
 #include "vramplan/sglang_yaml.hpp"
+#include "vramplan/version.hpp"
 #include "yaml_load.hpp"
 
 namespace vramplan {
 namespace {
 
-struct Version {
-  std::int32_t major = 0;
-  std::int32_t minor = 0;
-  std::int32_t patch = 0;
-};
-
-bool version_less(const Version& a, const Version& b) {
-  if (a.major != b.major) return a.major < b.major;
-  return a.minor != b.minor ? a.minor < b.minor : a.patch < b.patch;
-}
-
-// "0.5.23", "v0.4.6.post5", "0.5": digits after optional leading letters, then .minor and an
-// optional .patch; anything after the patch (".post5", "rc1") is ignored. nullopt otherwise.
-std::optional<Version> parse_version(const std::string& text) {
-  std::size_t pos = 0;
-  if (pos < text.size() && (text[pos] == 'v' || text[pos] == 'V')) ++pos;
-  auto number = [&]() -> std::optional<std::int32_t> {
-    std::int32_t value = 0;
-    const std::size_t start = pos;
-    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) {
-      if (pos - start >= 6) return std::nullopt;
-      value = value * 10 + (text[pos] - '0');
-      ++pos;
-    }
-    if (pos == start) return std::nullopt;
-    return value;
-  };
-  Version v;
-  const auto major = number();
-  if (!major || pos >= text.size() || text[pos] != '.') return std::nullopt;
-  ++pos;
-  const auto minor = number();
-  if (!minor) return std::nullopt;
-  v.major = *major;
-  v.minor = *minor;
-  if (pos + 1 < text.size() && text[pos] == '.' &&
-      std::isdigit(static_cast<unsigned char>(text[pos + 1]))) {
-    ++pos;
-    const auto patch = number();
-    if (!patch) return std::nullopt;
-    v.patch = *patch;
-  }
-  return v;
-}
+Version version_of(const SglangRules& r) { return {r.major, r.minor, r.patch}; }
 
 // Every field a row must give; anything else is an unknown field.
 const std::set<std::string>& row_keys() {
@@ -223,7 +180,7 @@ SglangRules parse_row(const YAML::Node& node, const std::string& file, std::size
   const Row row(node, file, prefix);
   SglangRules r;
   r.from_version = row.text("from_version");
-  const auto version = parse_version(r.from_version);
+  const auto version = Version::read(r.from_version);
   if (!version) row.fail("from_version", r.from_version, "expected major.minor[.patch]");
   r.major = version->major;
   r.minor = version->minor;
@@ -448,7 +405,7 @@ SglangTable parse_sglang_yaml(const std::string& yaml_text, const std::string& f
     SglangRules r = parse_row(rows[i], file, i);
     if (!table.rows.empty()) {
       const SglangRules& prev = table.rows.back();
-      if (!version_less({prev.major, prev.minor, prev.patch}, {r.major, r.minor, r.patch})) {
+      if (version_of(r) <= version_of(prev)) {
         throw SpecError(file, "sglang[" + std::to_string(i) + "].from_version", r.from_version,
                         "rows must ascend by version");
       }
@@ -467,13 +424,13 @@ const SglangTable& sglang_table() {
 const SglangRules& sglang_rules(const SglangTable& table, const std::string& version) {
   if (table.rows.empty()) throw ConfigError("sglang_version", version, "", "no SGLang rows loaded");
   if (version.empty()) return table.rows.back();
-  const auto parsed = parse_version(version);
+  const auto parsed = Version::read(version);
   const std::string allowed = table.rows.front().from_version + " or later";
   if (!parsed)
     throw ConfigError("sglang_version", version, allowed, "not a version (major.minor[.patch])");
   const SglangRules* found = nullptr;
   for (const SglangRules& r : table.rows) {
-    if (!version_less(*parsed, {r.major, r.minor, r.patch})) found = &r;
+    if (version_of(r) <= *parsed) found = &r;
   }
   if (found == nullptr) {
     throw ConfigError("sglang_version", version, allowed, "older than every SGLang row");
@@ -483,15 +440,15 @@ const SglangRules& sglang_rules(const SglangTable& table, const std::string& ver
 
 std::string sglang_version_note(const SglangTable& table, const std::string& version) {
   if (table.rows.empty() || version.empty()) return "";
-  const auto asked = parse_version(version);
+  const auto asked = Version::read(version);
   if (!asked) return "";
   const SglangRules* row = nullptr;
   for (const SglangRules& r : table.rows) {
-    if (!version_less(*asked, {r.major, r.minor, r.patch})) row = &r;
+    if (version_of(r) <= *asked) row = &r;
   }
   if (row == nullptr) return "";
-  const auto read = parse_version(row->release);
-  if (read && !version_less(*read, *asked) && !version_less(*asked, *read)) return "";
+  const auto read = Version::read(row->release);
+  if (read && *read == *asked) return "";
   return "SGLang " + version + ": the rules read from the " + row->release +
          " wheel are assumed (this release itself was not read)";
 }

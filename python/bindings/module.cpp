@@ -10,6 +10,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "vramplan C++ core";
   vramplan_py::register_errors(m);
   vramplan_py::register_spec(m);
+  vramplan_py::register_version(m);
   vramplan_py::register_workload(m);  // before the engine: Launch.solve takes a Workload
   vramplan_py::register_engine(m);
   vramplan_py::register_log_parser(m);

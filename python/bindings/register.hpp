@@ -20,6 +20,7 @@ void register_colocate(pybind11::module_& m);
 void register_band(pybind11::module_& m);
 void register_sglang(pybind11::module_& m);
 void register_workload(pybind11::module_& m);
+void register_version(pybind11::module_& m);
 
 // C++ JSON -> Python object (dict/list), through the json module: one conversion path.
 pybind11::object to_python(const nlohmann::json& value);

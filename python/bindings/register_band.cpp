@@ -6,6 +6,7 @@
 
 #include "register.hpp"
 #include "vramplan/compiled.hpp"
+#include "vramplan/engine.hpp"
 #include "vramplan/error_band.hpp"
 #include "vramplan/solver.hpp"
 
@@ -26,8 +27,7 @@ void register_band(py::module_& m) {
       .def_property_readonly(
           "safety_margin_bytes",
           [](const ErrorBand& band) {
-            return vramplan::safety_margin_with_band(band,
-                                                     vramplan::SolveRequest{}.safety_margin_bytes);
+            return vramplan::safety_margin_with_band(band, vramplan::kDefaultSafetyMarginBytes);
           },
           "The solver's margin for this band: the largest held-out over-prediction where it "
           "exceeds the default margin, else the default.")
@@ -42,6 +42,14 @@ void register_band(py::module_& m) {
             return table.lookup(launch);
           },
           py::arg("launch"));
+  m.def(
+      "error_band_era",
+      [](const std::string& version) {
+        return std::string(vramplan::error_band_era(vramplan::engine_profile(version).era));
+      },
+      py::arg("version"),
+      "The era of a vLLM release's engines.yaml row as the error bands name it (V0, v1-early, "
+      "v1, v1-latest); ConfigError below the oldest row.");
 }
 
 }  // namespace vramplan_py

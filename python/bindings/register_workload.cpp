@@ -13,8 +13,8 @@ namespace py = pybind11;
 namespace vramplan_py {
 
 void register_workload(py::module_& m) {
-  // The solver's margin where no error band widens it (one home: SolveTargets).
-  m.attr("DEFAULT_SAFETY_MARGIN_BYTES") = vramplan::SolveTargets{}.safety_margin_bytes;
+  // The solver's margin where no error band widens it (one home: kDefaultSafetyMarginBytes).
+  m.attr("DEFAULT_SAFETY_MARGIN_BYTES") = vramplan::kDefaultSafetyMarginBytes;
   // The acceptable overflow probability where a workload states none.
   m.attr("DEFAULT_PREEMPTION_TARGET") = vramplan::Workload{}.preemption_target;
   using vramplan::Workload;

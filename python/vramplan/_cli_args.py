@@ -13,9 +13,7 @@ from typing import Any
 
 from . import _core, _io, api
 from ._quoting import visible
-
-GIB = 1 << 30
-
+from ._units import GIB
 
 EXIT_OK = 0
 

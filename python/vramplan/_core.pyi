@@ -32,11 +32,13 @@ __all__: list[str] = [
     "SpecDatabase",
     "SpecError",
     "Term",
+    "Version",
     "Workload",
     "apply_profile_overrides",
     "calibrate",
     "diagnose_launch",
     "engine_profile",
+    "error_band_era",
     "knob_bounds",
     "load_hf_config",
     "load_model_path",
@@ -146,6 +148,45 @@ class SpecDatabase:
     def has_model(self, name: str) -> bool: ...
     def model(self, name: str) -> ModelSpec: ...
     def model_ids(self) -> list[str]: ...
+
+class Version:
+    """
+    An engine release as (major, minor, patch), ordered numerically.
+    """
+    @staticmethod
+    def find(text: str) -> Version | None:
+        """
+        The first version in free text ("0.8.x, not printed"), None when there is none.
+        """
+    @staticmethod
+    def parse(text: str, field: str = "version") -> Version:
+        """
+        Reads "0.10.2", "v0.11.0", "0.4.6.post5", "0.9" (patch 0); ConfigError naming `field` and the text when it is no version.
+        """
+    @staticmethod
+    def read(text: str) -> Version | None:
+        """
+        As parse, None when the text is no version.
+        """
+    def __eq__(self, other: object) -> bool: ...
+    def __ge__(self, arg0: Version) -> bool: ...
+    def __gt__(self, arg0: Version) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __init__(
+        self,
+        major: typing.SupportsInt | typing.SupportsIndex,
+        minor: typing.SupportsInt | typing.SupportsIndex,
+        patch: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> None: ...
+    def __le__(self, arg0: Version) -> bool: ...
+    def __lt__(self, arg0: Version) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    @property
+    def major(self) -> int: ...
+    @property
+    def minor(self) -> int: ...
+    @property
+    def patch(self) -> int: ...
 
 class Workload:
     """
@@ -537,6 +578,11 @@ def diagnose_launch(log_text: str, kernel_text: str = "") -> typing.Any:
 def engine_profile(version: str = "") -> EngineProfile:
     """
     The engines.yaml row for a vLLM version (empty: newest).
+    """
+
+def error_band_era(version: str) -> str:
+    """
+    The era of a vLLM release's engines.yaml row as the error bands name it (V0, v1-early, v1, v1-latest); ConfigError below the oldest row.
     """
 
 def knob_bounds(name: str, spec: ModelSpec) -> tuple[float, float]:

@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import _core
+from ._units import GIB
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from .api import Plan
 
-GIB = float(1 << 30)
 
 # Breakdown terms in stacking order, with their colours (shared with the HTML view).
 TERM_COLOURS = {

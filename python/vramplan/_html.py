@@ -7,8 +7,8 @@ from html import escape
 from typing import Any
 
 from ._figures import TERM_COLOURS
+from ._units import gib_text
 
-GIB = float(1 << 30)
 BAR_WIDTH_PX = 480
 BAR_HEIGHT_PX = 18
 
@@ -18,10 +18,6 @@ _CELL = "padding: 1px 8px; text-align: {align}"
 
 def _cell(text: object, align: str = "left", tag: str = "td") -> str:
     return f'<{tag} style="{_CELL.format(align=align)}">{escape(str(text))}</{tag}>'
-
-
-def _gib(value: float) -> str:
-    return f"{value / GIB:.2f} GiB"
 
 
 def rank_bar(rank: dict[str, Any]) -> str:
@@ -35,13 +31,13 @@ def rank_bar(rank: dict[str, Any]) -> str:
         colour = TERM_COLOURS.get(term["name"], "#cccccc")
         parts.append(
             f'<rect x="{x:.1f}" y="0" width="{width:.1f}" height="{BAR_HEIGHT_PX}" '
-            f'fill="{colour}"><title>{escape(term["name"])}: {_gib(term["bytes"])}</title></rect>'
+            f'fill="{colour}"><title>{escape(term["name"])}: {gib_text(term["bytes"])}</title></rect>'
         )
         x += width
     budget = int(rank["requested_memory_bytes"]) * scale
     parts.append(
         f'<line x1="{budget:.1f}" y1="0" x2="{budget:.1f}" y2="{BAR_HEIGHT_PX}" stroke="black" '
-        f'stroke-dasharray="3,2"><title>budget {_gib(rank["requested_memory_bytes"])}</title>'
+        f'stroke-dasharray="3,2"><title>budget {gib_text(rank["requested_memory_bytes"])}</title>'
         "</line>"
     )
     return (
@@ -75,7 +71,7 @@ def breakdown_html(data: dict[str, Any]) -> str:
             f'<span style="display:inline-block;width:10px;height:10px;margin-right:4px;'
             f'background:{TERM_COLOURS.get(term["name"], "#cccccc")}"></span>'
         )
-        values = "".join(_cell(_gib(r["terms"][index]["bytes"]), "right") for r in ranks)
+        values = "".join(_cell(gib_text(r["terms"][index]["bytes"]), "right") for r in ranks)
         rows.append(
             f'<tr><td style="{_CELL.format(align="left")}">{swatch}{escape(term["name"])}'
             f"</td>{values}</tr>"
@@ -84,7 +80,10 @@ def breakdown_html(data: dict[str, Any]) -> str:
         "<tr>"
         + _cell("total / budget")
         + "".join(
-            _cell(f"{_gib(r['total_memory_bytes'])} / {_gib(r['requested_memory_bytes'])}", "right")
+            _cell(
+                f"{gib_text(r['total_memory_bytes'])} / {gib_text(r['requested_memory_bytes'])}",
+                "right",
+            )
             for r in ranks
         )
         + "</tr>"
@@ -94,8 +93,8 @@ def breakdown_html(data: dict[str, Any]) -> str:
     )
     host = data["host"]
     foot = (
-        f"<div><small>host RAM required {_gib(host['required_bytes'])} "
-        f"(+ {_gib(host['page_cache_bytes'])} page cache)</small></div>"
+        f"<div><small>host RAM required {gib_text(host['required_bytes'])} "
+        f"(+ {gib_text(host['page_cache_bytes'])} page cache)</small></div>"
     )
     table = f'<table style="{_STYLE}"><tr>{header}</tr>{"".join(rows)}</table>'
     # The plan's notes (the generic path's assumptions, class defaults used, ...), as the text

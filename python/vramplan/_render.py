@@ -15,8 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ._quoting import shell_word, visible
+from ._units import gib_text
 
-GIB = 1 << 30
 # Piped output is not wrapped at a terminal's width: long provenance lines stay on one line.
 PIPED_WIDTH = 200
 
@@ -66,10 +66,6 @@ def console(file: IO[str] | None = None) -> Console:
         width=width,
         soft_wrap=False,
     )
-
-
-def gib(value: float) -> str:
-    return f"{value / GIB:.2f} GiB"
 
 
 def bold_lead(lead: str, rest: str) -> Text:
@@ -134,7 +130,7 @@ def breakdown(out: Console, data: dict[str, Any]) -> None:
     )
     for rank in data["ranks"]:
         rows: list[list[Any]] = [
-            [term["name"], gib(term["bytes"]), term["provenance"]] for term in rank["terms"]
+            [term["name"], gib_text(term["bytes"]), term["provenance"]] for term in rank["terms"]
         ]
         rows.append(
             [
@@ -151,8 +147,8 @@ def breakdown(out: Console, data: dict[str, Any]) -> None:
                 right=["size"],
                 title=(
                     f"per GPU rank, pipeline stage {rank['pipeline_rank']}: total "
-                    f"{gib(rank['total_memory_bytes'])}, budget "
-                    f"{gib(rank['requested_memory_bytes'])}"
+                    f"{gib_text(rank['total_memory_bytes'])}, budget "
+                    f"{gib_text(rank['requested_memory_bytes'])}"
                 ),
             )
         )
@@ -163,8 +159,8 @@ def breakdown(out: Console, data: dict[str, Any]) -> None:
     )
     host = data["host"]
     out.print(
-        f"host RAM required: {gib(host['required_bytes'])} "
-        f"(+ {gib(host['page_cache_bytes'])} reclaimable page cache)"
+        f"host RAM required: {gib_text(host['required_bytes'])} "
+        f"(+ {gib_text(host['page_cache_bytes'])} reclaimable page cache)"
     )
     out.print(Text("outcome: ").append(outcome_text(data["outcome"])))
     if "error_band" in data:
@@ -192,10 +188,10 @@ def plan(out: Console, data: dict[str, Any]) -> None:
         if band.get("over_prediction_bytes") == margin
         else ""
     )
-    out.print(f"safety margin kept free per GPU: {margin / GIB:.2f} GiB{why}", soft_wrap=True)
+    out.print(f"safety margin kept free per GPU: {gib_text(margin)}{why}", soft_wrap=True)
     if data.get("runtime_headroom_bytes"):
         out.print(
-            f"runtime headroom kept free per GPU: {data['runtime_headroom_bytes'] / GIB:.2f} GiB "
+            f"runtime headroom kept free per GPU: {gib_text(data['runtime_headroom_bytes'])} "
             "(allocated after startup, beyond vLLM's profile)",
             soft_wrap=True,
         )
@@ -257,7 +253,7 @@ def workload(out: Console, w: dict[str, Any], max_num_seqs: int) -> None:
         soft_wrap=True,
     )
     out.print(
-        f"  max_num_batched_tokens costs {w['activation_peak_bytes'] / GIB:.2f} GiB of activation "
+        f"  max_num_batched_tokens costs {gib_text(w['activation_peak_bytes'])} of activation "
         f"(= {w['activation_kv_tokens']:,} KV tokens) and prefills a p50 prompt in "
         f"{w['prefill_steps_p50']} step(s), a p99 prompt in {w['prefill_steps_p99']}",
         soft_wrap=True,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from . import _core, _database, engines
 from ._identity import path_identity, plain_scalar
 from ._resources import model_specs_dir
+from ._units import GIB
 from .deployment import check_mig_parallel, mig_profile
 from .resolve import resolve_model
 
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 DEFAULT_GPU = "H100-80GB"
 
-GIB = 1 << 30
 INT64_MAX = (1 << 63) - 1
 BANDS_FILE = "error_bands.json"
 MAX_SWEEP_POINTS: int = _core.MAX_SWEEP_POINTS

@@ -16,8 +16,8 @@ from typing import Any
 
 from . import _core, _io, api, engines, validate
 from ._resources import model_specs_dir
+from ._units import GIB
 
-GIB = float(1 << 30)
 _MAX_PROFILE_BYTES = 1 << 20  # a profile is a few KiB of YAML (a priors file too)
 
 
@@ -268,13 +268,14 @@ def calibrate(
         sample, version, gpu_label = _sample(record, figures)
         sample["held_out"] = sample["id"] in held
         samples.append(sample)
-        versions.setdefault(version, []).append(sample["id"])  # "M.m.0", as replays name it
+        versions.setdefault(version, []).append(sample["id"])  # "M.m.p", as replays name it
         gpus.setdefault(gpu_label, []).append(sample["id"])
     version = _one(versions, "vLLM version")
     gpu_label = _one(gpus, "GPU")
     base = _core.engine_profile(version)
     if profile is not None:
-        if profile.engine_version.split(".")[:2] != version.split(".")[:2]:
+        started, ran = (_core.Version.parse(v) for v in (profile.engine_version, version))
+        if (started.major, started.minor) != (ran.major, ran.minor):
             msg = (
                 f"the starting profile is for vLLM {profile.engine_version}, "
                 f"the launches ran {version}"

@@ -34,7 +34,6 @@ from ._cli_args import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_OUTPUT,
-    GIB,
     _add_json,
     _add_launch_args,
     _context,
@@ -50,6 +49,7 @@ from ._cli_args import (
     _write_frame,
 )
 from ._quoting import shell_join, shell_word, visible
+from ._units import GIB, gib_text
 from .deployment import Deployment, deployment
 
 
@@ -562,7 +562,7 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
             [
                 [
                     r["id"],
-                    _render.gib(r["total_memory_bytes"]),
+                    gib_text(r["total_memory_bytes"]),
                     ("derived" if r["total_memory_derived"] else "measured")
                     + (", shared with host" if r["unified_memory"] else ""),
                     r["name"],
@@ -622,14 +622,13 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def _cmd_probe(args: argparse.Namespace) -> int:
-    from . import _render  # rich, loaded only for terminal output
     from .probe import probe
 
     found = probe(nvidia_smi_csv=args.nvidia_smi_csv)
     if args.json:
         _print(json.dumps(found.to_json(), indent=2))
         return EXIT_OK
-    gib = _render.gib
+    gib = gib_text
     lines = [f"source: {found.source}"]
     for gpu in found.gpus:
         mapped = gpu.database_id or "not in the database"
@@ -809,7 +808,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         p.add_argument(
             "--safety-margin-gib",
             type=_finite_float("--safety-margin-gib"),
-            help="GPU memory kept free (default 0.5)",
+            help=f"GPU memory kept free (default {_core.DEFAULT_SAFETY_MARGIN_BYTES / GIB:g})",
         )
         _add_traffic_args(p)
         if name == "flags":

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _cli_args, _core, _io, api, engines
+from ._units import GIB, gib_text
 from .colocate import Instance, colocate
 from .fit import DEFAULT_MAX_GPUS, DEFAULT_REVERSE_CONTEXT, fit, fit_models
 
@@ -78,7 +79,7 @@ def _refuse(flags: dict[str, bool], where: str) -> None:
 def _cmd_fit(args: argparse.Namespace) -> int:
     knobs = _cli_args._knobs(args)
     progress = _Progress("fit")
-    host_ram_bytes = int((args.host_ram_gib or 0) * _cli_args.GIB)
+    host_ram_bytes = int((args.host_ram_gib or 0) * GIB)
     if args.model is None and args.gpu is None:
         msg = "fit: give a MODEL (which GPUs serve it) or --gpu G (which models fit it)"
         raise _core.ConfigError(msg)
@@ -283,7 +284,7 @@ def _cmd_colocate(args: argparse.Namespace) -> int:
     from . import _render  # rich, loaded only for terminal output
 
     instances = [_instance(text) for text in args.instances]
-    margin = None if args.safety_margin_gib is None else int(args.safety_margin_gib * _cli_args.GIB)
+    margin = None if args.safety_margin_gib is None else int(args.safety_margin_gib * GIB)
     result = colocate(
         instances,
         args.gpu,
@@ -303,7 +304,7 @@ def _cmd_colocate(args: argparse.Namespace) -> int:
         _cli_args._print(json.dumps(data, indent=2))
         return _cli_args.EXIT_OK if result.fits else _cli_args.EXIT_DOES_NOT_FIT
     out = _render.console()
-    gib = _render.gib
+    gib = gib_text
     title = (
         f"{len(instances)} instances on {args.num_gpus} x {result.gpu.id} "
         f"({gib(result.gpu.total_memory_bytes)} each): "
@@ -418,7 +419,11 @@ def add_commands(sub: Any, command: str | None = None) -> None:
         default=0,
         help="GPU memory used by processes outside these instances, per GPU",
     )
-    p.add_argument("--safety-margin-gib", type=float, help="GPU memory kept free (default 0.5)")
+    p.add_argument(
+        "--safety-margin-gib",
+        type=float,
+        help=f"GPU memory kept free (default {_core.DEFAULT_SAFETY_MARGIN_BYTES / GIB:g})",
+    )
     p.add_argument("--engine", default="vllm", help="serving engine: vllm (SGLang is refused)")
     p.add_argument("--compose", metavar="FILE", help="write a docker compose file here")
     p.add_argument("--json", action="store_true", help="print JSON (with the compose file)")

@@ -22,7 +22,6 @@ from ._cli_args import (
 )
 from ._quoting import shell_join
 
-GIB = 1 << 30
 COMMANDS = ("plan", "breakdown", "flags", "sweep", "check", "diagnose", "validate")
 _ALIASES = {"tp_size": ["--tp"], "pp_size": ["--pp"], "dp_size": ["--dp"]}
 

@@ -23,12 +23,13 @@ from typing import Any
 
 from . import _core, api
 from ._quoting import check_text, shell_word, yaml_comment, yaml_list, yaml_string
+from ._units import gib_text
 from .fit import check_engine
 
 # Instances one colocation takes: the order search visits every subset (2^n evaluations x n).
 MAX_INSTANCES = 8
 FIRST_PORT = 8000
-DEFAULT_SAFETY_MARGIN_BYTES = 512 << 20  # the solver's default, kept free once per GPU
+DEFAULT_SAFETY_MARGIN_BYTES: int = _core.DEFAULT_SAFETY_MARGIN_BYTES  # kept free once per GPU
 _SPLIT = ("tensor_parallel_size", "pipeline_parallel_size")
 
 
@@ -311,13 +312,9 @@ def check_order(colocation: Colocation, order: Sequence[int]) -> str:
         placed = colocation.instances[index]
         ok, why = _starts(placed, colocation.gpu, colocation.num_gpus, held)
         if not ok:
-            return f"{placed.instance.model} (started after {_gib(held)} GiB held) fails: {why}"
+            return f"{placed.instance.model} (started after {gib_text(held)} held) fails: {why}"
         held += placed.resident_bytes
     return "passes"
-
-
-def _gib(value: int) -> str:
-    return f"{value / (1 << 30):.2f}"
 
 
 def colocate(
@@ -402,10 +399,10 @@ def colocate(
     budget = int(gpu_spec.total_memory_bytes) - memory_used_by_others_bytes - safety_margin_bytes
     if total > budget:
         colocation.reason = (
-            f"under load the instances hold {_gib(total)} GiB per GPU together, more than the "
-            f"{_gib(budget)} GiB the GPU has for them (total {_gib(gpu_spec.total_memory_bytes)}"
-            f" GiB less {_gib(memory_used_by_others_bytes)} GiB used by others and a "
-            f"{_gib(safety_margin_bytes)} GiB margin): no start order helps"
+            f"under load the instances hold {gib_text(total)} per GPU together, more than the "
+            f"{gib_text(budget)} the GPU has for them (total {gib_text(gpu_spec.total_memory_bytes)}"
+            f" less {gib_text(memory_used_by_others_bytes)} used by others and a "
+            f"{gib_text(safety_margin_bytes)} margin): no start order helps"
         )
         return colocation
     given = tuple(range(len(placed)))

@@ -22,16 +22,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from . import _core
 from ._database import config_error
+from ._units import MIB
 
-MIB = 1 << 20
-GIB = 1 << 30
 SCHEDULER_BROADCAST_BYTES = 10 * 16 * MIB
 TP_GROUP_BROADCAST_BYTES = 6 * 4 * MIB
 # Response queue per worker: 10 chunks of 24 MiB from 0.19, of 10 MiB before.
-_RESPONSE_QUEUE_BYTES = ((0, 19), 10 * 10 * MIB, 10 * 24 * MIB)
+_RESPONSE_QUEUE_BYTES = (_core.Version(0, 19), 10 * 10 * MIB, 10 * 24 * MIB)
 # The release from which --kv-offloading-size lives in /dev/shm on CUDA.
-_SHM_OFFLOAD_REGION_FROM = (0, 27)
+_SHM_OFFLOAD_REGION_FROM = _core.Version(0, 27)
 # NVML / nvidia-smi name a MIG device "<card> MIG <profile>" ("... HBM3 MIG 3g.40gb"), and the
 # NVIDIA device plugin's mixed strategy advertises it as nvidia.com/mig-<profile>.
 _MIG_NAME = re.compile(r" MIG (\d+g\.\d+gb)$")
@@ -43,12 +43,8 @@ def mig_profile(gpu_name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _release(version: str) -> tuple[int, int]:
-    parts = re.match(r"(\d+)\.(\d+)", version)
-    if parts is None:
-        msg = f"engine version {version!r}: expected MAJOR.MINOR[...]"
-        raise ValueError(msg)
-    return int(parts.group(1)), int(parts.group(2))
+def _release(version: str) -> _core.Version:
+    return _core.Version.parse(version, "engine_version")
 
 
 @dataclass(frozen=True)

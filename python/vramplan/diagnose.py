@@ -13,9 +13,9 @@ from typing import Any
 
 from . import _core, _io, api
 from ._quoting import shell_word
+from ._units import GIB
 from .probe import match_gpu
 
-GIB = 1 << 30
 DEFAULT_SAFETY_MARGIN_BYTES: int = _core.DEFAULT_SAFETY_MARGIN_BYTES
 # Read at most this much of a file: its head (launch settings) and its tail (the failure).
 MAX_READ_BYTES = _io.LOG_MAX_BYTES
@@ -89,8 +89,9 @@ def _text(value: str | Path | None, what: str) -> str:
 
 
 def _engine_version(text: str | None) -> str | None:
-    match = re.match(r"\s*v?(\d+)\.(\d+)", text or "")
-    return f"{match.group(1)}.{match.group(2)}.0" if match else None
+    """The logged release as major.minor.patch ("0.10.2", not 0.10.0's row), None if unreadable."""
+    version = _core.Version.read(text or "")
+    return None if version is None else str(version)
 
 
 # The knobs a diagnosis reports as the launch's logged values (the solver may lower those the

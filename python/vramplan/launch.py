@@ -25,8 +25,8 @@ from typing import Any
 from . import _core, _io
 from ._identity import plain_scalar
 from ._resources import model_specs_dir
+from ._units import GIB
 
-GIB = 1 << 30
 # A command line or kwargs file is small: refuse anything larger than this.
 MAX_LAUNCH_BYTES = 1 << 20
 
@@ -107,10 +107,6 @@ def _arg_data() -> dict[str, Any]:
     return data
 
 
-def _version_key(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
-
-
 def newest_release() -> str:
     """The newest release the argument list covers."""
     return str(_arg_data()["releases"][-1]["release"])
@@ -122,9 +118,9 @@ def engine_arg_names(version: str | None = None) -> frozenset[str]:
     a version between two listed releases takes the earlier one."""
     data = _arg_data()
     names = set(data["base"])
-    target = _version_key(version) if version else None
+    target = _core.Version.parse(version, "engine_version") if version else None
     for row in data["releases"]:
-        if target is not None and _version_key(str(row["release"])) > target:
+        if target is not None and _core.Version.parse(str(row["release"])) > target:
             break
         names |= set(row.get("adds") or [])
         names -= set(row.get("removes") or [])
@@ -357,8 +353,9 @@ def _docker(tokens: list[str], launch: Launch) -> list[str]:
             continue
         image = token
         tag = image.rpartition(":")[2] if ":" in image.rpartition("/")[2] else ""
-        match = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?)", tag)
-        launch.image_version = match.group(1) if match else None
+        # A release tag ("v0.11.0", "0.8.5-cu124"); "latest" or "nightly" names none.
+        version = _core.Version.read(tag) if re.match(r"v?\d", tag) else None
+        launch.image_version = None if version is None else str(version)
         return tokens[i + 1 :]
     msg = "docker run: no image found on the line"
     raise _core.ConfigError(msg)

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-GIB = float(1 << 30)
 
 # Context lengths and sequence counts a frontier tries when none are given.
 DEFAULT_FRONTIER_SEQS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)

@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import _core, _io, api
-
-MIB = 1 << 20
-GIB = 1 << 30
+from ._units import MIB
 
 NVIDIA_SMI_QUERY = (
     "nvidia-smi",

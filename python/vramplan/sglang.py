@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _core, _database
+from ._units import GIB, gib_text
 
 if TYPE_CHECKING:
     import pandas as pd
 
-GIB = 1 << 30
 
 config_error = _database.config_error
 
@@ -326,7 +326,7 @@ def parse_command(words: Sequence[str]) -> SglangLaunch:
 
 
 def _gib(value: int) -> str:
-    return f"{value / GIB:8.2f} GiB"
+    return gib_text(value, width=8)
 
 
 def breakdown_text(data: dict[str, Any], *, solved: bool = False) -> str:

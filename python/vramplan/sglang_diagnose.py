@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _core, api, sglang
-
-GIB = 1 << 30
+from ._units import GIB
 
 # A cause per parsed outcome: (cause, what happened).
 _CAUSES = {

@@ -16,9 +16,9 @@ from typing import Any
 
 from . import _core, _io, api
 from ._identity import path_identity
+from ._units import GIB
 from .resolve import resolve_model
 
-GIB = float(1 << 30)
 _MAX_RECORDS_BYTES = 256 << 20  # thousands of launches are a few MiB
 _MAX_RECORD_BYTES = 1 << 20
 _MAX_GPU_GIB = 1 << 20  # 1 PiB, as load_gpu allows in bytes
@@ -100,11 +100,11 @@ def build_profile(record: dict[str, Any]) -> _core.EngineProfile | None:
 def _version(record: dict[str, Any]) -> str:
     text = record.get("vllm_version")
     if text:
-        # The patch release counts: engines.yaml has rows at 0.6.5, 0.8.4, 0.8.5, 0.9.1,
-        # 0.10.2 and 0.11.1 ("0.10.2" is not replayed with 0.10.0's rules).
-        match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", str(text))
-        if match:
-            return f"{match.group(1)}.{match.group(2)}.{match.group(3) or 0}"
+        # The patch release counts: engines.yaml has rows at 0.8.4, 0.8.5, 0.9.1, 0.10.2 and
+        # 0.11.1 ("0.10.2" is not replayed with 0.10.0's rules).
+        version = _core.Version.find(str(text))
+        if version is not None:
+            return str(version)
     notes = str(record.get("notes") or "")
     if re.search(r"\bV0\b", notes):
         return "0.6.4"  # a V0 log of late 2024

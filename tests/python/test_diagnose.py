@@ -388,3 +388,18 @@ def test_seed_003_fix_keeps_the_batch_limits_given_on_top(data_dir: Path) -> Non
     assert argv[argv.index("--max-num-seqs") + 1] == "64"
     assert argv[argv.index("--max-num-batched-tokens") + 1] == "24576"
     assert fix["drops"] == []
+
+
+def test_a_patch_release_log_is_judged_with_its_own_row(data_dir: Path) -> None:
+    """tests/data/vllm_logs/v0102_qwen3_14b_startup_free_memory.log prints "Initializing a V1 LLM
+    engine (v0.10.2)". engines.yaml has a 0.10.2 row: it drops the fallback to the V0 engine below
+    compute capability 8.0 that 0.8.0-0.10.1 have (docs/engine-versions.md). The diagnosis plans
+    at 0.10.2, so the launch on a T4 (7.5) is the V1 engine; read as 0.10.0 (the patch dropped)
+    it would be judged as V0."""
+    log = data_dir / "vllm_logs" / "v0102_qwen3_14b_startup_free_memory.log"
+    launch = vramplan.diagnose(log, gpu="H100-80GB")["launch"]
+    assert launch["engine_version"] == "0.10.2"
+    small = {"model": "Qwen/Qwen2.5-3B", "gpu": "T4", "max_model_len": 4096}
+    as_logged = vramplan.breakdown(**small, engine_version=launch["engine_version"])
+    assert as_logged.engine_era.startswith("v1-early")
+    assert vramplan.breakdown(**small, engine_version="0.10.0").engine_era == "v0"

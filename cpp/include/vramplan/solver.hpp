@@ -14,21 +14,24 @@
 
 namespace vramplan {
 
+// Bytes kept free beyond the engine's own accounting on each GPU (allocator fragmentation,
+// estimation error) where neither the user nor an error band sets a margin: 0.5 GiB.
+inline constexpr std::int64_t kDefaultSafetyMarginBytes = std::int64_t{512} << 20;
+
 struct SolveRequest {
   EngineConfig pinned;  // knobs the user fixed (unset = solver chooses)
   HardwareConfig hardware;
   std::int64_t target_context_tokens = 0;  // context to serve (0: model maximum)
   std::int64_t target_concurrency = 0;     // sequences of that context to hold at once (0: none)
-  // Bytes kept free beyond vLLM's own accounting on each GPU (allocator fragmentation,
-  // estimation error). Default 0.5 GiB; stated in the plan.
-  std::int64_t safety_margin_bytes = std::int64_t{512} << 20;
+  // Bytes kept free on each GPU beyond vLLM's own accounting; stated in the plan.
+  std::int64_t safety_margin_bytes = kDefaultSafetyMarginBytes;
 };
 
 // What a plan serves beyond the launch's own knobs.
 struct SolveTargets {
   std::int64_t context_tokens = 0;  // 0: the model maximum
   std::int64_t concurrency = 0;     // sequences of that context kept resident (0: none)
-  std::int64_t safety_margin_bytes = std::int64_t{512} << 20;
+  std::int64_t safety_margin_bytes = kDefaultSafetyMarginBytes;
   // Bytes kept free for what the running server allocates beyond vLLM's startup profile
   // (-1: runtime_headroom_bytes() at the launch's default max_num_seqs; a runtime_oom
   // diagnosis gives the figure its log proves was missing).

@@ -210,7 +210,7 @@ void register_sglang(py::module_& m) {
       },
       py::arg("spec"), py::arg("gpu"), py::arg("knobs"), py::arg("model_path") = "",
       py::arg("context") = 0, py::arg("concurrency") = 0,
-      py::arg("safety_margin_bytes") = vramplan::SglangTargets{}.safety_margin_bytes,
+      py::arg("safety_margin_bytes") = vramplan::kDefaultSafetyMarginBytes,
       "The launch as written judged; the largest mem_fraction_static, max_running_requests, "
       "context_length, chunked_prefill_size and cuda_graph_max_bs that start (each with the "
       "others as given); the planned launch (pinned knobs kept, mem_fraction_static the largest "

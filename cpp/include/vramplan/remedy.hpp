@@ -1,14 +1,19 @@
-// What the solvers of every engine say beside a plan: a knob change as data (solver choices
-// and remedies) and a remedy, with its JSON form. Each engine spells the knob and the flags in
-// its own names (vLLM's keywords and `vllm serve` flags, SGLang's ServerArgs and
+// What the solvers of every engine share: the default safety margin, a knob change as data
+// (solver choices and remedies) and a remedy, with its JSON form. Each engine spells the knob and
+// the flags in its own names (vLLM's keywords and `vllm serve` flags, SGLang's ServerArgs and
 // launch_server flags).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace vramplan {
+
+// Bytes kept free beyond the engine's own accounting on each GPU (allocator fragmentation,
+// estimation error) where neither the user nor an error band sets a margin: 0.5 GiB.
+inline constexpr std::int64_t kDefaultSafetyMarginBytes = std::int64_t{512} << 20;
 
 // One knob set to a value, under the engine's keyword (vLLM: the `LLM(**kwargs)` name) and in the
 // text its flag takes ("fp8", "2", "true"): remedies and solver choices as data.

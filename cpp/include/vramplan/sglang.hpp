@@ -317,7 +317,7 @@ struct SglangTargets {
   std::int64_t concurrency = 0;     // sequences of that context the pool holds at once (0: none)
   // Bytes the slack keeps free after the CUDA graphs and the first chunked prefill (allocator
   // fragmentation and the graph estimate's error, docs/sglang.md).
-  std::int64_t safety_margin_bytes = std::int64_t{512} << 20;
+  std::int64_t safety_margin_bytes = kDefaultSafetyMarginBytes;
   bool remedies = true;  // false: a remedy's replay, which offers none of its own
 };
 

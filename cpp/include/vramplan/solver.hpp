@@ -14,10 +14,6 @@
 
 namespace vramplan {
 
-// Bytes kept free beyond the engine's own accounting on each GPU (allocator fragmentation,
-// estimation error) where neither the user nor an error band sets a margin: 0.5 GiB.
-inline constexpr std::int64_t kDefaultSafetyMarginBytes = std::int64_t{512} << 20;
-
 struct SolveRequest {
   EngineConfig pinned;  // knobs the user fixed (unset = solver chooses)
   HardwareConfig hardware;

@@ -260,7 +260,7 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
         name = _SHORT_FLAGS.get(text) or text.lstrip("-").replace("-", "_")
         value: Any
         negated = name.startswith("no_") and name[3:] in names and name not in names
-        if switches and name not in names and (off := _turned_off(name, switches)):
+        if switches and name not in names and (off := _turned_off(name, switches, version)):
             name, value = off, False
             _check_switch(text, eq, inline, tokens[i:], name, switches, version)
         elif switches.get(name) in ("negatable", "store_true"):
@@ -294,41 +294,58 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
 
 
 @functools.lru_cache(maxsize=64)
-def boolean_options(version: str | None = None) -> dict[str, str]:
-    """vLLM's boolean options as `version`'s parser reads them: keyword -> negatable,
-    store_true or optional_value (engine_args.yaml boolean_options, the row at or before the
-    version); empty before the first row (booleans read as before: a value word after one is
-    taken as true or false)."""
+def _boolean_row(version: str | None) -> dict[str, Any]:
+    """engine_args.yaml's boolean_options row at or before `version` (None: the newest); empty
+    before the first row."""
     target = _version_key(version) if version else None
     chosen: dict[str, Any] = {}
     for row in _arg_data().get("boolean_options") or []:
         if target is not None and _version_key(str(row["release"])) > target:
             break
         chosen = row
+    return chosen
+
+
+def boolean_options(version: str | None = None) -> dict[str, str]:
+    """vLLM's boolean options as `version`'s parser reads them: keyword -> negatable,
+    store_true or optional_value; empty before the first release read (booleans read as
+    before: a value word after one is taken as true or false)."""
+    row = _boolean_row(version)
     return {
         str(name): kind
         for kind in ("negatable", "store_true", "optional_value")
-        for name in chosen.get(kind) or []
+        for name in row.get(kind) or []
     }
 
 
-def _turned_off(name: str, switches: Mapping[str, str]) -> str | None:
-    """The negatable option a `--no-x` (or, vLLM's EnableDisableAction, `--disable-x` for
-    `enable_x` and `--enable-x` for `disable_x`) turns off; None for any other name."""
-    for prefix, inverse in (("no_", ""), ("disable_", "enable_"), ("enable_", "disable_")):
+def _inverse_prefixes(version: str | None) -> list[tuple[str, str]]:
+    """The spellings that turn a negatable option off: `no_x` for x, and where vLLM's
+    EnableDisableAction pairs them (0.33), `disable_x` for enable_x and `enable_x` for
+    disable_x (prefix written, prefix of the option)."""
+    forms = _boolean_row(version).get("inverse_forms") or []
+    pairs = [("no_", "")] if "no" in forms else []
+    if "enable_disable" in forms:
+        pairs += [("disable_", "enable_"), ("enable_", "disable_")]
+    return pairs
+
+
+def _turned_off(name: str, switches: Mapping[str, str], version: str | None) -> str | None:
+    """The negatable option `name` turns off (`--no-x`, or `--disable-x` / `--enable-x` where
+    the release pairs them); None for any other name."""
+    for prefix, inverse in _inverse_prefixes(version):
         target = inverse + name.removeprefix(prefix)
         if name.startswith(prefix) and switches.get(target) == "negatable":
             return target
     return None
 
 
-def _switch_spellings(name: str, switches: Mapping[str, str]) -> str:
+def _switch_spellings(name: str, switches: Mapping[str, str], version: str | None) -> str:
     """An option's spellings as vLLM's parser names it in errors (`--a/--no-a`)."""
     if switches.get(name) != "negatable":
         return flag_of(name)
-    for prefix, inverse in (("enable_", "disable_"), ("disable_", "enable_")):
+    for written, prefix in _inverse_prefixes(version)[1:]:
         if name.startswith(prefix):
-            return f"{flag_of(name)}/{flag_of(inverse + name.removeprefix(prefix))}"
+            return f"{flag_of(name)}/{flag_of(written + name.removeprefix(prefix))}"
     return f"{flag_of(name)}/{flag_of('no_' + name)}"
 
 
@@ -344,7 +361,7 @@ def _check_switch(
     """A boolean option takes no value: `--x=false` and `--x false` stop vLLM's parser, and
     are refused with its reason (so `--enforce-eager false` is not read as false)."""
     release = version or newest_release()
-    spellings = _switch_spellings(name, switches)
+    spellings = _switch_spellings(name, switches, version)
     write = f"write {spellings.replace('/', ' or ')}"
     if eq:
         msg = (

@@ -79,12 +79,13 @@ TEST(TextScan, EscapeSequencesInsideANumberSplitIt) {
             "6");  // caret form
   EXPECT_EQ(text::clean_line("\x1b[32m476,016\x1b[0m tokens", storage), "476,016 tokens");
   EXPECT_EQ(text::clean_line("47\x1b[0m tokens", storage), "47 tokens");
-  for (const char* line :
-       {"GPU KV cache size: 47\x1b"
-        "6,016 tokens",
-        "GPU KV cache size: 47\x1b[0m6,016 tokens", "GPU KV cache size: 47\x1b[1;32m\x1b[0m6,016",
-        "GPU KV cache size: 476\x1b[0m,016 tokens", "GPU KV cache size: 47\x1b[0m.5 tokens"}) {
-    EXPECT_FALSE(text::count_after(text::clean_line(line, storage), "GPU KV cache size:")) << line;
+  const std::string phrase = "GPU KV cache size:";
+  // Each piece of the number apart, so that no hex escape runs into the digits after it.
+  for (const std::string& line :
+       {phrase + " 47\x1b" + "6,016 tokens", phrase + " 47\x1b[0m" + "6,016 tokens",
+        phrase + " 47\x1b[1;32m\x1b[0m" + "6,016", phrase + " 476\x1b[0m,016 tokens",
+        phrase + " 47\x1b[0m.5 tokens"}) {
+    EXPECT_FALSE(text::count_after(text::clean_line(line, storage), phrase)) << line;
   }
   // The number that ends before a unit: a control byte in front of it is not a boundary.
   const std::string split = std::string("(47") + '\0' + "6.00 GiB";

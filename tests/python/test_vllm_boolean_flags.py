@@ -5,7 +5,8 @@ false, `--disable-x` false for an `enable_x` field (and `--enable-x` for `disabl
 options are action="store_true" (--disable-log-stats); hf_token (bool | str | None) takes an
 optional value. Neither kind takes a value word: argparse leaves `false` in
 `--enforce-eager false` over and stops with "unrecognized arguments: false", and refuses
-`--enforce-eager=false` with "ignored explicit argument 'false'"."""
+`--enforce-eager=false` with "ignored explicit argument 'false'". 0.26.0-0.32.0 (their wheels)
+have the same BooleanOptionalAction options but no EnableDisableAction: `--no-x` only."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from vramplan.launch import boolean_options, parse_command, to_knobs
 MODEL = "Qwen/Qwen3-8B"
 
 
-def _args(line: str) -> dict[str, object]:
-    return parse_command(f"vllm serve {MODEL} {line}").args
+def _args(line: str, version: str | None = None) -> dict[str, object]:
+    return parse_command(f"vllm serve {MODEL} {line}", version=version).args
 
 
 def test_the_switch_forms_vllm_033_accepts() -> None:
@@ -84,3 +85,17 @@ def test_check_refuses_enforce_eager_false(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert "unrecognized arguments: false" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_releases_before_033_have_no_enable_disable_pairs() -> None:
+    # vllm/utils/argparse_utils.py of 0.32.0 has no EnableDisableAction: --disable-prefix-caching
+    # is no option there, --no-enable-prefix-caching is.
+    assert _args("--no-enable-prefix-caching", "0.32.0") == {"enable_prefix_caching": False}
+    with pytest.raises(vramplan.ConfigError, match=r"not an argument of vLLM 0\.32\.0"):
+        _args("--disable-prefix-caching", "0.32.0")
+    with pytest.raises(vramplan.ConfigError, match="unrecognized arguments: false"):
+        _args("--enforce-eager false", "0.26.0")
+    with pytest.raises(vramplan.ConfigError, match="--enforce-eager/--no-enforce-eager: ignored"):
+        _args("--enforce-eager=false", "0.29.0")
+    # 0.33.0 still takes the --no- spelling of an enable_ option (hidden from its help).
+    assert _args("--no-enable-prefix-caching") == {"enable_prefix_caching": False}

@@ -58,6 +58,7 @@ __all__: list[str] = [
     "sglang_breakdown",
     "sglang_equivalent_knob",
     "sglang_plan",
+    "sglang_rules_release",
     "sglang_sweep",
     "sglang_sweep_columns",
     "with_checkpoint_bytes",
@@ -632,6 +633,11 @@ def sglang_plan(
 ) -> typing.Any:
     """
     The launch as written judged, then the largest mem_fraction_static, max_running_requests, context_length, chunked_prefill_size and cuda_graph_max_bs that start (each with the others as given), and the planned launch line, as a dict[str, typing.Any].
+    """
+
+def sglang_rules_release(version: str = "") -> str:
+    """
+    The release whose sglang.yaml row applies to an SGLang version ('' the newest); ConfigError for a version before the first row or one that does not parse.
     """
 
 def sglang_sweep(

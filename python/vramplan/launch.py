@@ -323,7 +323,7 @@ def _inverse_prefixes(version: str | None) -> list[tuple[str, str]]:
     EnableDisableAction pairs them (0.33), `disable_x` for enable_x and `enable_x` for
     disable_x (prefix written, prefix of the option)."""
     forms = _boolean_row(version).get("inverse_forms") or []
-    pairs = [("no_", "")] if "no" in forms else []
+    pairs = [("no_", "")] if "no_name" in forms else []
     if "enable_disable" in forms:
         pairs += [("disable_", "enable_"), ("enable_", "disable_")]
     return pairs

@@ -36,6 +36,14 @@ def test_every_sglang_rules_row_has_its_releases_option_list() -> None:
     assert len(sglang_options("0.4.6.post5")[1]) == 150
 
 
+def test_the_option_list_reads_as_pyyaml_reads_it() -> None:
+    import yaml
+
+    path = Path(__file__).resolve().parents[2] / "model_specs" / "sglang_args.yaml"
+    read = _core.load_yaml_names_file(str(path), "SGLang's option list", 1 << 20)
+    assert read == yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
 def test_real_options_of_each_wheel_are_accepted_and_keep_no_memory_effect() -> None:
     # 0.5.23: --enable-hicache (alias of enable_hierarchical_cache, fields/memory.py),
     # --cuda-graph-max-bs-decode (fields/exec_.py), --no-enable-tf32-matmul

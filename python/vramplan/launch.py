@@ -212,7 +212,8 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
     """vLLM flags (`--name value`, `--name=value`, store-true `--name`, `--no-name`, `-O3`,
     dotted `--name.key value` / `--name.key+ a,b`, list arguments' several words) as
     {keyword: value}, as vLLM's FlexibleArgumentParser reads them; a name the release does not
-    accept raises ConfigError (did you mean)."""
+    accept, or a value given to one of its boolean options (`--enforce-eager false`), raises
+    ConfigError (did you mean; vLLM's reason)."""
     names = engine_arg_names(version)
     switches = boolean_options(version)
     args: dict[str, Any] = {}
@@ -343,8 +344,8 @@ def _switch_spellings(name: str, switches: Mapping[str, str], version: str | Non
     """An option's spellings as vLLM's parser names it in errors (`--a/--no-a`)."""
     if switches.get(name) != "negatable":
         return flag_of(name)
-    for written, prefix in _inverse_prefixes(version)[1:]:
-        if name.startswith(prefix):
+    for written, prefix in _inverse_prefixes(version):
+        if prefix and name.startswith(prefix):
             return f"{flag_of(name)}/{flag_of(written + name.removeprefix(prefix))}"
     return f"{flag_of(name)}/{flag_of('no_' + name)}"
 

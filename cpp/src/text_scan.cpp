@@ -9,12 +9,37 @@ namespace {
 
 bool digit_at(std::string_view s, std::size_t i) { return i < s.size() && is_digit(s[i]); }
 bool is_blank(char c) { return is_space(c) || c == '\n' || c == '\r'; }
+// A control byte other than a tab or line end (those end a number like a space).
+bool is_control(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return (byte < 0x20 && c != '\t' && c != '\r' && c != '\n') || byte == 0x7f;
+}
 
-// ANSI escape sequences removed; everything else kept byte for byte.
+// Whether `text` ends in number text: a digit, or a ',' / '.' right after one.
+bool ends_in_number(std::string_view text) {
+  if (text.empty()) return false;
+  if (is_digit(text.back())) return true;
+  return (text.back() == ',' || text.back() == '.') && text.size() > 1 &&
+         is_digit(text[text.size() - 2]);
+}
+// Whether s[pos] starts number text: a digit, or a ',' / '.' followed by one.
+bool starts_number(std::string_view s, std::size_t pos) {
+  return digit_at(s, pos) ||
+         (pos < s.size() && (s[pos] == ',' || s[pos] == '.') && digit_at(s, pos + 1));
+}
+
+// ANSI escape sequences removed; everything else kept byte for byte. A sequence between two
+// pieces of number text ("47 ESC 6,016", "47 ESC[0m 6,016") leaves kSplitNumber in its place,
+// so the digits around it never join into one number: a control byte there hides what the
+// number is, as a NUL does. A sequence around a number ("ESC[32m 476,016 ESC[0m") just goes.
 std::string strip_ansi(std::string_view in) {
   std::string out;
   out.reserve(in.size());
   std::size_t i = 0;
+  const auto drop = [&](std::size_t next) {
+    if (ends_in_number(out) && starts_number(in, next)) out.push_back(kSplitNumber);
+    i = next;
+  };
   while (i < in.size()) {
     const char c = in[i];
     std::size_t csi_start = npos;
@@ -22,7 +47,7 @@ std::string strip_ansi(std::string_view in) {
       if (i + 1 < in.size() && in[i + 1] == '[') {
         csi_start = i + 2;
       } else {
-        i += (i + 1 < in.size()) ? 2 : 1;  // ESC x: drop both
+        drop(i + ((i + 1 < in.size()) ? 2 : 1));  // ESC x: drop both
         continue;
       }
     } else if (c == '^' && starts_with(in.substr(i), "^[[")) {
@@ -37,11 +62,11 @@ std::string strip_ansi(std::string_view in) {
       }
       if (j < in.size() && static_cast<unsigned char>(in[j]) >= 0x40 &&
           static_cast<unsigned char>(in[j]) <= 0x7e) {
-        i = j + 1;
+        drop(j + 1);
         continue;
       }
       if (c == '\x1b') {  // malformed CSI: drop the ESC only
-        ++i;
+        drop(i + 1);
         continue;
       }
     }
@@ -173,10 +198,7 @@ std::optional<Number> read_number(std::string_view s, std::size_t pos) {
       return std::nullopt;
     }
     // A control byte against the digits (`47\x006,016`) hides what the number is: not one.
-    const auto byte = static_cast<unsigned char>(next);
-    if ((byte < 0x20 && next != '\t' && next != '\r' && next != '\n') || byte == 0x7f) {
-      return std::nullopt;
-    }
+    if (is_control(next)) return std::nullopt;
   }
   Number n;
   const auto res = std::from_chars(buf.data(), buf.data() + buf.size(), n.value);
@@ -193,7 +215,7 @@ std::optional<Number> read_number_before(std::string_view s, std::size_t end) {
     --begin;
   }
   if (begin > 0 && s[begin - 1] == '-') --begin;
-  if (begin == end) return std::nullopt;
+  if (begin == end || (begin > 0 && is_control(s[begin - 1]))) return std::nullopt;
   auto n = read_number(s, begin);
   if (!n || n->end != end) return std::nullopt;
   return n;

@@ -218,6 +218,14 @@ void register_sglang(py::module_& m) {
       "judged against holding `concurrency` sequences of that context, with remedies when it "
       "does not fit, as a dict.");
   m.def(
+      "sglang_rules_release",
+      [](const std::string& version) {
+        return vramplan::sglang_rules(vramplan::sglang_table(), version).release;
+      },
+      py::arg("version") = "",
+      "The release whose sglang.yaml row applies to an SGLang version ('' the newest); "
+      "ConfigError for a version before the first row or one that does not parse.");
+  m.def(
       "sglang_equivalent_knob",
       [](const std::string& vllm_name) {
         return std::string(vramplan::sglang_equivalent_of_vllm_knob(vllm_name));

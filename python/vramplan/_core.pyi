@@ -60,6 +60,7 @@ __all__: list[str] = [
     "sglang_breakdown",
     "sglang_equivalent_knob",
     "sglang_plan",
+    "sglang_rules_release",
     "sglang_sweep",
     "sglang_sweep_columns",
     "with_checkpoint_bytes",
@@ -684,6 +685,11 @@ def sglang_plan(
 ) -> typing.Any:
     """
     The launch as written judged; the largest mem_fraction_static, max_running_requests, context_length, chunked_prefill_size and cuda_graph_max_bs that start (each with the others as given); the planned launch (pinned knobs kept, mem_fraction_static the largest that leaves `safety_margin_bytes` in the slack, context_length `context` where unset) judged against holding `concurrency` sequences of that context, with remedies when it does not fit, as a dict[str, typing.Any].
+    """
+
+def sglang_rules_release(version: str = "") -> str:
+    """
+    The release whose sglang.yaml row applies to an SGLang version ('' the newest); ConfigError for a version before the first row or one that does not parse.
     """
 
 def sglang_sweep(

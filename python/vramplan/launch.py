@@ -208,8 +208,10 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
     """vLLM flags (`--name value`, `--name=value`, store-true `--name`, `--no-name`, `-O3`,
     dotted `--name.key value` / `--name.key+ a,b`, list arguments' several words) as
     {keyword: value}, as vLLM's FlexibleArgumentParser reads them; a name the release does not
-    accept raises ConfigError (did you mean)."""
+    accept, or a value given to one of its boolean options (`--enforce-eager false`), raises
+    ConfigError (did you mean; vLLM's reason)."""
     names = engine_arg_names(version)
+    switches = boolean_options(version)
     args: dict[str, Any] = {}
     dotted: dict[str, dict[str, Any]] = {}
     i = 0
@@ -255,7 +257,13 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
         name = _SHORT_FLAGS.get(text) or text.lstrip("-").replace("-", "_")
         value: Any
         negated = name.startswith("no_") and name[3:] in names and name not in names
-        if negated:
+        if switches and name not in names and (off := _turned_off(name, switches, version)):
+            name, value = off, False
+            _check_switch(text, eq, inline, tokens[i:], name, switches, version)
+        elif switches.get(name) in ("negatable", "store_true"):
+            value = True
+            _check_switch(text, eq, inline, tokens[i:], name, switches, version)
+        elif negated and not switches:
             name, value = name[3:], False
         elif eq:
             value = inline
@@ -280,6 +288,91 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
     for name, config in dotted.items():
         args[name] = json.dumps(config)
     return args
+
+
+@functools.lru_cache(maxsize=64)
+def _boolean_row(version: str | None) -> dict[str, Any]:
+    """engine_args.yaml's boolean_options row at or before `version` (None: the newest); empty
+    before the first row."""
+    target = _version_key(version) if version else None
+    chosen: dict[str, Any] = {}
+    for row in _arg_data().get("boolean_options") or []:
+        if target is not None and _version_key(str(row["release"])) > target:
+            break
+        chosen = row
+    return chosen
+
+
+def boolean_options(version: str | None = None) -> dict[str, str]:
+    """vLLM's boolean options as `version`'s parser reads them: keyword -> negatable,
+    store_true or optional_value; empty before the first release read (booleans read as
+    before: a value word after one is taken as true or false)."""
+    row = _boolean_row(version)
+    return {
+        str(name): kind
+        for kind in ("negatable", "store_true", "optional_value")
+        for name in row.get(kind) or []
+    }
+
+
+def _inverse_prefixes(version: str | None) -> list[tuple[str, str]]:
+    """The spellings that turn a negatable option off: `no_x` for x, and where vLLM's
+    EnableDisableAction pairs them (0.33), `disable_x` for enable_x and `enable_x` for
+    disable_x (prefix written, prefix of the option)."""
+    forms = _boolean_row(version).get("inverse_forms") or []
+    pairs = [("no_", "")] if "no_name" in forms else []
+    if "enable_disable" in forms:
+        pairs += [("disable_", "enable_"), ("enable_", "disable_")]
+    return pairs
+
+
+def _turned_off(name: str, switches: Mapping[str, str], version: str | None) -> str | None:
+    """The negatable option `name` turns off (`--no-x`, or `--disable-x` / `--enable-x` where
+    the release pairs them); None for any other name."""
+    for prefix, inverse in _inverse_prefixes(version):
+        target = inverse + name.removeprefix(prefix)
+        if name.startswith(prefix) and switches.get(target) == "negatable":
+            return target
+    return None
+
+
+def _switch_spellings(name: str, switches: Mapping[str, str], version: str | None) -> str:
+    """An option's spellings as vLLM's parser names it in errors (`--a/--no-a`)."""
+    if switches.get(name) != "negatable":
+        return flag_of(name)
+    for written, prefix in _inverse_prefixes(version):
+        if prefix and name.startswith(prefix):
+            return f"{flag_of(name)}/{flag_of(written + name.removeprefix(prefix))}"
+    return f"{flag_of(name)}/{flag_of('no_' + name)}"
+
+
+def _check_switch(
+    text: str,
+    eq: str,
+    inline: str,
+    following: Sequence[str],
+    name: str,
+    switches: Mapping[str, str],
+    version: str | None,
+) -> None:
+    """A boolean option takes no value: `--x=false` and `--x false` stop vLLM's parser, and
+    are refused with its reason (so `--enforce-eager false` is not read as false)."""
+    release = version or newest_release()
+    spellings = _switch_spellings(name, switches, version)
+    write = f"write {spellings.replace('/', ' or ')}"
+    if eq:
+        msg = (
+            f"argument {spellings}: ignored explicit argument {inline!r} (vLLM {release}'s "
+            f"argument parser takes no value after {text}); {write}"
+        )
+        raise _core.ConfigError(msg)
+    if following and not _is_flag(following[0]):
+        word = following[0]
+        msg = (
+            f"{text} takes no value in vLLM {release}: its argument parser stops at {word!r} "
+            f"(unrecognized arguments: {word}); {write}"
+        )
+        raise _core.ConfigError(msg)
 
 
 # `docker run`'s options that take no value (docker run --help); every other option takes
@@ -417,7 +510,7 @@ def parse_command(command: str | Sequence[str], *, version: str | None = None) -
         rest.pop(0)
         if rest and not _is_flag(rest[0]):
             launch.model = rest.pop(0)
-    rest = _with_config_file(rest)
+    rest = _with_config_file(rest, version)
     launch.args = parse_flags(rest, version=version)
     model_flag = launch.args.pop("model", None)
     if model_flag is not None and launch.model is not None and launch.form != "api_server":
@@ -436,10 +529,11 @@ def parse_command(command: str | Sequence[str], *, version: str | None = None) -
 _MAX_CONFIG_BYTES = 1 << 20
 
 
-def _with_config_file(words: list[str]) -> list[str]:
+def _with_config_file(words: list[str], version: str | None = None) -> list[str]:
     """The flags with `--config FILE` replaced by the file's arguments, put before the other
     flags so that the command line wins, as vLLM's FlexibleArgumentParser does (booleans as
-    `--name` / `--no-name`, lists as several words, mappings as one JSON word)."""
+    `--name` / `--no-name`, false dropped where the release has no `--no-name`; lists as
+    several words, mappings as one JSON word)."""
     at = [i for i, word in enumerate(words) if word == "--config" or word.startswith("--config=")]
     if not at:
         return words
@@ -462,10 +556,12 @@ def _with_config_file(words: list[str]) -> list[str]:
         msg = f"{path}: a vLLM config file is a mapping of argument names to values"
         raise _core.ConfigError(msg)
     config: list[str] = []
+    switches = boolean_options(version)
     for key, value in data.items():
         flag = "--" + str(key)
         if isinstance(value, bool):
-            config += [flag] if value else [f"--no-{key}"]
+            negatable = not switches or switches.get(str(key).replace("-", "_")) == "negatable"
+            config += [flag] if value else [f"--no-{key}"] if negatable else []
         elif isinstance(value, list):
             config += [flag, *(str(item) for item in value)] if value else []
         elif isinstance(value, dict):
@@ -867,3 +963,71 @@ def _word(value: Any) -> str:
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, separators=(",", ":"))
     return str(value)
+
+
+# --- SGLang's options ---------------------------------------------------------------------
+# SGLang parses its launch line with a plain argparse parser: an option is taken exactly or by
+# an unambiguous prefix (allow_abbrev), and anything else stops the server at startup. The
+# options per release are data (model_specs/sglang_args.yaml, read from the wheels).
+
+
+@functools.lru_cache(maxsize=1)
+def _sglang_arg_rows() -> dict[str, dict[str, Any]]:
+    path = model_specs_dir() / "sglang_args.yaml"
+    data = _core.load_yaml_names_file(str(path), "SGLang's option list", MAX_LAUNCH_BYTES)
+    rows = data.get("releases") if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not all(
+        isinstance(row, dict) and {"release", "wheel", "flags"} <= row.keys() for row in rows
+    ):
+        msg = f"{path}: not SGLang's option list (needs releases, each with release, wheel, flags)"
+        raise _core.SpecError(msg)
+    return {str(row["release"]): row for row in rows}
+
+
+@functools.lru_cache(maxsize=16)
+def sglang_options(
+    version: str | None = None, *, serve: bool = False
+) -> tuple[str, frozenset[str]]:
+    """The release whose rules judge SGLang `version` (None: the newest; the row sglang.yaml
+    picks) and the option strings its launch line takes (`serve`: `sglang serve`'s own too)."""
+    release = _core.sglang_rules_release(version or "")
+    row = _sglang_arg_rows().get(release)
+    if row is None:
+        msg = f"sglang_args.yaml: no option list for SGLang {release} (sglang.yaml has its row)"
+        raise _core.SpecError(msg)
+    names = list(row["flags"]) + (list(row.get("serve_flags") or []) if serve else [])
+    return release, frozenset("--" + str(name) for name in names)
+
+
+def sglang_option(flag: str, version: str | None = None, *, serve: bool = False) -> str:
+    """The option SGLang's parser takes `flag` (a `--name` word, without `=value`) for: the
+    option itself, or the one option it is a prefix of. A flag that is neither stops SGLang
+    at startup: ConfigError in its parser's words, naming the release and the nearest
+    options."""
+    release, options = sglang_options(version, serve=serve)
+    if flag in options:
+        return flag
+    matches = sorted(option for option in options if option.startswith(flag))
+    if len(matches) == 1 and flag.startswith("--") and len(flag) > 2:
+        return matches[0]
+    if len(matches) > 1 and len(flag) > 2:
+        reason = f"ambiguous option: {flag} could match {', '.join(matches)}"
+    else:
+        near = difflib.get_close_matches(flag, sorted(options), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        reason = f"unrecognized arguments: {flag}{hint}"
+    err = _core.ConfigError(f"{flag}: not an argument of SGLang {release} ({reason})")
+    err.field, err.value = flag, repr(flag)
+    err.allowed = f"SGLang {release}'s options"
+    raise err
+
+
+def sglang_image_version(words: Sequence[str]) -> str | None:
+    """The SGLang release a `docker run ... lmsysorg/sglang:v0.4.6.post5-cu124 ...` line names
+    by its image tag (None: no such word, or a tag like `latest`)."""
+    for word in words:
+        image, colon, tag = word.rpartition(":")
+        if colon and image.rpartition("/")[2] == "sglang" and "/" not in tag:
+            match = re.fullmatch(r"v?(\d+\.\d+\.\d+(?:\.post\d+)?)(?:-.*)?", tag)
+            return match.group(1) if match else None
+    return None

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _core, _database
+from . import launch as launch_args
 from ._units import GIB, gib_text
 
 if TYPE_CHECKING:
@@ -285,6 +286,10 @@ def parse_command(words: Sequence[str]) -> SglangLaunch:
     model_path = ""
     found: dict[str, Any] = {}
     unmodelled: list[str] = []
+    # The options of the release the image tag names (else the newest), as SGLang reads them.
+    version = launch_args.sglang_image_version(words[:start])
+    if version:
+        found["sglang_version"] = version
     rest = words[start:]
     i = 0
     while i < len(rest):
@@ -292,6 +297,7 @@ def parse_command(words: Sequence[str]) -> SglangLaunch:
         flag, eq, inline = word.partition("=")
         if not flag.startswith("--"):
             raise config_error("command", word, "--flag [value] words", "a word outside any flag")
+        flag = launch_args.sglang_option(flag, version, serve=words[start - 1] == "serve")
         takes_value = True
         knob = by_flag.get(flag)
         if knob is not None and knob["type"] == "bool":

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "vramplan/log_parser.hpp"
+#include "vramplan/sglang_log_parser.hpp"
 #include "vramplan/text_scan.hpp"
 
 namespace text = vramplan::text;
@@ -54,4 +56,57 @@ TEST(TextScan, CleaningAndPrefixes) {
   const std::string_view levels[] = {"INFO "};
   EXPECT_EQ(text::strip_level_header("INFO 04-22 00:04:02 [core.py:105] msg", levels), "msg");
   EXPECT_EQ(text::strip_level_header("DEBUG x] msg", levels), "DEBUG x] msg");
+}
+
+// An escape sequence inside a number is a control byte there, as a NUL is: the digits on its
+// two sides never join into one number (476,016 read from "47 ESC 6,016" would be a silent
+// wrong answer). A colour sequence around a number still goes.
+TEST(TextScan, EscapeSequencesInsideANumberSplitIt) {
+  std::string storage;
+  // ESC 6 is a two-byte ESC form: both bytes go, and what is left of the number is split.
+  EXPECT_EQ(text::clean_line("size: 47\x1b"
+                             "6,016 tokens",
+                             storage),
+            "size: 47\x1a,016 tokens");
+  EXPECT_EQ(text::clean_line("size: 47\x1b[0m6,016", storage),
+            "size: 47\x1a"
+            "6,016");
+  EXPECT_EQ(text::clean_line("size: 476,\x1b[1m016", storage),
+            "size: 476,\x1a"
+            "016");
+  EXPECT_EQ(text::clean_line("size: 47^[[0m6", storage),
+            "size: 47\x1a"
+            "6");  // caret form
+  EXPECT_EQ(text::clean_line("\x1b[32m476,016\x1b[0m tokens", storage), "476,016 tokens");
+  EXPECT_EQ(text::clean_line("47\x1b[0m tokens", storage), "47 tokens");
+  const std::string phrase = "GPU KV cache size:";
+  // Each piece of the number apart, so that no hex escape runs into the digits after it.
+  for (const std::string& line :
+       {phrase + " 47\x1b" + "6,016 tokens", phrase + " 47\x1b[0m" + "6,016 tokens",
+        phrase + " 47\x1b[1;32m\x1b[0m" + "6,016", phrase + " 476\x1b[0m,016 tokens",
+        phrase + " 47\x1b[0m.5 tokens"}) {
+    EXPECT_FALSE(text::count_after(text::clean_line(line, storage), phrase)) << line;
+  }
+  // The number that ends before a unit: a control byte in front of it is not a boundary.
+  const std::string split = std::string("(47") + '\0' + "6.00 GiB";
+  EXPECT_FALSE(text::read_number_before(split, split.find(" GiB")));
+}
+
+TEST(TextScan, EscapeInsideALogNumberIsNotANumberInEitherLog) {
+  for (const char* inside : {"\x1b", "\x1b[0m", "\x1b[32m\x1b[0m"}) {
+    const std::string vllm = std::string("INFO GPU KV cache size: 47") + inside + "6,016 tokens\n";
+    EXPECT_FALSE(vramplan::parse_vllm_log(vllm).kv_tokens) << vllm;
+    const std::string sglang =
+        std::string("[TP0] max_total_num_tokens=9") + inside + "00000, chunked_prefill_size=8192\n";
+    EXPECT_FALSE(vramplan::parse_sglang_log(sglang).max_total_num_tokens) << sglang;
+  }
+  // Coloured around the numbers, as real coloured logs are: read.
+  EXPECT_EQ(vramplan::parse_vllm_log("\x1b[32mINFO\x1b[0m GPU KV cache size: \x1b[1m476,016\x1b[0m "
+                                     "tokens\n")
+                .kv_tokens,
+            476016);
+  EXPECT_EQ(vramplan::parse_sglang_log("\x1b[32m[TP0] max_total_num_tokens=900000\x1b[0m, "
+                                       "chunked_prefill_size=8192\n")
+                .max_total_num_tokens,
+            900000);
 }

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import vramplan
 from vramplan.cli import FORMATS, main
-from vramplan.launch import engine_arg_names, parse_command, parse_flags
+from vramplan.launch import boolean_options, engine_arg_names, parse_command, parse_flags
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SEEDS = DATA / "seeds"
@@ -303,8 +303,10 @@ def test_every_flag_emitted_or_accepted_is_vllms_for_that_release(version: str) 
     assert set(emitted) <= names, set(emitted) - names
     # Every vLLM-named knob vramplan accepts for this release is one of vLLM's names then.
     accepted = {str(k["kwarg"]) for k in vramplan.KNOBS if k["kwarg"]}
+    switches = boolean_options(version)  # a boolean option takes no value word (0.33)
     for name in accepted & names:
-        assert parse_flags([f"--{name.replace('_', '-')}", "1"], version=version)
+        value = [] if switches.get(name) in ("negatable", "store_true") else ["1"]
+        assert parse_flags([f"--{name.replace('_', '-')}", *value], version=version)
     # A flag of a later release is refused, with the nearest names, by name or by knob.
     if "kv_offloading_size" not in names:
         with pytest.raises(vramplan.ConfigError, match="not an argument of vLLM"):

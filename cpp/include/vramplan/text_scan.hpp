@@ -18,6 +18,9 @@ namespace vramplan::text {
 
 inline constexpr std::size_t npos = std::string_view::npos;
 inline constexpr std::size_t kMaxNumberChars = 40;
+// What clean_line leaves where it removes an escape sequence from inside a number (U+001A
+// SUBSTITUTE): a control byte, so that the number is not one.
+inline constexpr char kSplitNumber = '\x1a';
 
 constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 constexpr bool is_space(char c) noexcept { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
@@ -55,7 +58,9 @@ std::size_t after_last(std::string_view s, std::string_view phrase, std::size_t 
 
 // `raw` without ANSI escape sequences (ESC '[' params final-byte, the two-byte ESC forms, and
 // the caret-escaped "^[[...m" copy left when coloured logs are pasted into issues), with bytes
-// that are not valid UTF-8 replaced by U+FFFD. `storage` holds the result when it differs.
+// that are not valid UTF-8 replaced by U+FFFD. A sequence inside a number ("47 ESC[0m 6,016")
+// becomes kSplitNumber, so that its digits do not join. `storage` holds the result when it
+// differs.
 std::string_view clean_line(std::string_view raw, std::string& storage);
 // As clean_line, and control characters become spaces: text fit to show a person.
 std::string printable(std::string_view raw);
@@ -89,7 +94,8 @@ struct Number {
 // A decimal number at s[pos] (after optional spaces): optional sign, digits with optional
 // thousands commas in groups of three ("1,234,560"), optional fraction. No exponent. A number
 // running on into more number text ("1,23", "1.2.3", "1e5", "12-3") is malformed: none, never
-// a prefix of it read as something else.
+// a prefix of it read as something else; so is one with a control byte (other than a tab or
+// line end) against its digits ("47\0" "6,016").
 std::optional<Number> read_number(std::string_view s, std::size_t pos);
 // The number that ends right before s[end] ("(16.00 GiB KV cache is needed": end at " GiB").
 std::optional<Number> read_number_before(std::string_view s, std::size_t end);

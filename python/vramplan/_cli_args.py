@@ -5,6 +5,7 @@ people, --quiet / --verbose). cli.py and cli_fit.py build their commands on this
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from collections.abc import Callable
@@ -307,6 +308,18 @@ def _write_frame(frame: Any, path: Path) -> None:
         except OSError as err:
             msg = f"--out {path}: cannot write ({err.strerror})"
             raise _core.ConfigError(msg) from err
+
+
+def _emit_sweep(frame: Any, out: str | None, as_json: bool) -> bool:
+    """A sweep's rows written to `out` (--out) or printed as JSON (--json); False when neither
+    was asked, so the caller draws its own table."""
+    if out:
+        _write_frame(frame, Path(out))
+        _note(f"wrote {len(frame)} rows to {out}")
+    elif as_json:
+        records = frame.astype({"outcome": str}).to_dict(orient="records")
+        _print(json.dumps(records, indent=2))
+    return bool(out or as_json)
 
 
 def _print(text: str) -> None:

@@ -21,7 +21,6 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from . import _cli_args, _core, api
@@ -37,6 +36,7 @@ from ._cli_args import (
     _add_json,
     _add_launch_args,
     _context,
+    _emit_sweep,
     _finite_float,
     _info,
     _knobs,
@@ -46,7 +46,6 @@ from ._cli_args import (
     _print,
     _split_verbosity,
     _user_settings,
-    _write_frame,
 )
 from ._quoting import shell_join, shell_word, visible
 from ._units import GIB, gib_text
@@ -422,13 +421,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             **grid,
             **knobs,
         )
-    if args.out:
-        _write_frame(frame, Path(args.out))
-        _note(f"wrote {len(frame)} rows to {args.out}")
-    elif args.json:
-        records = frame.astype({"outcome": str}).to_dict(orient="records")
-        _print(json.dumps(records, indent=2))
-    else:
+    if not _emit_sweep(frame, args.out, args.json):
         out = _render.console()
         out.print(
             _render.table(

@@ -13,12 +13,12 @@ from . import _core, api, engines, sglang
 from ._cli_args import (
     EXIT_DOES_NOT_FIT,
     EXIT_OK,
+    _emit_sweep,
     _finite_float,
     _int64,
     _list_of,
     _note,
     _print,
-    _write_frame,
 )
 from ._quoting import shell_join
 
@@ -170,17 +170,10 @@ def _cmd_flags(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     knobs = _knobs(args)
     frame = api.sweep(args.model, args.gpu, engine="sglang", **knobs)
-    if args.out:
-        _write_frame(frame, Path(args.out))
-        _note(f"wrote {len(frame)} rows to {args.out}")
-    elif args.json:
-        records = frame.astype({"outcome": str}).to_dict(orient="records")
-        _print(json.dumps(records, indent=2))
-    else:
+    if not _emit_sweep(frame, args.out, args.json):
         _print(frame.to_string(index=False))
     return EXIT_OK
 

@@ -294,10 +294,10 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
 def _boolean_row(version: str | None) -> dict[str, Any]:
     """engine_args.yaml's boolean_options row at or before `version` (None: the newest); empty
     before the first row."""
-    target = _version_key(version) if version else None
+    target = _core.Version.parse(version, "engine_version") if version else None
     chosen: dict[str, Any] = {}
     for row in _arg_data().get("boolean_options") or []:
-        if target is not None and _version_key(str(row["release"])) > target:
+        if target is not None and _core.Version.parse(str(row["release"])) > target:
             break
         chosen = row
     return chosen

@@ -10,21 +10,13 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz_support.hpp"
 #include "vramplan/log_parser.hpp"
-#include "vramplan/utf8.hpp"
 
 namespace {
 
 void check(bool ok) {
   if (!ok) std::abort();
-}
-
-void check_strings(const nlohmann::json& j) {
-  if (j.is_string()) {
-    check(vramplan::utf8::find_invalid(j.get_ref<const std::string&>()) == std::string::npos);
-  } else if (j.is_structured()) {
-    for (const auto& v : j) check_strings(v);
-  }
 }
 
 }  // namespace
@@ -36,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto& line : whole.error_lines) check(!line.empty() && line.size() <= 2000);
   check(!whole.truncated);
   const nlohmann::json j = vramplan::to_json(whole);
-  check_strings(j);
+  fuzz_support::check_strings_utf8(j);
   (void)j.dump();
 
   const std::size_t split = size == 0 ? 0 : data[0] * size / 256;

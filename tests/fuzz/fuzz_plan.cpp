@@ -37,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz_support.hpp"
 #include "vramplan/compiled.hpp"
 #include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
@@ -46,6 +47,8 @@
 
 namespace {
 
+using fuzz_support::nth_choice;
+using fuzz_support::Reader;
 using vramplan::Breakdown;
 using vramplan::CompiledLaunch;
 using vramplan::EngineConfig;
@@ -80,44 +83,6 @@ struct Database {
 const Database& database() {
   static const Database db;
   return db;
-}
-
-// Reads the input front to back; past its end every field is zero.
-class Reader {
- public:
-  Reader(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-  template <typename T>
-  T take() {
-    unsigned char bytes[sizeof(T)] = {};
-    for (unsigned char& b : bytes) {
-      if (pos_ < size_) b = data_[pos_++];
-    }
-    T value;
-    std::memcpy(&value, bytes, sizeof(T));
-    return value;
-  }
-  std::string text() {
-    const std::size_t length = take<std::uint8_t>();
-    std::string out;
-    while (out.size() < length && pos_ < size_) out.push_back(static_cast<char>(data_[pos_++]));
-    return out;
-  }
-
- private:
-  const std::uint8_t* data_;
-  std::size_t size_;
-  std::size_t pos_ = 0;
-};
-
-std::string nth_choice(std::string_view choices, std::size_t n) {
-  std::vector<std::string_view> items;
-  std::size_t start = 0;
-  while (start <= choices.size()) {
-    const std::size_t comma = std::min(choices.find(',', start), choices.size());
-    items.push_back(choices.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return std::string(items[n % items.size()]);
 }
 
 KnobValue typical_value(const KnobSpec& knob, Reader& in) {

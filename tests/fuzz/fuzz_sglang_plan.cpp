@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_support.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/knobs.hpp"
 #include "vramplan/sglang.hpp"
@@ -29,6 +30,8 @@
 
 namespace {
 
+using fuzz_support::nth_choice;
+using fuzz_support::Reader;
 using vramplan::KnobSpec;
 using vramplan::KnobType;
 using vramplan::KnobValue;
@@ -48,43 +51,6 @@ const vramplan::SpecDatabase& database() {
   static const vramplan::SpecDatabase db =
       vramplan::SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
   return db;
-}
-
-class Reader {
- public:
-  Reader(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-  template <typename T>
-  T take() {
-    unsigned char bytes[sizeof(T)] = {};
-    for (unsigned char& b : bytes) {
-      if (pos_ < size_) b = data_[pos_++];
-    }
-    T value;
-    std::memcpy(&value, bytes, sizeof(T));
-    return value;
-  }
-  std::string text() {
-    const std::size_t length = take<std::uint8_t>();
-    std::string out;
-    while (out.size() < length && pos_ < size_) out.push_back(static_cast<char>(data_[pos_++]));
-    return out;
-  }
-
- private:
-  const std::uint8_t* data_;
-  std::size_t size_;
-  std::size_t pos_ = 0;
-};
-
-std::string nth_choice(std::string_view choices, std::size_t n) {
-  std::vector<std::string_view> items;
-  std::size_t start = 0;
-  while (start <= choices.size()) {
-    const std::size_t comma = std::min(choices.find(',', start), choices.size());
-    items.push_back(choices.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return std::string(items[n % items.size()]);
 }
 
 KnobValue in_range(const KnobSpec& knob, Reader& in) {

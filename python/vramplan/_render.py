@@ -318,4 +318,11 @@ def replays(out: Console, replays: Sequence[Any], terms: Sequence[str]) -> int:
             right=["predicted", "measured", "error / outcome"],
         )
     )
+    # Each record's expected error, as plan states it: once per band, naming its records.
+    by_band: dict[str, list[str]] = {}
+    for replay in replays:
+        if replay.error_band:
+            by_band.setdefault(replay.error_band["statement"], []).append(replay.id)
+    for statement, ids in by_band.items():
+        out.print(f"expected error of {', '.join(ids)}: {statement}", soft_wrap=True)
     return problems

@@ -401,7 +401,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         _print(json.dumps(data, indent=2))
     else:
-        _render.plan(_render.console(), data)
+        _render.check(_render.console(reading=True), data, how=_cli_args._VERBOSE)
         _source_notes(extra["model_source"], launch.model, result.breakdown.model_id)
     return EXIT_OK if result.as_written_fits else EXIT_DOES_NOT_FIT
 

@@ -30,7 +30,7 @@ quietly() {  # run a step with its output in the log; show the log if it fails
 with_progress() {  # run the build with its output in the log; print its progress by tenths
   local shown=-1 done total tenth
   set +e
-  "$@" 2>&1 | tee -a "$LOG" | grep --line-buffered -oE '^\[[0-9]+/[0-9]+\]' | {
+  "$@" 2>&1 | tee -a "$LOG" | grep --line-buffered -oE '^ *\[[0-9]+/[0-9]+\]' | {
     while IFS='[/]' read -r _ done total; do
       tenth=$((10 * done / total))
       if ((tenth > shown)); then

@@ -32,6 +32,7 @@ with_progress() {  # run the build with its output in the log; print its progres
   set +e
   "$@" 2>&1 | tee -a "$LOG" | grep --line-buffered -oE '^ *\[[0-9]+/[0-9]+\]' | {
     while IFS='[/]' read -r _ done total; do
+      ((done > 0)) || continue  # ninja's "[0/N] Re-checking ..." before it starts
       tenth=$((10 * done / total))
       if ((tenth > shown)); then
         shown=$tenth

@@ -446,9 +446,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         _render,  # rich, loaded only for terminal output
         validate,
     )
+    from .calibrate import Profile
 
     given = {
-        "profile": validate.given_profile(args.profile),  # read once, before any record
+        "profile": Profile.load(args.profile) if args.profile else None,  # before any record
         "engine_version": args.engine_version,
     }
     if args.records:

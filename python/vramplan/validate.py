@@ -363,17 +363,17 @@ def _given_release(engine_version: str | None) -> str | None:
     return engine_version.strip()
 
 
-def given_profile(profile: Profile | str | Path | None) -> Profile | None:
-    """A calibration profile: a vramplan.Profile, or the path of its YAML (read here)."""
+def given_profile(profile: Profile | None) -> Profile | None:
+    """A calibration profile as the replay takes it: a vramplan.Profile (Profile.load(PATH)),
+    or a ConfigError naming the argument."""
     if profile is None:
         return None
-    from .calibrate import Profile
-
-    if isinstance(profile, (str, Path)):
-        return Profile.load(profile)
-    if not isinstance(profile, Profile):
+    row = getattr(profile, "engine_profile", None)
+    if not isinstance(row, _core.EngineProfile) or not isinstance(
+        getattr(profile, "engine_version", None), str
+    ):
         raise api.config_error(
-            "profile", profile, "a vramplan.Profile or the path of its YAML", "wrong type"
+            "profile", profile, "a vramplan.Profile (vramplan.Profile.load(PATH))", "wrong type"
         )
     return profile
 
@@ -395,10 +395,10 @@ def _apply_profile(knobs: dict[str, Any], profile: Profile) -> None:
 def replay_record(
     record: dict[str, Any],
     *,
-    profile: Profile | str | Path | None = None,
+    profile: Profile | None = None,
     engine_version: str | None = None,
 ) -> Replay:
-    """Replays one measured record. `profile` (a vramplan.Profile or its YAML path) replaces
+    """Replays one measured record. `profile` (a vramplan.Profile) replaces
     the engine row of the record's release; `engine_version` is the release of a record that
     names none (a record that names its own keeps it)."""
     rid = str(record.get("id"))
@@ -478,11 +478,11 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
 def replay_file(
     path: str | Path,
     *,
-    profile: Profile | str | Path | None = None,
+    profile: Profile | None = None,
     engine_version: str | None = None,
 ) -> list[Replay]:
     """Replays every record of a JSONL file (`profile`, `engine_version`: as replay_record)."""
-    calibrated = given_profile(profile)  # read once, not once a record
+    calibrated = given_profile(profile)  # checked once, not once a record
     return [
         replay_record(r, profile=calibrated, engine_version=engine_version)
         for r in read_records(path)
@@ -537,7 +537,7 @@ def replay_log(
     log_id: str = "log",
     model: str | None = None,
     gpu: str | None = None,
-    profile: Profile | str | Path | None = None,
+    profile: Profile | None = None,
     engine_version: str | None = None,
 ) -> Replay:
     """Parse a vLLM startup log (C++ parser) and replay the launch it describes (`profile`,
@@ -553,7 +553,7 @@ def replay_log_file(
     log_id: str | None = None,
     model: str | None = None,
     gpu: str | None = None,
-    profile: Profile | str | Path | None = None,
+    profile: Profile | None = None,
     engine_version: str | None = None,
 ) -> Replay:
     """Like `replay_log`, for a log file, which is never read whole into memory: the C++

@@ -70,7 +70,8 @@ def test_validate_records_with_a_profile_in_json(profile: Path, tmp_path: Path) 
 def test_each_replayed_record_carries_plans_error_band(profile: Path) -> None:
     """The band is the one `plan` states for the same launch: an H100 at 0.19.0 is the
     "H100/H200 x v1" row of model_specs/error_bands.json."""
-    replay = validate.replay_log_file(TP4_LOG, gpu="H100-80GB", profile=profile)
+    loaded = vramplan.Profile.load(profile)
+    replay = validate.replay_log_file(TP4_LOG, gpu="H100-80GB", profile=loaded)
     assert replay.error_band is not None
     assert replay.error_band["group"] == "H100/H200 x v1"
     launch = {k: v for k, v in replay.launch.items() if k not in ("model", "gpu", "profile")}

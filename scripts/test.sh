@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Sets up what a fresh machine lacks, then runs every C++ and Python test, mypy --strict over
-# the package, the C++ tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and a
-# bounded fuzz run of every reader of user files. Each step's output goes to build/test-logs/
-# (shown when the step fails); the last line is one summary of counts. Exits non-zero on any
-# failure. Environment: JOBS (default nproc), FUZZ_RUNS (per reader, default 20000; 0 skips
-# fuzzing), SANITIZE (default 1; 0 skips the sanitizer build).
+# Sets up what a fresh machine lacks (scripts/setup.sh with SETUP_TESTS=1: the linters and the
+# test extra, in .venv unless PYTHON is given), then runs every C++ and Python test, mypy
+# --strict over the package, the C++ tests again under AddressSanitizer +
+# UndefinedBehaviorSanitizer, and a bounded fuzz run of every reader of user files. Each
+# step's output goes to build/test-logs/ (shown when the step fails); the last line is one
+# summary of counts. Exits non-zero on any failure. Environment: PYTHON (default .venv/bin/python),
+# JOBS (default nproc), FUZZ_RUNS (per reader, default 20000; 0 skips fuzzing), SANITIZE
+# (default 1; 0 skips the sanitizer build).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SETUP_LINTERS=1 ./scripts/setup.sh || exit 1
-PYTHON=${PYTHON:-python3}
+# The interpreter setup.sh installed into: PYTHON, else the virtual environment it made.
+SETUP_TESTS=1 ./scripts/setup.sh || exit 1
+PYTHON=${PYTHON:-.venv/bin/python}
 JOBS=${JOBS:-$(nproc)}
 FUZZ_RUNS=${FUZZ_RUNS:-20000}
 SANITIZE=${SANITIZE:-1}

@@ -10,6 +10,7 @@ from typing import IO, Any
 
 from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
@@ -19,6 +20,8 @@ from ._units import gib_text
 
 # Piped output is not wrapped at a terminal's width: long provenance lines stay on one line.
 PIPED_WIDTH = 200
+# Piped output meant for reading (check): wrapped at words at this width unless COLUMNS says.
+PIPED_READING_WIDTH = 100
 
 _OUTCOME_STYLE = {"started": "bold green"}
 
@@ -30,6 +33,8 @@ class _Console(Console):
     the screen or set the window title. A closed pipe raises BrokenPipeError (rich itself
     exits 1): the CLI exits 141 for it, as a shell pipeline expects."""
 
+    reading = False  # prose wraps at words (check); else it stays one line
+
     def __init__(self, **options: Any) -> None:
         super().__init__(markup=False, emoji=False, highlight=False, **options)
 
@@ -39,33 +44,49 @@ class _Console(Console):
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         # The last step before the terminal: Text objects built from user strings included.
-        return super()._render_buffer(
+        text = super()._render_buffer(
             segment
             if segment.control
             else Segment(visible(segment.text, keep_newlines=True), segment.style)
             for segment in buffer
         )
+        if self.is_terminal:
+            return text
+        # Plain text: no cell padding after the last word of a line.
+        return "\n".join(line.rstrip(" ") for line in text.split("\n"))
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError
 
 
-def console(file: IO[str] | None = None) -> Console:
-    """A console on `file` (stdout): colour and box tables on a terminal, plain text otherwise.
-    NO_COLOR is honoured; FORCE_COLOR / TTY_COMPATIBLE as rich reads them."""
+def console(file: IO[str] | None = None, *, reading: bool = False) -> Console:
+    """A console on `file` (stdout): colour and box tables on a terminal, plain text otherwise,
+    its lines unpadded. NO_COLOR is honoured; FORCE_COLOR / TTY_COMPATIBLE as rich reads them.
+    `reading`: plain text wraps at words at PIPED_READING_WIDTH (or COLUMNS), not one table row
+    a line."""
     stream = sys.stdout if file is None else file
-    terminal = stream.isatty()
-    if terminal:
-        return _Console(file=stream)
-    width = int(os.environ.get("COLUMNS", "0") or 0) or PIPED_WIDTH
-    return _Console(
-        file=stream,
-        force_terminal=False,
-        no_color=True,
-        color_system=None,
-        width=width,
-        soft_wrap=False,
-    )
+    if stream.isatty():
+        made = _Console(file=stream)
+    else:
+        width = int(os.environ.get("COLUMNS", "0") or 0) or (
+            PIPED_READING_WIDTH if reading else PIPED_WIDTH
+        )
+        made = _Console(
+            file=stream,
+            force_terminal=False,
+            no_color=True,
+            color_system=None,
+            width=width,
+            soft_wrap=False,
+        )
+    made.reading = reading
+    return made
+
+
+def unwrapped(out: Console) -> bool:
+    """Whether prose stays one line (soft wrap): yes, unless the console is for reading (check),
+    where it wraps at words like the tables."""
+    return not (isinstance(out, _Console) and out.reading)
 
 
 def bold_lead(lead: str, rest: str) -> Text:
@@ -103,7 +124,8 @@ def table(
     return t
 
 
-def breakdown(out: Console, data: dict[str, Any]) -> None:
+def breakdown(out: Console, data: dict[str, Any], *, how: bool = True) -> None:
+    """Per-rank terms; `how`: with the "how we know" column (each term's provenance)."""
     cfg = data["config"]
     runner = {"v2": "Model Runner V2", "v1": "V1 model runner"}[data["model_runner"]]
     if data["engine_era"] == "v0":
@@ -139,10 +161,13 @@ def breakdown(out: Console, data: dict[str, Any]) -> None:
                 f"block {rank['block_size']} tokens, {rank['num_blocks']:,} blocks",
             ]
         )
+        columns = ["term", "size", "how we know"]
+        if not how:
+            columns, rows = columns[:2], [row[:2] for row in rows]
         out.print(
             table(
                 out,
-                ["term", "size", "how we know"],
+                columns,
                 rows,
                 right=["size"],
                 title=(
@@ -164,22 +189,65 @@ def breakdown(out: Console, data: dict[str, Any]) -> None:
     )
     out.print(Text("outcome: ").append(outcome_text(data["outcome"])))
     if "error_band" in data:
-        out.print(f"expected error: {data['error_band']['statement']}", soft_wrap=True)
+        out.print(f"expected error: {data['error_band']['statement']}", soft_wrap=unwrapped(out))
     for message in data["messages"]:
-        out.print(f"  {message}", soft_wrap=True)
+        out.print(f"  {message}", soft_wrap=unwrapped(out))
+
+
+def _verdict_style(fits: bool) -> str:
+    return "bold green" if fits else "bold red"
 
 
 def plan(out: Console, data: dict[str, Any]) -> None:
     """A plan's JSON (with remedies already filtered to the user's target)."""
     breakdown(out, data["breakdown"])
     written = data["as_written"]
-    style = "bold green" if written["fits"] else "bold red"
-    out.print(Text("\nas written: ").append(written["verdict"], style=style))
+    out.print(
+        Text("\nas written: ").append(written["verdict"], style=_verdict_style(written["fits"]))
+    )
     for change in data["changed"]:
         before = change["before"] or "unset"
         out.print(f"  changed {change['knob']}: {before} -> {change['value']} ({change['reason']})")
-    style = "bold green" if data["fits"] else "bold red"
-    out.print(Text("verdict: ").append(data["verdict"], style=style))
+    out.print(Text("verdict: ").append(data["verdict"], style=_verdict_style(data["fits"])))
+    _kept_free(out, data)
+    if data.get("workload"):
+        workload(out, data["workload"], data["max_num_seqs"])
+    _binding(out, data)
+    model = _launch_line(out, data)
+    _remedies(out, data, model)
+
+
+def check(out: Console, data: dict[str, Any], *, how: bool = False) -> None:
+    """`check`: the verdict on the launch as the user wrote it, then what the plan changes (the
+    planned launch, its verdict and line), the remedies, then the planned launch's breakdown
+    (its "how we know" column with `how`). Prose wraps at words at the console's width."""
+    written = data["as_written"]
+    out.print(
+        Text("your launch: ", "bold").append(
+            written["verdict"], style=_verdict_style(written["fits"])
+        )
+    )
+    if data["changed"]:
+        out.print(Text("what the plan changes:", "bold"))
+        for change in data["changed"]:
+            before = change["before"] or "unset"
+            line = Text(f"{change['knob']}: {before} -> {change['value']} ({change['reason']})")
+            out.print(Padding(line, (0, 0, 0, 2)))  # wrapped lines stay under the item
+    else:
+        out.print(Text("what the plan changes: ", "bold").append("nothing"))
+    out.print(Text("planned: ", "bold").append(data["verdict"], style=_verdict_style(data["fits"])))
+    model = _launch_line(out, data)
+    _kept_free(out, data)
+    if data.get("workload"):
+        workload(out, data["workload"], data["max_num_seqs"])
+    _remedies(out, data, model)
+    out.print(Text("\nbreakdown of the planned launch", "bold"))
+    breakdown(out, data["breakdown"], how=how)
+    _binding(out, data)
+
+
+def _kept_free(out: Console, data: dict[str, Any]) -> None:
+    """The safety margin (and why, when the error band sets it) and the runtime headroom."""
     margin = data["safety_margin_bytes"]
     band = data.get("error_band") or {}
     why = (
@@ -188,15 +256,17 @@ def plan(out: Console, data: dict[str, Any]) -> None:
         if band.get("over_prediction_bytes") == margin
         else ""
     )
-    out.print(f"safety margin kept free per GPU: {gib_text(margin)}{why}", soft_wrap=True)
+    out.print(f"safety margin kept free per GPU: {gib_text(margin)}{why}", soft_wrap=unwrapped(out))
     if data.get("runtime_headroom_bytes"):
         out.print(
             f"runtime headroom kept free per GPU: {gib_text(data['runtime_headroom_bytes'])} "
             "(allocated after startup, beyond vLLM's profile)",
-            soft_wrap=True,
+            soft_wrap=unwrapped(out),
         )
-    if data.get("workload"):
-        workload(out, data["workload"], data["max_num_seqs"])
+
+
+def _binding(out: Console, data: dict[str, Any]) -> None:
+    """Why each solved knob has its value."""
     out.print(
         table(
             out,
@@ -204,37 +274,47 @@ def plan(out: Console, data: dict[str, Any]) -> None:
             [[knob, data[knob], why] for knob, why in data["binding"].items()],
         )
     )
+
+
+def _launch_line(out: Console, data: dict[str, Any]) -> str:
+    """The planned launch as one `vllm serve` line (never wrapped: it is copied); the model
+    word as the line writes it."""
     model = shell_word(data.get("served_model") or data["breakdown"]["model"])
     env = "".join(
         f"{name}={shell_word(value)} " for name, value in data.get("vllm_env", {}).items()
     )
     out.print(f"{env}vllm serve {model} {data['vllm_args']}", soft_wrap=True)
-    if data["remedies"]:
-        out.print(
-            table(
-                out,
-                ["remedy", "alone", "what it gives"],
+    return model
+
+
+def _remedies(out: Console, data: dict[str, Any], model: str) -> None:
+    if not data["remedies"]:
+        return
+    out.print(
+        table(
+            out,
+            ["remedy", "alone", "what it gives"],
+            [
                 [
-                    [
-                        r["change"],
-                        Text("fits", "green") if r["fits"] else Text("not enough", "yellow"),
-                        r["detail"]
-                        + (f"; drops your {', '.join(r['drops'])}" if r.get("drops") else ""),
-                    ]
-                    for r in data["remedies"]
-                ],
-                title="remedies (cheapest first)",
-            )
+                    r["change"],
+                    Text("fits", "green") if r["fits"] else Text("not enough", "yellow"),
+                    r["detail"]
+                    + (f"; drops your {', '.join(r['drops'])}" if r.get("drops") else ""),
+                ]
+                for r in data["remedies"]
+            ],
+            title="remedies (cheapest first)",
         )
-        for r in data["remedies"]:
-            if r["fits"]:
-                out.print(f"cheapest that fits: vllm serve {model} {r['flags']}", soft_wrap=True)
-                break
+    )
+    for r in data["remedies"]:
+        if r["fits"]:
+            out.print(f"cheapest that fits: vllm serve {model} {r['flags']}", soft_wrap=True)
+            break
 
 
 def workload(out: Console, w: dict[str, Any], max_num_seqs: int) -> None:
     """What the workload asks of the KV cache: requests held, preemption, the prefill trade."""
-    out.print(Text("workload: ").append(str(w["description"])), soft_wrap=True)
+    out.print(Text("workload: ").append(str(w["description"])), soft_wrap=unwrapped(out))
     out.print(
         f"  one request holds {w['blocks_p50']:,} KV blocks at p50, {w['blocks_p99']:,} at p99 "
         f"(at its peak); the {w['pool_blocks']:,} usable blocks hold {w['requests_held_p50']:,} "
@@ -244,25 +324,25 @@ def workload(out: Console, w: dict[str, Any], max_num_seqs: int) -> None:
             if w["shared_prefix_blocks"]
             else ""
         ),
-        soft_wrap=True,
+        soft_wrap=unwrapped(out),
     )
     out.print(
         f"  preemption: {max_num_seqs} busy slots overflow the KV cache with probability "
         f"{w['preemption_probability']:.2%} (target {w['preemption_target']:.2%}; the most slots "
         f"under it: {w['max_num_seqs_for_target']})",
-        soft_wrap=True,
+        soft_wrap=unwrapped(out),
     )
     out.print(
         f"  max_num_batched_tokens costs {gib_text(w['activation_peak_bytes'])} of activation "
         f"(= {w['activation_kv_tokens']:,} KV tokens) and prefills a p50 prompt in "
         f"{w['prefill_steps_p50']} step(s), a p99 prompt in {w['prefill_steps_p99']}",
-        soft_wrap=True,
+        soft_wrap=unwrapped(out),
     )
     if w["request_seconds"]:
         out.print(
             f"  Little's law: at {w['request_seconds']:g} s per request (your figure; latency is "
             f"not modelled) at most {w['requests_per_second_bound']:.2f} requests/s",
-            soft_wrap=True,
+            soft_wrap=unwrapped(out),
         )
 
 
@@ -314,4 +394,11 @@ def replays(out: Console, replays: Sequence[Any], terms: Sequence[str]) -> int:
             right=["predicted", "measured", "error / outcome"],
         )
     )
+    # Each record's expected error, as plan states it: once per band, naming its records.
+    by_band: dict[str, list[str]] = {}
+    for replay in replays:
+        if replay.error_band:
+            by_band.setdefault(replay.error_band["statement"], []).append(replay.id)
+    for statement, ids in by_band.items():
+        out.print(f"expected error of {', '.join(ids)}: {statement}", soft_wrap=unwrapped(out))
     return problems

@@ -400,7 +400,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         _print(json.dumps(data, indent=2))
     else:
-        _render.plan(_render.console(), data)
+        _render.check(_render.console(reading=True), data, how=_cli_args._VERBOSE)
         _source_notes(extra["model_source"], launch.model, result.breakdown.model_id)
     return EXIT_OK if result.as_written_fits else EXIT_DOES_NOT_FIT
 
@@ -439,16 +439,23 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         _render,  # rich, loaded only for terminal output
         validate,
     )
+    from .calibrate import Profile
 
+    given = {
+        "profile": Profile.load(args.profile) if args.profile else None,  # before any record
+        "engine_version": args.engine_version,
+    }
     if args.records:
         records = validate.read_records(args.records)
-        replays = [validate.replay_record(r) for r in _progress(records, "replaying records")]
+        replays = [
+            validate.replay_record(r, **given) for r in _progress(records, "replaying records")
+        ]
         for replay in replays:
             if replay.note:
                 _note(f"{replay.id}: {replay.note}")
     elif args.logfile:
         # Streamed by the C++ parser: never the whole log in memory.
-        replays = [validate.replay_log_file(args.logfile, model=args.model, gpu=args.gpu)]
+        replays = [validate.replay_log_file(args.logfile, model=args.model, gpu=args.gpu, **given)]
         if replays[0].note:
             _note(replays[0].note)
     else:
@@ -840,6 +847,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--records", help="startup records, one JSON object a line (JSONL)")
     p.add_argument("--model", help="model id to plan when the log names a local path")
     p.add_argument("--gpu", help="GPU id (default: from the total memory the log prints)")
+    p.add_argument(
+        "--profile",
+        metavar="PROFILE.yaml",
+        help="replay with this calibration profile (vramplan calibrate --out) over the release",
+    )
+    p.add_argument(
+        "--engine-version",
+        help="the vLLM release of a log or record that prints none (one that does keeps its own)",
+    )
     _add_json(p)
     p.set_defaults(func=_cmd_validate)
     p = sub.add_parser("models", help="list model ids")

@@ -12,12 +12,15 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _core, _io, api
 from ._identity import path_identity
 from ._units import GIB
 from .resolve import resolve_model
+
+if TYPE_CHECKING:
+    from .calibrate import Profile
 
 _MAX_RECORDS_BYTES = 256 << 20  # thousands of launches are a few MiB
 _MAX_RECORD_BYTES = 1 << 20
@@ -53,6 +56,9 @@ class Replay:
     # What was assumed: a log holding several launches (the last one), the memory size a
     # shared GPU name stands for.
     note: str | None = None
+    # The expected available-KV error of the launch's (GPU family x era), as `plan` states
+    # it (Breakdown.error_band); None for a record the planner cannot express.
+    error_band: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +68,7 @@ class Replay:
             "unsupported": self.unsupported,
             "launch": self.launch,
             "note": self.note,
+            "error_band": self.error_band,
         }
 
 
@@ -342,8 +349,63 @@ def _measured(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def replay_record(record: dict[str, Any]) -> Replay:
+_RELEASE = re.compile(r"\d+\.\d+(?:\.\d+)?")
+
+
+def _given_release(engine_version: str | None) -> str | None:
+    """The release a caller names for records that print none, checked: "0.21" or "0.21.0"."""
+    if engine_version is None:
+        return None
+    if not isinstance(engine_version, str) or not _RELEASE.fullmatch(engine_version.strip()):
+        raise api.config_error(
+            "engine_version", engine_version, "a vLLM release such as 0.21.0", "wrong value"
+        )
+    return engine_version.strip()
+
+
+def given_profile(profile: Profile | None) -> Profile | None:
+    """A calibration profile as the replay takes it: a vramplan.Profile (Profile.load(PATH)),
+    or a ConfigError naming the argument."""
+    if profile is None:
+        return None
+    row = getattr(profile, "engine_profile", None)
+    if not isinstance(row, _core.EngineProfile) or not isinstance(
+        getattr(profile, "engine_version", None), str
+    ):
+        raise api.config_error(
+            "profile", profile, "a vramplan.Profile (vramplan.Profile.load(PATH))", "wrong type"
+        )
+    return profile
+
+
+def _apply_profile(knobs: dict[str, Any], profile: Profile) -> None:
+    """Replays the record with the profile's engine row in place of its release's: refused
+    (Unsupported) for a record of another release, whose rules the profile does not hold, and
+    for a pre-release build, which replays with its own rules."""
+    if "profile" in knobs:
+        msg = "a pre-release build replays with its own rules, not a calibration profile"
+        raise Unsupported(msg)
+    ran = str(knobs["engine_version"])
+    if ran.split(".")[:2] != profile.engine_version.split(".")[:2]:
+        msg = f"the profile is for vLLM {profile.engine_version}, the record ran {ran}"
+        raise Unsupported(msg)
+    knobs["profile"] = profile
+
+
+def replay_record(
+    record: dict[str, Any],
+    *,
+    profile: Profile | None = None,
+    engine_version: str | None = None,
+) -> Replay:
+    """Replays one measured record. `profile` (a vramplan.Profile) replaces
+    the engine row of the record's release; `engine_version` is the release of a record that
+    names none (a record that names its own keeps it)."""
     rid = str(record.get("id"))
+    calibrated = given_profile(profile)
+    release = _given_release(engine_version)
+    if release is not None and not record.get("vllm_version"):
+        record = {**record, "vllm_version": release}
     try:
         measured = _measured(record)
     except _core.ConfigError as why:
@@ -353,6 +415,8 @@ def replay_record(record: dict[str, Any]) -> Replay:
         spec = record_model(model)
         gpu, gpu_note = _gpu(record)
         knobs = _knobs(record, spec)
+        if calibrated is not None:
+            _apply_profile(knobs, calibrated)
         tp = int(knobs.get("tensor_parallel_size", 1))
         pp = int(knobs.get("pipeline_parallel_size", 1))
         dp = int(knobs.get("data_parallel_size", 1))
@@ -378,13 +442,20 @@ def replay_record(record: dict[str, Any]) -> Replay:
         "outcome": _RECORD_OUTCOMES.get(result.outcome, result.outcome),
     }
     launch = {"model": spec.id, "gpu": gpu.id, **knobs}
-    if "profile" in launch:  # a pre-release build: its rules, as text
+    if calibrated is not None:  # the profile the user named, as its fit describes it
+        launch["profile"] = (
+            f"calibrated vLLM {calibrated.engine_version} on {calibrated.gpu} "
+            f"from {len(calibrated.fitted_on)} launches"
+        )
+    elif "profile" in launch:  # a pre-release build: its rules, as text
         launch["profile"] = build_rules(record)
     if others:
         launch["memory_used_by_others_bytes"] = others
     # A release newer than the newest known is replayed with that release's rules: say so.
     notes = [note for note in (gpu_note, result.engine_version_warning) if note]
-    return Replay(rid, predicted, measured, None, launch, "; ".join(notes) or None)
+    return Replay(
+        rid, predicted, measured, None, launch, "; ".join(notes) or None, result.error_band
+    )
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
@@ -404,8 +475,18 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def replay_file(path: str | Path) -> list[Replay]:
-    return [replay_record(r) for r in read_records(path)]
+def replay_file(
+    path: str | Path,
+    *,
+    profile: Profile | None = None,
+    engine_version: str | None = None,
+) -> list[Replay]:
+    """Replays every record of a JSONL file (`profile`, `engine_version`: as replay_record)."""
+    calibrated = given_profile(profile)  # checked once, not once a record
+    return [
+        replay_record(r, profile=calibrated, engine_version=engine_version)
+        for r in read_records(path)
+    ]
 
 
 # Launch fields of the C++ log parser that are record fields under the same name.
@@ -451,11 +532,19 @@ def record_from_log(
 
 
 def replay_log(
-    text: str, *, log_id: str = "log", model: str | None = None, gpu: str | None = None
+    text: str,
+    *,
+    log_id: str = "log",
+    model: str | None = None,
+    gpu: str | None = None,
+    profile: Profile | None = None,
+    engine_version: str | None = None,
 ) -> Replay:
-    """Parse a vLLM startup log (C++ parser) and replay the launch it describes."""
+    """Parse a vLLM startup log (C++ parser) and replay the launch it describes (`profile`,
+    `engine_version`: as replay_record)."""
     figures = _core.parse_vllm_log(text)
-    return replay_record(record_from_log(figures, log_id=log_id, model=model, gpu=gpu))
+    record = record_from_log(figures, log_id=log_id, model=model, gpu=gpu)
+    return replay_record(record, profile=profile, engine_version=engine_version)
 
 
 def replay_log_file(
@@ -464,6 +553,8 @@ def replay_log_file(
     log_id: str | None = None,
     model: str | None = None,
     gpu: str | None = None,
+    profile: Profile | None = None,
+    engine_version: str | None = None,
 ) -> Replay:
     """Like `replay_log`, for a log file, which is never read whole into memory: the C++
     parser streams it in 1 MiB chunks (lines over 64 KiB skipped, at most 1 GiB read).
@@ -471,7 +562,7 @@ def replay_log_file(
     path = Path(path)
     figures = _core.parse_vllm_log(path)
     record = record_from_log(figures, log_id=log_id or path.name, model=model, gpu=gpu)
-    replay = replay_record(record)
+    replay = replay_record(record, profile=profile, engine_version=engine_version)
     if figures.get("launches", 1) > 1:
         launches = (
             f"{path} holds {figures['launches']} launches (vLLM restarted into the same file): "

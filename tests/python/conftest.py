@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import functools
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +29,23 @@ def _no_hub(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
-def run_notebook(path: Path) -> list[Any]:
-    """Executes a notebook in its own folder; returns its code cells' outputs, after checking
-    that none is an error."""
-    import nbformat
-    from nbclient import NotebookClient
+@functools.cache
+def executed_notebook(path: Path) -> Any:
+    """A notebook executed in its own folder by scripts/run_notebooks.py's `execute` (the
+    script that writes the committed outputs), once per session."""
+    script = ROOT / "scripts" / "run_notebooks.py"
+    spec = importlib.util.spec_from_file_location("run_notebooks", script)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.execute(path)
 
-    notebook = nbformat.read(path, as_version=4)
-    NotebookClient(
-        notebook,
-        timeout=300,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
-    ).execute()
+
+def run_notebook(path: Path) -> list[Any]:
+    """Executes a notebook (once a session); returns its code cells' outputs, after checking
+    that none is an error."""
+    notebook = executed_notebook(path)
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"], path.name
     return outputs
@@ -49,3 +55,9 @@ def run_notebook(path: Path) -> list[Any]:
 def notebook_outputs() -> Any:
     """`run_notebook` as a fixture (test modules are imported by path, not as a package)."""
     return run_notebook
+
+
+@pytest.fixture(scope="session")
+def notebook_executed() -> Any:
+    """`executed_notebook` as a fixture."""
+    return executed_notebook

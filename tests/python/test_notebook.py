@@ -150,3 +150,45 @@ def test_example_notebook_runs(notebook_outputs: Any) -> None:
     mimes = {m for o in outputs for m in o.get("data", {})}
     assert "text/html" in mimes  # the Plan / Breakdown / DataFrame views
     assert "image/png" in mimes  # the figures
+
+
+def _deterministic(notebook: Any) -> list[list[dict[str, Any]]]:
+    """Per code cell, what its outputs show that does not vary between machines: the output
+    type, the stream name and text, and every MIME type's data except a PNG's bytes (the
+    rasteriser's version moves pixels), of which only the presence counts. Execution counts
+    are left out (a cell's place in the list says which cell it is)."""
+    cells = []
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        shown = []
+        for output in cell.outputs:
+            item: dict[str, Any] = {"output_type": output.output_type}
+            if output.output_type == "stream":
+                item.update(name=output.name, text=output.text)
+            else:
+                data = dict(output.get("data", {}))
+                if "image/png" in data:
+                    data["image/png"] = "(a PNG)"
+                item["data"] = data
+            shown.append(item)
+        cells.append(shown)
+    return cells
+
+
+@pytest.mark.parametrize("name", ["sizing.ipynb", "fit.ipynb"])
+def test_committed_notebook_outputs_are_the_current_ones(name: str, notebook_executed: Any) -> None:
+    """The notebooks are committed executed (scripts/run_notebooks.py), so that the README's
+    worked examples show results; re-executed here, each cell shows what the commit holds."""
+    import nbformat
+
+    path = ROOT / "docs" / "examples" / name
+    committed = _deterministic(nbformat.read(path, as_version=4))
+    assert any(committed), f"{name} is committed without outputs"
+    current = _deterministic(notebook_executed(path))
+    assert len(current) == len(committed)
+    for number, (now, then) in enumerate(zip(current, committed), start=1):
+        assert now == then, (
+            f"{name}: code cell {number} shows other outputs than the committed ones; "
+            "run python3 scripts/run_notebooks.py and commit the notebooks"
+        )

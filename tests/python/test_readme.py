@@ -68,13 +68,10 @@ LINE_VALUES = {
     "--profile profile.yaml": {"MODEL": LLAMA, "--gpu": "H100-80GB"},
     "validate --engine sglang": {"--gpu": "L4", "--model": "Qwen/Qwen2.5-7B-Instruct"},
 }
-# Named refusals a command may give here: a format whose optional dependency is absent.
 # README commands that fail today, each with the failure (xfail strict: once fixed, the test
-# fails until its entry goes).
-KNOWN_FAILURES = {
-    "fit Qwen/Qwen3-8B --engine sglang": "the terminal table of fit --engine sglang: "
-    "AttributeError 'Pandas' object has no attribute 'tensor_parallel_size' (exit 70)",
-}
+# fails until its entry goes). None does.
+KNOWN_FAILURES: dict[str, str] = {}
+# Named refusals a command may give here: a format whose optional dependency is absent.
 OPTIONAL = {"grid.parquet": "needs pyarrow"}
 
 

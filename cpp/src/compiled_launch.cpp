@@ -419,7 +419,7 @@ std::int64_t gpu_cuda_context_bytes(const EngineProfile& profile, const GpuSpec&
 EngineProfile launch_rules(const EngineConfig& c, const GpuSpec& gpu,
                            std::vector<std::string>& notes) {
   if (c.profile) return *c.profile;
-  const EngineProfile requested = engine_profile(c.engine_version);
+  EngineProfile requested = engine_profile(c.engine_version);
   if (!runs_v0_fallback(requested, gpu)) return requested;
   char capability[16];
   std::snprintf(capability, sizeof capability, "%.1f", gpu.compute_capability);

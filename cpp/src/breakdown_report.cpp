@@ -2,7 +2,10 @@
 // and what vLLM prints for it.
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "vramplan/calibration.hpp"
 #include "vramplan/compiled.hpp"
@@ -60,6 +63,225 @@ class RankTerms {
   std::array<bool, kRankTermCount> listed_{};
 };
 
+// How a launch lists and explains its ranks' terms (the same for every rank).
+struct TermListing {
+  bool mm_encoder = false;       // a multimodal model: the encoder's share apart
+  bool model_runner_v2 = false;  // the MRV2 sampler state apart
+  bool consumed_budget = false;  // ... inside the budget (0.27+ counts memory consumed)
+  bool all2all = false;          // the all-to-all's shares apart
+  const char* graph_note = "";
+  const char* kv_note = "";
+  const char* non_torch_note = "";
+};
+
+TermListing term_listing(const EngineProfile& profile, bool model_runner_v2, bool mm_encoder,
+                         bool all2all, std::int32_t tensor_parallel_size, bool pcie_only) {
+  TermListing l;
+  l.mm_encoder = mm_encoder;
+  l.model_runner_v2 = model_runner_v2;
+  l.consumed_budget = profile.consumed_budget_formula;
+  l.all2all = all2all;
+  l.graph_note =
+      profile.cudagraph_in_budget
+          ? "calibrated: base + per captured layer piece x capture sizes (inside the budget)"
+      : model_runner_v2
+          ? "calibrated: base + per captured layer piece x capture sizes (Model Runner V2 before "
+            "0.29 estimates no graphs: captured after KV allocation, outside the budget)"
+          : "calibrated: base + per captured layer piece x capture sizes (captured after KV "
+            "allocation, outside the budget)";
+  const bool persistent_in_budget = model_runner_v2 && profile.consumed_budget_formula;
+  l.kv_note =
+      profile.cudagraph_in_budget
+          ? (persistent_in_budget ? "budget: requested - weights - activation - non_torch - "
+                                    "mrv2_persistent_buffers - cudagraph"
+                                  : "budget: requested - weights - activation - non_torch - "
+                                    "cudagraph")
+          : (persistent_in_budget
+                 ? "budget: requested - weights - activation - non_torch - mrv2_persistent_buffers"
+                 : "budget: requested - weights - activation - non_torch");
+  // At TP >= 2 the charge depends on the interconnect, which the GPU's name may not settle (an
+  // A100 or H100 board with or without NVLink): the text says which was charged.
+  l.non_torch_note =
+      tensor_parallel_size < 2
+          ? "calibrated: cuBLAS/attention workspaces"
+          : (pcie_only
+                 ? "calibrated: cuBLAS/attention workspaces; NCCL buffers over PCIe at TP>=2 "
+                   "(interconnect 'pcie': the largest figure logged over PCIe)"
+                 : "calibrated: cuBLAS/attention workspaces; NCCL (+ custom all-reduce) buffers "
+                   "over NVLink at TP>=2 (the largest figure logged over NVLink; interconnect "
+                   "'pcie' for GPUs that talk over PCIe only)");
+  return l;
+}
+
+// A rank's figures at resolved knobs; `cached_activation_bytes` is what non-torch memory
+// counts of the activation peak.
+RankBreakdown rank_figures(const CompiledRank& compiled, const RankEvaluation& r,
+                           std::int64_t total_memory_bytes, std::int64_t cuda_context_bytes,
+                           std::int64_t cached_activation_bytes) {
+  RankBreakdown rank;
+  rank.pipeline_rank = compiled.pipeline_rank;
+  rank.total_memory_bytes = total_memory_bytes;
+  rank.requested_memory_bytes = r.requested_memory_bytes;
+  rank.weights_bytes = compiled.weights_bytes;
+  rank.lora_bytes = compiled.lora_bytes;
+  rank.activation_peak_bytes = r.activation_peak_bytes;
+  rank.mm_encoder_bytes = r.mm_encoder_bytes;
+  rank.non_torch_bytes = compiled.non_torch_bytes + cached_activation_bytes;
+  rank.cudagraph_bytes = r.cudagraph_bytes;
+  rank.cuda_context_bytes = cuda_context_bytes;
+  rank.kv_cache_bytes = r.kv_cache_bytes;
+  rank.kv_layout = kv_layout(compiled.kv, r.page);
+  rank.kv_bytes_per_token = r.page.bytes_per_token;
+  rank.num_blocks = r.num_blocks;
+  rank.headroom_bytes = r.headroom_bytes;
+  rank.post_allocation_bytes = r.post_allocation_bytes;
+  rank.persistent_buffers_bytes = r.persistent_buffers_bytes;
+  return rank;
+}
+
+// The all-to-all's share of the activation peak: the peak less the peak with the dispatch
+// gathering nothing from other replicas.
+std::int64_t all2all_dispatch_bytes(const CompiledRank& compiled, const SamplerModel& sampler,
+                                    const ResolvedKnobs& k, std::int64_t activation_peak) {
+  const std::int64_t requests = std::min(k.max_num_seqs, k.max_num_batched_tokens);
+  ActivationModel gathered_apart = compiled.activation;
+  gathered_apart.dispatch_replicas = 1;
+  std::int64_t without =
+      activation_peak_bytes(gathered_apart, sampler, k.max_num_batched_tokens, requests);
+  if (compiled.draft_activation) {
+    without = std::max(without, activation_peak_bytes(*compiled.draft_activation, sampler,
+                                                      k.max_num_batched_tokens, requests));
+  }
+  return activation_peak - without;
+}
+
+// A rank's terms with their provenance. The encoder's and the all-to-all's shares come out of
+// activation_peak (and the DeepEP / pplx buffers out of non_torch) so the stacked terms still
+// add up.
+std::vector<Term> rank_terms(const RankBreakdown& rank, std::int64_t all2all_buffer_bytes,
+                             std::int64_t dispatch, const TermListing& listing) {
+  const std::int64_t mm_encoder = listing.mm_encoder ? rank.mm_encoder_bytes : 0;
+  RankTerms terms;
+  terms.set(RankTermId::Weights, rank.weights_bytes,
+            "exact: the spec's tensors in their stored format + rotary cos/sin cache (+ LoRA "
+            "slots, drafter; less CPU offload)");
+  terms.set(RankTermId::ActivationPeak, rank.activation_peak_bytes - dispatch - mm_encoder,
+            "formula + calibrated: forward of max_num_batched_tokens, fused-MoE workspace, "
+            "sampler on requests x vocab logits");
+  if (listing.mm_encoder) {
+    terms.set(RankTermId::MmEncoder, mm_encoder,
+              "formula: profile run's multimodal encoder: max(encoder forward, encoder cache "
+              "(items x tokens per image x hidden) + the text peak) + pixel inputs, less the "
+              "text peak; items from the encoder budget (0: every modality limited to 0)");
+  }
+  if (listing.model_runner_v2) {
+    terms.set(RankTermId::Mrv2PersistentBuffers, rank.persistent_buffers_bytes,
+              listing.consumed_budget
+                  ? "formula: Model Runner V2 sampler state, max_num_seqs x (vocab + vocab/32) "
+                    "x 4 B (inside the budget: 0.27+ counts memory consumed since the init "
+                    "snapshot)"
+                  : "formula: Model Runner V2 sampler state, max_num_seqs x (vocab + vocab/32) "
+                    "x 4 B (held but outside the budget before 0.27: it comes out of the "
+                    "headroom)");
+  }
+  if (listing.all2all) {
+    terms.set(RankTermId::All2allDispatch, dispatch,
+              "formula (activation peak): DP dispatch gathers dp x T tokens into each MoE "
+              "layer: hidden states, router logits, expert output, fused-MoE workspace");
+    terms.set(RankTermId::All2allBuffers, all2all_buffer_bytes,
+              "formula (non-torch): DeepEP NVLink buffer (VLLM_DEEPEP_BUFFER_SIZE_MB) + 32 MiB "
+              "workspace [+ low-latency RDMA size hint], or pplx intranode buffers, made after "
+              "load");
+  }
+  terms.set(RankTermId::NonTorch, rank.non_torch_bytes - all2all_buffer_bytes,
+            listing.non_torch_note);
+  terms.set(RankTermId::Cudagraph, rank.cudagraph_bytes, listing.graph_note);
+  terms.set(RankTermId::KvCache, rank.kv_cache_bytes, listing.kv_note);
+  terms.set(RankTermId::CudaContext, rank.cuda_context_bytes,
+            "calibrated: CUDA context (+ NCCL), outside the budget");
+  return terms.listed();
+}
+
+// What vLLM prints for a launch that fails before serving (startup, load, graph profiling, no
+// KV memory); nullopt for any other outcome. `graph_profiling_blocks` is read for that outcome.
+std::optional<std::string> startup_failure_message(
+    const Breakdown& b, const Evaluation& e, const ResolvedKnobs& k, const HardwareConfig& hardware,
+    std::optional<std::int64_t> kv_cache_memory_bytes, std::int64_t graph_profiling_blocks) {
+  const std::int64_t requested = b.ranks.front().requested_memory_bytes;
+  const std::int64_t total = hardware.gpu.total_memory_bytes;
+  const std::int64_t free = b.startup_free_bytes;
+  switch (e.outcome) {
+    case Outcome::StartupFreeMemory:
+      return "Free memory on device (" + gib_text(free) + "/" + gib_text(total) +
+             " GiB) on startup is less than desired GPU memory utilization (" +
+             std::to_string(k.gpu_memory_utilization) + ", " + gib_text(requested) + " GiB).";
+    case Outcome::HostOomKilled:
+      return "Host RAM exhausted while loading: " + gib_text(e.host_required_bytes) +
+             " GiB of anonymous and pinned memory needed, " + gib_text(hardware.host_ram_bytes) +
+             " GiB on the host. The kernel OOM killer ends the process (`Killed`, visible in "
+             "dmesg).";
+    case Outcome::OomAtLoad:
+      return "CUDA out of memory while loading weights: " + gib_text(e.max_weights_bytes) +
+             " GiB per rank, " + gib_text(free) + " GiB free.";
+    case Outcome::CudagraphProfilingOom: {
+      const RankBreakdown& first = b.ranks.front();
+      const std::int64_t blocks = graph_profiling_blocks;
+      const std::int64_t minimal_kv =
+          blocks * first.kv_layout.page_bytes * first.kv_layout.group_size;
+      return "CUDA out of memory profiling CUDA graphs (profile_cudagraph_memory -> "
+             "_init_minimal_kv_cache_for_profiling): a minimal KV cache of " +
+             std::to_string(blocks) + " blocks of " + std::to_string(first.kv_layout.block_size) +
+             " tokens (" + gib_text(minimal_kv) + " GiB) beside " + gib_text(e.max_weights_bytes) +
+             " GiB of weights and " + gib_text(first.cudagraph_bytes) + " GiB of graphs; " +
+             gib_text(free) +
+             " GiB free. This happens before the KV budget: lowering gpu_memory_utilization "
+             "cannot help. Lower max_num_seqs (fewer capture sizes), fewer speculative tokens, "
+             "or --enforce-eager.";
+    }
+    case Outcome::NoKvMemory:
+      if (kv_cache_memory_bytes && e.min_kv_cache_bytes > 0) {
+        return "CUDA out of memory allocating the KV cache: kv_cache_memory_bytes " +
+               gib_text(*kv_cache_memory_bytes) + " GiB beside " + gib_text(e.max_weights_bytes) +
+               " GiB of weights, " + gib_text(free) + " GiB free.";
+      }
+      return "No available memory for the cache blocks (" + gib_text(e.min_kv_cache_bytes) +
+             " GiB). Try increasing `gpu_memory_utilization`.";
+    default:
+      return std::nullopt;
+  }
+}
+
+// What vLLM prints for a launch that starts but cannot serve as configured (max_model_len does
+// not fit, graph capture or the sampler warm-up runs out of memory); nullopt otherwise.
+std::optional<std::string> serving_failure_message(const Breakdown& b, const Evaluation& e,
+                                                   const ResolvedKnobs& k) {
+  if (e.outcome == Outcome::InsufficientKvForMaxModelLen) {
+    std::string msg = "To serve at least one request with the model's max seq len (" +
+                      std::to_string(k.max_model_len) + "), (" + gib_text(e.request_kv_bytes) +
+                      " GiB KV cache is needed, which is larger than the available KV cache "
+                      "memory (" +
+                      gib_text(e.min_kv_cache_bytes) + " GiB).";
+    if (b.estimated_max_model_len > 0) {
+      msg += " Based on the available memory, the estimated maximum model length is " +
+             std::to_string(b.estimated_max_model_len) + ".";
+    }
+    return msg;
+  }
+  if (e.outcome != Outcome::CudagraphCaptureOom && e.outcome != Outcome::SamplerWarmupOom) {
+    return std::nullopt;
+  }
+  const RankBreakdown& tightest = b.ranks[static_cast<std::size_t>(e.tightest_rank)];
+  if (e.outcome == Outcome::CudagraphCaptureOom) {
+    return "CUDA out of memory capturing CUDA graphs: " + gib_text(tightest.cudagraph_bytes) +
+           " GiB needed after the KV cache allocation.";
+  }
+  return "CUDA out of memory occurred when warming up sampler with " +
+         std::to_string(std::min(k.max_num_seqs, k.max_num_batched_tokens)) +
+         " dummy requests: " + gib_text(tightest.post_allocation_bytes - tightest.headroom_bytes) +
+         " GiB short after the KV cache and graphs. Lower max_num_seqs or "
+         "gpu_memory_utilization.";
+}
+
 }  // namespace
 
 Breakdown CompiledLaunch::breakdown(const LaunchKnobs& knobs) const {
@@ -83,7 +305,6 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
   c.tensor_parallel_size = config_.tensor_parallel_size;
   c.pipeline_parallel_size = config_.pipeline_parallel_size;
   c.enforce_eager = config_.enforce_eager;
-  const std::int64_t total = hardware_.gpu.total_memory_bytes;
   b.startup_free_bytes = startup_free_bytes_;
   b.num_blocks = e.num_blocks;
   b.kv_tokens = e.kv_tokens;
@@ -91,197 +312,32 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
   b.request_kv_bytes = e.request_kv_bytes;
   b.outcome = e.outcome;
   b.host = host(k);
-  const char* graph_note =
-      profile().cudagraph_in_budget
-          ? "calibrated: base + per captured layer piece x capture sizes (inside the budget)"
-      : model_runner_v2_
-          ? "calibrated: base + per captured layer piece x capture sizes (Model Runner V2 before "
-            "0.29 estimates no graphs: captured after KV allocation, outside the budget)"
-          : "calibrated: base + per captured layer piece x capture sizes (captured after KV "
-            "allocation, outside the budget)";
-  const bool persistent_in_budget = model_runner_v2_ && profile().consumed_budget_formula;
-  const char* kv_note =
-      profile().cudagraph_in_budget
-          ? (persistent_in_budget ? "budget: requested - weights - activation - non_torch - "
-                                    "mrv2_persistent_buffers - cudagraph"
-                                  : "budget: requested - weights - activation - non_torch - "
-                                    "cudagraph")
-          : (persistent_in_budget
-                 ? "budget: requested - weights - activation - non_torch - mrv2_persistent_buffers"
-                 : "budget: requested - weights - activation - non_torch");
-  // At TP >= 2 the charge depends on the interconnect, which the GPU's name may not settle (an
-  // A100 or H100 board with or without NVLink): the text says which was charged.
-  const char* non_torch_note =
-      config_.tensor_parallel_size < 2
-          ? "calibrated: cuBLAS/attention workspaces"
-          : (hardware_.gpu.pcie_only
-                 ? "calibrated: cuBLAS/attention workspaces; NCCL buffers over PCIe at TP>=2 "
-                   "(interconnect 'pcie': the largest figure logged over PCIe)"
-                 : "calibrated: cuBLAS/attention workspaces; NCCL (+ custom all-reduce) buffers "
-                   "over NVLink at TP>=2 (the largest figure logged over NVLink; interconnect "
-                   "'pcie' for GPUs that talk over PCIe only)");
+  const TermListing listing =
+      term_listing(profile(), model_runner_v2_, spec_->vision.num_parameters > 0, all2all_exchange_,
+                   config_.tensor_parallel_size, hardware_.gpu.pcie_only);
   b.ranks.reserve(ranks_.size());
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     const CompiledRank& compiled = ranks_[i];
     const RankEvaluation r = evaluate_rank(i, k);
-    RankBreakdown rank;
-    rank.pipeline_rank = compiled.pipeline_rank;
-    rank.total_memory_bytes = total;
-    rank.requested_memory_bytes = r.requested_memory_bytes;
-    rank.weights_bytes = compiled.weights_bytes;
-    rank.lora_bytes = compiled.lora_bytes;
-    rank.activation_peak_bytes = r.activation_peak_bytes;
-    rank.mm_encoder_bytes = r.mm_encoder_bytes;
-    rank.non_torch_bytes =
-        compiled.non_torch_bytes + cached_activation_bytes(r.activation_peak_bytes);
-    rank.cudagraph_bytes = r.cudagraph_bytes;
-    rank.cuda_context_bytes = cuda_context_bytes_;
-    rank.kv_cache_bytes = r.kv_cache_bytes;
-    rank.kv_layout = kv_layout(compiled.kv, r.page);
-    rank.kv_bytes_per_token = r.page.bytes_per_token;
-    rank.num_blocks = r.num_blocks;
-    rank.headroom_bytes = r.headroom_bytes;
-    rank.post_allocation_bytes = r.post_allocation_bytes;
-    rank.persistent_buffers_bytes = r.persistent_buffers_bytes;
-    // The all-to-all's shares of the activation peak and of non-torch memory, shown apart.
-    std::int64_t dispatch = 0;
-    if (all2all_exchange_) {
-      const std::int64_t requests = std::min(k.max_num_seqs, k.max_num_batched_tokens);
-      ActivationModel gathered_apart = compiled.activation;
-      gathered_apart.dispatch_replicas = 1;
-      std::int64_t without =
-          activation_peak_bytes(gathered_apart, sampler_, k.max_num_batched_tokens, requests);
-      if (compiled.draft_activation) {
-        without = std::max(without, activation_peak_bytes(*compiled.draft_activation, sampler_,
-                                                          k.max_num_batched_tokens, requests));
-      }
-      dispatch = rank.activation_peak_bytes - without;
-    }
-    // Shown apart: the encoder's and the all-to-all's shares come out of activation_peak (and
-    // the DeepEP / pplx buffers out of non_torch) so the stacked terms still add up.
-    const std::int64_t mm_encoder = spec_->vision.num_parameters > 0 ? rank.mm_encoder_bytes : 0;
-    RankTerms terms;
-    terms.set(RankTermId::Weights, rank.weights_bytes,
-              "exact: the spec's tensors in their stored format + rotary cos/sin cache (+ LoRA "
-              "slots, drafter; less CPU offload)");
-    terms.set(RankTermId::ActivationPeak, rank.activation_peak_bytes - dispatch - mm_encoder,
-              "formula + calibrated: forward of max_num_batched_tokens, fused-MoE workspace, "
-              "sampler on requests x vocab logits");
-    if (spec_->vision.num_parameters > 0) {
-      terms.set(RankTermId::MmEncoder, mm_encoder,
-                "formula: profile run's multimodal encoder: max(encoder forward, encoder cache "
-                "(items x tokens per image x hidden) + the text peak) + pixel inputs, less the "
-                "text peak; items from the encoder budget (0: every modality limited to 0)");
-    }
-    if (model_runner_v2_) {
-      terms.set(RankTermId::Mrv2PersistentBuffers, rank.persistent_buffers_bytes,
-                profile().consumed_budget_formula
-                    ? "formula: Model Runner V2 sampler state, max_num_seqs x (vocab + vocab/32) "
-                      "x 4 B (inside the budget: 0.27+ counts memory consumed since the init "
-                      "snapshot)"
-                    : "formula: Model Runner V2 sampler state, max_num_seqs x (vocab + vocab/32) "
-                      "x 4 B (held but outside the budget before 0.27: it comes out of the "
-                      "headroom)");
-    }
-    if (all2all_exchange_) {
-      terms.set(RankTermId::All2allDispatch, dispatch,
-                "formula (activation peak): DP dispatch gathers dp x T tokens into each MoE "
-                "layer: hidden states, router logits, expert output, fused-MoE workspace");
-      terms.set(RankTermId::All2allBuffers, compiled.all2all_buffer_bytes,
-                "formula (non-torch): DeepEP NVLink buffer (VLLM_DEEPEP_BUFFER_SIZE_MB) + 32 MiB "
-                "workspace [+ low-latency RDMA size hint], or pplx intranode buffers, made after "
-                "load");
-    }
-    terms.set(RankTermId::NonTorch, rank.non_torch_bytes - compiled.all2all_buffer_bytes,
-              non_torch_note);
-    terms.set(RankTermId::Cudagraph, rank.cudagraph_bytes, graph_note);
-    terms.set(RankTermId::KvCache, rank.kv_cache_bytes, kv_note);
-    terms.set(RankTermId::CudaContext, cuda_context_bytes_,
-              "calibrated: CUDA context (+ NCCL), outside the budget");
-    rank.terms = terms.listed();
+    RankBreakdown rank =
+        rank_figures(compiled, r, hardware_.gpu.total_memory_bytes, cuda_context_bytes_,
+                     cached_activation_bytes(r.activation_peak_bytes));
+    const std::int64_t dispatch =
+        all2all_exchange_
+            ? all2all_dispatch_bytes(compiled, sampler_, k, rank.activation_peak_bytes)
+            : 0;
+    rank.terms = rank_terms(rank, compiled.all2all_buffer_bytes, dispatch, listing);
     b.ranks.push_back(std::move(rank));
   }
-
-  // What vLLM prints for a failure.
-  const std::int64_t requested = b.ranks.front().requested_memory_bytes;
-  switch (e.outcome) {
-    case Outcome::StartupFreeMemory:
-      b.messages.push_back(
-          "Free memory on device (" + gib_text(startup_free_bytes_) + "/" + gib_text(total) +
-          " GiB) on startup is less than desired GPU memory utilization (" +
-          std::to_string(k.gpu_memory_utilization) + ", " + gib_text(requested) + " GiB).");
-      return b;
-    case Outcome::HostOomKilled:
-      b.messages.push_back("Host RAM exhausted while loading: " + gib_text(e.host_required_bytes) +
-                           " GiB of anonymous and pinned memory needed, " +
-                           gib_text(hardware_.host_ram_bytes) +
-                           " GiB on the host. The kernel OOM killer ends the process (`Killed`, "
-                           "visible in dmesg).");
-      return b;
-    case Outcome::OomAtLoad:
-      b.messages.push_back(
-          "CUDA out of memory while loading weights: " + gib_text(e.max_weights_bytes) +
-          " GiB per rank, " + gib_text(startup_free_bytes_) + " GiB free.");
-      return b;
-    case Outcome::CudagraphProfilingOom: {
-      const RankBreakdown& first = b.ranks.front();
-      const std::int64_t blocks = graph_profiling_blocks(k);
-      const std::int64_t minimal_kv =
-          blocks * first.kv_layout.page_bytes * first.kv_layout.group_size;
-      b.messages.push_back(
-          "CUDA out of memory profiling CUDA graphs (profile_cudagraph_memory -> "
-          "_init_minimal_kv_cache_for_profiling): a minimal KV cache of " +
-          std::to_string(blocks) + " blocks of " + std::to_string(first.kv_layout.block_size) +
-          " tokens (" + gib_text(minimal_kv) + " GiB) beside " + gib_text(e.max_weights_bytes) +
-          " GiB of weights and " + gib_text(first.cudagraph_bytes) + " GiB of graphs; " +
-          gib_text(startup_free_bytes_) +
-          " GiB free. This happens before the KV budget: lowering gpu_memory_utilization cannot "
-          "help. Lower max_num_seqs (fewer capture sizes), fewer speculative tokens, or "
-          "--enforce-eager.");
-      return b;
-    }
-    case Outcome::NoKvMemory:
-      if (config_.kv_cache_memory_bytes && e.min_kv_cache_bytes > 0) {
-        b.messages.push_back("CUDA out of memory allocating the KV cache: kv_cache_memory_bytes " +
-                             gib_text(*config_.kv_cache_memory_bytes) + " GiB beside " +
-                             gib_text(e.max_weights_bytes) + " GiB of weights, " +
-                             gib_text(startup_free_bytes_) + " GiB free.");
-      } else {
-        b.messages.push_back("No available memory for the cache blocks (" +
-                             gib_text(e.min_kv_cache_bytes) +
-                             " GiB). Try increasing `gpu_memory_utilization`.");
-      }
-      return b;
-    default:
-      break;
+  const std::int64_t profiling_blocks =
+      e.outcome == Outcome::CudagraphProfilingOom ? graph_profiling_blocks(k) : 0;
+  if (auto message = startup_failure_message(b, e, k, hardware_, config_.kv_cache_memory_bytes,
+                                             profiling_blocks)) {
+    b.messages.push_back(std::move(*message));
+    return b;
   }
   b.estimated_max_model_len = estimated_max_model_len(e);
-  if (e.outcome == Outcome::InsufficientKvForMaxModelLen) {
-    std::string msg = "To serve at least one request with the model's max seq len (" +
-                      std::to_string(k.max_model_len) + "), (" + gib_text(e.request_kv_bytes) +
-                      " GiB KV cache is needed, which is larger than the available KV cache "
-                      "memory (" +
-                      gib_text(e.min_kv_cache_bytes) + " GiB).";
-    if (b.estimated_max_model_len > 0) {
-      msg += " Based on the available memory, the estimated maximum model length is " +
-             std::to_string(b.estimated_max_model_len) + ".";
-    }
-    b.messages.push_back(msg);
-  } else if (e.outcome == Outcome::CudagraphCaptureOom || e.outcome == Outcome::SamplerWarmupOom) {
-    const RankBreakdown& tightest = b.ranks[static_cast<std::size_t>(e.tightest_rank)];
-    if (e.outcome == Outcome::CudagraphCaptureOom) {
-      b.messages.push_back(
-          "CUDA out of memory capturing CUDA graphs: " + gib_text(tightest.cudagraph_bytes) +
-          " GiB needed after the KV cache allocation.");
-    } else {
-      b.messages.push_back(
-          "CUDA out of memory occurred when warming up sampler with " +
-          std::to_string(std::min(k.max_num_seqs, k.max_num_batched_tokens)) +
-          " dummy requests: " + gib_text(tightest.post_allocation_bytes - tightest.headroom_bytes) +
-          " GiB short after the KV cache and graphs. Lower max_num_seqs or "
-          "gpu_memory_utilization.");
-    }
-  }
+  if (auto message = serving_failure_message(b, e, k)) b.messages.push_back(std::move(*message));
   return b;
 }
 

@@ -414,33 +414,28 @@ std::int64_t gpu_cuda_context_bytes(const EngineProfile& profile, const GpuSpec&
   return profile.cuda_context_bytes;
 }
 
-}  // namespace
+// The rules a launch plans with: the configured profile, else the release's row, or the V0 row
+// where the release falls back to V0 on this GPU (with a note saying so).
+EngineProfile launch_rules(const EngineConfig& c, const GpuSpec& gpu,
+                           std::vector<std::string>& notes) {
+  if (c.profile) return *c.profile;
+  EngineProfile requested = engine_profile(c.engine_version);
+  if (!runs_v0_fallback(requested, gpu)) return requested;
+  char capability[16];
+  std::snprintf(capability, sizeof capability, "%.1f", gpu.compute_capability);
+  notes.push_back("vLLM " + requested.version + " runs the V0 engine on " + gpu.id +
+                  " (compute capability " + capability +
+                  " < 8.0: \"Compute Capability < 8.0 is not supported by the V1 "
+                  "Engine. Falling back to V0.\"); planned with the V0 rules");
+  return v0_fallback_profile(requested);
+}
 
-CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareConfig hardware,
-                               EngineConfig config)
-    : spec_(std::move(spec)), hardware_(std::move(hardware)), config_(std::move(config)) {
-  const ModelSpec& s = *spec_;
-  const EngineConfig& c = config_;
-  validate_knobs(c);
-  const Drafter drafter = resolve_drafter(s, c);
-  rules_ = c.profile ? *c.profile : engine_profile(c.engine_version);
-  {
-    const EngineProfile& requested = *std::get_if<EngineProfile>(&rules_);
-    const GpuSpec& gpu = hardware_.gpu;
-    if (!c.profile && runs_v0_fallback(requested, gpu)) {
-      char capability[16];
-      std::snprintf(capability, sizeof capability, "%.1f", gpu.compute_capability);
-      launch_notes_.push_back("vLLM " + requested.version + " runs the V0 engine on " + gpu.id +
-                              " (compute capability " + capability +
-                              " < 8.0: \"Compute Capability < 8.0 is not supported by the V1 "
-                              "Engine. Falling back to V0.\"); planned with the V0 rules");
-      rules_ = v0_fallback_profile(requested);
-    }
-  }
+// What the spec assumed (defaults filled, a generic mapping) or leaves out, as launch notes.
+void note_model_assumptions(const ModelSpec& s, std::vector<std::string>& notes) {
   if (!s.config_defaults.empty()) {
     std::string keys;
     for (const std::string& d : s.config_defaults) keys += (keys.empty() ? "" : ", ") + d;
-    launch_notes_.push_back(
+    notes.push_back(
         "config.json omits keys that vLLM fills from the transformers config class's defaults; "
         "planned with them: " +
         keys);
@@ -448,26 +443,26 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   if (!s.generic_assumptions.empty()) {
     std::string assumed;
     for (const std::string& a : s.generic_assumptions) assumed += (assumed.empty() ? "" : "; ") + a;
-    launch_notes_.push_back("generic: model_type " + s.model_type + " is not mapped; assumed " +
-                            assumed + "; weights " +
-                            (s.checkpoint_bytes > 0
-                                 ? "exact from the checkpoint's tensor headers"
-                                 : "from these standard fields (no tensor headers read)"));
+    notes.push_back("generic: model_type " + s.model_type + " is not mapped; assumed " + assumed +
+                    "; weights " +
+                    (s.checkpoint_bytes > 0
+                         ? "exact from the checkpoint's tensor headers"
+                         : "from these standard fields (no tensor headers read)"));
   }
   if (s.mla.index_head_dim > 0) {
     // vllm/models/deepseek_v32/nvidia/model.py allocates it in the model's __init__, sized by a
     // knob the plan varies after the weights are fixed.
-    launch_notes_.push_back(
+    notes.push_back(
         "DeepSeek sparse attention: the top-k index buffer vLLM allocates while loading "
         "(max_num_batched_tokens x index_topk int32: 64 MiB at 8192 tokens and index_topk "
         "2048) is not counted");
   }
-  EngineProfile& profile = *std::get_if<EngineProfile>(&rules_);
-  if (c.enable_chunked_prefill == false && !profile.chunked_prefill_flag_honored) {
-    launch_notes_.push_back("vLLM " + profile.version +
-                            " sets enable_chunked_prefill=True for generative models whatever "
-                            "the flag says: planned with chunked prefill");
-  }
+}
+
+// The parallel layout must fit the model and the GPUs given, and the hardware figures must be
+// physical; throws ConfigError naming the knob.
+void validate_launch_shape(const ModelSpec& s, const EngineConfig& c,
+                           const HardwareConfig& hardware) {
   if (c.pipeline_parallel_size > s.num_hidden_layers) {
     throw ConfigError("pipeline_parallel_size", std::to_string(c.pipeline_parallel_size),
                       "1 .. num_hidden_layers (" + std::to_string(s.num_hidden_layers) + ")",
@@ -481,84 +476,82 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   }
   const std::int64_t gpus_needed =
       std::int64_t{c.tensor_parallel_size} * c.pipeline_parallel_size * c.data_parallel_size;
-  if (gpus_needed > hardware_.num_gpus) {
+  if (gpus_needed > hardware.num_gpus) {
     throw ConfigError("tensor_parallel_size", std::to_string(c.tensor_parallel_size),
-                      "TP x PP x DP <= the " + std::to_string(hardware_.num_gpus) + " GPUs given",
+                      "TP x PP x DP <= the " + std::to_string(hardware.num_gpus) + " GPUs given",
                       "the launch needs " + std::to_string(gpus_needed) + " GPUs");
   }
-  const std::int64_t total = hardware_.gpu.total_memory_bytes;
+  const std::int64_t total = hardware.gpu.total_memory_bytes;
   if (total <= 0) {
     throw ConfigError("gpu.total_memory_bytes", std::to_string(total), "> 0",
                       "GPU total memory must be positive");
   }
-  if (hardware_.memory_used_by_others_bytes < 0 || hardware_.memory_used_by_others_bytes >= total) {
+  if (hardware.memory_used_by_others_bytes < 0 || hardware.memory_used_by_others_bytes >= total) {
     throw ConfigError("memory_used_by_others_bytes",
-                      std::to_string(hardware_.memory_used_by_others_bytes),
+                      std::to_string(hardware.memory_used_by_others_bytes),
                       "0 .. the GPU's total (" + std::to_string(total) + ")", "out of range");
   }
-  if (hardware_.host_ram_bytes < 0) {
-    throw ConfigError("host_ram_bytes", std::to_string(hardware_.host_ram_bytes),
+  if (hardware.host_ram_bytes < 0) {
+    throw ConfigError("host_ram_bytes", std::to_string(hardware.host_ram_bytes),
                       ">= 0 (0: unknown)", "negative host RAM");
   }
-  served_dtype_ = dtype_served(s, c.dtype);
-  quantization_ = effective_quantization(s, c);
-  {
-    // A checkpoint format the release can no longer load is vLLM's error at startup.
-    const QuantMethod m = quantization_.method;
-    const char* removed = nullptr;
-    if (m == QuantMethod::Gguf && !profile.loads_gguf) removed = "GGUF (removed in 0.24.0)";
-    if ((m == QuantMethod::BnbNf4 || m == QuantMethod::BnbInt8) && !profile.loads_bitsandbytes) {
-      removed = "bitsandbytes (removed in 0.28.0)";
-    }
-    if (removed) {
-      throw ConfigError("quantization", quant_method_name(m),
-                        "a release that loads " + std::string(removed),
-                        "vLLM " + profile.version + " has no loader for this checkpoint's format");
-    }
-    if (m == QuantMethod::Gptq && quantization_.desc_act && quantization_.group_size != -1 &&
-        !profile.gptq_group_act_order) {
-      throw ConfigError("quantization.desc_act",
-                        "true (group_size " + std::to_string(quantization_.group_size) + ")",
-                        "desc_act false, group_size -1, or vLLM 0.32 or older",
-                        "vLLM " + profile.version +
-                            " refuses GPTQ group activation ordering (\"no longer supported\")");
-    }
+}
+
+// A checkpoint format the release can no longer load is vLLM's error at startup.
+void check_release_loads(const QuantSpec& quantization, const EngineProfile& profile) {
+  const QuantMethod m = quantization.method;
+  const char* removed = nullptr;
+  if (m == QuantMethod::Gguf && !profile.loads_gguf) removed = "GGUF (removed in 0.24.0)";
+  if ((m == QuantMethod::BnbNf4 || m == QuantMethod::BnbInt8) && !profile.loads_bitsandbytes) {
+    removed = "bitsandbytes (removed in 0.28.0)";
   }
-  if (quantization_.method == QuantMethod::Mxfp4) {
-    // MXFP4 MoE backend by architecture: Blackwell's TRT-LLM kernels round H and I to 256;
-    // Ampere/Hopper run Marlin, which rounds H to 256 and I to 128 (gpt-oss-120b 65.97 GiB,
-    // gpt-oss-20b 13.64 GiB measured on H100).
-    const bool blackwell = hardware_.gpu.compute_capability >= 10.0;
-    quantization_.expert_hidden_multiple = 256;
-    quantization_.expert_intermediate_multiple = blackwell ? 256 : 128;
+  if (removed) {
+    throw ConfigError("quantization", quant_method_name(m),
+                      "a release that loads " + std::string(removed),
+                      "vLLM " + profile.version + " has no loader for this checkpoint's format");
   }
-  // Block size: 16, except where an MLA backend forces its own (vllm/platforms/cuda.py):
-  // CUTLASS MLA 128 on data-centre Blackwell (10.x), FlashMLA 64 on Hopper (9.x, the only
-  // capability FlashMLA's dense kernel supports). Ampere, Ada and consumer Blackwell (12.x)
-  // fall back to Triton MLA, which keeps 16; so does ROCm without AITER.
-  if (s.has_mla && profile.mla_backend_block_size && hardware_.gpu.vendor == "nvidia") {
-    const double cc = hardware_.gpu.compute_capability;
-    if (cc >= 10.0 && cc < 11.0) {
-      default_block_size_ = 128;
-    } else if (cc >= 9.0 && cc < 10.0) {
-      default_block_size_ = 64;
-    }
+  if (m == QuantMethod::Gptq && quantization.desc_act && quantization.group_size != -1 &&
+      !profile.gptq_group_act_order) {
+    throw ConfigError("quantization.desc_act",
+                      "true (group_size " + std::to_string(quantization.group_size) + ")",
+                      "desc_act false, group_size -1, or vLLM 0.32 or older",
+                      "vLLM " + profile.version +
+                          " refuses GPTQ group activation ordering (\"no longer supported\")");
   }
-  const BatchDefaults batch = batch_defaults(profile, hardware_.gpu, c.llm_class);
-  default_max_num_seqs_ = batch.max_num_seqs;
-  default_max_num_batched_tokens_ = batch.max_num_batched_tokens;
-  {
-    // V0's exclusions (EngineArgs.create_engine_config): multimodal models, a sliding window,
-    // speculative decoding, LoRA, and on 0.7 ROCm.
-    const bool sliding_window = std::any_of(
-        s.layers.begin(), s.layers.end(),
-        [](const LayerSpec& layer) { return layer.attention == AttentionKind::SlidingWindow; });
-    const bool excluded =
-        s.vision.num_parameters > 0 || sliding_window || c.num_speculative_tokens > 0 ||
-        c.max_loras > 0 ||
-        (hardware_.gpu.vendor == "amd" && !profile.long_context_chunked_prefill_rocm);
-    long_context_chunked_prefill_above_ = excluded ? 0 : profile.long_context_chunked_prefill_above;
+}
+
+// Block size: 16 (`fallback`), except where an MLA backend forces its own
+// (vllm/platforms/cuda.py): CUTLASS MLA 128 on data-centre Blackwell (10.x), FlashMLA 64 on
+// Hopper (9.x, the only capability FlashMLA's dense kernel supports). Ampere, Ada and consumer
+// Blackwell (12.x) fall back to Triton MLA, which keeps 16; so does ROCm without AITER.
+std::int32_t mla_default_block_size(const ModelSpec& s, const EngineProfile& profile,
+                                    const GpuSpec& gpu, std::int32_t fallback) {
+  if (s.has_mla && profile.mla_backend_block_size && gpu.vendor == "nvidia") {
+    const double cc = gpu.compute_capability;
+    if (cc >= 10.0 && cc < 11.0) return 128;
+    if (cc >= 9.0 && cc < 10.0) return 64;
   }
+  return fallback;
+}
+
+// V0's long-context chunked prefill threshold for this launch (0: never). V0's exclusions
+// (EngineArgs.create_engine_config): multimodal models, a sliding window, speculative decoding,
+// LoRA, and on 0.7 ROCm.
+std::int64_t long_context_chunked_prefill_threshold(const ModelSpec& s, const EngineConfig& c,
+                                                    const EngineProfile& profile,
+                                                    const GpuSpec& gpu) {
+  const bool sliding_window = std::any_of(
+      s.layers.begin(), s.layers.end(),
+      [](const LayerSpec& layer) { return layer.attention == AttentionKind::SlidingWindow; });
+  const bool excluded = s.vision.num_parameters > 0 || sliding_window ||
+                        c.num_speculative_tokens > 0 || c.max_loras > 0 ||
+                        (gpu.vendor == "amd" && !profile.long_context_chunked_prefill_rocm);
+  return excluded ? 0 : profile.long_context_chunked_prefill_above;
+}
+
+// The capture ladder this model and GPU get: a model type with its own ladder uses it, and
+// data-centre Blackwell raises the ceiling where the row says so.
+void fit_capture_ladder(EngineProfile& profile, const ModelSpec& s, const GpuSpec& gpu) {
   if (profile.model_capture_model_types.contains(s.model_type)) {
     profile.capture_ladder = profile.model_capture_ladder;
     profile.capture_ladder_segments = profile.model_capture_ladder_segments;
@@ -566,8 +559,8 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
         profile.capture_ladder[static_cast<std::size_t>(profile.capture_ladder_segments - 1)].end;
     profile.capture_bounded_by_max_num_seqs = false;
   }
-  const double capability = hardware_.gpu.compute_capability;
-  if (profile.capture_max_size_datacenter_blackwell > 0 && hardware_.gpu.vendor == "nvidia" &&
+  const double capability = gpu.compute_capability;
+  if (profile.capture_max_size_datacenter_blackwell > 0 && gpu.vendor == "nvidia" &&
       capability >= 10.0 && capability < 11.0) {
     // is_device_capability_family(100): the default capture ceiling is 1024 (0.28+).
     profile.capture_max_size = profile.capture_max_size_datacenter_blackwell;
@@ -576,6 +569,170 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
         profile.capture_ladder[static_cast<std::size_t>(profile.capture_ladder_segments - 1)];
     last.end = std::max(last.end, profile.capture_max_size);
   }
+}
+
+// The sampler's peak model: bytes per logit at this launch's sampling path.
+SamplerModel sampler_model(const ModelSpec& s, const EngineProfile& profile, const EngineConfig& c,
+                           bool model_runner_v2, std::int64_t act_bytes) {
+  SamplerModel sampler;
+  sampler.bytes_per_logit =
+      sampler_bytes_per_logit(profile, c, model_runner_v2) + static_cast<double>(act_bytes);
+  if (sorts_top_k_top_p(c, model_runner_v2)) {
+    sampler.full_sort_below_rows = profile.sampler_full_sort_below_rows;
+    sampler.full_sort_bytes_per_logit =
+        profile.sampler_full_sort_bytes_per_logit + static_cast<double>(act_bytes);
+  }
+  sampler.padded_vocab = static_cast<double>(padded_vocab_size(s.vocab_size));
+  sampler.bytes_per_batched_token = s.hidden_size * act_bytes;
+  return sampler;
+}
+
+// What every pipeline stage's rank is compiled from: the model as configured and as loaded,
+// the drafter, the served types and the parallel layout.
+struct RankInputs {
+  const ModelSpec& spec;
+  const ModelSpec& loaded;  // the weights loaded (no tower where the encoder is skipped)
+  const ModelSpec* merged;  // the last stage's KV pool holds the drafter's layers (or null)
+  const Drafter& drafter;
+  const EngineProfile& profile;
+  const EngineConfig& config;
+  const GpuSpec& gpu;
+  const QuantSpec& quantization;
+  DType served_dtype;
+  std::int64_t act_bytes;
+  std::int32_t tp;
+  std::int32_t pp;
+  std::int32_t dp;
+  std::int32_t ep;
+  const All2AllExchange& exchange;
+  std::int64_t non_torch;
+  const EncoderProfileModel& encoder;
+};
+
+// The last stage's KV pool also holds the drafter's attention layers (same page size, one more
+// group member each).
+KvGeometry rank_kv_geometry(const RankInputs& in, const LayerRange& layers, bool last_stage) {
+  const EngineConfig& c = in.config;
+  KvCacheOptions kv;
+  kv.tensor_parallel_size = in.tp;
+  kv.state_element_bytes = state_width(c.mamba_cache_dtype, in.act_bytes);
+  kv.ssm_state_element_bytes = state_width(c.mamba_ssm_cache_dtype, 0);
+  kv.num_speculative_tokens = c.num_speculative_tokens;
+  if (last_stage && in.merged != nullptr) {
+    kv.layers = LayerRange{layers.begin, in.merged->num_hidden_layers};
+    return kv_geometry(*in.merged, kv);
+  }
+  kv.layers = layers;
+  return kv_geometry(in.spec, kv);
+}
+
+// The drafter's dummy forward follows the target's in the profile run on the last stage; its
+// graphs are captured too (pieces only: the pool base is shared).
+void add_draft_forward(const RankInputs& in, CompiledRank& rank) {
+  const ModelSpec& draft = *in.drafter.model;
+  const LayerRange draft_layers{0, draft.num_hidden_layers};
+  rank.draft_activation = activation_model(draft, in.quantization, in.act_bytes, in.tp, in.tp,
+                                           draft_layers, false, in.profile.forward_hidden_buffers);
+  rank.draft_cudagraph_bytes_per_size =
+      cudagraph_bytes_per_size(draft, in.profile, in.quantization, draft_layers);
+  // The drafter's attention reuses the same freed accumulators: the wider one counts.
+  rank.attention_split_bytes_per_token =
+      std::max(rank.attention_split_bytes_per_token,
+               attention_split_bytes_per_token(draft, in.profile, in.gpu, in.served_dtype, in.tp,
+                                               draft_layers));
+}
+
+// One pipeline stage's rank: its weights, non-torch memory, activation and graph models, KV.
+CompiledRank compile_rank(const RankInputs& in, std::int32_t stage) {
+  const ModelSpec& s = in.spec;
+  const EngineProfile& profile = in.profile;
+  const std::int32_t tp = in.tp;
+  CompiledRank rank;
+  rank.pipeline_rank = stage;
+  rank.last_stage = stage == in.pp - 1;
+  const LayerRange layers = pipeline_layer_range(s.num_hidden_layers, in.pp, stage);
+  // Experts split whole over EP ranks, or each one over TP x DP ranks without EP.
+  const std::int32_t expert_tp = in.ep > 1 ? 1 : tp * in.dp;
+  const RankPlacement placement{tp, in.pp, stage, in.ep, expert_tp};
+  const WeightBytes weights =
+      weight_bytes_per_rank(in.loaded, in.quantization, in.served_dtype, placement, in.drafter.mtp);
+  // The spec's rotary cache covers max_position_embeddings; MRotaryEmbedding's covers a
+  // release's multiple of it (bounded: positions x rotary dims x 4 B x 64 stays in int64).
+  const std::int64_t mrope_extra_bytes =
+      weights.rotary_cache * (mrope_cache_positions_factor(s.mrope, profile) - 1);
+  // A separate drafter lives on the last stage, sharded with the target's TP.
+  const std::int64_t draft_weights =
+      in.drafter.model != nullptr && rank.last_stage
+          ? weight_bytes_per_rank(*in.drafter.model, in.drafter.model->quantization,
+                                  in.served_dtype, RankPlacement{tp, 1, 0})
+                .total()
+          : 0;
+  rank.lora_bytes = lora_bytes_per_rank(s, in.config.max_loras, in.config.max_lora_rank,
+                                        in.served_dtype, placement);
+  rank.weights_bytes =
+      std::max<std::int64_t>(0, weights.total() + mrope_extra_bytes - in.config.cpu_offload_bytes) +
+      rank.lora_bytes + draft_weights;
+  const bool moe_stage = stage_has_moe(s, layers);
+  rank.all2all_buffer_bytes = moe_stage ? in.exchange.buffer_bytes : 0;
+  rank.non_torch_bytes = in.non_torch + rank.all2all_buffer_bytes;
+  rank.encoder = in.encoder;
+  // Under expert parallelism each rank runs whole experts: the MoE workspace is unsplit.
+  rank.activation = activation_model(s, in.quantization, in.act_bytes, tp, expert_tp, layers,
+                                     rank.last_stage, profile.forward_hidden_buffers);
+  if (in.exchange.gathers && moe_stage) {
+    // Per local token, dp gathered rows of hidden states and router logits (served dtype)
+    // and dp - 1 more rows of expert output, alive with the fused-MoE workspace.
+    const std::int32_t dp = in.dp;
+    rank.activation.dispatch_replicas = dp;
+    rank.activation.dispatch_bytes_per_token =
+        in.act_bytes * (std::int64_t{dp} * (s.hidden_size + s.moe.num_experts) +
+                        std::int64_t{dp - 1} * s.hidden_size);
+    rank.activation.moe_chunk_tokens = profile.fused_moe_chunk_tokens;
+  }
+  rank.cudagraph_bytes_per_size = cudagraph_bytes_per_size(s, profile, in.quantization, layers);
+  rank.attention_split_bytes_per_token =
+      attention_split_bytes_per_token(s, profile, in.gpu, in.served_dtype, tp, layers);
+  if (rank.last_stage && in.drafter.model != nullptr) add_draft_forward(in, rank);
+  rank.kv = rank_kv_geometry(in, layers, rank.last_stage);
+  return rank;
+}
+
+}  // namespace
+
+CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareConfig hardware,
+                               EngineConfig config)
+    : spec_(std::move(spec)), hardware_(std::move(hardware)), config_(std::move(config)) {
+  const ModelSpec& s = *spec_;
+  const EngineConfig& c = config_;
+  const GpuSpec& gpu = hardware_.gpu;
+  validate_knobs(c);
+  const Drafter drafter = resolve_drafter(s, c);
+  rules_ = launch_rules(c, gpu, launch_notes_);
+  note_model_assumptions(s, launch_notes_);
+  EngineProfile& profile = *std::get_if<EngineProfile>(&rules_);
+  if (c.enable_chunked_prefill == false && !profile.chunked_prefill_flag_honored) {
+    launch_notes_.push_back("vLLM " + profile.version +
+                            " sets enable_chunked_prefill=True for generative models whatever "
+                            "the flag says: planned with chunked prefill");
+  }
+  validate_launch_shape(s, c, hardware_);
+  served_dtype_ = dtype_served(s, c.dtype);
+  quantization_ = effective_quantization(s, c);
+  check_release_loads(quantization_, profile);
+  if (quantization_.method == QuantMethod::Mxfp4) {
+    // MXFP4 MoE backend by architecture: Blackwell's TRT-LLM kernels round H and I to 256;
+    // Ampere/Hopper run Marlin, which rounds H to 256 and I to 128 (gpt-oss-120b 65.97 GiB,
+    // gpt-oss-20b 13.64 GiB measured on H100).
+    const bool blackwell = gpu.compute_capability >= 10.0;
+    quantization_.expert_hidden_multiple = 256;
+    quantization_.expert_intermediate_multiple = blackwell ? 256 : 128;
+  }
+  default_block_size_ = mla_default_block_size(s, profile, gpu, default_block_size_);
+  const BatchDefaults batch = batch_defaults(profile, gpu, c.llm_class);
+  default_max_num_seqs_ = batch.max_num_seqs;
+  default_max_num_batched_tokens_ = batch.max_num_batched_tokens;
+  long_context_chunked_prefill_above_ = long_context_chunked_prefill_threshold(s, c, profile, gpu);
+  fit_capture_ladder(profile, s, gpu);
   model_runner_v2_ = uses_model_runner_v2(s, profile, c, quantization_);
   if (model_runner_v2_ && !profile.model_runner_v2_cudagraph_estimate) {
     // MRV2 before 0.29: profile_cudagraph_memory returns 0, so nothing is profiled and the
@@ -589,26 +746,19 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   const std::int32_t ep = c.enable_expert_parallel && s.has_moe ? tp * dp : 1;
   const All2AllExchange exchange = all2all_exchange(s, c, profile);
   all2all_exchange_ = exchange.applies;
-  cuda_context_bytes_ = gpu_cuda_context_bytes(profile, hardware_.gpu) +
+  cuda_context_bytes_ = gpu_cuda_context_bytes(profile, gpu) +
                         (tp * pp * dp > 1 ? profile.nccl_communicator_bytes : 0);
-  startup_free_bytes_ = total - hardware_.memory_used_by_others_bytes - cuda_context_bytes_;
+  startup_free_bytes_ =
+      gpu.total_memory_bytes - hardware_.memory_used_by_others_bytes - cuda_context_bytes_;
   cudagraph_base_bytes_ = static_cast<std::int64_t>(profile.cudagraph_base_mib *
                                                     static_cast<double>(calibration::kMiB));
   unusable_after_repack_bytes_ =
       quantization_.method == QuantMethod::Mxfp4 ? calibration::kRepackedWeightsUnreusable : 0;
   num_speculative_tokens_ = c.num_speculative_tokens;
   const std::int64_t act_bytes = dtype_info(served_dtype_).block_bytes;
-  sampler_.bytes_per_logit =
-      sampler_bytes_per_logit(profile, c, model_runner_v2_) + static_cast<double>(act_bytes);
-  if (sorts_top_k_top_p(c, model_runner_v2_)) {
-    sampler_.full_sort_below_rows = profile.sampler_full_sort_below_rows;
-    sampler_.full_sort_bytes_per_logit =
-        profile.sampler_full_sort_bytes_per_logit + static_cast<double>(act_bytes);
-  }
-  sampler_.padded_vocab = static_cast<double>(padded_vocab_size(s.vocab_size));
-  sampler_.bytes_per_batched_token = s.hidden_size * act_bytes;
+  sampler_ = sampler_model(s, profile, c, model_runner_v2_, act_bytes);
 
-  const std::int64_t tensor_parallel_non_torch = hardware_.gpu.pcie_only
+  const std::int64_t tensor_parallel_non_torch = gpu.pcie_only
                                                      ? profile.non_torch_tensor_parallel_pcie_bytes
                                                      : profile.non_torch_tensor_parallel_bytes;
   const std::int64_t non_torch = tp > 1   ? tensor_parallel_non_torch
@@ -623,92 +773,33 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     text_only = std::make_unique<ModelSpec>(s);
     text_only->vision = TowerSpec{};
   }
-  const ModelSpec& loaded = text_only ? *text_only : s;
   std::unique_ptr<ModelSpec> merged;  // the last stage's KV pool holds the drafter's layers
   if (!drafter.kv_layers.empty()) {
     merged = std::make_unique<ModelSpec>(with_drafter_layers(s, drafter));
   }
-  for (std::int32_t stage = 0; stage < pp; ++stage) {
-    CompiledRank rank;
-    rank.pipeline_rank = stage;
-    rank.last_stage = stage == pp - 1;
-    const LayerRange layers = pipeline_layer_range(s.num_hidden_layers, pp, stage);
-    // Experts split whole over EP ranks, or each one over TP x DP ranks without EP.
-    const std::int32_t expert_tp = ep > 1 ? 1 : tp * dp;
-    const RankPlacement placement{tp, pp, stage, ep, expert_tp};
-    const WeightBytes weights =
-        weight_bytes_per_rank(loaded, quantization_, served_dtype_, placement, drafter.mtp);
-    // The spec's rotary cache covers max_position_embeddings; MRotaryEmbedding's covers a
-    // release's multiple of it (bounded: positions x rotary dims x 4 B x 64 stays in int64).
-    const std::int64_t mrope_extra_bytes =
-        weights.rotary_cache * (mrope_cache_positions_factor(s.mrope, profile) - 1);
-    // A separate drafter lives on the last stage, sharded with the target's TP.
-    const std::int64_t draft_weights =
-        drafter.model != nullptr && rank.last_stage
-            ? weight_bytes_per_rank(*drafter.model, drafter.model->quantization, served_dtype_,
-                                    RankPlacement{tp, 1, 0})
-                  .total()
-            : 0;
-    rank.lora_bytes =
-        lora_bytes_per_rank(s, c.max_loras, c.max_lora_rank, served_dtype_, placement);
-    rank.weights_bytes =
-        std::max<std::int64_t>(0, weights.total() + mrope_extra_bytes - c.cpu_offload_bytes) +
-        rank.lora_bytes + draft_weights;
-    const bool moe_stage = stage_has_moe(s, layers);
-    rank.all2all_buffer_bytes = moe_stage ? exchange.buffer_bytes : 0;
-    rank.non_torch_bytes = non_torch + rank.all2all_buffer_bytes;
-    rank.encoder = encoder;
-    // Under expert parallelism each rank runs whole experts: the MoE workspace is unsplit.
-    rank.activation = activation_model(s, quantization_, act_bytes, tp, expert_tp, layers,
-                                       rank.last_stage, profile.forward_hidden_buffers);
-    if (exchange.gathers && moe_stage) {
-      // Per local token, dp gathered rows of hidden states and router logits (served dtype)
-      // and dp - 1 more rows of expert output, alive with the fused-MoE workspace.
-      rank.activation.dispatch_replicas = dp;
-      rank.activation.dispatch_bytes_per_token =
-          act_bytes * (std::int64_t{dp} * (s.hidden_size + s.moe.num_experts) +
-                       std::int64_t{dp - 1} * s.hidden_size);
-      rank.activation.moe_chunk_tokens = profile.fused_moe_chunk_tokens;
-    }
-    rank.cudagraph_bytes_per_size = cudagraph_bytes_per_size(s, profile, quantization_, layers);
-    rank.attention_split_bytes_per_token =
-        attention_split_bytes_per_token(s, profile, hardware_.gpu, served_dtype_, tp, layers);
-    if (rank.last_stage && drafter.model != nullptr) {
-      // The drafter's dummy forward follows the target's in the profile run; its graphs are
-      // captured too (pieces only: the pool base is shared).
-      const LayerRange draft_layers{0, drafter.model->num_hidden_layers};
-      rank.draft_activation = activation_model(*drafter.model, quantization_, act_bytes, tp, tp,
-                                               draft_layers, false, profile.forward_hidden_buffers);
-      rank.draft_cudagraph_bytes_per_size =
-          cudagraph_bytes_per_size(*drafter.model, profile, quantization_, draft_layers);
-      // The drafter's attention reuses the same freed accumulators: the wider one counts.
-      rank.attention_split_bytes_per_token =
-          std::max(rank.attention_split_bytes_per_token,
-                   attention_split_bytes_per_token(*drafter.model, profile, hardware_.gpu,
-                                                   served_dtype_, tp, draft_layers));
-    }
-    KvCacheOptions kv;
-    kv.tensor_parallel_size = tp;
-    kv.state_element_bytes = state_width(c.mamba_cache_dtype, act_bytes);
-    kv.ssm_state_element_bytes = state_width(c.mamba_ssm_cache_dtype, 0);
-    kv.num_speculative_tokens = c.num_speculative_tokens;
-    if (rank.last_stage && merged) {
-      // The drafter's attention layers share the KV pool (same page size, one more group
-      // member each).
-      kv.layers = LayerRange{layers.begin, merged->num_hidden_layers};
-      rank.kv = kv_geometry(*merged, kv);
-    } else {
-      kv.layers = layers;
-      rank.kv = kv_geometry(s, kv);
-    }
-    ranks_.push_back(std::move(rank));
-  }
+  const RankInputs inputs{s,
+                          text_only ? *text_only : s,
+                          merged.get(),
+                          drafter,
+                          profile,
+                          c,
+                          gpu,
+                          quantization_,
+                          served_dtype_,
+                          act_bytes,
+                          tp,
+                          pp,
+                          dp,
+                          ep,
+                          exchange,
+                          non_torch,
+                          encoder};
+  for (std::int32_t stage = 0; stage < pp; ++stage) ranks_.push_back(compile_rank(inputs, stage));
   host_ = host_model(s, std::int64_t{tp} * pp * dp, dp, profile, c);
   std::vector<std::int64_t> stage_kv_tensors;
   for (const CompiledRank& rank : ranks_) stage_kv_tensors.push_back(rank.kv.group_size);
-  const std::int64_t kv_offload =
-      kv_offload_pinned_bytes(c.kv_offloading_bytes, dp, tp, stage_kv_tensors, profile,
-                              lower(hardware_.gpu.vendor) == "amd");
+  const std::int64_t kv_offload = kv_offload_pinned_bytes(
+      c.kv_offloading_bytes, dp, tp, stage_kv_tensors, profile, lower(gpu.vendor) == "amd");
   host_.pinned_bytes += kv_offload;
   host_.required_bytes += kv_offload;
 }

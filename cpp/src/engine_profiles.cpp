@@ -7,6 +7,8 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "vramplan/engine.hpp"
@@ -222,250 +224,277 @@ std::int32_t parse_ladder(const Row& row, const char* key,
   return static_cast<std::int32_t>(ladder.size());
 }
 
+// A field with a vocabulary: `value` must be one of `choices`' names, else an error listing them.
+template <typename T>
+T choice(const Row& row, const char* key, std::initializer_list<std::pair<const char*, T>> choices,
+         const char* expected) {
+  const std::string value = row.text(key);
+  for (const auto& [name, result] : choices) {
+    if (value == name) return result;
+  }
+  row.fail(key, value, expected);
+}
+
+void parse_era(EngineProfile& p, const Row& row, const char* key) {
+  p.era = choice<EngineEra>(row, key,
+                            {{"v0", EngineEra::V0},
+                             {"v1-early", EngineEra::V1Early},
+                             {"v1", EngineEra::V1Mid},
+                             {"v1-latest", EngineEra::V1Latest}},
+                            "expected v0, v1-early, v1 or v1-latest");
+}
+
+void parse_vit_rotary_attention(EngineProfile& p, const Row& row, const char* key) {
+  p.vit_rotary_attention =
+      choice<VitRotaryAttention>(row, key,
+                                 {{"split_fp32", VitRotaryAttention::SplitFp32},
+                                  {"concat_fp32", VitRotaryAttention::ConcatFp32},
+                                  {"fused_qk", VitRotaryAttention::FusedQk}},
+                                 "expected split_fp32, concat_fp32 or fused_qk");
+}
+
+void parse_mrope_cache_positions_factor(EngineProfile& p, const Row& row, const char* key) {
+  row.only_keys(key, {"standard", "qwen3_vl"});
+  p.mrope_cache_positions_factor_standard =
+      static_cast<std::int32_t>(row.sub_integer(key, "standard", 1, 64));
+  p.mrope_cache_positions_factor_qwen3_vl =
+      static_cast<std::int32_t>(row.sub_integer(key, "qwen3_vl", 1, 64));
+}
+
+void parse_kv_tokens_report(EngineProfile& p, const Row& row, const char* key) {
+  p.tokens_from_concurrency = choice<bool>(row, key, {{"blocks", false}, {"concurrency", true}},
+                                           "expected blocks or concurrency");
+}
+
+// Ascending [compute capability, threads] pairs, 1..16 of them.
+void parse_max_resident_threads_per_sm(EngineProfile& p, const Row& row, const char* key) {
+  const YAML::Node table = row.list(key);
+  if (table.size() == 0 || table.size() > p.max_resident_threads_per_sm.size()) {
+    row.fail(key, "wrong shape", "expected 1..16 [compute capability, threads] pairs");
+  }
+  double previous = 0.0;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const std::string name = std::string(key) + "[" + std::to_string(i) + "]";
+    const YAML::Node pair = table[i];
+    if (!pair.IsSequence() || pair.size() != 2)
+      row.fail(name, "wrong shape", "expected [compute capability, threads]");
+    ResidentThreadsPerSm entry;
+    entry.compute_capability = row.scalar<double>(name, pair[0]);
+    if (!(entry.compute_capability > previous && entry.compute_capability < 100.0))
+      row.fail(name, std::to_string(entry.compute_capability), "capabilities must ascend");
+    previous = entry.compute_capability;
+    entry.threads = static_cast<std::int32_t>(row.integer(name, pair[1], 32, 1 << 16));
+    p.max_resident_threads_per_sm[i] = entry;
+  }
+  p.max_resident_threads_per_sm_entries = static_cast<std::int32_t>(table.size());
+}
+
+void parse_cudagraph_capture(EngineProfile& p, const Row& row, const char* key) {
+  row.only_keys(key, {"ladder", "bounded_by_max_num_seqs", "seq_multiplier",
+                      "counts_speculative_tokens", "max_size", "bounded_by_batched_tokens"});
+  p.capture_ladder_segments = parse_ladder(row, key, p.capture_ladder);
+  p.capture_bounded_by_max_num_seqs = row.sub_flag(key, "bounded_by_max_num_seqs");
+  p.capture_seq_multiplier =
+      static_cast<std::int32_t>(row.sub_integer(key, "seq_multiplier", 1, 64));
+  p.capture_counts_speculative_tokens = row.sub_flag(key, "counts_speculative_tokens");
+  p.capture_max_size = static_cast<std::int32_t>(row.sub_integer(key, "max_size", 1, 1 << 16));
+  p.capture_bounded_by_batched_tokens = row.sub_flag(key, "bounded_by_batched_tokens");
+}
+
+void parse_model_cudagraph_capture(EngineProfile& p, const Row& row, const char* key) {
+  row.only_keys(key, {"model_types", "ladder"});
+  p.model_capture_model_types =
+      model_type_list(row, std::string(key) + ".model_types", row.sub_names(key, "model_types"));
+  p.model_capture_ladder_segments =
+      p.model_capture_model_types.empty() ? 0 : parse_ladder(row, key, p.model_capture_ladder);
+}
+
+void parse_cudagraph_pool_mib(EngineProfile& p, const Row& row, const char* key) {
+  row.only_keys(key, {"base", "piece", "piece_moe", "piece_mla", "piece_mxfp4_moe"});
+  p.cudagraph_base_mib = row.sub_number(key, "base", 0.0, 65536.0);
+  p.cudagraph_piece_mib = row.sub_number(key, "piece", 0.0, 1024.0);
+  p.cudagraph_piece_mib_moe = row.sub_number(key, "piece_moe", 0.0, 1024.0);
+  p.cudagraph_piece_mib_mla = row.sub_number(key, "piece_mla", 0.0, 1024.0);
+  p.cudagraph_piece_mib_mxfp4_moe = row.sub_number(key, "piece_mxfp4_moe", 0.0, 1024.0);
+}
+
+void parse_mm_prefix_lm_model_types(EngineProfile& p, const Row& row, const char* key) {
+  p.mm_prefix_lm_model_types = model_type_list(row, key, row.names(key));
+}
+
+void parse_max_num_seqs(EngineProfile& p, const Row& row, const char* key) {
+  row.only_keys(key, {"large_gpu", "other_gpu"});
+  p.max_num_seqs_large_gpu = row.sub_integer(key, "large_gpu", 1, 1 << 24);
+  p.max_num_seqs_other_gpu = row.sub_integer(key, "other_gpu", 1, 1 << 24);
+}
+
+void parse_max_num_batched_tokens(EngineProfile& p, const Row& row, const char* key) {
+  row.only_keys(key, {"serve_large_gpu", "serve_other_gpu", "llm_large_gpu", "llm_other_gpu"});
+  p.max_num_batched_tokens_serve_large_gpu = row.sub_integer(key, "serve_large_gpu", 1, 1 << 24);
+  p.max_num_batched_tokens_serve_other_gpu = row.sub_integer(key, "serve_other_gpu", 1, 1 << 24);
+  p.max_num_batched_tokens_llm_large_gpu = row.sub_integer(key, "llm_large_gpu", 1, 1 << 24);
+  p.max_num_batched_tokens_llm_other_gpu = row.sub_integer(key, "llm_other_gpu", 1, 1 << 24);
+}
+
+void parse_all2all_backend_default(EngineProfile& p, const Row& row, const char* key) {
+  const std::string backend = row.text(key);
+  if (backend != "naive" && backend != "allgather_reducescatter") {
+    row.fail(key, backend, "expected naive or allgather_reducescatter");
+  }
+  p.all2all_backend_default = backend;
+}
+
+void parse_all2all_backend_flag_from(EngineProfile& p, const Row& row, const char* key) {
+  const std::string from = row.text(key);
+  const auto version = Version::read(from);
+  if (!version) row.fail(key, from, "expected <major>.<minor>");
+  p.all2all_backend_flag_from_major = version->major;
+  p.all2all_backend_flag_from_minor = version->minor;
+}
+
+void parse_budget_formula(EngineProfile& p, const Row& row, const char* key) {
+  p.consumed_budget_formula = choice<bool>(row, key, {{"components", false}, {"consumed", true}},
+                                           "expected components or consumed");
+}
+
+void parse_model_runner_v2(EngineProfile& p, const Row& row, const char* key) {
+  p.model_runner_v2 =
+      choice<ModelRunnerV2Routing>(row, key,
+                                   {{"none", ModelRunnerV2Routing::None},
+                                    {"qwen3_dense", ModelRunnerV2Routing::Qwen3Dense},
+                                    {"dense", ModelRunnerV2Routing::Dense},
+                                    {"all", ModelRunnerV2Routing::All}},
+                                   "expected none, qwen3_dense, dense or all");
+}
+
+void parse_huge_gpu_max_num_batched_tokens(EngineProfile& p, const Row& row, const char* key) {
+  row.only_keys(key, {"serve", "llm"});
+  p.max_num_batched_tokens_serve_huge_gpu = row.sub_integer(key, "serve", 1, 1 << 24);
+  p.max_num_batched_tokens_llm_huge_gpu = row.sub_integer(key, "llm", 1, 1 << 24);
+}
+
+// One field of an engine row: its key, the EngineProfile member it sets and the bounds it must
+// lie in (an integer's bounds are exact in a double), or the parser of a field with a vocabulary
+// or a shape (a map, a list, a ladder).
+using EngineFieldParser = void (*)(EngineProfile&, const Row&, const char* key);
+struct EngineField {
+  const char* key;
+  std::variant<bool EngineProfile::*, double EngineProfile::*, std::int64_t EngineProfile::*,
+               std::int32_t EngineProfile::*, std::vector<std::string> EngineProfile::*,
+               EngineFieldParser>
+      target;
+  double low = 0.0;
+  double high = 0.0;
+};
+
+constexpr double kMaxRowBytes = static_cast<double>(std::int64_t{64} << 30);
+constexpr double kMaxGpuBytes = static_cast<double>(std::int64_t{1} << 50);
+constexpr double kMaxRowTokens = 1 << 24;
+
+// Every field of an engine row, in the order a row is read (so a row's first error is the one
+// reported, and a misspelt key's "did you mean" looks through them in this order).
+const std::vector<EngineField>& engine_fields() {
+  using P = EngineProfile;
+  static const std::vector<EngineField> fields = {
+      {"era", parse_era},
+      {"default_gpu_memory_utilization", &P::default_gpu_memory_utilization, 0.01, 1.0},
+      {"cudagraph_in_budget", &P::cudagraph_in_budget},
+      {"chunked_prefill_default", &P::chunked_prefill_default},
+      {"startup_free_memory_check", &P::startup_free_memory_check},
+      {"post_allocation_check", &P::post_allocation_check},
+      {"graph_profiling_minimal_kv_cache", &P::graph_profiling_minimal_kv_cache},
+      {"mla_backend_block_size", &P::mla_backend_block_size},
+      {"non_torch_counts_cached_activations", &P::non_torch_counts_cached_activations},
+      {"skips_encoder_without_modalities", &P::skips_encoder_without_modalities},
+      {"vit_rotary_attention", parse_vit_rotary_attention},
+      {"mrope_cache_positions_factor", parse_mrope_cache_positions_factor},
+      {"long_context_chunked_prefill_rocm", &P::long_context_chunked_prefill_rocm},
+      {"negated_boolean_flags", &P::negated_boolean_flags},
+      {"chunked_prefill_flag_honored", &P::chunked_prefill_flag_honored},
+      {"loads_gguf", &P::loads_gguf},
+      {"loads_bitsandbytes", &P::loads_bitsandbytes},
+      {"gptq_group_act_order", &P::gptq_group_act_order},
+      {"kv_offload_shared_region", &P::kv_offload_shared_region},
+      {"kv_offload_shared_region_rocm", &P::kv_offload_shared_region_rocm},
+      {"kv_tokens_report", parse_kv_tokens_report},
+      {"sampler_bytes_per_logit", &P::sampler_bytes_per_logit, 0.0, 1000.0},
+      {"v0_below_compute_capability", &P::v0_below_compute_capability, 0.0, 100.0},
+      {"flashinfer_sampler_bytes_per_logit", &P::flashinfer_sampler_bytes_per_logit, 0.0, 1000.0},
+      {"sampler_full_sort_below_rows", &P::sampler_full_sort_below_rows, 0.0, 1 << 20},
+      {"sampler_full_sort_bytes_per_logit", &P::sampler_full_sort_bytes_per_logit, 0.0, 1000.0},
+      {"non_torch_single_rank_bytes", &P::non_torch_single_rank_bytes, 0.0, kMaxRowBytes},
+      {"non_torch_pipeline_only_bytes", &P::non_torch_pipeline_only_bytes, 0.0, kMaxRowBytes},
+      {"non_torch_tensor_parallel_bytes", &P::non_torch_tensor_parallel_bytes, 0.0, kMaxRowBytes},
+      {"non_torch_tensor_parallel_pcie_bytes", &P::non_torch_tensor_parallel_pcie_bytes, 0.0,
+       kMaxRowBytes},
+      {"swap_space_default_bytes", &P::swap_space_default_bytes, 0.0, kMaxRowBytes},
+      {"cuda_context_bytes", &P::cuda_context_bytes, 0.0, kMaxRowBytes},
+      {"nccl_communicator_bytes", &P::nccl_communicator_bytes, 0.0, kMaxRowBytes},
+      {"cuda_context_reference_threads", &P::cuda_context_reference_threads, 1.0, 1 << 30},
+      {"max_resident_threads_per_sm", parse_max_resident_threads_per_sm},
+      {"forward_hidden_buffers", &P::forward_hidden_buffers, 0.0, 1000.0},
+      {"cudagraph_capture", parse_cudagraph_capture},
+      {"model_cudagraph_capture", parse_model_cudagraph_capture},
+      {"cudagraph_pool_mib", parse_cudagraph_pool_mib},
+      {"full_cudagraph_attention_splits", &P::full_cudagraph_attention_splits, 0.0, 1024.0},
+      {"mm_prefix_lm_model_types", parse_mm_prefix_lm_model_types},
+      {"large_gpu_names", &P::large_gpu_names},
+      {"large_gpu_min_memory_bytes", &P::large_gpu_min_memory_bytes, 0.0, kMaxGpuBytes},
+      {"large_gpu_excluded_names", &P::large_gpu_excluded_names},
+      {"max_num_seqs", parse_max_num_seqs},
+      {"max_num_batched_tokens", parse_max_num_batched_tokens},
+      {"all2all_backend_default", parse_all2all_backend_default},
+      {"all2all_backend_flag_from", parse_all2all_backend_flag_from},
+      {"long_context_chunked_prefill_above", &P::long_context_chunked_prefill_above, 0.0,
+       kMaxRowTokens},
+      {"long_context_batched_tokens", &P::long_context_batched_tokens, 0.0, kMaxRowTokens},
+      {"fused_moe_chunk_tokens", &P::fused_moe_chunk_tokens, 0.0, kMaxRowTokens},
+      {"budget_formula", parse_budget_formula},
+      {"model_runner_v2", parse_model_runner_v2},
+      {"model_runner_v2_moe_model_types", &P::model_runner_v2_moe_model_types},
+      {"model_runner_v2_unsupported_speculative_methods",
+       &P::model_runner_v2_unsupported_speculative_methods},
+      {"model_runner_v2_cudagraph_estimate", &P::model_runner_v2_cudagraph_estimate},
+      {"graph_profiling_blocks_bounded_by_max_num_seqs",
+       &P::graph_profiling_blocks_bounded_by_max_num_seqs},
+      {"capture_max_size_datacenter_blackwell", &P::capture_max_size_datacenter_blackwell, 0.0,
+       1 << 16},
+      {"capture_speculative_request_grid", &P::capture_speculative_request_grid},
+      {"capture_includes_max_num_seqs", &P::capture_includes_max_num_seqs},
+      {"huge_gpu_min_memory_bytes", &P::huge_gpu_min_memory_bytes, 0.0, kMaxGpuBytes},
+      {"huge_gpu_max_num_batched_tokens", parse_huge_gpu_max_num_batched_tokens},
+  };
+  return fields;
+}
+
+// One field's value from the row into `p`.
+void apply_field(EngineProfile& p, const Row& row, const EngineField& field) {
+  const char* key = field.key;
+  const auto whole = [&] {
+    return row.integer(key, row.get(key), static_cast<std::int64_t>(field.low),
+                       static_cast<std::int64_t>(field.high));
+  };
+  if (const auto* flag = std::get_if<bool EngineProfile::*>(&field.target)) {
+    p.** flag = row.flag(key);
+  } else if (const auto* number = std::get_if<double EngineProfile::*>(&field.target)) {
+    p.** number = row.number(key, field.low, field.high);
+  } else if (const auto* wide = std::get_if<std::int64_t EngineProfile::*>(&field.target)) {
+    p.** wide = whole();
+  } else if (const auto* narrow = std::get_if<std::int32_t EngineProfile::*>(&field.target)) {
+    p.** narrow = static_cast<std::int32_t>(whole());
+  } else if (const auto* names =
+                 std::get_if<std::vector<std::string> EngineProfile::*>(&field.target)) {
+    p.** names = row.names(key);
+  } else {
+    std::get<EngineFieldParser>(field.target)(p, row, key);
+  }
+}
+
 // The fields of one row (or of a calibration profile) over `p`: a field the row omits keeps
 // p's value unless `first` (then every field is required).
 void apply_row(EngineProfile& p, const Row& row, bool first) {
-  constexpr std::int64_t kMaxBytes = std::int64_t{64} << 30;
-  if (!row.inherits("era", first)) {
-    const std::string era = row.text("era");
-    if (era == "v0") {
-      p.era = EngineEra::V0;
-    } else if (era == "v1-early") {
-      p.era = EngineEra::V1Early;
-    } else if (era == "v1") {
-      p.era = EngineEra::V1Mid;
-    } else if (era == "v1-latest") {
-      p.era = EngineEra::V1Latest;
-    } else {
-      row.fail("era", era, "expected v0, v1-early, v1 or v1-latest");
-    }
-  }
-  auto number = [&](const char* key, double low, double high, double& dst) {
-    if (!row.inherits(key, first)) dst = row.number(key, low, high);
-  };
-  auto flag = [&](const char* key, bool& dst) {
-    if (!row.inherits(key, first)) dst = row.flag(key);
-  };
-  auto bytes = [&](const char* key, std::int64_t& dst) {
-    if (!row.inherits(key, first)) dst = row.integer(key, row.get(key), 0, kMaxBytes);
-  };
-  number("default_gpu_memory_utilization", 0.01, 1.0, p.default_gpu_memory_utilization);
-  flag("cudagraph_in_budget", p.cudagraph_in_budget);
-  flag("chunked_prefill_default", p.chunked_prefill_default);
-  flag("startup_free_memory_check", p.startup_free_memory_check);
-  flag("post_allocation_check", p.post_allocation_check);
-  flag("graph_profiling_minimal_kv_cache", p.graph_profiling_minimal_kv_cache);
-  flag("mla_backend_block_size", p.mla_backend_block_size);
-  flag("non_torch_counts_cached_activations", p.non_torch_counts_cached_activations);
-  flag("skips_encoder_without_modalities", p.skips_encoder_without_modalities);
-  if (!row.inherits("vit_rotary_attention", first)) {
-    const std::string layout = row.text("vit_rotary_attention");
-    if (layout == "split_fp32") {
-      p.vit_rotary_attention = VitRotaryAttention::SplitFp32;
-    } else if (layout == "concat_fp32") {
-      p.vit_rotary_attention = VitRotaryAttention::ConcatFp32;
-    } else if (layout == "fused_qk") {
-      p.vit_rotary_attention = VitRotaryAttention::FusedQk;
-    } else {
-      row.fail("vit_rotary_attention", layout, "expected split_fp32, concat_fp32 or fused_qk");
-    }
-  }
-  if (!row.inherits("mrope_cache_positions_factor", first)) {
-    const char* key = "mrope_cache_positions_factor";
-    row.only_keys(key, {"standard", "qwen3_vl"});
-    p.mrope_cache_positions_factor_standard =
-        static_cast<std::int32_t>(row.sub_integer(key, "standard", 1, 64));
-    p.mrope_cache_positions_factor_qwen3_vl =
-        static_cast<std::int32_t>(row.sub_integer(key, "qwen3_vl", 1, 64));
-  }
-  flag("long_context_chunked_prefill_rocm", p.long_context_chunked_prefill_rocm);
-  flag("negated_boolean_flags", p.negated_boolean_flags);
-  flag("chunked_prefill_flag_honored", p.chunked_prefill_flag_honored);
-  flag("loads_gguf", p.loads_gguf);
-  flag("loads_bitsandbytes", p.loads_bitsandbytes);
-  flag("gptq_group_act_order", p.gptq_group_act_order);
-  flag("kv_offload_shared_region", p.kv_offload_shared_region);
-  flag("kv_offload_shared_region_rocm", p.kv_offload_shared_region_rocm);
-  if (!row.inherits("kv_tokens_report", first)) {
-    const std::string report = row.text("kv_tokens_report");
-    if (report != "blocks" && report != "concurrency") {
-      row.fail("kv_tokens_report", report, "expected blocks or concurrency");
-    }
-    p.tokens_from_concurrency = report == "concurrency";
-  }
-  number("sampler_bytes_per_logit", 0.0, 1000.0, p.sampler_bytes_per_logit);
-  number("v0_below_compute_capability", 0.0, 100.0, p.v0_below_compute_capability);
-  number("flashinfer_sampler_bytes_per_logit", 0.0, 1000.0, p.flashinfer_sampler_bytes_per_logit);
-  if (!row.inherits("sampler_full_sort_below_rows", first)) {
-    const char* key = "sampler_full_sort_below_rows";
-    p.sampler_full_sort_below_rows =
-        static_cast<std::int32_t>(row.integer(key, row.get(key), 0, 1 << 20));
-  }
-  number("sampler_full_sort_bytes_per_logit", 0.0, 1000.0, p.sampler_full_sort_bytes_per_logit);
-  bytes("non_torch_single_rank_bytes", p.non_torch_single_rank_bytes);
-  bytes("non_torch_pipeline_only_bytes", p.non_torch_pipeline_only_bytes);
-  bytes("non_torch_tensor_parallel_bytes", p.non_torch_tensor_parallel_bytes);
-  bytes("non_torch_tensor_parallel_pcie_bytes", p.non_torch_tensor_parallel_pcie_bytes);
-  bytes("swap_space_default_bytes", p.swap_space_default_bytes);
-  bytes("cuda_context_bytes", p.cuda_context_bytes);
-  bytes("nccl_communicator_bytes", p.nccl_communicator_bytes);
-  if (!row.inherits("cuda_context_reference_threads", first)) {
-    p.cuda_context_reference_threads = row.integer(
-        "cuda_context_reference_threads", row.get("cuda_context_reference_threads"), 1, 1 << 30);
-  }
-  if (!row.inherits("max_resident_threads_per_sm", first)) {
-    const char* key = "max_resident_threads_per_sm";
-    const YAML::Node table = row.list(key);
-    if (table.size() == 0 || table.size() > p.max_resident_threads_per_sm.size()) {
-      row.fail(key, "wrong shape", "expected 1..16 [compute capability, threads] pairs");
-    }
-    double previous = 0.0;
-    for (std::size_t i = 0; i < table.size(); ++i) {
-      const std::string name = std::string(key) + "[" + std::to_string(i) + "]";
-      const YAML::Node pair = table[i];
-      if (!pair.IsSequence() || pair.size() != 2)
-        row.fail(name, "wrong shape", "expected [compute capability, threads]");
-      ResidentThreadsPerSm entry;
-      entry.compute_capability = row.scalar<double>(name, pair[0]);
-      if (!(entry.compute_capability > previous && entry.compute_capability < 100.0))
-        row.fail(name, std::to_string(entry.compute_capability), "capabilities must ascend");
-      previous = entry.compute_capability;
-      entry.threads = static_cast<std::int32_t>(row.integer(name, pair[1], 32, 1 << 16));
-      p.max_resident_threads_per_sm[i] = entry;
-    }
-    p.max_resident_threads_per_sm_entries = static_cast<std::int32_t>(table.size());
-  }
-  number("forward_hidden_buffers", 0.0, 1000.0, p.forward_hidden_buffers);
-  if (!row.inherits("cudagraph_capture", first)) {
-    const char* key = "cudagraph_capture";
-    row.only_keys(key, {"ladder", "bounded_by_max_num_seqs", "seq_multiplier",
-                        "counts_speculative_tokens", "max_size", "bounded_by_batched_tokens"});
-    p.capture_ladder_segments = parse_ladder(row, key, p.capture_ladder);
-    p.capture_bounded_by_max_num_seqs = row.sub_flag(key, "bounded_by_max_num_seqs");
-    p.capture_seq_multiplier =
-        static_cast<std::int32_t>(row.sub_integer(key, "seq_multiplier", 1, 64));
-    p.capture_counts_speculative_tokens = row.sub_flag(key, "counts_speculative_tokens");
-    p.capture_max_size = static_cast<std::int32_t>(row.sub_integer(key, "max_size", 1, 1 << 16));
-    p.capture_bounded_by_batched_tokens = row.sub_flag(key, "bounded_by_batched_tokens");
-  }
-  if (!row.inherits("model_cudagraph_capture", first)) {
-    const char* key = "model_cudagraph_capture";
-    row.only_keys(key, {"model_types", "ladder"});
-    p.model_capture_model_types =
-        model_type_list(row, std::string(key) + ".model_types", row.sub_names(key, "model_types"));
-    p.model_capture_ladder_segments =
-        p.model_capture_model_types.empty() ? 0 : parse_ladder(row, key, p.model_capture_ladder);
-  }
-  if (!row.inherits("cudagraph_pool_mib", first)) {
-    const char* key = "cudagraph_pool_mib";
-    row.only_keys(key, {"base", "piece", "piece_moe", "piece_mla", "piece_mxfp4_moe"});
-    p.cudagraph_base_mib = row.sub_number(key, "base", 0.0, 65536.0);
-    p.cudagraph_piece_mib = row.sub_number(key, "piece", 0.0, 1024.0);
-    p.cudagraph_piece_mib_moe = row.sub_number(key, "piece_moe", 0.0, 1024.0);
-    p.cudagraph_piece_mib_mla = row.sub_number(key, "piece_mla", 0.0, 1024.0);
-    p.cudagraph_piece_mib_mxfp4_moe = row.sub_number(key, "piece_mxfp4_moe", 0.0, 1024.0);
-  }
-  if (!row.inherits("full_cudagraph_attention_splits", first)) {
-    const char* key = "full_cudagraph_attention_splits";
-    p.full_cudagraph_attention_splits =
-        static_cast<std::int32_t>(row.integer(key, row.get(key), 0, 1024));
-  }
-  if (!row.inherits("mm_prefix_lm_model_types", first)) {
-    p.mm_prefix_lm_model_types =
-        model_type_list(row, "mm_prefix_lm_model_types", row.names("mm_prefix_lm_model_types"));
-  }
-  if (!row.inherits("large_gpu_names", first)) p.large_gpu_names = row.names("large_gpu_names");
-  if (!row.inherits("large_gpu_min_memory_bytes", first)) {
-    const char* key = "large_gpu_min_memory_bytes";
-    p.large_gpu_min_memory_bytes = row.integer(key, row.get(key), 0, std::int64_t{1} << 50);
-  }
-  if (!row.inherits("large_gpu_excluded_names", first)) {
-    p.large_gpu_excluded_names = row.names("large_gpu_excluded_names");
-  }
-  if (!row.inherits("max_num_seqs", first)) {
-    row.only_keys("max_num_seqs", {"large_gpu", "other_gpu"});
-    p.max_num_seqs_large_gpu = row.sub_integer("max_num_seqs", "large_gpu", 1, 1 << 24);
-    p.max_num_seqs_other_gpu = row.sub_integer("max_num_seqs", "other_gpu", 1, 1 << 24);
-  }
-  if (!row.inherits("max_num_batched_tokens", first)) {
-    const char* key = "max_num_batched_tokens";
-    row.only_keys(key, {"serve_large_gpu", "serve_other_gpu", "llm_large_gpu", "llm_other_gpu"});
-    p.max_num_batched_tokens_serve_large_gpu = row.sub_integer(key, "serve_large_gpu", 1, 1 << 24);
-    p.max_num_batched_tokens_serve_other_gpu = row.sub_integer(key, "serve_other_gpu", 1, 1 << 24);
-    p.max_num_batched_tokens_llm_large_gpu = row.sub_integer(key, "llm_large_gpu", 1, 1 << 24);
-    p.max_num_batched_tokens_llm_other_gpu = row.sub_integer(key, "llm_other_gpu", 1, 1 << 24);
-  }
-  if (!row.inherits("all2all_backend_default", first)) {
-    const std::string backend = row.text("all2all_backend_default");
-    if (backend != "naive" && backend != "allgather_reducescatter") {
-      row.fail("all2all_backend_default", backend, "expected naive or allgather_reducescatter");
-    }
-    p.all2all_backend_default = backend;
-  }
-  if (!row.inherits("all2all_backend_flag_from", first)) {
-    const std::string from = row.text("all2all_backend_flag_from");
-    const auto version = Version::read(from);
-    if (!version) row.fail("all2all_backend_flag_from", from, "expected <major>.<minor>");
-    p.all2all_backend_flag_from_major = version->major;
-    p.all2all_backend_flag_from_minor = version->minor;
-  }
-  for (const auto& [key, dst] :
-       {std::pair<const char*, std::int64_t*>{"long_context_chunked_prefill_above",
-                                              &p.long_context_chunked_prefill_above},
-        {"long_context_batched_tokens", &p.long_context_batched_tokens}}) {
-    if (!row.inherits(key, first)) *dst = row.integer(key, row.get(key), 0, 1 << 24);
-  }
-  if (!row.inherits("fused_moe_chunk_tokens", first)) {
-    p.fused_moe_chunk_tokens =
-        row.integer("fused_moe_chunk_tokens", row.get("fused_moe_chunk_tokens"), 0, 1 << 24);
-  }
-  if (!row.inherits("budget_formula", first)) {
-    const std::string formula = row.text("budget_formula");
-    if (formula != "components" && formula != "consumed") {
-      row.fail("budget_formula", formula, "expected components or consumed");
-    }
-    p.consumed_budget_formula = formula == "consumed";
-  }
-  if (!row.inherits("model_runner_v2", first)) {
-    const std::string routing = row.text("model_runner_v2");
-    if (routing == "none") {
-      p.model_runner_v2 = ModelRunnerV2Routing::None;
-    } else if (routing == "qwen3_dense") {
-      p.model_runner_v2 = ModelRunnerV2Routing::Qwen3Dense;
-    } else if (routing == "dense") {
-      p.model_runner_v2 = ModelRunnerV2Routing::Dense;
-    } else if (routing == "all") {
-      p.model_runner_v2 = ModelRunnerV2Routing::All;
-    } else {
-      row.fail("model_runner_v2", routing, "expected none, qwen3_dense, dense or all");
-    }
-  }
-  if (!row.inherits("model_runner_v2_moe_model_types", first)) {
-    p.model_runner_v2_moe_model_types = row.names("model_runner_v2_moe_model_types");
-  }
-  if (!row.inherits("model_runner_v2_unsupported_speculative_methods", first)) {
-    p.model_runner_v2_unsupported_speculative_methods =
-        row.names("model_runner_v2_unsupported_speculative_methods");
-  }
-  flag("model_runner_v2_cudagraph_estimate", p.model_runner_v2_cudagraph_estimate);
-  flag("graph_profiling_blocks_bounded_by_max_num_seqs",
-       p.graph_profiling_blocks_bounded_by_max_num_seqs);
-  if (!row.inherits("capture_max_size_datacenter_blackwell", first)) {
-    const char* key = "capture_max_size_datacenter_blackwell";
-    p.capture_max_size_datacenter_blackwell =
-        static_cast<std::int32_t>(row.integer(key, row.get(key), 0, 1 << 16));
-  }
-  flag("capture_speculative_request_grid", p.capture_speculative_request_grid);
-  flag("capture_includes_max_num_seqs", p.capture_includes_max_num_seqs);
-  if (!row.inherits("huge_gpu_min_memory_bytes", first)) {
-    const char* key = "huge_gpu_min_memory_bytes";
-    p.huge_gpu_min_memory_bytes = row.integer(key, row.get(key), 0, std::int64_t{1} << 50);
-  }
-  if (!row.inherits("huge_gpu_max_num_batched_tokens", first)) {
-    const char* key = "huge_gpu_max_num_batched_tokens";
-    row.only_keys(key, {"serve", "llm"});
-    p.max_num_batched_tokens_serve_huge_gpu = row.sub_integer(key, "serve", 1, 1 << 24);
-    p.max_num_batched_tokens_llm_huge_gpu = row.sub_integer(key, "llm", 1, 1 << 24);
+  for (const EngineField& field : engine_fields()) {
+    if (!row.inherits(field.key, first)) apply_field(p, row, field);
   }
   row.no_unread_keys();
 }

@@ -261,19 +261,15 @@ class Parser {
 
 using Span = detail::ByteSpan;
 
-GgufHeader parse_impl(std::string_view bytes, std::int64_t file_bytes, const std::string& name,
-                      bool can_grow, bool at_read_cap) {
-  if (file_bytes < 0 || static_cast<std::uint64_t>(file_bytes) < bytes.size()) {
-    throw ParseError(name, 0,
-                     "file size " + std::to_string(file_bytes) + " is smaller than the " +
-                         std::to_string(bytes.size()) + " bytes given");
-  }
-  Cursor c(bytes, file_bytes, name, can_grow, at_read_cap);
-  Parser p(c);
-  GgufHeader h;
-  h.file = name;
-  h.file_bytes = file_bytes;
+// The tensor and metadata counts the preamble gives.
+struct GgufCounts {
+  std::uint64_t tensors = 0;
+  std::uint64_t kvs = 0;
+};
 
+// Magic, version (2 or 3) and the two counts, each within its limit.
+GgufCounts read_preamble(Cursor& c, GgufHeader& h) {
+  const std::string& name = h.file;
   const auto magic = c.bytes(4, "GGUF magic");
   if (magic != "GGUF") {
     throw ParseError(name, 0,
@@ -292,19 +288,26 @@ GgufHeader parse_impl(std::string_view bytes, std::int64_t file_bytes, const std
         name, 4,
         "unsupported GGUF version " + std::to_string(h.version) + hint + ", expected 2 or 3");
   }
-  const std::uint64_t n_tensors = c.u64("tensor count");
-  if (n_tensors > kGgufMaxTensors) {
+  GgufCounts counts;
+  counts.tensors = c.u64("tensor count");
+  if (counts.tensors > kGgufMaxTensors) {
     throw ParseError(name, 8,
-                     "tensor count " + std::to_string(n_tensors) + " exceeds the limit of " +
+                     "tensor count " + std::to_string(counts.tensors) + " exceeds the limit of " +
                          std::to_string(kGgufMaxTensors));
   }
-  const std::uint64_t n_kv = c.u64("metadata kv count");
-  if (n_kv > kGgufMaxKvs) {
+  counts.kvs = c.u64("metadata kv count");
+  if (counts.kvs > kGgufMaxKvs) {
     throw ParseError(name, 16,
-                     "metadata kv count " + std::to_string(n_kv) + " exceeds the limit of " +
+                     "metadata kv count " + std::to_string(counts.kvs) + " exceeds the limit of " +
                          std::to_string(kGgufMaxKvs));
   }
+  return counts;
+}
 
+// The metadata key/value pairs (unique, UTF-8 keys), then general.alignment where given (a power
+// of two up to 2^30).
+void read_metadata(Cursor& c, Parser& p, GgufHeader& h, std::uint64_t n_kv) {
+  const std::string& name = h.file;
   std::int64_t alignment_at = 0;
   for (std::uint64_t i = 0; i < n_kv; ++i) {
     const auto key_at = c.pos();
@@ -321,7 +324,6 @@ GgufHeader parse_impl(std::string_view bytes, std::int64_t file_bytes, const std
       throw ParseError(name, key_at, "duplicate metadata key " + show_name(key));
     }
   }
-
   if (const auto it = h.metadata.find("general.alignment"); it != h.metadata.end()) {
     const auto a = it->second.as_int();
     if (!a || *a <= 0 || (*a & (*a - 1)) != 0 || *a > (std::int64_t{1} << 30)) {
@@ -330,9 +332,73 @@ GgufHeader parse_impl(std::string_view bytes, std::int64_t file_bytes, const std
     }
     h.alignment = *a;
   }
+}
 
-  std::vector<std::int64_t> rel_offsets;
-  std::vector<std::int64_t> info_offsets;
+// A tensor info's dimensions and ggml type into t's shape, dtype and byte size (`tl` names the
+// tensor in errors): whole blocks per row, no int64 overflow.
+void read_tensor_shape(Cursor& c, const std::string& name, const std::string& tl, TensorInfo& t) {
+  const auto dims_at = c.pos();
+  const std::uint32_t n_dims = c.u32(tl + " n_dims");
+  if (n_dims > kMaxDims) {
+    throw ParseError(
+        name, dims_at,
+        tl + ": n_dims " + std::to_string(n_dims) + " exceeds " + std::to_string(kMaxDims));
+  }
+  std::vector<std::int64_t> ne;
+  std::int64_t elements = 1;
+  for (std::uint32_t d = 0; d < n_dims; ++d) {
+    const auto at = c.pos();
+    const std::uint64_t dim = c.u64(tl + " ne[" + std::to_string(d) + "]");
+    if (dim == 0) {
+      throw ParseError(name, at, tl + ": dimension ne[" + std::to_string(d) + "] is zero");
+    }
+    if (dim > static_cast<std::uint64_t>(kInt64Max) ||
+        elements > kInt64Max / static_cast<std::int64_t>(dim)) {
+      throw ParseError(name, at, tl + ": element count overflows int64");
+    }
+    elements *= static_cast<std::int64_t>(dim);
+    ne.push_back(static_cast<std::int64_t>(dim));
+  }
+  const auto type_at = c.pos();
+  const std::uint32_t ggml_type = c.u32(tl + " type");
+  const auto dtype = dtype_from_ggml_type(ggml_type);
+  if (!dtype) {
+    throw ParseError(name, type_at, tl + ": unknown ggml type " + std::to_string(ggml_type));
+  }
+  t.dtype = *dtype;
+  const auto& info = dtype_info(*dtype);
+  const std::int64_t ne0 = ne.empty() ? 1 : ne[0];
+  if (ne0 % info.block_elements != 0) {
+    throw ParseError(name, dims_at,
+                     tl + ": row length ne[0] = " + std::to_string(ne0) +
+                         " is not divisible by the " + std::string(info.name) + " block of " +
+                         std::to_string(info.block_elements));
+  }
+  const std::int64_t blocks_per_row = ne0 / info.block_elements;
+  if (blocks_per_row > kInt64Max / info.block_bytes) {
+    throw ParseError(name, dims_at, tl + ": byte size overflows int64");
+  }
+  const std::int64_t row_bytes = blocks_per_row * info.block_bytes;
+  const std::int64_t rows = elements / ne0;
+  if (row_bytes != 0 && rows > kInt64Max / row_bytes) {
+    throw ParseError(name, dims_at, tl + ": byte size overflows int64");
+  }
+  t.bytes = rows * row_bytes;
+  t.shape.assign(ne.rbegin(), ne.rend());
+}
+
+// Each tensor's data offset as its info gives it (relative to the data section) and where in
+// the file the info says so (for errors).
+struct TensorOffsets {
+  std::vector<std::int64_t> relative;
+  std::vector<std::int64_t> info_at;
+};
+
+// The tensor infos (unique UTF-8 names, shapes, types, aligned offsets inside the file) into
+// h.tensors.
+TensorOffsets read_tensor_infos(Cursor& c, GgufHeader& h, std::uint64_t n_tensors) {
+  const std::string& name = h.file;
+  TensorOffsets offsets;
   std::set<std::string_view> names;
   for (std::uint64_t i = 0; i < n_tensors; ++i) {
     const auto info_at = c.pos();
@@ -345,59 +411,12 @@ GgufHeader parse_impl(std::string_view bytes, std::int64_t file_bytes, const std
       throw ParseError(name, info_at, "duplicate tensor name " + show_name(tname));
     }
     const std::string tl = "tensor " + show_name(tname);
-    const auto dims_at = c.pos();
-    const std::uint32_t n_dims = c.u32(tl + " n_dims");
-    if (n_dims > kMaxDims) {
-      throw ParseError(
-          name, dims_at,
-          tl + ": n_dims " + std::to_string(n_dims) + " exceeds " + std::to_string(kMaxDims));
-    }
     TensorInfo t;
     t.name = std::string(tname);
-    std::vector<std::int64_t> ne;
-    std::int64_t elements = 1;
-    for (std::uint32_t d = 0; d < n_dims; ++d) {
-      const auto at = c.pos();
-      const std::uint64_t dim = c.u64(tl + " ne[" + std::to_string(d) + "]");
-      if (dim == 0) {
-        throw ParseError(name, at, tl + ": dimension ne[" + std::to_string(d) + "] is zero");
-      }
-      if (dim > static_cast<std::uint64_t>(kInt64Max) ||
-          elements > kInt64Max / static_cast<std::int64_t>(dim)) {
-        throw ParseError(name, at, tl + ": element count overflows int64");
-      }
-      elements *= static_cast<std::int64_t>(dim);
-      ne.push_back(static_cast<std::int64_t>(dim));
-    }
-    const auto type_at = c.pos();
-    const std::uint32_t ggml_type = c.u32(tl + " type");
-    const auto dtype = dtype_from_ggml_type(ggml_type);
-    if (!dtype) {
-      throw ParseError(name, type_at, tl + ": unknown ggml type " + std::to_string(ggml_type));
-    }
-    t.dtype = *dtype;
-    const auto& info = dtype_info(*dtype);
-    const std::int64_t ne0 = ne.empty() ? 1 : ne[0];
-    if (ne0 % info.block_elements != 0) {
-      throw ParseError(name, dims_at,
-                       tl + ": row length ne[0] = " + std::to_string(ne0) +
-                           " is not divisible by the " + std::string(info.name) + " block of " +
-                           std::to_string(info.block_elements));
-    }
-    const std::int64_t blocks_per_row = ne0 / info.block_elements;
-    if (blocks_per_row > kInt64Max / info.block_bytes) {
-      throw ParseError(name, dims_at, tl + ": byte size overflows int64");
-    }
-    const std::int64_t row_bytes = blocks_per_row * info.block_bytes;
-    const std::int64_t rows = elements / ne0;
-    if (row_bytes != 0 && rows > kInt64Max / row_bytes) {
-      throw ParseError(name, dims_at, tl + ": byte size overflows int64");
-    }
-    t.bytes = rows * row_bytes;
-    t.shape.assign(ne.rbegin(), ne.rend());
+    read_tensor_shape(c, name, tl, t);
     const auto off_at = c.pos();
     const std::uint64_t off = c.u64(tl + " offset");
-    if (off > static_cast<std::uint64_t>(file_bytes)) {
+    if (off > static_cast<std::uint64_t>(h.file_bytes)) {
       throw ParseError(
           name, off_at,
           tl + ": data offset " + std::to_string(off) + " lies past the end of the file");
@@ -407,33 +426,55 @@ GgufHeader parse_impl(std::string_view bytes, std::int64_t file_bytes, const std
                        tl + ": data offset " + std::to_string(off) + " is not aligned to " +
                            std::to_string(h.alignment) + " (general.alignment)");
     }
-    rel_offsets.push_back(static_cast<std::int64_t>(off));
-    info_offsets.push_back(off_at);
+    offsets.relative.push_back(static_cast<std::int64_t>(off));
+    offsets.info_at.push_back(off_at);
     h.tensors.push_back(std::move(t));
   }
+  return offsets;
+}
 
-  // Data section: the end of the tensor infos rounded up to the alignment.
-  const std::int64_t end_of_infos = c.pos();
+// The data section (the end of the tensor infos rounded up to the alignment) and each tensor's
+// absolute offset: every tensor's data inside the file, no two overlapping.
+void place_tensor_data(GgufHeader& h, std::int64_t end_of_infos, const TensorOffsets& offsets) {
+  const std::string& name = h.file;
   h.data_offset = (end_of_infos + h.alignment - 1) / h.alignment * h.alignment;
-
   std::vector<Span> spans;
   for (std::size_t i = 0; i < h.tensors.size(); ++i) {
     auto& t = h.tensors[i];
-    const std::int64_t room = file_bytes - h.data_offset;  // may be negative
-    if (rel_offsets[i] > room || t.bytes > room - rel_offsets[i]) {
-      throw ParseError(name, info_offsets[i],
-                       "tensor " + show_name(t.name) + ": data [" + std::to_string(rel_offsets[i]) +
-                           ", +" + std::to_string(t.bytes) + ") lies past the end of the file (" +
+    const std::int64_t rel = offsets.relative[i];
+    const std::int64_t room = h.file_bytes - h.data_offset;  // may be negative
+    if (rel > room || t.bytes > room - rel) {
+      throw ParseError(name, offsets.info_at[i],
+                       "tensor " + show_name(t.name) + ": data [" + std::to_string(rel) + ", +" +
+                           std::to_string(t.bytes) + ") lies past the end of the file (" +
                            std::to_string(room < 0 ? 0 : room) + " data bytes)");
     }
-    t.offset = h.data_offset + rel_offsets[i];
-    spans.push_back({rel_offsets[i], rel_offsets[i] + t.bytes, i});
+    t.offset = h.data_offset + rel;
+    spans.push_back({rel, rel + t.bytes, i});
   }
   if (const auto overlap = detail::sort_and_find_overlap(spans)) {
-    throw ParseError(name, info_offsets[overlap->first],
+    throw ParseError(name, offsets.info_at[overlap->first],
                      "tensor " + show_name(h.tensors[overlap->first].name) +
                          " data overlaps tensor " + show_name(h.tensors[overlap->second].name));
   }
+}
+
+GgufHeader parse_impl(std::string_view bytes, std::int64_t file_bytes, const std::string& name,
+                      bool can_grow, bool at_read_cap) {
+  if (file_bytes < 0 || static_cast<std::uint64_t>(file_bytes) < bytes.size()) {
+    throw ParseError(name, 0,
+                     "file size " + std::to_string(file_bytes) + " is smaller than the " +
+                         std::to_string(bytes.size()) + " bytes given");
+  }
+  Cursor c(bytes, file_bytes, name, can_grow, at_read_cap);
+  Parser p(c);
+  GgufHeader h;
+  h.file = name;
+  h.file_bytes = file_bytes;
+  const GgufCounts counts = read_preamble(c, h);
+  read_metadata(c, p, h, counts.kvs);
+  const TensorOffsets offsets = read_tensor_infos(c, h, counts.tensors);
+  place_tensor_data(h, c.pos(), offsets);
   return h;
 }
 

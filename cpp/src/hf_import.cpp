@@ -781,6 +781,205 @@ json compressed_tensors_scheme(const ConfigFields& g, const std::string& where) 
   return out;
 }
 
+// quant_method fp8: block-wise (weight_block_size [n, k]) or per-tensor scales.
+json fp8_document(const ConfigFields& q) {
+  if (q.has("weight_block_size")) {
+    const json& block = q.at("weight_block_size");
+    if (!block.is_array() || block.size() != 2 || !block[0].is_number_integer() ||
+        !block[1].is_number_integer() || block[0].get<std::int64_t>() <= 0 ||
+        block[1].get<std::int64_t>() <= 0) {
+      q.fail("weight_block_size", block.dump().substr(0, 80), "expected [n, k] positive integers");
+    }
+    // Block-fp8 checkpoints (DeepSeek, Qwen) store routers and lm_head in bf16.
+    return {{"method", "fp8"},
+            {"block_size", block},
+            {"unquantized", json::array({"lm_head", "router"})}};
+  }
+  return {{"method", "fp8"},
+          {"scale_strategy", "tensor"},
+          {"static_activation_scale", q.string_or("activation_scheme", "dynamic") == "static"}};
+}
+
+// quant_method awq / awq_marlin: 4-bit groups.
+json awq_document(const ConfigFields& q) {
+  json out = {{"method", "awq"},
+              {"bits", q.integer_or("bits", q.integer_or("w_bit", 4))},
+              {"group_size", q.has("group_size") ? group_size_field(q, "group_size", 128)
+                                                 : group_size_field(q, "q_group_size", 128)},
+              {"sym", !q.boolean_or("zero_point", true)}};
+  if (out["bits"] != 4) q.fail("bits", out["bits"].dump(), "AWQ is 4-bit");
+  return out;
+}
+
+// GPTQModel per-module rules: "-:regex" skips modules (kept fp16); "+:regex" / "regex"
+// overrides bits or group size, which one method per role cannot express unless equal.
+void add_gptq_dynamic_rules(const ConfigFields& q, const SkipScope& scope, const std::string& file,
+                            json& out) {
+  const json& dynamic = q.at("dynamic");
+  if (!dynamic.is_object()) q.fail("dynamic", dynamic.dump().substr(0, 80), "expected a map");
+  json skips = json::array();
+  for (const auto& [rule, overrides] : dynamic.items()) {
+    if (rule.rfind("-:", 0) == 0) {
+      skips.push_back("re:" + rule.substr(2));
+      continue;
+    }
+    if (!overrides.is_object()) q.fail("dynamic", rule, "expected a map of overrides");
+    for (const auto& [field, value] : overrides.items()) {
+      const bool same = out.contains(field) && out[field] == value;
+      if (!same) {
+        std::string shown = rule;
+        shown += ": " + field;
+        shown += "=" + value.dump().substr(0, 20);
+        q.fail("dynamic", shown,
+               "per-module bits/group_size overrides are not modelled (one scheme per role)");
+      }
+    }
+  }
+  if (!skips.empty()) {
+    json holder = {{"dynamic", skips}};
+    const ConfigFields d(holder, file, "quantization_config.");
+    add_unquantized(d, "dynamic", NameMatch::CompressedTensors, scope, out);
+  }
+}
+
+// quant_method gptq / gptq_marlin (lm_head unquantized; `dynamic` rules may skip modules).
+json gptq_document(const ConfigFields& q, const SkipScope& scope, const std::string& file) {
+  json out = {{"method", "gptq"},
+              {"bits", q.integer("bits")},
+              {"group_size", group_size_field(q, "group_size", 128)},
+              {"desc_act", q.boolean_or("desc_act", false)},
+              {"sym", q.boolean_or("sym", true)}};
+  if (q.boolean_or("lm_head", false)) {
+    q.fail("lm_head", "true", "a GPTQ-quantized lm_head is not modelled");
+  }
+  if (q.has("dynamic")) add_gptq_dynamic_rules(q, scope, file, out);
+  return out;
+}
+
+// Per-module overrides (vLLM's INCConfigParser): {"bits": 16} keeps a module unquantized;
+// other bits, group sizes or symmetry per module are more than one scheme per role.
+void add_auto_round_extra_config(const ConfigFields& q, const SkipScope& scope,
+                                 const std::string& file, json& out) {
+  const json& extra = q.at("extra_config");
+  if (!extra.is_object()) q.fail("extra_config", extra.dump().substr(0, 80), "expected a map");
+  json skips = json::array();
+  for (const auto& [name, overrides] : extra.items()) {
+    if (!overrides.is_object()) q.fail("extra_config", name, "expected a map of overrides");
+    const json bits = overrides.value("bits", out["bits"]);
+    if (!bits.is_number_integer()) q.fail("extra_config", name + ": bits", "expected an integer");
+    if (bits.get<std::int64_t>() >= 16) {
+      skips.push_back(name);
+      continue;
+    }
+    for (const char* field : {"bits", "group_size", "sym"}) {
+      if (overrides.contains(field) && overrides[field] != out[field]) {
+        std::string shown = name;
+        shown += std::string(": ") + field + "=" + overrides[field].dump().substr(0, 20);
+        q.fail("extra_config", shown,
+               "per-module bits/group_size/sym overrides are not modelled (one scheme per "
+               "role)");
+      }
+    }
+  }
+  if (!skips.empty()) {
+    json holder = {{"extra_config", skips}};
+    const ConfigFields e(holder, file, "quantization_config.");
+    add_unquantized(e, "extra_config", NameMatch::AutoRound, scope, out);
+  }
+}
+
+// AutoRound exports GPTQ-packed (default) or AWQ-packed weights; vLLM loads either through the
+// matching kernel, so the stored layout is the packing format's.
+json auto_round_document(const ConfigFields& q, const SkipScope& scope, const std::string& file) {
+  const std::string packing = q.string_or("packing_format", "auto_round:auto_gptq");
+  const bool awq = packing.find("awq") != std::string::npos;
+  json out = {{"method", awq ? "awq" : "gptq"},
+              {"bits", q.integer("bits")},
+              {"group_size", group_size_field(q, "group_size", 128)},
+              {"sym", q.boolean_or("sym", true)}};
+  if (awq && out["bits"] != 4) q.fail("bits", out["bits"].dump(), "AWQ packing is 4-bit");
+  if (!awq) out["desc_act"] = false;
+  if (q.has("extra_config") && !q.at("extra_config").is_null()) {
+    add_auto_round_extra_config(q, scope, file, out);
+  }
+  return out;
+}
+
+// quant_method bitsandbytes: NF4 (optionally double-quantized) or int8, with skipped modules.
+json bitsandbytes_document(const ConfigFields& q, const SkipScope& scope) {
+  json out;
+  if (q.boolean_or("load_in_4bit", false)) {
+    if (q.string_or("bnb_4bit_quant_type", "nf4") != "nf4") {
+      q.fail("bnb_4bit_quant_type", q.string_or("bnb_4bit_quant_type", ""), "only nf4 is modelled");
+    }
+    out = {{"method", "bnb_nf4"},
+           {"double_quant", q.boolean_or("bnb_4bit_use_double_quant", false)}};
+  } else if (q.boolean_or("load_in_8bit", false)) {
+    out = {{"method", "bnb_int8"}};
+  } else {
+    q.fail("load_in_4bit", "false", "bitsandbytes config loads neither 4-bit nor 8-bit");
+  }
+  if (q.has("llm_int8_skip_modules") && !q.at("llm_int8_skip_modules").is_null()) {
+    add_unquantized(q, "llm_int8_skip_modules", NameMatch::Bitsandbytes, scope, out);
+  }
+  return out;
+}
+
+// quant_method compressed-tensors: several groups (one per target set) must share one scheme,
+// one method per model; `ignore` lists the unquantized modules.
+json compressed_tensors_document(const ConfigFields& q, const SkipScope& scope,
+                                 const std::string& file) {
+  if (!q.has("config_groups") || !q.at("config_groups").is_object() ||
+      q.at("config_groups").empty()) {
+    q.fail("config_groups",
+           q.has("config_groups") ? q.at("config_groups").dump().substr(0, 200) : "missing",
+           "expected at least one quantization group");
+  }
+  json out;
+  std::string first_name;
+  for (const auto& [name, group] : q.at("config_groups").items()) {
+    const std::string where = "quantization_config.config_groups." + name + ".";
+    if (!group.is_object()) q.fail("config_groups", name, "expected a group object");
+    const ConfigFields g(group, file, where);
+    const json scheme = compressed_tensors_scheme(g, where);
+    if (first_name.empty()) {
+      out = scheme;
+      first_name = name;
+    } else if (scheme != out) {
+      std::string value = name;
+      value += " (" + scheme.dump();
+      value += ") beside " + first_name;
+      q.fail("config_groups", value,
+             "groups with different schemes are not modelled (one method per model)");
+    }
+  }
+  if (q.has("ignore")) add_unquantized(q, "ignore", NameMatch::CompressedTensors, scope, out);
+  return out;
+}
+
+// vLLM matches modules_to_not_convert exactly for fp8 and as substrings for AWQ; its MXFP4
+// config does not read the list (only experts are quantized there anyway), nor does its GPTQ
+// config (GPTQModel writes skips as `dynamic` "-:" rules): a GPTQ list that keeps a module
+// unquantized describes a checkpoint vLLM would load as quantized, so it is refused.
+void add_modules_to_not_convert(const ConfigFields& q, const std::string& method,
+                                const SkipScope& scope, json& out) {
+  if (method == "mxfp4" || !q.has("modules_to_not_convert") ||
+      q.at("modules_to_not_convert").is_null()) {
+    return;
+  }
+  const NameMatch how = method == "fp8" ? NameMatch::CompressedTensors : NameMatch::Substring;
+  const bool gptq = out.value("method", "") == "gptq" && method.find("gptq") != std::string::npos;
+  json skipped;
+  add_unquantized(q, "modules_to_not_convert", how, scope, gptq ? skipped : out);
+  if (gptq && (skipped.contains("unquantized_layers") ||
+               std::any_of(skipped["unquantized"].begin(), skipped["unquantized"].end(),
+                           [](const json& role) { return role != "lm_head"; }))) {
+    q.fail("modules_to_not_convert", q.at("modules_to_not_convert").dump().substr(0, 200),
+           "vLLM's GPTQ config does not read this list and would load these modules as "
+           "quantized; GPTQ checkpoints name unquantized modules in `dynamic` (\"-:regex\")");
+  }
+}
+
 json quantization_document(const json& config, const json* modelopt, const std::string& file) {
   const SkipScope scope{num_layers_of(config), !uses_mla(config), attention_layers_of(config)};
   if (modelopt != nullptr) {
@@ -802,178 +1001,26 @@ json quantization_document(const json& config, const json* modelopt, const std::
   if (method == "modelopt" || method == "modelopt_fp4" || method == "modelopt_mixed") {
     return modelopt_document(q, scope);
   } else if (method == "fp8") {
-    if (q.has("weight_block_size")) {
-      const json& block = q.at("weight_block_size");
-      if (!block.is_array() || block.size() != 2 || !block[0].is_number_integer() ||
-          !block[1].is_number_integer() || block[0].get<std::int64_t>() <= 0 ||
-          block[1].get<std::int64_t>() <= 0) {
-        q.fail("weight_block_size", block.dump().substr(0, 80),
-               "expected [n, k] positive integers");
-      }
-      // Block-fp8 checkpoints (DeepSeek, Qwen) store routers and lm_head in bf16.
-      out = {{"method", "fp8"},
-             {"block_size", block},
-             {"unquantized", json::array({"lm_head", "router"})}};
-    } else {
-      out = {{"method", "fp8"},
-             {"scale_strategy", "tensor"},
-             {"static_activation_scale", q.string_or("activation_scheme", "dynamic") == "static"}};
-    }
+    out = fp8_document(q);
   } else if (method == "awq" || method == "awq_marlin") {
-    out = {{"method", "awq"},
-           {"bits", q.integer_or("bits", q.integer_or("w_bit", 4))},
-           {"group_size", q.has("group_size") ? group_size_field(q, "group_size", 128)
-                                              : group_size_field(q, "q_group_size", 128)},
-           {"sym", !q.boolean_or("zero_point", true)}};
-    if (out["bits"] != 4) q.fail("bits", out["bits"].dump(), "AWQ is 4-bit");
+    out = awq_document(q);
   } else if (method == "gptq" || method == "gptq_marlin") {
-    out = {{"method", "gptq"},
-           {"bits", q.integer("bits")},
-           {"group_size", group_size_field(q, "group_size", 128)},
-           {"desc_act", q.boolean_or("desc_act", false)},
-           {"sym", q.boolean_or("sym", true)}};
-    if (q.boolean_or("lm_head", false)) {
-      q.fail("lm_head", "true", "a GPTQ-quantized lm_head is not modelled");
-    }
-    if (q.has("dynamic")) {
-      // GPTQModel per-module rules: "-:regex" skips modules (kept fp16); "+:regex" / "regex"
-      // overrides bits or group size, which one method per role cannot express unless equal.
-      const json& dynamic = q.at("dynamic");
-      if (!dynamic.is_object()) q.fail("dynamic", dynamic.dump().substr(0, 80), "expected a map");
-      json skips = json::array();
-      for (const auto& [rule, overrides] : dynamic.items()) {
-        if (rule.rfind("-:", 0) == 0) {
-          skips.push_back("re:" + rule.substr(2));
-          continue;
-        }
-        if (!overrides.is_object()) q.fail("dynamic", rule, "expected a map of overrides");
-        for (const auto& [field, value] : overrides.items()) {
-          const bool same = out.contains(field) && out[field] == value;
-          if (!same) {
-            std::string shown = rule;
-            shown += ": " + field;
-            shown += "=" + value.dump().substr(0, 20);
-            q.fail("dynamic", shown,
-                   "per-module bits/group_size overrides are not modelled (one scheme per role)");
-          }
-        }
-      }
-      if (!skips.empty()) {
-        json holder = {{"dynamic", skips}};
-        const ConfigFields d(holder, file, "quantization_config.");
-        add_unquantized(d, "dynamic", NameMatch::CompressedTensors, scope, out);
-      }
-    }
+    out = gptq_document(q, scope, file);
   } else if (method == "auto-round" || method == "intel/auto-round" || method == "auto_round") {
-    // AutoRound exports GPTQ-packed (default) or AWQ-packed weights; vLLM loads either through
-    // the matching kernel, so the stored layout is the packing format's.
-    const std::string packing = q.string_or("packing_format", "auto_round:auto_gptq");
-    const bool awq = packing.find("awq") != std::string::npos;
-    out = {{"method", awq ? "awq" : "gptq"},
-           {"bits", q.integer("bits")},
-           {"group_size", group_size_field(q, "group_size", 128)},
-           {"sym", q.boolean_or("sym", true)}};
-    if (awq && out["bits"] != 4) q.fail("bits", out["bits"].dump(), "AWQ packing is 4-bit");
-    if (!awq) out["desc_act"] = false;
-    if (q.has("extra_config") && !q.at("extra_config").is_null()) {
-      // Per-module overrides (vLLM's INCConfigParser): {"bits": 16} keeps a module unquantized;
-      // other bits, group sizes or symmetry per module are more than one scheme per role.
-      const json& extra = q.at("extra_config");
-      if (!extra.is_object()) q.fail("extra_config", extra.dump().substr(0, 80), "expected a map");
-      json skips = json::array();
-      for (const auto& [name, overrides] : extra.items()) {
-        if (!overrides.is_object()) q.fail("extra_config", name, "expected a map of overrides");
-        const json bits = overrides.value("bits", out["bits"]);
-        if (!bits.is_number_integer())
-          q.fail("extra_config", name + ": bits", "expected an integer");
-        if (bits.get<std::int64_t>() >= 16) {
-          skips.push_back(name);
-          continue;
-        }
-        for (const char* field : {"bits", "group_size", "sym"}) {
-          if (overrides.contains(field) && overrides[field] != out[field]) {
-            std::string shown = name;
-            shown += std::string(": ") + field + "=" + overrides[field].dump().substr(0, 20);
-            q.fail("extra_config", shown,
-                   "per-module bits/group_size/sym overrides are not modelled (one scheme per "
-                   "role)");
-          }
-        }
-      }
-      if (!skips.empty()) {
-        json holder = {{"extra_config", skips}};
-        const ConfigFields e(holder, file, "quantization_config.");
-        add_unquantized(e, "extra_config", NameMatch::AutoRound, scope, out);
-      }
-    }
+    out = auto_round_document(q, scope, file);
   } else if (method == "mxfp4") {
     out = {{"method", "mxfp4"}};
   } else if (method == "bitsandbytes") {
-    if (q.boolean_or("load_in_4bit", false)) {
-      if (q.string_or("bnb_4bit_quant_type", "nf4") != "nf4") {
-        q.fail("bnb_4bit_quant_type", q.string_or("bnb_4bit_quant_type", ""),
-               "only nf4 is modelled");
-      }
-      out = {{"method", "bnb_nf4"},
-             {"double_quant", q.boolean_or("bnb_4bit_use_double_quant", false)}};
-    } else if (q.boolean_or("load_in_8bit", false)) {
-      out = {{"method", "bnb_int8"}};
-    } else {
-      q.fail("load_in_4bit", "false", "bitsandbytes config loads neither 4-bit nor 8-bit");
-    }
-    if (q.has("llm_int8_skip_modules") && !q.at("llm_int8_skip_modules").is_null()) {
-      add_unquantized(q, "llm_int8_skip_modules", NameMatch::Bitsandbytes, scope, out);
-    }
+    out = bitsandbytes_document(q, scope);
   } else if (method == "compressed-tensors") {
-    if (!q.has("config_groups") || !q.at("config_groups").is_object() ||
-        q.at("config_groups").empty()) {
-      q.fail("config_groups",
-             q.has("config_groups") ? q.at("config_groups").dump().substr(0, 200) : "missing",
-             "expected at least one quantization group");
-    }
-    // Several groups (one per target set) must share one scheme: one method per model.
-    std::string first_name;
-    for (const auto& [name, group] : q.at("config_groups").items()) {
-      const std::string where = "quantization_config.config_groups." + name + ".";
-      if (!group.is_object()) q.fail("config_groups", name, "expected a group object");
-      const ConfigFields g(group, file, where);
-      const json scheme = compressed_tensors_scheme(g, where);
-      if (first_name.empty()) {
-        out = scheme;
-        first_name = name;
-      } else if (scheme != out) {
-        std::string value = name;
-        value += " (" + scheme.dump();
-        value += ") beside " + first_name;
-        q.fail("config_groups", value,
-               "groups with different schemes are not modelled (one method per model)");
-      }
-    }
-    if (q.has("ignore")) add_unquantized(q, "ignore", NameMatch::CompressedTensors, scope, out);
+    out = compressed_tensors_document(q, scope, file);
   } else {
     q.fail("quant_method", method.empty() ? "missing" : method,
            "quantization not supported (fp8, awq, awq_marlin, gptq, gptq_marlin, auto-round, "
            "mxfp4, bitsandbytes, compressed-tensors, modelopt, ModelOpt via "
            "hf_quant_config.json)");
   }
-  // vLLM matches modules_to_not_convert exactly for fp8 and as substrings for AWQ; its MXFP4
-  // config does not read the list (only experts are quantized there anyway), nor does its GPTQ
-  // config (GPTQModel writes skips as `dynamic` "-:" rules): a GPTQ list that keeps a module
-  // unquantized describes a checkpoint vLLM would load as quantized, so it is refused.
-  if (method != "mxfp4" && q.has("modules_to_not_convert") &&
-      !q.at("modules_to_not_convert").is_null()) {
-    const NameMatch how = method == "fp8" ? NameMatch::CompressedTensors : NameMatch::Substring;
-    const bool gptq = out.value("method", "") == "gptq" && method.find("gptq") != std::string::npos;
-    json skipped;
-    add_unquantized(q, "modules_to_not_convert", how, scope, gptq ? skipped : out);
-    if (gptq && (skipped.contains("unquantized_layers") ||
-                 std::any_of(skipped["unquantized"].begin(), skipped["unquantized"].end(),
-                             [](const json& role) { return role != "lm_head"; }))) {
-      q.fail("modules_to_not_convert", q.at("modules_to_not_convert").dump().substr(0, 200),
-             "vLLM's GPTQ config does not read this list and would load these modules as "
-             "quantized; GPTQ checkpoints name unquantized modules in `dynamic` (\"-:regex\")");
-    }
-  }
+  add_modules_to_not_convert(q, method, scope, out);
   return out;
 }
 

@@ -256,8 +256,12 @@ std::int64_t SafetensorsHeader::tensor_bytes() const {
   return sum;
 }
 
-SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::int64_t file_bytes,
-                                           const std::string& name) {
+namespace {
+
+// The JSON header's text after the 8-byte length prefix: a length inside the file and the bytes
+// given, valid UTF-8, an object, nested no deeper than the limit.
+std::string_view header_json_text(std::string_view bytes, std::int64_t file_bytes,
+                                  const std::string& name) {
   if (file_bytes < 0 || static_cast<std::uint64_t>(file_bytes) < bytes.size()) {
     throw ParseError(name, 0,
                      "file size " + std::to_string(file_bytes) + " is smaller than the " +
@@ -297,90 +301,136 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::int64_t 
     throw ParseError(name, kLengthPrefix, "JSON header does not start with '{'");
   }
   check_json_depth(text, name);
+  return text;
+}
 
+// The __metadata__ entry: an object of strings.
+void read_metadata_entry(const json& value, SafetensorsHeader& out) {
+  if (!value.is_object()) {
+    throw ParseError(out.file, kLengthPrefix, "__metadata__ is not an object");
+  }
+  for (const auto& [mk, mv] : value.items()) {
+    if (!mv.is_string()) {
+      throw ParseError(out.file, kLengthPrefix,
+                       "__metadata__ value " + show_name(mk) + " is not a string");
+    }
+    out.metadata.emplace(mk, mv.get<std::string>());
+  }
+}
+
+// One tensor entry and its data span (relative to the data region).
+struct TensorEntry {
+  TensorInfo info;
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
+
+// A tensor entry: a known dtype, a shape of non-negative dimensions, and data_offsets inside the
+// data region spanning exactly dtype x shape bytes.
+TensorEntry read_tensor_entry(const std::string& key, const json& value,
+                              const SafetensorsHeader& out) {
+  const auto field_error = [&](const std::string& field, const std::string& problem) {
+    return ParseError(
+        out.file, kLengthPrefix,
+        "tensor " + show_name(key) + (field.empty() ? "" : ": " + field) + ": " + problem);
+  };
+  // nlohmann validates UTF-8 (including \u escapes) but the check is cheap to restate.
+  if (utf8::find_invalid(key) != std::string_view::npos) {
+    throw field_error("", "name is not valid UTF-8");
+  }
+  if (!value.is_object()) throw field_error("", "entry is not an object");
+  const auto dt = value.find("dtype");
+  const auto sh = value.find("shape");
+  const auto off = value.find("data_offsets");
+  if (dt == value.end()) throw field_error("dtype", "missing");
+  if (sh == value.end()) throw field_error("shape", "missing");
+  if (off == value.end()) throw field_error("data_offsets", "missing");
+  if (!dt->is_string()) throw field_error("dtype", "not a string");
+  const auto dtype = safetensors_dtype(dt->get<std::string>());
+  if (!dtype) throw field_error("dtype", "unknown dtype " + show_name(dt->get<std::string>()));
+
+  if (!sh->is_array()) throw field_error("shape", "not an array");
+  TensorEntry entry;
+  TensorInfo& t = entry.info;
+  t.name = key;
+  t.dtype = *dtype;
+  std::int64_t elements = 1;
+  for (const auto& d : *sh) {
+    const auto dim = json_nonneg_int(d);
+    if (!dim)
+      throw field_error("shape", "dimension " + d.dump() + " is not a non-negative integer");
+    t.shape.push_back(*dim);
+    if (*dim != 0 && elements > std::numeric_limits<std::int64_t>::max() / *dim) {
+      throw field_error("shape", "element count overflows int64");
+    }
+    elements *= *dim;
+  }
+  t.bytes = dtype_bytes_for_elements(t.dtype, elements);
+  if (t.bytes < 0) throw field_error("shape", "byte size overflows int64");
+
+  if (!off->is_array() || off->size() != 2) {
+    throw field_error("data_offsets", "not an array of two integers");
+  }
+  const auto begin = json_nonneg_int((*off)[0]);
+  const auto end = json_nonneg_int((*off)[1]);
+  if (!begin || !end) throw field_error("data_offsets", "not non-negative integers");
+  if (*begin > *end) {
+    throw field_error("data_offsets",
+                      "begin " + std::to_string(*begin) + " > end " + std::to_string(*end));
+  }
+  const std::int64_t data_len = out.file_bytes - out.header_bytes;
+  if (*end > data_len) {
+    throw field_error("data_offsets", "end " + std::to_string(*end) +
+                                          " lies outside the data region (" +
+                                          std::to_string(data_len) + " bytes)");
+  }
+  if (*end - *begin != t.bytes) {
+    throw field_error("data_offsets", "span of " + std::to_string(*end - *begin) +
+                                          " bytes does not match " +
+                                          std::string(dtype_info(t.dtype).name) +
+                                          " x shape = " + std::to_string(t.bytes) + " bytes");
+  }
+  t.offset = out.header_bytes + *begin;
+  entry.begin = *begin;
+  entry.end = *end;
+  return entry;
+}
+
+// The tensors in data order, none overlapping another.
+void order_tensors_by_offset(SafetensorsHeader& out, std::vector<Span>& spans) {
+  if (const auto overlap = detail::sort_and_find_overlap(spans)) {
+    const Span& s = *std::find_if(spans.begin(), spans.end(),
+                                  [&](const Span& x) { return x.index == overlap->first; });
+    throw ParseError(out.file, out.header_bytes + s.begin,
+                     "tensor " + show_name(out.tensors[s.index].name) + " data_offsets [" +
+                         std::to_string(s.begin) + ", " + std::to_string(s.end) +
+                         ") overlap tensor " + show_name(out.tensors[overlap->second].name));
+  }
+  std::vector<TensorInfo> sorted;
+  sorted.reserve(out.tensors.size());
+  for (const auto& s : spans) sorted.push_back(std::move(out.tensors[s.index]));
+  out.tensors = std::move(sorted);
+}
+
+}  // namespace
+
+SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::int64_t file_bytes,
+                                           const std::string& name) {
+  const std::string_view text = header_json_text(bytes, file_bytes, name);
   SafetensorsHeader out;
   out.file = name;
-  out.header_bytes = kLengthPrefix + header_len;
+  out.header_bytes = kLengthPrefix + static_cast<std::int64_t>(text.size());
   out.file_bytes = file_bytes;
-  const std::int64_t data_len = file_bytes - out.header_bytes;
 
   std::vector<Span> spans;
   const auto add_entry = [&](std::string&& key, json&& value) {
-    const auto field_error = [&](const std::string& field, const std::string& problem) {
-      return ParseError(
-          name, kLengthPrefix,
-          "tensor " + show_name(key) + (field.empty() ? "" : ": " + field) + ": " + problem);
-    };
     if (key == "__metadata__") {
-      if (!value.is_object()) {
-        throw ParseError(name, kLengthPrefix, "__metadata__ is not an object");
-      }
-      for (const auto& [mk, mv] : value.items()) {
-        if (!mv.is_string()) {
-          throw ParseError(name, kLengthPrefix,
-                           "__metadata__ value " + show_name(mk) + " is not a string");
-        }
-        out.metadata.emplace(mk, mv.get<std::string>());
-      }
+      read_metadata_entry(value, out);
       return;
     }
-    // nlohmann validates UTF-8 (including \u escapes) but the check is cheap to restate.
-    if (utf8::find_invalid(key) != std::string_view::npos) {
-      throw field_error("", "name is not valid UTF-8");
-    }
-    if (!value.is_object()) throw field_error("", "entry is not an object");
-    const auto dt = value.find("dtype");
-    const auto sh = value.find("shape");
-    const auto off = value.find("data_offsets");
-    if (dt == value.end()) throw field_error("dtype", "missing");
-    if (sh == value.end()) throw field_error("shape", "missing");
-    if (off == value.end()) throw field_error("data_offsets", "missing");
-    if (!dt->is_string()) throw field_error("dtype", "not a string");
-    const auto dtype = safetensors_dtype(dt->get<std::string>());
-    if (!dtype) throw field_error("dtype", "unknown dtype " + show_name(dt->get<std::string>()));
-
-    if (!sh->is_array()) throw field_error("shape", "not an array");
-    TensorInfo t;
-    t.name = key;
-    t.dtype = *dtype;
-    std::int64_t elements = 1;
-    for (const auto& d : *sh) {
-      const auto dim = json_nonneg_int(d);
-      if (!dim)
-        throw field_error("shape", "dimension " + d.dump() + " is not a non-negative integer");
-      t.shape.push_back(*dim);
-      if (*dim != 0 && elements > std::numeric_limits<std::int64_t>::max() / *dim) {
-        throw field_error("shape", "element count overflows int64");
-      }
-      elements *= *dim;
-    }
-    t.bytes = dtype_bytes_for_elements(t.dtype, elements);
-    if (t.bytes < 0) throw field_error("shape", "byte size overflows int64");
-
-    if (!off->is_array() || off->size() != 2) {
-      throw field_error("data_offsets", "not an array of two integers");
-    }
-    const auto begin = json_nonneg_int((*off)[0]);
-    const auto end = json_nonneg_int((*off)[1]);
-    if (!begin || !end) throw field_error("data_offsets", "not non-negative integers");
-    if (*begin > *end) {
-      throw field_error("data_offsets",
-                        "begin " + std::to_string(*begin) + " > end " + std::to_string(*end));
-    }
-    if (*end > data_len) {
-      throw field_error("data_offsets", "end " + std::to_string(*end) +
-                                            " lies outside the data region (" +
-                                            std::to_string(data_len) + " bytes)");
-    }
-    if (*end - *begin != t.bytes) {
-      throw field_error("data_offsets", "span of " + std::to_string(*end - *begin) +
-                                            " bytes does not match " +
-                                            std::string(dtype_info(t.dtype).name) +
-                                            " x shape = " + std::to_string(t.bytes) + " bytes");
-    }
-    t.offset = out.header_bytes + *begin;
-    spans.push_back({*begin, *end, out.tensors.size()});
-    out.tensors.push_back(std::move(t));
+    TensorEntry entry = read_tensor_entry(key, value, out);
+    spans.push_back({entry.begin, entry.end, out.tensors.size()});
+    out.tensors.push_back(std::move(entry.info));
   };
   // A repeated key would silently hide a tensor or a field (nlohmann keeps the last one).
   const auto duplicate = [&](const std::string& entry, const std::string& key) {
@@ -400,20 +450,7 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::int64_t 
   } catch (const json::exception& e) {
     throw ParseError(name, kLengthPrefix, std::string("JSON header does not parse: ") + e.what());
   }
-
-  if (const auto overlap = detail::sort_and_find_overlap(spans)) {
-    const Span& s = *std::find_if(spans.begin(), spans.end(),
-                                  [&](const Span& x) { return x.index == overlap->first; });
-    throw ParseError(name, out.header_bytes + s.begin,
-                     "tensor " + show_name(out.tensors[s.index].name) + " data_offsets [" +
-                         std::to_string(s.begin) + ", " + std::to_string(s.end) +
-                         ") overlap tensor " + show_name(out.tensors[overlap->second].name));
-  }
-
-  std::vector<TensorInfo> sorted;
-  sorted.reserve(out.tensors.size());
-  for (const auto& s : spans) sorted.push_back(std::move(out.tensors[s.index]));
-  out.tensors = std::move(sorted);
+  order_tensors_by_offset(out, spans);
   return out;
 }
 

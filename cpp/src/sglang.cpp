@@ -245,24 +245,14 @@ std::int64_t ladder_count(const std::vector<SglangLadderStep>& ladder,
   return count;
 }
 
-// The numbers and the verdict of one stage into `b` (default-constructed): no text and no heap
-// allocation, so that a sweep evaluates its points without allocating.
-void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangConfig& c,
-                            SglangBreakdown& b) noexcept {
-  const SglangRules& rules = *p.rules;
-  const ModelSpec& spec = *p.spec;
-  b.tp_size = c.tp_size;
-  b.pp_size = c.pp_size;
-  b.dp_size = c.dp_size;
-  b.gpu_total_bytes = p.gpu->total_memory_bytes;
-  b.gpu_mib = p.gpu_mib;
-  b.gpu_mib_assumed = p.gpu_mib_assumed;
-  b.mla = spec.has_mla;
-  b.kv_element_bytes = p.kv_element_bytes;
-  b.page_size = c.page_size.value_or(rules.page_size_default);
-  b.context_length = c.context_length.value_or(spec.max_position_embeddings);
+// evaluate_stage_numbers' steps below write into its `b` and allocate nothing; a step that
+// returns false has found the stage cannot start (the caller sets the verdict).
 
-  // Defaults that depend on the GPU tier.
+// The GPU tier's defaults: chunked prefill size, the decode-graph batch ceiling and how many
+// prefill graphs are captured.
+void graph_and_chunk_defaults(const Prepared& p, const SglangConfig& c,
+                              SglangBreakdown& b) noexcept {
+  const SglangRules& rules = *p.rules;
   const SglangMemoryTier& tier = sglang_memory_tier(rules, p.gpu_mib);
   b.chunked_prefill_size = c.chunked_prefill_size.value_or(tier.chunked_prefill_size);
   if (c.disable_cuda_graph) {
@@ -283,26 +273,30 @@ void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangC
     }
     b.prefill_graph_count = ladder_count(rules.prefill_graph_ladder, max_tokens);
   }
+}
 
-  // f.
+// f: the configured mem_fraction_static or the release's default formula.
+void static_memory_fraction(const Prepared& p, const SglangConfig& c, SglangBreakdown& b) noexcept {
   if (c.mem_fraction_static) {
     b.mem_fraction_static = *c.mem_fraction_static;
-  } else {
-    SglangFractionInputs in;
-    in.gpu_mib = p.gpu_mib;
-    in.tp_size = c.tp_size;
-    in.pp_size = c.pp_size;
-    in.chunked_prefill_size = b.chunked_prefill_size;
-    in.max_prefill_tokens = c.max_prefill_tokens;
-    in.decode_graph_max_bs = b.cuda_graph_max_bs;
-    in.decode_graphs = b.cuda_graph_max_bs > 0;
-    in.prefill_graph_count = b.prefill_graph_count;
-    in.mla = b.mla;
-    b.mem_fraction_static = sglang_default_mem_fraction_static(rules, in);
-    b.mem_fraction_static_default = true;
+    return;
   }
+  SglangFractionInputs in;
+  in.gpu_mib = p.gpu_mib;
+  in.tp_size = c.tp_size;
+  in.pp_size = c.pp_size;
+  in.chunked_prefill_size = b.chunked_prefill_size;
+  in.max_prefill_tokens = c.max_prefill_tokens;
+  in.decode_graph_max_bs = b.cuda_graph_max_bs;
+  in.decode_graphs = b.cuda_graph_max_bs > 0;
+  in.prefill_graph_count = b.prefill_graph_count;
+  in.mla = b.mla;
+  b.mem_fraction_static = sglang_default_mem_fraction_static(*p.rules, in);
+  b.mem_fraction_static_default = true;
+}
 
-  // Baseline, weights, the budget.
+// Baseline, weights and the pool's budget (slack, rest); false if the weights leave nothing.
+bool pool_budget(const Prepared& p, const Stage& stage, SglangBreakdown& b) noexcept {
   b.cuda_context_bytes = p.cuda_context_bytes;
   b.nccl_bytes = p.nccl_bytes;
   b.baseline_free_bytes = p.baseline_free_bytes;
@@ -312,7 +306,7 @@ void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangC
   terms.baseline_free_bytes = b.baseline_free_bytes;
   terms.free_after_weights_bytes = b.free_after_weights_bytes;
   terms.mem_fraction_static = b.mem_fraction_static;
-  const SglangKvBudget budget = sglang_kv_budget(rules, terms);
+  const SglangKvBudget budget = sglang_kv_budget(*p.rules, terms);
   b.slack_bytes = budget.slack_bytes;
   b.rest_bytes = budget.rest_bytes;
   b.cell_bytes = stage.full_cell_bytes;
@@ -320,27 +314,30 @@ void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangC
   b.v_bytes_per_token = b.mla ? 0 : stage.full_cell_bytes - stage.k_bytes_per_token;
   b.mamba_state_bytes_per_slot = stage.mamba_bytes_per_slot;
   b.free_after_pool_bytes = b.free_after_weights_bytes;
-  if (b.rest_bytes <= 0) {
-    b.verdict = SglangVerdict::WeightsLeaveNoMemory;
-    return;
-  }
+  return b.rest_bytes > 0;
+}
 
-  // Hybrid Mamba / linear attention: the state pool comes out of the rest first.
-  std::int64_t kv_rest = b.rest_bytes;
-  if (stage.mamba_bytes_per_slot > 0) {
-    const double m = c.mamba_full_memory_ratio.value_or(rules.mamba_full_memory_ratio_default);
-    const double mamba_budget = static_cast<double>(b.rest_bytes) * m / (1.0 + m);
-    const double per_slot = static_cast<double>(stage.mamba_bytes_per_slot);
-    b.mamba_slots = static_cast<std::int64_t>(std::floor((mamba_budget - per_slot) / per_slot));
-    if (b.mamba_slots <= 0) {
-      b.verdict = SglangVerdict::NotEnoughMemory;
-      return;
-    }
-    b.mamba_pool_bytes = (b.mamba_slots + 1) * stage.mamba_bytes_per_slot;
-    kv_rest -= b.mamba_pool_bytes;
-  }
+// Hybrid Mamba / linear attention: the state pool comes out of the rest first (`kv_rest` is
+// what it leaves); false if no slot fits.
+bool mamba_state_pool(const Prepared& p, const Stage& stage, const SglangConfig& c,
+                      SglangBreakdown& b, std::int64_t& kv_rest) noexcept {
+  kv_rest = b.rest_bytes;
+  if (stage.mamba_bytes_per_slot <= 0) return true;
+  const double m = c.mamba_full_memory_ratio.value_or(p.rules->mamba_full_memory_ratio_default);
+  const double mamba_budget = static_cast<double>(b.rest_bytes) * m / (1.0 + m);
+  const double per_slot = static_cast<double>(stage.mamba_bytes_per_slot);
+  b.mamba_slots = static_cast<std::int64_t>(std::floor((mamba_budget - per_slot) / per_slot));
+  if (b.mamba_slots <= 0) return false;
+  b.mamba_pool_bytes = (b.mamba_slots + 1) * stage.mamba_bytes_per_slot;
+  kv_rest -= b.mamba_pool_bytes;
+  return true;
+}
 
-  // Tokens from bytes.
+// Tokens from the KV pool's bytes (full and sliding-window layers, page-aligned, under
+// max_total_tokens) and the pool's size; false if no token fits.
+bool kv_pool_tokens(const Prepared& p, const Stage& stage, const SglangConfig& c,
+                    std::int64_t kv_rest, SglangBreakdown& b) noexcept {
+  const SglangRules& rules = *p.rules;
   const std::int64_t page = b.page_size;
   if (stage.full_cell_bytes + stage.swa_cell_bytes > 0 && kv_rest > 0) {
     if (stage.swa_cell_bytes > 0) {
@@ -368,8 +365,7 @@ void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangC
   }
   if (b.max_total_num_tokens <= 0) {
     b.max_total_num_tokens = 0;
-    b.verdict = SglangVerdict::NotEnoughMemory;
-    return;
+    return false;
   }
   const std::int64_t padding = rules.kv_padding_page ? page : 0;
   const std::int64_t full_rows = b.max_total_num_tokens + padding;
@@ -377,8 +373,12 @@ void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangC
   b.v_size_bytes = full_rows * b.v_bytes_per_token;
   b.kv_pool_bytes = full_rows * stage.full_cell_bytes +
                     (b.swa_tokens > 0 ? (b.swa_tokens + padding) * stage.swa_cell_bytes : 0);
+  return true;
+}
 
-  // Requests and the req_to_token table.
+// Running requests, the req_to_token table and what the pools leave; false if no request runs.
+bool running_requests(const Prepared& p, const SglangConfig& c, SglangBreakdown& b) noexcept {
+  const SglangRules& rules = *p.rules;
   const std::int64_t tokens = b.max_total_num_tokens;
   const std::int64_t estimate = std::clamp<std::int64_t>(
       static_cast<std::int64_t>(static_cast<double>(tokens) /
@@ -398,17 +398,19 @@ void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangC
     b.max_running_requests =
         std::min(b.max_running_requests, b.mamba_slots / rules.mamba_slots_per_request);
   }
-  if (b.max_running_requests <= 0) {
-    b.verdict = SglangVerdict::NotEnoughMemory;
-    return;
-  }
+  if (b.max_running_requests <= 0) return false;
   b.req_to_token_bytes = (pool_requests + 1) *
                          (b.context_length + rules.req_to_token_extra_columns) *
                          rules.req_to_token_element_bytes;
   b.free_after_pool_bytes =
       b.free_after_weights_bytes - b.kv_pool_bytes - b.mamba_pool_bytes - b.req_to_token_bytes;
+  return true;
+}
 
-  // What the slack must still hold.
+// What the slack must still hold (graphs, the first prefill's activation) and the verdict.
+void graphs_and_first_prefill(const Prepared& p, const SglangConfig& c,
+                              SglangBreakdown& b) noexcept {
+  const SglangRules& rules = *p.rules;
   const std::int32_t graph_bs = b.cuda_graph_max_bs > 0
                                     ? static_cast<std::int32_t>(std::min<std::int64_t>(
                                           b.cuda_graph_max_bs, b.max_running_requests))
@@ -418,7 +420,7 @@ void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangC
                                        static_cast<double>(b.prefill_graph_count));
   const std::int64_t prefill_tokens =
       b.chunked_prefill_size > 0 ? b.chunked_prefill_size : c.max_prefill_tokens;
-  b.activation_bytes = activation_estimate(spec, prefill_tokens, c.tp_size, p.served_bytes);
+  b.activation_bytes = activation_estimate(*p.spec, prefill_tokens, c.tp_size, p.served_bytes);
   b.free_after_graphs_bytes =
       b.free_after_pool_bytes - b.decode_graph_bytes - b.prefill_graph_bytes;
   if (b.free_after_graphs_bytes < 0) {
@@ -428,6 +430,37 @@ void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangC
   } else {
     b.verdict = SglangVerdict::Started;
   }
+}
+
+// The numbers and the verdict of one stage into `b` (default-constructed): no text and no heap
+// allocation, so that a sweep evaluates its points without allocating.
+void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangConfig& c,
+                            SglangBreakdown& b) noexcept {
+  const SglangRules& rules = *p.rules;
+  const ModelSpec& spec = *p.spec;
+  b.tp_size = c.tp_size;
+  b.pp_size = c.pp_size;
+  b.dp_size = c.dp_size;
+  b.gpu_total_bytes = p.gpu->total_memory_bytes;
+  b.gpu_mib = p.gpu_mib;
+  b.gpu_mib_assumed = p.gpu_mib_assumed;
+  b.mla = spec.has_mla;
+  b.kv_element_bytes = p.kv_element_bytes;
+  b.page_size = c.page_size.value_or(rules.page_size_default);
+  b.context_length = c.context_length.value_or(spec.max_position_embeddings);
+  graph_and_chunk_defaults(p, c, b);
+  static_memory_fraction(p, c, b);
+  if (!pool_budget(p, stage, b)) {
+    b.verdict = SglangVerdict::WeightsLeaveNoMemory;
+    return;
+  }
+  std::int64_t kv_rest = 0;
+  if (!mamba_state_pool(p, stage, c, b, kv_rest) || !kv_pool_tokens(p, stage, c, kv_rest, b) ||
+      !running_requests(p, c, b)) {
+    b.verdict = SglangVerdict::NotEnoughMemory;
+    return;
+  }
+  graphs_and_first_prefill(p, c, b);
 }
 
 // SGLang's own error text for a failing verdict.

@@ -1,14 +1,14 @@
 // SGLang release rows from model_specs/sglang.yaml (compiled in): strict parsing, version lookup.
 #include <yaml-cpp/yaml.h>
 
-#include <cmath>
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
-#include <iomanip>
+#include <initializer_list>
 #include <optional>
-#include <set>
-#include <sstream>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "vramplan/errors.hpp"
@@ -21,54 +21,6 @@ namespace vramplan {
 namespace {
 
 Version version_of(const SglangRules& r) { return {r.major, r.minor, r.patch}; }
-
-// Every field a row must give; anything else is an unknown field.
-const std::set<std::string>& row_keys() {
-  static const std::set<std::string> keys = {
-      "from_version",
-      "release",
-      "default_fraction_rule",
-      "parallel_steps",
-      "parallel_steps_max_gpu_mib",
-      "large_gpu_fraction",
-      "boost_above_gpu_mib",
-      "boost_headroom_mib",
-      "boost_cap_reserve_mib",
-      "reserve_base_mib",
-      "reserve_per_activation_token_mib",
-      "min_activation_tokens",
-      "reserve_per_parallel_rank_mib",
-      "reserve_per_decode_graph_bs_mib",
-      "reserve_per_prefill_graph_mib",
-      "reserve_mla_prefill_graphs_mib",
-      "reserve_floor_mib",
-      "reserve_floor_above_gpu_mib",
-      "memory_tiers",
-      "large_tp_size",
-      "decode_graph_ladder",
-      "prefill_graphs",
-      "prefill_graph_ladder",
-      "mla_prefill_graph_max_tokens",
-      "running_requests_rule",
-      "req_pool_requests_per_context",
-      "req_pool_min_requests",
-      "req_pool_max_requests",
-      "req_to_token_extra_columns",
-      "req_to_token_element_bytes",
-      "page_size_default",
-      "kv_padding_page",
-      "weights_error",
-      "swa_full_tokens_ratio_default",
-      "mamba_full_memory_ratio_default",
-      "mamba_slots_per_request",
-      "decode_graph_estimate_mib_per_bs",
-      "prefill_graph_estimate_mib_per_size",
-      "cuda_context_bytes",
-      "nccl_pcie_bytes",
-      "nccl_nvlink_bytes",
-  };
-  return keys;
-}
 
 class Row {
  public:
@@ -167,41 +119,46 @@ std::vector<SglangLadderStep> ladder(const Row& row, const std::string& key) {
   return steps;
 }
 
-SglangRules parse_row(const YAML::Node& node, const std::string& file, std::size_t index) {
-  const std::string prefix = "sglang[" + std::to_string(index) + "].";
-  if (!node.IsMap())
-    throw SpecError(file, "sglang[" + std::to_string(index) + "]", "", "expected a map");
-  for (const auto& entry : node) {
-    const std::string key = entry.first.Scalar();
-    if (row_keys().count(key) == 0) {
-      throw SpecError(file, prefix + key, key, "unknown field");
-    }
+// A field with a vocabulary: its text must be one of `choices`' names, else an error listing them.
+template <typename T>
+T choice(const Row& row, const char* key, std::initializer_list<std::pair<const char*, T>> choices,
+         const char* expected) {
+  const std::string value = row.text(key);
+  for (const auto& [name, result] : choices) {
+    if (value == name) return result;
   }
-  const Row row(node, file, prefix);
-  SglangRules r;
-  r.from_version = row.text("from_version");
+  row.fail(key, value, expected);
+}
+
+void parse_from_version(SglangRules& r, const Row& row, const char* key) {
+  r.from_version = row.text(key);
   const auto version = Version::read(r.from_version);
-  if (!version) row.fail("from_version", r.from_version, "expected major.minor[.patch]");
+  if (!version) row.fail(key, r.from_version, "expected major.minor[.patch]");
   r.major = version->major;
   r.minor = version->minor;
   r.patch = version->patch;
-  r.release = row.text("release");
-  if (r.release.empty() || r.release.size() > 32)
-    row.fail("release", r.release, "expected a version");
+}
 
-  const std::string rule = row.text("default_fraction_rule");
-  if (rule == "parallel_steps") {
-    r.fraction_rule = SglangFractionRule::ParallelSteps;
-  } else if (rule == "tiered_reserve") {
-    r.fraction_rule = SglangFractionRule::TieredReserve;
-  } else if (rule == "reserve") {
-    r.fraction_rule = SglangFractionRule::Reserve;
-  } else {
-    row.fail("default_fraction_rule", rule, "expected parallel_steps, tiered_reserve or reserve");
-  }
-  const YAML::Node steps = row.list("parallel_steps");
+void parse_release(SglangRules& r, const Row& row, const char* key) {
+  r.release = row.text(key);
+  if (r.release.empty() || r.release.size() > 32) row.fail(key, r.release, "expected a version");
+}
+
+void parse_default_fraction_rule(SglangRules& r, const Row& row, const char* key) {
+  r.fraction_rule =
+      choice<SglangFractionRule>(row, key,
+                                 {{"parallel_steps", SglangFractionRule::ParallelSteps},
+                                  {"tiered_reserve", SglangFractionRule::TieredReserve},
+                                  {"reserve", SglangFractionRule::Reserve}},
+                                 "expected parallel_steps, tiered_reserve or reserve");
+}
+
+// [min_parallel_size, fraction] pairs by descending size; the parallel_steps rule needs a last
+// step of size 1.
+void parse_parallel_steps(SglangRules& r, const Row& row, const char* key) {
+  const YAML::Node steps = row.list(key);
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    const std::string at = "parallel_steps[" + std::to_string(i) + "]";
+    const std::string at = std::string(key) + "[" + std::to_string(i) + "]";
     if (!steps[i].IsSequence() || steps[i].size() != 2) {
       row.fail(at, "not [min_parallel_size, fraction]", "expected a pair");
     }
@@ -217,59 +174,57 @@ SglangRules parse_row(const YAML::Node& node, const std::string& file, std::size
   }
   if (r.fraction_rule == SglangFractionRule::ParallelSteps &&
       (r.parallel_steps.empty() || r.parallel_steps.back().min_parallel_size != 1)) {
-    row.fail("parallel_steps", "no step for size 1",
-             "the parallel_steps rule needs a last step of 1");
+    row.fail(key, "no step for size 1", "the parallel_steps rule needs a last step of 1");
   }
-  r.parallel_steps_max_gpu_mib = row.integer("parallel_steps_max_gpu_mib", 0, kMaxMib);
-  r.large_gpu_fraction = row.number("large_gpu_fraction", 0.0, 0.99);
-  r.boost_above_gpu_mib = row.integer("boost_above_gpu_mib", 0, kMaxMib);
-  r.boost_headroom_mib = row.integer("boost_headroom_mib", 0, kMaxMib);
-  r.boost_cap_reserve_mib = row.integer("boost_cap_reserve_mib", 0, kMaxMib);
-  r.reserve_base_mib = row.number("reserve_base_mib", 0.0, 1e6);
-  r.reserve_per_activation_token_mib = row.number("reserve_per_activation_token_mib", 0.0, 64.0);
-  r.min_activation_tokens = row.integer("min_activation_tokens", 0, kMaxTokens);
-  r.reserve_per_parallel_rank_mib = row.number("reserve_per_parallel_rank_mib", 0.0, 1e5);
-  r.reserve_per_decode_graph_bs_mib = row.number("reserve_per_decode_graph_bs_mib", 0.0, 1e3);
-  r.reserve_per_prefill_graph_mib = row.number("reserve_per_prefill_graph_mib", 0.0, 1e3);
-  r.reserve_mla_prefill_graphs_mib = row.number("reserve_mla_prefill_graphs_mib", 0.0, 1e6);
-  r.reserve_floor_mib = row.number("reserve_floor_mib", 0.0, 1e6);
-  r.reserve_floor_above_gpu_mib = row.integer("reserve_floor_above_gpu_mib", 0, kMaxMib);
-  if (r.fraction_rule == SglangFractionRule::Reserve && r.reserve_base_mib <= 0.0) {
-    row.fail("reserve_base_mib", "0", "the reserve rule needs a positive base");
-  }
+}
 
-  const YAML::Node tiers = row.list("memory_tiers");
-  if (tiers.size() == 0) row.fail("memory_tiers", "empty", "expected at least one tier");
+void parse_reserve_base_mib(SglangRules& r, const Row& row, const char* key) {
+  r.reserve_base_mib = row.number(key, 0.0, 1e6);
+  if (r.fraction_rule == SglangFractionRule::Reserve && r.reserve_base_mib <= 0.0) {
+    row.fail(key, "0", "the reserve rule needs a positive base");
+  }
+}
+
+// One memory tier (`at` is "memory_tiers[i]"); the per-tier reserve belongs to the
+// tiered_reserve rule only.
+SglangMemoryTier memory_tier(const SglangRules& r, const Row& row, const YAML::Node& node,
+                             const std::string& at) {
+  if (!node.IsMap()) row.fail(at, "not a map", "expected a map");
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    if (key != "below_mib" && key != "chunked_prefill_size" && key != "graph_max_bs_small_tp" &&
+        key != "graph_max_bs_large_tp" && key != "reserve_gib" &&
+        key != "reserve_gib_per_parallel") {
+      std::string field = at;
+      field += ".";
+      field += key;
+      row.fail(field, key, "unknown field");
+    }
+  }
+  const Row tier(node, row.file(), row.prefix() + at + ".");
+  SglangMemoryTier t;
+  t.below_mib = tier.integer("below_mib", 0, kMaxMib);
+  t.chunked_prefill_size = tier.integer("chunked_prefill_size", 1, kMaxTokens);
+  t.graph_max_bs_small_tp =
+      static_cast<std::int32_t>(tier.integer("graph_max_bs_small_tp", 1, 1 << 16));
+  t.graph_max_bs_large_tp =
+      static_cast<std::int32_t>(tier.integer("graph_max_bs_large_tp", 1, 1 << 16));
+  if (r.fraction_rule == SglangFractionRule::TieredReserve) {
+    t.reserve_gib = tier.number("reserve_gib", 0.0, 1024.0);
+    t.reserve_gib_per_parallel = tier.number("reserve_gib_per_parallel", 0.0, 64.0);
+  } else if (node["reserve_gib"] || node["reserve_gib_per_parallel"]) {
+    row.fail(at + ".reserve_gib", "present", "only the tiered_reserve rule has a per-tier reserve");
+  }
+  return t;
+}
+
+// Tiers by ascending below_mib; only the last is unbounded (below_mib 0).
+void parse_memory_tiers(SglangRules& r, const Row& row, const char* key) {
+  const YAML::Node tiers = row.list(key);
+  if (tiers.size() == 0) row.fail(key, "empty", "expected at least one tier");
   for (std::size_t i = 0; i < tiers.size(); ++i) {
-    const std::string at = "memory_tiers[" + std::to_string(i) + "]";
-    if (!tiers[i].IsMap()) row.fail(at, "not a map", "expected a map");
-    for (const auto& entry : tiers[i]) {
-      const std::string key = entry.first.Scalar();
-      if (key != "below_mib" && key != "chunked_prefill_size" && key != "graph_max_bs_small_tp" &&
-          key != "graph_max_bs_large_tp" && key != "reserve_gib" &&
-          key != "reserve_gib_per_parallel") {
-        std::string field = at;
-        field += ".";
-        field += key;
-        row.fail(field, key, "unknown field");
-      }
-    }
-    const Row tier(tiers[i], file, prefix + at + ".");
-    SglangMemoryTier t;
-    t.below_mib = tier.integer("below_mib", 0, kMaxMib);
-    t.chunked_prefill_size = tier.integer("chunked_prefill_size", 1, kMaxTokens);
-    t.graph_max_bs_small_tp =
-        static_cast<std::int32_t>(tier.integer("graph_max_bs_small_tp", 1, 1 << 16));
-    t.graph_max_bs_large_tp =
-        static_cast<std::int32_t>(tier.integer("graph_max_bs_large_tp", 1, 1 << 16));
-    // The per-tier reserve belongs to the tiered_reserve rule only.
-    if (r.fraction_rule == SglangFractionRule::TieredReserve) {
-      t.reserve_gib = tier.number("reserve_gib", 0.0, 1024.0);
-      t.reserve_gib_per_parallel = tier.number("reserve_gib_per_parallel", 0.0, 64.0);
-    } else if (tiers[i]["reserve_gib"] || tiers[i]["reserve_gib_per_parallel"]) {
-      row.fail(at + ".reserve_gib", "present",
-               "only the tiered_reserve rule has a per-tier reserve");
-    }
+    const std::string at = std::string(key) + "[" + std::to_string(i) + "]";
+    const SglangMemoryTier t = memory_tier(r, row, tiers[i], at);
     const bool last = i + 1 == tiers.size();
     if (last != (t.below_mib == 0)) {
       row.fail(at + ".below_mib", std::to_string(t.below_mib),
@@ -280,49 +235,140 @@ SglangRules parse_row(const YAML::Node& node, const std::string& file, std::size
     }
     r.memory_tiers.push_back(t);
   }
-  r.large_tp_size = static_cast<std::int32_t>(row.integer("large_tp_size", 1, 1 << 16));
-  r.decode_graph_ladder = ladder(row, "decode_graph_ladder");
-  if (r.decode_graph_ladder.empty()) row.fail("decode_graph_ladder", "empty", "expected steps");
-  r.prefill_graphs = row.flag("prefill_graphs");
-  r.prefill_graph_ladder = ladder(row, "prefill_graph_ladder");
-  if (r.prefill_graphs && r.prefill_graph_ladder.empty()) {
-    row.fail("prefill_graph_ladder", "empty", "prefill_graphs needs a ladder");
-  }
-  r.mla_prefill_graph_max_tokens = row.integer("mla_prefill_graph_max_tokens", 0, kMaxTokens);
+}
 
-  const std::string running = row.text("running_requests_rule");
-  if (running == "pool_bound") {
-    r.running_requests_rule = SglangRunningRequestsRule::PoolBound;
-  } else if (running == "half_tokens") {
-    r.running_requests_rule = SglangRunningRequestsRule::HalfTokens;
-  } else {
-    row.fail("running_requests_rule", running, "expected pool_bound or half_tokens");
+void parse_decode_graph_ladder(SglangRules& r, const Row& row, const char* key) {
+  r.decode_graph_ladder = ladder(row, key);
+  if (r.decode_graph_ladder.empty()) row.fail(key, "empty", "expected steps");
+}
+
+void parse_prefill_graph_ladder(SglangRules& r, const Row& row, const char* key) {
+  r.prefill_graph_ladder = ladder(row, key);
+  if (r.prefill_graphs && r.prefill_graph_ladder.empty()) {
+    row.fail(key, "empty", "prefill_graphs needs a ladder");
   }
-  r.req_pool_requests_per_context = row.integer("req_pool_requests_per_context", 1, kMaxTokens);
-  r.req_pool_min_requests = row.integer("req_pool_min_requests", 1, kMaxTokens);
-  r.req_pool_max_requests =
-      row.integer("req_pool_max_requests", r.req_pool_min_requests, kMaxTokens);
-  r.req_to_token_extra_columns = row.integer("req_to_token_extra_columns", 0, 1 << 16);
-  r.req_to_token_element_bytes = row.integer("req_to_token_element_bytes", 1, 8);
-  r.page_size_default = static_cast<std::int32_t>(row.integer("page_size_default", 1, 1024));
-  r.kv_padding_page = row.flag("kv_padding_page");
-  const std::string weights_error = row.text("weights_error");
-  if (weights_error == "not_enough_memory") {
-    r.weights_error = SglangWeightsError::NotEnoughMemory;
-  } else if (weights_error == "leave_no_memory") {
-    r.weights_error = SglangWeightsError::LeaveNoMemory;
+}
+
+void parse_running_requests_rule(SglangRules& r, const Row& row, const char* key) {
+  r.running_requests_rule =
+      choice<SglangRunningRequestsRule>(row, key,
+                                        {{"pool_bound", SglangRunningRequestsRule::PoolBound},
+                                         {"half_tokens", SglangRunningRequestsRule::HalfTokens}},
+                                        "expected pool_bound or half_tokens");
+}
+
+void parse_req_pool_max_requests(SglangRules& r, const Row& row, const char* key) {
+  r.req_pool_max_requests = row.integer(key, r.req_pool_min_requests, kMaxTokens);
+}
+
+void parse_weights_error(SglangRules& r, const Row& row, const char* key) {
+  r.weights_error =
+      choice<SglangWeightsError>(row, key,
+                                 {{"not_enough_memory", SglangWeightsError::NotEnoughMemory},
+                                  {"leave_no_memory", SglangWeightsError::LeaveNoMemory}},
+                                 "expected not_enough_memory or leave_no_memory");
+}
+
+// One field of an SGLang row: its key, the SglangRules member it sets and the bounds it must lie
+// in (an integer's bounds are exact in a double), or the parser of a field with a vocabulary, a
+// shape or a rule tying it to a field before it.
+using SglangFieldParser = void (*)(SglangRules&, const Row&, const char* key);
+struct SglangField {
+  const char* key;
+  std::variant<std::int64_t SglangRules::*, std::int32_t SglangRules::*, double SglangRules::*,
+               bool SglangRules::*, SglangFieldParser>
+      target;
+  double low = 0.0;
+  double high = 0.0;
+};
+
+// Every field of a row, in the order a row is read (so a row's first error is the one
+// reported); any other key is an unknown field.
+const std::vector<SglangField>& sglang_fields() {
+  using R = SglangRules;
+  constexpr auto kMib = static_cast<double>(kMaxMib);
+  constexpr auto kTokens = static_cast<double>(kMaxTokens);
+  constexpr auto kBytes = static_cast<double>(kMaxBytes);
+  static const std::vector<SglangField> fields = {
+      {"from_version", parse_from_version},
+      {"release", parse_release},
+      {"default_fraction_rule", parse_default_fraction_rule},
+      {"parallel_steps", parse_parallel_steps},
+      {"parallel_steps_max_gpu_mib", &R::parallel_steps_max_gpu_mib, 0.0, kMib},
+      {"large_gpu_fraction", &R::large_gpu_fraction, 0.0, 0.99},
+      {"boost_above_gpu_mib", &R::boost_above_gpu_mib, 0.0, kMib},
+      {"boost_headroom_mib", &R::boost_headroom_mib, 0.0, kMib},
+      {"boost_cap_reserve_mib", &R::boost_cap_reserve_mib, 0.0, kMib},
+      {"reserve_base_mib", parse_reserve_base_mib},
+      {"reserve_per_activation_token_mib", &R::reserve_per_activation_token_mib, 0.0, 64.0},
+      {"min_activation_tokens", &R::min_activation_tokens, 0.0, kTokens},
+      {"reserve_per_parallel_rank_mib", &R::reserve_per_parallel_rank_mib, 0.0, 1e5},
+      {"reserve_per_decode_graph_bs_mib", &R::reserve_per_decode_graph_bs_mib, 0.0, 1e3},
+      {"reserve_per_prefill_graph_mib", &R::reserve_per_prefill_graph_mib, 0.0, 1e3},
+      {"reserve_mla_prefill_graphs_mib", &R::reserve_mla_prefill_graphs_mib, 0.0, 1e6},
+      {"reserve_floor_mib", &R::reserve_floor_mib, 0.0, 1e6},
+      {"reserve_floor_above_gpu_mib", &R::reserve_floor_above_gpu_mib, 0.0, kMib},
+      {"memory_tiers", parse_memory_tiers},
+      {"large_tp_size", &R::large_tp_size, 1.0, 1 << 16},
+      {"decode_graph_ladder", parse_decode_graph_ladder},
+      {"prefill_graphs", &R::prefill_graphs},
+      {"prefill_graph_ladder", parse_prefill_graph_ladder},
+      {"mla_prefill_graph_max_tokens", &R::mla_prefill_graph_max_tokens, 0.0, kTokens},
+      {"running_requests_rule", parse_running_requests_rule},
+      {"req_pool_requests_per_context", &R::req_pool_requests_per_context, 1.0, kTokens},
+      {"req_pool_min_requests", &R::req_pool_min_requests, 1.0, kTokens},
+      {"req_pool_max_requests", parse_req_pool_max_requests},
+      {"req_to_token_extra_columns", &R::req_to_token_extra_columns, 0.0, 1 << 16},
+      {"req_to_token_element_bytes", &R::req_to_token_element_bytes, 1.0, 8.0},
+      {"page_size_default", &R::page_size_default, 1.0, 1024.0},
+      {"kv_padding_page", &R::kv_padding_page},
+      {"weights_error", parse_weights_error},
+      {"swa_full_tokens_ratio_default", &R::swa_full_tokens_ratio_default, 0.01, 1.0},
+      {"mamba_full_memory_ratio_default", &R::mamba_full_memory_ratio_default, 0.01, 100.0},
+      {"mamba_slots_per_request", &R::mamba_slots_per_request, 1.0, 64.0},
+      {"decode_graph_estimate_mib_per_bs", &R::decode_graph_estimate_mib_per_bs, 0.0, 1e3},
+      {"prefill_graph_estimate_mib_per_size", &R::prefill_graph_estimate_mib_per_size, 0.0, 1e3},
+      {"cuda_context_bytes", &R::cuda_context_bytes, 0.0, kBytes},
+      {"nccl_pcie_bytes", &R::nccl_pcie_bytes, 0.0, kBytes},
+      {"nccl_nvlink_bytes", &R::nccl_nvlink_bytes, 0.0, kBytes},
+  };
+  return fields;
+}
+
+// One field's value from the row into `r`.
+void apply_field(SglangRules& r, const Row& row, const SglangField& field) {
+  const char* key = field.key;
+  const auto whole = [&] {
+    return row.integer(key, static_cast<std::int64_t>(field.low),
+                       static_cast<std::int64_t>(field.high));
+  };
+  if (const auto* wide = std::get_if<std::int64_t SglangRules::*>(&field.target)) {
+    r.** wide = whole();
+  } else if (const auto* narrow = std::get_if<std::int32_t SglangRules::*>(&field.target)) {
+    r.** narrow = static_cast<std::int32_t>(whole());
+  } else if (const auto* number = std::get_if<double SglangRules::*>(&field.target)) {
+    r.** number = row.number(key, field.low, field.high);
+  } else if (const auto* flag = std::get_if<bool SglangRules::*>(&field.target)) {
+    r.** flag = row.flag(key);
   } else {
-    row.fail("weights_error", weights_error, "expected not_enough_memory or leave_no_memory");
+    std::get<SglangFieldParser>(field.target)(r, row, key);
   }
-  r.swa_full_tokens_ratio_default = row.number("swa_full_tokens_ratio_default", 0.01, 1.0);
-  r.mamba_full_memory_ratio_default = row.number("mamba_full_memory_ratio_default", 0.01, 100.0);
-  r.mamba_slots_per_request = row.integer("mamba_slots_per_request", 1, 64);
-  r.decode_graph_estimate_mib_per_bs = row.number("decode_graph_estimate_mib_per_bs", 0.0, 1e3);
-  r.prefill_graph_estimate_mib_per_size =
-      row.number("prefill_graph_estimate_mib_per_size", 0.0, 1e3);
-  r.cuda_context_bytes = row.integer("cuda_context_bytes", 0, kMaxBytes);
-  r.nccl_pcie_bytes = row.integer("nccl_pcie_bytes", 0, kMaxBytes);
-  r.nccl_nvlink_bytes = row.integer("nccl_nvlink_bytes", 0, kMaxBytes);
+}
+
+SglangRules parse_row(const YAML::Node& node, const std::string& file, std::size_t index) {
+  const std::string prefix = "sglang[" + std::to_string(index) + "].";
+  if (!node.IsMap())
+    throw SpecError(file, "sglang[" + std::to_string(index) + "]", "", "expected a map");
+  const std::vector<SglangField>& fields = sglang_fields();
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    const bool known = std::any_of(fields.begin(), fields.end(),
+                                   [&key](const SglangField& field) { return key == field.key; });
+    if (!known) throw SpecError(file, prefix + key, key, "unknown field");
+  }
+  const Row row(node, file, prefix);
+  SglangRules r;
+  for (const SglangField& field : fields) apply_field(r, row, field);
   return r;
 }
 

@@ -59,6 +59,8 @@ void register_calibrate(py::module_& m) {
           .release()
           .ptr();
   // Registered after the generic translator, so tried first: keeps the named terms.
+  // pybind11's translator type takes the exception_ptr by value.
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -207,7 +207,7 @@ py::dict launch_sweep(const vramplan::CompiledLaunch& launch, const py::dict& kn
     for (std::int64_t v : *values) vramplan::set_knob(probe, name, v);
   }
   const std::int64_t rows = vramplan::sweep_size(grid);
-  const py::dict columns = out ? *out : sweep_columns(rows);
+  py::dict columns = out ? *out : sweep_columns(rows);  // not const: returned by move
   const std::int64_t offset = out ? row_offset : 0;
   const vramplan::SweepColumns into{
       column_rows<double>(columns, "gpu_memory_utilization", offset, rows),

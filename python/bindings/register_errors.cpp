@@ -31,6 +31,8 @@ void register_errors(py::module_& m) {
   g_spec_error = py::exception<vramplan::SpecError>(m, "SpecError", g_error).release().ptr();
   g_parse_error = py::exception<vramplan::ParseError>(m, "ParseError", g_error).release().ptr();
   g_config_error = py::exception<vramplan::ConfigError>(m, "ConfigError", g_error).release().ptr();
+  // pybind11's translator type takes the exception_ptr by value.
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -18,11 +18,10 @@ const std::vector<EngineDescriptor>& engine_descriptors() {
       {"sglang", "SGLang", "python -m sglang.launch_server", "sglang.Engine",
        "model_specs/sglang.yaml", LogVocabulary::Sglang, &sglang_knob_specs,
        &newest_known_sglang_version,
+       +[](EnginePlanRef p) { return std::get<const SglangPlan*>(p)->launch_argv; },
        +[](EnginePlanRef p) {
-         return sglang_launch_argv(std::get<const SglangPlan*>(p)->planned_config);
-       },
-       +[](EnginePlanRef p) {
-         return sglang_engine_kwargs(std::get<const SglangPlan*>(p)->planned_config);
+         const SglangPlan& plan = *std::get<const SglangPlan*>(p);
+         return sglang_engine_kwargs(plan.planned_config.model_path, plan.launch_argv);
        },
        // SGLang takes every modelled knob as a flag: no environment is needed.
        +[](EnginePlanRef /*plan*/) { return nlohmann::json::object(); }},

@@ -755,7 +755,7 @@ SglangBreakdown sglang_breakdown(const ModelSpec& spec, const GpuSpec& gpu,
   return evaluate(prepare(spec, gpu, rules, config), config);
 }
 
-std::vector<std::string> sglang_launch_argv(const SglangConfig& c) {
+std::vector<std::string> sglang_launch_argv(const SglangConfig& c, const SglangRules& rules) {
   std::vector<std::string> words;
   auto add = [&words](const char* flag, const std::string& value) {
     words.emplace_back(flag);
@@ -773,7 +773,9 @@ std::vector<std::string> sglang_launch_argv(const SglangConfig& c) {
     add("--chunked-prefill-size", std::to_string(*c.chunked_prefill_size));
   if (c.max_prefill_tokens != 16384)
     add("--max-prefill-tokens", std::to_string(c.max_prefill_tokens));
-  if (c.cuda_graph_max_bs) add("--cuda-graph-max-bs", std::to_string(*c.cuda_graph_max_bs));
+  if (c.cuda_graph_max_bs) {
+    add(rules.cuda_graph_max_bs_flag.c_str(), std::to_string(*c.cuda_graph_max_bs));
+  }
   if (c.page_size) add("--page-size", std::to_string(*c.page_size));
   if (c.kv_cache_dtype != "auto") add("--kv-cache-dtype", c.kv_cache_dtype);
   if (c.swa_full_tokens_ratio)
@@ -785,10 +787,10 @@ std::vector<std::string> sglang_launch_argv(const SglangConfig& c) {
   return words;
 }
 
-nlohmann::json sglang_engine_kwargs(const SglangConfig& c) {
+nlohmann::json sglang_engine_kwargs(const std::string& model_path,
+                                    const std::vector<std::string>& words) {
   nlohmann::json j = nlohmann::json::object();
-  j["model_path"] = c.model_path;
-  const std::vector<std::string> words = sglang_launch_argv(c);
+  j["model_path"] = model_path;
   for (std::size_t i = 0; i < words.size(); ++i) {
     std::string key = words[i].substr(2);
     std::replace(key.begin(), key.end(), '-', '_');
@@ -804,9 +806,9 @@ nlohmann::json sglang_engine_kwargs(const SglangConfig& c) {
   return j;
 }
 
-std::string sglang_launch_line(const SglangConfig& c) {
+std::string sglang_launch_line(const SglangConfig& c, const SglangRules& rules) {
   std::string line = "python -m sglang.launch_server --model-path " + shell_quote(c.model_path);
-  for (const std::string& word : sglang_launch_argv(c)) {
+  for (const std::string& word : sglang_launch_argv(c, rules)) {
     line += " ";
     line += word.rfind("--", 0) == 0 ? word : shell_quote(word);
   }
@@ -992,12 +994,15 @@ std::vector<Remedy> sglang_remedies(const ModelSpec& spec, const GpuSpec& gpu,
     }
     Remedy r;
     r.kind = candidate.kind;
-    r.change = knob_flag(candidate.knob) + " " + candidate.value;
+    const std::string flag = std::string(candidate.knob) == "cuda_graph_max_bs"
+                                 ? rules.cuda_graph_max_bs_flag
+                                 : knob_flag(candidate.knob);
+    r.change = flag + " " + candidate.value;
     r.changes.push_back({candidate.knob, candidate.value, candidate.before, ""});
     if (*candidate.drops != '\0') r.drops.emplace_back(candidate.drops);
     r.fits = remedied.fits;
     r.detail = remedied.verdict;
-    for (const std::string& word : sglang_launch_argv(remedied.planned_config)) {
+    for (const std::string& word : remedied.launch_argv) {
       r.flags += (r.flags.empty() ? "" : " ") + shell_quote(word);
     }
     out.push_back(std::move(r));
@@ -1045,7 +1050,8 @@ SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRu
   largest_knobs(p, written, plan);
   judge(targets, plan);
   plan.error_band = sglang_error_band(sglang_table().accuracy);
-  plan.launch_line = sglang_launch_line(planned);
+  plan.launch_line = sglang_launch_line(planned, rules);
+  plan.launch_argv = sglang_launch_argv(planned, rules);
   plan.planned_config = std::move(planned);
   if (!plan.fits && targets.remedies) {
     plan.remedies = sglang_remedies(spec, gpu, rules, written, targets, plan);

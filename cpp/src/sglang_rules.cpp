@@ -139,6 +139,15 @@ void parse_from_version(SglangRules& r, const Row& row, const char* key) {
   r.patch = version->patch;
 }
 
+void parse_cuda_graph_max_bs_flag(SglangRules& r, const Row& row, const char* key) {
+  r.cuda_graph_max_bs_flag = row.text(key);
+  if (r.cuda_graph_max_bs_flag != "--cuda-graph-max-bs" &&
+      r.cuda_graph_max_bs_flag != "--cuda-graph-max-bs-decode") {
+    row.fail(key, r.cuda_graph_max_bs_flag,
+             "expected --cuda-graph-max-bs or --cuda-graph-max-bs-decode");
+  }
+}
+
 void parse_release(SglangRules& r, const Row& row, const char* key) {
   r.release = row.text(key);
   if (r.release.empty() || r.release.size() > 32) row.fail(key, r.release, "expected a version");
@@ -328,6 +337,7 @@ const std::vector<SglangField>& sglang_fields() {
       {"mamba_slots_per_request", &R::mamba_slots_per_request, 1.0, 64.0},
       {"decode_graph_estimate_mib_per_bs", &R::decode_graph_estimate_mib_per_bs, 0.0, 1e3},
       {"prefill_graph_estimate_mib_per_size", &R::prefill_graph_estimate_mib_per_size, 0.0, 1e3},
+      {"cuda_graph_max_bs_flag", parse_cuda_graph_max_bs_flag},
       {"cuda_context_bytes", &R::cuda_context_bytes, 0.0, kBytes},
       {"nccl_pcie_bytes", &R::nccl_pcie_bytes, 0.0, kBytes},
       {"nccl_nvlink_bytes", &R::nccl_nvlink_bytes, 0.0, kBytes},

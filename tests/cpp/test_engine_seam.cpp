@@ -127,6 +127,7 @@ TEST(EngineSeam, SglangDescriptorRendersItsOwnPlan) {
   plan.planned_config.mem_fraction_static = 0.8125;
   plan.planned_config.chunked_prefill_size = -1;
   plan.planned_config.disable_cuda_graph = true;
+  plan.launch_argv = sglang_launch_argv(plan.planned_config, sglang_table().rows.back());
   const std::vector<std::string> argv = sglang.launch_argv(&plan);
   const std::vector<std::string> expected = {
       "--tp-size",           "2", "--mem-fraction-static", "0.812", "--chunked-prefill-size", "-1",

@@ -472,9 +472,24 @@ TEST(SglangPlan, LaunchLineIsShellSafe) {
   config.model_path = "/models/my model's dir";
   config.mem_fraction_static = 0.85;
   config.chunked_prefill_size = -1;
-  EXPECT_EQ(sglang_launch_line(config),
+  EXPECT_EQ(sglang_launch_line(config, rules_0523()),
             "python -m sglang.launch_server --model-path '/models/my model'\\''s dir' "
             "--mem-fraction-static 0.850 --chunked-prefill-size -1");
+}
+
+// 0.5.23 has no --cuda-graph-max-bs: its decode and prefill graphs take one flag each
+// (arg_groups/fields/exec_.py), and argparse refuses the shared prefix as ambiguous. 0.4.x
+// takes --cuda-graph-max-bs (server_args.py).
+TEST(SglangPlan, GraphBatchFlagIsTheReleases) {
+  SglangConfig config;
+  config.model_path = "m";
+  config.cuda_graph_max_bs = 16;
+  EXPECT_EQ(sglang_launch_line(config, rules_0523()),
+            "python -m sglang.launch_server --model-path m --cuda-graph-max-bs-decode 16");
+  EXPECT_EQ(sglang_launch_line(config, rules_046()),
+            "python -m sglang.launch_server --model-path m --cuda-graph-max-bs 16");
+  const nlohmann::json kwargs = sglang_engine_kwargs("m", sglang_launch_argv(config, rules_0523()));
+  EXPECT_EQ(kwargs.at("cuda_graph_max_bs_decode"), 16);
 }
 
 // ---- versions and hostile rows -------------------------------------------------------------

@@ -108,6 +108,8 @@ struct SglangRules {
   std::int64_t mamba_slots_per_request = 3;
   double decode_graph_estimate_mib_per_bs = 0.0;
   double prefill_graph_estimate_mib_per_size = 0.0;
+  // The flag that sets the decode graphs' largest batch (0.5.23: --cuda-graph-max-bs-decode).
+  std::string cuda_graph_max_bs_flag = "--cuda-graph-max-bs";
 
   std::int64_t cuda_context_bytes = 0;
   std::int64_t nccl_pcie_bytes = 0;
@@ -332,8 +334,9 @@ struct SglangPlan {
   // The largest mem_fraction_static that starts with the safety margin left in the slack: the
   // planned value unless the user gave one.
   std::optional<double> safe_mem_fraction_static;
-  SglangBreakdown planned;  // the launch with the planned mem_fraction_static
-  std::string launch_line;  // python -m sglang.launch_server ... (shell-safe)
+  SglangBreakdown planned;               // the launch with the planned mem_fraction_static
+  std::string launch_line;               // python -m sglang.launch_server ... (shell-safe)
+  std::vector<std::string> launch_argv;  // its flags as argv words, as the release spells them
   SglangConfig planned_config;
 
   // The planned launch judged against the targets: it starts, keeps the margin free in the
@@ -356,11 +359,14 @@ SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRu
 
 // `python -m sglang.launch_server --model-path ... --tp-size ... --mem-fraction-static ...`
 // with every value single-quoted where the shell would read it otherwise.
-std::string sglang_launch_line(const SglangConfig& config);
+// Flags are spelled as the row's release takes them (its cuda_graph_max_bs_flag).
+std::string sglang_launch_line(const SglangConfig& config, const SglangRules& rules);
 // The launch line's flags as argv words (the model not included: it is --model-path's value).
-std::vector<std::string> sglang_launch_argv(const SglangConfig& config);
-// Keyword arguments for `sglang.Engine(**kwargs)` (ServerArgs names), the model included.
-nlohmann::json sglang_engine_kwargs(const SglangConfig& config);
+std::vector<std::string> sglang_launch_argv(const SglangConfig& config, const SglangRules& rules);
+// Keyword arguments for `sglang.Engine(**kwargs)` (ServerArgs names: the flags of `argv`), the
+// model included.
+nlohmann::json sglang_engine_kwargs(const std::string& model_path,
+                                    const std::vector<std::string>& argv);
 
 nlohmann::json to_json(const SglangBreakdown& breakdown);
 nlohmann::json to_json(const SglangPlan& plan);

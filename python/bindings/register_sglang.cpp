@@ -113,6 +113,8 @@ py::dict sglang_sweep_columns(std::int64_t rows) {
   return d;
 }
 
+void register_sglang_log(py::module_& m);
+
 }  // namespace
 
 void register_sglang(py::module_& m) {
@@ -232,6 +234,13 @@ void register_sglang(py::module_& m) {
       },
       py::arg("vllm_name"),
       "SGLang's knob nearest in meaning to a vLLM knob name ('' where SGLang has none).");
+  register_sglang_log(m);
+}
+
+namespace {
+
+// SGLang's startup-log reader: text, a path, or a named error for anything else.
+void register_sglang_log(py::module_& m) {
   m.def(
       "parse_sglang_log",
       [](const std::string& text) {
@@ -267,5 +276,7 @@ void register_sglang(py::module_& m) {
       },
       py::arg("text"));
 }
+
+}  // namespace
 
 }  // namespace vramplan_py

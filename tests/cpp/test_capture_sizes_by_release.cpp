@@ -19,23 +19,13 @@ using namespace vramplan;
 
 namespace {
 
-const SpecDatabase& database() { return vramplan_test::shipped_database(); }
-
-struct Launch {
-  std::shared_ptr<const ModelSpec> spec;
-  HardwareConfig hardware;
-  EngineConfig config;
-};
+using Launch = vramplan_test::ReleaseLaunch;
 
 Launch launch(const char* model, const char* gpu, const char* version) {
-  Launch l;
-  l.spec = std::make_shared<const ModelSpec>(database().model(model));
-  l.hardware.gpu = database().gpu(gpu);
-  l.config.engine_version = version;
-  return l;
+  return vramplan_test::release_launch(model, gpu, version);
 }
 
-Breakdown breakdown(const Launch& l) { return compute_breakdown(*l.spec, l.hardware, l.config); }
+Breakdown breakdown(const Launch& l) { return vramplan_test::breakdown_of(l); }
 
 }  // namespace
 

@@ -4,9 +4,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <system_error>
 
+#include "vramplan/engine.hpp"
 #include "vramplan/spec_db.hpp"
 
 namespace vramplan_test {
@@ -78,6 +80,26 @@ inline void write_file(const std::filesystem::path& p, const std::string& bytes)
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   ASSERT_TRUE(out.good()) << p;
+}
+
+// A shipped model on a shipped GPU at one engine release: what the release tests change one
+// knob of and break down.
+struct ReleaseLaunch {
+  std::shared_ptr<const vramplan::ModelSpec> spec;
+  vramplan::HardwareConfig hardware;
+  vramplan::EngineConfig config;
+};
+
+inline ReleaseLaunch release_launch(const char* model, const char* gpu, const char* version) {
+  ReleaseLaunch l;
+  l.spec = std::make_shared<const vramplan::ModelSpec>(shipped_database().model(model));
+  l.hardware.gpu = shipped_database().gpu(gpu);
+  l.config.engine_version = version;
+  return l;
+}
+
+inline vramplan::Breakdown breakdown_of(const ReleaseLaunch& l) {
+  return vramplan::compute_breakdown(*l.spec, l.hardware, l.config);
 }
 
 }  // namespace vramplan_test

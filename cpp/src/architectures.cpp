@@ -138,7 +138,17 @@ enum class Sliding : std::uint8_t {
 };
 
 // The vision tower a multimodal wrapper carries (counted by parameters, stored unquantized).
-enum class Vision : std::uint8_t { None, Vit, Siglip, Llava, Qwen2Vl, Qwen25Vl, Qwen3Vl, Pixtral };
+enum class Vision : std::uint8_t {
+  None,
+  Vit,
+  Siglip,
+  Llava,
+  Qwen2Vl,
+  Qwen25Vl,
+  Qwen3Vl,
+  Pixtral,
+  Gemma4
+};
 
 struct Context {
   const ConfigFields& f;  // the text config, family defaults applied
@@ -330,6 +340,49 @@ void llama4(Context& c) {
   }
 }
 
+// Gemma-4 as vLLM 0.33's gemma4.py builds it from transformers' Gemma4TextConfig: full-attention
+// layers take global_head_dim and, with attention_k_eq_v, num_global_key_value_heads
+// (per_layer_config); the last num_kv_shared_layers read the KV of the last earlier layer of
+// their kind (q/o projections only) and, with use_double_wide_mlp, a 2x MLP; an MoE block
+// (num_experts not null) runs beside the dense MLP; hidden_size_per_layer_input > 0 adds
+// per-layer input embeddings. Norms per layer: input, post-attention, pre- and post-feedforward,
+// with MoE three more and the router's scale, with per-layer inputs the post-PLE norm.
+void gemma4(Context& c) {
+  const ConfigFields& f = c.f;
+  c.doc["full_attention_head_dim"] = f.integer("global_head_dim");
+  if (f.boolean_or("attention_k_eq_v", false) && f.has("num_global_key_value_heads")) {
+    c.doc["full_attention_num_key_value_heads"] = f.integer("num_global_key_value_heads");
+  }
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  const std::int64_t shared = f.integer_or("num_kv_shared_layers", 0);
+  if (shared >= layers) {
+    f.fail("num_kv_shared_layers", std::to_string(shared),
+           "must be below num_hidden_layers (" + std::to_string(layers) + ")");
+  }
+  if (shared > 0) {
+    c.doc["num_kv_shared_layers"] = shared;
+    if (f.boolean_or("use_double_wide_mlp", false)) c.doc["kv_shared_double_wide_mlp"] = true;
+  }
+  std::int64_t norms = 4;
+  if (f.has("num_experts")) {
+    const std::int64_t expert_width = f.has("moe_intermediate_size")
+                                          ? f.integer("moe_intermediate_size")
+                                          : f.integer("expert_intermediate_size");
+    c.doc["moe"] = {{"num_experts", f.integer("num_experts")},
+                    {"num_experts_per_tok", f.integer("top_k_experts")},
+                    {"moe_intermediate_size", expert_width},
+                    {"dense_mlp_beside_experts", true}};
+    norms += 4;
+  }
+  const std::int64_t per_layer_input = f.integer_or("hidden_size_per_layer_input", 0);
+  if (per_layer_input > 0) {
+    c.doc["per_layer_input_size"] = per_layer_input;
+    c.doc["per_layer_input_vocab_size"] = f.integer("vocab_size_per_layer_input");
+    norms += 1;
+  }
+  c.doc["norms_per_layer"] = norms;
+}
+
 void glm4_moe(Context& c) {
   const ConfigFields& f = c.f;
   c.doc["moe"] = {{"num_experts", f.integer("n_routed_experts")},
@@ -443,6 +496,7 @@ constexpr NamedRule kRules[] = {
     {"qwen3_5_hybrid", qwen3_5_hybrid},
     {"nemotron_h", nemotron_h},
     {"falcon", falcon},
+    {"gemma4", gemma4},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------
@@ -474,7 +528,7 @@ struct NamedVision {
 constexpr NamedVision kVisions[] = {
     {"vit", Vision::Vit},          {"siglip", Vision::Siglip},       {"llava", Vision::Llava},
     {"qwen2_vl", Vision::Qwen2Vl}, {"qwen2_5_vl", Vision::Qwen25Vl}, {"qwen3_vl", Vision::Qwen3Vl},
-    {"pixtral", Vision::Pixtral},
+    {"pixtral", Vision::Pixtral},  {"gemma4", Vision::Gemma4},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -797,6 +851,24 @@ std::int64_t vit_encoder(const ConfigFields& v) {
   return layers * per_layer + channels * patch * patch * h + h + positions * h + 2 * h;
 }
 
+// Gemma-4's vision tower (transformers Gemma4VisionModel, which vLLM 0.33's gemma4_mm.py loads):
+// patch_embedder.input_proj [hidden, 3 x patch^2], a [2, position_embedding_size, hidden]
+// position table, per layer q/k/v/o [hidden, hidden], q_norm and k_norm [head_dim], a gated MLP
+// and four norms; with `standardize` a bias and a scale [hidden]. The embedder projects the
+// pooled soft tokens to the text width (embed_vision.embedding_projection, its norm unweighted).
+std::int64_t gemma4_tower(const ConfigFields& v, std::int64_t text_hidden) {
+  const std::int64_t h = v.integer("hidden_size");
+  const std::int64_t inter = v.integer("intermediate_size");
+  const std::int64_t layers = v.integer("num_hidden_layers");
+  const std::int64_t patch = v.integer("patch_size");
+  const std::int64_t head_dim = v.integer("head_dim");
+  const std::int64_t positions = v.integer_or("position_embedding_size", 10240);
+  const std::int64_t per_layer = 4 * h * h + 3 * h * inter + 4 * h + 2 * head_dim;
+  const std::int64_t standardize = v.boolean_or("standardize", false) ? 2 * h : 0;
+  return layers * per_layer + 3 * patch * patch * h + 2 * positions * h + standardize +
+         text_hidden * h;
+}
+
 // Qwen-VL vision transformers: 3-D patch convolution, blocks, and a patch merger MLP over
 // spatial_merge_size^2 patches into the text width. Versions differ in norms and MLP.
 std::int64_t qwen_vl_tower(const ConfigFields& v, Vision style, std::int64_t text_hidden) {
@@ -867,6 +939,8 @@ std::int64_t vision_parameters(const json& config, const ConfigFields& top, Visi
       return qwen_vl_tower(v, style, text_hidden);
     case Vision::Pixtral:
       return pixtral_tower(v, top, text_hidden);
+    case Vision::Gemma4:
+      return gemma4_tower(v, text_hidden);
     case Vision::Llava: {
       // LLaVA(-Next) projector: linear_1 over the concatenated feature layers, GELU, linear_2;
       // LLaVA-Next adds the image_newline vector.
@@ -1438,6 +1512,11 @@ json architecture_spec_document(const json& config, const std::string& file) {
     if (found != text.end() && found->is_object() && found->contains("mrope_section")) {
       doc["mrope"] = style == Vision::Qwen3Vl ? "qwen3_vl" : "standard";
     }
+  }
+  if (style == Vision::Gemma4 && top.has("audio_config")) {
+    top.fail("audio_config", "an audio tower",
+             "Gemma-4's audio encoder (the E2B / E4B checkpoints) is not counted; plan its "
+             "text_config as model_type gemma4_text");
   }
   if (top.has("vision_config")) {
     doc["vision"] = {

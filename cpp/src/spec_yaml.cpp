@@ -63,7 +63,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "hybrid_override_pattern", "string", false, "Nemotron-H pattern: M = Mamba2 mixer only, * = attention only, - = MLP only, E = MoE only."},
   {"model", "full_attention_head_dim", "int", false, "Head size of full_attention layers where it differs from head_dim (Gemma-4 global_head_dim).", kMaxHeadDim},
   {"model", "full_attention_num_key_value_heads", "int", false, "KV heads of full_attention layers where they differ (Gemma-4 num_global_key_value_heads).", std::int64_t{1} << 8},
-  {"model", "num_kv_shared_layers", "int", false, "The last n layers attend with the KV of the last earlier layer of their kind: no KV cache, q/o projections only (Gemma-4).", 4096},
+  {"model", "num_kv_shared_layers", "int", false, "The last n layers attend with the KV of the last earlier layer of their kind: no KV cache, q/o projections only (Gemma-4). Below num_hidden_layers.", 4095},
   {"model", "kv_shared_double_wide_mlp", "bool", false, "The KV-shared layers' MLP is 2 x intermediate_size (Gemma-4 use_double_wide_mlp)."},
   {"model", "per_layer_input_size", "int", false, "Per-layer input embedding width (Gemma-4 hidden_size_per_layer_input); 0: none.", std::int64_t{1} << 12},
   {"model", "per_layer_input_vocab_size", "int", false, "Rows of the per-layer input embedding table; default vocab_size.", std::int64_t{1} << 22},

@@ -383,6 +383,57 @@ void gemma4(Context& c) {
   c.doc["norms_per_layer"] = norms;
 }
 
+// Granite-4 hybrids as vLLM 0.33's granitemoehybrid.py builds them: each layer a MambaMixer2
+// (layer_types "mamba") or attention ("attention", head_dim = hidden / heads), then the MoE block
+// (num_local_experts > 0: a router and experts of intermediate_size) and the shared MLP of
+// shared_intermediate_size. Without experts (Granite-4 Micro, H-1B) the shared MLP is the only
+// MLP. Conv and SSM states take the model dtype (mamba_ssm_cache_dtype auto; no model override).
+void granite_moe_hybrid(Context& c) {
+  const ConfigFields& f = c.f;
+  // Without layer_types transformers fills "linear_attention", a layer vLLM's model cannot build.
+  if (!f.has("layer_types")) {
+    f.fail("layer_types", "missing", "required for granitemoehybrid (mamba / attention per layer)");
+  }
+  if (f.boolean_or("mamba_proj_bias", false)) {
+    f.fail("mamba_proj_bias", "true", "Mamba2 in_proj / out_proj biases are not modelled");
+  }
+  if (!f.boolean_or("mamba_conv_bias", true)) {
+    f.fail("mamba_conv_bias", "false", "a Mamba2 conv1d without bias is not modelled");
+  }
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t heads = f.integer_or("mamba_n_heads", 128);
+  if (heads <= 0) f.fail("mamba_n_heads", std::to_string(heads), "must be positive");
+  // mamba_d_head "auto" (the class default): mamba_expand x hidden_size / mamba_n_heads.
+  const bool auto_head = !f.has("mamba_d_head") || f.at("mamba_d_head").is_string();
+  const std::int64_t head_dim =
+      auto_head ? f.integer_or("mamba_expand", 2) * hidden / heads : f.integer("mamba_d_head");
+  if (head_dim * heads != f.integer_or("mamba_expand", 2) * hidden) {
+    f.fail("mamba_d_head", std::to_string(head_dim),
+           "mamba_d_head x mamba_n_heads must equal mamba_expand x hidden_size");
+  }
+  c.doc["mamba"] = {{"num_heads", heads},
+                    {"head_dim", head_dim},
+                    {"state_size", f.integer_or("mamba_d_state", 256)},
+                    {"n_groups", f.integer_or("mamba_n_groups", 1)},
+                    {"conv_kernel", f.integer_or("mamba_d_conv", 4)},
+                    {"ssm_state_dtype", c.doc["torch_dtype"]}};
+  const std::int64_t shared = f.integer_or("shared_intermediate_size", 1024);
+  if (f.integer_or("num_local_experts", 8) > 0) {
+    json moe = mixtral_style_moe(f);
+    if (shared > 0) {
+      moe["num_shared_experts"] = 1;
+      moe["shared_expert_intermediate_size"] = shared;
+    }
+    c.doc["moe"] = moe;
+  } else {
+    if (shared <= 0) {
+      f.fail("shared_intermediate_size", std::to_string(shared),
+             "a Granite-4 hybrid without experts needs its shared MLP");
+    }
+    c.doc["intermediate_size"] = shared;
+  }
+}
+
 void glm4_moe(Context& c) {
   const ConfigFields& f = c.f;
   c.doc["moe"] = {{"num_experts", f.integer("n_routed_experts")},
@@ -497,6 +548,7 @@ constexpr NamedRule kRules[] = {
     {"nemotron_h", nemotron_h},
     {"falcon", falcon},
     {"gemma4", gemma4},
+    {"granite_moe_hybrid", granite_moe_hybrid},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------
@@ -1074,14 +1126,16 @@ void translate_layers(const ConfigFields& f, const Row& row, json& doc) {
       f.fail("layer_types", std::to_string(types.size()) + " entries",
              "must have num_hidden_layers entries");
     }
-    static const std::set<std::string> kKnown = {"full_attention", "sliding_attention",
-                                                 "linear_attention", "chunked_attention"};
+    // "attention" and "mamba": Granite-4 hybrids (a mamba layer needs the row's mamba block).
+    static const std::set<std::string> kKnown = {"full_attention",   "sliding_attention",
+                                                 "linear_attention", "chunked_attention",
+                                                 "attention",        "mamba"};
     bool any_sliding = false;
     for (const auto& t : types) {
       if (!t.is_string() || kKnown.count(t.get<std::string>()) == 0) {
         f.fail("layer_types", t.dump(),
                "unknown layer type (full_attention, sliding_attention, linear_attention, "
-               "chunked_attention)");
+               "chunked_attention, attention, mamba)");
       }
       any_sliding |= t == "sliding_attention";
     }

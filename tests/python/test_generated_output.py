@@ -17,12 +17,15 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from vramplan import Error, colocate, load_gpu
-from vramplan._quoting import env_line, visible, yaml_comment
+from vramplan._quoting import _SHELL_MANAGED, env_line, visible, yaml_comment
 from vramplan.launchers import render_launch
 
 # Any text an argument can hold: every Unicode category but surrogates, no NUL.
 VALUES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"))
-ENV_NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
+# Shell names the launch may carry: the ones bash sets itself ("_", PWD, ...) are refused apart.
+ENV_NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True).filter(
+    lambda name: name not in _SHELL_MANAGED
+)
 BASH_RUNS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

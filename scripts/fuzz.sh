@@ -161,7 +161,8 @@ blocks = {
 }
 # Keys a cross-field rule ties to the one at its bound (heads that divide, top-k <= experts).
 companions = {"hidden_size": "head_dim: 128", "num_key_value_heads": "num_attention_heads: 256",
-              "num_experts_per_tok": "  num_experts: 8192"}
+              "num_experts_per_tok": "  num_experts: 8192",
+              "num_kv_shared_layers": "num_hidden_layers: 4096"}
 record = None
 for line in (Path(sys.argv[2]) / "docs" / "model-specs.md").read_text().splitlines():
     if line.startswith("### `"):

@@ -138,7 +138,17 @@ enum class Sliding : std::uint8_t {
 };
 
 // The vision tower a multimodal wrapper carries (counted by parameters, stored unquantized).
-enum class Vision : std::uint8_t { None, Vit, Siglip, Llava, Qwen2Vl, Qwen25Vl, Qwen3Vl, Pixtral };
+enum class Vision : std::uint8_t {
+  None,
+  Vit,
+  Siglip,
+  Llava,
+  Qwen2Vl,
+  Qwen25Vl,
+  Qwen3Vl,
+  Pixtral,
+  Gemma4
+};
 
 struct Context {
   const ConfigFields& f;  // the text config, family defaults applied
@@ -330,6 +340,100 @@ void llama4(Context& c) {
   }
 }
 
+// Gemma-4 as vLLM 0.33's gemma4.py builds it from transformers' Gemma4TextConfig: full-attention
+// layers take global_head_dim and, with attention_k_eq_v, num_global_key_value_heads
+// (per_layer_config); the last num_kv_shared_layers read the KV of the last earlier layer of
+// their kind (q/o projections only) and, with use_double_wide_mlp, a 2x MLP; an MoE block
+// (num_experts not null) runs beside the dense MLP; hidden_size_per_layer_input > 0 adds
+// per-layer input embeddings. Norms per layer: input, post-attention, pre- and post-feedforward,
+// with MoE three more and the router's scale, with per-layer inputs the post-PLE norm.
+void gemma4(Context& c) {
+  const ConfigFields& f = c.f;
+  c.doc["full_attention_head_dim"] = f.integer("global_head_dim");
+  if (f.boolean_or("attention_k_eq_v", false) && f.has("num_global_key_value_heads")) {
+    c.doc["full_attention_num_key_value_heads"] = f.integer("num_global_key_value_heads");
+  }
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  const std::int64_t shared = f.integer_or("num_kv_shared_layers", 0);
+  if (shared >= layers) {
+    f.fail("num_kv_shared_layers", std::to_string(shared),
+           "must be below num_hidden_layers (" + std::to_string(layers) + ")");
+  }
+  if (shared > 0) {
+    c.doc["num_kv_shared_layers"] = shared;
+    if (f.boolean_or("use_double_wide_mlp", false)) c.doc["kv_shared_double_wide_mlp"] = true;
+  }
+  std::int64_t norms = 4;
+  if (f.has("num_experts")) {
+    const std::int64_t expert_width = f.has("moe_intermediate_size")
+                                          ? f.integer("moe_intermediate_size")
+                                          : f.integer("expert_intermediate_size");
+    c.doc["moe"] = {{"num_experts", f.integer("num_experts")},
+                    {"num_experts_per_tok", f.integer("top_k_experts")},
+                    {"moe_intermediate_size", expert_width},
+                    {"dense_mlp_beside_experts", true}};
+    norms += 4;
+  }
+  const std::int64_t per_layer_input = f.integer_or("hidden_size_per_layer_input", 0);
+  if (per_layer_input > 0) {
+    c.doc["per_layer_input_size"] = per_layer_input;
+    c.doc["per_layer_input_vocab_size"] = f.integer("vocab_size_per_layer_input");
+    norms += 1;
+  }
+  c.doc["norms_per_layer"] = norms;
+}
+
+// Granite-4 hybrids as vLLM 0.33's granitemoehybrid.py builds them: each layer a MambaMixer2
+// (layer_types "mamba") or attention ("attention", head_dim = hidden / heads), then the MoE block
+// (num_local_experts > 0: a router and experts of intermediate_size) and the shared MLP of
+// shared_intermediate_size. Without experts (Granite-4 Micro, H-1B) the shared MLP is the only
+// MLP. Conv and SSM states take the model dtype (mamba_ssm_cache_dtype auto; no model override).
+void granite_moe_hybrid(Context& c) {
+  const ConfigFields& f = c.f;
+  // Without layer_types transformers fills "linear_attention", a layer vLLM's model cannot build.
+  if (!f.has("layer_types")) {
+    f.fail("layer_types", "missing", "required for granitemoehybrid (mamba / attention per layer)");
+  }
+  if (f.boolean_or("mamba_proj_bias", false)) {
+    f.fail("mamba_proj_bias", "true", "Mamba2 in_proj / out_proj biases are not modelled");
+  }
+  if (!f.boolean_or("mamba_conv_bias", true)) {
+    f.fail("mamba_conv_bias", "false", "a Mamba2 conv1d without bias is not modelled");
+  }
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t heads = f.integer_or("mamba_n_heads", 128);
+  if (heads <= 0) f.fail("mamba_n_heads", std::to_string(heads), "must be positive");
+  // mamba_d_head "auto" (the class default): mamba_expand x hidden_size / mamba_n_heads.
+  const bool auto_head = !f.has("mamba_d_head") || f.at("mamba_d_head").is_string();
+  const std::int64_t head_dim =
+      auto_head ? f.integer_or("mamba_expand", 2) * hidden / heads : f.integer("mamba_d_head");
+  if (head_dim * heads != f.integer_or("mamba_expand", 2) * hidden) {
+    f.fail("mamba_d_head", std::to_string(head_dim),
+           "mamba_d_head x mamba_n_heads must equal mamba_expand x hidden_size");
+  }
+  c.doc["mamba"] = {{"num_heads", heads},
+                    {"head_dim", head_dim},
+                    {"state_size", f.integer_or("mamba_d_state", 256)},
+                    {"n_groups", f.integer_or("mamba_n_groups", 1)},
+                    {"conv_kernel", f.integer_or("mamba_d_conv", 4)},
+                    {"ssm_state_dtype", c.doc["torch_dtype"]}};
+  const std::int64_t shared = f.integer_or("shared_intermediate_size", 1024);
+  if (f.integer_or("num_local_experts", 8) > 0) {
+    json moe = mixtral_style_moe(f);
+    if (shared > 0) {
+      moe["num_shared_experts"] = 1;
+      moe["shared_expert_intermediate_size"] = shared;
+    }
+    c.doc["moe"] = moe;
+  } else {
+    if (shared <= 0) {
+      f.fail("shared_intermediate_size", std::to_string(shared),
+             "a Granite-4 hybrid without experts needs its shared MLP");
+    }
+    c.doc["intermediate_size"] = shared;
+  }
+}
+
 void glm4_moe(Context& c) {
   const ConfigFields& f = c.f;
   c.doc["moe"] = {{"num_experts", f.integer("n_routed_experts")},
@@ -443,6 +547,8 @@ constexpr NamedRule kRules[] = {
     {"qwen3_5_hybrid", qwen3_5_hybrid},
     {"nemotron_h", nemotron_h},
     {"falcon", falcon},
+    {"gemma4", gemma4},
+    {"granite_moe_hybrid", granite_moe_hybrid},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------
@@ -474,7 +580,7 @@ struct NamedVision {
 constexpr NamedVision kVisions[] = {
     {"vit", Vision::Vit},          {"siglip", Vision::Siglip},       {"llava", Vision::Llava},
     {"qwen2_vl", Vision::Qwen2Vl}, {"qwen2_5_vl", Vision::Qwen25Vl}, {"qwen3_vl", Vision::Qwen3Vl},
-    {"pixtral", Vision::Pixtral},
+    {"pixtral", Vision::Pixtral},  {"gemma4", Vision::Gemma4},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -797,6 +903,24 @@ std::int64_t vit_encoder(const ConfigFields& v) {
   return layers * per_layer + channels * patch * patch * h + h + positions * h + 2 * h;
 }
 
+// Gemma-4's vision tower (transformers Gemma4VisionModel, which vLLM 0.33's gemma4_mm.py loads):
+// patch_embedder.input_proj [hidden, 3 x patch^2], a [2, position_embedding_size, hidden]
+// position table, per layer q/k/v/o [hidden, hidden], q_norm and k_norm [head_dim], a gated MLP
+// and four norms; with `standardize` a bias and a scale [hidden]. The embedder projects the
+// pooled soft tokens to the text width (embed_vision.embedding_projection, its norm unweighted).
+std::int64_t gemma4_tower(const ConfigFields& v, std::int64_t text_hidden) {
+  const std::int64_t h = v.integer("hidden_size");
+  const std::int64_t inter = v.integer("intermediate_size");
+  const std::int64_t layers = v.integer("num_hidden_layers");
+  const std::int64_t patch = v.integer("patch_size");
+  const std::int64_t head_dim = v.integer("head_dim");
+  const std::int64_t positions = v.integer_or("position_embedding_size", 10240);
+  const std::int64_t per_layer = 4 * h * h + 3 * h * inter + 4 * h + 2 * head_dim;
+  const std::int64_t standardize = v.boolean_or("standardize", false) ? 2 * h : 0;
+  return layers * per_layer + 3 * patch * patch * h + 2 * positions * h + standardize +
+         text_hidden * h;
+}
+
 // Qwen-VL vision transformers: 3-D patch convolution, blocks, and a patch merger MLP over
 // spatial_merge_size^2 patches into the text width. Versions differ in norms and MLP.
 std::int64_t qwen_vl_tower(const ConfigFields& v, Vision style, std::int64_t text_hidden) {
@@ -867,6 +991,8 @@ std::int64_t vision_parameters(const json& config, const ConfigFields& top, Visi
       return qwen_vl_tower(v, style, text_hidden);
     case Vision::Pixtral:
       return pixtral_tower(v, top, text_hidden);
+    case Vision::Gemma4:
+      return gemma4_tower(v, text_hidden);
     case Vision::Llava: {
       // LLaVA(-Next) projector: linear_1 over the concatenated feature layers, GELU, linear_2;
       // LLaVA-Next adds the image_newline vector.
@@ -1000,14 +1126,16 @@ void translate_layers(const ConfigFields& f, const Row& row, json& doc) {
       f.fail("layer_types", std::to_string(types.size()) + " entries",
              "must have num_hidden_layers entries");
     }
-    static const std::set<std::string> kKnown = {"full_attention", "sliding_attention",
-                                                 "linear_attention", "chunked_attention"};
+    // "attention" and "mamba": Granite-4 hybrids (a mamba layer needs the row's mamba block).
+    static const std::set<std::string> kKnown = {"full_attention",   "sliding_attention",
+                                                 "linear_attention", "chunked_attention",
+                                                 "attention",        "mamba"};
     bool any_sliding = false;
     for (const auto& t : types) {
       if (!t.is_string() || kKnown.count(t.get<std::string>()) == 0) {
         f.fail("layer_types", t.dump(),
                "unknown layer type (full_attention, sliding_attention, linear_attention, "
-               "chunked_attention)");
+               "chunked_attention, attention, mamba)");
       }
       any_sliding |= t == "sliding_attention";
     }
@@ -1438,6 +1566,11 @@ json architecture_spec_document(const json& config, const std::string& file) {
     if (found != text.end() && found->is_object() && found->contains("mrope_section")) {
       doc["mrope"] = style == Vision::Qwen3Vl ? "qwen3_vl" : "standard";
     }
+  }
+  if (style == Vision::Gemma4 && top.has("audio_config")) {
+    top.fail("audio_config", "an audio tower",
+             "Gemma-4's audio encoder (the E2B / E4B checkpoints) is not counted; plan its "
+             "text_config as model_type gemma4_text");
   }
   if (top.has("vision_config")) {
     doc["vision"] = {

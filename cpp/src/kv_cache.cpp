@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace vramplan {
 namespace {
@@ -19,8 +20,10 @@ LayerRange effective_range(const ModelSpec& spec, const KvCacheOptions& o) noexc
 }
 
 // Blocks one layer of a group needs for one request.
-std::int64_t group_blocks(const KvGroup& g, std::int32_t block_size, std::int64_t max_model_len,
-                          std::int64_t max_num_batched_tokens, std::int32_t speculative) noexcept {
+std::int64_t group_blocks(const KvGroup& g, std::int32_t page_block_size,
+                          std::int64_t max_model_len, std::int64_t max_num_batched_tokens,
+                          std::int32_t speculative) noexcept {
+  const std::int64_t block_size = std::int64_t{page_block_size} * g.block_multiplier;
   switch (g.kind) {
     case AttentionKind::Full:
     case AttentionKind::Mla:
@@ -63,7 +66,7 @@ std::int64_t kv_layer_bytes_per_token(const ModelSpec& spec, const LayerSpec& la
     return latent + dsa_indexer_token_bytes(spec) +
            (o.kv_element_bytes == 1 ? dsa_fp8_ds_mla_extra_bytes(spec) : 0);
   }
-  if (!is_token_attention(layer.attention)) return 0;
+  if (!is_token_attention(layer.attention) || layer.kv_shared) return 0;
   const std::int64_t heads =
       std::max<std::int64_t>(1, layer.num_key_value_heads / std::max(1, o.tensor_parallel_size));
   return heads * (layer.head_dim + layer.head_dim_v) * o.kv_element_bytes;
@@ -123,15 +126,14 @@ KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& o) {
   // Token bytes are linear in the element width: measure them at one byte per element.
   KvCacheOptions per_element = o;
   per_element.kv_element_bytes = 1;
-  // Bucket layers by spec: (kind, window) -> count.
-  std::map<std::pair<int, int>, std::int32_t> buckets;
+  // Bucket layers by spec: (kind, window, attention bytes per token) -> count.
+  std::map<std::tuple<int, int, std::int64_t>, std::int32_t> buckets;
   for (std::int32_t i = range.begin; i < range.end; ++i) {
     const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
-    if (layer.attention == AttentionKind::None) continue;
+    if (layer.attention == AttentionKind::None || layer.kv_shared) continue;
     int window = 0;
     if (layer.attention == AttentionKind::SlidingWindow) window = layer.sliding_window;
     if (layer.attention == AttentionKind::ChunkedLocal) window = layer.attention_chunk_size;
-    buckets[{static_cast<int>(layer.attention), window}] += 1;
     std::int64_t token_bytes = kv_layer_bytes_per_token(spec, layer, per_element);
     if (layer.attention == AttentionKind::Mla && spec.mla.index_head_dim > 0) {
       // The sparse-attention bytes do not scale with the KV dtype: kept apart for kv_page.
@@ -140,18 +142,35 @@ KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& o) {
       geometry.fp8_ds_mla_extra_bytes = dsa_fp8_ds_mla_extra_bytes(spec);
       token_bytes -= geometry.indexer_token_bytes + geometry.fp8_ds_mla_extra_bytes;
     }
+    const bool attention = is_token_attention(layer.attention);
+    buckets[{static_cast<int>(layer.attention), window, attention ? token_bytes : 0}] += 1;
     geometry.max_layer_token_bytes_per_element =
         std::max(geometry.max_layer_token_bytes_per_element, token_bytes);
     geometry.token_bytes_per_element += token_bytes;
     geometry.state_bytes = std::max(geometry.state_bytes, mamba_state_bytes(spec, layer, o));
   }
   if (buckets.empty()) return geometry;
-  if (buckets.size() == 1) {
-    const auto& [key, count] = *buckets.begin();
-    geometry.group_size = count;
-    geometry.groups.push_back(KvGroup{static_cast<AttentionKind>(key.first), key.second, count});
+  const auto& first_key = buckets.begin()->first;
+  if (std::all_of(buckets.begin(), buckets.end(), [&first_key](const auto& bucket) {
+        return std::get<0>(bucket.first) == std::get<0>(first_key) &&
+               std::get<1>(bucket.first) == std::get<1>(first_key);
+      })) {
+    // One attention type whatever the page sizes: vLLM's UniformTypeKVCacheSpecs, one group
+    // (counted here at the largest page).
+    std::int32_t layers = 0;
+    for (const auto& bucket : buckets) layers += bucket.second;
+    geometry.group_size = layers;
+    geometry.groups.push_back(KvGroup{static_cast<AttentionKind>(std::get<0>(first_key)),
+                                      std::get<1>(first_key), layers, 1});
     return geometry;
   }
+  // A layer whose page is a divisor of the largest takes a proportionally larger block
+  // (unify_kv_cache_spec_page_size); otherwise its page is padded to the largest.
+  const auto multiplier = [&geometry](std::int64_t token_bytes) {
+    const std::int64_t largest = geometry.max_layer_token_bytes_per_element;
+    if (token_bytes <= 0 || largest % token_bytes != 0) return 1;
+    return static_cast<std::int32_t>(largest / token_bytes);
+  };
   geometry.uniform = false;
   std::int32_t smallest = buckets.begin()->second;
   std::int32_t largest = smallest;
@@ -166,8 +185,8 @@ KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& o) {
     const std::int32_t num_groups = static_cast<std::int32_t>(ceil_div(count, group_size));
     for (std::int32_t g = 0; g < num_groups; ++g) {
       const std::int32_t in_group = std::min(group_size, count - g * group_size);
-      geometry.groups.push_back(
-          KvGroup{static_cast<AttentionKind>(key.first), key.second, in_group});
+      geometry.groups.push_back(KvGroup{static_cast<AttentionKind>(std::get<0>(key)),
+                                        std::get<1>(key), in_group, multiplier(std::get<2>(key))});
     }
     if (count % group_size != 0) geometry.padding_layers += group_size - count % group_size;
   }

@@ -146,16 +146,20 @@ void add_attention(const ModelSpec& s, const LayerSpec& layer, int index, GroupB
   const std::int64_t dv = layer.head_dim_v > 0 ? layer.head_dim_v : d;
   const std::int64_t hkv = layer.num_key_value_heads;
   const std::int64_t q_rows = hq * d * (s.attn_output_gate ? 2 : 1);
+  // A KV-shared layer (Gemma-4) builds q_proj and o_proj only, and a q_norm without a k_norm.
+  const std::int64_t kv_rows = layer.kv_shared ? 0 : hkv * (d + dv);
   b.add(TensorRole::AttnQ, TensorSplit::Column, index, q_rows, h, true);
-  b.add(TensorRole::AttnKV, TensorSplit::KvHeads, index, hkv * (d + dv), h, true, 1, hkv,
+  b.add(TensorRole::AttnKV, TensorSplit::KvHeads, index, kv_rows, h, true, 1, hkv,
         checkpoint_fuses_qkv(s) ? 1 : 2);
   b.add(TensorRole::AttnO, TensorSplit::Row, index, h, hq * dv, true);
   if (s.qkv_bias) {
     b.add(TensorRole::Bias, TensorSplit::Column, index, hq * d, 1, false);
-    b.add(TensorRole::Bias, TensorSplit::KvHeads, index, hkv * (d + dv), 1, false, 1, hkv);
+    b.add(TensorRole::Bias, TensorSplit::KvHeads, index, kv_rows, 1, false, 1, hkv);
   }
   if (s.o_proj_bias) b.add(TensorRole::RowBias, TensorSplit::Replicated, index, h, 1, false);
-  if (s.qk_norm) b.add(TensorRole::Norm, TensorSplit::Replicated, index, 2 * d, 1, false);
+  if (s.qk_norm) {
+    b.add(TensorRole::Norm, TensorSplit::Replicated, index, layer.kv_shared ? d : 2 * d, 1, false);
+  }
   if (s.attention_sinks) b.add(TensorRole::Bias, TensorSplit::Column, index, hq, 1, false);
 }
 
@@ -229,20 +233,25 @@ void add_linear_attention(const ModelSpec& s, int index, GroupBuilder& b) {
   b.add(TensorRole::MixerOut, TensorSplit::Row, index, s.hidden_size, value_dim, true);
 }
 
+void add_dense_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {
+  const std::int64_t h = s.hidden_size;
+  const std::int64_t gate_factor = s.gated_mlp ? 2 : 1;
+  const std::int64_t width =
+      layer.intermediate_size > 0 ? layer.intermediate_size : s.intermediate_size;
+  b.add(TensorRole::MlpGateUp, TensorSplit::Column, index, gate_factor * width, h, true, 1, 0,
+        gate_up_modules(s));
+  b.add(TensorRole::MlpDown, TensorSplit::Row, index, h, width, true);
+  if (s.mlp_bias) {
+    b.add(TensorRole::Bias, TensorSplit::Column, index, gate_factor * width, 1, false);
+    b.add(TensorRole::RowBias, TensorSplit::Replicated, index, h, 1, false);
+  }
+}
+
 void add_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {
   const std::int64_t h = s.hidden_size;
   const std::int64_t gate_factor = s.gated_mlp ? 2 : 1;
-  if (!layer.moe) {
-    b.add(TensorRole::MlpGateUp, TensorSplit::Column, index, gate_factor * s.intermediate_size, h,
-          true, 1, 0, gate_up_modules(s));
-    b.add(TensorRole::MlpDown, TensorSplit::Row, index, h, s.intermediate_size, true);
-    if (s.mlp_bias) {
-      b.add(TensorRole::Bias, TensorSplit::Column, index, gate_factor * s.intermediate_size, 1,
-            false);
-      b.add(TensorRole::RowBias, TensorSplit::Replicated, index, h, 1, false);
-    }
-    return;
-  }
+  if (!layer.moe || s.moe.dense_mlp_beside_experts) add_dense_mlp(s, layer, index, b);
+  if (!layer.moe) return;
   const MoeSpec& m = s.moe;
   b.add(TensorRole::Router, TensorSplit::Replicated, index, m.num_experts, h, m.router_quantizable);
   if (m.router_bias)
@@ -289,6 +298,25 @@ void add_layer(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuild
       break;
   }
   if (layer.mlp) add_mlp(s, layer, index, b);
+  if (s.per_layer_input_size > 0) {
+    // Gemma-4 per_layer_input_gate [size, hidden] and per_layer_projection [hidden, size]:
+    // ReplicatedLinears built with the quant config.
+    b.add(TensorRole::MlpDown, TensorSplit::Replicated, index, s.per_layer_input_size,
+          s.hidden_size, true);
+    b.add(TensorRole::MlpDown, TensorSplit::Replicated, index, s.hidden_size,
+          s.per_layer_input_size, true);
+  }
+}
+
+// Gemma-4 per-layer input embeddings: embed_tokens_per_layer (a VocabParallelEmbedding of
+// layers x size columns), per_layer_model_projection (a ColumnParallelLinear hidden -> layers x
+// size) and per_layer_projection_norm [size].
+void add_per_layer_inputs(const ModelSpec& s, GroupBuilder& b) {
+  const std::int64_t width =
+      static_cast<std::int64_t>(s.num_hidden_layers) * s.per_layer_input_size;
+  b.add(TensorRole::Embedding, TensorSplit::Vocab, -1, s.per_layer_input_vocab_size, width, false);
+  b.add(TensorRole::MlpGateUp, TensorSplit::Column, -1, width, s.hidden_size, true);
+  b.add(TensorRole::Norm, TensorSplit::Replicated, -1, s.per_layer_input_size, 1, false);
 }
 
 }  // namespace
@@ -299,6 +327,7 @@ std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include
   GroupBuilder b(groups);
   const std::int64_t h = spec.hidden_size;
   b.add(TensorRole::Embedding, TensorSplit::Vocab, -1, spec.vocab_size, h, false);
+  if (spec.per_layer_input_size > 0) add_per_layer_inputs(spec, b);
   for (std::size_t i = 0; i < spec.layers.size(); ++i) {
     add_layer(spec, spec.layers[i], static_cast<int>(i), b);
   }

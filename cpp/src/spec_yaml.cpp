@@ -61,6 +61,12 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "layer_types", "list[string]", false, "Per-layer kind, num_hidden_layers long: full_attention, sliding_attention, chunked_attention, mla, mamba, linear_attention, mlp_only."},
   {"model", "layer_pattern", "list[string]", false, "Like layer_types, repeated cyclically (Gemma-3: 5 x sliding_attention, full_attention)."},
   {"model", "hybrid_override_pattern", "string", false, "Nemotron-H pattern: M = Mamba2 mixer only, * = attention only, - = MLP only, E = MoE only."},
+  {"model", "full_attention_head_dim", "int", false, "Head size of full_attention layers where it differs from head_dim (Gemma-4 global_head_dim).", kMaxHeadDim},
+  {"model", "full_attention_num_key_value_heads", "int", false, "KV heads of full_attention layers where they differ (Gemma-4 num_global_key_value_heads).", std::int64_t{1} << 8},
+  {"model", "num_kv_shared_layers", "int", false, "The last n layers attend with the KV of the last earlier layer of their kind: no KV cache, q/o projections only (Gemma-4). Below num_hidden_layers.", 4095},
+  {"model", "kv_shared_double_wide_mlp", "bool", false, "The KV-shared layers' MLP is 2 x intermediate_size (Gemma-4 use_double_wide_mlp)."},
+  {"model", "per_layer_input_size", "int", false, "Per-layer input embedding width (Gemma-4 hidden_size_per_layer_input); 0: none.", std::int64_t{1} << 12},
+  {"model", "per_layer_input_vocab_size", "int", false, "Rows of the per-layer input embedding table; default vocab_size.", std::int64_t{1} << 22},
   {"model", "mla", "map", false, "Multi-head latent attention geometry (DeepSeek V2/V3); makes every attention layer MLA."},
   {"model", "moe", "map", false, "Routed experts."},
   {"model", "mamba", "map", false, "Mamba2 mixer geometry."},
@@ -87,6 +93,7 @@ const std::vector<SchemaKey> kSchema = {
   {"moe", "first_k_dense", "int", false, "The first k layers use a dense MLP (DeepSeek first_k_dense_replace).", 4096},
   {"moe", "moe_layer_step", "int", false, "Every n-th layer is MoE (decoder_sparse_step / interleave_moe_layer_step). Default 1.", 4096},
   {"moe", "dense_layers", "list[int]", false, "Explicit dense-MLP layers (mlp_only_layers).", 4095},
+  {"moe", "dense_mlp_beside_experts", "bool", false, "MoE layers keep their dense MLP of intermediate_size beside the experts (Gemma-4)."},
   {"mamba", "num_heads", "int", true, "Mamba2 heads.", std::int64_t{1} << 10},
   {"mamba", "head_dim", "int", true, "Mamba2 head dim.", std::int64_t{1} << 8},
   {"mamba", "state_size", "int", true, "SSM state size.", std::int64_t{1} << 9},
@@ -583,6 +590,10 @@ struct SharedLayerFields {
   std::int32_t head_dim_v = 0;
   std::int32_t sliding_window = 0;
   std::int32_t attention_chunk_size = 0;
+  std::int32_t full_attention_head_dim = 0;             // 0: head_dim
+  std::int32_t full_attention_num_key_value_heads = 0;  // 0: num_key_value_heads
+  std::int32_t num_kv_shared_layers = 0;
+  bool kv_shared_double_wide_mlp = false;
 };
 
 // The model's own scalars (not its blocks, not its layers).
@@ -634,6 +645,16 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   layer.sliding_window = r.get_i32("sliding_window", 0, 1);
   layer.attention_chunk_size = r.get_i32("attention_chunk_size", 0, 1);
   s.num_nextn_predict_layers = r.get_i32("num_nextn_predict_layers", 0, 0);
+  layer.full_attention_head_dim = r.get_i32("full_attention_head_dim", 0, 1);
+  layer.full_attention_num_key_value_heads = r.get_i32("full_attention_num_key_value_heads", 0, 1);
+  layer.num_kv_shared_layers = r.get_i32("num_kv_shared_layers", 0, 0);
+  if (layer.num_kv_shared_layers >= s.num_hidden_layers && layer.num_kv_shared_layers > 0) {
+    r.fail("num_kv_shared_layers", std::to_string(layer.num_kv_shared_layers),
+           "must be below num_hidden_layers (" + std::to_string(s.num_hidden_layers) + ")");
+  }
+  layer.kv_shared_double_wide_mlp = r.get_bool("kv_shared_double_wide_mlp", false);
+  s.per_layer_input_size = r.get_i32("per_layer_input_size", 0, 0);
+  s.per_layer_input_vocab_size = r.get_i32("per_layer_input_vocab_size", s.vocab_size, 1);
   return layer;
 }
 
@@ -681,6 +702,7 @@ MoeLayout read_moe(const MapReader& r, ModelSpec& s) {
   s.moe.expert_bias = m.get_bool("expert_bias", false);
   s.moe.router_bias = m.get_bool("router_bias", false);
   s.moe.router_quantizable = m.get_bool("router_quantizable", false);
+  s.moe.dense_mlp_beside_experts = m.get_bool("dense_mlp_beside_experts", false);
   layout.first_k_dense = m.get_i32("first_k_dense", 0, 0);
   layout.moe_layer_step = m.get_i32("moe_layer_step", 1, 1);
   layout.dense_layers = m.get_int_list("dense_layers", 0);
@@ -839,6 +861,15 @@ void build_layers(const MapReader& r, const LayerKinds& layout, const SharedLaye
     layer.mlp = layout.mlp[idx] && has_mlp;
     layer.num_key_value_heads = s.num_key_value_heads;
     layer.head_dim_v = shared.head_dim_v;
+    if (layer.attention == AttentionKind::Full) {
+      layer.head_dim = shared.full_attention_head_dim;
+      if (shared.full_attention_num_key_value_heads > 0)
+        layer.num_key_value_heads = shared.full_attention_num_key_value_heads;
+    }
+    if (i >= n - shared.num_kv_shared_layers) {
+      layer.kv_shared = true;
+      if (shared.kv_shared_double_wide_mlp) layer.intermediate_size = 2 * s.intermediate_size;
+    }
     layer.sliding_window =
         layer.attention == AttentionKind::SlidingWindow ? shared.sliding_window : 0;
     layer.attention_chunk_size =

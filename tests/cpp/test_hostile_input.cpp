@@ -91,6 +91,9 @@ std::string with_value(const std::string& record, const std::string& key, const 
     yaml = set_value(yaml, "model", "num_attention_heads", "256", "int");
   }
   if (key == "num_experts_per_tok") yaml = set_value(yaml, "moe", "num_experts", "8192", "int");
+  if (key == "num_kv_shared_layers") {
+    yaml = set_value(yaml, "model", "num_hidden_layers", "4096", "int");
+  }
   return yaml;
 }
 

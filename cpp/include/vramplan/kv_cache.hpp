@@ -29,6 +29,11 @@ struct KvGroup {
   AttentionKind kind;
   std::int32_t window = 0;      // sliding window / chunk, tokens
   std::int32_t num_layers = 0;  // layers of this kind in the group (<= group_size)
+  // Tokens per block as a multiple of the page's block size: vLLM's
+  // unify_kv_cache_spec_page_size gives layers with a smaller page (fewer KV bytes per token,
+  // Gemma-4's full-attention layers beside its sliding ones) a block that many times larger,
+  // so every page holds the same bytes.
+  std::int32_t block_multiplier = 1;
 };
 
 // What a rank's KV cache is made of, fixed by the model, parallelism and speculation: the

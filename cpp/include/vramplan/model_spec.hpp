@@ -36,6 +36,10 @@ struct LayerSpec {
   std::int32_t head_dim_v = 0;            // V head size (= head_dim unless the model differs)
   std::int32_t sliding_window = 0;        // tokens, SlidingWindow only
   std::int32_t attention_chunk_size = 0;  // tokens, ChunkedLocal only
+  // Attends with the KV of an earlier layer (vLLM's kv_sharing_target_layer_name, Gemma-4's
+  // last num_kv_shared_layers): no KV cache of its own, no k/v projections.
+  bool kv_shared = false;
+  std::int32_t intermediate_size = 0;  // dense MLP width of this layer; 0: the model's
 };
 
 struct MlaSpec {
@@ -60,6 +64,8 @@ struct MoeSpec {
   bool expert_bias = false;                          // gpt-oss: biases on expert projections
   bool router_bias = false;
   bool router_quantizable = false;  // vLLM passes quant_config to the router Linear
+  // The MoE layer keeps its dense MLP beside the experts (Gemma-4: both run, outputs summed).
+  bool dense_mlp_beside_experts = false;
 };
 
 // Mamba2 mixer (Nemotron-H, Jamba-2 style): in_proj, conv1d, A/D/dt, gated norm, out_proj.
@@ -203,6 +209,11 @@ struct ModelSpec {
   bool attention_sinks = false;   // per-head sink logits (gpt-oss)
   bool attn_output_gate = false;  // q_proj also emits a gate of Hq*head_dim (Qwen3-Next)
   std::int32_t norms_per_layer = 2;
+  // Per-layer input embeddings (Gemma-4 E-variants' hidden_size_per_layer_input): a table of
+  // per_layer_input_vocab_size x (layers x per_layer_input_size), a hidden -> layers x size
+  // projection, and per layer a gate [size, hidden] and a projection [hidden, size]. 0: none.
+  std::int32_t per_layer_input_size = 0;
+  std::int32_t per_layer_input_vocab_size = 0;
   std::int32_t rotary_dim = 0;  // 0: head_dim (partial rotary models set it)
   // Positions vLLM's cos/sin caches hold together (0: max_position_embeddings): one cache per
   // distinct rope, linear scaling caching max_position_embeddings x its factor.

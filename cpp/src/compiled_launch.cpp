@@ -9,6 +9,7 @@
 #include "vramplan/compiled.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/knobs.hpp"
+#include "vramplan/saturating.hpp"
 
 namespace vramplan {
 
@@ -669,8 +670,11 @@ CompiledRank compile_rank(const RankInputs& in, std::int32_t stage) {
           : 0;
   rank.lora_bytes = lora_bytes_per_rank(s, in.config.max_loras, in.config.max_lora_rank,
                                         in.served_dtype, placement);
+  const CpuOffload offload = cpu_offload_per_rank(in.loaded, in.quantization, in.served_dtype,
+                                                  placement, in.config.cpu_offload_bytes);
+  rank.cpu_offload_pinned_bytes = offload.pinned_bytes;
   rank.weights_bytes =
-      std::max<std::int64_t>(0, weights.total() + mrope_extra_bytes - in.config.cpu_offload_bytes) +
+      std::max<std::int64_t>(0, weights.total() + mrope_extra_bytes - offload.offloaded_bytes) +
       rank.lora_bytes + draft_weights;
   const bool moe_stage = stage_has_moe(s, layers);
   rank.all2all_buffer_bytes = moe_stage ? in.exchange.buffer_bytes : 0;
@@ -800,8 +804,13 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   for (const CompiledRank& rank : ranks_) stage_kv_tensors.push_back(rank.kv.group_size);
   const std::int64_t kv_offload = kv_offload_pinned_bytes(
       c.kv_offloading_bytes, dp, tp, stage_kv_tensors, profile, lower(gpu.vendor) == "amd");
-  host_.pinned_bytes += kv_offload;
-  host_.required_bytes += kv_offload;
+  // Every TP rank of a stage pins its own shard, in every data-parallel replica.
+  std::int64_t weight_offload = 0;
+  for (const CompiledRank& rank : ranks_)
+    weight_offload = saturating_add(weight_offload, rank.cpu_offload_pinned_bytes);
+  weight_offload = saturating_mul(weight_offload, std::int64_t{tp} * dp);
+  host_.pinned_bytes += kv_offload + weight_offload;
+  host_.required_bytes += kv_offload + weight_offload;
 }
 
 }  // namespace vramplan

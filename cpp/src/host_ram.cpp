@@ -45,17 +45,14 @@ HostBreakdown host_model(const ModelSpec& spec, std::int64_t workers, std::int64
   } else {
     h.loader_anonymous_bytes = workers * largest_tensor;
   }
-  // Pinned memory: torch's host allocator rounds each pin_memory block up to a power of two.
-  // cpu_offload pins many tensors (measured 1.15-1.9x, 1.9 planned); V0 pinned its swap space
-  // per GPU (default 4 GiB). The KV offload buffer is added by the compiled launch
-  // (kv_offload_pinned_bytes), which knows the KV tensors per rank.
-  const std::int64_t offload_pinned = static_cast<std::int64_t>(
-      calibration::kPinnedOverhead * static_cast<double>(knobs.cpu_offload_bytes * workers));
+  // Pinned memory: V0 pinned its swap space per GPU (default 4 GiB). The compiled launch adds
+  // the weight offload (cpu_offload_per_rank) and the KV offload (kv_offload_pinned_bytes),
+  // which need the ranks' tensors.
   const std::int64_t swap =
       profile.swap_space_default_bytes > 0
           ? workers * knobs.swap_space_bytes.value_or(profile.swap_space_default_bytes)
           : 0;
-  h.pinned_bytes = offload_pinned + swap;
+  h.pinned_bytes = swap;
   h.required_bytes = h.process_baseline_bytes + h.loader_anonymous_bytes + h.pinned_bytes;
   return h;
 }
@@ -99,10 +96,11 @@ HostBreakdown CompiledLaunch::host(const ResolvedKnobs& k) const {
        "formula: 5 B x max_num_seqs x max_model_len per worker"},
       {"pinned", h.pinned_bytes,
        profile().kv_offload_shared_region
-           ? "formula: cpu_offload x workers x 1.9 + KV offload (one shared /dev/shm region, "
-             "unrounded) + V0 swap space"
-           : "formula: cpu_offload x workers x 1.9 + KV offload (per KV tensor, each rounded up "
-             "to a power of two) + V0 swap space"},
+           ? "formula: CPU-offloaded parameters, each pinned and rounded up to a power of two "
+             "(per worker) + KV offload (one shared /dev/shm region, unrounded) + V0 swap space"
+           : "formula: CPU-offloaded parameters, each pinned and rounded up to a power of two "
+             "(per worker) + KV offload (per KV tensor, each rounded up to a power of two) + V0 "
+             "swap space"},
       {"page_cache", h.page_cache_bytes,
        "formula: checkpoint bytes, file-backed and reclaimable (not required)"},
   };

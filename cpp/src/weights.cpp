@@ -5,6 +5,7 @@
 #include <string>
 
 #include "vramplan/errors.hpp"
+#include "vramplan/saturating.hpp"
 
 namespace vramplan {
 namespace {
@@ -13,22 +14,11 @@ namespace {
 // layers of thousands of experts: those saturate here, and a model past this size is refused
 // by name (no GPU holds 8 PiB; every later sum of a few such terms stays inside int64).
 constexpr std::int64_t kMaxModelBytes = std::int64_t{1} << 53;
-constexpr std::int64_t kSaturated = std::numeric_limits<std::int64_t>::max();
-
-std::int64_t saturating_mul(std::int64_t a, std::int64_t b) noexcept {
-  std::int64_t out = 0;
-  return __builtin_mul_overflow(a, b, &out) ? kSaturated : out;
-}
-
-std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
-  std::int64_t out = 0;
-  return __builtin_add_overflow(a, b, &out) ? kSaturated : out;
-}
 
 void check_model_bytes(const ModelSpec& spec, std::int64_t bytes, const char* what) {
   if (bytes > kMaxModelBytes) {
     throw SpecError(spec.source, "<tensors>",
-                    bytes == kSaturated ? "over 2^63 bytes" : std::to_string(bytes) + " bytes",
+                    bytes == kSaturatedBytes ? "over 2^63 bytes" : std::to_string(bytes) + " bytes",
                     std::string(what) + " add up to over 2^53 bytes (8 PiB): check the spec's " +
                         "layer, expert and width counts");
   }
@@ -253,6 +243,22 @@ std::int64_t tensor_group_bytes(const TensorGroup& g, const QuantSpec& quant, DT
   return saturating_mul(bytes, g.count);
 }
 
+std::int64_t tensor_group_bytes_on_rank(const TensorGroup& group, const QuantSpec& quant,
+                                        DType served_dtype,
+                                        const RankPlacement& placement) noexcept {
+  if (placement.expert_parallel_size > 1 && is_expert(group.role)) {
+    // Expert parallelism: whole experts, ceil(E / EP) of them on this rank.
+    TensorGroup local = group;
+    local.count = ceil_div(group.count, placement.expert_parallel_size);
+    return tensor_group_bytes(local, quant, served_dtype, 1, false);
+  }
+  if (is_expert(group.role) && placement.expert_tensor_parallel_size > 0) {
+    return tensor_group_bytes(group, quant, served_dtype, placement.expert_tensor_parallel_size,
+                              false);
+  }
+  return tensor_group_bytes(group, quant, served_dtype, placement.tensor_parallel_size, false);
+}
+
 WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
                                   const RankPlacement& placement, bool include_mtp) {
   const LayerRange range = pipeline_layer_range(
@@ -265,18 +271,7 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
     const bool mtp_layer = g.layer >= spec.num_hidden_layers;
     if (!model_level && !mtp_layer && (g.layer < range.begin || g.layer >= range.end)) continue;
     if (mtp_layer && !last_stage) continue;
-    std::int64_t bytes = 0;
-    if (placement.expert_parallel_size > 1 && is_expert(g.role)) {
-      // Expert parallelism: whole experts, ceil(E / EP) of them on this rank.
-      TensorGroup local = g;
-      local.count = ceil_div(g.count, placement.expert_parallel_size);
-      bytes = tensor_group_bytes(local, quant, served_dtype, 1, false);
-    } else if (is_expert(g.role) && placement.expert_tensor_parallel_size > 0) {
-      bytes =
-          tensor_group_bytes(g, quant, served_dtype, placement.expert_tensor_parallel_size, false);
-    } else {
-      bytes = tensor_group_bytes(g, quant, served_dtype, placement.tensor_parallel_size, false);
-    }
+    const std::int64_t bytes = tensor_group_bytes_on_rank(g, quant, served_dtype, placement);
     switch (g.role) {
       case TensorRole::Embedding:
         if (first_stage) out.embedding = saturating_add(out.embedding, bytes);
@@ -399,6 +394,70 @@ std::int64_t checkpoint_tensor_bytes(const ModelSpec& spec, bool include_mtp) {
   }
   check_model_bytes(spec, total, "the checkpoint's tensors");
   return total;
+}
+
+namespace {
+
+// torch's CachingHostAllocator rounds every pinned block up to a power of two.
+std::int64_t pinned_block_bytes(std::int64_t bytes) noexcept {
+  std::int64_t block = 1;
+  while (block < bytes && block < (std::int64_t{1} << 62)) block <<= 1;
+  return block;
+}
+
+// True for a group vLLM fuses into the parameter before it: k/v into QKVParallelLinear's
+// weight (and the qkv bias), which the offloader pins as one block.
+bool fused_with_previous(const TensorGroup& previous, const TensorGroup& group) noexcept {
+  return group.layer == previous.layer &&
+         ((group.role == TensorRole::AttnKV && previous.role == TensorRole::AttnQ) ||
+          (group.role == TensorRole::Bias && group.split == TensorSplit::KvHeads &&
+           previous.role == TensorRole::Bias));
+}
+
+}  // namespace
+
+CpuOffload cpu_offload_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
+                                const RankPlacement& placement, std::int64_t budget_bytes) {
+  CpuOffload out;
+  if (budget_bytes <= 0) return out;
+  const LayerRange range = pipeline_layer_range(
+      spec.num_hidden_layers, placement.pipeline_parallel_size, placement.pipeline_rank);
+  // Decoder-layer parameters in module order: a layer's leading norm group (input and
+  // post-attention norms) is registered after its mixer and MLP.
+  std::vector<std::int64_t> parameters;
+  std::vector<TensorGroup> layer_groups;
+  const auto flush_layer = [&]() {
+    if (layer_groups.empty()) return;
+    const bool norm_first = layer_groups.front().role == TensorRole::Norm;
+    for (std::size_t i = norm_first ? 1 : 0; i < layer_groups.size(); ++i) {
+      const std::int64_t bytes =
+          tensor_group_bytes_on_rank(layer_groups[i], quant, served_dtype, placement);
+      if (i > 0 && fused_with_previous(layer_groups[i - 1], layer_groups[i]) && !parameters.empty())
+        parameters.back() = saturating_add(parameters.back(), bytes);
+      else if (bytes > 0)
+        parameters.push_back(bytes);
+    }
+    if (norm_first) {
+      parameters.push_back(
+          tensor_group_bytes_on_rank(layer_groups.front(), quant, served_dtype, placement));
+    }
+    layer_groups.clear();
+  };
+  for (const TensorGroup& g : model_tensor_groups(spec)) {
+    if (g.layer < range.begin || g.layer >= range.end) continue;
+    if (!layer_groups.empty() && layer_groups.front().layer != g.layer) flush_layer();
+    layer_groups.push_back(g);
+  }
+  flush_layer();
+  // The offloader checks the running total before each parameter: the last one taken may
+  // carry it past the budget.
+  for (const std::int64_t bytes : parameters) {
+    if (out.offloaded_bytes >= budget_bytes) break;
+    out.offloaded_bytes = saturating_add(out.offloaded_bytes, bytes);
+    out.pinned_bytes = saturating_add(out.pinned_bytes, pinned_block_bytes(bytes));
+    ++out.parameters;
+  }
+  return out;
 }
 
 }  // namespace vramplan

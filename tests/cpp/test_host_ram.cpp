@@ -24,16 +24,65 @@ Breakdown run(const EngineConfig& config, std::int64_t host_ram_bytes, int gpus 
 }  // namespace
 
 TEST(HostRam, CpuOffloadInASmallContainerIsKilled) {
-  // host_ram.jsonl (vllm#9339): --cpu-offload-gb 12 in a 12 GB container is OOM-killed. The
-  // pinned term alone, 12 GiB x 1.9 (power-of-two rounding of pinned blocks), exceeds it.
+  // host_ram.jsonl (vllm#9339): --cpu-offload-gb 12 in a 12 GB container is OOM-killed.
+  // vLLM's offloader walks the decoder layers' parameters in module order, checking the total
+  // before each one, and pins each on its own (torch's host allocator: next power of two).
+  // Llama-3.1-8B per layer, bf16: qkv_proj (4096 + 2 x 1024) x 4096 x 2 B = 48 MiB (pinned
+  // 64), o_proj 32 MiB (32), gate_up_proj 2 x 14336 x 4096 x 2 B = 224 MiB (256), down_proj
+  // 112 MiB (128), the two norms 2 x 8 KiB: 416 MiB + 16 KiB, pinned 480 MiB + 16 KiB.
+  // 29 layers take 12,064 MiB + 29 x 16 KiB; layer 30's qkv, o and gate_up reach 12,368 MiB,
+  // past 12,288: the walk stops there.
+  constexpr std::int64_t kMiBBytes = std::int64_t{1} << 20;
+  constexpr std::int64_t kNorms = 16 * 1024;
   EngineConfig config;
   config.cpu_offload_bytes = 12 * kGiBBytes;
   const Breakdown b = run(config, 12 * kGiBBytes);
-  EXPECT_EQ(b.host.pinned_bytes, static_cast<std::int64_t>(1.9 * 12 * kGiBBytes));
+  EXPECT_EQ(b.host.pinned_bytes, (29 * 480 + 64 + 32 + 256) * kMiBBytes + 29 * kNorms);
+  const Breakdown whole = run(EngineConfig{}, 0);
+  EXPECT_EQ(whole.ranks[0].weights_bytes - b.ranks[0].weights_bytes,
+            (29 * 416 + 48 + 32 + 224) * kMiBBytes + 29 * kNorms);
   EXPECT_EQ(b.outcome, Outcome::HostOomKilled);
   EXPECT_STREQ(outcome_name(b.outcome), "host_oom_killed");
   // The same launch on a 64 GiB host loads.
   EXPECT_EQ(run(config, 64 * kGiBBytes).outcome, Outcome::Started);
+}
+
+TEST(HostRam, CpuOffloadPinsEachTpRanksShardAndNeverTheEmbeddings) {
+  // Qwen3-8B, --cpu-offload-gb 20 per GPU: its 36 layers hold 36 x (368 MiB + 512 B q/k norms
+  // + 16 KiB norms) = 13,248.6 MiB, under the budget, so every layer moves and the embeddings
+  // and head stay on the GPU (make_layers wraps only the decoder layers). Pinned per layer:
+  // 64 + 32 + 256 + 128 MiB + 512 B + 16 KiB = 1.30x the bytes moved, not a flat 1.9x.
+  constexpr std::int64_t kMiBBytes = std::int64_t{1} << 20;
+  constexpr std::int64_t kSmall = 512 + 16 * 1024;
+  const ModelSpec spec = spec_from_yaml(R"(
+id: test/qwen3-8b
+model_type: qwen3
+hidden_size: 4096
+num_hidden_layers: 36
+num_attention_heads: 32
+num_key_value_heads: 8
+head_dim: 128
+intermediate_size: 12288
+vocab_size: 151936
+max_position_embeddings: 40960
+torch_dtype: bfloat16
+qk_norm: true
+)");
+  HardwareConfig hw;
+  hw.gpu = vramplan_test::h100();
+  EngineConfig config;
+  config.max_model_len = 4096;
+  const std::int64_t resident = compute_breakdown(spec, hw, config).ranks[0].weights_bytes;
+  config.cpu_offload_bytes = 20 * kGiBBytes;
+  const Breakdown b = compute_breakdown(spec, hw, config);
+  EXPECT_EQ(b.host.pinned_bytes, 36 * (480 * kMiBBytes + kSmall));
+  EXPECT_EQ(resident - b.ranks[0].weights_bytes, 36 * (368 * kMiBBytes + kSmall));
+  // TP 2: each rank pins its own halves (qkv 24 -> 32, o 16, gate_up 96 -> 128, down 48 -> 64
+  // MiB; norms replicated), two ranks.
+  config.tensor_parallel_size = 2;
+  hw.num_gpus = 2;
+  EXPECT_EQ(compute_breakdown(spec, hw, config).host.pinned_bytes,
+            2 * 36 * (240 * kMiBBytes + kSmall));
 }
 
 TEST(HostRam, KvOffloadPinsPerKvTensorUntil026AndOneSharedRegionAfter) {

@@ -25,9 +25,6 @@ constexpr std::int64_t kRepackedWeightsUnreusable = 1700 * kMiB;
 constexpr std::int64_t kHostApiServer = 1536 * kMiB;
 constexpr std::int64_t kHostEngineCore = 1536 * kMiB;
 constexpr std::int64_t kHostWorker = 3 * kGiB;
-// Pinned allocations round up to a power of two in torch's CachingHostAllocator; 1.9x is
-// the reference's planning ratio for cpu_offload_gb when the build is unknown.
-constexpr double kPinnedOverhead = 1.9;
 // HF save_pretrained's default max_shard_size "5GB" (eager loading holds one shard per worker).
 constexpr std::int64_t kHostShardBytes = 5'000'000'000;
 

@@ -41,6 +41,12 @@ std::int64_t tensor_group_bytes(const TensorGroup& group, const QuantSpec& quant
                                 DType served_dtype, std::int32_t tensor_parallel_size,
                                 bool checkpoint_layout) noexcept;
 
+// Bytes one rank holds for a tensor group under its placement (experts whole under EP, else
+// split over the expert TP degree; everything else over TP).
+std::int64_t tensor_group_bytes_on_rank(const TensorGroup& group, const QuantSpec& quant,
+                                        DType served_dtype,
+                                        const RankPlacement& placement) noexcept;
+
 // What one rank's weights are made of, in bytes.
 struct WeightBytes {
   std::int64_t embedding = 0;
@@ -57,6 +63,18 @@ struct WeightBytes {
 // GPU bytes of the weights one rank holds after vLLM loads them ("Model loading took").
 WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
                                   const RankPlacement& placement, bool include_mtp = false);
+
+// --cpu-offload-gb on one rank (vLLM's UVAOffloader / 0.11's maybe_offload_to_cpu, called by
+// make_layers): the stage's decoder-layer parameters move to pinned host memory one by one, in
+// module order, while fewer than `budget_bytes` are offloaded. Each is pinned on its own, so
+// torch's host allocator rounds each up to a power of two. Embeddings and the head stay.
+struct CpuOffload {
+  std::int64_t offloaded_bytes = 0;  // leaves the GPU ("Total CPU offloaded parameters")
+  std::int64_t pinned_bytes = 0;     // host memory the pinned blocks take
+  std::int64_t parameters = 0;
+};
+CpuOffload cpu_offload_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
+                                const RankPlacement& placement, std::int64_t budget_bytes);
 
 // GPU bytes of the LoRA slots one rank preallocates (--enable-lora): per slot and per adapted
 // Linear slice, A [rank, in] and B [out, rank] in the served dtype, the TP-split side sharded

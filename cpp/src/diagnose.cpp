@@ -749,4 +749,56 @@ nlohmann::json to_json(const Diagnosis& d) {
   return j;
 }
 
+HostOomReading read_host_oom(const OomKill& kill, const HostBreakdown& planned,
+                             std::int64_t workers) {
+  HostOomReading r;
+  r.planned_required_bytes = planned.required_bytes;
+  r.killed_anon_bytes = kill.anon_rss_bytes.value_or(0);
+  r.gap_bytes = r.killed_anon_bytes - r.planned_required_bytes;
+  const std::int64_t checkpoint = planned.page_cache_bytes;
+  if (checkpoint > 0)
+    r.checkpoint_copies =
+        static_cast<double>(r.killed_anon_bytes) / static_cast<double>(checkpoint);
+  std::string& e = r.explanation;
+  e = "The plan needs " + gib_bytes(r.planned_required_bytes) +
+      " of host RAM on this node for the launch as logged (" +
+      gib_bytes(planned.process_baseline_bytes) + " process baselines, " +
+      gib_bytes(planned.loader_anonymous_bytes) + " loader staging, " +
+      gib_bytes(planned.pinned_bytes) + " pinned, " + gib_bytes(planned.input_batch_bytes) +
+      " input batch; the checkpoint's " + gib_bytes(checkpoint) +
+      " of page cache is reclaimable and not counted).";
+  if (!kill.anon_rss_bytes) {
+    e += " The kernel's line gives no anonymous RSS to set against it.";
+  } else if (r.gap_bytes > 0) {
+    char copies[32];
+    std::snprintf(copies, sizeof copies, "%.2f", r.checkpoint_copies);
+    e += " The killed process alone held " + gib_bytes(r.killed_anon_bytes) + " anonymous, " +
+         gib_bytes(r.gap_bytes) + " more than the whole plan";
+    if (checkpoint > 0) e += std::string(", ") + copies + " x the checkpoint";
+    e += ". What the plan does not count, and can explain it: a loader that reads whole tensors "
+         "into anonymous memory instead of memory-mapping the safetensors (.bin / .pt weights, "
+         "a filesystem whose pages are copied rather than mapped, a load format or quantization "
+         "path that materialises the checkpoint, a dtype conversion on the host) holds up to "
+         "one checkpoint per worker";
+    const long copies_rounded = std::lround(r.checkpoint_copies);
+    if (checkpoint > 0 && copies_rounded >= 1 && copies_rounded <= workers &&
+        std::abs(r.checkpoint_copies - static_cast<double>(copies_rounded)) <= 0.1) {
+      e += ": " + std::to_string(copies_rounded) + " x " + gib_bytes(checkpoint) + " = " +
+           gib_bytes(copies_rounded * checkpoint) + " matches the " + std::to_string(workers) +
+           "-worker launch";
+    }
+    e += "; or several workers' memory charged to this one process (workers in-process).";
+  } else {
+    e += " The killed process held " + gib_bytes(r.killed_anon_bytes) +
+         " anonymous, within the plan: the memory limit is below what the launch needs, and "
+         "other processes in the same container count against it too.";
+  }
+  e += " Lowering --gpu-memory-utilization cannot help: it sizes GPU memory after the weights "
+       "load, and host RAM at load does not depend on it. Raise the container's memory limit "
+       "above " +
+       gib_bytes(std::max(r.killed_anon_bytes, r.planned_required_bytes)) +
+       ", or let the loader memory-map the checkpoint (safetensors).";
+  return r;
+}
+
 }  // namespace vramplan

@@ -53,6 +53,7 @@ __all__: list[str] = [
     "parse_sglang_log",
     "parse_vllm_log",
     "read_gguf_header",
+    "read_host_oom",
     "read_safetensors_folder",
     "resident_bytes",
     "resolve_model_folder",
@@ -654,6 +655,15 @@ def parse_vllm_log(path: os.PathLike[str] | str | bytes) -> typing.Any: ...
 @typing.overload
 def parse_vllm_log(text: typing.Any) -> typing.Any: ...
 def read_gguf_header(path: str) -> typing.Any: ...
+def read_host_oom(
+    anon_rss_bytes: typing.SupportsInt | typing.SupportsIndex | None,
+    planned: HostBreakdown,
+    workers: typing.SupportsInt | typing.SupportsIndex,
+) -> dict[str, typing.Any]:
+    """
+    Set a host OOM kill's anonymous RSS against the plan's host breakdown for the same launch: planned_required_bytes, killed_anon_bytes, gap_bytes, checkpoint_copies and an explanation naming what can account for a difference.
+    """
+
 def read_safetensors_folder(dir: str) -> typing.Any: ...
 def resident_bytes(started: Breakdown) -> int:
     """

@@ -407,7 +407,22 @@ def _fix(result: dict[str, Any], launch: dict[str, Any], host_ram_bytes: int) ->
         "logged_launch_predicted_outcome": predicted.outcome,
         # A release newer than the newest known is planned with that release's rules.
         "engine_version_warning": plan.engine_version_warning,
+        "host_oom": _host_oom(result, predicted, launch),
     }
+
+
+def _host_oom(
+    result: dict[str, Any], predicted: api.Breakdown, launch: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The last OOM kill set against the plan's host need for the launch as logged."""
+    if result["cause"] != "host_ram_oom_killer" or not result["oom_kills"]:
+        return None
+    knobs = {**launch["knobs"], **launch["logged"]}
+    workers = 1
+    for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+        workers *= int(knobs.get(key) or 1)
+    kill = result["oom_kills"][-1]
+    return dict(_core.read_host_oom(kill["anon_rss_bytes"], predicted.host, workers))
 
 
 def diagnose(
@@ -529,6 +544,8 @@ def format_text(diagnosis: Diagnosis) -> str:
             "  planner's prediction for the launch as logged: "
             f"{fix['logged_launch_predicted_outcome']}\n"
         )
+        if fix.get("host_oom"):
+            out.write(f"\nhost RAM against the plan: {fix['host_oom']['explanation']}\n")
     elif data["fix_unavailable"] and data["cause"] in _MEMORY_CAUSES:
         out.write(f"\nno fixing flags: {data['fix_unavailable']}\n")
     return out.getvalue()

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_support.hpp"
+#include "vramplan/diagnose.hpp"
 #include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
 
@@ -170,4 +171,37 @@ TEST(HostRam, V0PinsItsSwapSpacePerGpu) {
   EXPECT_EQ(run(config, 0, 4).host.pinned_bytes, 4 * 4 * kGiBBytes);
   config.swap_space_bytes = 0;
   EXPECT_EQ(run(config, 0, 4).host.pinned_bytes, 0);
+}
+
+TEST(HostRam, AnOomKillIsReadAgainstThePlansHostNeed) {
+  // A plan of 10 GiB (4 baseline + 5 staging + 1 pinned) beside a 40 GiB checkpoint.
+  HostBreakdown planned;
+  planned.process_baseline_bytes = 4 * kGiBBytes;
+  planned.loader_anonymous_bytes = 5 * kGiBBytes;
+  planned.pinned_bytes = kGiBBytes;
+  planned.required_bytes = 10 * kGiBBytes;
+  planned.page_cache_bytes = 40 * kGiBBytes;
+  OomKill kill;
+  // 4 workers, 121 GiB anonymous: 3.025 checkpoints, within 0.1 of 3 copies (3 <= 4 workers).
+  kill.anon_rss_bytes = 121 * kGiBBytes;
+  HostOomReading r = read_host_oom(kill, planned, 4);
+  EXPECT_EQ(r.gap_bytes, 111 * kGiBBytes);
+  EXPECT_DOUBLE_EQ(r.checkpoint_copies, 121.0 / 40.0);
+  EXPECT_NE(r.explanation.find("3 x 40.00 GiB = 120.00 GiB matches the 4-worker launch"),
+            std::string::npos)
+      << r.explanation;
+  // 5 copies cannot come from 4 workers: no match is claimed.
+  kill.anon_rss_bytes = 200 * kGiBBytes;
+  r = read_host_oom(kill, planned, 4);
+  EXPECT_EQ(r.explanation.find("matches"), std::string::npos) << r.explanation;
+  // Under the plan: the limit is too small for the launch itself.
+  kill.anon_rss_bytes = 8 * kGiBBytes;
+  r = read_host_oom(kill, planned, 4);
+  EXPECT_EQ(r.gap_bytes, -2 * kGiBBytes);
+  EXPECT_NE(r.explanation.find("within the plan"), std::string::npos) << r.explanation;
+  EXPECT_NE(r.explanation.find("above 10.00 GiB"), std::string::npos) << r.explanation;
+  // No anonymous figure in the kernel line: nothing is claimed about it.
+  kill.anon_rss_bytes.reset();
+  r = read_host_oom(kill, planned, 4);
+  EXPECT_NE(r.explanation.find("no anonymous RSS"), std::string::npos) << r.explanation;
 }

@@ -158,6 +158,34 @@ def test_seed_000_diagnose_plans_the_pasted_launch_and_fp8_weights_fit() -> None
     assert replayed.outcome == "started"
 
 
+def test_seed_000_diagnose_sets_the_killed_rss_against_the_plans_host_need() -> None:
+    """dmesg's anon-rss:128923312kB (122.95 GiB) against the plan's host need for TP 2: API
+    server 1.5 + engine core 1.5 + 2 x 3 GiB workers, 2 x the largest tensor staged (the
+    embedding, 151936 x 5120 x 2 B) and 2 x 5 B x 256 x 32768 of token ids. The gap is two
+    copies of the 32.8 B-parameter bf16 checkpoint, one per worker, and the utilization has
+    nothing to do with it."""
+    result = vramplan.diagnose(
+        SEEDS / "000_vllm.log",
+        dmesg=SEEDS / "000_dmesg.txt",
+        model="Qwen/Qwen3-32B",
+        gpu="RTX-4090",
+    )
+    host = result.fix["host_oom"]
+    planned = 9 * 2**30 + 2 * 151_936 * 5_120 * 2 + 2 * 5 * 256 * 32_768
+    assert host["planned_required_bytes"] == planned
+    assert host["killed_anon_bytes"] == 128_923_312 * 1024
+    assert host["gap_bytes"] == 128_923_312 * 1024 - planned
+    checkpoint = vramplan.breakdown("Qwen/Qwen3-32B", "RTX-4090").host.page_cache_bytes
+    assert host["checkpoint_copies"] == pytest.approx(128_923_312 * 1024 / checkpoint)
+    assert 1.95 < host["checkpoint_copies"] < 2.05
+    explanation = host["explanation"]
+    assert "matches the 2-worker launch" in explanation
+    assert "Lowering --gpu-memory-utilization cannot help" in explanation
+    assert "122.95 GiB anonymous" in explanation
+    text = sys.modules["vramplan.diagnose"].format_text(result)
+    assert f"host RAM against the plan: {explanation}" in text
+
+
 def _emitted_launches() -> list[list[str]]:
     """Flag lines for launches with every kind of value: JSON objects, GiB floats, bools."""
     return [

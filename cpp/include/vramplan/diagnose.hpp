@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vramplan/engine.hpp"
 #include "vramplan/log_parser.hpp"
 
 namespace vramplan {
@@ -98,6 +99,21 @@ struct Diagnosis {
 // `log_text`: a vLLM log or any part of it (a pasted traceback, one OOM line); `kernel_text`:
 // a dmesg / journalctl -k excerpt, or empty.
 Diagnosis diagnose_launch(std::string_view log_text, std::string_view kernel_text);
+
+// A host OOM kill set against the plan's host need for the same launch: what the plan says
+// the node needs, what the killed process held, and what can explain a difference.
+struct HostOomReading {
+  std::int64_t planned_required_bytes = 0;  // the plan's host need per node (anonymous + pinned)
+  std::int64_t killed_anon_bytes = 0;       // the killed process's anonymous RSS
+  std::int64_t gap_bytes = 0;               // killed_anon - planned (negative: under the plan)
+  double checkpoint_copies = 0.0;           // killed_anon / checkpoint bytes
+  std::string explanation;                  // the comparison and its candidate causes, in words
+};
+
+// `planned`: the plan's host breakdown for the launch as logged; `workers`: GPU worker processes
+// on the node (TP x PP x DP). Both the anonymous RSS and the plan count bytes.
+HostOomReading read_host_oom(const OomKill& kill, const HostBreakdown& planned,
+                             std::int64_t workers);
 
 // Keys: cause, evidence, explanation, advice ([{knob, action, value}]), oom_phase,
 // oom_other_processes_bytes, oom_kills, figures (the log parser's JSON).

@@ -5,6 +5,7 @@
 #include "launch_internal.hpp"
 #include "vramplan/calibration.hpp"
 #include "vramplan/compiled.hpp"
+#include "vramplan/knobs.hpp"
 
 namespace vramplan {
 namespace {
@@ -15,7 +16,21 @@ std::int64_t next_power_of_two(std::int64_t bytes) noexcept {
   return p;
 }
 
+// LMCache's max_local_cpu_size default, 5.0 "GB" read as GiB (LMCache 0.5.6 v1/config.py;
+// cache_engine.py sizes the pool int(size * 1024**3)).
+constexpr std::int64_t kLmcacheLocalCpuDefaultBytes = std::int64_t{5} << 30;
+
 }  // namespace
+
+// vLLM's LMCache connector (LMCacheConnectorV1; LMCacheConnector in V0) starts one LMCache
+// engine in every worker, and each pins its own local CPU pool (LMCache 0.5.6
+// cache_engine.py: MixedMemoryAllocator through cudaHostAlloc, unrounded): TP x PP x DP pools
+// on the node (LMCache#2901). LMCacheMPConnector keeps the pool in the LMCache server instead.
+std::int64_t lmcache_pinned_bytes(const EngineConfig& knobs, std::int64_t workers) {
+  const std::string connector = kv_connector_of(knobs.kv_transfer_config);
+  if (connector != "LMCacheConnectorV1" && connector != "LMCacheConnector") return 0;
+  return workers * knobs.lmcache_local_cpu_bytes.value_or(kLmcacheLocalCpuDefaultBytes);
+}
 
 // Host RAM while loading and serving, per node, without the input batch (it grows with the
 // evaluated knobs; see CompiledLaunch::host).
@@ -52,7 +67,7 @@ HostBreakdown host_model(const ModelSpec& spec, std::int64_t workers, std::int64
       profile.swap_space_default_bytes > 0
           ? workers * knobs.swap_space_bytes.value_or(profile.swap_space_default_bytes)
           : 0;
-  h.pinned_bytes = swap;
+  h.pinned_bytes = swap + lmcache_pinned_bytes(knobs, workers);
   h.required_bytes = h.process_baseline_bytes + h.loader_anonymous_bytes + h.pinned_bytes;
   return h;
 }
@@ -97,10 +112,11 @@ HostBreakdown CompiledLaunch::host(const ResolvedKnobs& k) const {
       {"pinned", h.pinned_bytes,
        profile().kv_offload_shared_region
            ? "formula: CPU-offloaded parameters, each pinned and rounded up to a power of two "
-             "(per worker) + KV offload (one shared /dev/shm region, unrounded) + V0 swap space"
+             "(per worker) + KV offload (one shared /dev/shm region, unrounded) + LMCache's CPU "
+             "pool per worker + V0 swap space"
            : "formula: CPU-offloaded parameters, each pinned and rounded up to a power of two "
-             "(per worker) + KV offload (per KV tensor, each rounded up to a power of two) + V0 "
-             "swap space"},
+             "(per worker) + KV offload (per KV tensor, each rounded up to a power of two) + "
+             "LMCache's CPU pool per worker + V0 swap space"},
       {"page_cache", h.page_cache_bytes,
        "formula: checkpoint bytes, file-backed and reclaimable (not required)"},
   };

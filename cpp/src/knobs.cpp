@@ -209,6 +209,17 @@ const std::vector<KnobSpec> kKnobs = {
      KnobDefault::RowSwapSpace, "the version's row (swap_space_default_bytes; 0: none pinned)",
      "pinned host swap space for preempted requests (V0)", "--swap-space", "swap_space", kGiBUnit,
      VRAMPLAN_KNOB_ACCESS(swap_space_bytes), false},
+    {"kv_transfer_config", KnobType::Text, "", 0, 0, "", KnobDefault::Stated,
+     "unset: no KV connector",
+     "vLLM's JSON, e.g. '{\"kv_connector\": \"LMCacheConnectorV1\", \"kv_role\": "
+     "\"kv_both\"}': an LMCache connector pins a CPU pool in every worker",
+     "--kv-transfer-config", "kv_transfer_config", 1, VRAMPLAN_KNOB_ACCESS(kv_transfer_config),
+     false},
+    {"lmcache_local_cpu_bytes", KnobType::Bytes, "bytes per worker", 0, kNoLimit, "",
+     KnobDefault::Stated, "5 GiB (LMCache's max_local_cpu_size) where an LMCache connector is set",
+     "LMCACHE_MAX_LOCAL_CPU_SIZE (environment, GiB): the pinned CPU pool of LMCache in each "
+     "worker",
+     "", "", kGiBUnit, VRAMPLAN_KNOB_ACCESS(lmcache_local_cpu_bytes), false},
     {"kv_cache_memory_bytes", KnobType::Bytes, "bytes per GPU", 1, kNoLimit, "",
      KnobDefault::Stated, "unset: the budget from gpu_memory_utilization",
      "a fixed KV-cache size instead of the utilization budget", "--kv-cache-memory-bytes",
@@ -451,6 +462,7 @@ KnobValue check_knob(const KnobSpec& k, const KnobValue& value) {
       const auto* s = std::get_if<std::string>(&value);
       if (s == nullptr) fail("expected text");
       if (k.name == "limit_mm_per_prompt") (void)parse_limit_mm_per_prompt(*s);
+      if (k.name == "kv_transfer_config") (void)kv_connector_of(*s);
       if (k.choices.empty()) return value;
       const std::string canonical = lower(*s);
       if (!in_choices(k.choices, canonical)) fail("not a value vLLM accepts");
@@ -458,6 +470,23 @@ KnobValue check_knob(const KnobSpec& k, const KnobValue& value) {
     }
   }
   return value;
+}
+
+std::string kv_connector_of(const std::string& kv_transfer_config) {
+  if (kv_transfer_config.empty()) return "";
+  auto fail = [&](const std::string& problem) {
+    throw ConfigError("kv_transfer_config", "'" + kv_transfer_config + "'",
+                      "vLLM's JSON object with a kv_connector name, e.g. {\"kv_connector\": "
+                      "\"LMCacheConnectorV1\", \"kv_role\": \"kv_both\"}",
+                      problem);
+  };
+  const nlohmann::json doc = nlohmann::json::parse(kv_transfer_config, nullptr, false);
+  if (doc.is_discarded()) fail("not valid JSON");
+  if (!doc.is_object()) fail("not a JSON object");
+  const auto connector = doc.find("kv_connector");
+  if (connector == doc.end() || !connector->is_string() || connector->get<std::string>().empty())
+    fail("kv_connector must be a connector's name");
+  return connector->get<std::string>();
 }
 
 std::vector<ModalityLimit> parse_limit_mm_per_prompt(const std::string& text) {

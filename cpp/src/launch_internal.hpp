@@ -21,6 +21,8 @@ ActivationModel activation_model(const ModelSpec& spec, const QuantSpec& quant,
 // Host RAM while loading and serving, per node, without the input batch (host_ram.cpp).
 HostBreakdown host_model(const ModelSpec& spec, std::int64_t workers, std::int64_t engine_cores,
                          const EngineProfile& profile, const EngineConfig& knobs);
+// The pinned host bytes of LMCache's CPU pools on one node (host_ram.cpp).
+std::int64_t lmcache_pinned_bytes(const EngineConfig& knobs, std::int64_t workers);
 // The pinned host bytes of --kv-offloading-size on one node: `stage_kv_tensors` holds each
 // pipeline stage's KV tensors per rank (host_ram.cpp).
 std::int64_t kv_offload_pinned_bytes(std::int64_t offload_bytes, std::int64_t engine_cores,

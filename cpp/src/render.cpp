@@ -189,7 +189,7 @@ std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& pla
       }
     } else if (const double* real = std::get_if<double>(&*value)) {
       flags.emplace_back(kwarg, *real);
-    } else if (knob.name == "limit_mm_per_prompt") {
+    } else if (knob.name == "limit_mm_per_prompt" || knob.name == "kv_transfer_config") {
       // A dict for LLM(...), one quoted JSON word on the command line.
       flags.emplace_back(kwarg, nlohmann::json::parse(std::get<std::string>(*value)));
     } else {
@@ -223,6 +223,10 @@ nlohmann::json to_vllm_env(const Plan& plan) {
   }
   if (plan.config.vllm_use_flashinfer_sampler != "auto") {
     out["VLLM_USE_FLASHINFER_SAMPLER"] = plan.config.vllm_use_flashinfer_sampler;
+  }
+  if (plan.config.lmcache_local_cpu_bytes) {
+    out["LMCACHE_MAX_LOCAL_CPU_SIZE"] =
+        flag_number(static_cast<double>(*plan.config.lmcache_local_cpu_bytes) / (1 << 30));
   }
   return out;
 }

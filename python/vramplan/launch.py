@@ -64,11 +64,14 @@ _SPECULATIVE_FLAGS = {
     "spec_model": "model",
     "spec_tokens": "num_speculative_tokens",
 }
+# Knobs vLLM takes as a JSON object on the command line and as a dict in LLM(...).
+_JSON_KNOBS = frozenset({"limit_mm_per_prompt", "kv_transfer_config"})
 # Environment variables that change what vramplan plans.
 _ENV_KNOBS = {
     "VLLM_ALL2ALL_BACKEND": "all2all_backend",
     "VLLM_USE_V2_MODEL_RUNNER": "vllm_use_v2_model_runner",
     "VLLM_USE_FLASHINFER_SAMPLER": "vllm_use_flashinfer_sampler",
+    "LMCACHE_MAX_LOCAL_CPU_SIZE": "lmcache_local_cpu_bytes",
 }
 # Log figures (parse_vllm_log) that name a runtime part selected by one of those variables:
 # "Using V2 Model Runner", "Using FlashInfer for top-p & top-k sampling" (or the native fallback).
@@ -795,7 +798,7 @@ def to_knobs(
         if typed and knob_name == "max_model_len" and str(value).strip().lower() in _AUTO_CONTEXT:
             out.context_auto = True
             continue
-        vllm_typed = knob_name == "limit_mm_per_prompt" and isinstance(value, Mapping)
+        vllm_typed = knob_name in _JSON_KNOBS and isinstance(value, Mapping)
         if typed or name in _SCALED or vllm_typed:
             # A dict is vLLM's own type for limit_mm_per_prompt (what to_llm_kwargs gives).
             value = _typed(name, knob_name, value, table[knob_name])
@@ -848,10 +851,21 @@ def _check_visible_devices(out: Knobs, env: Mapping[str, str]) -> None:
         raise _core.ConfigError(msg)
 
 
-def _env_value(key: str, value: str) -> str:
+def _env_value(key: str, value: str) -> str | int:
     """A memory-relevant environment variable's value as the knob takes it. vLLM reads
     VLLM_USE_V2_MODEL_RUNNER and VLLM_USE_FLASHINFER_SAMPLER as bool(int(value)): any integer,
-    nonzero meaning on."""
+    nonzero meaning on. LMCache reads LMCACHE_MAX_LOCAL_CPU_SIZE as a float of GiB."""
+    if key == "LMCACHE_MAX_LOCAL_CPU_SIZE":
+        try:
+            size = float(value)
+        except ValueError:
+            size = math.nan
+        if not math.isfinite(size) or size < 0:
+            msg = (
+                f"{key}: expected a size in GiB, a number >= 0, as LMCache reads it (got {value!r})"
+            )
+            raise _core.ConfigError(msg) from None
+        return round(size * GIB)
     if key not in _INTEGER_FLAG_ENV:
         return value
     if re.fullmatch(r"\s*[+-]?\d+\s*", value):
@@ -892,6 +906,8 @@ def _typed(name: str, knob_name: str, value: Any, knob: dict[str, Any]) -> Any:
         return _number(name, value, float)
     if knob_name == "limit_mm_per_prompt":
         return _limit_mm(value)
+    if knob_name == "kv_transfer_config" and isinstance(value, Mapping):
+        return json.dumps(value)  # LLM(kv_transfer_config={...}) as the flag's JSON
     return str(value)
 
 

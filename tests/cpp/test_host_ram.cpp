@@ -205,3 +205,29 @@ TEST(HostRam, AnOomKillIsReadAgainstThePlansHostNeed) {
   r = read_host_oom(kill, planned, 4);
   EXPECT_NE(r.explanation.find("no anonymous RSS"), std::string::npos) << r.explanation;
 }
+
+TEST(HostRam, LmcachePinsOnePoolPerWorker) {
+  // LMCache#2901: with LMCacheConnectorV1 every worker starts its own LMCache engine, and each
+  // pins max_local_cpu_size (5.0 by default, int(5.0 * 1024**3) bytes in cache_engine.py): at
+  // TP 4, 4 x 5 GiB = 20 GiB, not one 5 GiB pool.
+  EngineConfig config;
+  config.tensor_parallel_size = 4;
+  config.kv_transfer_config = R"({"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"})";
+  EXPECT_EQ(run(config, 0, 4).host.pinned_bytes, 4 * 5 * kGiBBytes);
+  // LMCACHE_MAX_LOCAL_CPU_SIZE=20: 4 x 20 GiB.
+  config.lmcache_local_cpu_bytes = 20 * kGiBBytes;
+  EXPECT_EQ(run(config, 0, 4).host.pinned_bytes, 4 * 20 * kGiBBytes);
+  // The multi-process connector keeps the pool in the LMCache server, outside the workers.
+  config.kv_transfer_config = R"({"kv_connector": "LMCacheMPConnector"})";
+  EXPECT_EQ(run(config, 0, 4).host.pinned_bytes, 0);
+  // Anything but a JSON object naming a connector is refused under the flag's name.
+  for (const char* bad : {"LMCacheConnectorV1", "[1]", R"({"kv_role": "kv_both"})"}) {
+    config.kv_transfer_config = bad;
+    try {
+      (void)run(config, 0, 4);
+      ADD_FAILURE() << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field(), "kv_transfer_config");
+    }
+  }
+}

@@ -787,3 +787,33 @@ def test_chunked_prefill_off_is_read_and_written_as_the_release_spells_it(
     argv = data["vllm_argv"]
     start = argv.index(words[0])
     assert argv[start : start + len(words)] == words
+
+
+def test_lmcache_pools_come_from_the_pasted_launch_and_its_environment(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`env LMCACHE_MAX_LOCAL_CPU_SIZE=20 vllm serve ... --kv-transfer-config '{LMCache}'` at
+    TP 4: four workers, each pinning a 20 GiB LMCache pool (LMCache#2901), 80 GiB on the node;
+    the variable and the JSON go back out unchanged in meaning."""
+    connector = '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'
+    argv = ["check", "--gpu", "H100-80GB", "--json", "--", "env", "LMCACHE_MAX_LOCAL_CPU_SIZE=20"]
+    command = ["vllm", "serve", "Qwen/Qwen3-8B", "--tensor-parallel-size", "4"]
+    main([*argv, *command, "--kv-transfer-config", connector])
+    data = json.loads(capsys.readouterr().out)
+    assert data["breakdown"]["host"]["pinned_bytes"] == 4 * 20 * 2**30
+    assert data["vllm_env"] == {"LMCACHE_MAX_LOCAL_CPU_SIZE": "20.00"}
+    written = shlex.split(data["vllm_args"])
+    assert json.loads(written[written.index("--kv-transfer-config") + 1]) == json.loads(connector)
+    # The same launch from Python, the connector as LLM(...) takes it: a dict.
+    plan = vramplan.plan(
+        "Qwen/Qwen3-8B",
+        "H100-80GB",
+        num_gpus=4,
+        tensor_parallel_size=4,
+        kv_transfer_config=json.loads(connector),
+    )
+    assert plan.breakdown.host.pinned_bytes == 4 * 5 * 2**30  # LMCache's default 5 GiB each
+    assert main([*argv[:-1], "LMCACHE_MAX_LOCAL_CPU_SIZE=lots", *command]) == 2
+    error = capsys.readouterr().err
+    assert "LMCACHE_MAX_LOCAL_CPU_SIZE: expected a size in GiB" in error
+    assert "'lots'" in error

@@ -313,6 +313,10 @@ struct EngineConfig {
   std::string safetensors_load_strategy = "lazy";  // lazy (mmap), eager, prefetch
   std::int64_t kv_offloading_bytes = 0;            // --kv-offloading-size, total over TP ranks
   std::optional<std::int64_t> swap_space_bytes;    // V0 --swap-space per GPU (unset: 4 GiB)
+  // --kv-transfer-config as vLLM's JSON ('{"kv_connector": "LMCacheConnectorV1", ...}').
+  std::string kv_transfer_config;
+  // LMCACHE_MAX_LOCAL_CPU_SIZE: the LMCache CPU pool each worker pins (unset: LMCache's 5 GiB).
+  std::optional<std::int64_t> lmcache_local_cpu_bytes;
   std::optional<std::int64_t> kv_cache_memory_bytes;  // --kv-cache-memory-bytes, per GPU
   std::int32_t num_speculative_tokens = 0;
   // "mtp" (the checkpoint's own MTP layers), "eagle" / "eagle3" / "draft_model" (a separate

@@ -61,6 +61,10 @@ struct KnobSpec {
   bool evaluated;
 };
 
+// The kv_connector named by --kv-transfer-config's JSON ("" when unset); ConfigError naming
+// kv_transfer_config for anything else.
+std::string kv_connector_of(const std::string& kv_transfer_config);
+
 // Whether the knob called `name` is evaluated per point (KnobSpec::evaluated).
 bool is_evaluated_knob(std::string_view name) noexcept;
 // The evaluated knobs' names, comma-separated, in table order (for messages).

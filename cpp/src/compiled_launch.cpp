@@ -310,8 +310,10 @@ All2AllExchange all2all_exchange(const ModelSpec& spec, const EngineConfig& conf
     // sized for VLLM_MOE_DP_CHUNK_SIZE tokens per rank over the global experts.
     x.buffer_bytes = kDeepEpNvlBytes + kDeepEpWorkspaceBytes;
     if (backend == "deepep_low_latency") {
-      x.buffer_bytes +=
-          deepep_low_latency_rdma_bytes(kMoeDpChunkTokens, spec.hidden_size, spec.moe.num_experts);
+      // Its experts are the physical ones: EPLB's redundant experts included.
+      x.buffer_bytes += deepep_low_latency_rdma_bytes(
+          kMoeDpChunkTokens, spec.hidden_size,
+          std::int64_t{spec.moe.num_experts} + config.num_redundant_experts);
     }
     return x;
   }
@@ -329,6 +331,33 @@ All2AllExchange all2all_exchange(const ModelSpec& spec, const EngineConfig& conf
                     kernels ? "these kernels run only with enable_expert_parallel: this launch "
                               "is not modelled"
                             : "the memory this backend allocates is not modelled");
+}
+
+// vLLM's own refusals: redundant experts only with EPLB, EPLB only under expert parallelism,
+// and the physical experts must split evenly over the EP ranks (fused_moe/layer.py,
+// config/parallel.py).
+void check_eplb(const ModelSpec& spec, const EngineConfig& config, std::int32_t ep) {
+  if (config.num_redundant_experts > 0 && !config.enable_eplb) {
+    throw ConfigError("num_redundant_experts", std::to_string(config.num_redundant_experts),
+                      "0 without enable_eplb", "redundant experts are only supported with EPLB");
+  }
+  if (!config.enable_eplb) return;
+  if (!spec.has_moe || !config.enable_expert_parallel) {
+    throw ConfigError("enable_eplb", "true",
+                      "enable_eplb with enable_expert_parallel on an MoE model",
+                      spec.has_moe ? "EPLB needs expert parallelism (--enable-expert-parallel)"
+                                   : "the model has no routed experts");
+  }
+  const std::int64_t physical = std::int64_t{spec.moe.num_experts} + config.num_redundant_experts;
+  if (physical % ep != 0) {
+    throw ConfigError("num_redundant_experts", std::to_string(config.num_redundant_experts),
+                      "a count that makes experts + redundant a multiple of the " +
+                          std::to_string(ep) + " EP ranks",
+                      std::to_string(spec.moe.num_experts) + " experts + " +
+                          std::to_string(config.num_redundant_experts) +
+                          " redundant do not split evenly over " + std::to_string(ep) +
+                          " EP ranks");
+  }
 }
 
 bool stage_has_moe(const ModelSpec& spec, const LayerRange& layers) {
@@ -643,6 +672,34 @@ void add_draft_forward(const RankInputs& in, CompiledRank& rank) {
                                                draft_layers));
 }
 
+// EPLB's state, made inside load_model (so in "Model loading took"; vLLM 0.33
+// distributed/eplb/eplb_state.py EplbState.add_model): the int32 load window [window_size 1000,
+// MoE layers, physical experts] and expert_buffer, an empty_like of one MoE layer's local
+// expert weights.
+std::int64_t eplb_state_bytes(const RankInputs& in, const RankPlacement& placement,
+                              const LayerRange& layers) {
+  if (!in.config.enable_eplb) return 0;
+  constexpr std::int64_t kWindowSize = 1000;  // EPLBConfig.window_size
+  std::int64_t moe_layers = 0;
+  std::int32_t first_moe_layer = -1;
+  for (std::int32_t i = layers.begin; i < layers.end; ++i) {
+    const LayerSpec& layer = in.spec.layers[static_cast<std::size_t>(i)];
+    if (!layer.mlp || !layer.moe) continue;
+    ++moe_layers;
+    if (first_moe_layer < 0) first_moe_layer = i;
+  }
+  if (moe_layers == 0) return 0;
+  const std::int64_t physical_experts =
+      std::int64_t{in.spec.moe.num_experts} + in.config.num_redundant_experts;
+  std::int64_t expert_buffer = 0;
+  for (const TensorGroup& g : model_tensor_groups(in.loaded)) {
+    if (g.layer != first_moe_layer) continue;
+    if (g.role != TensorRole::ExpertGateUp && g.role != TensorRole::ExpertDown) continue;
+    expert_buffer += tensor_group_bytes_on_rank(g, in.quantization, in.served_dtype, placement);
+  }
+  return 4 * kWindowSize * moe_layers * physical_experts + expert_buffer;
+}
+
 // One pipeline stage's rank: its weights, non-torch memory, activation and graph models, KV.
 CompiledRank compile_rank(const RankInputs& in, std::int32_t stage) {
   const ModelSpec& s = in.spec;
@@ -654,7 +711,8 @@ CompiledRank compile_rank(const RankInputs& in, std::int32_t stage) {
   const LayerRange layers = pipeline_layer_range(s.num_hidden_layers, in.pp, stage);
   // Experts split whole over EP ranks, or each one over TP x DP ranks without EP.
   const std::int32_t expert_tp = in.ep > 1 ? 1 : tp * in.dp;
-  const RankPlacement placement{tp, in.pp, stage, in.ep, expert_tp};
+  const RankPlacement placement{tp,    in.pp,     stage,
+                                in.ep, expert_tp, in.ep > 1 ? in.config.num_redundant_experts : 0};
   const WeightBytes weights =
       weight_bytes_per_rank(in.loaded, in.quantization, in.served_dtype, placement, in.drafter.mtp);
   // The spec's rotary cache covers max_position_embeddings; MRotaryEmbedding's covers a
@@ -675,7 +733,7 @@ CompiledRank compile_rank(const RankInputs& in, std::int32_t stage) {
   rank.cpu_offload_pinned_bytes = offload.pinned_bytes;
   rank.weights_bytes =
       std::max<std::int64_t>(0, weights.total() + mrope_extra_bytes - offload.offloaded_bytes) +
-      rank.lora_bytes + draft_weights;
+      rank.lora_bytes + draft_weights + eplb_state_bytes(in, placement, layers);
   const bool moe_stage = stage_has_moe(s, layers);
   rank.all2all_buffer_bytes = moe_stage ? in.exchange.buffer_bytes : 0;
   rank.non_torch_bytes = in.non_torch + rank.all2all_buffer_bytes;
@@ -748,6 +806,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   const std::int32_t pp = c.pipeline_parallel_size;
   const std::int32_t dp = c.data_parallel_size;
   const std::int32_t ep = c.enable_expert_parallel && s.has_moe ? tp * dp : 1;
+  check_eplb(s, c, ep);
   const All2AllExchange exchange = all2all_exchange(s, c, profile);
   all2all_exchange_ = exchange.applies;
   cuda_context_bytes_ = gpu_cuda_context_bytes(profile, gpu) +

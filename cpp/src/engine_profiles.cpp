@@ -352,6 +352,14 @@ void parse_all2all_backend_flag_from(EngineProfile& p, const Row& row, const cha
   p.all2all_backend_flag_from_minor = version->minor;
 }
 
+void parse_eplb_config_flag_from(EngineProfile& p, const Row& row, const char* key) {
+  const std::string from = row.text(key);
+  const auto version = Version::read(from);
+  if (!version) row.fail(key, from, "expected <major>.<minor>");
+  p.eplb_config_flag_from_major = version->major;
+  p.eplb_config_flag_from_minor = version->minor;
+}
+
 void parse_budget_formula(EngineProfile& p, const Row& row, const char* key) {
   p.consumed_budget_formula = choice<bool>(row, key, {{"components", false}, {"consumed", true}},
                                            "expected components or consumed");
@@ -445,6 +453,7 @@ const std::vector<EngineField>& engine_fields() {
       {"max_num_batched_tokens", parse_max_num_batched_tokens},
       {"all2all_backend_default", parse_all2all_backend_default},
       {"all2all_backend_flag_from", parse_all2all_backend_flag_from},
+      {"eplb_config_flag_from", parse_eplb_config_flag_from},
       {"long_context_chunked_prefill_above", &P::long_context_chunked_prefill_above, 0.0,
        kMaxRowTokens},
       {"long_context_batched_tokens", &P::long_context_batched_tokens, 0.0, kMaxRowTokens},
@@ -582,6 +591,8 @@ EngineProfile engine_profile(const std::string& version) {
   }
   p.all2all_backend_flag =
       Version{p.all2all_backend_flag_from_major, p.all2all_backend_flag_from_minor, 0} <= *parsed;
+  p.eplb_config_flag =
+      Version{p.eplb_config_flag_from_major, p.eplb_config_flag_from_minor, 0} <= *parsed;
   return p;
 }
 

@@ -136,6 +136,14 @@ const std::vector<KnobSpec> kKnobs = {
      "routed experts spread whole over TP x DP ranks instead of split over TP",
      "--enable-expert-parallel", "enable_expert_parallel", 1,
      VRAMPLAN_KNOB_ACCESS(enable_expert_parallel), false},
+    {"enable_eplb", KnobType::Boolean, "", 0, 0, "", KnobDefault::Stated, "false",
+     "expert-parallel load balancing: a load window and a one-layer expert buffer per rank",
+     "--enable-eplb", "enable_eplb", 1, VRAMPLAN_KNOB_ACCESS(enable_eplb), false},
+    {"num_redundant_experts", KnobType::Integer, "experts", 0, 65536, "", KnobDefault::Stated, "0",
+     "EPLB's redundant experts: (experts + redundant) spread over the EP ranks; --eplb-config "
+     "'{\"num_redundant_experts\": R}' from 0.11",
+     "--num-redundant-experts", "num_redundant_experts", 1,
+     VRAMPLAN_KNOB_ACCESS(num_redundant_experts), false},
     {"all2all_backend", KnobType::Text, "", 0, 0,
      "naive,allgather_reducescatter,pplx,deepep_high_throughput,deepep_low_latency,deepep_v2,"
      "flashinfer_all2allv,flashinfer_nvlink_two_sided,flashinfer_nvlink_one_sided,"

@@ -170,6 +170,16 @@ std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& pla
       flags.emplace_back("speculative_config", speculative);
       continue;
     }
+    if (knob.name == "num_redundant_experts") {
+      if (c.num_redundant_experts == 0) continue;
+      if (plan.breakdown.profile.eplb_config_flag) {
+        flags.emplace_back("eplb_config",
+                           nlohmann::json{{"num_redundant_experts", c.num_redundant_experts}});
+      } else {
+        flags.emplace_back("num_redundant_experts", c.num_redundant_experts);
+      }
+      continue;
+    }
     const std::optional<KnobValue> value = knob.get(c);
     if (!value) continue;
     // Before --all2all-backend existed the backend is an environment variable (to_vllm_env).

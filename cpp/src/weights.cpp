@@ -247,9 +247,10 @@ std::int64_t tensor_group_bytes_on_rank(const TensorGroup& group, const QuantSpe
                                         DType served_dtype,
                                         const RankPlacement& placement) noexcept {
   if (placement.expert_parallel_size > 1 && is_expert(group.role)) {
-    // Expert parallelism: whole experts, ceil(E / EP) of them on this rank.
+    // Expert parallelism: whole experts, ceil((E + R) / EP) of them on this rank.
     TensorGroup local = group;
-    local.count = ceil_div(group.count, placement.expert_parallel_size);
+    local.count =
+        ceil_div(group.count + placement.redundant_experts, placement.expert_parallel_size);
     return tensor_group_bytes(local, quant, served_dtype, 1, false);
   }
   if (is_expert(group.role) && placement.expert_tensor_parallel_size > 0) {

@@ -785,6 +785,12 @@ def to_knobs(
         elif name in _SPECULATIVE_FLAGS and name in names:
             _speculative("speculative_config", {_SPECULATIVE_FLAGS[name]: value}, out)
             continue
+        elif name == "eplb_config" and name in names:
+            redundant = _eplb_redundant_experts(value)
+            if redundant is not None:
+                out.knobs["num_redundant_experts"] = redundant
+                given_as["num_redundant_experts"] = written
+            continue
         elif name == "enable_lora":
             if _boolean(name, value):
                 out.knobs.setdefault("max_loras", 1)  # vLLM's default with LoRA on
@@ -818,6 +824,31 @@ def to_knobs(
         _check_parallel_sizes(out.knobs)
     _check_visible_devices(out, env or {})
     return out
+
+
+def _eplb_redundant_experts(value: Any) -> Any:
+    """--eplb-config's num_redundant_experts (JSON text or a dict, as vLLM takes it); None
+    when it leaves the count at vLLM's default. Its other keys (window and step sizes, the
+    policy) are not modelled, and refused by name."""
+    config = value
+    if isinstance(value, str):
+        try:
+            config = json.loads(value)
+        except json.JSONDecodeError:
+            config = None
+    if not isinstance(config, Mapping):
+        msg = f"--eplb-config: expected a JSON object (got {value!r})"
+        raise _core.ConfigError(msg)
+    others = sorted(str(key) for key in config if key != "num_redundant_experts")
+    if others:
+        # The launch vramplan writes would drop them: refused rather than changed unseen.
+        msg = (
+            f"--eplb-config: only num_redundant_experts is modelled (got {', '.join(others)}); "
+            "plan with --eplb-config '{\"num_redundant_experts\": R}' and add the rest to the "
+            "launch line"
+        )
+        raise _core.ConfigError(msg)
+    return config.get("num_redundant_experts")
 
 
 def _check_parallel_sizes(knobs: Mapping[str, Any]) -> None:
@@ -888,6 +919,8 @@ def _check_release(
         kwarg = str(table[knob_name]["kwarg"]) if knob_name in table else ""
         if not kwarg or kwarg == "all2all_backend" or value is None or value is False:
             continue
+        if kwarg == "num_redundant_experts" and "eplb_config" in names:
+            continue  # written as --eplb-config's num_redundant_experts
         if kwarg not in names:
             err = unknown_argument(kwarg, version)
             err.field = given_as.get(knob_name, kwarg)  # the name the caller wrote

@@ -323,7 +323,8 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    max_num_seqs: {large_gpu: 1024, other_gpu: 256}\n"
       "    max_num_batched_tokens: {serve_large_gpu: 8192, serve_other_gpu: 2048, "
       "llm_large_gpu: 16384, llm_other_gpu: 8192}\n"
-      "    all2all_backend_default: naive\n    all2all_backend_flag_from: \"0.12\"\n"
+      "    all2all_backend_default: naive\n    all2all_backend_flag_from: \"0.12\"\n    "
+      "eplb_config_flag_from: \"0.11\"\n"
       "    fused_moe_chunk_tokens: 32768\n"
       "    budget_formula: components\n    model_runner_v2: none\n"
       "    model_runner_v2_moe_model_types: []\n"
@@ -357,6 +358,7 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       {"engines:\n" + row + row, "from_version"},  // not ascending
       {replace("default: naive", "default: pplx"), "all2all_backend_default"},
       {replace("from: \"0.12\"", "from: soon"), "all2all_backend_flag_from"},
+      {replace("from: \"0.11\"", "from: later"), "eplb_config_flag_from"},
       {replace("tokens: 32768", "tokens: -1"), "fused_moe_chunk_tokens"},
       {replace("[8, 248, 8], [256", "[8, 248, 8], [200"), "cudagraph_capture.ladder[3]"},
       {replace("[[7.5, 1024], [9.0", "[[9.5, 1024], [9.0"), "max_resident_threads_per_sm[1]"},

@@ -145,6 +145,50 @@ TEST(ExpertParallel, DeepSeekV3DeepEpBuffers) {
   EXPECT_EQ(term(compute_breakdown(v3, hw, c).ranks[0], "all2all_buffers"), 1107296256);
 }
 
+// The same launch at 0.33 with EPLB and 32 redundant experts: DeepEP sizes its low-latency
+// buffer over the 288 physical experts.
+//   send    max(256 x 14,352, 288 x 256 x 14,560) = 1,073,479,680, twice = 2,146,959,360
+//   receive 288 x 256 x 14,560                    = 1,073,479,680, twice = 2,146,959,360
+//   signal  288 x 4 = 1152, twice                                        =         2,304
+//   total 4,293,921,024 -> hint 4,293,921,152
+// + 1 GiB NVLink + 32 MiB workspace = 5,401,217,408 B.
+// The weights: 288 / 8 = 36 experts per rank instead of 32. One fp8 expert with 128 x 128
+// block scales (fp32) is w13 2 x 2048 x 7168 B + 32 x 56 x 4 B and w2 7168 x 2048 B + 56 x 16 x
+// 4 B = 44,050,944 B; 4 more on each of the 58 MoE layers = 10,219,819,008 B. EPLB's state
+// (EplbState.add_model): the int32 load window 1000 x 58 layers x 288 experts x 4 B =
+// 66,816,000 B and expert_buffer, one layer's 36 local experts = 1,585,833,984 B.
+TEST(ExpertParallel, EplbRedundantExpertsGrowTheDeepEpBufferAndTheWeights) {
+  HardwareConfig hw;
+  hw.gpu = database().gpu("H200");
+  hw.num_gpus = 8;
+  EngineConfig c;
+  c.engine_version = "0.33.0";
+  c.data_parallel_size = 8;
+  c.enable_expert_parallel = true;
+  c.max_model_len = 8192;
+  c.all2all_backend = "deepep_low_latency";
+  const ModelSpec& v3 = database().model("deepseek-ai/DeepSeek-V3");
+  const Breakdown plain = compute_breakdown(v3, hw, c);
+  EXPECT_EQ(term(plain.ranks[0], "all2all_buffers"), 4924115072);
+  c.enable_eplb = true;
+  c.num_redundant_experts = 32;
+  const Breakdown eplb = compute_breakdown(v3, hw, c);
+  EXPECT_EQ(term(eplb.ranks[0], "all2all_buffers"), 5401217408);
+  EXPECT_EQ(eplb.ranks[0].weights_bytes - plain.ranks[0].weights_bytes,
+            std::int64_t{10219819008} + 66816000 + 1585833984);
+  // vLLM's refusals: experts + redundant must split over the 8 EP ranks; redundant experts
+  // need EPLB; EPLB needs expert parallelism.
+  c.num_redundant_experts = 30;
+  EXPECT_THROW(compute_breakdown(v3, hw, c), ConfigError);
+  c.num_redundant_experts = 32;
+  c.enable_eplb = false;
+  EXPECT_THROW(compute_breakdown(v3, hw, c), ConfigError);
+  c.enable_eplb = true;
+  c.enable_expert_parallel = false;
+  c.all2all_backend = "allgather_reducescatter";
+  EXPECT_THROW(compute_breakdown(v3, hw, c), ConfigError);
+}
+
 // pplx on one node (AllToAllIntraNode) for Qwen3-30B-A3B, DP=8 EP: 8 ranks, 128 / 8 = 16 local
 // experts, 256 tokens (VLLM_MOE_DP_CHUNK_SIZE). Combine token 2048 x 4 = 8192 B.
 //   per-peer buffer 16 + 16 x 4 (64) + 256 x 16 x 8192 = 33,554,512, x 8 peers = 268,436,096

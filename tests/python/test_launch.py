@@ -817,3 +817,31 @@ def test_lmcache_pools_come_from_the_pasted_launch_and_its_environment(
     error = capsys.readouterr().err
     assert "LMCACHE_MAX_LOCAL_CPU_SIZE: expected a size in GiB" in error
     assert "'lots'" in error
+
+
+def test_eplb_redundant_experts_in_each_releases_spelling(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--eplb-config's num_redundant_experts (0.11+) and --num-redundant-experts (0.10) plan
+    the same 288 physical experts, and each release gets its own spelling back."""
+    launch = ["deepseek-ai/DeepSeek-V3", "--data-parallel-size", "8", "--enable-expert-parallel"]
+    launch += ["--enable-eplb", "--max-model-len", "8192"]
+    argv = ["check", "--gpu", "H200", "--json"]
+    main([*argv, "--", "vllm", "serve", *launch, "--eplb-config", '{"num_redundant_experts": 32}'])
+    new = json.loads(capsys.readouterr().out)
+    assert "--eplb-config '{\"num_redundant_experts\":32}'" in new["vllm_args"]
+    main([*argv, "--engine-version", "0.10.1", "--", "vllm", "serve", *launch])
+    old_default = json.loads(capsys.readouterr().out)
+    main(
+        [*argv, "--engine-version", "0.10.1", "--", "vllm", "serve", *launch]
+        + ["--num-redundant-experts", "32"]
+    )
+    old = json.loads(capsys.readouterr().out)
+    assert "--num-redundant-experts 32" in old["vllm_args"]
+    # 36 experts per rank instead of 32: the weights grow in both releases' plans.
+    grown = old["breakdown"]["ranks"][0]["weights_bytes"]
+    assert grown > old_default["breakdown"]["ranks"][0]["weights_bytes"]
+    # Keys whose effect is not modelled are refused by name, not dropped from the line.
+    config = '{"num_redundant_experts": 32, "window_size": 500}'
+    assert main([*argv, "--", "vllm", "serve", *launch, "--eplb-config", config]) == 2
+    assert "only num_redundant_experts is modelled (got window_size)" in capsys.readouterr().err

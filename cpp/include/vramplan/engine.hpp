@@ -186,7 +186,10 @@ struct EngineProfile {
   std::string all2all_backend_default = "allgather_reducescatter";
   std::int32_t all2all_backend_flag_from_major = 0;  // first version with --all2all-backend
   std::int32_t all2all_backend_flag_from_minor = 12;
-  bool all2all_backend_flag = true;  // resolved for `version` by engine_profile()
+  bool all2all_backend_flag = true;              // resolved for `version` by engine_profile()
+  std::int32_t eplb_config_flag_from_major = 0;  // first version with --eplb-config
+  std::int32_t eplb_config_flag_from_minor = 11;
+  bool eplb_config_flag = true;  // resolved for `version` by engine_profile()
   std::int64_t fused_moe_chunk_tokens = 0;
   // V0 (EngineArgs.create_engine_config, 0.5-0.7): chunked prefill turns itself on when
   // max_model_len exceeds long_context_chunked_prefill_above (32768) for a text model without a
@@ -306,7 +309,11 @@ struct EngineConfig {
   std::int32_t pipeline_parallel_size = 1;
   std::int32_t data_parallel_size = 1;  // replicas of the TP x PP group, one engine core each
   bool enable_expert_parallel = false;  // routed experts over TP x DP ranks, unsplit
-  std::string all2all_backend;          // --all2all-backend; empty: the version's default
+  bool enable_eplb = false;             // --enable-eplb: expert-parallel load balancing
+  // EPLB's redundant (physical) experts: --num-redundant-experts up to 0.16, --eplb-config's
+  // num_redundant_experts from 0.11.
+  std::int32_t num_redundant_experts = 0;
+  std::string all2all_backend;  // --all2all-backend; empty: the version's default
   bool enforce_eager = false;
   bool llm_class = false;                          // vllm.LLM(...) defaults instead of `vllm serve`
   std::int64_t cpu_offload_bytes = 0;              // --cpu-offload-gb, per GPU

@@ -19,6 +19,8 @@ struct RankPlacement {
   // Without expert parallelism vLLM's fused-MoE layers shard each expert over TP x DP ranks
   // (FusedMoEParallelConfig flattens TP across DP); 0 = tensor_parallel_size.
   std::int32_t expert_tensor_parallel_size = 0;
+  // EPLB's redundant experts: under expert parallelism each rank holds (E + R) / EP experts.
+  std::int32_t redundant_experts = 0;
 };
 
 // Decoder layers [begin, end) held by a pipeline stage, as vLLM's get_pp_indices splits them:

@@ -252,6 +252,8 @@ def _vllm_names_to_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
     speculative_config={...}, enable_prefix_caching=True) as the planner's knobs; vramplan's
     own spellings (cpu_offload_bytes, ...) stay as documented aliases. Arguments with no
     memory effect are accepted and dropped; unknown names raise ConfigError (did you mean)."""
+    if not knobs:
+        return {}  # nothing to rename (a plain plan): the argument list is not consulted
     from .launch import to_knobs
 
     version = knobs.get("engine_version")

@@ -4,8 +4,9 @@ Run through benchmarks/compare_python.sh REV, which installs REV and this tree i
 virtual environments; or directly with two interpreters that each import a vramplan:
   python3 benchmarks/compare_python.py --old OLD_PYTHON --new NEW_PYTHON [--rounds N]
 Figures: Python `vramplan.plan` CPU µs per call (each in a fresh child, median of the rounds),
-the CLI's cold start (`vramplan plan`, `vramplan flags`: median wall ms of --cold-runs runs
-over `python -c pass`), and the wall of `fit` and `colocate` commands (median of --rounds).
+the CLI's cold start (`vramplan plan`, `vramplan flags`: median wall and CPU ms of --cold-runs
+runs over `python -c pass`), and the wall and CPU ms of `fit` and `colocate` commands (median
+of --rounds). CPU ms (the child's user + system) is the figure to trust on a loaded machine.
 Every figure alternates old, new, old, new... so that load on the machine hits both alike;
 the load average before and after is printed with the table. Asserts nothing.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import time
@@ -68,22 +70,32 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
 ENV.pop("VRAMPLAN_MODEL_SPECS", None)  # each package its own installed database
 
 
-def wall_ms(argv: list[str]) -> float:
+def run_ms(argv: list[str]) -> tuple[float, float]:
+    """Wall ms of one run, and the child's CPU ms (user + system: less sensitive to other
+    load on the machine than the wall clock)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return (time.perf_counter() - start) * 1e3
+    wall = (time.perf_counter() - start) * 1e3
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e3
+    return wall, cpu
 
 
-def alternate(pythons: dict[str, str], runs: int, measure: Any) -> dict[str, float]:
-    """Median of `runs` measurements per interpreter, taken old, new, old, new..."""
-    taken: dict[str, list[float]] = {name: [] for name in pythons}
+def alternate(pythons: dict[str, str], runs: int, measure: Any) -> dict[str, tuple[float, ...]]:
+    """Medians of `runs` measurements (each a tuple of figures) per interpreter, taken old,
+    new, old, new..."""
+    taken: dict[str, list[tuple[float, ...]]] = {name: [] for name in pythons}
     for _ in range(runs):
         for name, python in pythons.items():
-            taken[name].append(measure(python))
-    return {name: statistics.median(values) for name, values in taken.items()}
+            taken[name].append(tuple(measure(python)))
+    return {
+        name: tuple(statistics.median(column) for column in zip(*values))
+        for name, values in taken.items()
+    }
 
 
-def per_call_us(python: str, call: str) -> float:
+def per_call_us(python: str, call: str) -> tuple[float]:
     done = subprocess.run(
         [python, "-c", PER_CALL.format(call=call)],
         env=ENV,
@@ -91,30 +103,32 @@ def per_call_us(python: str, call: str) -> float:
         text=True,
         check=True,
     )
-    return float(done.stdout.split()[-1])
+    return (float(done.stdout.split()[-1]),)
 
 
 def figures(
     pythons: dict[str, str], rounds: int, cold_runs: int
 ) -> list[tuple[str, dict[str, float]]]:
     rows: list[tuple[str, dict[str, float]]] = []
+
+    def add(label: str, values: dict[str, tuple[float, ...]], names: tuple[str, ...]) -> None:
+        for i, name in enumerate(names):
+            rows.append((f"{label}{name}", {k: v[i] for k, v in values.items()}))
+
     for label, call in CALLS.items():
-        rows.append((label, alternate(pythons, rounds, lambda py, c=call: per_call_us(py, c))))
+        add(label, alternate(pythons, rounds, lambda py, c=call: per_call_us(py, c)), ("",))
     for python in pythons.values():  # untimed: bytecode caches written, files in page cache
         for argv in [*COLD.values(), *WALL.values()]:
-            wall_ms([python, "-m", "vramplan", *argv])
-    base = alternate(pythons, cold_runs, lambda py: wall_ms([py, "-c", "pass"]))
-    rows.append(("python -c pass ms", base))
+            run_ms([python, "-m", "vramplan", *argv])
+    base = alternate(pythons, cold_runs, lambda py: run_ms([py, "-c", "pass"]))
+    add("python -c pass", base, (": wall ms", ": CPU ms"))
     for label, argv in COLD.items():
-        cold = alternate(pythons, cold_runs, lambda py, a=argv: wall_ms([py, "-m", "vramplan", *a]))
-        rows.append((f"{label}: ms over python -c pass", {k: cold[k] - base[k] for k in cold}))
+        cold = alternate(pythons, cold_runs, lambda py, a=argv: run_ms([py, "-m", "vramplan", *a]))
+        over = {k: tuple(c - b for c, b in zip(v, base[k])) for k, v in cold.items()}
+        add(label, over, (": wall ms over python -c pass", ": CPU ms over python -c pass"))
     for label, argv in WALL.items():
-        rows.append(
-            (
-                f"{label}: wall ms",
-                alternate(pythons, rounds, lambda py, a=argv: wall_ms([py, "-m", "vramplan", *a])),
-            )
-        )
+        timed = alternate(pythons, rounds, lambda py, a=argv: run_ms([py, "-m", "vramplan", *a]))
+        add(label, timed, (": wall ms", ": CPU ms"))
     return rows
 
 

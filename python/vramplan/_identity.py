@@ -35,7 +35,7 @@ def path_identity(model: object) -> tuple[object, ...]:
         # A database id or Hub name is no file: one stat says so, without a Path (a plan asks
         # on every call). Not found as written is not found after Path's normalisation either.
         try:
-            os.stat(model)
+            os.stat(model)  # noqa: PTH116 - a Path is what this avoids
         except FileNotFoundError:
             return ()
         except (OSError, ValueError):

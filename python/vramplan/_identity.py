@@ -31,6 +31,15 @@ def path_identity(model: object) -> tuple[object, ...]:
     to blobs); () for a name that is not on disk."""
     if not isinstance(model, (str, Path)):
         return ()
+    if isinstance(model, str) and model and not model.startswith("~"):
+        # A database id or Hub name is no file: one stat says so, without a Path (a plan asks
+        # on every call). Not found as written is not found after Path's normalisation either.
+        try:
+            os.stat(model)  # noqa: PTH116 - a Path is what this avoids
+        except FileNotFoundError:
+            return ()
+        except (OSError, ValueError):
+            pass
     path = local_path(model)
     try:
         info = path.stat()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import _core, _database, engines
 from ._identity import path_identity, plain_scalar
-from ._resources import model_specs_dir
+from ._resources import model_specs_file
 from ._units import GIB
 from .deployment import check_mig_parallel, mig_profile
 from .resolve import resolve_model
@@ -50,7 +50,7 @@ def _band_in(file: str, launch: _core.Launch) -> _core.ErrorBand:
 def _error_band(launch: _core.Launch) -> _core.ErrorBand:
     """The launch's (GPU family x era) row of the error-band table (docs/accuracy.md), once
     per compiled launch."""
-    return _band_in(str(model_specs_dir() / BANDS_FILE), launch)
+    return _band_in(model_specs_file(BANDS_FILE), launch)
 
 
 def models() -> list[str]:
@@ -252,6 +252,8 @@ def _vllm_names_to_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
     speculative_config={...}, enable_prefix_caching=True) as the planner's knobs; vramplan's
     own spellings (cpu_offload_bytes, ...) stay as documented aliases. Arguments with no
     memory effect are accepted and dropped; unknown names raise ConfigError (did you mean)."""
+    if not knobs:
+        return {}  # nothing to rename (a plain plan): the argument list is not consulted
     from .launch import to_knobs
 
     version = knobs.get("engine_version")

@@ -20,7 +20,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from . import _cli_args, _core, api
@@ -658,9 +658,10 @@ def _add_calibrate(sub: Any) -> None:
     """`vramplan calibrate LOG... | --records FILE`: fit an engine row's constants to measured
     startups of one GPU and vLLM version, print each figure's error before and after, and write
     the profile YAML (`--out`)."""
-    from .calibrate import Profile, calibrate, priors_file
 
     def run(args: argparse.Namespace) -> int:
+        from .calibrate import Profile, calibrate, priors_file
+
         start = Profile.load(args.profile) if args.profile else None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -769,63 +770,54 @@ def _add_traffic_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The CLI's parser; with `command`, the other subcommands are registered without their
-    knob flags (only the command run is parsed)."""
-    from . import __version__
-
-    parser = argparse.ArgumentParser(
-        prog="vramplan",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--version",
-        action="version",
-        version=f"vramplan {__version__} (plans vLLM up to {_core.newest_known_vllm_version()}, "
-        "the newest release it knows; the default engine version)",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+def _add_breakdown(sub: Any, knobs: bool) -> None:
     p = sub.add_parser("breakdown", help="per-rank memory breakdown for one launch")
-    _add_launch_args(p, knobs=command in (None, "breakdown"))
+    _add_launch_args(p, knobs=knobs)
     p.set_defaults(func=_cmd_breakdown)
-    for name, func, text in (
-        ("plan", _cmd_plan, "solve for the largest safe flags"),
-        ("flags", _cmd_flags, "print only the `vllm serve` flag line (nothing if it cannot fit)"),
-    ):
-        p = sub.add_parser(name, help=text)
-        _add_launch_args(p, knobs=command in (None, name))
+
+
+def _add_solve(sub: Any, name: str, knobs: bool) -> None:
+    """`plan` and `flags`: the same arguments (flags adds --format)."""
+    func, text = {
+        "plan": (_cmd_plan, "solve for the largest safe flags"),
+        "flags": (_cmd_flags, "print only the `vllm serve` flag line (nothing if it cannot fit)"),
+    }[name]
+    p = sub.add_parser(name, help=text)
+    _add_launch_args(p, knobs=knobs)
+    p.add_argument(
+        "--context",
+        type=_context,
+        help="context length to serve (tokens), or 'auto' for the longest that fits",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_positive_int("concurrency"),
+        help="sequences of that context to hold at once",
+    )
+    p.add_argument(
+        "--safety-margin-gib",
+        type=_finite_float("--safety-margin-gib"),
+        help=f"GPU memory kept free (default {_core.DEFAULT_SAFETY_MARGIN_BYTES / GIB:g})",
+    )
+    _add_traffic_args(p)
+    if name == "flags":
         p.add_argument(
-            "--context",
-            type=_context,
-            help="context length to serve (tokens), or 'auto' for the longest that fits",
+            "--format",
+            choices=FORMATS,
+            default="args",
+            help="args: one line for $(...) (JSON values without spaces); shell: the whole "
+            "command, quoted, env included; json; env: KEY=value lines; docker, compose, "
+            "k8s: a launcher",
         )
-        p.add_argument(
-            "--concurrency",
-            type=_positive_int("concurrency"),
-            help="sequences of that context to hold at once",
-        )
-        p.add_argument(
-            "--safety-margin-gib",
-            type=_finite_float("--safety-margin-gib"),
-            help=f"GPU memory kept free (default {_core.DEFAULT_SAFETY_MARGIN_BYTES / GIB:g})",
-        )
-        _add_traffic_args(p)
-        if name == "flags":
-            p.add_argument(
-                "--format",
-                choices=FORMATS,
-                default="args",
-                help="args: one line for $(...) (JSON values without spaces); shell: the whole "
-                "command, quoted, env included; json; env: KEY=value lines; docker, compose, "
-                "k8s: a launcher",
-            )
-        p.set_defaults(func=func)
+    p.set_defaults(func=func)
+
+
+def _add_check(sub: Any, knobs: bool) -> None:
     p = sub.add_parser(
         "check",
         help="judge a launch as written: vramplan check --gpu G -- vllm serve MODEL --flags ...",
     )
-    _add_launch_args(p, model=False, knobs=command in (None, "check"))
+    _add_launch_args(p, model=False, knobs=knobs)
     p.add_argument("--file", help="a JSON or YAML file of vllm.LLM(**kwargs) keyword arguments")
     p.add_argument(
         "command_line",
@@ -834,14 +826,23 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "..., or docker run ... vllm/vllm-openai[:TAG] ...",
     )
     p.set_defaults(func=_cmd_check)
+
+
+def _add_sweep(sub: Any, knobs: bool) -> None:
     p = sub.add_parser("sweep", help="a grid of launches as a table, CSV or Parquet")
-    _add_launch_args(p, grid=True, knobs=command in (None, "sweep"))
+    _add_launch_args(p, grid=True, knobs=knobs)
     p.add_argument("--out", help="write the grid to FILE.csv or FILE.parquet (needs pyarrow)")
     p.set_defaults(func=_cmd_sweep)
+
+
+def _add_explain(sub: Any, knobs: bool) -> None:
     p = sub.add_parser("explain", help="what a breakdown term or outcome means, and its flags")
     p.add_argument("term", nargs="?", help="weights, activation_peak, non_torch, kv_cache, ...")
     _add_json(p)
     p.set_defaults(func=_cmd_explain)
+
+
+def _add_validate(sub: Any, knobs: bool) -> None:
     p = sub.add_parser("validate", help="replay measured startups and compare per term")
     p.add_argument("logfile", nargs="?", help="a vLLM startup log: predict the same launch")
     p.add_argument("--records", help="startup records, one JSON object a line (JSONL)")
@@ -858,19 +859,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     _add_json(p)
     p.set_defaults(func=_cmd_validate)
-    p = sub.add_parser("models", help="list model ids")
+
+
+def _add_listing(sub: Any, name: str, func: Any, text: str) -> None:
+    p = sub.add_parser(name, help=text)
     _add_json(p)
-    p.set_defaults(func=_cmd_models)
-    p = sub.add_parser("gpus", help="list GPUs with their CUDA-reported totals")
-    _add_json(p)
-    p.set_defaults(func=_cmd_gpus)
+    p.set_defaults(func=func)
+
+
+def _add_inspect(sub: Any, knobs: bool) -> None:
     p = sub.add_parser("inspect", help="what a model path holds: files, exact checkpoint bytes")
     p.add_argument("path", help="config.json, checkpoint folder or HF cache entry")
     _add_json(p)
     p.set_defaults(func=_cmd_inspect)
-    p = sub.add_parser("schema", help="print the model/GPU YAML schema as Markdown")
-    _add_json(p)
-    p.set_defaults(func=_cmd_schema)
+
+
+def _add_diagnose(sub: Any, knobs: bool) -> None:
     p = sub.add_parser("diagnose", help="name the cause of a failed launch and the fixing flags")
     p.add_argument("logfile", help="the vLLM log (or a traceback / OOM excerpt); '-' for stdin")
     p.add_argument("--dmesg", help="a dmesg / journalctl -k excerpt; '-' for stdin")
@@ -885,14 +889,80 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     _add_json(p)
     p.set_defaults(func=_cmd_diagnose)
+
+
+def _add_probe(sub: Any, knobs: bool) -> None:
     p = sub.add_parser("probe", help="this machine's GPUs (NVML / nvidia-smi) and host RAM")
     p.add_argument("--nvidia-smi-csv", help="saved nvidia-smi --query-gpu CSV output (MiB)")
     _add_json(p)
     p.set_defaults(func=_cmd_probe)
-    _add_calibrate(sub)
-    from .cli_fit import add_commands  # fit, colocate
 
-    add_commands(sub, command)
+
+def _add_fit(sub: Any, knobs: bool) -> None:
+    from .cli_fit import add_fit
+
+    add_fit(sub, knobs)
+
+
+def _add_colocate(sub: Any, knobs: bool) -> None:
+    from .cli_fit import add_colocate
+
+    add_colocate(sub)
+
+
+# Each subcommand's registration (the subparsers, knob flags or not), in the order --help lists.
+_COMMANDS: dict[str, Callable[[Any, bool], None]] = {
+    "breakdown": _add_breakdown,
+    "plan": lambda sub, knobs: _add_solve(sub, "plan", knobs),
+    "flags": lambda sub, knobs: _add_solve(sub, "flags", knobs),
+    "check": _add_check,
+    "sweep": _add_sweep,
+    "explain": _add_explain,
+    "validate": _add_validate,
+    "models": lambda sub, knobs: _add_listing(sub, "models", _cmd_models, "list model ids"),
+    "gpus": lambda sub, knobs: _add_listing(
+        sub, "gpus", _cmd_gpus, "list GPUs with their CUDA-reported totals"
+    ),
+    "inspect": _add_inspect,
+    "schema": lambda sub, knobs: _add_listing(
+        sub, "schema", _cmd_schema, "print the model/GPU YAML schema as Markdown"
+    ),
+    "diagnose": _add_diagnose,
+    "probe": _add_probe,
+    "calibrate": lambda sub, knobs: _add_calibrate(sub),
+    "fit": _add_fit,
+    "colocate": _add_colocate,
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser. With the name of a subcommand, only that subcommand is built (the
+    usage line still lists them all): the parse and help of the command run are the whole
+    parser's, at a fraction of the start-up. With another word, every subcommand is built
+    without its knob flags, for argparse's "invalid choice" error."""
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="vramplan",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"vramplan {__version__} (plans vLLM up to {_core.newest_known_vllm_version()}, "
+        "the newest release it knows; the default engine version)",
+    )
+    if command in _COMMANDS:
+        # The usage line argparse would write with every subcommand built.
+        sub = parser.add_subparsers(
+            dest="command", required=True, metavar="{" + ",".join(_COMMANDS) + "}"
+        )
+        _COMMANDS[command](sub, True)
+        return parser
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in _COMMANDS.values():
+        add(sub, command is None)
     return parser
 
 

@@ -14,11 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import _cli_args, _core, _io, api, engines
 from ._units import GIB, gib_text
-from .colocate import Instance, colocate
-from .fit import DEFAULT_MAX_GPUS, DEFAULT_REVERSE_CONTEXT, fit, fit_models
 
 if TYPE_CHECKING:
-    import pandas as pd
+    from .colocate import Instance
 
 # Options a text answer shows unless --top says otherwise.
 DEFAULT_TOP = 20
@@ -56,14 +54,9 @@ def _ints(what: str) -> Any:
     return parse
 
 
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return list(json.loads(frame.to_json(orient="records")))
-
-
 def _cell(value: Any, fmt: str = "{}") -> str:
-    import pandas as pd  # loaded already: the value comes from a DataFrame
-
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+    """A table cell: "-" where a row has no value (a missing key, NaN)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return fmt.format(value)
 
@@ -77,6 +70,8 @@ def _refuse(flags: dict[str, bool], where: str) -> None:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
+    from .fit import DEFAULT_REVERSE_CONTEXT, fit_model_rows, fit_rows
+
     knobs = _cli_args._knobs(args)
     progress = _Progress("fit")
     host_ram_bytes = int((args.host_ram_gib or 0) * GIB)
@@ -106,7 +101,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                 others = others or found.memory_used_by_others_bytes
                 host_ram_bytes = host_ram_bytes or found.host_ram_bytes
                 interconnect = interconnect or found.interconnect
-            frame = fit_models(
+            rows = fit_model_rows(
                 api.load_gpu(
                     gpu, total_memory_bytes=args.gpu_total_bytes, interconnect=interconnect
                 ),
@@ -132,7 +127,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                 if getattr(args, name) is None:
                     msg = f"fit MODEL: --{name} is required (the target to serve)"
                     raise _core.ConfigError(msg)
-            frame = fit(
+            rows = fit_rows(
                 args.model,
                 context=args.context,
                 concurrency=args.concurrency,
@@ -150,46 +145,67 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             )
     finally:
         progress.close()
+    _emit_fit(rows, args)
+    fits = any(row["fits"] for row in rows)
+    return _cli_args.EXIT_OK if fits else _cli_args.EXIT_DOES_NOT_FIT
+
+
+def _emit_fit(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """fit's rows to --out (a DataFrame, pandas loaded for it), as JSON, or as a table."""
+    from .fit import (
+        FIT_COLUMNS,
+        INTEGER_COLUMNS,
+        MODEL_COLUMNS,
+        MODEL_INTEGER_COLUMNS,
+        frame_of,
+        records,
+    )
+
+    # The rows hold vLLM's names; fit(engine=...)'s DataFrame and JSON the engine's.
+    names = engines.get(args.engine).fit_columns if args.model is not None else {}
+    columns = MODEL_COLUMNS if args.model is None else FIT_COLUMNS
     if args.out:
+        integers = MODEL_INTEGER_COLUMNS if args.model is None else INTEGER_COLUMNS
+        frame = frame_of(rows, columns, integers).rename(columns=dict(names))
         _cli_args._write_frame(frame, Path(args.out))
         _cli_args._note(f"wrote {len(frame)} rows to {args.out}")
     elif args.json:
-        _cli_args._print(json.dumps(_records(frame), indent=2))
+        renamed = [
+            {names.get(k, k): v for k, v in record.items()} for record in records(rows, columns)
+        ]
+        _cli_args._print(json.dumps(renamed, indent=2))
     elif args.model is None:
-        _print_models(frame, args)
+        _print_models(rows, args)
     else:
-        _print_options(frame, args)
-    return _cli_args.EXIT_OK if bool(frame["fits"].any()) else _cli_args.EXIT_DOES_NOT_FIT
+        _print_options(rows, args)
 
 
-def _shown(frame: pd.DataFrame, top: int) -> tuple[pd.DataFrame, int]:
-    fitting = frame[frame["fits"].astype(bool)]
-    shown = fitting if top == 0 else fitting.head(top)
+def _shown(rows: list[dict[str, Any]], top: int) -> tuple[list[dict[str, Any]], int]:
+    fitting = [row for row in rows if row["fits"]]
+    shown = fitting if top == 0 else fitting[:top]
     return shown, len(fitting)
 
 
-def _print_options(frame: pd.DataFrame, args: argparse.Namespace) -> None:
+def _print_options(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     from . import _render  # rich, loaded only for terminal output
 
     out = _render.console()
-    # The table reads the columns by their vLLM names; fit(engine=...) gave the engine's.
-    roles = {own: name for name, own in engines.get(args.engine).fit_columns.items()}
-    shown, fitting = _shown(frame.rename(columns=roles), args.top)
+    shown, fitting = _shown(rows, args.top)
     columns = ["#", "gpu", "gpus", "TP", "PP", "DP", "$/hour", "max conc", "max ctx", "headroom"]
-    rows = [
+    cells = [
         [
             str(rank),
-            str(r.gpu),
-            str(r.num_gpus),
-            str(r.tensor_parallel_size),
-            str(r.pipeline_parallel_size),
-            str(r.data_parallel_size),
-            _cell(r.usd_per_hour, "{:.2f}"),
-            _cell(r.max_concurrency),
-            _cell(r.max_context),
-            _cell(r.kv_headroom, "{:.2f}x"),
+            str(r["gpu"]),
+            str(r["num_gpus"]),
+            str(r["tensor_parallel_size"]),
+            str(r["pipeline_parallel_size"]),
+            str(r["data_parallel_size"]),
+            _cell(r.get("usd_per_hour"), "{:.2f}"),
+            _cell(r.get("max_concurrency")),
+            _cell(r.get("max_context")),
+            _cell(r.get("kv_headroom"), "{:.2f}x"),
         ]
-        for rank, r in enumerate(shown.itertuples(index=False), start=1)
+        for rank, r in enumerate(shown, start=1)
     ]
     title = (
         f"{args.model}: {args.concurrency} x {args.context} tokens "
@@ -197,41 +213,44 @@ def _print_options(frame: pd.DataFrame, args: argparse.Namespace) -> None:
         f"for {args.concurrency})"
     )
     out.print(
-        _render.table(out, columns, rows, title=title, right=[c for c in columns if c != "gpu"])
+        _render.table(out, columns, cells, title=title, right=[c for c in columns if c != "gpu"])
     )
-    for rank, r in enumerate(shown.itertuples(index=False), start=1):
-        out.print(f"{rank}: {r.launch}", soft_wrap=True)
-    invalid = int(frame["verdict"].astype(str).str.startswith("invalid split").sum())
+    for rank, r in enumerate(shown, start=1):
+        out.print(f"{rank}: {r['launch']}", soft_wrap=True)
+    invalid = sum(str(r["verdict"]).startswith("invalid split") for r in rows)
     _cli_args._note(
-        f"{fitting} of {len(frame)} options fit ({invalid} splits the model cannot take); "
+        f"{fitting} of {len(rows)} options fit ({invalid} splits the model cannot take); "
         f"showing {len(shown)} (--top 0 for all, --json or --out for every row)"
     )
 
 
-def _print_models(frame: pd.DataFrame, args: argparse.Namespace) -> None:
+def _print_models(models: list[dict[str, Any]], args: argparse.Namespace) -> None:
     from . import _render  # rich, loaded only for terminal output
+    from .fit import DEFAULT_REVERSE_CONTEXT
 
     out = _render.console()
-    shown, fitting = _shown(frame, args.top)
+    shown, fitting = _shown(models, args.top)
     context = args.context or DEFAULT_REVERSE_CONTEXT
     columns = ["model", "TP", "PP", "max ctx", f"max conc @ {context}", "util", "source"]
     rows = [
         [
-            str(r.model),
-            _cell(r.tensor_parallel_size),
-            _cell(r.pipeline_parallel_size),
-            _cell(r.max_context),
-            _cell(r.max_concurrency),
-            _cell(r.gpu_memory_utilization, "{:.2f}"),
-            str(r.source).split(":")[0],
+            str(r["model"]),
+            _cell(r.get("tensor_parallel_size")),
+            _cell(r.get("pipeline_parallel_size")),
+            _cell(r.get("max_context")),
+            _cell(r.get("max_concurrency")),
+            _cell(r.get("gpu_memory_utilization"), "{:.2f}"),
+            str(r["source"]).split(":")[0],
         ]
-        for r in shown.itertuples(index=False)
+        for r in shown
     ]
     gpus = args.num_gpus or 1
     title = f"models that fit {gpus} x {args.gpu} ({args.concurrency or 1} x {context} tokens)"
     right = ["TP", "PP", "max ctx", f"max conc @ {context}", "util"]
     out.print(_render.table(out, columns, rows, title=title, right=right))
-    _cli_args._note(f"{fitting} of {len(frame)} models fit; showing {len(shown)} (--top 0 for all)")
+    _cli_args._note(
+        f"{fitting} of {len(models)} models fit; showing {len(shown)} (--top 0 for all)"
+    )
 
 
 def _instance_parser() -> argparse.ArgumentParser:
@@ -243,6 +262,8 @@ def _instance_parser() -> argparse.ArgumentParser:
 
 def _instance(text: str) -> Instance:
     """'MODEL' or 'MODEL --vllm-flag value ...' (one quoted argument per instance)."""
+    from .colocate import Instance
+
     try:
         words = shlex.split(text)
     except ValueError as err:
@@ -281,7 +302,7 @@ def _instance(text: str) -> Instance:
 
 
 def _cmd_colocate(args: argparse.Namespace) -> int:
-    from . import _render  # rich, loaded only for terminal output
+    from .colocate import colocate
 
     instances = [_instance(text) for text in args.instances]
     margin = None if args.safety_margin_gib is None else int(args.safety_margin_gib * GIB)
@@ -303,6 +324,8 @@ def _cmd_colocate(args: argparse.Namespace) -> int:
             data["compose"] = result.compose()
         _cli_args._print(json.dumps(data, indent=2))
         return _cli_args.EXIT_OK if result.fits else _cli_args.EXIT_DOES_NOT_FIT
+    from . import _render  # rich, loaded only for terminal output
+
     out = _render.console()
     gib = gib_text
     title = (
@@ -350,14 +373,16 @@ def _cmd_colocate(args: argparse.Namespace) -> int:
     return _cli_args.EXIT_OK
 
 
-def add_commands(sub: Any, command: str | None = None) -> None:
-    """Register `fit` and `colocate` on the CLI's subparsers (knob flags only for `command`,
-    or for both when None; see cli.build_parser)."""
-    p = sub.add_parser(
-        "fit",
-        help="which GPUs, how many and which split serve MODEL; or, with --gpu, which models fit",
-    )
-    _cli_args._add_launch_args(p, knobs=command in (None, "fit"))
+_FIT_HELP = "which GPUs, how many and which split serve MODEL; or, with --gpu, which models fit"
+_COLOCATE_HELP = "several instances on the same GPUs: utilizations, start order, compose file"
+
+
+def add_fit(sub: Any, knobs: bool = True) -> None:
+    """Register `fit` on the CLI's subparsers (its knob flags when `knobs`; see cli.build_parser)."""
+    from .fit import DEFAULT_MAX_GPUS
+
+    p = sub.add_parser("fit", help=_FIT_HELP)
+    _cli_args._add_launch_args(p, knobs=knobs)
     p.set_defaults(model=None, gpu=None, func=_cmd_fit)
     for action in p._actions:  # no default model or GPU here: which is given picks the question
         if action.dest == "model":
@@ -386,10 +411,11 @@ def add_commands(sub: Any, command: str | None = None) -> None:
     p.add_argument(
         "--no-hf-cache", action="store_true", help="with --gpu: the database only, not the HF cache"
     )
-    p = sub.add_parser(
-        "colocate",
-        help="several instances on the same GPUs: utilizations, start order, compose file",
-    )
+
+
+def add_colocate(sub: Any) -> None:
+    """Register `colocate` on the CLI's subparsers."""
+    p = sub.add_parser("colocate", help=_COLOCATE_HELP)
     p.add_argument(
         "instances",
         nargs="+",

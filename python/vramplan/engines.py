@@ -63,9 +63,12 @@ def _implemented_in(module: str, name: str) -> Callable[..., Any]:
     registry sits below the modules that implement the engines and names them, as entry
     points do, instead of importing them (each implementation imports the registry)."""
 
+    found: list[Callable[..., Any]] = []  # the implementation, once imported
+
     def call(*args: Any, **kwargs: Any) -> Any:
-        implementation = getattr(importlib.import_module(f"{__package__}.{module}"), name)
-        return implementation(*args, **kwargs)
+        if not found:
+            found.append(getattr(importlib.import_module(f"{__package__}.{module}"), name))
+        return found[0](*args, **kwargs)
 
     call.__name__ = call.__qualname__ = f"{module}.{name}"
     return call

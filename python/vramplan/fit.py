@@ -273,7 +273,7 @@ def _sglang_split_plan(
 
 # Integer columns stay integers where a row has no value (an invalid split, a misfit's longest
 # context): pandas' nullable Int64.
-_INTEGER_COLUMNS = (
+INTEGER_COLUMNS = (
     "max_concurrency",
     "max_context",
     "kv_tokens",
@@ -283,27 +283,56 @@ _INTEGER_COLUMNS = (
 )
 
 
-def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    typed: pd.DataFrame = frame.astype({c: "Int64" for c in _INTEGER_COLUMNS})
+def _descending(value: float | None) -> tuple[bool, float]:
+    """A sort key putting larger numbers first and missing ones (None, NaN) last."""
+    if value is None or math.isnan(value):
+        return (True, 0.0)
+    return (False, -value)
+
+
+def _order(rows: list[dict[str, Any]], priced: bool) -> list[dict[str, Any]]:
+    """Fitting options first; then cheapest (options without a price after the priced ones),
+    or with no prices the fewest GPUs; then fewer pipeline stages and replicas, more headroom
+    (a stable sort: ties keep the order the options were planned in)."""
+
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
+        price = row["usd_per_hour"]
+        cost = (math.isnan(price), 0.0 if math.isnan(price) else price) if priced else ()
+        return (
+            not row["fits"],
+            *cost,
+            row["num_gpus"],
+            row["pipeline_parallel_size"],
+            row["data_parallel_size"],
+            _descending(row.get("kv_headroom")),
+            row["gpu"],
+        )
+
+    return sorted(rows, key=key)
+
+
+def frame_of(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str], integers: Sequence[str]
+) -> pd.DataFrame:
+    """Rows as fit's DataFrame: the columns in order, a key a row lacks as NA, `integers` as
+    pandas' nullable Int64 (pandas is imported here, only when a DataFrame is asked for)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(list(rows), columns=list(columns))
+    typed: pd.DataFrame = frame.astype({c: "Int64" for c in integers})
     return typed
 
 
-def _order(frame: pd.DataFrame, priced: bool) -> pd.DataFrame:
-    """Fitting options first; then cheapest (options without a price after the priced ones),
-    or with no prices the fewest GPUs; then fewer pipeline stages and replicas, more headroom."""
-    keys = ["_misfit"]
-    ascending = [True]
-    if priced:
-        frame["_unpriced"] = frame["usd_per_hour"].isna()
-        keys += ["_unpriced", "usd_per_hour"]
-        ascending += [True, True]
-    keys += ["num_gpus", "pipeline_parallel_size", "data_parallel_size", "kv_headroom", "gpu"]
-    ascending += [True, True, True, False, True]
-    frame["_misfit"] = ~frame["fits"].astype(bool)
-    ordered = frame.sort_values(keys, ascending=ascending, kind="stable", na_position="last")
-    dropped = ordered.drop(columns=[c for c in ordered.columns if c.startswith("_")])
-    ranked: pd.DataFrame = dropped.reset_index(drop=True)
-    return ranked
+def records(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows as JSON records, as the DataFrame's `to_json(orient="records")` writes them: every
+    column, null where a row has no value (or NaN), floats to 10 decimal places."""
+
+    def cell(value: Any) -> Any:
+        if isinstance(value, float):
+            return None if math.isnan(value) else round(value, 10)
+        return value
+
+    return [{column: cell(row.get(column)) for column in columns} for row in rows]
 
 
 def _gpu_list(gpus: str | Sequence[str] | None) -> list[str]:
@@ -356,6 +385,46 @@ def fit(
     tp_size, pp_size, dp_size, mem_fraction_static, context_length, max_running_requests,
     chunked_prefill_size; launch: the `python -m sglang.launch_server` line);
     memory_used_by_others_bytes and host_ram_bytes are vLLM's and refused."""
+    rows = fit_rows(
+        model,
+        context=context,
+        concurrency=concurrency,
+        gpus=gpus,
+        max_gpus=max_gpus,
+        num_gpus=num_gpus,
+        prices=prices,
+        engine=engine,
+        memory_used_by_others_bytes=memory_used_by_others_bytes,
+        host_ram_bytes=host_ram_bytes,
+        revision=revision,
+        offline=offline,
+        progress=progress,
+        **knobs,
+    )
+    frame = frame_of(rows, FIT_COLUMNS, INTEGER_COLUMNS)
+    renamed: pd.DataFrame = frame.rename(columns=dict(engines.get(engine).fit_columns))
+    return renamed
+
+
+def fit_rows(
+    model: str | _core.ModelSpec = api.DEFAULT_MODEL,
+    *,
+    context: int,
+    concurrency: int,
+    gpus: str | Sequence[str] | None = None,
+    max_gpus: int = DEFAULT_MAX_GPUS,
+    num_gpus: int | None = None,
+    prices: str | Path | Mapping[str, float] | None = None,
+    engine: str = "vllm",
+    memory_used_by_others_bytes: int = 0,
+    host_ram_bytes: int = 0,
+    revision: str | None = None,
+    offline: bool | None = None,
+    progress: Progress | None = None,
+    **knobs: Any,
+) -> list[dict[str, Any]]:
+    """`fit`'s options as dicts, ranked, without pandas: FIT_COLUMNS' keys (vLLM's names; a
+    key is missing where the DataFrame holds NA, usd_per_hour NaN when unpriced)."""
     searched = engines.get(engine)
     split_fields = tuple(searched.column(name) for name in SPLIT_FIELDS)
     if isinstance(model, _core.ModelSpec):
@@ -393,12 +462,7 @@ def fit(
         rows.append(row)
         if progress is not None:
             progress(done, len(work))
-    import pandas as pd
-
-    frame = _typed(pd.DataFrame(rows, columns=FIT_COLUMNS))
-    ordered = _order(frame, bool(price_of))
-    renamed: pd.DataFrame = ordered.rename(columns=dict(searched.fit_columns))
-    return renamed
+    return _order(rows, bool(price_of))
 
 
 def _prices(prices: str | Path | Mapping[str, float] | None) -> dict[str, float]:
@@ -432,6 +496,14 @@ MODEL_COLUMNS = [
     "launch",
     "verdict",
 ]
+
+MODEL_INTEGER_COLUMNS = (
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "max_context",
+    "max_concurrency",
+    "context",
+)
 
 
 def _hf_cache_models() -> list[tuple[str, str]]:
@@ -522,6 +594,36 @@ def fit_models(
     (max_concurrency, at most max_num_seqs); fitting models first, longest context first.
     A cache entry that cannot be read offline is listed with the reason (fits False).
     `memory_used_by_others_bytes` (per GPU) and `host_ram_bytes` (the node's) apply to all."""
+    rows = fit_model_rows(
+        gpu,
+        num_gpus=num_gpus,
+        context=context,
+        concurrency=concurrency,
+        hf_cache=hf_cache,
+        engine=engine,
+        memory_used_by_others_bytes=memory_used_by_others_bytes,
+        host_ram_bytes=host_ram_bytes,
+        progress=progress,
+        **knobs,
+    )
+    return frame_of(rows, MODEL_COLUMNS, MODEL_INTEGER_COLUMNS)
+
+
+def fit_model_rows(
+    gpu: str | _core.GpuSpec = api.DEFAULT_GPU,
+    *,
+    num_gpus: int = 1,
+    context: int = DEFAULT_REVERSE_CONTEXT,
+    concurrency: int = 1,
+    hf_cache: bool = True,
+    engine: str = "vllm",
+    memory_used_by_others_bytes: int = 0,
+    host_ram_bytes: int = 0,
+    progress: Progress | None = None,
+    **knobs: Any,
+) -> list[dict[str, Any]]:
+    """`fit_models`' rows as dicts, ranked, without pandas: MODEL_COLUMNS' keys (a key is
+    missing where the DataFrame holds NA)."""
     check_engine(engine)
     gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else api.load_gpu(gpu)
     api._integer("num_gpus", num_gpus, 1, 1 << 10)
@@ -564,17 +666,12 @@ def fit_models(
             rows.append({"model": model_id, "source": source, "fits": False, "verdict": str(err)})
         if progress is not None:
             progress(done, len(work))
-    import pandas as pd
-
-    frame = pd.DataFrame(rows, columns=MODEL_COLUMNS)
-    integers = ("tensor_parallel_size", "pipeline_parallel_size", "max_context", "max_concurrency")
-    frame = frame.astype({c: "Int64" for c in (*integers, "context")})
-    frame["_misfit"] = ~frame["fits"].astype(bool)
-    frame = frame.sort_values(
-        ["_misfit", "max_context", "max_concurrency", "model"],
-        ascending=[True, False, False, True],
-        kind="stable",
-        na_position="last",
+    return sorted(
+        rows,
+        key=lambda row: (
+            not row["fits"],
+            _descending(row.get("max_context")),
+            _descending(row.get("max_concurrency")),
+            row["model"],
+        ),
     )
-    ranked: pd.DataFrame = frame.drop(columns="_misfit").reset_index(drop=True)
-    return ranked

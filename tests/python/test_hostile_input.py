@@ -65,15 +65,14 @@ LLAMA_CONFIG_FIELDS = json.dumps(LLAMA_CONFIG)[1:-1]
 # --- safetensors: the quadratic duplicate-key check ------------------------------------------
 
 
-def test_eighty_thousand_empty_entries_are_refused_in_under_a_second(tmp_path: Path) -> None:
-    # {"0":{},...,"79999":{}} beside a config.json, then `inspect`.
+def test_eighty_thousand_empty_entries_are_refused(tmp_path: Path) -> None:
+    # {"0":{},...,"79999":{}} beside a config.json, then `inspect` (its time, once quadratic:
+    # benchmarks/bench_bounds.py).
     header = ("{" + ",".join(f'"{i}":{{}}' for i in range(80_000)) + "}").encode()
     (tmp_path / "model.safetensors").write_bytes(safetensors_bytes(header))
     (tmp_path / "config.json").write_text(json.dumps(LLAMA_CONFIG))
-    start = time.monotonic()
     with pytest.raises(vramplan.ParseError, match="tensor '0': dtype: missing") as err:
         vramplan.inspect_checkpoint(tmp_path)
-    assert time.monotonic() - start < 1.0
     assert err.value.file == str(tmp_path / "model.safetensors")
 
 
@@ -306,10 +305,8 @@ def test_sparse_files_are_refused_by_size_before_reading(tmp_path: Path) -> None
         path = tmp_path / name
         with path.open("wb") as handle:
             handle.truncate(1 << 40)  # 1 TiB of holes
-        start = time.monotonic()
-        with pytest.raises(vramplan.ConfigError, match="over the"):
+        with pytest.raises(vramplan.ConfigError, match="over the"):  # time: bench_bounds.py
             read(path)
-        assert time.monotonic() - start < 1
 
 
 def test_a_huge_sparse_log_is_read_as_head_and_tail(tmp_path: Path) -> None:
@@ -387,10 +384,8 @@ def test_num_nextn_predict_layers_is_capped(tmp_path: Path) -> None:
     # 2^20 MTP layers took 13 s and 1.4 GB; 2^30 threw bad_alloc.
     path = tmp_path / "m.yaml"
     path.write_text(LLAMA_YAML_TEXT + f"num_nextn_predict_layers: {1 << 20}\n")
-    start = time.monotonic()
     with pytest.raises(vramplan.SpecError, match=r"num_nextn_predict_layers.*out of range"):
-        api.load_model(path)
-    assert time.monotonic() - start < 1
+        api.load_model(path)  # its time: benchmarks/bench_bounds.py
 
 
 def test_the_schema_document_states_every_bound() -> None:
@@ -440,10 +435,8 @@ def test_a_yaml_alias_bomb_with_a_bad_byte_is_refused_quickly(tmp_path: Path) ->
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
     path = tmp_path / "bomb.yaml"
     path.write_bytes(("\n".join(lines) + "\n").encode() + b'id: "\xff"\n')
-    start = time.monotonic()
     with pytest.raises(vramplan.SpecError, match="too many nodes"):
-        api.load_model(path)
-    assert time.monotonic() - start < 2
+        api.load_model(path)  # its time: benchmarks/bench_bounds.py
 
 
 def test_1e400_in_config_json_is_bad_input_not_does_not_fit(tmp_path: Path) -> None:

@@ -595,9 +595,9 @@ def test_seed_002_diagnose_reads_mtp_and_plans_the_users_flags(
     "offline", ["--offline", "HF_HUB_OFFLINE=1", "HF_ENDPOINT=http://127.0.0.1:9"]
 )
 def test_unknown_model_fails_fast_with_one_line(offline: str, tmp_path: Path) -> None:
-    # Offline by flag or environment, or a Hub that refuses connections: one line, quickly.
+    # Offline by flag or environment, or a Hub that refuses connections: one line (how
+    # quickly: benchmarks/bench_bounds.py; a wait on the network would hit the timeout).
     import os
-    import time
 
     env = {**os.environ, "HF_HUB_CACHE": str(tmp_path), "VRAMPLAN_CACHE": str(tmp_path / "v")}
     argv = [sys.executable, "-m", "vramplan", "plan", "acme/no-such-model"]
@@ -606,13 +606,10 @@ def test_unknown_model_fails_fast_with_one_line(offline: str, tmp_path: Path) ->
     else:
         key, _, value = offline.partition("=")
         env[key] = value
-    start = time.monotonic()
     out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
-    elapsed = time.monotonic() - start
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1, out.stderr
     assert "acme/no-such-model" in out.stderr
-    assert elapsed < 2.0 + 1.0  # the interpreter's own start-up is the extra second
 
 
 def test_python_offline_and_revision() -> None:

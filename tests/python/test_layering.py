@@ -76,6 +76,52 @@ def test_cli_plan_and_flags_load_no_heavy_library(argv: list[str]) -> None:
     assert set(loaded) <= allowed, loaded
 
 
+@pytest.mark.parametrize(
+    ("argv", "allowed"),
+    [
+        (["fit", MODEL, "--context", "8192", "--concurrency", "2", "--gpus", "L4", "--json"], []),
+        (["fit", MODEL, "--context", "8192", "--concurrency", "2", "--gpus", "L4"], ["rich"]),
+        (["fit", "--gpu", "L4", "--no-hf-cache", "--json"], []),
+        (["colocate", MODEL, MODEL, "--gpu", "H100-80GB", "--num-gpus", "2", "--json"], []),
+        (["colocate", MODEL, MODEL, "--gpu", "H100-80GB", "--num-gpus", "2"], ["rich"]),
+    ],
+    ids=["fit --json", "fit (terminal text)", "fit --gpu --json", "colocate --json", "colocate"],
+)
+def test_cli_fit_and_colocate_load_no_pandas(argv: list[str], allowed: list[str]) -> None:
+    # pandas only for a DataFrame (vramplan.fit, --out); the table is rich's.
+    body = (
+        "import contextlib, io\n"
+        "from vramplan.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main({argv!r}) in (0, 1)"
+    )
+    loaded = _heavy_loaded(body)
+    assert set(loaded) <= set(allowed), loaded
+
+
+def test_a_command_run_imports_no_other_command() -> None:
+    # main() builds the parser of the command it runs only: `plan` loads neither fit's nor
+    # calibrate's module (fit, colocate, calibrate, probe, diagnose, validate).
+    code = (
+        "import contextlib, io, sys\n"
+        "from vramplan.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['plan', {MODEL!r}, '--json']) == 0\n"
+        "others = ('fit', 'colocate', 'cli_fit', 'calibrate', 'probe', 'diagnose', 'validate')\n"
+        "print(' '.join(m for m in others if 'vramplan.' + m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == []
+
+
 def _local_imports(path: Path, modules: set[str], submodules: set[str]) -> set[str]:
     """The package's modules `path` imports, at module level or inside functions (imports
     that only type checkers see are not executed and are left out)."""
@@ -176,3 +222,23 @@ def test_a_parser_built_for_one_command_parses_it_as_the_whole_parser_does(comma
     assert "--kv-cache-dtype" in help_of(alone)
     words = [command, "--kv-cache-dtype", "fp8", "--max-num-seqs", "8"]
     assert vars(alone.parse_known_args(words)[0]) == vars(whole.parse_known_args(words)[0])
+
+
+def test_a_parser_built_for_one_command_keeps_the_whole_usage_and_help() -> None:
+    """The usage line of a top-level error (`vramplan models --foo`) lists every command, and
+    each command's help is the whole parser's, for every command."""
+    import contextlib
+    import io
+
+    from vramplan import cli
+
+    whole = cli.build_parser()
+    commands = whole._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert list(commands) == list(cli._COMMANDS)
+    for command, sub in commands.items():
+        alone = cli.build_parser(command)
+        assert alone.format_usage() == whole.format_usage()
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+            alone.parse_args([command, "-h"])
+        assert out.getvalue() == sub.format_help(), command

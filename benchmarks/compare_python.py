@@ -1,0 +1,168 @@
+"""Two installed vramplan packages timed side by side, alternating, and their ratios.
+
+Run through benchmarks/compare_python.sh REV, which installs REV and this tree in their own
+virtual environments; or directly with two interpreters that each import a vramplan:
+  python3 benchmarks/compare_python.py --old OLD_PYTHON --new NEW_PYTHON [--rounds N]
+Figures: Python `vramplan.plan` CPU µs per call (each in a fresh child, median of the rounds),
+the CLI's cold start (`vramplan plan`, `vramplan flags`: median wall and CPU ms of --cold-runs
+runs over `python -c pass`), and the wall and CPU ms of `fit` and `colocate` commands (median
+of --rounds). CPU ms (the child's user + system) is the figure to trust on a loaded machine.
+Every figure alternates old, new, old, new... so that load on the machine hits both alike;
+the load average before and after is printed with the table. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import time
+from typing import Any
+
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+QWEN = "Qwen/Qwen3-8B"
+
+# Each child warms the call once (compile, caches), then runs it for ~0.2 s of CPU five times
+# and prints the median µs per call.
+PER_CALL = """
+import time, vramplan
+f = lambda: {call}
+f()
+runs = []
+for _ in range(5):
+    n, start = 0, time.process_time()
+    while time.process_time() - start < 0.2:
+        f(); n += 1
+    runs.append((time.process_time() - start) / n * 1e6)
+print(sorted(runs)[2])
+"""
+CALLS = {
+    "plan µs (Llama-3.1-8B, H100, context 32768)": (
+        f"vramplan.plan({LLAMA!r}, 'H100-80GB', context=32768)"
+    ),
+    "plan µs (DeepSeek-V3, H200, TP 8)": (
+        "vramplan.plan('deepseek-ai/DeepSeek-V3', 'H200', context=32768, tensor_parallel_size=8)"
+    ),
+    "plan µs (workload percentiles)": (
+        f"vramplan.plan({LLAMA!r}, 'H100-80GB', context=32768, prompt_tokens=(1000, 8000), "
+        "output_tokens=(200, 1500))"
+    ),
+}
+COLD = {
+    "vramplan plan": ["plan", LLAMA, "--gpu", "H100-80GB"],
+    "vramplan flags": ["flags", LLAMA, "--gpu", "H100-80GB"],
+    "vramplan plan --json": ["plan", LLAMA, "--gpu", "H100-80GB", "--json"],
+}
+WALL = {
+    "fit MODEL --context 32768 --concurrency 16": [
+        "fit", QWEN, "--context", "32768", "--concurrency", "16",
+    ],
+    "fit --gpu L4 --num-gpus 2": ["fit", "--gpu", "L4", "--num-gpus", "2"],
+    "colocate (text)": ["colocate", QWEN, LLAMA, "--gpu", "H100-80GB", "--num-gpus", "2"],
+    "colocate --json": [
+        "colocate", QWEN, LLAMA, "--gpu", "H100-80GB", "--num-gpus", "2", "--json",
+    ],
+}  # fmt: skip
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+ENV.pop("VRAMPLAN_MODEL_SPECS", None)  # each package its own installed database
+
+
+def run_ms(argv: list[str]) -> tuple[float, float]:
+    """Wall ms of one run, and the child's CPU ms (user + system: less sensitive to other
+    load on the machine than the wall clock)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    wall = (time.perf_counter() - start) * 1e3
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e3
+    return wall, cpu
+
+
+def alternate(pythons: dict[str, str], runs: int, measure: Any) -> dict[str, tuple[float, ...]]:
+    """Medians of `runs` measurements (each a tuple of figures) per interpreter, taken old,
+    new, old, new..."""
+    taken: dict[str, list[tuple[float, ...]]] = {name: [] for name in pythons}
+    for _ in range(runs):
+        for name, python in pythons.items():
+            taken[name].append(tuple(measure(python)))
+    return {
+        name: tuple(statistics.median(column) for column in zip(*values))
+        for name, values in taken.items()
+    }
+
+
+def per_call_us(python: str, call: str) -> tuple[float]:
+    done = subprocess.run(
+        [python, "-c", PER_CALL.format(call=call)],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return (float(done.stdout.split()[-1]),)
+
+
+def figures(
+    pythons: dict[str, str], rounds: int, cold_runs: int
+) -> list[tuple[str, dict[str, float]]]:
+    rows: list[tuple[str, dict[str, float]]] = []
+
+    def add(label: str, values: dict[str, tuple[float, ...]], names: tuple[str, ...]) -> None:
+        for i, name in enumerate(names):
+            rows.append((f"{label}{name}", {k: v[i] for k, v in values.items()}))
+
+    for label, call in CALLS.items():
+        add(label, alternate(pythons, rounds, lambda py, c=call: per_call_us(py, c)), ("",))
+    for python in pythons.values():  # untimed: bytecode caches written, files in page cache
+        for argv in [*COLD.values(), *WALL.values()]:
+            run_ms([python, "-m", "vramplan", *argv])
+    base = alternate(pythons, cold_runs, lambda py: run_ms([py, "-c", "pass"]))
+    add("python -c pass", base, (": wall ms", ": CPU ms"))
+    for label, argv in COLD.items():
+        cold = alternate(pythons, cold_runs, lambda py, a=argv: run_ms([py, "-m", "vramplan", *a]))
+        over = {k: tuple(c - b for c, b in zip(v, base[k])) for k, v in cold.items()}
+        add(label, over, (": wall ms over python -c pass", ": CPU ms over python -c pass"))
+    for label, argv in WALL.items():
+        timed = alternate(pythons, rounds, lambda py, a=argv: run_ms([py, "-m", "vramplan", *a]))
+        add(label, timed, (": wall ms", ": CPU ms"))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--old", required=True, help="the interpreter of the earlier package")
+    parser.add_argument("--new", required=True, help="the interpreter of this tree's package")
+    parser.add_argument("--old-name", default="old")
+    parser.add_argument("--new-name", default="new")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="runs of the per-call and fit figures"
+    )
+    parser.add_argument("--cold-runs", type=int, default=15, help="runs of each cold start")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    pythons = {args.old_name: args.old, args.new_name: args.new}
+    load_before = os.getloadavg()
+    rows = figures(pythons, args.rounds, args.cold_runs)
+    load_after = os.getloadavg()
+    if args.json:
+        print(json.dumps({"load": [load_before, load_after], "figures": dict(rows)}, indent=2))
+        return
+    print(
+        f"{os.cpu_count()} cores; load average (1, 5, 15 min) before "
+        f"{', '.join(f'{x:.2f}' for x in load_before)}, after "
+        f"{', '.join(f'{x:.2f}' for x in load_after)}\n"
+    )
+    print(f"| figure | {args.old_name} | {args.new_name} | new / old |")
+    print("|---|---:|---:|---:|")
+    for label, values in rows:
+        old, new = values[args.old_name], values[args.new_name]
+        ratio = f"{new / old:.2f}" if old > 0 else "-"
+        print(f"| {label} | {old:,.1f} | {new:,.1f} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -642,6 +642,33 @@ void dbrx(Context& c) {
                   {"moe_intermediate_size", ffn.integer("ffn_hidden_size")}};
 }
 
+// vLLM 0.33's bloom.py: dense_h_to_4h is always 4 x hidden_size (n_inner is not read).
+void bloom(Context& c) {
+  c.doc["intermediate_size"] = 4 * c.doc["hidden_size"].get<std::int64_t>();
+}
+
+// vLLM 0.33's gpt_j.py: fc_in of n_inner (4 x n_embd when null), partial rotary of rotary_dim;
+// it asserts rotary embeddings and an untied lm_head (which carries a bias, not counted: vocab
+// parameters).
+void gptj(Context& c) {
+  const ConfigFields& f = c.f;
+  if (!f.boolean_or("rotary", true)) {
+    f.fail("rotary", "false", "vLLM 0.33's gpt_j.py requires rotary embeddings");
+  }
+  if (c.doc["tie_word_embeddings"].get<bool>()) {
+    f.fail("tie_word_embeddings", "true", "vLLM 0.33's gpt_j.py requires an untied lm_head");
+  }
+  if (c.doc["intermediate_size"].get<std::int64_t>() == 0) {
+    c.doc["intermediate_size"] = 4 * c.doc["hidden_size"].get<std::int64_t>();
+  }
+  const std::int64_t rotary = f.integer("rotary_dim");
+  const std::int64_t head_dim = c.doc["head_dim"].get<std::int64_t>();
+  if (rotary <= 0 || rotary > head_dim || rotary % 2 != 0) {
+    f.fail("rotary_dim", std::to_string(rotary), "expected an even size in 2 .. head_dim");
+  }
+  if (rotary < head_dim) c.doc["rotary_dim"] = rotary;
+}
+
 struct NamedRule {
   const char* name;
   Rule rule;
@@ -675,6 +702,8 @@ constexpr NamedRule kRules[] = {
     {"minimax_m2", minimax_m2},
     {"ernie45_moe", ernie45_moe},
     {"dbrx", dbrx},
+    {"bloom", bloom},
+    {"gptj", gptj},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------

@@ -258,3 +258,55 @@ TEST(RegistryFamilies, DeepseekV1ParametersByHand) {
       load_hf_config(config_path("published_values/deepseek-ai__deepseek-moe-16b-base.json"));
   expect_close(parameter_count(spec), 16375728128, 16.4e9);
 }
+
+// bigscience/bloom-560m: ALiBi adds no cache; 24 layers of 16 KV heads x 64 (1,024 / 16):
+// 2 x 16 x 64 x 2 B = 4,096 B a layer, 98,304 B a token. The config names no context length:
+// vLLM assumes 2048.
+TEST(RegistryFamilies, BloomKvBytesPerTokenByHand) {
+  const ModelSpec spec = load_hf_config(config_path("bigscience__bloom-560m.json"));
+  EXPECT_EQ(spec.model_type, "bloom");
+  EXPECT_EQ(spec.max_position_embeddings, 2048);
+  EXPECT_EQ(spec.intermediate_size, 4096);
+  EXPECT_EQ(kv_bf16(spec), 98304);
+}
+
+// Parameters (h 1,024, V 250,880 tied): word_embeddings 256,901,120 and its LayerNorm 2,048.
+// Per layer: two LayerNorms 4,096; query_key_value 3 x 1,024^2 + 3,072 = 3,148,800; dense
+// 1,048,576 + 1,024; dense_h_to_4h 4,096 x 1,024 + 4,096 = 4,198,400; dense_4h_to_h 1,024 x
+// 4,096 + 1,024 = 4,195,328: 12,596,224. 24 layers 302,309,376; ln_f 2,048:
+// 559,214,592, the count the model page publishes.
+TEST(RegistryFamilies, BloomParametersByHand) {
+  const ModelSpec spec = load_hf_config(config_path("bigscience__bloom-560m.json"));
+  expect_close(parameter_count(spec), 559214592, 559214592.0);
+}
+
+// EleutherAI/gpt-j-6b: 28 layers of 16 KV heads x 256 (4,096 / 16): 2 x 16 x 256 x 2 B =
+// 16,384 B a layer, 458,752 B a token.
+TEST(RegistryFamilies, GptjKvBytesPerTokenByHand) {
+  const ModelSpec spec = load_hf_config(config_path("published_values/EleutherAI__gpt-j-6b.json"));
+  EXPECT_EQ(spec.model_type, "gptj");
+  EXPECT_EQ(spec.rotary_dim, 64);
+  EXPECT_EQ(spec.intermediate_size, 16384);
+  EXPECT_EQ(kv_bf16(spec), 458752);
+}
+
+// Parameters (h 4,096, V 50,400 untied): wte 206,438,400; lm_head 206,438,400 + its bias 50,400.
+// Per layer: ln_1 8,192; q/k/v 3 x 4,096^2 = 50,331,648; out_proj 16,777,216; fc_in 16,384 x
+// 4,096 + 16,384 = 67,125,248; fc_out 4,096 x 16,384 + 4,096 = 67,112,960: 201,355,264.
+// 28 layers 5,637,947,392; ln_f 8,192: 6,050,882,784 (the model card: 6,053,381,344).
+TEST(RegistryFamilies, GptjParametersByHand) {
+  const ModelSpec spec = load_hf_config(config_path("published_values/EleutherAI__gpt-j-6b.json"));
+  expect_close(parameter_count(spec), 6050882784, 6053381344.0);
+}
+
+// vLLM's gpt_j.py asserts an untied lm_head.
+TEST(RegistryFamilies, GptjTiedEmbeddingsAreRefusedByName) {
+  nlohmann::json config = config_json("published_values/EleutherAI__gpt-j-6b.json");
+  config["tie_word_embeddings"] = true;
+  try {
+    (void)model_spec_from_hf_config(config, nullptr, "gptj-tied.json");
+    ADD_FAILURE() << "expected a refusal";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("tie_word_embeddings"), std::string::npos) << e.what();
+  }
+}

@@ -669,6 +669,35 @@ void gptj(Context& c) {
   if (rotary < head_dim) c.doc["rotary_dim"] = rotary;
 }
 
+// vLLM 0.33's gpt2.py: c_fc of n_inner (4 x n_embd when null) and the learned position table
+// wpe of n_positions rows.
+void gpt2(Context& c) {
+  if (c.doc["intermediate_size"].get<std::int64_t>() == 0) {
+    c.doc["intermediate_size"] = 4 * c.doc["hidden_size"].get<std::int64_t>();
+  }
+  c.doc["position_embeddings"] = c.doc["max_position_embeddings"];
+}
+
+// vLLM 0.33's opt.py: fc1 of ffn_dim, q/k/v/out_proj and fc1/fc2 biased with enable_bias, the
+// learned position table of max_position_embeddings + 2 rows (OPT's offset). A
+// word_embed_proj_dim apart from hidden_size (OPT-350m's project_in / project_out) is refused.
+void opt(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t projection = f.integer_or("word_embed_proj_dim", hidden);
+  if (projection != hidden) {
+    f.fail("word_embed_proj_dim", std::to_string(projection),
+           "project_in / project_out (a word_embed_proj_dim apart from hidden_size) are not "
+           "modelled");
+  }
+  if (f.boolean_or("enable_bias", true)) {
+    c.doc["qkv_bias"] = true;
+    c.doc["o_proj_bias"] = true;
+    c.doc["mlp_bias"] = true;
+  }
+  c.doc["position_embeddings"] = c.doc["max_position_embeddings"].get<std::int64_t>() + 2;
+}
+
 struct NamedRule {
   const char* name;
   Rule rule;
@@ -704,6 +733,8 @@ constexpr NamedRule kRules[] = {
     {"dbrx", dbrx},
     {"bloom", bloom},
     {"gptj", gptj},
+    {"gpt2", gpt2},
+    {"opt", opt},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------

@@ -310,3 +310,73 @@ TEST(RegistryFamilies, GptjTiedEmbeddingsAreRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("tie_word_embeddings"), std::string::npos) << e.what();
   }
 }
+
+// openai-community/gpt2: 12 layers of 12 KV heads x 64: 2 x 12 x 64 x 2 B = 3,072 B a layer,
+// 36,864 B a token.
+TEST(RegistryFamilies, Gpt2KvBytesPerTokenByHand) {
+  const ModelSpec spec =
+      load_hf_config(config_path("published_values/openai-community__gpt2.json"));
+  EXPECT_EQ(spec.model_type, "gpt2");
+  EXPECT_EQ(spec.position_embeddings, 1024);
+  EXPECT_EQ(spec.intermediate_size, 3072);
+  EXPECT_TRUE(spec.tie_word_embeddings);  // GPT2Config's default
+  EXPECT_EQ(kv_bf16(spec), 36864);
+}
+
+// Parameters (h 768, V 50,257 tied): wte 38,597,376; wpe 1,024 x 768 = 786,432. Per layer:
+// ln_1 and ln_2 (weight + bias) 3,072; c_attn 768 x 2,304 + 2,304 = 1,771,776; c_proj 768^2 +
+// 768 = 590,592; c_fc 768 x 3,072 + 3,072 = 2,362,368; mlp c_proj 3,072 x 768 + 768 =
+// 2,360,064: 7,087,872. 12 layers 85,054,464; ln_f 1,536: 124,439,808, the published count.
+TEST(RegistryFamilies, Gpt2ParametersByHand) {
+  const ModelSpec spec =
+      load_hf_config(config_path("published_values/openai-community__gpt2.json"));
+  expect_close(parameter_count(spec), 124439808, 124439808.0);
+}
+
+// facebook/opt-125m: 12 layers of 12 KV heads x 64: 36,864 B a token, as GPT-2.
+TEST(RegistryFamilies, OptKvBytesPerTokenByHand) {
+  const ModelSpec spec = load_hf_config(config_path("published_values/facebook__opt-125m.json"));
+  EXPECT_EQ(spec.model_type, "opt");
+  EXPECT_EQ(spec.position_embeddings, 2050);  // max_position_embeddings + OPT's offset 2
+  EXPECT_EQ(kv_bf16(spec), 36864);
+}
+
+// Parameters (h 768, V 50,272 tied): embed_tokens 38,608,896; embed_positions 2,050 x 768 =
+// 1,574,400. Per layer: q/k/v/out_proj 4 x (768^2 + 768) = 2,362,368; two LayerNorms 3,072;
+// fc1 768 x 3,072 + 3,072 = 2,362,368; fc2 3,072 x 768 + 768 = 2,360,064: 7,087,872. 12 layers
+// 85,054,464; final_layer_norm 1,536: 125,239,296, the published count.
+TEST(RegistryFamilies, OptParametersByHand) {
+  const ModelSpec spec = load_hf_config(config_path("published_values/facebook__opt-125m.json"));
+  expect_close(parameter_count(spec), 125239296, 125239296.0);
+}
+
+// OPT-350m's word_embed_proj_dim (project_in / project_out) is refused by name.
+TEST(RegistryFamilies, OptProjectedEmbeddingsAreRefusedByName) {
+  nlohmann::json config = config_json("published_values/facebook__opt-125m.json");
+  config["word_embed_proj_dim"] = 512;
+  try {
+    (void)model_spec_from_hf_config(config, nullptr, "opt-350m.json");
+    ADD_FAILURE() << "expected a refusal";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("word_embed_proj_dim"), std::string::npos) << e.what();
+  }
+}
+
+// The position table is replicated and kept in the model dtype: at TP 2 each rank holds all of
+// it (2,050 x 768 x 2 B = 3,148,800 B) beside half the token table.
+TEST(RegistryFamilies, PositionTableIsReplicatedUnderTensorParallel) {
+  const ModelSpec spec = load_hf_config(config_path("published_values/facebook__opt-125m.json"));
+  ModelSpec without = spec;
+  without.position_embeddings = 0;
+  const auto groups = model_tensor_groups(spec, false);
+  const auto fewer = model_tensor_groups(without, false);
+  ASSERT_EQ(groups.size(), fewer.size() + 1);
+  bool found = false;
+  for (const TensorGroup& g : groups) {
+    if (g.role == TensorRole::Embedding && g.split == TensorSplit::Replicated) {
+      EXPECT_EQ(g.rows * g.cols * g.count, 2050 * 768);
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}

@@ -698,6 +698,22 @@ void opt(Context& c) {
   c.doc["position_embeddings"] = c.doc["max_position_embeddings"].get<std::int64_t>() + 2;
 }
 
+// vLLM 0.33's minicpm.py: head_dim = hidden_size / heads (a head_dim or kv_channels key is not
+// read); num_experts > 0 makes every MLP num_experts routed experts of intermediate_size.
+void minicpm(Context& c) {
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  if (hidden % heads != 0) {
+    c.f.fail("num_attention_heads", std::to_string(heads), "must divide hidden_size");
+  }
+  c.doc["head_dim"] = hidden / heads;
+  if (c.f.integer_or("num_experts", 0) > 0) {
+    c.doc["moe"] = {{"num_experts", c.f.integer("num_experts")},
+                    {"num_experts_per_tok", c.f.integer("num_experts_per_tok")},
+                    {"moe_intermediate_size", c.f.integer("intermediate_size")}};
+  }
+}
+
 struct NamedRule {
   const char* name;
   Rule rule;
@@ -735,6 +751,7 @@ constexpr NamedRule kRules[] = {
     {"gptj", gptj},
     {"gpt2", gpt2},
     {"opt", opt},
+    {"minicpm", minicpm},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------

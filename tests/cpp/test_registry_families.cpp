@@ -380,3 +380,34 @@ TEST(RegistryFamilies, PositionTableIsReplicatedUnderTensorParallel) {
   }
   EXPECT_TRUE(found);
 }
+
+// openbmb/MiniCPM-2B-sft-bf16: 40 layers of 36 KV heads x 64 (2,304 / 36): 2 x 36 x 64 x 2 B =
+// 9,216 B a layer, 368,640 B a token.
+TEST(RegistryFamilies, MiniCpmKvBytesPerTokenByHand) {
+  const ModelSpec spec =
+      load_hf_config(config_path("published_values/openbmb__MiniCPM-2B-sft-bf16.json"));
+  EXPECT_EQ(spec.model_type, "minicpm");
+  EXPECT_TRUE(spec.tie_word_embeddings);
+  EXPECT_EQ(kv_bf16(spec), 368640);
+}
+
+// Parameters (h 2,304, V 122,753 tied): embed 282,822,912. Per layer: q/k/v/o 4 x 2,304^2 =
+// 21,233,664; gate/up/down 3 x 2,304 x 5,760 = 39,813,120; two RMSNorms 4,608: 61,051,392.
+// 40 layers 2,442,055,680; final norm 2,304 (2,442,057,984 without embeddings, as the MiniCPM
+// report states): 2,724,880,896 (published: 2.7 B).
+TEST(RegistryFamilies, MiniCpmParametersByHand) {
+  const ModelSpec spec =
+      load_hf_config(config_path("published_values/openbmb__MiniCPM-2B-sft-bf16.json"));
+  expect_close(parameter_count(spec), 2724880896, 2.72e9);
+}
+
+// MiniCPM-MoE: num_experts turns every MLP into routed experts of intermediate_size.
+TEST(RegistryFamilies, MiniCpmMoeExpertsOfIntermediateSize) {
+  nlohmann::json config = config_json("published_values/openbmb__MiniCPM-2B-sft-bf16.json");
+  config["num_experts"] = 8;
+  config["num_experts_per_tok"] = 2;
+  const ModelSpec spec = model_spec_from_hf_config(config, nullptr, "minicpm-moe.json");
+  EXPECT_TRUE(spec.layers[0].moe);
+  EXPECT_EQ(spec.moe.num_experts, 8);
+  EXPECT_EQ(spec.moe.moe_intermediate_size, 5760);
+}

@@ -223,7 +223,9 @@ json linear_attention_block(const ConfigFields& f) {
           {"conv_kernel", f.integer_or("linear_conv_kernel_dim", 4)}};
 }
 
-void deepseek_moe_mla(Context& c) {
+// vLLM 0.33's deepseek_v2.py DeepseekV2MoE: n_routed_experts + n_shared_experts (one MLP of
+// n_shared_experts x moe_intermediate_size) after first_k_dense_replace dense layers.
+void deepseek_moe(Context& c) {
   const ConfigFields& f = c.f;
   json moe = {{"num_experts", f.integer("n_routed_experts")},
               {"num_experts_per_tok", f.integer("num_experts_per_tok")},
@@ -233,6 +235,11 @@ void deepseek_moe_mla(Context& c) {
   if (f.integer_or("moe_layer_freq", 1) != 1) moe["moe_layer_step"] = f.integer("moe_layer_freq");
   if (f.string_or("topk_method", "") == "noaux_tc") moe["router_bias"] = true;
   c.doc["moe"] = moe;
+}
+
+void deepseek_moe_mla(Context& c) {
+  deepseek_moe(c);
+  const ConfigFields& f = c.f;
   c.doc["mla"] = {{"q_lora_rank", f.integer_or("q_lora_rank", 0)},
                   {"kv_lora_rank", f.integer("kv_lora_rank")},
                   {"qk_nope_head_dim", f.integer("qk_nope_head_dim")},
@@ -522,6 +529,191 @@ void qwen_moe(Context& c) { c.doc["moe"] = qwen_style_moe(c.f, false); }
 
 void qwen_moe_quantizable_router(Context& c) { c.doc["moe"] = qwen_style_moe(c.f, true); }
 
+// vLLM 0.33's stablelm.py: q/k/v bias from use_qkv_bias; it builds no q/k LayerNorms, so
+// AutoWeightsLoader refuses a checkpoint that stores them (qk_layernorm: StableLM-2-12B).
+void stablelm(Context& c) {
+  if (c.f.boolean_or("qk_layernorm", false)) {
+    c.f.fail("qk_layernorm", "true",
+             "vLLM 0.33's stablelm.py builds no per-head q/k LayerNorms and cannot load them");
+  }
+  if (c.f.boolean_or("use_qkv_bias", false)) c.doc["qkv_bias"] = true;
+}
+
+// vLLM 0.33's olmoe.py: num_experts routed experts of intermediate_size (no shared expert),
+// q_norm over num_heads x head_dim and k_norm over num_key_value_heads x head_dim, counted as
+// two more hidden-wide norms (norms_per_layer 4), which holds only with as many KV heads as heads.
+void olmoe(Context& c) {
+  c.doc["moe"] = {{"num_experts", c.f.integer("num_experts")},
+                  {"num_experts_per_tok", c.f.integer("num_experts_per_tok")},
+                  {"moe_intermediate_size", c.f.integer("intermediate_size")}};
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  const std::int64_t kv_heads = c.doc["num_key_value_heads"].get<std::int64_t>();
+  if (kv_heads != heads) {
+    c.f.fail("num_key_value_heads", std::to_string(kv_heads),
+             "OLMoE's k_norm spans the KV heads; only num_key_value_heads = num_attention_heads "
+             "is modelled");
+  }
+}
+
+// vLLM 0.33's minimax_m2.py: every layer full attention (attn_type_list is not read) and
+// num_local_experts routed experts of intermediate_size behind a sigmoid router with an fp32
+// e_score_correction_bias (use_routing_bias); q_norm / k_norm span all heads (counted as the
+// per-head q/k norm, 6,912 parameters a layer fewer at 48 / 8 heads of 128); rotary_dim is the
+// partial rotary size. The MTP modules (num_mtp_modules) are dropped at load.
+void minimax_m2(Context& c) {
+  json moe = mixtral_style_moe(c.f);
+  if (c.f.boolean_or("use_routing_bias", false)) moe["router_bias"] = true;
+  c.doc["moe"] = moe;
+  if (c.f.boolean_or("use_qk_norm", false)) c.doc["qk_norm"] = true;
+  if (c.f.has("rotary_dim")) {
+    const std::int64_t rotary = c.f.integer("rotary_dim");
+    const std::int64_t head_dim = c.doc["head_dim"].get<std::int64_t>();
+    if (rotary <= 0 || rotary > head_dim) {
+      c.f.fail("rotary_dim", std::to_string(rotary), "expected 1 .. head_dim");
+    }
+    if (rotary < head_dim) c.doc["rotary_dim"] = rotary;
+  }
+}
+
+// vLLM 0.33's ernie45_moe.py: routed experts (moe_num_experts of moe_intermediate_size, top
+// moe_k) behind a router with an fp32 e_score_correction_bias, plus moe_num_shared_experts
+// shared experts of moe_intermediate_size, on layers from moe_layer_start_index to
+// moe_layer_end_index (-1: the last) every moe_layer_interval; the others keep the dense MLP.
+// use_bias puts biases on q/k/v and on every MLP, shared experts included: refused by name.
+void ernie45_moe(Context& c) {
+  const ConfigFields& f = c.f;
+  if (f.boolean_or("use_bias", false)) {
+    f.fail("use_bias", "true", "biased MoE and shared-expert projections are not modelled");
+  }
+  const std::int64_t experts = f.integer_or("moe_num_experts", 0);
+  if (experts <= 0 || !f.boolean_or("use_moe", true)) return;
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  const std::int64_t start = f.integer_or("moe_layer_start_index", 0);
+  // Ernie4_5_MoeConfig.__post_init__ turns the default -1 into the last layer.
+  const bool last = !f.has("moe_layer_end_index") || f.at("moe_layer_end_index") == -1;
+  const std::int64_t end = last ? layers - 1 : f.integer("moe_layer_end_index");
+  const std::int64_t interval = f.integer_or("moe_layer_interval", 1);
+  if (start < 0 || start >= layers) {
+    f.fail("moe_layer_start_index", std::to_string(start), "expected 0 .. num_hidden_layers - 1");
+  }
+  if (end < start || end >= layers) {
+    f.fail("moe_layer_end_index", std::to_string(end),
+           "expected -1 or moe_layer_start_index .. num_hidden_layers - 1");
+  }
+  if (interval <= 0) f.fail("moe_layer_interval", std::to_string(interval), "must be positive");
+  json moe = {{"num_experts", experts},
+              {"num_experts_per_tok", f.integer("moe_k")},
+              {"moe_intermediate_size", f.integer("moe_intermediate_size")},
+              {"router_bias", true},
+              {"first_k_dense", start}};
+  if (interval != 1) moe["moe_layer_step"] = interval;
+  const std::int64_t shared = f.integer_or("moe_num_shared_experts", 0);
+  if (shared > 0) {
+    moe["num_shared_experts"] = shared;
+    moe["shared_expert_intermediate_size"] = f.integer("moe_intermediate_size");
+  }
+  json dense = json::array();
+  for (std::int64_t i = end + 1; i < layers; ++i) dense.push_back(i);
+  if (!dense.empty()) moe["dense_layers"] = dense;
+  c.doc["moe"] = moe;
+}
+
+// vLLM 0.33's dbrx.py: d_model / n_heads / n_layers / max_seq_len (the row's renames), KV heads
+// from attn_config.kv_n_heads (fused Wqkv, no biases), ffn_config.moe_num_experts routed experts
+// of ffn_config.ffn_hidden_size (top moe_top_k); norm_1 / norm_2 / norm_f are nn.LayerNorms,
+// built with a bias (norms_per_layer 4) although the checkpoint stores none.
+void dbrx(Context& c) {
+  const ConfigFields& f = c.f;
+  for (const char* key : {"attn_config", "ffn_config"}) {
+    if (!f.has(key) || !f.at(key).is_object()) {
+      f.fail(key, f.has(key) ? f.at(key).dump().substr(0, 80) : "missing", "expected an object");
+    }
+  }
+  const ConfigFields attn(f.at("attn_config"), f.file(), f.prefix() + "attn_config.");
+  const ConfigFields ffn(f.at("ffn_config"), f.file(), f.prefix() + "ffn_config.");
+  const std::int64_t kv_heads = attn.integer("kv_n_heads");
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  if (kv_heads <= 0 || kv_heads > heads) {
+    attn.fail("kv_n_heads", std::to_string(kv_heads), "expected 1 .. n_heads");
+  }
+  c.doc["num_key_value_heads"] = kv_heads;
+  c.doc["moe"] = {{"num_experts", ffn.integer("moe_num_experts")},
+                  {"num_experts_per_tok", ffn.integer("moe_top_k")},
+                  {"moe_intermediate_size", ffn.integer("ffn_hidden_size")}};
+}
+
+// vLLM 0.33's bloom.py: dense_h_to_4h is always 4 x hidden_size (n_inner is not read).
+void bloom(Context& c) {
+  c.doc["intermediate_size"] = 4 * c.doc["hidden_size"].get<std::int64_t>();
+}
+
+// vLLM 0.33's gpt_j.py: fc_in of n_inner (4 x n_embd when null), partial rotary of rotary_dim;
+// it asserts rotary embeddings and an untied lm_head (which carries a bias, not counted: vocab
+// parameters).
+void gptj(Context& c) {
+  const ConfigFields& f = c.f;
+  if (!f.boolean_or("rotary", true)) {
+    f.fail("rotary", "false", "vLLM 0.33's gpt_j.py requires rotary embeddings");
+  }
+  if (c.doc["tie_word_embeddings"].get<bool>()) {
+    f.fail("tie_word_embeddings", "true", "vLLM 0.33's gpt_j.py requires an untied lm_head");
+  }
+  if (c.doc["intermediate_size"].get<std::int64_t>() == 0) {
+    c.doc["intermediate_size"] = 4 * c.doc["hidden_size"].get<std::int64_t>();
+  }
+  const std::int64_t rotary = f.integer("rotary_dim");
+  const std::int64_t head_dim = c.doc["head_dim"].get<std::int64_t>();
+  if (rotary <= 0 || rotary > head_dim || rotary % 2 != 0) {
+    f.fail("rotary_dim", std::to_string(rotary), "expected an even size in 2 .. head_dim");
+  }
+  if (rotary < head_dim) c.doc["rotary_dim"] = rotary;
+}
+
+// vLLM 0.33's gpt2.py: c_fc of n_inner (4 x n_embd when null) and the learned position table
+// wpe of n_positions rows.
+void gpt2(Context& c) {
+  if (c.doc["intermediate_size"].get<std::int64_t>() == 0) {
+    c.doc["intermediate_size"] = 4 * c.doc["hidden_size"].get<std::int64_t>();
+  }
+  c.doc["position_embeddings"] = c.doc["max_position_embeddings"];
+}
+
+// vLLM 0.33's opt.py: fc1 of ffn_dim, q/k/v/out_proj and fc1/fc2 biased with enable_bias, the
+// learned position table of max_position_embeddings + 2 rows (OPT's offset). A
+// word_embed_proj_dim apart from hidden_size (OPT-350m's project_in / project_out) is refused.
+void opt(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t projection = f.integer_or("word_embed_proj_dim", hidden);
+  if (projection != hidden) {
+    f.fail("word_embed_proj_dim", std::to_string(projection),
+           "project_in / project_out (a word_embed_proj_dim apart from hidden_size) are not "
+           "modelled");
+  }
+  if (f.boolean_or("enable_bias", true)) {
+    c.doc["qkv_bias"] = true;
+    c.doc["o_proj_bias"] = true;
+    c.doc["mlp_bias"] = true;
+  }
+  c.doc["position_embeddings"] = c.doc["max_position_embeddings"].get<std::int64_t>() + 2;
+}
+
+// vLLM 0.33's minicpm.py: head_dim = hidden_size / heads (a head_dim or kv_channels key is not
+// read); num_experts > 0 makes every MLP num_experts routed experts of intermediate_size.
+void minicpm(Context& c) {
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  if (hidden % heads != 0) {
+    c.f.fail("num_attention_heads", std::to_string(heads), "must divide hidden_size");
+  }
+  c.doc["head_dim"] = hidden / heads;
+  if (c.f.integer_or("num_experts", 0) > 0) {
+    c.doc["moe"] = {{"num_experts", c.f.integer("num_experts")},
+                    {"num_experts_per_tok", c.f.integer("num_experts_per_tok")},
+                    {"moe_intermediate_size", c.f.integer("intermediate_size")}};
+  }
+}
+
 struct NamedRule {
   const char* name;
   Rule rule;
@@ -539,6 +731,7 @@ constexpr NamedRule kRules[] = {
     {"gpt_oss_moe", gpt_oss_moe},
     {"qwen_moe", qwen_moe},
     {"qwen_moe_quantizable_router", qwen_moe_quantizable_router},
+    {"deepseek_moe", deepseek_moe},
     {"deepseek_moe_mla", deepseek_moe_mla},
     {"dsa_indexer", dsa_indexer},
     {"glm4_moe", glm4_moe},
@@ -549,6 +742,16 @@ constexpr NamedRule kRules[] = {
     {"falcon", falcon},
     {"gemma4", gemma4},
     {"granite_moe_hybrid", granite_moe_hybrid},
+    {"stablelm", stablelm},
+    {"olmoe", olmoe},
+    {"minimax_m2", minimax_m2},
+    {"ernie45_moe", ernie45_moe},
+    {"dbrx", dbrx},
+    {"bloom", bloom},
+    {"gptj", gptj},
+    {"gpt2", gpt2},
+    {"opt", opt},
+    {"minicpm", minicpm},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------

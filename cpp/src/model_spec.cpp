@@ -327,6 +327,9 @@ std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include
   GroupBuilder b(groups);
   const std::int64_t h = spec.hidden_size;
   b.add(TensorRole::Embedding, TensorSplit::Vocab, -1, spec.vocab_size, h, false);
+  if (spec.position_embeddings > 0) {
+    b.add(TensorRole::Embedding, TensorSplit::Replicated, -1, spec.position_embeddings, h, false);
+  }
   if (spec.per_layer_input_size > 0) add_per_layer_inputs(spec, b);
   for (std::size_t i = 0; i < spec.layers.size(); ++i) {
     add_layer(spec, spec.layers[i], static_cast<int>(i), b);

@@ -53,6 +53,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "attention_sinks", "bool", false, "Per-head attention sink logits (gpt-oss)."},
   {"model", "attn_output_gate", "bool", false, "q_proj also emits an output gate (Qwen3-Next)."},
   {"model", "norms_per_layer", "int", false, "hidden_size-wide norms per layer; default 2 (Gemma-2/3: 4).", 16},
+  {"model", "position_embeddings", "int", false, "Rows of a learned absolute position table (GPT-2 wpe, OPT embed_positions), replicated and unquantized; 0: none.", kMaxTokens},
   {"model", "rotary_dim", "int", false, "Rotated dims per head; default head_dim (MLA: qk_rope_head_dim).", std::int64_t{1} << 9},
   {"model", "rotary_cache_positions", "int", false, "Positions vLLM's cos/sin caches hold together; default max_position_embeddings (linear rope scaling: x its factor; Gemma-3: + an unscaled sliding-layer rope).", std::int64_t{1} << 36},
   {"model", "mrope", "string", false, "Multimodal rotary embedding (rope settings with mrope_section): standard (Qwen2-VL, Qwen2.5-VL) or qwen3_vl (Qwen3-VL, Qwen3.5); vLLM's cos/sin cache then covers more positions (engines.yaml mrope_cache_positions_factor)."},
@@ -653,6 +654,7 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
            "must be below num_hidden_layers (" + std::to_string(s.num_hidden_layers) + ")");
   }
   layer.kv_shared_double_wide_mlp = r.get_bool("kv_shared_double_wide_mlp", false);
+  s.position_embeddings = r.get_i32("position_embeddings", 0, 0);
   s.per_layer_input_size = r.get_i32("per_layer_input_size", 0, 0);
   s.per_layer_input_vocab_size = r.get_i32("per_layer_input_vocab_size", s.vocab_size, 1);
   return layer;

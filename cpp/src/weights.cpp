@@ -276,8 +276,10 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
     switch (g.role) {
       case TensorRole::Embedding:
         if (first_stage) out.embedding = saturating_add(out.embedding, bytes);
-        // A tied head on a later last stage needs its own copy of the embedding matrix.
-        if (spec.tie_word_embeddings && last_stage && !first_stage)
+        // A tied head on a later last stage needs its own copy of the embedding matrix (the
+        // token table, not a replicated position table).
+        if (spec.tie_word_embeddings && last_stage && !first_stage &&
+            g.split != TensorSplit::Replicated)
           out.lm_head = saturating_add(out.lm_head, bytes);
         break;
       case TensorRole::LmHead:

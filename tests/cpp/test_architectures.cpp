@@ -302,9 +302,9 @@ TEST(Architectures, Ernie45DenseIsLlamaWithoutOutputBias) {
 // An unmapped model_type takes the generic path (tests/cpp/test_generic_path.cpp), which names
 // the standard field it lacks.
 TEST(Architectures, UnknownModelTypeWithoutTheStandardFieldsNamesTheField) {
-  const std::string message = import_error(R"({"model_type": "bloom", "hidden_size": 64})");
+  const std::string message = import_error(R"({"model_type": "mpt", "hidden_size": 64})");
   EXPECT_NE(message.find("num_hidden_layers"), std::string::npos) << message;
-  EXPECT_NE(message.find("the generic path (model_type bloom is not mapped)"), std::string::npos)
+  EXPECT_NE(message.find("the generic path (model_type mpt is not mapped)"), std::string::npos)
       << message;
 }
 

@@ -108,6 +108,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"model", "attention_sinks"},
     {"model", "attn_output_gate"},
     {"model", "norms_per_layer"},
+    {"model", "position_embeddings"},
     {"model", "rotary_dim"},
     {"model", "rotary_cache_positions"},
     {"model", "mrope"},

@@ -214,6 +214,9 @@ struct ModelSpec {
   // projection, and per layer a gate [size, hidden] and a projection [hidden, size]. 0: none.
   std::int32_t per_layer_input_size = 0;
   std::int32_t per_layer_input_vocab_size = 0;
+  // Rows of a learned absolute position table, hidden_size wide, that vLLM builds as a plain
+  // (replicated, unquantized) nn.Embedding: GPT-2's wpe, OPT's embed_positions. 0: none.
+  std::int32_t position_embeddings = 0;
   std::int32_t rotary_dim = 0;  // 0: head_dim (partial rotary models set it)
   // Positions vLLM's cos/sin caches hold together (0: max_position_embeddings): one cache per
   // distinct rope, linear scaling caching max_position_embeddings x its factor.

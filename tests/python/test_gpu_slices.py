@@ -11,8 +11,10 @@ import json
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 import vramplan
+import yaml
 from vramplan import api
 from vramplan import probe as probe_module
 from vramplan.cli import main
@@ -21,6 +23,7 @@ from vramplan.deployment import mig_profile
 MIB = 1 << 20
 GIB = 1 << 30
 QWEN = "Qwen/Qwen3-8B"
+SCHEMAS = Path(__file__).resolve().parents[1] / "data" / "schemas"
 DERIVED_GAP_MIB = 640  # gpus.yaml: eighths/8 of the parent's total less 640 MiB
 
 
@@ -207,3 +210,16 @@ def test_probe_maps_a_slice_by_nvml_name_and_capacity() -> None:
     # A whole GPU keeps the 5% bound: 9.5% under is another card.
     with pytest.raises(vramplan.Error, match="not by capacity"):
         probe_module.match_gpu("NVIDIA A100-SXM4-40GB", 42298834944 * 100 // 90)
+
+
+def test_h200_slice_manifest_requests_its_mig_resource() -> None:
+    """The k8s resource comes from the slice's profile field (NVIDIA device plugin, mixed
+    strategy: nvidia.com/mig-<profile>), and the manifest validates against the schema subset."""
+    code, out, err = _run("flags", QWEN, "--gpu", "NVIDIA H200 MIG 3g.71gb", "--format", "k8s")
+    assert code == 0, err
+    manifest = yaml.safe_load(out)
+    schema = json.loads((SCHEMAS / "k8s_deployment_subset.json").read_text())
+    jsonschema.validate(manifest, schema)
+    limits = manifest["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["nvidia.com/mig-3g.71gb"] == 1
+    assert "nvidia.com/gpu" not in limits

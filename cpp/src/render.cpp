@@ -61,7 +61,9 @@ nlohmann::json to_json(const GpuSpec& g) {
           {"compute_capability", g.compute_capability},
           {"num_sms", g.num_sms},
           {"unified_memory", g.unified_memory},
-          {"pcie_only", g.pcie_only}};
+          {"pcie_only", g.pcie_only},
+          {"mig_parent", g.mig_parent},
+          {"mig_profile", g.mig_profile}};
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <set>
@@ -147,6 +148,13 @@ const std::vector<SchemaKey> kSchema = {
   {"gpu", "unified_memory", "bool", false, "Integrated/UMA device (GH200): free memory is host RAM."},
   {"gpu", "pcie_only", "bool", false, "No NVLink between the node's GPUs: NCCL over PCIe, a smaller non-torch charge at TP>=2."},
   {"gpu", "nvidia_smi_memory_mib", "int", false, "nvidia-smi's memory total (MiB), where recorded: SGLang's defaults read it.", std::int64_t{1} << 24},
+  {"gpu", "mig", "map", false, "MIG slices of this GPU: each profile becomes a GPU of its own (id <id>-MIG-<profile>, NVML's name '<name> MIG <profile>')."},
+  {"mig", "source", "string", true, "Where the profiles, memory fractions and SM counts come from."},
+  {"mig", "profiles", "list[map]", true, "The GPU instance profiles (mig_profile records)."},
+  {"mig_profile", "profile", "string", true, "Profile as NVML names it after 'MIG ' (3g.40gb)."},
+  {"mig_profile", "memory_eighths", "int", true, "Fraction of the GPU's memory in eighths (NVIDIA MIG user guide, 'Fraction of Memory').", 8},
+  {"mig_profile", "num_sms", "int", false, "SMs of the slice (nvidia-smi mig -lgip's SM column); absent: the parent's SMs x compute slices / 7.", std::int64_t{1} << 16},
+  {"mig_profile", "lgip_memory_gib", "float", false, "Memory of the slice as `nvidia-smi mig -lgip` prints it (GiB); absent: derived from memory_eighths."},
 };
 // clang-format on
 
@@ -981,6 +989,77 @@ ModelSpec load_model_spec_file(const std::string& path) {
   return parse_model_spec_yaml(read_regular_file(path, "spec file", kMaxSpecFileBytes), path);
 }
 
+namespace {
+
+constexpr std::int64_t kMib = std::int64_t{1} << 20;
+// gpus.yaml's header rule: CUDA's total sits a median 450 MiB under nvidia-smi's.
+constexpr std::int64_t kNvidiaSmiAboveCudaMib = 450;
+// A slice with no `nvidia-smi mig -lgip` figure: memory_eighths/8 of the parent's CUDA total
+// less 640 MiB. On the H100 80GB, whose lgip table is known, eighths x 79.19 GiB sits 389-631
+// MiB above the lgip figure less 450 MiB (1g 602, 2-eighths 631, 4-eighths 547, 7g 389): 640
+// MiB (the largest, rounded up) puts every derived slice 9-251 MiB low, on the safe side there.
+constexpr std::int64_t kMigDerivedGapMib = 640;
+
+// One GPU per MIG profile of `parent`: named as NVML names a MIG device ("<name> MIG
+// <profile>"), every alias of the parent likewise, and the parent's other facts kept.
+std::vector<GpuSpec> read_mig_slices(const MapReader& r, const GpuSpec& parent) {
+  const MapReader mig(r.child("mig"), r.file(), r.field("mig"), "mig");
+  const std::string source = mig.get_string("source");
+  const YAML::Node list = mig.child("profiles");
+  if (!list.IsSequence() || list.size() == 0) {
+    mig.fail(mig.field("profiles"), node_text(list), "expected a non-empty list of profiles");
+  }
+  std::vector<GpuSpec> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const MapReader p(list[i], r.file(), mig.field("profiles[" + std::to_string(i) + "]"),
+                      "mig_profile");
+    const std::string profile = p.get_string("profile");
+    const std::size_t g_at = profile.find("g.");
+    if (g_at == std::string::npos || g_at == 0 || profile.size() < g_at + 5 ||
+        profile.compare(profile.size() - 2, 2, "gb") != 0 ||
+        !std::all_of(profile.begin(), profile.begin() + static_cast<std::ptrdiff_t>(g_at),
+                     [](unsigned char c) { return std::isdigit(c) != 0; })) {
+      p.fail(p.field("profile"), "'" + profile + "'", "expected <N>g.<M>gb, as NVML names it");
+    }
+    const std::int64_t eighths = p.get_int("memory_eighths", 0, 1);
+    const int compute_slices = std::stoi(profile.substr(0, g_at));
+    if (compute_slices > 7) p.fail(p.field("profile"), "'" + profile + "'", "over 7 slices");
+    GpuSpec s = parent;
+    s.id = parent.id + "-MIG-" + profile;
+    const std::string suffix = " MIG " + profile;
+    s.name = parent.name + suffix;
+    s.aliases.clear();
+    s.aliases.push_back(s.name);
+    for (const auto& alias : parent.aliases) s.aliases.push_back(alias + suffix);
+    s.shared_aliases.clear();
+    for (const auto& alias : parent.shared_aliases) s.shared_aliases.push_back(alias + suffix);
+    s.mig_parent = parent.id;
+    s.mig_profile = profile;
+    s.nvidia_smi_memory_mib = 0;
+    s.total_memory_derived = true;
+    const double lgip_gib = p.get_double("lgip_memory_gib", 0.0, 0.0, 4096.0);
+    if (lgip_gib > 0) {
+      const auto lgip_mib = static_cast<std::int64_t>(std::llround(lgip_gib * 1024));
+      s.total_memory_bytes = (lgip_mib - kNvidiaSmiAboveCudaMib) * kMib;
+      s.total_memory_source = "nvidia-smi mig -lgip: " + p.child("lgip_memory_gib").Scalar() +
+                              " GiB less 450 MiB (DERIVED, not measured on a slice; " + source +
+                              ")";
+    } else {
+      s.total_memory_bytes =
+          (parent.total_memory_bytes / kMib * eighths / 8 - kMigDerivedGapMib) * kMib;
+      s.total_memory_source = std::to_string(eighths) + "/8 of " + parent.id +
+                              "'s total less 640 MiB (DERIVED by gpus.yaml's MIG rule, not "
+                              "measured; " +
+                              source + ")";
+    }
+    s.num_sms = p.get_i32("num_sms", parent.num_sms * compute_slices / 7, 1);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::string& file) {
   YAML::Node root = load_yaml_checked(yaml_text, file);
   if (!root.IsMap() || !root["gpus"].IsSequence() || root.size() != 1) {
@@ -1008,7 +1087,10 @@ std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::st
     g.unified_memory = r.get_bool("unified_memory", false);
     g.pcie_only = r.get_bool("pcie_only", false);
     g.nvidia_smi_memory_mib = r.get_int("nvidia_smi_memory_mib", 0, 1024);
+    std::vector<GpuSpec> slices;
+    if (r.has("mig")) slices = read_mig_slices(r, g);
     out.push_back(std::move(g));
+    for (auto& slice : slices) out.push_back(std::move(slice));
   }
   return out;
 }

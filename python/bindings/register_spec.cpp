@@ -87,6 +87,8 @@ void register_spec(py::module_& m) {
       .def_readonly("total_memory_bytes", &GpuSpec::total_memory_bytes)
       .def_readonly("pcie_only", &GpuSpec::pcie_only)
       .def_readonly("family", &GpuSpec::family)
+      .def_readonly("mig_parent", &GpuSpec::mig_parent)
+      .def_readonly("mig_profile", &GpuSpec::mig_profile)
       .def("to_dict", [](const GpuSpec& g) { return to_python(vramplan::to_json(g)); })
       .def("__repr__", [](const GpuSpec& g) { return "<GpuSpec " + g.id + ">"; });
 

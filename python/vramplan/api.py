@@ -14,7 +14,7 @@ from . import _core, _database, engines
 from ._identity import path_identity, plain_scalar
 from ._resources import model_specs_file
 from ._units import GIB
-from .deployment import check_mig_parallel, mig_profile
+from .deployment import check_mig_parallel
 from .resolve import resolve_model
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ def _compile(
 ) -> _core.Launch:
     spec = model if isinstance(model, _core.ModelSpec) else load_model(model)
     gpu_spec = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
-    check_mig_parallel(gpu_spec.name, gpu_spec.id, knobs)
+    check_mig_parallel(gpu_spec, knobs)
     return _core.Launch(
         spec,
         gpu_spec,
@@ -813,7 +813,7 @@ def _vllm_plan(
             workload=traffic,
         )
         card = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
-        mig_slice = mig_profile(card.name) is not None
+        mig_slice = bool(card.mig_profile)
         return Plan(solved, band, launch, evaluated, traffic, mig_slice=mig_slice)
 
     if _searches_splits(num_gpus, pinned):

@@ -61,7 +61,7 @@ class _Launch:
 
         resolved = resolve_model(args.model, revision=args.revision, offline=args.offline)
         self.spec = resolved.spec
-        self.source = {
+        self.source: dict[str, Any] = {
             "source": resolved.source,
             "location": resolved.location,
             "revision": resolved.revision,
@@ -70,6 +70,7 @@ class _Launch:
         host = int((args.host_ram_gib or 0) * GIB)
         gpu_name = args.gpu
         interconnect = args.interconnect
+        total_bytes = args.gpu_total_bytes
         if gpu_name == "auto":
             from .probe import auto_gpu
 
@@ -79,6 +80,10 @@ class _Launch:
             others = others or found.memory_used_by_others_bytes
             host = host or found.host_ram_bytes
             self.source["gpu"] = f"auto: {found.gpu_id}"
+            if found.memory_limit is not None:  # HAMi / MPS: the limit is the GPU's total
+                total_bytes = total_bytes or found.memory_limit.limit_bytes
+                self.source["gpu_memory_limit"] = found.memory_limit.to_json()
+                _note(found.memory_limit.note())
             if interconnect is None and found.interconnect is not None:
                 interconnect = found.interconnect
                 _note(
@@ -88,7 +93,7 @@ class _Launch:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             self.gpu = api.load_gpu(
-                gpu_name, total_memory_bytes=args.gpu_total_bytes, interconnect=interconnect
+                gpu_name, total_memory_bytes=total_bytes, interconnect=interconnect
             )
         for warning in caught:  # a shared GPU name: say which GPU was assumed
             _note(str(warning.message))

@@ -18,12 +18,11 @@ need plus the queues (the offload region is in the host need already)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from . import _core
-from ._database import config_error
+from ._database import config_error, spec_database
 from ._units import MIB
 
 SCHEDULER_BROADCAST_BYTES = 10 * 16 * MIB
@@ -32,15 +31,19 @@ TP_GROUP_BROADCAST_BYTES = 6 * 4 * MIB
 _RESPONSE_QUEUE_BYTES = (_core.Version(0, 19), 10 * 10 * MIB, 10 * 24 * MIB)
 # The release from which --kv-offloading-size lives in /dev/shm on CUDA.
 _SHM_OFFLOAD_REGION_FROM = _core.Version(0, 27)
-# NVML / nvidia-smi name a MIG device "<card> MIG <profile>" ("... HBM3 MIG 3g.40gb"), and the
-# NVIDIA device plugin's mixed strategy advertises it as nvidia.com/mig-<profile>.
-_MIG_NAME = re.compile(r" MIG (\d+g\.\d+gb)$")
 
 
-def mig_profile(gpu_name: str) -> str | None:
-    """The MIG profile ("3g.40gb") of a GPU named as NVML names a slice; None for a whole GPU."""
-    match = _MIG_NAME.search(gpu_name)
-    return match.group(1) if match else None
+def mig_profile(gpu: str | _core.GpuSpec) -> str | None:
+    """The MIG profile ("3g.40gb") of a GPU that gpus.yaml lists as a MIG slice (by spec, or by
+    any of its names: NVML names a slice "<card> MIG <profile>"); None for a whole GPU or a
+    GPU not in the database. The NVIDIA device plugin's mixed strategy advertises the slice as
+    nvidia.com/mig-<profile>."""
+    if isinstance(gpu, str):
+        db = spec_database()
+        if not db.has_gpu(gpu):
+            return None
+        gpu = db.gpu(gpu)
+    return gpu.mig_profile or None
 
 
 def _release(version: str) -> _core.Version:
@@ -122,12 +125,13 @@ def compose_bytes(n_bytes: int) -> str:
     return f"{-(-n_bytes // MIB)}m"
 
 
-def check_mig_parallel(gpu_name: str, gpu_id: str, knobs: dict[str, Any]) -> None:
+def check_mig_parallel(gpu: _core.GpuSpec, knobs: dict[str, Any]) -> None:
     """Refuse TP or PP > 1 on a MIG slice: slices have no P2P path between them
     (`nvidia-smi mig -lgip` lists P2P No for every profile) and NCCL cannot join them into one
     group. Data parallelism (one replica per slice) stays possible."""
-    if mig_profile(gpu_name) is None:
+    if not gpu.mig_profile:
         return
+    gpu_id = gpu.id
     for field in ("tensor_parallel_size", "pipeline_parallel_size"):
         size = knobs.get(field)
         if isinstance(size, int) and size > 1:

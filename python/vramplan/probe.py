@@ -11,6 +11,7 @@ binds: every rank must fit the fullest GPU) and the host RAM.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -27,6 +28,9 @@ NVIDIA_SMI_QUERY = (
 # few percent less (H100 80GB: 81559 MiB vs 79.19 GiB; L4: 23034 MiB vs 22.05 GiB).
 _TOTAL_BELOW_PROBED = 0.05
 _TOTAL_ABOVE_PROBED = 0.005
+# A MIG slice's database total is derived (gpus.yaml `mig:`), up to ~1 GiB under what NVML
+# prints for the slice: on a 1g.5gb, 4402 MiB against the 4864 MiB of a 1/8 A100 40GB slice.
+_SLICE_TOTAL_BELOW_PROBED = 0.15
 _MAX_TEXT_BYTES = 1 << 20  # a CSV for 1000 GPUs is ~60 KiB
 _MAX_GPU_BYTES = 1 << 50  # 1 PiB: far above any GPU, far inside int64
 _CGROUP_UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as 2^63 rounded to a page
@@ -107,6 +111,82 @@ class Probe:
         }
 
 
+@dataclass(frozen=True)
+class MemoryLimit:
+    """A per-process GPU memory limit set in the environment (HAMi's CUDA_DEVICE_MEMORY_LIMIT,
+    MPS's CUDA_MPS_PINNED_DEVICE_MEM_LIMIT): the memory the launch can use on each GPU.
+
+    HAMi-core clamps what cudaMemGetInfo reports (HAMi-core#181), so vLLM takes the limit as
+    the GPU's total; MPS fails allocations past its limit, taken the same way here (assumed).
+    vLLM's CUDA-graph memory profiling sizes against the physical capacity, not the clamp
+    (vllm#40937 on 0.19.1, HAMi-core#181): with CUDA graphs on, the launch can overshoot the
+    limit by up to the physical total less the limit (`overshoot_bytes`, an upper bound the
+    threads state, not measured); --enforce-eager, or a fixed --kv-cache-memory-bytes (which
+    skips the profiler, vllm/v1/worker/gpu_worker.py), avoids it."""
+
+    limit_bytes: int
+    variable: str  # the environment variable that set it
+    physical_total_bytes: int  # the GPU's CUDA total without the limit
+
+    @property
+    def overshoot_bytes(self) -> int:
+        return max(0, self.physical_total_bytes - self.limit_bytes)
+
+    def note(self) -> str:
+        gib = 1 << 30
+        return (
+            f"{self.variable}: {self.limit_bytes / gib:.2f} GiB per GPU is the plan's GPU total "
+            f"(of {self.physical_total_bytes / gib:.2f} GiB); vLLM's CUDA-graph memory "
+            f"profiling ignores the clamp (vllm#40937) and can overshoot it by up to "
+            f"{self.overshoot_bytes / gib:.2f} GiB: use --enforce-eager or a fixed "
+            "--kv-cache-memory-bytes"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "limit_bytes": self.limit_bytes,
+            "variable": self.variable,
+            "physical_total_bytes": self.physical_total_bytes,
+            "graph_profiling_overshoot_bytes": self.overshoot_bytes,
+        }
+
+
+_LIMIT_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _limit_bytes(variable: str, text: str) -> int:
+    """'24576m', '10g', '1G', '512MB' or plain bytes (binary units, as HAMi-core and MPS read
+    them)."""
+    value = text.strip().lower().removesuffix("b").removesuffix("i")
+    unit = value[-1:] if value[-1:] in _LIMIT_UNITS else ""
+    digits = value[: len(value) - len(unit)]
+    if not digits.isdigit() or int(digits) == 0:
+        msg = f"{variable}={text!r}: expected a size such as 24576m, 10g or a byte count"
+        raise _core.ConfigError(msg)
+    return min(int(digits) * _LIMIT_UNITS[unit], _MAX_GPU_BYTES)
+
+
+def memory_limit_env(env: Mapping[str, str], ranks: int) -> tuple[int, str] | None:
+    """(the smallest limit over the launch's `ranks` devices, the variable that set it), from
+    HAMi's CUDA_DEVICE_MEMORY_LIMIT (every device) / CUDA_DEVICE_MEMORY_LIMIT_<i> (device i)
+    and MPS's CUDA_MPS_PINNED_DEVICE_MEM_LIMIT ("0=1G,1=2G"); None where none is set."""
+    found: list[tuple[int, str]] = []
+    for i in range(ranks):
+        for name in (f"CUDA_DEVICE_MEMORY_LIMIT_{i}", "CUDA_DEVICE_MEMORY_LIMIT"):
+            if env.get(name):
+                found.append((_limit_bytes(name, env[name]), name))
+                break
+    mps = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
+    for entry in filter(None, (e.strip() for e in env.get(mps, "").split(","))):
+        device, sep, size = entry.partition("=")
+        if not sep or not device.strip().isdigit():
+            msg = f"{mps}={env[mps]!r}: expected <device>=<size>[,...] (0=1G,1=2G)"
+            raise _core.ConfigError(msg)
+        if int(device) < ranks:
+            found.append((_limit_bytes(mps, size), mps))
+    return min(found) if found else None
+
+
 class AutoGpu(NamedTuple):
     gpu_id: str  # database id
     memory_used_by_others_bytes: int  # on the least-free GPU, against the database total
@@ -115,6 +195,8 @@ class AutoGpu(NamedTuple):
     # where the source cannot say or the GPUs differ (the database's default then applies).
     interconnect: str | None = None
     chosen: str = ""  # which probed GPUs were taken, and why, for the person
+    # A HAMi / MPS memory limit below the GPU's total (memory_limit): the plan's GPU total.
+    memory_limit: MemoryLimit | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -330,11 +412,10 @@ def match_gpu(name: str | None, total_bytes: int | None, *, probed_total: bool =
         if total_bytes is None:
             return True
         cuda_total = int(row["total_memory_bytes"])
+        below = _SLICE_TOTAL_BELOW_PROBED if row["mig_profile"] else _TOTAL_BELOW_PROBED
         if probed_total:
             return (
-                total_bytes * (1 - _TOTAL_BELOW_PROBED)
-                <= cuda_total
-                <= total_bytes * (1 + _TOTAL_ABOVE_PROBED)
+                total_bytes * (1 - below) <= cuda_total <= total_bytes * (1 + _TOTAL_ABOVE_PROBED)
             )
         return abs(cuda_total - total_bytes) <= 0.005 * total_bytes
 
@@ -523,6 +604,12 @@ def auto_gpu(
     gpu_id = match_gpu(binding.name, binding.total_bytes)
     chosen = f"GPU {', '.join(str(g.index) for g in gpus)} ({binding.name}; {why})"
     cuda_total = int(api.load_gpu(gpu_id).total_memory_bytes)
+    limit = None
+    env_limit = memory_limit_env(os.environ, len(gpus))
+    if env_limit is not None and env_limit[0] < cuda_total:
+        limit = MemoryLimit(env_limit[0], env_limit[1], cuda_total)
+        cuda_total = limit.limit_bytes  # what vLLM sees as the total inside the limit
+    # Short of the limit only where the GPU's free memory is below it.
     others = max(0, cuda_total - binding.free_bytes)
     links = {g.nvlink for g in gpus}
     interconnect = None
@@ -530,4 +617,5 @@ def auto_gpu(
         interconnect = "nvlink"
     elif len(gpus) > 1 and links == {False}:
         interconnect = "pcie"
-    return AutoGpu(gpu_id, others, found.host.usable_bytes or 0, interconnect, chosen)
+    host = found.host.usable_bytes or 0
+    return AutoGpu(gpu_id, others, host, interconnect, chosen, limit)

@@ -124,12 +124,17 @@ TEST(SpecBounds, EveryNumericFieldPlansAtItsBoundAndIsRefusedOnePast) {
     if (type != "int" && type != "list[int]") continue;
     SCOPED_TRACE(std::string(k.record) + "." + k.key);
     ASSERT_GT(k.max_value, 0) << "every numeric key states its bound";
-    if (std::string(k.record) == "gpu") {
+    const bool mig = std::string(k.record) == "mig_profile";
+    if (std::string(k.record) == "gpu" || mig) {
       const std::string gpu =
-          "gpus:\n- id: X\n  name: X\n  vendor: nvidia\n"
-          "  total_memory_bytes: 85029158912\n  total_memory_source: test\n";
+          std::string(
+              "gpus:\n- id: X\n  name: X\n  vendor: nvidia\n"
+              "  total_memory_bytes: 85029158912\n  total_memory_source: test\n") +
+          (mig ? "  mig:\n    source: test\n    profiles:\n    - profile: 1g.10gb\n"
+                 "      memory_eighths: 1\n"
+               : "");
       const auto gpu_with = [&](std::int64_t v) {
-        const std::string line = std::string("  ") + k.key + ": ";
+        const std::string line = std::string(mig ? "      " : "  ") + k.key + ": ";
         const std::size_t at = gpu.find(line);
         if (at == std::string::npos) return gpu + line + std::to_string(v) + "\n";
         return gpu.substr(0, at) + line + std::to_string(v) + "\n" +
@@ -167,9 +172,9 @@ TEST(SpecBounds, EveryNumericFieldPlansAtItsBoundAndIsRefusedOnePast) {
     ++swept;
   }
   EXPECT_GE(swept, 45);
-  // The GPU keys (total_memory_bytes, num_sms, nvidia_smi_memory_mib) are swept through the
-  // GPU database, not planned.
-  EXPECT_EQ(gpu_swept, 3);
+  // The GPU keys (total_memory_bytes, num_sms, nvidia_smi_memory_mib, and a MIG profile's
+  // memory_eighths and num_sms) are swept through the GPU database, not planned.
+  EXPECT_EQ(gpu_swept, 5);
   EXPECT_EQ(planned, swept - gpu_swept);
 }
 

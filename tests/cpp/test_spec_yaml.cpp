@@ -202,6 +202,13 @@ constexpr FormatKey kFormatKeys[] = {
     {"gpu", "pcie_only"},
     {"gpu", "family"},
     {"gpu", "nvidia_smi_memory_mib"},
+    {"gpu", "mig"},
+    {"mig", "source"},
+    {"mig", "profiles"},
+    {"mig_profile", "profile"},
+    {"mig_profile", "memory_eighths"},
+    {"mig_profile", "num_sms"},
+    {"mig_profile", "lgip_memory_gib"},
 };
 
 TEST(SpecYaml, SchemaMarkdownListsEveryKey) {
@@ -255,7 +262,8 @@ std::string spec_with(const std::string& record, const std::string& key, const s
 TEST(SpecYaml, EveryDocumentedModelKeyIsRead) {
   for (const FormatKey& k : kFormatKeys) {
     const std::string record = k.record;
-    if (record == "gpu") continue;  // gpus.yaml: GpuYaml tests
+    if (record == "gpu" || record == "mig" || record == "mig_profile")
+      continue;  // gpus.yaml: GpuYaml tests
     // A map where a scalar or list belongs; a scalar where a map belongs.
     const bool is_block = record == "model" && kValidBlocks.count(k.key) != 0;
     const std::string bad =
@@ -356,4 +364,44 @@ TEST(SpecYaml, InvalidUtf8IsANamedError) {
   EXPECT_EQ(e.file(), "gpus.yaml");
   EXPECT_EQ(e.field_path(), "gpus[0].id");
   EXPECT_NE(std::string(e.what()).find("byte offset 15"), std::string::npos) << e.what();
+}
+
+// A MIG profile becomes a GPU of its own: NVML's name for it, the card's facts, and the memory
+// as the rule in gpus.yaml's header derives it (by hand below).
+TEST(SpecYaml, MigProfilesBecomeGpusOfTheirOwn) {
+  const std::string card =
+      "gpus:\n- id: C\n  aliases: [\"NVIDIA C 80GB\"]\n  name: NVIDIA C\n  vendor: nvidia\n"
+      "  total_memory_bytes: 85030076416\n  total_memory_source: test\n  num_sms: 132\n"
+      "  compute_capability: 9.0\n  mig:\n    source: guide\n    profiles:\n";
+  const std::vector<GpuSpec> gpus = parse_gpus_yaml(
+      card +
+          "    - {profile: 3g.40gb, memory_eighths: 4}\n"
+          "    - {profile: 1g.10gb, memory_eighths: 1, num_sms: 16, lgip_memory_gib: 9.75}\n",
+      "gpus.yaml");
+  ASSERT_EQ(gpus.size(), 3U);
+  const GpuSpec& derived = gpus[1];
+  EXPECT_EQ(derived.id, "C-MIG-3g.40gb");
+  EXPECT_EQ(derived.name, "NVIDIA C MIG 3g.40gb");
+  EXPECT_EQ(derived.aliases,
+            (std::vector<std::string>{"NVIDIA C MIG 3g.40gb", "NVIDIA C 80GB MIG 3g.40gb"}));
+  EXPECT_EQ(derived.mig_parent, "C");
+  EXPECT_EQ(derived.mig_profile, "3g.40gb");
+  // 85030076416 B = 81091 MiB; 4/8 of it = 40545 MiB; less 640 MiB = 39905 MiB.
+  EXPECT_EQ(derived.total_memory_bytes, std::int64_t{39905} << 20);
+  EXPECT_TRUE(derived.total_memory_derived);
+  EXPECT_EQ(derived.num_sms, 56);  // 132 x 3 / 7, floored
+  EXPECT_EQ(derived.compute_capability, 9.0);
+  // lgip's 9.75 GiB = 9984 MiB, less the 450 MiB nvidia-smi/CUDA gap = 9534 MiB.
+  EXPECT_EQ(gpus[2].total_memory_bytes, std::int64_t{9534} << 20);
+  EXPECT_EQ(gpus[2].num_sms, 16);
+  EXPECT_TRUE(gpus[0].mig_profile.empty());
+
+  SpecError e = spec_error_of(
+      [&] { parse_gpus_yaml(card + "    - {profile: 3g40, memory_eighths: 4}\n", "gpus.yaml"); });
+  EXPECT_EQ(e.field_path(), "gpus[0].mig.profiles[0].profile");
+  e = spec_error_of(
+      [&] { parse_gpus_yaml(card + "    - {profile: 9g.90gb, memory_eighths: 8}\n", "g.yaml"); });
+  EXPECT_EQ(e.field_path(), "gpus[0].mig.profiles[0].profile");
+  e = spec_error_of([&] { parse_gpus_yaml(card + "      []\n", "gpus.yaml"); });
+  EXPECT_EQ(e.field_path(), "gpus[0].mig.profiles");
 }

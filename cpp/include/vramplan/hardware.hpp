@@ -33,6 +33,10 @@ struct GpuSpec {
   // nvidia-smi's memory total (MiB), a few hundred MiB above the CUDA total; 0 where gpus.yaml
   // records none. SGLang computes its defaults from it (sglang.hpp).
   std::int64_t nvidia_smi_memory_mib = 0;
+  // A MIG slice (gpus.yaml `mig:` of its parent): the parent's id and the profile NVML names
+  // ("3g.40gb"); both empty for a whole GPU. A slice has no P2P/NCCL path to another slice.
+  std::string mig_parent;
+  std::string mig_profile;
 };
 
 }  // namespace vramplan

@@ -274,8 +274,7 @@ void resolve_context(const LlamacppModel& model, const LlamacppLaunch& launch,
     out.n_ctx = out.n_ctx_seq * n_seq;
     out.n_stream = n_seq;
   }
-  const std::int64_t swa_cells =
-      model.n_swa * (launch.kv_unified ? n_seq : 1) + out.n_ubatch;
+  const std::int64_t swa_cells = model.n_swa * (launch.kv_unified ? n_seq : 1) + out.n_ubatch;
   out.kv_size_swa = launch.swa_full
                         ? out.n_ctx_seq
                         : pad_to(std::min(out.n_ctx_seq, swa_cells), rules().swa_cache_padding);
@@ -288,8 +287,7 @@ bool layer_on_gpu(std::int64_t il, std::int64_t n_layer, std::int64_t n_gpu_laye
   return il >= i_gpu_start && il - i_gpu_start < act;
 }
 
-void place_weights(const LlamacppModel& model, const LlamacppLaunch& launch,
-                   LlamacppMemory& out) {
+void place_weights(const LlamacppModel& model, const LlamacppLaunch& launch, LlamacppMemory& out) {
   const std::int64_t n_layer = model.n_layer;
   bool gpu_has_layer = false;
   bool cpu_has_layer = false;
@@ -363,8 +361,8 @@ void estimate_compute(const LlamacppModel& model, LlamacppMemory& out) {
     out.gpu_compute_bytes = std::max(out.output_on_gpu ? logits : 0, layer_peak) + hidden;
   }
   const bool cpu_work = out.layers_on_gpu < model.n_layer || !out.output_on_gpu;
-  out.host_compute_bytes = cpu_work ? std::max(out.output_on_gpu ? 0 : logits, layer_peak) + hidden
-                                    : hidden;
+  out.host_compute_bytes =
+      cpu_work ? std::max(out.output_on_gpu ? 0 : logits, layer_peak) + hidden : hidden;
 }
 
 }  // namespace
@@ -386,7 +384,7 @@ LlamacppMemory llamacpp_memory(const LlamacppModel& model, const LlamacppLaunch&
   }
   resolve_context(model, launch, out);
   out.n_gpu_layers = launch.n_gpu_layers < 0 ? model.n_layer + 1
-                                              : std::min(launch.n_gpu_layers, model.n_layer + 1);
+                                             : std::min(launch.n_gpu_layers, model.n_layer + 1);
   out.n_cpu_moe = launch.n_cpu_moe;
   out.output_on_gpu = layer_on_gpu(model.n_layer, model.n_layer, out.n_gpu_layers);
   for (std::int64_t il = 0; il < model.n_layer; ++il) {
@@ -399,8 +397,9 @@ LlamacppMemory llamacpp_memory(const LlamacppModel& model, const LlamacppLaunch&
   const bool mapped_in_ram = launch.no_mmap || launch.mlock;
   out.host_ram_bytes = (mapped_in_ram ? out.host_model_bytes : 0) + out.host_kv_bytes +
                        out.host_compute_bytes + out.host_output_bytes;
-  out.notes.push_back("compute buffers are an approximation (largest of logits, KQ scores, FFN "
-                      "activations, plus the hidden state), not the graph allocator's figure");
+  out.notes.push_back(
+      "compute buffers are an approximation (largest of logits, KQ scores, FFN "
+      "activations, plus the hidden state), not the graph allocator's figure");
   if (!mapped_in_ram && out.host_model_bytes > 0) {
     out.notes.push_back("mmap: " + std::to_string(out.host_weight_bytes / kMiB) +
                         " MiB of CPU-resident weights live in the page cache, not counted in "
@@ -410,8 +409,7 @@ LlamacppMemory llamacpp_memory(const LlamacppModel& model, const LlamacppLaunch&
 }
 
 LlamacppFit llamacpp_solve(const LlamacppModel& model, const LlamacppLaunch& launch,
-                           std::int64_t gpu_budget_bytes, bool pinned_ngl,
-                           bool pinned_n_cpu_moe) {
+                           std::int64_t gpu_budget_bytes, bool pinned_ngl, bool pinned_n_cpu_moe) {
   LlamacppFit fit;
   fit.launch = launch;
   const auto fits_with = [&](std::int64_t ngl, std::int64_t n_cpu_moe) {

@@ -79,7 +79,7 @@ std::int64_t q6k(std::int64_t elements) { return elements / 256 * 210; }
 // the Q4_K_M / Q4_K_S mixes, so the bytes can be derived by hand).
 LlamacppModel llama_shaped(std::uint32_t n_layer, std::uint32_t n_embd, std::uint32_t n_ff,
                            std::uint32_t n_head) {
-  const std::uint32_t n_head_kv = 8, head_dim = 128, vocab = 128256;
+  const std::uint64_t n_head_kv = 8, head_dim = 128, vocab = 128256;
   HeaderWriter w;
   w.kv_str("general.architecture", "llama");
   w.kv_u32("llama.block_count", n_layer);
@@ -87,9 +87,11 @@ LlamacppModel llama_shaped(std::uint32_t n_layer, std::uint32_t n_embd, std::uin
   w.kv_u32("llama.embedding_length", n_embd);
   w.kv_u32("llama.feed_forward_length", n_ff);
   w.kv_u32("llama.attention.head_count", n_head);
-  w.kv_u32("llama.attention.head_count_kv", n_head_kv);
-  const std::int64_t e = n_embd, kv = n_head_kv * head_dim, ff = n_ff;
-  w.tensor("token_embd.weight", {n_embd, vocab}, kQ4K, q4k(e * vocab));
+  w.kv_u32("llama.attention.head_count_kv", static_cast<std::uint32_t>(n_head_kv));
+  const std::int64_t e = n_embd, ff = n_ff;
+  const auto kv = static_cast<std::int64_t>(n_head_kv * head_dim);
+  const auto n_vocab = static_cast<std::int64_t>(vocab);
+  w.tensor("token_embd.weight", {n_embd, vocab}, kQ4K, q4k(e * n_vocab));
   for (std::uint32_t i = 0; i < n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     w.tensor(p + "attn_norm.weight", {n_embd}, kF32, e * 4);
@@ -103,7 +105,7 @@ LlamacppModel llama_shaped(std::uint32_t n_layer, std::uint32_t n_embd, std::uin
     w.tensor(p + "ffn_down.weight", {n_ff, n_embd}, kQ4K, q4k(e * ff));
   }
   w.tensor("output_norm.weight", {n_embd}, kF32, e * 4);
-  w.tensor("output.weight", {n_embd, vocab}, kQ6K, q6k(e * vocab));
+  w.tensor("output.weight", {n_embd, vocab}, kQ6K, q6k(e * n_vocab));
   return llamacpp_model_from_gguf(w.parse());
 }
 
@@ -168,16 +170,16 @@ TEST(LlamacppKv, SlidingWindowLayersHoldTheWindowUnlessSwaFull) {
   w.kv_u32("gemma2.attention.key_length", 256);
   w.kv_u32("gemma2.attention.value_length", 256);
   w.kv_u32("gemma2.attention.sliding_window", 4096);
-  w.tensor("token_embd.weight", {2048, 1000}, kF16, 2048 * 1000 * 2);
+  w.tensor("token_embd.weight", {2048, 1000}, kF16, 4'096'000);
   const LlamacppModel model = llamacpp_model_from_gguf(w.parse());
   EXPECT_EQ(model.swa_layer, (std::vector<bool>{true, false, true, false}));
   LlamacppLaunch launch;
   launch.ctx_size = 32768;
   const LlamacppMemory windowed = llamacpp_memory(model, launch);
   EXPECT_EQ(windowed.kv_size_swa, 4608);
-  EXPECT_EQ(windowed.gpu_kv_bytes, 2 * 256 * kMiB + 2 * 36 * kMiB);
+  EXPECT_EQ(windowed.gpu_kv_bytes, kMiB * 2 * 256 + kMiB * 2 * 36);
   launch.swa_full = true;
-  EXPECT_EQ(llamacpp_memory(model, launch).gpu_kv_bytes, 4 * 256 * kMiB);
+  EXPECT_EQ(llamacpp_memory(model, launch).gpu_kv_bytes, kMiB * 4 * 256);
 }
 
 TEST(LlamacppWeights, NglPlacesOutputFirstThenTheLastLayers) {
@@ -196,12 +198,12 @@ TEST(LlamacppWeights, NglPlacesOutputFirstThenTheLastLayers) {
   EXPECT_EQ(one.gpu_model_bytes, output);
   EXPECT_EQ(one.host_weight_bytes, embd + 32 * layer);
   EXPECT_EQ(one.host_kv_bytes, 1024 * kMiB);  // every layer's KV with its layer, on the CPU
-  launch.n_gpu_layers = 11;  // output + layers 22..31
+  launch.n_gpu_layers = 11;                   // output + layers 22..31
   const LlamacppMemory eleven = llamacpp_memory(model, launch);
   EXPECT_EQ(eleven.layers_on_gpu, 10);
   EXPECT_EQ(eleven.gpu_model_bytes, output + 10 * layer);
-  EXPECT_EQ(eleven.gpu_kv_bytes, 10 * 32 * kMiB);
-  EXPECT_EQ(eleven.host_kv_bytes, 22 * 32 * kMiB);
+  EXPECT_EQ(eleven.gpu_kv_bytes, kMiB * 10 * 32);
+  EXPECT_EQ(eleven.host_kv_bytes, kMiB * 22 * 32);
   // mmap: the CPU_Mapped span runs from token_embd (first in the file) to blk.21's end.
   EXPECT_EQ(eleven.host_model_bytes, embd + 22 * layer);
   launch.n_gpu_layers = 0;  // everything on the CPU: the span is the whole data region
@@ -225,7 +227,7 @@ TEST(LlamacppSolve, Llama70BQ4KOnA24GBCardKeeps43LayersOnTheGpu) {
   launch.ctx_size = 8192;
   launch.flash_attn = LlamacppFlashAttn::On;
   launch.no_mmap = true;
-  const LlamacppFit fit = llamacpp_solve(model, launch, 22 * 1024 * kMiB, false, false);
+  const LlamacppFit fit = llamacpp_solve(model, launch, kMiB * 22 * 1024, false, false);
   EXPECT_TRUE(fit.fits);
   EXPECT_EQ(fit.launch.n_gpu_layers, 44);
   EXPECT_EQ(fit.memory.layers_on_gpu, 43);
@@ -233,11 +235,11 @@ TEST(LlamacppSolve, Llama70BQ4KOnA24GBCardKeeps43LayersOnTheGpu) {
   // Host: 37 layers + token_embd Q4_K (128256 x 8192 / 256 x 144 = 591,003,648 B) in the
   // no-mmap host buffer, and those 37 layers' KV (37 x 32 MiB).
   EXPECT_EQ(fit.memory.host_model_bytes, 37 * std::int64_t{481'361'920} + 591'003'648);
-  EXPECT_EQ(fit.memory.host_kv_bytes, 37 * 32 * kMiB);
+  EXPECT_EQ(fit.memory.host_kv_bytes, kMiB * 37 * 32);
   // One layer more does not fit.
   LlamacppLaunch more = fit.launch;
   more.n_gpu_layers = 45;
-  EXPECT_GT(llamacpp_memory(model, more).gpu_total_bytes(), 22 * 1024 * kMiB);
+  EXPECT_GT(llamacpp_memory(model, more).gpu_total_bytes(), kMiB * 22 * 1024);
 }
 
 TEST(LlamacppSolve, MoeMovesTheFirstLayersExpertsToTheCpu) {

@@ -28,9 +28,9 @@ struct LlamacppLaunch {
   DType cache_type_v = DType::F16;
   LlamacppFlashAttn flash_attn = LlamacppFlashAttn::Auto;
   std::int64_t n_gpu_layers = kLlamacppLayersAll;  // -ngl; auto is what the solver answers
-  std::int64_t parallel = 1;                        // -np: sequences (server slots)
-  bool kv_unified = false;                          // --kv-unified: one KV stream for all slots
-  std::int64_t n_cpu_moe = 0;                       // -ncmoe: first N layers' experts on CPU
+  std::int64_t parallel = 1;                       // -np: sequences (server slots)
+  bool kv_unified = false;                         // --kv-unified: one KV stream for all slots
+  std::int64_t n_cpu_moe = 0;                      // -ncmoe: first N layers' experts on CPU
   bool no_mmap = false;
   bool mlock = false;
   bool swa_full = false;
@@ -46,7 +46,7 @@ struct LlamacppTensor {
   bool is_output = false;  // output / output_norm: placed with the output layer
   bool per_layer = false;  // rope_freqs: one copy in every layer's buffer type
   bool is_expert = false;  // matches --n-cpu-moe's pattern (ffn_{up,down,gate,gate_up}_{,ch}exps)
-  std::int64_t bytes = 0;        // ggml_nbytes: the file's bytes
+  std::int64_t bytes = 0;  // ggml_nbytes: the file's bytes
   std::int64_t cuda_bytes = 0;   // ggml-cuda's alloc size, padded to its 128-byte alignment
   std::int64_t host_bytes = 0;   // a host buffer's alloc size (32-byte alignment)
   std::int64_t file_offset = 0;  // absolute, for the mmap span
@@ -91,8 +91,8 @@ struct LlamacppMemory {
   bool output_on_gpu = false;
   std::int64_t n_cpu_moe = 0;
   // Exact (llama.cpp's own figures).
-  std::int64_t gpu_model_bytes = 0;   // "CUDA0 model buffer size"
-  std::int64_t host_model_bytes = 0;  // CPU_Mapped span (mmap) or CUDA_Host/CPU buffer (no-mmap)
+  std::int64_t gpu_model_bytes = 0;    // "CUDA0 model buffer size"
+  std::int64_t host_model_bytes = 0;   // CPU_Mapped span (mmap) or CUDA_Host/CPU buffer (no-mmap)
   std::int64_t host_weight_bytes = 0;  // the CPU-resident tensors themselves
   std::int64_t gpu_kv_bytes = 0;       // "CUDA0 KV buffer size"
   std::int64_t host_kv_bytes = 0;      // "CPU KV buffer size"
@@ -133,10 +133,10 @@ DType llamacpp_cache_type(const std::string& name);
 
 // llama.cpp's defaults a caller needs beside the launch (model_specs/llamacpp.yaml).
 struct LlamacppDefaults {
-  std::string source;                      // the llama.cpp release the rules were read from
-  std::vector<std::string> cache_types;    // -ctk / -ctv values
-  std::int64_t fit_target_bytes = 0;       // --fit-target: free memory left per device
-  std::int64_t server_auto_parallel = 0;   // llama-server's -np auto (with a unified KV cache)
+  std::string source;                     // the llama.cpp release the rules were read from
+  std::vector<std::string> cache_types;   // -ctk / -ctv values
+  std::int64_t fit_target_bytes = 0;      // --fit-target: free memory left per device
+  std::int64_t server_auto_parallel = 0;  // llama-server's -np auto (with a unified KV cache)
 };
 const LlamacppDefaults& llamacpp_defaults();
 

@@ -215,6 +215,11 @@ LlamacppModel llamacpp_model_from_gguf(const GgufHeader& header) {
   refuse_unmodelled(header, m.architecture);
   const auto key = [&](const std::string& k) { return arch_key(m.architecture, k); };
   m.n_layer = required_int(header, key("block_count"));
+  m.n_layer_nextn = header.get_int(key("nextn_predict_layers")).value_or(0);
+  if (m.n_layer_nextn < 0 || m.n_layer_nextn >= m.n_layer) {
+    throw SpecError(header.file, key("nextn_predict_layers"), std::to_string(m.n_layer_nextn),
+                    "fewer than block_count (" + std::to_string(m.n_layer) + ")");
+  }
   m.n_ctx_train = required_int(header, key("context_length"));
   m.n_embd = required_int(header, key("embedding_length"));
   const std::vector<std::int64_t> heads =
@@ -332,7 +337,8 @@ void place_weights(const LlamacppModel& model, const LlamacppLaunch& launch, Lla
 }
 
 void place_kv(const LlamacppModel& model, const LlamacppLaunch& launch, LlamacppMemory& out) {
-  for (std::int64_t il = 0; il < model.n_layer; ++il) {
+  // The trunk's cache leaves out the NextN/MTP layers (llama_model::create_memory's filter).
+  for (std::int64_t il = 0; il < model.n_layer - model.n_layer_nextn; ++il) {
     const auto i = static_cast<std::size_t>(il);
     if (model.n_head_kv[i] == 0) continue;
     const bool gpu = !launch.no_kv_offload && layer_on_gpu(il, model.n_layer, out.n_gpu_layers);

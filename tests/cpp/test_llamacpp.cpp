@@ -182,6 +182,25 @@ TEST(LlamacppKv, SlidingWindowLayersHoldTheWindowUnlessSwaFull) {
   EXPECT_EQ(llamacpp_memory(model, launch).gpu_kv_bytes, kMiB * 4 * 256);
 }
 
+TEST(LlamacppKv, NextnLayersHoldNoCache) {
+  // 3 blocks, the last a NextN (MTP) layer: KV for 2 layers only. 2 KV heads x 128 = 256 wide,
+  // f16 at -c 4096: 2 layers x (K + V) x 256 x 4096 x 2 B = 8 MiB.
+  HeaderWriter w;
+  w.kv_str("general.architecture", "glm4moe");
+  w.kv_u32("glm4moe.block_count", 3);
+  w.kv_u32("glm4moe.nextn_predict_layers", 1);
+  w.kv_u32("glm4moe.context_length", 4096);
+  w.kv_u32("glm4moe.embedding_length", 1024);
+  w.kv_u32("glm4moe.attention.head_count", 8);
+  w.kv_u32("glm4moe.attention.head_count_kv", 2);
+  w.kv_u32("glm4moe.attention.key_length", 128);
+  w.kv_u32("glm4moe.attention.value_length", 128);
+  w.tensor("token_embd.weight", {1024, 1000}, kF16, 2'048'000);
+  LlamacppLaunch launch;
+  launch.ctx_size = 4096;
+  EXPECT_EQ(llamacpp_memory(llamacpp_model_from_gguf(w.parse()), launch).gpu_kv_bytes, kMiB * 8);
+}
+
 TEST(LlamacppWeights, NglPlacesOutputFirstThenTheLastLayers) {
   // 8B shape: per layer q 4096^2 and o: 9,437,184 B each (Q4_K); k, v 4096 x 1024: 2,359,296
   // each; gate/up/down 4096 x 14336: 33,030,144 each; two norms 16,384 each ->

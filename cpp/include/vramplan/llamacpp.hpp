@@ -56,7 +56,8 @@ struct LlamacppTensor {
 struct LlamacppModel {
   std::string file;
   std::string architecture;
-  std::int64_t n_layer = 0;
+  std::int64_t n_layer = 0;        // block_count: every layer, MTP/NextN ones included
+  std::int64_t n_layer_nextn = 0;  // nextn_predict_layers: the last ones, with no KV cache
   std::int64_t n_ctx_train = 0;
   std::int64_t n_embd = 0;
   std::int64_t n_head = 0;

@@ -4,6 +4,7 @@
 #include "vramplan/llamacpp.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -193,6 +194,12 @@ LlamacppTensor placed_tensor(const TensorInfo& info) {
 }  // namespace
 
 const LlamacppDefaults& llamacpp_defaults() { return rules().defaults; }
+
+std::string llamacpp_type_name(DType type) {
+  std::string name(dtype_info(type).name);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
 
 DType llamacpp_cache_type(const std::string& name) {
   std::string allowed;
@@ -384,7 +391,7 @@ LlamacppMemory llamacpp_memory(const LlamacppModel& model, const LlamacppLaunch&
   out.flash_attn = launch.flash_attn == LlamacppFlashAttn::On ||
                    (launch.flash_attn == LlamacppFlashAttn::Auto && quantized_v);
   if (quantized_v && launch.flash_attn == LlamacppFlashAttn::Off) {
-    throw ConfigError("--cache-type-v", std::string(dtype_info(launch.cache_type_v).name),
+    throw ConfigError("--cache-type-v", llamacpp_type_name(launch.cache_type_v),
                       "f16, bf16 or f32 with --flash-attn off",
                       "llama.cpp: quantized V cache requires flash_attn to be enabled");
   }

@@ -4,7 +4,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <cctype>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -107,17 +106,10 @@ const char* flash_attn_name(vramplan::LlamacppFlashAttn value) {
   return "auto";
 }
 
-// A cache type as llama.cpp spells it (ggml_type_name: lower case, "q8_0").
-std::string cache_type_name(vramplan::DType type) {
-  std::string name(vramplan::dtype_info(type).name);
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
-}
-
 nlohmann::json launch_json(const vramplan::LlamacppLaunch& l) {
   return {{"ctx_size", l.ctx_size},
-          {"cache_type_k", cache_type_name(l.cache_type_k)},
-          {"cache_type_v", cache_type_name(l.cache_type_v)},
+          {"cache_type_k", vramplan::llamacpp_type_name(l.cache_type_k)},
+          {"cache_type_v", vramplan::llamacpp_type_name(l.cache_type_v)},
           {"flash_attn", flash_attn_name(l.flash_attn)},
           {"n_gpu_layers", l.n_gpu_layers},
           {"parallel", l.parallel},

@@ -131,6 +131,8 @@ LlamacppFit llamacpp_solve(const LlamacppModel& model, const LlamacppLaunch& lau
 
 // llama.cpp's KV cache types (common/arg.cpp kv_cache_types), by llama.cpp's names.
 DType llamacpp_cache_type(const std::string& name);
+// A type as llama.cpp spells it (ggml_type_name: lower case, "q8_0").
+std::string llamacpp_type_name(DType type);
 
 // llama.cpp's defaults a caller needs beside the launch (model_specs/llamacpp.yaml).
 struct LlamacppDefaults {

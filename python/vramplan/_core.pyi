@@ -11,6 +11,7 @@ __all__: list[str] = [
     "DEFAULT_SAFETY_MARGIN_BYTES",
     "ENGINES",
     "KNOBS",
+    "LLAMACPP_DEFAULTS",
     "MAX_SWEEP_POINTS",
     "SGLANG_VERDICTS",
     "Breakdown",
@@ -40,6 +41,8 @@ __all__: list[str] = [
     "engine_profile",
     "error_band_era",
     "knob_bounds",
+    "llamacpp_memory",
+    "llamacpp_solve",
     "load_hf_config",
     "load_model_path",
     "load_model_spec_file",
@@ -596,6 +599,20 @@ def knob_bounds(name: str, spec: ModelSpec) -> tuple[float, float]:
     The knob's (minimum, maximum) for this model (max_model_len: up to the model's max_position_embeddings).
     """
 
+def llamacpp_memory(gguf_path: str, launch: dict[str, typing.Any]) -> typing.Any:
+    """
+    The buffers llama.cpp allocates for `launch` (llama.cpp flag names, dashes as underscores) over the GGUF at `gguf_path`, per device kind.
+    """
+
+def llamacpp_solve(
+    gguf_path: str,
+    launch: dict[str, typing.Any],
+    gpu_budget_bytes: typing.SupportsInt | typing.SupportsIndex,
+) -> typing.Any:
+    """
+    The largest -ngl (and smallest --n-cpu-moe for MoE) whose GPU buffers fit `gpu_budget_bytes`; an -ngl or --n-cpu-moe the launch sets is kept and checked.
+    """
+
 def load_hf_config(path: str) -> ModelSpec:
     """
     ModelSpec from a config.json file or a folder holding one (hf_quant_config.json too).
@@ -737,6 +754,7 @@ DEFAULT_PREEMPTION_TARGET: float = 0.01
 DEFAULT_SAFETY_MARGIN_BYTES: int = 536870912
 ENGINES: list[typing.Any] = ...
 KNOBS: list[dict[str, typing.Any]]
+LLAMACPP_DEFAULTS: dict[str, typing.Any] = ...
 MAX_SWEEP_POINTS: int = 50000000
 SGLANG_VERDICTS: list[typing.Any] = [
     "started",

@@ -113,7 +113,26 @@ def _sglang() -> Engine:
     )
 
 
-_BUILTIN: dict[str, Callable[[], Engine]] = {"vllm": _vllm, "sglang": _sglang}
+def _llamacpp() -> Engine:
+    return Engine(
+        name="llamacpp",
+        display_name="llama.cpp",
+        serve_command="llama-server",
+        breakdown=_implemented_in("llamacpp", "breakdown"),
+        plan=_implemented_in("llamacpp", "plan"),
+        sweep=_implemented_in("llamacpp", "not_yet"),
+        fit_option=_implemented_in("llamacpp", "not_yet"),
+        cli=_implemented_in("cli_llamacpp", "main"),
+    )
+
+
+_BUILTIN: dict[str, Callable[[], Engine]] = {
+    "vllm": _vllm,
+    "sglang": _sglang,
+    "llamacpp": _llamacpp,
+}
+# Other spellings of a built-in engine's name.
+_ALIASES = {"llama.cpp": "llamacpp"}
 _built: dict[str, Engine] = {}
 
 
@@ -126,6 +145,7 @@ def get(name: object, *, argument: str = "engine") -> Engine:
     """The engine called `name`; a ConfigError naming `argument` (the Python keyword or the
     CLI flag) and listing the engines otherwise."""
     if isinstance(name, str):
+        name = _ALIASES.get(name, name)
         if name in _registered:
             return _registered[name]
         if name in _BUILTIN:

@@ -1,0 +1,485 @@
+// llama.cpp's allocation, per device: model buffers from the GGUF tensor list under -ngl and
+// --n-cpu-moe, KV buffers from the cache shape, a compute-buffer approximation, and the solver.
+// Rules from model_specs/llamacpp.yaml (read from llama.cpp's source, cited there).
+#include "vramplan/llamacpp.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "vramplan/errors.hpp"
+#include "vramplan/llamacpp_yaml.hpp"
+#include "yaml_load.hpp"
+
+namespace vramplan {
+
+namespace {
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+
+struct SwaPattern {
+  std::int64_t n_pattern = 0;
+  bool dense_first = false;
+};
+
+struct LlamacppRules {
+  std::int64_t context_padding = 0;
+  std::int64_t swa_cache_padding = 0;
+  std::int64_t cuda_buffer_alignment = 0;
+  std::int64_t cuda_matrix_row_padding = 0;
+  std::int64_t host_buffer_alignment = 0;
+  std::vector<std::string> cache_types;
+  std::map<std::string, SwaPattern> swa_patterns;
+  LlamacppDefaults defaults;
+};
+
+constexpr const char* kRulesFile = "model_specs/llamacpp.yaml";
+
+std::int64_t positive_int(const YAML::Node& root, const std::string& key) {
+  const YAML::Node node = root[key];
+  if (!node || !node.IsScalar()) throw SpecError(kRulesFile, key, "missing", "a positive integer");
+  const auto value = node.as<std::int64_t>();
+  if (value <= 0) throw SpecError(kRulesFile, key, node.Scalar(), "a positive integer");
+  return value;
+}
+
+const LlamacppRules& rules() {
+  static const LlamacppRules table = [] {
+    const YAML::Node root = load_yaml_checked(detail::kLlamacppYaml, kRulesFile);
+    LlamacppRules r;
+    r.context_padding = positive_int(root, "context_padding");
+    r.swa_cache_padding = positive_int(root, "swa_cache_padding");
+    r.cuda_buffer_alignment = positive_int(root, "cuda_buffer_alignment");
+    r.cuda_matrix_row_padding = positive_int(root, "cuda_matrix_row_padding");
+    r.host_buffer_alignment = positive_int(root, "host_buffer_alignment");
+    for (const YAML::Node& type : root["cache_types"]) r.cache_types.push_back(type.Scalar());
+    if (!root["source"] || !root["source"].IsScalar()) {
+      throw SpecError(kRulesFile, "source", "missing", "the llama.cpp release read");
+    }
+    r.defaults = {root["source"].Scalar(), r.cache_types,
+                  positive_int(root, "fit_target_mib") * kMiB,
+                  positive_int(root, "server_auto_parallel")};
+    for (const auto& entry : root["swa_patterns"]) {
+      SwaPattern pattern{entry.second["n_pattern"].as<std::int64_t>(),
+                         entry.second["dense_first"].as<bool>()};
+      r.swa_patterns[entry.first.Scalar()] = pattern;
+    }
+    return r;
+  }();
+  return table;
+}
+
+std::int64_t pad_to(std::int64_t value, std::int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// ggml_row_size for `elements` values of `type` (whole blocks; llama.cpp asserts divisibility).
+std::int64_t row_bytes(DType type, std::int64_t elements) {
+  const DTypeInfo& info = dtype_info(type);
+  return elements / info.block_elements * info.block_bytes;
+}
+
+// ggml-cuda's get_alloc_size for a tensor of `nbytes` whose innermost dimension is `ne0`,
+// aligned as the CUDA buffer aligns each tensor.
+std::int64_t cuda_alloc_bytes(DType type, std::int64_t nbytes, std::int64_t ne0) {
+  const LlamacppRules& r = rules();
+  std::int64_t size = nbytes;
+  if (dtype_info(type).block_elements > 1 && ne0 % r.cuda_matrix_row_padding != 0) {
+    size += row_bytes(type, r.cuda_matrix_row_padding - ne0 % r.cuda_matrix_row_padding);
+  }
+  return pad_to(size, r.cuda_buffer_alignment);
+}
+
+std::string arch_key(const std::string& arch, const std::string& key) { return arch + "." + key; }
+
+std::int64_t required_int(const GgufHeader& header, const std::string& key) {
+  const std::optional<std::int64_t> value = header.get_int(key);
+  if (!value || *value <= 0) {
+    throw SpecError(header.file, key, value ? std::to_string(*value) : "missing",
+                    "a positive integer (llama.cpp reads it to size its buffers)");
+  }
+  return *value;
+}
+
+// A per-layer key that is either one integer or an array with one per layer.
+std::vector<std::int64_t> per_layer_ints(const GgufHeader& header, const std::string& key,
+                                         std::int64_t n_layer, std::int64_t fallback) {
+  std::vector<std::int64_t> values(static_cast<std::size_t>(n_layer), fallback);
+  const GgufValue* value = header.find(key);
+  if (value == nullptr) return values;
+  if (!value->is_array()) {
+    const std::optional<std::int64_t> one = value->as_int();
+    if (!one || *one < 0) throw SpecError(header.file, key, "not a count", "an integer >= 0");
+    std::fill(values.begin(), values.end(), *one);
+    return values;
+  }
+  if (!value->items_stored || static_cast<std::int64_t>(value->items.size()) != n_layer) {
+    throw SpecError(header.file, key, "array of " + std::to_string(value->length),
+                    "one value per layer (" + std::to_string(n_layer) + ")");
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::optional<std::int64_t> one = value->items[i].as_int();
+    const std::optional<bool> flag = value->items[i].as_bool();
+    if (!one && !flag) throw SpecError(header.file, key, "a non-integer", "integers per layer");
+    values[i] = one ? *one : (*flag ? 1 : 0);
+  }
+  return values;
+}
+
+std::vector<bool> swa_layers(const GgufHeader& header, const std::string& arch,
+                             std::int64_t n_layer) {
+  std::vector<bool> swa(static_cast<std::size_t>(n_layer), false);
+  const std::string key = arch_key(arch, "attention.sliding_window_pattern");
+  const GgufValue* value = header.find(key);
+  if (value != nullptr && value->is_array()) {
+    const std::vector<std::int64_t> flags = per_layer_ints(header, key, n_layer, 0);
+    for (std::size_t i = 0; i < swa.size(); ++i) swa[i] = flags[i] != 0;
+    return swa;
+  }
+  SwaPattern pattern;
+  const auto known = rules().swa_patterns.find(arch);
+  if (known != rules().swa_patterns.end()) pattern = known->second;
+  if (value != nullptr) pattern.n_pattern = value->as_int().value_or(pattern.n_pattern);
+  if (known == rules().swa_patterns.end() && value == nullptr) {
+    // An architecture with a window but no pattern: llama.cpp's n_pattern 0 (every layer SWA).
+    std::fill(swa.begin(), swa.end(), true);
+    return swa;
+  }
+  for (std::int64_t il = 0; il < n_layer; ++il) {
+    const std::int64_t n = pattern.n_pattern;
+    swa[static_cast<std::size_t>(il)] =
+        n == 0 || (pattern.dense_first ? il % n != 0 : il % n < n - 1);
+  }
+  return swa;
+}
+
+void refuse_unmodelled(const GgufHeader& header, const std::string& arch) {
+  const auto refuse = [&](const std::string& what) {
+    throw ConfigError("architecture", "'" + arch + "' (" + header.file + ")",
+                      "attention-only models with a per-layer K/V cache",
+                      what + " is not modelled for llama.cpp yet");
+  };
+  if (header.find(arch_key(arch, "attention.kv_lora_rank")) != nullptr) refuse("MLA");
+  if (header.find(arch_key(arch, "ssm.state_size")) != nullptr ||
+      header.find(arch_key(arch, "ssm.d_state")) != nullptr ||
+      header.find(arch_key(arch, "wkv.head_size")) != nullptr) {
+    refuse("recurrent or hybrid state");
+  }
+  if (arch == "gemma3n" || arch == "gemma4") refuse("KV shared across layers");
+}
+
+LlamacppTensor placed_tensor(const TensorInfo& info) {
+  static const std::regex kBlock(R"(^blk\.(\d+)\.)");
+  static const std::regex kExpert(R"(\.ffn_(up|down|gate|gate_up)_(ch|)exps)");
+  LlamacppTensor t;
+  t.name = info.name;
+  t.bytes = info.bytes;
+  t.file_offset = info.offset;
+  std::smatch match;
+  if (std::regex_search(info.name, match, kBlock)) t.layer = std::stoi(match[1].str());
+  t.is_output = info.name.rfind("output.", 0) == 0 || info.name.rfind("output_norm.", 0) == 0;
+  t.per_layer = info.name.rfind("rope_freqs.", 0) == 0;
+  t.is_expert = t.layer >= 0 && std::regex_search(info.name, kExpert);
+  const std::int64_t ne0 = info.shape.empty() ? 1 : info.shape.back();
+  t.cuda_bytes = cuda_alloc_bytes(info.dtype, info.bytes, ne0);
+  t.host_bytes = pad_to(info.bytes, rules().host_buffer_alignment);
+  return t;
+}
+
+}  // namespace
+
+const LlamacppDefaults& llamacpp_defaults() { return rules().defaults; }
+
+std::string llamacpp_type_name(DType type) {
+  std::string name(dtype_info(type).name);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+DType llamacpp_cache_type(const std::string& name) {
+  std::string allowed;
+  for (const std::string& type : rules().cache_types) {
+    if (type == name) {
+      if (const std::optional<DType> dtype = parse_dtype(name)) return *dtype;
+    }
+    allowed += (allowed.empty() ? "" : ", ") + type;
+  }
+  throw ConfigError("--cache-type-k/--cache-type-v", "'" + name + "'", allowed,
+                    "not a KV cache type llama.cpp accepts");
+}
+
+LlamacppModel llamacpp_model_from_gguf(const GgufHeader& header) {
+  LlamacppModel m;
+  m.file = header.file;
+  const std::optional<std::string> arch = header.architecture();
+  if (!arch) throw SpecError(header.file, "general.architecture", "missing", "an architecture");
+  m.architecture = *arch;
+  refuse_unmodelled(header, m.architecture);
+  const auto key = [&](const std::string& k) { return arch_key(m.architecture, k); };
+  m.n_layer = required_int(header, key("block_count"));
+  m.n_layer_nextn = header.get_int(key("nextn_predict_layers")).value_or(0);
+  if (m.n_layer_nextn < 0 || m.n_layer_nextn >= m.n_layer) {
+    throw SpecError(header.file, key("nextn_predict_layers"), std::to_string(m.n_layer_nextn),
+                    "fewer than block_count (" + std::to_string(m.n_layer) + ")");
+  }
+  m.n_ctx_train = required_int(header, key("context_length"));
+  m.n_embd = required_int(header, key("embedding_length"));
+  const std::vector<std::int64_t> heads =
+      per_layer_ints(header, key("attention.head_count"), m.n_layer, 0);
+  m.n_head = *std::max_element(heads.begin(), heads.end());
+  if (m.n_head <= 0) {
+    throw SpecError(header.file, key("attention.head_count"), "missing", "a positive integer");
+  }
+  m.n_head_kv = per_layer_ints(header, key("attention.head_count_kv"), m.n_layer, m.n_head);
+  m.head_dim_k = header.get_int(key("attention.key_length")).value_or(m.n_embd / m.n_head);
+  m.head_dim_v = header.get_int(key("attention.value_length")).value_or(m.n_embd / m.n_head);
+  m.n_ff = header.get_int(key("feed_forward_length")).value_or(0);
+  m.n_expert = header.get_int(key("expert_count")).value_or(0);
+  m.n_swa = header.get_int(key("attention.sliding_window")).value_or(0);
+  m.swa_layer = m.n_swa > 0 ? swa_layers(header, m.architecture, m.n_layer)
+                            : std::vector<bool>(static_cast<std::size_t>(m.n_layer), false);
+  bool has_output = false;
+  for (const TensorInfo& info : header.tensors) {
+    m.tensors.push_back(placed_tensor(info));
+    has_output = has_output || info.name == "output.weight";
+    if (info.name == "token_embd.weight" && !info.shape.empty()) m.n_vocab = info.shape.front();
+    if (m.tensors.back().layer >= m.n_layer) {
+      throw SpecError(header.file, "tensor " + info.name, "layer out of range",
+                      "blk.N with N < block_count (" + std::to_string(m.n_layer) + ")");
+    }
+  }
+  m.tied_output = !has_output;
+  if (m.n_vocab == 0) {
+    throw SpecError(header.file, "token_embd.weight", "missing", "the token embedding tensor");
+  }
+  return m;
+}
+
+std::int64_t llamacpp_kv_tensor_bytes(DType type, std::int64_t width, std::int64_t cells,
+                                      std::int64_t streams, bool cuda) {
+  const std::int64_t nbytes = row_bytes(type, width) * cells * streams;
+  return cuda ? cuda_alloc_bytes(type, nbytes, width)
+              : pad_to(nbytes, rules().host_buffer_alignment);
+}
+
+namespace {
+
+// Context, streams and the SWA cache as llama_context and llama_kv_cache_iswa resolve them.
+void resolve_context(const LlamacppModel& model, const LlamacppLaunch& launch,
+                     LlamacppMemory& out) {
+  const std::int64_t pad = rules().context_padding;
+  const std::int64_t n_seq = std::max<std::int64_t>(1, launch.parallel);
+  const std::int64_t requested = launch.ctx_size == 0 ? model.n_ctx_train : launch.ctx_size;
+  const std::int64_t n_batch = std::min(requested, launch.batch);
+  out.n_ubatch = std::min(n_batch, launch.ubatch == 0 ? n_batch : launch.ubatch);
+  out.n_ctx = pad_to(requested, pad);
+  if (launch.kv_unified) {
+    out.n_ctx_seq = out.n_ctx;
+    out.n_stream = 1;
+  } else {
+    out.n_ctx_seq = pad_to(out.n_ctx / n_seq, pad);
+    out.n_ctx = out.n_ctx_seq * n_seq;
+    out.n_stream = n_seq;
+  }
+  const std::int64_t swa_cells = model.n_swa * (launch.kv_unified ? n_seq : 1) + out.n_ubatch;
+  out.kv_size_swa = launch.swa_full
+                        ? out.n_ctx_seq
+                        : pad_to(std::min(out.n_ctx_seq, swa_cells), rules().swa_cache_padding);
+}
+
+// Which device (true: the GPU) holds repeating layer `il`, or the output layer at il = n_layer.
+bool layer_on_gpu(std::int64_t il, std::int64_t n_layer, std::int64_t n_gpu_layers) {
+  const std::int64_t i_gpu_start = std::max<std::int64_t>(n_layer + 1 - n_gpu_layers, 0);
+  const std::int64_t act = std::min(n_gpu_layers, n_layer + 1);
+  return il >= i_gpu_start && il - i_gpu_start < act;
+}
+
+void place_weights(const LlamacppModel& model, const LlamacppLaunch& launch, LlamacppMemory& out) {
+  const std::int64_t n_layer = model.n_layer;
+  bool gpu_has_layer = false;
+  bool cpu_has_layer = false;
+  for (std::int64_t il = 0; il < n_layer; ++il) {
+    (layer_on_gpu(il, n_layer, out.n_gpu_layers) ? gpu_has_layer : cpu_has_layer) = true;
+  }
+  std::int64_t span_begin = INT64_MAX;
+  std::int64_t span_end = 0;
+  std::int64_t cpu_alloc = 0;
+  const auto on_cpu = [&](const LlamacppTensor& t, std::int64_t count) {
+    out.host_weight_bytes += t.bytes * count;
+    cpu_alloc += t.host_bytes * count;
+    span_begin = std::min(span_begin, t.file_offset);
+    span_end = std::max(span_end, t.file_offset + t.bytes);
+  };
+  for (const LlamacppTensor& t : model.tensors) {
+    if (t.per_layer) {
+      // One copy in each buffer type that holds a layer (TENSOR_DUPLICATED for il > 0).
+      if (gpu_has_layer) out.gpu_model_bytes += t.cuda_bytes;
+      if (cpu_has_layer) on_cpu(t, 1);
+      continue;
+    }
+    bool gpu = false;
+    if (t.layer >= 0) {
+      gpu = layer_on_gpu(t.layer, n_layer, out.n_gpu_layers) &&
+            !(t.is_expert && t.layer < launch.n_cpu_moe);
+    } else if (t.is_output) {
+      gpu = out.output_on_gpu;
+    }
+    if (gpu) {
+      out.gpu_model_bytes += t.cuda_bytes;
+    } else {
+      on_cpu(t, 1);
+    }
+    // Tied output: token_embd is duplicated into the output layer's buffer when that is the GPU.
+    if (model.tied_output && t.name == "token_embd.weight" && out.output_on_gpu) {
+      out.gpu_model_bytes += t.cuda_bytes;
+    }
+  }
+  out.host_model_bytes =
+      launch.no_mmap ? cpu_alloc : (span_end > span_begin ? span_end - span_begin : 0);
+}
+
+void place_kv(const LlamacppModel& model, const LlamacppLaunch& launch, LlamacppMemory& out) {
+  // The trunk's cache leaves out the NextN/MTP layers (llama_model::create_memory's filter).
+  for (std::int64_t il = 0; il < model.n_layer - model.n_layer_nextn; ++il) {
+    const auto i = static_cast<std::size_t>(il);
+    if (model.n_head_kv[i] == 0) continue;
+    const bool gpu = !launch.no_kv_offload && layer_on_gpu(il, model.n_layer, out.n_gpu_layers);
+    const std::int64_t cells = model.swa_layer[i] ? out.kv_size_swa : out.n_ctx_seq;
+    const std::int64_t k = llamacpp_kv_tensor_bytes(
+        launch.cache_type_k, model.head_dim_k * model.n_head_kv[i], cells, out.n_stream, gpu);
+    const std::int64_t v = llamacpp_kv_tensor_bytes(
+        launch.cache_type_v, model.head_dim_v * model.n_head_kv[i], cells, out.n_stream, gpu);
+    (gpu ? out.gpu_kv_bytes : out.host_kv_bytes) += k + v;
+  }
+}
+
+// Approximation of the graph allocator's buffers: the largest of the logits (f32 n_vocab x
+// n_ubatch on the output's device), the KQ scores without flash attention (f32 n_head x n_kv x
+// n_ubatch) and the FFN activations (f32 2 x n_ff x n_ubatch), plus the f32 hidden state of the
+// batch. The real figure comes from ggml_gallocr over the whole graph.
+void estimate_compute(const LlamacppModel& model, LlamacppMemory& out) {
+  const std::int64_t f32 = 4;
+  const std::int64_t ub = out.n_ubatch;
+  const std::int64_t logits = model.n_vocab * ub * f32;
+  const std::int64_t scores = out.flash_attn ? 0 : model.n_head * out.n_ctx_seq * ub * f32;
+  const std::int64_t ffn = 2 * model.n_ff * ub * f32;
+  const std::int64_t hidden = model.n_embd * ub * f32;
+  const std::int64_t layer_peak = std::max(scores, ffn);
+  if (out.layers_on_gpu > 0 || out.output_on_gpu) {
+    out.gpu_compute_bytes = std::max(out.output_on_gpu ? logits : 0, layer_peak) + hidden;
+  }
+  const bool cpu_work = out.layers_on_gpu < model.n_layer || !out.output_on_gpu;
+  out.host_compute_bytes =
+      cpu_work ? std::max(out.output_on_gpu ? 0 : logits, layer_peak) + hidden : hidden;
+}
+
+}  // namespace
+
+LlamacppMemory llamacpp_memory(const LlamacppModel& model, const LlamacppLaunch& launch) {
+  if (launch.n_cpu_moe < 0 || launch.parallel < 1 || launch.ctx_size < 0 || launch.ubatch < 0 ||
+      launch.batch < 1) {
+    throw ConfigError("llama.cpp launch", "a negative -ncmoe, -c or -ub, or -np/-b below 1",
+                      "-np >= 1, -b >= 1, -c/-ub/-ncmoe >= 0", "out of range");
+  }
+  const bool quantized_v = dtype_info(launch.cache_type_v).block_elements > 1;
+  LlamacppMemory out;
+  out.flash_attn = launch.flash_attn == LlamacppFlashAttn::On ||
+                   (launch.flash_attn == LlamacppFlashAttn::Auto && quantized_v);
+  if (quantized_v && launch.flash_attn == LlamacppFlashAttn::Off) {
+    throw ConfigError("--cache-type-v", llamacpp_type_name(launch.cache_type_v),
+                      "f16, bf16 or f32 with --flash-attn off",
+                      "llama.cpp: quantized V cache requires flash_attn to be enabled");
+  }
+  resolve_context(model, launch, out);
+  out.n_gpu_layers = launch.n_gpu_layers < 0 ? model.n_layer + 1
+                                             : std::min(launch.n_gpu_layers, model.n_layer + 1);
+  out.n_cpu_moe = launch.n_cpu_moe;
+  out.output_on_gpu = layer_on_gpu(model.n_layer, model.n_layer, out.n_gpu_layers);
+  for (std::int64_t il = 0; il < model.n_layer; ++il) {
+    out.layers_on_gpu += layer_on_gpu(il, model.n_layer, out.n_gpu_layers) ? 1 : 0;
+  }
+  place_weights(model, launch, out);
+  place_kv(model, launch, out);
+  estimate_compute(model, out);
+  out.host_output_bytes = model.n_vocab * std::max<std::int64_t>(1, launch.parallel) * 4;
+  const bool mapped_in_ram = launch.no_mmap || launch.mlock;
+  out.host_ram_bytes = (mapped_in_ram ? out.host_model_bytes : 0) + out.host_kv_bytes +
+                       out.host_compute_bytes + out.host_output_bytes;
+  out.notes.push_back(
+      "compute buffers are an approximation (largest of logits, KQ scores, FFN "
+      "activations, plus the hidden state), not the graph allocator's figure");
+  if (!mapped_in_ram && out.host_model_bytes > 0) {
+    out.notes.push_back("mmap: " + std::to_string(out.host_weight_bytes / kMiB) +
+                        " MiB of CPU-resident weights live in the page cache, not counted in "
+                        "host_ram_bytes; --mlock or --no-mmap pins them");
+  }
+  return out;
+}
+
+LlamacppFit llamacpp_solve(const LlamacppModel& model, const LlamacppLaunch& launch,
+                           std::int64_t gpu_budget_bytes, bool pinned_ngl, bool pinned_n_cpu_moe) {
+  LlamacppFit fit;
+  fit.launch = launch;
+  const auto fits_with = [&](std::int64_t ngl, std::int64_t n_cpu_moe) {
+    LlamacppLaunch trial = launch;
+    trial.n_gpu_layers = ngl;
+    trial.n_cpu_moe = n_cpu_moe;
+    return llamacpp_memory(model, trial).gpu_total_bytes() <= gpu_budget_bytes;
+  };
+  const std::int64_t all = model.n_layer + 1;
+  std::int64_t ngl = pinned_ngl ? launch.n_gpu_layers : all;
+  std::int64_t ncmoe = launch.n_cpu_moe;
+  const bool moe = model.n_expert > 0 && !pinned_n_cpu_moe;
+  if (moe && !fits_with(ngl, ncmoe)) {
+    // Experts to the CPU first, layer by layer from the front (--n-cpu-moe), at full offload.
+    std::int64_t lo = ncmoe;
+    std::int64_t hi = model.n_layer;
+    if (fits_with(ngl, hi)) {
+      while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (fits_with(ngl, mid)) {
+          hi = mid;
+        } else {
+          lo = mid + 1;
+        }
+      }
+      ncmoe = lo;
+    } else {
+      ncmoe = model.n_layer;
+    }
+  }
+  if (!pinned_ngl && !fits_with(ngl, ncmoe)) {
+    std::int64_t lo = 0;  // fits or nothing does
+    std::int64_t hi = all;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo + 1) / 2;
+      if (fits_with(mid, ncmoe)) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    ngl = lo;
+  }
+  fit.launch.n_gpu_layers = ngl < 0 ? all : ngl;
+  fit.launch.n_cpu_moe = ncmoe;
+  fit.memory = llamacpp_memory(model, fit.launch);
+  fit.fits = fit.memory.gpu_total_bytes() <= gpu_budget_bytes;
+  const std::int64_t on_cpu = model.n_layer - fit.memory.layers_on_gpu;
+  fit.verdict = std::string(fit.fits ? "fits" : "does not fit") + ": -ngl " +
+                std::to_string(fit.launch.n_gpu_layers) + " (" +
+                std::to_string(fit.memory.layers_on_gpu) + "/" + std::to_string(model.n_layer) +
+                " layers" + (fit.memory.output_on_gpu ? " + output" : "") + " on the GPU, " +
+                std::to_string(on_cpu) + " on the CPU)" +
+                (model.n_expert > 0 ? ", --n-cpu-moe " + std::to_string(ncmoe) : "") + ", GPU " +
+                std::to_string(fit.memory.gpu_total_bytes() / kMiB) + " of " +
+                std::to_string(gpu_budget_bytes / kMiB) + " MiB";
+  return fit;
+}
+
+}  // namespace vramplan

@@ -1,0 +1,324 @@
+// llama.cpp's buffers from header-only GGUF files written here: KV bytes as llama_kv_cache
+// allocates them, model bytes per device under -ngl / --n-cpu-moe, and the solver. Every
+// expected number is derived by hand in the comments from llama.cpp's rules (docs/llamacpp.md).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vramplan/errors.hpp"
+#include "vramplan/llamacpp.hpp"
+#include "vramplan/tensor_headers.hpp"
+
+using namespace vramplan;
+
+namespace {
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+constexpr std::uint32_t kF32 = 0, kF16 = 1, kQ4K = 12, kQ6K = 14;
+
+// A GGUF v3 header; the data region is only declared (the file size given to the parser).
+struct HeaderWriter {
+  std::string kvs;
+  std::string infos;
+  std::uint64_t n_kvs = 0;
+  std::uint64_t n_tensors = 0;
+  std::int64_t data_bytes = 0;
+
+  static void u32(std::string& out, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  static void u64(std::string& out, std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  static void str(std::string& out, const std::string& s) {
+    u64(out, s.size());
+    out += s;
+  }
+  void kv_u32(const std::string& key, std::uint32_t v) {
+    str(kvs, key);
+    u32(kvs, 4);
+    u32(kvs, v);
+    ++n_kvs;
+  }
+  void kv_str(const std::string& key, const std::string& v) {
+    str(kvs, key);
+    u32(kvs, 8);
+    str(kvs, v);
+    ++n_kvs;
+  }
+  // dims innermost first (ne0, ne1, ne2); `bytes` as the test computes them.
+  void tensor(const std::string& name, const std::vector<std::uint64_t>& ne, std::uint32_t type,
+              std::int64_t bytes) {
+    str(infos, name);
+    u32(infos, static_cast<std::uint32_t>(ne.size()));
+    for (const std::uint64_t n : ne) u64(infos, n);
+    u32(infos, type);
+    u64(infos, static_cast<std::uint64_t>(data_bytes));
+    data_bytes += (bytes + 31) / 32 * 32;
+    ++n_tensors;
+  }
+  GgufHeader parse() const {
+    std::string out = "GGUF";
+    u32(out, 3);
+    u64(out, n_tensors);
+    u64(out, n_kvs);
+    out += kvs + infos;
+    out.resize((out.size() + 31) / 32 * 32, '\0');
+    const auto file_bytes = static_cast<std::int64_t>(out.size()) + data_bytes;
+    return parse_gguf_header(out, file_bytes, "<test.gguf>");
+  }
+};
+
+// Q4_K: 144 B per 256 values; Q6_K: 210 B per 256.
+std::int64_t q4k(std::int64_t elements) { return elements / 256 * 144; }
+std::int64_t q6k(std::int64_t elements) { return elements / 256 * 210; }
+
+// A Llama-3.x-shaped GGUF: every linear Q4_K, output Q6_K, norms F32 (a uniform stand-in for
+// the Q4_K_M / Q4_K_S mixes, so the bytes can be derived by hand).
+LlamacppModel llama_shaped(std::uint32_t n_layer, std::uint32_t n_embd, std::uint32_t n_ff,
+                           std::uint32_t n_head) {
+  const std::uint64_t n_head_kv = 8, head_dim = 128, vocab = 128256;
+  HeaderWriter w;
+  w.kv_str("general.architecture", "llama");
+  w.kv_u32("llama.block_count", n_layer);
+  w.kv_u32("llama.context_length", 131072);
+  w.kv_u32("llama.embedding_length", n_embd);
+  w.kv_u32("llama.feed_forward_length", n_ff);
+  w.kv_u32("llama.attention.head_count", n_head);
+  w.kv_u32("llama.attention.head_count_kv", static_cast<std::uint32_t>(n_head_kv));
+  const std::int64_t e = n_embd, ff = n_ff;
+  const auto kv = static_cast<std::int64_t>(n_head_kv * head_dim);
+  const auto n_vocab = static_cast<std::int64_t>(vocab);
+  w.tensor("token_embd.weight", {n_embd, vocab}, kQ4K, q4k(e * n_vocab));
+  for (std::uint32_t i = 0; i < n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    w.tensor(p + "attn_norm.weight", {n_embd}, kF32, e * 4);
+    w.tensor(p + "attn_q.weight", {n_embd, n_embd}, kQ4K, q4k(e * e));
+    w.tensor(p + "attn_k.weight", {n_embd, n_head_kv * head_dim}, kQ4K, q4k(e * kv));
+    w.tensor(p + "attn_v.weight", {n_embd, n_head_kv * head_dim}, kQ4K, q4k(e * kv));
+    w.tensor(p + "attn_output.weight", {n_embd, n_embd}, kQ4K, q4k(e * e));
+    w.tensor(p + "ffn_norm.weight", {n_embd}, kF32, e * 4);
+    w.tensor(p + "ffn_gate.weight", {n_embd, n_ff}, kQ4K, q4k(e * ff));
+    w.tensor(p + "ffn_up.weight", {n_embd, n_ff}, kQ4K, q4k(e * ff));
+    w.tensor(p + "ffn_down.weight", {n_ff, n_embd}, kQ4K, q4k(e * ff));
+  }
+  w.tensor("output_norm.weight", {n_embd}, kF32, e * 4);
+  w.tensor("output.weight", {n_embd, vocab}, kQ6K, q6k(e * n_vocab));
+  return llamacpp_model_from_gguf(w.parse());
+}
+
+LlamacppModel llama_31_8b() { return llama_shaped(32, 4096, 14336, 32); }
+LlamacppModel llama_31_70b() { return llama_shaped(80, 8192, 28672, 64); }
+
+}  // namespace
+
+TEST(LlamacppKv, Llama31At8kHolds1024MiBInF16And544MiBInQ8) {
+  // 32 layers x (K + V) x 8 KV heads x 128 x 8192 cells: f16 2 B -> 32 x 2 x 16 MiB = 1024 MiB;
+  // q8_0 34 B per 32 values: 1024 / 32 x 34 = 1088 B per cell row -> 32 x 2 x 8.5 MiB = 544 MiB.
+  const LlamacppModel model = llama_31_8b();
+  LlamacppLaunch launch;
+  launch.ctx_size = 8192;
+  EXPECT_EQ(llamacpp_memory(model, launch).gpu_kv_bytes, 1024 * kMiB);
+  launch.cache_type_k = launch.cache_type_v = llamacpp_cache_type("q8_0");
+  const LlamacppMemory q8 = llamacpp_memory(model, launch);
+  EXPECT_EQ(q8.gpu_kv_bytes, 544 * kMiB);
+  EXPECT_TRUE(q8.flash_attn);  // auto turns flash attention on for a quantized V cache
+  EXPECT_EQ(q8.host_kv_bytes, 0);
+}
+
+TEST(LlamacppKv, ContextPadsTo256PerStream) {
+  const LlamacppModel model = llama_31_8b();
+  LlamacppLaunch launch;
+  launch.ctx_size = 8000;  // padded to 8192: the same 1024 MiB
+  EXPECT_EQ(llamacpp_memory(model, launch).n_ctx, 8192);
+  EXPECT_EQ(llamacpp_memory(model, launch).gpu_kv_bytes, 1024 * kMiB);
+  // -np 3, not unified: n_ctx_seq = pad(8192 / 3 = 2730, 256) = 2816, n_ctx = 3 x 2816 = 8448;
+  // KV = 1024 MiB x 8448 / 8192 = 1056 MiB.
+  launch.ctx_size = 8192;
+  launch.parallel = 3;
+  const LlamacppMemory three = llamacpp_memory(model, launch);
+  EXPECT_EQ(three.n_ctx_seq, 2816);
+  EXPECT_EQ(three.n_stream, 3);
+  EXPECT_EQ(three.gpu_kv_bytes, 1056 * kMiB);
+  // Unified: one stream of 8192 cells shared by the 3 slots: 1024 MiB.
+  launch.kv_unified = true;
+  EXPECT_EQ(llamacpp_memory(model, launch).gpu_kv_bytes, 1024 * kMiB);
+}
+
+TEST(LlamacppKv, QuantizedVWithFlashAttentionOffIsRefused) {
+  LlamacppLaunch launch;
+  launch.ctx_size = 8192;
+  launch.cache_type_v = llamacpp_cache_type("q4_0");
+  launch.flash_attn = LlamacppFlashAttn::Off;
+  EXPECT_THROW(llamacpp_memory(llama_31_8b(), launch), ConfigError);
+  EXPECT_THROW(llamacpp_cache_type("q4_k"), ConfigError);  // not in kv_cache_types
+}
+
+TEST(LlamacppKv, SlidingWindowLayersHoldTheWindowUnlessSwaFull) {
+  // gemma2: pattern 2, so layers 0 and 2 are SWA. Window 4096, -c 32768, -ub 512: SWA cells =
+  // pad(min(32768, 4096 + 512), 256) = 4608. Width 8 heads x 256 = 2048, f16:
+  // full layers 2 x 2048 x 32768 x 2 B = 256 MiB each; SWA 2 x 2048 x 4608 x 2 B = 36 MiB each.
+  HeaderWriter w;
+  w.kv_str("general.architecture", "gemma2");
+  w.kv_u32("gemma2.block_count", 4);
+  w.kv_u32("gemma2.context_length", 8192);
+  w.kv_u32("gemma2.embedding_length", 2048);
+  w.kv_u32("gemma2.attention.head_count", 8);
+  w.kv_u32("gemma2.attention.head_count_kv", 8);
+  w.kv_u32("gemma2.attention.key_length", 256);
+  w.kv_u32("gemma2.attention.value_length", 256);
+  w.kv_u32("gemma2.attention.sliding_window", 4096);
+  w.tensor("token_embd.weight", {2048, 1000}, kF16, 4'096'000);
+  const LlamacppModel model = llamacpp_model_from_gguf(w.parse());
+  EXPECT_EQ(model.swa_layer, (std::vector<bool>{true, false, true, false}));
+  LlamacppLaunch launch;
+  launch.ctx_size = 32768;
+  const LlamacppMemory windowed = llamacpp_memory(model, launch);
+  EXPECT_EQ(windowed.kv_size_swa, 4608);
+  EXPECT_EQ(windowed.gpu_kv_bytes, kMiB * 2 * 256 + kMiB * 2 * 36);
+  launch.swa_full = true;
+  EXPECT_EQ(llamacpp_memory(model, launch).gpu_kv_bytes, kMiB * 4 * 256);
+}
+
+TEST(LlamacppKv, NextnLayersHoldNoCache) {
+  // 3 blocks, the last a NextN (MTP) layer: KV for 2 layers only. 2 KV heads x 128 = 256 wide,
+  // f16 at -c 4096: 2 layers x (K + V) x 256 x 4096 x 2 B = 8 MiB.
+  HeaderWriter w;
+  w.kv_str("general.architecture", "glm4moe");
+  w.kv_u32("glm4moe.block_count", 3);
+  w.kv_u32("glm4moe.nextn_predict_layers", 1);
+  w.kv_u32("glm4moe.context_length", 4096);
+  w.kv_u32("glm4moe.embedding_length", 1024);
+  w.kv_u32("glm4moe.attention.head_count", 8);
+  w.kv_u32("glm4moe.attention.head_count_kv", 2);
+  w.kv_u32("glm4moe.attention.key_length", 128);
+  w.kv_u32("glm4moe.attention.value_length", 128);
+  w.tensor("token_embd.weight", {1024, 1000}, kF16, 2'048'000);
+  LlamacppLaunch launch;
+  launch.ctx_size = 4096;
+  EXPECT_EQ(llamacpp_memory(llamacpp_model_from_gguf(w.parse()), launch).gpu_kv_bytes, kMiB * 8);
+}
+
+TEST(LlamacppWeights, NglPlacesOutputFirstThenTheLastLayers) {
+  // 8B shape: per layer q 4096^2 and o: 9,437,184 B each (Q4_K); k, v 4096 x 1024: 2,359,296
+  // each; gate/up/down 4096 x 14336: 33,030,144 each; two norms 16,384 each ->
+  // 2 x 9,437,184 + 2 x 2,359,296 + 3 x 33,030,144 + 32,768 = 122,716,160 B per layer.
+  // output 4096 x 128256 Q6_K = 430,940,160 B, output_norm 16,384; token_embd Q4_K 295,501,824.
+  const LlamacppModel model = llama_31_8b();
+  const std::int64_t layer = 122'716'160, output = 430'940'160 + 16'384, embd = 295'501'824;
+  LlamacppLaunch launch;
+  launch.ctx_size = 8192;
+  launch.n_gpu_layers = 1;  // -ngl 1: the output layer only
+  LlamacppMemory one = llamacpp_memory(model, launch);
+  EXPECT_EQ(one.layers_on_gpu, 0);
+  EXPECT_TRUE(one.output_on_gpu);
+  EXPECT_EQ(one.gpu_model_bytes, output);
+  EXPECT_EQ(one.host_weight_bytes, embd + 32 * layer);
+  EXPECT_EQ(one.host_kv_bytes, 1024 * kMiB);  // every layer's KV with its layer, on the CPU
+  launch.n_gpu_layers = 11;                   // output + layers 22..31
+  const LlamacppMemory eleven = llamacpp_memory(model, launch);
+  EXPECT_EQ(eleven.layers_on_gpu, 10);
+  EXPECT_EQ(eleven.gpu_model_bytes, output + 10 * layer);
+  EXPECT_EQ(eleven.gpu_kv_bytes, kMiB * 10 * 32);
+  EXPECT_EQ(eleven.host_kv_bytes, kMiB * 22 * 32);
+  // mmap: the CPU_Mapped span runs from token_embd (first in the file) to blk.21's end.
+  EXPECT_EQ(eleven.host_model_bytes, embd + 22 * layer);
+  launch.n_gpu_layers = 0;  // everything on the CPU: the span is the whole data region
+  EXPECT_EQ(llamacpp_memory(model, launch).host_model_bytes, embd + 32 * layer + output);
+  EXPECT_EQ(llamacpp_memory(model, launch).gpu_model_bytes, 0);
+}
+
+TEST(LlamacppSolve, Llama70BQ4KOnA24GBCardKeeps43LayersOnTheGpu) {
+  // 70B shape: q, o 8192^2 Q4_K: 37,748,736 B each; k, v 8192 x 1024: 4,718,592 each;
+  // gate/up/down 8192 x 28672: 132,120,576 each; norms 32,768 each -> 481,361,920 B a layer.
+  // f16 KV at -c 8192: 2 x 1024 x 8192 x 2 B = 32 MiB = 33,554,432 B a layer.
+  // output Q6_K 8192 x 128256 = 861,880,320 B + output_norm 32,768 = 861,913,088 B.
+  // Compute (the stated approximation, flash attention on): logits 128256 x 512 x 4 B =
+  // 262,668,288 B beats the FFN's 2 x 28672 x 512 x 4; + hidden 8192 x 512 x 4 = 16,777,216
+  // -> 279,445,504 B.
+  // Budget 22 GiB = 23,622,320,128 B (a 24 GB card less the CUDA context and the 1 GiB margin):
+  // (23,622,320,128 - 861,913,088 - 279,445,504) / (481,361,920 + 33,554,432) = 43.66
+  // -> 43 layers + output = -ngl 44, GPU 23,282,761,728 B.
+  const LlamacppModel model = llama_31_70b();
+  LlamacppLaunch launch;
+  launch.ctx_size = 8192;
+  launch.flash_attn = LlamacppFlashAttn::On;
+  launch.no_mmap = true;
+  const LlamacppFit fit = llamacpp_solve(model, launch, kMiB * 22 * 1024, false, false);
+  EXPECT_TRUE(fit.fits);
+  EXPECT_EQ(fit.launch.n_gpu_layers, 44);
+  EXPECT_EQ(fit.memory.layers_on_gpu, 43);
+  EXPECT_EQ(fit.memory.gpu_total_bytes(), 23'282'761'728);
+  // Host: 37 layers + token_embd Q4_K (128256 x 8192 / 256 x 144 = 591,003,648 B) in the
+  // no-mmap host buffer, and those 37 layers' KV (37 x 32 MiB).
+  EXPECT_EQ(fit.memory.host_model_bytes, 37 * std::int64_t{481'361'920} + 591'003'648);
+  EXPECT_EQ(fit.memory.host_kv_bytes, kMiB * 37 * 32);
+  // One layer more does not fit.
+  LlamacppLaunch more = fit.launch;
+  more.n_gpu_layers = 45;
+  EXPECT_GT(llamacpp_memory(model, more).gpu_total_bytes(), kMiB * 22 * 1024);
+}
+
+TEST(LlamacppSolve, MoeMovesTheFirstLayersExpertsToTheCpu) {
+  // qwen3moe shape, all F16 (no CUDA row padding): 4 layers, h 1024, 16 heads, 4 KV heads of
+  // 64, 8 experts of 512. Per layer: q, o 1024^2 x 2 B = 2,097,152 each; k, v 1024 x 256 x 2 =
+  // 524,288 each; norms 4096 each; router F32 8 x 1024 x 4 = 32,768 -> dense 5,283,840 B;
+  // experts gate/up/down 8 x 512 x 1024 x 2 B = 8,388,608 each -> 25,165,824 B.
+  // KV f16 at -c 4096: 2 x 256 x 4096 x 2 B = 4,194,304 a layer. Output 1000 x 1024 x 2 B =
+  // 2,048,000 + norm 4096. Compute: logits 1000 x 512 x 4 = 2,048,000 + hidden 1024 x 512 x 4
+  // = 2,097,152 (no feed_forward_length key: no dense FFN term) -> 4,145,152.
+  // GPU with every layer and --n-cpu-moe k: 2,052,096 + 4 x 9,478,144 + 4,145,152
+  // + (4 - k) x 25,165,824 = 44,109,824 + (4 - k) x 25,165,824: k = 1 -> 119,607,296,
+  // k = 2 -> 94,441,472. Budget 100,000,000: --n-cpu-moe 2.
+  HeaderWriter w;
+  w.kv_str("general.architecture", "qwen3moe");
+  w.kv_u32("qwen3moe.block_count", 4);
+  w.kv_u32("qwen3moe.context_length", 40960);
+  w.kv_u32("qwen3moe.embedding_length", 1024);
+  w.kv_u32("qwen3moe.attention.head_count", 16);
+  w.kv_u32("qwen3moe.attention.head_count_kv", 4);
+  w.kv_u32("qwen3moe.attention.key_length", 64);
+  w.kv_u32("qwen3moe.attention.value_length", 64);
+  w.kv_u32("qwen3moe.expert_count", 8);
+  w.tensor("token_embd.weight", {1024, 1000}, kF16, 2'048'000);
+  for (int i = 0; i < 4; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    w.tensor(p + "attn_norm.weight", {1024}, kF32, 4096);
+    w.tensor(p + "attn_q.weight", {1024, 1024}, kF16, 2'097'152);
+    w.tensor(p + "attn_k.weight", {1024, 256}, kF16, 524'288);
+    w.tensor(p + "attn_v.weight", {1024, 256}, kF16, 524'288);
+    w.tensor(p + "attn_output.weight", {1024, 1024}, kF16, 2'097'152);
+    w.tensor(p + "ffn_norm.weight", {1024}, kF32, 4096);
+    w.tensor(p + "ffn_gate_inp.weight", {1024, 8}, kF32, 32'768);
+    w.tensor(p + "ffn_gate_exps.weight", {1024, 512, 8}, kF16, 8'388'608);
+    w.tensor(p + "ffn_up_exps.weight", {1024, 512, 8}, kF16, 8'388'608);
+    w.tensor(p + "ffn_down_exps.weight", {512, 1024, 8}, kF16, 8'388'608);
+  }
+  w.tensor("output_norm.weight", {1024}, kF32, 4096);
+  w.tensor("output.weight", {1024, 1000}, kF16, 2'048'000);
+  const LlamacppModel model = llamacpp_model_from_gguf(w.parse());
+  LlamacppLaunch launch;
+  launch.ctx_size = 4096;
+  launch.flash_attn = LlamacppFlashAttn::On;
+  const LlamacppFit fit = llamacpp_solve(model, launch, 100'000'000, false, false);
+  EXPECT_TRUE(fit.fits);
+  EXPECT_EQ(fit.launch.n_cpu_moe, 2);
+  EXPECT_EQ(fit.memory.layers_on_gpu, 4);
+  EXPECT_EQ(fit.memory.gpu_total_bytes(), 94'441'472);
+  EXPECT_EQ(fit.memory.host_weight_bytes, 2'048'000 + 2 * 25'165'824);
+  // The CPU_Mapped span: token_embd through blk.1's last expert, blk.0-1's attention included.
+  EXPECT_EQ(fit.memory.host_model_bytes, 2'048'000 + 2 * (5'283'840 + 25'165'824));
+}
+
+TEST(LlamacppModelImport, RecurrentStateIsRefusedByName) {
+  HeaderWriter w;
+  w.kv_str("general.architecture", "mamba");
+  w.kv_u32("mamba.block_count", 2);
+  w.kv_u32("mamba.ssm.state_size", 16);
+  EXPECT_THROW(llamacpp_model_from_gguf(w.parse()), ConfigError);
+  HeaderWriter missing;
+  missing.kv_str("general.architecture", "llama");
+  EXPECT_THROW(llamacpp_model_from_gguf(missing.parse()), SpecError);
+}

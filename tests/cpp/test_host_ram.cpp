@@ -14,6 +14,22 @@ namespace {
 
 constexpr std::int64_t kGiBBytes = std::int64_t{1} << 30;
 
+// Qwen3-8B's shape (36 layers of 32 query and 8 KV heads x 128, q/k norms).
+constexpr const char* kQwen3_8B = R"(
+id: test/qwen3-8b
+model_type: qwen3
+hidden_size: 4096
+num_hidden_layers: 36
+num_attention_heads: 32
+num_key_value_heads: 8
+head_dim: 128
+intermediate_size: 12288
+vocab_size: 151936
+max_position_embeddings: 40960
+torch_dtype: bfloat16
+qk_norm: true
+)";
+
 Breakdown run(const EngineConfig& config, std::int64_t host_ram_bytes, int gpus = 1) {
   HardwareConfig hw;
   hw.gpu = vramplan_test::h100();
@@ -55,20 +71,7 @@ TEST(HostRam, CpuOffloadPinsEachTpRanksShardAndNeverTheEmbeddings) {
   // 64 + 32 + 256 + 128 MiB + 512 B + 16 KiB = 1.30x the bytes moved, not a flat 1.9x.
   constexpr std::int64_t kMiBBytes = std::int64_t{1} << 20;
   constexpr std::int64_t kSmall = 512 + 16 * 1024;
-  const ModelSpec spec = spec_from_yaml(R"(
-id: test/qwen3-8b
-model_type: qwen3
-hidden_size: 4096
-num_hidden_layers: 36
-num_attention_heads: 32
-num_key_value_heads: 8
-head_dim: 128
-intermediate_size: 12288
-vocab_size: 151936
-max_position_embeddings: 40960
-torch_dtype: bfloat16
-qk_norm: true
-)");
+  const ModelSpec spec = spec_from_yaml(kQwen3_8B);
   HardwareConfig hw;
   hw.gpu = vramplan_test::h100();
   EngineConfig config;
@@ -107,20 +110,7 @@ TEST(HostRam, KvOffloadOnRocmIsBackOnThePinnedPathAt033) {
   // vllm#53042's shape on one GPU: Qwen3-8B-like 36 layers, --kv-offloading-size 75: 75 / 36 =
   // 2.08 GiB per tensor -> 4 GiB, 36 x 4 = 144 GiB. 0.29 maps the shared region on ROCm too
   // (is_cuda_alike), 0.33 not (is_cuda_alike() and not is_rocm()).
-  const ModelSpec spec = spec_from_yaml(R"(
-id: test/qwen3-8b
-model_type: qwen3
-hidden_size: 4096
-num_hidden_layers: 36
-num_attention_heads: 32
-num_key_value_heads: 8
-head_dim: 128
-intermediate_size: 12288
-vocab_size: 151936
-max_position_embeddings: 40960
-torch_dtype: bfloat16
-qk_norm: true
-)");
+  const ModelSpec spec = spec_from_yaml(kQwen3_8B);
   HardwareConfig hw;
   hw.gpu = vramplan_test::h100();
   hw.gpu.vendor = "amd";

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf_test_writer.hpp"
 #include "test_support.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/gguf_import.hpp"
@@ -15,58 +16,7 @@ using namespace vramplan;
 
 namespace {
 
-struct GgufWriter {
-  std::string kvs;
-  std::string infos;
-  std::int64_t n_kvs = 0;
-  std::int64_t n_tensors = 0;
-  std::int64_t data_bytes = 0;
-
-  static void u32(std::string& out, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  }
-  static void u64(std::string& out, std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  }
-  static void str(std::string& out, const std::string& s) {
-    u64(out, s.size());
-    out += s;
-  }
-  void kv_u32(const std::string& key, std::uint32_t v) {
-    str(kvs, key);
-    u32(kvs, 4);  // UINT32
-    u32(kvs, v);
-    ++n_kvs;
-  }
-  void kv_str(const std::string& key, const std::string& v) {
-    str(kvs, key);
-    u32(kvs, 8);  // STRING
-    str(kvs, v);
-    ++n_kvs;
-  }
-  // dims innermost first (ne0, ne1); bytes as the test computes them.
-  void tensor(const std::string& name, std::uint64_t ne0, std::uint64_t ne1, std::uint32_t type,
-              std::int64_t bytes) {
-    str(infos, name);
-    u32(infos, ne1 == 0 ? 1 : 2);
-    u64(infos, ne0);
-    if (ne1 != 0) u64(infos, ne1);
-    u32(infos, type);
-    u64(infos, static_cast<std::uint64_t>(data_bytes));
-    data_bytes += (bytes + 31) / 32 * 32;
-    ++n_tensors;
-  }
-  std::string bytes() const {
-    std::string out = "GGUF";
-    u32(out, 3);
-    u64(out, static_cast<std::uint64_t>(n_tensors));
-    u64(out, static_cast<std::uint64_t>(n_kvs));
-    out += kvs + infos;
-    out.resize((out.size() + 31) / 32 * 32, '\0');
-    out.resize(out.size() + static_cast<std::size_t>(data_bytes), '\0');
-    return out;
-  }
-};
+using GgufWriter = vramplan_test::GgufTestWriter;
 
 constexpr std::uint32_t kF32 = 0, kQ4K = 12, kQ6K = 14;
 // Rows of ne0 = 256 values: Q4_K 144 B, Q6_K 210 B; ne0 = 512: twice that.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf_test_writer.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/llamacpp.hpp"
 #include "vramplan/tensor_headers.hpp"
@@ -19,55 +20,11 @@ constexpr std::int64_t kMiB = std::int64_t{1} << 20;
 constexpr std::uint32_t kF32 = 0, kF16 = 1, kQ4K = 12, kQ6K = 14;
 
 // A GGUF v3 header; the data region is only declared (the file size given to the parser).
-struct HeaderWriter {
-  std::string kvs;
-  std::string infos;
-  std::uint64_t n_kvs = 0;
-  std::uint64_t n_tensors = 0;
-  std::int64_t data_bytes = 0;
-
-  static void u32(std::string& out, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  }
-  static void u64(std::string& out, std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  }
-  static void str(std::string& out, const std::string& s) {
-    u64(out, s.size());
-    out += s;
-  }
-  void kv_u32(const std::string& key, std::uint32_t v) {
-    str(kvs, key);
-    u32(kvs, 4);
-    u32(kvs, v);
-    ++n_kvs;
-  }
-  void kv_str(const std::string& key, const std::string& v) {
-    str(kvs, key);
-    u32(kvs, 8);
-    str(kvs, v);
-    ++n_kvs;
-  }
-  // dims innermost first (ne0, ne1, ne2); `bytes` as the test computes them.
-  void tensor(const std::string& name, const std::vector<std::uint64_t>& ne, std::uint32_t type,
-              std::int64_t bytes) {
-    str(infos, name);
-    u32(infos, static_cast<std::uint32_t>(ne.size()));
-    for (const std::uint64_t n : ne) u64(infos, n);
-    u32(infos, type);
-    u64(infos, static_cast<std::uint64_t>(data_bytes));
-    data_bytes += (bytes + 31) / 32 * 32;
-    ++n_tensors;
-  }
+struct HeaderWriter : vramplan_test::GgufTestWriter {
   GgufHeader parse() const {
-    std::string out = "GGUF";
-    u32(out, 3);
-    u64(out, n_tensors);
-    u64(out, n_kvs);
-    out += kvs + infos;
-    out.resize((out.size() + 31) / 32 * 32, '\0');
-    const auto file_bytes = static_cast<std::int64_t>(out.size()) + data_bytes;
-    return parse_gguf_header(out, file_bytes, "<test.gguf>");
+    const std::string bytes = header();
+    const auto file_bytes = static_cast<std::int64_t>(bytes.size()) + data_bytes;
+    return parse_gguf_header(bytes, file_bytes, "<test.gguf>");
   }
 };
 

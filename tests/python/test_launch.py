@@ -829,10 +829,8 @@ def test_eplb_redundant_experts_in_each_releases_spelling(
     assert "--eplb-config '{\"num_redundant_experts\":32}'" in new["vllm_args"]
     main([*argv, "--engine-version", "0.10.1", "--", "vllm", "serve", *launch])
     old_default = json.loads(capsys.readouterr().out)
-    main(
-        [*argv, "--engine-version", "0.10.1", "--", "vllm", "serve", *launch]
-        + ["--num-redundant-experts", "32"]
-    )
+    old_release = [*argv, "--engine-version", "0.10.1", "--", "vllm", "serve", *launch]
+    main([*old_release, "--num-redundant-experts", "32"])
     old = json.loads(capsys.readouterr().out)
     assert "--num-redundant-experts 32" in old["vllm_args"]
     # 36 experts per rank instead of 32: the weights grow in both releases' plans.

@@ -6,15 +6,11 @@
 #include "vramplan/calibration.hpp"
 #include "vramplan/compiled.hpp"
 #include "vramplan/knobs.hpp"
+#include "vramplan/saturating.hpp"
+#include "vramplan/weights.hpp"
 
 namespace vramplan {
 namespace {
-
-std::int64_t next_power_of_two(std::int64_t bytes) noexcept {
-  std::int64_t p = 1;
-  while (p < bytes && p < (std::int64_t{1} << 62)) p <<= 1;
-  return p;
-}
 
 // LMCache's max_local_cpu_size default, 5.0 "GB" read as GiB (LMCache 0.5.6 v1/config.py;
 // cache_engine.py sizes the pool int(size * 1024**3)).
@@ -29,7 +25,8 @@ constexpr std::int64_t kLmcacheLocalCpuDefaultBytes = std::int64_t{5} << 30;
 std::int64_t lmcache_pinned_bytes(const EngineConfig& knobs, std::int64_t workers) {
   const std::string connector = kv_connector_of(knobs.kv_transfer_config);
   if (connector != "LMCacheConnectorV1" && connector != "LMCacheConnector") return 0;
-  return workers * knobs.lmcache_local_cpu_bytes.value_or(kLmcacheLocalCpuDefaultBytes);
+  return saturating_mul(workers,
+                        knobs.lmcache_local_cpu_bytes.value_or(kLmcacheLocalCpuDefaultBytes));
 }
 
 // Host RAM while loading and serving, per node, without the input batch (it grows with the
@@ -88,7 +85,7 @@ std::int64_t kv_offload_pinned_bytes(std::int64_t offload_bytes, std::int64_t en
   std::int64_t per_engine = 0;
   for (const std::int64_t tensors : stage_kv_tensors) {
     if (tensors <= 0) continue;
-    per_engine += tp * tensors * next_power_of_two(offload_bytes / world / tensors);
+    per_engine += tp * tensors * pinned_block_bytes(offload_bytes / world / tensors);
   }
   return engine_cores * per_engine;
 }

@@ -401,13 +401,6 @@ std::int64_t checkpoint_tensor_bytes(const ModelSpec& spec, bool include_mtp) {
 
 namespace {
 
-// torch's CachingHostAllocator rounds every pinned block up to a power of two.
-std::int64_t pinned_block_bytes(std::int64_t bytes) noexcept {
-  std::int64_t block = 1;
-  while (block < bytes && block < (std::int64_t{1} << 62)) block <<= 1;
-  return block;
-}
-
 // True for a group vLLM fuses into the parameter before it: k/v into QKVParallelLinear's
 // weight (and the qkv bias), which the offloader pins as one block.
 bool fused_with_previous(const TensorGroup& previous, const TensorGroup& group) noexcept {
@@ -418,6 +411,12 @@ bool fused_with_previous(const TensorGroup& previous, const TensorGroup& group) 
 }
 
 }  // namespace
+
+std::int64_t pinned_block_bytes(std::int64_t bytes) noexcept {
+  std::int64_t block = 1;
+  while (block < bytes && block < (std::int64_t{1} << 62)) block <<= 1;
+  return block;
+}
 
 CpuOffload cpu_offload_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
                                 const RankPlacement& placement, std::int64_t budget_bytes) {

@@ -66,6 +66,10 @@ struct WeightBytes {
 WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
                                   const RankPlacement& placement, bool include_mtp = false);
 
+// Host bytes torch's CachingHostAllocator takes for one pinned allocation: the request rounded
+// up to a power of two.
+std::int64_t pinned_block_bytes(std::int64_t bytes) noexcept;
+
 // --cpu-offload-gb on one rank (vLLM's UVAOffloader / 0.11's maybe_offload_to_cpu, called by
 // make_layers): the stage's decoder-layer parameters move to pinned host memory one by one, in
 // module order, while fewer than `budget_bytes` are offloaded. Each is pinned on its own, so

@@ -891,9 +891,11 @@ def _env_value(key: str, value: str) -> str | int:
             size = float(value)
         except ValueError:
             size = math.nan
-        if not math.isfinite(size) or size < 0:
+        # At most 2^32 GiB (4 EiB): larger is no host, and overflows the core's int64 bytes.
+        if not math.isfinite(size) or not 0 <= size <= 2**32:
             msg = (
-                f"{key}: expected a size in GiB, a number >= 0, as LMCache reads it (got {value!r})"
+                f"{key}: expected a size in GiB, a number from 0 to 2^32, as LMCache reads it "
+                f"(got {value!r})"
             )
             raise _core.ConfigError(msg) from None
         return round(size * GIB)

@@ -810,10 +810,11 @@ def test_lmcache_pools_come_from_the_pasted_launch_and_its_environment(
         kv_transfer_config=json.loads(connector),
     )
     assert plan.breakdown.host.pinned_bytes == 4 * 5 * 2**30  # LMCache's default 5 GiB each
-    assert main([*argv[:-1], "LMCACHE_MAX_LOCAL_CPU_SIZE=lots", *command]) == 2
-    error = capsys.readouterr().err
-    assert "LMCACHE_MAX_LOCAL_CPU_SIZE: expected a size in GiB" in error
-    assert "'lots'" in error
+    for bad in ("lots", "-1", "1e300", "inf"):
+        assert main([*argv[:-1], f"LMCACHE_MAX_LOCAL_CPU_SIZE={bad}", *command]) == 2
+        error = capsys.readouterr().err
+        assert "LMCACHE_MAX_LOCAL_CPU_SIZE: expected a size in GiB" in error
+        assert repr(bad) in error
 
 
 def test_eplb_redundant_experts_in_each_releases_spelling(

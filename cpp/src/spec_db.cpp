@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <optional>
+#include <sstream>
+#include <string_view>
 
 #include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
@@ -77,6 +80,110 @@ std::string nearest_names(const std::map<std::string, std::size_t>& index,
   return out;
 }
 
+constexpr std::int64_t kMaxModelFileBytes = std::int64_t{1} << 20;  // as spec_yaml.cpp reads one
+
+// One plain or quoted YAML scalar (a name), trimmed and without a trailing comment; nullopt
+// for anything else (an escape, a flow collection, an anchor or alias, a tag, an empty value).
+std::optional<std::string> scan_scalar(std::string_view text) {
+  const std::string_view trimmed = text::trim(text);
+  if (trimmed.empty()) return std::nullopt;
+  const char quote = trimmed.front();
+  if (quote == '"' || quote == '\'') {
+    const std::size_t close = trimmed.find(quote, 1);
+    if (close == std::string_view::npos || close == 1) return std::nullopt;
+    const std::string_view inner = trimmed.substr(1, close - 1);
+    const std::string_view rest = text::trim(trimmed.substr(close + 1));
+    if (inner.find('\\') != std::string_view::npos || (!rest.empty() && rest.front() != '#'))
+      return std::nullopt;
+    return std::string(inner);
+  }
+  std::string_view plain = trimmed;
+  const std::size_t comment = plain.find(" #");
+  if (comment != std::string_view::npos) plain = text::trim(plain.substr(0, comment));
+  if (plain.empty() ||
+      std::string_view("[]{}&*!|>%@`#-?:,").find(plain.front()) != std::string_view::npos ||
+      plain.find(": ") != std::string_view::npos || plain.back() == ':')
+    return std::nullopt;
+  return std::string(plain);
+}
+
+// The items of a one-line flow list "[a, 'b', c]"; nullopt for anything else.
+std::optional<std::vector<std::string>> scan_flow_list(std::string_view text) {
+  std::string_view list = text::trim(text);
+  const std::size_t comment = list.rfind(" #");
+  if (comment != std::string_view::npos && list.find(']') < comment)
+    list = text::trim(list.substr(0, comment));
+  if (list.size() < 2 || list.front() != '[' || list.back() != ']') return std::nullopt;
+  list = text::trim(list.substr(1, list.size() - 2));
+  std::vector<std::string> items;
+  if (list.empty()) return items;
+  while (true) {
+    // A quoted item may hold a comma: find its closing quote before the separator.
+    std::size_t end = 0;
+    if (list.front() == '"' || list.front() == '\'') {
+      end = list.find(list.front(), 1);
+      if (end == std::string_view::npos) return std::nullopt;
+    }
+    const std::size_t comma = list.find(',', end);
+    const std::optional<std::string> item = scan_scalar(list.substr(0, comma));
+    if (!item) return std::nullopt;
+    items.push_back(*item);
+    if (comma == std::string_view::npos) return items;
+    list = text::trim(list.substr(comma + 1));
+  }
+}
+
+// The id and aliases a model file's top-level lines name (id first), read without parsing
+// the YAML; nullopt where a line is anything the scan cannot read for certain (the file is
+// then parsed whole). The names are checked against the parse when the model is used.
+std::optional<std::vector<std::string>> scan_model_names(const std::string& yaml_text) {
+  std::optional<std::string> id;
+  std::vector<std::string> aliases;
+  bool aliases_seen = false;
+  bool in_block_aliases = false;
+  std::istringstream lines(yaml_text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::string_view view(line);
+    if (text::trim(view).empty() || text::trim(view).front() == '#') continue;
+    if (view.front() == ' ' || view.front() == '-') {
+      if (!in_block_aliases) continue;  // inside another key's block
+      const std::string_view item = text::trim(view);
+      if (item.size() < 2 || item.substr(0, 2) != "- ") return std::nullopt;
+      const std::optional<std::string> name = scan_scalar(item.substr(2));
+      if (!name) return std::nullopt;
+      aliases.push_back(*name);
+      continue;
+    }
+    in_block_aliases = false;
+    if (view.front() == '\t' || view.substr(0, 3) == "---" || view.substr(0, 3) == "...")
+      return std::nullopt;
+    if (view.substr(0, 3) == "id:") {
+      if (id) return std::nullopt;
+      id = scan_scalar(view.substr(3));
+      if (!id) return std::nullopt;
+    } else if (view.substr(0, 8) == "aliases:") {
+      if (aliases_seen) return std::nullopt;
+      aliases_seen = true;
+      const std::string_view rest = text::trim(view.substr(8));
+      if (rest.empty() || rest.front() == '#') {
+        in_block_aliases = true;
+      } else {
+        const std::optional<std::vector<std::string>> items = scan_flow_list(rest);
+        if (!items) return std::nullopt;
+        aliases = *items;
+      }
+    } else if (view.front() == '"' || view.front() == '\'' || view.front() == '?' ||
+               view.front() == '{' || view.front() == '[' || view.front() == '&' ||
+               view.front() == '*' || view.front() == '!' || view.front() == '<') {
+      return std::nullopt;  // a key the scan cannot tell from id or aliases
+    }
+  }
+  if (!id) return std::nullopt;
+  aliases.insert(aliases.begin(), *id);
+  return aliases;
+}
+
 }  // namespace
 
 SpecDatabase SpecDatabase::load_directory(const std::string& dir) {
@@ -93,7 +200,18 @@ SpecDatabase SpecDatabase::load_directory(const std::string& dir) {
     }
   }
   std::sort(files.begin(), files.end());  // deterministic order and error reporting
-  for (const auto& file : files) db.add_model(load_model_spec_file(file.string()));
+  for (const auto& file : files) {
+    auto entry = std::make_shared<ModelEntry>();
+    entry->file = file.string();
+    entry->text = read_regular_file(entry->file, "spec file", kMaxModelFileBytes);
+    std::optional<std::vector<std::string>> names = scan_model_names(entry->text);
+    if (!names) {
+      db.add_model(parse_model_spec_yaml(entry->text, entry->file));
+      continue;
+    }
+    entry->names = std::move(*names);
+    db.add_entry(std::move(entry), file.string());
+  }
   const fs::path gpus = root / "gpus.yaml";
   if (fs::exists(gpus)) {
     const std::string text =
@@ -104,18 +222,45 @@ SpecDatabase SpecDatabase::load_directory(const std::string& dir) {
 }
 
 void SpecDatabase::add_model(ModelSpec spec) {
+  auto entry = std::make_shared<ModelEntry>();
+  entry->names = spec.aliases;
+  entry->names.insert(entry->names.begin(), spec.id);
+  const std::string source = spec.source;
+  entry->spec = std::move(spec);
+  add_entry(std::move(entry), source);
+}
+
+void SpecDatabase::add_entry(std::shared_ptr<ModelEntry> entry, const std::string& source) {
   const std::size_t index = models_.size();
-  std::vector<std::string> names = spec.aliases;
-  names.insert(names.begin(), spec.id);
-  for (const auto& name : names) {
+  for (const auto& name : entry->names) {
     const auto it = model_index_.find(key_of(name));
     if (it != model_index_.end()) {
-      throw SpecError(spec.source, name == spec.id ? "id" : "aliases", "'" + name + "'",
-                      "already defined by " + models_[it->second].source);
+      const ModelEntry& other = *models_[it->second];
+      throw SpecError(source, name == entry->names.front() ? "id" : "aliases", "'" + name + "'",
+                      "already defined by " + (other.spec ? other.spec->source : other.file));
     }
   }
-  for (const auto& name : names) model_index_[key_of(name)] = index;
-  models_.push_back(std::move(spec));
+  for (const auto& name : entry->names) model_index_[key_of(name)] = index;
+  models_.push_back(std::move(entry));
+}
+
+const ModelSpec& SpecDatabase::parsed(ModelEntry& entry) {
+  std::call_once(entry.parse_once, [&entry] {
+    if (entry.spec) return;  // added parsed
+    ModelSpec spec = parse_model_spec_yaml(entry.text, entry.file);
+    std::vector<std::string> names = spec.aliases;
+    names.insert(names.begin(), spec.id);
+    if (names != entry.names) {
+      throw SpecError(entry.file, "id", "'" + spec.id + "'",
+                      "the id and aliases parsed differ from the ones the index read from the "
+                      "file's lines (first: '" +
+                          entry.names.front() + "'); write them as plain or quoted scalars");
+    }
+    entry.text.clear();
+    entry.text.shrink_to_fit();
+    entry.spec = std::move(spec);
+  });
+  return *entry.spec;
 }
 
 void SpecDatabase::add_gpu(GpuSpec gpu) {
@@ -186,7 +331,7 @@ const ModelSpec& SpecDatabase::model(const std::string& name) const {
     throw ConfigError("model", "'" + name + "'", nearest_names(model_index_, name),
                       "unknown model (not an id or alias in model_specs/)");
   }
-  return models_[it->second];
+  return parsed(*models_[it->second]);
 }
 
 const GpuSpec& SpecDatabase::gpu(const std::string& name) const {
@@ -205,7 +350,14 @@ const GpuSpec& SpecDatabase::gpu(const std::string& name) const {
 
 std::vector<std::string> SpecDatabase::model_ids() const {
   std::vector<std::string> out;
-  for (const auto& m : models_) out.push_back(m.id);
+  for (const auto& entry : models_) out.push_back(entry->names.front());
+  return out;
+}
+
+std::vector<ModelSpec> SpecDatabase::models() const {
+  std::vector<ModelSpec> out;
+  out.reserve(models_.size());
+  for (const auto& entry : models_) out.push_back(parsed(*entry));
   return out;
 }
 

@@ -8,123 +8,128 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
-from rich import box
-from rich.console import Console
-from rich.padding import Padding
-from rich.segment import Segment
-from rich.table import Table
-from rich.text import Text
-
 from ._quoting import shell_word, visible
+from ._styled import Indented, Styled, TableSpec
 from ._units import gib_text
 
-# Piped output is not wrapped at a terminal's width: long provenance lines stay on one line.
-PIPED_WIDTH = 200
 # Piped output meant for reading (check): wrapped at words at this width unless COLUMNS says.
+# Other piped output is never wrapped: a table row or a provenance line stays one line for grep.
 PIPED_READING_WIDTH = 100
 
 _OUTCOME_STYLE = {"started": "bold green"}
 
 
-class _Console(Console):
-    """rich's Console for text that holds user strings (model paths, served names, GPU names,
-    log lines): no markup, emoji codes or highlighting is read from any string, and control
-    characters are printed as escapes (`\\x1b`), so no string can restyle, hide text, clear
-    the screen or set the window title. A closed pipe raises BrokenPipeError (rich itself
-    exits 1): the CLI exits 141 for it, as a shell pipeline expects."""
+class PlainConsole:
+    """Piped output without rich: a table as rich's ASCII2 box without edges lays it out (`a |
+    b` rows under a `--+--` rule), at its natural width; prose one line an item; lines
+    unpadded; user strings' control characters as escapes."""
 
-    reading = False  # prose wraps at words (check); else it stays one line
+    is_terminal = False
+    reading = False
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(markup=False, emoji=False, highlight=False, **options)
+    def __init__(self, stream: IO[str]) -> None:
+        self.file = stream
 
-    def render_str(self, text: str, **options: Any) -> Text:
-        options.update(markup=False, emoji=False, highlight=False)
-        return super().render_str(visible(text, keep_newlines=True), **options)
+    def print(self, content: Any, *, soft_wrap: bool = True) -> None:
+        del soft_wrap  # piped prose is never wrapped
+        lines = _plain_lines(content)
+        self.file.write("".join(line.rstrip(" ") + "\n" for line in lines))
 
-    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
-        # The last step before the terminal: Text objects built from user strings included.
-        text = super()._render_buffer(
-            segment
-            if segment.control
-            else Segment(visible(segment.text, keep_newlines=True), segment.style)
-            for segment in buffer
-        )
-        if self.is_terminal:
-            return text
-        # Plain text: no cell padding after the last word of a line.
-        return "\n".join(line.rstrip(" ") for line in text.split("\n"))
-
-    def on_broken_pipe(self) -> None:
-        raise BrokenPipeError
+    def flush(self) -> None:
+        self.file.flush()
 
 
-def console(file: IO[str] | None = None, *, reading: bool = False) -> Console:
-    """A console on `file` (stdout): colour and box tables on a terminal, plain text otherwise,
-    its lines unpadded. NO_COLOR is honoured; FORCE_COLOR / TTY_COMPATIBLE as rich reads them.
-    `reading`: plain text wraps at words at PIPED_READING_WIDTH (or COLUMNS), not one table row
-    a line."""
+def _plain_text(content: str | Styled) -> str:
+    return visible(
+        content.plain if isinstance(content, Styled) else str(content), keep_newlines=True
+    )
+
+
+def _cells(text: str) -> int:
+    """Terminal cells `text` takes: East Asian wide characters two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
+def _plain_lines(content: Any) -> list[str]:
+    if isinstance(content, TableSpec):
+        return _plain_table(content)
+    if isinstance(content, Indented):
+        return [" " * content.spaces + line for line in _plain_lines(content.content)]
+    return _plain_text(content).split("\n")
+
+
+def _plain_table(spec: TableSpec) -> list[str]:
+    # A cell's own line breaks would break the row: shown as spaces, one row a line.
+    cells = [[_plain_text(cell).replace("\n", " ") for cell in row] for row in spec.rows]
+    widths = [_cells(name) for name in spec.columns]
+    for row in cells:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], _cells(cell))
+
+    def line(row: Sequence[str]) -> str:
+        padded = []
+        for name, cell, width in zip(spec.columns, row, widths):
+            pad = " " * (width - _cells(cell))
+            padded.append(pad + cell if name in spec.right else cell + pad)
+        return " | ".join(padded)
+
+    last = len(widths) - 1
+    rule = "+".join("-" * (w + (i > 0) + (i < last)) for i, w in enumerate(widths))
+    title = [] if spec.title is None else _plain_text(spec.title).split("\n")
+    return [*title, line(spec.columns), rule, *(line(row) for row in cells)]
+
+
+def console(file: IO[str] | None = None, *, reading: bool = False) -> Any:
+    """A console on `file` (stdout): colour and box tables on a terminal (rich), plain text
+    otherwise. NO_COLOR is honoured; FORCE_COLOR / TTY_COMPATIBLE as rich reads them on a
+    terminal. `reading`: plain text wraps at words at PIPED_READING_WIDTH (or COLUMNS), not one
+    table row a line (rich lays it out)."""
     stream = sys.stdout if file is None else file
-    if stream.isatty():
-        made = _Console(file=stream)
-    else:
-        width = int(os.environ.get("COLUMNS", "0") or 0) or (
-            PIPED_READING_WIDTH if reading else PIPED_WIDTH
-        )
-        made = _Console(
-            file=stream,
-            force_terminal=False,
-            no_color=True,
-            color_system=None,
-            width=width,
-            soft_wrap=False,
-        )
-    made.reading = reading
-    return made
+    if reading or stream.isatty():
+        from ._terminal import rich_console
+
+        width = int(os.environ.get("COLUMNS", "0") or 0) or PIPED_READING_WIDTH
+        return rich_console(stream, piped_width=width, reading=reading)
+    return PlainConsole(stream)
 
 
-def unwrapped(out: Console) -> bool:
+def unwrapped(out: Any) -> bool:
     """Whether prose stays one line (soft wrap): yes, unless the console is for reading (check),
     where it wraps at words like the tables."""
-    return not (isinstance(out, _Console) and out.reading)
+    return not out.reading
 
 
-def bold_lead(lead: str, rest: str) -> Text:
+def bold_lead(lead: str, rest: str) -> Styled:
     """`lead` in bold then `rest`, neither read as markup."""
-    return Text.assemble((lead, "bold"), rest)
+    return Styled.assemble((lead, "bold"), rest)
 
 
-def outcome_text(outcome: str) -> Text:
-    return Text(outcome, style=_OUTCOME_STYLE.get(outcome, "bold red"))
+def outcome_text(outcome: str) -> Styled:
+    return Styled(outcome, _OUTCOME_STYLE.get(outcome, "bold red"))
 
 
 def table(
-    out: Console,
+    out: Any,
     columns: Sequence[str],
     rows: Iterable[Sequence[Any]],
     *,
     title: str | None = None,
     right: Iterable[str] = (),
-) -> Table:
-    """A table with these columns (`right`: right-aligned ones): boxed on a terminal, space-
-    separated columns under a header line when plain."""
-    aligned = set(right)
-    t = Table(
-        title=title,
-        title_justify="left",
-        box=box.SIMPLE_HEAVY if out.is_terminal else box.ASCII2,
-        show_edge=out.is_terminal,
-        header_style="bold" if out.is_terminal else "",
-        pad_edge=False,
-    )
-    for name in columns:
-        t.add_column(name, justify="right" if name in aligned else "left", overflow="fold")
-    for row in rows:
-        t.add_row(*(cell if isinstance(cell, Text) else str(cell) for cell in row))
-    return t
+) -> TableSpec:
+    """A table with these columns (`right`: right-aligned ones)."""
+    del out  # the console that prints it lays it out
+    cells = [[cell if isinstance(cell, Styled) else str(cell) for cell in row] for row in rows]
+    return TableSpec(list(columns), cells, title, frozenset(right))
 
 
-def breakdown(out: Console, data: dict[str, Any], *, how: bool = True) -> None:
+def breakdown(out: Any, data: dict[str, Any], *, how: bool = True) -> None:
     """Per-rank terms; `how`: with the "how we know" column (each term's provenance)."""
     cfg = data["config"]
     runner = {"v2": "Model Runner V2", "v1": "V1 model runner"}[data["model_runner"]]
@@ -136,7 +141,7 @@ def breakdown(out: Console, data: dict[str, Any], *, how: bool = True) -> None:
         else ""
     )
     out.print(
-        Text.assemble(
+        Styled.assemble(
             (visible(str(data["model"])), "bold"),
             " on ",
             (visible(str(data["gpu"])), "bold"),
@@ -187,7 +192,7 @@ def breakdown(out: Console, data: dict[str, Any], *, how: bool = True) -> None:
         f"host RAM required: {gib_text(host['required_bytes'])} "
         f"(+ {gib_text(host['page_cache_bytes'])} reclaimable page cache)"
     )
-    out.print(Text("outcome: ").append(outcome_text(data["outcome"])))
+    out.print(Styled("outcome: ").append(outcome_text(data["outcome"])))
     if "error_band" in data:
         out.print(f"expected error: {data['error_band']['statement']}", soft_wrap=unwrapped(out))
     for message in data["messages"]:
@@ -198,17 +203,17 @@ def _verdict_style(fits: bool) -> str:
     return "bold green" if fits else "bold red"
 
 
-def plan(out: Console, data: dict[str, Any]) -> None:
+def plan(out: Any, data: dict[str, Any]) -> None:
     """A plan's JSON (with remedies already filtered to the user's target)."""
     breakdown(out, data["breakdown"])
     written = data["as_written"]
     out.print(
-        Text("\nas written: ").append(written["verdict"], style=_verdict_style(written["fits"]))
+        Styled("\nas written: ").append(written["verdict"], style=_verdict_style(written["fits"]))
     )
     for change in data["changed"]:
         before = change["before"] or "unset"
         out.print(f"  changed {change['knob']}: {before} -> {change['value']} ({change['reason']})")
-    out.print(Text("verdict: ").append(data["verdict"], style=_verdict_style(data["fits"])))
+    out.print(Styled("verdict: ").append(data["verdict"], style=_verdict_style(data["fits"])))
     _kept_free(out, data)
     if data.get("workload"):
         workload(out, data["workload"], data["max_num_seqs"])
@@ -217,36 +222,38 @@ def plan(out: Console, data: dict[str, Any]) -> None:
     _remedies(out, data, model)
 
 
-def check(out: Console, data: dict[str, Any], *, how: bool = False) -> None:
+def check(out: Any, data: dict[str, Any], *, how: bool = False) -> None:
     """`check`: the verdict on the launch as the user wrote it, then what the plan changes (the
     planned launch, its verdict and line), the remedies, then the planned launch's breakdown
     (its "how we know" column with `how`). Prose wraps at words at the console's width."""
     written = data["as_written"]
     out.print(
-        Text("your launch: ", "bold").append(
+        Styled("your launch: ", "bold").append(
             written["verdict"], style=_verdict_style(written["fits"])
         )
     )
     if data["changed"]:
-        out.print(Text("what the plan changes:", "bold"))
+        out.print(Styled("what the plan changes:", "bold"))
         for change in data["changed"]:
             before = change["before"] or "unset"
-            line = Text(f"{change['knob']}: {before} -> {change['value']} ({change['reason']})")
-            out.print(Padding(line, (0, 0, 0, 2)))  # wrapped lines stay under the item
+            line = Styled(f"{change['knob']}: {before} -> {change['value']} ({change['reason']})")
+            out.print(Indented(line, 2))
     else:
-        out.print(Text("what the plan changes: ", "bold").append("nothing"))
-    out.print(Text("planned: ", "bold").append(data["verdict"], style=_verdict_style(data["fits"])))
+        out.print(Styled("what the plan changes: ", "bold").append("nothing"))
+    out.print(
+        Styled("planned: ", "bold").append(data["verdict"], style=_verdict_style(data["fits"]))
+    )
     model = _launch_line(out, data)
     _kept_free(out, data)
     if data.get("workload"):
         workload(out, data["workload"], data["max_num_seqs"])
     _remedies(out, data, model)
-    out.print(Text("\nbreakdown of the planned launch", "bold"))
+    out.print(Styled("\nbreakdown of the planned launch", "bold"))
     breakdown(out, data["breakdown"], how=how)
     _binding(out, data)
 
 
-def _kept_free(out: Console, data: dict[str, Any]) -> None:
+def _kept_free(out: Any, data: dict[str, Any]) -> None:
     """The safety margin (and why, when the error band sets it) and the runtime headroom."""
     margin = data["safety_margin_bytes"]
     band = data.get("error_band") or {}
@@ -265,7 +272,7 @@ def _kept_free(out: Console, data: dict[str, Any]) -> None:
         )
 
 
-def _binding(out: Console, data: dict[str, Any]) -> None:
+def _binding(out: Any, data: dict[str, Any]) -> None:
     """Why each solved knob has its value."""
     out.print(
         table(
@@ -276,7 +283,7 @@ def _binding(out: Console, data: dict[str, Any]) -> None:
     )
 
 
-def _launch_line(out: Console, data: dict[str, Any]) -> str:
+def _launch_line(out: Any, data: dict[str, Any]) -> str:
     """The planned launch as one `vllm serve` line (never wrapped: it is copied); the model
     word as the line writes it."""
     model = shell_word(data.get("served_model") or data["breakdown"]["model"])
@@ -287,7 +294,7 @@ def _launch_line(out: Console, data: dict[str, Any]) -> str:
     return model
 
 
-def _remedies(out: Console, data: dict[str, Any], model: str) -> None:
+def _remedies(out: Any, data: dict[str, Any], model: str) -> None:
     if not data["remedies"]:
         return
     out.print(
@@ -297,7 +304,7 @@ def _remedies(out: Console, data: dict[str, Any], model: str) -> None:
             [
                 [
                     r["change"],
-                    Text("fits", "green") if r["fits"] else Text("not enough", "yellow"),
+                    Styled("fits", "green") if r["fits"] else Styled("not enough", "yellow"),
                     r["detail"]
                     + (f"; drops your {', '.join(r['drops'])}" if r.get("drops") else ""),
                 ]
@@ -312,9 +319,9 @@ def _remedies(out: Console, data: dict[str, Any], model: str) -> None:
             break
 
 
-def workload(out: Console, w: dict[str, Any], max_num_seqs: int) -> None:
+def workload(out: Any, w: dict[str, Any], max_num_seqs: int) -> None:
     """What the workload asks of the KV cache: requests held, preemption, the prefill trade."""
-    out.print(Text("workload: ").append(str(w["description"])), soft_wrap=unwrapped(out))
+    out.print(Styled("workload: ").append(str(w["description"])), soft_wrap=unwrapped(out))
     out.print(
         f"  one request holds {w['blocks_p50']:,} KV blocks at p50, {w['blocks_p99']:,} at p99 "
         f"(at its peak); the {w['pool_blocks']:,} usable blocks hold {w['requests_held_p50']:,} "
@@ -354,7 +361,7 @@ def replay_rows(replays: Iterable[Any], terms: Sequence[str]) -> tuple[list[list
     for replay in replays:
         if replay.unsupported:
             problems += 1
-            rows.append([replay.id, "unsupported", "-", "-", Text(replay.unsupported, "yellow")])
+            rows.append([replay.id, "unsupported", "-", "-", Styled(replay.unsupported, "yellow")])
             continue
         for term in (*terms, "outcome"):
             predicted = replay.predicted.get(term)
@@ -364,7 +371,7 @@ def replay_rows(replays: Iterable[Any], terms: Sequence[str]) -> tuple[list[list
             if term == "outcome":
                 same = predicted == measured
                 problems += not same
-                flag = Text("ok", "green") if same else Text("MISMATCH", "bold red")
+                flag = Styled("ok", "green") if same else Styled("MISMATCH", "bold red")
                 rows.append([replay.id, term, str(predicted), str(measured), flag])
             elif predicted is None:
                 rows.append([replay.id, term, "-", f"{measured:.2f}", "-"])
@@ -384,7 +391,7 @@ def replay_rows(replays: Iterable[Any], terms: Sequence[str]) -> tuple[list[list
     return rows, problems
 
 
-def replays(out: Console, replays: Sequence[Any], terms: Sequence[str]) -> int:
+def replays(out: Any, replays: Sequence[Any], terms: Sequence[str]) -> int:
     rows, problems = replay_rows(replays, terms)
     out.print(
         table(

@@ -213,6 +213,8 @@ def parse_flags(tokens: Sequence[str], *, version: str | None = None) -> dict[st
     {keyword: value}, as vLLM's FlexibleArgumentParser reads them; a name the release does not
     accept, or a value given to one of its boolean options (`--enforce-eager false`), raises
     ConfigError (did you mean; vLLM's reason)."""
+    if not tokens:
+        return {}  # no flags: the argument list is not read (a tenth of a CLI start)
     names = engine_arg_names(version)
     switches = boolean_options(version)
     args: dict[str, Any] = {}
@@ -767,8 +769,9 @@ def to_knobs(
     `typed=False` (the Python API) renames and rescales only: the core checks the types."""
     table = _knob_table()
     by_kwarg = _kwarg_to_knob()
-    names = engine_arg_names(version)
-    unmodelled = unmodelled_names()
+    # No arguments (a bare `plan`): the release's argument list is not read.
+    names = engine_arg_names(version) if args else frozenset()
+    unmodelled = unmodelled_names() if args else frozenset()
     out = Knobs()
     given_as: dict[str, str] = {}  # knob -> the name the caller used
     for written, value in args.items():

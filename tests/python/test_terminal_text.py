@@ -107,3 +107,33 @@ def test_probe_shows_a_gpu_name_with_escapes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert not OBEYED.search(done.stdout + done.stderr)
     assert "\\x1b[2J" in done.stdout
+
+
+def test_piped_tables_keep_rows_whole_and_align_wide_characters() -> None:
+    stream = io.StringIO()
+    out = _render.console(stream)
+    assert not out.is_terminal
+    wide = "模型"  # two East Asian wide characters: four terminal cells
+    long_cell = "x" * 250  # wider than any terminal: the row stays one line in a pipe
+    out.print(
+        _render.table(
+            out,
+            ["name", "size"],
+            [[wide, "1.00 GiB"], ["ab", long_cell]],
+            right=["size"],
+            title="t",
+        )
+    )
+    out.print(_render.bold_lead("lead:", " " + "y" * 250))
+    # Written here by hand: columns padded to the widest cell (in cells), " | " between them,
+    # a "-+-" rule under the header, right-aligned "size", no padding after the last word.
+    size = 250
+    assert stream.getvalue().split("\n") == [
+        "t",
+        "name | " + " " * (size - 4) + "size",
+        "-----+" + "-" * (size + 1),
+        wide + " | " + " " * (size - 8) + "1.00 GiB",
+        "ab   | " + long_cell,
+        "lead: " + "y" * 250,
+        "",
+    ]

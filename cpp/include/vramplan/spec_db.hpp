@@ -3,6 +3,9 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +44,11 @@ std::string schema_markdown();
 
 class SpecDatabase {
  public:
-  // Load <dir>/models/**/*.yaml and <dir>/gpus.yaml. Throws SpecError on the first bad file.
+  // Index <dir>/models/**/*.yaml by the id and aliases each file's top-level lines name (a
+  // file parses on first use: a plan reads one model, not all) and load <dir>/gpus.yaml.
+  // Throws SpecError on a duplicate name, a file it cannot read, and on gpus.yaml's errors; a
+  // model file's own errors come when it is first used (a file whose names the scan cannot
+  // read for certain parses here).
   static SpecDatabase load_directory(const std::string& dir);
 
   // Find a model by id or alias (case-insensitive). Throws ConfigError listing near names.
@@ -63,19 +70,31 @@ class SpecDatabase {
 
   std::vector<std::string> model_ids() const;
   std::vector<std::string> gpu_ids() const;
-  const std::vector<ModelSpec>& models() const { return models_; }
+  // Every model, each file parsed (SpecError on the first bad one).
+  std::vector<ModelSpec> models() const;
   const std::vector<GpuSpec>& gpus() const { return gpus_; }
 
   void add_model(ModelSpec spec);  // throws SpecError on a duplicate id/alias
   void add_gpu(GpuSpec gpu);
 
  private:
-  std::vector<ModelSpec> models_;
+  // A model: parsed (add_model, or a file the scan could not index), or a file's text with the
+  // names its scan read, parsed once on first use and checked against those names.
+  struct ModelEntry {
+    std::string file;
+    std::string text;
+    std::vector<std::string> names;  // id first, then the aliases
+    std::once_flag parse_once;
+    std::optional<ModelSpec> spec;
+  };
+  std::vector<std::shared_ptr<ModelEntry>> models_;
   std::vector<GpuSpec> gpus_;
   std::map<std::string, std::size_t> model_index_;  // lower-cased id/alias -> index
   std::map<std::string, std::size_t> gpu_index_;    // normalized id/alias (gpu_key) -> index
   std::map<std::string, std::vector<std::size_t>> shared_gpu_index_;  // gpu_key -> indices
   std::vector<std::size_t> gpu_matches(const std::string& name) const;
+  void add_entry(std::shared_ptr<ModelEntry> entry, const std::string& source);
+  static const ModelSpec& parsed(ModelEntry& entry);
 };
 
 }  // namespace vramplan

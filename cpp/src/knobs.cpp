@@ -151,7 +151,8 @@ const std::vector<KnobSpec> kKnobs = {
      KnobDefault::RowAll2allBackend, "the version's row (all2all_backend_default)",
      "how MoE layers exchange tokens under data parallelism: all-gather activations (naive, "
      "allgather_reducescatter) or fixed DeepEP / pplx buffers; VLLM_ALL2ALL_BACKEND before 0.12",
-     "--all2all-backend", "all2all_backend", 1, VRAMPLAN_KNOB_ACCESS(all2all_backend), false},
+     "--all2all-backend", "all2all_backend", 1, VRAMPLAN_KNOB_ACCESS(all2all_backend), false,
+     "VLLM_ALL2ALL_BACKEND"},
     {"kv_cache_dtype", KnobType::Text, "", 0, 0,
      "auto,fp8,fp8_e4m3,fp8_e5m2,fp8_inc,bfloat16,float16,half", KnobDefault::Stated,
      "auto: the served dtype", "KV-cache element type; fp8 halves the bytes per token",
@@ -227,7 +228,8 @@ const std::vector<KnobSpec> kKnobs = {
      KnobDefault::Stated, "5 GiB (LMCache's max_local_cpu_size) where an LMCache connector is set",
      "LMCACHE_MAX_LOCAL_CPU_SIZE (environment, GiB): the pinned CPU pool of LMCache in each "
      "worker",
-     "", "", kGiBUnit, VRAMPLAN_KNOB_ACCESS(lmcache_local_cpu_bytes), false},
+     "", "", kGiBUnit, VRAMPLAN_KNOB_ACCESS(lmcache_local_cpu_bytes), false,
+     "LMCACHE_MAX_LOCAL_CPU_SIZE"},
     {"kv_cache_memory_bytes", KnobType::Bytes, "bytes per GPU", 1, kNoLimit, "",
      KnobDefault::Stated, "unset: the budget from gpu_memory_utilization",
      "a fixed KV-cache size instead of the utilization budget", "--kv-cache-memory-bytes",
@@ -245,7 +247,7 @@ const std::vector<KnobSpec> kKnobs = {
     {"vllm_use_v2_model_runner", KnobType::Text, "", 0, 0, "auto,0,1", KnobDefault::Stated,
      "auto: the release's routing (Model Runner V2 for every model from 0.29)",
      "VLLM_USE_V2_MODEL_RUNNER (environment): 1 forces Model Runner V2, 0 the V1 runner", "", "", 1,
-     VRAMPLAN_KNOB_ACCESS(vllm_use_v2_model_runner), false},
+     VRAMPLAN_KNOB_ACCESS(vllm_use_v2_model_runner), false, "VLLM_USE_V2_MODEL_RUNNER"},
     {"enable_chunked_prefill", KnobType::Boolean, "", 0, 0, "", KnobDefault::Stated,
      "unset: V1 (0.8+) always chunks; V0 chunks above 32768 tokens of max_model_len (text "
      "models without a sliding window, speculative decoding or LoRA)",
@@ -259,7 +261,8 @@ const std::vector<KnobSpec> kKnobs = {
      "VLLM_USE_FLASHINFER_SAMPLER (environment): 1 samples with FlashInfer's top-k/top-p "
      "kernels on the V1 runner (0.8-0.12 also do so wherever FlashInfer is installed; the log "
      "says \"Using FlashInfer for top-p & top-k sampling\")",
-     "", "", 1, VRAMPLAN_KNOB_ACCESS(vllm_use_flashinfer_sampler), false},
+     "", "", 1, VRAMPLAN_KNOB_ACCESS(vllm_use_flashinfer_sampler), false,
+     "VLLM_USE_FLASHINFER_SAMPLER"},
 };
 
 #undef VRAMPLAN_KNOB_ACCESS

@@ -227,17 +227,18 @@ std::string flag_number(double value) {
 
 nlohmann::json to_vllm_env(const Plan& plan) {
   nlohmann::json out = nlohmann::json::object();
+  const auto env_var = [](std::string_view knob) { return std::string(knob_spec(knob).env_var); };
   if (!plan.config.all2all_backend.empty() && !plan.breakdown.profile.all2all_backend_flag) {
-    out["VLLM_ALL2ALL_BACKEND"] = plan.config.all2all_backend;
+    out[env_var("all2all_backend")] = plan.config.all2all_backend;
   }
   if (plan.config.vllm_use_v2_model_runner != "auto") {
-    out["VLLM_USE_V2_MODEL_RUNNER"] = plan.config.vllm_use_v2_model_runner;
+    out[env_var("vllm_use_v2_model_runner")] = plan.config.vllm_use_v2_model_runner;
   }
   if (plan.config.vllm_use_flashinfer_sampler != "auto") {
-    out["VLLM_USE_FLASHINFER_SAMPLER"] = plan.config.vllm_use_flashinfer_sampler;
+    out[env_var("vllm_use_flashinfer_sampler")] = plan.config.vllm_use_flashinfer_sampler;
   }
   if (plan.config.lmcache_local_cpu_bytes) {
-    out["LMCACHE_MAX_LOCAL_CPU_SIZE"] =
+    out[env_var("lmcache_local_cpu_bytes")] =
         flag_number(static_cast<double>(*plan.config.lmcache_local_cpu_bytes) / (1 << 30));
   }
   return out;

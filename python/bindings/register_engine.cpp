@@ -107,6 +107,7 @@ py::list knob_table(const std::vector<vramplan::KnobSpec>& knobs) {
     row["kwarg"] = std::string(k.kwarg);
     row["flag_unit_bytes"] = k.flag_unit_bytes;
     row["evaluated"] = k.evaluated;
+    row["env_var"] = std::string(k.env_var);
     out.append(row);
   }
   return out;

@@ -66,13 +66,8 @@ _SPECULATIVE_FLAGS = {
 }
 # Knobs vLLM takes as a JSON object on the command line and as a dict in LLM(...).
 _JSON_KNOBS = frozenset({"limit_mm_per_prompt", "kv_transfer_config"})
-# Environment variables that change what vramplan plans.
-_ENV_KNOBS = {
-    "VLLM_ALL2ALL_BACKEND": "all2all_backend",
-    "VLLM_USE_V2_MODEL_RUNNER": "vllm_use_v2_model_runner",
-    "VLLM_USE_FLASHINFER_SAMPLER": "vllm_use_flashinfer_sampler",
-    "LMCACHE_MAX_LOCAL_CPU_SIZE": "lmcache_local_cpu_bytes",
-}
+# Environment variables that change what vramplan plans: the knob table's env_var column.
+_ENV_KNOBS = {str(k["env_var"]): str(k["name"]) for k in _core.KNOBS if k["env_var"]}
 # Log figures (parse_vllm_log) that name a runtime part selected by one of those variables:
 # "Using V2 Model Runner", "Using FlashInfer for top-p & top-k sampling" (or the native fallback).
 LOGGED_RUNTIME_KNOBS = {

@@ -59,6 +59,9 @@ struct KnobSpec {
   void (*set)(EngineConfig&, const std::optional<KnobValue>&);
   // A compiled launch evaluates it per point without recompiling (compiled.hpp LaunchKnobs).
   bool evaluated;
+  // The environment variable the engine (or its connector) reads the knob from, where it is
+  // one ("" otherwise): read from a pasted launch's environment, written by to_vllm_env.
+  std::string_view env_var = {};
 };
 
 // The kv_connector named by --kv-transfer-config's JSON ("" when unset); ConfigError naming

@@ -107,8 +107,8 @@ std::string unified_startup_note(const GpuSpec& gpu, const EngineProfile& profil
                            " GiB requested: lower --gpu-memory-utilization too)";
   }
   const std::string newer = first_release_counting_available(gpu);
-  return note + " Fix: drop the page cache before the launch (sync; echo 1 > " +
-         "/proc/sys/vm/drop_caches)" + after_drop +
+  return note + " Fix: drop the page cache before the launch, `sync; echo 1 > " +
+         "/proc/sys/vm/drop_caches`" + after_drop +
          (newer.empty() ? "" : ", or vLLM " + newer + " or later, which counts MemAvailable") + ".";
 }
 

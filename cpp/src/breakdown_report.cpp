@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "launch_internal.hpp"
 #include "vramplan/calibration.hpp"
 #include "vramplan/compiled.hpp"
 
@@ -334,6 +335,12 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
   if (auto message = startup_failure_message(b, e, k, hardware_, config_.kv_cache_memory_bytes,
                                              profiling_blocks)) {
     b.messages.push_back(std::move(*message));
+    if (e.outcome == Outcome::StartupFreeMemory) {
+      std::string note =
+          unified_startup_note(hardware_.gpu, profile(), config_, cuda_context_bytes_,
+                               b.ranks.front().requested_memory_bytes);
+      if (!note.empty()) b.messages.push_back(std::move(note));
+    }
     return b;
   }
   b.estimated_max_model_len = estimated_max_model_len(e);

@@ -811,8 +811,10 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   all2all_exchange_ = exchange.applies;
   cuda_context_bytes_ = gpu_cuda_context_bytes(profile, gpu) +
                         (tp * pp * dp > 1 ? profile.nccl_communicator_bytes : 0);
-  startup_free_bytes_ =
-      gpu.total_memory_bytes - hardware_.memory_used_by_others_bytes - cuda_context_bytes_;
+  // A unified-memory GPU's free memory is the host's (MemFree or MemAvailable, by release).
+  startup_free_bytes_ = unified_startup_free_bytes(gpu, profile, c, cuda_context_bytes_)
+                            .value_or(gpu.total_memory_bytes -
+                                      hardware_.memory_used_by_others_bytes - cuda_context_bytes_);
   cudagraph_base_bytes_ = static_cast<std::int64_t>(profile.cudagraph_base_mib *
                                                     static_cast<double>(calibration::kMiB));
   unusable_after_repack_bytes_ =

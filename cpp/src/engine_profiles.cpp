@@ -253,6 +253,15 @@ void parse_vit_rotary_attention(EngineProfile& p, const Row& row, const char* ke
                                  "expected split_fp32, concat_fp32 or fused_qk");
 }
 
+void parse_unified_memory_free(EngineProfile& p, const Row& row, const char* key) {
+  p.unified_memory_free = choice<UnifiedMemoryFree>(
+      row, key,
+      {{"cuda_free", UnifiedMemoryFree::CudaFree},
+       {"available_orin_thor_spark", UnifiedMemoryFree::AvailableOrinThorSpark},
+       {"available_integrated", UnifiedMemoryFree::AvailableIntegrated}},
+      "expected cuda_free, available_orin_thor_spark or available_integrated");
+}
+
 void parse_mrope_cache_positions_factor(EngineProfile& p, const Row& row, const char* key) {
   row.only_keys(key, {"standard", "qwen3_vl"});
   p.mrope_cache_positions_factor_standard =
@@ -424,6 +433,7 @@ const std::vector<EngineField>& engine_fields() {
       {"gptq_group_act_order", &P::gptq_group_act_order},
       {"kv_offload_shared_region", &P::kv_offload_shared_region},
       {"kv_offload_shared_region_rocm", &P::kv_offload_shared_region_rocm},
+      {"unified_memory_free", parse_unified_memory_free},
       {"kv_tokens_report", parse_kv_tokens_report},
       {"sampler_bytes_per_logit", &P::sampler_bytes_per_logit, 0.0, 1000.0},
       {"v0_below_compute_capability", &P::v0_below_compute_capability, 0.0, 100.0},

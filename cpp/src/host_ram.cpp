@@ -1,10 +1,14 @@
 // Host RAM per node while loading and serving: process baselines, loader staging, pinned
 // buffers, the input batch and the (reclaimable) page cache.
 #include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
 
 #include "launch_internal.hpp"
 #include "vramplan/calibration.hpp"
 #include "vramplan/compiled.hpp"
+#include "vramplan/engine.hpp"
 #include "vramplan/knobs.hpp"
 #include "vramplan/saturating.hpp"
 #include "vramplan/weights.hpp"
@@ -16,7 +20,97 @@ namespace {
 // cache_engine.py sizes the pool int(size * 1024**3)).
 constexpr std::int64_t kLmcacheLocalCpuDefaultBytes = std::int64_t{5} << 30;
 
+std::string gib_text(std::int64_t bytes) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2)
+      << static_cast<double>(bytes) / static_cast<double>(std::int64_t{1} << 30);
+  return out.str();
+}
+
+// The first release (engines.yaml row) whose startup check counts MemAvailable on `gpu`.
+std::string first_release_counting_available(const GpuSpec& gpu) {
+  for (const EngineProfile& row : engine_profile_rows()) {
+    if (counts_mem_available(row, gpu)) return engine_row_version(row);
+  }
+  return "";
+}
+
 }  // namespace
+
+// MemorySnapshot.measure's UMA branch: the 0.11.1-0.19 wheels list the compute capabilities
+// of Orin (8.7), Thor (11.0) and Spark (12.1); from 0.20 torch's is_integrated decides, which
+// gpus.yaml's unified_memory stands for. ROCm's platform never overrides is_integrated_gpu.
+bool counts_mem_available(const EngineProfile& profile, const GpuSpec& gpu) noexcept {
+  if (!gpu.unified_memory || gpu.vendor != "nvidia") return false;
+  switch (profile.unified_memory_free) {
+    case UnifiedMemoryFree::CudaFree:
+      return false;
+    case UnifiedMemoryFree::AvailableOrinThorSpark: {
+      const long tenths = std::lround(gpu.compute_capability * 10.0);
+      return tenths == 87 || tenths == 110 || tenths == 121;
+    }
+    case UnifiedMemoryFree::AvailableIntegrated:
+      return true;
+  }
+  return false;
+}
+
+// On a unified-memory NVIDIA GPU with the host's meminfo given: the figure the release's
+// snapshot counts (MemAvailable, or cudaMemGetInfo's free, which is MemFree there), less the
+// CUDA context and NCCL made before the snapshot. nullopt: the GPU's total less other
+// tenants applies (a discrete GPU, AMD's hipMemGetInfo, or the figure not given).
+std::optional<std::int64_t> unified_startup_free_bytes(const GpuSpec& gpu,
+                                                       const EngineProfile& profile,
+                                                       const EngineConfig& knobs,
+                                                       std::int64_t cuda_context_bytes) noexcept {
+  if (!gpu.unified_memory || gpu.vendor != "nvidia") return std::nullopt;
+  const std::optional<std::int64_t>& counted = counts_mem_available(profile, gpu)
+                                                   ? knobs.host_mem_available_bytes
+                                                   : knobs.host_mem_free_bytes;
+  if (!counted) return std::nullopt;
+  return *counted - cuda_context_bytes;
+}
+
+// Why a unified-memory GPU fails the startup check and what clears it; "" elsewhere.
+std::string unified_startup_note(const GpuSpec& gpu, const EngineProfile& profile,
+                                 const EngineConfig& knobs, std::int64_t cuda_context_bytes,
+                                 std::int64_t requested_bytes) {
+  if (!unified_startup_free_bytes(gpu, profile, knobs, cuda_context_bytes)) return "";
+  const std::string release = "vLLM " + profile.version;
+  const std::optional<std::int64_t>& available = knobs.host_mem_available_bytes;
+  if (counts_mem_available(profile, gpu)) {
+    return release + " counts the host's MemAvailable (" + gib_text(*available) +
+           " GiB) as this unified-memory GPU's free memory, page cache already counted free: "
+           "dropping caches cannot raise it (vllm#48140). Free host memory other processes "
+           "hold, or lower --gpu-memory-utilization.";
+  }
+  const std::int64_t mem_free = *knobs.host_mem_free_bytes;
+  std::string note = release +
+                     " takes cudaMemGetInfo's free memory on this unified-memory GPU, the host's "
+                     "MemFree (" +
+                     gib_text(mem_free) + " GiB): page cache counts as used.";
+  std::string after_drop;
+  if (available) {
+    const std::int64_t cache = std::max<std::int64_t>(0, *available - mem_free);
+    note = release +
+           " takes cudaMemGetInfo's free memory on this unified-memory GPU, the host's MemFree "
+           "(" +
+           gib_text(mem_free) + " GiB): the " + gib_text(cache) +
+           " GiB of page cache that MemAvailable (" + gib_text(*available) +
+           " GiB) counts free makes the startup check fail.";
+    const std::int64_t free_after = *available - cuda_context_bytes;
+    after_drop = free_after >= requested_bytes
+                     ? " (about " + gib_text(free_after) + " GiB free then, enough for the " +
+                           gib_text(requested_bytes) + " GiB requested)"
+                     : " (about " + gib_text(free_after) + " GiB free then, still short of the " +
+                           gib_text(requested_bytes) +
+                           " GiB requested: lower --gpu-memory-utilization too)";
+  }
+  const std::string newer = first_release_counting_available(gpu);
+  return note + " Fix: drop the page cache before the launch, `sync; echo 1 > " +
+         "/proc/sys/vm/drop_caches`" + after_drop +
+         (newer.empty() ? "" : ", or vLLM " + newer + " or later, which counts MemAvailable") + ".";
+}
 
 // vLLM's LMCache connector (LMCacheConnectorV1; LMCacheConnector in V0) starts one LMCache
 // engine in every worker, and each pins its own local CPU pool (LMCache 0.5.6

@@ -230,6 +230,16 @@ const std::vector<KnobSpec> kKnobs = {
      "worker",
      "", "", kGiBUnit, VRAMPLAN_KNOB_ACCESS(lmcache_local_cpu_bytes), false,
      "LMCACHE_MAX_LOCAL_CPU_SIZE"},
+    {"host_mem_free_bytes", KnobType::Bytes, "bytes on the host", 0, kNoLimit, "",
+     KnobDefault::Stated, "unset: not known",
+     "the host's /proc/meminfo MemFree before the launch: on a unified-memory GPU (GB10, GH200) "
+     "what releases up to 0.11.0 take as the startup check's free memory",
+     "", "", kGiBUnit, VRAMPLAN_KNOB_ACCESS(host_mem_free_bytes), false},
+    {"host_mem_available_bytes", KnobType::Bytes, "bytes on the host", 0, kNoLimit, "",
+     KnobDefault::Stated, "unset: not known",
+     "the host's /proc/meminfo MemAvailable before the launch: on a unified-memory GPU what "
+     "later releases take as the startup check's free memory (page cache counted free)",
+     "", "", kGiBUnit, VRAMPLAN_KNOB_ACCESS(host_mem_available_bytes), false},
     {"kv_cache_memory_bytes", KnobType::Bytes, "bytes per GPU", 1, kNoLimit, "",
      KnobDefault::Stated, "unset: the budget from gpu_memory_utilization",
      "a fixed KV-cache size instead of the utilization budget", "--kv-cache-memory-bytes",

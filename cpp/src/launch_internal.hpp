@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "vramplan/compiled.hpp"
@@ -29,5 +30,19 @@ std::int64_t kv_offload_pinned_bytes(std::int64_t offload_bytes, std::int64_t en
                                      std::int32_t tp,
                                      const std::vector<std::int64_t>& stage_kv_tensors,
                                      const EngineProfile& profile, bool rocm) noexcept;
+
+// Whether the release's startup snapshot counts MemAvailable on `gpu` (a unified-memory
+// NVIDIA GPU, engines.yaml unified_memory_free), not cudaMemGetInfo's MemFree (host_ram.cpp).
+bool counts_mem_available(const EngineProfile& profile, const GpuSpec& gpu) noexcept;
+// The startup check's free memory on a unified-memory GPU from the host's meminfo knobs;
+// nullopt where the GPU's total less other tenants applies (host_ram.cpp).
+std::optional<std::int64_t> unified_startup_free_bytes(const GpuSpec& gpu,
+                                                       const EngineProfile& profile,
+                                                       const EngineConfig& knobs,
+                                                       std::int64_t cuda_context_bytes) noexcept;
+// Why a unified-memory GPU fails the startup check, and the fix; "" elsewhere (host_ram.cpp).
+std::string unified_startup_note(const GpuSpec& gpu, const EngineProfile& profile,
+                                 const EngineConfig& knobs, std::int64_t cuda_context_bytes,
+                                 std::int64_t requested_bytes);
 
 }  // namespace vramplan

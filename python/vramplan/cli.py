@@ -79,6 +79,7 @@ class _Launch:
             _note(f"--gpu auto: {found.gpu_id} from {found.chosen}")
             others = others or found.memory_used_by_others_bytes
             host = host or found.host_ram_bytes
+            _unified_meminfo(args, found)
             self.source["gpu"] = f"auto: {found.gpu_id}"
             if found.memory_limit is not None:  # HAMi / MPS: the limit is the GPU's total
                 total_bytes = total_bytes or found.memory_limit.limit_bytes
@@ -110,6 +111,26 @@ _ROCM_NOTE = (
     "AMD GPU: the plan applies vLLM's CUDA rules; vLLM's ROCm attention backends (ROCM_ATTN, "
     "AITER) and CUDA-graph overrides are not modelled (unverified on ROCm)"
 )
+
+
+def _unified_meminfo(args: argparse.Namespace, found: Any) -> None:
+    """A unified-memory GPU's free memory is the host's: the probed MemFree and MemAvailable
+    become the knobs host_mem_free_bytes / host_mem_available_bytes (flag units, GiB) unless
+    given."""
+    probed = {
+        "host_mem_free_bytes": found.host_mem_free_bytes,
+        "host_mem_available_bytes": found.host_mem_available_bytes,
+    }
+    for name, value in probed.items():
+        if value is not None and getattr(args, name, None) is None:
+            setattr(args, name, value / GIB)
+    if found.host_mem_free_bytes is not None and found.host_mem_available_bytes is not None:
+        cache = max(0, found.host_mem_available_bytes - found.host_mem_free_bytes)
+        _note(
+            f"unified memory: host MemFree {gib_text(found.host_mem_free_bytes)}, MemAvailable "
+            f"{gib_text(found.host_mem_available_bytes)} ({gib_text(cache)} reclaimable, mostly "
+            "page cache): vLLM's startup check counts one of them by release"
+        )
 
 
 def _gpus_needed(args: argparse.Namespace) -> int:
@@ -648,6 +669,9 @@ def _cmd_probe(args: argparse.Namespace) -> int:
     host = found.host
     if host.mem_available_bytes is not None:
         lines.append(f"  host MemAvailable: {gib(host.mem_available_bytes)}")
+    if host.mem_free_bytes is not None:
+        cached = "" if host.cached_bytes is None else f", Cached {gib(host.cached_bytes)}"
+        lines.append(f"  host MemFree: {gib(host.mem_free_bytes)}{cached}")
     if host.cgroup_limit_bytes is not None:
         lines.append(
             f"  memory cgroup limit: {gib(host.cgroup_limit_bytes)} "

@@ -74,6 +74,11 @@ class HostMemory:
     cgroup_limit_bytes: int | None  # memory.max (v2) / memory.limit_in_bytes (v1); None: none
     cgroup_usage_bytes: int | None  # memory.current / memory.usage_in_bytes
     cgroup_file: str | None  # the file the limit came from
+    # /proc/meminfo MemTotal, MemFree and Cached (the page cache): on a unified-memory GPU
+    # vLLM's startup check counts MemFree or MemAvailable as the GPU's free memory, by release.
+    mem_total_bytes: int | None = None
+    mem_free_bytes: int | None = None
+    cached_bytes: int | None = None
 
     @property
     def usable_bytes(self) -> int | None:
@@ -92,6 +97,9 @@ class HostMemory:
             "cgroup_usage_bytes": self.cgroup_usage_bytes,
             "cgroup_file": self.cgroup_file,
             "usable_bytes": self.usable_bytes,
+            "mem_total_bytes": self.mem_total_bytes,
+            "mem_free_bytes": self.mem_free_bytes,
+            "cached_bytes": self.cached_bytes,
         }
 
 
@@ -197,6 +205,10 @@ class AutoGpu(NamedTuple):
     chosen: str = ""  # which probed GPUs were taken, and why, for the person
     # A HAMi / MPS memory limit below the GPU's total (memory_limit): the plan's GPU total.
     memory_limit: MemoryLimit | None = None
+    # A unified-memory GPU (GB10, GH200): the host's MemFree and MemAvailable, the knobs
+    # host_mem_free_bytes / host_mem_available_bytes; None elsewhere or where not read.
+    host_mem_free_bytes: int | None = None
+    host_mem_available_bytes: int | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -457,15 +469,26 @@ def _read_small(path: Path) -> str | None:
     return data.decode("utf-8", "replace")
 
 
-def _mem_available(proc_root: Path) -> int | None:
-    text = _read_small(proc_root / "meminfo")
-    for line in (text or "").splitlines():
-        if line.startswith("MemAvailable:"):
-            parts = line.split()
-            if len(parts) >= 2 and parts[1].isdigit():
-                unit = parts[2].lower() if len(parts) > 2 else "kb"
-                return int(parts[1]) * (1024 if unit == "kb" else 1)
-    return None
+MEMINFO_FIELDS = ("MemTotal", "MemFree", "MemAvailable", "Cached")
+
+
+def read_meminfo(proc_root: str | Path = "/proc") -> dict[str, int]:
+    """/proc/meminfo's MemTotal, MemFree, MemAvailable and Cached in bytes, those present (a
+    bounded read; none where the file cannot be read, as off Linux). A field whose value is not
+    "<digits> kB" is a ConfigError naming the file, the field and the line."""
+    path = Path(proc_root) / "meminfo"
+    found: dict[str, int] = {}
+    for line in (_read_small(path) or "").splitlines():
+        name, _, rest = line.partition(":")
+        if name not in MEMINFO_FIELDS or name in found:
+            continue
+        parts = rest.split()
+        unit = parts[1].lower() if len(parts) == 2 else "kb"  # the kernel writes " kB"
+        if not 1 <= len(parts) <= 2 or not parts[0].isdigit() or unit != "kb":
+            msg = f"{path}: {name}: expected '<number> kB', got {rest.strip()[:80]!r}"
+            raise _core.ConfigError(msg)
+        found[name] = int(parts[0]) * 1024
+    return found
 
 
 def _cgroup_number(path: Path) -> int | None:
@@ -500,19 +523,26 @@ def probe_host(
     *, proc_root: str | Path = "/proc", cgroup_root: str | Path = "/sys/fs/cgroup"
 ) -> HostMemory:
     proc_root, cgroup_root = Path(proc_root), Path(cgroup_root)
-    available = _mem_available(proc_root)
+    meminfo = read_meminfo(proc_root)
+    available = meminfo.get("MemAvailable")
+    kernel = {
+        "mem_total_bytes": meminfo.get("MemTotal"),
+        "mem_free_bytes": meminfo.get("MemFree"),
+        "cached_bytes": meminfo.get("Cached"),
+    }
     v2, v1 = _cgroup_dirs(proc_root, cgroup_root)
     for directory in v2:
         limit = _cgroup_number(directory / "memory.max")
         if limit is not None:
             usage = _cgroup_number(directory / "memory.current")
-            return HostMemory(available, limit, usage, str(directory / "memory.max"))
+            return HostMemory(available, limit, usage, str(directory / "memory.max"), **kernel)
     for directory in v1:
         limit = _cgroup_number(directory / "memory.limit_in_bytes")
         if limit is not None:
             usage = _cgroup_number(directory / "memory.usage_in_bytes")
-            return HostMemory(available, limit, usage, str(directory / "memory.limit_in_bytes"))
-    return HostMemory(available, None, None, None)
+            file = str(directory / "memory.limit_in_bytes")
+            return HostMemory(available, limit, usage, file, **kernel)
+    return HostMemory(available, None, None, None, **kernel)
 
 
 # ---------------------------------------------------------------------------------------
@@ -603,7 +633,8 @@ def auto_gpu(
     binding = min(gpus, key=lambda g: (g.free_bytes, g.index))
     gpu_id = match_gpu(binding.name, binding.total_bytes)
     chosen = f"GPU {', '.join(str(g.index) for g in gpus)} ({binding.name}; {why})"
-    cuda_total = int(api.load_gpu(gpu_id).total_memory_bytes)
+    database_gpu = api.load_gpu(gpu_id)
+    cuda_total = int(database_gpu.total_memory_bytes)
     limit = None
     env_limit = memory_limit_env(os.environ, len(gpus))
     if env_limit is not None and env_limit[0] < cuda_total:
@@ -618,4 +649,14 @@ def auto_gpu(
     elif len(gpus) > 1 and links == {False}:
         interconnect = "pcie"
     host = found.host.usable_bytes or 0
-    return AutoGpu(gpu_id, others, host, interconnect, chosen, limit)
+    unified = bool(database_gpu.to_dict()["unified_memory"])
+    return AutoGpu(
+        gpu_id,
+        others,
+        host,
+        interconnect,
+        chosen,
+        limit,
+        found.host.mem_free_bytes if unified else None,
+        found.host.mem_available_bytes if unified else None,
+    )

@@ -302,6 +302,7 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    chunked_prefill_flag_honored: true\n    v0_below_compute_capability: 0.0\n"
       "    loads_gguf: true\n    loads_bitsandbytes: true\n    gptq_group_act_order: true\n"
       "    kv_offload_shared_region: false\n    kv_offload_shared_region_rocm: false\n"
+      "    unified_memory_free: available_integrated\n"
       "    long_context_chunked_prefill_above: 0\n    long_context_batched_tokens: 0\n"
       "    non_torch_pipeline_only_bytes: 75497472\n"
       "    non_torch_tensor_parallel_bytes: 2212495360\n"
@@ -352,6 +353,8 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       {replace("0.9\n", "1.7\n"), "default_gpu_memory_utilization"},
       {replace("cudagraph_in_budget: false", "cudagraph_in_budget: maybe"), "cudagraph_in_budget"},
       {replace("kv_tokens_report: blocks", "kv_tokens_report: pages"), "kv_tokens_report"},
+      {replace("unified_memory_free: available_integrated", "unified_memory_free: memfree"),
+       "unified_memory_free"},
       {replace("    sampler_bytes_per_logit: 13.2\n", ""), "sampler_bytes_per_logit"},
       {replace("large_gpu: 1024,", "large_gpu: -3,"), "max_num_seqs.large_gpu"},
       {replace("\"0.19\"", "\"nineteen\""), "from_version"},

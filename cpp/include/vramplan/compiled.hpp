@@ -308,8 +308,7 @@ class CompiledLaunch {
                          const RankPass& pass) const noexcept;
   // What the GPU has left beside the engine's requested share (the same for every rank).
   std::int64_t headroom_bytes(std::int64_t requested_memory_bytes) const noexcept {
-    return hardware_.gpu.total_memory_bytes - hardware_.memory_used_by_others_bytes -
-           cuda_context_bytes_ - requested_memory_bytes;
+    return startup_free_bytes_ - requested_memory_bytes;
   }
 
   std::shared_ptr<const ModelSpec> spec_;

@@ -76,6 +76,15 @@ enum class VitRotaryAttention : std::uint8_t {
   FusedQk,     // 0.12+: one contiguous q/k copy rotated in the served dtype
 };
 
+// What vLLM's init snapshot (vllm/utils/mem_utils.py MemorySnapshot.measure) takes as the free
+// memory of a unified-memory GPU, where cudaMemGetInfo's free is the host's free pages
+// (/proc/meminfo MemFree): reclaimable page cache counts as used there, not in MemAvailable.
+enum class UnifiedMemoryFree : std::uint8_t {
+  CudaFree,                // cudaMemGetInfo's free (MemFree) on every GPU (0.11 wheels)
+  AvailableOrinThorSpark,  // psutil MemAvailable on compute capability 8.7, 11.0, 12.1 (0.11.1)
+  AvailableIntegrated,     // psutil MemAvailable where the device is integrated (PR #35356, 0.20)
+};
+
 struct EngineProfile {
   std::string version;  // as given, e.g. "0.19.0"; the newest known release when none given
   // The newest vLLM release this planner's rows describe, and a warning when `version` is newer
@@ -219,6 +228,8 @@ struct EngineProfile {
   // mapped and cudaHostRegister'ed unrounded, on CUDA (and on ROCm until 0.32).
   bool kv_offload_shared_region = false;
   bool kv_offload_shared_region_rocm = false;
+  // The startup check's free memory on a unified-memory GPU (engines.yaml unified_memory_free).
+  UnifiedMemoryFree unified_memory_free = UnifiedMemoryFree::AvailableIntegrated;
   // 0.27+: non-KV = (free at the init snapshot - free after the profile) + (torch peak - torch
   // allocated after it): buffers made between the snapshot and the profile (Model Runner V2's
   // persistent sampler state) now count inside the budget ("consumed" formula).
@@ -324,6 +335,11 @@ struct EngineConfig {
   std::string kv_transfer_config;
   // LMCACHE_MAX_LOCAL_CPU_SIZE: the LMCache CPU pool each worker pins (unset: LMCache's 5 GiB).
   std::optional<std::int64_t> lmcache_local_cpu_bytes;
+  // The host's /proc/meminfo MemFree and MemAvailable before vLLM starts. On a unified-memory
+  // GPU (gpus.yaml unified_memory) they replace the GPU's total less memory_used_by_others as
+  // the free memory of vLLM's startup check, whichever the release counts; unset: not known.
+  std::optional<std::int64_t> host_mem_free_bytes;
+  std::optional<std::int64_t> host_mem_available_bytes;
   std::optional<std::int64_t> kv_cache_memory_bytes;  // --kv-cache-memory-bytes, per GPU
   std::int32_t num_speculative_tokens = 0;
   // "mtp" (the checkpoint's own MTP layers), "eagle" / "eagle3" / "draft_model" (a separate

@@ -10,7 +10,9 @@
 #include "gguf_test_writer.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/llamacpp.hpp"
+#include "vramplan/spec_db.hpp"
 #include "vramplan/tensor_headers.hpp"
+#include "vramplan/weights.hpp"
 
 using namespace vramplan;
 
@@ -344,6 +346,16 @@ TEST(LlamacppSeed001, Llama70BQ4KSFileSumsToThePublishedSize) {
   std::int64_t total = 0;
   for (const LlamacppTensor& t : model.tensors) total += t.bytes;
   EXPECT_EQ(total, 40'339'357'952);
+}
+
+TEST(LlamacppSeed001, DatabaseEntryIsWithinHalfAPercentOfTheQuantizersMix) {
+  // The database stores one type per role (attn_kv Q5_K, mlp_down Q4_K): K's Q5_K overcounts
+  // 80 x 1,048,576 B and the ten Q5_K ffn_down layers go uncounted (10 x 29,360,128 B), so the
+  // entry is 209,715,200 B (0.52%) under the 40,339,357,952 B derived from the quantizer above.
+  const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  const ModelSpec spec = db.model("bartowski/Llama-3.3-70B-Instruct-GGUF:Q4_K_S");
+  const std::int64_t bytes = checkpoint_tensor_bytes(spec);
+  EXPECT_NEAR(static_cast<double>(bytes), 40'339'357'952.0 - 209'715'200.0, 40e6);
 }
 
 TEST(LlamacppSeed001, Llama70BQ4KSOnA24GBCardKeeps44LayersAt8k) {

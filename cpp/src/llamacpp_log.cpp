@@ -423,13 +423,12 @@ LlamacppDiagnosis diagnose_llamacpp_log(const LlamacppLogFigures& f) {
   const std::string device = f.failed_device.value_or("the GPU");
   const std::string asked = f.failed_bytes ? " (" + mib_text(*f.failed_bytes) + ")" : "";
   if (d.buffer == "model") {
-    const std::string layers =
-        f.layers_offloaded
-            ? std::to_string(*f.layers_offloaded) +
-                  (f.layers_total ? "/" + std::to_string(*f.layers_total) : "") + " layers"
-            : "the offloaded layers";
-    d.summary =
-        "the model buffer" + asked + " on " + device + " does not fit: " + layers + " offloaded";
+    std::string layers;
+    if (f.layers_offloaded) {
+      layers = " with " + std::to_string(*f.layers_offloaded) +
+               (f.layers_total ? "/" + std::to_string(*f.layers_total) : "") + " layers offloaded";
+    }
+    d.summary = "the model buffer" + asked + " on " + device + " does not fit" + layers;
     d.remedies = {
         "lower -ngl / --n-gpu-layers (each repeating layer's weights leave the GPU; "
         "`vramplan plan MODEL.gguf --engine llamacpp --gpu GPU` solves the largest)",

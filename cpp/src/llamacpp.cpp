@@ -158,19 +158,60 @@ std::vector<bool> swa_layers(const GgufHeader& header, const std::string& arch,
   return swa;
 }
 
+// Hybrids whose recurrent state follows llama_hparams' Mamba-style n_embd_r / n_embd_s, and
+// how each marks its recurrent layers (src/models/<arch>.cpp load_arch_hparams).
+bool hybrid_by_zero_kv_heads(const std::string& arch) {
+  return arch == "granitehybrid" || arch == "jamba";
+}
+bool hybrid_by_attention_interval(const std::string& arch) {
+  return arch == "qwen3next" || arch == "qwen35" || arch == "qwen35moe";
+}
+
 void refuse_unmodelled(const GgufHeader& header, const std::string& arch) {
   const auto refuse = [&](const std::string& what) {
     throw ConfigError("architecture", "'" + arch + "' (" + header.file + ")",
-                      "attention-only models with a per-layer K/V cache",
+                      "attention models with a per-layer K/V cache, and the hybrids "
+                      "granitehybrid, jamba, qwen3next, qwen35, qwen35moe",
                       what + " is not modelled for llama.cpp yet");
   };
   if (header.find(arch_key(arch, "attention.kv_lora_rank")) != nullptr) refuse("MLA");
-  if (header.find(arch_key(arch, "ssm.state_size")) != nullptr ||
-      header.find(arch_key(arch, "ssm.d_state")) != nullptr ||
-      header.find(arch_key(arch, "wkv.head_size")) != nullptr) {
-    refuse("recurrent or hybrid state");
+  const bool hybrid = hybrid_by_zero_kv_heads(arch) || hybrid_by_attention_interval(arch);
+  if (header.find(arch_key(arch, "wkv.head_size")) != nullptr ||
+      (header.find(arch_key(arch, "ssm.state_size")) != nullptr && !hybrid)) {
+    refuse("this recurrent state");
   }
   if (arch == "gemma3n" || arch == "gemma4") refuse("KV shared across layers");
+}
+
+// Which layers hold recurrent state and its size per sequence, as llama_hparams computes it:
+// n_embd_r = (d_conv - 1) x (d_inner + 2 x n_group x d_state), n_embd_s = d_state x d_inner.
+void read_recurrent(const GgufHeader& header, LlamacppModel& m) {
+  const std::string& arch = m.architecture;
+  const auto n = static_cast<std::size_t>(m.n_layer);
+  m.recurrent_layer.assign(n, false);
+  if (hybrid_by_zero_kv_heads(arch)) {
+    for (std::size_t i = 0; i < n; ++i) m.recurrent_layer[i] = m.n_head_kv[i] == 0;
+  } else if (hybrid_by_attention_interval(arch)) {
+    const std::string listed = arch_key(arch, "attention.recurrent_layers");
+    if (header.find(listed) != nullptr) {
+      const std::vector<std::int64_t> flags = per_layer_ints(header, listed, m.n_layer, 0);
+      for (std::size_t i = 0; i < n; ++i) m.recurrent_layer[i] = flags[i] != 0;
+    } else {
+      const std::int64_t interval = required_int(header, arch_key(arch, "full_attention_interval"));
+      for (std::size_t i = 0; i < n; ++i) {
+        m.recurrent_layer[i] = (static_cast<std::int64_t>(i) + 1) % interval != 0;
+      }
+    }
+  } else {
+    return;
+  }
+  const auto key = [&](const std::string& k) { return arch_key(arch, k); };
+  const std::int64_t d_conv = required_int(header, key("ssm.conv_kernel"));
+  const std::int64_t d_inner = required_int(header, key("ssm.inner_size"));
+  const std::int64_t d_state = required_int(header, key("ssm.state_size"));
+  const std::int64_t n_group = header.get_int(key("ssm.group_count")).value_or(0);
+  m.n_embd_r = (d_conv - 1) * (d_inner + 2 * n_group * d_state);
+  m.n_embd_s = d_state * d_inner;
 }
 
 LlamacppTensor placed_tensor(const TensorInfo& info) {
@@ -254,6 +295,7 @@ LlamacppModel llamacpp_model_from_gguf(const GgufHeader& header) {
     }
   }
   m.tied_output = !has_output;
+  read_recurrent(header, m);
   if (m.n_vocab == 0) {
     throw SpecError(header.file, "token_embd.weight", "missing", "the token embedding tensor");
   }
@@ -299,69 +341,128 @@ bool layer_on_gpu(std::int64_t il, std::int64_t n_layer, std::int64_t n_gpu_laye
   return il >= i_gpu_start && il - i_gpu_start < act;
 }
 
-void place_weights(const LlamacppModel& model, const LlamacppLaunch& launch, LlamacppMemory& out) {
+// The GPU (index into -ts) holding layer il, or -1 for the CPU: with -sm layer llama.cpp puts
+// offloaded layer il on the first GPU whose cumulative split share exceeds
+// (il - i_gpu_start) / act_gpu_layers (llama_model::load_tensors, std::upper_bound).
+std::vector<int> layer_devices(std::int64_t n_layer, std::int64_t n_gpu_layers,
+                               const std::vector<double>& tensor_split) {
+  // In float, as llama.cpp sums and normalizes them, so that a layer on a boundary lands alike.
+  std::vector<float> splits(tensor_split.begin(), tensor_split.end());
+  if (splits.empty()) splits.push_back(1.0F);
+  float sum = 0.0F;
+  for (float& share : splits) {
+    sum += share;
+    share = sum;
+  }
+  for (float& share : splits) share /= sum;
+  const std::int64_t i_gpu_start = std::max<std::int64_t>(n_layer + 1 - n_gpu_layers, 0);
+  const std::int64_t act = std::min(n_gpu_layers, n_layer + 1);
+  std::vector<int> device(static_cast<std::size_t>(n_layer + 1), -1);
+  for (std::int64_t il = 0; il <= n_layer; ++il) {
+    if (!layer_on_gpu(il, n_layer, n_gpu_layers)) continue;
+    const float at = static_cast<float>(il - i_gpu_start) / static_cast<float>(act);
+    const auto next = std::upper_bound(splits.begin(), splits.end(), at);
+    device[static_cast<std::size_t>(il)] = static_cast<int>(std::min<std::ptrdiff_t>(
+        next - splits.begin(), static_cast<std::ptrdiff_t>(splits.size()) - 1));
+  }
+  return device;
+}
+
+void place_weights(const LlamacppModel& model, const LlamacppLaunch& launch,
+                   const std::vector<int>& device, LlamacppMemory& out) {
   const std::int64_t n_layer = model.n_layer;
-  bool gpu_has_layer = false;
   bool cpu_has_layer = false;
   for (std::int64_t il = 0; il < n_layer; ++il) {
-    (layer_on_gpu(il, n_layer, out.n_gpu_layers) ? gpu_has_layer : cpu_has_layer) = true;
+    const int dev = device[static_cast<std::size_t>(il)];
+    if (dev < 0) {
+      cpu_has_layer = true;
+    } else {
+      ++out.gpus[static_cast<std::size_t>(dev)].layers;
+    }
   }
+  const int output_dev = device[static_cast<std::size_t>(n_layer)];
   std::int64_t span_begin = INT64_MAX;
   std::int64_t span_end = 0;
   std::int64_t cpu_alloc = 0;
-  const auto on_cpu = [&](const LlamacppTensor& t, std::int64_t count) {
-    out.host_weight_bytes += t.bytes * count;
-    cpu_alloc += t.host_bytes * count;
+  const auto on_cpu = [&](const LlamacppTensor& t) {
+    out.host_weight_bytes += t.bytes;
+    cpu_alloc += t.host_bytes;
     span_begin = std::min(span_begin, t.file_offset);
     span_end = std::max(span_end, t.file_offset + t.bytes);
+  };
+  const auto on_gpu = [&](const LlamacppTensor& t, int dev) {
+    out.gpus[static_cast<std::size_t>(dev)].model_bytes += t.cuda_bytes;
+    out.gpu_model_bytes += t.cuda_bytes;
   };
   for (const LlamacppTensor& t : model.tensors) {
     if (t.per_layer) {
       // One copy in each buffer type that holds a layer (TENSOR_DUPLICATED for il > 0).
-      if (gpu_has_layer) out.gpu_model_bytes += t.cuda_bytes;
-      if (cpu_has_layer) on_cpu(t, 1);
+      for (std::size_t d = 0; d < out.gpus.size(); ++d) {
+        if (out.gpus[d].layers > 0) on_gpu(t, static_cast<int>(d));
+      }
+      if (cpu_has_layer) on_cpu(t);
       continue;
     }
-    bool gpu = false;
+    int dev = -1;
     if (t.layer >= 0) {
-      gpu = layer_on_gpu(t.layer, n_layer, out.n_gpu_layers) &&
-            !(t.is_expert && t.layer < launch.n_cpu_moe);
+      const bool expert_on_cpu = t.is_expert && t.layer < launch.n_cpu_moe;
+      dev = expert_on_cpu ? -1 : device[static_cast<std::size_t>(t.layer)];
     } else if (t.is_output) {
-      gpu = out.output_on_gpu;
+      dev = output_dev;
     }
-    if (gpu) {
-      out.gpu_model_bytes += t.cuda_bytes;
+    if (dev >= 0) {
+      on_gpu(t, dev);
     } else {
-      on_cpu(t, 1);
+      on_cpu(t);
     }
-    // Tied output: token_embd is duplicated into the output layer's buffer when that is the GPU.
-    if (model.tied_output && t.name == "token_embd.weight" && out.output_on_gpu) {
-      out.gpu_model_bytes += t.cuda_bytes;
+    // Tied output: token_embd is duplicated into the output layer's buffer when that is a GPU.
+    if (model.tied_output && t.name == "token_embd.weight" && output_dev >= 0) {
+      on_gpu(t, output_dev);
     }
   }
   out.host_model_bytes =
       launch.no_mmap ? cpu_alloc : (span_end > span_begin ? span_end - span_begin : 0);
 }
 
-void place_kv(const LlamacppModel& model, const LlamacppLaunch& launch, LlamacppMemory& out) {
+void place_kv(const LlamacppModel& model, const LlamacppLaunch& launch,
+              const std::vector<int>& device, LlamacppMemory& out) {
   // The trunk's cache leaves out the NextN/MTP layers (llama_model::create_memory's filter).
   for (std::int64_t il = 0; il < model.n_layer - model.n_layer_nextn; ++il) {
     const auto i = static_cast<std::size_t>(il);
+    const int dev = launch.no_kv_offload ? -1 : device[i];
+    const bool gpu = dev >= 0;
+    if (!model.recurrent_layer.empty() && model.recurrent_layer[i]) {
+      // llama_memory_recurrent: r and s f32 tensors of max(1, -np) rows, on the layer's device.
+      const std::int64_t rows = std::max<std::int64_t>(1, launch.parallel);
+      const std::int64_t rs = llamacpp_kv_tensor_bytes(DType::F32, model.n_embd_r, rows, 1, gpu) +
+                              llamacpp_kv_tensor_bytes(DType::F32, model.n_embd_s, rows, 1, gpu);
+      if (gpu) {
+        out.gpus[static_cast<std::size_t>(dev)].rs_bytes += rs;
+        out.gpu_rs_bytes += rs;
+      } else {
+        out.host_rs_bytes += rs;
+      }
+      continue;
+    }
     if (model.n_head_kv[i] == 0) continue;
-    const bool gpu = !launch.no_kv_offload && layer_on_gpu(il, model.n_layer, out.n_gpu_layers);
     const std::int64_t cells = model.swa_layer[i] ? out.kv_size_swa : out.n_ctx_seq;
     const std::int64_t k = llamacpp_kv_tensor_bytes(
         launch.cache_type_k, model.head_dim_k * model.n_head_kv[i], cells, out.n_stream, gpu);
     const std::int64_t v = llamacpp_kv_tensor_bytes(
         launch.cache_type_v, model.head_dim_v * model.n_head_kv[i], cells, out.n_stream, gpu);
-    (gpu ? out.gpu_kv_bytes : out.host_kv_bytes) += k + v;
+    if (gpu) {
+      out.gpus[static_cast<std::size_t>(dev)].kv_bytes += k + v;
+      out.gpu_kv_bytes += k + v;
+    } else {
+      out.host_kv_bytes += k + v;
+    }
   }
 }
 
 // Approximation of the graph allocator's buffers: the largest of the logits (f32 n_vocab x
 // n_ubatch on the output's device), the KQ scores without flash attention (f32 n_head x n_kv x
 // n_ubatch) and the FFN activations (f32 2 x n_ff x n_ubatch), plus the f32 hidden state of the
-// batch. The real figure comes from ggml_gallocr over the whole graph.
+// batch, on each device that runs part of the graph. The real figure comes from ggml_gallocr.
 void estimate_compute(const LlamacppModel& model, LlamacppMemory& out) {
   const std::int64_t f32 = 4;
   const std::int64_t ub = out.n_ubatch;
@@ -370,8 +471,10 @@ void estimate_compute(const LlamacppModel& model, LlamacppMemory& out) {
   const std::int64_t ffn = 2 * model.n_ff * ub * f32;
   const std::int64_t hidden = model.n_embd * ub * f32;
   const std::int64_t layer_peak = std::max(scores, ffn);
-  if (out.layers_on_gpu > 0 || out.output_on_gpu) {
-    out.gpu_compute_bytes = std::max(out.output_on_gpu ? logits : 0, layer_peak) + hidden;
+  for (LlamacppGpu& g : out.gpus) {
+    if (g.layers == 0 && !g.output) continue;
+    g.compute_bytes = std::max(g.output ? logits : 0, layer_peak) + hidden;
+    out.gpu_compute_bytes += g.compute_bytes;
   }
   const bool cpu_work = out.layers_on_gpu < model.n_layer || !out.output_on_gpu;
   out.host_compute_bytes =
@@ -388,8 +491,10 @@ LlamacppMemory llamacpp_memory(const LlamacppModel& model, const LlamacppLaunch&
   }
   const bool quantized_v = dtype_info(launch.cache_type_v).block_elements > 1;
   LlamacppMemory out;
+  // auto resolves to on wherever the layer's device runs FLASH_ATTN_EXT (CUDA and the CPU do:
+  // llama_context's fused-op probe); grok forces it off.
   out.flash_attn = launch.flash_attn == LlamacppFlashAttn::On ||
-                   (launch.flash_attn == LlamacppFlashAttn::Auto && quantized_v);
+                   (launch.flash_attn == LlamacppFlashAttn::Auto && model.architecture != "grok");
   if (quantized_v && launch.flash_attn == LlamacppFlashAttn::Off) {
     throw ConfigError("--cache-type-v", llamacpp_type_name(launch.cache_type_v),
                       "f16, bf16 or f32 with --flash-attn off",
@@ -399,17 +504,36 @@ LlamacppMemory llamacpp_memory(const LlamacppModel& model, const LlamacppLaunch&
   out.n_gpu_layers = launch.n_gpu_layers < 0 ? model.n_layer + 1
                                              : std::min(launch.n_gpu_layers, model.n_layer + 1);
   out.n_cpu_moe = launch.n_cpu_moe;
-  out.output_on_gpu = layer_on_gpu(model.n_layer, model.n_layer, out.n_gpu_layers);
-  for (std::int64_t il = 0; il < model.n_layer; ++il) {
-    out.layers_on_gpu += layer_on_gpu(il, model.n_layer, out.n_gpu_layers) ? 1 : 0;
+  for (const double share : launch.tensor_split) {
+    if (!(share >= 0.0) || share > 1e12) {
+      throw ConfigError("--tensor-split", std::to_string(share), "shares >= 0, not all 0",
+                        "not a split llama.cpp takes");
+    }
   }
-  place_weights(model, launch, out);
-  place_kv(model, launch, out);
+  const bool all_zero = std::all_of(launch.tensor_split.begin(), launch.tensor_split.end(),
+                                    [](double share) { return share == 0.0; });
+  if (!launch.tensor_split.empty() && all_zero) {
+    throw ConfigError("--tensor-split", "all 0", "shares >= 0, not all 0",
+                      "llama.cpp then splits by free memory, which a plan does not know");
+  }
+  out.gpus.resize(std::max<std::size_t>(1, launch.tensor_split.size()));
+  const std::vector<int> device =
+      layer_devices(model.n_layer, out.n_gpu_layers, launch.tensor_split);
+  out.output_on_gpu = device[static_cast<std::size_t>(model.n_layer)] >= 0;
+  if (out.output_on_gpu) {
+    out.gpus[static_cast<std::size_t>(device[static_cast<std::size_t>(model.n_layer)])].output =
+        true;
+  }
+  for (std::int64_t il = 0; il < model.n_layer; ++il) {
+    out.layers_on_gpu += device[static_cast<std::size_t>(il)] >= 0 ? 1 : 0;
+  }
+  place_weights(model, launch, device, out);
+  place_kv(model, launch, device, out);
   estimate_compute(model, out);
   out.host_output_bytes = model.n_vocab * std::max<std::int64_t>(1, launch.parallel) * 4;
   const bool mapped_in_ram = launch.no_mmap || launch.mlock;
   out.host_ram_bytes = (mapped_in_ram ? out.host_model_bytes : 0) + out.host_kv_bytes +
-                       out.host_compute_bytes + out.host_output_bytes;
+                       out.host_rs_bytes + out.host_compute_bytes + out.host_output_bytes;
   out.notes.push_back(
       "compute buffers are an approximation (largest of logits, KQ scores, FFN "
       "activations, plus the hidden state), not the graph allocator's figure");
@@ -421,6 +545,30 @@ LlamacppMemory llamacpp_memory(const LlamacppModel& model, const LlamacppLaunch&
   return out;
 }
 
+std::int64_t llamacpp_max_context(const LlamacppModel& model, const LlamacppLaunch& launch,
+                                  std::int64_t gpu_budget_bytes) {
+  // -c grows in steps of one padded cell block per stream, up to the trained context per stream.
+  const std::int64_t streams = launch.kv_unified ? 1 : std::max<std::int64_t>(1, launch.parallel);
+  const std::int64_t step = rules().context_padding * streams;
+  const auto fits = [&](std::int64_t steps) {
+    LlamacppLaunch trial = launch;
+    trial.ctx_size = steps * step;
+    return llamacpp_memory(model, trial).max_gpu_total_bytes() <= gpu_budget_bytes;
+  };
+  if (!fits(1)) return 0;
+  std::int64_t lo = 1;
+  std::int64_t hi = std::max<std::int64_t>(1, model.n_ctx_train * streams / step);
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo * step;
+}
+
 LlamacppFit llamacpp_solve(const LlamacppModel& model, const LlamacppLaunch& launch,
                            std::int64_t gpu_budget_bytes, bool pinned_ngl, bool pinned_n_cpu_moe) {
   LlamacppFit fit;
@@ -429,7 +577,7 @@ LlamacppFit llamacpp_solve(const LlamacppModel& model, const LlamacppLaunch& lau
     LlamacppLaunch trial = launch;
     trial.n_gpu_layers = ngl;
     trial.n_cpu_moe = n_cpu_moe;
-    return llamacpp_memory(model, trial).gpu_total_bytes() <= gpu_budget_bytes;
+    return llamacpp_memory(model, trial).max_gpu_total_bytes() <= gpu_budget_bytes;
   };
   const std::int64_t all = model.n_layer + 1;
   std::int64_t ngl = pinned_ngl ? launch.n_gpu_layers : all;
@@ -469,15 +617,16 @@ LlamacppFit llamacpp_solve(const LlamacppModel& model, const LlamacppLaunch& lau
   fit.launch.n_gpu_layers = ngl < 0 ? all : ngl;
   fit.launch.n_cpu_moe = ncmoe;
   fit.memory = llamacpp_memory(model, fit.launch);
-  fit.fits = fit.memory.gpu_total_bytes() <= gpu_budget_bytes;
+  fit.fits = fit.memory.max_gpu_total_bytes() <= gpu_budget_bytes;
   const std::int64_t on_cpu = model.n_layer - fit.memory.layers_on_gpu;
   fit.verdict = std::string(fit.fits ? "fits" : "does not fit") + ": -ngl " +
                 std::to_string(fit.launch.n_gpu_layers) + " (" +
                 std::to_string(fit.memory.layers_on_gpu) + "/" + std::to_string(model.n_layer) +
                 " layers" + (fit.memory.output_on_gpu ? " + output" : "") + " on the GPU, " +
                 std::to_string(on_cpu) + " on the CPU)" +
-                (model.n_expert > 0 ? ", --n-cpu-moe " + std::to_string(ncmoe) : "") + ", GPU " +
-                std::to_string(fit.memory.gpu_total_bytes() / kMiB) + " of " +
+                (model.n_expert > 0 ? ", --n-cpu-moe " + std::to_string(ncmoe) : "") +
+                (fit.memory.gpus.size() > 1 ? ", fullest GPU " : ", GPU ") +
+                std::to_string(fit.memory.max_gpu_total_bytes() / kMiB) + " of " +
                 std::to_string(gpu_budget_bytes / kMiB) + " MiB";
   return fit;
 }

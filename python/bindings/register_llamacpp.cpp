@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "register.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/llamacpp.hpp"
+#include "vramplan/llamacpp_log.hpp"
 #include "vramplan/tensor_headers.hpp"
 
 namespace py = pybind11;
@@ -39,6 +41,22 @@ std::string text_field(const std::string& key, const py::handle& value) {
     throw vramplan::ConfigError(key, py::repr(value).cast<std::string>(), "text", "expected text");
   }
   return value.cast<std::string>();
+}
+
+std::vector<double> split_field(const std::string& key, const py::handle& value) {
+  if (!py::isinstance<py::list>(value) && !py::isinstance<py::tuple>(value)) {
+    throw vramplan::ConfigError(key, py::repr(value).cast<std::string>(),
+                                "a list of shares, one per GPU", "expected a list");
+  }
+  std::vector<double> shares;
+  for (const py::handle item : value) {
+    if (!py::isinstance<py::int_>(item) && !py::isinstance<py::float_>(item)) {
+      throw vramplan::ConfigError(key, py::repr(value).cast<std::string>(), "numbers, one per GPU",
+                                  "expected numbers");
+    }
+    shares.push_back(item.cast<double>());
+  }
+  return shares;
 }
 
 vramplan::LlamacppFlashAttn flash_attn_from(const std::string& value) {
@@ -79,10 +97,11 @@ void set_field(vramplan::LlamacppLaunch& launch, const std::string& key, const p
   if (key == "no_kv_offload") return void(launch.no_kv_offload = bool_field(key, v));
   if (key == "batch_size") return void(launch.batch = int_field(key, v));
   if (key == "ubatch_size") return void(launch.ubatch = int_field(key, v));
+  if (key == "tensor_split") return void(launch.tensor_split = split_field(key, v));
   throw vramplan::ConfigError(key, py::repr(v).cast<std::string>(),
                               "ctx_size, cache_type_k, cache_type_v, flash_attn, n_gpu_layers, "
                               "parallel, kv_unified, n_cpu_moe, no_mmap, mlock, swa_full, "
-                              "no_kv_offload, batch_size, ubatch_size",
+                              "no_kv_offload, batch_size, ubatch_size, tensor_split",
                               "not a llama.cpp launch field");
 }
 
@@ -120,11 +139,28 @@ nlohmann::json launch_json(const vramplan::LlamacppLaunch& l) {
           {"swa_full", l.swa_full},
           {"no_kv_offload", l.no_kv_offload},
           {"batch_size", l.batch},
-          {"ubatch_size", l.ubatch}};
+          {"ubatch_size", l.ubatch},
+          {"tensor_split", l.tensor_split}};
+}
+
+nlohmann::json gpus_json(const vramplan::LlamacppMemory& m) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const vramplan::LlamacppGpu& g : m.gpus) {
+    gpus.push_back({{"layers", g.layers},
+                    {"output", g.output},
+                    {"model_bytes", g.model_bytes},
+                    {"kv_bytes", g.kv_bytes},
+                    {"rs_bytes", g.rs_bytes},
+                    {"compute_bytes", g.compute_bytes},
+                    {"total_bytes", g.total_bytes()}});
+  }
+  return gpus;
 }
 
 nlohmann::json memory_json(const vramplan::LlamacppMemory& m) {
-  return {{"n_ctx", m.n_ctx},
+  return {{"gpus", gpus_json(m)},
+          {"max_gpu_total_bytes", m.max_gpu_total_bytes()},
+          {"n_ctx", m.n_ctx},
           {"n_ctx_seq", m.n_ctx_seq},
           {"n_stream", m.n_stream},
           {"kv_size_swa", m.kv_size_swa},
@@ -141,10 +177,14 @@ nlohmann::json memory_json(const vramplan::LlamacppMemory& m) {
           {"host_model_bytes", m.host_model_bytes},
           {"host_weight_bytes", m.host_weight_bytes},
           {"host_kv_bytes", m.host_kv_bytes},
+          {"gpu_rs_bytes", m.gpu_rs_bytes},
+          {"host_rs_bytes", m.host_rs_bytes},
           {"host_compute_bytes", m.host_compute_bytes},
           {"host_output_bytes", m.host_output_bytes},
           {"host_ram_bytes", m.host_ram_bytes},
-          {"exact", {"gpu_model_bytes", "gpu_kv_bytes", "host_model_bytes", "host_kv_bytes"}},
+          {"exact",
+           {"gpu_model_bytes", "gpu_kv_bytes", "gpu_rs_bytes", "host_model_bytes", "host_kv_bytes",
+            "host_rs_bytes"}},
           {"approximate", {"gpu_compute_bytes", "host_compute_bytes", "host_output_bytes"}},
           {"notes", m.notes}};
 }
@@ -187,16 +227,45 @@ void register_llamacpp(py::module_& m) {
         const bool pinned_moe = launch.contains("n_cpu_moe") && !launch["n_cpu_moe"].is_none();
         const vramplan::LlamacppFit fit =
             vramplan::llamacpp_solve(model, l, gpu_budget_bytes, pinned_ngl, pinned_moe);
-        return to_python({{"model", model_json(model)},
-                          {"fits", fit.fits},
-                          {"verdict", fit.verdict},
-                          {"gpu_budget_bytes", gpu_budget_bytes},
-                          {"launch", launch_json(fit.launch)},
-                          {"memory", memory_json(fit.memory)}});
+        return to_python(
+            {{"model", model_json(model)},
+             {"fits", fit.fits},
+             {"verdict", fit.verdict},
+             {"gpu_budget_bytes", gpu_budget_bytes},
+             {"max_ctx_size", vramplan::llamacpp_max_context(model, fit.launch, gpu_budget_bytes)},
+             {"launch", launch_json(fit.launch)},
+             {"memory", memory_json(fit.memory)}});
       },
       py::arg("gguf_path"), py::arg("launch"), py::arg("gpu_budget_bytes"),
       "The largest -ngl (and smallest --n-cpu-moe for MoE) whose GPU buffers fit "
       "`gpu_budget_bytes`; an -ngl or --n-cpu-moe the launch sets is kept and checked.");
+  m.def(
+      "llamacpp_read_log",
+      [](const std::string& log_path) {
+        const vramplan::LlamacppLogFigures figures = vramplan::read_llamacpp_log_file(log_path);
+        const vramplan::LlamacppDiagnosis d = vramplan::diagnose_llamacpp_log(figures);
+        return to_python(
+            {{"figures", vramplan::to_json(figures)},
+             {"diagnosis",
+              {{"buffer", d.buffer}, {"summary", d.summary}, {"remedies", d.remedies}}}});
+      },
+      py::arg("log_path"),
+      "A llama.cpp startup log's buffers per device, context and hyper-parameters, and which "
+      "buffer an out-of-memory start failed on with the remedies in llama.cpp's flags.");
+  m.def(
+      "llamacpp_log_memory",
+      [](const std::string& log_path, const std::string& gguf_path) {
+        const vramplan::LlamacppLogFigures figures = vramplan::read_llamacpp_log_file(log_path);
+        const vramplan::LlamacppModel model =
+            gguf_path.empty() ? vramplan::llamacpp_model_from_log(figures) : model_at(gguf_path);
+        const vramplan::LlamacppLaunch l = vramplan::llamacpp_launch_from_log(figures);
+        return to_python({{"launch", launch_json(l)},
+                          {"memory", memory_json(vramplan::llamacpp_memory(model, l))}});
+      },
+      py::arg("log_path"), py::arg("gguf_path") = "",
+      "The plan for the launch a llama.cpp log resolved (context, batches, flash attention, "
+      "-ngl), over the GGUF at `gguf_path` or, without one, the log's own hyper-parameters (no "
+      "tensors read: model bytes are then 0).");
   const vramplan::LlamacppDefaults& d = vramplan::llamacpp_defaults();
   m.attr("LLAMACPP_DEFAULTS") = to_python({{"source", d.source},
                                            {"cache_types", d.cache_types},

@@ -41,7 +41,9 @@ __all__: list[str] = [
     "engine_profile",
     "error_band_era",
     "knob_bounds",
+    "llamacpp_log_memory",
     "llamacpp_memory",
+    "llamacpp_read_log",
     "llamacpp_solve",
     "load_hf_config",
     "load_model_path",
@@ -599,9 +601,19 @@ def knob_bounds(name: str, spec: ModelSpec) -> tuple[float, float]:
     The knob's (minimum, maximum) for this model (max_model_len: up to the model's max_position_embeddings).
     """
 
+def llamacpp_log_memory(log_path: str, gguf_path: str = "") -> typing.Any:
+    """
+    The plan for the launch a llama.cpp log resolved (context, batches, flash attention, -ngl), over the GGUF at `gguf_path` or, without one, the log's own hyper-parameters (no tensors read: model bytes are then 0).
+    """
+
 def llamacpp_memory(gguf_path: str, launch: dict[str, typing.Any]) -> typing.Any:
     """
     The buffers llama.cpp allocates for `launch` (llama.cpp flag names, dashes as underscores) over the GGUF at `gguf_path`, per device kind.
+    """
+
+def llamacpp_read_log(log_path: str) -> typing.Any:
+    """
+    A llama.cpp startup log's buffers per device, context and hyper-parameters, and which buffer an out-of-memory start failed on with the remedies in llama.cpp's flags.
     """
 
 def llamacpp_solve(

@@ -1027,6 +1027,12 @@ def _discard_stdout() -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         words = _split_verbosity(list(sys.argv[1:] if argv is None else argv))
+        if words and words[0] == "fit":
+            from . import engines
+
+            fitter = engines.get(engines.engine_named(words), argument="--engine")
+            if fitter.name == "llamacpp" and fitter.cli is not None:
+                return fitter.cli(words)  # GGUF across GPUs: llama.cpp's own fit
         if words and words[0] in _ENGINE_COMMANDS:
             from . import engines
 

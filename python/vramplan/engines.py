@@ -126,10 +126,24 @@ def _llamacpp() -> Engine:
     )
 
 
+def _ollama() -> Engine:
+    return Engine(
+        name="ollama",
+        display_name="Ollama",
+        serve_command="ollama serve",
+        breakdown=_implemented_in("llamacpp", "not_yet"),
+        plan=_implemented_in("ollama", "plan"),
+        sweep=_implemented_in("llamacpp", "not_yet"),
+        fit_option=_implemented_in("llamacpp", "not_yet"),
+        cli=_implemented_in("ollama", "main"),
+    )
+
+
 _BUILTIN: dict[str, Callable[[], Engine]] = {
     "vllm": _vllm,
     "sglang": _sglang,
     "llamacpp": _llamacpp,
+    "ollama": _ollama,
 }
 # Other spellings of a built-in engine's name.
 _ALIASES = {"llama.cpp": "llamacpp"}

@@ -27,10 +27,11 @@ FLAGS: dict[str, tuple[str, ...]] = {
     "mlock": ("--mlock",),
     "swa_full": ("--swa-full",),
     "no_kv_offload": ("--no-kv-offload", "-nkvo"),
+    "tensor_split": ("--tensor-split", "-ts"),
 }
 SWITCHES = frozenset({"kv_unified", "no_mmap", "mlock", "swa_full", "no_kv_offload"})
 
-_NOT_YET = "llama.cpp plans one GGUF on one GPU so far (breakdown and plan)"
+_NOT_YET = "llama.cpp plans one GGUF on one GPU so far (breakdown, plan, diagnose, validate)"
 
 
 def _gguf_path(model: object) -> str:
@@ -81,6 +82,8 @@ def launch_line(model: str, launch: dict[str, Any]) -> str:
         flag = FLAGS[field][0]
         if field in SWITCHES:
             words += [flag] if value else []
+        elif field == "tensor_split":
+            words += [flag, ",".join(f"{share:g}" for share in value)] if value else []
         else:
             words += [flag, str(value)]
     return " ".join(words)
@@ -89,3 +92,76 @@ def launch_line(model: str, launch: dict[str, Any]) -> str:
 def not_yet(*args: Any, **kwargs: Any) -> Any:
     """sweep and fit for llama.cpp: not built yet, an error that says so."""
     raise _database.config_error("engine", "llamacpp", "breakdown, plan", _NOT_YET)
+
+
+# Buffer names of a GPU in llama.cpp's logs (CUDA0, ROCm0, MTL0 and MTL0_Mapped, Vulkan0);
+# CUDA_Host is pinned host memory.
+_GPU_BUFFERS = ("CUDA", "ROCm", "MTL", "Metal", "Vulkan")
+# The plan's GPU figure for each buffer a llama.cpp log prints per device.
+_PLANNED = {"model": "gpu_model_bytes", "kv": "gpu_kv_bytes", "compute": "gpu_compute_bytes"}
+
+
+def diagnose(log_path: str) -> dict[str, Any]:
+    """What a llama.cpp startup log allocated per device and, for an out-of-memory start, the
+    buffer that did not fit (model, kv, compute) and the remedies in llama.cpp's flags."""
+    result: dict[str, Any] = _core.llamacpp_read_log(log_path)
+    return result
+
+
+def validate(log_path: str, model: str | None = None) -> dict[str, Any]:
+    """The buffers a llama.cpp log prints on its (single) GPU against vramplan's plan for the
+    launch the log resolved: over the GGUF `model` when given (model bytes included), else over
+    the log's own hyper-parameters (KV and compute only). Each row: the log's bytes, the plan's,
+    and the plan's error in percent of the log's."""
+    read = diagnose(log_path)
+    figures = read["figures"]
+    planned = _core.llamacpp_log_memory(log_path, _gguf_path(model) if model else "")
+    rows = []
+    for buffer, field in _PLANNED.items():
+        printed = figures[f"{buffer}_buffers"]
+        gpus = [d for d in printed if d.startswith(_GPU_BUFFERS) and not d.endswith("_Host")]
+        if len(gpus) != 1 or (buffer == "model" and not model):
+            continue
+        logged = int(printed[gpus[0]])
+        plan_bytes = int(planned["memory"][field])
+        error = None if logged == 0 else 100.0 * (plan_bytes - logged) / logged
+        rows.append(
+            {
+                "buffer": buffer,
+                "device": gpus[0],
+                "log_bytes": logged,
+                "plan_bytes": plan_bytes,
+                "error_pct": error,
+                "exact": field in planned["memory"]["exact"],
+            }
+        )
+    return {"figures": figures, "launch": planned["launch"], "rows": rows}
+
+
+def fit_gpus(
+    model: str, gpu: str, max_gpus: int = 8, gpu_budget: int | None = None, **launch: Any
+) -> dict[str, Any]:
+    """The fewest `gpu` cards (-sm layer, an even -ts) that hold every layer of `model` under
+    `launch`, and for each count tried the -ngl that fits: llama.cpp's answer to "how many
+    GPUs", with the per-GPU budget as `plan` takes it."""
+    if max_gpus < 1:
+        raise _database.config_error("max_gpus", max_gpus, "1 or more", "no GPU to plan")
+    rows = []
+    for count in range(1, max_gpus + 1):
+        split = {"tensor_split": [1] * count} if count > 1 else {}
+        result = plan(model, gpu, gpu_budget=gpu_budget, **launch, **split)
+        every_layer = result["launch"]["n_gpu_layers"] == result["model"]["n_layer"] + 1
+        rows.append(
+            {
+                "num_gpus": count,
+                "n_gpu_layers": result["launch"]["n_gpu_layers"],
+                "fits": result["fits"],
+                "all_layers_on_gpu": every_layer and result["fits"],
+                "max_gpu_total_bytes": result["memory"]["max_gpu_total_bytes"],
+                "launch_line": result["launch_line"],
+            }
+        )
+        if every_layer and result["fits"]:
+            break
+    best = next((r for r in rows if r["all_layers_on_gpu"]), None)
+    return {"gpu": gpu, "rows": rows, "num_gpus": best["num_gpus"] if best else None}

@@ -10,7 +10,9 @@
 #include "gguf_test_writer.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/llamacpp.hpp"
+#include "vramplan/spec_db.hpp"
 #include "vramplan/tensor_headers.hpp"
+#include "vramplan/weights.hpp"
 
 using namespace vramplan;
 
@@ -278,4 +280,211 @@ TEST(LlamacppModelImport, RecurrentStateIsRefusedByName) {
   HeaderWriter missing;
   missing.kv_str("general.architecture", "llama");
   EXPECT_THROW(llamacpp_model_from_gguf(missing.parse()), SpecError);
+}
+
+namespace {
+
+// Q5_K: 176 B per 256 values.
+std::int64_t q5k(std::int64_t elements) { return elements / 256 * 176; }
+
+// Llama-3.3-70B-Instruct at Q4_K_S as llama.cpp's quantizer types it (src/llama-quant.cpp
+// llama_tensor_get_type_impl, LLAMA_FTYPE_MOSTLY_Q4_K_S, default Q4_K): output.weight Q6_K
+// (8192 % 256 == 0); attn_v Q5_K everywhere (layers 0-3 by "Q4_K_S && i_attention_wv < 4", the
+// rest by the LLM_TYPE_70B bump of Q4_K to Q5_K; 80 layers with n_head != n_head_kv is 70B);
+// ffn_down Q5_K for i_layer < n_layer / 8 = 10, Q4_K after; token_embd, q, k, o, gate, up Q4_K;
+// norms and rope_freqs (llama3 rope scaling, 64 values) F32.
+LlamacppModel llama_33_70b_q4_k_s() {
+  constexpr std::uint32_t kQ5K = 13;
+  constexpr std::uint64_t n_layer = 80, e = 8192, ff = 28672, kv = 1024, vocab = 128256;
+  HeaderWriter w;
+  w.kv_str("general.architecture", "llama");
+  w.kv_u32("llama.block_count", n_layer);
+  w.kv_u32("llama.context_length", 131072);
+  w.kv_u32("llama.embedding_length", e);
+  w.kv_u32("llama.feed_forward_length", ff);
+  w.kv_u32("llama.attention.head_count", 64);
+  w.kv_u32("llama.attention.head_count_kv", 8);
+  const auto n = [](std::uint64_t a, std::uint64_t b) { return static_cast<std::int64_t>(a * b); };
+  w.tensor("rope_freqs.weight", {64}, kF32, 256);
+  w.tensor("token_embd.weight", {e, vocab}, kQ4K, q4k(n(e, vocab)));
+  for (std::uint64_t i = 0; i < n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    w.tensor(p + "attn_norm.weight", {e}, kF32, n(e, 4));
+    w.tensor(p + "attn_q.weight", {e, e}, kQ4K, q4k(n(e, e)));
+    w.tensor(p + "attn_k.weight", {e, kv}, kQ4K, q4k(n(e, kv)));
+    w.tensor(p + "attn_v.weight", {e, kv}, kQ5K, q5k(n(e, kv)));
+    w.tensor(p + "attn_output.weight", {e, e}, kQ4K, q4k(n(e, e)));
+    w.tensor(p + "ffn_norm.weight", {e}, kF32, n(e, 4));
+    w.tensor(p + "ffn_gate.weight", {e, ff}, kQ4K, q4k(n(e, ff)));
+    w.tensor(p + "ffn_up.weight", {e, ff}, kQ4K, q4k(n(e, ff)));
+    if (i < n_layer / 8) {
+      w.tensor(p + "ffn_down.weight", {ff, e}, kQ5K, q5k(n(e, ff)));
+    } else {
+      w.tensor(p + "ffn_down.weight", {ff, e}, kQ4K, q4k(n(e, ff)));
+    }
+  }
+  w.tensor("output_norm.weight", {e}, kF32, n(e, 4));
+  w.tensor("output.weight", {e, vocab}, kQ6K, q6k(n(e, vocab)));
+  return llamacpp_model_from_gguf(w.parse());
+}
+
+// Seed 001's card: an RTX 3090, 25,318,916,096 B as CUDA reports it (model_specs/gpus.yaml),
+// less llama.cpp's 1024 MiB --fit-target: 24,245,174,272 B for llama.cpp's buffers.
+constexpr std::int64_t kRtx3090Budget = 25'318'916'096 - 1024 * kMiB;
+
+}  // namespace
+
+TEST(LlamacppSeed001, Llama70BQ4KSFileSumsToThePublishedSize) {
+  // Per layer: q, o Q4_K 8192^2 / 256 x 144 = 37,748,736 each; k Q4_K 8192 x 1024: 4,718,592;
+  // v Q5_K: 32,768 blocks x 176 = 5,767,168; gate, up Q4_K 8192 x 28672: 132,120,576 each;
+  // down Q4_K 132,120,576 or Q5_K 917,504 x 176 = 161,480,704; norms 2 x 32,768.
+  // Layers 10-79: 482,410,496 B; layers 0-9: + 29,360,128 = 511,770,624 B.
+  // 10 x 511,770,624 + 70 x 482,410,496 = 38,886,440,960; token_embd Q4_K 591,003,648;
+  // output Q6_K 128256 x 8192 / 256 x 210 = 861,880,320; output_norm 32,768; rope_freqs 256:
+  // 40,339,357,952 B (bartowski's Llama-3.3-70B-Instruct-Q4_K_S.gguf: 40.35 GB with metadata).
+  const LlamacppModel model = llama_33_70b_q4_k_s();
+  std::int64_t total = 0;
+  for (const LlamacppTensor& t : model.tensors) total += t.bytes;
+  EXPECT_EQ(total, 40'339'357'952);
+}
+
+TEST(LlamacppSeed001, DatabaseEntryIsWithinHalfAPercentOfTheQuantizersMix) {
+  // The database stores one type per role (attn_kv Q5_K, mlp_down Q4_K): K's Q5_K overcounts
+  // 80 x 1,048,576 B and the ten Q5_K ffn_down layers go uncounted (10 x 29,360,128 B), so the
+  // entry is 209,715,200 B (0.52%) under the 40,339,357,952 B derived from the quantizer above.
+  const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  const ModelSpec spec = db.model("bartowski/Llama-3.3-70B-Instruct-GGUF:Q4_K_S");
+  const std::int64_t bytes = checkpoint_tensor_bytes(spec);
+  EXPECT_NEAR(static_cast<double>(bytes), 40'339'357'952.0 - 209'715'200.0, 40e6);
+}
+
+TEST(LlamacppSeed001, Llama70BQ4KSOnA24GBCardKeeps44LayersAt8k) {
+  // -c 8192 -np 1, f16 KV, --flash-attn auto (on with CUDA). The GPU holds the output layer
+  // (output 861,880,320 + output_norm 32,768) and rope_freqs (256): 861,913,344 B; compute (the
+  // stated approximation with flash attention): logits 128256 x 512 x 4 = 262,668,288 + hidden
+  // 8192 x 512 x 4 = 16,777,216 -> 279,445,504. Fixed: 1,141,358,848 B.
+  // A layer from 10-79 with its KV (2 x 1024 x 8192 x 2 B = 33,554,432): 515,964,928 B.
+  // (24,245,174,272 - 1,141,358,848) / 515,964,928 = 44.78 -> 44 layers (36-79) + output:
+  // -ngl 45, GPU 1,141,358,848 + 44 x 515,964,928 = 23,843,815,680 B.
+  const LlamacppModel model = llama_33_70b_q4_k_s();
+  LlamacppLaunch launch;
+  launch.ctx_size = 8192;
+  const LlamacppFit fit = llamacpp_solve(model, launch, kRtx3090Budget, false, false);
+  EXPECT_TRUE(fit.fits);
+  EXPECT_EQ(fit.launch.n_gpu_layers, 45);
+  EXPECT_EQ(fit.memory.layers_on_gpu, 44);
+  EXPECT_EQ(fit.memory.gpu_total_bytes(), 23'843'815'680);
+  LlamacppLaunch more = fit.launch;
+  more.n_gpu_layers = 46;  // + 515,964,928 = 24,359,780,608 > the budget
+  EXPECT_EQ(llamacpp_memory(model, more).gpu_total_bytes(), 24'359'780'608);
+  // Host: layers 0-35 stay on the CPU. mmap's CPU_Mapped span runs from rope_freqs through
+  // blk.35: 256 + 591,003,648 + 10 x 511,770,624 + 26 x 482,410,496 = 18,251,383,040 B, every
+  // byte of it CPU-resident; their KV is a CPU buffer of 36 x 32 MiB = 1,207,959,552 B.
+  EXPECT_EQ(fit.memory.host_model_bytes, 18'251'383'040);
+  EXPECT_EQ(fit.memory.host_weight_bytes, 18'251'383'040);
+  EXPECT_EQ(fit.memory.host_kv_bytes, 1'207'959'552);
+  // Anonymous host RAM: that KV, the CPU compute estimate (FFN 2 x 28672 x 512 x 4 =
+  // 117,440,512 + hidden 16,777,216) and the logits output buffer (128256 x 4 = 513,024):
+  // 1,342,690,304 B; --no-mmap adds the 18,251,383,040 B host buffer (all sizes 32-aligned).
+  EXPECT_EQ(fit.memory.host_ram_bytes, 1'342'690'304);
+  launch.no_mmap = true;
+  EXPECT_EQ(llamacpp_solve(model, launch, kRtx3090Budget, false, false).memory.host_ram_bytes,
+            1'342'690'304 + 18'251'383'040);
+}
+
+TEST(LlamacppSeed001, Llama70BQ4KSFourSlotsAt32kKeep37Layers) {
+  // -c 32768 -np 4 (not unified): 4 streams of 8192 cells, KV 4 x 32 MiB = 134,217,728 B a
+  // layer -> 616,628,224 B with its weights. (24,245,174,272 - 1,141,358,848) / 616,628,224 =
+  // 37.47 -> 37 layers, -ngl 38, GPU 1,141,358,848 + 37 x 616,628,224 = 23,956,603,136 B;
+  // the 43 CPU layers' KV: 43 x 128 MiB = 5,771,362,304 B of host RAM.
+  LlamacppLaunch launch;
+  launch.ctx_size = 32768;
+  launch.parallel = 4;
+  const LlamacppFit fit =
+      llamacpp_solve(llama_33_70b_q4_k_s(), launch, kRtx3090Budget, false, false);
+  EXPECT_EQ(fit.launch.n_gpu_layers, 38);
+  EXPECT_EQ(fit.memory.gpu_total_bytes(), 23'956'603'136);
+  EXPECT_EQ(fit.memory.host_kv_bytes, 5'771'362'304);
+}
+
+TEST(LlamacppSeed001, Llama70BQ4KSLargestContextAtNgl40) {
+  // -ngl 40: output + layers 41-79 (39 x 482,410,496 = 18,814,009,344 B) + the fixed
+  // 1,141,358,848 leave 4,289,806,080 B for f16 KV at 39 x 2 x 1024 x 2 B = 159,744 B a cell:
+  // 26,854 cells -> 104 blocks of 256 = -c 26624 (26,880 would need 4,293,918,720 B).
+  LlamacppLaunch launch;
+  launch.n_gpu_layers = 40;
+  EXPECT_EQ(llamacpp_max_context(llama_33_70b_q4_k_s(), launch, kRtx3090Budget), 26624);
+  launch.n_gpu_layers = 81;  // the whole model (40 GB) fits no context at all
+  EXPECT_EQ(llamacpp_max_context(llama_33_70b_q4_k_s(), launch, kRtx3090Budget), 0);
+}
+
+TEST(LlamacppHybrid, Qwen35StyleLayersHoldRecurrentStatePerSequence) {
+  // qwen35 with full_attention_interval 4: layers 0-2 gated delta-net (recurrent), layer 3
+  // attention (is_recr = (il + 1) % 4 != 0, src/models/qwen35.cpp). Qwen3-Next's shapes:
+  // d_conv 4, d_inner 4096 (32 v-heads x 128), d_state 128, n_group 16 (k-heads).
+  // n_embd_r = 3 x (4096 + 2 x 16 x 128) = 24,576 f32 = 98,304 B a row; n_embd_s = 128 x 4096
+  // = 524,288 f32 = 2,097,152 B a row. One row per sequence (llama_memory_recurrent, mem_size
+  // max(1, n_seq_max)): -np 1 -> 3 layers x 2,195,456 = 6,586,368 B; -np 4 -> 26,345,472 B.
+  // The attention layer's KV: 2 KV heads x 256 = 512 wide, f16 at -c 8192: 2 x 512 x 8192 x 2
+  // = 16 MiB, the same for 4 streams of 2048.
+  HeaderWriter w;
+  w.kv_str("general.architecture", "qwen35");
+  w.kv_u32("qwen35.block_count", 4);
+  w.kv_u32("qwen35.context_length", 262144);
+  w.kv_u32("qwen35.embedding_length", 2048);
+  w.kv_u32("qwen35.attention.head_count", 16);
+  w.kv_u32("qwen35.attention.head_count_kv", 2);
+  w.kv_u32("qwen35.attention.key_length", 256);
+  w.kv_u32("qwen35.attention.value_length", 256);
+  w.kv_u32("qwen35.full_attention_interval", 4);
+  w.kv_u32("qwen35.ssm.conv_kernel", 4);
+  w.kv_u32("qwen35.ssm.inner_size", 4096);
+  w.kv_u32("qwen35.ssm.state_size", 128);
+  w.kv_u32("qwen35.ssm.group_count", 16);
+  w.kv_u32("qwen35.ssm.time_step_rank", 32);
+  w.tensor("token_embd.weight", {2048, 1000}, kF16, 4'096'000);
+  const LlamacppModel model = llamacpp_model_from_gguf(w.parse());
+  EXPECT_EQ(model.recurrent_layer, (std::vector<bool>{true, true, true, false}));
+  EXPECT_EQ(model.n_embd_r, 24'576);
+  EXPECT_EQ(model.n_embd_s, 524'288);
+  LlamacppLaunch launch;
+  launch.ctx_size = 8192;
+  const LlamacppMemory one = llamacpp_memory(model, launch);
+  EXPECT_EQ(one.gpu_rs_bytes, 6'586'368);
+  EXPECT_EQ(one.gpu_kv_bytes, 16 * kMiB);
+  launch.parallel = 4;
+  const LlamacppMemory four = llamacpp_memory(model, launch);
+  EXPECT_EQ(four.gpu_rs_bytes, 26'345'472);
+  EXPECT_EQ(four.gpu_kv_bytes, 16 * kMiB);
+  launch.n_gpu_layers = 2;  // output + layer 3: layers 0-2's state goes to the host
+  EXPECT_EQ(llamacpp_memory(model, launch).host_rs_bytes, 26'345'472);
+}
+
+TEST(LlamacppSplit, Llama70BQ4KSOnTwo24GBCardsSplitsTheLayersEvenly) {
+  // -sm layer -ts 1,1, every layer offloaded (-ngl 81, i_gpu_start 0, act 81): layer il goes
+  // to GPU 0 while il / 81 < 0.5, so layers 0-40 (41) on GPU 0, layers 41-79 (39) and the
+  // output on GPU 1 (llama_model::load_tensors' upper_bound over the cumulative split).
+  // GPU 0: layers 0-9 10 x 511,770,624 + layers 10-40 31 x 482,410,496 = 20,072,431,616;
+  // rope_freqs 256; f16 KV at -c 8192 41 x 33,554,432 = 1,375,731,712; compute (no output
+  // here, flash attention on): FFN 2 x 28672 x 512 x 4 = 117,440,512 + hidden 16,777,216
+  // -> 21,582,381,312 B. GPU 1: 39 x 482,410,496 = 18,814,009,344 + output 861,913,088 + 256
+  // + KV 39 x 33,554,432 = 1,308,622,848 + compute logits 262,668,288 + 16,777,216 ->
+  // 21,263,991,040 B. Both under 24,245,174,272: everything fits on two cards.
+  LlamacppLaunch launch;
+  launch.ctx_size = 8192;
+  launch.tensor_split = {1.0, 1.0};
+  const LlamacppFit fit =
+      llamacpp_solve(llama_33_70b_q4_k_s(), launch, kRtx3090Budget, false, false);
+  EXPECT_TRUE(fit.fits);
+  EXPECT_EQ(fit.launch.n_gpu_layers, 81);
+  ASSERT_EQ(fit.memory.gpus.size(), 2U);
+  EXPECT_EQ(fit.memory.gpus[0].layers, 41);
+  EXPECT_EQ(fit.memory.gpus[1].layers, 39);
+  EXPECT_FALSE(fit.memory.gpus[0].output);
+  EXPECT_TRUE(fit.memory.gpus[1].output);
+  EXPECT_EQ(fit.memory.gpus[0].total_bytes(), 21'582'381'312);
+  EXPECT_EQ(fit.memory.gpus[1].total_bytes(), 21'263'991'040);
+  EXPECT_EQ(fit.memory.host_weight_bytes, 591'003'648);  // token_embd stays on the CPU
+  launch.tensor_split = {0.0, 0.0};
+  EXPECT_THROW(llamacpp_memory(llama_33_70b_q4_k_s(), launch), ConfigError);
 }

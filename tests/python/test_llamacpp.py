@@ -116,3 +116,132 @@ def test_bad_cache_type_and_non_gguf_are_errors(gguf: str) -> None:
 def test_registered_as_the_third_engine() -> None:
     assert engines.get("llama.cpp") is engines.get("llamacpp")
     assert engines.get("llamacpp").serve_command == "llama-server"
+
+
+LOGS = Path(__file__).parent.parent / "data" / "llamacpp_logs"
+
+
+def test_diagnose_names_the_kv_buffer_of_a_real_oom(capsys: pytest.CaptureFixture[str]) -> None:
+    # gpustack#1269: the fourth GPU's KV buffer (4480 MiB on device 3) does not fit.
+    log = str(LOGS / "oom_kv_gpustack_1269.log")
+    assert cli.main(["diagnose", log, "--engine", "llamacpp"]) == 1
+    out = capsys.readouterr().out
+    assert "the KV cache buffer (4480 MiB) on CUDA3 does not fit" in out
+    assert "fix: lower -c / --ctx-size" in out
+
+
+def test_validate_compares_the_logs_kv_and_compute_with_the_plan(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Pythia-2.8B on a V100 (ggml-ci, build 4343): KV 640.00 MiB by the exact rule; the compute
+    # estimate (flash attention off: KQ scores 32 x 2048 x 512 x 4 = 128 MiB + hidden 5 MiB =
+    # 133 MiB) against the 162.00 MiB the log prints: -17.9%.
+    result = llamacpp.validate(str(LOGS / "ci_v100_4343_pythia_2_8b_f16.log"))
+    rows = {row["buffer"]: row for row in result["rows"]}
+    assert rows["kv"]["plan_bytes"] == rows["kv"]["log_bytes"] == 640 * MIB
+    assert rows["compute"]["plan_bytes"] == 133 * MIB
+    assert rows["compute"]["log_bytes"] == 162 * MIB
+    assert not rows["compute"]["exact"]
+    assert "model" not in rows  # no GGUF given
+    pythia = str(LOGS / "ci_v100_4343_pythia_2_8b_f16.log")
+    assert cli.main(["validate", pythia, "--engine", "llama.cpp"]) == 0
+    assert "CUDA0 kv" in capsys.readouterr().out
+
+
+def test_validate_reads_a_metal_log() -> None:
+    # Qwen2.5-0.5B on an Apple M4, flash attention auto -> enabled: KV 24 x 2 x 128 x 512 x 2 B
+    # = 6 MiB exact; compute: logits 151936 x 512 x 4 = 296.75 MiB + hidden 896 x 512 x 4 =
+    # 1.75 MiB = 298.50 MiB against the 300.25 MiB printed (-0.58%).
+    rows = {
+        r["buffer"]: r
+        for r in llamacpp.validate(str(LOGS / "metal_m4_qwen2_5_0_5b_q4_k_m.log"))["rows"]
+    }
+    assert rows["kv"]["device"] == "MTL0"
+    assert rows["kv"]["plan_bytes"] == rows["kv"]["log_bytes"] == 6 * MIB
+    assert rows["compute"]["plan_bytes"] == 298 * MIB + MIB // 2
+    assert rows["compute"]["error_pct"] == pytest.approx(-0.583, abs=0.001)
+
+
+def _modelfile(tmp_path: Path, gguf: str, extra: str = "") -> str:
+    path = tmp_path / "Modelfile"
+    path.write_text(
+        f"FROM {gguf}\nPARAMETER num_ctx 8192\nPARAMETER temperature 0.7\n{extra}"
+        'TEMPLATE """{{ .System }}\nPARAMETER num_ctx 1\n{{ .Prompt }}"""\n'
+    )
+    return str(path)
+
+
+def test_ollama_modelfile_and_env_are_planned_in_ollamas_words(gguf: str, tmp_path: Path) -> None:
+    # OLLAMA_NUM_PARALLEL=2: llama.cpp gets -c 16384 -np 2 (2 streams of 8192), -b 1024,
+    # -ub 512; q8_0 KV: 32 layers x (K + V) x 1088 B x 8192 x 2 streams = 1088 MiB.
+    # Budget: RTX-4090's 25,382,879,232 B less Ollama's 457 MiB minimum and a 16 GiB
+    # OLLAMA_GPU_OVERHEAD = 7,723,810,816 B. Weights 32 x 122,716,160 + output 430,956,544 +
+    # compute 271,056,896 = 4,628,930,560 B: every layer fits (num_gpu 33). KV room
+    # 3,094,880,256 B at 32 x 2 x 1088 = 69,632 B per cell of -c: 44,446 -> 86 steps of
+    # 2 x 256 = -c 44032, num_ctx 22016 per request.
+    from vramplan import ollama
+
+    env = {
+        "OLLAMA_NUM_PARALLEL": "2",
+        "OLLAMA_KV_CACHE_TYPE": "q8_0",
+        "OLLAMA_FLASH_ATTENTION": "1",
+        "OLLAMA_GPU_OVERHEAD": str(16 << 30),
+    }
+    result = ollama.plan(_modelfile(tmp_path, gguf), "RTX-4090", env)
+    assert result["gpu_budget_bytes"] == 7_723_810_816
+    assert result["launch"]["ctx_size"] == 16384
+    assert result["launch"]["parallel"] == 2
+    assert result["memory"]["gpu_kv_bytes"] == 1088 * MIB
+    o = result["ollama"]
+    assert (o["num_ctx"], o["num_gpu"], o["max_num_ctx"]) == (8192, 33, 22016)
+    assert "PARAMETER num_ctx 8192\nPARAMETER num_gpu 33" in o["modelfile"]
+    assert "OLLAMA_NUM_PARALLEL=2" in o["env"]
+    assert "OLLAMA_FLASH_ATTENTION=1" in o["env"]
+
+
+def test_ollama_quantized_cache_without_flash_attention_falls_back_to_f16(
+    gguf: str, tmp_path: Path
+) -> None:
+    from vramplan import ollama
+
+    modelfile = ollama.read_modelfile(_modelfile(tmp_path, gguf))
+    launch, notes = ollama.llamacpp_launch(
+        modelfile, {"OLLAMA_KV_CACHE_TYPE": "q4_0", "OLLAMA_FLASH_ATTENTION": "false"}
+    )
+    assert launch["cache_type_k"] == "f16"
+    assert launch["flash_attn"] == "off"
+    assert "needs flash attention" in notes[0]
+    assert launch["ctx_size"] == 8192  # the Modelfile's num_ctx, not the TEMPLATE's text
+
+
+def test_ollama_modelfile_errors_name_the_line(gguf: str, tmp_path: Path) -> None:
+    from vramplan import ollama
+
+    bad = _modelfile(tmp_path, gguf, "PARAMETER num_gpu lots\n")
+    with pytest.raises(_core.ConfigError, match="Modelfile:4"):
+        ollama.read_modelfile(bad)
+    empty = tmp_path / "Empty"
+    empty.write_text("PARAMETER num_ctx 4096\n")
+    with pytest.raises(_core.ConfigError, match="FROM"):
+        ollama.read_modelfile(str(empty))
+
+
+def test_fit_finds_the_fewest_gpus_that_hold_every_layer(
+    gguf: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A 3000 MiB (3,145,728,000 B) budget per GPU, -c 8192, flash attention on. One GPU:
+    # (3,145,728,000 - output 430,956,544 - compute 271,056,896) / 156,270,592 = 15.6 -> -ngl 16.
+    # Two GPUs (-ts 1,1, -ngl 33): layer il on GPU 0 while il / 33 < 0.5: layers 0-16 there
+    # (17 x 156,270,592 + compute FFN 58,720,256 + hidden 8,388,608 = 2,723,708,928 B), layers
+    # 17-31 and the output on GPU 1 (15 x 156,270,592 + 430,956,544 + 271,056,896 =
+    # 3,046,072,320 B): both fit.
+    fitted = llamacpp.fit_gpus(gguf, "RTX-4090", 4, 3000 * MIB, ctx_size=8192, flash_attn="on")
+    assert fitted["num_gpus"] == 2
+    one, two = fitted["rows"]
+    assert one["n_gpu_layers"] == 16
+    assert not one["all_layers_on_gpu"]
+    assert two["max_gpu_total_bytes"] == 3_046_072_320
+    assert "--tensor-split 1,1" in two["launch_line"]
+    argv = ["fit", gguf, "--engine", "llamacpp", "--gpu-budget-mib", "3000", "-c", "8192"]
+    assert cli.main([*argv, "-fa", "on", "--gpu", "RTX-4090"]) == 0
+    assert "2 x RTX-4090: every layer" in capsys.readouterr().out

@@ -6,6 +6,7 @@
 // Rules and their sources: model_specs/llamacpp.yaml and docs/llamacpp.md.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,17 +27,19 @@ struct LlamacppLaunch {
   std::int64_t ctx_size = 0;  // -c; 0: the trained context (n_ctx_train)
   DType cache_type_k = DType::F16;
   DType cache_type_v = DType::F16;
-  LlamacppFlashAttn flash_attn = LlamacppFlashAttn::Auto;
-  std::int64_t n_gpu_layers = kLlamacppLayersAll;  // -ngl; auto is what the solver answers
-  std::int64_t parallel = 1;                       // -np: sequences (server slots)
-  bool kv_unified = false;                         // --kv-unified: one KV stream for all slots
-  std::int64_t n_cpu_moe = 0;                      // -ncmoe: first N layers' experts on CPU
+  LlamacppFlashAttn flash_attn = LlamacppFlashAttn::Auto;  // auto: on (CUDA, CPU)
+  std::int64_t n_gpu_layers = kLlamacppLayersAll;          // -ngl; auto is what the solver answers
+  std::int64_t parallel = 1;                               // -np: sequences (server slots)
+  bool kv_unified = false;     // --kv-unified: one KV stream for all slots
+  std::int64_t n_cpu_moe = 0;  // -ncmoe: first N layers' experts on CPU
   bool no_mmap = false;
   bool mlock = false;
   bool swa_full = false;
   bool no_kv_offload = false;  // -nkvo: KV of GPU layers stays in host memory
   std::int64_t batch = 2048;   // -b
   std::int64_t ubatch = 512;   // -ub
+  // -ts with -sm layer: each GPU's share of the offloaded layers (any scale); empty: one GPU.
+  std::vector<double> tensor_split;
 };
 
 // One tensor of the GGUF as the loader places it.
@@ -70,15 +73,33 @@ struct LlamacppModel {
   std::int64_t n_swa = 0;               // sliding window; 0: none
   std::vector<bool> swa_layer;          // per layer
   bool tied_output = false;             // no output.weight: token_embd serves as the output
+  // Hybrid attention + recurrent models (Mamba2 / gated delta-net layers): per layer whether it
+  // holds recurrent state instead of K/V, and that state's f32 values per sequence
+  // (llama_hparams::n_embd_r, the conv state; n_embd_s, the SSM state).
+  std::vector<bool> recurrent_layer;
+  std::int64_t n_embd_r = 0;
+  std::int64_t n_embd_s = 0;
   std::vector<LlamacppTensor> tensors;
 };
 
 // Reads the hyper-parameters and the tensor list llama.cpp would. SpecError naming the file and
-// key for a missing key; ConfigError for what this planner does not model yet (recurrent and
-// hybrid state, MLA, KV shared across layers), never a silent answer.
+// key for a missing key; ConfigError for what this planner does not model yet (pure recurrent
+// and RWKV-style state, MLA, KV shared across layers), never a silent answer.
 LlamacppModel llamacpp_model_from_gguf(const GgufHeader& header);
 
-// The bytes one launch allocates, per device kind (one GPU; CPU = host memory).
+// One GPU's buffers under -sm layer.
+struct LlamacppGpu {
+  std::int64_t layers = 0;  // repeating layers it holds
+  bool output = false;      // it holds the output layer
+  std::int64_t model_bytes = 0;
+  std::int64_t kv_bytes = 0;
+  std::int64_t rs_bytes = 0;
+  std::int64_t compute_bytes = 0;  // approximation
+  std::int64_t total_bytes() const { return model_bytes + kv_bytes + rs_bytes + compute_bytes; }
+};
+
+// The bytes one launch allocates, per device kind (the GPUs summed; CPU = host memory), and
+// per GPU in `gpus`.
 struct LlamacppMemory {
   // Resolved as llama.cpp resolves them.
   std::int64_t n_ctx = 0;      // after padding to 256 (and to whole streams)
@@ -97,12 +118,21 @@ struct LlamacppMemory {
   std::int64_t host_weight_bytes = 0;  // the CPU-resident tensors themselves
   std::int64_t gpu_kv_bytes = 0;       // "CUDA0 KV buffer size"
   std::int64_t host_kv_bytes = 0;      // "CPU KV buffer size"
+  std::int64_t gpu_rs_bytes = 0;       // "CUDA0 RS buffer size": recurrent state
+  std::int64_t host_rs_bytes = 0;      // "CPU RS buffer size"
   // Approximations (not the graph allocator's figure).
   std::int64_t gpu_compute_bytes = 0;
   std::int64_t host_compute_bytes = 0;
   std::int64_t host_output_bytes = 0;  // logits buffer
   std::int64_t gpu_total_bytes() const {
-    return gpu_model_bytes + gpu_kv_bytes + gpu_compute_bytes;
+    return gpu_model_bytes + gpu_kv_bytes + gpu_rs_bytes + gpu_compute_bytes;
+  }
+  std::vector<LlamacppGpu> gpus;  // one per -ts entry (one without -ts)
+  // The fullest GPU's bytes: what a per-GPU budget has to hold.
+  std::int64_t max_gpu_total_bytes() const {
+    std::int64_t most = 0;
+    for (const LlamacppGpu& g : gpus) most = std::max(most, g.total_bytes());
+    return most;
   }
   // Host RAM the process holds: anonymous buffers, plus with --mlock the mapped weights; with
   // mmap the mapped weights otherwise sit in the page cache (host_weight_bytes of it hot).
@@ -118,8 +148,8 @@ std::int64_t llamacpp_kv_tensor_bytes(DType type, std::int64_t width, std::int64
                                       std::int64_t streams, bool cuda);
 
 // The largest -ngl (and, for MoE with every layer offloaded, the smallest --n-cpu-moe) whose
-// GPU bytes fit `gpu_budget_bytes`; the launch's other flags are kept. An -ngl or --n-cpu-moe
-// the launch pins is kept and only checked.
+// fullest GPU fits `gpu_budget_bytes` (a budget per GPU); the launch's other flags are kept. An
+// -ngl or --n-cpu-moe the launch pins is kept and only checked.
 struct LlamacppFit {
   bool fits = false;
   LlamacppLaunch launch;  // with the chosen -ngl / --n-cpu-moe
@@ -128,6 +158,12 @@ struct LlamacppFit {
 };
 LlamacppFit llamacpp_solve(const LlamacppModel& model, const LlamacppLaunch& launch,
                            std::int64_t gpu_budget_bytes, bool pinned_ngl, bool pinned_n_cpu_moe);
+
+// The largest -c (a multiple of 256 per stream, at most the trained context per stream) whose GPU
+// bytes fit `gpu_budget_bytes` with the launch's -ngl, -np and cache types; 0 when not even 256 per
+// stream fits.
+std::int64_t llamacpp_max_context(const LlamacppModel& model, const LlamacppLaunch& launch,
+                                  std::int64_t gpu_budget_bytes);
 
 // llama.cpp's KV cache types (common/arg.cpp kv_cache_types), by llama.cpp's names.
 DType llamacpp_cache_type(const std::string& name);

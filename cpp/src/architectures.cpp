@@ -237,14 +237,18 @@ void deepseek_moe(Context& c) {
   c.doc["moe"] = moe;
 }
 
+// deepseek_v2.py's DeepseekV2MLAAttention dimensions (q_lora_rank 0 or null: a plain q_proj).
+json mla_dimensions(const ConfigFields& f) {
+  return {{"q_lora_rank", f.integer_or("q_lora_rank", 0)},
+          {"kv_lora_rank", f.integer("kv_lora_rank")},
+          {"qk_nope_head_dim", f.integer("qk_nope_head_dim")},
+          {"qk_rope_head_dim", f.integer("qk_rope_head_dim")},
+          {"v_head_dim", f.integer("v_head_dim")}};
+}
+
 void deepseek_moe_mla(Context& c) {
   deepseek_moe(c);
-  const ConfigFields& f = c.f;
-  c.doc["mla"] = {{"q_lora_rank", f.integer_or("q_lora_rank", 0)},
-                  {"kv_lora_rank", f.integer("kv_lora_rank")},
-                  {"qk_nope_head_dim", f.integer("qk_nope_head_dim")},
-                  {"qk_rope_head_dim", f.integer("qk_rope_head_dim")},
-                  {"v_head_dim", f.integer("v_head_dim")}};
+  c.doc["mla"] = mla_dimensions(c.f);
 }
 
 // DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): the indexer's geometry. vLLM builds an
@@ -449,6 +453,26 @@ void glm4_moe(Context& c) {
                   {"num_shared_experts", f.integer_or("n_shared_experts", 0)},
                   {"first_k_dense", f.integer_or("first_k_dense_replace", 0)},
                   {"router_bias", true}};  // e_score_correction_bias
+}
+
+// vLLM 0.33's glm4_moe_lite.py (GLM-4.7-Flash): DeepseekV2MLAAttention (latent KV) in every
+// layer, glm4_moe.py's experts (router bias, shared experts) from first_k_dense_replace on,
+// every moe_layer_freq-th layer. With index_topk the layers run DeepSeek sparse attention
+// through an index group this row does not size: refused by name.
+void glm4_moe_lite(Context& c) {
+  glm4_moe(c);
+  const ConfigFields& f = c.f;
+  // Glm4MoeLiteConfig has no such field (it writes mlp_layer_types, which vLLM does not read):
+  // vLLM reads the checkpoint's own key, so a config without it cannot load.
+  c.doc["moe"]["first_k_dense"] = f.integer("first_k_dense_replace");
+  if (f.integer_or("moe_layer_freq", 1) != 1) {
+    c.doc["moe"]["moe_layer_step"] = f.integer("moe_layer_freq");
+  }
+  if (f.has("index_topk") && !f.at("index_topk").is_null()) {
+    f.fail("index_topk", f.at("index_topk").dump(),
+           "glm4_moe_lite's sparse-attention index group is not modelled");
+  }
+  c.doc["mla"] = mla_dimensions(f);
 }
 
 void falcon(Context& c) {
@@ -735,6 +759,7 @@ constexpr NamedRule kRules[] = {
     {"deepseek_moe_mla", deepseek_moe_mla},
     {"dsa_indexer", dsa_indexer},
     {"glm4_moe", glm4_moe},
+    {"glm4_moe_lite", glm4_moe_lite},
     {"llama4", llama4},
     {"qwen3_next_hybrid", qwen3_next_hybrid},
     {"qwen3_5_hybrid", qwen3_5_hybrid},

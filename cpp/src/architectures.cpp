@@ -148,9 +148,10 @@ enum class Vision : std::uint8_t {
   Qwen3Vl,
   Pixtral,
   Gemma4,
-  PaliGemma,  // SigLIP, all layers and the post-LayerNorm, + a biased linear projector
-  Idefics3,   // Idefics3 / SmolVLM: SigLIP-style ViT + pixel-shuffle linear connector
-  InternVit,  // InternVL (remote code): InternViT + pixel-shuffle mlp1 projector
+  PaliGemma,   // SigLIP, all layers and the post-LayerNorm, + a biased linear projector
+  Idefics3,    // Idefics3 / SmolVLM: SigLIP-style ViT + pixel-shuffle linear connector
+  InternVit,   // InternVL (remote code): InternViT + pixel-shuffle mlp1 projector
+  InternVlHf,  // InternVL in transformers' format: InternS1 ViT + pixel-shuffle projector
 };
 
 struct Context {
@@ -821,6 +822,7 @@ constexpr NamedVision kVisions[] = {
     {"paligemma", Vision::PaliGemma},
     {"idefics3", Vision::Idefics3},
     {"intern_vit", Vision::InternVit},
+    {"internvl_hf", Vision::InternVlHf},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -1076,7 +1078,7 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
     if (v == std::end(kVisions)) {
       e.fail("vision", "'" + vision + "'",
              "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
-             "gemma4, paligemma, idefics3, intern_vit)");
+             "gemma4, paligemma, idefics3, intern_vit, internvl_hf)");
     }
     w.vision = v->vision;
     t.wrappers.push_back(std::move(w));
@@ -1383,6 +1385,67 @@ std::int64_t intern_vit_tower(const ConfigFields& v, const ConfigFields& top,
   return built * per_layer + embeddings + mlp1;
 }
 
+// An image or patch size written as one integer or as [height, width] (transformers'
+// InternVLVisionConfig): {height, width}, each in [1, limit].
+std::pair<std::int64_t, std::int64_t> side_pair(const ConfigFields& v, const char* key,
+                                                std::int64_t limit) {
+  if (v.has(key) && v.at(key).is_array()) {
+    const json& pair = v.at(key);
+    if (pair.size() != 2 || !pair[0].is_number_integer() || !pair[1].is_number_integer()) {
+      v.fail(key, pair.dump(), "expected an integer or [height, width]");
+    }
+    return {bounded(v, key, pair[0].get<std::int64_t>(), limit),
+            bounded(v, key, pair[1].get<std::int64_t>(), limit)};
+  }
+  const std::int64_t side = bounded(v, key, v.integer(key), limit);
+  return {side, side};
+}
+
+// InternVL in transformers' format as vLLM 0.33 builds it (interns1.py, interns1_vit.py): every
+// encoder layer, with a class vector (and a mask vector with use_mask_token), a biased patch
+// convolution, patches + 1 positions (use_absolute_position_embeddings); per block q/k/v
+// (biased with attention_bias), q/k RMSNorms over the width with use_qk_norm, a biased
+// projection, a biased fc1/fc2 MLP, two LayerNorms (RMSNorms with norm_type rms_norm) and two
+// layer scales; a final LayerNorm unless use_mean_pooling. The projector: a LayerNorm over the
+// pixel-shuffled width, a biased linear to the text width and a biased text-width linear.
+std::int64_t internvl_hf_tower(const ConfigFields& v, const ConfigFields& top,
+                               std::int64_t text_hidden) {
+  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
+  const std::int64_t inter =
+      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+  const std::int64_t layers =
+      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+  const std::int64_t channels = bounded(v, "num_channels", v.integer("num_channels"), 16);
+  const auto image = side_pair(v, "image_size", kMaxSide);
+  const auto patch = side_pair(v, "patch_size", kMaxSide);
+  if (patch.first > image.first || patch.second > image.second) {
+    v.fail("patch_size", v.at("patch_size").dump(), "patch larger than the image");
+  }
+  const std::string norm = v.string_or("norm_type", "");
+  if (norm != "layer_norm" && norm != "rms_norm") {
+    v.fail("norm_type", norm.empty() ? "missing" : norm, "expected layer_norm or rms_norm");
+  }
+  const double ratio = top.number_or("downsample_ratio", 0.5);
+  if (!(ratio > 0.0 && ratio <= 1.0)) {
+    top.fail("downsample_ratio", std::to_string(ratio), "expected (0, 1]");
+  }
+  const auto shuffle = static_cast<std::int64_t>(1.0 / ratio);  // vLLM: int(1 / ratio)
+  const std::int64_t shuffled = h * shuffle * shuffle;
+  const std::int64_t per_layer = 3 * h * h + (v.boolean_or("attention_bias", false) ? 3 * h : 0) +
+                                 (v.boolean_or("use_qk_norm", false) ? 2 * h : 0) + h * h + h +
+                                 2 * h * inter + inter + h +
+                                 (norm == "layer_norm" ? 4 * h : 2 * h) + 2 * h;
+  const std::int64_t patches = (image.first / patch.first) * (image.second / patch.second);
+  const std::int64_t embeddings =
+      h + (v.boolean_or("use_mask_token", false) ? h : 0) +
+      channels * patch.first * patch.second * h + h +
+      (v.boolean_or("use_absolute_position_embeddings", true) ? (patches + 1) * h : 0);
+  const std::int64_t post = v.boolean_or("use_mean_pooling", true) ? 0 : 2 * h;
+  const std::int64_t projector =
+      2 * shuffled + shuffled * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden;
+  return layers * per_layer + embeddings + post + projector;
+}
+
 std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
                                const std::string& model_type, bool clip, std::int64_t text_hidden) {
   switch (style) {
@@ -1419,6 +1482,8 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
     }
     case Vision::InternVit:
       return intern_vit_tower(v, top, text_hidden);
+    case Vision::InternVlHf:
+      return internvl_hf_tower(v, top, text_hidden);
     case Vision::Siglip:
     case Vision::Vit:
     case Vision::None:
@@ -1940,12 +2005,14 @@ std::string supported_model_types() {
 
 // The transformers class a wrapper's vision_config is built as, where the table reads its
 // defaults: by vision_config.model_type for LLaVA (CLIP unless named, SigLIP for OneVision) and
-// PaliGemma (SigLIP), by the wrapper for Idefics3 / SmolVLM; "" for the other towers.
+// PaliGemma (SigLIP), by the wrapper for Idefics3 / SmolVLM and InternVL (transformers' format);
+// "" for the other towers.
 std::string vision_config_class(const ConfigFields& v, Vision style,
                                 const std::string& model_type) {
   if (style == Vision::Idefics3) {
     return model_type == "smolvlm" ? "SmolVLMVisionConfig" : "Idefics3VisionConfig";
   }
+  if (style == Vision::InternVlHf) return "InternVLVisionConfig";
   if (style != Vision::Llava && style != Vision::PaliGemma) return "";
   const bool siglip_default = style == Vision::PaliGemma || model_type == "llava_onevision";
   const std::string vision_type =
@@ -2040,7 +2107,7 @@ json architecture_spec_document(const json& config, const std::string& file) {
   if (top.has("vision_config")) {
     add_vision(config, top, style, model_type, file, doc);
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
-             style == Vision::InternVit) {
+             style == Vision::InternVit || style == Vision::InternVlHf) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "
              "config.json");

@@ -1,11 +1,11 @@
 // Multimodal wrappers of vLLM 0.33's registry whose language model is a mapped family and whose
 // tower is a CLIP, SigLIP or InternViT: LLaVA-NeXT-Video (llava_next_video.py), LLaVA-OneVision
 // (llava_onevision.py), PaliGemma (paligemma.py), Idefics3 and SmolVLM (idefics3.py,
-// smolvlm.py), InternVL (internvl.py). Per tower type the parameters are derived by hand against
-// the tower's published count (CLIP ViT-L/14-336 303.5 M, SigLIP so400m 428 M, InternViT-300M 304
-// M), then against what vLLM builds of it (layers up to the feature layer, no post-LayerNorm, no
-// pooling head); per checkpoint the text KV bytes per token by hand and the whole count against the
-// published one.
+// smolvlm.py), InternVL (internvl.py; interns1.py for transformers' format). Per tower type the
+// parameters are derived by hand against the tower's published count (CLIP ViT-L/14-336 303.5 M,
+// SigLIP so400m 428 M, InternViT-300M 304 M), then against what vLLM builds of it (layers up to the
+// feature layer, no post-LayerNorm, no pooling head); per checkpoint the text KV bytes per token by
+// hand and the whole count against the published one.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -268,6 +268,24 @@ TEST(RegistryMultimodal, InternVl3_1bByHand) {
   EXPECT_EQ(parameter_count(spec), text + intern_vit_300m + mlp1);
   expect_published(text + intern_vit_300m + mlp1, 938e6);
   EXPECT_EQ(kv_bf16(spec), 24 * 2 * 2 * 64 * 2);
+}
+
+// InternVL3-1B in transformers' format (interns1.py with interns1_vit.py): the same shapes
+// under other names (separate q/k/v, lambda_1/lambda_2, use_mean_pooling: no final LayerNorm),
+// so the same tower and projector, and the same text.
+TEST(RegistryMultimodal, InternVl3_1bHfMatchesTheRemoteCodeLayout) {
+  const ModelSpec hf =
+      load_hf_config(config_path("published_values/OpenGVLab__InternVL3-1B-hf.json"));
+  const ModelSpec remote = load_hf_config(config_path("OpenGVLab__InternVL3-1B.json"));
+  EXPECT_EQ(hf.vision.num_parameters, remote.vision.num_parameters);
+  EXPECT_EQ(parameter_count(hf), parameter_count(remote));
+  EXPECT_EQ(kv_bf16(hf), 24 * 2 * 2 * 64 * 2);
+  // A final LayerNorm without mean pooling, a mask vector with use_mask_token.
+  nlohmann::json config = config_json("published_values/OpenGVLab__InternVL3-1B-hf.json");
+  config["vision_config"]["use_mean_pooling"] = false;
+  config["vision_config"]["use_mask_token"] = true;
+  const ModelSpec pooled = model_spec_from_hf_config(config, nullptr, "<internvl>");
+  EXPECT_EQ(pooled.vision.num_parameters, remote.vision.num_parameters + layer_norm(1024) + 1024);
 }
 
 // LLaVA-Next stacks the feature layers it selects (Granite-Vision's four): linear_1 takes

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "test_support.hpp"
 #include "vramplan/compiled.hpp"
@@ -286,6 +288,25 @@ TEST(RegistryMultimodal, InternVl3_1bHfMatchesTheRemoteCodeLayout) {
   config["vision_config"]["use_mask_token"] = true;
   const ModelSpec pooled = model_spec_from_hf_config(config, nullptr, "<internvl>");
   EXPECT_EQ(pooled.vision.num_parameters, remote.vision.num_parameters + layer_norm(1024) + 1024);
+}
+
+// AWQ checkpoints of these wrappers keep their projectors unquantized by name ("mlp1",
+// "connector"): vLLM builds them as plain Linears, so the entries change nothing and the text
+// stays 4-bit.
+TEST(RegistryMultimodal, ProjectorSkipEntriesChangeNothing) {
+  for (const auto& [name, projector] : std::vector<std::pair<std::string, std::string>>{
+           {"OpenGVLab__InternVL3-1B.json", "mlp1"},
+           {"published_values/HuggingFaceM4__Idefics3-8B-Llama3.json", "model.connector"}}) {
+    SCOPED_TRACE(name);
+    nlohmann::json config = config_json(name);
+    config["quantization_config"] = {
+        {"quant_method", "awq"}, {"bits", 4},
+        {"group_size", 128},     {"zero_point", true},
+        {"version", "gemm"},     {"modules_to_not_convert", {projector, "vision_model"}}};
+    const ModelSpec spec = model_spec_from_hf_config(config, nullptr, "<awq>");
+    EXPECT_EQ(spec.quantization.method, QuantMethod::Awq);
+    EXPECT_EQ(spec.quantization.bits, 4);
+  }
 }
 
 // LLaVA-Next stacks the feature layers it selects (Granite-Vision's four): linear_1 takes

@@ -147,7 +147,11 @@ enum class Vision : std::uint8_t {
   Qwen25Vl,
   Qwen3Vl,
   Pixtral,
-  Gemma4
+  Gemma4,
+  PaliGemma,   // SigLIP, all layers and the post-LayerNorm, + a biased linear projector
+  Idefics3,    // Idefics3 / SmolVLM: SigLIP-style ViT + pixel-shuffle linear connector
+  InternVit,   // InternVL (remote code): InternViT + pixel-shuffle mlp1 projector
+  InternVlHf,  // InternVL in transformers' format: InternS1 ViT + pixel-shuffle projector
 };
 
 struct Context {
@@ -237,14 +241,18 @@ void deepseek_moe(Context& c) {
   c.doc["moe"] = moe;
 }
 
+// deepseek_v2.py's DeepseekV2MLAAttention dimensions (q_lora_rank 0 or null: a plain q_proj).
+json mla_dimensions(const ConfigFields& f) {
+  return {{"q_lora_rank", f.integer_or("q_lora_rank", 0)},
+          {"kv_lora_rank", f.integer("kv_lora_rank")},
+          {"qk_nope_head_dim", f.integer("qk_nope_head_dim")},
+          {"qk_rope_head_dim", f.integer("qk_rope_head_dim")},
+          {"v_head_dim", f.integer("v_head_dim")}};
+}
+
 void deepseek_moe_mla(Context& c) {
   deepseek_moe(c);
-  const ConfigFields& f = c.f;
-  c.doc["mla"] = {{"q_lora_rank", f.integer_or("q_lora_rank", 0)},
-                  {"kv_lora_rank", f.integer("kv_lora_rank")},
-                  {"qk_nope_head_dim", f.integer("qk_nope_head_dim")},
-                  {"qk_rope_head_dim", f.integer("qk_rope_head_dim")},
-                  {"v_head_dim", f.integer("v_head_dim")}};
+  c.doc["mla"] = mla_dimensions(c.f);
 }
 
 // DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): the indexer's geometry. vLLM builds an
@@ -449,6 +457,26 @@ void glm4_moe(Context& c) {
                   {"num_shared_experts", f.integer_or("n_shared_experts", 0)},
                   {"first_k_dense", f.integer_or("first_k_dense_replace", 0)},
                   {"router_bias", true}};  // e_score_correction_bias
+}
+
+// vLLM 0.33's glm4_moe_lite.py (GLM-4.7-Flash): DeepseekV2MLAAttention (latent KV) in every
+// layer, glm4_moe.py's experts (router bias, shared experts) from first_k_dense_replace on,
+// every moe_layer_freq-th layer. With index_topk the layers run DeepSeek sparse attention
+// through an index group this row does not size: refused by name.
+void glm4_moe_lite(Context& c) {
+  glm4_moe(c);
+  const ConfigFields& f = c.f;
+  // Glm4MoeLiteConfig has no such field (it writes mlp_layer_types, which vLLM does not read):
+  // vLLM reads the checkpoint's own key, so a config without it cannot load.
+  c.doc["moe"]["first_k_dense"] = f.integer("first_k_dense_replace");
+  if (f.integer_or("moe_layer_freq", 1) != 1) {
+    c.doc["moe"]["moe_layer_step"] = f.integer("moe_layer_freq");
+  }
+  if (f.has("index_topk") && !f.at("index_topk").is_null()) {
+    f.fail("index_topk", f.at("index_topk").dump(),
+           "glm4_moe_lite's sparse-attention index group is not modelled");
+  }
+  c.doc["mla"] = mla_dimensions(f);
 }
 
 void falcon(Context& c) {
@@ -735,6 +763,7 @@ constexpr NamedRule kRules[] = {
     {"deepseek_moe_mla", deepseek_moe_mla},
     {"dsa_indexer", dsa_indexer},
     {"glm4_moe", glm4_moe},
+    {"glm4_moe_lite", glm4_moe_lite},
     {"llama4", llama4},
     {"qwen3_next_hybrid", qwen3_next_hybrid},
     {"qwen3_5_hybrid", qwen3_5_hybrid},
@@ -761,6 +790,7 @@ struct Table {
   std::vector<Wrapper> wrappers;
   std::vector<RefusedArchitecture> refused;
   std::map<std::string, ClassDefaults> class_defaults;  // by text model_type
+  std::map<std::string, json> vision_class_defaults;    // by transformers vision-config class
 };
 
 struct NamedSliding {
@@ -781,9 +811,18 @@ struct NamedVision {
   Vision vision;
 };
 constexpr NamedVision kVisions[] = {
-    {"vit", Vision::Vit},          {"siglip", Vision::Siglip},       {"llava", Vision::Llava},
-    {"qwen2_vl", Vision::Qwen2Vl}, {"qwen2_5_vl", Vision::Qwen25Vl}, {"qwen3_vl", Vision::Qwen3Vl},
-    {"pixtral", Vision::Pixtral},  {"gemma4", Vision::Gemma4},
+    {"vit", Vision::Vit},
+    {"siglip", Vision::Siglip},
+    {"llava", Vision::Llava},
+    {"qwen2_vl", Vision::Qwen2Vl},
+    {"qwen2_5_vl", Vision::Qwen25Vl},
+    {"qwen3_vl", Vision::Qwen3Vl},
+    {"pixtral", Vision::Pixtral},
+    {"gemma4", Vision::Gemma4},
+    {"paligemma", Vision::PaliGemma},
+    {"idefics3", Vision::Idefics3},
+    {"intern_vit", Vision::InternVit},
+    {"internvl_hf", Vision::InternVlHf},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -957,6 +996,21 @@ void read_class_defaults(const YAML::Node& list, const std::string& file, Table&
   }
 }
 
+// vision_config_class_defaults: each transformers vision-config class's defaults, by class.
+void read_vision_class_defaults(const YAML::Node& list, const std::string& file, Table& t) {
+  if (!list) return;
+  if (!list.IsSequence())
+    throw SpecError(file, "vision_config_class_defaults", "not a list", "expected a list");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const TableEntry e(list[i], file, "vision_config_class_defaults[" + std::to_string(i) + "]",
+                       {"class", "file", "defaults"});
+    const std::string name = e.text("class", true);
+    (void)e.text("file", true);  // provenance for the reader
+    if (!t.vision_class_defaults.emplace(name, e.values("defaults", true)).second)
+      e.fail("class", name, "class listed twice");
+  }
+}
+
 YAML::Node sequence(const YAML::Node& root, const char* key, const std::string& file) {
   YAML::Node list = root[key];
   if (!list || !list.IsSequence()) throw SpecError(file, key, "missing", "expected a list");
@@ -968,11 +1022,13 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
   if (!root.IsMap()) throw SpecError(file, "<root>", "not a map", "expected a map");
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
-    if (key != "architectures" && key != "config_class_defaults" && key != "wrappers" &&
+    if (key != "architectures" && key != "config_class_defaults" &&
+        key != "vision_config_class_defaults" && key != "wrappers" &&
         key != "refused_model_types" && key != "vllm_registry") {
       throw SpecError(file, key, "'" + key + "'",
-                      "unknown section (architectures, config_class_defaults, wrappers, "
-                      "refused_model_types, vllm_registry)");
+                      "unknown section (architectures, config_class_defaults, "
+                      "vision_config_class_defaults, wrappers, refused_model_types, "
+                      "vllm_registry)");
     }
   }
   Table t;
@@ -999,6 +1055,7 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
     t.rows.push_back(std::move(row));
   }
   read_class_defaults(root["config_class_defaults"], file, t);
+  read_vision_class_defaults(root["vision_config_class_defaults"], file, t);
   const YAML::Node wrappers = sequence(root, "wrappers", file);
   for (std::size_t i = 0; i < wrappers.size(); ++i) {
     const TableEntry e(wrappers[i], file, "wrappers[" + std::to_string(i) + "]",
@@ -1020,7 +1077,8 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
                                  [&](const NamedVision& n) { return vision == n.name; });
     if (v == std::end(kVisions)) {
       e.fail("vision", "'" + vision + "'",
-             "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral)");
+             "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
+             "gemma4, paligemma, idefics3, intern_vit, internvl_hf)");
     }
     w.vision = v->vision;
     t.wrappers.push_back(std::move(w));
@@ -1182,11 +1240,214 @@ std::int64_t pixtral_tower(const ConfigFields& v, const ConfigFields& top,
   return encoder + projector;
 }
 
-std::int64_t vision_parameters(const json& config, const ConfigFields& top, Vision style,
-                               std::int64_t text_hidden, const std::string& file) {
-  const json& vision = config.at("vision_config");
-  if (!vision.is_object()) top.fail("vision_config", "not an object", "expected an object");
-  const ConfigFields v(vision, file, "vision_config.");
+// A vision_config size a tower's parameter count or profile multiplies: refused outside
+// [1, limit] so the products stay far inside int64.
+std::int64_t bounded(const ConfigFields& where, const char* key, std::int64_t value,
+                     std::int64_t limit) {
+  if (value < 1 || value > limit) {
+    where.fail(key, std::to_string(value), "out of range [1, " + std::to_string(limit) + "]");
+  }
+  return value;
+}
+
+constexpr std::int64_t kMaxSide = 1 << 16;   // pixels per image side
+constexpr std::int64_t kMaxWidth = 1 << 20;  // encoder widths
+constexpr std::int64_t kMaxLayers = 1 << 12;
+
+// A CLIP or SigLIP vision encoder as vLLM 0.33 builds it (clip.py CLIPVisionTransformer,
+// siglip.py SiglipVisionTransformer, idefics2_vision_model.py): `layers` blocks of biased q/k/v/o,
+// a biased fc1/fc2 MLP and two LayerNorms (4h^2 + 2h*inter + 9h + inter); CLIP embeds with a
+// class vector, an unbiased patch convolution, one position per patch plus the class token and a
+// pre-LayerNorm; SigLIP with a biased convolution and one position per patch. `post_norm`: the
+// final LayerNorm. vLLM builds no pooling head for these wrappers (use_head false).
+std::int64_t clip_siglip_encoder(const ConfigFields& v, bool clip, std::int64_t layers,
+                                 bool post_norm) {
+  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
+  const std::int64_t inter =
+      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+  const std::int64_t image = bounded(v, "image_size", v.integer("image_size"), kMaxSide);
+  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), image);
+  const std::int64_t channels = bounded(v, "num_channels", v.integer("num_channels"), 16);
+  const std::int64_t patches = (image / patch) * (image / patch);
+  const std::int64_t conv = channels * patch * patch * h;
+  const std::int64_t embeddings =
+      clip ? h + conv + (patches + 1) * h + 2 * h : conv + h + patches * h;
+  const std::int64_t per_layer = 4 * h * h + 2 * h * inter + 9 * h + inter;
+  return layers * per_layer + embeddings + (post_norm ? 2 * h : 0);
+}
+
+// The encoder layers a LLaVA-style wrapper builds: up to the deepest vision_feature_layer (vLLM
+// llava.py _get_num_hidden_layers with utils.py get_layer_index: index i >= 0 needs i layers,
+// a negative one counts from the end, -1 being all of them).
+std::int64_t llava_layers_built(const ConfigFields& top, std::int64_t layers,
+                                std::int64_t default_feature_layer) {
+  auto built = [&](const json& index) {
+    if (!index.is_number_integer()) {
+      top.fail("vision_feature_layer", index.dump(), "expected an integer or a list of them");
+    }
+    const std::int64_t i = index.get<std::int64_t>();
+    const std::int64_t n = i < 0 ? layers + i + 1 : i;
+    if (n < 0 || n > layers) {
+      top.fail("vision_feature_layer", std::to_string(i),
+               "outside the encoder's " + std::to_string(layers) + " layers");
+    }
+    return n;
+  };
+  if (!top.has("vision_feature_layer")) return built(json(default_feature_layer));
+  const json& feature = top.at("vision_feature_layer");
+  if (!feature.is_array()) return built(feature);
+  if (feature.empty()) top.fail("vision_feature_layer", "[]", "expected at least one layer");
+  std::int64_t deepest = 0;
+  for (const json& index : feature) deepest = std::max(deepest, built(index));
+  return deepest;
+}
+
+// LLaVA, LLaVA-Next, LLaVA-NeXT-Video and LLaVA-OneVision as vLLM 0.33 builds them (llava.py,
+// llava_next.py, llava_next_video.py, llava_onevision.py): the CLIP or SigLIP encoder up to the
+// deepest feature layer without its post-LayerNorm (require_post_norm=False), a linear_1 / GELU
+// / linear_2 projector (biased unless multimodal_projector_bias is false), and the
+// image_newline vector of LLaVA-Next and OneVision. LLaVA-Next alone widens linear_1 by the
+// number of feature layers it concatenates (Granite-Vision).
+std::int64_t llava_tower(const ConfigFields& v, const ConfigFields& top,
+                         const std::string& model_type, bool clip, std::int64_t text_hidden) {
+  const std::int64_t layers =
+      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+  const bool onevision = model_type == "llava_onevision";
+  const std::int64_t built = llava_layers_built(top, layers, onevision ? -1 : -2);
+  const std::int64_t h = v.integer("hidden_size");
+  std::int64_t stacked = 1;
+  if (model_type == "llava_next" && top.has("vision_feature_layer") &&
+      top.at("vision_feature_layer").is_array()) {
+    stacked = static_cast<std::int64_t>(top.at("vision_feature_layer").size());
+  }
+  const bool bias = top.boolean_or("multimodal_projector_bias", true);
+  const bool newline = model_type == "llava_next" || onevision;
+  return clip_siglip_encoder(v, clip, built, false) + stacked * h * text_hidden +
+         text_hidden * text_hidden + (bias ? 2 * text_hidden : 0) + (newline ? text_hidden : 0);
+}
+
+// A boolean the tower's size depends on, where the config class is remote code (no defaults
+// the table can read): the file must name it.
+bool required_flag(const ConfigFields& v, const char* key) {
+  if (!v.has(key) || !v.at(key).is_boolean()) {
+    v.fail(key, v.has(key) ? v.at(key).dump() : "missing",
+           "true or false required (remote-code config class: no default is read)");
+  }
+  return v.at(key).get<bool>();
+}
+
+// InternVL as vLLM 0.33 builds it (internvl.py InternVLChatModel, intern_vit.py): InternViT up
+// to select_layer (i < 0: layers + i + 1; i >= 0: i + 1) with a class vector, a biased patch
+// convolution, patches + 1 positions; per block qkv (biased with qkv_bias), a biased proj,
+// q/k RMSNorms over the width with qk_normalization, a biased fc1/fc2 MLP, two LayerNorms (or
+// RMSNorms with norm_type rms_norm) and the two layer scales; no post-norm. mlp1: a LayerNorm
+// over the pixel-shuffled width (1/downsample_ratio)^2 x hidden, a biased linear to the text
+// width and a biased text-width linear. No dummy heads (those are NVLM-D's).
+std::int64_t intern_vit_tower(const ConfigFields& v, const ConfigFields& top,
+                              std::int64_t text_hidden) {
+  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
+  const std::int64_t inter =
+      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+  const std::int64_t layers =
+      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+  const std::int64_t image = bounded(v, "image_size", v.integer("image_size"), kMaxSide);
+  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), image);
+  const std::string norm = v.string_or("norm_type", "");
+  if (norm != "layer_norm" && norm != "rms_norm") {
+    v.fail("norm_type", norm.empty() ? "missing" : norm, "expected layer_norm or rms_norm");
+  }
+  std::int64_t select = -1;  // InternVLChatConfig's default
+  if (top.has("select_layer")) {
+    if (!top.at("select_layer").is_number_integer()) {
+      top.fail("select_layer", top.at("select_layer").dump(), "expected an integer");
+    }
+    select = top.at("select_layer").get<std::int64_t>();
+  }
+  const std::int64_t built = select < 0 ? layers + select + 1 : select + 1;
+  if (built < 1 || built > layers) {
+    top.fail("select_layer", std::to_string(select),
+             "outside the encoder's " + std::to_string(layers) + " layers");
+  }
+  const double ratio = top.number_or("downsample_ratio", 0.5);
+  if (!(ratio > 0.0 && ratio <= 1.0)) {
+    top.fail("downsample_ratio", std::to_string(ratio), "expected (0, 1]");
+  }
+  const auto shuffle = static_cast<std::int64_t>(1.0 / ratio);  // vLLM: int(1 / ratio)
+  const std::int64_t shuffled = h * shuffle * shuffle;
+  const std::int64_t per_layer = 3 * h * h + (required_flag(v, "qkv_bias") ? 3 * h : 0) + h * h +
+                                 h + (required_flag(v, "qk_normalization") ? 2 * h : 0) +
+                                 2 * h * inter + inter + h +
+                                 (norm == "layer_norm" ? 4 * h : 2 * h) + 2 * h;
+  const std::int64_t side = image / patch;
+  const std::int64_t embeddings = h + 3 * patch * patch * h + h + (side * side + 1) * h;
+  const std::int64_t mlp1 =
+      2 * shuffled + shuffled * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden;
+  return built * per_layer + embeddings + mlp1;
+}
+
+// An image or patch size written as one integer or as [height, width] (transformers'
+// InternVLVisionConfig): {height, width}, each in [1, limit].
+std::pair<std::int64_t, std::int64_t> side_pair(const ConfigFields& v, const char* key,
+                                                std::int64_t limit) {
+  if (v.has(key) && v.at(key).is_array()) {
+    const json& pair = v.at(key);
+    if (pair.size() != 2 || !pair[0].is_number_integer() || !pair[1].is_number_integer()) {
+      v.fail(key, pair.dump(), "expected an integer or [height, width]");
+    }
+    return {bounded(v, key, pair[0].get<std::int64_t>(), limit),
+            bounded(v, key, pair[1].get<std::int64_t>(), limit)};
+  }
+  const std::int64_t side = bounded(v, key, v.integer(key), limit);
+  return {side, side};
+}
+
+// InternVL in transformers' format as vLLM 0.33 builds it (interns1.py, interns1_vit.py): every
+// encoder layer, with a class vector (and a mask vector with use_mask_token), a biased patch
+// convolution, patches + 1 positions (use_absolute_position_embeddings); per block q/k/v
+// (biased with attention_bias), q/k RMSNorms over the width with use_qk_norm, a biased
+// projection, a biased fc1/fc2 MLP, two LayerNorms (RMSNorms with norm_type rms_norm) and two
+// layer scales; a final LayerNorm unless use_mean_pooling. The projector: a LayerNorm over the
+// pixel-shuffled width, a biased linear to the text width and a biased text-width linear.
+std::int64_t internvl_hf_tower(const ConfigFields& v, const ConfigFields& top,
+                               std::int64_t text_hidden) {
+  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
+  const std::int64_t inter =
+      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+  const std::int64_t layers =
+      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+  const std::int64_t channels = bounded(v, "num_channels", v.integer("num_channels"), 16);
+  const auto image = side_pair(v, "image_size", kMaxSide);
+  const auto patch = side_pair(v, "patch_size", kMaxSide);
+  if (patch.first > image.first || patch.second > image.second) {
+    v.fail("patch_size", v.at("patch_size").dump(), "patch larger than the image");
+  }
+  const std::string norm = v.string_or("norm_type", "");
+  if (norm != "layer_norm" && norm != "rms_norm") {
+    v.fail("norm_type", norm.empty() ? "missing" : norm, "expected layer_norm or rms_norm");
+  }
+  const double ratio = top.number_or("downsample_ratio", 0.5);
+  if (!(ratio > 0.0 && ratio <= 1.0)) {
+    top.fail("downsample_ratio", std::to_string(ratio), "expected (0, 1]");
+  }
+  const auto shuffle = static_cast<std::int64_t>(1.0 / ratio);  // vLLM: int(1 / ratio)
+  const std::int64_t shuffled = h * shuffle * shuffle;
+  const std::int64_t per_layer = 3 * h * h + (v.boolean_or("attention_bias", false) ? 3 * h : 0) +
+                                 (v.boolean_or("use_qk_norm", false) ? 2 * h : 0) + h * h + h +
+                                 2 * h * inter + inter + h +
+                                 (norm == "layer_norm" ? 4 * h : 2 * h) + 2 * h;
+  const std::int64_t patches = (image.first / patch.first) * (image.second / patch.second);
+  const std::int64_t embeddings =
+      h + (v.boolean_or("use_mask_token", false) ? h : 0) +
+      channels * patch.first * patch.second * h + h +
+      (v.boolean_or("use_absolute_position_embeddings", true) ? (patches + 1) * h : 0);
+  const std::int64_t post = v.boolean_or("use_mean_pooling", true) ? 0 : 2 * h;
+  const std::int64_t projector =
+      2 * shuffled + shuffled * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden;
+  return layers * per_layer + embeddings + post + projector;
+}
+
+std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
+                               const std::string& model_type, bool clip, std::int64_t text_hidden) {
   switch (style) {
     case Vision::Qwen2Vl:
     case Vision::Qwen25Vl:
@@ -1196,16 +1457,33 @@ std::int64_t vision_parameters(const json& config, const ConfigFields& top, Visi
       return pixtral_tower(v, top, text_hidden);
     case Vision::Gemma4:
       return gemma4_tower(v, text_hidden);
-    case Vision::Llava: {
-      // LLaVA(-Next) projector: linear_1 over the concatenated feature layers, GELU, linear_2;
-      // LLaVA-Next adds the image_newline vector.
-      std::int64_t feature_layers = 1;
-      if (top.has("vision_feature_layer") && top.at("vision_feature_layer").is_array())
-        feature_layers = static_cast<std::int64_t>(top.at("vision_feature_layer").size());
+    case Vision::Llava:
+      return llava_tower(v, top, model_type, clip, text_hidden);
+    case Vision::PaliGemma: {
+      // vLLM paligemma.py: every SigLIP layer and the post-LayerNorm, then a biased linear to
+      // projection_dim (PaliGemmaConfig writes its projection_dim, default 2048, into the
+      // vision config).
+      const std::int64_t layers =
+          bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+      const std::int64_t projection =
+          bounded(top, "projection_dim", top.integer_or("projection_dim", 2048), kMaxWidth);
       const std::int64_t h = v.integer("hidden_size");
-      return vit_encoder(v) + text_hidden * h * feature_layers + text_hidden +
-             text_hidden * text_hidden + text_hidden + text_hidden;
+      return clip_siglip_encoder(v, false, layers, true) + h * projection + projection;
     }
+    case Vision::Idefics3: {
+      // vLLM idefics3.py: the SigLIP-style encoder with its post-LayerNorm, then the connector's
+      // pixel shuffle (scale_factor^2 patches per token) into an unbiased linear.
+      const std::int64_t layers =
+          bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+      const std::int64_t scale =
+          bounded(top, "scale_factor", top.integer_or("scale_factor", 2), 64);
+      const std::int64_t h = v.integer("hidden_size");
+      return clip_siglip_encoder(v, false, layers, true) + h * scale * scale * text_hidden;
+    }
+    case Vision::InternVit:
+      return intern_vit_tower(v, top, text_hidden);
+    case Vision::InternVlHf:
+      return internvl_hf_tower(v, top, text_hidden);
     case Vision::Siglip:
     case Vision::Vit:
     case Vision::None:
@@ -1216,24 +1494,11 @@ std::int64_t vision_parameters(const json& config, const ConfigFields& top, Visi
   return vit_encoder(v) + h * text_hidden + h;
 }
 
-// A vision_config size the profile facts multiply: refused outside [1, limit] so the products
-// stay far inside int64.
-std::int64_t bounded(const ConfigFields& where, const char* key, std::int64_t value,
-                     std::int64_t limit) {
-  if (value < 1 || value > limit) {
-    where.fail(key, std::to_string(value), "out of range [1, " + std::to_string(limit) + "]");
-  }
-  return value;
-}
-
 // What vLLM's startup profile of the encoder needs (TowerSpec), where config.json and the
 // processor's defaults fix it. Families not derived here get no facts: a plan then warns that
 // the encoder-profile term is missing, and refuses an explicit image limit.
-void vision_profile_facts(const json& config, const ConfigFields& top, Vision style,
-                          const std::string& model_type, const std::string& file, json& out) {
-  const ConfigFields v(config.at("vision_config"), file, "vision_config.");
-  constexpr std::int64_t kMaxSide = 1 << 16;   // pixels per image side
-  constexpr std::int64_t kMaxWidth = 1 << 20;  // encoder widths
+void vision_profile_facts(const ConfigFields& v, const ConfigFields& top, Vision style,
+                          const std::string& model_type, json& out) {
   std::int64_t image_tokens = 0;
   std::int64_t encoder_tokens = 0;
   std::int64_t pixels = 0;
@@ -1242,7 +1507,7 @@ void vision_profile_facts(const json& config, const ConfigFields& top, Vision st
   bool gated = false;
   const std::int64_t channels =
       bounded(v, "num_channels", v.integer_or("num_channels", v.integer_or("in_chans", 3)), 16);
-  if (model_type == "gemma3" || model_type == "llama4") {
+  if (model_type == "gemma3" || model_type == "llama4" || style == Vision::PaliGemma) {
     const std::int64_t image = bounded(v, "image_size", v.integer("image_size"), kMaxSide);
     const std::int64_t side = image / bounded(v, "patch_size", v.integer("patch_size"), image);
     width = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
@@ -1252,6 +1517,12 @@ void vision_profile_facts(const json& config, const ConfigFields& top, Vision st
       // (vLLM gemma3_mm.py); SigLIP runs every patch.
       image_tokens = bounded(top, "mm_tokens_per_image", top.integer_or("mm_tokens_per_image", 256),
                              side * side);
+      encoder_tokens = side * side;
+      pixels = channels * image * image;
+    } else if (style == Vision::PaliGemma) {
+      // One image_size x image_size image, each SigLIP patch one LM embedding (vLLM
+      // paligemma.py through SiglipEncoderInfo.get_num_image_tokens).
+      image_tokens = side * side;
       encoder_tokens = side * side;
       pixels = channels * image * image;
     } else {
@@ -1732,6 +2003,59 @@ std::string supported_model_types() {
   return out;
 }
 
+// The transformers class a wrapper's vision_config is built as, where the table reads its
+// defaults: by vision_config.model_type for LLaVA (CLIP unless named, SigLIP for OneVision) and
+// PaliGemma (SigLIP), by the wrapper for Idefics3 / SmolVLM and InternVL (transformers' format);
+// "" for the other towers.
+std::string vision_config_class(const ConfigFields& v, Vision style,
+                                const std::string& model_type) {
+  if (style == Vision::Idefics3) {
+    return model_type == "smolvlm" ? "SmolVLMVisionConfig" : "Idefics3VisionConfig";
+  }
+  if (style == Vision::InternVlHf) return "InternVLVisionConfig";
+  if (style != Vision::Llava && style != Vision::PaliGemma) return "";
+  const bool siglip_default = style == Vision::PaliGemma || model_type == "llava_onevision";
+  const std::string vision_type =
+      v.string_or("model_type", siglip_default ? "siglip_vision_model" : "clip_vision_model");
+  if (vision_type == "siglip_vision_model") return "SiglipVisionConfig";
+  if (vision_type == "clip_vision_model" && style == Vision::Llava) return "CLIPVisionConfig";
+  v.fail("model_type", vision_type,
+         style == Vision::Llava
+             ? "the LLaVA towers modelled are clip_vision_model and siglip_vision_model"
+             : "PaliGemma's tower modelled is siglip_vision_model");
+}
+
+// The wrapper's vision tower into doc["vision"]: its parameters and encoder-profile facts, and
+// the vision-config class defaults it read into doc["config_defaults"].
+void add_vision(const json& config, const ConfigFields& top, Vision style,
+                const std::string& model_type, const std::string& file, json& doc) {
+  const json& vision = config.at("vision_config");
+  if (!vision.is_object()) top.fail("vision_config", "not an object", "expected an object");
+  const std::string config_class =
+      vision_config_class(ConfigFields(vision, file, "vision_config."), style, model_type);
+  const json no_defaults = json::object();
+  const json* defaults = &no_defaults;
+  if (!config_class.empty()) {
+    const auto found = table().vision_class_defaults.find(config_class);
+    if (found == table().vision_class_defaults.end()) {
+      throw SpecError(kArchitecturesFile, "vision_config_class_defaults", config_class,
+                      "no entry for this class");
+    }
+    defaults = &found->second;
+  }
+  const ConfigFields v(vision, file, "vision_config.", defaults, config_class);
+  doc["vision"] = {{"num_parameters",
+                    vision_parameters(v, top, style, model_type, config_class == "CLIPVisionConfig",
+                                      doc["hidden_size"].get<std::int64_t>())}};
+  vision_profile_facts(v, top, style, model_type, doc["vision"]);
+  for (const std::string& key : v.defaults_used()) {
+    std::string line = "vision_config.";
+    line.append(key).append(" = ").append(defaults->at(key).dump());
+    line.append(" (").append(config_class).append(")");
+    doc["config_defaults"].push_back(std::move(line));
+  }
+}
+
 json architecture_spec_document(const json& config, const std::string& file) {
   if (!config.is_object())
     throw SpecError(file, "<root>", config.type_name(), "config.json must be an object");
@@ -1739,11 +2063,16 @@ json architecture_spec_document(const json& config, const std::string& file) {
   const std::string model_type = top.string_or("model_type", "");
   if (model_type.empty()) top.fail("model_type", "missing", "required to know the cache layout");
   const Wrapper* wrapper = find_wrapper(model_type);
-  const bool nested = top.has("text_config");
-  if (nested && !config.at("text_config").is_object())
-    top.fail("text_config", "not an object", "expected an object");
-  const json& text = nested ? config.at("text_config") : config;
-  const std::string prefix = nested ? "text_config." : "";
+  // vLLM reads a remote-code wrapper's llm_config as its text_config (transformers_utils/
+  // config.py, InternVL).
+  const char* text_key = !top.has("text_config") && wrapper != nullptr && top.has("llm_config")
+                             ? "llm_config"
+                             : "text_config";
+  const bool nested = top.has(text_key);
+  if (nested && !config.at(text_key).is_object())
+    top.fail(text_key, "not an object", "expected an object");
+  const json& text = nested ? config.at(text_key) : config;
+  const std::string prefix = nested ? std::string(text_key) + "." : "";
   std::string text_type = model_type;
   if (wrapper != nullptr) {
     const ConfigFields t(text, file, prefix);
@@ -1776,10 +2105,12 @@ json architecture_spec_document(const json& config, const std::string& file) {
              "text_config as model_type gemma4_text");
   }
   if (top.has("vision_config")) {
-    doc["vision"] = {
-        {"num_parameters",
-         vision_parameters(config, top, style, doc["hidden_size"].get<std::int64_t>(), file)}};
-    vision_profile_facts(config, top, style, model_type, file, doc["vision"]);
+    add_vision(config, top, style, model_type, file, doc);
+  } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
+             style == Vision::InternVit || style == Vision::InternVlHf) {
+    top.fail("vision_config", "missing",
+             "the vision tower's sizes are needed to count it; write vision_config into "
+             "config.json");
   }
   return doc;
 }

@@ -87,7 +87,9 @@ bool names_never_quantized_module(const std::string& entry) {
   for (const char* word :
        {"norm", "embed_tokens", "embedding", "vision", "visual", "vit", "image", "audio",
         "mm_projector", "multi_modal_projector", "merger", "modality_projection", "patch_embed",
-        "shared_expert_gate", "conv1d", "a_log", "dt_bias", "rotary_emb",
+        // InternVL's projector and Idefics3's connector: plain nn.Linear in vLLM (internvl.py,
+        // idefics3.py), never quantized.
+        "mlp1", "connector", "shared_expert_gate", "conv1d", "a_log", "dt_bias", "rotary_emb",
         // DeepSeek sparse attention's indexer: vLLM fuses wk and weights_proj into
         // wk_weights_proj, built without a quant_config (vllm/models/deepseek_v32/attention.py).
         "indexer.wk", "indexer.weights_proj"}) {

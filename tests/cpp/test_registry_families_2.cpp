@@ -1,0 +1,190 @@
+// More of vLLM 0.33's registry, each family as its model file builds it: Nemotron-4 / Minitron
+// (nemotron.py), Apertus (apertus.py), Orion (orion.py) and GLM-4.7-Flash (glm4_moe_lite.py).
+// KV bytes per token and parameters derived by hand from those files; parameters also against
+// the checkpoint's published count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "vramplan/errors.hpp"
+#include "vramplan/hf_import.hpp"
+#include "vramplan/kv_cache.hpp"
+#include "vramplan/model_spec.hpp"
+
+using namespace vramplan;
+
+namespace {
+
+std::string config_path(const std::string& name) {
+  return std::string(VRAMPLAN_TEST_DATA_DIR) + "/configs/" + name;
+}
+
+nlohmann::json config_json(const std::string& name) {
+  std::ifstream in(config_path(name));
+  return nlohmann::json::parse(in);
+}
+
+std::int64_t kv_bf16(const ModelSpec& spec, std::int32_t tp = 1) {
+  KvCacheOptions o;
+  o.tensor_parallel_size = tp;
+  o.kv_element_bytes = 2;
+  o.state_element_bytes = 2;
+  return kv_bytes_per_token(spec, o);
+}
+
+// The spec leaves out a few vectors vLLM holds (a final LayerNorm's bias, xIELU's two scalars a
+// layer): the counts agree with the hand derivation to 0.01 %, and the hand derivation with the
+// published count to 0.5 % (the published counts are rounded).
+void expect_close(std::int64_t got, std::int64_t hand, double published) {
+  EXPECT_LT(std::fabs(static_cast<double>(got - hand)) / static_cast<double>(hand), 1e-4)
+      << "spec " << got << " vs hand " << hand;
+  EXPECT_LT(std::fabs(static_cast<double>(hand) - published) / published, 0.005)
+      << "hand " << hand << " vs published " << published;
+}
+
+void expect_refused_naming(const nlohmann::json& config, const std::string& key) {
+  try {
+    (void)model_spec_from_hf_config(config, nullptr, "refused.json");
+    ADD_FAILURE() << "expected a refusal naming " << key;
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+// Nemotron-4 4B (nemotron.py): 32 layers of 8 KV heads x 128 (3,072 / 24): 2 x 8 x 128 x 2 B =
+// 4,096 B a layer, 131,072 B a token; TP 8: one KV head a rank, 16,384.
+TEST(RegistryFamilies, NemotronKvBytesPerTokenByHand) {
+  const ModelSpec spec = load_hf_config(config_path("nvidia__Nemotron-Mini-4B-Instruct.json"));
+  EXPECT_EQ(spec.model_type, "nemotron");
+  EXPECT_EQ(spec.rotary_dim, 64);  // partial_rotary_factor 0.5 of 128
+  EXPECT_FALSE(spec.gated_mlp);    // up_proj, squared ReLU, down_proj
+  EXPECT_EQ(kv_bf16(spec), 131072);
+  EXPECT_EQ(kv_bf16(spec, 8), 16384);
+}
+
+// Parameters (h 3,072, V 256,000 untied): embed + lm_head 2 x 786,432,000 = 1,572,864,000.
+// Per layer: q and o 2 x 3,072^2 = 18,874,368, k/v 2 x 1,024 x 3,072 = 6,291,456; up/down
+// 2 x 3,072 x 9,216 = 56,623,104; two LayerNorm1P (weight + bias) 12,288: 81,801,216. 32 layers
+// 2,617,638,912; final LayerNorm1P 6,144: 4,190,509,056 (published: 4.19 B).
+TEST(RegistryFamilies, NemotronParametersByHand) {
+  const ModelSpec spec = load_hf_config(config_path("nvidia__Nemotron-Mini-4B-Instruct.json"));
+  EXPECT_FALSE(spec.qkv_bias);
+  EXPECT_FALSE(spec.mlp_bias);
+  expect_close(parameter_count(spec), 4190509056, 4.19e9);
+}
+
+// NemotronConfig.__post_init__ sets partial_rotary_factor 0.5 when the config omits it.
+TEST(RegistryFamilies, NemotronPartialRotaryDefault) {
+  nlohmann::json config = config_json("nvidia__Nemotron-Mini-4B-Instruct.json");
+  config.erase("partial_rotary_factor");
+  const ModelSpec spec = model_spec_from_hf_config(config, nullptr, "nemotron.json");
+  EXPECT_EQ(spec.rotary_dim, 64);
+  bool named = false;
+  for (const std::string& line : spec.config_defaults) {
+    named |= line.find("partial_rotary_factor") != std::string::npos;
+  }
+  EXPECT_TRUE(named);
+}
+
+// swiss-ai/Apertus-8B (apertus.py): 32 layers of 8 KV heads x 128: 2 x 8 x 128 x 2 B = 4,096 B
+// a layer, 131,072 B a token.
+TEST(RegistryFamilies, ApertusKvBytesPerTokenByHand) {
+  const ModelSpec spec = load_hf_config(config_path("swiss-ai__Apertus-8B.json"));
+  EXPECT_EQ(spec.model_type, "apertus");
+  EXPECT_TRUE(spec.qk_norm);
+  EXPECT_FALSE(spec.gated_mlp);  // up_proj, xIELU, down_proj
+  for (const LayerSpec& layer : spec.layers) EXPECT_EQ(layer.attention, AttentionKind::Full);
+  EXPECT_EQ(kv_bf16(spec), 131072);
+}
+
+// Parameters (h 4,096, V 131,072 untied): embed + lm_head 2 x 536,870,912 = 1,073,741,824.
+// Per layer: q and o 2 x 4,096^2 = 33,554,432, k/v 2 x 1,024 x 4,096 = 8,388,608; q_norm and
+// k_norm 2 x 128; up/down 2 x 4,096 x 21,504 = 176,160,768; two RMSNorms 8,192; xIELU's alpha_p
+// and alpha_n 2: 218,112,258. 32 layers 6,979,592,256; final norm 4,096: 8,053,338,176, the
+// count the model page publishes (the spec leaves out the 64 xIELU scalars).
+TEST(RegistryFamilies, ApertusParametersByHand) {
+  const ModelSpec spec = load_hf_config(config_path("swiss-ai__Apertus-8B.json"));
+  expect_close(parameter_count(spec), 8053338176, 8053338176.0);
+}
+
+// Sliding layers per layer_types, as apertus.py passes per_layer_sliding_window.
+TEST(RegistryFamilies, ApertusSlidesPerLayerTypes) {
+  nlohmann::json config = config_json("swiss-ai__Apertus-8B.json");
+  nlohmann::json types = nlohmann::json::array();
+  for (int i = 0; i < 32; ++i) types.push_back(i % 4 == 3 ? "full_attention" : "sliding_attention");
+  config["layer_types"] = types;
+  config["sliding_window"] = 4096;
+  const ModelSpec spec = model_spec_from_hf_config(config, nullptr, "apertus-swa.json");
+  EXPECT_EQ(spec.layers[0].attention, AttentionKind::SlidingWindow);
+  EXPECT_EQ(spec.layers[0].sliding_window, 4096);
+  EXPECT_EQ(spec.layers[3].attention, AttentionKind::Full);
+}
+
+// OrionStarAI/Orion-14B-Base (orion.py): 40 layers of 40 KV heads x 128: 2 x 40 x 128 x 2 B =
+// 20,480 B a layer, 819,200 B a token.
+TEST(RegistryFamilies, OrionKvBytesPerTokenByHand) {
+  const ModelSpec spec =
+      load_hf_config(config_path("published_values/OrionStarAI__Orion-14B-Base.json"));
+  EXPECT_EQ(spec.model_type, "orion");
+  EXPECT_EQ(kv_bf16(spec), 819200);
+}
+
+// Parameters (h 5,120, V 84,608 untied): embed + lm_head 2 x 433,192,960 = 866,385,920. Per
+// layer: q/k/v/o 4 x 5,120^2 = 104,857,600; gate/up/down 3 x 5,120 x 15,360 = 235,929,600; two
+// LayerNorms (weight + bias) 20,480: 340,807,680. 40 layers 13,632,307,200; final LayerNorm
+// 10,240: 14,498,703,360 (published: 14.5 B).
+TEST(RegistryFamilies, OrionParametersByHand) {
+  const ModelSpec spec =
+      load_hf_config(config_path("published_values/OrionStarAI__Orion-14B-Base.json"));
+  EXPECT_FALSE(spec.qkv_bias);
+  EXPECT_FALSE(spec.o_proj_bias);
+  expect_close(parameter_count(spec), 14498703360, 14.5e9);
+}
+
+// zai-org/GLM-4.7-Flash (glm4_moe_lite.py, MLA): every layer caches one latent of kv_lora_rank
+// + qk_rope_head_dim = 576 elements: 47 x 576 x 2 B = 54,144 B a token, the same on every TP
+// rank (the latent is not split over heads).
+TEST(RegistryFamilies, Glm4MoeLiteKvBytesPerTokenByHand) {
+  const ModelSpec spec = load_hf_config(config_path("zai-org__GLM-4.7-Flash.json"));
+  EXPECT_EQ(spec.model_type, "glm4_moe_lite");
+  EXPECT_TRUE(spec.has_mla);
+  EXPECT_EQ(spec.layers[0].attention, AttentionKind::Mla);
+  EXPECT_FALSE(spec.layers[0].moe);
+  EXPECT_TRUE(spec.layers[1].moe);
+  EXPECT_TRUE(spec.layers[46].moe);
+  EXPECT_EQ(kv_bf16(spec), 54144);
+  EXPECT_EQ(kv_bf16(spec, 4), 54144);
+}
+
+// Parameters (h 2,048, V 154,880 untied): embed + lm_head 2 x 317,194,240 = 634,388,480. MLA a
+// layer: q_a_proj 2,048 x 768 = 1,572,864, q_a_layernorm 768, q_b_proj 768 x 20 x 256 =
+// 3,932,160, kv_a_proj_with_mqa 2,048 x 576 = 1,179,648, kv_a_layernorm 512, kv_b_proj 512 x 20 x
+// (192 + 256) = 4,587,520, o_proj 20 x 256 x 2,048 = 10,485,760: 21,759,232; two RMSNorms
+// 4,096. Layer 0's dense MLP 3 x 2,048 x 10,240 = 62,914,560. Layers 1-46: experts 64 x 3 x
+// 2,048 x 1,536 = 603,979,776, one shared expert 9,437,184, router 131,072 and its bias 64:
+// 613,548,096. 634,388,480 + 47 x 21,763,328 + 62,914,560 + 46 x 613,548,096 + final norm
+// 2,048 = 29,943,393,920 (the model card: a 30B-A3B model; its MTP layer is not loaded).
+TEST(RegistryFamilies, Glm4MoeLiteParametersByHand) {
+  const ModelSpec spec = load_hf_config(config_path("zai-org__GLM-4.7-Flash.json"));
+  EXPECT_EQ(spec.mla.q_lora_rank, 768);
+  EXPECT_EQ(spec.moe.num_shared_experts, 1);
+  EXPECT_TRUE(spec.moe.router_bias);
+  expect_close(parameter_count(spec), 29943393920, 30e9);
+}
+
+// vLLM reads first_k_dense_replace from the checkpoint (Glm4MoeLiteConfig has no default), and
+// a sparse-attention checkpoint (index_topk) builds an index group the row does not size.
+TEST(RegistryFamilies, Glm4MoeLiteRefusesWhatItCannotSize) {
+  nlohmann::json config = config_json("zai-org__GLM-4.7-Flash.json");
+  config.erase("first_k_dense_replace");
+  expect_refused_naming(config, "first_k_dense_replace");
+  config = config_json("zai-org__GLM-4.7-Flash.json");
+  config["index_topk"] = 2048;
+  expect_refused_naming(config, "index_topk");
+}

@@ -89,10 +89,7 @@ void first(std::optional<T>& slot, const std::optional<T>& value) {
 }  // namespace
 
 struct LlamacppLogParser::State {
-  std::string pending;
-  bool skipping_long_line = false;
-  std::int64_t bytes_read = 0;
-  bool truncated = false;
+  LogLines lines{kLlamacppLogMaxBytes, kLlamacppLogMaxLineBytes};
   bool started = false;
   LlamacppLogFigures figures;
   std::optional<std::string> oom_device;  // from "allocating X MiB on device N: cudaMalloc failed"
@@ -251,43 +248,13 @@ struct LlamacppLogParser::State {
   }
 
   void feed(std::string_view chunk) {
-    if (truncated) return;
-    const std::int64_t room = kLlamacppLogMaxBytes - bytes_read;
-    if (static_cast<std::int64_t>(chunk.size()) > room) {
-      chunk = chunk.substr(0, static_cast<std::size_t>(room));
-      truncated = true;
-    }
-    bytes_read += static_cast<std::int64_t>(chunk.size());
-    std::size_t start = 0;
-    for (std::size_t i = 0; i < chunk.size(); ++i) {
-      if (chunk[i] != '\n' && chunk[i] != '\r') continue;
-      append(chunk.substr(start, i - start));
-      end_line();
-      start = i + 1;
-    }
-    append(chunk.substr(start));
-  }
-
-  void append(std::string_view part) {
-    if (skipping_long_line) return;
-    if (pending.size() + part.size() > kLlamacppLogMaxLineBytes) {
-      skipping_long_line = true;
-      pending.clear();
-      return;
-    }
-    pending.append(part);
-  }
-
-  void end_line() {
-    if (!skipping_long_line) line(pending);
-    skipping_long_line = false;
-    pending.clear();
+    lines.feed(chunk, [this](std::string_view l) { line(l); });
   }
 
   LlamacppLogFigures finish() {
-    end_line();
+    lines.finish([this](std::string_view l) { line(l); });
     LlamacppLogFigures& f = figures;
-    f.truncated = truncated;
+    f.truncated = lines.truncated();
     if (f.outcome == "oom") {
       first(f.failed_device, oom_device);
       first(f.failed_bytes, oom_bytes);
@@ -307,7 +274,7 @@ struct LlamacppLogParser::State {
 LlamacppLogParser::LlamacppLogParser() : state_(std::make_unique<State>()) {}
 LlamacppLogParser::~LlamacppLogParser() = default;
 void LlamacppLogParser::feed(std::string_view chunk) { state_->feed(chunk); }
-bool LlamacppLogParser::truncated() const noexcept { return state_->truncated; }
+bool LlamacppLogParser::truncated() const noexcept { return state_->lines.truncated(); }
 LlamacppLogFigures LlamacppLogParser::finish() { return state_->finish(); }
 
 LlamacppLogFigures parse_llamacpp_log(std::string_view text) {

@@ -10,6 +10,74 @@
 
 namespace vramplan {
 
+// A log fed in chunks, cut into lines at '\n' or '\r' and bounded: at most `max_bytes` are
+// read in all (then truncated()), and a line longer than `max_line_bytes` is skipped whole.
+// Each engine's streaming parser holds one and takes every line through `on_line`.
+class LogLines {
+ public:
+  LogLines(std::int64_t max_bytes, std::size_t max_line_bytes) noexcept
+      : max_bytes_(max_bytes), max_line_bytes_(max_line_bytes) {}
+
+  bool truncated() const noexcept { return truncated_; }
+
+  template <typename OnLine>
+  void feed(std::string_view chunk, OnLine&& on_line) {
+    if (truncated_) return;
+    const auto room = static_cast<std::uint64_t>(max_bytes_ - bytes_fed_);
+    if (chunk.size() > room) {
+      chunk = chunk.substr(0, static_cast<std::size_t>(room));
+      truncated_ = true;
+    }
+    bytes_fed_ += static_cast<std::int64_t>(chunk.size());
+    std::size_t start = 0;
+    while (start < chunk.size()) {
+      std::size_t end = start;
+      while (end < chunk.size() && chunk[end] != '\n' && chunk[end] != '\r') ++end;
+      const std::string_view piece = chunk.substr(start, end - start);
+      if (end == chunk.size()) {  // the line goes on in the next chunk
+        carry(piece);
+        break;
+      }
+      if (partial_.empty() && !overlong_) {
+        // The common case: the whole line is in this chunk, passed without a copy.
+        if (piece.size() <= max_line_bytes_) on_line(piece);
+      } else {
+        carry(piece);
+        if (!overlong_) on_line(std::string_view(partial_));
+        partial_.clear();
+        overlong_ = false;
+      }
+      start = end + 1;
+    }
+  }
+
+  // The last line, which has no line end.
+  template <typename OnLine>
+  void finish(OnLine&& on_line) {
+    if (!overlong_) on_line(std::string_view(partial_));
+    partial_.clear();
+    overlong_ = false;
+  }
+
+ private:
+  void carry(std::string_view piece) {
+    if (overlong_) return;
+    if (partial_.size() + piece.size() > max_line_bytes_) {
+      overlong_ = true;
+      std::string().swap(partial_);
+      return;
+    }
+    partial_.append(piece);
+  }
+
+  std::int64_t max_bytes_;
+  std::size_t max_line_bytes_;
+  std::string partial_;    // the line begun in an earlier chunk, not yet ended
+  bool overlong_ = false;  // that line is past max_line_bytes_: skipped to its end
+  std::int64_t bytes_fed_ = 0;
+  bool truncated_ = false;
+};
+
 // Feeds the file at `path` to a fresh `Parser` in 1 MiB chunks and returns its figures. Any
 // size: the parser stops reading at its own cap (`truncated()`); the file must be a regular
 // file (RegularFile refuses FIFOs, devices and directories by name).

@@ -654,62 +654,24 @@ nlohmann::json opt(const std::optional<T>& v) {
 
 struct VllmLogParser::State {
   Parser parser;
-  std::string partial;    // the line begun in an earlier chunk, not yet ended
-  bool overlong = false;  // that line is past kVllmLogMaxLineBytes: skip to its end
-  std::int64_t bytes_fed = 0;
-  bool truncated = false;
-
-  void carry(std::string_view piece) {
-    if (overlong) return;
-    if (partial.size() + piece.size() > kVllmLogMaxLineBytes) {
-      overlong = true;
-      std::string().swap(partial);
-      return;
-    }
-    partial.append(piece);
-  }
+  LogLines lines{kVllmLogMaxBytes, kVllmLogMaxLineBytes};
 };
 
 VllmLogParser::VllmLogParser() : state_(std::make_unique<State>()) {}
 VllmLogParser::~VllmLogParser() = default;
 
-bool VllmLogParser::truncated() const noexcept { return state_->truncated; }
+bool VllmLogParser::truncated() const noexcept { return state_->lines.truncated(); }
 
 void VllmLogParser::feed(std::string_view chunk) {
-  State& s = *state_;
-  if (s.truncated) return;
-  const auto room = static_cast<std::uint64_t>(kVllmLogMaxBytes - s.bytes_fed);
-  if (chunk.size() > room) {
-    chunk = chunk.substr(0, static_cast<std::size_t>(room));
-    s.truncated = true;
-  }
-  s.bytes_fed += static_cast<std::int64_t>(chunk.size());
-  std::size_t start = 0;
-  while (start < chunk.size()) {
-    std::size_t end = start;
-    while (end < chunk.size() && chunk[end] != '\n' && chunk[end] != '\r') ++end;
-    const std::string_view piece = chunk.substr(start, end - start);
-    if (end == chunk.size()) {  // the line goes on in the next chunk
-      s.carry(piece);
-      break;
-    }
-    if (s.partial.empty() && !s.overlong) {
-      s.parser.line(piece);  // the common case: the whole line is in this chunk, no copy
-    } else {
-      s.carry(piece);
-      if (!s.overlong) s.parser.line(s.partial);
-      s.partial.clear();
-      s.overlong = false;
-    }
-    start = end + 1;
-  }
+  Parser& parser = state_->parser;
+  state_->lines.feed(chunk, [&parser](std::string_view l) { parser.line(l); });
 }
 
 VllmLogFigures VllmLogParser::finish() {
   State& s = *state_;
-  if (!s.overlong) s.parser.line(s.partial);  // the last line, without a line end
+  s.lines.finish([&s](std::string_view l) { s.parser.line(l); });
   VllmLogFigures out = s.parser.finish();
-  out.truncated = s.truncated;
+  out.truncated = s.lines.truncated();
   return out;
 }
 

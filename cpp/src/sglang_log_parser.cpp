@@ -92,10 +92,7 @@ std::string message_of(std::string_view line) {
 }  // namespace
 
 struct SglangLogParser::State {
-  std::string pending;  // the current line so far
-  bool skipping_long_line = false;
-  std::int64_t bytes_read = 0;
-  bool truncated = false;
+  LogLines lines{kSglangLogMaxBytes, kSglangLogMaxLineBytes};
   SglangLogFigures figures;
   bool in_graph_capture = false;
   bool started = false;
@@ -275,42 +272,12 @@ struct SglangLogParser::State {
   }
 
   void feed(std::string_view chunk) {
-    if (truncated) return;
-    const std::int64_t room = kSglangLogMaxBytes - bytes_read;
-    if (static_cast<std::int64_t>(chunk.size()) > room) {
-      chunk = chunk.substr(0, static_cast<std::size_t>(room));
-      truncated = true;
-    }
-    bytes_read += static_cast<std::int64_t>(chunk.size());
-    std::size_t start = 0;
-    for (std::size_t i = 0; i < chunk.size(); ++i) {
-      if (chunk[i] != '\n' && chunk[i] != '\r') continue;
-      append(chunk.substr(start, i - start));
-      end_line();
-      start = i + 1;
-    }
-    append(chunk.substr(start));
-  }
-
-  void append(std::string_view part) {
-    if (skipping_long_line) return;
-    if (pending.size() + part.size() > kSglangLogMaxLineBytes) {
-      skipping_long_line = true;
-      pending.clear();
-      return;
-    }
-    pending.append(part);
-  }
-
-  void end_line() {
-    if (!skipping_long_line) line(pending);
-    skipping_long_line = false;
-    pending.clear();
+    lines.feed(chunk, [this](std::string_view l) { line(l); });
   }
 
   SglangLogFigures finish() {
-    end_line();
-    figures.truncated = truncated;
+    lines.finish([this](std::string_view l) { line(l); });
+    figures.truncated = lines.truncated();
     if (!failure.empty()) {
       figures.outcome = failure;
     } else if (started || figures.max_total_num_tokens) {
@@ -323,7 +290,7 @@ struct SglangLogParser::State {
 SglangLogParser::SglangLogParser() : state_(std::make_unique<State>()) {}
 SglangLogParser::~SglangLogParser() = default;
 void SglangLogParser::feed(std::string_view chunk) { state_->feed(chunk); }
-bool SglangLogParser::truncated() const noexcept { return state_->truncated; }
+bool SglangLogParser::truncated() const noexcept { return state_->lines.truncated(); }
 SglangLogFigures SglangLogParser::finish() { return state_->finish(); }
 
 SglangLogFigures parse_sglang_log(std::string_view text) {

@@ -12,18 +12,16 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "test_support.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/hf_import.hpp"
 #include "vramplan/kv_cache.hpp"
 #include "vramplan/model_spec.hpp"
 
 using namespace vramplan;
+using vramplan_test::config_path;
 
 namespace {
-
-std::string config_path(const std::string& name) {
-  return std::string(VRAMPLAN_TEST_DATA_DIR) + "/configs/" + name;
-}
 
 nlohmann::json tiny_config() {
   std::ifstream in(config_path("ibm-granite__granite-4.0-h-tiny.json"));

@@ -10,31 +10,18 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "test_support.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/hf_import.hpp"
 #include "vramplan/kv_cache.hpp"
 #include "vramplan/model_spec.hpp"
 
 using namespace vramplan;
+using vramplan_test::config_json;
+using vramplan_test::config_path;
+using vramplan_test::kv_bf16;
 
 namespace {
-
-std::string config_path(const std::string& name) {
-  return std::string(VRAMPLAN_TEST_DATA_DIR) + "/configs/" + name;
-}
-
-nlohmann::json config_json(const std::string& name) {
-  std::ifstream in(config_path(name));
-  return nlohmann::json::parse(in);
-}
-
-std::int64_t kv_bf16(const ModelSpec& spec, std::int32_t tp = 1) {
-  KvCacheOptions o;
-  o.tensor_parallel_size = tp;
-  o.kv_element_bytes = 2;
-  o.state_element_bytes = 2;
-  return kv_bytes_per_token(spec, o);
-}
 
 // The spec leaves out a few vectors vLLM holds (a LayerNorm's final bias, full-width q/k norms
 // counted per head): the counts agree with the hand derivation to 0.01 %, and the hand

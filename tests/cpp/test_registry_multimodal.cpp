@@ -26,24 +26,11 @@
 #include "vramplan/model_spec.hpp"
 
 using namespace vramplan;
+using vramplan_test::config_json;
+using vramplan_test::config_path;
+using vramplan_test::kv_bf16;
 
 namespace {
-
-std::string config_path(const std::string& name) {
-  return std::string(VRAMPLAN_TEST_DATA_DIR) + "/configs/" + name;
-}
-
-nlohmann::json config_json(const std::string& name) {
-  std::ifstream in(config_path(name));
-  return nlohmann::json::parse(in);
-}
-
-std::int64_t kv_bf16(const ModelSpec& spec) {
-  KvCacheOptions o;
-  o.kv_element_bytes = 2;
-  o.state_element_bytes = 2;
-  return kv_bytes_per_token(spec, o);
-}
 
 // A published count is the hand count rounded to its significant figures: within half a unit
 // of its last digit (2.92e9 with three figures: within 5e6).

@@ -5,10 +5,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <system_error>
 
 #include "vramplan/engine.hpp"
+#include "vramplan/kv_cache.hpp"
 #include "vramplan/spec_db.hpp"
 
 namespace vramplan_test {
@@ -75,6 +77,25 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// A config.json kept in tests/data/configs (provenance in its SOURCES.md).
+inline std::string config_path(const std::string& name) {
+  return std::string(VRAMPLAN_TEST_DATA_DIR) + "/configs/" + name;
+}
+
+inline nlohmann::json config_json(const std::string& name) {
+  std::ifstream in(config_path(name));
+  return nlohmann::json::parse(in);
+}
+
+// KV bytes per token of `spec` at bf16 (KV and recurrent state), per rank at `tp`.
+inline std::int64_t kv_bf16(const vramplan::ModelSpec& spec, std::int32_t tp = 1) {
+  vramplan::KvCacheOptions o;
+  o.tensor_parallel_size = tp;
+  o.kv_element_bytes = 2;
+  o.state_element_bytes = 2;
+  return vramplan::kv_bytes_per_token(spec, o);
+}
 
 inline void write_file(const std::filesystem::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);

@@ -62,21 +62,22 @@ std::vector<std::string> gpu_lookup_keys(const std::string& name) {
   return keys;
 }
 
-// Up to five known names sharing the longest prefix with `name`, for "did you mean".
-std::string nearest_names(const std::map<std::string, std::size_t>& index,
+// Up to five known names sharing the longest prefix with `name` (compared without case),
+// for "did you mean", each as its file writes it.
+std::string nearest_names(const std::map<std::string, std::string>& names_by_key,
                           const std::string& name) {
   const std::string wanted = key_of(name);
-  std::vector<std::pair<std::size_t, std::string>> scored;
-  for (const auto& [key, unused] : index) {
+  std::vector<std::pair<std::size_t, const std::string*>> scored;
+  for (const auto& [key, written] : names_by_key) {
     const std::size_t common = text::common_prefix(key, wanted);
     const bool contains = key.find(wanted) != std::string::npos;
-    scored.emplace_back(contains ? 1000 + common : common, key);
+    scored.emplace_back(contains ? 1000 + common : common, &written);
   }
-  std::sort(scored.begin(), scored.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
   std::string out;
   for (std::size_t i = 0; i < scored.size() && i < 5; ++i)
-    out += (i ? ", " : "") + scored[i].second;
+    out += (i ? ", " : "") + *scored[i].second;
   return out;
 }
 
@@ -328,7 +329,11 @@ bool SpecDatabase::has_gpu(const std::string& name) const { return !gpu_matches(
 const ModelSpec& SpecDatabase::model(const std::string& name) const {
   const auto it = model_index_.find(key_of(name));
   if (it == model_index_.end()) {
-    throw ConfigError("model", "'" + name + "'", nearest_names(model_index_, name),
+    std::map<std::string, std::string> known;
+    for (const auto& entry : models_) {
+      for (const auto& written : entry->names) known.emplace(key_of(written), written);
+    }
+    throw ConfigError("model", "'" + name + "'", nearest_names(known, name),
                       "unknown model (not an id or alias in model_specs/)");
   }
   return parsed(*models_[it->second]);
@@ -337,10 +342,10 @@ const ModelSpec& SpecDatabase::model(const std::string& name) const {
 const GpuSpec& SpecDatabase::gpu(const std::string& name) const {
   const std::vector<std::size_t> indices = gpu_matches(name);
   if (indices.empty()) {
-    std::map<std::string, std::size_t> known;
+    std::map<std::string, std::string> known;
     for (const auto& gpu : gpus_) {
-      known.emplace(key_of(gpu.id), 0);
-      for (const auto& alias : gpu.aliases) known.emplace(key_of(alias), 0);
+      known.emplace(key_of(gpu.id), gpu.id);
+      for (const auto& alias : gpu.aliases) known.emplace(key_of(alias), alias);
     }
     throw ConfigError("gpu", "'" + name + "'", nearest_names(known, name),
                       "unknown GPU (not in model_specs/gpus.yaml; see `vramplan gpus`)");

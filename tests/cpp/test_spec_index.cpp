@@ -115,3 +115,24 @@ TEST(SpecIndex, EveryShippedFileIsIndexedUnderTheNamesItsParseGives) {
     for (const std::string& alias : spec.aliases) EXPECT_EQ(db.model(alias).id, spec.id);
   }
 }
+
+TEST(SpecIndex, UnknownNamesSuggestNamesAsTheFilesWriteThem) {
+  const TempDir dir("spec_index");
+  write_spec(dir, "a.yaml", spec_text("id: Org/Model-A\naliases: [Org/Model-A-Instruct]"));
+  const SpecDatabase db = SpecDatabase::load_directory(dir.path().string());
+  try {
+    db.model("org/model-b");
+    FAIL() << "an unknown model planned";
+  } catch (const ConfigError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("Org/Model-A, Org/Model-A-Instruct"), std::string::npos) << message;
+    EXPECT_EQ(message.find("org/model-a"), std::string::npos) << message;  // not lower-cased
+  }
+  const SpecDatabase shipped = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  try {
+    shipped.gpu("H100-81GB");
+    FAIL() << "an unknown GPU planned";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("H100-80GB"), std::string::npos) << e.what();
+  }
+}

@@ -640,7 +640,7 @@ struct RankInputs {
 };
 
 // The last stage's KV pool also holds the drafter's attention layers (same page size, one more
-// group member each).
+// group member each); they are grouped with the target's on every stage.
 KvGeometry rank_kv_geometry(const RankInputs& in, const LayerRange& layers, bool last_stage) {
   const EngineConfig& c = in.config;
   KvCacheOptions kv;
@@ -648,8 +648,8 @@ KvGeometry rank_kv_geometry(const RankInputs& in, const LayerRange& layers, bool
   kv.state_element_bytes = state_width(c.mamba_cache_dtype, in.act_bytes);
   kv.ssm_state_element_bytes = state_width(c.mamba_ssm_cache_dtype, 0);
   kv.num_speculative_tokens = c.num_speculative_tokens;
-  if (last_stage && in.merged != nullptr) {
-    kv.layers = LayerRange{layers.begin, in.merged->num_hidden_layers};
+  if (in.merged != nullptr) {
+    kv.layers = last_stage ? LayerRange{layers.begin, in.merged->num_hidden_layers} : layers;
     return kv_geometry(*in.merged, kv);
   }
   kv.layers = layers;

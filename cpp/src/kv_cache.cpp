@@ -119,6 +119,34 @@ std::int64_t mamba_state_bytes(const ModelSpec& spec, const LayerSpec& layer,
   return 0;
 }
 
+namespace {
+
+// One spec of the hybrid allocator over the whole model, and where this rank's layers sit in it.
+struct KvBucket {
+  std::int32_t count = 0;           // layers of the whole model with this spec
+  std::int32_t first_on_rank = -1;  // ordinal of the rank's first layer among them
+  std::int32_t on_rank = 0;         // layers on this rank (contiguous ordinals)
+};
+
+// Ordinals below `end` that fall in group `group` of `num_groups` (vLLM deals a spec's layers
+// round-robin: group i holds layers[i::num_groups], so every stage fills its groups evenly).
+std::int32_t dealt_below(std::int32_t end, std::int32_t group, std::int32_t num_groups) noexcept {
+  return end > group ? (end - group + num_groups - 1) / num_groups : 0;
+}
+
+std::int32_t layers_of_group_on_rank(const KvBucket& b, std::int32_t group,
+                                     std::int32_t num_groups) noexcept {
+  if (b.on_rank == 0) return 0;
+  return dealt_below(b.first_on_rank + b.on_rank, group, num_groups) -
+         dealt_below(b.first_on_rank, group, num_groups);
+}
+
+}  // namespace
+
+// vLLM groups the layers of every pipeline stage together (get_kv_cache_configs merges the
+// workers' specs) and projects the groups onto each stage: a stage keeps every group, holding
+// its own layers of it, and its pool has as many tensors as its fullest group. So the grouping
+// and the page are the whole model's, the layer counts this rank's.
 KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& o) {
   const LayerRange range = effective_range(spec, o);
   KvGeometry geometry;
@@ -127,29 +155,42 @@ KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& o) {
   KvCacheOptions per_element = o;
   per_element.kv_element_bytes = 1;
   // Bucket layers by spec: (kind, window, attention bytes per token) -> count.
-  std::map<std::tuple<int, int, std::int64_t>, std::int32_t> buckets;
-  for (std::int32_t i = range.begin; i < range.end; ++i) {
+  std::map<std::tuple<int, int, std::int64_t>, KvBucket> buckets;
+  for (std::int32_t i = 0; i < spec.num_hidden_layers; ++i) {
     const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
     if (layer.attention == AttentionKind::None || layer.kv_shared) continue;
+    const bool on_rank = i >= range.begin && i < range.end;
     int window = 0;
     if (layer.attention == AttentionKind::SlidingWindow) window = layer.sliding_window;
     if (layer.attention == AttentionKind::ChunkedLocal) window = layer.attention_chunk_size;
     std::int64_t token_bytes = kv_layer_bytes_per_token(spec, layer, per_element);
     if (layer.attention == AttentionKind::Mla && spec.mla.index_head_dim > 0) {
       // The sparse-attention bytes do not scale with the KV dtype: kept apart for kv_page.
-      geometry.sparse_mla_layers += 1;
+      geometry.sparse_mla_layers += on_rank ? 1 : 0;
       geometry.indexer_token_bytes = dsa_indexer_token_bytes(spec);
       geometry.fp8_ds_mla_extra_bytes = dsa_fp8_ds_mla_extra_bytes(spec);
       token_bytes -= geometry.indexer_token_bytes + geometry.fp8_ds_mla_extra_bytes;
     }
     const bool attention = is_token_attention(layer.attention);
-    buckets[{static_cast<int>(layer.attention), window, attention ? token_bytes : 0}] += 1;
+    KvBucket& bucket =
+        buckets[{static_cast<int>(layer.attention), window, attention ? token_bytes : 0}];
+    if (on_rank) {
+      if (bucket.on_rank == 0) bucket.first_on_rank = bucket.count;
+      bucket.on_rank += 1;
+      geometry.token_bytes_per_element += token_bytes;
+    }
+    bucket.count += 1;
     geometry.max_layer_token_bytes_per_element =
         std::max(geometry.max_layer_token_bytes_per_element, token_bytes);
-    geometry.token_bytes_per_element += token_bytes;
     geometry.state_bytes = std::max(geometry.state_bytes, mamba_state_bytes(spec, layer, o));
   }
-  if (buckets.empty()) return geometry;
+  std::int32_t layers_on_rank = 0;
+  for (const auto& bucket : buckets) layers_on_rank += bucket.second.on_rank;
+  if (layers_on_rank == 0) {
+    KvGeometry none;
+    none.num_speculative_tokens = o.num_speculative_tokens;
+    return none;
+  }
   const auto& first_key = buckets.begin()->first;
   if (std::all_of(buckets.begin(), buckets.end(), [&first_key](const auto& bucket) {
         return std::get<0>(bucket.first) == std::get<0>(first_key) &&
@@ -157,11 +198,9 @@ KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& o) {
       })) {
     // One attention type whatever the page sizes: vLLM's UniformTypeKVCacheSpecs, one group
     // (counted here at the largest page).
-    std::int32_t layers = 0;
-    for (const auto& bucket : buckets) layers += bucket.second;
-    geometry.group_size = layers;
+    geometry.group_size = layers_on_rank;
     geometry.groups.push_back(KvGroup{static_cast<AttentionKind>(std::get<0>(first_key)),
-                                      std::get<1>(first_key), layers, 1});
+                                      std::get<1>(first_key), layers_on_rank, 1});
     return geometry;
   }
   // A layer whose page is a divisor of the largest takes a proportionally larger block
@@ -172,23 +211,25 @@ KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& o) {
     return static_cast<std::int32_t>(largest / token_bytes);
   };
   geometry.uniform = false;
-  std::int32_t smallest = buckets.begin()->second;
+  std::int32_t smallest = buckets.begin()->second.count;
   std::int32_t largest = smallest;
-  for (const auto& [key, count] : buckets) {
-    smallest = std::min(smallest, count);
-    largest = std::max(largest, count);
+  for (const auto& [key, bucket] : buckets) {
+    smallest = std::min(smallest, bucket.count);
+    largest = std::max(largest, bucket.count);
   }
   // vLLM takes the smallest bucket as group size, or the largest when they are close.
   const std::int32_t group_size = largest * 2 < smallest * 3 ? largest : smallest;
-  geometry.group_size = group_size;
-  for (const auto& [key, count] : buckets) {
-    const std::int32_t num_groups = static_cast<std::int32_t>(ceil_div(count, group_size));
+  for (const auto& [key, bucket] : buckets) {
+    const std::int32_t num_groups = static_cast<std::int32_t>(ceil_div(bucket.count, group_size));
     for (std::int32_t g = 0; g < num_groups; ++g) {
-      const std::int32_t in_group = std::min(group_size, count - g * group_size);
+      const std::int32_t on_rank = layers_of_group_on_rank(bucket, g, num_groups);
+      geometry.group_size = std::max(geometry.group_size, on_rank);
       geometry.groups.push_back(KvGroup{static_cast<AttentionKind>(std::get<0>(key)),
-                                        std::get<1>(key), in_group, multiplier(std::get<2>(key))});
+                                        std::get<1>(key), on_rank, multiplier(std::get<2>(key))});
     }
-    if (count % group_size != 0) geometry.padding_layers += group_size - count % group_size;
+    if (bucket.count % group_size != 0) {
+      geometry.padding_layers += group_size - bucket.count % group_size;
+    }
   }
   return geometry;
 }

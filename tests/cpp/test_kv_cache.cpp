@@ -84,6 +84,54 @@ TEST(KvCache, SlidingWindowRequestNeedAt8kAnd128k) {
   EXPECT_EQ(kv_request_bytes(layout, 131072, 2048), (8192 + 385) * page * 21);
 }
 
+// A Gemma-3-12B-shaped model: 48 layers, five sliding (1024) to one full, split over five
+// pipeline stages as vLLM's get_pp_indices does (9, 10, 10, 10, 9 layers).
+static const char* kGemma3Shape = R"(
+id: test/gemma-3-shape
+model_type: gemma3_text
+hidden_size: 3840
+num_hidden_layers: 48
+num_attention_heads: 16
+num_key_value_heads: 8
+head_dim: 256
+intermediate_size: 15360
+vocab_size: 262208
+max_position_embeddings: 131072
+tie_word_embeddings: true
+torch_dtype: bfloat16
+norms_per_layer: 4
+sliding_window: 1024
+layer_pattern: [sliding_attention, sliding_attention, sliding_attention, sliding_attention,
+                sliding_attention, full_attention]
+)";
+
+TEST(KvCache, PipelineStageKeepsTheWholeModelsGroups) {
+  // vLLM groups the layers of all stages together: 40 sliding and 8 full layers give a group
+  // size of 8, so 5 sliding groups and 1 full group, each spec's layers dealt round-robin
+  // (group i holds layers[i::5]). Stage 1 holds layers 9-18: full layers 11 and 17 (full
+  // ordinals 1, 2) and 8 sliding layers (sliding ordinals 8-15, in groups 3,4,0,1,2,3,4,0).
+  // Every group is kept on the stage; its fullest groups hold 2 layers, so its pool has 2
+  // tensors, and one request takes a block in all 6 groups (a per-stage grouping would give 4
+  // sliding groups and 1 full group).
+  const ModelSpec s = spec_from_yaml(kGemma3Shape);
+  KvCacheOptions o;
+  o.layers = LayerRange{9, 19};
+  const KvLayout stage = kv_layout(s, o);
+  ASSERT_EQ(stage.groups.size(), 6u);
+  EXPECT_EQ(stage.group_size, 2);
+  std::int32_t layers = 0;
+  for (const KvGroup& g : stage.groups) layers += g.num_layers;
+  EXPECT_EQ(layers, 10);
+  const std::int64_t page = 16LL * 8 * 512 * 2;  // block * KV heads * (K+V dims) * bf16
+  // 8k context, 2048 batched tokens: full cdiv(8192,16) = 512 blocks; each sliding group
+  // cdiv(min(1023+2048, 8192),16)+1 = 193; every block costs a page in each of 2 tensors.
+  EXPECT_EQ(kv_request_bytes(stage, 8192, 2048), (512 + 5 * 193) * page * 2);
+  // The whole model (one stage): 8 tensors, the same 6 groups.
+  const KvLayout whole = kv_layout(s, KvCacheOptions{});
+  EXPECT_EQ(whole.group_size, 8);
+  EXPECT_EQ(whole.groups.size(), 6u);
+}
+
 TEST(KvCache, Gemma2TokensAndConcurrencyMatchVllmLog) {
   // dev-012 (vLLM 0.19, H100): "Available KV cache memory: 54.12 GiB", "GPU KV cache size:
   // 168,880 tokens", "Maximum concurrency for 8,192 tokens per request: 20.60x".

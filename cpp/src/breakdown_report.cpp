@@ -127,7 +127,7 @@ RankBreakdown rank_figures(const CompiledRank& compiled, const RankEvaluation& r
   rank.lora_bytes = compiled.lora_bytes;
   rank.activation_peak_bytes = r.activation_peak_bytes;
   rank.mm_encoder_bytes = r.mm_encoder_bytes;
-  rank.non_torch_bytes = compiled.non_torch_bytes + cached_activation_bytes;
+  rank.non_torch_bytes = r.non_torch_bytes + cached_activation_bytes;
   rank.cudagraph_bytes = r.cudagraph_bytes;
   rank.cuda_context_bytes = cuda_context_bytes;
   rank.kv_cache_bytes = r.kv_cache_bytes;
@@ -327,7 +327,7 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
         all2all_exchange_
             ? all2all_dispatch_bytes(compiled, sampler_, k, rank.activation_peak_bytes)
             : 0;
-    rank.terms = rank_terms(rank, compiled.all2all_buffer_bytes, dispatch, listing);
+    rank.terms = rank_terms(rank, r.all2all_buffer_bytes, dispatch, listing);
     b.ranks.push_back(std::move(rank));
   }
   const std::int64_t profiling_blocks =

@@ -6,6 +6,7 @@
 #include "vramplan/compiled.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/knobs.hpp"
+#include "vramplan/saturating.hpp"
 
 namespace vramplan {
 
@@ -270,7 +271,8 @@ PreparedRank CompiledLaunch::prepare_rank(std::size_t index,
   p.terms = BudgetTerms{hardware_.gpu.total_memory_bytes,
                         rank.weights_bytes,
                         activation,
-                        rank.non_torch_bytes,
+                        saturating_add(rank.non_torch_bytes, deepep_low_latency_rdma_bytes(
+                                                                 rank.batch_sized_rdma, tokens)),
                         cudagraph,
                         persistent_buffers_bytes(k.max_num_seqs)};
   p.page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
@@ -302,6 +304,9 @@ RankEvaluation CompiledLaunch::finish_rank(std::size_t index, const PreparedRank
   e.mm_encoder_bytes = p.mm_encoder_bytes;
   e.cudagraph_bytes = p.terms.cudagraph_bytes;
   e.persistent_buffers_bytes = p.terms.persistent_buffers_bytes;
+  e.non_torch_bytes = p.terms.non_torch_bytes;
+  e.all2all_buffer_bytes =
+      ranks_[index].all2all_buffer_bytes + p.terms.non_torch_bytes - ranks_[index].non_torch_bytes;
   e.kv_cache_bytes = budget.kv_cache_bytes;
   e.page = p.page;
   e.num_blocks = kv_num_blocks(ranks_[index].kv, p.page, e.kv_cache_bytes);
@@ -322,16 +327,17 @@ void CompiledLaunch::choose_rank(std::size_t i, const ResolvedKnobs& k,
   const CompiledRank& rank = ranks_[i];
   out.kv_empty |= rank.kv.groups.empty();
   out.max_weights_bytes = std::max(out.max_weights_bytes, rank.weights_bytes);
+  out.max_non_torch_bytes = std::max(out.max_non_torch_bytes, prepared.terms.non_torch_bytes);
   out.max_post_allocation_bytes =
       std::max(out.max_post_allocation_bytes, prepared.post_allocation_bytes);
   if (profile().graph_profiling_minimal_kv_cache && k.num_cudagraph_sizes > 0) {
     // Graph profiling holds the weights, the workspaces, a minimal KV cache and the graphs.
     const std::int64_t minimal_kv =
         kv_blocks_bytes(rank.kv, prepared.page, graph_profiling_blocks(k));
-    out.max_graph_profiling_bytes =
-        std::max(out.max_graph_profiling_bytes, rank.weights_bytes + rank.non_torch_bytes +
-                                                    prepared.terms.persistent_buffers_bytes +
-                                                    minimal_kv + prepared.terms.cudagraph_bytes);
+    out.max_graph_profiling_bytes = std::max(
+        out.max_graph_profiling_bytes, rank.weights_bytes + prepared.terms.non_torch_bytes +
+                                           prepared.terms.persistent_buffers_bytes + minimal_kv +
+                                           prepared.terms.cudagraph_bytes);
   }
   // The worst rank: the largest shortfall of one request against its KV cache.
   const std::int64_t blocks =
@@ -403,8 +409,8 @@ inline void CompiledLaunch::count_blocks(std::size_t i, const PreparedRank& rank
   } else if (e.max_graph_profiling_bytes > startup_free_bytes_) {
     out.outcome = Outcome::CudagraphProfilingOom;
   } else if ((out.min_kv_cache_bytes <= 0 && !e.kv_empty) ||
-             (kv_fixed > 0 && e.max_weights_bytes + ranks_.front().non_torch_bytes + kv_fixed >
-                                  startup_free_bytes_)) {
+             (kv_fixed > 0 &&
+              e.max_weights_bytes + e.max_non_torch_bytes + kv_fixed > startup_free_bytes_)) {
     // A fixed --kv-cache-memory-bytes is allocated as asked: it must fit beside the weights.
     out.outcome = Outcome::NoKvMemory;
   } else if (e.request_kv_bytes > out.min_kv_cache_bytes) {

@@ -237,10 +237,19 @@ LaunchKnobs launch_knobs(const EngineConfig& config) {
   return k;
 }
 
+std::int64_t deepep_low_latency_rdma_bytes(const DeepEpLowLatencyLayout& layout,
+                                           std::int64_t tokens) noexcept {
+  if (layout.bytes_per_token == 0) return 0;
+  const std::int64_t one_copy =
+      saturating_add(saturating_mul(tokens, layout.bytes_per_token), layout.signal_bytes);
+  return saturating_add(saturating_mul(2, one_copy), 128) / 128 * 128;
+}
+
 namespace {
 
 // vLLM's environment defaults for the expert-parallel exchange (vllm/envs.py).
-constexpr std::int64_t kMoeDpChunkTokens = 256;                     // VLLM_MOE_DP_CHUNK_SIZE
+// VLLM_MOE_DP_CHUNK_SIZE; from 0.20 the same 256 is SchedulerConfig's batched-DP default.
+constexpr std::int64_t kMoeDpChunkTokens = 256;
 constexpr std::int64_t kDeepEpNvlBytes = std::int64_t{1024} << 20;  // VLLM_DEEPEP_BUFFER_SIZE_MB
 // DeepEP's Buffer also cudaMallocs a fixed workspace (NUM_WORKSPACE_BYTES,
 // csrc/kernels/configs.cuh).
@@ -249,19 +258,18 @@ constexpr std::int64_t kDeepEpWorkspaceBytes = std::int64_t{32} << 20;
 // DeepEP's get_low_latency_rdma_size_hint (csrc/config.hpp, LowLatencyLayout): two (odd/even)
 // send, receive and signalling buffers. A dispatch message is an int4 header plus the larger of
 // a bf16 token and an fp8 token with one float scale per 128 channels; a combine message is a
-// bf16 token plus a bf16x2 min/max per 128 channels. The hint rounds past the next 128 bytes
-// (NUM_BUFFER_ALIGNMENT_BYTES); the rank count does not enter the layout.
-std::int64_t deepep_low_latency_rdma_bytes(std::int64_t tokens_per_rank, std::int64_t hidden,
-                                           std::int64_t num_experts) {
+// bf16 token plus a bf16x2 min/max per 128 channels. The send and receive buffers grow with the
+// tokens per rank; the hint rounds past the next 128 bytes (NUM_BUFFER_ALIGNMENT_BYTES); the
+// rank count does not enter the layout.
+DeepEpLowLatencyLayout deepep_low_latency_layout(std::int64_t hidden, std::int64_t num_experts) {
   const std::int64_t scales = hidden / 128;
   const std::int64_t dispatch_message = 16 + std::max(hidden * 2, hidden + scales * 4);
   const std::int64_t combine_message = scales * 4 + hidden * 2;
-  const std::int64_t send =
-      std::max(tokens_per_rank * dispatch_message, num_experts * tokens_per_rank * combine_message);
-  const std::int64_t receive =
-      num_experts * tokens_per_rank * std::max(dispatch_message, combine_message);
-  const std::int64_t signal = ceil_div(num_experts * 4, 128) * 128;
-  return (2 * (send + receive + signal) + 128) / 128 * 128;
+  DeepEpLowLatencyLayout layout;
+  layout.bytes_per_token = std::max(dispatch_message, num_experts * combine_message) +
+                           num_experts * std::max(dispatch_message, combine_message);
+  layout.signal_bytes = ceil_div(num_experts * 4, 128) * 128;
+  return layout;
 }
 
 // pplx-kernels' AllToAllIntraNode (csrc/all_to_all/intranode.cpp), the one-node case vLLM
@@ -287,7 +295,11 @@ std::int64_t pplx_intranode_bytes(std::int64_t tokens, std::int64_t hidden,
 struct All2AllExchange {
   bool applies = false;           // an MoE model under DP
   bool gathers = false;           // naive dispatch: all DP ranks' tokens through each MoE layer
-  std::int64_t buffer_bytes = 0;  // DeepEP buffers made after load (non-torch)
+  std::int64_t buffer_bytes = 0;  // DeepEP buffers made after load (non-torch), fixed part
+  // DeepEP low latency's RDMA buffer when it is sized for max_num_batched_tokens (0.20+), and
+  // vLLM's batched-DP defaults apply (EngineArgs: max_num_batched_tokens 256 unless set).
+  DeepEpLowLatencyLayout batch_sized_rdma;
+  bool batched_dp = false;
 };
 
 All2AllExchange all2all_exchange(const ModelSpec& spec, const EngineConfig& config,
@@ -310,10 +322,17 @@ All2AllExchange all2all_exchange(const ModelSpec& spec, const EngineConfig& conf
     // sized for VLLM_MOE_DP_CHUNK_SIZE tokens per rank over the global experts.
     x.buffer_bytes = kDeepEpNvlBytes + kDeepEpWorkspaceBytes;
     if (backend == "deepep_low_latency") {
-      // Its experts are the physical ones: EPLB's redundant experts included.
-      x.buffer_bytes += deepep_low_latency_rdma_bytes(
-          kMoeDpChunkTokens, spec.hidden_size,
-          std::int64_t{spec.moe.num_experts} + config.num_redundant_experts);
+      // Its experts are the physical ones: EPLB's redundant experts included. Its tokens per
+      // rank: VLLM_MOE_DP_CHUNK_SIZE, then (0.20+, FusedMoEConfig.max_num_tokens) the
+      // scheduler's max_num_batched_tokens, known per evaluated point.
+      const DeepEpLowLatencyLayout layout = deepep_low_latency_layout(
+          spec.hidden_size, std::int64_t{spec.moe.num_experts} + config.num_redundant_experts);
+      x.batched_dp = profile.moe_exchange_tokens_from_batch;
+      if (x.batched_dp) {
+        x.batch_sized_rdma = layout;
+      } else {
+        x.buffer_bytes += deepep_low_latency_rdma_bytes(layout, kMoeDpChunkTokens);
+      }
     }
     return x;
   }
@@ -736,6 +755,7 @@ CompiledRank compile_rank(const RankInputs& in, std::int32_t stage) {
       rank.lora_bytes + draft_weights + eplb_state_bytes(in, placement, layers);
   const bool moe_stage = stage_has_moe(s, layers);
   rank.all2all_buffer_bytes = moe_stage ? in.exchange.buffer_bytes : 0;
+  if (moe_stage) rank.batch_sized_rdma = in.exchange.batch_sized_rdma;
   rank.non_torch_bytes = in.non_torch + rank.all2all_buffer_bytes;
   rank.encoder = in.encoder;
   // Under expert parallelism each rank runs whole experts: the MoE workspace is unsplit.
@@ -809,6 +829,9 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   check_eplb(s, c, ep);
   const All2AllExchange exchange = all2all_exchange(s, c, profile);
   all2all_exchange_ = exchange.applies;
+  // SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP: the batch the low-latency
+  // buffers are sized for stays small unless the user asks for more.
+  if (exchange.batched_dp) default_max_num_batched_tokens_ = kMoeDpChunkTokens;
   cuda_context_bytes_ = gpu_cuda_context_bytes(profile, gpu) +
                         (tp * pp * dp > 1 ? profile.nccl_communicator_bytes : 0);
   // A unified-memory GPU's free memory is the host's (MemFree or MemAvailable, by release).

@@ -107,14 +107,16 @@ EXPLANATIONS: dict[str, Explanation] = {
             "Part of non-torch memory: the DeepEP communication buffers an expert-parallel "
             "launch creates after loading the model - the NVLink buffer "
             "(VLLM_DEEPEP_BUFFER_SIZE_MB, 1 GiB), a 32 MiB workspace and, in low-latency mode, "
-            "the RDMA buffer sized by DeepEP for 256 tokens per rank (VLLM_MOE_DP_CHUNK_SIZE) "
-            "times the number of experts; with pplx, one buffer per peer rank sized for 256 "
+            "the RDMA buffer sized by DeepEP for T tokens per rank times the number of "
+            "experts (T = 256, VLLM_MOE_DP_CHUNK_SIZE, up to vLLM 0.19; from 0.20 T = "
+            "max_num_batched_tokens, whose default is then 256); with pplx, one buffer per "
+            "peer rank sized for 256 "
             "fp32 tokens per local expert.",
             "DeepEP and pplx send tokens straight into peers' preallocated buffers; they are "
             "cudaMalloc or NVSHMEM memory, so vLLM's profiler counts them as non-torch growth.",
             "--all2all-backend (allgather_reducescatter has no buffer but gathers activations); "
-            "VLLM_DEEPEP_BUFFER_SIZE_MB; fewer experts or a smaller hidden size shrink the "
-            "low-latency buffer.",
+            "VLLM_DEEPEP_BUFFER_SIZE_MB; fewer experts, a smaller hidden size or (0.20+) a "
+            "smaller --max-num-batched-tokens shrink the low-latency buffer.",
         ),
         Explanation(
             "cudagraph",

@@ -295,6 +295,7 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    startup_free_memory_check: true\n    post_allocation_check: true\n"
       "    graph_profiling_minimal_kv_cache: false\n"
       "    mla_backend_block_size: true\n    non_torch_counts_cached_activations: false\n"
+      "    moe_exchange_tokens_from_batch: false\n"
       "    skips_encoder_without_modalities: false\n"
       "    vit_rotary_attention: fused_qk\n"
       "    mrope_cache_positions_factor: {standard: 4, qwen3_vl: 1}\n"

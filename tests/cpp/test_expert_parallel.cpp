@@ -189,6 +189,42 @@ TEST(ExpertParallel, EplbRedundantExpertsGrowTheDeepEpBufferAndTheWeights) {
   EXPECT_THROW(compute_breakdown(v3, hw, c), ConfigError);
 }
 
+// From 0.20 the low-latency buffer is sized for max_num_batched_tokens (FusedMoEConfig.
+// max_num_tokens), whose default under batched DP (low latency, EP, DP > 1) is 256: the same
+// 4,924,115,072 B as above. At --max-num-batched-tokens 8192 (32 x 256 tokens):
+//   send 2 x 8192 x 256 x 14,560 = 61,069,066,240; receive the same; signal 2,048
+//   total 122,138,134,528 -> hint 122,138,134,656; + 1 GiB + 32 MiB = 123,245,430,912 B,
+// more than an H200 holds: the launch fails where 0.19 (256 tokens whatever the batch) starts.
+TEST(ExpertParallel, DeepEpLowLatencyBufferFollowsTheBatchFrom020) {
+  HardwareConfig hw;
+  hw.gpu = database().gpu("H200");
+  hw.num_gpus = 8;
+  EngineConfig c;
+  c.engine_version = "0.20.0";
+  c.data_parallel_size = 8;
+  c.enable_expert_parallel = true;
+  c.max_model_len = 8192;
+  c.all2all_backend = "deepep_low_latency";
+  const ModelSpec& v3 = database().model("deepseek-ai/DeepSeek-V3");
+  const Breakdown by_default = compute_breakdown(v3, hw, c);
+  EXPECT_EQ(by_default.config.max_num_batched_tokens, 256);
+  EXPECT_EQ(term(by_default.ranks[0], "all2all_buffers"), 4924115072);
+  c.max_num_batched_tokens = 8192;
+  const Breakdown large_batch = compute_breakdown(v3, hw, c);
+  EXPECT_EQ(term(large_batch.ranks[0], "all2all_buffers"), 123245430912);
+  EXPECT_NE(large_batch.outcome, Outcome::Started);
+  c.engine_version = "0.19.0";
+  const Breakdown chunked = compute_breakdown(v3, hw, c);
+  EXPECT_EQ(term(chunked.ranks[0], "all2all_buffers"), 4924115072);
+  // High throughput keeps no RDMA buffer on one node, and the usual batch default.
+  c.engine_version = "0.20.0";
+  c.max_num_batched_tokens.reset();
+  c.all2all_backend = "deepep_high_throughput";
+  const Breakdown high_throughput = compute_breakdown(v3, hw, c);
+  EXPECT_EQ(term(high_throughput.ranks[0], "all2all_buffers"), 1107296256);
+  EXPECT_GT(high_throughput.config.max_num_batched_tokens, 256);
+}
+
 // pplx on one node (AllToAllIntraNode) for Qwen3-30B-A3B, DP=8 EP: 8 ranks, 128 / 8 = 16 local
 // experts, 256 tokens (VLLM_MOE_DP_CHUNK_SIZE). Combine token 2048 x 4 = 8192 B.
 //   per-peer buffer 16 + 16 x 4 (64) + 256 x 16 x 8192 = 33,554,512, x 8 peers = 268,436,096

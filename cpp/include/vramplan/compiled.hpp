@@ -110,6 +110,16 @@ std::int64_t multimodal_activation_peak_bytes(const EncoderProfileModel& encoder
                                               std::int64_t items,
                                               std::int64_t text_peak_bytes) noexcept;
 
+// DeepEP low latency's RDMA buffer, linear in the tokens per rank (get_low_latency_rdma_size_hint).
+struct DeepEpLowLatencyLayout {
+  std::int64_t bytes_per_token = 0;  // a send and the experts' receive slots, per token
+  std::int64_t signal_bytes = 0;
+};
+// The buffer for `tokens` per rank: odd and even copies, rounded past the next 128 bytes
+// (saturating); 0 for an empty layout.
+std::int64_t deepep_low_latency_rdma_bytes(const DeepEpLowLatencyLayout& layout,
+                                           std::int64_t tokens) noexcept;
+
 // One pipeline stage (TP ranks are symmetric), compiled.
 struct CompiledRank {
   std::int32_t pipeline_rank = 0;
@@ -122,6 +132,9 @@ struct CompiledRank {
   // DeepEP buffers made after load (prepare_communication_buffer_for_model): part of
   // non_torch_bytes, as vLLM's profiler sees them.
   std::int64_t all2all_buffer_bytes = 0;
+  // 0.20+: the low-latency RDMA buffer sized for max_num_batched_tokens, added per point to
+  // non_torch and the all2all buffers.
+  DeepEpLowLatencyLayout batch_sized_rdma;
   ActivationModel activation;
   std::optional<ActivationModel> draft_activation;  // a separate drafter's dummy forward
   double cudagraph_bytes_per_size = 0.0;            // the rank's pieces at one capture size
@@ -143,6 +156,8 @@ struct RankEvaluation {
   std::int64_t headroom_bytes = 0;
   std::int64_t post_allocation_bytes = 0;
   std::int64_t persistent_buffers_bytes = 0;  // MRV2 sampler state (0 on the V1 runner)
+  std::int64_t non_torch_bytes = 0;           // with the all2all buffers at these knobs
+  std::int64_t all2all_buffer_bytes = 0;
   KvPage page;
 };
 
@@ -156,6 +171,7 @@ struct Evaluation {
   std::int64_t min_kv_cache_bytes = 0;
   std::int64_t request_kv_bytes = 0;  // one max_model_len request, worst rank
   std::int64_t max_weights_bytes = 0;
+  std::int64_t max_non_torch_bytes = 0;
   std::int64_t max_post_allocation_bytes = 0;
   std::int64_t max_graph_profiling_bytes = 0;  // weights + workspaces + minimal KV + graphs
   std::int64_t host_required_bytes = 0;

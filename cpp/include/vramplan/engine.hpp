@@ -111,6 +111,10 @@ struct EngineProfile {
   // so the caching allocator's freed activation blocks count again (vLLM PR #10511 until
   // PR #11809 measured against memory_reserved()).
   bool non_torch_counts_cached_activations = false;
+  // 0.20+: FusedMoEConfig.max_num_tokens is the scheduler's max_num_batched_tokens (was
+  // VLLM_MOE_DP_CHUNK_SIZE): DeepEP low latency's RDMA buffer is sized for the batch, whose
+  // default under batched DP (low latency, EP, DP > 1) is 256.
+  bool moe_exchange_tokens_from_batch = false;
   // limit_mm_per_prompt 0 for every modality leaves the encoder tower unbuilt (its weights
   // are not loaded), not only unprofiled.
   bool skips_encoder_without_modalities = true;

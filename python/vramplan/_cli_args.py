@@ -46,10 +46,14 @@ _GRID_KNOBS = ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_n
 
 
 def _knob_flag(knob: dict[str, Any]) -> str:
-    """The CLI flag of a knob: vLLM's own where it has one of its own, else the knob's name."""
+    """The CLI flag of a knob: vLLM's own where it has one of its own, else the knob's name,
+    whose `_bytes` becomes `_gb` where the flag takes GiB (as vLLM's --cpu-offload-gb)."""
     if knob["flag"] and knob["kwarg"] != "speculative_config":
         return str(knob["flag"])
-    return "--" + str(knob["name"]).replace("_", "-")
+    name = str(knob["name"])
+    if knob["type"] == "bytes" and knob["flag_unit_bytes"] == GIB:
+        name = name.removesuffix("_bytes") + "_gb"
+    return "--" + name.replace("_", "-")
 
 
 def _knob_help(knob: dict[str, Any]) -> str:

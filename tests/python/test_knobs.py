@@ -69,3 +69,22 @@ def test_knob_round_trips_cli_core_flag(knob: str) -> None:
     assert flag_text in plan.to_vllm_args()  # core -> `vllm serve` flag
     rendered = shlex.split(plan.to_vllm_args())
     assert rendered[0] == "--gpu-memory-utilization"
+
+
+@pytest.mark.parametrize(
+    ("flag", "knob"),
+    [
+        ("--host-mem-free-gb", "host_mem_free_bytes"),
+        ("--host-mem-available-gb", "host_mem_available_bytes"),
+        ("--lmcache-local-cpu-gb", "lmcache_local_cpu_bytes"),
+    ],
+)
+def test_planner_only_gib_flags_are_named_in_gib(flag: str, knob: str) -> None:
+    # A knob with no engine flag takes its name as the flag; one that takes GiB says so (as
+    # vLLM's --cpu-offload-gb), never "-bytes" for a figure in GiB.
+    args = cli.build_parser().parse_args(["plan", "Qwen/Qwen3-8B", "--gpu", "GB10", flag, "2.5"])
+    assert cli._knobs(args)[knob] == round(2.5 * 2**30)
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(
+            ["plan", "Qwen/Qwen3-8B", "--" + knob.replace("_", "-"), "2.5"]
+        )

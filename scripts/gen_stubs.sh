@@ -22,6 +22,7 @@ for name, fields in attributes.items():
     body = "".join(f"    {field}\n" for field in fields)
     text = text.replace(f"class {name}(Error):\n    pass\n", f"class {name}(Error):\n{body}")
 text = re.sub(r"^KNOBS: list = .*$", "KNOBS: list[dict[str, typing.Any]]", text, flags=re.M)
+text = re.sub(r"^ENGINE_NAMES: tuple = .*$", "ENGINE_NAMES: tuple[str, ...]", text, flags=re.M)
 # Bare generics from pybind11's py::dict / py::list / py::object casters, and None defaults.
 text = re.sub(r"\b(dict)\b(?!\[)", "dict[str, typing.Any]", text)
 text = re.sub(r"(?<![\w.])list\b(?!\[)", "list[typing.Any]", text)

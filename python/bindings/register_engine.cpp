@@ -240,21 +240,32 @@ void register_knobs(py::module_& m) {
       "max_position_embeddings).");
 }
 
-// The engines the planner models, from their descriptors (engine_descriptor.hpp).
+// The engines the planner models, from their descriptors (engine_descriptor.hpp): the names as
+// a constant, a row on demand (a row's knob table states its release defaults, which reads that
+// engine's rules file: a vLLM plan need not parse SGLang's).
 void register_engines(py::module_& m) {
-  py::list engines;
+  py::list names;
   for (const vramplan::EngineDescriptor& e : vramplan::engine_descriptors()) {
-    py::dict row;
-    row["name"] = std::string(e.name);
-    row["display_name"] = std::string(e.display_name);
-    row["serve_command"] = std::string(e.serve_command);
-    row["python_entry"] = std::string(e.python_entry);
-    row["rules_file"] = std::string(e.rules_file);
-    row["newest_known_version"] = e.newest_known_version();
-    row["knobs"] = knob_table(e.knobs());
-    engines.append(row);
+    names.append(std::string(e.name));
   }
-  m.attr("ENGINES") = engines;
+  m.attr("ENGINE_NAMES") = py::tuple(names);
+  m.def(
+      "engine_row",
+      [](const std::string& name) {
+        const vramplan::EngineDescriptor& e = vramplan::engine_descriptor(name);
+        py::dict row;
+        row["name"] = std::string(e.name);
+        row["display_name"] = std::string(e.display_name);
+        row["serve_command"] = std::string(e.serve_command);
+        row["python_entry"] = std::string(e.python_entry);
+        row["rules_file"] = std::string(e.rules_file);
+        row["newest_known_version"] = e.newest_known_version();
+        row["knobs"] = knob_table(e.knobs());
+        return row;
+      },
+      py::arg("name"),
+      "The descriptor of the engine `name` (one of ENGINE_NAMES): display name, serve command, "
+      "Python entry point, rules file, newest known release and knob table.");
 }
 
 void register_terms(py::module_& m) {

@@ -182,7 +182,7 @@ void register_sglang(py::module_& m) {
       },
       py::arg("spec"), py::arg("gpu"), py::arg("knobs"), py::arg("model_path") = "",
       "What an SGLang server's startup finds per rank for `spec` on `gpu` with these knobs "
-      "(SGLang's ServerArgs names, see ENGINES' sglang row): baseline, weights, "
+      "(SGLang's ServerArgs names, see engine_row(\"sglang\")): baseline, weights, "
       "mem_fraction_static, KV pool and max_total_num_tokens, req_to_token, the slack's "
       "consumers and the verdict, as a dict.");
   m.def(

@@ -9,7 +9,7 @@ import typing
 __all__: list[str] = [
     "DEFAULT_PREEMPTION_TARGET",
     "DEFAULT_SAFETY_MARGIN_BYTES",
-    "ENGINES",
+    "ENGINE_NAMES",
     "KNOBS",
     "LLAMACPP_DEFAULTS",
     "MAX_SWEEP_POINTS",
@@ -39,6 +39,7 @@ __all__: list[str] = [
     "calibrate",
     "diagnose_launch",
     "engine_profile",
+    "engine_row",
     "error_band_era",
     "knob_bounds",
     "llamacpp_log_memory",
@@ -591,6 +592,11 @@ def engine_profile(version: str = "") -> EngineProfile:
     The engines.yaml row for a vLLM version (empty: newest).
     """
 
+def engine_row(name: str) -> dict[str, typing.Any]:
+    """
+    The descriptor of the engine `name` (one of ENGINE_NAMES): display name, serve command, Python entry point, rules file, newest known release and knob table.
+    """
+
 def error_band_era(version: str) -> str:
     """
     The era of a vLLM release's engines.yaml row as the error bands name it (V0, v1-early, v1, v1-latest); ConfigError below the oldest row.
@@ -709,7 +715,7 @@ def sglang_breakdown(
     spec: ModelSpec, gpu: GpuSpec, knobs: dict[str, typing.Any], model_path: str = ""
 ) -> typing.Any:
     """
-    What an SGLang server's startup finds per rank for `spec` on `gpu` with these knobs (SGLang's ServerArgs names, see ENGINES' sglang row): baseline, weights, mem_fraction_static, KV pool and max_total_num_tokens, req_to_token, the slack's consumers and the verdict, as a dict[str, typing.Any].
+    What an SGLang server's startup finds per rank for `spec` on `gpu` with these knobs (SGLang's ServerArgs names, see engine_row("sglang")): baseline, weights, mem_fraction_static, KV pool and max_total_num_tokens, req_to_token, the slack's consumers and the verdict, as a dict[str, typing.Any].
     """
 
 def sglang_equivalent_knob(vllm_name: str) -> str:
@@ -764,7 +770,7 @@ def with_checkpoint_bytes(
 
 DEFAULT_PREEMPTION_TARGET: float = 0.01
 DEFAULT_SAFETY_MARGIN_BYTES: int = 536870912
-ENGINES: list[typing.Any] = ...
+ENGINE_NAMES: tuple[str, ...]
 KNOBS: list[dict[str, typing.Any]]
 LLAMACPP_DEFAULTS: dict[str, typing.Any] = ...
 MAX_SWEEP_POINTS: int = 50000000

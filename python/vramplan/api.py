@@ -430,7 +430,7 @@ def breakdown(
     (vLLM's EngineArgs names, e.g. cpu_offload_gb=4; see `vramplan.KNOBS`). `offline` (never
     ask the Hub; default HF_HUB_OFFLINE) and `revision` apply to a model named by Hub id.
     engine="sglang": SGLang's startup per rank, knobs under SGLang's ServerArgs names
-    (mem_fraction_static, tp_size, ...; ENGINES' sglang row lists them)."""
+    (mem_fraction_static, tp_size, ...; engine_row("sglang") lists them)."""
     result: Breakdown | SglangBreakdown = engines.get(engine).breakdown(
         model,
         gpu,

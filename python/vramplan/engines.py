@@ -2,7 +2,7 @@
 calls for every engine (breakdown, plan, sweep, one option of `fit`, its own CLI commands), and
 `api`, `fit`, `colocate` and the CLI dispatch through `get` once. An unknown name is an error
 listing the engines, never an answer for another engine. The built-in engines' names, display
-names and launch commands come from the core's descriptors (`_core.ENGINES`); `register` adds
+names and launch commands come from the core's descriptors (`_core.engine_row`); `register` adds
 one at run time (a plugin, a test)."""
 
 from __future__ import annotations
@@ -50,12 +50,11 @@ _registered: dict[str, Engine] = {}
 
 
 def _descriptor(name: str) -> dict[str, Any]:
-    for row in _core.ENGINES:
-        if row["name"] == name:
-            return dict(row)
-    raise _database.config_error(  # pragma: no cover - a build without the engine
-        "engine", name, ", ".join(str(r["name"]) for r in _core.ENGINES), "not in this build"
-    )
+    if name not in _core.ENGINE_NAMES:
+        raise _database.config_error(  # pragma: no cover - a build without the engine
+            "engine", name, ", ".join(_core.ENGINE_NAMES), "not in this build"
+        )
+    return dict(_core.engine_row(name))
 
 
 def _implemented_in(module: str, name: str) -> Callable[..., Any]:

@@ -4,6 +4,7 @@ numbers come from the C++ core (cpp/include/vramplan/sglang.hpp); Python only re
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,13 +22,17 @@ if TYPE_CHECKING:
 config_error = _database.config_error
 
 
+@functools.cache
+def _core_row() -> dict[str, Any]:
+    if "sglang" not in _core.ENGINE_NAMES:
+        raise config_error(
+            "engine", "sglang", "vllm", "this build has no SGLang row"
+        )  # pragma: no cover
+    return dict(_core.engine_row("sglang"))
+
+
 def _engine_row() -> dict[str, Any]:
-    for row in _core.ENGINES:
-        if row["name"] == "sglang":
-            return dict(row)
-    raise config_error(
-        "engine", "sglang", "vllm", "this build has no SGLang row"
-    )  # pragma: no cover
+    return dict(_core_row())
 
 
 def knobs() -> list[dict[str, Any]]:

@@ -163,11 +163,14 @@ def test_unknown_engines_are_named_everywhere(capsys: pytest.CaptureFixture[str]
 
 
 def test_the_built_in_engines_are_the_cores_descriptors() -> None:
-    for row in _core.ENGINES:
-        engine = engines.get(row["name"])
-        assert engine.display_name == row["display_name"]
+    for name in _core.ENGINE_NAMES:
+        row = _core.engine_row(name)
+        engine = engines.get(name)
+        assert (row["name"], engine.display_name) == (name, row["display_name"])
         assert engine.serve_command == row["serve_command"]
-    assert engines.names()[: len(_core.ENGINES)] == tuple(r["name"] for r in _core.ENGINES)
+    assert engines.names()[: len(_core.ENGINE_NAMES)] == _core.ENGINE_NAMES
+    with pytest.raises(vramplan.ConfigError, match="unknown serving engine"):
+        _core.engine_row("stubserve")
 
 
 def test_a_taken_name_cannot_be_registered_twice(stub: engines.Engine) -> None:

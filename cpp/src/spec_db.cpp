@@ -25,12 +25,19 @@ std::string key_of(const std::string& name) {
 // brand words that nvidia-smi, rocm-smi and lspci add or leave out ("NVIDIA GeForce RTX 4090"
 // and "RTX-4090" are one key).
 std::string gpu_key(const std::string& name) {
-  std::string spaced;
-  for (const char c : key_of(name)) spaced += (c == '-' || c == '_') ? ' ' : c;
-  std::istringstream words(spaced);
   std::string out;
-  std::string word;
-  while (words >> word) out += (out.empty() ? "" : " ") + word;
+  out.reserve(name.size());
+  bool space = false;
+  for (const char raw : name) {
+    const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(raw)));
+    if (c == '-' || c == '_' || std::isspace(static_cast<unsigned char>(c)) != 0) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
   static const char* const prefixes[] = {"nvidia corporation ",
                                          "advanced micro devices, inc. ",
                                          "nvidia ",
@@ -185,6 +192,75 @@ std::optional<std::vector<std::string>> scan_model_names(const std::string& yaml
   return aliases;
 }
 
+// One item of gpus.yaml's list as its lines name it.
+struct GpuItem {
+  std::size_t begin = 0;  // offset of the item's first line
+  std::size_t end = 0;
+  std::int64_t first_line = 0;  // 1-based
+  std::optional<std::string> id;
+  std::vector<std::string> aliases;
+  std::vector<std::string> shared_aliases;
+};
+
+// A key line of an item ("id: x", "aliases: [..]", ...); false where the scan cannot read it for
+// certain. Keys other than the names are left to the parse.
+bool scan_gpu_key(std::string_view line, GpuItem& item) {
+  const auto list_after = [&line](std::size_t at, std::vector<std::string>& out) {
+    const std::optional<std::vector<std::string>> items = scan_flow_list(line.substr(at));
+    if (!items) return false;
+    out = *items;
+    return true;
+  };
+  if (line.substr(0, 3) == "id:") {
+    if (item.id) return false;
+    item.id = scan_scalar(line.substr(3));
+    return item.id.has_value();
+  }
+  if (line.substr(0, 8) == "aliases:") return list_after(8, item.aliases);
+  if (line.substr(0, 15) == "shared_aliases:") return list_after(15, item.shared_aliases);
+  return std::string_view("\"'?{[&*!<-").find(line.front()) == std::string_view::npos;
+}
+
+// gpus.yaml's items and the names their lines give, read without parsing the YAML: a single
+// top-level `gpus:` list whose items start at two spaces ("  - ") and whose keys sit at four.
+// nullopt where a line is anything else (the file is then parsed whole); the names are checked
+// against the parse when a GPU is used.
+std::optional<std::vector<GpuItem>> scan_gpu_items(const std::string& text) {
+  std::vector<GpuItem> items;
+  bool list_open = false;
+  std::int64_t line_number = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t next = text.find('\n', at);
+    next = next == std::string::npos ? text.size() : next + 1;
+    std::string_view line(text.data() + at, next - at);
+    ++line_number;
+    const std::size_t line_start = at;
+    at = next;
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+    const std::string_view trimmed = text::trim(line);
+    if (trimmed.empty() || trimmed.front() == '#') continue;
+    if (line.find('\t') != std::string_view::npos) return std::nullopt;
+    if (!list_open) {
+      if (line != "gpus:") return std::nullopt;
+      list_open = true;
+    } else if (line.substr(0, 4) == "  - ") {
+      if (!items.empty()) items.back().end = line_start;
+      items.push_back(GpuItem{line_start, text.size(), line_number, {}, {}, {}});
+      if (!scan_gpu_key(line.substr(4), items.back())) return std::nullopt;
+    } else {
+      // Another top-level key, an item's line out of place, or a key the scan cannot read.
+      const bool key_line = !items.empty() && line.substr(0, 4) == "    ";
+      if (!key_line || (line[4] != ' ' && !scan_gpu_key(line.substr(4), items.back())))
+        return std::nullopt;
+    }
+  }
+  if (!list_open || items.empty()) return std::nullopt;
+  for (const GpuItem& item : items) {
+    if (!item.id) return std::nullopt;
+  }
+  return items;
+}
+
 }  // namespace
 
 SpecDatabase SpecDatabase::load_directory(const std::string& dir) {
@@ -215,9 +291,35 @@ SpecDatabase SpecDatabase::load_directory(const std::string& dir) {
   }
   const fs::path gpus = root / "gpus.yaml";
   if (fs::exists(gpus)) {
-    const std::string text =
-        read_regular_file(gpus.string(), "GPU database", std::int64_t{1} << 20);
-    for (auto& gpu : parse_gpus_yaml(text, gpus.string())) db.add_gpu(std::move(gpu));
+    const std::string file = gpus.string();
+    const std::string text = read_regular_file(file, "GPU database", std::int64_t{1} << 20);
+    const std::optional<std::vector<GpuItem>> items = scan_gpu_items(text);
+    if (!items) {
+      for (auto& gpu : parse_gpus_yaml(text, file)) {
+        auto entry = std::make_shared<GpuEntry>();
+        entry->file = file;
+        entry->names = gpu.aliases;
+        entry->names.insert(entry->names.begin(), gpu.id);
+        entry->shared_names = gpu.shared_aliases;
+        entry->specs.push_back(std::move(gpu));
+        std::call_once(entry->parse_once, [] {});
+        db.add_gpu_entry(std::move(entry));
+      }
+      return db;
+    }
+    for (std::size_t i = 0; i < items->size(); ++i) {
+      const GpuItem& item = (*items)[i];
+      auto entry = std::make_shared<GpuEntry>();
+      entry->file = file;
+      entry->list_index = i;
+      // The item alone, at its own line numbers: "gpus:" on line 1, blank lines up to it.
+      entry->text = "gpus:\n" + std::string(static_cast<std::size_t>(item.first_line - 2), '\n') +
+                    text.substr(item.begin, item.end - item.begin);
+      entry->names = item.aliases;
+      entry->names.insert(entry->names.begin(), *item.id);
+      entry->shared_names = item.shared_aliases;
+      db.add_gpu_entry(std::move(entry));
+    }
   }
   return db;
 }
@@ -264,58 +366,129 @@ const ModelSpec& SpecDatabase::parsed(ModelEntry& entry) {
   return *entry.spec;
 }
 
-void SpecDatabase::add_gpu(GpuSpec gpu) {
-  const std::size_t index = gpus_.size();
-  std::vector<std::string> names = gpu.aliases;
-  names.insert(names.begin(), gpu.id);
-  for (const auto& name : names) {
+void SpecDatabase::add_gpu_entry(std::shared_ptr<GpuEntry> entry) {
+  const std::size_t index = gpu_entries_.size();
+  for (const auto& name : entry->names) {
     const std::string key = gpu_key(name);
     if (key.empty() || gpu_index_.count(key) != 0 || shared_gpu_index_.count(key) != 0) {
-      throw SpecError("gpus.yaml", gpu.id, "'" + name + "'",
+      throw SpecError("gpus.yaml", entry->names.front(), "'" + name + "'",
                       "GPU name empty or defined twice (names compare as '" + key + "')");
     }
   }
-  for (const auto& name : gpu.shared_aliases) {
+  for (const auto& name : entry->shared_names) {
     const std::string key = gpu_key(name);
     if (key.empty() || gpu_index_.count(key) != 0) {
-      throw SpecError("gpus.yaml", gpu.id, "'" + name + "'",
+      throw SpecError("gpus.yaml", entry->names.front(), "'" + name + "'",
                       "shared GPU name empty or also an exact name (compares as '" + key + "')");
     }
   }
-  for (const auto& name : names) gpu_index_[gpu_key(name)] = index;
-  for (const auto& name : gpu.shared_aliases) {
+  for (const auto& name : entry->names) gpu_index_[gpu_key(name)] = index;
+  for (const auto& name : entry->shared_names) {
     auto& indices = shared_gpu_index_[gpu_key(name)];
     if (std::find(indices.begin(), indices.end(), index) == indices.end()) indices.push_back(index);
   }
-  gpus_.push_back(std::move(gpu));
+  gpu_entries_.push_back(std::move(entry));
 }
 
-std::vector<std::size_t> SpecDatabase::gpu_matches(const std::string& name) const {
+const std::vector<GpuSpec>& SpecDatabase::parsed(GpuEntry& entry) {
+  std::call_once(entry.parse_once, [&entry] {
+    std::vector<GpuSpec> specs = parse_gpus_yaml(entry.text, entry.file, entry.list_index);
+    const GpuSpec& gpu = specs.front();
+    std::vector<std::string> names = gpu.aliases;
+    names.insert(names.begin(), gpu.id);
+    if (names != entry.names || gpu.shared_aliases != entry.shared_names) {
+      throw SpecError(entry.file, "gpus[" + std::to_string(entry.list_index) + "].id",
+                      "'" + gpu.id + "'",
+                      "the id and aliases parsed differ from the ones the index read from the "
+                      "file's lines (first: '" +
+                          entry.names.front() + "'); write them as plain or quoted scalars");
+    }
+    entry.text.clear();
+    entry.text.shrink_to_fit();
+    entry.specs = std::move(specs);
+  });
+  return entry.specs;
+}
+
+const SpecDatabase::GpuCatalogue& SpecDatabase::catalogue() const {
+  std::call_once(*catalogue_once_, [this] {
+    GpuCatalogue& all = *catalogue_;
+    for (const auto& entry : gpu_entries_) {
+      for (const GpuSpec& gpu : parsed(*entry)) all.gpus.push_back(gpu);
+    }
+    for (std::size_t index = 0; index < all.gpus.size(); ++index) {
+      const GpuSpec& gpu = all.gpus[index];
+      std::vector<std::string> names = gpu.aliases;
+      names.insert(names.begin(), gpu.id);
+      for (const auto& name : names) {
+        const auto [at, added] = all.index.emplace(gpu_key(name), index);
+        if (!added && at->second != index) {
+          throw SpecError("gpus.yaml", gpu.id, "'" + name + "'",
+                          "GPU name defined twice (names compare as '" + gpu_key(name) + "')");
+        }
+      }
+      for (const auto& name : gpu.shared_aliases) {
+        auto& indices = all.shared_index[gpu_key(name)];
+        if (std::find(indices.begin(), indices.end(), index) == indices.end()) {
+          indices.push_back(index);
+        }
+      }
+    }
+  });
+  return *catalogue_;
+}
+
+const std::vector<GpuSpec>& SpecDatabase::gpus() const { return catalogue().gpus; }
+
+// An exact name before a shared one. A GPU's own names are indexed from its lines; a MIG
+// slice's names (every one holds "mig") come from its parent's profiles, so such a name
+// looks through the whole catalogue.
+std::vector<const GpuSpec*> SpecDatabase::gpu_matches(const std::string& name) const {
   const std::vector<std::string> keys = gpu_lookup_keys(name);
+  const bool slice = std::any_of(keys.begin(), keys.end(), [](const std::string& key) {
+    return key.find("mig") != std::string::npos;
+  });
+  if (slice) {
+    const GpuCatalogue& all = catalogue();
+    for (const auto& key : keys) {
+      const auto it = all.index.find(key);
+      if (it != all.index.end()) return {&all.gpus[it->second]};
+    }
+    for (const auto& key : keys) {
+      const auto it = all.shared_index.find(key);
+      if (it == all.shared_index.end()) continue;
+      std::vector<const GpuSpec*> out;
+      for (const std::size_t index : it->second) out.push_back(&all.gpus[index]);
+      return out;
+    }
+    return {};
+  }
   for (const auto& key : keys) {
     const auto it = gpu_index_.find(key);
-    if (it != gpu_index_.end()) return {it->second};
+    if (it != gpu_index_.end()) return {&parsed(*gpu_entries_[it->second]).front()};
   }
   for (const auto& key : keys) {
     const auto it = shared_gpu_index_.find(key);
-    if (it != shared_gpu_index_.end()) return it->second;
+    if (it == shared_gpu_index_.end()) continue;
+    std::vector<const GpuSpec*> out;
+    for (const std::size_t index : it->second) out.push_back(&parsed(*gpu_entries_[index]).front());
+    return out;
   }
   return {};
 }
 
 std::vector<GpuSpec> SpecDatabase::gpu_candidates(const std::string& name) const {
   std::vector<GpuSpec> out;
-  for (const std::size_t index : gpu_matches(name)) out.push_back(gpus_[index]);
+  for (const GpuSpec* gpu : gpu_matches(name)) out.push_back(*gpu);
   return out;
 }
 
 std::string SpecDatabase::gpu_name_note(const std::string& name) const {
-  const std::vector<std::size_t> indices = gpu_matches(name);
-  if (indices.size() < 2) return {};
+  const std::vector<const GpuSpec*> matches = gpu_matches(name);
+  if (matches.size() < 2) return {};
   std::string others;
-  for (std::size_t i = 1; i < indices.size(); ++i)
-    others += (i > 1 ? ", " : "") + gpus_[indices[i]].id;
-  const GpuSpec& assumed = gpus_[indices.front()];
+  for (std::size_t i = 1; i < matches.size(); ++i) others += (i > 1 ? ", " : "") + matches[i]->id;
+  const GpuSpec& assumed = *matches.front();
   return "GPU '" + name + "' names several memory sizes; assumed " + assumed.id + " (" +
          assumed.name + ", total " + std::to_string(assumed.total_memory_bytes) +
          " bytes); give --gpu " + others + " if that is the one";
@@ -340,17 +513,17 @@ const ModelSpec& SpecDatabase::model(const std::string& name) const {
 }
 
 const GpuSpec& SpecDatabase::gpu(const std::string& name) const {
-  const std::vector<std::size_t> indices = gpu_matches(name);
-  if (indices.empty()) {
+  const std::vector<const GpuSpec*> matches = gpu_matches(name);
+  if (matches.empty()) {
     std::map<std::string, std::string> known;
-    for (const auto& gpu : gpus_) {
+    for (const auto& gpu : gpus()) {
       known.emplace(key_of(gpu.id), gpu.id);
       for (const auto& alias : gpu.aliases) known.emplace(key_of(alias), alias);
     }
     throw ConfigError("gpu", "'" + name + "'", nearest_names(known, name),
                       "unknown GPU (not in model_specs/gpus.yaml; see `vramplan gpus`)");
   }
-  return gpus_[indices.front()];
+  return *matches.front();
 }
 
 std::vector<std::string> SpecDatabase::model_ids() const {
@@ -368,7 +541,7 @@ std::vector<ModelSpec> SpecDatabase::models() const {
 
 std::vector<std::string> SpecDatabase::gpu_ids() const {
   std::vector<std::string> out;
-  for (const auto& g : gpus_) out.push_back(g.id);
+  for (const auto& g : gpus()) out.push_back(g.id);
   return out;
 }
 

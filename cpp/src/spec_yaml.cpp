@@ -1060,7 +1060,8 @@ std::vector<GpuSpec> read_mig_slices(const MapReader& r, const GpuSpec& parent) 
 
 }  // namespace
 
-std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::string& file) {
+std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::string& file,
+                                     std::size_t first_index) {
   YAML::Node root = load_yaml_checked(yaml_text, file);
   if (!root.IsMap() || !root["gpus"].IsSequence() || root.size() != 1) {
     throw SpecError(file, "gpus", node_text(root), "expected a single top-level 'gpus:' list");
@@ -1068,7 +1069,7 @@ std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::st
   std::vector<GpuSpec> out;
   const YAML::Node list = root["gpus"];
   for (std::size_t i = 0; i < list.size(); ++i) {
-    const MapReader r(list[i], file, "gpus[" + std::to_string(i) + "]", "gpu");
+    const MapReader r(list[i], file, "gpus[" + std::to_string(first_index + i) + "]", "gpu");
     GpuSpec g;
     g.id = r.get_string("id");
     g.aliases = r.get_string_list("aliases");

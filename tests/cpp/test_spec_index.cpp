@@ -7,6 +7,7 @@
 #include <string>
 
 #include "test_support.hpp"
+#include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/spec_db.hpp"
 
@@ -134,5 +135,102 @@ TEST(SpecIndex, UnknownNamesSuggestNamesAsTheFilesWriteThem) {
     FAIL() << "an unknown GPU planned";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("H100-80GB"), std::string::npos) << e.what();
+  }
+}
+
+namespace {
+
+// One gpus.yaml item with `names` as its id/aliases lines (the shape of the shipped file).
+std::string gpu_item(const std::string& names, const std::string& vendor = "nvidia") {
+  return "  - " + names + "\n    name: Test GPU\n    vendor: " + vendor +
+         "\n    family: test\n    total_memory_bytes: 85030076416  # 79.19 GiB\n"
+         "    total_memory_source: \"a test\"\n    compute_capability: 9.0\n"
+         "    num_sms: 132\n";
+}
+
+void write_gpus(const TempDir& dir, const std::string& items) {
+  write_file(dir.path() / "gpus.yaml", "# GPUs for a test\ngpus:\n" + items);
+}
+
+}  // namespace
+
+// gpus.yaml is indexed the same way: each GPU's lines give its names, and a GPU parses when it
+// is first named, with its MIG slices; a listing or a slice's name parses every GPU.
+TEST(SpecIndex, AGpuParsesWhenNamedAndABrokenOneFailsOnlyItself) {
+  const TempDir dir("spec_index");
+  const std::string mig =
+      "    mig:\n      source: a test\n      profiles:\n"
+      "        - {profile: 3g.40gb, memory_eighths: 4}\n";
+  write_gpus(dir, gpu_item("id: GOOD-80GB\n    aliases: [\"Good 80\", good-sxm]") + mig +
+                      "\n  # a comment between items\n" +
+                      gpu_item("id: BAD-80GB\n    aliases: [bad]", "intel"));
+  const SpecDatabase db = SpecDatabase::load_directory(dir.path().string());
+  EXPECT_EQ(db.gpu("good 80").id, "GOOD-80GB");
+  EXPECT_EQ(db.gpu("NVIDIA Good-SXM").total_memory_bytes, 85030076416);
+  try {
+    db.gpu("bad");
+    FAIL() << "a GPU with an unknown vendor planned";
+  } catch (const SpecError& e) {
+    // Numbered as the second item of the file's list, as a whole-file parse names it.
+    EXPECT_EQ(e.field_path(), "gpus[1].vendor") << e.what();
+    EXPECT_EQ(e.value(), "'intel'") << e.what();
+  }
+  EXPECT_THROW(db.gpu("GOOD-80GB-MIG-3g.40gb"), SpecError);  // a slice's name parses them all
+  EXPECT_THROW(db.gpus(), SpecError);
+}
+
+TEST(SpecIndex, AGpuSliceIsFoundByItsNamesWithoutParsingAtLoad) {
+  const TempDir dir("spec_index");
+  write_gpus(dir, gpu_item("id: GOOD-80GB\n    aliases: [\"Good 80\"]") +
+                      "    mig:\n      source: a test\n      profiles:\n"
+                      "        - {profile: 3g.40gb, memory_eighths: 4}\n" +
+                      gpu_item("id: OTHER-24GB"));
+  const SpecDatabase db = SpecDatabase::load_directory(dir.path().string());
+  // 4/8 of 81,091 MiB (85,030,076,416 B) less the 640 MiB MIG gap: 39,905 MiB.
+  EXPECT_EQ(db.gpu("Good 80 MIG 3g.40gb").total_memory_bytes, std::int64_t{39905} << 20);
+  EXPECT_EQ(db.gpu("GOOD-80GB-MIG-3g.40gb").mig_parent, "GOOD-80GB");
+  EXPECT_EQ(db.gpu_ids(),
+            (std::vector<std::string>{"GOOD-80GB", "GOOD-80GB-MIG-3g.40gb", "OTHER-24GB"}));
+}
+
+TEST(SpecIndex, AGpuFileTheScanCannotReadIsParsedAtLoad) {
+  const TempDir dir("spec_index");
+  // Block-style aliases make the scan unsure: the file is parsed whole at load, so the broken
+  // second GPU fails the load.
+  write_gpus(dir, gpu_item("id: GOOD-80GB\n    aliases:\n      - good") +
+                      gpu_item("id: BAD-80GB", "intel"));
+  EXPECT_THROW(SpecDatabase::load_directory(dir.path().string()), SpecError);
+  write_gpus(dir,
+             gpu_item("id: GOOD-80GB\n    aliases:\n      - good") + gpu_item("id: OTHER-24GB"));
+  const SpecDatabase db = SpecDatabase::load_directory(dir.path().string());
+  EXPECT_EQ(db.gpu("good").id, "GOOD-80GB");
+  EXPECT_EQ(db.gpus().size(), 2u);
+}
+
+TEST(SpecIndex, AGpuNameTwiceIsRefusedAtLoadAndAYamlErrorKeepsItsLine) {
+  const TempDir dir("spec_index");
+  write_gpus(dir, gpu_item("id: A-80GB\n    aliases: [shared-name]") +
+                      gpu_item("id: B-80GB\n    aliases: [Shared_Name]"));
+  EXPECT_THROW(SpecDatabase::load_directory(dir.path().string()), SpecError);
+  // A YAML error inside the third item (its name on line 20: two header lines and eight per
+  // item before it) is reported as the whole file's parse reports it, at the file's own line.
+  write_gpus(dir, gpu_item("id: A-80GB") + gpu_item("id: B-80GB") +
+                      gpu_item("id: C-80GB")
+                          .replace(gpu_item("id: C-80GB").find("name:"), 5, "name: [unclosed"));
+  const std::string file = (dir.path() / "gpus.yaml").string();
+  std::string whole_file_error;
+  try {
+    parse_gpus_yaml(read_regular_file(file, "GPU database", std::int64_t{1} << 20), file);
+  } catch (const Error& e) {
+    whole_file_error = e.what();
+  }
+  ASSERT_NE(whole_file_error.find("line 2"), std::string::npos) << whole_file_error;
+  const SpecDatabase db = SpecDatabase::load_directory(dir.path().string());
+  EXPECT_EQ(db.gpu("B-80GB").id, "B-80GB");
+  try {
+    db.gpu("C-80GB");
+    FAIL() << "a GPU whose YAML does not parse planned";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), whole_file_error);
   }
 }

@@ -18,8 +18,11 @@ namespace vramplan {
 ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string& file);
 // Read one model YAML file.
 ModelSpec load_model_spec_file(const std::string& path);
-// Parse a gpus.yaml document (a top-level `gpus:` list).
-std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::string& file);
+// Parse a gpus.yaml document (a top-level `gpus:` list); each GPU is followed by its MIG
+// slices. `first_index` numbers the list's items in errors (gpus[i]) where the text holds one
+// item of a larger list.
+std::vector<GpuSpec> parse_gpus_yaml(const std::string& yaml_text, const std::string& file,
+                                     std::size_t first_index = 0);
 
 // Validate cross-field rules and expand defaults (head_dim, per-layer geometry). Throws
 // SpecError naming `spec.source`. Used by every source (YAML, config.json import).
@@ -45,10 +48,11 @@ std::string schema_markdown();
 class SpecDatabase {
  public:
   // Index <dir>/models/**/*.yaml by the id and aliases each file's top-level lines name (a
-  // file parses on first use: a plan reads one model, not all) and load <dir>/gpus.yaml.
-  // Throws SpecError on a duplicate name, a file it cannot read, and on gpus.yaml's errors; a
-  // model file's own errors come when it is first used (a file whose names the scan cannot
-  // read for certain parses here).
+  // file parses on first use: a plan reads one model, not all), and <dir>/gpus.yaml's GPUs by
+  // the id, aliases and shared aliases their lines name (each GPU parses on first use, with its
+  // MIG slices; a slice's name, or a listing, parses them all). Throws SpecError on a duplicate
+  // name and a file it cannot read; a model's or a GPU's own errors come when it is first used
+  // (a file whose names the scan cannot read for certain parses here).
   static SpecDatabase load_directory(const std::string& dir);
 
   // Find a model by id or alias (case-insensitive). Throws ConfigError listing near names.
@@ -72,12 +76,29 @@ class SpecDatabase {
   std::vector<std::string> gpu_ids() const;
   // Every model, each file parsed (SpecError on the first bad one).
   std::vector<ModelSpec> models() const;
-  const std::vector<GpuSpec>& gpus() const { return gpus_; }
+  // Every GPU, then its MIG slices, in gpus.yaml's order (SpecError on the first bad one).
+  const std::vector<GpuSpec>& gpus() const;
 
   void add_model(ModelSpec spec);  // throws SpecError on a duplicate id/alias
-  void add_gpu(GpuSpec gpu);
 
  private:
+  // One item of gpus.yaml's list: the text that parses it alone (its lines at their line
+  // numbers) and the names its lines give, or a GPU added parsed; parsed once on first use.
+  struct GpuEntry {
+    std::string file;
+    std::string text;
+    std::size_t list_index = 0;
+    std::vector<std::string> names;  // id first, then the aliases
+    std::vector<std::string> shared_names;
+    std::once_flag parse_once;
+    std::vector<GpuSpec> specs;  // the GPU, then its MIG slices
+  };
+  // Every GPU and slice, indexed by all their names: built on the first listing or slice name.
+  struct GpuCatalogue {
+    std::vector<GpuSpec> gpus;
+    std::map<std::string, std::size_t> index;                      // gpu_key -> gpus index
+    std::map<std::string, std::vector<std::size_t>> shared_index;  // gpu_key -> indices
+  };
   // A model: parsed (add_model, or a file the scan could not index), or a file's text with the
   // names its scan read, parsed once on first use and checked against those names.
   struct ModelEntry {
@@ -88,13 +109,18 @@ class SpecDatabase {
     std::optional<ModelSpec> spec;
   };
   std::vector<std::shared_ptr<ModelEntry>> models_;
-  std::vector<GpuSpec> gpus_;
   std::map<std::string, std::size_t> model_index_;  // lower-cased id/alias -> index
-  std::map<std::string, std::size_t> gpu_index_;    // normalized id/alias (gpu_key) -> index
-  std::map<std::string, std::vector<std::size_t>> shared_gpu_index_;  // gpu_key -> indices
-  std::vector<std::size_t> gpu_matches(const std::string& name) const;
+  std::vector<std::shared_ptr<GpuEntry>> gpu_entries_;
+  std::map<std::string, std::size_t> gpu_index_;  // gpu_key of an entry's name -> entry
+  std::map<std::string, std::vector<std::size_t>> shared_gpu_index_;  // gpu_key -> entries
+  std::shared_ptr<std::once_flag> catalogue_once_ = std::make_shared<std::once_flag>();
+  std::shared_ptr<GpuCatalogue> catalogue_ = std::make_shared<GpuCatalogue>();
+  std::vector<const GpuSpec*> gpu_matches(const std::string& name) const;
+  const GpuCatalogue& catalogue() const;
   void add_entry(std::shared_ptr<ModelEntry> entry, const std::string& source);
+  void add_gpu_entry(std::shared_ptr<GpuEntry> entry);
   static const ModelSpec& parsed(ModelEntry& entry);
+  static const std::vector<GpuSpec>& parsed(GpuEntry& entry);
 };
 
 }  // namespace vramplan

@@ -459,26 +459,67 @@ void place_kv(const LlamacppModel& model, const LlamacppLaunch& launch,
   }
 }
 
-// Approximation of the graph allocator's buffers: the largest of the logits (f32 n_vocab x
-// n_ubatch on the output's device), the KQ scores without flash attention (f32 n_head x n_kv x
-// n_ubatch) and the FFN activations (f32 2 x n_ff x n_ubatch), plus the f32 hidden state of the
-// batch, on each device that runs part of the graph. The real figure comes from ggml_gallocr.
+// The graph allocator's peak (ggml-alloc.c: a tensor's memory is reused once its last consumer
+// has run; norms, adds, softmax and activations run in place) for the graph llama_context
+// reserves: n_ubatch tokens, every one an output, attending to the whole cache. The peak falls
+// in one of three phases, each the f32 tensors alive at once, per token:
+// - attention without flash attention: the KQ scores n_head x n_kv and the mask n_kv, with the
+//   residual, the Q/K/V projections (n_embd_q + 2 n_embd_kv), the roped Q copy and KQV; the
+//   pythia-2.8B record (162.00 MiB = 128 + 4 + 6 x 5) is this phase exactly;
+// - attention with flash attention: the same without the scores (the kernel's scratch lives in
+//   the backend's own pool, not in this buffer);
+// - the FFN: residual, norm, up and gate (2 n_embd + 2 n_ff);
+// - the output (on the output's device): logits n_vocab plus the normed hidden state (the
+//   pythia-2.8B flash-attention record, 103.25 MiB = 98.25 + 5, is this phase exactly).
+// A GPU also runs the large-batch ops whose weights stay on the CPU (ggml-cuda's offload_op,
+// batch >= 32): the weight is copied into its compute buffer while the op runs, so with the
+// output on the CPU the first GPU's output phase holds the output matrix as well (pythia-2.8B
+// at -ngl 10: 98.25 + 100.74 + 5 = 203.99 MiB).
 void estimate_compute(const LlamacppModel& model, LlamacppMemory& out) {
-  const std::int64_t f32 = 4;
+  constexpr std::int64_t kF32 = 4;
+  constexpr std::int64_t kOffloadMinBatch = 32;  // ggml-cuda GGML_OP_OFFLOAD_MIN_BATCH default
   const std::int64_t ub = out.n_ubatch;
-  const std::int64_t logits = model.n_vocab * ub * f32;
-  const std::int64_t scores = out.flash_attn ? 0 : model.n_head * out.n_ctx_seq * ub * f32;
-  const std::int64_t ffn = 2 * model.n_ff * ub * f32;
-  const std::int64_t hidden = model.n_embd * ub * f32;
-  const std::int64_t layer_peak = std::max(scores, ffn);
+  std::int64_t n_kv = 0;
+  std::int64_t n_embd_kv = 0;
+  for (std::size_t i = 0; i < model.n_head_kv.size(); ++i) {
+    if (model.n_head_kv[i] == 0) continue;
+    const bool swa = !model.swa_layer.empty() && model.swa_layer[i];
+    n_kv = std::max(n_kv, swa ? out.kv_size_swa : out.n_ctx_seq);
+    n_embd_kv =
+        std::max(n_embd_kv, model.n_head_kv[i] * std::max(model.head_dim_k, model.head_dim_v));
+  }
+  const std::int64_t n_embd_q = model.n_head * model.head_dim_k;
+  const std::int64_t n_embd_out = model.n_head * model.head_dim_v;
+  const std::int64_t hidden = model.n_embd * ub * kF32;
+  const std::int64_t attn_vectors =
+      (model.n_embd + n_embd_q + 2 * n_embd_kv + n_embd_q + n_embd_out) * ub * kF32;
+  const std::int64_t scores = out.flash_attn ? 0 : model.n_head * n_kv * ub * kF32;
+  const std::int64_t attention = scores + n_kv * ub * kF32 + attn_vectors;
+  const std::int64_t ffn = (2 * model.n_embd + 2 * model.n_ff) * ub * kF32;
+  const std::int64_t layer_peak = std::max(attention, ffn);
+  const std::int64_t output = model.n_vocab * ub * kF32 + hidden;
+  // The largest CPU-resident weight a GPU op reads: the output matrix when it stays on the CPU.
+  std::int64_t cpu_output_weight = 0;
+  if (!out.output_on_gpu && ub >= kOffloadMinBatch) {
+    for (const LlamacppTensor& t : model.tensors) {
+      if (t.name == "output.weight" || (model.tied_output && t.name == "token_embd.weight")) {
+        cpu_output_weight = std::max(cpu_output_weight, t.bytes);
+      }
+    }
+  }
+  bool first_gpu = true;
   for (LlamacppGpu& g : out.gpus) {
-    if (g.layers == 0 && !g.output) continue;
-    g.compute_bytes = std::max(g.output ? logits : 0, layer_peak) + hidden;
+    // With the output on the CPU the first GPU runs the output ops even when it holds no layer.
+    if (g.layers == 0 && !g.output && !(first_gpu && cpu_output_weight > 0)) continue;
+    const std::int64_t own_output = g.output ? output : 0;
+    const std::int64_t borrowed_output = first_gpu ? cpu_output_weight + output : 0;
+    g.compute_bytes = std::max(
+        {g.layers > 0 ? layer_peak : 0, own_output, cpu_output_weight > 0 ? borrowed_output : 0});
     out.gpu_compute_bytes += g.compute_bytes;
+    first_gpu = false;
   }
   const bool cpu_work = out.layers_on_gpu < model.n_layer || !out.output_on_gpu;
-  out.host_compute_bytes =
-      cpu_work ? std::max(out.output_on_gpu ? 0 : logits, layer_peak) + hidden : hidden;
+  out.host_compute_bytes = cpu_work ? std::max(out.output_on_gpu ? 0 : output, layer_peak) : hidden;
 }
 
 }  // namespace
@@ -535,8 +576,8 @@ LlamacppMemory llamacpp_memory(const LlamacppModel& model, const LlamacppLaunch&
   out.host_ram_bytes = (mapped_in_ram ? out.host_model_bytes : 0) + out.host_kv_bytes +
                        out.host_rs_bytes + out.host_compute_bytes + out.host_output_bytes;
   out.notes.push_back(
-      "compute buffers are an approximation (largest of logits, KQ scores, FFN "
-      "activations, plus the hidden state), not the graph allocator's figure");
+      "compute buffers are a phase model of the graph allocator's peak (attention, FFN, "
+      "output), dense models only: MoE routing and recurrent layers are not in it");
   if (!mapped_in_ram && out.host_model_bytes > 0) {
     out.notes.push_back("mmap: " + std::to_string(out.host_weight_bytes / kMiB) +
                         " MiB of CPU-resident weights live in the page cache, not counted in "

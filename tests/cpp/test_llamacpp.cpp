@@ -226,11 +226,12 @@ TEST(LlamacppSolve, MoeMovesTheFirstLayersExpertsToTheCpu) {
   // 524,288 each; norms 4096 each; router F32 8 x 1024 x 4 = 32,768 -> dense 5,283,840 B;
   // experts gate/up/down 8 x 512 x 1024 x 2 B = 8,388,608 each -> 25,165,824 B.
   // KV f16 at -c 4096: 2 x 256 x 4096 x 2 B = 4,194,304 a layer. Output 1000 x 1024 x 2 B =
-  // 2,048,000 + norm 4096. Compute: logits 1000 x 512 x 4 = 2,048,000 + hidden 1024 x 512 x 4
-  // = 2,097,152 (no feed_forward_length key: no dense FFN term) -> 4,145,152.
-  // GPU with every layer and --n-cpu-moe k: 2,052,096 + 4 x 9,478,144 + 4,145,152
-  // + (4 - k) x 25,165,824 = 44,109,824 + (4 - k) x 25,165,824: k = 1 -> 119,607,296,
-  // k = 2 -> 94,441,472. Budget 100,000,000: --n-cpu-moe 2.
+  // 2,048,000 + norm 4096. Compute, the attention phase (flash attention): mask 4096 x 512 x 4
+  // = 8,388,608 + (residual 1024 + Q 1024 + K/V 2 x 256 + roped Q 1024 + out 1024) x 512 x 4
+  // = 9,437,184 -> 17,825,792 (over the output phase 1000 x 2048 + 1024 x 2048 = 4,145,152).
+  // GPU with every layer and --n-cpu-moe k: 2,052,096 + 4 x 9,478,144 + 17,825,792
+  // + (4 - k) x 25,165,824 = 57,790,464 + (4 - k) x 25,165,824: k = 2 -> 108,122,112,
+  // k = 3 -> 82,956,288. Budget 100,000,000: --n-cpu-moe 3.
   HeaderWriter w;
   w.kv_str("general.architecture", "qwen3moe");
   w.kv_u32("qwen3moe.block_count", 4);
@@ -263,12 +264,12 @@ TEST(LlamacppSolve, MoeMovesTheFirstLayersExpertsToTheCpu) {
   launch.flash_attn = LlamacppFlashAttn::On;
   const LlamacppFit fit = llamacpp_solve(model, launch, 100'000'000, false, false);
   EXPECT_TRUE(fit.fits);
-  EXPECT_EQ(fit.launch.n_cpu_moe, 2);
+  EXPECT_EQ(fit.launch.n_cpu_moe, 3);
   EXPECT_EQ(fit.memory.layers_on_gpu, 4);
-  EXPECT_EQ(fit.memory.gpu_total_bytes(), 94'441'472);
-  EXPECT_EQ(fit.memory.host_weight_bytes, 2'048'000 + 2 * 25'165'824);
-  // The CPU_Mapped span: token_embd through blk.1's last expert, blk.0-1's attention included.
-  EXPECT_EQ(fit.memory.host_model_bytes, 2'048'000 + 2 * (5'283'840 + 25'165'824));
+  EXPECT_EQ(fit.memory.gpu_total_bytes(), 82'956'288);
+  EXPECT_EQ(fit.memory.host_weight_bytes, 2'048'000 + 3 * 25'165'824);
+  // The CPU_Mapped span: token_embd through blk.2's last expert, blk.0-2's attention included.
+  EXPECT_EQ(fit.memory.host_model_bytes, 2'048'000 + 3 * (5'283'840 + 25'165'824));
 }
 
 TEST(LlamacppModelImport, RecurrentStateIsRefusedByName) {
@@ -383,13 +384,13 @@ TEST(LlamacppSeed001, Llama70BQ4KSOnA24GBCardKeeps44LayersAt8k) {
   EXPECT_EQ(fit.memory.host_model_bytes, 18'251'383'040);
   EXPECT_EQ(fit.memory.host_weight_bytes, 18'251'383'040);
   EXPECT_EQ(fit.memory.host_kv_bytes, 1'207'959'552);
-  // Anonymous host RAM: that KV, the CPU compute estimate (FFN 2 x 28672 x 512 x 4 =
-  // 117,440,512 + hidden 16,777,216) and the logits output buffer (128256 x 4 = 513,024):
-  // 1,342,690,304 B; --no-mmap adds the 18,251,383,040 B host buffer (all sizes 32-aligned).
-  EXPECT_EQ(fit.memory.host_ram_bytes, 1'342'690'304);
+  // Anonymous host RAM: that KV, the CPU compute estimate (the FFN phase: residual, norm, up and
+  // gate (2 x 8192 + 2 x 28672) x 512 x 4 = 150,994,944) and the logits output buffer (128256 x
+  // 4 = 513,024): 1,359,467,520 B; --no-mmap adds the 18,251,383,040 B host buffer.
+  EXPECT_EQ(fit.memory.host_ram_bytes, 1'359'467'520);
   launch.no_mmap = true;
   EXPECT_EQ(llamacpp_solve(model, launch, kRtx3090Budget, false, false).memory.host_ram_bytes,
-            1'342'690'304 + 18'251'383'040);
+            1'359'467'520 + 18'251'383'040);
 }
 
 TEST(LlamacppSeed001, Llama70BQ4KSFourSlotsAt32kKeep37Layers) {
@@ -466,8 +467,8 @@ TEST(LlamacppSplit, Llama70BQ4KSOnTwo24GBCardsSplitsTheLayersEvenly) {
   // output on GPU 1 (llama_model::load_tensors' upper_bound over the cumulative split).
   // GPU 0: layers 0-9 10 x 511,770,624 + layers 10-40 31 x 482,410,496 = 20,072,431,616;
   // rope_freqs 256; f16 KV at -c 8192 41 x 33,554,432 = 1,375,731,712; compute (no output
-  // here, flash attention on): FFN 2 x 28672 x 512 x 4 = 117,440,512 + hidden 16,777,216
-  // -> 21,582,381,312 B. GPU 1: 39 x 482,410,496 = 18,814,009,344 + output 861,913,088 + 256
+  // here, flash attention on): the FFN phase (2 x 8192 + 2 x 28672) x 512 x 4 = 150,994,944
+  // -> 21,599,158,528 B. GPU 1: 39 x 482,410,496 = 18,814,009,344 + output 861,913,088 + 256
   // + KV 39 x 33,554,432 = 1,308,622,848 + compute logits 262,668,288 + 16,777,216 ->
   // 21,263,991,040 B. Both under 24,245,174,272: everything fits on two cards.
   LlamacppLaunch launch;
@@ -482,7 +483,7 @@ TEST(LlamacppSplit, Llama70BQ4KSOnTwo24GBCardsSplitsTheLayersEvenly) {
   EXPECT_EQ(fit.memory.gpus[1].layers, 39);
   EXPECT_FALSE(fit.memory.gpus[0].output);
   EXPECT_TRUE(fit.memory.gpus[1].output);
-  EXPECT_EQ(fit.memory.gpus[0].total_bytes(), 21'582'381'312);
+  EXPECT_EQ(fit.memory.gpus[0].total_bytes(), 21'599'158'528);
   EXPECT_EQ(fit.memory.gpus[1].total_bytes(), 21'263'991'040);
   EXPECT_EQ(fit.memory.host_weight_bytes, 591'003'648);  // token_embd stays on the CPU
   launch.tensor_split = {0.0, 0.0};

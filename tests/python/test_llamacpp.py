@@ -134,13 +134,14 @@ def test_validate_compares_the_logs_kv_and_compute_with_the_plan(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Pythia-2.8B on a V100 (ggml-ci, build 4343): KV 640.00 MiB by the exact rule; the compute
-    # estimate (flash attention off: KQ scores 32 x 2048 x 512 x 4 = 128 MiB + hidden 5 MiB =
-    # 133 MiB) against the 162.00 MiB the log prints: -17.9%.
+    # buffer's attention phase (flash attention off): KQ scores 32 heads x 2048 cells x 512
+    # tokens x 4 B = 128 MiB, the mask 2048 x 512 x 4 = 4 MiB, and six f32 vectors of n_embd
+    # 2560 x 512 tokens (5 MiB each: the residual, the fused Q/K/V (three), the roped Q and KQV)
+    # = 162 MiB, the figure the log prints; still a model of the allocator, not an exact rule.
     result = llamacpp.validate(str(LOGS / "ci_v100_4343_pythia_2_8b_f16.log"))
     rows = {row["buffer"]: row for row in result["rows"]}
     assert rows["kv"]["plan_bytes"] == rows["kv"]["log_bytes"] == 640 * MIB
-    assert rows["compute"]["plan_bytes"] == 133 * MIB
-    assert rows["compute"]["log_bytes"] == 162 * MIB
+    assert rows["compute"]["plan_bytes"] == rows["compute"]["log_bytes"] == 162 * MIB
     assert not rows["compute"]["exact"]
     assert "model" not in rows  # no GGUF given
     pythia = str(LOGS / "ci_v100_4343_pythia_2_8b_f16.log")

@@ -192,6 +192,15 @@ std::optional<std::vector<std::string>> scan_model_names(const std::string& yaml
   return aliases;
 }
 
+// A parse that reads other names than the line scan that indexed the entry.
+[[noreturn]] void names_differ(const std::string& file, const std::string& field,
+                               const std::string& parsed_id, const std::string& scanned_id) {
+  throw SpecError(file, field, "'" + parsed_id + "'",
+                  "the id and aliases parsed differ from the ones the index read from the "
+                  "file's lines (first: '" +
+                      scanned_id + "'); write them as plain or quoted scalars");
+}
+
 // One item of gpus.yaml's list as its lines name it.
 struct GpuItem {
   std::size_t begin = 0;  // offset of the item's first line
@@ -353,12 +362,7 @@ const ModelSpec& SpecDatabase::parsed(ModelEntry& entry) {
     ModelSpec spec = parse_model_spec_yaml(entry.text, entry.file);
     std::vector<std::string> names = spec.aliases;
     names.insert(names.begin(), spec.id);
-    if (names != entry.names) {
-      throw SpecError(entry.file, "id", "'" + spec.id + "'",
-                      "the id and aliases parsed differ from the ones the index read from the "
-                      "file's lines (first: '" +
-                          entry.names.front() + "'); write them as plain or quoted scalars");
-    }
+    if (names != entry.names) names_differ(entry.file, "id", spec.id, entry.names.front());
     entry.text.clear();
     entry.text.shrink_to_fit();
     entry.spec = std::move(spec);
@@ -397,11 +401,8 @@ const std::vector<GpuSpec>& SpecDatabase::parsed(GpuEntry& entry) {
     std::vector<std::string> names = gpu.aliases;
     names.insert(names.begin(), gpu.id);
     if (names != entry.names || gpu.shared_aliases != entry.shared_names) {
-      throw SpecError(entry.file, "gpus[" + std::to_string(entry.list_index) + "].id",
-                      "'" + gpu.id + "'",
-                      "the id and aliases parsed differ from the ones the index read from the "
-                      "file's lines (first: '" +
-                          entry.names.front() + "'); write them as plain or quoted scalars");
+      names_differ(entry.file, "gpus[" + std::to_string(entry.list_index) + "].id", gpu.id,
+                   entry.names.front());
     }
     entry.text.clear();
     entry.text.shrink_to_fit();

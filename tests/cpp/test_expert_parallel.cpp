@@ -129,17 +129,31 @@ TEST(ExpertParallel, DeepEpLowLatencyBuffersFromTheSizeHint) {
 //   total 3,816,818,688 -> hint 3,816,818,816 (3.55 GiB)
 // + 1 GiB NVLink + 32 MiB workspace = 4,924,115,072 B. High throughput on one node has no RDMA
 // buffer: 1,107,296,256 B.
-TEST(ExpertParallel, DeepSeekV3DeepEpBuffers) {
+namespace {
+
+// DeepSeek-V3 on 8 H200s, DP 8 with expert parallelism, 8k context.
+struct DeepSeekV3Ep {
   HardwareConfig hw;
-  hw.gpu = database().gpu("H200");
-  hw.num_gpus = 8;
   EngineConfig c;
-  c.engine_version = "0.19.0";
-  c.data_parallel_size = 8;
-  c.enable_expert_parallel = true;
-  c.max_model_len = 8192;
-  c.all2all_backend = "deepep_low_latency";
   const ModelSpec& v3 = database().model("deepseek-ai/DeepSeek-V3");
+  DeepSeekV3Ep(const std::string& version, const std::string& backend) {
+    hw.gpu = database().gpu("H200");
+    hw.num_gpus = 8;
+    c.engine_version = version;
+    c.data_parallel_size = 8;
+    c.enable_expert_parallel = true;
+    c.max_model_len = 8192;
+    c.all2all_backend = backend;
+  }
+};
+
+}  // namespace
+
+TEST(ExpertParallel, DeepSeekV3DeepEpBuffers) {
+  DeepSeekV3Ep launch("0.19.0", "deepep_low_latency");
+  const HardwareConfig& hw = launch.hw;
+  EngineConfig& c = launch.c;
+  const ModelSpec& v3 = launch.v3;
   EXPECT_EQ(term(compute_breakdown(v3, hw, c).ranks[0], "all2all_buffers"), 4924115072);
   c.all2all_backend = "deepep_high_throughput";
   EXPECT_EQ(term(compute_breakdown(v3, hw, c).ranks[0], "all2all_buffers"), 1107296256);
@@ -158,16 +172,10 @@ TEST(ExpertParallel, DeepSeekV3DeepEpBuffers) {
 // (EplbState.add_model): the int32 load window 1000 x 58 layers x 288 experts x 4 B =
 // 66,816,000 B and expert_buffer, one layer's 36 local experts = 1,585,833,984 B.
 TEST(ExpertParallel, EplbRedundantExpertsGrowTheDeepEpBufferAndTheWeights) {
-  HardwareConfig hw;
-  hw.gpu = database().gpu("H200");
-  hw.num_gpus = 8;
-  EngineConfig c;
-  c.engine_version = "0.33.0";
-  c.data_parallel_size = 8;
-  c.enable_expert_parallel = true;
-  c.max_model_len = 8192;
-  c.all2all_backend = "deepep_low_latency";
-  const ModelSpec& v3 = database().model("deepseek-ai/DeepSeek-V3");
+  DeepSeekV3Ep launch("0.33.0", "deepep_low_latency");
+  const HardwareConfig& hw = launch.hw;
+  EngineConfig& c = launch.c;
+  const ModelSpec& v3 = launch.v3;
   const Breakdown plain = compute_breakdown(v3, hw, c);
   EXPECT_EQ(term(plain.ranks[0], "all2all_buffers"), 4924115072);
   c.enable_eplb = true;
@@ -196,16 +204,10 @@ TEST(ExpertParallel, EplbRedundantExpertsGrowTheDeepEpBufferAndTheWeights) {
 //   total 122,138,134,528 -> hint 122,138,134,656; + 1 GiB + 32 MiB = 123,245,430,912 B,
 // more than an H200 holds: the launch fails where 0.19 (256 tokens whatever the batch) starts.
 TEST(ExpertParallel, DeepEpLowLatencyBufferFollowsTheBatchFrom020) {
-  HardwareConfig hw;
-  hw.gpu = database().gpu("H200");
-  hw.num_gpus = 8;
-  EngineConfig c;
-  c.engine_version = "0.20.0";
-  c.data_parallel_size = 8;
-  c.enable_expert_parallel = true;
-  c.max_model_len = 8192;
-  c.all2all_backend = "deepep_low_latency";
-  const ModelSpec& v3 = database().model("deepseek-ai/DeepSeek-V3");
+  DeepSeekV3Ep launch("0.20.0", "deepep_low_latency");
+  const HardwareConfig& hw = launch.hw;
+  EngineConfig& c = launch.c;
+  const ModelSpec& v3 = launch.v3;
   const Breakdown by_default = compute_breakdown(v3, hw, c);
   EXPECT_EQ(by_default.config.max_num_batched_tokens, 256);
   EXPECT_EQ(term(by_default.ranks[0], "all2all_buffers"), 4924115072);

@@ -667,6 +667,7 @@ KvGeometry rank_kv_geometry(const RankInputs& in, const LayerRange& layers, bool
   kv.state_element_bytes = state_width(c.mamba_cache_dtype, in.act_bytes);
   kv.ssm_state_element_bytes = state_width(c.mamba_ssm_cache_dtype, 0);
   kv.num_speculative_tokens = c.num_speculative_tokens;
+  kv.group_size_close_ratio = in.profile.kv_group_size_close_ratio;
   if (in.merged != nullptr) {
     kv.layers = last_stage ? LayerRange{layers.begin, in.merged->num_hidden_layers} : layers;
     return kv_geometry(*in.merged, kv);

@@ -436,6 +436,7 @@ const std::vector<EngineField>& engine_fields() {
       {"kv_offload_shared_region_rocm", &P::kv_offload_shared_region_rocm},
       {"unified_memory_free", parse_unified_memory_free},
       {"kv_tokens_report", parse_kv_tokens_report},
+      {"kv_group_size_close_ratio", &P::kv_group_size_close_ratio, 0.0, 4.0},
       {"sampler_bytes_per_logit", &P::sampler_bytes_per_logit, 0.0, 1000.0},
       {"v0_below_compute_capability", &P::v0_below_compute_capability, 0.0, 100.0},
       {"flashinfer_sampler_bytes_per_logit", &P::flashinfer_sampler_bytes_per_logit, 0.0, 1000.0},

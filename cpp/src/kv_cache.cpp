@@ -218,7 +218,8 @@ KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& o) {
     largest = std::max(largest, bucket.count);
   }
   // vLLM takes the smallest bucket as group size, or the largest when they are close.
-  const std::int32_t group_size = largest * 2 < smallest * 3 ? largest : smallest;
+  const std::int32_t group_size =
+      static_cast<double>(largest) < smallest * o.group_size_close_ratio ? largest : smallest;
   for (const auto& [key, bucket] : buckets) {
     const std::int32_t num_groups = static_cast<std::int32_t>(ceil_div(bucket.count, group_size));
     for (std::int32_t g = 0; g < num_groups; ++g) {

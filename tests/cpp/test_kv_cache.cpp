@@ -1,6 +1,10 @@
 // KV-cache figures against hand derivations and real vLLM log lines.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "test_support.hpp"
 #include "vramplan/engine.hpp"
 #include "vramplan/kv_cache.hpp"
@@ -130,6 +134,49 @@ TEST(KvCache, PipelineStageKeepsTheWholeModelsGroups) {
   const KvLayout whole = kv_layout(s, KvCacheOptions{});
   EXPECT_EQ(whole.group_size, 8);
   EXPECT_EQ(whole.groups.size(), 6u);
+}
+
+// 14 sliding and 10 full layers: the group size is the smaller count (10) up to 0.11.1, the
+// larger (14) when it is under 1.25 x the smaller from 0.12.0 (14 >= 12.5: still 10), and under
+// 1.5 x from 0.18.0 (14 < 15: 14). At 10: 2 sliding groups (10 + 4, 6 padding layers) and 1
+// full group; at 14: 1 sliding group and 1 full group (4 padding layers).
+TEST(KvCache, HybridGroupSizeFollowsTheReleasesRatio) {
+  std::string pattern;
+  for (int i = 0; i < 24; ++i) pattern += i < 14 ? "sliding_attention, " : "full_attention, ";
+  std::string yaml = kGemma3Shape;
+  yaml.replace(yaml.find("num_hidden_layers: 48"), 21, "num_hidden_layers: 24");
+  yaml = yaml.substr(0, yaml.find("layer_pattern:")) + "layer_pattern: [" +
+         pattern.substr(0, pattern.size() - 2) + "]\n";
+  const ModelSpec s = spec_from_yaml(yaml);
+  HardwareConfig hw;
+  hw.gpu = vramplan_test::shipped_database().gpu("H100");
+  for (const auto& [version, group_size, groups, padding] :
+       std::vector<std::tuple<std::string, int, std::size_t, int>>{{"0.11.1", 10, 3, 6},
+                                                                   {"0.12.0", 10, 3, 6},
+                                                                   {"0.17.0", 10, 3, 6},
+                                                                   {"0.18.0", 14, 2, 4}}) {
+    EngineConfig c;
+    c.engine_version = version;
+    c.max_model_len = 8192;
+    const KvLayout layout = compute_breakdown(s, hw, c).ranks[0].kv_layout;
+    EXPECT_EQ(layout.group_size, group_size) << version;
+    EXPECT_EQ(layout.groups.size(), groups) << version;
+    EXPECT_EQ(layout.padding_layers, padding) << version;
+  }
+  // The ratio itself: 13 full beside 12 sliding (gpt-oss-20b with an EAGLE drafter) is close
+  // from 0.12.0 (13 < 15) and not before.
+  KvCacheOptions o;
+  std::string close = kGemma3Shape;
+  close.replace(close.find("num_hidden_layers: 48"), 21, "num_hidden_layers: 25");
+  pattern.clear();
+  for (int i = 0; i < 25; ++i) pattern += i < 12 ? "sliding_attention, " : "full_attention, ";
+  close = close.substr(0, close.find("layer_pattern:")) + "layer_pattern: [" +
+          pattern.substr(0, pattern.size() - 2) + "]\n";
+  const ModelSpec s2 = spec_from_yaml(close);
+  o.group_size_close_ratio = 0;
+  EXPECT_EQ(kv_layout(s2, o).group_size, 12);
+  o.group_size_close_ratio = 1.25;
+  EXPECT_EQ(kv_layout(s2, o).group_size, 13);
 }
 
 TEST(KvCache, Gemma2TokensAndConcurrencyMatchVllmLog) {

@@ -123,6 +123,9 @@ struct EngineProfile {
   // (video positions run past the token count), per MropeKind: standard, Qwen3-VL's family.
   std::int32_t mrope_cache_positions_factor_standard = 4;
   std::int32_t mrope_cache_positions_factor_qwen3_vl = 1;
+  // _get_kv_cache_groups_uniform_page_size: a hybrid model's group size is the largest layer
+  // type's count when it is below this multiple of the smallest's (0: always the smallest).
+  double kv_group_size_close_ratio = 1.5;
   double sampler_bytes_per_logit = 0.0;  // fitted: peak sampler bytes per (request x vocab entry)
   // The V1 runner's sampler on FlashInfer's top-k/top-p kernels (VLLM_USE_FLASHINFER_SAMPLER=1,
   // or FlashInfer installed on 0.8-0.12): bytes per logit beside the served-dtype logits. 0: the

@@ -22,6 +22,10 @@ struct KvCacheOptions {
   std::int32_t ssm_state_element_bytes = 0;
   std::int32_t num_speculative_tokens = 0;
   LayerRange layers{0, 0};  // layers on this rank (pipeline stage); {0,0} = all
+  // Hybrid groups: the largest spec's layer count becomes the group size when it is below this
+  // multiple of the smallest's (0: always the smallest); a release's row
+  // (kv_group_size_close_ratio).
+  double group_size_close_ratio = 1.5;
 };
 
 // One KV group of the hybrid allocator: layers sharing a spec and a page size.

@@ -742,6 +742,58 @@ void minicpm(Context& c) {
   }
 }
 
+// Jamba as vLLM 0.33's jamba.py builds it: attention (head_dim = hidden / heads, no biases)
+// on layers i % attn_layer_period == attn_layer_offset, a Mamba-1 mixer (MambaMixer with
+// weighted RMSNorms on dt, B and C; d_inner = mamba_expand x hidden) on the others; each layer
+// then an MoE of num_experts experts of intermediate_size where i % expert_layer_period ==
+// expert_layer_offset (JambaMLP where num_experts is 1). Conv and SSM states take the model
+// dtype (MambaStateDtypeCalculator.mamba1_state_dtype; no config override).
+void jamba(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const auto period_offset = [&f](const char* period_key, const char* offset_key) {
+    const std::int64_t period = f.integer(period_key);
+    if (period <= 0) f.fail(period_key, std::to_string(period), "must be positive");
+    const std::int64_t offset = f.integer(offset_key);
+    if (offset < 0 || offset >= period) {
+      f.fail(offset_key, std::to_string(offset), std::string("must be in [0, ") + period_key + ")");
+    }
+    return std::pair<std::int64_t, std::int64_t>{period, offset};
+  };
+  const auto [attn_period, attn_offset] = period_offset("attn_layer_period", "attn_layer_offset");
+  const auto [expert_period, expert_offset] =
+      period_offset("expert_layer_period", "expert_layer_offset");
+  json kinds = json::array();
+  json dense_layers = json::array();
+  for (std::int64_t i = 0; i < layers; ++i) {
+    kinds.push_back(i % attn_period == attn_offset ? "full_attention" : "mamba");
+    if (i % expert_period != expert_offset) dense_layers.push_back(i);
+  }
+  c.doc["layer_types"] = kinds;
+  // JambaConfig: mamba_dt_rank "auto" is ceil(hidden_size / 16).
+  const bool auto_rank = !f.has("mamba_dt_rank") || f.at("mamba_dt_rank").is_string();
+  const std::int64_t dt_rank = auto_rank ? (hidden + 15) / 16 : f.integer("mamba_dt_rank");
+  const std::int64_t inner = f.integer("mamba_expand") * hidden;
+  c.doc["mamba"] = {{"version", 1},
+                    {"intermediate_size", inner},
+                    {"time_step_rank", dt_rank},
+                    {"state_size", f.integer("mamba_d_state")},
+                    {"conv_kernel", f.integer("mamba_d_conv")},
+                    {"conv_bias", f.boolean_or("mamba_conv_bias", true)},
+                    {"proj_bias", f.boolean_or("mamba_proj_bias", false)},
+                    {"dt_bc_norm_weights", true},
+                    {"ssm_state_dtype", c.doc["torch_dtype"]}};
+  const std::int64_t experts = f.integer("num_experts");
+  if (experts > 1 && static_cast<std::int64_t>(dense_layers.size()) < layers) {
+    json moe = {{"num_experts", experts},
+                {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+                {"moe_intermediate_size", f.integer("intermediate_size")}};
+    if (!dense_layers.empty()) moe["dense_layers"] = dense_layers;
+    c.doc["moe"] = moe;
+  }
+}
+
 struct NamedRule {
   const char* name;
   Rule rule;
@@ -771,6 +823,7 @@ constexpr NamedRule kRules[] = {
     {"falcon", falcon},
     {"gemma4", gemma4},
     {"granite_moe_hybrid", granite_moe_hybrid},
+    {"jamba", jamba},
     {"stablelm", stablelm},
     {"olmoe", olmoe},
     {"minimax_m2", minimax_m2},

@@ -86,15 +86,22 @@ std::int64_t mamba_state_bytes(const ModelSpec& spec, const LayerSpec& layer,
   const std::int64_t tp = std::max(1, o.tensor_parallel_size);
   if (layer.attention == AttentionKind::Mamba) {
     const MambaSpec& m = spec.mamba;
+    const std::int64_t ssm_bytes = o.ssm_state_element_bytes > 0
+                                       ? o.ssm_state_element_bytes
+                                       : dtype_info(m.ssm_state_dtype).block_bytes;
+    if (m.version == 1) {
+      // vLLM's mamba1_state_shape: conv (inner / TP, d_conv - 1), no speculative columns;
+      // SSM (inner / TP, d_state).
+      const std::int64_t channels = m.intermediate_size / tp;
+      return channels * (m.conv_kernel - 1) * o.state_element_bytes +
+             channels * m.state_size * ssm_bytes;
+    }
     const std::int64_t inner = static_cast<std::int64_t>(m.num_heads) * m.head_dim;
     // n_groups is padded up to a multiple of TP so heads shard evenly.
     const std::int64_t groups = ceil_div(m.n_groups, tp) * tp;
     const std::int64_t conv_dim = (inner + 2 * groups * m.state_size) / tp;
     const std::int64_t conv =
         conv_dim * (m.conv_kernel - 1 + o.num_speculative_tokens) * o.state_element_bytes;
-    const std::int64_t ssm_bytes = o.ssm_state_element_bytes > 0
-                                       ? o.ssm_state_element_bytes
-                                       : dtype_info(m.ssm_state_dtype).block_bytes;
     const std::int64_t ssm = (m.num_heads / tp) * m.head_dim * m.state_size * ssm_bytes;
     return conv + ssm;
   }

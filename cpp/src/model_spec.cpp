@@ -199,8 +199,38 @@ void add_mla(const ModelSpec& s, int index, GroupBuilder& b) {
   if (m.index_head_dim > 0) add_indexer(s, index, b);
 }
 
+// vLLM 0.33's MambaMixer (mamba_mixer.py), whose Linears take no quant_config (never
+// quantized): in_proj [2 x inner, h], conv1d [inner, d_conv] (+ bias), x_proj [dt_rank + 2 x
+// d_state, inner] (row), dt_proj [inner, dt_rank] + bias, A [inner, d_state], D [inner],
+// out_proj [h, inner] (row); with weights, RMSNorms of dt_rank, d_state and d_state.
+void add_mamba1(const ModelSpec& s, int index, GroupBuilder& b) {
+  const MambaSpec& m = s.mamba;
+  const std::int64_t inner = m.intermediate_size;
+  const std::int64_t h = s.hidden_size;
+  b.add(TensorRole::MixerIn, TensorSplit::Column, index, 2 * inner, h, false);
+  b.add(TensorRole::MixerSmall, TensorSplit::Column, index, inner,
+        m.conv_kernel + (m.conv_bias ? 1 : 0), false);
+  b.add(TensorRole::MixerOut, TensorSplit::Row, index, m.time_step_rank + 2LL * m.state_size, inner,
+        false);
+  b.add(TensorRole::MixerSmall, TensorSplit::Column, index, inner, m.time_step_rank + 1, false);
+  b.add(TensorRole::MixerSmall, TensorSplit::Column, index, inner, m.state_size + 1, false);
+  b.add(TensorRole::MixerOut, TensorSplit::Row, index, h, inner, false);
+  if (m.proj_bias) {
+    b.add(TensorRole::Bias, TensorSplit::Column, index, 2 * inner, 1, false);
+    b.add(TensorRole::RowBias, TensorSplit::Replicated, index, h, 1, false);
+  }
+  if (m.dt_bc_norm_weights) {
+    b.add(TensorRole::Norm, TensorSplit::Replicated, index, m.time_step_rank + 2LL * m.state_size,
+          1, false);
+  }
+}
+
 void add_mamba(const ModelSpec& s, int index, GroupBuilder& b) {
   const MambaSpec& m = s.mamba;
+  if (m.version == 1) {
+    add_mamba1(s, index, b);
+    return;
+  }
   const std::int64_t inner = static_cast<std::int64_t>(m.num_heads) * m.head_dim;
   const std::int64_t groups_state = 2LL * m.n_groups * m.state_size;
   const std::int64_t conv_dim = inner + groups_state;

@@ -71,7 +71,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "per_layer_input_vocab_size", "int", false, "Rows of the per-layer input embedding table; default vocab_size.", std::int64_t{1} << 22},
   {"model", "mla", "map", false, "Multi-head latent attention geometry (DeepSeek V2/V3); makes every attention layer MLA."},
   {"model", "moe", "map", false, "Routed experts."},
-  {"model", "mamba", "map", false, "Mamba2 mixer geometry."},
+  {"model", "mamba", "map", false, "Mamba mixer geometry (Mamba2, or Mamba-1 with version 1)."},
   {"model", "linear_attention", "map", false, "Gated DeltaNet geometry (Qwen3-Next)."},
   {"model", "vision", "map", false, "Vision/audio tower and projector."},
   {"model", "num_nextn_predict_layers", "int", false, "MTP layers shipped in the checkpoint (DeepSeek-V3: 1).", 16},
@@ -96,12 +96,18 @@ const std::vector<SchemaKey> kSchema = {
   {"moe", "moe_layer_step", "int", false, "Every n-th layer is MoE (decoder_sparse_step / interleave_moe_layer_step). Default 1.", 4096},
   {"moe", "dense_layers", "list[int]", false, "Explicit dense-MLP layers (mlp_only_layers).", 4095},
   {"moe", "dense_mlp_beside_experts", "bool", false, "MoE layers keep their dense MLP of intermediate_size beside the experts (Gemma-4)."},
-  {"mamba", "num_heads", "int", true, "Mamba2 heads.", std::int64_t{1} << 10},
-  {"mamba", "head_dim", "int", true, "Mamba2 head dim.", std::int64_t{1} << 8},
+  {"mamba", "version", "int", false, "1: Mamba-1 mixer (Jamba, Mamba, FalconMamba; per-channel state); 2: Mamba2. Default 2.", 2},
+  {"mamba", "num_heads", "int", false, "Mamba2 heads (required for version 2).", std::int64_t{1} << 10},
+  {"mamba", "head_dim", "int", false, "Mamba2 head dim (required for version 2).", std::int64_t{1} << 8},
   {"mamba", "state_size", "int", true, "SSM state size.", std::int64_t{1} << 9},
-  {"mamba", "n_groups", "int", false, "B/C groups. Default 1.", std::int64_t{1} << 10},
+  {"mamba", "n_groups", "int", false, "Mamba2 B/C groups. Default 1.", std::int64_t{1} << 10},
   {"mamba", "conv_kernel", "int", false, "Causal conv width. Default 4.", 64},
   {"mamba", "ssm_state_dtype", "dtype", false, "SSM state cache dtype. Default float32."},
+  {"mamba", "intermediate_size", "int", false, "Mamba-1 d_inner (expand x hidden_size; required for version 1).", std::int64_t{1} << 17},
+  {"mamba", "time_step_rank", "int", false, "Mamba-1 dt_rank (required for version 1).", std::int64_t{1} << 14},
+  {"mamba", "conv_bias", "bool", false, "Mamba-1 conv1d bias. Default true."},
+  {"mamba", "proj_bias", "bool", false, "Mamba-1 in_proj / out_proj biases. Default false."},
+  {"mamba", "dt_bc_norm_weights", "bool", false, "Mamba-1 RMSNorms with weights on dt, B and C (Jamba). Default false."},
   {"linear_attention", "num_key_heads", "int", true, "linear_num_key_heads.", std::int64_t{1} << 10},
   {"linear_attention", "ssm_state_dtype", "dtype", false, "SSM state cache dtype (config mamba_ssm_dtype). Default: the conv state's (the served dtype)."},
   {"linear_attention", "key_head_dim", "int", true, "linear_key_head_dim.", std::int64_t{1} << 8},
@@ -723,12 +729,36 @@ void read_mamba(const MapReader& r, ModelSpec& s) {
   const std::string& file = r.file();
   const MapReader m(r.child("mamba"), file, "mamba", "mamba");
   s.has_mamba = true;
-  s.mamba.num_heads = m.get_i32("num_heads", 0, 1);
-  s.mamba.head_dim = m.get_i32("head_dim", 0, 1);
+  s.mamba.version = m.get_i32("version", 2, 1);
   s.mamba.state_size = m.get_i32("state_size", 0, 1);
-  s.mamba.n_groups = m.get_i32("n_groups", 1, 1);
   s.mamba.conv_kernel = m.get_i32("conv_kernel", 4, 1);
   s.mamba.ssm_state_dtype = m.get_dtype("ssm_state_dtype", DType::F32);
+  const char* const mamba2_keys[] = {"num_heads", "head_dim", "n_groups"};
+  const char* const mamba1_keys[] = {"intermediate_size", "time_step_rank", "conv_bias",
+                                     "proj_bias", "dt_bc_norm_weights"};
+  if (s.mamba.version == 1) {
+    for (const char* key : mamba2_keys) {
+      if (m.has(key)) m.fail(m.field(key), "given", "a Mamba2 key; version is 1");
+    }
+    for (const char* key : {"intermediate_size", "time_step_rank"}) {
+      if (!m.has(key)) m.fail(m.field(key), "nothing", "required with version 1");
+    }
+    s.mamba.intermediate_size = m.get_i32("intermediate_size", 0, 1);
+    s.mamba.time_step_rank = m.get_i32("time_step_rank", 0, 1);
+    s.mamba.conv_bias = m.get_bool("conv_bias", true);
+    s.mamba.proj_bias = m.get_bool("proj_bias", false);
+    s.mamba.dt_bc_norm_weights = m.get_bool("dt_bc_norm_weights", false);
+    return;
+  }
+  for (const char* key : mamba1_keys) {
+    if (m.has(key)) m.fail(m.field(key), "given", "a Mamba-1 key; version is 2");
+  }
+  for (const char* key : {"num_heads", "head_dim"}) {
+    if (!m.has(key)) m.fail(m.field(key), "nothing", "required with version 2");
+  }
+  s.mamba.num_heads = m.get_i32("num_heads", 0, 1);
+  s.mamba.head_dim = m.get_i32("head_dim", 0, 1);
+  s.mamba.n_groups = m.get_i32("n_groups", 1, 1);
 }
 
 void read_linear_attention(const MapReader& r, ModelSpec& s) {

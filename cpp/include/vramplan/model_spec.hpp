@@ -20,7 +20,7 @@ enum class AttentionKind : std::uint8_t {
   SlidingWindow,    // SlidingWindowSpec, window = LayerSpec::sliding_window
   ChunkedLocal,     // ChunkedLocalAttentionSpec (Llama-4 local layers)
   Mla,              // MLAAttentionSpec: one latent of kv_lora_rank + qk_rope_head_dim
-  Mamba,            // MambaSpec (Mamba2 state)
+  Mamba,            // MambaSpec (Mamba-1 or Mamba2 state)
   LinearAttention,  // MambaSpec-like GatedDeltaNet state (Qwen3-Next)
   None,             // no KV (MLP-only layer or a layer sharing another layer's KV)
 };
@@ -68,14 +68,24 @@ struct MoeSpec {
   bool dense_mlp_beside_experts = false;
 };
 
-// Mamba2 mixer (Nemotron-H, Jamba-2 style): in_proj, conv1d, A/D/dt, gated norm, out_proj.
+// A Mamba mixer. Version 2 (Nemotron-H, Granite-4): vLLM's MambaMixer2, in_proj, conv1d,
+// A/D/dt, gated norm, out_proj; state per head. Version 1 (Jamba, Mamba, FalconMamba): vLLM's
+// MambaMixer, in_proj, conv1d, x_proj, dt_proj, A_log, D, out_proj; state per channel.
 struct MambaSpec {
-  std::int32_t num_heads = 0;
-  std::int32_t head_dim = 0;
+  std::int32_t version = 2;
+  std::int32_t num_heads = 0;  // Mamba2 only
+  std::int32_t head_dim = 0;   // Mamba2 only
   std::int32_t state_size = 0;
-  std::int32_t n_groups = 1;
+  std::int32_t n_groups = 1;  // Mamba2 only
   std::int32_t conv_kernel = 4;
   DType ssm_state_dtype = DType::F32;  // vLLM mamba_ssm_cache_dtype default for the model
+  // Mamba-1 only: d_inner (expand x hidden), dt_rank, the conv1d and in/out_proj biases, and
+  // the RMSNorms on dt, B and C (Jamba: with weights; FalconMamba: without; Mamba: none).
+  std::int32_t intermediate_size = 0;
+  std::int32_t time_step_rank = 0;
+  bool conv_bias = true;
+  bool proj_bias = false;
+  bool dt_bc_norm_weights = false;
 };
 
 // Gated DeltaNet linear attention (Qwen3-Next): state (Hv, dv, dk) and a conv over q/k/v.

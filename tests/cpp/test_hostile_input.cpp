@@ -85,7 +85,15 @@ std::string set_value(std::string yaml, const std::string& record, const std::st
 // set so that the rule holds (heads that divide, top-k within the experts).
 std::string with_value(const std::string& record, const std::string& key, const std::string& value,
                        const std::string& type) {
-  std::string yaml = set_value(base_yaml(record), record, key, value, type);
+  std::string base = base_yaml(record);
+  if (record == "mamba" && (key == "intermediate_size" || key == "time_step_rank")) {
+    // Mamba-1's own keys: a version-1 block (Jamba-shaped) instead of the Mamba2 one.
+    base = std::string(vramplan_test::kLlama31_8B) +
+           "layer_pattern: [mamba, full_attention]\n"
+           "mamba:\n  version: 1\n  intermediate_size: 8192\n  time_step_rank: 256\n"
+           "  state_size: 16\n";
+  }
+  std::string yaml = set_value(base, record, key, value, type);
   if (key == "hidden_size") yaml = set_value(yaml, "model", "head_dim", "128", "int");
   if (key == "num_key_value_heads") {
     yaml = set_value(yaml, "model", "num_attention_heads", "256", "int");

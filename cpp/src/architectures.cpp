@@ -583,6 +583,21 @@ void olmoe(Context& c) {
   }
 }
 
+// A rotary_dim key (MiniMax-M2, Ling): the rotary size, over partial_rotary_factor.
+void rotary_dim_key(Context& c) {
+  if (!c.f.has("rotary_dim")) return;
+  const std::int64_t rotary = c.f.integer("rotary_dim");
+  const std::int64_t head_dim = c.doc["head_dim"].get<std::int64_t>();
+  if (rotary <= 0 || rotary > head_dim) {
+    c.f.fail("rotary_dim", std::to_string(rotary), "expected 1 .. head_dim");
+  }
+  if (rotary < head_dim) {
+    c.doc["rotary_dim"] = rotary;
+  } else {
+    c.doc.erase("rotary_dim");
+  }
+}
+
 // vLLM 0.33's minimax_m2.py: every layer full attention (attn_type_list is not read) and
 // num_local_experts routed experts of intermediate_size behind a sigmoid router with an fp32
 // e_score_correction_bias (use_routing_bias); q_norm / k_norm span all heads (counted as the
@@ -593,14 +608,40 @@ void minimax_m2(Context& c) {
   if (c.f.boolean_or("use_routing_bias", false)) moe["router_bias"] = true;
   c.doc["moe"] = moe;
   if (c.f.boolean_or("use_qk_norm", false)) c.doc["qk_norm"] = true;
-  if (c.f.has("rotary_dim")) {
-    const std::int64_t rotary = c.f.integer("rotary_dim");
-    const std::int64_t head_dim = c.doc["head_dim"].get<std::int64_t>();
-    if (rotary <= 0 || rotary > head_dim) {
-      c.f.fail("rotary_dim", std::to_string(rotary), "expected 1 .. head_dim");
-    }
-    if (rotary < head_dim) c.doc["rotary_dim"] = rotary;
+  rotary_dim_key(c);
+}
+
+// vLLM 0.33's bailing_moe.py (Ling / Ring, BailingMoeForCausalLM and BailingMoeV2ForCausalLM):
+// fused query_key_value biased with use_bias or use_qkv_bias; with use_bias also the dense
+// projection and every MLP, shared experts included (refused by name, as ERNIE 4.5 MoE's);
+// per-head q/k norms with use_qk_norm (RMSNorms with use_rmsnorm, else LayerNorms whose two
+// biases of head_dim a layer are not counted); rotary_dim, else partial_rotary_factor. Layers
+// from first_k_dense_replace on hold num_experts routed experts of moe_intermediate_size and one
+// shared MLP of num_shared_experts x moe_shared_expert_intermediate_size (moe_intermediate_size
+// when absent), the router's expert bias with moe_router_enable_expert_bias. vLLM reads
+// first_k_dense_replace and num_shared_experts from the checkpoint's config (remote code).
+void bailing_moe(Context& c) {
+  const ConfigFields& f = c.f;
+  if (f.boolean_or("use_bias", true)) {
+    f.fail("use_bias", "true",
+           "biased dense and shared-expert projections are not modelled (BailingMoeConfig's "
+           "default is true)");
   }
+  if (f.boolean_or("use_qkv_bias", false)) c.doc["qkv_bias"] = true;
+  if (f.boolean_or("use_qk_norm", false)) c.doc["qk_norm"] = true;
+  rotary_dim_key(c);
+  json moe = {{"num_experts", f.integer("num_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", f.integer("moe_intermediate_size")},
+              {"first_k_dense", f.integer("first_k_dense_replace")}};
+  const std::int64_t shared = f.integer("num_shared_experts");
+  if (shared > 0) {
+    moe["num_shared_experts"] = shared;
+    moe["shared_expert_intermediate_size"] =
+        f.integer_or("moe_shared_expert_intermediate_size", f.integer("moe_intermediate_size"));
+  }
+  if (f.boolean_or("moe_router_enable_expert_bias", false)) moe["router_bias"] = true;
+  c.doc["moe"] = moe;
 }
 
 // vLLM 0.33's ernie45_moe.py: routed experts (moe_num_experts of moe_intermediate_size, top
@@ -827,6 +868,7 @@ constexpr NamedRule kRules[] = {
     {"stablelm", stablelm},
     {"olmoe", olmoe},
     {"minimax_m2", minimax_m2},
+    {"bailing_moe", bailing_moe},
     {"ernie45_moe", ernie45_moe},
     {"dbrx", dbrx},
     {"bloom", bloom},

@@ -1,5 +1,6 @@
 // More of vLLM 0.33's registry, each family as its model file builds it: Nemotron-4 / Minitron
-// (nemotron.py), Apertus (apertus.py), Orion (orion.py) and GLM-4.7-Flash (glm4_moe_lite.py).
+// (nemotron.py), Apertus (apertus.py), Orion (orion.py), GLM-4.7-Flash (glm4_moe_lite.py) and
+// Ling / Ring (bailing_moe.py).
 // KV bytes per token and parameters derived by hand from those files; parameters also against
 // the checkpoint's published count.
 #include <gtest/gtest.h>
@@ -174,4 +175,82 @@ TEST(RegistryFamilies, Glm4MoeLiteRefusesWhatItCannotSize) {
   config = config_json("zai-org__GLM-4.7-Flash.json");
   config["index_topk"] = 2048;
   expect_refused_naming(config, "index_topk");
+}
+
+// inclusionAI/Ling-lite-1.5 (bailing_moe.py): 28 layers of 4 KV heads x 128 (2,048 / 16): 2 x 4 x
+// 128 x 2 B = 2,048 B a layer, 57,344 B a token (a public estimator's test gives 469,762,048 B
+// for this model at 8,192 tokens: 57,344 x 8,192); TP 4: one KV head a rank, 14,336.
+TEST(RegistryFamilies, BailingMoeKvBytesPerTokenByHand) {
+  const ModelSpec spec = load_hf_config(config_path("inclusionAI__Ling-lite-1.5.json"));
+  EXPECT_EQ(spec.model_type, "bailing_moe");
+  EXPECT_EQ(spec.layers[0].head_dim, 128);
+  EXPECT_TRUE(spec.layers[0].moe);  // first_k_dense_replace 0
+  EXPECT_EQ(kv_bf16(spec), 57344);
+  EXPECT_EQ(kv_bf16(spec, 4), 14336);
+}
+
+// Parameters (h 2,048, V 126,464 untied): word_embeddings + lm_head 2 x 258,998,272 =
+// 517,996,544. Per layer: query_key_value (2,048 + 2 x 512) x 2,048 = 6,291,456 and dense
+// 2,048^2 = 4,194,304 (no biases: use_bias and use_qkv_bias false); two RMSNorms 4,096; 64
+// experts x 3 x 2,048 x 1,408 = 553,648,128; the shared MLP of 2 x 1,408 = 2,816: 3 x 2,048 x
+// 2,816 = 17,301,504; gate 64 x 2,048 = 131,072: 581,570,560. 28 layers 16,283,975,680; final
+// norm 2,048: 16,801,974,272, the published 16.8 B. Active (6 experts of 8,650,752 a layer):
+// 2,753,153,024, the published 2.75 B.
+TEST(RegistryFamilies, BailingMoeParametersByHand) {
+  const ModelSpec spec = load_hf_config(config_path("inclusionAI__Ling-lite-1.5.json"));
+  EXPECT_FALSE(spec.qkv_bias);
+  EXPECT_FALSE(spec.o_proj_bias);
+  EXPECT_FALSE(spec.qk_norm);
+  EXPECT_EQ(spec.moe.num_shared_experts, 2);
+  EXPECT_EQ(spec.moe.shared_expert_intermediate_size, 1408);
+  EXPECT_FALSE(spec.moe.router_bias);
+  expect_close(parameter_count(spec), 16801974272, 16.8e9);
+}
+
+// Ling 2.0's keys (BailingMoeV2ForCausalLM, the same model file and model_type) on Ling-lite's
+// shapes: use_qk_norm with use_rmsnorm adds q_norm and k_norm of 128 a layer; partial rotary
+// 0.5 of 128 is 64; first_k_dense_replace 1 makes layer 0 a dense MLP of intermediate_size, 3 x
+// 2,048 x 1,408 = 8,650,752; moe_shared_expert_intermediate_size 512 with 2 shared experts is a
+// shared MLP of 1,024, 3 x 2,048 x 1,024 = 6,291,456; moe_router_enable_expert_bias adds 64 a
+// MoE layer. 517,996,544 + 28 x (10,485,760 + 4,096 + 256) + 8,650,752 + 27 x (553,648,128 +
+// 6,291,456 + 131,072 + 64) + 2,048 = 15,942,281,920.
+TEST(RegistryFamilies, BailingMoeV2KeysByHand) {
+  nlohmann::json config = config_json("inclusionAI__Ling-lite-1.5.json");
+  config["architectures"] = {"BailingMoeV2ForCausalLM"};
+  config["head_dim"] = 128;
+  config["use_qk_norm"] = true;
+  config["use_rmsnorm"] = true;
+  config["partial_rotary_factor"] = 0.5;
+  config["first_k_dense_replace"] = 1;
+  config["moe_shared_expert_intermediate_size"] = 512;
+  config["moe_router_enable_expert_bias"] = true;
+  const ModelSpec spec = model_spec_from_hf_config(config, nullptr, "ling-v2.json");
+  EXPECT_TRUE(spec.qk_norm);
+  EXPECT_EQ(spec.rotary_dim, 64);
+  EXPECT_FALSE(spec.layers[0].moe);
+  EXPECT_TRUE(spec.layers[1].moe);
+  EXPECT_TRUE(spec.moe.router_bias);
+  EXPECT_EQ(spec.moe.shared_expert_intermediate_size, 512);
+  EXPECT_EQ(parameter_count(spec), 15942281920);
+  config["rotary_dim"] = 32;  // read before partial_rotary_factor
+  EXPECT_EQ(model_spec_from_hf_config(config, nullptr, "ling-v2.json").rotary_dim, 32);
+}
+
+// use_bias biases the dense projection and every MLP, shared experts included, which the spec
+// does not hold: refused by name, also when the config omits it (BailingMoeConfig's default is
+// true); vLLM reads first_k_dense_replace and num_shared_experts from the config itself.
+TEST(RegistryFamilies, BailingMoeRefusesWhatItCannotSize) {
+  nlohmann::json config = config_json("inclusionAI__Ling-lite-1.5.json");
+  config["use_bias"] = true;
+  expect_refused_naming(config, "use_bias");
+  config.erase("use_bias");
+  expect_refused_naming(config, "use_bias");
+  for (const char* key : {"first_k_dense_replace", "num_shared_experts"}) {
+    config = config_json("inclusionAI__Ling-lite-1.5.json");
+    config.erase(key);
+    expect_refused_naming(config, key);
+  }
+  config = config_json("inclusionAI__Ling-lite-1.5.json");
+  config["use_qkv_bias"] = true;
+  EXPECT_TRUE(model_spec_from_hf_config(config, nullptr, "ling-qkv.json").qkv_bias);
 }

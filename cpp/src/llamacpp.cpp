@@ -4,12 +4,14 @@
 #include "vramplan/llamacpp.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vramplan/errors.hpp"
@@ -464,8 +466,9 @@ void place_kv(const LlamacppModel& model, const LlamacppLaunch& launch,
 // reserves: n_ubatch tokens, every one an output, attending to the whole cache. The peak falls
 // in one of three phases, each the f32 tensors alive at once, per token:
 // - attention without flash attention: the KQ scores n_head x n_kv and the mask n_kv, with the
-//   residual, the Q/K/V projections (n_embd_q + 2 n_embd_kv), the roped Q copy and KQV; the
-//   pythia-2.8B record (162.00 MiB = 128 + 4 + 6 x 5) is this phase exactly;
+//   residual, the Q/K/V projections (n_embd_q + 2 n_embd_kv) and, for a fused QKV, the roped Q
+//   copy and KQV; the pythia-2.8B record (162.00 MiB = 128 + 4 + 6 x 5) and the open-llama-7B
+//   one at -c 2048 (164.00 MiB = 128 + 4 + 4 x 8, separate projections) are this phase exactly;
 // - attention with flash attention: the same without the scores (the kernel's scratch lives in
 //   the backend's own pool, not in this buffer);
 // - the FFN: residual, norm, up and gate (2 n_embd + 2 n_ff);
@@ -475,6 +478,21 @@ void place_kv(const LlamacppModel& model, const LlamacppLaunch& launch,
 // batch >= 32): the weight is copied into its compute buffer while the op runs, so with the
 // output on the CPU the first GPU's output phase holds the output matrix as well (pythia-2.8B
 // at -ngl 10: 98.25 + 100.74 + 5 = 203.99 MiB).
+// Whether attention projects Q, K and V in one matmul (blk.N.attn_qkv.weight); a model read from a
+// log has no tensor list, so its architecture decides (llama.cpp's builders that load wqkv).
+bool fused_qkv(const LlamacppModel& model) {
+  if (!model.tensors.empty()) {
+    return std::any_of(model.tensors.begin(), model.tensors.end(), [](const LlamacppTensor& t) {
+      return t.name.size() > 15 && t.name.compare(t.name.size() - 15, 15, "attn_qkv.weight") == 0;
+    });
+  }
+  static const std::array<std::string_view, 11> kFusedArchitectures = {
+      "gptneox", "bloom", "falcon", "mpt",  "gpt2",   "starcoder",
+      "phi2",    "phi3",  "qwen",   "dbrx", "chatglm"};
+  return std::find(kFusedArchitectures.begin(), kFusedArchitectures.end(), model.architecture) !=
+         kFusedArchitectures.end();
+}
+
 void estimate_compute(const LlamacppModel& model, LlamacppMemory& out) {
   constexpr std::int64_t kF32 = 4;
   constexpr std::int64_t kOffloadMinBatch = 32;  // ggml-cuda GGML_OP_OFFLOAD_MIN_BATCH default
@@ -491,8 +509,13 @@ void estimate_compute(const LlamacppModel& model, LlamacppMemory& out) {
   const std::int64_t n_embd_q = model.n_head * model.head_dim_k;
   const std::int64_t n_embd_out = model.n_head * model.head_dim_v;
   const std::int64_t hidden = model.n_embd * ub * kF32;
+  // A fused QKV output lives until its Q/K/V views are copied out, below the roped Q copy and
+  // KQV; separate projections rope in place (ggml-alloc reuses a lone parent) and the cache
+  // copies free K and V before the scores, leaving the residual, Q, K and V below them.
   const std::int64_t attn_vectors =
-      (model.n_embd + n_embd_q + 2 * n_embd_kv + n_embd_q + n_embd_out) * ub * kF32;
+      (fused_qkv(model) ? model.n_embd + n_embd_q + 2 * n_embd_kv + n_embd_q + n_embd_out
+                        : model.n_embd + n_embd_q + 2 * n_embd_kv) *
+      ub * kF32;
   const std::int64_t scores = out.flash_attn ? 0 : model.n_head * n_kv * ub * kF32;
   const std::int64_t attention = scores + n_kv * ub * kF32 + attn_vectors;
   const std::int64_t ffn = (2 * model.n_embd + 2 * model.n_ff) * ub * kF32;

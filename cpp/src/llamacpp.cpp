@@ -479,7 +479,8 @@ void place_kv(const LlamacppModel& model, const LlamacppLaunch& launch,
 // output on the CPU the first GPU's output phase holds the output matrix as well (pythia-2.8B
 // at -ngl 10: 98.25 + 100.74 + 5 = 203.99 MiB).
 // Whether attention projects Q, K and V in one matmul (blk.N.attn_qkv.weight); a model read from a
-// log has no tensor list, so its architecture decides (llama.cpp's builders that load wqkv).
+// log has no tensor list, so its architecture decides: those assumed to ship a fused attn_qkv
+// (gptneox is the one a record checks; the others are not checked one by one).
 bool fused_qkv(const LlamacppModel& model) {
   if (!model.tensors.empty()) {
     return std::any_of(model.tensors.begin(), model.tensors.end(), [](const LlamacppTensor& t) {
@@ -509,9 +510,11 @@ void estimate_compute(const LlamacppModel& model, LlamacppMemory& out) {
   const std::int64_t n_embd_q = model.n_head * model.head_dim_k;
   const std::int64_t n_embd_out = model.n_head * model.head_dim_v;
   const std::int64_t hidden = model.n_embd * ub * kF32;
-  // A fused QKV output lives until its Q/K/V views are copied out, below the roped Q copy and
-  // KQV; separate projections rope in place (ggml-alloc reuses a lone parent) and the cache
-  // copies free K and V before the scores, leaving the residual, Q, K and V below them.
+  // Rows alive under the scores. A fused QKV output lives until its Q/K/V views are copied
+  // out, below the roped Q copy and KQV (pythia-2.8B, 6 rows). Separate projections rope in
+  // place (ggml-alloc reuses a lone parent): 4 rows, the residual, Q, K and V, as the
+  // open-llama-7B record at -c 2048 prints (164.00 MiB = 128 + 4 + 4 x 8); a walk of the
+  // allocator's reuse by hand finds 3, so that record, not the walk, sets the fourth.
   const std::int64_t attn_vectors =
       (fused_qkv(model) ? model.n_embd + n_embd_q + 2 * n_embd_kv + n_embd_q + n_embd_out
                         : model.n_embd + n_embd_q + 2 * n_embd_kv) *

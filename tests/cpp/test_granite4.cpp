@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -19,21 +18,13 @@
 #include "vramplan/model_spec.hpp"
 
 using namespace vramplan;
+using vramplan_test::bf16_kv_options;
 using vramplan_test::config_path;
 
 namespace {
 
 nlohmann::json tiny_config() {
-  std::ifstream in(config_path("ibm-granite__granite-4.0-h-tiny.json"));
-  return nlohmann::json::parse(in);
-}
-
-KvCacheOptions options(std::int32_t tp = 1) {
-  KvCacheOptions o;
-  o.tensor_parallel_size = tp;
-  o.kv_element_bytes = 2;
-  o.state_element_bytes = 2;
-  return o;
+  return vramplan_test::config_json("ibm-granite__granite-4.0-h-tiny.json");
 }
 
 }  // namespace
@@ -46,8 +37,8 @@ TEST(Granite4, KvBytesPerTokenByHand) {
   EXPECT_EQ(spec.layers[5].attention, AttentionKind::Full);
   EXPECT_EQ(spec.layers[0].attention, AttentionKind::Mamba);
   EXPECT_TRUE(spec.layers[0].moe);
-  EXPECT_EQ(kv_bytes_per_token(spec, options()), 8192);
-  EXPECT_EQ(kv_bytes_per_token(spec, options(2)), 4096);
+  EXPECT_EQ(kv_bytes_per_token(spec, bf16_kv_options()), 8192);
+  EXPECT_EQ(kv_bytes_per_token(spec, bf16_kv_options(2)), 4096);
 }
 
 // Mamba2 state per layer (MambaStateShapeCalculator.mamba2_state_shape), bf16:
@@ -57,8 +48,8 @@ TEST(Granite4, KvBytesPerTokenByHand) {
 // Groups: 4 attention and 36 Mamba layers -> group size 4, one attention and nine Mamba groups.
 TEST(Granite4, MambaStatePageAndGroupsByHand) {
   const ModelSpec spec = load_hf_config(config_path("ibm-granite__granite-4.0-h-tiny.json"));
-  EXPECT_EQ(mamba_state_bytes(spec, spec.layers[0], options()), 806400);
-  const KvGeometry geometry = kv_geometry(spec, options());
+  EXPECT_EQ(mamba_state_bytes(spec, spec.layers[0], bf16_kv_options()), 806400);
+  const KvGeometry geometry = kv_geometry(spec, bf16_kv_options());
   EXPECT_EQ(geometry.group_size, 4);
   EXPECT_EQ(geometry.groups.size(), 10U);
   const KvPage page = kv_page(geometry, 16, 2);

@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -19,24 +18,13 @@
 #include "vramplan/model_spec.hpp"
 
 using namespace vramplan;
+using vramplan_test::bf16_kv_options;
+using vramplan_test::config_json;
 using vramplan_test::config_path;
 
 namespace {
 
 constexpr const char* kJamba = "ai21labs__AI21-Jamba-1.5-Mini.json";
-
-nlohmann::json config_json(const char* name) {
-  std::ifstream in(config_path(name));
-  return nlohmann::json::parse(in);
-}
-
-KvCacheOptions options(std::int32_t tp = 1) {
-  KvCacheOptions o;
-  o.tensor_parallel_size = tp;
-  o.kv_element_bytes = 2;
-  o.state_element_bytes = 2;
-  return o;
-}
 
 }  // namespace
 
@@ -53,8 +41,8 @@ TEST(Mamba1, JambaLayoutAndKvBytesPerTokenByHand) {
     EXPECT_EQ(spec.layers[static_cast<std::size_t>(i)].moe, i % 2 == 1) << i;
   }
   EXPECT_EQ(spec.mamba.version, 1);
-  EXPECT_EQ(kv_bytes_per_token(spec, options()), 16384);
-  EXPECT_EQ(kv_bytes_per_token(spec, options(2)), 8192);
+  EXPECT_EQ(kv_bytes_per_token(spec, bf16_kv_options()), 16384);
+  EXPECT_EQ(kv_bytes_per_token(spec, bf16_kv_options(2)), 8192);
 }
 
 // Mamba-1 state per layer, bf16, inner = 2 x 4,096 = 8,192, d_conv 4, d_state 16:
@@ -64,15 +52,15 @@ TEST(Mamba1, JambaLayoutAndKvBytesPerTokenByHand) {
 TEST(Mamba1, JambaStateBytesByHand) {
   const ModelSpec spec = load_hf_config(config_path(kJamba));
   const LayerSpec& mamba = spec.layers[0];
-  EXPECT_EQ(mamba_state_bytes(spec, mamba, options()), 311296);
-  EXPECT_EQ(mamba_state_bytes(spec, mamba, options(2)), 155648);
-  KvCacheOptions fp32_ssm = options();
+  EXPECT_EQ(mamba_state_bytes(spec, mamba, bf16_kv_options()), 311296);
+  EXPECT_EQ(mamba_state_bytes(spec, mamba, bf16_kv_options(2)), 155648);
+  KvCacheOptions fp32_ssm = bf16_kv_options();
   fp32_ssm.ssm_state_element_bytes = 4;
   EXPECT_EQ(mamba_state_bytes(spec, mamba, fp32_ssm), 573440);
-  KvCacheOptions speculative = options();
+  KvCacheOptions speculative = bf16_kv_options();
   speculative.num_speculative_tokens = 2;
   EXPECT_EQ(mamba_state_bytes(spec, mamba, speculative), 311296);
-  EXPECT_EQ(mamba_state_bytes(spec, spec.layers[4], options()), 0);
+  EXPECT_EQ(mamba_state_bytes(spec, spec.layers[4], bf16_kv_options()), 0);
 }
 
 // The attention page (16-token alignment, 4,096 B per token) grows to
@@ -82,7 +70,7 @@ TEST(Mamba1, JambaStateBytesByHand) {
 // attention blocks + 7 Mamba blocks = 3,284 blocks of 4 x 327,680 B = 4,304,404,480 B.
 TEST(Mamba1, JambaPageGroupsAndRequestBytesByHand) {
   const ModelSpec spec = load_hf_config(config_path(kJamba));
-  const KvGeometry geometry = kv_geometry(spec, options());
+  const KvGeometry geometry = kv_geometry(spec, bf16_kv_options());
   EXPECT_EQ(geometry.group_size, 4);
   EXPECT_EQ(geometry.groups.size(), 8U);
   const KvPage page = kv_page(geometry, 16, 2);

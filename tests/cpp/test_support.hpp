@@ -88,13 +88,18 @@ inline nlohmann::json config_json(const std::string& name) {
   return nlohmann::json::parse(in);
 }
 
-// KV bytes per token of `spec` at bf16 (KV and recurrent state), per rank at `tp`.
-inline std::int64_t kv_bf16(const vramplan::ModelSpec& spec, std::int32_t tp = 1) {
+// KV cache options at bf16 (KV and recurrent state), per rank at `tp`.
+inline vramplan::KvCacheOptions bf16_kv_options(std::int32_t tp = 1) {
   vramplan::KvCacheOptions o;
   o.tensor_parallel_size = tp;
   o.kv_element_bytes = 2;
   o.state_element_bytes = 2;
-  return vramplan::kv_bytes_per_token(spec, o);
+  return o;
+}
+
+// KV bytes per token of `spec` at bf16 (KV and recurrent state), per rank at `tp`.
+inline std::int64_t kv_bf16(const vramplan::ModelSpec& spec, std::int32_t tp = 1) {
+  return vramplan::kv_bytes_per_token(spec, bf16_kv_options(tp));
 }
 
 inline void write_file(const std::filesystem::path& p, const std::string& bytes) {

@@ -44,13 +44,17 @@ if ! have_libfuzzer; then
 fi
 
 # --- build -------------------------------------------------------------------------------
-cmake -S "$ROOT" -B "$BUILD" \
-  -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DVRAMPLAN_BUILD_FUZZERS=ON \
-  -DVRAMPLAN_BUILD_TESTS=OFF \
-  -DVRAMPLAN_BUILD_PYTHON=OFF \
-  -DVRAMPLAN_BUILD_BENCHMARKS=OFF >/dev/null
+# A folder already configured with the fuzzers keeps its configuration (scripts/test.sh builds
+# them beside the sanitized tests in build/sanitize); any other is configured for them alone.
+if ! grep -qs '^VRAMPLAN_BUILD_FUZZERS:BOOL=ON$' "$BUILD/CMakeCache.txt"; then
+  cmake -S "$ROOT" -B "$BUILD" \
+    -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DVRAMPLAN_BUILD_FUZZERS=ON \
+    -DVRAMPLAN_BUILD_TESTS=OFF \
+    -DVRAMPLAN_BUILD_PYTHON=OFF \
+    -DVRAMPLAN_BUILD_BENCHMARKS=OFF >/dev/null
+fi
 read -r -a READERS <<<"${FUZZ_READERS:-safetensors gguf spec_yaml hf_import log_parser sglang_log_parser plan sglang_plan spec_plan profile hf_cache}"
 cmake --build "$BUILD" --target "${READERS[@]/#/fuzz_}" -j "$JOBS"
 

@@ -4,7 +4,9 @@
 # package built from this tree (C++ core + bindings + the spec database). Then:
 #   .venv/bin/python -m vramplan plan
 # SETUP_TESTS=1 (scripts/test.sh sets it) adds what only the tests need: the linters
-# (clang-format, clang-tidy) and the package's `test` extra. The package is built without
+# (clang-format, clang-tidy), clang for the sanitizer and fuzzing build, and the package's
+# `test` extra; the package is then built in build/tests together with the C++ tests and
+# benchmarks (warnings as errors), so the core compiles once for both. The package is built without
 # link-time optimization (VRAMPLAN_LTO=OFF): it costs minutes of linking and a plan takes
 # microseconds either way; SETUP_LTO=1 builds with it (`pip install .` does by default).
 # Each step is announced with the seconds since the start, the C++ build with its progress;
@@ -51,7 +53,7 @@ with_progress() {  # run the build with its output in the log; print its progres
 
 packages=(build-essential cmake ninja-build ccache python3-dev python3-venv libeigen3-dev
           nlohmann-json3-dev libyaml-cpp-dev libgtest-dev libbenchmark-dev)
-if [ "${SETUP_TESTS:-0}" = 1 ]; then packages+=(clang-format clang-tidy); fi
+if [ "${SETUP_TESTS:-0}" = 1 ]; then packages+=(clang clang-format clang-tidy); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -81,12 +83,20 @@ say "Python build tools (scikit-build-core, pybind11)"
 quietly "${pip[@]}" -q "scikit-build-core>=0.10" "pybind11>=2.12"
 
 target="."
-[ "${SETUP_TESTS:-0}" = 1 ] && target=".[test]"
 lto=OFF
 [ "${SETUP_LTO:-0}" = 1 ] && lto=ON
+settings=(--config-settings=cmake.define.VRAMPLAN_LTO=$lto)
+what="the C++ core"
+if [ "${SETUP_TESTS:-0}" = 1 ]; then
+  target=".[test]"
+  what="the C++ core, its tests and benchmarks"
+  settings+=(--config-settings=build-dir=build/tests
+             --config-settings=cmake.define.VRAMPLAN_BUILD_TESTS=ON
+             --config-settings=cmake.define.VRAMPLAN_BUILD_BENCHMARKS=ON
+             --config-settings=cmake.define.VRAMPLAN_WERROR=ON)
+fi
 # A persistent build dir (pyproject build-dir) plus ccache keeps rebuilds incremental; -v
 # streams the build's steps, from which the progress is read.
-say "building and installing vramplan $target (the C++ core; several minutes on 2 cores the first time)"
-with_progress "${pip[@]}" -v --no-build-isolation \
-  --config-settings=cmake.define.VRAMPLAN_LTO=$lto "$target"
+say "building and installing vramplan $target ($what; several minutes on 2 cores the first time)"
+with_progress "${pip[@]}" -v --no-build-isolation "${settings[@]}" "$target"
 say "done: $("$PYTHON" -c 'import vramplan; print("vramplan", vramplan.__version__)') in $PYTHON"

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Sets up what a fresh machine lacks (scripts/setup.sh with SETUP_TESTS=1: the linters and the
-# test extra, in .venv unless PYTHON is given), then runs every C++ and Python test, mypy
-# --strict over the package, the C++ tests again under AddressSanitizer +
-# UndefinedBehaviorSanitizer, and a bounded fuzz run of every reader of user files. Each
+# Sets up what a fresh machine lacks (scripts/setup.sh with SETUP_TESTS=1: the linters, clang
+# and the test extra, in .venv unless PYTHON is given; the package, the C++ tests and the
+# benchmarks built together in build/tests), then runs every C++ and Python test, mypy --strict
+# over the package, the C++ tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and
+# a bounded fuzz run of every reader of user files (the fuzzers and the sanitized tests share
+# one clang build, build/sanitize, so the core compiles twice in all, not four times). Each
 # step's output goes to build/test-logs/ (shown when the step fails); the last line is one
 # summary of counts. Exits non-zero on any failure. Environment: PYTHON (default .venv/bin/python),
 # JOBS (default nproc), FUZZ_RUNS (per reader, default 20000; 0 skips fuzzing), SANITIZE
-# (default 1; 0 skips the sanitizer build).
+# (default 1; 0 skips the sanitized test run, and with FUZZ_RUNS=0 the clang build too).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The interpreter setup.sh installed into: PYTHON, else the virtual environment it made.
@@ -46,10 +48,9 @@ check() {  # check NAME: a step that counts as one test
   else failed=$((failed + 1)); parts+=("$1 FAILED"); fi
 }
 
-# Benchmarks are built (not run) so they keep compiling without warnings.
-step cpp-build sh -c "cmake -S . -B build/tests -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DVRAMPLAN_BUILD_TESTS=ON -DVRAMPLAN_BUILD_BENCHMARKS=ON -DVRAMPLAN_WERROR=ON \
-  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON && cmake --build build/tests -j $JOBS"
+# setup.sh configured and built build/tests with the package (benchmarks are built, not run, so
+# they keep compiling without warnings); this step is the check that it is complete.
+step cpp-build cmake --build build/tests -j "$JOBS"
 build_rc=$?
 check cpp-build $build_rc
 if [ $build_rc = 0 ]; then
@@ -74,21 +75,25 @@ parts+=("python $py_pass/$((py_pass + py_fail + py_skip))")
 step mypy "$PYTHON" -m mypy --strict python/vramplan
 check mypy $?
 
-if [ "$SANITIZE" != 0 ]; then
-  step sanitize-build sh -c "cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DVRAMPLAN_SANITIZE=ON -DVRAMPLAN_BUILD_TESTS=ON -DVRAMPLAN_BUILD_PYTHON=OFF \
-    -DVRAMPLAN_WERROR=ON && cmake --build build/sanitize -j $JOBS"
+san_rc=1
+# One clang build serves the sanitized tests and the fuzzers: -O1 is AddressSanitizer's advised
+# level (the test files themselves compile at -O0), line tables are enough for its reports.
+if [ "$SANITIZE" != 0 ] || [ "$FUZZ_RUNS" != 0 ]; then
+  step sanitize-build sh -c "cmake -S . -B build/sanitize -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG='-O1 -gline-tables-only' \
+    -DVRAMPLAN_SANITIZE=ON -DVRAMPLAN_BUILD_TESTS=ON -DVRAMPLAN_BUILD_FUZZERS=ON \
+    -DVRAMPLAN_BUILD_PYTHON=OFF -DVRAMPLAN_WERROR=ON && cmake --build build/sanitize -j $JOBS"
   san_rc=$?
   check sanitize-build $san_rc
-  if [ $san_rc = 0 ]; then
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      step sanitize ctest --test-dir build/sanitize --output-on-failure -j "$JOBS"
-    count_ctest sanitize
-  fi
+fi
+if [ "$SANITIZE" != 0 ] && [ $san_rc = 0 ]; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    step sanitize ctest --test-dir build/sanitize --output-on-failure -j "$JOBS"
+  count_ctest sanitize
 fi
 
-if [ "$FUZZ_RUNS" != 0 ]; then
-  JOBS="$JOBS" step fuzz ./scripts/fuzz.sh "$FUZZ_RUNS"
+if [ "$FUZZ_RUNS" != 0 ] && [ $san_rc = 0 ]; then
+  JOBS="$JOBS" FUZZ_BUILD_DIR=build/sanitize step fuzz ./scripts/fuzz.sh "$FUZZ_RUNS"
   check fuzz $?
 fi
 

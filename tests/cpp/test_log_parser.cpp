@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -706,7 +705,6 @@ TEST(LogParserRobustness, BinaryGarbage) {
   std::mt19937 rng(12345);
   std::string garbage(1 << 20, '\0');
   for (char& c : garbage) c = static_cast<char>(rng() & 0xff);
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_NO_THROW(parse_vllm_log(garbage));
   // Garbage salted with the parser's own key phrases, so the number/unit readers run on junk.
   const std::vector<std::string> keys = {"Model loading took ",
@@ -733,7 +731,6 @@ TEST(LogParserRobustness, BinaryGarbage) {
     }
   }
   EXPECT_NO_THROW(parse_vllm_log(salted));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
 TEST(LogParserRobustness, OneMegabyteLineIsSkipped) {

@@ -271,7 +271,6 @@ def test_a_fifo_is_refused_at_every_read_site_without_blocking(tmp_path: Path) -
 def test_dev_zero_as_a_log_and_as_stdin_return_named_errors(tmp_path: Path) -> None:
     log = tmp_path / "a.log"
     log.write_text("INFO Available KV cache memory: 5.00 GiB\n")
-    start = time.monotonic()
     done = cli("diagnose", "/dev/zero")
     assert done.returncode == 2
     assert "/dev/zero" in done.stderr
@@ -281,17 +280,17 @@ def test_dev_zero_as_a_log_and_as_stdin_return_named_errors(tmp_path: Path) -> N
     assert done.returncode == 2
     assert "standard input" in done.stderr
     assert "without ending" in done.stderr
-    assert time.monotonic() - start < 30
 
 
 def test_stdin_that_never_ends_is_refused_in_time() -> None:
     read_end, write_end = os.pipe()  # the writer stays open: the stream never ends
     try:
-        with os.fdopen(read_end, "rb", buffering=0) as stream:
-            start = time.monotonic()
-            with pytest.raises(vramplan.ConfigError, match=r"did not end within 0\.5 s"):
-                _io.read_stream_head_tail(stream, "log", 1 << 10, 1 << 20, 0.5, 1 << 30)
-            assert time.monotonic() - start < 5
+        # The error names the 0.5 s bound it gave up at (without one this test never ends).
+        with (
+            os.fdopen(read_end, "rb", buffering=0) as stream,
+            pytest.raises(vramplan.ConfigError, match=r"did not end within 0\.5 s"),
+        ):
+            _io.read_stream_head_tail(stream, "log", 1 << 10, 1 << 20, 0.5, 1 << 30)
     finally:
         os.close(write_end)
 
@@ -371,10 +370,8 @@ def test_a_snapshot_linked_outside_the_cache_is_refused(
 def test_a_fifo_as_refs_main_does_not_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     entry = _cache(tmp_path, monkeypatch)
     os.mkfifo(entry / "refs" / "main")
-    start = time.monotonic()
     with pytest.raises(vramplan.Error):
         api.load_model("acme/m")
-    assert time.monotonic() - start < 5
 
 
 # --- bounds -----------------------------------------------------------------------------------

@@ -751,6 +751,17 @@ CompiledRank compile_rank(const RankInputs& in, std::int32_t stage) {
   const CpuOffload offload = cpu_offload_per_rank(in.loaded, in.quantization, in.served_dtype,
                                                   placement, in.config.cpu_offload_bytes);
   rank.cpu_offload_pinned_bytes = offload.pinned_bytes;
+  if (in.config.enable_sleep_mode) {
+    // Level 1 backs the weights up in pinned host RAM; level 2 discards them and keeps a
+    // pageable copy of the model's buffers (the rotary cache); level 0 only pauses. From 0.32
+    // the runtime tag (the input batch's GPU tensors, a few MiB) is backed up too: not counted.
+    if (in.config.sleep_level == 1) {
+      rank.sleep_backup_bytes = sleep_weights_backup_bytes(
+          in.loaded, in.quantization, in.served_dtype, placement, offload.parameters);
+    } else if (in.config.sleep_level == 2) {
+      rank.sleep_backup_bytes = weights.rotary_cache + mrope_extra_bytes;
+    }
+  }
   rank.weights_bytes =
       std::max<std::int64_t>(0, weights.total() + mrope_extra_bytes - offload.offloaded_bytes) +
       rank.lora_bytes + draft_weights + eplb_state_bytes(in, placement, layers);
@@ -895,7 +906,14 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     weight_offload = saturating_add(weight_offload, rank.cpu_offload_pinned_bytes);
   weight_offload = saturating_mul(weight_offload, std::int64_t{tp} * dp);
   host_.pinned_bytes += kv_offload + weight_offload;
-  host_.required_bytes += kv_offload + weight_offload;
+  // Asleep, every worker holds its own backup (the KV cache is discarded, the serving-time
+  // buffers above stay).
+  std::int64_t sleep_backup = 0;
+  for (const CompiledRank& rank : ranks_)
+    sleep_backup = saturating_add(sleep_backup, rank.sleep_backup_bytes);
+  host_.sleep_backup_bytes = saturating_mul(sleep_backup, std::int64_t{tp} * dp);
+  host_.required_bytes = saturating_add(host_.required_bytes, kv_offload + weight_offload +
+                                                                  host_.sleep_backup_bytes);
 }
 
 }  // namespace vramplan

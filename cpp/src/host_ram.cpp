@@ -208,6 +208,12 @@ HostBreakdown CompiledLaunch::host(const ResolvedKnobs& k) const {
            : "formula: CPU-offloaded parameters, each pinned and rounded up to a power of two "
              "(per worker) + KV offload (per KV tensor, each rounded up to a power of two) + "
              "LMCache's CPU pool per worker + V0 swap space"},
+      {"sleep_backup", h.sleep_backup_bytes,
+       config_.sleep_level == 1
+           ? "formula: asleep at level 1 (--enable-sleep-mode), each worker's weights: one pinned "
+             "copy per CUDA caching-allocator segment of its parameters, rounded up to a power "
+             "of two"
+           : "formula: asleep at level 2, the model's buffers (rotary cache) copied to the host"},
       {"page_cache", h.page_cache_bytes,
        "formula: checkpoint bytes, file-backed and reclaimable (not required)"},
   };

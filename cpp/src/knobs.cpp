@@ -207,6 +207,16 @@ const std::vector<KnobSpec> kKnobs = {
     {"cpu_offload_bytes", KnobType::Bytes, "bytes per GPU", 0, kNoLimit, "", KnobDefault::Stated,
      "0", "weight bytes kept in host RAM and streamed over PCIe each step", "--cpu-offload-gb",
      "cpu_offload_gb", kGiBUnit, VRAMPLAN_KNOB_ACCESS(cpu_offload_bytes), false},
+    {"enable_sleep_mode", KnobType::Boolean, "", 0, 0, "", KnobDefault::Stated, "false",
+     "sleep mode (CuMem allocator): asleep at level 1, each rank keeps its weights in pinned "
+     "host RAM",
+     "--enable-sleep-mode", "enable_sleep_mode", 1, VRAMPLAN_KNOB_ACCESS(enable_sleep_mode),
+     false},
+    {"sleep_level", KnobType::Integer, "", 0, 2, "", KnobDefault::Stated,
+     "1 (POST /sleep without ?level)",
+     "the level the server is put to sleep at with --enable-sleep-mode (0: paused, nothing "
+     "freed; 1: weights backed up in pinned host RAM; 2: weights discarded)",
+     "", "", 1, VRAMPLAN_KNOB_ACCESS(sleep_level), false},
     {"kv_offloading_bytes", KnobType::Bytes, "bytes over the TP ranks", 0, kNoLimit, "",
      KnobDefault::Stated, "0", "KV cache offloaded to pinned host RAM", "--kv-offloading-size",
      "kv_offloading_size", kGiBUnit, VRAMPLAN_KNOB_ACCESS(kv_offloading_bytes), false},

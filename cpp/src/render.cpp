@@ -150,6 +150,7 @@ nlohmann::json to_json(const Breakdown& b) {
             {"page_cache_bytes", b.host.page_cache_bytes},
             {"pinned_bytes", b.host.pinned_bytes},
             {"input_batch_bytes", b.host.input_batch_bytes},
+            {"sleep_backup_bytes", b.host.sleep_backup_bytes},
             {"required_bytes", b.host.required_bytes},
             {"terms", terms_json(b.host.terms)}}}};
 }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "vramplan/errors.hpp"
 #include "vramplan/saturating.hpp"
@@ -410,22 +412,14 @@ bool fused_with_previous(const TensorGroup& previous, const TensorGroup& group) 
            previous.role == TensorRole::Bias));
 }
 
-}  // namespace
-
-std::int64_t pinned_block_bytes(std::int64_t bytes) noexcept {
-  std::int64_t block = 1;
-  while (block < bytes && block < (std::int64_t{1} << 62)) block <<= 1;
-  return block;
-}
-
-CpuOffload cpu_offload_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
-                                const RankPlacement& placement, std::int64_t budget_bytes) {
-  CpuOffload out;
-  if (budget_bytes <= 0) return out;
+// A stage's decoder-layer parameters in module order, each as one allocation: a layer's leading
+// norm group (input and post-attention norms) is registered after its mixer and MLP, and a
+// fused projection's shards (q with k and v, their biases) are one parameter.
+std::vector<std::int64_t> stage_decoder_parameter_bytes(const ModelSpec& spec,
+                                                        const QuantSpec& quant, DType served_dtype,
+                                                        const RankPlacement& placement) {
   const LayerRange range = pipeline_layer_range(
       spec.num_hidden_layers, placement.pipeline_parallel_size, placement.pipeline_rank);
-  // Decoder-layer parameters in module order: a layer's leading norm group (input and
-  // post-attention norms) is registered after its mixer and MLP.
   std::vector<std::int64_t> parameters;
   std::vector<TensorGroup> layer_groups;
   const auto flush_layer = [&]() {
@@ -451,15 +445,98 @@ CpuOffload cpu_offload_per_rank(const ModelSpec& spec, const QuantSpec& quant, D
     layer_groups.push_back(g);
   }
   flush_layer();
+  return parameters;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> caching_allocator_segments(const std::vector<std::int64_t>& requests) {
+  // c10/cuda/CUDACachingAllocator.cpp's constants (expandable segments off, no max_split_size).
+  constexpr std::int64_t kMinBlockSize = 512;
+  constexpr std::int64_t kSmallSize = std::int64_t{1} << 20;
+  constexpr std::int64_t kSmallBuffer = std::int64_t{2} << 20;
+  constexpr std::int64_t kLargeBuffer = std::int64_t{20} << 20;
+  constexpr std::int64_t kMinLargeAlloc = std::int64_t{10} << 20;
+  constexpr std::int64_t kRoundLarge = std::int64_t{2} << 20;
+  constexpr std::int64_t kMaxRequest = std::int64_t{1} << 61;  // rounding stays inside int64
+  const auto round_up = [](std::int64_t bytes, std::int64_t unit) {
+    return (bytes + unit - 1) / unit * unit;
+  };
+  std::vector<std::int64_t> segments;
+  std::multiset<std::int64_t> small_free;
+  std::multiset<std::int64_t> large_free;
+  for (const std::int64_t request : requests) {
+    if (request <= 0) continue;
+    const std::int64_t size = round_up(std::min(request, kMaxRequest), kMinBlockSize);
+    const bool small = size <= kSmallSize;
+    std::multiset<std::int64_t>& pool = small ? small_free : large_free;
+    std::int64_t block = 0;
+    // Best fit: the smallest free block at least as large.
+    if (const auto it = pool.lower_bound(size); it != pool.end()) {
+      block = *it;
+      pool.erase(it);
+    } else {
+      block = small                   ? kSmallBuffer
+              : size < kMinLargeAlloc ? kLargeBuffer
+                                      : round_up(size, kRoundLarge);
+      segments.push_back(block);
+    }
+    // The rest of the block stays free for later requests when it is worth splitting off.
+    const std::int64_t rest = block - size;
+    if (small ? rest >= kMinBlockSize : rest > kSmallSize) pool.insert(rest);
+  }
+  return segments;
+}
+
+std::int64_t pinned_block_bytes(std::int64_t bytes) noexcept {
+  std::int64_t block = 1;
+  while (block < bytes && block < (std::int64_t{1} << 62)) block <<= 1;
+  return block;
+}
+
+CpuOffload cpu_offload_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
+                                const RankPlacement& placement, std::int64_t budget_bytes) {
+  CpuOffload out;
+  if (budget_bytes <= 0) return out;
   // The offloader checks the running total before each parameter: the last one taken may
   // carry it past the budget.
-  for (const std::int64_t bytes : parameters) {
+  for (const std::int64_t bytes :
+       stage_decoder_parameter_bytes(spec, quant, served_dtype, placement)) {
     if (out.offloaded_bytes >= budget_bytes) break;
     out.offloaded_bytes = saturating_add(out.offloaded_bytes, bytes);
     out.pinned_bytes = saturating_add(out.pinned_bytes, pinned_block_bytes(bytes));
     ++out.parameters;
   }
   return out;
+}
+
+std::int64_t sleep_weights_backup_bytes(const ModelSpec& spec, const QuantSpec& quant,
+                                        DType served_dtype, const RankPlacement& placement,
+                                        std::int64_t cpu_offloaded_parameters) {
+  const WeightBytes weights = weight_bytes_per_rank(spec, quant, served_dtype, placement);
+  const std::vector<std::int64_t> decoder =
+      stage_decoder_parameter_bytes(spec, quant, served_dtype, placement);
+  // Module order: the embedding, the decoder layers (less those --cpu-offload-gb moved to the
+  // host, which are not in the pool), the rotary cache, the model-level tensors the spec keeps
+  // as one sum (final norm, vision tower, MTP extras, tensors only the headers list), the head.
+  // That sum is one request below 10 MiB, else taken as filling whole 20 MiB segments.
+  constexpr std::int64_t kLargeBuffer = std::int64_t{20} << 20;
+  constexpr std::int64_t kMinLargeAlloc = std::int64_t{10} << 20;
+  std::vector<std::int64_t> requests;
+  requests.reserve(decoder.size() + 4);
+  requests.push_back(weights.embedding);
+  const auto offloaded = static_cast<std::ptrdiff_t>(std::clamp<std::int64_t>(
+      cpu_offloaded_parameters, 0, static_cast<std::int64_t>(decoder.size())));
+  requests.insert(requests.end(), decoder.begin() + offloaded, decoder.end());
+  requests.push_back(weights.rotary_cache);
+  if (weights.other < kMinLargeAlloc) requests.push_back(weights.other);
+  requests.push_back(weights.lm_head);
+  std::int64_t backup = 0;
+  for (const std::int64_t segment : caching_allocator_segments(requests))
+    backup = saturating_add(backup, pinned_block_bytes(segment));
+  const std::int64_t other_segments =
+      weights.other < kMinLargeAlloc ? 0 : (weights.other + kLargeBuffer - 1) / kLargeBuffer;
+  return saturating_add(backup, saturating_mul(other_segments, pinned_block_bytes(kLargeBuffer)));
 }
 
 }  // namespace vramplan

@@ -307,6 +307,7 @@ void register_terms(py::module_& m) {
       .def_readonly("page_cache_bytes", &HostBreakdown::page_cache_bytes)
       .def_readonly("pinned_bytes", &HostBreakdown::pinned_bytes)
       .def_readonly("input_batch_bytes", &HostBreakdown::input_batch_bytes)
+      .def_readonly("sleep_backup_bytes", &HostBreakdown::sleep_backup_bytes)
       .def_readonly("required_bytes", &HostBreakdown::required_bytes)
       .def_readonly("terms", &HostBreakdown::terms);
 }

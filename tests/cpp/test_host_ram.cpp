@@ -6,6 +6,7 @@
 #include "vramplan/diagnose.hpp"
 #include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
+#include "vramplan/weights.hpp"
 
 using namespace vramplan;
 using vramplan_test::spec_from_yaml;
@@ -220,4 +221,82 @@ TEST(HostRam, LmcachePinsOnePoolPerWorker) {
       EXPECT_EQ(e.field(), "kv_transfer_config");
     }
   }
+}
+
+// --- sleep mode ---------------------------------------------------------------------------------
+
+TEST(CachingAllocatorSegments, CutAsTorchsAllocatorCutsThem) {
+  constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+  // Requests up to 1 MiB share 2 MiB segments: two of 1000 B (each rounded up to 1024 B).
+  EXPECT_EQ(caching_allocator_segments({1000, 1000}), std::vector<std::int64_t>{2 * kMiB});
+  // 1-10 MiB requests share 20 MiB segments, best fit: four of 5 MiB fill one exactly.
+  EXPECT_EQ(caching_allocator_segments({5 * kMiB, 5 * kMiB, 5 * kMiB, 5 * kMiB}),
+            std::vector<std::int64_t>{20 * kMiB});
+  // Three of 7 MiB: two fit in 20 MiB (6 MiB left), the third opens a second segment.
+  EXPECT_EQ(caching_allocator_segments({7 * kMiB, 7 * kMiB, 7 * kMiB}),
+            (std::vector<std::int64_t>{20 * kMiB, 20 * kMiB}));
+  // From 10 MiB a request gets its own segment rounded up to 2 MiB: 10 MiB + 1 B -> 12 MiB;
+  // the 2 MiB - 512 B left over (> 1 MiB) serves a later 1.5 MiB request.
+  EXPECT_EQ(caching_allocator_segments({10 * kMiB + 1, 3 * kMiB / 2}),
+            std::vector<std::int64_t>{12 * kMiB});
+  // A 1 MiB + 1 B request is a large-pool one (20 MiB segment), a 1 MiB one a small-pool one.
+  EXPECT_EQ(caching_allocator_segments({kMiB + 1, kMiB}),
+            (std::vector<std::int64_t>{20 * kMiB, 2 * kMiB}));
+  EXPECT_TRUE(caching_allocator_segments({0, -5}).empty());
+}
+
+TEST(SleepMode, LevelOneBacksEachWeightSegmentUpInItsOwnPinnedBlock) {
+  // Llama-3.1-8B, bf16, one H100, --enable-sleep-mode, asleep at level 1: CuMemAllocator.sleep
+  // copies every allocation of the weights pool into torch.empty(size, pin_memory=True), and
+  // torch's host allocator rounds each up to a power of two. The allocations are the caching
+  // allocator's segments, parameter by parameter in module order:
+  //   embed_tokens 128256 x 4096 x 2 B = 1,050,673,152 B = 501 x 2 MiB: pinned 1 GiB;
+  //   per layer qkv_proj 48 MiB (64), o_proj 32 MiB (32), gate_up_proj 224 MiB (256),
+  //   down_proj 112 MiB (128): 480 MiB pinned, x 32 layers;
+  //   the layers' norms (16 KiB each) and the final norm (8 KiB) share one 2 MiB segment;
+  //   the rotary cache 131072 positions x 128 x 2 B = 32 MiB (32);
+  //   lm_head as embed_tokens (untied): 1 GiB.
+  // 18,289,262,592 B in all, 1.14x the 16,060,522,496 B of weights.
+  constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+  const std::int64_t expected = kGiBBytes + 32 * 480 * kMiB + 2 * kMiB + 32 * kMiB + kGiBBytes;
+  EngineConfig config;
+  config.enable_sleep_mode = true;
+  const Breakdown asleep = run(config, 0);
+  EXPECT_EQ(asleep.host.sleep_backup_bytes, expected);
+  EXPECT_EQ(asleep.host.required_bytes - run(EngineConfig{}, 0).host.required_bytes, expected);
+  // Level 2 discards the weights and keeps a copy of the buffers (the rotary cache); level 0
+  // only pauses the scheduler.
+  config.sleep_level = 2;
+  EXPECT_EQ(run(config, 0).host.sleep_backup_bytes, 32 * kMiB);
+  config.sleep_level = 0;
+  EXPECT_EQ(run(config, 0).host.sleep_backup_bytes, 0);
+  // Without sleep mode there is no backup.
+  EXPECT_EQ(run(EngineConfig{}, 0).host.sleep_backup_bytes, 0);
+}
+
+TEST(SleepMode, EveryTpRankBacksUpItsOwnShards) {
+  // TP 2: qkv 24 MiB (32), o 16 MiB (16), gate_up 112 MiB (128), down 56 MiB (64): 240 MiB
+  // pinned per layer; embed_tokens and lm_head split by vocabulary, 64128 x 4096 x 2 B =
+  // 525,336,576 B, a 526,385,152 B segment (251 x 2 MiB), pinned 512 MiB; norms one 2 MiB
+  // segment; the rotary cache replicated (32 MiB). Two ranks.
+  constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+  EngineConfig config;
+  config.enable_sleep_mode = true;
+  config.tensor_parallel_size = 2;
+  const Breakdown b = run(config, 0, 2);
+  EXPECT_EQ(b.host.sleep_backup_bytes,
+            2 * (512 * kMiB + 32 * 240 * kMiB + 2 * kMiB + 32 * kMiB + 512 * kMiB));
+}
+
+TEST(SleepMode, CpuOffloadedParametersAreNotBackedUpAgain) {
+  // --cpu-offload-gb 12 moves the first 29 layers and layer 30's qkv, o and gate_up (see
+  // CpuOffloadInASmallContainerIsKilled) to the host before the pool sees them: the backup
+  // keeps layer 30's down_proj (128), layers 31-32 (2 x 480 MiB), the norms' segment, the
+  // rotary cache and the embeddings.
+  constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+  EngineConfig config;
+  config.enable_sleep_mode = true;
+  config.cpu_offload_bytes = 12 * kGiBBytes;
+  EXPECT_EQ(run(config, 0).host.sleep_backup_bytes,
+            kGiBBytes + (128 + 2 * 480) * kMiB + 2 * kMiB + 32 * kMiB + kGiBBytes);
 }

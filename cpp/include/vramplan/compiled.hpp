@@ -128,6 +128,8 @@ struct CompiledRank {
   std::int64_t lora_bytes = 0;
   // Host bytes this rank pins for --cpu-offload-gb (each parameter rounded up to a power of 2)
   std::int64_t cpu_offload_pinned_bytes = 0;
+  // Host bytes this rank's sleep-mode backup takes while asleep (0 without --enable-sleep-mode)
+  std::int64_t sleep_backup_bytes = 0;
   std::int64_t non_torch_bytes = 0;
   // DeepEP buffers made after load (prepare_communication_buffer_for_model): part of
   // non_torch_bytes, as vLLM's profiler sees them.

@@ -335,6 +335,10 @@ struct EngineConfig {
   bool enforce_eager = false;
   bool llm_class = false;                          // vllm.LLM(...) defaults instead of `vllm serve`
   std::int64_t cpu_offload_bytes = 0;              // --cpu-offload-gb, per GPU
+  // --enable-sleep-mode, and the level the server is put to sleep at (POST /sleep?level=N; 1
+  // when not given): level 1 keeps a pinned host copy of the weights.
+  bool enable_sleep_mode = false;
+  std::int32_t sleep_level = 1;
   std::string safetensors_load_strategy = "lazy";  // lazy (mmap), eager, prefetch
   std::int64_t kv_offloading_bytes = 0;            // --kv-offloading-size, total over TP ranks
   std::optional<std::int64_t> swap_space_bytes;    // V0 --swap-space per GPU (unset: 4 GiB)
@@ -474,6 +478,7 @@ struct HostBreakdown {
   std::int64_t page_cache_bytes = 0;        // mmap'd safetensors pages (reclaimable)
   std::int64_t pinned_bytes = 0;            // pinned buffers + cpu offload
   std::int64_t input_batch_bytes = 0;       // token ids [max_num_seqs, max_model_len] per worker
+  std::int64_t sleep_backup_bytes = 0;      // host copies while asleep (--enable-sleep-mode)
   std::int64_t required_bytes = 0;          // anonymous + pinned: what must fit in RAM
   std::vector<Term> terms;
 };

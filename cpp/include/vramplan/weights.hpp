@@ -70,6 +70,14 @@ WeightBytes weight_bytes_per_rank(const ModelSpec& spec, const QuantSpec& quant,
 // up to a power of two.
 std::int64_t pinned_block_bytes(std::int64_t bytes) noexcept;
 
+// The segments torch's CUDA caching allocator maps to serve `requests` (bytes, in order; none
+// freed), as c10's CUDACachingAllocator cuts them with expandable segments off: a request is
+// rounded up to 512 B and served best-fit from a free block of its pool, else from a new segment
+// (2 MiB for requests up to 1 MiB, 20 MiB below 10 MiB, else the request rounded up to 2 MiB),
+// and the rest of the block stays free when it is worth splitting (small pool: >= 512 B,
+// large pool: > 1 MiB). Each segment is one allocation of the pool's allocator.
+std::vector<std::int64_t> caching_allocator_segments(const std::vector<std::int64_t>& requests);
+
 // --cpu-offload-gb on one rank (vLLM's UVAOffloader / 0.11's maybe_offload_to_cpu, called by
 // make_layers): the stage's decoder-layer parameters move to pinned host memory one by one, in
 // module order, while fewer than `budget_bytes` are offloaded. Each is pinned on its own, so
@@ -81,6 +89,16 @@ struct CpuOffload {
 };
 CpuOffload cpu_offload_per_rank(const ModelSpec& spec, const QuantSpec& quant, DType served_dtype,
                                 const RankPlacement& placement, std::int64_t budget_bytes);
+
+// Pinned host bytes one rank's weights take while vLLM sleeps at level 1 (--enable-sleep-mode;
+// CuMemAllocator.sleep): the weights are loaded into a CuMem pool, whose allocations are the
+// caching allocator's segments (caching_allocator_segments over the parameters in module order,
+// as loaded), and each allocation is copied into its own pinned host tensor, which torch's host
+// allocator rounds up to a power of two. The first `cpu_offloaded_parameters` decoder parameters
+// live on the host already (cpu_offload_per_rank) and are not in the pool.
+std::int64_t sleep_weights_backup_bytes(const ModelSpec& spec, const QuantSpec& quant,
+                                        DType served_dtype, const RankPlacement& placement,
+                                        std::int64_t cpu_offloaded_parameters);
 
 // GPU bytes of the LoRA slots one rank preallocates (--enable-lora): per slot and per adapted
 // Linear slice, A [rank, in] and B [out, rank] in the served dtype, the TP-split side sharded

@@ -841,3 +841,38 @@ def test_eplb_redundant_experts_in_each_releases_spelling(
     config = '{"num_redundant_experts": 32, "window_size": 500}'
     assert main([*argv, "--", "vllm", "serve", *launch, "--eplb-config", config]) == 2
     assert "only num_redundant_experts is modelled (got window_size)" in capsys.readouterr().err
+
+
+def test_sleep_mode_counts_the_weights_host_copy() -> None:
+    # Llama-3.1-8B on one H100 asleep at level 1: each caching-allocator segment of the weights
+    # backed up in its own pinned power-of-two block, 18,289,262,592 B (derived in
+    # tests/cpp/test_host_ram.cpp, SleepMode); level 2 keeps the 32 MiB rotary cache only.
+    model = "meta-llama/Llama-3.1-8B-Instruct"
+    awake = vramplan.breakdown(model, "H100", max_model_len=8192)
+    asleep = vramplan.breakdown(model, "H100", max_model_len=8192, enable_sleep_mode=True)
+    level2 = vramplan.breakdown(
+        model, "H100", max_model_len=8192, enable_sleep_mode=True, sleep_level=2
+    )
+    assert awake.host.sleep_backup_bytes == 0
+    assert asleep.host.sleep_backup_bytes == 18_289_262_592
+    assert asleep.host.required_bytes - awake.host.required_bytes == 18_289_262_592
+    assert level2.host.sleep_backup_bytes == 32 << 20
+    # The flag as vLLM spells it, pasted: the plan's host need carries the backup.
+    done = _run(
+        sys.executable,
+        "-m",
+        "vramplan",
+        "check",
+        "--gpu",
+        "H100",
+        "--json",
+        "--",
+        "vllm",
+        "serve",
+        model,
+        "--max-model-len",
+        "8192",
+        "--enable-sleep-mode",
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"sleep_backup_bytes": 18289262592' in done.stdout

@@ -171,6 +171,9 @@ struct Row {
   json set = json::object();       // spec fields every checkpoint of the family has
   std::vector<std::string> erase;  // spec fields the family never has
   std::vector<Rule> rules;
+  // Every layer a state-space mixer (vLLM's IsAttentionFree models): the config names no
+  // attention heads and, usually, no context length.
+  bool attention_free = false;
 };
 
 // One transformers config class's defaults for the keys a config omits (config_class_defaults).
@@ -431,7 +434,7 @@ void granite_moe_hybrid(Context& c) {
                     {"state_size", f.integer_or("mamba_d_state", 256)},
                     {"n_groups", f.integer_or("mamba_n_groups", 1)},
                     {"conv_kernel", f.integer_or("mamba_d_conv", 4)},
-                    {"ssm_state_dtype", c.doc["torch_dtype"]}};
+                    {"ssm_state_dtype", "auto"}};
   const std::int64_t shared = f.integer_or("shared_intermediate_size", 1024);
   if (f.integer_or("num_local_experts", 8) > 0) {
     json moe = mixtral_style_moe(f);
@@ -824,7 +827,7 @@ void jamba(Context& c) {
                     {"conv_bias", f.boolean_or("mamba_conv_bias", true)},
                     {"proj_bias", f.boolean_or("mamba_proj_bias", false)},
                     {"dt_bc_norm_weights", true},
-                    {"ssm_state_dtype", c.doc["torch_dtype"]}};
+                    {"ssm_state_dtype", "auto"}};
   const std::int64_t experts = f.integer("num_experts");
   if (experts > 1 && static_cast<std::int64_t>(dense_layers.size()) < layers) {
     json moe = {{"num_experts", experts},
@@ -833,6 +836,83 @@ void jamba(Context& c) {
     if (!dense_layers.empty()) moe["dense_layers"] = dense_layers;
     c.doc["moe"] = moe;
   }
+}
+
+// The layers of vLLM 0.33's attention-free Mamba models (mamba.py, mamba2.py): each an RMSNorm
+// and a mixer, no MLP; then norm_f, and lm_head unless tie_word_embeddings. No config key
+// overrides the state dtypes (MambaModelConfig sets none): the SSM state takes the conv
+// state's, the served dtype unless --mamba-cache-dtype / --mamba-ssm-cache-dtype say otherwise.
+void mamba_layers(Context& c) {
+  c.doc["hybrid_override_pattern"] =
+      std::string(static_cast<std::size_t>(c.doc["num_hidden_layers"].get<std::int64_t>()), 'M');
+  c.doc["norms_per_layer"] = 1;
+}
+
+// MambaForCausalLM / FalconMambaForCausalLM (mamba.py): MambaMixer of config.intermediate_size
+// (MambaConfig's __post_init__ sets expand x hidden_size, and a config.json that writes
+// intermediate_size overrides it: falcon-mamba-7b writes 8192 beside expand 16),
+// time_step_rank "auto" = ceil(hidden_size / 16), in/out_proj biases from use_bias, the conv1d
+// bias from use_conv_bias. FalconMamba's mixer RMS-normalizes dt, B and C without weights
+// (rms_norm_has_weight false); Mamba's has no such norms.
+void mamba1_attention_free(Context& c) {
+  const ConfigFields& f = c.f;
+  mamba_layers(c);
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  std::int64_t dt_rank = (hidden + 15) / 16;
+  if (f.has("time_step_rank")) {
+    const json& rank = f.at("time_step_rank");
+    if (rank.is_string() && rank.get<std::string>() != "auto") {
+      f.fail("time_step_rank", rank.dump(), "expected an integer or \"auto\"");
+    }
+    if (!rank.is_string()) dt_rank = f.integer("time_step_rank");
+  }
+  const std::int64_t inner =
+      f.has("intermediate_size") ? f.integer("intermediate_size") : f.integer("expand") * hidden;
+  if (inner <= 0 || dt_rank <= 0) {
+    f.fail(inner <= 0 ? "intermediate_size" : "time_step_rank", "0", "must be positive");
+  }
+  c.doc["mamba"] = {{"version", 1},
+                    {"intermediate_size", inner},
+                    {"time_step_rank", dt_rank},
+                    {"state_size", f.integer("state_size")},
+                    {"conv_kernel", f.integer("conv_kernel")},
+                    {"conv_bias", f.boolean_or("use_conv_bias", true)},
+                    {"proj_bias", f.boolean_or("use_bias", false)},
+                    {"dt_bc_norm_weights", false},
+                    {"ssm_state_dtype", "auto"}};
+}
+
+// Mamba2ForCausalLM (mamba2.py): MambaMixer2 of num_heads x head_dim (Mamba2Config requires it
+// to equal expand x hidden_size, the width vLLM sizes the conv state by), n_groups groups of
+// state_size. vLLM builds the mixer with intermediate_size where the config writes one: a
+// value other than num_heads x head_dim cannot load.
+void mamba2_attention_free(Context& c) {
+  const ConfigFields& f = c.f;
+  mamba_layers(c);
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t heads = f.integer("num_heads");
+  const std::int64_t head_dim = f.integer("head_dim");
+  const std::int64_t inner = f.integer("expand") * hidden;
+  if (heads <= 0 || heads * head_dim != inner) {
+    f.fail("num_heads", std::to_string(heads),
+           "num_heads x head_dim must equal expand x hidden_size (" + std::to_string(inner) + ")");
+  }
+  if (f.has("intermediate_size") && f.integer("intermediate_size") != inner) {
+    f.fail("intermediate_size", std::to_string(f.integer("intermediate_size")),
+           "must equal num_heads x head_dim (" + std::to_string(inner) + ")");
+  }
+  if (f.boolean_or("use_bias", false)) {
+    f.fail("use_bias", "true", "Mamba2 in_proj / out_proj biases are not modelled");
+  }
+  if (!f.boolean_or("use_conv_bias", true)) {
+    f.fail("use_conv_bias", "false", "a Mamba2 conv1d without bias is not modelled");
+  }
+  c.doc["mamba"] = {{"num_heads", heads},
+                    {"head_dim", head_dim},
+                    {"state_size", f.integer("state_size")},
+                    {"n_groups", f.integer("n_groups")},
+                    {"conv_kernel", f.integer("conv_kernel")},
+                    {"ssm_state_dtype", "auto"}};
 }
 
 struct NamedRule {
@@ -858,6 +938,8 @@ constexpr NamedRule kRules[] = {
     {"glm4_moe", glm4_moe},
     {"glm4_moe_lite", glm4_moe_lite},
     {"llama4", llama4},
+    {"mamba1_attention_free", mamba1_attention_free},
+    {"mamba2_attention_free", mamba2_attention_free},
     {"qwen3_next_hybrid", qwen3_next_hybrid},
     {"qwen3_5_hybrid", qwen3_5_hybrid},
     {"nemotron_h", nemotron_h},
@@ -1014,11 +1096,13 @@ class TableEntry {
 };
 
 Row read_row(const YAML::Node& node, const std::string& file, std::size_t index) {
-  static const std::set<std::string> kFields = {"family",  "model_types",  "wrapper_model_types",
-                                                "gguf",    "config_class", "attention",
-                                                "moe",     "vision",       "mtp",
-                                                "applied", "sliding",      "renames",
-                                                "set",     "erase",        "rules"};
+  static const std::set<std::string> kFields = {
+      "family",        "model_types",  "wrapper_model_types",
+      "gguf",          "config_class", "attention",
+      "moe",           "vision",       "mtp",
+      "applied",       "sliding",      "renames",
+      "set",           "erase",        "rules",
+      "attention_free"};
   const TableEntry e(node, file, "architectures[" + std::to_string(index) + "]", kFields);
   Row row;
   row.info.family = e.text("family", true);
@@ -1031,6 +1115,11 @@ Row read_row(const YAML::Node& node, const std::string& file, std::size_t index)
   row.info.vision = e.text("vision", false);
   row.info.mtp = e.text("mtp", false);
   row.applied = e.values("applied", false);
+  const std::string attention_free = e.text("attention_free", false);
+  if (!attention_free.empty() && attention_free != "true" && attention_free != "false") {
+    e.fail("attention_free", "'" + attention_free + "'", "expected true or false");
+  }
+  row.attention_free = attention_free == "true";
   const std::string sliding = e.text("sliding", true);
   const auto* s = std::find_if(std::begin(kSlidings), std::end(kSlidings),
                                [&](const NamedSliding& n) { return sliding == n.name; });
@@ -1774,34 +1863,12 @@ json dtype_name(const ConfigFields& f) {
   return dtype;
 }
 
-json decoder_document(const json& text, const ConfigFields& top, const Row& row,
-                      const std::string& model_type, const std::string& prefix,
-                      const std::string& file) {
-  json renamed = text;
-  for (const auto& [key, alias] : row.renames) {
-    if (!renamed.contains(key) && renamed.contains(alias)) renamed[key] = renamed[alias];
-  }
-  const auto found = table().class_defaults.find(model_type);
-  const bool transformers_class = found != table().class_defaults.end();
-  json applied = transformers_class ? found->second.values : json::object();
-  for (const auto& [key, value] : row.applied.items()) applied[key] = value;
-  const std::string config_class =
-      transformers_class ? found->second.config_class : row.info.config_class;
-  const ConfigFields f(renamed, file, prefix, &applied, config_class);
-  json doc;
-  doc["model_type"] = model_type;
-  const std::int64_t hidden = f.integer("hidden_size");
-  const std::int64_t layers = f.integer("num_hidden_layers");
+// num_attention_heads, num_key_value_heads and head_dim (else hidden_size / heads); returns
+// head_dim.
+std::int64_t attention_heads(const ConfigFields& f, json& doc) {
+  const std::int64_t hidden = doc["hidden_size"].get<std::int64_t>();
   const std::int64_t heads = f.integer("num_attention_heads");
-  if (hidden <= 0 || layers <= 0 || heads <= 0) {
-    f.fail(hidden <= 0   ? "hidden_size"
-           : layers <= 0 ? "num_hidden_layers"
-                         : "num_attention_heads",
-           "0", "must be positive");
-  }
-  if (layers > 100000) f.fail("num_hidden_layers", std::to_string(layers), "absurd layer count");
-  doc["hidden_size"] = hidden;
-  doc["num_hidden_layers"] = layers;
+  if (heads <= 0) f.fail("num_attention_heads", "0", "must be positive");
   doc["num_attention_heads"] = heads;
   doc["num_key_value_heads"] = f.integer_or("num_key_value_heads", heads);
   std::int64_t head_dim = f.integer_or("head_dim", f.integer_or("attention_head_dim", 0));
@@ -1811,22 +1878,32 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
     head_dim = hidden / heads;
   }
   doc["head_dim"] = head_dim;
-  // Families whose MLP width lives elsewhere (Falcon's ffn_hidden_size, MoE-only models) set it
-  // in their extra step; a present intermediate_size is always read.
-  doc["intermediate_size"] = f.integer_or("intermediate_size", 0);
-  const std::int64_t vocab = f.integer("vocab_size");
-  if (vocab <= 0) f.fail("vocab_size", std::to_string(vocab), "must be positive");
-  doc["vocab_size"] = vocab;
-  // vLLM derives max_model_len from max_position_embeddings (rope scaling already folded in by
-  // the checkpoints in use: Llama-3.1 131072, DeepSeek-V3 163840 = 4096 x yarn 40).
-  doc["max_position_embeddings"] = f.integer("max_position_embeddings");
-  // A wrapper's top-level flag, when given, is the one the ForConditionalGeneration reads (the
-  // text class's default applies only when neither names it).
-  doc["tie_word_embeddings"] = f.has("tie_word_embeddings") || !top.has("tie_word_embeddings")
-                                   ? f.boolean_or("tie_word_embeddings", false)
-                                   : top.boolean_or("tie_word_embeddings", false);
-  doc["torch_dtype"] = dtype_name(!f.has("torch_dtype") && !f.has("dtype") ? top : f);
+  return head_dim;
+}
 
+// vLLM 0.33's max_model_len for a config (ModelArchConfigConvertorBase.derive_max_model_len_and_key
+// and _get_and_verify_max_len): the smallest context key the config names, model_max_length
+// overriding; with none of them, 2048 (vLLM warns and assumes it).
+std::int64_t derived_max_model_len(const ConfigFields& f) {
+  constexpr std::int64_t kAssumedWithoutKeys = 2048;
+  std::int64_t derived = 0;
+  for (const char* key :
+       {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+        "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len"}) {
+    if (!f.has(key)) continue;
+    const std::int64_t value = f.integer(key);
+    derived = derived == 0 ? value : std::min(derived, value);
+  }
+  if (f.has("model_max_length") && f.integer("model_max_length") > 0) {
+    derived = f.integer("model_max_length");
+  }
+  return derived > 0 ? derived : kAssumedWithoutKeys;
+}
+
+// The rotary fields: rotary_dim from partial_rotary_factor, and the cos/sin cache of linear rope
+// scaling.
+void rotary_fields(const ConfigFields& f, const std::string& file, const std::string& prefix,
+                   std::int64_t head_dim, json& doc) {
   double partial_rotary = f.number_or("partial_rotary_factor", 1.0);
   if (f.has("rope_parameters") && f.at("rope_parameters").is_object()) {
     const ConfigFields rope(f.at("rope_parameters"), file, prefix + "rope_parameters.");
@@ -1849,6 +1926,52 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
     doc["rotary_cache_positions"] = static_cast<std::int64_t>(std::ceil(
         static_cast<double>(doc["max_position_embeddings"].get<std::int64_t>()) * factor));
   }
+}
+
+json decoder_document(const json& text, const ConfigFields& top, const Row& row,
+                      const std::string& model_type, const std::string& prefix,
+                      const std::string& file) {
+  json renamed = text;
+  for (const auto& [key, alias] : row.renames) {
+    if (!renamed.contains(key) && renamed.contains(alias)) renamed[key] = renamed[alias];
+  }
+  const auto found = table().class_defaults.find(model_type);
+  const bool transformers_class = found != table().class_defaults.end();
+  json applied = transformers_class ? found->second.values : json::object();
+  for (const auto& [key, value] : row.applied.items()) applied[key] = value;
+  const std::string config_class =
+      transformers_class ? found->second.config_class : row.info.config_class;
+  const ConfigFields f(renamed, file, prefix, &applied, config_class);
+  json doc;
+  doc["model_type"] = model_type;
+  const std::int64_t hidden = f.integer("hidden_size");
+  const std::int64_t layers = f.integer("num_hidden_layers");
+  if (hidden <= 0 || layers <= 0) {
+    f.fail(hidden <= 0 ? "hidden_size" : "num_hidden_layers", "0", "must be positive");
+  }
+  if (layers > 100000) f.fail("num_hidden_layers", std::to_string(layers), "absurd layer count");
+  doc["hidden_size"] = hidden;
+  doc["num_hidden_layers"] = layers;
+  // Attention-free families have no heads; their rule sets the mixer and the layer pattern.
+  const std::int64_t head_dim = row.attention_free ? 0 : attention_heads(f, doc);
+  // Families whose MLP width lives elsewhere (Falcon's ffn_hidden_size, MoE-only models) set it
+  // in their extra step; a present intermediate_size is always read.
+  doc["intermediate_size"] = row.attention_free ? 0 : f.integer_or("intermediate_size", 0);
+  const std::int64_t vocab = f.integer("vocab_size");
+  if (vocab <= 0) f.fail("vocab_size", std::to_string(vocab), "must be positive");
+  doc["vocab_size"] = vocab;
+  // vLLM derives max_model_len from max_position_embeddings (rope scaling already folded in by
+  // the checkpoints in use: Llama-3.1 131072, DeepSeek-V3 163840 = 4096 x yarn 40).
+  doc["max_position_embeddings"] =
+      row.attention_free ? derived_max_model_len(f) : f.integer("max_position_embeddings");
+  // A wrapper's top-level flag, when given, is the one the ForConditionalGeneration reads (the
+  // text class's default applies only when neither names it).
+  doc["tie_word_embeddings"] = f.has("tie_word_embeddings") || !top.has("tie_word_embeddings")
+                                   ? f.boolean_or("tie_word_embeddings", false)
+                                   : top.boolean_or("tie_word_embeddings", false);
+  doc["torch_dtype"] = dtype_name(!f.has("torch_dtype") && !f.has("dtype") ? top : f);
+
+  if (!row.attention_free) rotary_fields(f, file, prefix, head_dim, doc);
   if (f.boolean_or("attention_bias", false)) {
     doc["qkv_bias"] = true;
     doc["o_proj_bias"] = true;
@@ -1862,7 +1985,8 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
   for (const std::string& key : row.erase) doc.erase(key);
   Context context{f, top, doc};
   for (const Rule rule : row.rules) rule(context);
-  if (doc["intermediate_size"].get<std::int64_t>() == 0 && !doc.contains("moe")) {
+  if (doc["intermediate_size"].get<std::int64_t>() == 0 && !doc.contains("moe") &&
+      !row.attention_free) {
     (void)f.integer("intermediate_size");  // dense model without an MLP width: named error
   }
   json defaults = json::array();

@@ -86,9 +86,11 @@ std::int64_t mamba_state_bytes(const ModelSpec& spec, const LayerSpec& layer,
   const std::int64_t tp = std::max(1, o.tensor_parallel_size);
   if (layer.attention == AttentionKind::Mamba) {
     const MambaSpec& m = spec.mamba;
-    const std::int64_t ssm_bytes = o.ssm_state_element_bytes > 0
-                                       ? o.ssm_state_element_bytes
-                                       : dtype_info(m.ssm_state_dtype).block_bytes;
+    // vLLM's _mamba_state_dtype: --mamba-ssm-cache-dtype, else the model's override, else
+    // (auto) the conv state's dtype.
+    const std::int64_t ssm_bytes = o.ssm_state_element_bytes > 0 ? o.ssm_state_element_bytes
+                                   : m.ssm_state_dtype ? dtype_info(*m.ssm_state_dtype).block_bytes
+                                                       : o.state_element_bytes;
     if (m.version == 1) {
       // vLLM's mamba1_state_shape: conv (inner / TP, d_conv - 1), no speculative columns;
       // SSM (inner / TP, d_state).

@@ -37,7 +37,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "model_type", "string", true, "HF model_type (llama, qwen3, gemma2, deepseek_v2, ...)."},
   {"model", "hidden_size", "int", true, "Residual width.", std::int64_t{1} << 17},
   {"model", "num_hidden_layers", "int", true, "Decoder layers (MTP layers excluded).", 4096},
-  {"model", "num_attention_heads", "int", true, "Query heads.", std::int64_t{1} << 8},
+  {"model", "num_attention_heads", "int", false, "Query heads; required unless every layer is a mamba / linear_attention / mlp_only layer (attention-free).", std::int64_t{1} << 8},
   {"model", "num_key_value_heads", "int", false, "KV heads (GQA/MQA); default num_attention_heads.", std::int64_t{1} << 8},
   {"model", "head_dim", "int", false, "Per-head size; default hidden_size / num_attention_heads.", kMaxHeadDim},
   {"model", "head_dim_v", "int", false, "V head size where it differs from head_dim.", kMaxHeadDim},
@@ -102,7 +102,7 @@ const std::vector<SchemaKey> kSchema = {
   {"mamba", "state_size", "int", true, "SSM state size.", std::int64_t{1} << 9},
   {"mamba", "n_groups", "int", false, "Mamba2 B/C groups. Default 1.", std::int64_t{1} << 10},
   {"mamba", "conv_kernel", "int", false, "Causal conv width. Default 4.", 64},
-  {"mamba", "ssm_state_dtype", "dtype", false, "SSM state cache dtype. Default float32."},
+  {"mamba", "ssm_state_dtype", "dtype", false, "SSM state cache dtype, or auto: the conv state's (the served dtype; Jamba, Granite-4, Mamba, Mamba2). Default float32 (Nemotron-H)."},
   {"mamba", "intermediate_size", "int", false, "Mamba-1 d_inner (expand x hidden_size; required for version 1).", std::int64_t{1} << 17},
   {"mamba", "time_step_rank", "int", false, "Mamba-1 dt_rank (required for version 1).", std::int64_t{1} << 14},
   {"mamba", "conv_bias", "bool", false, "Mamba-1 conv1d bias. Default true."},
@@ -732,7 +732,9 @@ void read_mamba(const MapReader& r, ModelSpec& s) {
   s.mamba.version = m.get_i32("version", 2, 1);
   s.mamba.state_size = m.get_i32("state_size", 0, 1);
   s.mamba.conv_kernel = m.get_i32("conv_kernel", 4, 1);
-  s.mamba.ssm_state_dtype = m.get_dtype("ssm_state_dtype", DType::F32);
+  s.mamba.ssm_state_dtype = m.has("ssm_state_dtype") && m.get_string("ssm_state_dtype") == "auto"
+                                ? std::nullopt
+                                : std::optional<DType>(m.get_dtype("ssm_state_dtype", DType::F32));
   const char* const mamba2_keys[] = {"num_heads", "head_dim", "n_groups"};
   const char* const mamba1_keys[] = {"intermediate_size", "time_step_rank", "conv_bias",
                                      "proj_bias", "dt_bc_norm_weights"};
@@ -967,14 +969,21 @@ void finalize_model_spec(ModelSpec& s) {
     throw SpecError(s.source, field, value, problem);
   };
   if (s.hidden_size <= 0) fail("hidden_size", std::to_string(s.hidden_size), "must be positive");
-  if (s.num_attention_heads <= 0) {
-    fail("num_attention_heads", std::to_string(s.num_attention_heads), "must be positive");
+  const bool attention_free =
+      std::none_of(s.layers.begin(), s.layers.end(), [](const LayerSpec& l) {
+        return l.attention == AttentionKind::Full || l.attention == AttentionKind::SlidingWindow ||
+               l.attention == AttentionKind::ChunkedLocal || l.attention == AttentionKind::Mla;
+      });
+  if (s.num_attention_heads <= 0 && !attention_free) {
+    fail("num_attention_heads", std::to_string(s.num_attention_heads),
+         "must be positive (the model has attention layers)");
   }
-  if (s.num_key_value_heads <= 0 || s.num_attention_heads % s.num_key_value_heads != 0) {
+  if (s.num_attention_heads > 0 &&
+      (s.num_key_value_heads <= 0 || s.num_attention_heads % s.num_key_value_heads != 0)) {
     fail("num_key_value_heads", std::to_string(s.num_key_value_heads),
          "must divide num_attention_heads (" + std::to_string(s.num_attention_heads) + ")");
   }
-  if (s.head_dim == 0) {
+  if (s.head_dim == 0 && s.num_attention_heads > 0) {
     if (s.hidden_size % s.num_attention_heads != 0) {
       fail("head_dim", "nothing",
            "hidden_size is not a multiple of num_attention_heads; give head_dim");

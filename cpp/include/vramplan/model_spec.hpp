@@ -78,7 +78,9 @@ struct MambaSpec {
   std::int32_t state_size = 0;
   std::int32_t n_groups = 1;  // Mamba2 only
   std::int32_t conv_kernel = 4;
-  DType ssm_state_dtype = DType::F32;  // vLLM mamba_ssm_cache_dtype default for the model
+  // The SSM state's dtype under --mamba-ssm-cache-dtype auto: the model's override (Nemotron-H's
+  // float32), or nullopt (spec "auto") for the conv state's dtype, vLLM's rule without one.
+  std::optional<DType> ssm_state_dtype = DType::F32;
   // Mamba-1 only: d_inner (expand x hidden), dt_rank, the conv1d and in/out_proj biases, and
   // the RMSNorms on dt, B and C (Jamba: with weights; FalconMamba: without; Mamba: none).
   std::int32_t intermediate_size = 0;

@@ -189,6 +189,17 @@ EXPLANATIONS: dict[str, Explanation] = {
             "--cpu-offload-gb, --kv-offloading-size, --swap-space.",
         ),
         Explanation(
+            "sleep_backup",
+            "host term",
+            "Host copies vLLM keeps while asleep with --enable-sleep-mode: at level 1 every "
+            "rank's weights, one pinned block per CUDA caching-allocator segment, each rounded "
+            "up to a power of two; at level 2 only the model's buffers.",
+            "Sleeping frees the GPU for another job and must restore the weights on wake-up, "
+            "so level 1 copies them to page-locked host memory first.",
+            "--enable-sleep-mode and the level the server is put to sleep at (sleep_level); "
+            "level 2 keeps no weight copy (they are reloaded or sent on wake-up).",
+        ),
+        Explanation(
             "page_cache",
             "host term",
             "The checkpoint files in the kernel's page cache after loading.",

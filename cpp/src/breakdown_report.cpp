@@ -268,6 +268,13 @@ std::optional<std::string> serving_failure_message(const Breakdown& b, const Eva
     }
     return msg;
   }
+  if (e.outcome == Outcome::StateBlocksBelowMaxNumSeqs) {
+    return "max_num_seqs (" + std::to_string(k.max_num_seqs) +
+           ") exceeds available Mamba cache blocks (" + std::to_string(e.num_blocks) +
+           "). Each decode sequence requires one Mamba cache block, so CUDA graph capture "
+           "cannot proceed. Please lower max_num_seqs to at most " +
+           std::to_string(e.num_blocks) + " or increase gpu_memory_utilization.";
+  }
   if (e.outcome != Outcome::CudagraphCaptureOom && e.outcome != Outcome::SamplerWarmupOom) {
     return std::nullopt;
   }

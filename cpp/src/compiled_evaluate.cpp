@@ -415,6 +415,8 @@ inline void CompiledLaunch::count_blocks(std::size_t i, const PreparedRank& rank
     out.outcome = Outcome::NoKvMemory;
   } else if (e.request_kv_bytes > out.min_kv_cache_bytes) {
     out.outcome = Outcome::InsufficientKvForMaxModelLen;
+  } else if (state_blocks_bound_max_num_seqs_ && e.knobs.max_num_seqs > out.num_blocks) {
+    out.outcome = Outcome::StateBlocksBelowMaxNumSeqs;
   } else if (p.tightest_post_allocation_bytes - headroom > 0) {
     // Graphs captured after the allocation come first; then the sampler warm-up.
     out.outcome = p.tightest_cudagraph_bytes > headroom + p.tightest_activation_peak_bytes +

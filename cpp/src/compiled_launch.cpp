@@ -896,6 +896,11 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
                           encoder};
   for (std::int32_t stage = 0; stage < pp; ++stage) ranks_.push_back(compile_rank(inputs, stage));
   host_ = host_model(s, std::int64_t{tp} * pp * dp, dp, profile, c);
+  // --enforce-eager captures no graphs; FULL_AND_PIECEWISE is every 0.20+ release's default.
+  state_blocks_bound_max_num_seqs_ =
+      profile.state_blocks_bound_max_num_seqs && !c.enforce_eager &&
+      std::any_of(ranks_.begin(), ranks_.end(),
+                  [](const CompiledRank& rank) { return rank.kv.state_bytes > 0; });
   std::vector<std::int64_t> stage_kv_tensors;
   for (const CompiledRank& rank : ranks_) stage_kv_tensors.push_back(rank.kv.group_size);
   const std::int64_t kv_offload = kv_offload_pinned_bytes(
@@ -912,8 +917,8 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   for (const CompiledRank& rank : ranks_)
     sleep_backup = saturating_add(sleep_backup, rank.sleep_backup_bytes);
   host_.sleep_backup_bytes = saturating_mul(sleep_backup, std::int64_t{tp} * dp);
-  host_.required_bytes = saturating_add(host_.required_bytes, kv_offload + weight_offload +
-                                                                  host_.sleep_backup_bytes);
+  host_.required_bytes =
+      saturating_add(host_.required_bytes, kv_offload + weight_offload + host_.sleep_backup_bytes);
 }
 
 }  // namespace vramplan

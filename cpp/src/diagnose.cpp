@@ -219,6 +219,7 @@ class Scanner {
   using Shown = std::vector<const Evidence*>;
   void explain_startup_free(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const;
   void explain_max_model_len(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const;
+  void explain_state_blocks(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const;
   void explain_kv_budget(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const;
   void explain_cuda_oom(const VllmLogFigures& f, Diagnosis& d, Shown& shown);
   void explain_oom_kill(Diagnosis& d, Shown& shown) const;
@@ -243,7 +244,7 @@ class Scanner {
   std::vector<OomKill> kills_;
 
   Evidence oom_lines_, decisive_frames_, startup_free_, insufficient_, no_kv_, kill_lines_,
-      profiling_setup_, phase_lines_;
+      profiling_setup_, phase_lines_, state_blocks_;
 };
 
 void Scanner::track_phase(std::string_view line) {
@@ -333,6 +334,7 @@ void Scanner::log_line(std::string_view line) {
   if (contains(line, vocab::kGibKvCacheIsNeeded) || contains(line, vocab::kLargerThanKvTokens)) {
     insufficient_.add(line);
   }
+  if (contains(line, vocab::kExceedsAvailableMambaCacheBlocks)) state_blocks_.add(line);
   const std::size_t kv_budget = after(line, vocab::kAvailableKvCacheMemory);
   if (contains(line, vocab::kNoAvailableMemoryForCacheBlocks) ||
       (kv_budget != npos && starts_with(line.substr(text::skip_spaces(line, kv_budget)), "-"))) {
@@ -440,6 +442,23 @@ void Scanner::explain_max_model_len(const VllmLogFigures& f, Diagnosis& d, Shown
                                             ? nlohmann::json(*f.estimated_max_model_len)
                                             : nlohmann::json(nullptr)),
               raise(knob::kGpuMemoryUtilization), set(knob::kKvCacheDtype, "fp8")};
+}
+
+void Scanner::explain_state_blocks(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const {
+  d.cause = FailureCause::StateBlocksBelowMaxNumSeqs;
+  shown.push_back(&state_blocks_);
+  d.explanation =
+      "The model keeps a Mamba / linear-attention state per sequence, one KV-pool "
+      "block each, and with FULL CUDA graphs vLLM refuses a max_num_seqs";
+  if (f.max_num_seqs) d.explanation += " (" + std::to_string(*f.max_num_seqs) + ")";
+  d.explanation += " above the pool's blocks";
+  if (f.state_blocks) d.explanation += " (" + std::to_string(*f.state_blocks) + ")";
+  d.explanation +=
+      ". The memory is not short: lower --max-num-seqs to the block count (the scheduler then "
+      "queues the rest), or raise --gpu-memory-utilization for more blocks.";
+  d.advice = {lower(knob::kMaxNumSeqs,
+                    f.state_blocks ? nlohmann::json(*f.state_blocks) : nlohmann::json(nullptr)),
+              raise(knob::kGpuMemoryUtilization)};
 }
 
 void Scanner::explain_kv_budget(const VllmLogFigures& f, Diagnosis& d, Shown& shown) const {
@@ -628,6 +647,8 @@ Diagnosis Scanner::finish(VllmLogFigures figures) {
     explain_startup_free(f, d, shown);
   } else if (f.outcome == "insufficient_kv_for_max_model_len" || !insufficient_.lines().empty()) {
     explain_max_model_len(f, d, shown);
+  } else if (f.outcome == "state_blocks_below_max_num_seqs" || !state_blocks_.lines().empty()) {
+    explain_state_blocks(f, d, shown);
   } else if (negative_kv || !no_kv_.lines().empty()) {
     explain_kv_budget(f, d, shown);
   } else if (oom_) {
@@ -689,6 +710,8 @@ const char* cause_name(FailureCause cause) noexcept {
       return "kv_budget_exhausted";
     case FailureCause::MaxModelLenExceedsKv:
       return "max_model_len_exceeds_kv";
+    case FailureCause::StateBlocksBelowMaxNumSeqs:
+      return "state_blocks_below_max_num_seqs";
     case FailureCause::ActivationPeakOom:
       return "activation_peak_oom";
     case FailureCause::CudagraphProfilingOom:

@@ -39,6 +39,8 @@ const char* outcome_name(Outcome outcome) noexcept {
       return "sampler_warmup_oom";
     case Outcome::CudagraphProfilingOom:
       return "cudagraph_profiling_oom";
+    case Outcome::StateBlocksBelowMaxNumSeqs:
+      return "state_blocks_below_max_num_seqs";
   }
   return "?";
 }

@@ -423,6 +423,7 @@ const std::vector<EngineField>& engine_fields() {
       {"mla_backend_block_size", &P::mla_backend_block_size},
       {"non_torch_counts_cached_activations", &P::non_torch_counts_cached_activations},
       {"moe_exchange_tokens_from_batch", &P::moe_exchange_tokens_from_batch},
+      {"state_blocks_bound_max_num_seqs", &P::state_blocks_bound_max_num_seqs},
       {"skips_encoder_without_modalities", &P::skips_encoder_without_modalities},
       {"vit_rotary_attention", parse_vit_rotary_attention},
       {"mrope_cache_positions_factor", parse_mrope_cache_positions_factor},

@@ -210,8 +210,7 @@ const std::vector<KnobSpec> kKnobs = {
     {"enable_sleep_mode", KnobType::Boolean, "", 0, 0, "", KnobDefault::Stated, "false",
      "sleep mode (CuMem allocator): asleep at level 1, each rank keeps its weights in pinned "
      "host RAM",
-     "--enable-sleep-mode", "enable_sleep_mode", 1, VRAMPLAN_KNOB_ACCESS(enable_sleep_mode),
-     false},
+     "--enable-sleep-mode", "enable_sleep_mode", 1, VRAMPLAN_KNOB_ACCESS(enable_sleep_mode), false},
     {"sleep_level", KnobType::Integer, "", 0, 2, "", KnobDefault::Stated,
      "1 (POST /sleep without ?level)",
      "the level the server is put to sleep at with --enable-sleep-mode (0: paused, nothing "

@@ -302,6 +302,7 @@ class Parser {
   bool started_ = false;
   bool startup_free_fail_ = false;
   bool insufficient_ = false;
+  bool state_blocks_short_ = false;  // max_num_seqs above the Mamba state blocks
   std::optional<bool> first_oom_after_kv_;
   bool no_kv_memory_ = false;
   bool generic_failure_ = false;
@@ -521,6 +522,13 @@ void Parser::failure_line(std::string_view line, std::string_view msg) {
               text::count_after(line, vocab::kEstimatedMaximumModelLength));
     set_first(other_.max_model_len, text::count_after(line, vocab::kMaxSeqLenOpen));
   }
+  // Mamba / linear-attention state: one block per decode sequence (0.20+).
+  if (contains(line, vocab::kExceedsAvailableMambaCacheBlocks)) {
+    failure = true;
+    if (!started_) state_blocks_short_ = true;
+    set_first(f_.state_blocks, text::count_after(line, vocab::kExceedsAvailableMambaCacheBlocks));
+    set_first(other_.max_num_seqs, text::count_after(line, vocab::kMaxNumSeqsOpen));
+  }
   // ... and its V0 form.
   if (contains(line, vocab::kLargerThanKvTokens)) {
     failure = true;
@@ -627,6 +635,8 @@ VllmLogFigures Parser::finish() {
     out.outcome = "startup_free_memory";
   } else if (insufficient_) {
     out.outcome = "insufficient_kv_for_max_model_len";
+  } else if (state_blocks_short_) {
+    out.outcome = "state_blocks_below_max_num_seqs";
   } else if (first_oom_after_kv_) {
     out.outcome = *first_oom_after_kv_ ? "oom_kv_alloc" : "oom_at_load";
   } else if (no_kv_memory_ || negative_kv) {

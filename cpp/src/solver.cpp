@@ -351,6 +351,10 @@ std::string lowered_seqs_binding(Outcome failing) {
     case Outcome::InsufficientKvForMaxModelLen:
       return "the largest that starts: KV room for one request of max_model_len (fewer "
              "sequences profile a smaller sampler and capture fewer CUDA graphs)";
+    case Outcome::StateBlocksBelowMaxNumSeqs:
+      return "the largest that starts: one Mamba / linear-attention state block per decode "
+             "sequence (vLLM refuses max_num_seqs above the KV pool's blocks with FULL CUDA "
+             "graphs)";
     default:
       return std::string("the largest that starts: ") + outcome_name(failing) +
              " (the sampler and CUDA graphs grow with max_num_seqs)";
@@ -392,7 +396,10 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   // request of max_model_len finds no KV room, the largest sequence count that passes.
   // `must_start`: only a sequence count at which the launch starts (not merely fails later).
   auto lower_seqs_for = [&](Outcome failing, bool must_start) {
-    if (e.outcome != failing || knobs.max_num_seqs) return;
+    // Once chosen here, the sequences are lowered again only for the state blocks (a count a
+    // lowering for another check can leave above the pool).
+    const bool chosen_again = !pinned_seqs && failing == Outcome::StateBlocksBelowMaxNumSeqs;
+    if (e.outcome != failing || (knobs.max_num_seqs && !chosen_again)) return;
     auto passes = [&](std::int64_t seqs) {
       LaunchKnobs trial = knobs;
       trial.max_num_seqs = seqs;
@@ -413,7 +420,8 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   // What a pinned utilization leaves after the KV allocation, or a budget the sampler's
   // profile fills: fewer sequences profile and warm up a smaller sampler, capture fewer graphs.
   for (const Outcome failing :
-       {Outcome::NoKvMemory, Outcome::SamplerWarmupOom, Outcome::CudagraphCaptureOom}) {
+       {Outcome::NoKvMemory, Outcome::SamplerWarmupOom, Outcome::CudagraphCaptureOom,
+        Outcome::StateBlocksBelowMaxNumSeqs}) {
     lower_seqs_for(failing, true);
   }
   // Only for a context the user asked for: the model's own maximum is shortened instead.
@@ -430,6 +438,8 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
       e = evaluate(launch, knobs);
     }
   }
+  // A shorter context can leave the state-block check failing (it comes after the KV room).
+  lower_seqs_for(Outcome::StateBlocksBelowMaxNumSeqs, true);
   if (t.context == 0 && !pinned_len && t.concurrency > 0 && e.outcome == Outcome::Started &&
       capacity_at(launch, e, e.knobs.max_model_len) < t.concurrency) {
     // No target context: the longest context (a block multiple) that holds the target

@@ -538,7 +538,7 @@ void register_launch(py::module_& m) {
 void register_outcomes(py::module_& m) {
   m.def("outcome_names", [] {
     py::list names;
-    for (int i = 0; i <= static_cast<int>(vramplan::Outcome::CudagraphProfilingOom); ++i) {
+    for (int i = 0; i <= static_cast<int>(vramplan::Outcome::StateBlocksBelowMaxNumSeqs); ++i) {
       names.append(vramplan::outcome_name(static_cast<vramplan::Outcome>(i)));
     }
     return names;

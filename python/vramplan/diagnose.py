@@ -27,6 +27,7 @@ CAUSES = (
     "weights_do_not_fit",
     "kv_budget_exhausted",
     "max_model_len_exceeds_kv",
+    "state_blocks_below_max_num_seqs",
     "activation_peak_oom",
     "cudagraph_profiling_oom",
     "cudagraph_capture_oom",
@@ -36,7 +37,7 @@ CAUSES = (
     "unknown",
 )
 # Causes the solver's flags address; the rest get no flags.
-_MEMORY_CAUSES = frozenset(CAUSES[:10])
+_MEMORY_CAUSES = frozenset(CAUSES[: CAUSES.index("runtime_oom") + 1])
 
 
 @dataclass(frozen=True)

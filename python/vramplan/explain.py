@@ -280,6 +280,17 @@ EXPLANATIONS: dict[str, Explanation] = {
             "--enforce-eager.",
         ),
         Explanation(
+            "state_blocks_below_max_num_seqs",
+            "outcome",
+            "vLLM (>= 0.20) refuses to start a model with Mamba or linear-attention layers "
+            "whose max_num_seqs exceeds the KV pool's blocks: 'max_num_seqs (N) exceeds "
+            "available Mamba cache blocks (M)'.",
+            "Each decoding sequence holds one state block, and FULL CUDA graphs are captured "
+            "for up to max_num_seqs sequences. The memory is not short: the cap is.",
+            "--max-num-seqs at most the block count (vramplan lowers it when it chooses); "
+            "--gpu-memory-utilization higher; --enforce-eager.",
+        ),
+        Explanation(
             "host_oom_killed",
             "outcome",
             "The kernel's OOM killer ends a vLLM process while loading (host RAM, not GPU).",

@@ -355,3 +355,18 @@ TEST(Diagnose, RandomBytesNeverThrow) {
 }
 
 }  // namespace
+
+TEST(Diagnose, StateBlocksBelowMaxNumSeqsOnRealLog) {
+  // vllm#38632: a Qwen3.5 run with the default max_num_seqs 1024 and 600 state blocks.
+  const Diagnosis d =
+      diagnose_launch(read_fixture("vllm38632_state_blocks_below_max_num_seqs.log"), "");
+  EXPECT_EQ(d.cause, vramplan::FailureCause::StateBlocksBelowMaxNumSeqs);
+  EXPECT_EQ(cause(d), "state_blocks_below_max_num_seqs");
+  EXPECT_EQ(d.figures.outcome, "state_blocks_below_max_num_seqs");
+  EXPECT_EQ(d.figures.state_blocks, 600);
+  EXPECT_EQ(d.figures.max_num_seqs, 1024);
+  ASSERT_FALSE(d.advice.empty());
+  EXPECT_EQ(d.advice[0].knob, "max_num_seqs");
+  EXPECT_EQ(d.advice[0].value, 600);
+  EXPECT_NE(d.explanation.find("(600)"), std::string::npos) << d.explanation;
+}

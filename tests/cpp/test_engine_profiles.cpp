@@ -296,6 +296,7 @@ TEST(EngineProfiles, MalformedDocumentsAreNamedErrors) {
       "    graph_profiling_minimal_kv_cache: false\n"
       "    mla_backend_block_size: true\n    non_torch_counts_cached_activations: false\n"
       "    moe_exchange_tokens_from_batch: false\n"
+      "    state_blocks_bound_max_num_seqs: false\n"
       "    kv_group_size_close_ratio: 0\n"
       "    skips_encoder_without_modalities: false\n"
       "    vit_rotary_attention: fused_qk\n"

@@ -26,6 +26,7 @@
 #include "vramplan/hf_import.hpp"
 #include "vramplan/kv_cache.hpp"
 #include "vramplan/model_spec.hpp"
+#include "vramplan/solver.hpp"
 
 using namespace vramplan;
 using vramplan_test::bf16_kv_options;
@@ -221,4 +222,53 @@ TEST(MambaPure, UnbuildableConfigsAreRefusedByName) {
       EXPECT_NE(std::string(e.what()).find(c.key), std::string::npos) << e.what();
     }
   }
+}
+
+// vLLM 0.20+ (config/compilation.py, #38270): with FULL decode CUDA graphs a model with Mamba
+// state refuses max_num_seqs above the KV pool's blocks, each decoding sequence holding one
+// ("max_num_seqs (1024) exceeds available Mamba cache blocks (N)"; vllm#49064, #38632).
+// Codestral-Mamba on one H100 at 0.20's defaults (no graph profiling yet; from 0.21 the minimal
+// KV cache of 512 such blocks fails that first): a block is one sequence's state, 138,149,888 B,
+// and the pool holds fewer than the default 1024 of them.
+TEST(MambaStateBlocks, TheDefaultSequencesAboveThePoolAreRefusedFrom020) {
+  const ModelSpec spec = load_hf_config(config_path(kCodestralMamba));
+  HardwareConfig hardware;
+  hardware.gpu = vramplan_test::h100();
+  EngineConfig config;
+  config.engine_version = "0.20.0";
+  const Breakdown b = compute_breakdown(spec, hardware, config);
+  EXPECT_EQ(b.outcome, Outcome::StateBlocksBelowMaxNumSeqs);
+  EXPECT_EQ(b.config.max_num_seqs, 1024);
+  EXPECT_EQ(b.num_blocks, b.ranks.at(0).kv_cache_bytes / 138149888);
+  ASSERT_LT(b.num_blocks, 1024);
+  // At the block count it starts; one more is refused.
+  config.max_num_seqs = b.num_blocks;
+  const Breakdown at_blocks = compute_breakdown(spec, hardware, config);
+  EXPECT_EQ(at_blocks.outcome, Outcome::Started);
+  config.max_num_seqs = at_blocks.num_blocks + 1;
+  EXPECT_EQ(compute_breakdown(spec, hardware, config).outcome, Outcome::StateBlocksBelowMaxNumSeqs);
+  // No graphs (--enforce-eager), or 0.19 (which capped the capture sizes): it starts.
+  config.max_num_seqs.reset();
+  config.enforce_eager = true;
+  EXPECT_EQ(compute_breakdown(spec, hardware, config).outcome, Outcome::Started);
+  config.enforce_eager = false;
+  config.engine_version = "0.19.0";
+  EXPECT_EQ(compute_breakdown(spec, hardware, config).outcome, Outcome::Started);
+}
+
+TEST(MambaStateBlocks, TheSolverLowersMaxNumSeqsToThePoolAndSaysWhy) {
+  const ModelSpec spec = load_hf_config(config_path(kCodestralMamba));
+  SolveRequest request;
+  request.hardware.gpu = vramplan_test::h100();
+  request.pinned.engine_version = "0.20.0";
+  const Plan plan = solve(spec, request);
+  ASSERT_TRUE(plan.fits) << plan.verdict;
+  EXPECT_EQ(plan.breakdown.outcome, Outcome::Started);
+  EXPECT_LE(plan.max_num_seqs, plan.breakdown.num_blocks);
+  // The largest that starts: one more sequence than the blocks at that point is refused.
+  EXPECT_GE(plan.max_num_seqs + 1, plan.breakdown.num_blocks);
+  EXPECT_NE(plan.binding_max_num_seqs.find("state block"), std::string::npos)
+      << plan.binding_max_num_seqs;
+  EXPECT_FALSE(plan.as_written_fits);
+  EXPECT_EQ(plan.as_written_outcome, Outcome::StateBlocksBelowMaxNumSeqs);
 }

@@ -350,10 +350,14 @@ TEST(TrafficSemantics, Seed002KeepsTheUserFlagsAndLowersSequencesToPassGraphProf
     EXPECT_DOUBLE_EQ(plan.gpu_memory_utilization, 0.8);
     EXPECT_EQ(plan.max_model_len, 16384);
     EXPECT_LT(plan.max_num_seqs, 256);
+    // One more sequence fails graph profiling, or (a count it passes) the check that each
+    // decoding sequence has a Gated DeltaNet state block.
     LaunchKnobs more = launch_knobs(plan.config);
     more.max_num_seqs = plan.max_num_seqs + 1;
-    EXPECT_EQ(launch.evaluate(launch.resolve(more)).outcome, Outcome::CudagraphProfilingOom)
-        << version << " at " << plan.max_num_seqs + 1;
+    const Outcome one_more = launch.evaluate(launch.resolve(more)).outcome;
+    EXPECT_TRUE(one_more == Outcome::CudagraphProfilingOom ||
+                one_more == Outcome::StateBlocksBelowMaxNumSeqs)
+        << version << " at " << plan.max_num_seqs + 1 << ": " << outcome_name(one_more);
   }
 }
 

@@ -349,6 +349,9 @@ class CompiledLaunch {
   std::int64_t unusable_after_repack_bytes_ = 0;
   std::int32_t num_speculative_tokens_ = 0;
   bool model_runner_v2_ = false;
+  // 0.20+, FULL decode graphs, a rank with Mamba / linear-attention state: max_num_seqs must
+  // not pass the KV pool's blocks (Outcome::StateBlocksBelowMaxNumSeqs).
+  bool state_blocks_bound_max_num_seqs_ = false;
   bool all2all_exchange_ = false;         // an MoE model under DP: the breakdown names the terms
   HostBreakdown host_;                    // without the per-knob input-batch term
   std::vector<ModalityLimit> mm_limits_;  // limit_mm_per_prompt as given

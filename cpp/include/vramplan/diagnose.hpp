@@ -31,6 +31,7 @@ enum class FailureCause : std::uint8_t {
   WeightsDoNotFit,                // CUDA OOM while loading weights
   KvBudgetExhausted,              // no memory left for KV blocks after the profile
   MaxModelLenExceedsKv,           // one max_model_len request does not fit the KV cache
+  StateBlocksBelowMaxNumSeqs,     // max_num_seqs above the Mamba state blocks (0.20+)
   ActivationPeakOom,              // CUDA OOM in the profile run (max_num_batched_tokens)
   CudagraphProfilingOom,          // CUDA OOM in profile_cudagraph_memory (minimal KV cache)
   CudagraphCaptureOom,            // CUDA OOM capturing graphs after the KV cache

@@ -115,6 +115,11 @@ struct EngineProfile {
   // VLLM_MOE_DP_CHUNK_SIZE): DeepEP low latency's RDMA buffer is sized for the batch, whose
   // default under batched DP (low latency, EP, DP > 1) is 256.
   bool moe_exchange_tokens_from_batch = false;
+  // 0.20+: with FULL decode CUDA graphs a model with Mamba / linear-attention state refuses
+  // max_num_seqs above the KV pool's blocks (one state block per decode sequence;
+  // CompilationConfig's check after the KV allocation, vllm#34094). 0.18-0.19 capped the
+  // capture sizes instead.
+  bool state_blocks_bound_max_num_seqs = false;
   // limit_mm_per_prompt 0 for every modality leaves the encoder tower unbuilt (its weights
   // are not loaded), not only unprofiled.
   bool skips_encoder_without_modalities = true;
@@ -333,8 +338,8 @@ struct EngineConfig {
   std::int32_t num_redundant_experts = 0;
   std::string all2all_backend;  // --all2all-backend; empty: the version's default
   bool enforce_eager = false;
-  bool llm_class = false;                          // vllm.LLM(...) defaults instead of `vllm serve`
-  std::int64_t cpu_offload_bytes = 0;              // --cpu-offload-gb, per GPU
+  bool llm_class = false;              // vllm.LLM(...) defaults instead of `vllm serve`
+  std::int64_t cpu_offload_bytes = 0;  // --cpu-offload-gb, per GPU
   // --enable-sleep-mode, and the level the server is put to sleep at (POST /sleep?level=N; 1
   // when not given): level 1 keeps a pinned host copy of the weights.
   bool enable_sleep_mode = false;
@@ -468,6 +473,10 @@ enum class Outcome : std::uint8_t {
   // minimal KV cache of max_cudagraph_capture_size blocks beside the weights and the graphs.
   // Lowering gpu_memory_utilization cannot help.
   CudagraphProfilingOom,
+  // 0.20+: max_num_seqs above the KV pool's blocks on a model with Mamba / linear-attention
+  // state and FULL decode CUDA graphs ("max_num_seqs (N) exceeds available Mamba cache
+  // blocks (M)"): refused after the KV allocation, before capture.
+  StateBlocksBelowMaxNumSeqs,
 };
 const char* outcome_name(Outcome outcome) noexcept;
 const char* model_runner_v2_routing_name(ModelRunnerV2Routing routing) noexcept;

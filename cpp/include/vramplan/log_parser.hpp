@@ -88,6 +88,8 @@ struct VllmLogFigures {
   std::optional<double> free_at_startup_gib;
   std::optional<std::int64_t> estimated_max_model_len;
   std::optional<double> needed_kv_gib;
+  // 0.20+: the KV pool's blocks a model with Mamba state refused max_num_seqs above.
+  std::optional<std::int64_t> state_blocks;
   std::optional<double> oom_tried_gib;
   std::optional<double> oom_total_gib;
   std::optional<double> oom_free_gib;

@@ -144,6 +144,11 @@ inline constexpr std::string_view kWorkerProcFailedToStart =
 // cache is needed, which is larger than the available KV cache memory (9.43 GiB). Based on the
 // available memory, the estimated maximum model length is 77248."
 inline constexpr std::string_view kGibKvCacheIsNeeded = " GiB KV cache is needed";
+// 0.20+ (config/compilation.py): "max_num_seqs (1024) exceeds available Mamba cache blocks
+// (482). Each decode sequence requires one Mamba cache block, ..."
+inline constexpr std::string_view kExceedsAvailableMambaCacheBlocks =
+    "exceeds available Mamba cache blocks (";
+inline constexpr std::string_view kMaxNumSeqsOpen = "max_num_seqs (";
 inline constexpr std::string_view kEstimatedMaximumModelLength =
     "estimated maximum model length is ";
 inline constexpr std::string_view kMaxSeqLenOpen = "max seq len (";

@@ -548,6 +548,7 @@ void hicache_notes(const SglangRules& rules, const SglangConfig& c, SglangBreakd
                          : rules.hicache_mem_layouts.empty() ? std::string("layer_first")
                                                              : rules.hicache_mem_layouts.front();
   const SglangHicache& h = b.hicache;
+  if (!h.enabled) return;  // the launch failed before the host pools
   if (!c.host_mem_available_bytes) {
     b.notes.emplace_back(
         "host_mem_available_bytes not given: SGLang's HiCache host-memory check is not "

@@ -33,7 +33,7 @@ const SpecDatabase& db() {
 const SglangRules& rules(const char* version) { return sglang_rules(sglang_table(), version); }
 
 // Qwen3-8B on H100s with HiCache on and the device pool fixed at `tokens` (page 1).
-SglangBreakdown qwen3_8b(const SglangRules& r, SglangConfig config, std::int64_t tokens = 400000) {
+SglangBreakdown qwen3_8b(const SglangRules& r, SglangConfig config, std::int64_t tokens = 300000) {
   config.enable_hierarchical_cache = true;
   config.mem_fraction_static = 0.85;
   config.max_total_tokens = tokens;
@@ -42,10 +42,10 @@ SglangBreakdown qwen3_8b(const SglangRules& r, SglangConfig config, std::int64_t
 
 // Qwen3-8B: 36 layers x 8 KV heads x (128 + 128) x 2 B = 147 456 B per token on one rank
 // (MHATokenToKVPoolHost.get_size_per_token); TP 2 halves the heads: 73 728 B.
-constexpr std::int64_t kCell = 36 * 8 * 256 * 2;
+constexpr std::int64_t kCell = std::int64_t{36} * 8 * 256 * 2;
 
-// 0.5.23, --hicache-ratio 2: size = int(400 000 x 2) = 800 000, page_num = 800 000 // 1 + 1,
-// size = 800 001 tokens; 800 001 x 147 456 B. The device pool is (400 000 + 1) x 147 456 (its
+// 0.5.23, --hicache-ratio 2: size = int(300 000 x 2) = 600 000, page_num = 600 000 // 1 + 1,
+// size = 600 001 tokens; 600 001 x 147 456 B. The device pool is (300 000 + 1) x 147 456 (its
 // padding page): the host pool is twice it less one token. The mmap is rounded to 4 KiB and
 // 147 456 = 36 x 4096, so the pinned bytes are the requested bytes.
 TEST(SglangHicache, RatioTwiceTheDevicePoolIn0523) {
@@ -53,28 +53,28 @@ TEST(SglangHicache, RatioTwiceTheDevicePoolIn0523) {
   c.hicache_ratio = 2.0;
   const SglangBreakdown b = qwen3_8b(rules("0.5.23"), c);
   ASSERT_EQ(b.verdict, SglangVerdict::Started) << b.error;
-  EXPECT_EQ(b.k_size_bytes + b.v_size_bytes, 400001 * kCell);
+  EXPECT_EQ(b.k_size_bytes + b.v_size_bytes, 300001 * kCell);
   EXPECT_EQ(b.hicache.full.bytes_per_token, kCell);
-  EXPECT_EQ(b.hicache.full.tokens, 800001);
-  EXPECT_EQ(b.hicache.host_bytes_per_rank, 800001 * kCell);
-  EXPECT_EQ(b.hicache.host_bytes_per_rank, 2 * 400001 * kCell - kCell);
-  EXPECT_EQ(b.hicache.pinned_bytes_per_rank, 800001 * kCell);
+  EXPECT_EQ(b.hicache.full.tokens, 600001);
+  EXPECT_EQ(b.hicache.host_bytes_per_rank, 600001 * kCell);
+  EXPECT_EQ(b.hicache.host_bytes_per_rank, std::int64_t{2} * 300001 * kCell - kCell);
+  EXPECT_EQ(b.hicache.pinned_bytes_per_rank, 600001 * kCell);
   EXPECT_EQ(b.hicache.ranks_per_node, 1);
-  EXPECT_EQ(b.hicache.pinned_bytes_per_node, 800001 * kCell);
+  EXPECT_EQ(b.hicache.pinned_bytes_per_node, 600001 * kCell);
   EXPECT_EQ(b.hicache_mem_layout, "page_first");  // fields/memory.py default
   EXPECT_EQ(b.hicache.budget_bytes, -1);          // host unknown: no check
 }
 
-// 0.4.6.post5, the same launch: 800 000 tokens floored to the page, no padding page:
-// 800 000 x 147 456 = 117 964 800 000 B, one torch.empty(pin_memory=True) tensor, which torch's
-// caching host allocator rounds to the next power of two: 2^36 = 68.7e9 < 117.96e9 <= 2^37.
+// 0.4.6.post5, the same launch: 600 000 tokens floored to the page, no padding page:
+// 600 000 x 147 456 = 88 473 600 000 B, one torch.empty(pin_memory=True) tensor, which torch's
+// caching host allocator rounds to the next power of two: 2^36 = 68.7e9 < 88.47e9 <= 2^37.
 TEST(SglangHicache, TorchPinnedPoolRoundsToAPowerOfTwoIn04) {
   SglangConfig c;
   c.hicache_ratio = 2.0;
   const SglangBreakdown b = qwen3_8b(rules("0.4.6.post5"), c);
   ASSERT_EQ(b.verdict, SglangVerdict::Started) << b.error;
-  EXPECT_EQ(b.hicache.full.tokens, 800000);
-  EXPECT_EQ(b.hicache.host_bytes_per_rank, 117964800000);
+  EXPECT_EQ(b.hicache.full.tokens, 600000);
+  EXPECT_EQ(b.hicache.host_bytes_per_rank, 88473600000);
   EXPECT_EQ(b.hicache.pinned_bytes_per_rank, std::int64_t{1} << 37);
   const bool said = std::any_of(b.notes.begin(), b.notes.end(), [](const std::string& n) {
     return n.find("power of two") != std::string::npos;
@@ -102,14 +102,15 @@ TEST(SglangHicache, TensorParallelRanksEachPinAPool) {
   SglangConfig c;
   c.tp_size = 2;
   c.hicache_ratio = 2.0;
-  const SglangBreakdown b = qwen3_8b(rules("0.5.23"), c);
+  const SglangBreakdown b = qwen3_8b(rules("0.5.23"), c, 400000);
   EXPECT_EQ(b.hicache.full.bytes_per_token, kCell / 2);
   EXPECT_EQ(b.hicache.host_bytes_per_rank, 800001 * (kCell / 2));
   EXPECT_EQ(b.hicache.ranks_per_node, 2);
-  EXPECT_EQ(b.hicache.pinned_bytes_per_node, 2 * 800001 * (kCell / 2));
+  EXPECT_EQ(b.hicache.pinned_bytes_per_node, std::int64_t{2} * 800001 * (kCell / 2));
   // Two hosts: one rank each.
   c.nnodes = 2;
-  EXPECT_EQ(qwen3_8b(rules("0.5.23"), c).hicache.pinned_bytes_per_node, 800001 * (kCell / 2));
+  EXPECT_EQ(qwen3_8b(rules("0.5.23"), c, 400000).hicache.pinned_bytes_per_node,
+            800001 * (kCell / 2));
 }
 
 // 0.5.23 refuses a pool over the rank's share: TP 2, 800 000 device tokens, ratio 2 ->
@@ -160,8 +161,8 @@ TEST(SglangHicache, WholeHostCheckIn04) {
   EXPECT_TRUE(said);
 }
 
-// 0.4.x asserts more host tokens than device tokens: ratio 1 gives 400 000 = the device's 400 000.
-// 0.5.23 only warns (400 001 tokens with its padding page).
+// 0.4.x asserts more host tokens than device tokens: ratio 1 gives 300 000 = the device's 300 000.
+// 0.5.23 only warns (300 001 tokens with its padding page).
 TEST(SglangHicache, HostPoolNoLargerThanTheDeviceIn04) {
   SglangConfig c;
   c.hicache_ratio = 1.0;
@@ -171,23 +172,23 @@ TEST(SglangHicache, HostPoolNoLargerThanTheDeviceIn04) {
             std::string::npos);
   const SglangBreakdown now = qwen3_8b(rules("0.5.23"), c);
   EXPECT_EQ(now.verdict, SglangVerdict::Started);
-  EXPECT_EQ(now.hicache.full.tokens, 400001);
+  EXPECT_EQ(now.hicache.full.tokens, 300001);
 }
 
 // 0.5.23 auto-sizing (hicache_auto_size.py): no --hicache-ratio / --hicache-size and
 // MemAvailable 100 GiB, one rank: budget = int((107 374 182 400 - 10 737 418 240) x 0.8)
-// = 77 309 411 328; device bytes = 400 001 x 147 456 = 58 982 547 456;
-// ratio = min(2, 77 309 411 328 x 0.95 / 58 982 547 456) = 1.24518...;
-// tokens = int(400 000 x ratio) + 1.
+// = 77 309 411 328; device bytes = 300 001 x 147 456 = 44 236 947 456;
+// ratio = min(2, 77 309 411 328 x 0.95 / 44 236 947 456) = 1.66024...;
+// tokens = int(300 000 x ratio) + 1.
 TEST(SglangHicache, DefaultRatioShrinksToTheHostIn0523) {
   SglangConfig c;
   c.host_mem_available_bytes = 100 * kGiB;
   const SglangBreakdown b = qwen3_8b(rules("0.5.23"), c);
-  const double ratio = 77309411328.0 * 0.95 / 58982547456.0;
-  EXPECT_NEAR(ratio, 1.24518, 1e-5);
+  const double ratio = 77309411328.0 * 0.95 / 44236947456.0;
+  EXPECT_NEAR(ratio, 1.66024, 1e-5);
   EXPECT_TRUE(b.hicache.auto_sized);
   EXPECT_DOUBLE_EQ(b.hicache.ratio, ratio);
-  EXPECT_EQ(b.hicache.full.tokens, static_cast<std::int64_t>(std::floor(400000 * ratio)) + 1);
+  EXPECT_EQ(b.hicache.full.tokens, static_cast<std::int64_t>(std::floor(300000 * ratio)) + 1);
   EXPECT_EQ(b.verdict, SglangVerdict::Started);
   // Without MemAvailable the default 2.0 stands.
   c.host_mem_available_bytes.reset();
@@ -269,7 +270,7 @@ TEST(SglangHicache, LayoutsAreTheReleases) {
     EXPECT_EQ(e.allowed(), "layer_first, page_first");
   }
   const SglangBreakdown now = qwen3_8b(rules("0.5.23"), c);
-  EXPECT_EQ(now.hicache.host_bytes_per_rank, 800001 * kCell);
+  EXPECT_EQ(now.hicache.host_bytes_per_rank, 600001 * kCell);
   c.hicache_mem_layout.clear();
   EXPECT_EQ(qwen3_8b(rules("0.4.10.post2"), c).hicache_mem_layout, "layer_first");
 }

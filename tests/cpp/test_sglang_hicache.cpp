@@ -17,6 +17,7 @@
 #include "vramplan/errors.hpp"
 #include "vramplan/sglang.hpp"
 #include "vramplan/sglang_knobs.hpp"
+#include "vramplan/sglang_log_parser.hpp"
 #include "vramplan/spec_db.hpp"
 
 namespace {
@@ -303,6 +304,17 @@ TEST(SglangHicache, KnobsAndLaunchLine) {
   EXPECT_FALSE(b.hicache.enabled);
   EXPECT_EQ(b.hicache.host_bytes_per_rank, 0);
   EXPECT_TRUE(to_json(b)["hicache"].is_null());
+}
+
+// The refusal in a log is read as the verdict's outcome: the scheduler's ValueError carries
+// HostKVCache's f-string (0.4.10.post2 memory_pool_host.py, 0.5.23 pool_host/base.py).
+TEST(SglangHicache, RefusalInALogIsTheOutcome) {
+  const SglangLogFigures f = parse_sglang_log(
+      "[2026-11-28 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+      "ValueError: Not enough host memory available. Requesting 117.96 GB but only have 102.01 "
+      "GB free. Please reduce the size of the hierarchical cache.\n");
+  EXPECT_EQ(f.outcome, "hicache_refused");
+  ASSERT_FALSE(f.error_lines.empty());
 }
 
 // A hostile row names the row and the field.

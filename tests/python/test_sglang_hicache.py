@@ -11,6 +11,7 @@ import sys
 import pytest
 import vramplan
 from vramplan import api, sglang
+from vramplan.sglang_diagnose import diagnose
 
 MODEL = "Qwen/Qwen3-8B"
 GIB = 1 << 30
@@ -101,3 +102,16 @@ def test_cli_takes_the_host_in_gib_and_prints_the_host_pools() -> None:
     assert hicache["ratio_auto_sized"] is True
     assert hicache["ratio"] == pytest.approx(77309411328 * 0.95 / 58982547456, rel=1e-12)
     assert hicache["budget_bytes"] == 77309411328
+
+
+def test_diagnose_reads_the_host_refusal_and_advises_sglangs_flags() -> None:
+    # HostKVCache's ValueError (pool_host/base.py), as the scheduler logs it.
+    log = (
+        "[2026-11-28 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):\nValueError: Not enough host memory available. Requesting 117.96 GB but only "
+        "have 102.01 GB free. Please reduce the size of the hierarchical cache.\n"
+    )
+    result = diagnose(log)
+    assert result["cause"] == "hicache_refused"
+    flags = [(a["flag"], a["action"]) for a in result["advice"]]
+    assert flags == [("--hicache-ratio", "lower"), ("--hicache-size", "set")]

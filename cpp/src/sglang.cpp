@@ -529,7 +529,7 @@ std::string verdict_error(const Prepared& p, const SglangBreakdown& b, const Sgl
              "CUDA graphs)";
     }
     case SglangVerdict::HicacheRefused:
-      return sglang_hicache_error(rules, b.hicache);
+      return sglang_hicache_error(b.hicache);
   }
   return "";
 }

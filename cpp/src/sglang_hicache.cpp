@@ -185,8 +185,7 @@ SglangHicache sglang_hicache(const SglangRules& rules, const SglangConfig& c,
   return h;
 }
 
-std::string sglang_hicache_error(const SglangRules& rules, const SglangHicache& h) {
-  (void)rules;
+std::string sglang_hicache_error(const SglangHicache& h) {
   switch (h.refusal) {
     case SglangHicacheRefusal::None:
       return "";

@@ -300,7 +300,7 @@ struct SglangHicache {
 SglangHicache sglang_hicache(const SglangRules& rules, const SglangConfig& config,
                              const SglangHicacheDevice& device) noexcept;
 // SGLang's own text for a refusal; "" for none.
-std::string sglang_hicache_error(const SglangRules& rules, const SglangHicache& hicache);
+std::string sglang_hicache_error(const SglangHicache& hicache);
 // ConfigError for HiCache knobs the release refuses (the layout outside its choices, a flag it
 // does not have) or out of range.
 void check_sglang_hicache_config(const SglangRules& rules, const SglangConfig& config);

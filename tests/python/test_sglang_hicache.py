@@ -20,19 +20,19 @@ CELL = 36 * 8 * 256 * 2
 
 
 def test_ratio_two_on_one_h100_is_twice_the_device_pool() -> None:
-    # --max-total-tokens 400000 pins the device pool at (400000 + 1) x CELL (its padding page);
-    # 0.5.23: host tokens = int(400000 x 2) // 1 + 1 = 800001 -> 800001 x CELL bytes.
+    # --max-total-tokens 300000 pins the device pool at (300000 + 1) x CELL (its padding page);
+    # 0.5.23: host tokens = int(300000 x 2) // 1 + 1 = 600001 -> 600001 x CELL bytes.
     result = api.breakdown(
-        MODEL, "H100-80GB", engine="sglang", mem_fraction_static=0.85, max_total_tokens=400000,
+        MODEL, "H100-80GB", engine="sglang", mem_fraction_static=0.85, max_total_tokens=300000,
         enable_hierarchical_cache=True, hicache_ratio=2.0,
     )  # fmt: skip
     assert result["verdict"] == "started"
     hicache = result["hicache"]
-    assert hicache["full_pool"]["tokens"] == 800001
-    assert hicache["host_bytes_per_rank"] == 800001 * CELL == 2 * 400001 * CELL - CELL
-    assert hicache["pinned_bytes_per_node"] == 800001 * CELL
+    assert hicache["full_pool"]["tokens"] == 600001
+    assert hicache["host_bytes_per_rank"] == 600001 * CELL == 2 * 300001 * CELL - CELL
+    assert hicache["pinned_bytes_per_node"] == 600001 * CELL
     assert hicache["mem_layout"] == "page_first"
-    text = sglang.breakdown_text(result)
+    text = sglang.breakdown_text(result.to_dict())
     assert "host memory (HiCache, ratio 2.000, layout page_first)" in text
 
 
@@ -90,17 +90,17 @@ def test_a_layout_the_release_lacks_is_refused_by_name() -> None:
 
 def test_cli_takes_the_host_in_gib_and_prints_the_host_pools() -> None:
     # MemAvailable 100 GiB, one rank, no ratio given: 0.5.23 auto-sizes the default 2.0 to
-    # int((100 - 10) GiB x 0.8) x 0.95 / (400001 x CELL) = 77309411328 x 0.95 / 58982547456.
+    # int((100 - 10) GiB x 0.8) x 0.95 / (300001 x CELL) = 77309411328 x 0.95 / 44236947456.
     out = subprocess.run(
         [sys.executable, "-m", "vramplan", "breakdown", "--engine", "sglang", MODEL, "--gpu",
-         "H100-80GB", "--mem-fraction-static", "0.85", "--max-total-tokens", "400000",
+         "H100-80GB", "--mem-fraction-static", "0.85", "--max-total-tokens", "300000",
          "--enable-hierarchical-cache", "--host-mem-available-gb", "100", "--json"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     hicache = json.loads(out.stdout)["hicache"]
     assert hicache["ratio_auto_sized"] is True
-    assert hicache["ratio"] == pytest.approx(77309411328 * 0.95 / 58982547456, rel=1e-12)
+    assert hicache["ratio"] == pytest.approx(77309411328 * 0.95 / 44236947456, rel=1e-12)
     assert hicache["budget_bytes"] == 77309411328
 
 

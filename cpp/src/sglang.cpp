@@ -59,6 +59,15 @@ struct Prepared {
   std::vector<std::string> notes;
 };
 
+constexpr double kGiB = static_cast<double>(std::int64_t{1} << 30);
+
+std::string gib_text(std::int64_t bytes) {
+  std::ostringstream out;
+  out.precision(2);
+  out << std::fixed << static_cast<double>(bytes) / kGiB << " GiB";
+  return out.str();
+}
+
 void check_range(const char* field, std::int64_t value, std::int64_t low, std::int64_t high) {
   if (value < low || value > high) {
     throw ConfigError(field, std::to_string(value),
@@ -124,6 +133,7 @@ std::int32_t kv_element_bytes_of(const std::string& kv_cache_dtype, std::int32_t
 Prepared prepare(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
                  const SglangConfig& config) {
   validate(config, spec);
+  check_sglang_hicache_config(rules, config);
   Prepared p;
   p.spec = &spec;
   p.gpu = &gpu;
@@ -432,6 +442,30 @@ void graphs_and_first_prefill(const Prepared& p, const SglangConfig& c,
   }
 }
 
+// HiCache's host pools, built after the CUDA graphs and before the first prefill (the
+// scheduler's tree cache); a refusal stops the launch there.
+void hicache_pools(const Prepared& p, const Stage& stage, const SglangConfig& c,
+                   SglangBreakdown& b) noexcept {
+  if (!c.enable_hierarchical_cache ||
+      (b.verdict != SglangVerdict::Started && b.verdict != SglangVerdict::OomFirstPrefill)) {
+    return;
+  }
+  SglangHicacheDevice d;
+  d.full_tokens = b.max_total_num_tokens;
+  d.full_bytes_per_token = stage.full_cell_bytes;
+  d.full_pool_bytes = b.k_size_bytes + b.v_size_bytes;
+  d.swa_tokens = b.swa_tokens;
+  d.swa_bytes_per_token = stage.swa_cell_bytes;
+  d.swa_pool_bytes = b.kv_pool_bytes - d.full_pool_bytes;
+  d.mamba_slots = b.mamba_slots;
+  d.mamba_bytes_per_slot = b.mamba_state_bytes_per_slot;
+  d.mamba_pool_bytes = b.mamba_pool_bytes;
+  d.page_size = b.page_size;
+  d.ranks_per_node = std::max(c.tp_size * c.pp_size * c.dp_size / c.nnodes, 1);
+  b.hicache = sglang_hicache(*p.rules, c, d);
+  if (b.hicache.refusal != SglangHicacheRefusal::None) b.verdict = SglangVerdict::HicacheRefused;
+}
+
 // The numbers and the verdict of one stage into `b` (default-constructed): no text and no heap
 // allocation, so that a sweep evaluates its points without allocating.
 void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangConfig& c,
@@ -461,6 +495,7 @@ void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangC
     return;
   }
   graphs_and_first_prefill(p, c, b);
+  hicache_pools(p, stage, c, b);
 }
 
 // SGLang's own error text for a failing verdict.
@@ -493,8 +528,53 @@ std::string verdict_error(const Prepared& p, const SglangBreakdown& b, const Sgl
              "-token chunked prefill is estimated to need more than the slack left after the "
              "CUDA graphs)";
     }
+    case SglangVerdict::HicacheRefused:
+      return sglang_hicache_error(b.hicache);
   }
   return "";
+}
+
+// What the HiCache figures assume, and the host they need beyond SGLang's own check.
+void hicache_notes(const SglangRules& rules, const SglangConfig& c, SglangBreakdown& b) {
+  if (!c.enable_hierarchical_cache) {
+    if (c.hicache_ratio || c.hicache_size_gb > 0 || !c.hicache_mem_layout.empty()) {
+      b.notes.emplace_back(
+          "--hicache-ratio, --hicache-size and --hicache-mem-layout have no effect without "
+          "--enable-hierarchical-cache: no host pool is planned");
+    }
+    return;
+  }
+  b.hicache_mem_layout = !c.hicache_mem_layout.empty()       ? c.hicache_mem_layout
+                         : rules.hicache_mem_layouts.empty() ? std::string("layer_first")
+                                                             : rules.hicache_mem_layouts.front();
+  const SglangHicache& h = b.hicache;
+  if (!h.enabled) return;  // the launch failed before the host pools
+  if (!c.host_mem_available_bytes) {
+    b.notes.emplace_back(
+        "host_mem_available_bytes not given: SGLang's HiCache host-memory check is not "
+        "reproduced" +
+        std::string(rules.hicache_host_memory_fraction_default > 0.0 && !c.hicache_ratio &&
+                            c.hicache_size_gb <= 0
+                        ? ", nor its auto-sizing of the default ratio (taken as given)"
+                        : ""));
+  } else if (h.refusal == SglangHicacheRefusal::None &&
+             h.pinned_bytes_per_node >
+                 *c.host_mem_available_bytes - rules.hicache_host_reserve_bytes) {
+    b.notes.push_back("the " + std::to_string(h.ranks_per_node) + " ranks' HiCache pools pin " +
+                      gib_text(h.pinned_bytes_per_node) +
+                      " on the host, more than MemAvailable less SGLang's reserve (" +
+                      gib_text(*c.host_mem_available_bytes - rules.hicache_host_reserve_bytes) +
+                      "): each rank's check passes alone, together they exhaust the host");
+  }
+  if (h.full.pinned_bytes > h.full.bytes + (std::int64_t{1} << 20)) {
+    b.notes.push_back("torch's pinned allocator rounds each HiCache pool up to a power of two: " +
+                      gib_text(h.host_bytes_per_rank) + " requested, " +
+                      gib_text(h.pinned_bytes_per_rank) + " pinned per rank");
+  }
+  if (c.pp_size > 1) {
+    b.notes.emplace_back(
+        "HiCache per node counts every pipeline stage's pool as the reported stage's");
+  }
 }
 
 // One stage's breakdown: its numbers, then the names, SGLang's error text and the notes.
@@ -506,6 +586,7 @@ SglangBreakdown evaluate_stage(const Prepared& p, const Stage& stage, const Sgla
   b.gpu = p.gpu->id;
   b.notes = p.notes;
   b.error = verdict_error(p, b, c);
+  hicache_notes(*p.rules, c, b);
   if (b.verdict == SglangVerdict::Started && b.context_length > b.max_total_num_tokens) {
     // SGLang starts, then refuses inputs past the pool ("Input length (...) exceeds the maximum
     // allowed length (N - 1 tokens)").
@@ -673,6 +754,8 @@ const char* sglang_verdict_name(SglangVerdict verdict) noexcept {
       return "oom_cuda_graph_capture";
     case SglangVerdict::OomFirstPrefill:
       return "oom_first_prefill";
+    case SglangVerdict::HicacheRefused:
+      return "hicache_refused";
   }
   return "unknown";
 }
@@ -784,6 +867,15 @@ std::vector<std::string> sglang_launch_argv(const SglangConfig& c, const SglangR
     add("--mamba-full-memory-ratio", std::to_string(*c.mamba_full_memory_ratio));
   }
   if (c.disable_cuda_graph) words.emplace_back("--disable-cuda-graph");
+  if (c.enable_hierarchical_cache) words.emplace_back("--enable-hierarchical-cache");
+  if (c.hicache_ratio) {
+    std::ostringstream ratio;
+    ratio << *c.hicache_ratio;
+    add("--hicache-ratio", ratio.str());
+  }
+  if (c.hicache_size_gb > 0) add("--hicache-size", std::to_string(c.hicache_size_gb));
+  if (!c.hicache_mem_layout.empty()) add("--hicache-mem-layout", c.hicache_mem_layout);
+  if (c.nnodes != 1) add("--nnodes", std::to_string(c.nnodes));
   return words;
 }
 
@@ -816,15 +908,6 @@ std::string sglang_launch_line(const SglangConfig& c, const SglangRules& rules) 
 }
 
 namespace {
-
-constexpr double kGiB = static_cast<double>(std::int64_t{1} << 30);
-
-std::string gib_text(std::int64_t bytes) {
-  std::ostringstream out;
-  out.precision(2);
-  out << std::fixed << static_cast<double>(bytes) / kGiB << " GiB";
-  return out.str();
-}
 
 // What the slack keeps free once the graphs are captured and the first chunked prefill ran.
 std::int64_t spare_slack(const SglangBreakdown& b) noexcept {
@@ -1059,6 +1142,37 @@ SglangPlan sglang_plan(const ModelSpec& spec, const GpuSpec& gpu, const SglangRu
   return plan;
 }
 
+namespace {
+
+nlohmann::json hicache_pool_json(const SglangHicachePool& pool) {
+  return {{"tokens", pool.tokens},
+          {"bytes_per_token", pool.bytes_per_token},
+          {"bytes", pool.bytes},
+          {"pinned_bytes", pool.pinned_bytes}};
+}
+
+// The HiCache host pools; null without --enable-hierarchical-cache.
+nlohmann::json hicache_json(const SglangBreakdown& b) {
+  const SglangHicache& h = b.hicache;
+  if (!h.enabled) return nullptr;
+  nlohmann::json j;
+  j["ratio"] = h.ratio;
+  j["ratio_auto_sized"] = h.auto_sized;
+  j["size_gb"] = h.size_gb;
+  j["mem_layout"] = b.hicache_mem_layout;
+  j["full_pool"] = hicache_pool_json(h.full);
+  j["swa_pool"] = h.swa.tokens > 0 ? hicache_pool_json(h.swa) : nlohmann::json(nullptr);
+  j["mamba_pool"] = h.mamba.tokens > 0 ? hicache_pool_json(h.mamba) : nlohmann::json(nullptr);
+  j["host_bytes_per_rank"] = h.host_bytes_per_rank;
+  j["pinned_bytes_per_rank"] = h.pinned_bytes_per_rank;
+  j["ranks_per_node"] = h.ranks_per_node;
+  j["pinned_bytes_per_node"] = h.pinned_bytes_per_node;
+  j["budget_bytes"] = h.budget_bytes >= 0 ? nlohmann::json(h.budget_bytes) : nullptr;
+  return j;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const SglangBreakdown& b) {
   nlohmann::json j;
   j["engine"] = "sglang";
@@ -1105,6 +1219,7 @@ nlohmann::json to_json(const SglangBreakdown& b) {
   j["prefill_graph_bytes"] = b.prefill_graph_bytes;
   j["activation_bytes"] = b.activation_bytes;
   j["free_after_graphs_bytes"] = b.free_after_graphs_bytes;
+  j["hicache"] = hicache_json(b);
   j["verdict"] = sglang_verdict_name(b.verdict);
   j["error"] = b.error;
   j["notes"] = b.notes;

@@ -79,6 +79,29 @@ const std::vector<KnobSpec> kSglangKnobs = {
     {"disable_cuda_graph", KnobType::Boolean, "", 0, 0, "", KnobDefault::Stated, "false",
      "no CUDA graphs: the slack need not hold them", "--disable-cuda-graph", "disable_cuda_graph",
      1, VRAMPLAN_SGLANG_KNOB},
+    {"enable_hierarchical_cache", KnobType::Boolean, "", 0, 0, "", KnobDefault::Stated, "false",
+     "HiCache: a host-RAM tier behind the KV pool, pinned per rank", "--enable-hierarchical-cache",
+     "enable_hierarchical_cache", 1, VRAMPLAN_SGLANG_KNOB},
+    {"hicache_ratio", KnobType::Fraction, "host tokens per device KV token", 0.001, 1000.0, "",
+     KnobDefault::SglangRow, "the release's hicache_ratio_default",
+     "HiCache host pool size as a multiple of the device KV pool", "--hicache-ratio",
+     "hicache_ratio", 1, VRAMPLAN_SGLANG_KNOB},
+    {"hicache_size", KnobType::Integer, "GB (1e9 bytes) per rank", 0, 1000000, "",
+     KnobDefault::Stated, "0: sized by hicache_ratio",
+     "HiCache host pool size per rank in decimal GB; overrides hicache_ratio", "--hicache-size",
+     "hicache_size", 1, VRAMPLAN_SGLANG_KNOB},
+    {"hicache_mem_layout", KnobType::Text, "", 0, 0, "", KnobDefault::SglangRow,
+     "the release's first hicache_mem_layouts entry",
+     "HiCache host pool layout (the same bytes in every layout)", "--hicache-mem-layout",
+     "hicache_mem_layout", 1, VRAMPLAN_SGLANG_KNOB},
+    {"nnodes", KnobType::Integer, "hosts", 1, 1024, "", KnobDefault::Stated, "1",
+     "hosts the ranks are spread over (per-node host memory)", "--nnodes", "nnodes", 1,
+     VRAMPLAN_SGLANG_KNOB},
+    {"host_mem_available_bytes", KnobType::Bytes, "bytes on the host", 0,
+     static_cast<double>(std::int64_t{1} << 50), "", KnobDefault::Stated, "unset: not known",
+     "the host's /proc/meminfo MemAvailable before the launch: what SGLang checks the HiCache "
+     "pools against",
+     "", "", 1, VRAMPLAN_SGLANG_KNOB},
 };
 
 #undef VRAMPLAN_SGLANG_KNOB
@@ -229,6 +252,18 @@ void set_sglang_knob(SglangConfig& c, std::string_view name, const KnobValue& gi
     c.mamba_full_memory_ratio = fraction();
   } else if (name == "disable_cuda_graph") {
     c.disable_cuda_graph = std::get<bool>(value);
+  } else if (name == "enable_hierarchical_cache") {
+    c.enable_hierarchical_cache = std::get<bool>(value);
+  } else if (name == "hicache_ratio") {
+    c.hicache_ratio = fraction();
+  } else if (name == "hicache_size") {
+    c.hicache_size_gb = integer();
+  } else if (name == "hicache_mem_layout") {
+    c.hicache_mem_layout = std::get<std::string>(value);
+  } else if (name == "nnodes") {
+    c.nnodes = static_cast<std::int32_t>(integer());
+  } else if (name == "host_mem_available_bytes") {
+    c.host_mem_available_bytes = integer();
   } else {
     // sglang_version selects the row; it is not a field of the launch.
     throw ConfigError(std::string(name), knob_value_text(given), "",
@@ -266,6 +301,14 @@ std::string sglang_rows_text(std::string_view knob_name) {
   if (knob_name == "swa_full_tokens_ratio") {
     return row_history(
         [](const SglangRules& r) { return number_text(r.swa_full_tokens_ratio_default); });
+  }
+  if (knob_name == "hicache_ratio") {
+    return row_history([](const SglangRules& r) { return number_text(r.hicache_ratio_default); });
+  }
+  if (knob_name == "hicache_mem_layout") {
+    return row_history([](const SglangRules& r) {
+      return r.hicache_mem_layouts.empty() ? std::string("no flag") : r.hicache_mem_layouts.front();
+    });
   }
   if (knob_name == "mamba_full_memory_ratio") {
     return row_history(

@@ -258,6 +258,8 @@ struct SglangLogParser::State {
         t::contains(l, vocab::kCudaOutOfMemory) || t::contains(l, vocab::kOutOfMemoryError);
     if (t::contains(l, vocab::kWeightsLeaveNoMemory)) {
       fail("weights_leave_no_memory", l);
+    } else if (t::contains(l, vocab::kNotEnoughHostMemory)) {
+      fail("hicache_refused", l);
     } else if (t::contains(l, vocab::kNotEnoughMemory) ||
                t::contains(l, vocab::kNotEnoughMemoryHybrid)) {
       fail("not_enough_memory", l);

@@ -278,6 +278,27 @@ void parse_weights_error(SglangRules& r, const Row& row, const char* key) {
                                  "expected not_enough_memory or leave_no_memory");
 }
 
+void parse_hicache_rule(SglangRules& r, const Row& row, const char* key) {
+  r.hicache_rule = choice<SglangHicacheRule>(row, key,
+                                             {{"whole_host", SglangHicacheRule::WholeHost},
+                                              {"per_host_rank", SglangHicacheRule::PerHostRank}},
+                                             "expected whole_host or per_host_rank");
+}
+
+// --hicache-mem-layout's choices as SGLang spells them, the default first; [] for none.
+void parse_hicache_mem_layouts(SglangRules& r, const Row& row, const char* key) {
+  const YAML::Node layouts = row.list(key);
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    const std::string at = std::string(key) + "[" + std::to_string(i) + "]";
+    const std::string layout = row.scalar_text(at, layouts[i]);
+    const bool word = !layout.empty() && std::all_of(layout.begin(), layout.end(), [](char ch) {
+      return (ch >= 'a' && ch <= 'z') || ch == '_';
+    });
+    if (!word) row.fail(at, layout, "expected a layout name (lower case and '_')");
+    r.hicache_mem_layouts.push_back(layout);
+  }
+}
+
 // One field of an SGLang row: its key, the SglangRules member it sets and the bounds it must lie
 // in (an integer's bounds are exact in a double), or the parser of a field with a vocabulary, a
 // shape or a rule tying it to a field before it.
@@ -341,6 +362,14 @@ const std::vector<SglangField>& sglang_fields() {
       {"cuda_context_bytes", &R::cuda_context_bytes, 0.0, kBytes},
       {"nccl_pcie_bytes", &R::nccl_pcie_bytes, 0.0, kBytes},
       {"nccl_nvlink_bytes", &R::nccl_nvlink_bytes, 0.0, kBytes},
+      {"hicache_rule", parse_hicache_rule},
+      {"hicache_ratio_default", &R::hicache_ratio_default, 0.01, 1000.0},
+      {"hicache_mem_layouts", parse_hicache_mem_layouts},
+      {"hicache_host_reserve_bytes", &R::hicache_host_reserve_bytes, 0.0, kBytes},
+      {"hicache_error_free_after_reserve", &R::hicache_error_free_after_reserve},
+      {"hicache_pinned_power_of_two", &R::hicache_pinned_power_of_two},
+      {"hicache_size_split", &R::hicache_size_split},
+      {"hicache_host_memory_fraction_default", &R::hicache_host_memory_fraction_default, 0.0, 1.0},
   };
   return fields;
 }

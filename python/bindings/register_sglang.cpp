@@ -122,7 +122,7 @@ void register_sglang(py::module_& m) {
   for (const auto v :
        {vramplan::SglangVerdict::Started, vramplan::SglangVerdict::WeightsLeaveNoMemory,
         vramplan::SglangVerdict::NotEnoughMemory, vramplan::SglangVerdict::OomGraphCapture,
-        vramplan::SglangVerdict::OomFirstPrefill}) {
+        vramplan::SglangVerdict::OomFirstPrefill, vramplan::SglangVerdict::HicacheRefused}) {
     verdicts.append(vramplan::sglang_verdict_name(v));
   }
   // The verdict names in code order: sglang_sweep's verdict column indexes this list.

@@ -782,4 +782,5 @@ SGLANG_VERDICTS: list[typing.Any] = [
     "not_enough_memory",
     "oom_cuda_graph_capture",
     "oom_first_prefill",
+    "hicache_refused",
 ]

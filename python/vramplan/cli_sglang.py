@@ -21,6 +21,7 @@ from ._cli_args import (
     _print,
 )
 from ._quoting import shell_join
+from ._units import GIB
 
 COMMANDS = ("plan", "breakdown", "flags", "sweep", "check", "diagnose", "validate")
 _ALIASES = {"tp_size": ["--tp"], "pp_size": ["--pp"], "dp_size": ["--dp"]}
@@ -59,6 +60,10 @@ def _add_knobs(p: argparse.ArgumentParser, *, grid: bool = False) -> None:
         name = knob["name"]
         flag = knob["flag"] or "--" + name.replace("_", "-")
         kwargs: dict[str, Any] = {"dest": name, "default": None}
+        if knob["type"] == "bytes":
+            # Planner-only byte counts take GiB on the command line, as vLLM's do.
+            flag = "--" + name.removesuffix("_bytes").replace("_", "-") + "-gb"
+            knob = knob | {"type": "float", "unit": "GiB"}
         kwargs["help"] = (
             f"{knob['help']} [{knob['unit'] or knob['type']}; default: {knob['default']}]"
         )
@@ -84,7 +89,7 @@ def _knobs(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, knob["name"], None)
         if value is None or value is False:
             continue
-        out[knob["name"]] = value
+        out[knob["name"]] = round(value * GIB) if knob["type"] == "bytes" else value
     return out
 
 

@@ -232,6 +232,7 @@ def parse_log(source: str | bytes | Path) -> dict[str, Any]:
 
 # Flags SGLang spells in more than one way, to the knob they set.
 _FLAG_ALIASES = {
+    "--enable-hicache": "enable_hierarchical_cache",
     "--tp": "tp_size",
     "--tensor-parallel-size": "tp_size",
     "--pp": "pp_size",
@@ -414,11 +415,43 @@ def breakdown_text(data: dict[str, Any], *, solved: bool = False) -> str:
     width = max(len(r[0]) for r in rows)
     lines += [f"  {name:<{width}}  {value}  {why}".rstrip() for name, value, why in rows]
     lines.append(f"  if the slack is too small: {slack_consequence(data)}")
+    lines += hicache_lines(data.get("hicache"))
     lines.append(f"verdict: {data['verdict']}")
     if data["error"]:
         lines.append(f"  SGLang would fail with: {data['error']}")
     lines += [f"  note: {note}" for note in data["notes"]]
     return "\n".join(lines)
+
+
+def hicache_lines(hicache: dict[str, Any] | None) -> list[str]:
+    """The HiCache host pools of a breakdown (--enable-hierarchical-cache), per rank and per
+    node; none without HiCache."""
+    if not hicache:
+        return []
+    sizing = (
+        f"--hicache-size {hicache['size_gb']} GB"
+        if hicache["size_gb"]
+        else f"ratio {hicache['ratio']:.3f}"
+        + (" (auto-sized to the host)" if hicache["ratio_auto_sized"] else "")
+    )
+    lines = [f"host memory (HiCache, {sizing}, layout {hicache['mem_layout']}):"]
+    for name in ("full_pool", "swa_pool", "mamba_pool"):
+        pool = hicache[name]
+        if pool:
+            unit = "slots" if name == "mamba_pool" else "tokens"
+            lines.append(
+                f"  {name.replace('_', ' '):<11} {_gib(pool['bytes'])}  {pool['tokens']} {unit} x "
+                f"{pool['bytes_per_token']} B, pinned {pool['pinned_bytes'] / GIB:.2f} GiB"
+            )
+    lines.append(
+        f"  pinned per rank {_gib(hicache['pinned_bytes_per_rank'])}, per node "
+        f"{hicache['pinned_bytes_per_node'] / GIB:.2f} GiB ({hicache['ranks_per_node']} ranks)"
+    )
+    if hicache["budget_bytes"] is not None:
+        lines.append(
+            f"  SGLang's host check allows {hicache['budget_bytes'] / GIB:.2f} GiB per rank"
+        )
+    return lines
 
 
 def slack_consequence(data: dict[str, Any]) -> str:

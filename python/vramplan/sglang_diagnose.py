@@ -27,6 +27,13 @@ _CAUSES = {
             "token (or no Mamba state slot) fits"
         ),
     ),
+    "hicache_refused": (
+        "hicache_refused",
+        (
+            "SGLang refused HiCache's host pool: each rank's pool is larger than its share of "
+            "the host's available memory less a 10 GiB reserve"
+        ),
+    ),
     "oom_cuda_graph_capture": (
         "oom_cuda_graph_capture",
         (
@@ -76,7 +83,12 @@ def diagnose(text: str) -> dict[str, Any]:
         cause, what = _CAUSES[outcome]
         free = figures["avail_after_weights_gib"]
         weights = figures["weights_gib"]
-        if outcome in ("weights_leave_no_memory", "not_enough_memory"):
+        if outcome == "hicache_refused":
+            advice += [
+                _advice("hicache_ratio", "lower", None, "host tokens per device KV token"),
+                _advice("hicache_size", "set", None, "a fixed host pool per rank, decimal GB"),
+            ]
+        elif outcome in ("weights_leave_no_memory", "not_enough_memory"):
             if free is not None and weights is not None and free + weights > 0:
                 # B taken as free + weights (docs/sglang.md): the pool needs f > 1 - free / B.
                 minimum = 1.0 - free / (free + weights)

@@ -45,16 +45,18 @@ def test_the_option_list_reads_as_pyyaml_reads_it() -> None:
 
 
 def test_real_options_of_each_wheel_are_accepted_and_keep_no_memory_effect() -> None:
-    # 0.5.23: --enable-hicache (alias of enable_hierarchical_cache, fields/memory.py),
-    # --cuda-graph-max-bs-decode (fields/exec_.py), --no-enable-tf32-matmul
-    # (BooleanOptionalAction), --log-level, --enable-metrics: none is a vramplan knob.
+    # 0.5.23: --hicache-write-policy (fields/memory.py), --cuda-graph-max-bs-decode
+    # (fields/exec_.py), --no-enable-tf32-matmul (BooleanOptionalAction), --log-level,
+    # --enable-metrics: none is a vramplan knob. --enable-hicache (alias of
+    # enable_hierarchical_cache) is: it plans the HiCache host pools.
     launch = sglang.parse_command(
-        [*LAUNCH, "--enable-hicache", "--cuda-graph-max-bs-decode", "64",
-         "--no-enable-tf32-matmul", "--log-level", "info", "--enable-metrics"]
+        [*LAUNCH, "--enable-hicache", "--hicache-write-policy", "write_back",
+         "--cuda-graph-max-bs-decode", "64", "--no-enable-tf32-matmul", "--log-level", "info",
+         "--enable-metrics"]
     )  # fmt: skip
-    assert launch.knobs == {}
+    assert launch.knobs == {"enable_hierarchical_cache": True}
     assert launch.unmodelled == [
-        "--enable-hicache",
+        "--hicache-write-policy write_back",
         "--cuda-graph-max-bs-decode 64",
         "--no-enable-tf32-matmul",
         "--log-level info",
@@ -62,8 +64,8 @@ def test_real_options_of_each_wheel_are_accepted_and_keep_no_memory_effect() -> 
     ]
     # 0.4.6.post5 spells hierarchical caching only in full.
     old = sglang.parse_command([*_image("v0.4.6.post5-cu124"), "--enable-hierarchical-cache"])
-    assert old.unmodelled == ["--enable-hierarchical-cache"]
-    assert old.knobs == {"sglang_version": "0.4.6.post5"}
+    assert old.unmodelled == []
+    assert old.knobs == {"sglang_version": "0.4.6.post5", "enable_hierarchical_cache": True}
 
 
 def test_a_misspelled_option_is_refused_naming_the_release_and_the_real_option() -> None:

@@ -19,6 +19,7 @@ VERDICTS = [
     "not_enough_memory",
     "oom_cuda_graph_capture",
     "oom_first_prefill",
+    "hicache_refused",
 ]
 
 

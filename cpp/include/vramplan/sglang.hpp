@@ -36,6 +36,17 @@ enum class SglangRunningRequestsRule : std::uint8_t {
   HalfTokens,  // read from 0.5.23: min(user or the pool estimate, N // 2)
 };
 
+// How a release sizes and checks HiCache's host pools (--enable-hierarchical-cache).
+enum class SglangHicacheRule : std::uint8_t {
+  // 0.4.x (mem_cache/memory_pool*.py:HostKVCache): tokens floored to a page, more tokens than
+  // the device pool asserted, each rank checks its pool against the host's MemAvailable less
+  // the reserve, MHA and MLA pools only (hiradix_cache.py).
+  WholeHost,
+  // 0.5.23 (mem_cache/pool_host/base.py:HostKVCache): a padding page added, each rank checks its
+  // pools against (MemAvailable - reserve) // ranks on the host, hybrid pools mirrored too.
+  PerHostRank,
+};
+
 enum class SglangWeightsError : std::uint8_t {
   NotEnoughMemory,  // 0.4.x: "Not enough memory. Please try to increase --mem-fraction-static."
   LeaveNoMemory,    // 0.5.23: "Loaded weights leave no GPU memory for the KV cache ..."
@@ -114,6 +125,24 @@ struct SglangRules {
   std::int64_t cuda_context_bytes = 0;
   std::int64_t nccl_pcie_bytes = 0;
   std::int64_t nccl_nvlink_bytes = 0;
+
+  // HiCache's host pools (docs/sglang.md, "Host memory: HiCache").
+  SglangHicacheRule hicache_rule = SglangHicacheRule::PerHostRank;
+  double hicache_ratio_default = 2.0;
+  // --hicache-mem-layout's choices, the default first; empty: the release has no such flag.
+  std::vector<std::string> hicache_mem_layouts;
+  std::int64_t hicache_host_reserve_bytes = 0;  // MemAvailable SGLang leaves to the host
+  // The refusal's "only have X GB free" is MemAvailable less the reserve (0.4.6: MemAvailable).
+  bool hicache_error_free_after_reserve = true;
+  // torch pin_memory=True: the caching host allocator pins the next power of two of the pool;
+  // false: an anonymous mmap rounded to 4 KiB pages, then cudaHostRegister.
+  bool hicache_pinned_power_of_two = false;
+  // A fixed --hicache-size is split across a hybrid model's host pools by their device bytes;
+  // false: each pool takes the whole size (sglang#29034: 2x host memory for hybrid models).
+  bool hicache_size_split = true;
+  // Without --hicache-ratio or --hicache-size the default ratio shrinks until the pools fit this
+  // fraction of the rank's share of the host (0: no auto-sizing).
+  double hicache_host_memory_fraction_default = 0.0;
 };
 
 // How far the model is from logged SGLang startups (sglang.yaml `accuracy`, from the records
@@ -167,6 +196,15 @@ struct SglangConfig {
   bool disable_cuda_graph = false;
   std::optional<double> swa_full_tokens_ratio;
   std::optional<double> mamba_full_memory_ratio;
+  // HiCache: a host-RAM tier behind the KV pool (--enable-hierarchical-cache).
+  bool enable_hierarchical_cache = false;
+  std::optional<double> hicache_ratio;  // host tokens per device token; nullopt: the row's
+  std::int64_t hicache_size_gb = 0;     // --hicache-size, decimal GB (1e9 bytes); 0: ratio
+  std::string hicache_mem_layout;       // empty: the release's default
+  std::int32_t nnodes = 1;              // --nnodes: the ranks share this many hosts
+  // The host's MemAvailable before the launch (planner input, not a flag); nullopt: unknown,
+  // SGLang's host-memory check is not reproduced.
+  std::optional<std::int64_t> host_mem_available_bytes;
 };
 
 // The byte terms the KV budget is made of, per rank (what the engine seam passes).
@@ -206,6 +244,68 @@ std::vector<std::int64_t> sglang_ladder(const std::vector<SglangLadderStep>& lad
                                         std::int64_t max_size);
 
 // --------------------------------------------------------------------------------------------
+// HiCache's host pools, per rank
+// --------------------------------------------------------------------------------------------
+
+// The device pools HiCache mirrors (one rank's), as the breakdown sized them.
+struct SglangHicacheDevice {
+  std::int64_t full_tokens = 0;  // max_total_num_tokens
+  std::int64_t full_bytes_per_token = 0;
+  std::int64_t full_pool_bytes = 0;  // K + V buffers, padding page included
+  std::int64_t swa_tokens = 0;
+  std::int64_t swa_bytes_per_token = 0;
+  std::int64_t swa_pool_bytes = 0;
+  std::int64_t mamba_slots = 0;
+  std::int64_t mamba_bytes_per_slot = 0;
+  std::int64_t mamba_pool_bytes = 0;
+  std::int32_t page_size = 1;
+  std::int32_t ranks_per_node = 1;  // SGLang's ranks on one host (world size // nnodes)
+};
+
+enum class SglangHicacheRefusal : std::uint8_t {
+  None,
+  HybridModel,          // 0.4.x: "HiRadixCache only supports MHA and MLA yet"
+  NotLargerThanDevice,  // 0.4.x: the host pool must hold more tokens than the device pool
+  NoHostMemoryLeft,     // 0.5.23 auto-sizing: nothing left after the reserve
+  NotEnoughHostMemory,  // "Not enough host memory available. Requesting X GB but only have Y"
+};
+
+struct SglangHicachePool {
+  std::int64_t tokens = 0;  // Mamba: state slots
+  std::int64_t bytes_per_token = 0;
+  std::int64_t bytes = 0;         // tokens x bytes_per_token: what SGLang requests and logs
+  std::int64_t pinned_bytes = 0;  // what the host pins for it (allocator rounding)
+};
+
+struct SglangHicache {
+  bool enabled = false;
+  double ratio = 0.0;  // resolved: given, the row's default, or auto-sized
+  bool auto_sized = false;
+  std::int64_t size_gb = 0;
+  SglangHicachePool full;  // full-attention (MLA: latent) pool
+  SglangHicachePool swa;
+  SglangHicachePool mamba;
+  std::int64_t host_bytes_per_rank = 0;    // sum of the pools' bytes
+  std::int64_t pinned_bytes_per_rank = 0;  // sum of the pools' pinned bytes
+  std::int32_t ranks_per_node = 1;
+  std::int64_t pinned_bytes_per_node = 0;
+  std::int64_t budget_bytes = -1;  // what SGLang compares the pools with; -1: host unknown
+  SglangHicacheRefusal refusal = SglangHicacheRefusal::None;
+  std::int64_t refused_request_bytes = 0;  // the pool that did not fit
+  std::int64_t refused_free_bytes = 0;     // the figure SGLang's message prints
+};
+
+// HiCache's host pools as `rules`' release allocates them; disabled (all zero) without
+// --enable-hierarchical-cache. Allocation-free.
+SglangHicache sglang_hicache(const SglangRules& rules, const SglangConfig& config,
+                             const SglangHicacheDevice& device) noexcept;
+// SGLang's own text for a refusal; "" for none.
+std::string sglang_hicache_error(const SglangHicache& hicache);
+// ConfigError for HiCache knobs the release refuses (the layout outside its choices, a flag it
+// does not have) or out of range.
+void check_sglang_hicache_config(const SglangRules& rules, const SglangConfig& config);
+
+// --------------------------------------------------------------------------------------------
 // The breakdown (per rank) and the verdict
 // --------------------------------------------------------------------------------------------
 
@@ -215,6 +315,7 @@ enum class SglangVerdict : std::uint8_t {
   NotEnoughMemory,       // tokens <= 0 after the cell division / the hybrid state pool
   OomGraphCapture,       // the slack cannot hold req_to_token and the decode graphs
   OomFirstPrefill,       // graphs fit, a chunked-prefill forward does not
+  HicacheRefused,        // SGLang refuses the HiCache host pools (host memory, shape, model)
 };
 const char* sglang_verdict_name(SglangVerdict verdict) noexcept;
 
@@ -266,6 +367,10 @@ struct SglangBreakdown {
   std::int64_t prefill_graph_bytes = 0;    // estimate
   std::int64_t activation_bytes = 0;       // estimate of one chunked-prefill forward
   std::int64_t free_after_graphs_bytes = 0;
+
+  // Host memory: the HiCache pools (per rank and per node).
+  SglangHicache hicache;
+  std::string hicache_mem_layout;  // resolved; "" without HiCache
 
   SglangVerdict verdict = SglangVerdict::Started;
   std::string error;               // SGLang's own text for a failing verdict

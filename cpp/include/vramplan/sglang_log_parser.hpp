@@ -65,7 +65,7 @@ struct SglangLogFigures {
   std::optional<double> oom_tried_gib;               // "Tried to allocate X GiB/MiB"
 
   // "started", "weights_leave_no_memory", "not_enough_memory", "oom_cuda_graph_capture",
-  // "oom" (a CUDA OOM elsewhere) or "unknown".
+  // "hicache_refused" (HiCache's host pool), "oom" (a CUDA OOM elsewhere) or "unknown".
   std::string outcome = "unknown";
   // The failing lines, without the "[date TPn]" header, trimmed, de-duplicated, at most 32
   // (each cut at 2000 bytes on a character boundary).

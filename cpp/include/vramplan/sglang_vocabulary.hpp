@@ -61,6 +61,9 @@ inline constexpr std::string_view kWeightsLeaveNoMemory = "Loaded weights leave 
 inline constexpr std::string_view kNotEnoughMemory =
     "Not enough memory. Please try to increase --mem-fraction-static";  // 0.4.x
 inline constexpr std::string_view kNotEnoughMemoryHybrid = "Not enough GPU memory for hybrid";
+// HiCache's host pool refused (every release's HostKVCache: memory_pool.py,
+// memory_pool_host.py, pool_host/base.py).
+inline constexpr std::string_view kNotEnoughHostMemory = "Not enough host memory available";
 inline constexpr std::string_view kCaptureGraphFailed = "Capture cuda graph failed";
 inline constexpr std::string_view kCudaOutOfMemory = "CUDA out of memory";
 inline constexpr std::string_view kOutOfMemoryError = "OutOfMemoryError";

@@ -786,6 +786,100 @@ void minicpm(Context& c) {
   }
 }
 
+// vLLM 0.33's minicpm3.py: MiniCPM's layers (minicpm above: its MLP or experts) with
+// MiniCPM3Attention, DeepSeek-V2's MLA projections (q_a_proj of q_lora_rank, kv_a_proj_with_mqa,
+// kv_b_proj, o_proj of heads x v_head_dim) over a standard Attention of num_attention_heads KV
+// heads of qk_nope_head_dim + qk_rope_head_dim, V padded to that size: the cache is per head,
+// not the latent (minicpm3 is not among vLLM's is_deepseek_mla model_types). MiniCPM3Config
+// (transformers 5.20.2) derives an absent v_head_dim as hidden_size / num_attention_heads.
+void minicpm3(Context& c) {
+  const ConfigFields& f = c.f;
+  minicpm(c);
+  // MiniCPM3Config allows null (a plain q_proj); vLLM's MiniCPM3Attention does not.
+  if (f.integer("q_lora_rank") <= 0) {
+    f.fail("q_lora_rank", std::to_string(f.integer("q_lora_rank")),
+           "minicpm3.py always builds q_a_proj of q_lora_rank (a positive integer)");
+  }
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  const bool derived_v = !f.has("v_head_dim") || f.at("v_head_dim").is_null();
+  const std::int64_t v_head_dim =
+      derived_v ? c.doc["hidden_size"].get<std::int64_t>() / heads : f.integer("v_head_dim");
+  const std::int64_t qk_head = f.integer("qk_nope_head_dim") + f.integer("qk_rope_head_dim");
+  if (v_head_dim <= 0 || v_head_dim > qk_head) {
+    f.fail("v_head_dim", std::to_string(v_head_dim),
+           "must be in [1, qk_nope_head_dim + qk_rope_head_dim] (V is padded to that size)");
+  }
+  c.doc["mla"] = {{"q_lora_rank", f.integer("q_lora_rank")},
+                  {"kv_lora_rank", f.integer("kv_lora_rank")},
+                  {"qk_nope_head_dim", f.integer("qk_nope_head_dim")},
+                  {"qk_rope_head_dim", f.integer("qk_rope_head_dim")},
+                  {"v_head_dim", v_head_dim},
+                  {"latent_kv_cache", false}};
+  c.doc["num_key_value_heads"] = heads;
+  c.doc["head_dim"] = qk_head;
+}
+
+// vLLM 0.33's lfm2.py: per layer_types (else full_attn_idxs; Lfm2Config: every layer attention
+// without either) a ShortConv of conv_dim channels and conv_L_cache taps ("conv") or attention
+// with per-head q/k RMSNorms (head_dim = hidden / heads), each followed by a gated w13 / w2
+// MLP; two RMSNorms a layer; lm_head always tied to embed_tokens. The MLP width: with
+// block_auto_adjust_ff_dim, int(2 x intermediate_size / 3), times block_ffn_dim_multiplier,
+// rounded up to block_multiple_of (Lfm2MLP). Lfm2Config reads block_ff_dim as intermediate_size.
+void lfm2(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  json kinds = json::array();
+  if (c.doc.contains("layer_types")) {
+    for (const auto& t : c.doc["layer_types"]) {
+      if (t != "conv" && t != "full_attention") {
+        f.fail("layer_types", t.dump(), "lfm2 layers are conv or full_attention");
+      }
+      kinds.push_back(t == "conv" ? "mamba" : "full_attention");
+    }
+  } else {
+    std::vector<bool> attention(static_cast<std::size_t>(layers), !f.has("full_attn_idxs"));
+    if (f.has("full_attn_idxs")) {
+      if (!f.at("full_attn_idxs").is_array()) f.fail("full_attn_idxs", "", "expected a list");
+      for (const auto& i : f.at("full_attn_idxs")) {
+        if (!i.is_number_integer() || i.get<std::int64_t>() < 0 || i.get<std::int64_t>() >= layers)
+          f.fail("full_attn_idxs", i.dump(), "expected layer indices below num_hidden_layers");
+        attention[i.get<std::size_t>()] = true;
+      }
+    }
+    for (const bool a : attention) kinds.push_back(a ? "full_attention" : "mamba");
+  }
+  c.doc["layer_types"] = kinds;
+  for (const char* key : {"conv_dim", "block_dim"}) {
+    // vLLM reads both from the config (no Lfm2Config field holds them).
+    if (f.integer(key) != hidden) {
+      f.fail(key, std::to_string(f.integer(key)), "must equal hidden_size (others not modelled)");
+    }
+  }
+  c.doc["short_conv"] = {{"dim", f.integer("conv_dim")},
+                         {"conv_kernel", f.integer_or("conv_L_cache", 3)},
+                         {"bias", f.boolean_or("conv_bias", false)}};
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  if (hidden % heads != 0) {
+    f.fail("num_attention_heads", std::to_string(heads), "must divide hidden_size");
+  }
+  c.doc["head_dim"] = hidden / heads;
+  c.doc["tie_word_embeddings"] = true;
+  std::int64_t width =
+      f.has("block_ff_dim") ? f.integer("block_ff_dim") : f.integer("intermediate_size");
+  if (f.boolean_or("block_auto_adjust_ff_dim", true)) {
+    width = 2 * width / 3;
+    if (f.has("block_ffn_dim_multiplier") && !f.at("block_ffn_dim_multiplier").is_null()) {
+      width = static_cast<std::int64_t>(f.number_or("block_ffn_dim_multiplier", 1.0) *
+                                        static_cast<double>(width));
+    }
+    const std::int64_t multiple = f.integer_or("block_multiple_of", 256);
+    if (multiple <= 0) f.fail("block_multiple_of", std::to_string(multiple), "must be positive");
+    width = multiple * ((width + multiple - 1) / multiple);
+  }
+  c.doc["intermediate_size"] = width;
+}
+
 // Jamba as vLLM 0.33's jamba.py builds it: attention (head_dim = hidden / heads, no biases)
 // on layers i % attn_layer_period == attn_layer_offset, a Mamba-1 mixer (MambaMixer with
 // weighted RMSNorms on dt, B and C; d_inner = mamba_expand x hidden) on the others; each layer
@@ -958,6 +1052,8 @@ constexpr NamedRule kRules[] = {
     {"gpt2", gpt2},
     {"opt", opt},
     {"minicpm", minicpm},
+    {"minicpm3", minicpm3},
+    {"lfm2", lfm2},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------
@@ -1784,16 +1880,21 @@ void translate_layers(const ConfigFields& f, const Row& row, json& doc) {
       f.fail("layer_types", std::to_string(types.size()) + " entries",
              "must have num_hidden_layers entries");
     }
-    // "attention" and "mamba": Granite-4 hybrids (a mamba layer needs the row's mamba block).
-    static const std::set<std::string> kKnown = {"full_attention",   "sliding_attention",
-                                                 "linear_attention", "chunked_attention",
-                                                 "attention",        "mamba"};
+    // "attention" and "mamba": Granite-4 hybrids (a mamba layer needs the row's mamba block);
+    // "conv": LFM2's ShortConv layers (its rule maps them).
+    static const std::set<std::string> kKnown = {"full_attention",
+                                                 "sliding_attention",
+                                                 "linear_attention",
+                                                 "chunked_attention",
+                                                 "attention",
+                                                 "mamba",
+                                                 "conv"};
     bool any_sliding = false;
     for (const auto& t : types) {
       if (!t.is_string() || kKnown.count(t.get<std::string>()) == 0) {
         f.fail("layer_types", t.dump(),
                "unknown layer type (full_attention, sliding_attention, linear_attention, "
-               "chunked_attention, attention, mamba)");
+               "chunked_attention, attention, mamba, conv)");
       }
       any_sliding |= t == "sliding_attention";
     }

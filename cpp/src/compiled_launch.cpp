@@ -575,7 +575,8 @@ void check_release_loads(const QuantSpec& quantization, const EngineProfile& pro
 // Blackwell (12.x) fall back to Triton MLA, which keeps 16; so does ROCm without AITER.
 std::int32_t mla_default_block_size(const ModelSpec& s, const EngineProfile& profile,
                                     const GpuSpec& gpu, std::int32_t fallback) {
-  if (s.has_mla && profile.mla_backend_block_size && gpu.vendor == "nvidia") {
+  if (s.has_mla && s.mla.latent_kv_cache && profile.mla_backend_block_size &&
+      gpu.vendor == "nvidia") {
     const double cc = gpu.compute_capability;
     if (cc >= 10.0 && cc < 11.0) return 128;
     if (cc >= 9.0 && cc < 10.0) return 64;

@@ -84,6 +84,12 @@ std::int64_t kv_bytes_per_token(const ModelSpec& spec, const KvCacheOptions& o) 
 std::int64_t mamba_state_bytes(const ModelSpec& spec, const LayerSpec& layer,
                                const KvCacheOptions& o) noexcept {
   const std::int64_t tp = std::max(1, o.tensor_parallel_size);
+  if (layer.attention == AttentionKind::Mamba && spec.has_short_conv) {
+    // vLLM's short_conv_state_shape: (dim / TP, conv_kernel - 1), no speculative columns (LFM2
+    // passes none); the conv state's dtype (short_conv_state_dtype).
+    const ShortConvSpec& c = spec.short_conv;
+    return c.dim / tp * (c.conv_kernel - 1) * o.state_element_bytes;
+  }
   if (layer.attention == AttentionKind::Mamba) {
     const MambaSpec& m = spec.mamba;
     // vLLM's _mamba_state_dtype: --mamba-ssm-cache-dtype, else the model's override, else

@@ -226,7 +226,27 @@ void add_mamba1(const ModelSpec& s, int index, GroupBuilder& b) {
   }
 }
 
+// vLLM 0.33's ShortConv (layers/mamba/short_conv.py): conv [dim, conv_kernel] (+ bias), a
+// ColumnParallelLinear built without quant_config; in_proj [3 x dim, hidden] and out_proj
+// [hidden, dim], quantizable, biased with `bias`.
+void add_short_conv(const ModelSpec& s, int index, GroupBuilder& b) {
+  const ShortConvSpec& c = s.short_conv;
+  const std::int64_t h = s.hidden_size;
+  b.add(TensorRole::MixerSmall, TensorSplit::Column, index, c.dim, c.conv_kernel + (c.bias ? 1 : 0),
+        false);
+  b.add(TensorRole::MixerIn, TensorSplit::Column, index, 3LL * c.dim, h, true);
+  b.add(TensorRole::MixerOut, TensorSplit::Row, index, h, c.dim, true);
+  if (c.bias) {
+    b.add(TensorRole::Bias, TensorSplit::Column, index, 3LL * c.dim, 1, false);
+    b.add(TensorRole::RowBias, TensorSplit::Replicated, index, h, 1, false);
+  }
+}
+
 void add_mamba(const ModelSpec& s, int index, GroupBuilder& b) {
+  if (s.has_short_conv) {
+    add_short_conv(s, index, b);
+    return;
+  }
   const MambaSpec& m = s.mamba;
   if (m.version == 1) {
     add_mamba1(s, index, b);
@@ -314,7 +334,12 @@ void add_layer(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuild
     case AttentionKind::Full:
     case AttentionKind::SlidingWindow:
     case AttentionKind::ChunkedLocal:
-      add_attention(s, layer, index, b);
+      // MLA projections over a per-head KV cache (MlaSpec::latent_kv_cache false: MiniCPM3).
+      if (s.has_mla) {
+        add_mla(s, index, b);
+      } else {
+        add_attention(s, layer, index, b);
+      }
       break;
     case AttentionKind::Mla:
       add_mla(s, index, b);

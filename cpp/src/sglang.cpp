@@ -87,6 +87,12 @@ void validate(const SglangConfig& c, const ModelSpec& spec) {
         "a divisor of num_attention_heads " + std::to_string(spec.num_attention_heads),
         "the attention heads do not split evenly across the ranks");
   }
+  // vLLM caches MiniCPM3's K and V per head (the spec's layers); SGLang serves it as MLA with a
+  // latent cache, a layout this spec does not describe.
+  if (spec.has_mla && !spec.mla.latent_kv_cache) {
+    throw ConfigError("model_type", spec.model_type, "a model SGLang caches as this spec says",
+                      "SGLang caches this model's MLA latent, the spec vLLM's per-head K and V");
+  }
   if (c.pp_size > spec.num_hidden_layers) {
     throw ConfigError("pp_size", std::to_string(c.pp_size),
                       "1.." + std::to_string(spec.num_hidden_layers),

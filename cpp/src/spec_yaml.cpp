@@ -70,6 +70,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "per_layer_input_size", "int", false, "Per-layer input embedding width (Gemma-4 hidden_size_per_layer_input); 0: none.", std::int64_t{1} << 12},
   {"model", "per_layer_input_vocab_size", "int", false, "Rows of the per-layer input embedding table; default vocab_size.", std::int64_t{1} << 22},
   {"model", "mla", "map", false, "Multi-head latent attention geometry (DeepSeek V2/V3); makes every attention layer MLA."},
+  {"model", "short_conv", "map", false, "vLLM's ShortConv mixer (LFM2): its mamba layers are gated depthwise convs whose state is the conv's alone; excludes a mamba: block."},
   {"model", "moe", "map", false, "Routed experts."},
   {"model", "mamba", "map", false, "Mamba mixer geometry (Mamba2, or Mamba-1 with version 1)."},
   {"model", "linear_attention", "map", false, "Gated DeltaNet geometry (Qwen3-Next)."},
@@ -81,6 +82,7 @@ const std::vector<SchemaKey> kSchema = {
   {"mla", "qk_nope_head_dim", "int", true, "Non-rotary q/k head dims (128).", std::int64_t{1} << 10},
   {"mla", "qk_rope_head_dim", "int", true, "Rotary q/k head dims (64); cached beside the latent.", std::int64_t{1} << 10},
   {"mla", "v_head_dim", "int", true, "V head dims (128).", std::int64_t{1} << 10},
+  {"mla", "latent_kv_cache", "bool", false, "Default true: the KV cache holds the latent. false (MiniCPM3): the attention layers keep the MLA projections but cache K and V per head (num_key_value_heads x head_dim), as full_attention layers."},
   {"mla", "index_head_dim", "int", false, "DeepSeek sparse attention: the lightning indexer's head size (128), whose key cache every MLA layer keeps; 0 or absent: dense MLA.", std::int64_t{1} << 10},
   {"mla", "index_n_heads", "int", false, "DeepSeek sparse attention: the indexer's query heads (DeepSeek-V3.2 64, GLM-5 32); read with index_head_dim.", std::int64_t{1} << 10},
   {"moe", "num_experts", "int", true, "Routed experts per MoE layer.", std::int64_t{1} << 13},
@@ -96,6 +98,9 @@ const std::vector<SchemaKey> kSchema = {
   {"moe", "moe_layer_step", "int", false, "Every n-th layer is MoE (decoder_sparse_step / interleave_moe_layer_step). Default 1.", 4096},
   {"moe", "dense_layers", "list[int]", false, "Explicit dense-MLP layers (mlp_only_layers).", 4095},
   {"moe", "dense_mlp_beside_experts", "bool", false, "MoE layers keep their dense MLP of intermediate_size beside the experts (Gemma-4)."},
+  {"short_conv", "dim", "int", true, "ShortConv channels (LFM2 conv_dim, the hidden size); its in_proj is [3 x dim, hidden_size].", std::int64_t{1} << 17},
+  {"short_conv", "conv_kernel", "int", false, "Depthwise conv taps (LFM2 conv_L_cache); the state keeps conv_kernel - 1 columns. Default 3.", 64},
+  {"short_conv", "bias", "bool", false, "conv, in_proj and out_proj biases (LFM2 conv_bias). Default false."},
   {"mamba", "version", "int", false, "1: Mamba-1 mixer (Jamba, Mamba, FalconMamba; per-channel state); 2: Mamba2. Default 2.", 2},
   {"mamba", "num_heads", "int", false, "Mamba2 heads (required for version 2).", std::int64_t{1} << 10},
   {"mamba", "head_dim", "int", false, "Mamba2 head dim (required for version 2).", std::int64_t{1} << 8},
@@ -683,6 +688,7 @@ void read_mla(const MapReader& r, ModelSpec& s) {
   s.mla.qk_nope_head_dim = m.get_i32("qk_nope_head_dim", 0, 1);
   s.mla.qk_rope_head_dim = m.get_i32("qk_rope_head_dim", 0, 1);
   s.mla.v_head_dim = m.get_i32("v_head_dim", 0, 1);
+  s.mla.latent_kv_cache = m.get_bool("latent_kv_cache", true);
   s.mla.index_head_dim = m.get_i32("index_head_dim", 0, 0);
   s.mla.index_n_heads = m.get_i32("index_n_heads", 0, 0);
   // vLLM's indexer quantizes its keys in blocks of 128 (one fp32 scale each).
@@ -761,6 +767,16 @@ void read_mamba(const MapReader& r, ModelSpec& s) {
   s.mamba.num_heads = m.get_i32("num_heads", 0, 1);
   s.mamba.head_dim = m.get_i32("head_dim", 0, 1);
   s.mamba.n_groups = m.get_i32("n_groups", 1, 1);
+}
+
+void read_short_conv(const MapReader& r, ModelSpec& s) {
+  const std::string& file = r.file();
+  const MapReader m(r.child("short_conv"), file, "short_conv", "short_conv");
+  if (s.has_mamba) m.fail("short_conv", "given", "a model has a mamba: or a short_conv: block");
+  s.has_short_conv = true;
+  s.short_conv.dim = m.get_i32("dim", 0, 1);
+  s.short_conv.conv_kernel = m.get_i32("conv_kernel", 3, 2);
+  s.short_conv.bias = m.get_bool("bias", false);
 }
 
 void read_linear_attention(const MapReader& r, ModelSpec& s) {
@@ -878,7 +894,8 @@ LayerKinds read_layer_kinds(const MapReader& r, const ModelSpec& s) {
       }
     }
   } else {
-    out.kinds.assign(static_cast<std::size_t>(n), s.has_mla ? "mla" : "full_attention");
+    const bool latent = s.has_mla && s.mla.latent_kv_cache;
+    out.kinds.assign(static_cast<std::size_t>(n), latent ? "mla" : "full_attention");
   }
 
   return out;
@@ -899,7 +916,8 @@ void build_layers(const MapReader& r, const LayerKinds& layout, const SharedLaye
              "mla, mamba, linear_attention, mlp_only)");
     }
     layer.attention = *kind;
-    if (s.has_mla && layer.attention == AttentionKind::Full) layer.attention = AttentionKind::Mla;
+    if (s.has_mla && s.mla.latent_kv_cache && layer.attention == AttentionKind::Full)
+      layer.attention = AttentionKind::Mla;
     layer.mlp = layout.mlp[idx] && has_mlp;
     layer.num_key_value_heads = s.num_key_value_heads;
     layer.head_dim_v = shared.head_dim_v;
@@ -923,12 +941,13 @@ void build_layers(const MapReader& r, const LayerKinds& layout, const SharedLaye
       r.fail("attention_chunk_size", "nothing",
              "chunked_attention layers need attention_chunk_size");
     }
-    if (layer.attention == AttentionKind::Mla && !s.has_mla) {
-      r.fail("layer_types[" + std::to_string(i) + "]", "'mla'", "mla layers need an mla: block");
+    if (layer.attention == AttentionKind::Mla && !(s.has_mla && s.mla.latent_kv_cache)) {
+      r.fail("layer_types[" + std::to_string(i) + "]", "'mla'",
+             "mla layers need an mla: block with a latent KV cache");
     }
-    if (layer.attention == AttentionKind::Mamba && !s.has_mamba) {
+    if (layer.attention == AttentionKind::Mamba && !s.has_mamba && !s.has_short_conv) {
       r.fail("layer_types[" + std::to_string(i) + "]", "'mamba'",
-             "mamba layers need a mamba: block");
+             "mamba layers need a mamba: block (or a short_conv: block)");
     }
     if (layer.attention == AttentionKind::LinearAttention && !s.has_linear_attention) {
       r.fail("layer_types[" + std::to_string(i) + "]", "'linear_attention'",
@@ -956,6 +975,7 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
   if (r.has("moe")) moe = read_moe(r, s);
   if (r.has("mamba")) read_mamba(r, s);
   if (r.has("linear_attention")) read_linear_attention(r, s);
+  if (r.has("short_conv")) read_short_conv(r, s);
   if (r.has("vision")) read_vision(r, s);
   if (r.has("quantization")) s.quantization = read_quantization(r);
   const LayerKinds kinds = read_layer_kinds(r, s);

@@ -47,6 +47,8 @@ std::string base_yaml(const std::string& record) {
     yaml +=
         "layer_pattern: [mamba, full_attention]\n"
         "mamba:\n  num_heads: 128\n  head_dim: 64\n  state_size: 128\n";
+  } else if (record == "short_conv") {
+    yaml += "layer_pattern: [mamba, full_attention]\nshort_conv:\n  dim: 4096\n";
   } else if (record == "linear_attention") {
     yaml +=
         "layer_pattern: [linear_attention, full_attention]\n"

@@ -48,6 +48,11 @@ struct MlaSpec {
   std::int32_t qk_nope_head_dim = 0;
   std::int32_t qk_rope_head_dim = 0;
   std::int32_t v_head_dim = 0;
+  // The KV cache holds the latent (MLAAttentionSpec, one kv_lora_rank + qk_rope_head_dim row a
+  // token). false: the layers keep MLA's projections but cache K and V per head like standard
+  // attention (vLLM's minicpm3.py: num_attention_heads KV heads of qk_nope + qk_rope dims, V
+  // padded to that size); the layers are then full_attention layers.
+  bool latent_kv_cache = true;
   // DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): every MLA layer also runs a lightning
   // indexer of index_n_heads x index_head_dim with its own key cache; 0 for dense MLA.
   std::int32_t index_head_dim = 0;
@@ -88,6 +93,17 @@ struct MambaSpec {
   bool conv_bias = true;
   bool proj_bias = false;
   bool dt_bc_norm_weights = false;
+};
+
+// vLLM's ShortConv (LFM2's conv layers, layers/mamba/short_conv.py): in_proj [3 x dim, hidden]
+// into gates B, C and x, a depthwise conv of conv_kernel taps (config conv_L_cache) over B * x,
+// C times the result, out_proj [hidden, dim]. Its layers are AttentionKind::Mamba layers (vLLM
+// sizes them with a MambaSpec): the state is the conv's alone, dim / TP x (conv_kernel - 1) in
+// the conv state's dtype.
+struct ShortConvSpec {
+  std::int32_t dim = 0;
+  std::int32_t conv_kernel = 3;
+  bool bias = false;  // conv, in_proj and out_proj biases
 };
 
 // Gated DeltaNet linear attention (Qwen3-Next): state (Hv, dv, dk) and a conv over q/k/v.
@@ -247,6 +263,8 @@ struct ModelSpec {
   MambaSpec mamba;
   bool has_linear_attention = false;
   LinearAttentionSpec linear_attention;
+  bool has_short_conv = false;  // the mamba layers are ShortConv mixers (no `mamba` block)
+  ShortConvSpec short_conv;
   TowerSpec vision;                           // num_parameters 0: text-only
   std::int32_t num_nextn_predict_layers = 0;  // MTP layers shipped in the checkpoint
   QuantSpec quantization;

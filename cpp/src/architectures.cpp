@@ -1984,9 +1984,8 @@ std::int64_t attention_heads(const ConfigFields& f, json& doc) {
 
 // vLLM 0.33's max_model_len for a config (ModelArchConfigConvertorBase.derive_max_model_len_and_key
 // and _get_and_verify_max_len): the smallest context key the config names, model_max_length
-// overriding; with none of them, 2048 (vLLM warns and assumes it).
+// overriding; 0 when it names none.
 std::int64_t derived_max_model_len(const ConfigFields& f) {
-  constexpr std::int64_t kAssumedWithoutKeys = 2048;
   std::int64_t derived = 0;
   for (const char* key :
        {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
@@ -1998,7 +1997,7 @@ std::int64_t derived_max_model_len(const ConfigFields& f) {
   if (f.has("model_max_length") && f.integer("model_max_length") > 0) {
     derived = f.integer("model_max_length");
   }
-  return derived > 0 ? derived : kAssumedWithoutKeys;
+  return std::max<std::int64_t>(derived, 0);
 }
 
 // The rotary fields: rotary_dim from partial_rotary_factor, and the cos/sin cache of linear rope
@@ -2062,9 +2061,18 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
   if (vocab <= 0) f.fail("vocab_size", std::to_string(vocab), "must be positive");
   doc["vocab_size"] = vocab;
   // vLLM derives max_model_len from max_position_embeddings (rope scaling already folded in by
-  // the checkpoints in use: Llama-3.1 131072, DeepSeek-V3 163840 = 4096 x yarn 40).
-  doc["max_position_embeddings"] =
-      row.attention_free ? derived_max_model_len(f) : f.integer("max_position_embeddings");
+  // the checkpoints in use: Llama-3.1 131072, DeepSeek-V3 163840 = 4096 x yarn 40), else from
+  // the other context keys it reads (attention-free configs: the smallest of them).
+  const std::int64_t named = row.attention_free ? 0 : f.integer_or("max_position_embeddings", 0);
+  const std::int64_t derived = named != 0 ? named : derived_max_model_len(f);
+  if (derived != 0) {
+    doc["max_position_embeddings"] = derived;
+  } else {
+    // Without a context key vLLM warns, defaults to 2048 and serves any --max-model-len given.
+    constexpr std::int64_t kAssumedWithoutKeys = 2048;
+    doc["max_position_embeddings"] = kAssumedWithoutKeys;
+    doc["max_position_embeddings_assumed"] = true;
+  }
   // A wrapper's top-level flag, when given, is the one the ForConditionalGeneration reads (the
   // text class's default applies only when neither names it).
   doc["tie_word_embeddings"] = f.has("tie_word_embeddings") || !top.has("tie_word_embeddings")
@@ -2096,6 +2104,11 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
     line.append(key).append(" = ").append(applied.at(key).dump());
     line.append(" (").append(config_class).append(")");
     defaults.push_back(std::move(line));
+  }
+  if (doc.value("max_position_embeddings_assumed", false)) {
+    defaults.push_back(prefix +
+                       "max_position_embeddings = 2048 (vLLM's assumption: the config names no "
+                       "context key; any --max-model-len is served)");
   }
   if (!defaults.empty()) doc["config_defaults"] = defaults;
   return doc;

@@ -159,8 +159,9 @@ KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) 
     return KnobProblem::NotPositive;
   }
   // vLLM refuses a longer context unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (then quality is not
-  // guaranteed).
-  if (k.max_model_len && *k.max_model_len > s.max_position_embeddings) {
+  // guaranteed); a config without a context key takes any length.
+  if (k.max_model_len && *k.max_model_len > s.max_position_embeddings &&
+      !s.max_position_embeddings_assumed) {
     return KnobProblem::MaxModelLenBeyondModel;
   }
   r.gpu_memory_utilization =

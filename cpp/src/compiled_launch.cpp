@@ -517,11 +517,11 @@ void validate_launch_shape(const ModelSpec& s, const EngineConfig& c,
                       "1 .. num_hidden_layers (" + std::to_string(s.num_hidden_layers) + ")",
                       "more stages than layers");
   }
-  if (s.num_attention_heads % c.tensor_parallel_size != 0) {
+  if (const auto unsplit = tensor_parallel_split_problem(s, c.tensor_parallel_size)) {
     throw ConfigError(
         "tensor_parallel_size", std::to_string(c.tensor_parallel_size),
-        "a divisor of num_attention_heads (" + std::to_string(s.num_attention_heads) + ")",
-        "attention heads do not split evenly");
+        "a divisor of " + unsplit->field + " (" + std::to_string(unsplit->value) + ")",
+        unsplit->why);
   }
   const std::int64_t gpus_needed =
       std::int64_t{c.tensor_parallel_size} * c.pipeline_parallel_size * c.data_parallel_size;

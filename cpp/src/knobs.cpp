@@ -432,7 +432,7 @@ std::string knob_default_text(const KnobSpec& knob) {
 
 KnobBounds knob_bounds(const KnobSpec& knob, const ModelSpec& model) {
   KnobBounds bounds{knob.minimum, knob.maximum};
-  if (knob.default_rule == KnobDefault::ModelContext) {
+  if (knob.default_rule == KnobDefault::ModelContext && !model.max_position_embeddings_assumed) {
     bounds.maximum = std::min(bounds.maximum, static_cast<double>(model.max_position_embeddings));
   }
   return bounds;

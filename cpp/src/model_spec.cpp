@@ -1,5 +1,7 @@
 #include "vramplan/model_spec.hpp"
 
+#include <algorithm>
+
 namespace vramplan {
 
 const char* attention_kind_name(AttentionKind kind) noexcept {
@@ -422,6 +424,37 @@ std::int64_t parameter_count(const ModelSpec& spec, bool include_mtp) {
   std::int64_t total = 0;
   for (const auto& g : model_tensor_groups(spec, include_mtp)) total += g.rows * g.cols * g.count;
   return total;
+}
+
+// Attention heads split evenly (vLLM's QKVParallelLinear); the state-space mixers as vLLM shards
+// them: ShortConv's and Mamba-1's ColumnParallelLinear over their width (divide() asserts),
+// MambaMixer2's heads, and its groups unless one group is replicated to every rank
+// (mamba_mixer2.py's asserts).
+std::optional<TensorParallelSplitProblem> tensor_parallel_split_problem(
+    const ModelSpec& spec, std::int32_t tensor_parallel_size) {
+  const std::int32_t tp = std::max(1, tensor_parallel_size);
+  const auto problem = [](const char* field, std::int64_t value) {
+    return TensorParallelSplitProblem{field, value,
+                                      std::string(field) == "num_attention_heads"
+                                          ? "attention heads do not split evenly"
+                                          : "the state-space mixer does not split evenly"};
+  };
+  if (spec.num_attention_heads % tp != 0) {
+    return problem("num_attention_heads", spec.num_attention_heads);
+  }
+  if (spec.has_short_conv) {
+    if (spec.short_conv.dim % tp != 0) return problem("short_conv.dim", spec.short_conv.dim);
+  } else if (spec.has_mamba && spec.mamba.version == 1) {
+    if (spec.mamba.intermediate_size % tp != 0) {
+      return problem("mamba.intermediate_size", spec.mamba.intermediate_size);
+    }
+  } else if (spec.has_mamba) {
+    if (spec.mamba.num_heads % tp != 0) return problem("mamba.num_heads", spec.mamba.num_heads);
+    if (spec.mamba.n_groups != 1 && spec.mamba.n_groups % tp != 0) {
+      return problem("mamba.n_groups (or 1)", spec.mamba.n_groups);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace vramplan

@@ -79,13 +79,12 @@ void validate(const SglangConfig& c, const ModelSpec& spec) {
   check_range("tp_size", c.tp_size, 1, 1024);
   check_range("pp_size", c.pp_size, 1, 1024);
   check_range("dp_size", c.dp_size, 1, 1024);
-  // SGLang's tensor-parallel attention splits the query heads evenly (its model loaders assert
-  // it); a split that does not divide them never starts.
-  if (spec.num_attention_heads > 0 && spec.num_attention_heads % c.tp_size != 0) {
-    throw ConfigError(
-        "tp_size", std::to_string(c.tp_size),
-        "a divisor of num_attention_heads " + std::to_string(spec.num_attention_heads),
-        "the attention heads do not split evenly across the ranks");
+  // SGLang's tensor-parallel layers split the query heads and the state-space mixers as vLLM's
+  // do (its model loaders assert it); a split that does not divide them never starts.
+  if (const auto unsplit = tensor_parallel_split_problem(spec, c.tp_size)) {
+    throw ConfigError("tp_size", std::to_string(c.tp_size),
+                      "a divisor of " + unsplit->field + " " + std::to_string(unsplit->value),
+                      unsplit->why + " across the ranks");
   }
   // vLLM caches MiniCPM3's K and V per head (the spec's layers); SGLang serves it as MLA with a
   // latent cache, a layout this spec does not describe.

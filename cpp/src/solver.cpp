@@ -720,7 +720,7 @@ std::vector<Candidate> candidates(const CompiledLaunch& launch, const EngineConf
                    [](EngineConfig& c, HardwareConfig&, Targets&) { c.quantization = "fp8"; }});
   }
   const std::int32_t tp = pinned.tensor_parallel_size * 2;
-  if (tp <= 8 && spec.num_attention_heads % tp == 0) {
+  if (tp <= 8 && !tensor_parallel_split_problem(spec, tp)) {
     // Every data-parallel replica takes the wider TP group: the GPUs needed are TP x PP x DP.
     const std::int32_t gpus = tp * pinned.pipeline_parallel_size * pinned.data_parallel_size;
     std::vector<std::string> drops;
@@ -882,7 +882,7 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
   for (const Candidate& c : singles) {
     if (c.kind == "tensor_parallel") {
       for (std::int32_t tp = std::max(2, pinned.tensor_parallel_size * 2); tp <= 8; tp *= 2) {
-        if (spec.num_attention_heads % tp != 0) break;
+        if (tensor_parallel_split_problem(spec, tp)) break;
         // Every data-parallel replica takes the wider TP group: the GPUs needed are TP x PP x DP.
         const std::int32_t gpus = tp * pinned.pipeline_parallel_size * pinned.data_parallel_size;
         Candidate wider = c;
@@ -894,7 +894,7 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
           h.num_gpus = std::max(h.num_gpus, gpus);
         };
         Remedy r = replay(launch, pinned, t, {&wider});
-        if (r.fits || tp == 8 || spec.num_attention_heads % (tp * 2) != 0) {
+        if (r.fits || tp == 8 || tensor_parallel_split_problem(spec, tp * 2)) {
           any_fits = any_fits || (r.fits && r.drops.empty());
           plan.remedies.push_back(std::move(r));
           break;

@@ -44,6 +44,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "intermediate_size", "int", true, "Dense MLP width (used by dense layers of MoE models too).", std::int64_t{1} << 20},
   {"model", "vocab_size", "int", true, "Vocabulary rows of embed_tokens / lm_head.", std::int64_t{1} << 22},
   {"model", "max_position_embeddings", "int", true, "Model's maximum context (after rope scaling, as vLLM derives max_model_len).", kMaxTokens},
+  {"model", "max_position_embeddings_assumed", "bool", false, "The config names no context key (Mamba): max_position_embeddings is vLLM's assumed 2048, the default context, and any --max-model-len is served. Set by the config.json importer."},
   {"model", "tie_word_embeddings", "bool", false, "lm_head shares the embedding tensor. Default false."},
   {"model", "torch_dtype", "dtype", true, "Stored dtype of unquantized tensors (bfloat16, float16, float32)."},
   {"model", "mlp", "string", false, "gated (gate+up+down, default) or plain (up+down)."},
@@ -637,6 +638,7 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   s.intermediate_size = r.get_i32("intermediate_size", 0, 0);
   s.vocab_size = r.get_i32("vocab_size", 0, 1);
   s.max_position_embeddings = r.get_int("max_position_embeddings", 0, 1);
+  s.max_position_embeddings_assumed = r.get_bool("max_position_embeddings_assumed", false);
   s.tie_word_embeddings = r.get_bool("tie_word_embeddings", false);
   s.torch_dtype = r.get_dtype("torch_dtype", DType::BF16);
   if (s.torch_dtype != DType::BF16 && s.torch_dtype != DType::F16 && s.torch_dtype != DType::F32) {

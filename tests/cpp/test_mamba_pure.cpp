@@ -272,3 +272,67 @@ TEST(MambaStateBlocks, TheSolverLowersMaxNumSeqsToThePoolAndSaysWhy) {
   EXPECT_FALSE(plan.as_written_fits);
   EXPECT_EQ(plan.as_written_outcome, Outcome::StateBlocksBelowMaxNumSeqs);
 }
+
+// vLLM's _get_and_verify_max_len returns a given --max-model-len as is when the config names no
+// context key (mamba-130m-hf names none): 32,768 is served, not refused as beyond 2,048. The
+// state per sequence does not grow with the context, so the pool holds as many sequences.
+TEST(MambaContext, AGivenMaxModelLenBeyondTheAssumed2048IsServed) {
+  const ModelSpec spec = load_hf_config(config_path(kMamba130m));
+  EXPECT_TRUE(spec.max_position_embeddings_assumed);
+  HardwareConfig hardware;
+  hardware.gpu = vramplan_test::h100();
+  EngineConfig config;
+  config.engine_version = "0.33.0";
+  config.max_model_len = 32768;
+  const Breakdown b = compute_breakdown(spec, hardware, config);
+  ASSERT_EQ(b.outcome, Outcome::Started);
+  EXPECT_EQ(b.config.max_model_len, 32768);
+  EXPECT_EQ(b.num_blocks, b.ranks.at(0).kv_cache_bytes / 1400832);
+  SolveRequest request;
+  request.hardware = hardware;
+  request.pinned.engine_version = "0.33.0";
+  request.target_context_tokens = 65536;
+  const Plan plan = solve(spec, request);
+  EXPECT_EQ(plan.max_model_len, 65536) << plan.verdict;
+}
+
+// A config with a context key keeps vLLM's refusal beyond it (FalconMamba-7B names none either,
+// so the spec's own key is set here as a config that names one would set it).
+TEST(MambaContext, AContextKeyStillBoundsMaxModelLen) {
+  ModelSpec spec = load_hf_config(config_path(kMamba130m));
+  spec.max_position_embeddings_assumed = false;
+  HardwareConfig hardware;
+  hardware.gpu = vramplan_test::h100();
+  EngineConfig config;
+  config.max_model_len = 4096;
+  EXPECT_THROW(compute_breakdown(spec, hardware, config), ConfigError);
+}
+
+// TP splits the mixers as vLLM shards them: Mamba-1's in_proj over intermediate_size (1,536 for
+// mamba-130m: TP 3 divides it, TP 5 does not); Mamba2's 128 heads and 8 groups (Codestral: TP 8
+// splits both; TP 16 splits the heads but not the groups, which vLLM asserts).
+TEST(MambaTensorParallel, TheMixerMustSplitEvenly) {
+  const auto refused_field = [](const ModelSpec& spec, std::int32_t tp) -> std::string {
+    HardwareConfig hardware;
+    hardware.gpu = vramplan_test::h100();
+    hardware.num_gpus = tp;
+    EngineConfig config;
+    config.tensor_parallel_size = tp;
+    try {
+      compute_breakdown(spec, hardware, config);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const ModelSpec mamba1 = load_hf_config(config_path(kMamba130m));
+  EXPECT_EQ(refused_field(mamba1, 3), "");
+  EXPECT_NE(refused_field(mamba1, 5).find("mamba.intermediate_size (1536)"), std::string::npos);
+  const ModelSpec mamba2 = load_hf_config(config_path(kCodestralMamba));
+  EXPECT_EQ(refused_field(mamba2, 8), "");
+  EXPECT_NE(refused_field(mamba2, 16).find("mamba.n_groups (or 1) (8)"), std::string::npos);
+  EXPECT_NE(refused_field(mamba2, 3).find("mamba.num_heads (128)"), std::string::npos);
+  EXPECT_FALSE(tensor_parallel_split_problem(mamba2, 8));
+  ASSERT_TRUE(tensor_parallel_split_problem(mamba2, 16));
+  EXPECT_EQ(tensor_parallel_split_problem(mamba2, 16)->field, "mamba.n_groups (or 1)");
+}

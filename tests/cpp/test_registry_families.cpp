@@ -4,6 +4,7 @@
 // files; parameters also against the checkpoint's published count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -248,11 +249,16 @@ TEST(RegistryFamilies, DeepseekV1ParametersByHand) {
 
 // bigscience/bloom-560m: ALiBi adds no cache; 24 layers of 16 KV heads x 64 (1,024 / 16):
 // 2 x 16 x 64 x 2 B = 4,096 B a layer, 98,304 B a token. The config names no context length:
-// vLLM assumes 2048.
+// vLLM assumes 2048 and serves any --max-model-len given; the spec says it assumed so.
 TEST(RegistryFamilies, BloomKvBytesPerTokenByHand) {
   const ModelSpec spec = load_hf_config(config_path("bigscience__bloom-560m.json"));
   EXPECT_EQ(spec.model_type, "bloom");
   EXPECT_EQ(spec.max_position_embeddings, 2048);
+  EXPECT_TRUE(spec.max_position_embeddings_assumed);
+  EXPECT_TRUE(std::any_of(spec.config_defaults.begin(), spec.config_defaults.end(),
+                          [](const std::string& line) {
+                            return line.rfind("max_position_embeddings = 2048 (vLLM's", 0) == 0;
+                          }));
   EXPECT_EQ(spec.intermediate_size, 4096);
   EXPECT_EQ(kv_bf16(spec), 98304);
 }

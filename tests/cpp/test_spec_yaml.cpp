@@ -98,6 +98,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"model", "intermediate_size"},
     {"model", "vocab_size"},
     {"model", "max_position_embeddings"},
+    {"model", "max_position_embeddings_assumed"},
     {"model", "tie_word_embeddings"},
     {"model", "torch_dtype"},
     {"model", "mlp"},

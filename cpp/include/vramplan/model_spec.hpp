@@ -226,6 +226,9 @@ struct ModelSpec {
   std::int32_t intermediate_size = 0;  // dense MLP width
   std::int32_t vocab_size = 0;
   std::int64_t max_position_embeddings = 0;
+  // The config names none of vLLM's context keys: max_position_embeddings is the 2048 vLLM
+  // assumes, and vLLM serves any --max-model-len given (_get_and_verify_max_len returns it).
+  bool max_position_embeddings_assumed = false;
   bool tie_word_embeddings = false;
   DType torch_dtype = DType::BF16;
 
@@ -332,5 +335,15 @@ std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include
 
 // Logical parameter count (TP=1, no padding), tied embeddings counted once.
 std::int64_t parameter_count(const ModelSpec& spec, bool include_mtp = false);
+
+// What does not split over `tensor_parallel_size` GPUs as vLLM shards the model: the field, its
+// value and why; nullopt when every layer splits.
+struct TensorParallelSplitProblem {
+  std::string field;
+  std::int64_t value = 0;
+  std::string why;
+};
+std::optional<TensorParallelSplitProblem> tensor_parallel_split_problem(
+    const ModelSpec& spec, std::int32_t tensor_parallel_size);
 
 }  // namespace vramplan

@@ -825,10 +825,12 @@ void minicpm3(Context& c) {
 // MLP; two RMSNorms a layer; lm_head always tied to embed_tokens. The MLP width: with
 // block_auto_adjust_ff_dim, int(2 x intermediate_size / 3), times block_ffn_dim_multiplier,
 // rounded up to block_multiple_of (Lfm2MLP). Lfm2Config reads block_ff_dim as intermediate_size.
-void lfm2(Context& c) {
+// LFM2's layer kinds: per layer_types ("conv" -> a ShortConv, sized as a mamba layer;
+// "full_attention"), else full_attn_idxs (Lfm2Config; every layer attention without either, or
+// a named error when `layer_types_required`).
+json lfm2_layer_kinds(const Context& c, bool layer_types_required) {
   const ConfigFields& f = c.f;
   const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
-  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
   json kinds = json::array();
   if (c.doc.contains("layer_types")) {
     for (const auto& t : c.doc["layer_types"]) {
@@ -837,19 +839,38 @@ void lfm2(Context& c) {
       }
       kinds.push_back(t == "conv" ? "mamba" : "full_attention");
     }
-  } else {
-    std::vector<bool> attention(static_cast<std::size_t>(layers), !f.has("full_attn_idxs"));
-    if (f.has("full_attn_idxs")) {
-      if (!f.at("full_attn_idxs").is_array()) f.fail("full_attn_idxs", "", "expected a list");
-      for (const auto& i : f.at("full_attn_idxs")) {
-        if (!i.is_number_integer() || i.get<std::int64_t>() < 0 || i.get<std::int64_t>() >= layers)
-          f.fail("full_attn_idxs", i.dump(), "expected layer indices below num_hidden_layers");
-        attention[i.get<std::size_t>()] = true;
-      }
-    }
-    for (const bool a : attention) kinds.push_back(a ? "full_attention" : "mamba");
+    return kinds;
   }
-  c.doc["layer_types"] = kinds;
+  if (layer_types_required) f.fail("layer_types", "missing", "required: it places the layers");
+  std::vector<bool> attention(static_cast<std::size_t>(layers), !f.has("full_attn_idxs"));
+  if (f.has("full_attn_idxs")) {
+    if (!f.at("full_attn_idxs").is_array()) f.fail("full_attn_idxs", "", "expected a list");
+    for (const auto& i : f.at("full_attn_idxs")) {
+      if (!i.is_number_integer() || i.get<std::int64_t>() < 0 || i.get<std::int64_t>() >= layers)
+        f.fail("full_attn_idxs", i.dump(), "expected layer indices below num_hidden_layers");
+      attention[i.get<std::size_t>()] = true;
+    }
+  }
+  for (const bool a : attention) kinds.push_back(a ? "full_attention" : "mamba");
+  return kinds;
+}
+
+// LFM2's attention layers: per-head q/k RMSNorms over head_dim = hidden / heads; the lm_head
+// always tied to embed_tokens (both lfm2.py and lfm2_moe.py tie it unconditionally).
+void lfm2_attention(Context& c) {
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  if (hidden % heads != 0) {
+    c.f.fail("num_attention_heads", std::to_string(heads), "must divide hidden_size");
+  }
+  c.doc["head_dim"] = hidden / heads;
+  c.doc["tie_word_embeddings"] = true;
+}
+
+void lfm2(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  c.doc["layer_types"] = lfm2_layer_kinds(c, false);
   for (const char* key : {"conv_dim", "block_dim"}) {
     // vLLM reads both from the config (no Lfm2Config field holds them).
     if (f.integer(key) != hidden) {
@@ -859,12 +880,7 @@ void lfm2(Context& c) {
   c.doc["short_conv"] = {{"dim", f.integer("conv_dim")},
                          {"conv_kernel", f.integer_or("conv_L_cache", 3)},
                          {"bias", f.boolean_or("conv_bias", false)}};
-  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
-  if (hidden % heads != 0) {
-    f.fail("num_attention_heads", std::to_string(heads), "must divide hidden_size");
-  }
-  c.doc["head_dim"] = hidden / heads;
-  c.doc["tie_word_embeddings"] = true;
+  lfm2_attention(c);
   std::int64_t width =
       f.has("block_ff_dim") ? f.integer("block_ff_dim") : f.integer("intermediate_size");
   if (f.boolean_or("block_auto_adjust_ff_dim", true)) {
@@ -878,6 +894,27 @@ void lfm2(Context& c) {
     width = multiple * ((width + multiple - 1) / multiple);
   }
   c.doc["intermediate_size"] = width;
+}
+
+// vLLM 0.33's lfm2_moe.py: lfm2's layers per layer_types (no other layout key), the ShortConv
+// over hidden_size (get_mamba_state_shape_from_config), Lfm2MoeMlp of intermediate_size (no
+// width adjustment) on layers below num_dense_layers, then Lfm2MoeSparseMoeBlock: a GateLinear
+// router given the quant config, an fp32 e_score_correction_bias under use_expert_bias, and
+// num_experts experts of moe_intermediate_size; no shared expert.
+void lfm2_moe(Context& c) {
+  const ConfigFields& f = c.f;
+  c.doc["layer_types"] = lfm2_layer_kinds(c, true);
+  c.doc["short_conv"] = {{"dim", c.doc["hidden_size"]},
+                         {"conv_kernel", f.integer_or("conv_L_cache", 3)},
+                         {"bias", f.boolean_or("conv_bias", false)}};
+  lfm2_attention(c);
+  json moe = {{"num_experts", f.integer("num_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", f.integer("moe_intermediate_size")},
+              {"first_k_dense", f.integer("num_dense_layers")},
+              {"router_quantizable", true}};
+  if (f.boolean_or("use_expert_bias", true)) moe["router_bias"] = true;
+  c.doc["moe"] = moe;
 }
 
 // Jamba as vLLM 0.33's jamba.py builds it: attention (head_dim = hidden / heads, no biases)
@@ -1054,6 +1091,7 @@ constexpr NamedRule kRules[] = {
     {"minicpm", minicpm},
     {"minicpm3", minicpm3},
     {"lfm2", lfm2},
+    {"lfm2_moe", lfm2_moe},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------

@@ -89,3 +89,54 @@ TEST(Lfm2, LayerTypesAndRefusals) {
     EXPECT_NE(std::string(e.what()).find("conv_dim"), std::string::npos) << e.what();
   }
 }
+
+// LFM2-8B-A1B as vLLM 0.33's lfm2_moe.py builds it (published-values config, see
+// tests/data/configs/published_values/README.md): layer_types puts attention at 2, 6, 10, 14,
+// 18 and 21, ShortConv on the other 18 layers; 8 KV heads x 64 (2,048 / 32) x (K + V) x 2 B =
+// 2,048 B a layer, 12,288 B a token. Each ShortConv layer holds a conv state of 2,048 channels
+// x (3 - 1) taps x 2 B = 8,192 B a sequence.
+TEST(Lfm2Moe, KvAndStateBytesByHand) {
+  const ModelSpec spec = load_hf_config(config_path("published_values/LiquidAI__LFM2-8B-A1B.json"));
+  EXPECT_EQ(spec.model_type, "lfm2_moe");
+  ASSERT_EQ(spec.layers.size(), 24U);
+  for (const int i : {2, 6, 10, 14, 18, 21}) {
+    EXPECT_EQ(spec.layers[i].attention, AttentionKind::Full) << i;
+  }
+  EXPECT_EQ(spec.layers[0].attention, AttentionKind::Mamba);
+  EXPECT_EQ(spec.layers[23].attention, AttentionKind::Mamba);
+  EXPECT_FALSE(spec.layers[1].moe);  // num_dense_layers 2
+  EXPECT_TRUE(spec.layers[2].moe);
+  EXPECT_EQ(kv_bytes_per_token(spec, bf16_kv_options()), 12288);
+  EXPECT_EQ(mamba_state_bytes(spec, spec.layers[0], bf16_kv_options()), 8192);
+  EXPECT_EQ(mamba_state_bytes(spec, spec.layers[0], bf16_kv_options(2)), 4096);
+}
+
+// Parameters (h 2,048, V 65,536 tied): embed_tokens 134,217,728; embedding_norm 2,048.
+//   Every layer: two RMSNorms 4,096.
+//   ShortConv (18): in_proj 3 x 2,048^2 = 12,582,912; conv 2,048 x 3 = 6,144; out_proj 2,048^2 =
+//     4,194,304: 16,783,360.
+//   Attention (6): q and out_proj 2 x 2,048^2 + k/v 2 x 512 x 2,048 = 10,485,760; q/k norms 128:
+//     10,485,888.
+//   Dense MLP (layers 0, 1): w13 2 x 7,168 x 2,048 + w2 2,048 x 7,168 = 44,040,192.
+//   MoE (22 layers): router 32 x 2,048 = 65,536; expert bias 32; experts 32 x 3 x 1,792 x 2,048 =
+//     352,321,536: 352,387,104.
+//   134,217,728 + 2,048 + 24 x 4,096 + 18 x 16,783,360 + 6 x 10,485,888 + 2 x 44,040,192 +
+//   22 x 352,387,104 = 8,339,930,560, the published 8.3 B total.
+TEST(Lfm2Moe, ParametersByHandMatchThePublishedTotal) {
+  const ModelSpec spec = load_hf_config(config_path("published_values/LiquidAI__LFM2-8B-A1B.json"));
+  EXPECT_TRUE(spec.tie_word_embeddings);
+  EXPECT_EQ(spec.intermediate_size, 7168);
+  EXPECT_EQ(parameter_count(spec), std::int64_t{8339930560});
+}
+
+// Lfm2MoeConfig has no full_attn_idxs: without layer_types vLLM cannot place the layers.
+TEST(Lfm2Moe, MissingLayerTypesAreRefusedByName) {
+  nlohmann::json config = vramplan_test::config_json("published_values/LiquidAI__LFM2-8B-A1B.json");
+  config.erase("layer_types");
+  try {
+    (void)model_spec_from_hf_config(config, nullptr, "lfm2-moe.json");
+    ADD_FAILURE() << "expected a refusal";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer_types"), std::string::npos) << e.what();
+  }
+}

@@ -513,6 +513,44 @@ void falcon(Context& c) {
     f.fail("alibi", "true", "ALiBi Falcon checkpoints are not modelled");
 }
 
+// vLLM 0.33's chatglm.py GLMTransformer: config.num_layers GLMBlocks; GLMAttention's head is
+// hidden / heads with multi_query_group_num KV heads under multi_query_attention, its
+// query_key_value biased under add_bias_linear or add_qkv_bias and dense under add_bias_linear;
+// get_rope over the whole head with partial_rotary_factor 0.5 and max_position seq_length (8192
+// when absent); GLMMLP a gated dense_h_to_4h of ffn_hidden_size; the embedding and output_layer
+// hold padded_vocab_size rows. LayerNorm blocks (rmsnorm false), no final norm and GLM-4V's
+// vision tower are refused by name.
+void chatglm(Context& c) {
+  const ConfigFields& f = c.f;
+  if (f.has("vision_config")) {
+    f.fail("vision_config", "present", "GLM-4V's vision tower (glm4v.py) is not modelled");
+  }
+  if (!f.boolean_or("rmsnorm", true)) {
+    f.fail("rmsnorm", "false", "ChatGLM's LayerNorm blocks are not modelled");
+  }
+  if (!f.boolean_or("post_layer_norm", true)) {
+    f.fail("post_layer_norm", "false", "a ChatGLM without its final norm is not modelled");
+  }
+  c.doc["num_hidden_layers"] = f.integer("num_layers");
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  if (hidden % heads != 0) {
+    f.fail("num_attention_heads", std::to_string(heads), "must divide hidden_size");
+  }
+  const std::int64_t head_dim = hidden / heads;
+  c.doc["head_dim"] = head_dim;
+  c.doc["num_key_value_heads"] =
+      f.boolean_or("multi_query_attention", false) ? f.integer("multi_query_group_num") : heads;
+  c.doc["intermediate_size"] = f.integer("ffn_hidden_size");
+  c.doc["vocab_size"] = f.integer("padded_vocab_size");
+  const bool linear_bias = f.boolean_or("add_bias_linear", false);
+  c.doc["qkv_bias"] = linear_bias || f.boolean_or("add_qkv_bias", false);
+  c.doc["o_proj_bias"] = linear_bias;
+  c.doc["mlp_bias"] = linear_bias;
+  c.doc["rotary_dim"] = head_dim / 2;
+  c.doc["rotary_cache_positions"] = f.integer_or("seq_length", 8192);
+}
+
 // Gemma-3's sliding layers build their own unscaled rope (rope_local_base_freq; vLLM gemma3.py),
 // a second cos/sin cache of max_position_embeddings positions beside the global one.
 void local_rope_cache(Context& c) {
@@ -1092,6 +1130,7 @@ constexpr NamedRule kRules[] = {
     {"minicpm3", minicpm3},
     {"lfm2", lfm2},
     {"lfm2_moe", lfm2_moe},
+    {"chatglm", chatglm},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------

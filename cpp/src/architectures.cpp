@@ -513,6 +513,18 @@ void falcon(Context& c) {
     f.fail("alibi", "true", "ALiBi Falcon checkpoints are not modelled");
 }
 
+// head_dim = hidden_size / heads, for the families whose vLLM model divides them (no head_dim
+// key is read); set into the spec and returned.
+std::int64_t head_dim_from_hidden(Context& c) {
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  if (hidden % heads != 0) {
+    c.f.fail("num_attention_heads", std::to_string(heads), "must divide hidden_size");
+  }
+  c.doc["head_dim"] = hidden / heads;
+  return hidden / heads;
+}
+
 // vLLM 0.33's chatglm.py GLMTransformer: config.num_layers GLMBlocks; GLMAttention's head is
 // hidden / heads with multi_query_group_num KV heads under multi_query_attention, its
 // query_key_value biased under add_bias_linear or add_qkv_bias and dense under add_bias_linear;
@@ -532,13 +544,8 @@ void chatglm(Context& c) {
     f.fail("post_layer_norm", "false", "a ChatGLM without its final norm is not modelled");
   }
   c.doc["num_hidden_layers"] = f.integer("num_layers");
-  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
   const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
-  if (hidden % heads != 0) {
-    f.fail("num_attention_heads", std::to_string(heads), "must divide hidden_size");
-  }
-  const std::int64_t head_dim = hidden / heads;
-  c.doc["head_dim"] = head_dim;
+  const std::int64_t head_dim = head_dim_from_hidden(c);
   c.doc["num_key_value_heads"] =
       f.boolean_or("multi_query_attention", false) ? f.integer("multi_query_group_num") : heads;
   c.doc["intermediate_size"] = f.integer("ffn_hidden_size");
@@ -811,12 +818,7 @@ void opt(Context& c) {
 // vLLM 0.33's minicpm.py: head_dim = hidden_size / heads (a head_dim or kv_channels key is not
 // read); num_experts > 0 makes every MLP num_experts routed experts of intermediate_size.
 void minicpm(Context& c) {
-  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
-  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
-  if (hidden % heads != 0) {
-    c.f.fail("num_attention_heads", std::to_string(heads), "must divide hidden_size");
-  }
-  c.doc["head_dim"] = hidden / heads;
+  head_dim_from_hidden(c);
   if (c.f.integer_or("num_experts", 0) > 0) {
     c.doc["moe"] = {{"num_experts", c.f.integer("num_experts")},
                     {"num_experts_per_tok", c.f.integer("num_experts_per_tok")},
@@ -896,12 +898,7 @@ json lfm2_layer_kinds(const Context& c, bool layer_types_required) {
 // LFM2's attention layers: per-head q/k RMSNorms over head_dim = hidden / heads; the lm_head
 // always tied to embed_tokens (both lfm2.py and lfm2_moe.py tie it unconditionally).
 void lfm2_attention(Context& c) {
-  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
-  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
-  if (hidden % heads != 0) {
-    c.f.fail("num_attention_heads", std::to_string(heads), "must divide hidden_size");
-  }
-  c.doc["head_dim"] = hidden / heads;
+  head_dim_from_hidden(c);
   c.doc["tie_word_embeddings"] = true;
 }
 

@@ -330,8 +330,10 @@ void add_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder
 }
 
 void add_layer(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {
-  b.add(TensorRole::Norm, TensorSplit::Replicated, index,
-        static_cast<std::int64_t>(s.norms_per_layer) * s.hidden_size, 1, false);
+  const std::int64_t norms =
+      s.norm_per_block ? (layer.attention != AttentionKind::None ? 1 : 0) + (layer.mlp ? 1 : 0)
+                       : s.norms_per_layer;
+  b.add(TensorRole::Norm, TensorSplit::Replicated, index, norms * s.hidden_size, 1, false);
   switch (layer.attention) {
     case AttentionKind::Full:
     case AttentionKind::SlidingWindow:

@@ -62,6 +62,9 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "sliding_window", "int", false, "Window of sliding_attention layers, tokens.", kMaxTokens},
   {"model", "attention_chunk_size", "int", false, "Chunk of chunked_attention layers, tokens (Llama-4).", kMaxTokens},
   {"model", "layer_types", "list[string]", false, "Per-layer kind, num_hidden_layers long: full_attention, sliding_attention, chunked_attention, mla, mamba, linear_attention, mlp_only."},
+  {"model", "layer_num_key_value_heads", "list[int]", false, "Per-layer KV heads, num_hidden_layers long, where layers differ (DeciLM / Nemotron-NAS: heads / n_heads_in_group); 0 for a layer without attention.", std::int64_t{1} << 8},
+  {"model", "layer_intermediate_sizes", "list[int]", false, "Per-layer dense MLP width, num_hidden_layers long, where layers differ (DeciLM / Nemotron-NAS); 0: the layer has no MLP.", std::int64_t{1} << 20},
+  {"model", "norm_per_block", "bool", false, "One hidden_size-wide norm before each block a layer has (attention, MLP) instead of norms_per_layer (DeciLM / Nemotron-NAS, whose no-op blocks have none)."},
   {"model", "layer_pattern", "list[string]", false, "Like layer_types, repeated cyclically (Gemma-3: 5 x sliding_attention, full_attention)."},
   {"model", "hybrid_override_pattern", "string", false, "Nemotron-H pattern: M = Mamba2 mixer only, * = attention only, - = MLP only, E = MoE only."},
   {"model", "full_attention_head_dim", "int", false, "Head size of full_attention layers where it differs from head_dim (Gemma-4 global_head_dim).", kMaxHeadDim},
@@ -655,6 +658,7 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   s.attention_sinks = r.get_bool("attention_sinks", false);
   s.attn_output_gate = r.get_bool("attn_output_gate", false);
   s.norms_per_layer = r.get_i32("norms_per_layer", 2, 0);
+  s.norm_per_block = r.get_bool("norm_per_block", false);
   s.rotary_dim = r.get_i32("rotary_dim", 0, 0);
   s.rotary_cache_positions = r.get_int("rotary_cache_positions", 0, 1);
   const std::string mrope = r.get_string("mrope", "none");
@@ -964,6 +968,49 @@ void build_layers(const MapReader& r, const LayerKinds& layout, const SharedLaye
   }
 }
 
+// Heterogeneous layers (DeciLM / Nemotron-NAS): per-layer KV heads and MLP widths over the
+// layers build_layers laid out.
+void apply_layer_lists(const MapReader& r, ModelSpec& s) {
+  const std::vector<std::int64_t> kv_heads = r.get_int_list("layer_num_key_value_heads", 0);
+  const std::vector<std::int64_t> widths = r.get_int_list("layer_intermediate_sizes", 0);
+  const auto n = static_cast<std::size_t>(s.num_hidden_layers);
+  for (const auto& [key, list] : {std::pair{"layer_num_key_value_heads", &kv_heads},
+                                  std::pair{"layer_intermediate_sizes", &widths}}) {
+    if (!list->empty() && list->size() != n) {
+      r.fail(key, std::to_string(list->size()) + " values",
+             "must list num_hidden_layers (" + std::to_string(n) + ") values");
+    }
+  }
+  for (std::size_t i = 0; i < n && !kv_heads.empty(); ++i) {
+    LayerSpec& layer = s.layers[i];
+    const std::string where = "layer_num_key_value_heads[" + std::to_string(i) + "]";
+    const bool per_head_kv = layer.attention == AttentionKind::Full ||
+                             layer.attention == AttentionKind::SlidingWindow ||
+                             layer.attention == AttentionKind::ChunkedLocal;
+    if (!per_head_kv) {
+      if (kv_heads[i] != 0)
+        r.fail(where, std::to_string(kv_heads[i]), "0: the layer has no attention");
+      continue;
+    }
+    if (kv_heads[i] < 1 || s.num_attention_heads % kv_heads[i] != 0) {
+      r.fail(where, std::to_string(kv_heads[i]),
+             "must divide num_attention_heads (" + std::to_string(s.num_attention_heads) + ")");
+    }
+    layer.num_key_value_heads = static_cast<std::int32_t>(kv_heads[i]);
+  }
+  for (std::size_t i = 0; i < n && !widths.empty(); ++i) {
+    LayerSpec& layer = s.layers[i];
+    if (widths[i] == 0) {
+      layer.mlp = false;
+    } else if (!layer.mlp || layer.moe) {
+      r.fail("layer_intermediate_sizes[" + std::to_string(i) + "]", std::to_string(widths[i]),
+             "0: the layer has no dense MLP");
+    } else {
+      layer.intermediate_size = static_cast<std::int32_t>(widths[i]);
+    }
+  }
+}
+
 }  // namespace
 
 ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string& file) {
@@ -982,6 +1029,7 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
   if (r.has("quantization")) s.quantization = read_quantization(r);
   const LayerKinds kinds = read_layer_kinds(r, s);
   build_layers(r, kinds, shared, moe, s);
+  apply_layer_lists(r, s);
   finalize_model_spec(s);
   return s;
 }

@@ -240,6 +240,9 @@ struct ModelSpec {
   bool attention_sinks = false;   // per-head sink logits (gpt-oss)
   bool attn_output_gate = false;  // q_proj also emits a gate of Hq*head_dim (Qwen3-Next)
   std::int32_t norms_per_layer = 2;
+  // One norm before each block a layer has (attention, MLP) instead of norms_per_layer (DeciLM's
+  // no-op blocks have none).
+  bool norm_per_block = false;
   // Per-layer input embeddings (Gemma-4 E-variants' hidden_size_per_layer_input): a table of
   // per_layer_input_vocab_size x (layers x per_layer_input_size), a hidden -> layers x size
   // projection, and per layer a gate [size, hidden] and a projection [hidden, size]. 0: none.

@@ -567,6 +567,19 @@ LlamacppMemory llamacpp_memory(const LlamacppModel& model, const LlamacppLaunch&
                       "f16, bf16 or f32 with --flash-attn off",
                       "llama.cpp: quantized V cache requires flash_attn to be enabled");
   }
+  // llama_init_from_model: with flash attention not off, a quantized cache type's block has to
+  // divide the head size (phi-2's 80 refuses q8_0 and q4_0).
+  const auto check_blocks = [&](DType type, std::int64_t head_dim, const char* flag, char kv) {
+    const std::int64_t block = dtype_info(type).block_elements;
+    if (launch.flash_attn != LlamacppFlashAttn::Off && block > 1 && head_dim % block != 0) {
+      throw ConfigError(
+          flag, llamacpp_type_name(type), "a cache type whose block divides the head size, or f16",
+          std::string("llama.cpp: ") + kv + " cache type with block size " + std::to_string(block) +
+              " does not divide n_embd_head_" + kv + "=" + std::to_string(head_dim));
+    }
+  };
+  check_blocks(launch.cache_type_k, model.head_dim_k, "--cache-type-k", 'k');
+  check_blocks(launch.cache_type_v, model.head_dim_v, "--cache-type-v", 'v');
   resolve_context(model, launch, out);
   out.n_gpu_layers = launch.n_gpu_layers < 0 ? model.n_layer + 1
                                              : std::min(launch.n_gpu_layers, model.n_layer + 1);

@@ -558,6 +558,87 @@ void chatglm(Context& c) {
   c.doc["rotary_cache_positions"] = f.integer_or("seq_length", 8192);
 }
 
+// One DeciLM block's sub-block object ("attention" or "ffn"), refusing a linear replacement
+// (vLLM's nemotron_nas.py builds none, so such a checkpoint does not load).
+const json& decilm_sub_block(const ConfigFields& f, const json& block, std::size_t i,
+                             const char* name) {
+  const std::string where = "block_configs[" + std::to_string(i) + "]." + name;
+  if (!block.is_object() || !block.contains(name) || !block.at(name).is_object()) {
+    f.fail(where.c_str(), "missing", "expected an object");
+  }
+  const json& sub = block.at(name);
+  if (sub.value("replace_with_linear", false)) {
+    f.fail((where + ".replace_with_linear").c_str(), "true",
+           "a linear replacement block is not built by vLLM's nemotron_nas.py");
+  }
+  return sub;
+}
+
+// vLLM 0.33's nemotron_nas.py (DeciLMForCausalLM: Llama-3.x-Nemotron Super / Ultra / 51B): one
+// block_configs entry per layer. attention.no_op drops the attention and its norm, else
+// num_attention_heads // n_heads_in_group KV heads; ffn.no_op drops the MLP and its norm, else a
+// LlamaMLP of _ffn_mult_to_intermediate_size (int(2 x ffn_mult x hidden / 3) rounded up to 256)
+// or the block's intermediate_size.
+void nemotron_nas(Context& c) {
+  const ConfigFields& f = c.f;
+  if (!f.has("block_configs") || !f.at("block_configs").is_array()) {
+    f.fail("block_configs", "missing", "required: one block per layer");
+  }
+  const json& blocks = f.at("block_configs");
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  if (static_cast<std::int64_t>(blocks.size()) != layers) {
+    f.fail("block_configs", std::to_string(blocks.size()) + " blocks",
+           "must list num_hidden_layers (" + std::to_string(layers) + ") blocks");
+  }
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  json kinds = json::array();
+  json kv_heads = json::array();
+  json widths = json::array();
+  std::int64_t widest = 0;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const json& attention = decilm_sub_block(f, blocks[i], i, "attention");
+    const json& ffn = decilm_sub_block(f, blocks[i], i, "ffn");
+    const std::string where = "block_configs[" + std::to_string(i) + "].";
+    if (attention.value("no_op", false)) {
+      kinds.push_back("mlp_only");
+      kv_heads.push_back(0);
+    } else {
+      const json group = attention.value("n_heads_in_group", json());
+      if (!group.is_number_integer() || group.get<std::int64_t>() < 1 ||
+          group.get<std::int64_t>() > heads) {
+        f.fail((where + "attention.n_heads_in_group").c_str(), group.dump(),
+               "expected heads per KV head, 1 .. num_attention_heads");
+      }
+      kinds.push_back("full_attention");
+      kv_heads.push_back(heads / group.get<std::int64_t>());
+    }
+    std::int64_t width = 0;
+    if (!ffn.value("no_op", false)) {
+      if (ffn.contains("ffn_mult") && ffn.at("ffn_mult").is_number()) {
+        const double mult = ffn.at("ffn_mult").get<double>();
+        if (!(mult > 0.0 && mult <= 64.0)) {
+          f.fail((where + "ffn.ffn_mult").c_str(), ffn.at("ffn_mult").dump(), "expected 0 .. 64");
+        }
+        width = static_cast<std::int64_t>(2.0 * mult * static_cast<double>(hidden) / 3.0);
+        width = (width + 255) / 256 * 256;
+      } else if (ffn.contains("intermediate_size") &&
+                 ffn.at("intermediate_size").is_number_integer()) {
+        width = ffn.at("intermediate_size").get<std::int64_t>();
+      } else {
+        f.fail((where + "ffn").c_str(), ffn.dump(), "expected ffn_mult or intermediate_size");
+      }
+    }
+    widths.push_back(width);
+    widest = std::max(widest, width);
+  }
+  c.doc["layer_types"] = kinds;
+  c.doc["layer_num_key_value_heads"] = kv_heads;
+  c.doc["layer_intermediate_sizes"] = widths;
+  c.doc["norm_per_block"] = true;
+  c.doc["intermediate_size"] = widest;
+}
+
 // Gemma-3's sliding layers build their own unscaled rope (rope_local_base_freq; vLLM gemma3.py),
 // a second cos/sin cache of max_position_embeddings positions beside the global one.
 void local_rope_cache(Context& c) {
@@ -1128,6 +1209,7 @@ constexpr NamedRule kRules[] = {
     {"lfm2", lfm2},
     {"lfm2_moe", lfm2_moe},
     {"chatglm", chatglm},
+    {"nemotron_nas", nemotron_nas},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------

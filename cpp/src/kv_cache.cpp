@@ -212,8 +212,11 @@ KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& o) {
                std::get<1>(bucket.first) == std::get<1>(first_key);
       })) {
     // One attention type whatever the page sizes: vLLM's UniformTypeKVCacheSpecs, one group
-    // (counted here at the largest page).
-    geometry.group_size = layers_on_rank;
+    // whose block costs the sum of the layers' pages. Equal pages: the page times the layers;
+    // pages that differ (DeciLM's per-layer KV heads): one page of the summed token bytes.
+    const bool equal_pages = buckets.size() == 1;
+    geometry.group_size = equal_pages ? layers_on_rank : 1;
+    if (!equal_pages) geometry.max_layer_token_bytes_per_element = geometry.token_bytes_per_element;
     geometry.groups.push_back(KvGroup{static_cast<AttentionKind>(std::get<0>(first_key)),
                                       std::get<1>(first_key), layers_on_rank, 1});
     return geometry;

@@ -207,7 +207,9 @@ class Evidence {
 class Scanner {
  public:
   void log_line(std::string_view line);
-  void kernel_line(std::string_view line);
+  void kernel_line(std::string_view line) {
+    if (kills_.kernel_line(line)) kill_lines_.add(line);
+  }
   Diagnosis finish(VllmLogFigures figures);
 
  private:
@@ -238,10 +240,7 @@ class Scanner {
   std::optional<std::int64_t> oom_tried_bytes_;
   std::optional<std::int64_t> oom_others_bytes_;
   std::optional<std::int64_t> profiling_kv_blocks_;
-  bool kill_hint_ = false;  // "Killed", Ray's OOM-killer message, OOMKilled
-  bool memcg_pending_ = false;
-  bool kill_open_ = false;  // the last kill report may continue on the next line
-  std::vector<OomKill> kills_;
+  OomKillReader kills_;
 
   Evidence oom_lines_, decisive_frames_, startup_free_, insufficient_, no_kv_, kill_lines_,
       profiling_setup_, phase_lines_, state_blocks_;
@@ -340,54 +339,7 @@ void Scanner::log_line(std::string_view line) {
       (kv_budget != npos && starts_with(line.substr(text::skip_spaces(line, kv_budget)), "-"))) {
     no_kv_.add(line);
   }
-  if (trim(line) == kernel::kShellKilled || contains(line, kernel::kRayOomKiller) ||
-      contains(line, kernel::kKubernetesOomKilled) || contains(line, kernel::kRayLowMemory)) {
-    kill_hint_ = true;
-    kill_lines_.add(line);
-  }
-  kernel_line(line);  // journalctl output pasted into the log
-}
-
-void Scanner::kernel_line(std::string_view line) {
-  if (contains(line, kernel::kMemoryCgroupOom) || contains(line, kernel::kConstraintMemcg)) {
-    memcg_pending_ = true;
-  }
-  if (contains(line, kernel::kInvokedOomKiller) || contains(line, kernel::kOomKill)) {
-    kill_lines_.add(line);
-  }
-  const std::size_t at = after(line, kernel::kKilledProcess);
-  if (at == npos) {
-    // A report wrapped over lines: "file-rss:..., shmem-rss:..." continue the last kill.
-    if (kill_open_ && !kills_.empty()) {
-      OomKill& last = kills_.back();
-      if (!last.anon_rss_bytes) last.anon_rss_bytes = bytes_after(line, kernel::kAnonRss);
-      if (!last.file_rss_bytes) last.file_rss_bytes = bytes_after(line, kernel::kFileRss);
-      if (!last.shmem_rss_bytes) last.shmem_rss_bytes = bytes_after(line, kernel::kShmemRss);
-      kill_open_ = contains(line, kernel::kAnyRss);
-      if (kill_open_) kill_lines_.add(line);
-    }
-    return;
-  }
-  if (kills_.size() >= 64) return;
-  OomKill kill;
-  const auto pid_number = text::read_number(line, at);
-  const auto pid = pid_number ? text::to_count(*pid_number) : std::nullopt;
-  if (!pid) return;
-  kill.pid = *pid;
-  // "(ray::IDLE)": the kernel's name for the process, 15 characters at most.
-  const std::size_t name = after(line, "(", pid_number->end);
-  const std::size_t close = name == npos ? npos : line.find(')', name);
-  if (close != npos && name - pid_number->end <= 3 && close - name <= 63) {
-    kill.process = text::printable(line.substr(name, close - name));
-  }
-  kill.cgroup = memcg_pending_ || contains(line, kernel::kMemoryCgroupOom);
-  memcg_pending_ = false;
-  kill.anon_rss_bytes = bytes_after(line, kernel::kAnonRss);
-  kill.file_rss_bytes = bytes_after(line, kernel::kFileRss);
-  kill.shmem_rss_bytes = bytes_after(line, kernel::kShmemRss);
-  kills_.push_back(std::move(kill));
-  kill_open_ = true;
-  kill_lines_.add(line);
+  if (kills_.log_line(line)) kill_lines_.add(line);
 }
 
 Advice lower(std::string_view knob, nlohmann::json at_most = nullptr) {
@@ -592,8 +544,8 @@ void Scanner::explain_oom_kill(Diagnosis& d, Shown& shown) const {
   d.cause = FailureCause::HostRamOomKiller;
   shown.push_back(&kill_lines_);
   d.explanation = "The kernel's OOM killer ended the launch: host RAM";
-  if (!kills_.empty()) {
-    const OomKill& k = kills_.back();
+  if (!kills_.kills().empty()) {
+    const OomKill& k = kills_.kills().back();
     d.explanation += k.cgroup ? " inside the container's memory cgroup (its limit, not the "
                                 "machine's RAM) ran out; it killed "
                               : " ran out; it killed ";
@@ -653,7 +605,7 @@ Diagnosis Scanner::finish(VllmLogFigures figures) {
     explain_kv_budget(f, d, shown);
   } else if (oom_) {
     explain_cuda_oom(f, d, shown);
-  } else if (!kills_.empty() || kill_hint_) {
+  } else if (kills_.killed()) {
     explain_oom_kill(d, shown);
   } else if (!f.error_lines.empty() || traceback_ || f.outcome == "oom_at_load") {
     explain_not_memory(f, d);
@@ -666,7 +618,7 @@ Diagnosis Scanner::finish(VllmLogFigures figures) {
   }
   add_evidence(shown, d);
   d.oom_other_processes_bytes = oom_others_bytes_;
-  d.oom_kills = std::move(kills_);
+  d.oom_kills = kills_.take_kills();
   d.figures = std::move(figures);
   return d;
 }
@@ -686,12 +638,64 @@ void for_each_line(std::string_view text, Fn&& fn) {
 
 }  // namespace
 
+bool OomKillReader::log_line(std::string_view line) {
+  const bool notice = trim(line) == kernel::kShellKilled || contains(line, kernel::kRayOomKiller) ||
+                      contains(line, kernel::kKubernetesOomKilled) ||
+                      contains(line, kernel::kRayLowMemory);
+  notice_ = notice_ || notice;
+  // journalctl output pasted into the log
+  return kernel_line(line) || notice;
+}
+
+bool OomKillReader::kernel_line(std::string_view line) {
+  if (contains(line, kernel::kMemoryCgroupOom) || contains(line, kernel::kConstraintMemcg)) {
+    memcg_pending_ = true;
+  }
+  const bool report_line =
+      contains(line, kernel::kInvokedOomKiller) || contains(line, kernel::kOomKill);
+  const std::size_t at = after(line, kernel::kKilledProcess);
+  if (at == npos) {
+    // A report wrapped over lines: "file-rss:..., shmem-rss:..." continue the last kill.
+    if (open_ && !kills_.empty()) {
+      OomKill& last = kills_.back();
+      if (!last.anon_rss_bytes) last.anon_rss_bytes = bytes_after(line, kernel::kAnonRss);
+      if (!last.file_rss_bytes) last.file_rss_bytes = bytes_after(line, kernel::kFileRss);
+      if (!last.shmem_rss_bytes) last.shmem_rss_bytes = bytes_after(line, kernel::kShmemRss);
+      open_ = contains(line, kernel::kAnyRss);
+      return report_line || open_;
+    }
+    return report_line;
+  }
+  if (kills_.size() >= 64) return report_line;
+  OomKill kill;
+  const auto pid_number = text::read_number(line, at);
+  const auto pid = pid_number ? text::to_count(*pid_number) : std::nullopt;
+  if (!pid) return report_line;
+  kill.pid = *pid;
+  // "(ray::IDLE)": the kernel's name for the process, 15 characters at most.
+  const std::size_t name = after(line, "(", pid_number->end);
+  const std::size_t close = name == npos ? npos : line.find(')', name);
+  if (close != npos && name - pid_number->end <= 3 && close - name <= 63) {
+    kill.process = text::printable(line.substr(name, close - name));
+  }
+  kill.cgroup = memcg_pending_ || contains(line, kernel::kMemoryCgroupOom);
+  memcg_pending_ = false;
+  kill.anon_rss_bytes = bytes_after(line, kernel::kAnonRss);
+  kill.file_rss_bytes = bytes_after(line, kernel::kFileRss);
+  kill.shmem_rss_bytes = bytes_after(line, kernel::kShmemRss);
+  kills_.push_back(std::move(kill));
+  open_ = true;
+  return true;
+}
+
 const char* advice_action_name(AdviceAction action) noexcept {
   switch (action) {
     case AdviceAction::Lower:
       return "lower";
     case AdviceAction::Raise:
       return "raise";
+    case AdviceAction::Keep:
+      return "keep";
     case AdviceAction::Set:
       break;
   }

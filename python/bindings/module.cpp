@@ -20,5 +20,6 @@ PYBIND11_MODULE(_core, m) {
   vramplan_py::register_colocate(m);
   vramplan_py::register_band(m);
   vramplan_py::register_sglang(m);
+  vramplan_py::register_sglang_diagnose(m);
   vramplan_py::register_llamacpp(m);
 }

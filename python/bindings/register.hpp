@@ -19,6 +19,7 @@ void register_calibrate(pybind11::module_& m);
 void register_colocate(pybind11::module_& m);
 void register_band(pybind11::module_& m);
 void register_sglang(pybind11::module_& m);
+void register_sglang_diagnose(pybind11::module_& m);
 void register_llamacpp(pybind11::module_& m);
 void register_workload(pybind11::module_& m);
 void register_version(pybind11::module_& m);

@@ -38,6 +38,7 @@ __all__: list[str] = [
     "apply_profile_overrides",
     "calibrate",
     "diagnose_launch",
+    "diagnose_sglang_launch",
     "engine_profile",
     "engine_row",
     "error_band_era",
@@ -587,6 +588,11 @@ def calibrate(
 def diagnose_launch(log_text: str, kernel_text: str = "") -> typing.Any:
     """
     Name the cause of a failed vLLM launch from its log and an optional dmesg/journalctl excerpt. Returns a dict[str, typing.Any]: cause (fixed vocabulary), evidence (lines), explanation, advice ([{knob, action, value}]), oom_phase, oom_other_processes_bytes, oom_kills, figures (parse_vllm_log's dict[str, typing.Any]). Never raises for malformed text.
+    """
+
+def diagnose_sglang_launch(log_text: str) -> typing.Any:
+    """
+    Name the cause of a failed SGLang launch from its startup log (kernel OOM-killer lines pasted into it count). Returns a dict[str, typing.Any]: engine, cause (fixed vocabulary), explanation, advice ([{knob, flag, action, value, why}] under SGLang's ServerArgs names and flags), error_lines, figures (parse_sglang_log's dict[str, typing.Any]). Never raises for malformed text.
     """
 
 def engine_profile(version: str = "") -> EngineProfile:

@@ -1,174 +1,21 @@
-"""SGLang startup logs: `diagnose` (the cause of a failed launch and advice as (knob, action,
-value) data under SGLang's flags) and `validate` (the log's figures against the breakdown of
-the same launch, per term). The figures come from the core's parser (parse_sglang_log)."""
+"""SGLang startup logs: `diagnose` (the cause of a failed launch and advice as (knob, flag,
+action, value, why) data under SGLang's flags, from the core's diagnose_sglang_launch) and
+`validate` (the log's figures against the breakdown of the same launch, per term). The figures
+come from the core's parser (parse_sglang_log)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
-from . import _core, api, sglang
+from . import _core, api
 from ._units import GIB
-
-# A cause per parsed outcome: (cause, what happened).
-_CAUSES = {
-    "weights_leave_no_memory": (
-        "weights_leave_no_memory",
-        (
-            "the weights leave no GPU memory for the KV pool at this --mem-fraction-static: "
-            "free after the weights is below the slack B x (1 - f)"
-        ),
-    ),
-    "not_enough_memory": (
-        "kv_pool_too_small",
-        (
-            "not enough memory for the KV pool: after the weights and the slack B x (1 - f), no "
-            "token (or no Mamba state slot) fits"
-        ),
-    ),
-    "hicache_refused": (
-        "hicache_refused",
-        (
-            "SGLang refused HiCache's host pool: each rank's pool is larger than its share of "
-            "the host's available memory less a 10 GiB reserve"
-        ),
-    ),
-    "oom_cuda_graph_capture": (
-        "oom_cuda_graph_capture",
-        (
-            "CUDA out of memory while capturing CUDA graphs: the slack B x (1 - f) left after the "
-            "pools cannot hold the graphs"
-        ),
-    ),
-}
-
-# Lines that say the kernel killed the process for host memory.
-_HOST_OOM = ("Out of memory: Killed process", "oom-kill", "oom_reaper", "Killed process")
-
-
-def _advice(knob: str, action: str, value: Any, why: str) -> dict[str, Any]:
-    flag = next((k["flag"] for k in sglang.knobs() if k["name"] == knob), "")
-    return {"knob": knob, "flag": flag, "action": action, "value": value, "why": why}
-
-
-def _up(value: float, step: float = 0.01) -> float:
-    return round(math.ceil(value / step - 1e-9) * step, 3)
-
-
-def _down(value: float, step: float = 0.01) -> float:
-    return round(math.floor(value / step + 1e-9) * step, 3)
 
 
 def diagnose(text: str) -> dict[str, Any]:
-    """The cause of an SGLang launch's failure from its log, with advice as data."""
-    figures = dict(_core.parse_sglang_log(text))
-    outcome = str(figures["outcome"])
-    f = figures["mem_fraction_static"]
-    advice: list[dict[str, Any]] = []
-    if any(phrase in text for phrase in _HOST_OOM):
-        cause, what = (
-            "host_oom",
-            ("the kernel killed the process for host RAM (loading weights through host memory)"),
-        )
-        advice.append(
-            _advice(
-                "tp_size",
-                "keep",
-                figures["tp_size"],
-                "host RAM is not a GPU knob: add host RAM or swap, or run fewer ranks per node",
-            )
-        )
-    elif outcome in _CAUSES:
-        cause, what = _CAUSES[outcome]
-        free = figures["avail_after_weights_gib"]
-        weights = figures["weights_gib"]
-        if outcome == "hicache_refused":
-            advice += [
-                _advice("hicache_ratio", "lower", None, "host tokens per device KV token"),
-                _advice("hicache_size", "set", None, "a fixed host pool per rank, decimal GB"),
-            ]
-        elif outcome in ("weights_leave_no_memory", "not_enough_memory"):
-            if free is not None and weights is not None and free + weights > 0:
-                # B taken as free + weights (docs/sglang.md): the pool needs f > 1 - free / B.
-                minimum = 1.0 - free / (free + weights)
-                advice.append(
-                    _advice(
-                        "mem_fraction_static",
-                        "raise",
-                        min(0.99, _up(minimum + 0.02)),
-                        f"the smallest f that leaves the pool memory is {minimum:.4f} "
-                        "(1 - free after the weights / baseline); the slack shrinks with it",
-                    )
-                )
-            else:
-                advice.append(
-                    _advice("mem_fraction_static", "raise", None, "the log prints no weights")
-                )
-            tp = figures["tp_size"] or 1
-            advice.append(_advice("tp_size", "raise", tp * 2, "halves the weights per rank"))
-            advice.append(
-                _advice("kv_cache_dtype", "set", "fp8_e4m3", "halves the bytes per KV token")
-            )
-        else:
-            tried = figures["oom_tried_gib"] or 0.0
-            if f is not None:
-                base = (figures["load_begin_avail_gib"] or 0.0) or None
-                step = (tried + 0.5) / base if base else 0.02
-                advice.append(
-                    _advice(
-                        "mem_fraction_static",
-                        "lower",
-                        _down(f - max(step, 0.01)),
-                        "a larger slack B x (1 - f) for the graphs",
-                    )
-                )
-            bs = figures["cuda_graph_max_bs"]
-            advice.append(
-                _advice(
-                    "cuda_graph_max_bs",
-                    "lower",
-                    max(1, bs // 2) if bs else None,
-                    "fewer and smaller graphs",
-                )
-            )
-            advice.append(_advice("disable_cuda_graph", "set", True, "no graphs at all (slower)"))
-    elif outcome == "oom":
-        graphs_done = (
-            figures["decode_graph_gib"] is not None or figures["avail_after_graphs_gib"] is not None
-        )
-        cause = "oom_first_prefill" if graphs_done else "oom"
-        what = (
-            "CUDA out of memory after the graphs were captured: the first (chunked) prefill's "
-            "activations do not fit in what the slack has left"
-            if graphs_done
-            else "CUDA out of memory outside the pool sizing and the graph capture"
-        )
-        chunk = figures["chunked_prefill_size"]
-        advice.append(
-            _advice(
-                "chunked_prefill_size",
-                "lower",
-                max(512, chunk // 2) if chunk and chunk > 0 else 4096,
-                "smaller prefill activations",
-            )
-        )
-        if f is not None:
-            advice.append(
-                _advice("mem_fraction_static", "lower", _down(f - 0.03), "a larger slack")
-            )
-    elif outcome == "started":
-        cause, what = "started", "the launch started: no failure in this log"
-    else:
-        cause, what = "unknown", "no SGLang failure this parser knows was found"
-    return {
-        "engine": "sglang",
-        "cause": cause,
-        "explanation": what,
-        "advice": advice,
-        "error_lines": list(figures["error_lines"]),
-        "figures": figures,
-    }
+    """The cause of an SGLang launch's failure from its log, with advice as data: engine, cause,
+    explanation, advice ([{knob, flag, action, value, why}]), error_lines, figures."""
+    return dict(_core.diagnose_sglang_launch(text))
 
 
 def format_text(result: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "vramplan/engine.hpp"
@@ -53,6 +54,29 @@ struct OomKill {
   std::optional<std::int64_t> shmem_rss_bytes;
 };
 
+// Reads the kernel's OOM-killer reports and the kill notices around a server (the shell's
+// "Killed", Ray's and Kubernetes' OOM messages) line by line. Every engine's diagnosis shares
+// it, so each OOM-killer phrase is read in one place (runtime_vocabulary.hpp).
+class OomKillReader {
+ public:
+  // A line of a server's log: a kill notice, or kernel lines pasted into the log. True when
+  // the line is evidence of a kill.
+  bool log_line(std::string_view line);
+  // A dmesg / journalctl -k line. True when it is part of a kill report.
+  bool kernel_line(std::string_view line);
+  // A process was killed: a report naming its pid, or a notice.
+  bool killed() const noexcept { return !kills_.empty() || notice_; }
+  // The reports with a pid, in order (at most 64).
+  const std::vector<OomKill>& kills() const noexcept { return kills_; }
+  std::vector<OomKill> take_kills() { return std::move(kills_); }
+
+ private:
+  bool notice_ = false;  // "Killed", Ray's OOM-killer message, OOMKilled
+  bool memcg_pending_ = false;
+  bool open_ = false;  // the last kill report may continue on the next line
+  std::vector<OomKill> kills_;
+};
+
 // vLLM's argument names the advice uses (the CLI spells them --max-model-len, LLM(...) takes
 // them as they are).
 namespace knob {
@@ -68,8 +92,9 @@ inline constexpr std::string_view kCpuOffloadGb = "cpu_offload_gb";
 inline constexpr std::string_view kKvOffloadingSize = "kv_offloading_size";
 }  // namespace knob
 
-enum class AdviceAction : std::uint8_t { Lower, Raise, Set };
-const char* advice_action_name(AdviceAction action) noexcept;  // "lower", "raise", "set"
+// Keep: the knob is not the fix and its value stays (the explanation says what is).
+enum class AdviceAction : std::uint8_t { Lower, Raise, Set, Keep };
+const char* advice_action_name(AdviceAction action) noexcept;  // "lower", "raise", "set", "keep"
 
 // One change the explanation advises, as data: code reads this, never the explanation's words.
 struct Advice {

@@ -111,3 +111,26 @@ TEST(NemotronNas, ABlockCostsTheSumOfTheLayersPages) {
   EXPECT_EQ(layout.page_bytes * layout.group_size, 16 * 1792);
   EXPECT_EQ(layout.bytes_per_token, 1792);
 }
+
+// nvidia/Llama-3_3-Nemotron-Super-49B-v1 (tests/data/configs): 80 blocks of hidden 8,192 and 64
+// heads of 128; 49 keep attention (n_heads_in_group 8: 8 KV heads), 31 are no-op; no MLP is.
+// KV: 49 x 2 x 8 x 128 x 2 B = 200,704 B a token. Widths from ffn_mult: 0.5 -> 2,730 -> 2,816;
+// 1.0 -> 5,461 -> 5,632; 1.3125 -> 7,168; 2.625 -> 14,336; 3.28125 -> 17,920; 5.25 -> 28,672.
+// Parameters: embed_tokens and lm_head 2 x 128,256 x 8,192 plus the final norm; each attention
+// block 8,192 (norm) + 2 x 8,192^2 (q, o) + 2 x 8 x 128 x 8,192 (k, v); each MLP 8,192 (norm) +
+// 3 x width x 8,192. Summed over the blocks as the config lists them (a separate Python pass over
+// the JSON with vLLM's formula): 49,867,145,216, the published 49.9 B.
+TEST(NemotronNas, Super49bKvBytesAndParametersByHand) {
+  const ModelSpec spec =
+      load_hf_config(vramplan_test::config_path("nvidia__Llama-3_3-Nemotron-Super-49B-v1.json"));
+  EXPECT_EQ(spec.model_type, "nemotron-nas");
+  int attention_layers = 0;
+  for (const LayerSpec& layer : spec.layers) {
+    attention_layers += layer.attention == AttentionKind::Full ? 1 : 0;
+  }
+  EXPECT_EQ(attention_layers, 49);
+  EXPECT_EQ(spec.layers[62].intermediate_size, 2816);
+  EXPECT_EQ(spec.layers[54].intermediate_size, 5632);
+  EXPECT_EQ(kv_bytes_per_token(spec, bf16_kv_options()), 200704);
+  EXPECT_EQ(parameter_count(spec), std::int64_t{49867145216});
+}

@@ -135,6 +135,8 @@ _OUTCOMES = ["rejected", *_core.outcome_names()]
 
 def _integer(field: str, value: object, low: int, high: int) -> int:
     """An integer argument in [low, high] (a numpy integer too), or a ConfigError naming it."""
+    if type(value) is int and low <= value <= high:  # the common case, on every plan
+        return value
     value = plain_scalar(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise config_error(field, value, f"an integer in [{low}, {high}]", "wrong type")
@@ -812,9 +814,7 @@ def _vllm_plan(
             runtime_headroom_bytes=-1 if runtime_headroom_bytes is None else runtime_headroom_bytes,
             workload=traffic,
         )
-        card = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
-        mig_slice = bool(card.mig_profile)
-        return Plan(solved, band, launch, evaluated, traffic, mig_slice=mig_slice)
+        return Plan(solved, band, launch, evaluated, traffic, mig_slice=_is_mig_slice(gpu))
 
     if _searches_splits(num_gpus, pinned):
         from .search import plan_on_gpus
@@ -827,6 +827,19 @@ def _vllm_plan(
         result.split_search = [attempt.to_json() for attempt in attempts]
         return result
     return at_split({})
+
+
+def _is_mig_slice(gpu: str | _core.GpuSpec) -> bool:
+    """Whether the GPU is a MIG slice (its remedies take no wider TP or PP group)."""
+    if isinstance(gpu, _core.GpuSpec):
+        return bool(gpu.mig_profile)
+    return _named_gpu_is_mig_slice(gpu)
+
+
+@functools.lru_cache(maxsize=256)
+def _named_gpu_is_mig_slice(gpu: str) -> bool:
+    # Once per name, as the compiled launch is (a GPU lookup is a few µs of every plan).
+    return bool(load_gpu(gpu).mig_profile)
 
 
 def _searches_splits(num_gpus: int | None, pinned: Mapping[str, Any]) -> bool:

@@ -256,10 +256,26 @@ def _vllm_names_to_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
     memory effect are accepted and dropped; unknown names raise ConfigError (did you mean)."""
     if not knobs:
         return {}  # nothing to rename (a plain plan): the argument list is not consulted
+    # Keyed by each value's type too: True == 1 and 1 == 1.0 are different arguments here.
+    key = tuple((name, type(value), value) for name, value in sorted(knobs.items()))
+    try:
+        hash(key)
+    except TypeError:  # an unhashable value (a speculative_config dict): translated each time
+        return _translated(knobs)
+    return dict(_translated_once(key))
+
+
+def _translated(knobs: dict[str, Any]) -> dict[str, Any]:
     from .launch import to_knobs
 
     version = knobs.get("engine_version")
     return to_knobs(knobs, version=version if isinstance(version, str) else None, typed=False).knobs
+
+
+@functools.lru_cache(maxsize=1024)
+def _translated_once(key: tuple[tuple[str, type, Any], ...]) -> dict[str, Any]:
+    """The translation of knobs a process passes again and again (fit's splits): once each."""
+    return _translated({name: value for name, _, value in key})
 
 
 def _launch(

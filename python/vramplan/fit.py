@@ -13,9 +13,8 @@ import functools
 import io
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _core, _io, api, engines
 from ._quoting import shell_word
@@ -139,8 +138,7 @@ def launch_line(model: str, result: api.Plan) -> str:
     return f"{env} {line}" if env else line
 
 
-@dataclass(frozen=True)
-class _Target:
+class _Target(NamedTuple):  # not a dataclass: `fit` starts without `dataclasses`
     context: int
     concurrency: int
 

@@ -82,10 +82,15 @@ STARTUP_FREE = ("dataclasses", "inspect", "difflib", "csv")
 
 @pytest.mark.parametrize(
     "argv",
-    [["flags", MODEL, "--gpu", "H100-80GB"], ["plan", MODEL, "--gpu", "H100-80GB"]],
-    ids=["flags", "plan"],
+    [
+        ["flags", MODEL, "--gpu", "H100-80GB"],
+        ["plan", MODEL, "--gpu", "H100-80GB"],
+        ["plan", MODEL, "--gpu", "L4", "--num-gpus", "2"],
+        ["fit", "--gpu", "L4", "--num-gpus", "2", "--no-hf-cache", "--json"],
+    ],
+    ids=["flags", "plan", "plan searching splits", "fit --gpu --json"],
 )
-def test_cli_plan_and_flags_start_without_dataclasses(argv: list[str]) -> None:
+def test_cli_commands_start_without_dataclasses(argv: list[str]) -> None:
     body = (
         "import contextlib, io\n"
         "from vramplan.cli import main\n"

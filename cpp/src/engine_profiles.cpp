@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cctype>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -46,9 +48,13 @@ std::vector<std::string> name_list(const YAML::Node& list, const std::string& fi
 class Row {
  public:
   Row(const YAML::Node& node, std::string file, std::size_t index)
-      : node_(node), file_(std::move(file)), prefix_("engines[" + std::to_string(index) + "].") {}
+      : Row(node, std::move(file), "engines[" + std::to_string(index) + "].") {}
   Row(const YAML::Node& node, std::string file, std::string prefix)
-      : node_(node), file_(std::move(file)), prefix_(std::move(prefix)) {}
+      : node_(node), file_(std::move(file)), prefix_(std::move(prefix)) {
+    // yaml-cpp finds a map's key by converting every key before it to a string: the ~100
+    // fields asked of each row made that most of the rows' walk. One pass indexes them.
+    for (const auto& kv : node_) fields_.emplace(kv.first.Scalar(), kv.second);
+  }
 
   [[noreturn]] void fail(const std::string& key, const std::string& value,
                          const std::string& problem) const {
@@ -56,7 +62,7 @@ class Row {
   }
   YAML::Node get(const std::string& key) const {
     asked(key);
-    const YAML::Node value = node_[key];
+    const YAML::Node value = field(key);
     if (!value || value.IsNull()) fail(key, "missing", "required field is missing");
     if (!value.IsScalar() && !value.IsMap()) fail(key, "not a scalar", "expected a value");
     return value;
@@ -82,7 +88,7 @@ class Row {
   }
   bool has(const std::string& key) const {
     asked(key);
-    return static_cast<bool>(node_[key]);
+    return static_cast<bool>(field(key));
   }
   // Every key of the row must be one the parser asked for: a misspelt or retired field (say
   // `non_torch_single_rank_byte`, or one a profile of an older vramplan wrote) is an error
@@ -106,12 +112,12 @@ class Row {
     }
   }
   YAML::Node list(const std::string& key) const {
-    const YAML::Node l = node_[key];
+    const YAML::Node l = field(key);
     if (!l || !l.IsSequence()) fail(key, l ? "not a list" : "missing", "expected a list");
     return l;
   }
   std::vector<std::string> names(const std::string& key) const {
-    const YAML::Node list = node_[key];
+    const YAML::Node list = field(key);
     if (!list || list.IsNull()) fail(key, "missing", "required field is missing");
     return name_list(list, file_, prefix_ + key);
   }
@@ -171,10 +177,17 @@ class Row {
   void asked(const std::string& key) const {
     if (std::find(asked_.begin(), asked_.end(), key) == asked_.end()) asked_.push_back(key);
   }
+  // The row's value under `key`; an undefined node (false) when the row omits it.
+  YAML::Node field(const std::string& key) const {
+    const auto it = fields_.find(key);
+    return it == fields_.end() ? YAML::Node(YAML::NodeType::Undefined) : it->second;
+  }
 
   YAML::Node node_;
   std::string file_;
   std::string prefix_;
+  // Built by emplace, never assigned: assigning a YAML::Node rewrites the node it refers to.
+  std::map<std::string, YAML::Node, std::less<>> fields_;
   mutable std::vector<std::string> asked_;  // the fields read so far, for no_unread_keys
 };
 
@@ -521,9 +534,33 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   row.no_unread_keys();
 }
 
+// `text` with each line that is only a comment emptied (its newline kept, so an error's line
+// number is still the file's). Two thirds of engines.yaml is comment lines, yaml-cpp scans
+// every comment character, and the rows are parsed at every start of the CLI (_core's knob
+// table needs the newest row): a third of that parse. engines.yaml holds no block scalar
+// (`|`, `>`), where such a line would be text.
+std::string without_comment_lines(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    end = end == std::string_view::npos ? text.size() : end + 1;
+    const std::string_view line = text.substr(start, end - start);
+    const std::size_t first = line.find_first_not_of(' ');
+    if (first != std::string_view::npos && line[first] == '#') {
+      if (line.back() == '\n') out += '\n';
+    } else {
+      out += line;
+    }
+    start = end;
+  }
+  return out;
+}
+
 const std::vector<EngineProfile>& compiled_profiles() {
-  static const std::vector<EngineProfile> profiles =
-      parse_engine_profiles(detail::kEnginesYaml, "model_specs/engines.yaml");
+  static const std::vector<EngineProfile> profiles = parse_engine_profiles(
+      without_comment_lines(detail::kEnginesYaml), "model_specs/engines.yaml");
   return profiles;
 }
 

@@ -124,7 +124,7 @@ def substitution_words(words: Iterable[str]) -> str:
 def shell_word(word: str) -> str:
     """A word for bash's `eval`: single-quoted as shlex does, or `$'...'` with escapes when it
     holds invisible characters (so the line printed on a terminal shows them)."""
-    if not any(map(_invisible, word)):
+    if word.isprintable() or not any(map(_invisible, word)):  # isprintable: one C call
         return shlex.quote(word)
     body = "".join(
         "".join(f"\\x{byte:02x}" for byte in c.encode("utf-8"))

@@ -135,6 +135,8 @@ _OUTCOMES = ["rejected", *_core.outcome_names()]
 
 def _integer(field: str, value: object, low: int, high: int) -> int:
     """An integer argument in [low, high] (a numpy integer too), or a ConfigError naming it."""
+    if type(value) is int and low <= value <= high:  # the common case, on every plan
+        return value
     value = plain_scalar(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise config_error(field, value, f"an integer in [{low}, {high}]", "wrong type")
@@ -254,10 +256,26 @@ def _vllm_names_to_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
     memory effect are accepted and dropped; unknown names raise ConfigError (did you mean)."""
     if not knobs:
         return {}  # nothing to rename (a plain plan): the argument list is not consulted
+    # Keyed by each value's type too: True == 1 and 1 == 1.0 are different arguments here.
+    key = tuple((name, type(value), value) for name, value in sorted(knobs.items()))
+    try:
+        hash(key)
+    except TypeError:  # an unhashable value (a speculative_config dict): translated each time
+        return _translated(knobs)
+    return dict(_translated_once(key))
+
+
+def _translated(knobs: dict[str, Any]) -> dict[str, Any]:
     from .launch import to_knobs
 
     version = knobs.get("engine_version")
     return to_knobs(knobs, version=version if isinstance(version, str) else None, typed=False).knobs
+
+
+@functools.lru_cache(maxsize=1024)
+def _translated_once(key: tuple[tuple[str, type, Any], ...]) -> dict[str, Any]:
+    """The translation of knobs a process passes again and again (fit's splits): once each."""
+    return _translated({name: value for name, _, value in key})
 
 
 def _launch(
@@ -812,9 +830,7 @@ def _vllm_plan(
             runtime_headroom_bytes=-1 if runtime_headroom_bytes is None else runtime_headroom_bytes,
             workload=traffic,
         )
-        card = gpu if isinstance(gpu, _core.GpuSpec) else load_gpu(gpu)
-        mig_slice = bool(card.mig_profile)
-        return Plan(solved, band, launch, evaluated, traffic, mig_slice=mig_slice)
+        return Plan(solved, band, launch, evaluated, traffic, mig_slice=_is_mig_slice(gpu))
 
     if _searches_splits(num_gpus, pinned):
         from .search import plan_on_gpus
@@ -827,6 +843,19 @@ def _vllm_plan(
         result.split_search = [attempt.to_json() for attempt in attempts]
         return result
     return at_split({})
+
+
+def _is_mig_slice(gpu: str | _core.GpuSpec) -> bool:
+    """Whether the GPU is a MIG slice (its remedies take no wider TP or PP group)."""
+    if isinstance(gpu, _core.GpuSpec):
+        return bool(gpu.mig_profile)
+    return _named_gpu_is_mig_slice(gpu)
+
+
+@functools.lru_cache(maxsize=256)
+def _named_gpu_is_mig_slice(gpu: str) -> bool:
+    # Once per name, as the compiled launch is (a GPU lookup is a few µs of every plan).
+    return bool(load_gpu(gpu).mig_profile)
 
 
 def _searches_splits(num_gpus: int | None, pinned: Mapping[str, Any]) -> bool:

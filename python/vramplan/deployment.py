@@ -18,8 +18,7 @@ need plus the queues (the offload region is in the host need already)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _core
 from ._database import config_error, spec_database
@@ -50,8 +49,7 @@ def _release(version: str) -> _core.Version:
     return _core.Version.parse(version, "engine_version")
 
 
-@dataclass(frozen=True)
-class Deployment:
+class Deployment(NamedTuple):  # not a dataclass: the CLI's `plan` starts without `dataclasses`
     gpu_resource: str  # nvidia.com/gpu or nvidia.com/mig-<profile>
     gpu_count: int
     shm_bytes: int  # /dev/shm size: message queues plus the KV-offload region

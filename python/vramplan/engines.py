@@ -8,9 +8,9 @@ one at run time (a plugin, a test)."""
 from __future__ import annotations
 
 import importlib
+import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _core, _database
 
@@ -18,8 +18,9 @@ from . import _core, _database
 DEFAULT_ENGINE = "vllm"
 
 
-@dataclass(frozen=True)
-class Engine:
+# A NamedTuple, not a dataclass: `dataclasses` imports `inspect` and friends, a tenth of the
+# CLI's start (the registry loads on every `plan`).
+class Engine(NamedTuple):
     """One serving engine. The callables take the arguments of `vramplan.breakdown`, `plan`
     and `sweep` (model, gpu, then keywords) and refuse by name those the engine has no use for;
     `fit_option` plans one GPU type x count x (TP, PP, DP) split for `vramplan.fit` and returns
@@ -33,7 +34,7 @@ class Engine:
     sweep: Callable[..., Any]
     fit_option: Callable[..., dict[str, Any]]
     # fit's columns that name a knob (vLLM's names) to the engine's names; empty: vLLM's.
-    fit_columns: Mapping[str, str] = field(default_factory=dict)
+    fit_columns: Mapping[str, str] = types.MappingProxyType({})
     # Its CLI commands (argv as cli.main got them); None: the main parser's (vLLM's).
     cli: Callable[[list[str]], int] | None = None
     # Whether a launch line (argv) is this engine's: `check` picks the engine from it.

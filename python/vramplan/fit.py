@@ -13,9 +13,8 @@ import functools
 import io
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _core, _io, api, engines
 from ._quoting import shell_word
@@ -139,8 +138,7 @@ def launch_line(model: str, result: api.Plan) -> str:
     return f"{env} {line}" if env else line
 
 
-@dataclass(frozen=True)
-class _Target:
+class _Target(NamedTuple):  # not a dataclass: `fit` starts without `dataclasses`
     context: int
     concurrency: int
 
@@ -179,12 +177,13 @@ def _split_plan(
         if getattr(err, "field", "") not in SPLIT_FIELDS:
             raise
         return {**row, "fits": False, "verdict": f"invalid split: {err}"}
-    started = result.breakdown.outcome == "started"
+    breakdown = result.breakdown  # a new wrapper at each access: once
+    started = breakdown.outcome == "started"
     row.update(
         fits=bool(result.fits),
         verdict=str(result.verdict),
         max_concurrency=int(result.concurrent_sequences) * dp if started else 0,
-        kv_tokens=int(result.breakdown.kv_tokens) * dp if started else 0,
+        kv_tokens=int(breakdown.kv_tokens) * dp if started else 0,
         gpu_memory_utilization=float(result.gpu_memory_utilization),
         max_model_len=int(result.max_model_len),
         max_num_seqs=int(result.max_num_seqs),

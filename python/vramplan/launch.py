@@ -10,7 +10,6 @@ nearest accepted names.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import math
@@ -18,7 +17,6 @@ import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -140,20 +138,34 @@ def flag_of(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-@dataclass
 class Launch:
     """A launch as written: the model exactly as given, vLLM's arguments under their keyword
-    names (values as written, booleans True/False), and the environment the command sets."""
+    names (values as written, booleans True/False), and the environment the command sets.
+    (A plain class, not a dataclass: the CLI starts without `dataclasses` and its `inspect`.)"""
 
-    model: str | None
-    args: dict[str, Any] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)
-    form: str = "flags"  # vllm serve, api_server, docker, kwargs, flags
-    image_version: str | None = None  # vllm/vllm-openai:vX.Y.Z
-    gpus: int | None = None  # docker --gpus N / device list, CUDA_VISIBLE_DEVICES
+    def __init__(
+        self,
+        model: str | None,
+        args: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+        form: str = "flags",
+        image_version: str | None = None,
+        gpus: int | None = None,
+    ) -> None:
+        self.model = model
+        self.args: dict[str, Any] = {} if args is None else args
+        self.env: dict[str, str] = {} if env is None else env
+        self.form = form  # vllm serve, api_server, docker, kwargs, flags
+        self.image_version = image_version  # vllm/vllm-openai:vX.Y.Z
+        self.gpus = gpus  # docker --gpus N / device list, CUDA_VISIBLE_DEVICES
+
+    def __repr__(self) -> str:
+        return f"Launch({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
 
 
 def _did_you_mean(name: str, version: str | None) -> str:
+    import difflib  # only for a name vLLM does not take: not on every start
+
     near = difflib.get_close_matches(name, sorted(engine_arg_names(version)), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(flag_of(n) for n in near)}?" if near else ""
     release = version or newest_release()
@@ -740,17 +752,20 @@ def _limit_mm(value: Any) -> str:
     return json.dumps(pairs, separators=(",", ":"))
 
 
-@dataclass
 class Knobs:
-    """What vLLM arguments and environment mean to the planner."""
+    """What vLLM arguments and environment mean to the planner (filled in by `to_knobs`)."""
 
-    knobs: dict[str, Any] = field(default_factory=dict)
-    no_memory_effect: list[str] = field(default_factory=list)  # vLLM keywords
-    unmodelled: list[str] = field(default_factory=list)  # memory effect not modelled
-    env_used: dict[str, str] = field(default_factory=dict)
-    env_ignored: dict[str, str] = field(default_factory=dict)
-    num_gpus: int | None = None
-    context_auto: bool = False  # --max-model-len auto / -1: the longest context that fits
+    def __init__(self) -> None:
+        self.knobs: dict[str, Any] = {}
+        self.no_memory_effect: list[str] = []  # vLLM keywords
+        self.unmodelled: list[str] = []  # memory effect not modelled
+        self.env_used: dict[str, str] = {}
+        self.env_ignored: dict[str, str] = {}
+        self.num_gpus: int | None = None
+        self.context_auto = False  # --max-model-len auto / -1: the longest context that fits
+
+    def __repr__(self) -> str:
+        return f"Knobs({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
 
 
 def to_knobs(
@@ -1062,6 +1077,8 @@ def sglang_option(flag: str, version: str | None = None, *, serve: bool = False)
     if len(matches) > 1 and len(flag) > 2:
         reason = f"ambiguous option: {flag} could match {', '.join(matches)}"
     else:
+        import difflib
+
         near = difflib.get_close_matches(flag, sorted(options), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         reason = f"unrecognized arguments: {flag}{hint}"

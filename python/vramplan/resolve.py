@@ -11,12 +11,11 @@ them.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from . import _core, _io
 from ._database import spec_database
@@ -41,8 +40,7 @@ _MAX_CONFIG_BYTES = 16 << 20
 _TRUE = {"1", "on", "yes", "true"}
 
 
-@dataclass(frozen=True)
-class ResolvedModel:
+class ResolvedModel(NamedTuple):  # not a dataclass: the CLI starts without `dataclasses`
     """A ModelSpec and where it came from."""
 
     spec: _core.ModelSpec
@@ -114,6 +112,7 @@ def _did_you_mean(name: str) -> str:
     for model_id in db.model_ids():
         names.extend(db.model(model_id).aliases)
     family, size, core = _family_size_core(name)
+    import difflib  # only for a name not found: not on every start
 
     def rank(candidate: str) -> tuple[bool, bool, float, float]:
         f, s, c = _family_size_core(candidate)

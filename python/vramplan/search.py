@@ -8,8 +8,7 @@ that fits (orchestration, not arithmetic), so it lives in Python under `vramplan
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _core
 from ._database import config_error
@@ -21,8 +20,7 @@ if TYPE_CHECKING:
 MAX_SEARCH_PIPELINE_STAGES = 64
 
 
-@dataclass(frozen=True)
-class Attempt:
+class Attempt(NamedTuple):  # not a dataclass: a split search loads no `dataclasses`
     """One split the search tried and what the planner said."""
 
     tensor_parallel_size: int

@@ -7,7 +7,6 @@ a histogram with a count column, vLLM's benchmark result JSON — into `_core.Wo
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
@@ -117,6 +116,8 @@ def load_workload(path: str | Path) -> _core.Workload:
         return _from_json_object(stripped, file)
     if stripped.startswith("{"):
         return _rows(_jsonl(text, file), file)
+    import csv  # only for a CSV workload: not on every plan
+
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames is None:
         raise config_error(file, "no header", "a CSV header row", "empty workload")

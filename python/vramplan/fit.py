@@ -8,7 +8,6 @@ enumerates launches, keeps their answers and orders them (orchestration, not ari
 
 from __future__ import annotations
 
-import csv
 import functools
 import io
 import math
@@ -84,6 +83,8 @@ def read_prices(path: str | Path) -> dict[str, float]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise api.config_error("prices", str(path), "UTF-8 text", "not UTF-8") from err
+    import csv  # only for a price file: `fit` starts without it
+
     rows = list(csv.reader(io.StringIO(text)))
     if not rows or [cell.strip() for cell in rows[0]] != ["gpu", "usd_per_hour"]:
         got = ",".join(rows[0]) if rows else ""

@@ -4,6 +4,7 @@ Run through benchmarks/compare_python.sh REV, which installs REV and this tree i
 virtual environments; or directly with two interpreters that each import a vramplan:
   python3 benchmarks/compare_python.py --old OLD_PYTHON --new NEW_PYTHON [--rounds N]
 Figures: Python `vramplan.plan` CPU µs per call (each in a fresh child, median of the rounds),
+`vramplan.sweep` CPU ns per row at 10^5, 10^6 and 10^7 rows (100 utilizations each),
 the CLI's cold start (`vramplan plan`, `vramplan flags`: median wall and CPU ms of --cold-runs
 runs over `python -c pass`), and the wall and CPU ms of `fit` and `colocate` commands (median
 of --rounds). CPU ms (the child's user + system) is the figure to trust on a loaded machine.
@@ -51,6 +52,19 @@ CALLS = {
         "output_tokens=(200, 1500))"
     ),
 }
+# One `vramplan.sweep` of 100 utilizations x `points` (length, sequences) points in a fresh
+# child, after a small warm-up sweep (compile): CPU ns per row.
+SWEEP = """
+import time, vramplan
+lens = list(range(1024, 1024 + 12 * {lengths}, 12))
+grid = dict(gpu_memory_utilization=[0.5 + 0.005 * i for i in range(100)],
+            max_model_len=lens, max_num_seqs=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
+vramplan.sweep({model!r}, 'H100-80GB', max_model_len=lens[:2])
+start = time.process_time()
+frame = vramplan.sweep({model!r}, 'H100-80GB', **grid)
+print((time.process_time() - start) / len(frame) * 1e9)
+"""
+SWEEP_LENGTHS = {"10^5": 100, "10^6": 1000, "10^7": 10000}  # x 10 sequences x 100 utilizations
 COLD = {
     "vramplan plan": ["plan", LLAMA, "--gpu", "H100-80GB"],
     "vramplan flags": ["flags", LLAMA, "--gpu", "H100-80GB"],
@@ -106,6 +120,17 @@ def per_call_us(python: str, call: str) -> tuple[float]:
     return (float(done.stdout.split()[-1]),)
 
 
+def sweep_ns(python: str, lengths: int) -> tuple[float]:
+    done = subprocess.run(
+        [python, "-c", SWEEP.format(lengths=lengths, model=LLAMA)],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return (float(done.stdout.split()[-1]),)
+
+
 def figures(
     pythons: dict[str, str], rounds: int, cold_runs: int
 ) -> list[tuple[str, dict[str, float]]]:
@@ -117,6 +142,12 @@ def figures(
 
     for label, call in CALLS.items():
         add(label, alternate(pythons, rounds, lambda py, c=call: per_call_us(py, c)), ("",))
+    for label, lengths in SWEEP_LENGTHS.items():
+        add(
+            f"sweep ns/row ({label} rows, Llama-3.1-8B)",
+            alternate(pythons, rounds, lambda py, n=lengths: sweep_ns(py, n)),
+            ("",),
+        )
     for python in pythons.values():  # untimed: bytecode caches written, files in page cache
         for argv in [*COLD.values(), *WALL.values()]:
             run_ms([python, "-m", "vramplan", *argv])

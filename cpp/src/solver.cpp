@@ -987,7 +987,7 @@ constexpr std::size_t kSweepTile = 64;
 }  // namespace
 
 void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGrid& grid,
-           const SweepColumns& out) noexcept {
+           const SweepColumns& out, SweepPointRange range) noexcept {
   LaunchKnobs knobs = base;
   const Axis<double> utils{grid.gpu_memory_utilization, knobs.gpu_memory_utilization};
   const Axis<std::int64_t> lens{grid.max_model_len, knobs.max_model_len};
@@ -997,11 +997,12 @@ void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGri
   // Rows keep utilization outermost; the points (length, sequences, tokens) are prepared once
   // each, a tile at a time, and only the utilization's share is finished per row.
   const std::size_t points = lens.size() * seqs.size() * tokens.size();
+  const std::size_t end = std::min(range.end, points);
   std::array<SweepPoint, kSweepTile> tile;
   // Kept across points: a refused point shows what try_resolve left (as before the split).
   ResolvedKnobs resolved;
-  for (std::size_t first = 0; first < points; first += kSweepTile) {
-    const std::size_t count = std::min(kSweepTile, points - first);
+  for (std::size_t first = range.begin; first < end; first += kSweepTile) {
+    const std::size_t count = std::min(kSweepTile, end - first);
     for (std::size_t j = 0; j < count; ++j) {
       const std::size_t point = first + j;
       const std::size_t b = point % tokens.size();

@@ -15,6 +15,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "register.hpp"
 #include "vramplan/compiled.hpp"
@@ -158,10 +159,10 @@ py::dict sweep_columns(std::int64_t rows) {
   return d;
 }
 
-// Where a column of `out` takes rows [row_offset, row_offset + rows): it must be a writable,
-// contiguous one-dimensional array of T long enough (never a converted copy).
+// A column of `out` for a grid of `rows` rows: a writable, contiguous one-dimensional array of
+// T with at least that many rows (never a converted copy).
 template <typename T>
-T* column_rows(const py::dict& out, const char* name, std::int64_t row_offset, std::int64_t rows) {
+T* column_rows(const py::dict& out, const char* name, std::int64_t rows) {
   const std::string field = std::string("out[\"") + name + "\"]";
   if (!out.contains(name)) throw ConfigError(field, "missing", "an array", "no such column");
   const py::object value = out[name];
@@ -176,23 +177,24 @@ T* column_rows(const py::dict& out, const char* name, std::int64_t row_offset, s
         "a writable contiguous 1-D array of " + std::string(py::str(py::dtype::of<T>())),
         "cannot be written in place");
   }
-  if (row_offset < 0 || array.shape(0) - row_offset < rows) {
-    throw ConfigError(field, std::to_string(array.shape(0)) + " rows",
-                      ">= " + std::to_string(row_offset) + " + " + std::to_string(rows),
-                      "too short for the rows written");
+  if (array.shape(0) < rows) {
+    throw ConfigError(field, std::to_string(array.shape(0)) + " rows", ">= " + std::to_string(rows),
+                      "too short for the grid's rows");
   }
-  return static_cast<T*>(array.mutable_data()) + row_offset;
+  return static_cast<T*>(array.mutable_data());
 }
 
 // Launch.sweep: every listed value checked as a single knob, then the grid evaluated in C++
-// without the GIL into NumPy columns: new ones, or rows [row_offset, row_offset + rows) of
-// `out` (Launch.sweep_columns), so that a sweep in chunks writes each column once.
+// without the GIL into NumPy columns: new ones, or `out` (Launch.sweep_columns of the whole
+// grid), where a chunk of `points` writes its rows under every utilization, so that a sweep
+// in chunks prepares each point once and writes each column once.
 py::dict launch_sweep(const vramplan::CompiledLaunch& launch, const py::dict& knobs,
                       std::vector<double> gpu_memory_utilization,
                       std::vector<std::int64_t> max_model_len,
                       std::vector<std::int64_t> max_num_seqs,
                       std::vector<std::int64_t> max_num_batched_tokens,
-                      const std::optional<py::dict>& out, std::int64_t row_offset) {
+                      const std::optional<py::dict>& out,
+                      const std::optional<std::pair<std::int64_t, std::int64_t>>& points) {
   const vramplan::LaunchKnobs base = vramplan::launch_knobs(
       vramplan::with_evaluated_knobs(launch.config(), evaluated_config_from(knobs)));
   vramplan::SweepGrid grid{std::move(gpu_memory_utilization), std::move(max_model_len),
@@ -208,20 +210,32 @@ py::dict launch_sweep(const vramplan::CompiledLaunch& launch, const py::dict& kn
     for (std::int64_t v : *values) vramplan::set_knob(probe, name, v);
   }
   const std::int64_t rows = vramplan::sweep_size(grid);
+  vramplan::SweepPointRange range;
+  if (points) {
+    const auto count = [](const auto& axis) { return std::max<std::int64_t>(1, axis.size()); };
+    const std::int64_t all =
+        count(grid.max_model_len) * count(grid.max_num_seqs) * count(grid.max_num_batched_tokens);
+    const auto [begin, end] = *points;
+    if (begin < 0 || begin > end || end > all) {
+      throw ConfigError("points", "(" + std::to_string(begin) + ", " + std::to_string(end) + ")",
+                        "0 <= begin <= end <= " + std::to_string(all),
+                        "not a range of the grid's points");
+    }
+    range = {static_cast<std::size_t>(begin), static_cast<std::size_t>(end)};
+  }
   py::dict columns = out ? *out : sweep_columns(rows);  // not const: returned by move
-  const std::int64_t offset = out ? row_offset : 0;
   const vramplan::SweepColumns into{
-      column_rows<double>(columns, "gpu_memory_utilization", offset, rows),
-      column_rows<std::int64_t>(columns, "max_model_len", offset, rows),
-      column_rows<std::int64_t>(columns, "max_num_seqs", offset, rows),
-      column_rows<std::int64_t>(columns, "max_num_batched_tokens", offset, rows),
-      column_rows<std::int64_t>(columns, "kv_cache_bytes", offset, rows),
-      column_rows<std::int64_t>(columns, "kv_tokens", offset, rows),
-      column_rows<double>(columns, "max_concurrency", offset, rows),
-      column_rows<std::int8_t>(columns, "outcome", offset, rows)};
+      column_rows<double>(columns, "gpu_memory_utilization", rows),
+      column_rows<std::int64_t>(columns, "max_model_len", rows),
+      column_rows<std::int64_t>(columns, "max_num_seqs", rows),
+      column_rows<std::int64_t>(columns, "max_num_batched_tokens", rows),
+      column_rows<std::int64_t>(columns, "kv_cache_bytes", rows),
+      column_rows<std::int64_t>(columns, "kv_tokens", rows),
+      column_rows<double>(columns, "max_concurrency", rows),
+      column_rows<std::int8_t>(columns, "outcome", rows)};
   {
     py::gil_scoped_release release;
-    vramplan::sweep(launch, base, grid, into);
+    vramplan::sweep(launch, base, grid, into, range);
   }
   return columns;
 }
@@ -531,7 +545,7 @@ void register_launch(py::module_& m) {
           py::arg("knobs"), py::arg("workload"), py::arg("max_num_seqs"))
       .def("sweep", &launch_sweep, py::arg("knobs"), py::arg("gpu_memory_utilization"),
            py::arg("max_model_len"), py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"),
-           py::arg("out") = py::none(), py::arg("row_offset") = 0)
+           py::arg("out") = py::none(), py::arg("points") = py::none())
       .def_static("sweep_columns", &sweep_columns, py::arg("rows"));
 }
 

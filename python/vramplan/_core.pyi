@@ -530,7 +530,10 @@ class Launch:
         max_num_seqs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
         max_num_batched_tokens: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
         out: dict[str, typing.Any] | None = None,
-        row_offset: typing.SupportsInt | typing.SupportsIndex = 0,
+        points: tuple[
+            typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex
+        ]
+        | None = None,
     ) -> dict[str, typing.Any]: ...
 
 class CalibrationError(Error): ...

@@ -978,23 +978,19 @@ def _vllm_sweep(
         _values("max_num_batched_tokens", max_num_batched_tokens, int),
     ]
     rows = _database.sweep_rows(grid)
-    # Each column is allocated once (C++, huge pages where Linux gives them); every chunk writes
-    # its rows in place, and the frame takes the arrays without a copy (pandas copies only the
-    # outcome codes, one byte a row, into its Categorical).
+    # Each column is allocated once (C++, huge pages where Linux gives them) and the frame
+    # takes the arrays without a copy (pandas copies only the outcome codes, one byte a row,
+    # into its Categorical). Chunks are ranges of the (length, sequences, tokens) points, each
+    # finished under every utilization: a point is prepared once however the grid is shaped.
     columns = _core.Launch.sweep_columns(rows)
-    for chunk, first_row, done in _database.sweep_chunks(grid, SWEEP_CHUNK_POINTS):
-        utilization, lengths, sequences, tokens = chunk
-        launch.sweep(
-            evaluated,
-            utilization,
-            lengths,
-            sequences,
-            tokens,
-            out=columns,
-            row_offset=first_row,
-        )
+    utilizations = max(1, len(grid[0]))
+    points = rows // utilizations
+    step = max(1, SWEEP_CHUNK_POINTS // utilizations)
+    for begin in range(0, max(1, points), step):
+        end = min(points, begin + step)
+        launch.sweep(evaluated, *grid, out=columns, points=(begin, end))
         if progress is not None:
-            progress(done, rows)
+            progress(end * utilizations, rows)
     codes = columns.pop("outcome")
     np.add(codes, 1, out=codes)  # -1 (refused) becomes category 0, "rejected"
     frame: pd.DataFrame = pd.DataFrame(columns, copy=False)

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_support.hpp"
@@ -158,9 +159,12 @@ TEST(SweepIncremental, FixedKvCacheIgnoresUtilizationButNotTheFreeMemoryCheck) {
 }
 
 // A grid of more points than one tile of the sweep, with refused points inside it: every row is
-// the launch evaluated at that row's knobs, in the documented row order.
+// the launch evaluated at that row's knobs, in the documented row order, whether the grid is
+// swept in one call or in ranges of points that cut through tiles.
 TEST(SweepIncremental, SweepRowsMatchEvaluationAcrossTiles) {
-  for (std::int32_t pp : {1, 6}) {
+  for (const auto& [pp, cuts] :
+       {std::pair{1, std::vector<std::size_t>{}}, std::pair{6, std::vector<std::size_t>{}},
+        std::pair{1, std::vector<std::size_t>{50, 130}}}) {
     const CompiledLaunch launch = llama_launch(pp);
     SweepGrid grid;
     grid.gpu_memory_utilization = {0.55, 0.9, 0.97};
@@ -172,12 +176,18 @@ TEST(SweepIncremental, SweepRowsMatchEvaluationAcrossTiles) {
     std::vector<double> util(rows), conc(rows);
     std::vector<std::int64_t> len(rows), seqs(rows), toks(rows), kv(rows), tokens(rows);
     std::vector<std::int8_t> outcome(rows);
-    sweep(launch, LaunchKnobs{}, grid,
-          SweepColumns{util.data(), len.data(), seqs.data(), toks.data(), kv.data(), tokens.data(),
-                       conc.data(), outcome.data()});
+    const SweepColumns columns{util.data(), len.data(),    seqs.data(), toks.data(),
+                               kv.data(),   tokens.data(), conc.data(), outcome.data()};
+    std::size_t begin = 0;
+    for (std::size_t end : cuts) {
+      sweep(launch, LaunchKnobs{}, grid, columns, SweepPointRange{begin, end});
+      begin = end;
+    }
+    sweep(launch, LaunchKnobs{}, grid, columns, SweepPointRange{begin});
     std::int64_t refused = 0;
     for (std::int64_t i = 0; i < rows; ++i) {
-      SCOPED_TRACE("pp " + std::to_string(pp) + " row " + std::to_string(i));
+      SCOPED_TRACE("pp " + std::to_string(pp) + " in " + std::to_string(cuts.size() + 1) +
+                   " calls, row " + std::to_string(i));
       const auto row = static_cast<std::size_t>(i);
       const std::size_t point = row % (34 * 3 * 2);
       EXPECT_EQ(util[row], grid.gpu_memory_utilization[row / (34 * 3 * 2)]);
@@ -204,4 +214,24 @@ TEST(SweepIncremental, SweepRowsMatchEvaluationAcrossTiles) {
     // Refused: the lengths 132096 and 136192, past the model's 131072.
     EXPECT_EQ(refused, 3 * 2 * 3 * 2);
   }
+}
+
+// A range of points writes its rows under every utilization and no other row.
+TEST(SweepIncremental, PointRangeWritesOnlyItsRows) {
+  const CompiledLaunch launch = llama_launch(1);
+  SweepGrid grid;
+  grid.gpu_memory_utilization = {0.8, 0.9};
+  grid.max_model_len = {4096, 8192, 16384};
+  grid.max_num_seqs = {1, 2};  // 6 points, 12 rows
+  std::vector<double> util(12), conc(12);
+  std::vector<std::int64_t> len(12), seqs(12, -7), toks(12), kv(12), tokens(12);
+  std::vector<std::int8_t> outcome(12);
+  sweep(launch, LaunchKnobs{}, grid,
+        SweepColumns{util.data(), len.data(), seqs.data(), toks.data(), kv.data(), tokens.data(),
+                     conc.data(), outcome.data()},
+        SweepPointRange{1, 3});
+  // Points 1 and 2 (4096 x 2 sequences, 8192 x 1): rows 1, 2 (u 0.8) and 7, 8 (u 0.9).
+  EXPECT_EQ(seqs, (std::vector<std::int64_t>{-7, 2, 1, -7, -7, -7, -7, 2, 1, -7, -7, -7}));
+  EXPECT_EQ(len[7], 4096);
+  EXPECT_EQ(util[8], 0.9);
 }

@@ -19,7 +19,8 @@ def test_chunked_sweep_equals_one_call_and_fills_every_row(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     whole = vramplan.sweep("meta-llama/Llama-3.1-8B", "H100", **GRID)
-    # 40 x 3 = 120 rows per utilization; chunks of 2 utilizations write rows 0-239 and 240-479.
+    # 40 x 3 = 120 points, each under 4 utilizations: chunks of 240 rows are points 0-59 and
+    # 60-119, each finished under every utilization (rows 0-59, 120-179, ... then the rest).
     monkeypatch.setattr(api, "SWEEP_CHUNK_POINTS", 240)
     calls: list[tuple[int, int]] = []
     chunked = vramplan.sweep(
@@ -68,13 +69,31 @@ def test_out_columns_are_checked_never_converted() -> None:
     columns = _core.Launch.sweep_columns(4)
     columns["kv_tokens"] = np.zeros(4, dtype=np.int32)
     with pytest.raises(vramplan.ConfigError) as error:
-        launch.sweep(knobs, [0.9], [4096, 8192], [1, 2], [], out=columns, row_offset=0)
+        launch.sweep(knobs, [0.9], [4096, 8192], [1, 2], [], out=columns)
     assert error.value.field == 'out["kv_tokens"]'
-    columns = _core.Launch.sweep_columns(4)
     with pytest.raises(vramplan.ConfigError, match="too short"):
-        launch.sweep(knobs, [0.9], [4096, 8192], [1, 2], [], out=columns, row_offset=1)
+        launch.sweep(knobs, [0.9], [4096, 8192], [1, 2], [], out=_core.Launch.sweep_columns(3))
     with pytest.raises(vramplan.ConfigError):
         _core.Launch.sweep_columns(-1)
-    written = launch.sweep(knobs, [0.9], [4096, 8192], [1, 2], [], out=columns, row_offset=0)
+    columns = _core.Launch.sweep_columns(4)
+    written = launch.sweep(knobs, [0.9], [4096, 8192], [1, 2], [], out=columns)
     assert written is columns
     assert list(columns["max_model_len"]) == [4096, 4096, 8192, 8192]
+
+
+def test_a_range_of_points_writes_its_rows_under_every_utilization() -> None:
+    launch, knobs = api._launch("meta-llama/Llama-3.1-8B", "H100", None, 0, 0, {})
+    grid = ([0.8, 0.9], [4096, 8192], [1, 2], [])  # 4 points, 8 rows
+    whole = launch.sweep(knobs, *grid)
+    columns = _core.Launch.sweep_columns(8)
+    columns["max_num_seqs"][:] = -7  # rows the range does not cover keep what they held
+    launch.sweep(knobs, *grid, out=columns, points=(1, 3))
+    # Points 1 and 2 (4096 x 2 sequences, 8192 x 1) are rows 1, 2 (u = 0.8) and 5, 6 (u = 0.9).
+    assert list(columns["max_num_seqs"]) == [-7, 2, 1, -7, -7, 2, 1, -7]
+    for row in (1, 2, 5, 6):
+        for name in whole:
+            assert columns[name][row] == whole[name][row], (name, row)
+    for bad in [(-1, 2), (3, 1), (0, 5)]:
+        with pytest.raises(vramplan.ConfigError) as error:
+            launch.sweep(knobs, *grid, out=columns, points=bad)
+        assert error.value.field == "points"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -142,9 +143,17 @@ struct SweepColumns {
   double* max_concurrency = nullptr;
   std::int8_t* outcome = nullptr;  // static_cast<int8_t>(Outcome), -1 = refused knobs
 };
-// Evaluates every row without heap allocation; `base` gives the knobs no axis lists.
+// A share of the grid's points: the (length, sequences, tokens) combinations in
+// [begin, end) of their nesting order, each under every utilization. A sweep in chunks of
+// points prepares each point once however many utilizations the grid lists.
+struct SweepPointRange {
+  std::size_t begin = 0;
+  std::size_t end = std::numeric_limits<std::size_t>::max();  // clamped to the grid's points
+};
+// Evaluates the rows of `points` without heap allocation (row u x points + point of the
+// whole grid: `out` spans every row); `base` gives the knobs no axis lists.
 void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGrid& grid,
-           const SweepColumns& out) noexcept;
+           const SweepColumns& out, SweepPointRange points = {}) noexcept;
 
 // `vllm serve` flags for the plan (model not included), e.g. "--gpu-memory-utilization 0.91 ...",
 // each word quoted for a POSIX shell where it needs it (render.cpp).

@@ -1544,8 +1544,12 @@ const std::string& architectures_yaml() {
   return text;
 }
 
+// Parsed at the first import of a config: without its comment lines and without the registry
+// section (a third of the file, read by vllm_registry_architectures when asked).
 const Table& table() {
-  static const Table t = parse_table(architectures_yaml(), kArchitecturesFile);
+  static const Table t =
+      parse_table(without_comment_lines(without_section(architectures_yaml(), "vllm_registry")),
+                  kArchitecturesFile);
   return t;
 }
 
@@ -2624,7 +2628,7 @@ const std::vector<VllmArchitecture>& vllm_registry_architectures() {
     }
     YAML::Node root;
     try {
-      root = YAML::Load(architectures_yaml());
+      root = YAML::Load(only_section(architectures_yaml(), "vllm_registry"));
     } catch (const YAML::Exception& e) {
       throw SpecError(file, "line " + std::to_string(e.mark.line + 1), "YAML text", e.msg);
     }

@@ -534,30 +534,8 @@ void apply_row(EngineProfile& p, const Row& row, bool first) {
   row.no_unread_keys();
 }
 
-// `text` with each line that is only a comment emptied (its newline kept, so an error's line
-// number is still the file's). Two thirds of engines.yaml is comment lines, yaml-cpp scans
-// every comment character, and the rows are parsed at every start of the CLI (_core's knob
-// table needs the newest row): a third of that parse. engines.yaml holds no block scalar
-// (`|`, `>`), where such a line would be text.
-std::string without_comment_lines(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    end = end == std::string_view::npos ? text.size() : end + 1;
-    const std::string_view line = text.substr(start, end - start);
-    const std::size_t first = line.find_first_not_of(' ');
-    if (first != std::string_view::npos && line[first] == '#') {
-      if (line.back() == '\n') out += '\n';
-    } else {
-      out += line;
-    }
-    start = end;
-  }
-  return out;
-}
-
+// Two thirds of engines.yaml is comment lines, and the rows are parsed at every start of the CLI
+// (_core's knob table needs the newest row): emptied, a third of that parse.
 const std::vector<EngineProfile>& compiled_profiles() {
   static const std::vector<EngineProfile> profiles = parse_engine_profiles(
       without_comment_lines(detail::kEnginesYaml), "model_specs/engines.yaml");

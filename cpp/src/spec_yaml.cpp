@@ -609,6 +609,66 @@ YAML::Node load_yaml_checked(const std::string& text, const std::string& file) {
 
 namespace {
 
+// Calls `line(text, in_section)` for each line of `text` (its newline included), in_section
+// telling whether it lies in the top-level `key:` section: from that key's line up to the next
+// line that starts a top-level key (a comment or blank line does not end it).
+template <typename Line>
+void for_each_line(std::string_view text, std::string_view key, const Line& line) {
+  bool in_section = false;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    end = end == std::string_view::npos ? text.size() : end + 1;
+    const std::string_view l = text.substr(start, end - start);
+    const char first = l.front();
+    if (first != ' ' && first != '#' && first != '\n' && first != '\r' && first != '-') {
+      in_section = !key.empty() && l.substr(0, key.size()) == key && l.size() > key.size() &&
+                   l[key.size()] == ':';
+    }
+    line(l, in_section);
+    start = end;
+  }
+}
+
+std::string kept_lines(std::string_view text, std::string_view key, bool keep_section) {
+  std::string out;
+  out.reserve(text.size());
+  for_each_line(text, key, [&](std::string_view l, bool in_section) {
+    if (in_section == keep_section) {
+      out += l;
+    } else if (l.back() == '\n') {
+      out += '\n';
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+std::string without_comment_lines(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for_each_line(text, "", [&](std::string_view l, bool) {
+    const std::size_t first = l.find_first_not_of(' ');
+    if (first != std::string_view::npos && l[first] == '#') {
+      if (l.back() == '\n') out += '\n';
+    } else {
+      out += l;
+    }
+  });
+  return out;
+}
+
+std::string without_section(std::string_view text, std::string_view key) {
+  return kept_lines(text, key, false);
+}
+
+std::string only_section(std::string_view text, std::string_view key) {
+  return kept_lines(text, key, true);
+}
+
+namespace {
+
 // The fields every layer shares, read from the top level of a model spec.
 struct SharedLayerFields {
   std::int32_t head_dim_v = 0;

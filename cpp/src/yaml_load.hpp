@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace vramplan {
 
@@ -17,5 +18,16 @@ constexpr int kMaxYamlDepth = 64;
 // key is a plain scalar, no map holds a key twice, and all text is valid UTF-8. SpecError
 // naming `file` and the field otherwise (the line, for text YAML cannot parse).
 YAML::Node load_yaml_checked(const std::string& text, const std::string& file);
+
+// Text for yaml-cpp with less to scan, line numbers kept (an emptied line keeps its newline,
+// so an error's line is still the file's). For the compiled-in tables, parsed at every start
+// of _core or of the first import: yaml-cpp scans every character, comments included. Neither
+// is for text with block scalars (`|`, `>`), where such a line would be text.
+// `text` with each line that is only a comment emptied.
+std::string without_comment_lines(std::string_view text);
+// `text` with the lines of the top-level `key:` section emptied, or (only_section) every line
+// but that section's.
+std::string without_section(std::string_view text, std::string_view key);
+std::string only_section(std::string_view text, std::string_view key);
 
 }  // namespace vramplan

@@ -756,10 +756,11 @@ CompiledRank compile_rank(const RankInputs& in, std::int32_t stage) {
     // Level 1 backs the weights up in pinned host RAM; level 2 discards them and keeps a
     // pageable copy of the model's buffers (the rotary cache); level 0 only pauses. From 0.32
     // the runtime tag (the input batch's GPU tensors, a few MiB) is backed up too: not counted.
-    if (in.config.sleep_level == 1) {
+    const std::int32_t level = in.config.sleep_level.value_or(1);
+    if (level == 1) {
       rank.sleep_backup_bytes = sleep_weights_backup_bytes(
           in.loaded, in.quantization, in.served_dtype, placement, offload.parameters);
-    } else if (in.config.sleep_level == 2) {
+    } else if (level == 2) {
       rank.sleep_backup_bytes = weights.rotary_cache + mrope_extra_bytes;
     }
   }
@@ -840,6 +841,12 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   const std::int32_t dp = c.data_parallel_size;
   const std::int32_t ep = c.enable_expert_parallel && s.has_moe ? tp * dp : 1;
   check_eplb(s, c, ep);
+  if (c.sleep_level && !c.enable_sleep_mode) {
+    throw ConfigError("sleep_level", std::to_string(*c.sleep_level),
+                      "unset without enable_sleep_mode",
+                      "the server sleeps only with --enable-sleep-mode: a level without it "
+                      "changes nothing");
+  }
   const All2AllExchange exchange = all2all_exchange(s, c, profile);
   all2all_exchange_ = exchange.applies;
   // SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP: the batch the low-latency

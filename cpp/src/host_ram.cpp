@@ -209,7 +209,7 @@ HostBreakdown CompiledLaunch::host(const ResolvedKnobs& k) const {
              "(per worker) + KV offload (per KV tensor, each rounded up to a power of two) + "
              "LMCache's CPU pool per worker + V0 swap space"},
       {"sleep_backup", h.sleep_backup_bytes,
-       config_.sleep_level == 1
+       config_.sleep_level.value_or(1) == 1
            ? "formula: asleep at level 1 (--enable-sleep-mode), each worker's weights: one pinned "
              "copy per CUDA caching-allocator segment of its parameters, rounded up to a power "
              "of two"

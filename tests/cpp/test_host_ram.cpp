@@ -272,6 +272,16 @@ TEST(SleepMode, LevelOneBacksEachWeightSegmentUpInItsOwnPinnedBlock) {
   EXPECT_EQ(run(config, 0).host.sleep_backup_bytes, 0);
   // Without sleep mode there is no backup.
   EXPECT_EQ(run(EngineConfig{}, 0).host.sleep_backup_bytes, 0);
+  // A level without sleep mode would plan a server that never sleeps: refused by name.
+  EngineConfig level_only;
+  level_only.sleep_level = 2;
+  try {
+    run(level_only, 0);
+    ADD_FAILURE() << "sleep_level without enable_sleep_mode planned";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "sleep_level");
+    EXPECT_EQ(e.value(), "2");
+  }
 }
 
 TEST(SleepMode, EveryTpRankBacksUpItsOwnShards) {

@@ -857,6 +857,11 @@ def test_sleep_mode_counts_the_weights_host_copy() -> None:
     assert asleep.host.sleep_backup_bytes == 18_289_262_592
     assert asleep.host.required_bytes - awake.host.required_bytes == 18_289_262_592
     assert level2.host.sleep_backup_bytes == 32 << 20
+    # A level without sleep mode: the server never sleeps, so the level is refused by name.
+    with pytest.raises(vramplan.ConfigError) as error:
+        vramplan.breakdown(model, "H100", max_model_len=8192, sleep_level=2)
+    assert error.value.field == "sleep_level"
+    assert "--enable-sleep-mode" in str(error.value)
     # The flag as vLLM spells it, pasted: the plan's host need carries the backup.
     done = _run(
         sys.executable,

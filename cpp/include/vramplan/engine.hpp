@@ -340,10 +340,11 @@ struct EngineConfig {
   bool enforce_eager = false;
   bool llm_class = false;              // vllm.LLM(...) defaults instead of `vllm serve`
   std::int64_t cpu_offload_bytes = 0;  // --cpu-offload-gb, per GPU
-  // --enable-sleep-mode, and the level the server is put to sleep at (POST /sleep?level=N; 1
-  // when not given): level 1 keeps a pinned host copy of the weights.
+  // --enable-sleep-mode, and the level the server is put to sleep at (POST /sleep?level=N;
+  // unset: 1, POST /sleep's default): level 1 keeps a pinned host copy of the weights. A level
+  // without sleep mode is refused (the server cannot sleep).
   bool enable_sleep_mode = false;
-  std::int32_t sleep_level = 1;
+  std::optional<std::int32_t> sleep_level;
   std::string safetensors_load_strategy = "lazy";  // lazy (mmap), eager, prefetch
   std::int64_t kv_offloading_bytes = 0;            // --kv-offloading-size, total over TP ranks
   std::optional<std::int64_t> swap_space_bytes;    // V0 --swap-space per GPU (unset: 4 GiB)

@@ -178,10 +178,13 @@ def _gpus_for(num_gpus: int | None, knobs: dict[str, Any]) -> int:
     """GPUs on the node: as given, else exactly what the launch's TP x PP needs."""
     if num_gpus is not None:
         return _integer("num_gpus", num_gpus, 1, 1 << 16)
+    if not knobs:
+        return 1
     tp = knobs.get("tensor_parallel_size") or 1
     pp = knobs.get("pipeline_parallel_size") or 1
     dp = knobs.get("data_parallel_size") or 1
-    if all(isinstance(n, int) for n in (tp, pp, dp)) and 1 <= tp * pp * dp <= 1 << 16:
+    ints = isinstance(tp, int) and isinstance(pp, int) and isinstance(dp, int)
+    if ints and 1 <= tp * pp * dp <= 1 << 16:
         return int(tp * pp * dp)
     return 1  # a wrong value is refused, with its name, when the launch compiles
 
@@ -289,14 +292,18 @@ def _launch(
     """The compiled launch (cached by its key: model and GPU by name, or a ModelSpec / GpuSpec
     object by identity, as the CLI passes them; the bound specs are read-only) and the
     evaluated knobs, which vary without recompiling."""
-    profile = knobs.pop("profile", None)  # a calibration profile, not a vLLM knob
-    knobs = _vllm_names_to_knobs(knobs)
-    if profile is not None and not isinstance(profile, _core.EngineProfile):
-        profile = getattr(profile, "engine_profile", profile)  # a vramplan.Profile
-        if not isinstance(profile, _core.EngineProfile):
-            raise config_error("profile", profile, "a vramplan.Profile", "wrong type")
-    static = {k: v for k, v in knobs.items() if k not in _EVALUATED}
-    evaluated = {k: v for k, v in knobs.items() if k in _EVALUATED}
+    profile = None
+    static: dict[str, Any] = {}
+    evaluated: dict[str, Any] = {}
+    if knobs:  # a plain plan passes none: nothing to translate or split
+        profile = knobs.pop("profile", None)  # a calibration profile, not a vLLM knob
+        knobs = _vllm_names_to_knobs(knobs)
+        if profile is not None and not isinstance(profile, _core.EngineProfile):
+            profile = getattr(profile, "engine_profile", profile)  # a vramplan.Profile
+            if not isinstance(profile, _core.EngineProfile):
+                raise config_error("profile", profile, "a vramplan.Profile", "wrong type")
+        for name, value in knobs.items():
+            (evaluated if name in _EVALUATED else static)[name] = value
     gpus_on_node = _gpus_for(num_gpus, static)
     _integer("memory_used_by_others_bytes", memory_used_by_others_bytes, 0, 1 << 50)
     _integer("host_ram_bytes", host_ram_bytes, 0, 1 << 60)
@@ -308,7 +315,8 @@ def _launch(
             model, gpu, gpus_on_node, memory_used_by_others_bytes, host_ram_bytes, static, profile
         )
     else:
-        files = (path_identity(model), path_identity(static.get("speculative_model")))
+        draft = static.get("speculative_model")
+        files = (path_identity(model), () if draft is None else path_identity(draft))
         launch = _compiled(
             model,
             gpu,
@@ -507,7 +515,7 @@ class Plan:
         "_core",
         "_evaluated",
         "_launch",
-        "_remedy_kept",
+        "_mig_slice",
         "_workload",
         "split_search",
     )
@@ -528,14 +536,18 @@ class Plan:
         self._workload = workload
         # Every TP x PP split tried when the plan chose the split (num_gpus > 1), else None.
         self.split_search: list[dict[str, Any]] | None = None
-        # The remedies that launch on this GPU: a MIG slice takes no wider TP or PP group.
-        self._remedy_kept = [
-            not (mig_slice and _widens_parallelism(remedy.changes)) for remedy in core.remedies
+        self._mig_slice = mig_slice
+
+    def _remedies_kept(self) -> list[bool]:
+        """Which remedies launch on this GPU: a MIG slice takes no wider TP or PP group."""
+        return [
+            not (self._mig_slice and _widens_parallelism(remedy.changes))
+            for remedy in self._core.remedies
         ]
 
     @property
     def remedies(self) -> list[_core.Remedy]:
-        return [r for r, kept in zip(self._core.remedies, self._remedy_kept) if kept]
+        return [r for r, kept in zip(self._core.remedies, self._remedies_kept()) if kept]
 
     def preemption_curve(self, max_num_seqs: Sequence[int]) -> list[float]:
         """The probability that each `max_num_seqs` busy slots of the plan's workload overflow
@@ -592,7 +604,7 @@ class Plan:
         data = dict(json.loads(self._core.to_json()))
         band = self.error_band
         data["breakdown"]["error_band"] = band
-        data["remedies"] = [r for r, kept in zip(data["remedies"], self._remedy_kept) if kept]
+        data["remedies"] = [r for r, kept in zip(data["remedies"], self._remedies_kept()) if kept]
         if self.split_search is not None:
             data["split_search"] = self.split_search
         return {**data, "error_band": band}
@@ -793,18 +805,25 @@ def _vllm_plan(
     revision: str | None,
     **pinned: Any,
 ) -> Plan:
-    from .workload import DEFAULT_PREEMPTION_TARGET, make_workload
+    traffic = None
+    if not (
+        workload is None
+        and prompt_tokens is None
+        and output_tokens is None
+        and prefix_tokens == 0
+        and preemption_target is None
+        and request_seconds is None
+    ):  # a plain plan neither loads the workload module nor builds one
+        from .workload import make_workload
 
-    traffic = make_workload(
-        workload,
-        prompt_tokens=prompt_tokens,
-        output_tokens=output_tokens,
-        prefix_tokens=prefix_tokens,
-        preemption_target=DEFAULT_PREEMPTION_TARGET
-        if preemption_target is None
-        else preemption_target,
-        request_seconds=request_seconds,
-    )
+        traffic = make_workload(
+            workload,
+            prompt_tokens=prompt_tokens,
+            output_tokens=output_tokens,
+            prefix_tokens=prefix_tokens,
+            preemption_target=preemption_target,
+            request_seconds=request_seconds,
+        )
     # The ranges are the solver's (context: up to the model's maximum); here only what a
     # 64-bit integer holds.
     _integer("context", context, 0, INT64_MAX)

@@ -8,9 +8,10 @@ one at run time (a plugin, a test)."""
 from __future__ import annotations
 
 import importlib
+import sys
 import types
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from . import _core, _database
 
@@ -63,6 +64,9 @@ def _implemented_in(module: str, name: str) -> Callable[..., Any]:
     registry sits below the modules that implement the engines and names them, as entry
     points do, instead of importing them (each implementation imports the registry)."""
 
+    loaded = sys.modules.get(f"{__package__}.{module}")
+    if loaded is not None:  # already imported (api, for vLLM): no wrapper frame on each call
+        return cast("Callable[..., Any]", getattr(loaded, name))
     found: list[Callable[..., Any]] = []  # the implementation, once imported
 
     def call(*args: Any, **kwargs: Any) -> Any:

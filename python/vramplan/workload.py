@@ -173,15 +173,17 @@ def make_workload(
     prompt_tokens: Any = None,
     output_tokens: Any = None,
     prefix_tokens: int = 0,
-    preemption_target: float = DEFAULT_PREEMPTION_TARGET,
+    preemption_target: float | None = None,
     request_seconds: float | None = None,
 ) -> _core.Workload | None:
     """The workload a plan serves, or None: `workload` is a file path, a `_core.Workload`, or a
     list of (prompt_tokens, output_tokens[, count]); or `prompt_tokens` and `output_tokens` as
-    (p50, p99) pairs."""
+    (p50, p99) pairs. `preemption_target` None: DEFAULT_PREEMPTION_TARGET. A workload's
+    options without a workload are refused by name (they would change nothing)."""
     if workload is None and prompt_tokens is None and output_tokens is None:
         for name, value, unset in (
             ("prefix_tokens", prefix_tokens, 0),
+            ("preemption_target", preemption_target, None),
             ("request_seconds", request_seconds, None),
         ):
             if value != unset:
@@ -218,6 +220,8 @@ def make_workload(
     else:
         raise config_error("workload", type(workload).__name__, "a path or a list", "wrong type")
     built.prefix_tokens = _count(prefix_tokens, "prefix_tokens", 1, "prefix_tokens")
+    if preemption_target is None:
+        preemption_target = DEFAULT_PREEMPTION_TARGET
     if isinstance(preemption_target, bool) or not isinstance(preemption_target, (int, float)):
         raise config_error(
             "preemption_target", preemption_target, "a number in (0, 1)", "wrong type"

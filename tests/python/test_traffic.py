@@ -79,6 +79,10 @@ def test_workload_arguments_are_checked_by_their_python_names() -> None:
         make_workload(prompt_tokens=(100, 200), output_tokens=(10, 20), preemption_target=1.5)
     with pytest.raises(_core.ConfigError, match="prefix_tokens"):
         make_workload(prefix_tokens=100)
+    # A preemption target without a workload would change nothing: refused, not ignored.
+    with pytest.raises(_core.ConfigError, match="no workload given") as error:
+        vramplan.plan("Qwen/Qwen3-8B", "L4", context=16384, preemption_target=0.2)
+    assert error.value.field == "preemption_target"
     with pytest.raises(_core.ConfigError, match="request_seconds"):
         make_workload(prompt_tokens=(1, 2), output_tokens=(1, 2), request_seconds=math.nan)
 

@@ -1005,9 +1005,12 @@ def _vllm_sweep(
     utilizations = max(1, len(grid[0]))
     points = rows // utilizations
     step = max(1, SWEEP_CHUNK_POINTS // utilizations)
+    utilization, lengths, sequences, tokens = grid
     for begin in range(0, max(1, points), step):
         end = min(points, begin + step)
-        launch.sweep(evaluated, *grid, out=columns, points=(begin, end))
+        launch.sweep(
+            evaluated, utilization, lengths, sequences, tokens, out=columns, points=(begin, end)
+        )
         if progress is not None:
             progress(end * utilizations, rows)
     codes = columns.pop("outcome")

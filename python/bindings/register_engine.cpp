@@ -109,6 +109,7 @@ py::list knob_table(const std::vector<vramplan::KnobSpec>& knobs) {
     row["flag_unit_bytes"] = k.flag_unit_bytes;
     row["evaluated"] = k.evaluated;
     row["env_var"] = std::string(k.env_var);
+    row["sweep_axis"] = k.sweep_axis;
     out.append(row);
   }
   return out;

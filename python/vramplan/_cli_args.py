@@ -41,8 +41,8 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose
 _ALIASES = {"tensor_parallel_size": ["--tp"], "pipeline_parallel_size": ["--pp"]}
 
 
-# The knobs `sweep` takes as comma-separated lists (the compiled launch evaluates them).
-_GRID_KNOBS = ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens")
+# The knobs `sweep` takes as comma-separated lists: the knob table's sweep axes.
+_GRID_KNOBS = tuple(str(k["name"]) for k in _core.KNOBS if k["sweep_axis"])
 
 
 def _knob_flag(knob: dict[str, Any]) -> str:

@@ -28,11 +28,12 @@ from ._units import GIB
 # A command line or kwargs file is small: refuse anything larger than this.
 MAX_LAUNCH_BYTES = 1 << 20
 
-# vLLM keyword -> (knob name, scale): the flags whose unit differs from the knob's (GiB).
+# vLLM keyword -> (knob name, scale): the flags whose unit differs from the knob's (GiB), from
+# the knob table's flag_unit_bytes column.
 _SCALED = {
-    "cpu_offload_gb": ("cpu_offload_bytes", GIB),
-    "kv_offloading_size": ("kv_offloading_bytes", GIB),
-    "swap_space": ("swap_space_bytes", GIB),
+    str(k["kwarg"]): (str(k["name"]), int(k["flag_unit_bytes"]))
+    for k in _core.KNOBS
+    if k["kwarg"] and k["flag_unit_bytes"] != 1
 }
 # vLLM's short spellings of a few flags.
 _SHORT_FLAGS = {

@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "vramplan/engine.hpp"
 #include "vramplan/errors.hpp"
@@ -155,4 +157,17 @@ TEST(Knobs, BatchDefaultsByGpuTier) {
   b200.total_memory_bytes = std::int64_t{180} << 30;
   EXPECT_EQ(batch_defaults(engine_profile("0.28.0"), b200, false).max_num_batched_tokens, 16384);
   EXPECT_EQ(batch_defaults(v019, b200, false).max_num_batched_tokens, 8192);
+}
+
+// The sweep axes the knob table names are SweepGrid's members, in its nesting order, and each
+// is evaluated per point (a grid point never recompiles the launch).
+TEST(Knobs, SweepAxesAreTheGridsAxes) {
+  std::vector<std::string> axes;
+  for (const KnobSpec& k : knob_specs()) {
+    if (!k.sweep_axis) continue;
+    axes.emplace_back(k.name);
+    EXPECT_TRUE(k.evaluated) << k.name;
+  }
+  EXPECT_EQ(axes, (std::vector<std::string>{"gpu_memory_utilization", "max_model_len",
+                                            "max_num_seqs", "max_num_batched_tokens"}));
 }

@@ -62,6 +62,8 @@ struct KnobSpec {
   // The environment variable the engine (or its connector) reads the knob from, where it is
   // one ("" otherwise): read from a pasted launch's environment, written by to_vllm_env.
   std::string_view env_var = {};
+  // An axis of a sweep grid (SweepGrid lists values of exactly these knobs).
+  bool sweep_axis = false;
 };
 
 // The kv_connector named by --kv-transfer-config's JSON ("" when unset); ConfigError naming

@@ -33,6 +33,8 @@ std::int64_t linear(std::int64_t in, std::int64_t out, bool bias) {
   return in * out + (bias ? out : 0);
 }
 
+constexpr std::int64_t kHead = 128;  // the text models' head_dim
+
 // InternViT-6B-448px-V2_5 (OpenGVLab, published 5.5 B): 45 blocks of width 3200, MLP 12800, 25
 // heads; per block unbiased q/k/v, q/k RMSNorms over the whole width, a biased projection, a
 // biased fc1/fc2, two RMSNorms (weights only) and two layer scales; a class vector, a biased
@@ -50,7 +52,8 @@ std::int64_t intern_vit_6b() {
 // The pixel-shuffle projector of InternVL (mlp1) and of transformers' InternVL: a LayerNorm over
 // 2 x 2 x 3200 = 12800, a biased [12800 -> text] and a biased [text -> text].
 std::int64_t shuffle_projector(std::int64_t text_hidden) {
-  return 2 * 12800 + linear(12800, text_hidden, true) + linear(text_hidden, text_hidden, true);
+  return std::int64_t{2} * 12800 + linear(12800, text_hidden, true) +
+         linear(text_hidden, text_hidden, true);
 }
 
 }  // namespace
@@ -65,9 +68,9 @@ TEST(RegistryMultimodal2, InternVit6bByHand) { expect_published(intern_vit_6b(),
 TEST(RegistryMultimodal2, InternS1ByHand) {
   const ModelSpec spec = load_hf_config(config_path("published_values/internlm__Intern-S1.json"));
   const std::int64_t h = 4096;
-  const std::int64_t layer = linear(h, 64 * 128, false) + 2 * linear(h, 4 * 128, false) +
-                             linear(64 * 128, h, false) + 2 * 128 + linear(h, 128, false) +
-                             128 * 3 * linear(h, 1536, false) + 2 * h;
+  const std::int64_t layer = linear(h, 64 * kHead, false) + 2 * linear(h, 4 * kHead, false) +
+                             linear(64 * kHead, h, false) + 2 * kHead + linear(h, 128, false) +
+                             128 * (3 * linear(h, 1536, false)) + 2 * h;
   auto text = [&](std::int64_t vocab) { return 2 * vocab * h + 94 * layer + h; };
   expect_published(text(151936), 235e9);
   const std::int64_t tower = intern_vit_6b() + shuffle_projector(h);
@@ -86,9 +89,9 @@ TEST(RegistryMultimodal2, SkyworkR1v38bByHand) {
   const ModelSpec spec =
       load_hf_config(config_path("published_values/Skywork__Skywork-R1V-38B.json"));
   const std::int64_t h = 5120;
-  const std::int64_t layer = linear(h, h, true) + 2 * linear(h, 8 * 128, true) +
+  const std::int64_t layer = linear(h, h, true) + 2 * linear(h, 8 * kHead, true) +
                              linear(h, h, false) + 3 * linear(h, 27648, false) + 2 * h;
-  const std::int64_t text = 2 * 152064 * h + 64 * layer + h;
+  const std::int64_t text = 2 * std::int64_t{152064} * h + 64 * layer + h;
   expect_published(text, 32.8e9);
   const std::int64_t tower = intern_vit_6b() + shuffle_projector(h);
   EXPECT_EQ(spec.vision.num_parameters, tower);
@@ -127,8 +130,9 @@ TEST(RegistryMultimodal2, Blip2Opt27bByHand) {
   const ModelSpec spec = load_hf_config(config_path("Salesforce__blip2-opt-2.7b.json"));
   EXPECT_EQ(spec.vision.num_parameters, tower);
   const std::int64_t opt_layer = 4 * linear(2560, 2560, true) + linear(2560, 10240, true) +
-                                 linear(10240, 2560, true) + 4 * 2560;
-  const std::int64_t text = 50304 * 2560 + (2048 + 2) * 2560 + 32 * opt_layer + 2 * 2560;
+                                 linear(10240, 2560, true) + std::int64_t{4} * 2560;
+  const std::int64_t text = std::int64_t{50304} * 2560 + std::int64_t{2048 + 2} * 2560 +
+                            32 * opt_layer + std::int64_t{2} * 2560;
   // The spec counts OPT's final LayerNorm as its weight alone (its bias: 2,560 parameters), as
   // for OPT itself (tests/cpp/test_registry_families.cpp, OptParametersByHand).
   EXPECT_EQ(parameter_count(spec), text + tower - 2560);
@@ -192,12 +196,12 @@ TEST(RegistryMultimodal2, Glm45vMatchesItsCheckpoint) {
   const std::int64_t tower = glm4v_tower(10944);
   EXPECT_EQ(spec.vision.num_parameters, tower);
   const std::int64_t h = 4096;
-  const std::int64_t attention =
-      linear(h, 96 * 128, true) + 2 * linear(h, 8 * 128, true) + linear(96 * 128, h, false) + 2 * h;
+  const std::int64_t attention = linear(h, 96 * kHead, true) + 2 * linear(h, 8 * kHead, true) +
+                                 linear(96 * kHead, h, false) + 2 * h;
   const std::int64_t dense = 3 * linear(h, 10944, false);
-  const std::int64_t moe =
-      128 * 3 * linear(h, 1408, false) + 3 * linear(h, 1408, false) + linear(h, 128, false) + 128;
-  const std::int64_t text = 2 * 151552 * h + 46 * attention + dense + 45 * moe + h;
+  const std::int64_t moe = 128 * (3 * linear(h, 1408, false)) + 3 * linear(h, 1408, false) +
+                           linear(h, 128, false) + std::int64_t{128};
+  const std::int64_t text = 2 * std::int64_t{151552} * h + 46 * attention + dense + 45 * moe + h;
   EXPECT_EQ(text + tower, std::int64_t{107710933120});
   EXPECT_EQ(parameter_count(spec), std::int64_t{107710933120});
   EXPECT_EQ(kv_bf16(spec), 46 * 2 * 8 * 128 * 2);
@@ -211,9 +215,9 @@ TEST(RegistryMultimodal2, Glm41v9bByHand) {
   const ModelSpec spec =
       load_hf_config(config_path("published_values/zai-org__GLM-4.1V-9B-Thinking.json"));
   const std::int64_t h = 4096;
-  const std::int64_t layer = linear(h, 32 * 128, true) + 2 * linear(h, 2 * 128, true) +
-                             linear(32 * 128, h, false) + 3 * linear(h, 13696, false) + 4 * h;
-  const std::int64_t text = 2 * 151552 * h + 40 * layer + h;
+  const std::int64_t layer = linear(h, 32 * kHead, true) + 2 * linear(h, 2 * kHead, true) +
+                             linear(32 * kHead, h, false) + 3 * linear(h, 13696, false) + 4 * h;
+  const std::int64_t text = 2 * std::int64_t{151552} * h + 40 * layer + h;
   expect_published(text, 9.4e9, 2);
   EXPECT_EQ(spec.vision.num_parameters, glm4v_tower(13696));
   EXPECT_EQ(parameter_count(spec), text + glm4v_tower(13696));

@@ -1968,8 +1968,11 @@ std::int64_t lfm2_vl_tower(const ConfigFields& v, const ConfigFields& top,
 // it, (image_size / patch)^2 learned positions; `depth` blocks of two RMSNorms, unbiased q/k/v
 // and proj, and an unbiased SwiGLU MLP of out_hidden_size; a final RMSNorm; a biased
 // spatial_merge_size^2 downsample convolution to out_hidden_size; the merger: an unbiased
-// out x out projection, a LayerNorm and an unbiased SwiGLU of intermediate_size.
-std::int64_t glm4v_tower(const ConfigFields& v) {
+// out x out projection, a LayerNorm and an unbiased SwiGLU of intermediate_size. GLM-OCR's
+// (glm_ocr.py, `ocr`) drops the post-convolution norm and the positions, biases q/k/v and proj,
+// adds q/k RMSNorms over the head size, runs a biased SwiGLU of intermediate_size in each block,
+// and sizes the merger's SwiGLU by the text model's intermediate size.
+std::int64_t glm4v_tower(const ConfigFields& v, bool ocr, std::int64_t text_intermediate) {
   const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
   const std::int64_t out = bounded(v, "out_hidden_size", v.integer("out_hidden_size"), kMaxWidth);
   const std::int64_t inter =
@@ -1982,10 +1985,18 @@ std::int64_t glm4v_tower(const ConfigFields& v) {
       bounded(v, "temporal_patch_size", v.integer("temporal_patch_size"), 64);
   const std::int64_t merge = bounded(v, "spatial_merge_size", v.integer("spatial_merge_size"), 64);
   const std::int64_t side = image / patch;
-  const std::int64_t embeddings = channels * temporal * patch * patch * h + h + h + side * side * h;
-  const std::int64_t block = 2 * h + 4 * h * h + 3 * h * out;
+  const std::int64_t convolution = channels * temporal * patch * patch * h + h;
+  std::int64_t embeddings = convolution + h + side * side * h;
+  std::int64_t block = 2 * h + 4 * h * h + 3 * h * out;
+  std::int64_t merger_width = inter;
+  if (ocr) {
+    const std::int64_t heads = bounded(v, "num_heads", v.integer("num_heads"), h);
+    embeddings = convolution;
+    block = 2 * h + 4 * h * h + 4 * h + 2 * (h / heads) + 3 * h * inter + 2 * inter + h;
+    merger_width = text_intermediate;
+  }
   const std::int64_t downsample = h * merge * merge * out + out;
-  const std::int64_t merger = out * out + 2 * out + 3 * out * inter;
+  const std::int64_t merger = out * out + 2 * out + 3 * out * merger_width;
   return embeddings + depth * block + h + downsample + merger;
 }
 
@@ -2030,7 +2041,7 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
     case Vision::Lfm2Vl:
       return lfm2_vl_tower(v, top, text_hidden);
     case Vision::Glm4v:
-      return glm4v_tower(v);
+      return glm4v_tower(v, false, 0);
     case Vision::Blip2:  // needs the Q-Former's config too: blip2_tower, from add_vision
     case Vision::Siglip:
     case Vision::Vit:
@@ -2616,6 +2627,7 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
   if (style == Vision::Blip2) return "Blip2VisionConfig";
   if (style == Vision::Lfm2Vl) return "Siglip2VisionConfig";
   if (style == Vision::Glm4v) {
+    if (model_type == "glm_ocr") return "GlmOcrVisionConfig";
     return model_type == "glm4v_moe" ? "Glm4vMoeVisionConfig" : "Glm4vVisionConfig";
   }
   if (style == Vision::InternVlHf) {
@@ -2678,6 +2690,8 @@ void add_vision(const json& config, const ConfigFields& top, Vision style,
     const ConfigFields q(qformer, file, "qformer_config.", &qformer_defaults, qformer_class);
     parameters = blip2_tower(v, q, top, text_hidden);
     report_defaults(q, qformer_defaults, qformer_class, doc);
+  } else if (style == Vision::Glm4v && model_type == "glm_ocr") {
+    parameters = glm4v_tower(v, true, doc["intermediate_size"].get<std::int64_t>());
   } else {
     parameters = vision_parameters(v, top, style, model_type, config_class == "CLIPVisionConfig",
                                    text_hidden);

@@ -224,3 +224,34 @@ TEST(RegistryMultimodal2, Glm41v9bByHand) {
   EXPECT_EQ(kv_bf16(spec), 40 * 2 * 2 * 128 * 2);
   EXPECT_EQ(spec.rotary_dim, 64);  // partial_rotary_factor 0.5 of 128
 }
+
+// GLM-OCR (zai-org/GLM-OCR; the report: 0.9 B = a 0.4 B CogViT encoder + a 0.5 B GLM decoder).
+// glm_ocr.py's CogViT: a biased Conv3d [1024, 3, 2, 14, 14], no positions and no post-conv norm;
+// 24 blocks of two RMSNorms, biased qkv [3072, 1024] and proj, q/k RMSNorms over the head size
+// 64, a biased SwiGLU of 4096; post_layernorm; a biased downsample [1536, 1024, 2, 2]; the merger
+// (proj [1536, 1536], a LayerNorm, a SwiGLU of the text's 4608): 434,120,192, the "0.4 B".
+// The decoder (glm4.py): 16 layers of 16 query and 8 KV heads x 128 (head_dim written, not
+// 1536 / 16), no biases, four RMSNorms, SwiGLU 4608; untied 59,392-token embeddings; without
+// them 490,833,408 parameters, the "0.5 B". Its MTP layer is a drafter's, not counted. KV: 16 x 2
+// x 8 x 128 x 2 B = 65,536 B a token.
+TEST(RegistryMultimodal2, GlmOcrByHand) {
+  const ModelSpec spec = load_hf_config(config_path("zai-org__GLM-OCR.json"));
+  const std::int64_t h = 1024;
+  const std::int64_t block = 2 * h + linear(h, 3 * h, true) + linear(h, h, true) +
+                             std::int64_t{2} * 64 + 2 * linear(h, 4096, true) +
+                             linear(4096, h, true);
+  const std::int64_t out = 1536;
+  const std::int64_t tower = linear(std::int64_t{3} * 2 * 14 * 14, h, true) + 24 * block + h +
+                             linear(h * 2 * 2, out, true) + linear(out, out, false) + 2 * out +
+                             2 * linear(out, 4608, false) + linear(4608, out, false);
+  expect_published(tower, 0.4e9, 1);
+  EXPECT_EQ(spec.vision.num_parameters, tower);
+  const std::int64_t t = 1536;
+  const std::int64_t layer = linear(t, 16 * kHead, false) + 2 * linear(t, 8 * kHead, false) +
+                             linear(16 * kHead, t, false) + 3 * linear(t, 4608, false) + 4 * t;
+  const std::int64_t decoder = 16 * layer + t;
+  expect_published(decoder, 0.5e9, 1);
+  EXPECT_EQ(parameter_count(spec), 2 * std::int64_t{59392} * t + decoder + tower);
+  EXPECT_EQ(spec.num_nextn_predict_layers, 1);
+  EXPECT_EQ(kv_bf16(spec), 16 * 2 * 8 * 128 * 2);
+}

@@ -155,6 +155,7 @@ enum class Vision : std::uint8_t {
   Blip2,       // BLIP-2: EVA ViT-g, a Q-Former over learned queries, a linear projection
   Lfm2Vl,      // LFM2-VL: SigLIP2 NaFlex + pixel-unshuffle two-layer projector
   Glm4v,       // GLM-4.1V / 4.5V: 3-D patch ViT with SwiGLU blocks, a downsample conv, a merger
+  KimiK25,     // Kimi-K2.5: MoonViT3d + patch-merger projector
 };
 
 struct Context {
@@ -1258,6 +1259,7 @@ constexpr NamedVision kVisions[] = {
     {"blip2", Vision::Blip2},
     {"lfm2_vl", Vision::Lfm2Vl},
     {"glm4v", Vision::Glm4v},
+    {"kimi_k25", Vision::KimiK25},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -1518,9 +1520,10 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
     const auto* v = std::find_if(std::begin(kVisions), std::end(kVisions),
                                  [&](const NamedVision& n) { return vision == n.name; });
     if (v == std::end(kVisions)) {
-      e.fail("vision", "'" + vision + "'",
-             "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
-             "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v)");
+      e.fail(
+          "vision", "'" + vision + "'",
+          "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
+          "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v, kimi_k25)");
     }
     w.vision = v->vision;
     t.wrappers.push_back(std::move(w));
@@ -2000,6 +2003,50 @@ std::int64_t glm4v_tower(const ConfigFields& v, bool ocr, std::int64_t text_inte
   return embeddings + depth * block + h + downsample + merger;
 }
 
+// Kimi-K2.5's MoonViT3d as vLLM 0.33 builds it (kimi_k25_vit.py) from transformers'
+// Kimi_K25VisionConfig (hidden_size, intermediate_size, num_hidden_layers, patch_size: the
+// class's fields; the hub's vt_* keys are not read): a biased patch convolution over 3 channels,
+// a learned pos_emb_height x pos_emb_width position table (init_pos_emb_* where the config
+// writes them; the time table is a fixed buffer), blocks of two LayerNorms, a biased wqkv and wo
+// and a biased fc0 / fc1 MLP, a final LayerNorm. The projector merges merge_kernel_size patches:
+// patchmerger, a LayerNorm over the vision width and biased [m -> m], [m -> text] linears;
+// patchmergerv2, unbiased linears and an RMSNorm over the text width.
+std::int64_t kimi_k25_tower(const ConfigFields& v, std::int64_t text_hidden) {
+  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
+  const std::int64_t inter =
+      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+  const std::int64_t layers =
+      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), kMaxSide);
+  auto table_side = [&](const char* legacy, const char* key) {
+    return v.has(legacy) ? bounded(v, legacy, v.integer(legacy), kMaxSide)
+                         : bounded(v, key, v.integer(key), kMaxSide);
+  };
+  const std::int64_t positions = table_side("init_pos_emb_height", "pos_emb_height") *
+                                 table_side("init_pos_emb_width", "pos_emb_width");
+  std::int64_t merged = h * 4;  // Kimi_K25VisionConfig's merge_kernel_size (2, 2)
+  if (v.has("merge_kernel_size")) {
+    const json& kernel = v.at("merge_kernel_size");
+    if (!kernel.is_array() || kernel.size() != 2 || !kernel[0].is_number_integer() ||
+        !kernel[1].is_number_integer()) {
+      v.fail("merge_kernel_size", kernel.dump(), "expected [height, width]");
+    }
+    merged = h * bounded(v, "merge_kernel_size", kernel[0].get<std::int64_t>(), 64) *
+             bounded(v, "merge_kernel_size", kernel[1].get<std::int64_t>(), 64);
+  }
+  const std::string projector_type = v.string_or("mm_projector_type", "patchmerger");
+  std::int64_t projector = 0;
+  if (projector_type == "patchmerger") {
+    projector = 2 * h + merged * merged + merged + merged * text_hidden + text_hidden;
+  } else if (projector_type == "patchmergerv2") {
+    projector = merged * merged + merged * text_hidden + text_hidden;
+  } else {
+    v.fail("mm_projector_type", projector_type, "expected patchmerger or patchmergerv2");
+  }
+  const std::int64_t block = 4 * h + 3 * h * h + 3 * h + h * h + h + 2 * h * inter + inter + h;
+  return 3 * patch * patch * h + h + positions * h + layers * block + 2 * h + projector;
+}
+
 std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
                                const std::string& model_type, bool clip, std::int64_t text_hidden) {
   switch (style) {
@@ -2042,6 +2089,8 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
       return lfm2_vl_tower(v, top, text_hidden);
     case Vision::Glm4v:
       return glm4v_tower(v, false, 0);
+    case Vision::KimiK25:
+      return kimi_k25_tower(v, text_hidden);
     case Vision::Blip2:  // needs the Q-Former's config too: blip2_tower, from add_vision
     case Vision::Siglip:
     case Vision::Vit:
@@ -2626,6 +2675,7 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
   }
   if (style == Vision::Blip2) return "Blip2VisionConfig";
   if (style == Vision::Lfm2Vl) return "Siglip2VisionConfig";
+  if (style == Vision::KimiK25) return "Kimi_K25VisionConfig";
   if (style == Vision::Glm4v) {
     if (model_type == "glm_ocr") return "GlmOcrVisionConfig";
     return model_type == "glm4v_moe" ? "Glm4vMoeVisionConfig" : "Glm4vVisionConfig";
@@ -2753,7 +2803,7 @@ json architecture_spec_document(const json& config, const std::string& file) {
     add_vision(config, top, style, model_type, file, doc);
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
              style == Vision::InternVit || style == Vision::InternVlHf || style == Vision::Blip2 ||
-             style == Vision::Lfm2Vl || style == Vision::Glm4v) {
+             style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "
              "config.json");

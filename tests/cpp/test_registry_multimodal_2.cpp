@@ -255,3 +255,41 @@ TEST(RegistryMultimodal2, GlmOcrByHand) {
   EXPECT_EQ(spec.num_nextn_predict_layers, 1);
   EXPECT_EQ(kv_bf16(spec), 16 * 2 * 8 * 128 * 2);
 }
+
+// Kimi-K2.5 (moonshotai/Kimi-K2.5, INT4 experts): a public report prints its config and every
+// tensor's shape, and counts 170,738,182,128 stored elements (packed int32 experts, their bf16
+// group scales and shape vectors included), which the shapes below sum to. Unpacked (8 int4
+// values an int32), the checkpoint holds 1,026,879,376,368 parameters (the published 1 T).
+// Vision (kimi_k25_vit.py, Kimi_K25VisionConfig's 1152 / 4304 / 27 layers): a biased 14 x 14
+// patch convolution, a 64 x 64 position table, blocks of two LayerNorms, a biased wqkv [3456,
+// 1152] and wo, a biased fc0 / fc1 MLP, a final LayerNorm; the patch merger: a LayerNorm [1152],
+// biased [4608 -> 4608] and [4608 -> 7168]. Text: Kimi-K2's DeepSeek-V3 layout (61 layers, MLA
+// with q_lora 1536 and kv_lora 512 + 64, 384 experts of 2048 from layer 1, one shared expert,
+// vocabulary 163,840, untied). KV (MLA): 61 x (512 + 64) x 2 B = 70,272 B a token.
+TEST(RegistryMultimodal2, KimiK25MatchesItsCheckpoint) {
+  const std::int64_t v = 1152;
+  const std::int64_t block = 4 * v + linear(v, 3 * v, true) + linear(v, v, true) +
+                             linear(v, 4304, true) + linear(4304, v, true);
+  const std::int64_t tower = linear(std::int64_t{3} * 14 * 14, v, true) +
+                             std::int64_t{64} * 64 * v + 27 * block + 2 * v + 2 * v +
+                             linear(4 * v, 4 * v, true) + linear(4 * v, 7168, true);
+  const std::int64_t h = 7168;
+  const std::int64_t attention = 2 * h + 512 + 1536 + linear(h, 576, false) +
+                                 linear(512, 16384, false) + linear(8192, h, false) +
+                                 linear(h, 1536, false) + linear(1536, 12288, false);
+  const std::int64_t moe_rest = linear(h, 384, false) + 384 + 3 * linear(h, 2048, false);
+  const std::int64_t expert = 3 * linear(h, 2048, false);
+  const std::int64_t text_rest = 2 * std::int64_t{163840} * h + 61 * attention +
+                                 3 * linear(h, 18432, false) + 60 * moe_rest + h;
+  // As stored: per expert, down_proj packed [7168, 256] + scales [7168, 64], gate / up packed
+  // [2048, 896] + scales [2048, 224] each, and three 2-element shape vectors.
+  const std::int64_t stored_expert =
+      h * 256 + h * 64 + 2 * (std::int64_t{2048} * 896 + std::int64_t{2048} * 224) + 6;
+  EXPECT_EQ(text_rest + tower + 60 * (384 * stored_expert), std::int64_t{170738182128});
+  const ModelSpec spec = load_hf_config(config_path("moonshotai__Kimi-K2.5.json"));
+  EXPECT_EQ(spec.vision.num_parameters, tower);
+  EXPECT_EQ(parameter_count(spec), text_rest + tower + 60 * (384 * expert));
+  EXPECT_EQ(parameter_count(spec), std::int64_t{1026879376368});
+  EXPECT_EQ(spec.quantization.method, QuantMethod::PackedWNA16);
+  EXPECT_EQ(kv_bf16(spec), 61 * (512 + 64) * 2);
+}

@@ -152,6 +152,10 @@ enum class Vision : std::uint8_t {
   Idefics3,    // Idefics3 / SmolVLM: SigLIP-style ViT + pixel-shuffle linear connector
   InternVit,   // InternVL (remote code): InternViT + pixel-shuffle mlp1 projector
   InternVlHf,  // InternVL in transformers' format: InternS1 ViT + pixel-shuffle projector
+  Blip2,       // BLIP-2: EVA ViT-g, a Q-Former over learned queries, a linear projection
+  Lfm2Vl,      // LFM2-VL: SigLIP2 NaFlex + pixel-unshuffle two-layer projector
+  Glm4v,       // GLM-4.1V / 4.5V: 3-D patch ViT with SwiGLU blocks, a downsample conv, a merger
+  KimiK25,     // Kimi-K2.5: MoonViT3d + patch-merger projector
 };
 
 struct Context {
@@ -1252,6 +1256,10 @@ constexpr NamedVision kVisions[] = {
     {"idefics3", Vision::Idefics3},
     {"intern_vit", Vision::InternVit},
     {"internvl_hf", Vision::InternVlHf},
+    {"blip2", Vision::Blip2},
+    {"lfm2_vl", Vision::Lfm2Vl},
+    {"glm4v", Vision::Glm4v},
+    {"kimi_k25", Vision::KimiK25},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -1512,9 +1520,10 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
     const auto* v = std::find_if(std::begin(kVisions), std::end(kVisions),
                                  [&](const NamedVision& n) { return vision == n.name; });
     if (v == std::end(kVisions)) {
-      e.fail("vision", "'" + vision + "'",
-             "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
-             "gemma4, paligemma, idefics3, intern_vit, internvl_hf)");
+      e.fail(
+          "vision", "'" + vision + "'",
+          "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
+          "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v, kimi_k25)");
     }
     w.vision = v->vision;
     t.wrappers.push_back(std::move(w));
@@ -1886,6 +1895,162 @@ std::int64_t internvl_hf_tower(const ConfigFields& v, const ConfigFields& top,
   return layers * per_layer + embeddings + post + projector;
 }
 
+// BLIP-2 as vLLM 0.33 builds it (blip2.py, blip.py BlipVisionModel): every vision layer and the
+// post-LayerNorm, with a class vector, a biased patch convolution over 3 channels and patches + 1
+// positions; per layer a fused qkv (biased with qkv_bias), a biased projection, a biased
+// fc1/fc2 and two LayerNorms. Then num_query_tokens learned queries, the Q-Former (a LayerNorm;
+// per layer a biased self-attention q/k/v/dense with its LayerNorm, every
+// cross_attention_frequency-th layer a cross-attention whose k and v read the vision width, a
+// biased intermediate and output with a LayerNorm; no word embeddings) and a biased projection
+// to the text width.
+std::int64_t blip2_tower(const ConfigFields& v, const ConfigFields& q, const ConfigFields& top,
+                         std::int64_t text_hidden) {
+  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
+  const std::int64_t inter =
+      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+  const std::int64_t layers =
+      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+  const std::int64_t image = bounded(v, "image_size", v.integer("image_size"), kMaxSide);
+  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), image);
+  const std::int64_t side = image / patch;
+  const std::int64_t vision_layer = 3 * h * h + (v.boolean_or("qkv_bias", true) ? 3 * h : 0) +
+                                    h * h + h + 2 * h * inter + inter + h + 4 * h;
+  const std::int64_t vision =
+      h + 3 * patch * patch * h + h + (side * side + 1) * h + layers * vision_layer + 2 * h;
+  const std::int64_t qh = bounded(q, "hidden_size", q.integer("hidden_size"), kMaxWidth);
+  const std::int64_t qi =
+      bounded(q, "intermediate_size", q.integer("intermediate_size"), kMaxWidth);
+  const std::int64_t q_layers =
+      bounded(q, "num_hidden_layers", q.integer("num_hidden_layers"), kMaxLayers);
+  const std::int64_t frequency =
+      bounded(q, "cross_attention_frequency", q.integer("cross_attention_frequency"), kMaxLayers);
+  // Blip2Config sets the Q-Former's encoder_hidden_size to the vision width.
+  const std::int64_t self_attention = 4 * (qh * qh + qh) + 2 * qh;
+  const std::int64_t cross_attention = 2 * (qh * qh + qh) + 2 * (h * qh + qh) + 2 * qh;
+  const std::int64_t mlp = qh * qi + qi + qi * qh + qh + 2 * qh;
+  const std::int64_t crossing = (q_layers + frequency - 1) / frequency;  // layers 0, f, 2f, ...
+  const std::int64_t qformer =
+      2 * qh + q_layers * (self_attention + mlp) + crossing * cross_attention;
+  const std::int64_t queries =
+      bounded(top, "num_query_tokens", top.integer_or("num_query_tokens", 32), 1 << 16) * qh;
+  return vision + queries + qformer + qh * text_hidden + text_hidden;
+}
+
+// LFM2-VL as vLLM 0.33 builds it (lfm2_vl.py, lfm2_siglip2.py): SigLIP2 NaFlex, every layer and
+// the post-LayerNorm, embedding patches with a biased linear over num_channels x patch^2 and a
+// num_patches position table; per layer biased q/k/v/o, a biased fc1/fc2 and two LayerNorms.
+// The projector: pixel unshuffle by downsample_factor, a LayerNorm over the unshuffled width with
+// projector_use_layernorm, then linear_1 to projector_hidden_size and linear_2 to the text
+// width, biased with projector_bias (Lfm2VlConfig's defaults: 2, true, 2560, true).
+std::int64_t lfm2_vl_tower(const ConfigFields& v, const ConfigFields& top,
+                           std::int64_t text_hidden) {
+  const std::string vision_type = v.string_or("model_type", "siglip2_vision_model");
+  if (vision_type != "siglip2_vision_model") {
+    v.fail("model_type", vision_type, "vLLM's lfm2_vl.py builds siglip2_vision_model only");
+  }
+  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
+  const std::int64_t inter =
+      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+  const std::int64_t layers =
+      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+  const std::int64_t channels = bounded(v, "num_channels", v.integer("num_channels"), 16);
+  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), kMaxSide);
+  const std::int64_t patches = bounded(v, "num_patches", v.integer("num_patches"), kMaxSide);
+  const std::int64_t embeddings = channels * patch * patch * h + h + patches * h;
+  const std::int64_t per_layer = 4 * h * h + 2 * h * inter + 9 * h + inter;
+  const std::int64_t factor =
+      bounded(top, "downsample_factor", top.integer_or("downsample_factor", 2), 64);
+  const std::int64_t unshuffled = h * factor * factor;
+  const std::int64_t hidden = bounded(top, "projector_hidden_size",
+                                      top.integer_or("projector_hidden_size", 2560), kMaxWidth);
+  const bool bias = top.boolean_or("projector_bias", true);
+  const std::int64_t projector =
+      (top.boolean_or("projector_use_layernorm", true) ? 2 * unshuffled : 0) + unshuffled * hidden +
+      hidden * text_hidden + (bias ? hidden + text_hidden : 0);
+  return embeddings + layers * per_layer + 2 * h + projector;
+}
+
+// GLM-4.1V's vision transformer as vLLM 0.33 builds it (glm4_1v.py Glm4vVisionTransformer): a
+// biased 3-D patch convolution (in_channels x temporal_patch_size x patch^2), an RMSNorm after
+// it, (image_size / patch)^2 learned positions; `depth` blocks of two RMSNorms, unbiased q/k/v
+// and proj, and an unbiased SwiGLU MLP of out_hidden_size; a final RMSNorm; a biased
+// spatial_merge_size^2 downsample convolution to out_hidden_size; the merger: an unbiased
+// out x out projection, a LayerNorm and an unbiased SwiGLU of intermediate_size. GLM-OCR's
+// (glm_ocr.py, `ocr`) drops the post-convolution norm and the positions, biases q/k/v and proj,
+// adds q/k RMSNorms over the head size, runs a biased SwiGLU of intermediate_size in each block,
+// and sizes the merger's SwiGLU by the text model's intermediate size.
+std::int64_t glm4v_tower(const ConfigFields& v, bool ocr, std::int64_t text_intermediate) {
+  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
+  const std::int64_t out = bounded(v, "out_hidden_size", v.integer("out_hidden_size"), kMaxWidth);
+  const std::int64_t inter =
+      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+  const std::int64_t depth = bounded(v, "depth", v.integer("depth"), kMaxLayers);
+  const std::int64_t channels = bounded(v, "in_channels", v.integer("in_channels"), 16);
+  const std::int64_t image = bounded(v, "image_size", v.integer("image_size"), kMaxSide);
+  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), image);
+  const std::int64_t temporal =
+      bounded(v, "temporal_patch_size", v.integer("temporal_patch_size"), 64);
+  const std::int64_t merge = bounded(v, "spatial_merge_size", v.integer("spatial_merge_size"), 64);
+  const std::int64_t side = image / patch;
+  const std::int64_t convolution = channels * temporal * patch * patch * h + h;
+  std::int64_t embeddings = convolution + h + side * side * h;
+  std::int64_t block = 2 * h + 4 * h * h + 3 * h * out;
+  std::int64_t merger_width = inter;
+  if (ocr) {
+    const std::int64_t heads = bounded(v, "num_heads", v.integer("num_heads"), h);
+    embeddings = convolution;
+    block = 2 * h + 4 * h * h + 4 * h + 2 * (h / heads) + 3 * h * inter + 2 * inter + h;
+    merger_width = text_intermediate;
+  }
+  const std::int64_t downsample = h * merge * merge * out + out;
+  const std::int64_t merger = out * out + 2 * out + 3 * out * merger_width;
+  return embeddings + depth * block + h + downsample + merger;
+}
+
+// Kimi-K2.5's MoonViT3d as vLLM 0.33 builds it (kimi_k25_vit.py) from transformers'
+// Kimi_K25VisionConfig (hidden_size, intermediate_size, num_hidden_layers, patch_size: the
+// class's fields; the hub's vt_* keys are not read): a biased patch convolution over 3 channels,
+// a learned pos_emb_height x pos_emb_width position table (init_pos_emb_* where the config
+// writes them; the time table is a fixed buffer), blocks of two LayerNorms, a biased wqkv and wo
+// and a biased fc0 / fc1 MLP, a final LayerNorm. The projector merges merge_kernel_size patches:
+// patchmerger, a LayerNorm over the vision width and biased [m -> m], [m -> text] linears;
+// patchmergerv2, unbiased linears and an RMSNorm over the text width.
+std::int64_t kimi_k25_tower(const ConfigFields& v, std::int64_t text_hidden) {
+  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
+  const std::int64_t inter =
+      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+  const std::int64_t layers =
+      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), kMaxSide);
+  auto table_side = [&](const char* legacy, const char* key) {
+    return v.has(legacy) ? bounded(v, legacy, v.integer(legacy), kMaxSide)
+                         : bounded(v, key, v.integer(key), kMaxSide);
+  };
+  const std::int64_t positions = table_side("init_pos_emb_height", "pos_emb_height") *
+                                 table_side("init_pos_emb_width", "pos_emb_width");
+  std::int64_t merged = h * 4;  // Kimi_K25VisionConfig's merge_kernel_size (2, 2)
+  if (v.has("merge_kernel_size")) {
+    const json& kernel = v.at("merge_kernel_size");
+    if (!kernel.is_array() || kernel.size() != 2 || !kernel[0].is_number_integer() ||
+        !kernel[1].is_number_integer()) {
+      v.fail("merge_kernel_size", kernel.dump(), "expected [height, width]");
+    }
+    merged = h * bounded(v, "merge_kernel_size", kernel[0].get<std::int64_t>(), 64) *
+             bounded(v, "merge_kernel_size", kernel[1].get<std::int64_t>(), 64);
+  }
+  const std::string projector_type = v.string_or("mm_projector_type", "patchmerger");
+  std::int64_t projector = 0;
+  if (projector_type == "patchmerger") {
+    projector = 2 * h + merged * merged + merged + merged * text_hidden + text_hidden;
+  } else if (projector_type == "patchmergerv2") {
+    projector = merged * merged + merged * text_hidden + text_hidden;
+  } else {
+    v.fail("mm_projector_type", projector_type, "expected patchmerger or patchmergerv2");
+  }
+  const std::int64_t block = 4 * h + 3 * h * h + 3 * h + h * h + h + 2 * h * inter + inter + h;
+  return 3 * patch * patch * h + h + positions * h + layers * block + 2 * h + projector;
+}
+
 std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
                                const std::string& model_type, bool clip, std::int64_t text_hidden) {
   switch (style) {
@@ -1924,6 +2089,13 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
       return intern_vit_tower(v, top, text_hidden);
     case Vision::InternVlHf:
       return internvl_hf_tower(v, top, text_hidden);
+    case Vision::Lfm2Vl:
+      return lfm2_vl_tower(v, top, text_hidden);
+    case Vision::Glm4v:
+      return glm4v_tower(v, false, 0);
+    case Vision::KimiK25:
+      return kimi_k25_tower(v, text_hidden);
+    case Vision::Blip2:  // needs the Q-Former's config too: blip2_tower, from add_vision
     case Vision::Siglip:
     case Vision::Vit:
     case Vision::None:
@@ -2498,14 +2670,24 @@ std::string supported_model_types() {
 
 // The transformers class a wrapper's vision_config is built as, where the table reads its
 // defaults: by vision_config.model_type for LLaVA (CLIP unless named, SigLIP for OneVision) and
-// PaliGemma (SigLIP), by the wrapper for Idefics3 / SmolVLM and InternVL (transformers' format);
-// "" for the other towers.
+// PaliGemma (SigLIP), by the wrapper for Idefics3 / SmolVLM, InternVL (transformers' format) and
+// Intern-S1; "" for the other towers.
 std::string vision_config_class(const ConfigFields& v, Vision style,
                                 const std::string& model_type) {
   if (style == Vision::Idefics3) {
     return model_type == "smolvlm" ? "SmolVLMVisionConfig" : "Idefics3VisionConfig";
   }
-  if (style == Vision::InternVlHf) return "InternVLVisionConfig";
+  if (style == Vision::Blip2) return "Blip2VisionConfig";
+  if (style == Vision::Lfm2Vl) return "Siglip2VisionConfig";
+  if (style == Vision::KimiK25) return "Kimi_K25VisionConfig";
+  if (style == Vision::Glm4v) {
+    if (model_type == "glm_ocr") return "GlmOcrVisionConfig";
+    return model_type == "glm4v_moe" ? "Glm4vMoeVisionConfig" : "Glm4vVisionConfig";
+  }
+  if (style == Vision::InternVlHf) {
+    // Intern-S1's remote-code vision config class has InternVLVisionConfig's defaults.
+    return model_type == "interns1" ? "InternS1VisionConfig" : "InternVLVisionConfig";
+  }
   if (style != Vision::Llava && style != Vision::PaliGemma) return "";
   const bool siglip_default = style == Vision::PaliGemma || model_type == "llava_onevision";
   const std::string vision_type =
@@ -2518,6 +2700,27 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
              : "PaliGemma's tower modelled is siglip_vision_model");
 }
 
+// A vision-side config class's defaults (vision_config_class_defaults), by class name.
+const json& vision_class_defaults(const std::string& config_class) {
+  const auto found = table().vision_class_defaults.find(config_class);
+  if (found == table().vision_class_defaults.end()) {
+    throw SpecError(kArchitecturesFile, "vision_config_class_defaults", config_class,
+                    "no entry for this class");
+  }
+  return found->second;
+}
+
+// The class defaults `fields` read, as doc["config_defaults"] lines.
+void report_defaults(const ConfigFields& fields, const json& defaults,
+                     const std::string& config_class, json& doc) {
+  for (const std::string& key : fields.defaults_used()) {
+    std::string line = fields.prefix();
+    line.append(key).append(" = ").append(defaults.at(key).dump());
+    line.append(" (").append(config_class).append(")");
+    doc["config_defaults"].push_back(std::move(line));
+  }
+}
+
 // The wrapper's vision tower into doc["vision"]: its parameters and encoder-profile facts, and
 // the vision-config class defaults it read into doc["config_defaults"].
 void add_vision(const json& config, const ConfigFields& top, Vision style,
@@ -2527,26 +2730,29 @@ void add_vision(const json& config, const ConfigFields& top, Vision style,
   const std::string config_class =
       vision_config_class(ConfigFields(vision, file, "vision_config."), style, model_type);
   const json no_defaults = json::object();
-  const json* defaults = &no_defaults;
-  if (!config_class.empty()) {
-    const auto found = table().vision_class_defaults.find(config_class);
-    if (found == table().vision_class_defaults.end()) {
-      throw SpecError(kArchitecturesFile, "vision_config_class_defaults", config_class,
-                      "no entry for this class");
-    }
-    defaults = &found->second;
+  const json& defaults = config_class.empty() ? no_defaults : vision_class_defaults(config_class);
+  const ConfigFields v(vision, file, "vision_config.", &defaults, config_class);
+  const std::int64_t text_hidden = doc["hidden_size"].get<std::int64_t>();
+  std::int64_t parameters = 0;
+  if (style == Vision::Blip2) {
+    // transformers builds Blip2QFormerConfig's defaults where the config omits qformer_config.
+    const json omitted = json::object();
+    const json& qformer = top.has("qformer_config") ? config.at("qformer_config") : omitted;
+    if (!qformer.is_object()) top.fail("qformer_config", "not an object", "expected an object");
+    const std::string qformer_class = "Blip2QFormerConfig";
+    const json& qformer_defaults = vision_class_defaults(qformer_class);
+    const ConfigFields q(qformer, file, "qformer_config.", &qformer_defaults, qformer_class);
+    parameters = blip2_tower(v, q, top, text_hidden);
+    report_defaults(q, qformer_defaults, qformer_class, doc);
+  } else if (style == Vision::Glm4v && model_type == "glm_ocr") {
+    parameters = glm4v_tower(v, true, doc["intermediate_size"].get<std::int64_t>());
+  } else {
+    parameters = vision_parameters(v, top, style, model_type, config_class == "CLIPVisionConfig",
+                                   text_hidden);
   }
-  const ConfigFields v(vision, file, "vision_config.", defaults, config_class);
-  doc["vision"] = {{"num_parameters",
-                    vision_parameters(v, top, style, model_type, config_class == "CLIPVisionConfig",
-                                      doc["hidden_size"].get<std::int64_t>())}};
+  doc["vision"] = {{"num_parameters", parameters}};
   vision_profile_facts(v, top, style, model_type, doc["vision"]);
-  for (const std::string& key : v.defaults_used()) {
-    std::string line = "vision_config.";
-    line.append(key).append(" = ").append(defaults->at(key).dump());
-    line.append(" (").append(config_class).append(")");
-    doc["config_defaults"].push_back(std::move(line));
-  }
+  report_defaults(v, defaults, config_class, doc);
 }
 
 json architecture_spec_document(const json& config, const std::string& file) {
@@ -2600,7 +2806,8 @@ json architecture_spec_document(const json& config, const std::string& file) {
   if (top.has("vision_config")) {
     add_vision(config, top, style, model_type, file, doc);
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
-             style == Vision::InternVit || style == Vision::InternVlHf) {
+             style == Vision::InternVit || style == Vision::InternVlHf || style == Vision::Blip2 ||
+             style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "
              "config.json");

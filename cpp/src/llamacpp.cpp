@@ -12,10 +12,12 @@
 #include <regex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "vramplan/errors.hpp"
 #include "vramplan/llamacpp_yaml.hpp"
+#include "vramplan/model_spec.hpp"
 #include "yaml_load.hpp"
 
 namespace vramplan {
@@ -301,6 +303,158 @@ LlamacppModel llamacpp_model_from_gguf(const GgufHeader& header) {
   if (m.n_vocab == 0) {
     throw SpecError(header.file, "token_embd.weight", "missing", "the token embedding tensor");
   }
+  return m;
+}
+
+namespace {
+
+// GGUF's default general.alignment (gguf.c GGUF_DEFAULT_ALIGNMENT): each tensor's data starts on
+// it.
+constexpr std::int64_t kGgufAlignment = 32;
+
+// Refuses what a database entry describes but the llama tensor list below does not build.
+void refuse_spec(const ModelSpec& spec, const std::string& what) {
+  throw ConfigError("model", "'" + spec.id + "' (" + spec.source + ")",
+                    "a database GGUF entry of the llama architecture (model_type llama or "
+                    "mistral: dense, full attention, gated MLP, no biases), or the .gguf file",
+                    what + " is not built from a database entry for llama.cpp yet");
+}
+
+void check_llama_shaped(const ModelSpec& spec) {
+  if (spec.quantization.method != QuantMethod::Gguf) {
+    throw ConfigError(
+        "model",
+        "'" + spec.id + "' (quantization " + quant_method_name(spec.quantization.method) + ")",
+        "a GGUF entry (quantization.method gguf) or a .gguf file", "llama.cpp loads GGUF files");
+  }
+  // convert_hf_to_gguf.py writes LlamaForCausalLM and MistralForCausalLM as general.architecture
+  // llama.
+  if (spec.model_type != "llama" && spec.model_type != "mistral") {
+    refuse_spec(spec, "model_type '" + spec.model_type + "'");
+  }
+  const std::vector<std::pair<bool, const char*>> features = {
+      {spec.has_moe, "MoE"},
+      {spec.has_mla, "MLA"},
+      {spec.has_mamba || spec.has_linear_attention || spec.has_short_conv, "a recurrent mixer"},
+      {spec.vision.num_parameters > 0, "a vision tower"},
+      {spec.num_nextn_predict_layers > 0, "MTP layers"},
+      {spec.qkv_bias || spec.o_proj_bias || spec.mlp_bias, "biases"},
+      {spec.qk_norm || spec.attn_output_gate || spec.attention_sinks, "extra attention tensors"},
+      {!spec.gated_mlp, "an ungated MLP"},
+      {spec.per_layer_input_size > 0 || spec.position_embeddings > 0, "extra embeddings"}};
+  for (const auto& [present, name] : features) {
+    if (present) refuse_spec(spec, name);
+  }
+  for (const LayerSpec& layer : spec.layers) {
+    if (layer.attention != AttentionKind::Full || !layer.mlp || layer.kv_shared ||
+        (layer.intermediate_size != 0 && layer.intermediate_size != spec.intermediate_size)) {
+      refuse_spec(spec, std::string("a layer of ") + attention_kind_name(layer.attention) +
+                            " attention or its own MLP width");
+    }
+  }
+}
+
+// The database's one GGUF type per role, as "default Q4_K, lm_head Q6_K, attn_kv Q5_K".
+std::string gguf_types_text(const QuantSpec& q) {
+  std::string text = "default " + std::string(dtype_info(q.gguf_types.at("default")).name);
+  for (const auto& [role, type] : q.gguf_types) {
+    if (role != "default") text += ", " + role + " " + std::string(dtype_info(type).name);
+  }
+  return text;
+}
+
+// Appends one tensor [rows, cols] of `type` at the next aligned offset, placed as the loader
+// places a file's tensor.
+class SpecTensorWriter {
+ public:
+  SpecTensorWriter(const ModelSpec& spec, LlamacppModel& model) : spec_(spec), model_(model) {}
+
+  void add(const std::string& name, std::int64_t rows, std::int64_t cols, TensorRole role) {
+    const auto& types = spec_.quantization.gguf_types;
+    const auto it = types.find(tensor_role_name(role));
+    const DType type = it != types.end() ? it->second : types.at("default");
+    if (cols % dtype_info(type).block_elements != 0) {
+      throw SpecError(spec_.source,
+                      "quantization.gguf_types." + std::string(tensor_role_name(role)),
+                      std::string(dtype_info(type).name),
+                      "a type whose block divides the row of " + name + " (" +
+                          std::to_string(cols) + " values)");
+    }
+    add_typed(name, rows, cols, type);
+  }
+  // 1-D tensors (norms) stay F32: llama.cpp's quantizer only quantizes 2-D weights.
+  void add_norm(const std::string& name, std::int64_t width) {
+    add_typed(name, 1, width, DType::F32);
+  }
+
+ private:
+  void add_typed(const std::string& name, std::int64_t rows, std::int64_t cols, DType type) {
+    TensorInfo info;
+    info.name = name;
+    info.dtype = type;
+    info.shape =
+        rows == 1 ? std::vector<std::int64_t>{cols} : std::vector<std::int64_t>{rows, cols};
+    info.bytes = rows * row_bytes(type, cols);
+    info.offset = offset_;
+    offset_ = pad_to(offset_ + info.bytes, kGgufAlignment);
+    model_.tensors.push_back(placed_tensor(info));
+  }
+
+  const ModelSpec& spec_;
+  LlamacppModel& model_;
+  std::int64_t offset_ = 0;
+};
+
+}  // namespace
+
+LlamacppModel llamacpp_model_from_spec(const ModelSpec& spec) {
+  check_llama_shaped(spec);
+  LlamacppModel m;
+  m.file = spec.id;
+  m.architecture = "llama";
+  m.n_layer = spec.num_hidden_layers;
+  m.n_ctx_train = spec.max_position_embeddings;
+  m.n_embd = spec.hidden_size;
+  m.n_head = spec.num_attention_heads;
+  m.n_ff = spec.intermediate_size;
+  m.n_vocab = spec.vocab_size;
+  m.head_dim_k = spec.head_dim > 0 ? spec.head_dim : m.n_embd / std::max<std::int64_t>(1, m.n_head);
+  m.head_dim_v = m.head_dim_k;
+  m.swa_layer.assign(static_cast<std::size_t>(m.n_layer), false);
+  m.tied_output = spec.tie_word_embeddings;
+  for (std::int64_t il = 0; il < m.n_layer; ++il) {
+    const auto i = static_cast<std::size_t>(il);
+    const std::int64_t heads = i < spec.layers.size() && spec.layers[i].num_key_value_heads > 0
+                                   ? spec.layers[i].num_key_value_heads
+                                   : spec.num_key_value_heads;
+    m.n_head_kv.push_back(heads > 0 ? heads : m.n_head);
+  }
+  // The tensors llama.cpp's llama architecture loads (llm_build_llama's LLM_TENSOR_* set), in
+  // the converter's order: token_embd, blk.0 .. blk.N-1, output_norm, output.
+  const std::int64_t e = m.n_embd;
+  const std::int64_t q = m.n_head * m.head_dim_k;
+  SpecTensorWriter w(spec, m);
+  w.add("token_embd.weight", m.n_vocab, e, TensorRole::Embedding);
+  for (std::int64_t il = 0; il < m.n_layer; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    const std::int64_t kv = m.n_head_kv[static_cast<std::size_t>(il)] * m.head_dim_k;
+    w.add_norm(p + "attn_norm.weight", e);
+    w.add(p + "attn_q.weight", q, e, TensorRole::AttnQ);
+    w.add(p + "attn_k.weight", kv, e, TensorRole::AttnKV);
+    w.add(p + "attn_v.weight", kv, e, TensorRole::AttnKV);
+    w.add(p + "attn_output.weight", e, q, TensorRole::AttnO);
+    w.add_norm(p + "ffn_norm.weight", e);
+    w.add(p + "ffn_gate.weight", m.n_ff, e, TensorRole::MlpGateUp);
+    w.add(p + "ffn_up.weight", m.n_ff, e, TensorRole::MlpGateUp);
+    w.add(p + "ffn_down.weight", e, m.n_ff, TensorRole::MlpDown);
+  }
+  w.add_norm("output_norm.weight", e);
+  if (!m.tied_output) w.add("output.weight", m.n_vocab, e, TensorRole::LmHead);
+  m.approximation = "tensors built from the database entry '" + spec.id +
+                    "' with one GGUF type per role (" + gguf_types_text(spec.quantization) +
+                    ", norms F32), which stands in for the file's per-layer type mix, and no "
+                    "rope_freqs: model buffers are approximate; plan the .gguf file for "
+                    "llama.cpp's exact figures";
   return m;
 }
 
@@ -614,6 +768,7 @@ LlamacppMemory llamacpp_memory(const LlamacppModel& model, const LlamacppLaunch&
   const bool mapped_in_ram = launch.no_mmap || launch.mlock;
   out.host_ram_bytes = (mapped_in_ram ? out.host_model_bytes : 0) + out.host_kv_bytes +
                        out.host_rs_bytes + out.host_compute_bytes + out.host_output_bytes;
+  if (!model.approximation.empty()) out.notes.push_back(model.approximation);
   out.notes.push_back(
       "compute buffers are a phase model of the graph allocator's peak (attention, FFN, "
       "output), dense models only: MoE routing and recurrent layers are not in it");

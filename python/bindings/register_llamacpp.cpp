@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "register.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/llamacpp.hpp"
 #include "vramplan/llamacpp_log.hpp"
+#include "vramplan/model_spec.hpp"
 #include "vramplan/tensor_headers.hpp"
 
 namespace py = pybind11;
@@ -157,7 +159,14 @@ nlohmann::json gpus_json(const vramplan::LlamacppMemory& m) {
   return gpus;
 }
 
-nlohmann::json memory_json(const vramplan::LlamacppMemory& m) {
+// `weights_exact` false: the model's tensor list is a database entry's stand-in for the file's,
+// so the model buffers move from `exact` to `approximate`.
+nlohmann::json memory_json(const vramplan::LlamacppMemory& m, bool weights_exact) {
+  nlohmann::json exact = {"gpu_kv_bytes", "gpu_rs_bytes", "host_kv_bytes", "host_rs_bytes"};
+  nlohmann::json approximate = {"gpu_compute_bytes", "host_compute_bytes", "host_output_bytes"};
+  for (const char* weights : {"gpu_model_bytes", "host_model_bytes"}) {
+    (weights_exact ? exact : approximate).push_back(weights);
+  }
   return {{"gpus", gpus_json(m)},
           {"max_gpu_total_bytes", m.max_gpu_total_bytes()},
           {"n_ctx", m.n_ctx},
@@ -182,23 +191,31 @@ nlohmann::json memory_json(const vramplan::LlamacppMemory& m) {
           {"host_compute_bytes", m.host_compute_bytes},
           {"host_output_bytes", m.host_output_bytes},
           {"host_ram_bytes", m.host_ram_bytes},
-          {"exact",
-           {"gpu_model_bytes", "gpu_kv_bytes", "gpu_rs_bytes", "host_model_bytes", "host_kv_bytes",
-            "host_rs_bytes"}},
-          {"approximate", {"gpu_compute_bytes", "host_compute_bytes", "host_output_bytes"}},
+          {"exact", exact},
+          {"approximate", approximate},
           {"notes", m.notes}};
 }
 
 nlohmann::json model_json(const vramplan::LlamacppModel& model) {
-  return {{"file", model.file},
-          {"architecture", model.architecture},
-          {"n_layer", model.n_layer},
-          {"n_ctx_train", model.n_ctx_train},
-          {"n_expert", model.n_expert}};
+  return {{"file", model.file},         {"architecture", model.architecture},
+          {"n_layer", model.n_layer},   {"n_ctx_train", model.n_ctx_train},
+          {"n_expert", model.n_expert}, {"approximation", model.approximation}};
 }
 
-vramplan::LlamacppModel model_at(const std::string& path) {
-  return vramplan::llamacpp_model_from_gguf(vramplan::read_gguf_header(path));
+nlohmann::json memory_json(const vramplan::LlamacppModel& model,
+                           const vramplan::LlamacppMemory& m) {
+  return memory_json(m, model.approximation.empty());
+}
+
+// A GGUF file's path, or a database GGUF entry (built from its shapes and per-role types).
+using ModelSource = std::variant<std::string, vramplan::ModelSpec>;
+
+vramplan::LlamacppModel model_at(const ModelSource& source) {
+  if (const auto* spec = std::get_if<vramplan::ModelSpec>(&source)) {
+    return vramplan::llamacpp_model_from_spec(*spec);
+  }
+  return vramplan::llamacpp_model_from_gguf(
+      vramplan::read_gguf_header(std::get<std::string>(source)));
 }
 
 }  // namespace
@@ -206,20 +223,21 @@ vramplan::LlamacppModel model_at(const std::string& path) {
 void register_llamacpp(py::module_& m) {
   m.def(
       "llamacpp_memory",
-      [](const std::string& gguf_path, const py::dict& launch) {
-        const vramplan::LlamacppModel model = model_at(gguf_path);
+      [](const ModelSource& model_source, const py::dict& launch) {
+        const vramplan::LlamacppModel model = model_at(model_source);
         const vramplan::LlamacppLaunch l = launch_from(launch);
         return to_python({{"model", model_json(model)},
                           {"launch", launch_json(l)},
-                          {"memory", memory_json(vramplan::llamacpp_memory(model, l))}});
+                          {"memory", memory_json(model, vramplan::llamacpp_memory(model, l))}});
       },
-      py::arg("gguf_path"), py::arg("launch"),
+      py::arg("model"), py::arg("launch"),
       "The buffers llama.cpp allocates for `launch` (llama.cpp flag names, dashes as "
-      "underscores) over the GGUF at `gguf_path`, per device kind.");
+      "underscores) over `model` (a .gguf path, or a database GGUF entry's ModelSpec), per "
+      "device kind.");
   m.def(
       "llamacpp_solve",
-      [](const std::string& gguf_path, const py::dict& launch, std::int64_t gpu_budget_bytes) {
-        const vramplan::LlamacppModel model = model_at(gguf_path);
+      [](const ModelSource& model_source, const py::dict& launch, std::int64_t gpu_budget_bytes) {
+        const vramplan::LlamacppModel model = model_at(model_source);
         const vramplan::LlamacppLaunch l = launch_from(launch);
         const bool pinned_ngl = launch.contains("n_gpu_layers") &&
                                 !launch["n_gpu_layers"].is_none() &&
@@ -234,9 +252,9 @@ void register_llamacpp(py::module_& m) {
              {"gpu_budget_bytes", gpu_budget_bytes},
              {"max_ctx_size", vramplan::llamacpp_max_context(model, fit.launch, gpu_budget_bytes)},
              {"launch", launch_json(fit.launch)},
-             {"memory", memory_json(fit.memory)}});
+             {"memory", memory_json(model, fit.memory)}});
       },
-      py::arg("gguf_path"), py::arg("launch"), py::arg("gpu_budget_bytes"),
+      py::arg("model"), py::arg("launch"), py::arg("gpu_budget_bytes"),
       "The largest -ngl (and smallest --n-cpu-moe for MoE) whose GPU buffers fit "
       "`gpu_budget_bytes`; an -ngl or --n-cpu-moe the launch sets is kept and checked.");
   m.def(
@@ -254,18 +272,20 @@ void register_llamacpp(py::module_& m) {
       "buffer an out-of-memory start failed on with the remedies in llama.cpp's flags.");
   m.def(
       "llamacpp_log_memory",
-      [](const std::string& log_path, const std::string& gguf_path) {
+      [](const std::string& log_path, const ModelSource& model_source) {
         const vramplan::LlamacppLogFigures figures = vramplan::read_llamacpp_log_file(log_path);
-        const vramplan::LlamacppModel model =
-            gguf_path.empty() ? vramplan::llamacpp_model_from_log(figures) : model_at(gguf_path);
+        const auto* path = std::get_if<std::string>(&model_source);
+        const vramplan::LlamacppModel model = path != nullptr && path->empty()
+                                                  ? vramplan::llamacpp_model_from_log(figures)
+                                                  : model_at(model_source);
         const vramplan::LlamacppLaunch l = vramplan::llamacpp_launch_from_log(figures);
         return to_python({{"launch", launch_json(l)},
-                          {"memory", memory_json(vramplan::llamacpp_memory(model, l))}});
+                          {"memory", memory_json(model, vramplan::llamacpp_memory(model, l))}});
       },
-      py::arg("log_path"), py::arg("gguf_path") = "",
+      py::arg("log_path"), py::arg("model") = "",
       "The plan for the launch a llama.cpp log resolved (context, batches, flash attention, "
-      "-ngl), over the GGUF at `gguf_path` or, without one, the log's own hyper-parameters (no "
-      "tensors read: model bytes are then 0).");
+      "-ngl), over `model` (a .gguf path or a database GGUF entry's ModelSpec) or, without one, "
+      "the log's own hyper-parameters (no tensors read: model bytes are then 0).");
   const vramplan::LlamacppDefaults& d = vramplan::llamacpp_defaults();
   m.attr("LLAMACPP_DEFAULTS") = to_python({{"source", d.source},
                                            {"cache_types", d.cache_types},

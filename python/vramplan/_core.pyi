@@ -618,14 +618,14 @@ def knob_bounds(name: str, spec: ModelSpec) -> tuple[float, float]:
     The knob's (minimum, maximum) for this model (max_model_len: up to the model's max_position_embeddings).
     """
 
-def llamacpp_log_memory(log_path: str, gguf_path: str = "") -> typing.Any:
+def llamacpp_log_memory(log_path: str, model: str | ModelSpec = "") -> typing.Any:
     """
-    The plan for the launch a llama.cpp log resolved (context, batches, flash attention, -ngl), over the GGUF at `gguf_path` or, without one, the log's own hyper-parameters (no tensors read: model bytes are then 0).
+    The plan for the launch a llama.cpp log resolved (context, batches, flash attention, -ngl), over `model` (a .gguf path or a database GGUF entry's ModelSpec) or, without one, the log's own hyper-parameters (no tensors read: model bytes are then 0).
     """
 
-def llamacpp_memory(gguf_path: str, launch: dict[str, typing.Any]) -> typing.Any:
+def llamacpp_memory(model: str | ModelSpec, launch: dict[str, typing.Any]) -> typing.Any:
     """
-    The buffers llama.cpp allocates for `launch` (llama.cpp flag names, dashes as underscores) over the GGUF at `gguf_path`, per device kind.
+    The buffers llama.cpp allocates for `launch` (llama.cpp flag names, dashes as underscores) over `model` (a .gguf path, or a database GGUF entry's ModelSpec), per device kind.
     """
 
 def llamacpp_read_log(log_path: str) -> typing.Any:
@@ -634,7 +634,7 @@ def llamacpp_read_log(log_path: str) -> typing.Any:
     """
 
 def llamacpp_solve(
-    gguf_path: str,
+    model: str | ModelSpec,
     launch: dict[str, typing.Any],
     gpu_budget_bytes: typing.SupportsInt | typing.SupportsIndex,
 ) -> typing.Any:

@@ -1,4 +1,5 @@
-"""`vramplan plan|breakdown MODEL.gguf --engine llamacpp` (alias `llama.cpp`): llama.cpp's own flag
+"""`vramplan plan|breakdown MODEL --engine llamacpp` (alias `llama.cpp`; MODEL a .gguf file or a
+database GGUF id such as `bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M`): llama.cpp's own flag
 spellings, long and short (`--ctx-size/-c`, `--cache-type-k/-ctk`, `--n-gpu-layers/-ngl`, ...),
 and the answer in llama.cpp's words: buffers per device, the -ngl that fits, the launch line."""
 
@@ -19,7 +20,7 @@ _MIB = 1 << 20
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vramplan --engine llamacpp", allow_abbrev=False)
     p.add_argument("command", choices=COMMANDS)
-    p.add_argument("model", help="a GGUF file")
+    p.add_argument("model", help="a GGUF file, or a database GGUF id (OWNER/REPO:QUANT)")
     p.add_argument("--gpu", help="GPU name (its memory less llama.cpp's 1024 MiB fit target)")
     p.add_argument("--gpu-budget-mib", type=int, help="GPU bytes llama.cpp may use, in MiB")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -111,7 +112,9 @@ def _log_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vramplan --engine llamacpp", allow_abbrev=False)
     p.add_argument("command", choices=LOG_COMMANDS)
     p.add_argument("log", help="a llama.cpp (llama-server, llama-cli, Ollama runner) log")
-    p.add_argument("--model", help="validate: the GGUF the log loaded (adds the model buffer)")
+    p.add_argument(
+        "--model", help="validate: the GGUF (file or database id) the log loaded (model buffer)"
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     return p
 

@@ -1,11 +1,12 @@
 """llama.cpp (`llama-server`) as vramplan's third engine: the buffers one launch allocates over a
-GGUF file (model, KV and compute per device, host RAM) and the solver for the largest `-ngl` and
-the smallest `--n-cpu-moe` that fit a GPU. Every number comes from the core
-(`_core.llamacpp_memory` / `_core.llamacpp_solve`); this module resolves the GPU budget and
-names the launch fields as llama.cpp's flags do (dashes as underscores)."""
+GGUF file or a database GGUF entry (model, KV and compute per device, host RAM) and the solver
+for the largest `-ngl` and the smallest `--n-cpu-moe` that fit a GPU. Every number comes from
+the core (`_core.llamacpp_memory` / `_core.llamacpp_solve`); this module resolves the model and
+the GPU budget and names the launch fields as llama.cpp's flags do (dashes as underscores)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from . import _core, _database, api
@@ -34,12 +35,39 @@ SWITCHES = frozenset({"kv_unified", "no_mmap", "mlock", "swa_full", "no_kv_offlo
 _NOT_YET = "llama.cpp plans one GGUF on one GPU so far (breakdown, plan, diagnose, validate)"
 
 
-def _gguf_path(model: object) -> str:
-    if not isinstance(model, str) or not model.endswith(".gguf"):
-        raise _database.config_error(
-            "model", model, "a path to a .gguf file", "llama.cpp plans GGUF files"
-        )
-    return model
+def _gguf_ids() -> list[str]:
+    """The database entries stored as GGUF, by id."""
+    db = _database.spec_database()
+    return [i for i in db.model_ids() if db.model(i).to_dict()["quantization"] == "gguf"]
+
+
+def _gguf_model(model: object) -> str | _core.ModelSpec:
+    """What llama.cpp loads: a .gguf file (its path, read as the file is), else a database entry
+    stored as GGUF (its ModelSpec: the core builds the tensor list from its shapes and per-role
+    types, and the plan notes that approximation). A .gguf path that is a file wins over a
+    database alias of the same spelling."""
+    if isinstance(model, _core.ModelSpec):
+        spec: _core.ModelSpec | None = model
+    elif isinstance(model, str) and model.endswith(".gguf") and Path(model).is_file():
+        return model
+    elif isinstance(model, str) and _database.spec_database().has_model(model):
+        spec = _database.spec_database().model(model)
+    elif isinstance(model, str) and model.endswith(".gguf"):
+        return model  # the core names the missing file
+    else:
+        spec = None
+    if spec is None or spec.to_dict()["quantization"] != "gguf":
+        allowed = "a path to a .gguf file, or a database GGUF entry: " + ", ".join(_gguf_ids())
+        raise _database.config_error("model", model, allowed, "llama.cpp plans GGUF files")
+    return spec
+
+
+def _model_words(model: str | _core.ModelSpec) -> list[str]:
+    """How llama-server is told the model: `-m FILE`, or `-hf OWNER/REPO:QUANT` (llama.cpp's own
+    download-from-Hugging-Face spelling, which the database's GGUF ids follow)."""
+    if isinstance(model, str):
+        return ["-m", model]
+    return ["-hf", model.id]
 
 
 def gpu_budget_bytes(gpu: str | _core.GpuSpec | None, budget_bytes: int | None = None) -> int:
@@ -53,14 +81,15 @@ def gpu_budget_bytes(gpu: str | _core.GpuSpec | None, budget_bytes: int | None =
     return int(card.total_memory_bytes) - int(_core.LLAMACPP_DEFAULTS["fit_target_bytes"])
 
 
-def breakdown(model: str, gpu: object = None, **launch: Any) -> dict[str, Any]:
-    """llama.cpp's buffers for `launch` over the GGUF `model`, as they are (no solving)."""
-    result: dict[str, Any] = _core.llamacpp_memory(_gguf_path(model), launch)
+def breakdown(model: str | _core.ModelSpec, gpu: object = None, **launch: Any) -> dict[str, Any]:
+    """llama.cpp's buffers for `launch` over `model` (a .gguf path, or a database GGUF id such as
+    `bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M`), as they are (no solving)."""
+    result: dict[str, Any] = _core.llamacpp_memory(_gguf_model(model), launch)
     return result
 
 
 def plan(
-    model: str,
+    model: str | _core.ModelSpec,
     gpu: str | _core.GpuSpec | None = None,
     *,
     gpu_budget: int | None = None,
@@ -68,16 +97,19 @@ def plan(
 ) -> dict[str, Any]:
     """The largest -ngl (and smallest --n-cpu-moe) whose GPU buffers fit `gpu` (or
     `gpu_budget` bytes), what stays on the CPU and the host RAM; -ngl or --n-cpu-moe given in
-    `launch` are kept and checked."""
+    `launch` are kept and checked. `model` is a .gguf path or a database GGUF id (its model
+    buffers then approximate, said in `memory.notes`)."""
     budget = gpu_budget_bytes(gpu, gpu_budget)
-    result: dict[str, Any] = _core.llamacpp_solve(_gguf_path(model), launch, budget)
-    result["launch_line"] = launch_line(model, result["launch"])
+    source = _gguf_model(model)
+    result: dict[str, Any] = _core.llamacpp_solve(source, launch, budget)
+    result["launch_line"] = launch_line(source, result["launch"])
     return result
 
 
-def launch_line(model: str, launch: dict[str, Any]) -> str:
-    """`llama-server -m MODEL` with the launch's memory flags in llama.cpp's long spelling."""
-    words = ["llama-server", "-m", model]
+def launch_line(model: str | _core.ModelSpec, launch: dict[str, Any]) -> str:
+    """`llama-server -m MODEL.gguf` (or `-hf ID` for a database entry) with the launch's memory
+    flags in llama.cpp's long spelling."""
+    words = ["llama-server", *_model_words(model)]
     for field, value in launch.items():
         flag = FLAGS[field][0]
         if field in SWITCHES:
@@ -108,14 +140,14 @@ def diagnose(log_path: str) -> dict[str, Any]:
     return result
 
 
-def validate(log_path: str, model: str | None = None) -> dict[str, Any]:
+def validate(log_path: str, model: str | _core.ModelSpec | None = None) -> dict[str, Any]:
     """The buffers a llama.cpp log prints on its (single) GPU against vramplan's plan for the
     launch the log resolved: over the GGUF `model` when given (model bytes included), else over
     the log's own hyper-parameters (KV and compute only). Each row: the log's bytes, the plan's,
     and the plan's error in percent of the log's."""
     read = diagnose(log_path)
     figures = read["figures"]
-    planned = _core.llamacpp_log_memory(log_path, _gguf_path(model) if model else "")
+    planned = _core.llamacpp_log_memory(log_path, _gguf_model(model) if model else "")
     rows = []
     for buffer, field in _PLANNED.items():
         printed = figures[f"{buffer}_buffers"]
@@ -139,7 +171,11 @@ def validate(log_path: str, model: str | None = None) -> dict[str, Any]:
 
 
 def fit_gpus(
-    model: str, gpu: str, max_gpus: int = 8, gpu_budget: int | None = None, **launch: Any
+    model: str | _core.ModelSpec,
+    gpu: str,
+    max_gpus: int = 8,
+    gpu_budget: int | None = None,
+    **launch: Any,
 ) -> dict[str, Any]:
     """The fewest `gpu` cards (-sm layer, an even -ts) that hold every layer of `model` under
     `launch`, and for each count tried the -ngl that fits: llama.cpp's answer to "how many

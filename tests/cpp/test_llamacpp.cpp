@@ -489,3 +489,104 @@ TEST(LlamacppSplit, Llama70BQ4KSOnTwo24GBCardsSplitsTheLayersEvenly) {
   launch.tensor_split = {0.0, 0.0};
   EXPECT_THROW(llamacpp_memory(llama_33_70b_q4_k_s(), launch), ConfigError);
 }
+
+namespace {
+
+// The database's GGUF entries as llama.cpp would load them (llamacpp_model_from_spec).
+LlamacppModel database_entry(const std::string& id) {
+  const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  return llamacpp_model_from_spec(db.model(id));
+}
+
+std::int64_t tensor_bytes(const LlamacppModel& model) {
+  std::int64_t total = 0;
+  for (const LlamacppTensor& t : model.tensors) total += t.bytes;
+  return total;
+}
+
+bool notes_contain(const LlamacppMemory& memory, const std::string& text) {
+  for (const std::string& note : memory.notes) {
+    if (note.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(LlamacppDatabaseEntry, Llama31Q4KMAt8kHolds1024MiBInF16And544MiBInQ8) {
+  // bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M at -c 8192: 32 layers x (K + V) x 8 KV
+  // heads x 128 x 8192 cells x 2 B (f16) = 32 x 2 x 16 MiB = 1024 MiB; q8_0 stores 34 B per 32
+  // values: 1024 values a cell row -> 1088 B, 32 x 2 x 8192 x 1088 B = 544 MiB (llama.cpp's own
+  // "KV buffer size" lines for this model at -c 8192).
+  const LlamacppModel model = database_entry("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M");
+  EXPECT_EQ(model.architecture, "llama");
+  EXPECT_EQ(model.n_layer, 32);
+  EXPECT_EQ(model.n_ctx_train, 131072);
+  LlamacppLaunch launch;
+  launch.ctx_size = 8192;
+  const LlamacppMemory f16 = llamacpp_memory(model, launch);
+  EXPECT_EQ(f16.gpu_kv_bytes, 1024 * kMiB);
+  EXPECT_TRUE(notes_contain(f16, "one GGUF type per role"));
+  launch.cache_type_k = launch.cache_type_v = llamacpp_cache_type("q8_0");
+  EXPECT_EQ(llamacpp_memory(model, launch).gpu_kv_bytes, 544 * kMiB);
+}
+
+TEST(LlamacppDatabaseEntry, Llama31Q4KMTensorsAreTheSpecsCheckpointWithF32Norms) {
+  // The entry's types: default Q4_K (token_embd, q, o, gate, up: 144 B per 256), attn_kv Q5_K
+  // (k, v: 176 B per 256), mlp_down Q5_K, lm_head Q6_K (210 B per 256), norms F32.
+  // Per layer: q, o 4096^2 / 256 x 144 = 9,437,184 each; k, v 4096 x 1024 / 256 x 176 =
+  // 2,883,584 each; gate, up 4096 x 14336 / 256 x 144 = 33,030,144 each; down x 176 =
+  // 40,370,176; norms 2 x 16,384 -> 131,104,768 B. 32 layers 4,195,352,576; token_embd
+  // 128256 x 4096 / 256 x 144 = 295,501,824; output x 210 = 430,940,160; output_norm 16,384:
+  // 4,921,810,944 B (the published Q4_K_M file: 4.92 GB with metadata).
+  const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  const ModelSpec spec = db.model("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M");
+  const LlamacppModel model = llamacpp_model_from_spec(spec);
+  EXPECT_EQ(tensor_bytes(model), 4'921'810'944);
+  // The spec's checkpoint formula counts the 65 norms in torch_dtype (bf16, 2 B) where the GGUF
+  // stores F32: 65 x 4096 x 2 B = 532,480 B less.
+  EXPECT_EQ(tensor_bytes(model), checkpoint_tensor_bytes(spec) + 532'480);
+}
+
+TEST(LlamacppDatabaseEntry, Llama70BQ4KSOnA3090At8kKeeps44LayersAndSaysItApproximates) {
+  // bartowski/Llama-3.3-70B-Instruct-GGUF:Q4_K_S, one type per role: attn_kv Q5_K (k and v
+  // 8192 x 1024 / 256 x 176 = 5,767,168 each), everything else Q4_K (q, o 37,748,736 each;
+  // gate, up, down 132,120,576 each), norms 2 x 32,768: 483,459,072 B a layer.
+  // 80 layers 38,676,725,760 + token_embd 591,003,648 + output Q6_K 861,880,320 + output_norm
+  // 32,768 = 40,129,642,496 B: the quantizer's file (40,339,357,952 B, LlamacppSeed001) less the
+  // 209,715,200 B the per-role types miss and its 256 B rope_freqs.
+  const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  const ModelSpec spec = db.model("bartowski/Llama-3.3-70B-Instruct-GGUF:Q4_K_S");
+  const LlamacppModel model = llamacpp_model_from_spec(spec);
+  EXPECT_EQ(tensor_bytes(model), 40'129'642'496);
+  EXPECT_EQ(tensor_bytes(model), 40'339'357'952 - 209'715'200 - 256);
+  // checkpoint_tensor_bytes counts the 161 norms in bf16: 161 x 8192 x 2 B = 2,637,824 B less.
+  EXPECT_EQ(tensor_bytes(model), checkpoint_tensor_bytes(spec) + 2'637'824);
+  // -c 8192 on an RTX 3090: fixed GPU bytes output 861,880,320 + output_norm 32,768 + compute
+  // (flash attention on: logits 128256 x 512 x 4 + hidden 8192 x 512 x 4 = 279,445,504) =
+  // 1,141,358,592; a layer with its f16 KV (2 x 1024 x 8192 x 2 B = 33,554,432): 517,013,504.
+  // (24,245,174,272 - 1,141,358,592) / 517,013,504 = 44.69 -> 44 layers + output: -ngl 45,
+  // GPU 1,141,358,592 + 44 x 517,013,504 = 23,889,952,768 B.
+  LlamacppLaunch launch;
+  launch.ctx_size = 8192;
+  const LlamacppFit fit = llamacpp_solve(model, launch, kRtx3090Budget, false, false);
+  EXPECT_TRUE(fit.fits);
+  EXPECT_EQ(fit.launch.n_gpu_layers, 45);
+  EXPECT_EQ(fit.memory.gpu_total_bytes(), 23'889'952'768);
+  EXPECT_TRUE(notes_contain(fit.memory, "stands in for the file's per-layer type mix"));
+  EXPECT_TRUE(notes_contain(fit.memory, "attn_kv Q5_K"));
+}
+
+TEST(LlamacppDatabaseEntry, OtherEntriesAreRefusedByName) {
+  const SpecDatabase db = SpecDatabase::load_directory(VRAMPLAN_MODEL_SPECS_DIR);
+  ModelSpec spec = db.model("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M");
+  spec.model_type = "qwen2";
+  try {
+    llamacpp_model_from_spec(spec);
+    FAIL() << "a qwen2 entry is not built";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model_type 'qwen2'"), std::string::npos) << e.what();
+  }
+  spec.quantization = QuantSpec{};  // not a GGUF entry
+  EXPECT_THROW(llamacpp_model_from_spec(spec), ConfigError);
+}

@@ -246,3 +246,61 @@ def test_fit_finds_the_fewest_gpus_that_hold_every_layer(
     argv = ["fit", gguf, "--engine", "llamacpp", "--gpu-budget-mib", "3000", "-c", "8192"]
     assert cli.main([*argv, "-fa", "on", "--gpu", "RTX-4090"]) == 0
     assert "2 x RTX-4090: every layer" in capsys.readouterr().out
+
+
+LLAMA_8B_Q4_K_M = "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M"
+LLAMA_70B_Q4_K_S = "bartowski/Llama-3.3-70B-Instruct-GGUF:Q4_K_S"
+
+
+def test_database_gguf_entry_holds_1024_mib_f16_and_544_q8_0() -> None:
+    # The database entry at -c 8192: 32 layers x 2 (K, V) x 8 KV heads x 128 x 8192 cells x 2 B
+    # = 1024 MiB; q8_0 stores 34 B per 32 values: 1024 x 34 / 64 = 544 MiB.
+    f16 = llamacpp.breakdown(LLAMA_8B_Q4_K_M, ctx_size=8192)
+    q8 = llamacpp.breakdown(
+        LLAMA_8B_Q4_K_M, ctx_size=8192, cache_type_k="q8_0", cache_type_v="q8_0"
+    )
+    assert f16["memory"]["gpu_kv_bytes"] == 1024 * MIB
+    assert q8["memory"]["gpu_kv_bytes"] == 544 * MIB
+    # The per-role types stand in for the file's mix: said, and the model bytes not called exact.
+    assert "per-layer type mix" in f16["model"]["approximation"]
+    assert f16["model"]["approximation"] in f16["memory"]["notes"]
+    assert "gpu_model_bytes" in f16["memory"]["approximate"]
+    assert "gpu_model_bytes" not in f16["memory"]["exact"]
+    assert "gpu_kv_bytes" in f16["memory"]["exact"]
+
+
+def test_cli_plans_a_database_gguf_id_with_llama_cpp_short_flags(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["plan", LLAMA_8B_Q4_K_M, "--engine", "llama.cpp", "--gpu", "RTX-4090"]
+    argv += ["-c", "8192", "-ctk", "q8_0", "-ctv", "q8_0", "-ngl", "33", "--json"]
+    assert cli.main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["memory"]["gpu_kv_bytes"] == 544 * MIB
+    assert result["launch"]["n_gpu_layers"] == 33
+    # llama-server's own spelling for a Hugging Face GGUF: -hf OWNER/REPO:QUANT.
+    assert result["launch_line"].startswith(f"llama-server -hf {LLAMA_8B_Q4_K_M} ")
+    assert cli.main(argv[:-1]) == 0  # text: the approximation is a note line
+    text = capsys.readouterr().out
+    assert "CUDA0 KV buffer size      = 544.00 MiB" in text
+    assert "note: tensors built from the database entry" in text
+
+
+def test_70b_q4_k_s_database_entry_on_a_3090_states_its_approximation() -> None:
+    # 483,459,072 B a layer + 32 MiB f16 KV at -c 8192 = 517,013,504 B; output, output_norm and
+    # the compute estimate 1,141,358,592 B; the RTX 3090's 25,318,916,096 B less 1 GiB:
+    # (24,245,174,272 - 1,141,358,592) / 517,013,504 = 44.69 -> 44 layers, -ngl 45
+    # (tests/cpp/test_llamacpp.cpp derives each figure).
+    result = llamacpp.plan(LLAMA_70B_Q4_K_S, "RTX-3090", ctx_size=8192)
+    assert result["fits"]
+    assert result["launch"]["n_gpu_layers"] == 45
+    assert result["memory"]["gpu_total_bytes"] == 23_889_952_768
+    assert any(
+        "Q4_K" in note and "per-layer type mix" in note for note in result["memory"]["notes"]
+    )
+
+
+def test_a_database_id_not_stored_as_gguf_keeps_the_clear_error() -> None:
+    with pytest.raises(_core.ConfigError, match=r"GGUF files.*Q4_K_S") as err:
+        llamacpp.plan("meta-llama/Llama-3.1-8B-Instruct", gpu_budget=1 << 34)
+    assert LLAMA_8B_Q4_K_M in str(err.value)

@@ -16,6 +16,8 @@
 
 namespace vramplan {
 
+struct ModelSpec;
+
 enum class LlamacppFlashAttn { Off, On, Auto };
 
 // -ngl values that are not a count (llama.cpp's common_params: -1 auto, -2 all).
@@ -80,12 +82,24 @@ struct LlamacppModel {
   std::int64_t n_embd_r = 0;
   std::int64_t n_embd_s = 0;
   std::vector<LlamacppTensor> tensors;
+  // Non-empty when the tensor list is not a file's but built from a database entry: how it
+  // departs from the file (one GGUF type per role). Every plan of the model carries it as a note,
+  // and its model bytes are then approximations.
+  std::string approximation;
 };
 
 // Reads the hyper-parameters and the tensor list llama.cpp would. SpecError naming the file and
 // key for a missing key; ConfigError for what this planner does not model yet (pure recurrent
 // and RWKV-style state, MLA, KV shared across layers), never a silent answer.
 LlamacppModel llamacpp_model_from_gguf(const GgufHeader& header);
+
+// The model llama.cpp would load for a database GGUF entry (quantization.method gguf): the
+// architecture's hyper-parameters from the spec's shapes, and the tensors llama.cpp's converter
+// writes, under llama.cpp's names, each in its role's type from quantization.gguf_types (norms
+// F32). The llama architecture only (model_type llama or mistral: dense, full attention, gated
+// MLP, no biases); ConfigError naming any other model_type or feature. `approximation` says
+// that one type per role stands in for the file's per-layer mix.
+LlamacppModel llamacpp_model_from_spec(const ModelSpec& spec);
 
 // One GPU's buffers under -sm layer.
 struct LlamacppGpu {

@@ -1698,6 +1698,10 @@ std::int64_t bounded(const ConfigFields& where, const char* key, std::int64_t va
   }
   return value;
 }
+// The same for the integer field `key` of `where`.
+std::int64_t bounded(const ConfigFields& where, const char* key, std::int64_t limit) {
+  return bounded(where, key, where.integer(key), limit);
+}
 
 constexpr std::int64_t kMaxSide = 1 << 16;   // pixels per image side
 constexpr std::int64_t kMaxWidth = 1 << 20;  // encoder widths
@@ -1711,12 +1715,11 @@ constexpr std::int64_t kMaxLayers = 1 << 12;
 // final LayerNorm. vLLM builds no pooling head for these wrappers (use_head false).
 std::int64_t clip_siglip_encoder(const ConfigFields& v, bool clip, std::int64_t layers,
                                  bool post_norm) {
-  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
-  const std::int64_t inter =
-      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
-  const std::int64_t image = bounded(v, "image_size", v.integer("image_size"), kMaxSide);
-  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), image);
-  const std::int64_t channels = bounded(v, "num_channels", v.integer("num_channels"), 16);
+  const std::int64_t h = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t inter = bounded(v, "intermediate_size", kMaxWidth);
+  const std::int64_t image = bounded(v, "image_size", kMaxSide);
+  const std::int64_t patch = bounded(v, "patch_size", image);
+  const std::int64_t channels = bounded(v, "num_channels", 16);
   const std::int64_t patches = (image / patch) * (image / patch);
   const std::int64_t conv = channels * patch * patch * h;
   const std::int64_t embeddings =
@@ -1759,8 +1762,7 @@ std::int64_t llava_layers_built(const ConfigFields& top, std::int64_t layers,
 // number of feature layers it concatenates (Granite-Vision).
 std::int64_t llava_tower(const ConfigFields& v, const ConfigFields& top,
                          const std::string& model_type, bool clip, std::int64_t text_hidden) {
-  const std::int64_t layers =
-      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
   const bool onevision = model_type == "llava_onevision";
   const std::int64_t built = llava_layers_built(top, layers, onevision ? -1 : -2);
   const std::int64_t h = v.integer("hidden_size");
@@ -1794,13 +1796,11 @@ bool required_flag(const ConfigFields& v, const char* key) {
 // width and a biased text-width linear. No dummy heads (those are NVLM-D's).
 std::int64_t intern_vit_tower(const ConfigFields& v, const ConfigFields& top,
                               std::int64_t text_hidden) {
-  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
-  const std::int64_t inter =
-      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
-  const std::int64_t layers =
-      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
-  const std::int64_t image = bounded(v, "image_size", v.integer("image_size"), kMaxSide);
-  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), image);
+  const std::int64_t h = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t inter = bounded(v, "intermediate_size", kMaxWidth);
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t image = bounded(v, "image_size", kMaxSide);
+  const std::int64_t patch = bounded(v, "patch_size", image);
   const std::string norm = v.string_or("norm_type", "");
   if (norm != "layer_norm" && norm != "rms_norm") {
     v.fail("norm_type", norm.empty() ? "missing" : norm, "expected layer_norm or rms_norm");
@@ -1859,12 +1859,10 @@ std::pair<std::int64_t, std::int64_t> side_pair(const ConfigFields& v, const cha
 // pixel-shuffled width, a biased linear to the text width and a biased text-width linear.
 std::int64_t internvl_hf_tower(const ConfigFields& v, const ConfigFields& top,
                                std::int64_t text_hidden) {
-  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
-  const std::int64_t inter =
-      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
-  const std::int64_t layers =
-      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
-  const std::int64_t channels = bounded(v, "num_channels", v.integer("num_channels"), 16);
+  const std::int64_t h = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t inter = bounded(v, "intermediate_size", kMaxWidth);
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t channels = bounded(v, "num_channels", 16);
   const auto image = side_pair(v, "image_size", kMaxSide);
   const auto patch = side_pair(v, "patch_size", kMaxSide);
   if (patch.first > image.first || patch.second > image.second) {
@@ -1905,25 +1903,20 @@ std::int64_t internvl_hf_tower(const ConfigFields& v, const ConfigFields& top,
 // to the text width.
 std::int64_t blip2_tower(const ConfigFields& v, const ConfigFields& q, const ConfigFields& top,
                          std::int64_t text_hidden) {
-  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
-  const std::int64_t inter =
-      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
-  const std::int64_t layers =
-      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
-  const std::int64_t image = bounded(v, "image_size", v.integer("image_size"), kMaxSide);
-  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), image);
+  const std::int64_t h = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t inter = bounded(v, "intermediate_size", kMaxWidth);
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t image = bounded(v, "image_size", kMaxSide);
+  const std::int64_t patch = bounded(v, "patch_size", image);
   const std::int64_t side = image / patch;
   const std::int64_t vision_layer = 3 * h * h + (v.boolean_or("qkv_bias", true) ? 3 * h : 0) +
                                     h * h + h + 2 * h * inter + inter + h + 4 * h;
   const std::int64_t vision =
       h + 3 * patch * patch * h + h + (side * side + 1) * h + layers * vision_layer + 2 * h;
-  const std::int64_t qh = bounded(q, "hidden_size", q.integer("hidden_size"), kMaxWidth);
-  const std::int64_t qi =
-      bounded(q, "intermediate_size", q.integer("intermediate_size"), kMaxWidth);
-  const std::int64_t q_layers =
-      bounded(q, "num_hidden_layers", q.integer("num_hidden_layers"), kMaxLayers);
-  const std::int64_t frequency =
-      bounded(q, "cross_attention_frequency", q.integer("cross_attention_frequency"), kMaxLayers);
+  const std::int64_t qh = bounded(q, "hidden_size", kMaxWidth);
+  const std::int64_t qi = bounded(q, "intermediate_size", kMaxWidth);
+  const std::int64_t q_layers = bounded(q, "num_hidden_layers", kMaxLayers);
+  const std::int64_t frequency = bounded(q, "cross_attention_frequency", kMaxLayers);
   // Blip2Config sets the Q-Former's encoder_hidden_size to the vision width.
   const std::int64_t self_attention = 4 * (qh * qh + qh) + 2 * qh;
   const std::int64_t cross_attention = 2 * (qh * qh + qh) + 2 * (h * qh + qh) + 2 * qh;
@@ -1948,14 +1941,12 @@ std::int64_t lfm2_vl_tower(const ConfigFields& v, const ConfigFields& top,
   if (vision_type != "siglip2_vision_model") {
     v.fail("model_type", vision_type, "vLLM's lfm2_vl.py builds siglip2_vision_model only");
   }
-  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
-  const std::int64_t inter =
-      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
-  const std::int64_t layers =
-      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
-  const std::int64_t channels = bounded(v, "num_channels", v.integer("num_channels"), 16);
-  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), kMaxSide);
-  const std::int64_t patches = bounded(v, "num_patches", v.integer("num_patches"), kMaxSide);
+  const std::int64_t h = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t inter = bounded(v, "intermediate_size", kMaxWidth);
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t channels = bounded(v, "num_channels", 16);
+  const std::int64_t patch = bounded(v, "patch_size", kMaxSide);
+  const std::int64_t patches = bounded(v, "num_patches", kMaxSide);
   const std::int64_t embeddings = channels * patch * patch * h + h + patches * h;
   const std::int64_t per_layer = 4 * h * h + 2 * h * inter + 9 * h + inter;
   const std::int64_t factor =
@@ -1980,24 +1971,22 @@ std::int64_t lfm2_vl_tower(const ConfigFields& v, const ConfigFields& top,
 // adds q/k RMSNorms over the head size, runs a biased SwiGLU of intermediate_size in each block,
 // and sizes the merger's SwiGLU by the text model's intermediate size.
 std::int64_t glm4v_tower(const ConfigFields& v, bool ocr, std::int64_t text_intermediate) {
-  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
-  const std::int64_t out = bounded(v, "out_hidden_size", v.integer("out_hidden_size"), kMaxWidth);
-  const std::int64_t inter =
-      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
-  const std::int64_t depth = bounded(v, "depth", v.integer("depth"), kMaxLayers);
-  const std::int64_t channels = bounded(v, "in_channels", v.integer("in_channels"), 16);
-  const std::int64_t image = bounded(v, "image_size", v.integer("image_size"), kMaxSide);
-  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), image);
-  const std::int64_t temporal =
-      bounded(v, "temporal_patch_size", v.integer("temporal_patch_size"), 64);
-  const std::int64_t merge = bounded(v, "spatial_merge_size", v.integer("spatial_merge_size"), 64);
+  const std::int64_t h = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t out = bounded(v, "out_hidden_size", kMaxWidth);
+  const std::int64_t inter = bounded(v, "intermediate_size", kMaxWidth);
+  const std::int64_t depth = bounded(v, "depth", kMaxLayers);
+  const std::int64_t channels = bounded(v, "in_channels", 16);
+  const std::int64_t image = bounded(v, "image_size", kMaxSide);
+  const std::int64_t patch = bounded(v, "patch_size", image);
+  const std::int64_t temporal = bounded(v, "temporal_patch_size", 64);
+  const std::int64_t merge = bounded(v, "spatial_merge_size", 64);
   const std::int64_t side = image / patch;
   const std::int64_t convolution = channels * temporal * patch * patch * h + h;
   std::int64_t embeddings = convolution + h + side * side * h;
   std::int64_t block = 2 * h + 4 * h * h + 3 * h * out;
   std::int64_t merger_width = inter;
   if (ocr) {
-    const std::int64_t heads = bounded(v, "num_heads", v.integer("num_heads"), h);
+    const std::int64_t heads = bounded(v, "num_heads", h);
     embeddings = convolution;
     block = 2 * h + 4 * h * h + 4 * h + 2 * (h / heads) + 3 * h * inter + 2 * inter + h;
     merger_width = text_intermediate;
@@ -2016,12 +2005,10 @@ std::int64_t glm4v_tower(const ConfigFields& v, bool ocr, std::int64_t text_inte
 // patchmerger, a LayerNorm over the vision width and biased [m -> m], [m -> text] linears;
 // patchmergerv2, unbiased linears and an RMSNorm over the text width.
 std::int64_t kimi_k25_tower(const ConfigFields& v, std::int64_t text_hidden) {
-  const std::int64_t h = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
-  const std::int64_t inter =
-      bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
-  const std::int64_t layers =
-      bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
-  const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), kMaxSide);
+  const std::int64_t h = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t inter = bounded(v, "intermediate_size", kMaxWidth);
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t patch = bounded(v, "patch_size", kMaxSide);
   auto table_side = [&](const char* legacy, const char* key) {
     return v.has(legacy) ? bounded(v, legacy, v.integer(legacy), kMaxSide)
                          : bounded(v, key, v.integer(key), kMaxSide);
@@ -2068,8 +2055,7 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
       // vLLM paligemma.py: every SigLIP layer and the post-LayerNorm, then a biased linear to
       // projection_dim (PaliGemmaConfig writes its projection_dim, default 2048, into the
       // vision config).
-      const std::int64_t layers =
-          bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+      const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
       const std::int64_t projection =
           bounded(top, "projection_dim", top.integer_or("projection_dim", 2048), kMaxWidth);
       const std::int64_t h = v.integer("hidden_size");
@@ -2078,8 +2064,7 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
     case Vision::Idefics3: {
       // vLLM idefics3.py: the SigLIP-style encoder with its post-LayerNorm, then the connector's
       // pixel shuffle (scale_factor^2 patches per token) into an unbiased linear.
-      const std::int64_t layers =
-          bounded(v, "num_hidden_layers", v.integer("num_hidden_layers"), kMaxLayers);
+      const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
       const std::int64_t scale =
           bounded(top, "scale_factor", top.integer_or("scale_factor", 2), 64);
       const std::int64_t h = v.integer("hidden_size");
@@ -2120,10 +2105,10 @@ void vision_profile_facts(const ConfigFields& v, const ConfigFields& top, Vision
   const std::int64_t channels =
       bounded(v, "num_channels", v.integer_or("num_channels", v.integer_or("in_chans", 3)), 16);
   if (model_type == "gemma3" || model_type == "llama4" || style == Vision::PaliGemma) {
-    const std::int64_t image = bounded(v, "image_size", v.integer("image_size"), kMaxSide);
-    const std::int64_t side = image / bounded(v, "patch_size", v.integer("patch_size"), image);
-    width = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
-    inter = bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+    const std::int64_t image = bounded(v, "image_size", kMaxSide);
+    const std::int64_t side = image / bounded(v, "patch_size", image);
+    width = bounded(v, "hidden_size", kMaxWidth);
+    inter = bounded(v, "intermediate_size", kMaxWidth);
     if (model_type == "gemma3") {
       // One 896 x 896 crop (pan-and-scan off by default) -> mm_tokens_per_image soft tokens
       // (vLLM gemma3_mm.py); SigLIP runs every patch.
@@ -2159,7 +2144,7 @@ void vision_profile_facts(const ConfigFields& v, const ConfigFields& top, Vision
     // and qwen3_5.py inherit). Qwen2/2.5-VL video grows with max_model_len; Qwen3-VL's
     // two-frame dummy video (12288 embeddings) is below its image: not modelled either way.
     const std::int64_t max_pixels = style == Vision::Qwen3Vl ? 16777216 : 12845056;
-    const std::int64_t patch = bounded(v, "patch_size", v.integer("patch_size"), 4096);
+    const std::int64_t patch = bounded(v, "patch_size", 4096);
     const std::int64_t merge =
         bounded(v, "spatial_merge_size", v.integer_or("spatial_merge_size", 2), 64);
     const std::int64_t temporal =
@@ -2171,11 +2156,11 @@ void vision_profile_facts(const ConfigFields& v, const ConfigFields& top, Vision
     encoder_tokens = image_tokens * merge * merge;
     pixels = encoder_tokens * channels * temporal * patch * patch;
     if (style == Vision::Qwen2Vl) {
-      width = bounded(v, "embed_dim", v.integer("embed_dim"), kMaxWidth);
+      width = bounded(v, "embed_dim", kMaxWidth);
       inter = width * bounded(v, "mlp_ratio", v.integer_or("mlp_ratio", 4), 64);
     } else {
-      width = bounded(v, "hidden_size", v.integer("hidden_size"), kMaxWidth);
-      inter = bounded(v, "intermediate_size", v.integer("intermediate_size"), kMaxWidth);
+      width = bounded(v, "hidden_size", kMaxWidth);
+      inter = bounded(v, "intermediate_size", kMaxWidth);
       gated = style == Vision::Qwen25Vl;  // Qwen3-VL: linear_fc1, GELU, linear_fc2
     }
     // Qwen3-VL and Qwen3.5 build Qwen2_5_VisionAttention (vLLM qwen3_vl.py Qwen3_VisionBlock).

@@ -28,22 +28,11 @@
 using namespace vramplan;
 using vramplan_test::config_json;
 using vramplan_test::config_path;
+using vramplan_test::expect_published;
 using vramplan_test::kv_bf16;
+using vramplan_test::linear;
 
 namespace {
-
-// A published count is the hand count rounded to its significant figures: within half a unit
-// of its last digit (2.92e9 with three figures: within 5e6).
-void expect_published(std::int64_t hand, double published, int figures = 3) {
-  const double unit = std::pow(10.0, std::floor(std::log10(published)) - (figures - 1));
-  EXPECT_LE(std::fabs(static_cast<double>(hand) - published), unit / 2)
-      << "hand " << hand << " vs published " << published;
-}
-
-// A linear layer's weight [out, in] and its bias [out].
-std::int64_t linear(std::int64_t in, std::int64_t out, bool bias) {
-  return in * out + (bias ? out : 0);
-}
 
 // A LayerNorm's weight and bias.
 std::int64_t layer_norm(std::int64_t width) { return 2 * width; }

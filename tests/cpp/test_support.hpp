@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -95,6 +97,19 @@ inline vramplan::KvCacheOptions bf16_kv_options(std::int32_t tp = 1) {
   o.kv_element_bytes = 2;
   o.state_element_bytes = 2;
   return o;
+}
+
+// A published parameter count is the hand count rounded to its significant figures: within
+// half a unit of its last digit (2.92e9 with three figures: within 5e6).
+inline void expect_published(std::int64_t hand, double published, int figures = 3) {
+  const double unit = std::pow(10.0, std::floor(std::log10(published)) - (figures - 1));
+  EXPECT_LE(std::fabs(static_cast<double>(hand) - published), unit / 2)
+      << "hand " << hand << " vs published " << published;
+}
+
+// A linear layer's weight [out, in] and its bias [out].
+inline std::int64_t linear(std::int64_t in, std::int64_t out, bool bias) {
+  return in * out + (bias ? out : 0);
 }
 
 // KV bytes per token of `spec` at bf16 (KV and recurrent state), per rank at `tp`.

@@ -679,6 +679,27 @@ void granite_moe(Context& c) {
   c.doc["moe"] = moe;
 }
 
+// vLLM 0.33's granite_layer_attn_params (granite.py, shared by granitemoe.py): the sliding layers
+// layer_types names, which GraniteSWAConfig / GraniteMoeSWAConfig fill when a config omits it
+// (full attention on layers i % 4 == 0, sliding on the others); a sink logit per query head on
+// every layer, since those classes always set layer_types, unless attention_sinks is false.
+void granite_swa(Context& c) {
+  if (!c.f.has("layer_types")) {
+    const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+    json kinds = json::array();
+    for (std::int64_t i = 0; i < layers; ++i) {
+      kinds.push_back(i % 4 == 0 ? "full_attention" : "sliding_attention");
+    }
+    c.doc["layer_types"] = kinds;
+    if (layers > 1) {
+      const std::int64_t window = c.f.integer("sliding_window");
+      if (window <= 0) c.f.fail("sliding_window", std::to_string(window), "must be positive");
+      c.doc["sliding_window"] = window;
+    }
+  }
+  c.doc["attention_sinks"] = c.f.boolean_or("attention_sinks", true);
+}
+
 void gpt_oss_moe(Context& c) {
   json moe = mixtral_style_moe(c.f);
   moe["expert_bias"] = true;
@@ -689,6 +710,55 @@ void gpt_oss_moe(Context& c) {
 void qwen_moe(Context& c) { c.doc["moe"] = qwen_style_moe(c.f, false); }
 
 void qwen_moe_quantizable_router(Context& c) { c.doc["moe"] = qwen_style_moe(c.f, true); }
+
+// vLLM 0.33's exaone_moe.py: per mlp_layer_types (ExaoneMoeConfig: dense below
+// first_k_dense_replace when omitted) a gated MLP or ExaoneMoe: a GateLinear router built
+// without quant_config, an fp32 e_score_correction_bias, num_experts experts of
+// moe_intermediate_size and one shared MLP of num_shared_experts x moe_intermediate_size (its
+// parameters those of num_shared_experts such experts). q/k/v/o biased with attention_bias or
+// bias. Per-layer sliding_windows (K-EXAONE 2.0) are not modelled.
+void exaone_moe(Context& c) {
+  const ConfigFields& f = c.f;
+  if (f.has("sliding_windows")) {
+    f.fail("sliding_windows", "a per-layer list",
+           "per-layer sliding windows (K-EXAONE 2.0) are not modelled");
+  }
+  if (f.boolean_or("bias", false)) {
+    c.doc["qkv_bias"] = true;
+    c.doc["o_proj_bias"] = true;
+  }
+  const std::int64_t width = f.integer("moe_intermediate_size");
+  json moe = {{"num_experts", f.integer("num_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", width},
+              {"router_bias", true}};
+  const std::int64_t shared = f.integer_or("num_shared_experts", 0);
+  if (shared > 0) {
+    moe["num_shared_experts"] = shared;
+    moe["shared_expert_intermediate_size"] = width;
+  }
+  if (!f.has("mlp_layer_types")) {
+    moe["first_k_dense"] = f.integer_or("first_k_dense_replace", 1);
+    c.doc["moe"] = moe;
+    return;
+  }
+  const json& types = f.at("mlp_layer_types");
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  if (!types.is_array() || static_cast<std::int64_t>(types.size()) != layers) {
+    f.fail("mlp_layer_types", types.dump().substr(0, 80),
+           "expected a list of num_hidden_layers entries");
+  }
+  json dense = json::array();
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (types[i] == "dense") {
+      dense.push_back(i);
+    } else if (types[i] != "sparse") {
+      f.fail("mlp_layer_types", types[i].dump(), "expected dense or sparse");
+    }
+  }
+  if (!dense.empty()) moe["dense_layers"] = dense;
+  c.doc["moe"] = moe;
+}
 
 // vLLM 0.33's stablelm.py: q/k/v bias from use_qkv_bias; it builds no q/k LayerNorms, so
 // AutoWeightsLoader refuses a checkpoint that stores them (qk_layernorm: StableLM-2-12B).
@@ -1037,6 +1107,168 @@ void lfm2_moe(Context& c) {
   c.doc["moe"] = moe;
 }
 
+// A list of 0 / 1 flags, one a layer (MiMo-V2's hybrid_layer_pattern, moe_layer_freq).
+std::vector<bool> layer_flags(const ConfigFields& f, const char* key, std::int64_t layers) {
+  const json& flags = f.at(key);
+  if (!flags.is_array() || static_cast<std::int64_t>(flags.size()) != layers) {
+    f.fail(key, flags.dump().substr(0, 80), "expected a list of num_hidden_layers 0 / 1 flags");
+  }
+  std::vector<bool> out;
+  for (const json& v : flags) {
+    if (!v.is_number_integer() || (v.get<std::int64_t>() != 0 && v.get<std::int64_t>() != 1)) {
+      f.fail(key, v.dump(), "expected 0 or 1");
+    }
+    out.push_back(v.get<std::int64_t>() == 1);
+  }
+  return out;
+}
+
+// vLLM 0.33's mimo_v2.py (MiMoV2FlashForCausalLM; MiMoV2ForCausalLM the same layers with a fused
+// qkv checkpoint): hybrid_layer_pattern 1 marks a sliding layer over sliding_window_size tokens
+// with swa_num_key_value_heads, 0 a full layer with num_key_value_heads; both of head_dim for
+// q / k and v_head_dim for v (o_proj reads heads x v_head_dim); a sink per query head on the
+// sliding layers under add_swa_attention_sink_bias (counted on every layer here: the spec's sinks
+// are per model, heads x full layers more); moe_layer_freq 1 marks a layer of n_routed_experts
+// experts of moe_intermediate_size behind a GateLinear router with e_score_correction_bias, 0 (or
+// no list) a gated MLP of intermediate_size. Query heads or head sizes that differ between the
+// two kinds are refused.
+void mimo_v2(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  if (!f.has("hybrid_layer_pattern")) {
+    f.fail("hybrid_layer_pattern", "missing", "required: it places the sliding layers");
+  }
+  const std::vector<bool> sliding = layer_flags(f, "hybrid_layer_pattern", layers);
+  const std::int64_t head_dim = c.doc["head_dim"].get<std::int64_t>();
+  const std::int64_t v_head_dim = f.integer_or("v_head_dim", head_dim);
+  const std::pair<const char*, std::int64_t> same[] = {
+      {"swa_num_attention_heads", c.doc["num_attention_heads"].get<std::int64_t>()},
+      {"swa_head_dim", head_dim},
+      {"swa_v_head_dim", v_head_dim}};
+  for (const auto& [key, expected] : same) {
+    if (f.has(key) && f.integer(key) != expected) {
+      f.fail(key, std::to_string(f.integer(key)),
+             "sliding layers whose heads differ from the full layers' are not modelled");
+    }
+  }
+  if (v_head_dim != head_dim) c.doc["head_dim_v"] = v_head_dim;
+  json kinds = json::array();
+  bool any_sliding = false;
+  for (const bool s : sliding) {
+    kinds.push_back(s ? "sliding_attention" : "full_attention");
+    any_sliding |= s;
+  }
+  c.doc["layer_types"] = kinds;
+  if (any_sliding) {
+    const std::int64_t window = f.integer("sliding_window_size");
+    if (window <= 0) f.fail("sliding_window_size", std::to_string(window), "must be positive");
+    c.doc["sliding_window"] = window;
+    c.doc["full_attention_num_key_value_heads"] = c.doc["num_key_value_heads"];
+    c.doc["num_key_value_heads"] = f.integer("swa_num_key_value_heads");
+    if (f.boolean_or("add_swa_attention_sink_bias", false)) c.doc["attention_sinks"] = true;
+    // The sliding layers' rope of swa_rope_theta is a second cos/sin cache.
+    if (f.has("swa_rope_theta") &&
+        f.number_or("swa_rope_theta", 0) != f.number_or("rope_theta", 0)) {
+      local_rope_cache(c);
+    }
+  }
+  if (!f.has("moe_layer_freq") || !f.at("moe_layer_freq").is_array()) return;
+  const std::vector<bool> sparse = layer_flags(f, "moe_layer_freq", layers);
+  json dense = json::array();
+  for (std::size_t i = 0; i < sparse.size(); ++i) {
+    if (!sparse[i]) dense.push_back(i);
+  }
+  if (static_cast<std::int64_t>(dense.size()) == layers) return;
+  json moe = {{"num_experts", f.integer("n_routed_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", f.integer("moe_intermediate_size")},
+              {"router_bias", true}};
+  if (!dense.empty()) moe["dense_layers"] = dense;
+  c.doc["moe"] = moe;
+}
+
+// vLLM 0.33's openpangu.py for PanguEmbeddedForCausalLM: OpenPanguEmbeddedAttention's q/k/v
+// biased with qkv_bias when the config names it, else with attention_bias or bias, which also
+// bias o_proj; the MLP with mlp_bias; pre_mlp / post_mlp RMSNorms under sandwich_norm; a window
+// per layer from interleaved_sliding_window (one for all, or a list cycled over the layers,
+// null for full attention). The MLA (kv_lora_rank), sink-attention (param_sink_number) and MoE
+// (n_routed_experts) layers openpangu.py also builds are other checkpoints' and are refused.
+void pangu_embedded(Context& c) {
+  const ConfigFields& f = c.f;
+  for (const char* key : {"kv_lora_rank", "param_sink_number", "n_routed_experts"}) {
+    if (f.has(key)) {
+      f.fail(key, c.f.at(key).dump(),
+             "openPangu's MLA, sink-attention and MoE layers are not modelled under "
+             "PanguEmbedded");
+    }
+  }
+  const bool bias = f.boolean_or("attention_bias", false) || f.boolean_or("bias", false);
+  c.doc["qkv_bias"] = f.boolean_or("qkv_bias", bias);
+  c.doc["o_proj_bias"] = bias;
+  c.doc["mlp_bias"] = f.boolean_or("mlp_bias", false);
+  if (f.boolean_or("sandwich_norm", false)) c.doc["norms_per_layer"] = 4;
+  if (!f.has("interleaved_sliding_window")) return;
+  const json& windows = f.at("interleaved_sliding_window");
+  const json cycle = windows.is_array() ? windows : json::array({windows});
+  std::int64_t window = 0;
+  for (const json& w : cycle) {
+    if (w.is_null()) continue;
+    if (!w.is_number_integer() || w.get<std::int64_t>() <= 0 ||
+        (window != 0 && w.get<std::int64_t>() != window)) {
+      f.fail("interleaved_sliding_window", windows.dump().substr(0, 80),
+             "expected one positive window (or null for full attention) per layer");
+    }
+    window = w.get<std::int64_t>();
+  }
+  if (cycle.empty() || window == 0) return;
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  json kinds = json::array();
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const json& w = cycle[static_cast<std::size_t>(i) % cycle.size()];
+    kinds.push_back(w.is_null() ? "full_attention" : "sliding_attention");
+  }
+  c.doc["layer_types"] = kinds;
+  c.doc["sliding_window"] = window;
+}
+
+// vLLM 0.33's afmoe.py (Arcee Trinity): the sliding layers layer_types names, which AfmoeConfig
+// fills when omitted (full attention where (i + 1) % global_attn_every_n_layers == 0); a
+// gate_proj of heads x head_dim on the attention output (q_proj's rows doubled, as Qwen3-Next's
+// gate is counted); the dense MLP below num_dense_layers, then AfmoeMoE: a GateLinear router
+// with expert_bias, num_experts experts of moe_intermediate_size and one shared MLP of
+// num_shared_experts x moe_intermediate_size.
+void afmoe(Context& c) {
+  const ConfigFields& f = c.f;
+  if (!f.has("layer_types")) {
+    const std::int64_t every = f.integer("global_attn_every_n_layers");
+    if (every <= 0) f.fail("global_attn_every_n_layers", std::to_string(every), "must be positive");
+    const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+    json kinds = json::array();
+    for (std::int64_t i = 0; i < layers; ++i) {
+      kinds.push_back((i + 1) % every != 0 ? "sliding_attention" : "full_attention");
+    }
+    c.doc["layer_types"] = kinds;
+    if (every > 1) {
+      const std::int64_t window = f.integer("sliding_window");
+      if (window <= 0) f.fail("sliding_window", std::to_string(window), "must be positive");
+      c.doc["sliding_window"] = window;
+    }
+  }
+  c.doc["attn_output_gate"] = true;
+  const std::int64_t width = f.integer("moe_intermediate_size");
+  json moe = {{"num_experts", f.integer("num_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", width},
+              {"first_k_dense", f.integer("num_dense_layers")},
+              {"router_bias", true}};
+  const std::int64_t shared = f.integer_or("num_shared_experts", 0);
+  if (shared > 0) {
+    moe["num_shared_experts"] = shared;
+    moe["shared_expert_intermediate_size"] = width;
+  }
+  c.doc["moe"] = moe;
+}
+
 // Jamba as vLLM 0.33's jamba.py builds it: attention (head_dim = hidden / heads, no biases)
 // on layers i % attn_layer_period == attn_layer_offset, a Mamba-1 mixer (MambaMixer with
 // weighted RMSNorms on dt, B and C; d_inner = mamba_expand x hidden) on the others; each layer
@@ -1180,6 +1412,7 @@ constexpr NamedRule kRules[] = {
     {"internlm_bias", internlm_bias},
     {"mixtral_moe", mixtral_moe},
     {"granite_moe", granite_moe},
+    {"granite_swa", granite_swa},
     {"gpt_oss_moe", gpt_oss_moe},
     {"qwen_moe", qwen_moe},
     {"qwen_moe_quantizable_router", qwen_moe_quantizable_router},
@@ -1198,6 +1431,7 @@ constexpr NamedRule kRules[] = {
     {"gemma4", gemma4},
     {"granite_moe_hybrid", granite_moe_hybrid},
     {"jamba", jamba},
+    {"exaone_moe", exaone_moe},
     {"stablelm", stablelm},
     {"olmoe", olmoe},
     {"minimax_m2", minimax_m2},
@@ -1212,6 +1446,9 @@ constexpr NamedRule kRules[] = {
     {"minicpm3", minicpm3},
     {"lfm2", lfm2},
     {"lfm2_moe", lfm2_moe},
+    {"afmoe", afmoe},
+    {"pangu_embedded", pangu_embedded},
+    {"mimo_v2", mimo_v2},
     {"chatglm", chatglm},
     {"nemotron_nas", nemotron_nas},
 };

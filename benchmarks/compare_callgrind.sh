@@ -46,7 +46,7 @@ fixed_driver "$ROOT"
 # "name Ir allocations-per-call" per benchmark.
 profile() {
   local out="$SCRATCH/$3" part=1 name counters allocs file
-  valgrind --tool=callgrind --dump-before=vramplan_fixed_iterations_run \
+  valgrind --tool=callgrind --dump-before='vramplan_fixed_iterations_run*' \
     --callgrind-out-file="$out" "$1" "$FILTER" "$2" >"$out.txt" 2>/dev/null
   while read -r name counters; do
     part=$((part + 1))

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <sstream>
+#include <string>
 
 #include "vramplan/calibration.hpp"
 #include "vramplan/errors.hpp"
@@ -16,22 +17,23 @@ namespace {
 
 using calibration::kGiB;
 
-std::string gib(std::int64_t bytes) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(2);
-  out << static_cast<double>(bytes) / static_cast<double>(kGiB) << " GiB";
-  return out.str();
+// Figures appended as printf's %lld and %.2f print them (std::to_chars: the same digits, without
+// printf's format parsing and multi-precision path, which cost a plan thousands of
+// instructions per figure).
+void append_integer(std::string& out, std::int64_t value) {
+  char text[24];
+  out.append(text, std::to_chars(text, text + sizeof text, value).ptr);
+}
+void append_fixed2(std::string& out, double value) {
+  char text[400];  // the longest double in fixed notation, 2 decimals
+  out.append(text, std::to_chars(text, text + sizeof text, value, std::chars_format::fixed, 2).ptr);
 }
 
-// vLLM's own capacity line, beside the max_num_seqs cap it does not bound.
-std::string concurrency_text(const Plan& p) {
-  char text[160];
-  std::snprintf(text, sizeof text,
-                "Maximum concurrency for %lld tokens per request: %.2fx; max_num_seqs %lld",
-                static_cast<long long>(p.max_model_len), p.max_concurrency,
-                static_cast<long long>(p.max_num_seqs));
-  return text;
+std::string gib(std::int64_t bytes) {
+  std::string out;
+  append_fixed2(out, static_cast<double>(bytes) / static_cast<double>(kGiB));
+  out += " GiB";
+  return out;
 }
 
 struct Targets {
@@ -109,19 +111,22 @@ double max_utilization(const CompiledLaunch& launch, const Evaluation& probe, co
                                     ? t.runtime_headroom_bytes
                                     : runtime_headroom_bytes(launch, probe.knobs.max_num_seqs);
   const std::int64_t free = launch.startup_free_bytes() - t.safety_margin_bytes - headroom;
-  std::int64_t allowed = free;
-  binding = "startup free-memory check: total - CUDA context - other processes - safety margin";
-  if (headroom > 0) binding += " - runtime headroom (" + gib(headroom) + ")";
-  if (probe.max_post_allocation_bytes > 0) {
-    allowed = free - probe.max_post_allocation_bytes;
+  const bool post_allocation = probe.max_post_allocation_bytes > 0;
+  const std::int64_t allowed = post_allocation ? free - probe.max_post_allocation_bytes : free;
+  double u = std::floor(static_cast<double>(allowed) / static_cast<double>(total) * 100.0) / 100.0;
+  u = std::min(u, 0.99);
+  // The check that binds, its text built once.
+  if (u >= 0.99) {
+    binding = "cap: 0.99 (vLLM needs a little memory outside the budget)";
+  } else if (post_allocation) {
     binding = launch.profile().cudagraph_in_budget
                   ? "sampler warm-up after the KV cache allocation needs headroom"
                   : "CUDA graphs and the sampler warm-up after the KV allocation need headroom "
                     "(this vLLM version)";
+  } else {
+    binding = "startup free-memory check: total - CUDA context - other processes - safety margin";
+    if (headroom > 0) binding += " - runtime headroom (" + gib(headroom) + ")";
   }
-  double u = std::floor(static_cast<double>(allowed) / static_cast<double>(total) * 100.0) / 100.0;
-  u = std::min(u, 0.99);
-  if (u >= 0.99) binding = "cap: 0.99 (vLLM needs a little memory outside the budget)";
   return std::max(u, 0.01);
 }
 
@@ -314,32 +319,68 @@ void hold_target_concurrency(const CompiledLaunch& launch, const Targets& t, std
   }
 }
 
-// The plan's one-line verdict, in the order the checks bind.
-std::string verdict_text(const CompiledLaunch& launch, const Plan& plan, const Evaluation& e,
-                         const Targets& t, std::int64_t context, bool host_ok, bool context_ok,
-                         bool concurrency_ok) {
-  const Breakdown& b = plan.breakdown;
+// An evaluated launch against the targets at `context` (the target context, or what fits).
+struct Judgement {
+  bool fits = false;
+  std::int64_t concurrent_sequences = 0;  // of `context` tokens, up to max_num_seqs
+  bool host_ok = false;
+  bool context_ok = false;
+  bool concurrency_ok = false;
+};
+
+Judgement judge(const CompiledLaunch& launch, const Evaluation& e, const Targets& t,
+                std::int64_t context) noexcept {
+  Judgement j;
+  j.concurrent_sequences = std::min(capacity_at(launch, e, context), e.knobs.max_num_seqs);
+  const std::int64_t host_ram = launch.hardware().host_ram_bytes;
+  j.host_ok = host_ram <= 0 || e.host_required_bytes <= host_ram;
+  j.context_ok = t.context <= 0 || e.knobs.max_model_len >= t.context;
+  j.concurrency_ok = t.concurrency <= 0 || j.concurrent_sequences >= t.concurrency;
+  j.fits = e.outcome == Outcome::Started && j.host_ok && j.context_ok && j.concurrency_ok;
+  return j;
+}
+
+// The one-line verdict, in the order the checks bind; `messages`: the breakdown's (what vLLM
+// prints), read only for a launch that does not start.
+std::string verdict_text(const CompiledLaunch& launch, const Evaluation& e, const Judgement& j,
+                         const Targets& t, std::int64_t context,
+                         const std::vector<std::string>& messages) {
+  const ResolvedKnobs& k = e.knobs;
   if (e.outcome != Outcome::Started) {
     return std::string("does not fit: ") + outcome_name(e.outcome) +
-           (b.messages.empty() ? "" : " - " + b.messages.front());
+           (messages.empty() ? "" : " - " + messages.front());
   }
-  if (!host_ok) {
+  if (!j.host_ok) {
     return "does not fit: host RAM - needs " + gib(e.host_required_bytes) + ", node has " +
            gib(launch.hardware().host_ram_bytes) +
            " (the loader would be OOM-killed: a silent `Killed`, visible in dmesg)";
   }
-  if (!context_ok) {
+  if (!j.context_ok) {
     return "does not fit: the target context of " + std::to_string(t.context) +
-           " tokens leaves no KV room (" + std::to_string(plan.max_model_len) + " tokens fit)";
+           " tokens leaves no KV room (" + std::to_string(k.max_model_len) + " tokens fit)";
   }
-  if (!concurrency_ok) {
+  if (!j.concurrency_ok) {
     return "does not fit: " + std::to_string(t.concurrency) + " sequences of " +
            std::to_string(context) + " tokens need more KV cache; " +
-           std::to_string(plan.concurrent_sequences) + " fit";
+           std::to_string(j.concurrent_sequences) + " fit";
   }
-  return "fits: " + std::to_string(b.kv_tokens) + " KV tokens, " +
-         std::to_string(plan.concurrent_sequences) + " concurrent sequences of " +
-         std::to_string(context) + " tokens (" + concurrency_text(plan) + ")";
+  // With vLLM's own capacity line, beside the max_num_seqs cap it does not bound; one buffer.
+  std::string text;
+  text.reserve(192);
+  text += "fits: ";
+  append_integer(text, e.kv_tokens);
+  text += " KV tokens, ";
+  append_integer(text, j.concurrent_sequences);
+  text += " concurrent sequences of ";
+  append_integer(text, context);
+  text += " tokens (Maximum concurrency for ";
+  append_integer(text, k.max_model_len);
+  text += " tokens per request: ";
+  append_fixed2(text, e.max_concurrency);
+  text += "x; max_num_seqs ";
+  append_integer(text, k.max_num_seqs);
+  text += ")";
+  return text;
 }
 
 // Why max_num_seqs sits below the release default: the check it lets the launch pass.
@@ -369,9 +410,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   const std::int64_t model_max = launch.spec().max_position_embeddings;
   const bool pinned_len = knobs.max_model_len.has_value();
   const bool pinned_seqs = knobs.max_num_seqs.has_value();
-  std::string seqs_binding =
-      "release default for this GPU and entry point: a scheduler cap (requests beyond the KV "
-      "cache wait or are preempted), not a memory limit";
+  std::string seqs_binding;  // empty: the release default
   // Context: pinned, else the target, else the model's maximum; shortened to what fits.
   if (pinned_len) {
     plan.binding_max_model_len = "pinned by the user";
@@ -469,7 +508,15 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   }
   const std::int64_t context =
       t.context > 0 ? std::min(t.context, e.knobs.max_model_len) : e.knobs.max_model_len;
-  plan.binding_max_num_seqs = pinned_seqs ? "pinned by the user" : seqs_binding;
+  if (pinned_seqs) {
+    plan.binding_max_num_seqs = "pinned by the user";
+  } else if (seqs_binding.empty()) {
+    plan.binding_max_num_seqs =
+        "release default for this GPU and entry point: a scheduler cap (requests beyond the KV "
+        "cache wait or are preempted), not a memory limit";
+  } else {
+    plan.binding_max_num_seqs = std::move(seqs_binding);
+  }
   plan.binding_max_num_batched_tokens = knobs.max_num_batched_tokens
                                             ? "pinned by the user"
                                             : "engine default (activation peak inside the budget)";
@@ -487,14 +534,10 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   set_chosen(config, k);
   plan.config = std::move(config);
 
-  const std::int64_t capacity = capacity_at(launch, e, context);
-  plan.concurrent_sequences = std::min(capacity, k.max_num_seqs);
+  const Judgement j = judge(launch, e, t, context);
+  plan.concurrent_sequences = j.concurrent_sequences;
   plan.max_concurrency = e.max_concurrency;
-  const std::int64_t host_ram = launch.hardware().host_ram_bytes;
-  const bool host_ok = host_ram <= 0 || e.host_required_bytes <= host_ram;
-  const bool context_ok = t.context <= 0 || plan.max_model_len >= t.context;
-  const bool concurrency_ok = t.concurrency <= 0 || plan.concurrent_sequences >= t.concurrency;
-  plan.fits = e.outcome == Outcome::Started && host_ok && context_ok && concurrency_ok;
+  plan.fits = j.fits;
   plan.breakdown = launch.breakdown(knobs);
   const Breakdown& b = plan.breakdown;
   plan.runtime_headroom_bytes = t.runtime_headroom_bytes >= 0
@@ -503,7 +546,7 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   if (t.workload != nullptr && e.outcome == Outcome::Started) {
     plan.workload = workload_report(launch, *t.workload, e, b);
   }
-  plan.verdict = verdict_text(launch, plan, e, t, context, host_ok, context_ok, concurrency_ok);
+  plan.verdict = verdict_text(launch, e, j, t, context, b.messages);
   return plan;
 }
 
@@ -513,8 +556,8 @@ std::string remedy_detail(const Plan& p) {
   const std::string kv = r.kv_cache_bytes >= 0
                              ? "KV " + gib(r.kv_cache_bytes) + "/rank"
                              : "no KV room (" + gib(-r.kv_cache_bytes) + " short per rank)";
-  char concurrency[48];
-  std::snprintf(concurrency, sizeof concurrency, "%.2f", p.max_concurrency);
+  std::string concurrency;
+  append_fixed2(concurrency, p.max_concurrency);
   return "weights " + gib(r.weights_bytes) + "/rank, " + kv + ", " +
          std::to_string(p.breakdown.kv_tokens) + " KV tokens, max_model_len " +
          std::to_string(p.max_model_len) + ", max_num_seqs " + std::to_string(p.max_num_seqs) +
@@ -534,26 +577,54 @@ Plan plan_changed(const CompiledLaunch& launch, const EngineConfig& config, Hard
 }
 
 std::string utilization_text(double u) {
-  char text[16];
-  std::snprintf(text, sizeof text, "%.2f", u);
-  return text;
+  std::string out;
+  append_fixed2(out, u);
+  return out;
 }
 
+// The launch as written, judged: what the plan reports of it.
+struct Written {
+  bool fits = false;
+  std::string verdict;
+  Outcome outcome = Outcome::Started;
+  LaunchKnobs knobs;  // each evaluated knob: the user's, or the default vLLM resolves it to
+};
+
 // The launch exactly as written: the user's knobs, every other one at the default vLLM
-// resolves it to, nothing chosen. Its verdict is the user's question.
-Plan as_written(const CompiledLaunch& launch, const EngineConfig& pinned, const Targets& t) {
+// resolves it to, nothing chosen. Its verdict is the user's question: whether it starts and
+// holds the targets (the workload sizes nothing here); no breakdown unless the verdict quotes
+// vLLM's message.
+Written as_written(const CompiledLaunch& launch, const EngineConfig& pinned, const Targets& t) {
   LaunchKnobs knobs = launch_knobs(pinned);
   ResolvedKnobs defaults;
-  if (launch.try_resolve(knobs, defaults) == KnobProblem::None) {
-    knobs.gpu_memory_utilization = defaults.gpu_memory_utilization;
-    knobs.max_model_len = defaults.max_model_len;
-    knobs.max_num_seqs = defaults.max_num_seqs;
-    knobs.max_num_batched_tokens = defaults.max_num_batched_tokens;
+  Written w;
+  if (launch.try_resolve(knobs, defaults) != KnobProblem::None) {
+    // Knobs vLLM refuses as they stand: judged by the plan that keeps them and fills the rest.
+    Targets judged = t;
+    judged.workload = nullptr;
+    Plan p = plan_once(launch, knobs, pinned, judged);
+    w.fits = p.fits;
+    w.verdict = std::move(p.verdict);
+    w.outcome = p.breakdown.outcome;
+    w.knobs = launch_knobs(p.config);
+    return w;
   }
-  // Whether it starts and holds the targets; the workload sizes nothing here.
-  Targets judged = t;
-  judged.workload = nullptr;
-  return plan_once(launch, knobs, pinned, judged);
+  knobs.gpu_memory_utilization = defaults.gpu_memory_utilization;
+  knobs.max_model_len = defaults.max_model_len;
+  knobs.max_num_seqs = defaults.max_num_seqs;
+  knobs.max_num_batched_tokens = defaults.max_num_batched_tokens;
+  // Every knob set: plan_once would search nothing, only evaluate and judge.
+  const Evaluation e = evaluate(launch, knobs);
+  const std::int64_t context =
+      t.context > 0 ? std::min(t.context, e.knobs.max_model_len) : e.knobs.max_model_len;
+  const Judgement j = judge(launch, e, t, context);
+  w.fits = j.fits;
+  w.outcome = e.outcome;
+  w.knobs = knobs;
+  w.verdict = verdict_text(launch, e, j, t, context,
+                           e.outcome == Outcome::Started ? std::vector<std::string>{}
+                                                         : launch.breakdown(knobs).messages);
+  return w;
 }
 
 // vLLM's "Try increasing `gpu_memory_utilization`" is advice only where a larger one would
@@ -561,6 +632,8 @@ Plan as_written(const CompiledLaunch& launch, const EngineConfig& pinned, const 
 void judge_utilization_hint(const CompiledLaunch& launch, const Plan& solved, std::string& verdict,
                             const Targets& t) {
   static const std::string kHint = " Try increasing `gpu_memory_utilization`.";
+  // Only a failing verdict quotes vLLM's message.
+  if (verdict.rfind("does not fit", 0) != 0) return;
   const std::size_t at = verdict.find(kHint);
   if (at == std::string::npos) return;
   verdict.erase(at, kHint.size());
@@ -584,15 +657,16 @@ void judge_utilization_hint(const CompiledLaunch& launch, const Plan& solved, st
 // CUDA-graph profiling sizes its minimal KV cache by max_num_seqs and runs before the KV budget
 // exists: when the launch fails it at the largest safe utilization and at a small one alike,
 // the verdict says the utilization is not the lever.
-void judge_graph_profiling(const CompiledLaunch& launch, const Plan& judged, std::string& verdict,
-                           const Targets& t) {
-  if (judged.breakdown.outcome != Outcome::CudagraphProfilingOom) return;
+// `judged`: the launch's knobs, each set; `outcome`: its outcome there.
+void judge_graph_profiling(const CompiledLaunch& launch, Outcome outcome, const LaunchKnobs& judged,
+                           std::string& verdict, const Targets& t) {
+  if (outcome != Outcome::CudagraphProfilingOom) return;
   std::string binding;
-  LaunchKnobs probe = launch_knobs(judged.config);
+  LaunchKnobs probe = judged;
   probe.gpu_memory_utilization = 0.5;
   const double largest = max_utilization(launch, evaluate(launch, probe), t, binding);
   for (const double u : {0.1, largest}) {
-    LaunchKnobs trial = launch_knobs(judged.config);
+    LaunchKnobs trial = judged;
     trial.gpu_memory_utilization = u;
     ResolvedKnobs r;
     if (launch.try_resolve(trial, r) != KnobProblem::None ||
@@ -760,31 +834,51 @@ std::vector<Candidate> candidates(const CompiledLaunch& launch, const EngineConf
 
 // The knobs the solver set that the user did not: each against the default vLLM would have
 // used, with the constraint that chose it.
-std::vector<KnobChange> solver_changes(const Plan& written, const Plan& solved,
+std::vector<KnobChange> solver_changes(const LaunchKnobs& written, const Plan& solved,
                                        const EngineConfig& pinned) {
   std::vector<KnobChange> out;
-  auto add = [&](const char* knob, bool user_set, const std::string& before,
-                 const std::string& after, const std::string& reason) {
-    if (!user_set && before != after) out.push_back({knob, after, before, reason});
+  out.reserve(4);  // one growth, not two
+  auto add = [&](const char* knob, bool user_set, std::string before, std::string after,
+                 const std::string& reason) {
+    if (!user_set && before != after)
+      out.push_back({knob, std::move(after), std::move(before), reason});
   };
-  add("gpu_memory_utilization", pinned.gpu_memory_utilization.has_value(),
-      utilization_text(written.gpu_memory_utilization),
-      utilization_text(solved.gpu_memory_utilization), solved.binding_gpu_memory_utilization);
-  add("max_model_len", pinned.max_model_len.has_value(), std::to_string(written.max_model_len),
-      std::to_string(solved.max_model_len), solved.binding_max_model_len);
-  add("max_num_seqs", pinned.max_num_seqs.has_value(), std::to_string(written.max_num_seqs),
-      std::to_string(solved.max_num_seqs), solved.binding_max_num_seqs);
-  add("max_num_batched_tokens", pinned.max_num_batched_tokens.has_value(),
-      std::to_string(written.max_num_batched_tokens), std::to_string(solved.max_num_batched_tokens),
-      solved.binding_max_num_batched_tokens);
+  // Integers differ exactly where their texts do: compared before they are written.
+  auto add_integer = [&](const char* knob, bool user_set, std::int64_t before, std::int64_t after,
+                         const std::string& reason) {
+    if (!user_set && before != after) {
+      add(knob, false, std::to_string(before), std::to_string(after), reason);
+    }
+  };
+  if (!pinned.gpu_memory_utilization) {
+    add("gpu_memory_utilization", false,
+        utilization_text(written.gpu_memory_utilization.value_or(0.0)),
+        utilization_text(solved.gpu_memory_utilization), solved.binding_gpu_memory_utilization);
+  }
+  add_integer("max_model_len", pinned.max_model_len.has_value(), written.max_model_len.value_or(0),
+              solved.max_model_len, solved.binding_max_model_len);
+  add_integer("max_num_seqs", pinned.max_num_seqs.has_value(), written.max_num_seqs.value_or(0),
+              solved.max_num_seqs, solved.binding_max_num_seqs);
+  add_integer("max_num_batched_tokens", pinned.max_num_batched_tokens.has_value(),
+              written.max_num_batched_tokens.value_or(0), solved.max_num_batched_tokens,
+              solved.binding_max_num_batched_tokens);
   return out;
+}
+
+// The evaluated knobs of `config` checked as set_knob would; the launch's compile checked the
+// others (validate_knobs), which with_evaluated_knobs takes from its config unchanged.
+void check_evaluated_knobs(const EngineConfig& config) {
+  for (const KnobSpec& knob : knob_specs()) {
+    if (!knob.evaluated) continue;
+    if (const auto value = knob.get(config)) check_knob(knob, *value);
+  }
 }
 
 }  // namespace
 
 EngineConfig with_evaluated_knobs(EngineConfig base, const EngineConfig& from) {
   for (const KnobSpec& knob : knob_specs()) {
-    if (is_evaluated_knob(knob.name)) knob.set(base, knob.get(from));
+    if (knob.evaluated) knob.set(base, knob.get(from));
   }
   return base;
 }
@@ -832,7 +926,8 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
   const std::int64_t safety_margin_bytes = targets.safety_margin_bytes;
   const ModelSpec& spec = launch.spec();
   // The target context is a max_model_len: the knob table's bounds for this model.
-  const KnobBounds context_bounds = knob_bounds(knob_spec("max_model_len"), spec);
+  static const KnobSpec& context_knob = knob_spec("max_model_len");
+  const KnobBounds context_bounds = knob_bounds(context_knob, spec);
   if (target_context_tokens < 0 ||
       static_cast<double>(target_context_tokens) > context_bounds.maximum) {
     throw ConfigError("context", std::to_string(target_context_tokens),
@@ -861,18 +956,24 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
   const Targets t{target_context_tokens, target_concurrency, safety_margin_bytes,
                   targets.runtime_headroom_bytes,
                   targets.workload.empty() ? nullptr : &targets.workload};
-  const EngineConfig pinned = with_evaluated_knobs(launch.config(), evaluated);
-  validate_knobs(pinned);
-  const Plan written = as_written(launch, pinned, t);
+  // The launch's own knobs (the plain plan) were checked when it compiled.
+  const bool own_knobs = &evaluated == &launch.config();
+  const EngineConfig pinned =
+      own_knobs ? launch.config() : with_evaluated_knobs(launch.config(), evaluated);
+  if (!own_knobs) check_evaluated_knobs(pinned);
+  Written written = as_written(launch, pinned, t);
   Plan plan = plan_for(launch, pinned, t);
   plan.as_written_fits = written.fits;
-  plan.as_written_verdict = written.verdict;
-  plan.as_written_outcome = written.breakdown.outcome;
-  plan.changed = solver_changes(written, plan, pinned);
+  plan.as_written_verdict = std::move(written.verdict);
+  plan.as_written_outcome = written.outcome;
+  plan.changed = solver_changes(written.knobs, plan, pinned);
   judge_utilization_hint(launch, plan, plan.as_written_verdict, t);
   judge_utilization_hint(launch, plan, plan.verdict, t);
-  judge_graph_profiling(launch, written, plan.as_written_verdict, t);
-  judge_graph_profiling(launch, plan, plan.verdict, t);
+  judge_graph_profiling(launch, written.outcome, written.knobs, plan.as_written_verdict, t);
+  if (plan.breakdown.outcome == Outcome::CudagraphProfilingOom) {
+    judge_graph_profiling(launch, plan.breakdown.outcome, launch_knobs(plan.config), plan.verdict,
+                          t);
+  }
   if (plan.fits) return plan;
   // Remedies cheapest first, each replayed through the engine with its full flag set; the
   // tensor-parallel single is the smallest split that fits. When no single change fits, pairs

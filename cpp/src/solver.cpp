@@ -825,8 +825,11 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
   return solve(launch, evaluated, targets);
 }
 
-Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
-           const SolveTargets& targets) {
+namespace {
+
+// The targets checked against the launch (ConfigError naming the field), as the solver keeps
+// them; the workload is `targets`' own.
+Targets checked_targets(const CompiledLaunch& launch, const SolveTargets& targets) {
   const std::int64_t target_context_tokens = targets.context_tokens;
   const std::int64_t target_concurrency = targets.concurrency;
   const std::int64_t safety_margin_bytes = targets.safety_margin_bytes;
@@ -858,9 +861,28 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
     throw ConfigError("preemption_target", std::to_string(preemption_target), "(0, 1)",
                       "out of range");
   }
-  const Targets t{target_context_tokens, target_concurrency, safety_margin_bytes,
-                  targets.runtime_headroom_bytes,
-                  targets.workload.empty() ? nullptr : &targets.workload};
+  return Targets{target_context_tokens, target_concurrency, safety_margin_bytes,
+                 targets.runtime_headroom_bytes,
+                 targets.workload.empty() ? nullptr : &targets.workload};
+}
+
+}  // namespace
+
+Plan solve_knobs(const CompiledLaunch& launch, const EngineConfig& evaluated,
+                 const SolveTargets& targets) {
+  const Targets t = checked_targets(launch, targets);
+  const EngineConfig pinned = with_evaluated_knobs(launch.config(), evaluated);
+  validate_knobs(pinned);
+  Plan plan = plan_for(launch, pinned, t);
+  judge_utilization_hint(launch, plan, plan.verdict, t);
+  judge_graph_profiling(launch, plan, plan.verdict, t);
+  return plan;
+}
+
+Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
+           const SolveTargets& targets) {
+  const ModelSpec& spec = launch.spec();
+  const Targets t = checked_targets(launch, targets);
   const EngineConfig pinned = with_evaluated_knobs(launch.config(), evaluated);
   validate_knobs(pinned);
   const Plan written = as_written(launch, pinned, t);

@@ -291,10 +291,7 @@ def _launch(
     evaluated knobs, which vary without recompiling."""
     profile = knobs.pop("profile", None)  # a calibration profile, not a vLLM knob
     knobs = _vllm_names_to_knobs(knobs)
-    if profile is not None and not isinstance(profile, _core.EngineProfile):
-        profile = getattr(profile, "engine_profile", profile)  # a vramplan.Profile
-        if not isinstance(profile, _core.EngineProfile):
-            raise config_error("profile", profile, "a vramplan.Profile", "wrong type")
+    profile = _engine_profile(profile)
     static = {k: v for k, v in knobs.items() if k not in _EVALUATED}
     evaluated = {k: v for k, v in knobs.items() if k in _EVALUATED}
     gpus_on_node = _gpus_for(num_gpus, static)
@@ -320,6 +317,15 @@ def _launch(
             files,
         )
     return launch, evaluated
+
+
+def _engine_profile(profile: object) -> _core.EngineProfile | None:
+    """The `profile` knob (a vramplan.Profile or its EngineProfile) as the core takes it."""
+    if profile is not None and not isinstance(profile, _core.EngineProfile):
+        profile = getattr(profile, "engine_profile", profile)  # a vramplan.Profile
+        if not isinstance(profile, _core.EngineProfile):
+            raise config_error("profile", profile, "a vramplan.Profile", "wrong type")
+    return profile
 
 
 def schema_markdown() -> str:

@@ -1,7 +1,9 @@
 // vramplan._core.fit_options: `vramplan fit`'s vLLM option loop in one call. The options cross
 // as tuples, the rows come back as the dicts fit.py ranks (its columns, in its key order).
+#include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@ namespace {
 
 using vramplan::FitOption;
 using vramplan::FitOptionRow;
+using Quote = std::function<std::string(const std::string&)>;
 
 std::vector<FitOption> options_from(const py::list& options) {
   std::vector<FitOption> out;
@@ -43,10 +46,10 @@ std::vector<FitOption> options_from(const py::list& options) {
 // fit.launch_line's text: the environment variables (quoted by `quote`, Python's shell_word),
 // then `vllm serve`, the model word and the flags.
 std::string launch_line(const FitOptionRow& row, const std::string& model_word,
-                        const py::function& quote) {
+                        const Quote& quote) {
   std::string env;
   for (const auto& [name, value] : row.vllm_env) {
-    env += (env.empty() ? "" : " ") + name + "=" + quote(value).cast<std::string>();
+    env += (env.empty() ? "" : " ") + name + "=" + quote(value);
   }
   std::string line = "vllm serve " + model_word + " " + row.vllm_args;
   line.erase(line.find_last_not_of(" \t\n\r\f\v") + 1);
@@ -54,8 +57,7 @@ std::string launch_line(const FitOptionRow& row, const std::string& model_word,
 }
 
 py::dict row_dict(const FitOptionRow& row, const FitOption& option, const py::str& gpu_id,
-                  std::int64_t concurrency, const std::string& model_word,
-                  const py::function& quote) {
+                  std::int64_t concurrency, const std::string& model_word, const Quote& quote) {
   py::dict out;
   out["gpu"] = gpu_id;
   out["num_gpus"] = option.num_gpus;
@@ -72,8 +74,7 @@ py::dict row_dict(const FitOptionRow& row, const FitOption& option, const py::st
   out["max_num_seqs"] = row.max_num_seqs;
   out["max_num_batched_tokens"] = row.max_num_batched_tokens;
   out["launch"] = launch_line(row, model_word, quote);
-  out["kv_headroom"] =
-      static_cast<double>(row.max_concurrency) / static_cast<double>(concurrency);
+  out["kv_headroom"] = static_cast<double>(row.max_concurrency) / static_cast<double>(concurrency);
   if (row.fits) out["max_context"] = row.max_context;
   return out;
 }
@@ -84,11 +85,11 @@ void register_fit(py::module_& m) {
   m.def(
       "fit_options",
       [](const vramplan::ModelSpec& spec, const py::dict& compiled_knobs,
-         const py::dict& evaluated_knobs, std::shared_ptr<vramplan::EngineProfile> profile,
-         const py::list& options, std::int64_t context, std::int64_t concurrency,
-         std::int64_t memory_used_by_others_bytes, std::int64_t host_ram_bytes,
-         const vramplan::ErrorBandTable& bands, const std::string& model_word,
-         const py::function& quote) {
+         const py::dict& evaluated_knobs, const py::list& options, std::int64_t context,
+         std::int64_t concurrency, std::int64_t memory_used_by_others_bytes,
+         std::int64_t host_ram_bytes, const vramplan::ErrorBandTable& bands,
+         const std::string& model_word, const Quote& quote,
+         std::shared_ptr<vramplan::EngineProfile> profile) {
         if (concurrency < 1) {
           throw vramplan::ConfigError("concurrency", std::to_string(concurrency), ">= 1",
                                       "out of range");
@@ -119,11 +120,11 @@ void register_fit(py::module_& m) {
         }
         return out;
       },
-      py::arg("spec"), py::arg("compiled_knobs"), py::arg("evaluated_knobs"), py::arg("profile"),
-      py::arg("options"), py::arg("context"), py::arg("concurrency"),
-      py::arg("memory_used_by_others_bytes"), py::arg("host_ram_bytes"), py::arg("bands"),
-      py::arg("model_word"), py::arg("quote"),
-      "fit's vLLM rows for `options`, a list of (GpuSpec, num_gpus, TP, PP, DP, refused): each "
+      py::arg("spec"), py::arg("compiled_knobs"), py::arg("evaluated_knobs"), py::arg("options"),
+      py::arg("context"), py::arg("concurrency"), py::arg("memory_used_by_others_bytes"),
+      py::arg("host_ram_bytes"), py::arg("bands"), py::arg("model_word"), py::arg("quote"),
+      py::arg("profile") = nullptr,
+      "fit's vLLM rows for `options`, (GpuSpec, num_gpus, TP, PP, DP, refused) tuples: each "
       "launch compiled once (the compiled knobs with the split, `profile` when given) and "
       "solved for ceil(concurrency / DP) sequences of `context` per replica at its error "
       "band's safety margin, then at context 0 for max_context where it fits. A non-empty "

@@ -337,6 +337,50 @@ def records(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[d
     return [{column: cell(row.get(column)) for column in columns} for row in rows]
 
 
+def records_json(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str],
+    names: Mapping[str, str] | None = None,
+) -> str:
+    """`json.dumps(records(rows, columns), indent=2)`, each column renamed by `names`, written
+    without json's pure-Python encoder (which `indent` selects; half a second for the whole
+    catalogue): the records are flat, so each cell is encoded alone (a string by json's own C
+    escaper) and the lines joined. A cell of another type falls back to json.dumps."""
+    import json
+    from json.encoder import encode_basestring_ascii as quoted
+
+    renames = names or {}
+    if not columns:
+        return json.dumps([{} for _ in rows], indent=2)
+    keys = [f"    {quoted(renames.get(c, c))}: " for c in columns]
+    lines = []
+    for row in rows:
+        cells = []
+        for key, column in zip(keys, columns):
+            value = row.get(column)
+            if isinstance(value, str):
+                text = quoted(value)
+            elif value is None:
+                text = "null"
+            elif isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, int):
+                text = int.__repr__(value)
+            elif isinstance(value, float) and math.isfinite(value):
+                text = float.__repr__(round(value, 10))
+            elif isinstance(value, float) and math.isnan(value):
+                text = "null"
+            else:  # infinities, lists, ...: json's own rules
+                renamed = [
+                    {renames.get(k, k): v for k, v in record.items()}
+                    for record in records(rows, columns)
+                ]
+                return json.dumps(renamed, indent=2)
+            cells.append(key + text)
+        lines.append("  {\n" + ",\n".join(cells) + "\n  }")
+    return "[\n" + ",\n".join(lines) + "\n]" if lines else "[]"
+
+
 def _gpu_list(gpus: str | Sequence[str] | None) -> list[str]:
     db = api.spec_database()
     if gpus is None or gpus == "all":
@@ -546,13 +590,13 @@ def _vllm_rows(
             spec,
             compiled,
             evaluated,
-            profile,
             options,
             context=target.context,
             concurrency=target.concurrency,
             bands=bands,
             model_word=model_word,
             quote=shell_word,
+            profile=profile,
             **node,
         )
         if progress is not None:

@@ -74,6 +74,9 @@ WALL = {
     "fit MODEL --context 32768 --concurrency 16": [
         "fit", QWEN, "--context", "32768", "--concurrency", "16",
     ],
+    "fit MODEL --context 32768 --concurrency 16 --json": [
+        "fit", QWEN, "--context", "32768", "--concurrency", "16", "--json",
+    ],
     "fit --gpu L4 --num-gpus 2": ["fit", "--gpu", "L4", "--num-gpus", "2"],
     "colocate (text)": ["colocate", QWEN, LLAMA, "--gpu", "H100-80GB", "--num-gpus", "2"],
     "colocate --json": [

@@ -606,10 +606,12 @@ EngineProfile engine_profile(const std::string& version) {
                           newest.text() + "'s rules), as <major>.<minor>[.<patch>]",
                       "not a vLLM version this planner knows");
   }
-  EngineProfile p = oldest;
+  // The newest row at or below the version, copied once (each launch compiles through here).
+  const EngineProfile* chosen = &oldest;
   for (const EngineProfile& row : rows) {
-    if (version_of(row) <= *parsed) p = row;
+    if (version_of(row) <= *parsed) chosen = &row;
   }
+  EngineProfile p = *chosen;
   p.version = version.empty() ? parsed->text() : version;
   p.newest_known_version = newest.text();
   if (newest < *parsed) {

@@ -919,8 +919,11 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
   return solve(launch, evaluated, targets);
 }
 
-Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
-           const SolveTargets& targets) {
+namespace {
+
+// The targets checked against the launch (ConfigError naming the field), as the solver keeps
+// them; the workload is `targets`' own.
+Targets checked_targets(const CompiledLaunch& launch, const SolveTargets& targets) {
   const std::int64_t target_context_tokens = targets.context_tokens;
   const std::int64_t target_concurrency = targets.concurrency;
   const std::int64_t safety_margin_bytes = targets.safety_margin_bytes;
@@ -953,14 +956,40 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
     throw ConfigError("preemption_target", std::to_string(preemption_target), "(0, 1)",
                       "out of range");
   }
-  const Targets t{target_context_tokens, target_concurrency, safety_margin_bytes,
-                  targets.runtime_headroom_bytes,
-                  targets.workload.empty() ? nullptr : &targets.workload};
-  // The launch's own knobs (the plain plan) were checked when it compiled.
-  const bool own_knobs = &evaluated == &launch.config();
-  const EngineConfig pinned =
-      own_knobs ? launch.config() : with_evaluated_knobs(launch.config(), evaluated);
-  if (!own_knobs) check_evaluated_knobs(pinned);
+  return Targets{target_context_tokens, target_concurrency, safety_margin_bytes,
+                 targets.runtime_headroom_bytes,
+                 targets.workload.empty() ? nullptr : &targets.workload};
+}
+
+// The launch's knobs with `evaluated`'s evaluated ones, checked: the launch's own knobs (a
+// plain plan) were checked when it compiled.
+EngineConfig pinned_knobs(const CompiledLaunch& launch, const EngineConfig& evaluated) {
+  if (&evaluated == &launch.config()) return launch.config();
+  EngineConfig pinned = with_evaluated_knobs(launch.config(), evaluated);
+  check_evaluated_knobs(pinned);
+  return pinned;
+}
+
+}  // namespace
+
+Plan solve_knobs(const CompiledLaunch& launch, const EngineConfig& evaluated,
+                 const SolveTargets& targets) {
+  const Targets t = checked_targets(launch, targets);
+  const EngineConfig pinned = pinned_knobs(launch, evaluated);
+  Plan plan = plan_for(launch, pinned, t);
+  judge_utilization_hint(launch, plan, plan.verdict, t);
+  if (plan.breakdown.outcome == Outcome::CudagraphProfilingOom) {
+    judge_graph_profiling(launch, plan.breakdown.outcome, launch_knobs(plan.config), plan.verdict,
+                          t);
+  }
+  return plan;
+}
+
+Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
+           const SolveTargets& targets) {
+  const ModelSpec& spec = launch.spec();
+  const Targets t = checked_targets(launch, targets);
+  const EngineConfig pinned = pinned_knobs(launch, evaluated);
   Written written = as_written(launch, pinned, t);
   Plan plan = plan_for(launch, pinned, t);
   plan.as_written_fits = written.fits;

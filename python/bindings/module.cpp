@@ -19,6 +19,7 @@ PYBIND11_MODULE(_core, m) {
   vramplan_py::register_calibrate(m);
   vramplan_py::register_colocate(m);
   vramplan_py::register_band(m);
+  vramplan_py::register_fit(m);  // after the band: fit_options takes an ErrorBandTable
   vramplan_py::register_sglang(m);
   vramplan_py::register_sglang_diagnose(m);
   vramplan_py::register_llamacpp(m);

@@ -49,8 +49,6 @@ KnobValue knob_value(const std::string& name, const py::handle& value) {
                     "wrong type for an engine knob");
 }
 
-namespace {
-
 // Python dict of vLLM knob names -> EngineConfig through the registry. None = unset.
 EngineConfig engine_config_from(const py::dict& knobs) {
   EngineConfig c;
@@ -84,6 +82,8 @@ EngineConfig evaluated_config_from(const py::dict& knobs) {
   }
   return engine_config_from(knobs);
 }
+
+namespace {
 
 py::list knob_table(const std::vector<vramplan::KnobSpec>& knobs) {
   py::list out;

@@ -42,6 +42,7 @@ __all__: list[str] = [
     "engine_profile",
     "engine_row",
     "error_band_era",
+    "fit_options",
     "knob_bounds",
     "llamacpp_log_memory",
     "llamacpp_memory",
@@ -611,6 +612,24 @@ def engine_row(name: str) -> dict[str, typing.Any]:
 def error_band_era(version: str) -> str:
     """
     The era of a vLLM release's engines.yaml row as the error bands name it (V0, v1-early, v1, v1-latest); ConfigError below the oldest row.
+    """
+
+def fit_options(
+    spec: ModelSpec,
+    compiled_knobs: dict[str, typing.Any],
+    evaluated_knobs: dict[str, typing.Any],
+    options: list[typing.Any],
+    context: typing.SupportsInt | typing.SupportsIndex,
+    concurrency: typing.SupportsInt | typing.SupportsIndex,
+    memory_used_by_others_bytes: typing.SupportsInt | typing.SupportsIndex,
+    host_ram_bytes: typing.SupportsInt | typing.SupportsIndex,
+    bands: ErrorBandTable,
+    model_word: str,
+    quote: collections.abc.Callable[[str], str],
+    profile: EngineProfile | None = None,
+) -> list[typing.Any]:
+    """
+    fit's vLLM rows for `options`, (GpuSpec, num_gpus, TP, PP, DP, refused) tuples: each launch compiled once (the compiled knobs with the split, `profile` when given) and solved for ceil(concurrency / DP) sequences of `context` per replica at its error band's safety margin, then at context 0 for max_context where it fits. A non-empty `refused` is that option's invalid-split text; a ConfigError about a split field is too. The rows are dicts in fit's key order; `quote` shell-quotes environment values.
     """
 
 def knob_bounds(name: str, spec: ModelSpec) -> tuple[float, float]:

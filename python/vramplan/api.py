@@ -296,12 +296,8 @@ def _launch(
     static: dict[str, Any] = {}
     evaluated: dict[str, Any] = {}
     if knobs:  # a plain plan passes none: nothing to translate or split
-        profile = knobs.pop("profile", None)  # a calibration profile, not a vLLM knob
+        profile = _engine_profile(knobs.pop("profile", None))  # not a vLLM knob
         knobs = _vllm_names_to_knobs(knobs)
-        if profile is not None and not isinstance(profile, _core.EngineProfile):
-            profile = getattr(profile, "engine_profile", profile)  # a vramplan.Profile
-            if not isinstance(profile, _core.EngineProfile):
-                raise config_error("profile", profile, "a vramplan.Profile", "wrong type")
         for name, value in knobs.items():
             (evaluated if name in _EVALUATED else static)[name] = value
     gpus_on_node = _gpus_for(num_gpus, static)
@@ -328,6 +324,15 @@ def _launch(
             files,
         )
     return launch, evaluated
+
+
+def _engine_profile(profile: object) -> _core.EngineProfile | None:
+    """The `profile` knob (a vramplan.Profile or its EngineProfile) as the core takes it."""
+    if profile is not None and not isinstance(profile, _core.EngineProfile):
+        profile = getattr(profile, "engine_profile", profile)  # a vramplan.Profile
+        if not isinstance(profile, _core.EngineProfile):
+            raise config_error("profile", profile, "a vramplan.Profile", "wrong type")
+    return profile
 
 
 def schema_markdown() -> str:

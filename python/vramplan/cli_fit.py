@@ -158,7 +158,7 @@ def _emit_fit(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         MODEL_COLUMNS,
         MODEL_INTEGER_COLUMNS,
         frame_of,
-        records,
+        records_json,
     )
 
     # The rows hold vLLM's names; fit(engine=...)'s DataFrame and JSON the engine's.
@@ -170,10 +170,7 @@ def _emit_fit(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         _cli_args._write_frame(frame, Path(args.out))
         _cli_args._note(f"wrote {len(frame)} rows to {args.out}")
     elif args.json:
-        renamed = [
-            {names.get(k, k): v for k, v in record.items()} for record in records(rows, columns)
-        ]
-        _cli_args._print(json.dumps(renamed, indent=2))
+        _cli_args._print(records_json(rows, columns, names))
     elif args.model is None:
         _print_models(rows, args)
     else:

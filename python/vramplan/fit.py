@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _core, _io, api, engines
 from ._quoting import shell_word
+from ._resources import model_specs_file
+from .deployment import check_mig_parallel
 from .search import plan_on_gpus
 
 if TYPE_CHECKING:
@@ -335,6 +337,50 @@ def records(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[d
     return [{column: cell(row.get(column)) for column in columns} for row in rows]
 
 
+def records_json(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str],
+    names: Mapping[str, str] | None = None,
+) -> str:
+    """`json.dumps(records(rows, columns), indent=2)`, each column renamed by `names`, written
+    without json's pure-Python encoder (which `indent` selects; half a second for the whole
+    catalogue): the records are flat, so each cell is encoded alone (a string by json's own C
+    escaper) and the lines joined. A cell of another type falls back to json.dumps."""
+    import json
+    from json.encoder import encode_basestring_ascii as quoted
+
+    renames = names or {}
+    if not columns:
+        return json.dumps([{} for _ in rows], indent=2)
+    keys = [f"    {quoted(renames.get(c, c))}: " for c in columns]
+    lines = []
+    for row in rows:
+        cells = []
+        for key, column in zip(keys, columns):
+            value = row.get(column)
+            if isinstance(value, str):
+                text = quoted(value)
+            elif value is None:
+                text = "null"
+            elif isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, int):
+                text = int.__repr__(value)
+            elif isinstance(value, float) and math.isfinite(value):
+                text = float.__repr__(round(value, 10))
+            elif isinstance(value, float) and math.isnan(value):
+                text = "null"
+            else:  # infinities, lists, ...: json's own rules
+                renamed = [
+                    {renames.get(k, k): v for k, v in record.items()}
+                    for record in records(rows, columns)
+                ]
+                return json.dumps(renamed, indent=2)
+            cells.append(key + text)
+        lines.append("  {\n" + ",\n".join(cells) + "\n  }")
+    return "[\n" + ",\n".join(lines) + "\n]" if lines else "[]"
+
+
 def _gpu_list(gpus: str | Sequence[str] | None) -> list[str]:
     db = api.spec_database()
     if gpus is None or gpus == "all":
@@ -454,15 +500,125 @@ def fit_rows(
         "memory_used_by_others_bytes": memory_used_by_others_bytes,
         "host_ram_bytes": host_ram_bytes,
     }
-    rows = []
-    for done, (gpu, count, split) in enumerate(work, start=1):
-        row = searched.fit_option(model_id, spec, gpu, count, split, target, node, free_knobs)
-        price = price_of.get(gpu.id)
-        row["usd_per_hour"] = math.nan if price is None else price * count
-        rows.append(row)
-        if progress is not None:
-            progress(done, len(work))
+    rows = None
+    if searched.name == "vllm":
+        rows = _vllm_rows(model_id, spec, work, target, node, free_knobs, progress)
+    if rows is None:
+        rows = []
+        for done, (gpu, count, split) in enumerate(work, start=1):
+            rows.append(
+                searched.fit_option(model_id, spec, gpu, count, split, target, node, free_knobs)
+            )
+            if progress is not None:
+                progress(done, len(work))
+    for row in rows:
+        price = price_of.get(row["gpu"])
+        row["usd_per_hour"] = math.nan if price is None else price * row["num_gpus"]
     return _order(rows, bool(price_of))
+
+
+# `vramplan.plan`'s keywords beyond the launch's knobs (and its positional arguments): knobs
+# that name one are planned option by option (`_split_plan`), as `plan` takes them.
+_PLAN_KEYWORDS = frozenset(
+    (
+        "model",
+        "gpu",
+        "safety_margin_bytes",
+        "runtime_headroom_bytes",
+        "workload",
+        "prompt_tokens",
+        "output_tokens",
+        "prefix_tokens",
+        "preemption_target",
+        "request_seconds",
+    )
+)
+
+
+def _vllm_rows(
+    model_id: str,
+    spec: _core.ModelSpec,
+    work: list[tuple[_core.GpuSpec, int, tuple[int, int, int]]],
+    target: _Target,
+    node: dict[str, Any],
+    knobs: dict[str, Any],
+    progress: Progress | None,
+) -> list[dict[str, Any]] | None:
+    """`_split_plan`'s rows for every option of `work`, from the core's option loop
+    (`_core.fit_options`: each launch compiled once, solved without remedies, in one call per
+    GPU type). None where the knobs are not the launch's alone (`_PLAN_KEYWORDS`), or where the
+    split changes how the other knobs translate: `_split_plan` answers those."""
+    if _PLAN_KEYWORDS.intersection(knobs):
+        return None
+    knobs = dict(knobs)
+    profile = api._engine_profile(knobs.pop("profile", None))
+    api._integer("memory_used_by_others_bytes", node["memory_used_by_others_bytes"], 0, 1 << 50)
+    api._integer("host_ram_bytes", node["host_ram_bytes"], 0, 1 << 60)
+    # Each split's knobs as `vramplan.plan` translates them; a refusal naming a split field is
+    # that split's row, as in `_split_plan`.
+    shared: tuple[dict[str, Any], dict[str, Any]] | None = None
+    refused: dict[tuple[int, int, int], str] = {}
+    for split in dict.fromkeys(split for _, _, split in work):
+        sizes = dict(zip(SPLIT_FIELDS, split))
+        try:
+            translated = api._vllm_names_to_knobs({**knobs, **sizes})
+        except _core.ConfigError as err:
+            if getattr(err, "field", "") not in SPLIT_FIELDS:
+                raise
+            refused[split] = str(err)
+            continue
+        if any(translated.get(field) != size for field, size in sizes.items()):
+            return None
+        others = {k: v for k, v in translated.items() if k not in SPLIT_FIELDS}
+        parts = (
+            {k: v for k, v in others.items() if k not in api._EVALUATED},
+            {k: v for k, v in others.items() if k in api._EVALUATED},
+        )
+        if shared is not None and parts != shared:
+            return None
+        shared = parts
+    compiled, evaluated = shared if shared is not None else ({}, {})
+    compiled = api._resolve_draft(compiled)  # a drafter named by id or path: loaded once
+    bands = api._band_table(model_specs_file(api.BANDS_FILE))
+    model_word = shell_word(model_id)
+    per_gpu: dict[str, list[tuple[Any, ...]]] = {}
+    for gpu, count, split in work:
+        per_gpu.setdefault(gpu.id, []).append((gpu, count, *split, _refusal(gpu, split, refused)))
+    rows: list[dict[str, Any]] = []
+    for options in per_gpu.values():
+        rows += _core.fit_options(
+            spec,
+            compiled,
+            evaluated,
+            options,
+            context=target.context,
+            concurrency=target.concurrency,
+            bands=bands,
+            model_word=model_word,
+            quote=shell_word,
+            profile=profile,
+            **node,
+        )
+        if progress is not None:
+            for done in range(len(rows) - len(options) + 1, len(rows) + 1):
+                progress(done, len(work))
+    return rows
+
+
+def _refusal(
+    gpu: _core.GpuSpec, split: tuple[int, int, int], refused: Mapping[tuple[int, int, int], str]
+) -> str:
+    """Why an option is an invalid split before its launch compiles ("" when it compiles):
+    its knobs' translation, then TP or PP on a MIG slice (check_mig_parallel); the core's row
+    says "invalid split: " and this."""
+    if split in refused:
+        return refused[split]
+    if gpu.mig_profile and (split[0] > 1 or split[1] > 1):
+        try:
+            check_mig_parallel(gpu, dict(zip(SPLIT_FIELDS, split)))
+        except _core.ConfigError as err:
+            return str(err)
+    return ""
 
 
 def _prices(prices: str | Path | Mapping[str, float] | None) -> dict[str, float]:

@@ -112,6 +112,11 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& pinned,
            std::int64_t safety_margin_bytes);
 // The same for a workload, a runtime headroom and the other targets.
 Plan solve(const CompiledLaunch& launch, const EngineConfig& pinned, const SolveTargets& targets);
+// The solved knobs, verdict and breakdown alone: solve() without the as-written judgement
+// (as_written_*, changed stay empty) and without remedies, which compile a changed launch
+// each and are most of a failing solve's cost. The same plan otherwise, field for field.
+Plan solve_knobs(const CompiledLaunch& launch, const EngineConfig& pinned,
+                 const SolveTargets& targets);
 // `base` with its evaluated knobs replaced by those of `from`.
 EngineConfig with_evaluated_knobs(EngineConfig base, const EngineConfig& from);
 Plan solve(const ModelSpec& spec, const SolveRequest& request);

@@ -50,9 +50,8 @@ def rank_bar(rank: dict[str, Any]) -> str:
     )
 
 
-def breakdown_html(data: dict[str, Any]) -> str:
-    """A Breakdown's JSON as a table (one column per pipeline rank) with a bar per rank."""
-    ranks = data["ranks"]
+def _vllm_head_foot(data: dict[str, Any]) -> tuple[str, str, list[str]]:
+    """A vLLM breakdown's headline, its host-RAM line and its messages."""
     outcome = data["outcome"]
     colour = "#2a7a2a" if outcome == "started" else "#b22222"
     head = (
@@ -62,6 +61,43 @@ def breakdown_html(data: dict[str, Any]) -> str:
         f"{data['kv_tokens']:,} KV tokens, {data['max_concurrency']:.2f}x concurrency at "
         f"{data['config']['max_model_len']:,} tokens</div>"
     )
+    host = data["host"]
+    foot = (
+        f"<div><small>host RAM required {gib_text(host['required_bytes'])} "
+        f"(+ {gib_text(host['page_cache_bytes'])} page cache)</small></div>"
+    )
+    return head, foot, list(data.get("messages", []))
+
+
+def _sglang_head_foot(data: dict[str, Any]) -> tuple[str, str, list[str]]:
+    """An SGLang breakdown's headline, its HiCache host line (if any), its error and notes."""
+    verdict = data["verdict"]
+    colour = "#2a7a2a" if verdict == "started" else "#b22222"
+    head = (
+        f"<div><b>{escape(data['model'])}</b> on <b>{escape(data['gpu'])}</b> "
+        f"(SGLang {escape(data['release'])}): "
+        f'<span style="color: {colour}"><b>{escape(verdict)}</b></span>, '
+        f"{data['max_total_num_tokens']:,} KV tokens, {data['max_running_requests']:,} running "
+        f"requests at {data['context_length']:,} tokens, mem_fraction_static "
+        f"{data['mem_fraction_static']:.3f}</div>"
+    )
+    hicache = data.get("hicache")
+    foot = (
+        f"<div><small>HiCache host RAM pinned {gib_text(hicache['pinned_bytes_per_rank'])} "
+        "per rank</small></div>"
+        if hicache
+        else ""
+    )
+    return head, foot, [data["error"], *data["notes"]] if data["error"] else list(data["notes"])
+
+
+def breakdown_html(data: dict[str, Any]) -> str:
+    """A Breakdown's JSON, vLLM's or SGLang's, as a table (one column per pipeline rank) with a
+    bar per rank."""
+    head, foot, messages = (
+        _sglang_head_foot(data) if data.get("engine") == "sglang" else _vllm_head_foot(data)
+    )
+    ranks = data["ranks"]
     header = _cell("term", tag="th") + "".join(
         _cell(f"rank {r['pipeline_rank']}", "right", "th") for r in ranks
     )
@@ -91,15 +127,10 @@ def breakdown_html(data: dict[str, Any]) -> str:
     bars = "".join(
         f"<div>{rank_bar(r)} <small>rank {r['pipeline_rank']}</small></div>" for r in ranks
     )
-    host = data["host"]
-    foot = (
-        f"<div><small>host RAM required {gib_text(host['required_bytes'])} "
-        f"(+ {gib_text(host['page_cache_bytes'])} page cache)</small></div>"
-    )
     table = f'<table style="{_STYLE}"><tr>{header}</tr>{"".join(rows)}</table>'
-    # The plan's notes (the generic path's assumptions, class defaults used, ...), as the text
-    # and JSON outputs carry them.
-    notes = "".join(f"<li><small>{escape(m)}</small></li>" for m in data.get("messages", []))
+    # The notes (the generic path's assumptions, class defaults used, SGLang's error, ...), as
+    # the text and JSON outputs carry them.
+    notes = "".join(f"<li><small>{escape(m)}</small></li>" for m in messages)
     if notes:
         notes = f"<ul>{notes}</ul>"
     return f"<div>{head}{table}{bars}{foot}{notes}</div>"

@@ -136,19 +136,38 @@ def breakdown_html(data: dict[str, Any]) -> str:
     return f"<div>{head}{table}{bars}{foot}{notes}</div>"
 
 
+# An SGLang plan's largest safe knobs, in its JSON's names (each with the others as given).
+_SGLANG_PLAN_KNOBS = (
+    "safe_mem_fraction_static",
+    "max_mem_fraction_static",
+    "max_running_requests",
+    "max_context_length",
+    "max_chunked_prefill_size",
+    "max_cuda_graph_max_bs",
+)
+
+
 def plan_html(data: dict[str, Any]) -> str:
-    """A Plan's JSON: verdict, the knobs with why each binds, the flag line, the breakdown."""
+    """A Plan's JSON, vLLM's or SGLang's: verdict, the knobs (vLLM: with why each binds), the
+    launch line, the remedies and the (planned) breakdown."""
     colour = "#2a7a2a" if data["fits"] else "#b22222"
     verdict = f'<div style="color: {colour}"><b>{escape(data["verdict"])}</b></div>'
-    rows = "".join(
-        f"<tr>{_cell(knob)}{_cell(data[knob], 'right')}{_cell(why)}</tr>"
-        for knob, why in data["binding"].items()
-    )
+    if "launch_line" in data:  # SGLang's plan
+        rows = "".join(
+            f"<tr>{_cell(knob)}{_cell('-' if data[knob] is None else data[knob], 'right')}</tr>"
+            for knob in _SGLANG_PLAN_KNOBS
+        )
+        command = escape(data["launch_line"])
+        breakdown = data["planned"]
+    else:
+        rows = "".join(
+            f"<tr>{_cell(knob)}{_cell(data[knob], 'right')}{_cell(why)}</tr>"
+            for knob, why in data["binding"].items()
+        )
+        command = f"vllm serve {escape(data['breakdown']['model'])} {escape(data['vllm_args'])}"
+        breakdown = data["breakdown"]
     knobs = f'<table style="{_STYLE}">{rows}</table>'
-    command = (
-        f'<pre style="white-space: pre-wrap">vllm serve {escape(data["breakdown"]["model"])} '
-        f"{escape(data['vllm_args'])}</pre>"
-    )
+    command = f'<pre style="white-space: pre-wrap">{command}</pre>'
     remedies = ""
     if data["remedies"]:
         items = "".join(
@@ -156,4 +175,4 @@ def plan_html(data: dict[str, Any]) -> str:
             for r in data["remedies"]
         )
         remedies = f"<div>remedies (cheapest first):<ul>{items}</ul></div>"
-    return f"<div>{verdict}{knobs}{command}{remedies}{breakdown_html(data['breakdown'])}</div>"
+    return f"<div>{verdict}{knobs}{command}{remedies}{breakdown_html(breakdown)}</div>"

@@ -158,6 +158,17 @@ class SglangPlan:
     def to_json(self) -> str:
         return json.dumps(self.data, indent=2)
 
+    def _repr_html_(self) -> str:
+        """Notebook view: verdict, the largest safe knobs, the launch line, the remedies and
+        the planned breakdown, as a vLLM plan's."""
+        from ._html import plan_html
+
+        return plan_html(self.data)
+
+    def plot(self) -> Figure:
+        """The planned launch's breakdown as a matplotlib Figure (needs `vramplan[plot]`)."""
+        return self.planned.plot()
+
 
 def breakdown(
     spec: _core.ModelSpec, gpu: _core.GpuSpec, *, model_path: str = "", **knobs: Any

@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+from html import escape
 
 import matplotlib
 import pytest
@@ -135,3 +136,15 @@ def test_cli_json_carries_the_terms() -> None:
     terms = json.loads(out)["ranks"][0]["terms"]
     assert [t["name"] for t in terms] == NAMES
     assert sum(t["bytes"] for t in terms) == H100_TOTAL
+
+
+def test_plan_html_and_plot_show_the_planned_launch() -> None:
+    plan = vramplan.plan(MODEL, "H100-80GB", engine="sglang", context=8192)
+    html = plan._repr_html_()
+    assert escape(plan.launch_line) in html
+    assert plan.verdict in html
+    assert f"{plan['safe_mem_fraction_static']}" in html
+    assert html.count("<svg") == 1  # the planned launch's bar
+    assert "SGLang 0.5.23" in html
+    gids = [patch.get_gid() for patch in plan.plot().axes[0].patches]
+    assert gids == [f"rank0:{t['name']}" for t in plan.planned.terms]

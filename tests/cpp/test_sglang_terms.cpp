@@ -166,18 +166,23 @@ TEST(SglangTerms, WeightsThatDoNotFitLeaveANegativeRemainder) {
 }
 
 // The JSON's rank is a vLLM breakdown rank's shape: its pipeline stage, the GPU total, the
-// budget line at the weights and pools' share (total - slack) and the terms in order. With
-// PP = 2 the rank is the reported stage, whose weights are that stage's.
+// budget line at the weights and pools' share (total - slack) and the terms in order.
+// Qwen2.5-7B's 28 layers over PP = 3 are 9, 10, 9 (pipeline_layer_range): stage 1's cell is
+// 10/9 of the others' and its weights lack the ~1 GiB embedding, which is less than a tenth of
+// the ~76 GiB f x B, so its pool is the smallest and it is the rank reported.
 TEST(SglangTerms, JsonRankIsTheReportedStage) {
-  const ModelSpec& spec = db().model("meta-llama/Llama-3.1-8B");
+  const ModelSpec& spec = db().model("Qwen/Qwen2.5-7B-Instruct");
+  ASSERT_EQ(spec.num_hidden_layers, 28);
   SglangConfig config;
   config.mem_fraction_static = 0.9;
   config.context_length = 8192;
-  config.pp_size = 2;
+  config.pp_size = 3;
   const SglangBreakdown b = sglang_breakdown(spec, db().gpu("H100-80GB"), rules_0523(), config);
+  ASSERT_EQ(b.verdict, SglangVerdict::Started);
+  EXPECT_EQ(b.pipeline_rank, 1);
   RankPlacement placement;
-  placement.pipeline_parallel_size = 2;
-  placement.pipeline_rank = b.pipeline_rank;
+  placement.pipeline_parallel_size = 3;
+  placement.pipeline_rank = 1;
   EXPECT_EQ(b.weights_bytes,
             weight_bytes_per_rank(spec, spec.quantization, DType::BF16, placement).total());
   const nlohmann::json j = to_json(b);

@@ -4,7 +4,7 @@ breakdown. Built without pyplot, so nothing is shown twice and no global state c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _core
 from ._units import GIB
@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from .api import Plan
-    from .sglang import SglangBreakdown
 
 
 # Breakdown terms in stacking order, with their colours (shared with the HTML view).
@@ -56,14 +55,15 @@ class _Bars(NamedTuple):
     ranks: list[tuple[int, int, int, list[tuple[str, int]]]]
 
 
-def _bars(breakdown: _core.Breakdown | SglangBreakdown) -> _Bars:
-    """A vLLM breakdown (the core's object) or an SGLang one (its JSON's ranks) as bars."""
-    from .sglang import SglangBreakdown
-
-    if isinstance(breakdown, SglangBreakdown):
+def _bars(breakdown: _core.Breakdown | dict[str, Any]) -> _Bars:
+    """A vLLM breakdown (the core's object) or a breakdown's JSON (SGLang's, or vLLM's) as
+    bars."""
+    if isinstance(breakdown, dict):
+        sglang = breakdown.get("engine") == "sglang"
         return _Bars(
-            f"{breakdown['model']} on {breakdown['gpu']}: {breakdown.verdict}",
-            "weights and pools (total - slack)",
+            f"{breakdown['model']} on {breakdown['gpu']}: "
+            f"{breakdown['verdict'] if sglang else breakdown['outcome']}",
+            "weights and pools (total - slack)" if sglang else "budget (total x utilization)",
             [
                 (
                     int(r["pipeline_rank"]),
@@ -71,7 +71,7 @@ def _bars(breakdown: _core.Breakdown | SglangBreakdown) -> _Bars:
                     int(r["requested_memory_bytes"]),
                     [(str(t["name"]), int(t["bytes"])) for t in r["terms"]],
                 )
-                for r in breakdown.ranks
+                for r in breakdown["ranks"]
             ],
         )
     return _Bars(
@@ -89,7 +89,7 @@ def _bars(breakdown: _core.Breakdown | SglangBreakdown) -> _Bars:
     )
 
 
-def breakdown_figure(breakdown: _core.Breakdown | SglangBreakdown) -> Figure:
+def breakdown_figure(breakdown: _core.Breakdown | dict[str, Any]) -> Figure:
     """One horizontal stacked bar per pipeline rank: the breakdown's terms in GiB against the
     GPU's total and the budget (vLLM: total x utilization; SGLang: what the slack leaves)."""
     bars = _bars(breakdown)

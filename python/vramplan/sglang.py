@@ -92,7 +92,7 @@ class SglangBreakdown:
         """A matplotlib Figure: the rank's terms as one stacked bar (needs `vramplan[plot]`)."""
         from ._figures import breakdown_figure
 
-        return breakdown_figure(self)
+        return breakdown_figure(self.data)
 
 
 @dataclass(frozen=True)

@@ -66,8 +66,6 @@ nlohmann::json to_json(const GpuSpec& g) {
           {"mig_profile", g.mig_profile}};
 }
 
-namespace {
-
 nlohmann::json terms_json(const std::vector<Term>& terms) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& t : terms) {
@@ -77,8 +75,6 @@ nlohmann::json terms_json(const std::vector<Term>& terms) {
   }
   return out;
 }
-
-}  // namespace
 
 nlohmann::json to_json(const Breakdown& b) {
   const ResolvedConfig& c = b.config;

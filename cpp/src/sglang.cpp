@@ -14,6 +14,7 @@
 #include "vramplan/dtype.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/kv_cache.hpp"
+#include "vramplan/render.hpp"
 #include "vramplan/solver.hpp"
 #include "vramplan/weights.hpp"
 
@@ -37,6 +38,7 @@ std::string format_fraction(double f) {
 // One pipeline stage's fixed terms (weights and per-token cells do not depend on the knobs
 // the solver moves).
 struct Stage {
+  std::int32_t pipeline_rank = 0;
   std::int64_t weights_bytes = 0;
   std::int64_t full_cell_bytes = 0;  // full-attention / MLA layers, per token
   std::int64_t k_bytes_per_token = 0;
@@ -175,6 +177,7 @@ Prepared prepare(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& r
     placement.pipeline_parallel_size = config.pp_size;
     placement.pipeline_rank = stage;
     Stage s;
+    s.pipeline_rank = stage;
     s.weights_bytes = weight_bytes_per_rank(spec, spec.quantization, served, placement).total();
     const LayerRange range = pipeline_layer_range(spec.num_hidden_layers, config.pp_size, stage);
     options.layers = range;
@@ -480,6 +483,7 @@ void evaluate_stage_numbers(const Prepared& p, const Stage& stage, const SglangC
   b.tp_size = c.tp_size;
   b.pp_size = c.pp_size;
   b.dp_size = c.dp_size;
+  b.pipeline_rank = stage.pipeline_rank;
   b.gpu_total_bytes = p.gpu->total_memory_bytes;
   b.gpu_mib = p.gpu_mib;
   b.gpu_mib_assumed = p.gpu_mib_assumed;
@@ -608,10 +612,15 @@ SglangBreakdown evaluate(const Prepared& p, const SglangConfig& c) {
   std::optional<SglangBreakdown> chosen;
   for (const Stage& stage : p.stages) {
     SglangBreakdown b = evaluate_stage(p, stage, c);
-    if (b.verdict != SglangVerdict::Started) return b;
-    if (!chosen || b.max_total_num_tokens < chosen->max_total_num_tokens) chosen = std::move(b);
+    const bool failed = b.verdict != SglangVerdict::Started;
+    if (failed || !chosen || b.max_total_num_tokens < chosen->max_total_num_tokens) {
+      chosen = std::move(b);
+    }
+    if (failed) break;
   }
-  return chosen.value_or(SglangBreakdown{});
+  SglangBreakdown out = chosen ? std::move(*chosen) : SglangBreakdown{};
+  out.terms = sglang_rank_terms(out);
+  return out;
 }
 
 // The launch's numbers and verdict as evaluate() finds them (the stage it reports), without
@@ -841,6 +850,57 @@ void sglang_sweep(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& 
 SglangBreakdown sglang_breakdown(const ModelSpec& spec, const GpuSpec& gpu,
                                  const SglangRules& rules, const SglangConfig& config) {
   return evaluate(prepare(spec, gpu, rules, config), config);
+}
+
+std::vector<Term> sglang_rank_terms(const SglangBreakdown& b) {
+  std::vector<Term> terms;
+  terms.reserve(10);
+  terms.push_back({"cuda_context", b.cuda_context_bytes,
+                   "calibrated: CUDA context made before SGLang's free-memory baseline "
+                   "(sglang.yaml cuda_context_bytes, fitted to logged startups)"});
+  if (b.nccl_bytes > 0) {
+    terms.push_back({"nccl", b.nccl_bytes,
+                     "calibrated: NCCL communicators made before the baseline, over NVLink or "
+                     "PCIe (sglang.yaml nccl_nvlink_bytes / nccl_pcie_bytes, fitted to logged "
+                     "startups)"});
+  }
+  terms.push_back({"weights", b.weights_bytes,
+                   "exact: the spec's tensors in their stored format, this rank's tensor- and "
+                   "pipeline-parallel share"});
+  terms.push_back({"kv_pool", b.kv_pool_bytes,
+                   "exact: SGLang's pool arithmetic: tokens = (free after weights - B x (1 - f) "
+                   "[- state pool]) / bytes per token, page-aligned; K and V (and sliding-window) "
+                   "buffers with the padding page"});
+  if (b.mamba_state_bytes_per_slot > 0) {
+    terms.push_back({"mamba_pool", b.mamba_pool_bytes,
+                     "exact: SGLang's hybrid split: (slots + 1) x state bytes per slot, slots "
+                     "from rest x r / (1 + r), r = mamba_full_memory_ratio"});
+  }
+  terms.push_back({"req_to_token", b.req_to_token_bytes,
+                   "exact: ReqToTokenPool, (requests + 1) x (context_length + extra columns) "
+                   "int32, out of the slack"});
+  terms.push_back({"decode_cudagraph", b.decode_graph_bytes,
+                   "estimate: SGLang's reserve heuristic, MiB per captured decode batch size "
+                   "(sglang.yaml decode_graph_estimate_mib_per_bs), out of the slack"});
+  if (b.prefill_graph_count > 0) {
+    terms.push_back({"prefill_cudagraph", b.prefill_graph_bytes,
+                     "estimate: SGLang's reserve heuristic, MiB per captured prefill size "
+                     "(sglang.yaml prefill_graph_estimate_mib_per_size), out of the slack"});
+  }
+  terms.push_back({"activation", b.activation_bytes,
+                   "estimate: one chunked-prefill forward (residual, normed input, attention "
+                   "output, a spare of hidden size, the MLP's gate/up), out of the slack"});
+  // What the weights leave less what the pools and the slack's consumers take: once the graphs
+  // are sized this is free_after_graphs_bytes - activation_bytes; a launch refused at its pools
+  // stops before, with the terms not sized yet at 0.
+  const std::int64_t free = b.free_after_weights_bytes - b.kv_pool_bytes - b.mamba_pool_bytes -
+                            b.req_to_token_bytes - b.decode_graph_bytes - b.prefill_graph_bytes -
+                            b.activation_bytes;
+  terms.push_back({"free", free,
+                   "remainder: what the slack keeps after req_to_token, the CUDA graphs and the "
+                   "first prefill (the allocator's fragmentation and the estimates' error come "
+                   "out of it; negative: they overrun it)"});
+  return terms;
 }
 
 std::vector<std::string> sglang_launch_argv(const SglangConfig& c, const SglangRules& rules) {
@@ -1228,6 +1288,13 @@ nlohmann::json to_json(const SglangBreakdown& b) {
   j["verdict"] = sglang_verdict_name(b.verdict);
   j["error"] = b.error;
   j["notes"] = b.notes;
+  // The reported rank as a vLLM breakdown's ranks list theirs: its terms stacked over the GPU's
+  // total, its budget the weights and pools' share (the GPU less the slack B x (1 - f)).
+  j["ranks"] =
+      nlohmann::json::array({{{"pipeline_rank", b.pipeline_rank},
+                              {"total_memory_bytes", b.gpu_total_bytes},
+                              {"requested_memory_bytes", b.gpu_total_bytes - b.slack_bytes},
+                              {"terms", terms_json(b.terms)}}});
   return j;
 }
 

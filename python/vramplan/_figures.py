@@ -4,7 +4,7 @@ breakdown. Built without pyplot, so nothing is shown twice and no global state c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _core
 from ._units import GIB
@@ -25,6 +25,15 @@ TERM_COLOURS = {
     "cudagraph": "#8172b3",
     "kv_cache": "#55a868",
     "cuda_context": "#8c8c8c",
+    # SGLang's terms (sglang_rank_terms), alike where they match vLLM's.
+    "nccl": "#a5a5a5",
+    "kv_pool": "#55a868",
+    "mamba_pool": "#8fd19e",
+    "req_to_token": "#ccb974",
+    "decode_cudagraph": "#8172b3",
+    "prefill_cudagraph": "#b3a6d9",
+    "activation": "#dd8452",
+    "free": "#e8e8e8",
 }
 
 
@@ -37,39 +46,79 @@ def figure_class() -> type[Figure]:
     return Figure
 
 
-def breakdown_figure(breakdown: _core.Breakdown) -> Figure:
+class _Bars(NamedTuple):
+    """What a breakdown's figure draws, the same for every engine: the title, the budget line's
+    label and per rank (pipeline rank, GPU total, budget, [(term, bytes), ...])."""
+
+    title: str
+    budget_label: str
+    ranks: list[tuple[int, int, int, list[tuple[str, int]]]]
+
+
+def _bars(breakdown: _core.Breakdown | dict[str, Any]) -> _Bars:
+    """A vLLM breakdown (the core's object) or a breakdown's JSON (SGLang's, or vLLM's) as
+    bars."""
+    if isinstance(breakdown, dict):
+        sglang = breakdown.get("engine") == "sglang"
+        return _Bars(
+            f"{breakdown['model']} on {breakdown['gpu']}: "
+            f"{breakdown['verdict'] if sglang else breakdown['outcome']}",
+            "weights and pools (total - slack)" if sglang else "budget (total x utilization)",
+            [
+                (
+                    int(r["pipeline_rank"]),
+                    int(r["total_memory_bytes"]),
+                    int(r["requested_memory_bytes"]),
+                    [(str(t["name"]), int(t["bytes"])) for t in r["terms"]],
+                )
+                for r in breakdown["ranks"]
+            ],
+        )
+    return _Bars(
+        f"{breakdown.model_id} on {breakdown.gpu_id}: {breakdown.outcome}",
+        "budget (total x utilization)",
+        [
+            (
+                r.pipeline_rank,
+                r.total_memory_bytes,
+                r.requested_memory_bytes,
+                [(t.name, t.bytes) for t in r.terms],
+            )
+            for r in breakdown.ranks
+        ],
+    )
+
+
+def breakdown_figure(breakdown: _core.Breakdown | dict[str, Any]) -> Figure:
     """One horizontal stacked bar per pipeline rank: the breakdown's terms in GiB against the
-    GPU's total and the utilization budget."""
-    figure = figure_class()(figsize=(8, 1.2 + 0.6 * len(breakdown.ranks)), layout="constrained")
+    GPU's total and the budget (vLLM: total x utilization; SGLang: what the slack leaves)."""
+    bars = _bars(breakdown)
+    figure = figure_class()(figsize=(8, 1.2 + 0.6 * len(bars.ranks)), layout="constrained")
     ax = figure.add_subplot()
     labels = []
-    for row, rank in enumerate(breakdown.ranks):
+    for row, (pipeline_rank, _, _, terms) in enumerate(bars.ranks):
         left = 0.0
-        for term in rank.terms:
-            width = max(0, term.bytes) / GIB
+        for name, term_bytes in terms:
+            width = max(0, term_bytes) / GIB
             ax.barh(
                 row,
                 width,
                 left=left,
-                color=TERM_COLOURS.get(term.name, "#cccccc"),
-                label=term.name if row == 0 else None,
-                gid=f"rank{rank.pipeline_rank}:{term.name}",
+                color=TERM_COLOURS.get(name, "#cccccc"),
+                label=name if row == 0 else None,
+                gid=f"rank{pipeline_rank}:{name}",
             )
             left += width
-        labels.append(f"PP rank {rank.pipeline_rank}")
-    first = breakdown.ranks[0]
-    ax.axvline(first.total_memory_bytes / GIB, color="black", linewidth=1, label="GPU total")
+        labels.append(f"PP rank {pipeline_rank}")
+    _, total_bytes, budget_bytes, _ = bars.ranks[0]
+    ax.axvline(total_bytes / GIB, color="black", linewidth=1, label="GPU total")
     ax.axvline(
-        first.requested_memory_bytes / GIB,
-        color="black",
-        linestyle="--",
-        linewidth=1,
-        label="budget (total x utilization)",
+        budget_bytes / GIB, color="black", linestyle="--", linewidth=1, label=bars.budget_label
     )
     ax.set_yticks(range(len(labels)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("GiB per GPU")
-    ax.set_title(f"{breakdown.model_id} on {breakdown.gpu_id}: {breakdown.outcome}")
+    ax.set_title(bars.title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
     return figure
 

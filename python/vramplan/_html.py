@@ -50,9 +50,8 @@ def rank_bar(rank: dict[str, Any]) -> str:
     )
 
 
-def breakdown_html(data: dict[str, Any]) -> str:
-    """A Breakdown's JSON as a table (one column per pipeline rank) with a bar per rank."""
-    ranks = data["ranks"]
+def _vllm_head_foot(data: dict[str, Any]) -> tuple[str, str, list[str]]:
+    """A vLLM breakdown's headline, its host-RAM line and its messages."""
     outcome = data["outcome"]
     colour = "#2a7a2a" if outcome == "started" else "#b22222"
     head = (
@@ -62,6 +61,43 @@ def breakdown_html(data: dict[str, Any]) -> str:
         f"{data['kv_tokens']:,} KV tokens, {data['max_concurrency']:.2f}x concurrency at "
         f"{data['config']['max_model_len']:,} tokens</div>"
     )
+    host = data["host"]
+    foot = (
+        f"<div><small>host RAM required {gib_text(host['required_bytes'])} "
+        f"(+ {gib_text(host['page_cache_bytes'])} page cache)</small></div>"
+    )
+    return head, foot, list(data.get("messages", []))
+
+
+def _sglang_head_foot(data: dict[str, Any]) -> tuple[str, str, list[str]]:
+    """An SGLang breakdown's headline, its HiCache host line (if any), its error and notes."""
+    verdict = data["verdict"]
+    colour = "#2a7a2a" if verdict == "started" else "#b22222"
+    head = (
+        f"<div><b>{escape(data['model'])}</b> on <b>{escape(data['gpu'])}</b> "
+        f"(SGLang {escape(data['release'])}): "
+        f'<span style="color: {colour}"><b>{escape(verdict)}</b></span>, '
+        f"{data['max_total_num_tokens']:,} KV tokens, {data['max_running_requests']:,} running "
+        f"requests at {data['context_length']:,} tokens, mem_fraction_static "
+        f"{data['mem_fraction_static']:.3f}</div>"
+    )
+    hicache = data.get("hicache")
+    foot = (
+        f"<div><small>HiCache host RAM pinned {gib_text(hicache['pinned_bytes_per_rank'])} "
+        "per rank</small></div>"
+        if hicache
+        else ""
+    )
+    return head, foot, [data["error"], *data["notes"]] if data["error"] else list(data["notes"])
+
+
+def breakdown_html(data: dict[str, Any]) -> str:
+    """A Breakdown's JSON, vLLM's or SGLang's, as a table (one column per pipeline rank) with a
+    bar per rank."""
+    head, foot, messages = (
+        _sglang_head_foot(data) if data.get("engine") == "sglang" else _vllm_head_foot(data)
+    )
+    ranks = data["ranks"]
     header = _cell("term", tag="th") + "".join(
         _cell(f"rank {r['pipeline_rank']}", "right", "th") for r in ranks
     )
@@ -91,33 +127,47 @@ def breakdown_html(data: dict[str, Any]) -> str:
     bars = "".join(
         f"<div>{rank_bar(r)} <small>rank {r['pipeline_rank']}</small></div>" for r in ranks
     )
-    host = data["host"]
-    foot = (
-        f"<div><small>host RAM required {gib_text(host['required_bytes'])} "
-        f"(+ {gib_text(host['page_cache_bytes'])} page cache)</small></div>"
-    )
     table = f'<table style="{_STYLE}"><tr>{header}</tr>{"".join(rows)}</table>'
-    # The plan's notes (the generic path's assumptions, class defaults used, ...), as the text
-    # and JSON outputs carry them.
-    notes = "".join(f"<li><small>{escape(m)}</small></li>" for m in data.get("messages", []))
+    # The notes (the generic path's assumptions, class defaults used, SGLang's error, ...), as
+    # the text and JSON outputs carry them.
+    notes = "".join(f"<li><small>{escape(m)}</small></li>" for m in messages)
     if notes:
         notes = f"<ul>{notes}</ul>"
     return f"<div>{head}{table}{bars}{foot}{notes}</div>"
 
 
+# An SGLang plan's largest safe knobs, in its JSON's names (each with the others as given).
+_SGLANG_PLAN_KNOBS = (
+    "safe_mem_fraction_static",
+    "max_mem_fraction_static",
+    "max_running_requests",
+    "max_context_length",
+    "max_chunked_prefill_size",
+    "max_cuda_graph_max_bs",
+)
+
+
 def plan_html(data: dict[str, Any]) -> str:
-    """A Plan's JSON: verdict, the knobs with why each binds, the flag line, the breakdown."""
+    """A Plan's JSON, vLLM's or SGLang's: verdict, the knobs (vLLM: with why each binds), the
+    launch line, the remedies and the (planned) breakdown."""
     colour = "#2a7a2a" if data["fits"] else "#b22222"
     verdict = f'<div style="color: {colour}"><b>{escape(data["verdict"])}</b></div>'
-    rows = "".join(
-        f"<tr>{_cell(knob)}{_cell(data[knob], 'right')}{_cell(why)}</tr>"
-        for knob, why in data["binding"].items()
-    )
+    if "launch_line" in data:  # SGLang's plan
+        rows = "".join(
+            f"<tr>{_cell(knob)}{_cell('-' if data[knob] is None else data[knob], 'right')}</tr>"
+            for knob in _SGLANG_PLAN_KNOBS
+        )
+        command = escape(data["launch_line"])
+        breakdown = data["planned"]
+    else:
+        rows = "".join(
+            f"<tr>{_cell(knob)}{_cell(data[knob], 'right')}{_cell(why)}</tr>"
+            for knob, why in data["binding"].items()
+        )
+        command = f"vllm serve {escape(data['breakdown']['model'])} {escape(data['vllm_args'])}"
+        breakdown = data["breakdown"]
     knobs = f'<table style="{_STYLE}">{rows}</table>'
-    command = (
-        f'<pre style="white-space: pre-wrap">vllm serve {escape(data["breakdown"]["model"])} '
-        f"{escape(data['vllm_args'])}</pre>"
-    )
+    command = f'<pre style="white-space: pre-wrap">{command}</pre>'
     remedies = ""
     if data["remedies"]:
         items = "".join(
@@ -125,4 +175,4 @@ def plan_html(data: dict[str, Any]) -> str:
             for r in data["remedies"]
         )
         remedies = f"<div>remedies (cheapest first):<ul>{items}</ul></div>"
-    return f"<div>{verdict}{knobs}{command}{remedies}{breakdown_html(data['breakdown'])}</div>"
+    return f"<div>{verdict}{knobs}{command}{remedies}{breakdown_html(breakdown)}</div>"

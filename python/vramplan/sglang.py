@@ -17,6 +17,7 @@ from ._units import GIB, gib_text
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
 
 config_error = _database.config_error
@@ -46,7 +47,8 @@ def newest_known_version() -> str:
 
 @dataclass(frozen=True)
 class SglangBreakdown:
-    """One SGLang launch per rank, in SGLang's terms (the core's dict: `data`)."""
+    """One SGLang launch per rank, in SGLang's terms (the core's dict: `data`). `ranks` and
+    `terms` are shaped as a vLLM Breakdown's, so the HTML view and the plot draw both alike."""
 
     data: dict[str, Any]
 
@@ -61,11 +63,36 @@ class SglangBreakdown:
     def started(self) -> bool:
         return self.verdict == "started"
 
+    @property
+    def ranks(self) -> list[dict[str, Any]]:
+        """The reported rank (the pipeline stage SGLang's ranks agree on) as a vLLM
+        breakdown's rank: pipeline_rank, total_memory_bytes, requested_memory_bytes (the GPU
+        less the slack B x (1 - f)) and its terms."""
+        return [dict(r) for r in self.data["ranks"]]
+
+    @property
+    def terms(self) -> list[dict[str, Any]]:
+        """The reported rank's GPU memory in SGLang's accounting order (name, bytes,
+        provenance), adding up to the GPU's total."""
+        return [dict(t) for t in self.data["ranks"][0]["terms"]]
+
     def to_dict(self) -> dict[str, Any]:
         return dict(self.data)
 
     def to_json(self) -> str:
         return json.dumps(self.data, indent=2)
+
+    def _repr_html_(self) -> str:
+        """Notebook view: the terms as a table and a stacked bar, as a vLLM breakdown's."""
+        from ._html import breakdown_html
+
+        return breakdown_html(self.data)
+
+    def plot(self) -> Figure:
+        """A matplotlib Figure: the rank's terms as one stacked bar (needs `vramplan[plot]`)."""
+        from ._figures import breakdown_figure
+
+        return breakdown_figure(self.data)
 
 
 @dataclass(frozen=True)
@@ -130,6 +157,17 @@ class SglangPlan:
 
     def to_json(self) -> str:
         return json.dumps(self.data, indent=2)
+
+    def _repr_html_(self) -> str:
+        """Notebook view: verdict, the largest safe knobs, the launch line, the remedies and
+        the planned breakdown, as a vLLM plan's."""
+        from ._html import plan_html
+
+        return plan_html(self.data)
+
+    def plot(self) -> Figure:
+        """The planned launch's breakdown as a matplotlib Figure (needs `vramplan[plot]`)."""
+        return self.planned.plot()
 
 
 def breakdown(

@@ -13,6 +13,8 @@ namespace vramplan {
 
 nlohmann::json to_json(const ModelSpec& spec);
 nlohmann::json to_json(const GpuSpec& gpu);
+// A breakdown's terms (any engine's): [{name, bytes, provenance}, ...] in their order.
+nlohmann::json terms_json(const std::vector<Term>& terms);
 // Every term in bytes; `weights_bytes` and `kv_bytes_per_token` are those of rank 0.
 nlohmann::json to_json(const Breakdown& breakdown);
 // The plan: fits, the four knobs, binding constraint per knob, remedies, breakdown, flags.

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "vramplan/engine.hpp"
 #include "vramplan/hardware.hpp"
 #include "vramplan/model_spec.hpp"
 #include "vramplan/remedy.hpp"
@@ -326,6 +327,9 @@ struct SglangBreakdown {
   std::int32_t tp_size = 1;
   std::int32_t pp_size = 1;
   std::int32_t dp_size = 1;
+  // The pipeline stage reported: the first that fails, else the one with the smallest pool
+  // (the ranks agree on it).
+  std::int32_t pipeline_rank = 0;
 
   // Resolved knobs.
   std::int64_t gpu_total_bytes = 0;  // CUDA total
@@ -375,7 +379,17 @@ struct SglangBreakdown {
   SglangVerdict verdict = SglangVerdict::Started;
   std::string error;               // SGLang's own text for a failing verdict
   std::vector<std::string> notes;  // what was assumed
+  // The rank's GPU memory as terms that add up to gpu_total_bytes (sglang_rank_terms).
+  std::vector<Term> terms;
 };
+
+// The reported rank's GPU memory in SGLang's accounting order, from the breakdown's fields:
+// cuda_context, nccl (ranks that talk), weights, kv_pool, mamba_pool (hybrid models),
+// req_to_token, decode_cudagraph, prefill_cudagraph (releases that capture them), activation,
+// free. They add up to gpu_total_bytes: free is what the slack keeps after the others
+// (negative where they overrun it). Each term's provenance says whether it is SGLang's own
+// arithmetic (exact), fitted to logs (calibrated) or an estimate.
+std::vector<Term> sglang_rank_terms(const SglangBreakdown& breakdown);
 
 // Computes the breakdown. ConfigError for knobs out of range (field, value, allowed range).
 SglangBreakdown sglang_breakdown(const ModelSpec& spec, const GpuSpec& gpu,

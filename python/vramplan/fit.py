@@ -2,8 +2,9 @@
 x count x TP/PP/DP split for one model and target, and `vramplan.fit_models` asks the reverse,
 which models fit a given GPU.
 
-Every number comes from the compiled launch and the solver (`vramplan.plan`); this module only
-enumerates launches, keeps their answers and orders them (orchestration, not arithmetic).
+Every number comes from the compiled launch and the solver: for vLLM the core's option loop
+(`_core.fit_options`, one call per GPU type), else one `vramplan.plan` per option; this module
+only enumerates launches, keeps their answers and orders them (orchestration, not arithmetic).
 """
 
 from __future__ import annotations

@@ -17,12 +17,13 @@ from vramplan import _core, api
 fit = importlib.import_module("vramplan.fit")  # the module, not the function vramplan.fit
 
 GIB = 1 << 30
+CALIBRATED = "overrides:\n  cuda_context_bytes: 2000000000\n"
 
 # (model, GPUs, GPU counts, context, concurrency, node, knobs): MIG slices (no TP/PP across
 # them), splits the heads do not divide, an MoE, a hybrid, DP replicas sharing a target, the
 # node's other processes and host RAM, a compiled knob, an evaluated one, a vLLM spelling that
 # translates (cpu_offload_gb), an older release (its flags differ), a knob set by the
-# environment (the launch line's variables).
+# environment (the launch line's variables), a calibration profile.
 CASES = [
     (
         "meta-llama/Llama-3.1-8B-Instruct",
@@ -59,6 +60,16 @@ CASES = [
         3,
         {},
         {"gpu_memory_utilization": 0.8, "enforce_eager": True},
+    ),
+    (
+        "Qwen/Qwen3-8B",
+        ["L4", "H100-80GB"],
+        range(1, 3),
+        16384,
+        8,
+        {},
+        # A calibration profile: 2 GB of CUDA context (the release row's is under 1 GiB).
+        {"profile": _core.apply_profile_overrides(_core.engine_profile(""), CALIBRATED, "test")},
     ),
 ]
 
@@ -105,6 +116,16 @@ def test_cases_cover_refusals_and_fits() -> None:
     assert any(row["fits"] and row["data_parallel_size"] > 1 for row in rows)
     assert any(not row["fits"] and row.get("max_concurrency") for row in rows)
     assert any(row.get("launch", "").startswith("VLLM_USE_FLASHINFER_SAMPLER=1 ") for row in rows)
+
+
+def test_calibration_profile_reaches_the_core_loop() -> None:
+    # 2 GB of CUDA context instead of the release's: each fitting option keeps fewer KV tokens.
+    case = CASES[-1]
+    calibrated = both_paths(*case)[0]
+    released = both_paths(*case[:-1], {})[0]
+    pairs = [(a, b) for a, b in zip(calibrated, released) if a["fits"] and b["fits"]]
+    assert pairs
+    assert all(a["kv_tokens"] < b["kv_tokens"] for a, b in pairs)
 
 
 def test_plan_keywords_keep_the_per_option_path() -> None:

@@ -32,6 +32,16 @@ MAX_SWEEP_POINTS: int = _core.MAX_SWEEP_POINTS
 SWEEP_CHUNK_POINTS = 1 << 18  # ~50 ms of evaluation (1M points: 0.2 s): progress, Ctrl-C between
 
 # Public here; defined below resolution, which uses them too.
+# `plan`'s keywords that describe the traffic a vLLM plan serves (the workload's).
+TRAFFIC_KEYWORDS = (
+    "workload",
+    "prompt_tokens",
+    "output_tokens",
+    "prefix_tokens",
+    "preemption_target",
+    "request_seconds",
+)
+
 spec_database = _database.spec_database
 config_error = _database.config_error
 
@@ -765,12 +775,7 @@ def _sglang_plan(
             "memory_used_by_others_bytes",
             "host_ram_bytes",
             "runtime_headroom_bytes",
-            "workload",
-            "prompt_tokens",
-            "output_tokens",
-            "prefix_tokens",
-            "preemption_target",
-            "request_seconds",
+            *TRAFFIC_KEYWORDS,
         )
     }
     spec, card, path = _sglang_args(model, gpu, offline, revision, vllm_only)

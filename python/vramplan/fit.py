@@ -526,12 +526,7 @@ _PLAN_KEYWORDS = frozenset(
         "gpu",
         "safety_margin_bytes",
         "runtime_headroom_bytes",
-        "workload",
-        "prompt_tokens",
-        "output_tokens",
-        "prefix_tokens",
-        "preemption_target",
-        "request_seconds",
+        *api.TRAFFIC_KEYWORDS,
     )
 )
 

@@ -304,7 +304,7 @@ Breakdown CompiledLaunch::startup_breakdown(const LaunchKnobs& knobs) const {
   Breakdown b;
   b.model_id = spec_->id;
   b.gpu_id = hardware_.gpu.id;
-  b.profile = profile();
+  b.rules = profile_ptr();
   b.model_runner_v2 = model_runner_v2_;
   ResolvedConfig& c = b.config;
   static_cast<ResolvedKnobs&>(c) = k;

@@ -153,7 +153,7 @@ Prediction predict(const CalibrationSample& sample, const EngineProfile& profile
   p[kCudagraph] = static_cast<double>(rank.cudagraph_bytes) / kGiB;
   p[kKvCache] = static_cast<double>(rank.kv_cache_bytes) / kGiB;
   const std::optional<std::int64_t>& estimate = sample.measured.cudagraph_estimate_bytes;
-  if (estimate && !sample.held_out && b.profile.cudagraph_in_budget &&
+  if (estimate && !sample.held_out && b.profile().cudagraph_in_budget &&
       b.config.num_cudagraph_sizes > 0) {
     p[kKvCache] += static_cast<double>(rank.cudagraph_bytes - *estimate) / kGiB;
   }

@@ -13,7 +13,7 @@ std::int64_t resident_bytes(const Breakdown& started) {
                       std::string("it does not start (") + outcome_name(started.outcome) +
                           "), so it holds no memory to count");
   }
-  const bool graphs_in_budget = started.profile.cudagraph_in_budget;
+  const bool graphs_in_budget = started.profile().cudagraph_in_budget;
   std::int64_t fullest = 0;
   for (const RankBreakdown& rank : started.ranks) {
     const std::int64_t in_budget_graphs = graphs_in_budget ? rank.cudagraph_bytes : 0;

@@ -284,7 +284,7 @@ PreparedRank CompiledLaunch::prepare_rank(std::size_t index,
     // at load leave segments the allocator cannot reuse for those large blocks. The reserved
     // parts do not depend on the utilization (kv_budget), so any value in (0, 1] gives them.
     const KvBudget budget =
-        kv_budget(rules_, p.terms, k.gpu_memory_utilization, config_.kv_cache_memory_bytes);
+        kv_budget(*profile_, p.terms, k.gpu_memory_utilization, config_.kv_cache_memory_bytes);
     const std::int64_t sampler =
         rank.last_stage ? sampler_peak_bytes(sampler_, requests, tokens) : 0;
     p.post_allocation_bytes =
@@ -299,7 +299,7 @@ RankEvaluation CompiledLaunch::finish_rank(std::size_t index, const PreparedRank
                                            double gpu_memory_utilization) const noexcept {
   RankEvaluation e;
   const KvBudget budget =
-      kv_budget(rules_, p.terms, gpu_memory_utilization, config_.kv_cache_memory_bytes);
+      kv_budget(*profile_, p.terms, gpu_memory_utilization, config_.kv_cache_memory_bytes);
   e.requested_memory_bytes = budget.requested_memory_bytes;
   e.activation_peak_bytes = p.terms.activation_peak_bytes;
   e.mm_encoder_bytes = p.mm_encoder_bytes;
@@ -436,8 +436,8 @@ PreparedEvaluation CompiledLaunch::prepare(const ResolvedKnobs& k) const noexcep
     const PreparedRank prepared = prepare_rank(i, k);
     if (i < PreparedEvaluation::kInlineRanks) p.ranks[i] = prepared;
     // At the resolved utilization; the choices do not depend on it (PreparedChoices).
-    const KvBudget budget =
-        kv_budget(rules_, prepared.terms, k.gpu_memory_utilization, config_.kv_cache_memory_bytes);
+    const KvBudget budget = kv_budget(*profile_, prepared.terms, k.gpu_memory_utilization,
+                                      config_.kv_cache_memory_bytes);
     pass_kv(i, budget, pass);
     choose_rank(i, k, prepared, budget, p.base, p.choices, pass);
   }
@@ -451,7 +451,7 @@ FinishedPoint CompiledLaunch::finish_point(const PreparedEvaluation& p,
   // finish_rank's KV bytes and blocks, without the rest of its RankEvaluation.
   const auto add_rank = [&](std::size_t i, const PreparedRank& rank) {
     const KvBudget budget =
-        kv_budget(rules_, rank.terms, gpu_memory_utilization, config_.kv_cache_memory_bytes);
+        kv_budget(*profile_, rank.terms, gpu_memory_utilization, config_.kv_cache_memory_bytes);
     pass_kv(i, budget, pass);
     count_blocks(i, rank, budget, pass);
   };
@@ -505,8 +505,8 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
   RankPass pass;
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     const PreparedRank prepared = prepare_rank(i, k);
-    const KvBudget budget =
-        kv_budget(rules_, prepared.terms, k.gpu_memory_utilization, config_.kv_cache_memory_bytes);
+    const KvBudget budget = kv_budget(*profile_, prepared.terms, k.gpu_memory_utilization,
+                                      config_.kv_cache_memory_bytes);
     pass_kv(i, budget, pass);
     choose_rank(i, k, prepared, budget, out, choices, pass);
     count_blocks(i, prepared, budget, pass);

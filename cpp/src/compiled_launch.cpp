@@ -10,6 +10,7 @@
 #include "vramplan/errors.hpp"
 #include "vramplan/knobs.hpp"
 #include "vramplan/saturating.hpp"
+#include "vramplan/text_scan.hpp"
 
 namespace vramplan {
 
@@ -71,10 +72,13 @@ DType dtype_served(const ModelSpec& spec, const std::string& dtype) {
 
 // Bytes per KV element for --kv-cache-dtype; 0 for "auto" (the served dtype's width).
 std::int32_t kv_element_bytes(const std::string& kv_cache_dtype) {
-  const std::string k = lower(kv_cache_dtype);
-  if (k.empty() || k == "auto") return 0;
-  if (k == "fp8" || k == "fp8_e4m3" || k == "fp8_e5m2" || k == "fp8_inc") return 1;
-  if (k == "bfloat16" || k == "float16" || k == "half") return 2;
+  // Matched without a lowered copy: every plan reads it twice.
+  const auto is = [&](std::string_view name) {
+    return text::equals_ignoring_case(kv_cache_dtype, name);
+  };
+  if (kv_cache_dtype.empty() || is("auto")) return 0;
+  if (is("fp8") || is("fp8_e4m3") || is("fp8_e5m2") || is("fp8_inc")) return 1;
+  if (is("bfloat16") || is("float16") || is("half")) return 2;
   throw ConfigError("kv_cache_dtype", "'" + kv_cache_dtype + "'",
                     "auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16", "unknown KV cache dtype");
 }
@@ -803,9 +807,11 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   const GpuSpec& gpu = hardware_.gpu;
   validate_knobs(c);
   const Drafter drafter = resolve_drafter(s, c);
-  rules_ = launch_rules(c, gpu, launch_notes_);
+  // Adjusted below for the runner, then read only (shared with every breakdown).
+  const auto rules = std::make_shared<EngineProfile>(launch_rules(c, gpu, launch_notes_));
+  profile_ = rules;
   note_model_assumptions(s, launch_notes_);
-  EngineProfile& profile = *std::get_if<EngineProfile>(&rules_);
+  EngineProfile& profile = *rules;
   if (c.enable_chunked_prefill == false && !profile.chunked_prefill_flag_honored) {
     launch_notes_.push_back("vLLM " + profile.version +
                             " sets enable_chunked_prefill=True for generative models whatever "

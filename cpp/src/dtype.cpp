@@ -1,8 +1,9 @@
 #include "vramplan/dtype.hpp"
 
 #include <array>
-#include <cctype>
 #include <limits>
+
+#include "vramplan/text_scan.hpp"
 
 namespace vramplan {
 namespace {
@@ -50,17 +51,6 @@ constexpr std::array<DTypeInfo, 38> kDTypeTable = {{
     {DType::NVFP4, "NVFP4", 64, 4 + 32, 40},  // 4 fp8 scales (group 16) + 64 fp4
 }};
 
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::toupper(static_cast<unsigned char>(a[i])) !=
-        std::toupper(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 struct Alias {
   std::string_view name;
   DType dtype;
@@ -94,10 +84,10 @@ const DTypeInfo& dtype_info(DType dtype) noexcept {
 
 std::optional<DType> parse_dtype(std::string_view name) noexcept {
   for (const auto& row : kDTypeTable) {
-    if (iequals(row.name, name)) return row.dtype;
+    if (text::equals_ignoring_case(row.name, name)) return row.dtype;
   }
   for (const auto& alias : kAliases) {
-    if (iequals(alias.name, name)) return alias.dtype;
+    if (text::equals_ignoring_case(alias.name, name)) return alias.dtype;
   }
   return std::nullopt;
 }

@@ -59,4 +59,9 @@ const char* model_runner_v2_routing_name(ModelRunnerV2Routing routing) noexcept 
   return "?";
 }
 
+const EngineProfile& Breakdown::profile() const noexcept {
+  static const EngineProfile kUnset;  // a breakdown no launch filled in
+  return rules ? *rules : kUnset;
+}
+
 }  // namespace vramplan

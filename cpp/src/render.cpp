@@ -104,12 +104,12 @@ nlohmann::json to_json(const Breakdown& b) {
   const RankBreakdown& first = b.ranks.front();
   return {{"model", b.model_id},
           {"gpu", b.gpu_id},
-          {"engine_version", b.profile.version},
-          {"engine_version_warning", b.profile.version_warning.empty()
+          {"engine_version", b.profile().version},
+          {"engine_version_warning", b.profile().version_warning.empty()
                                          ? nlohmann::json(nullptr)
-                                         : nlohmann::json(b.profile.version_warning)},
-          {"newest_known_vllm_version", b.profile.newest_known_version},
-          {"engine_era", engine_era_name(b.profile.era)},
+                                         : nlohmann::json(b.profile().version_warning)},
+          {"newest_known_vllm_version", b.profile().newest_known_version},
+          {"engine_era", engine_era_name(b.profile().era)},
           {"model_runner", b.model_runner_v2 ? "v2" : "v1"},
           {"config",
            {{"gpu_memory_utilization", c.gpu_memory_utilization},
@@ -171,7 +171,7 @@ std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& pla
     }
     if (knob.name == "num_redundant_experts") {
       if (c.num_redundant_experts == 0) continue;
-      if (plan.breakdown.profile.eplb_config_flag) {
+      if (plan.breakdown.profile().eplb_config_flag) {
         flags.emplace_back("eplb_config",
                            nlohmann::json{{"num_redundant_experts", c.num_redundant_experts}});
       } else {
@@ -182,7 +182,7 @@ std::vector<std::pair<std::string, nlohmann::json>> launch_flags(const Plan& pla
     const std::optional<KnobValue> value = knob.get(c);
     if (!value) continue;
     // Before --all2all-backend existed the backend is an environment variable (to_vllm_env).
-    if (knob.name == "all2all_backend" && !plan.breakdown.profile.all2all_backend_flag) continue;
+    if (knob.name == "all2all_backend" && !plan.breakdown.profile().all2all_backend_flag) continue;
     const std::string kwarg(knob.kwarg);
     if (knob.name == "max_loras") flags.emplace_back("enable_lora", true);
     if (const bool* flag = std::get_if<bool>(&*value)) {
@@ -225,7 +225,7 @@ std::string flag_number(double value) {
 nlohmann::json to_vllm_env(const Plan& plan) {
   nlohmann::json out = nlohmann::json::object();
   const auto env_var = [](std::string_view knob) { return std::string(knob_spec(knob).env_var); };
-  if (!plan.config.all2all_backend.empty() && !plan.breakdown.profile.all2all_backend_flag) {
+  if (!plan.config.all2all_backend.empty() && !plan.breakdown.profile().all2all_backend_flag) {
     out[env_var("all2all_backend")] = plan.config.all2all_backend;
   }
   if (plan.config.vllm_use_v2_model_runner != "auto") {
@@ -255,7 +255,7 @@ std::vector<std::string> to_vllm_argv(const Plan& plan) {
     if (value.is_boolean()) {
       if (value.get<bool>()) {
         argv.push_back(flag);  // store_true flags
-      } else if (plan.breakdown.profile.negated_boolean_flags) {
+      } else if (plan.breakdown.profile().negated_boolean_flags) {
         argv.push_back("--no-" + flag.substr(2));
       } else {
         argv.push_back(flag);
@@ -346,7 +346,7 @@ nlohmann::json to_json(const WorkloadReport& w) {
 
 nlohmann::json to_json(const Plan& plan) {
   const nlohmann::json remedies = to_json(plan.remedies);
-  const EngineProfile& engine = plan.breakdown.profile;
+  const EngineProfile& engine = plan.breakdown.profile();
   return {{"as_written",
            {{"fits", plan.as_written_fits},
             {"verdict", plan.as_written_verdict},

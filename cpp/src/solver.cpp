@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 
+#include "decimal_text.hpp"
 #include "vramplan/calibration.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/knobs.hpp"
@@ -16,18 +17,6 @@ namespace vramplan {
 namespace {
 
 using calibration::kGiB;
-
-// Figures appended as printf's %lld and %.2f print them (std::to_chars: the same digits, without
-// printf's format parsing and multi-precision path, which cost a plan thousands of
-// instructions per figure).
-void append_integer(std::string& out, std::int64_t value) {
-  char text[24];
-  out.append(text, std::to_chars(text, text + sizeof text, value).ptr);
-}
-void append_fixed2(std::string& out, double value) {
-  char text[400];  // the longest double in fixed notation, 2 decimals
-  out.append(text, std::to_chars(text, text + sizeof text, value, std::chars_format::fixed, 2).ptr);
-}
 
 std::string gib(std::int64_t bytes) {
   std::string out;
@@ -961,13 +950,14 @@ Targets checked_targets(const CompiledLaunch& launch, const SolveTargets& target
                  targets.workload.empty() ? nullptr : &targets.workload};
 }
 
-// The launch's knobs with `evaluated`'s evaluated ones, checked: the launch's own knobs (a
-// plain plan) were checked when it compiled.
-EngineConfig pinned_knobs(const CompiledLaunch& launch, const EngineConfig& evaluated) {
+// The launch's knobs with `evaluated`'s evaluated ones, checked, kept in `storage`; the
+// launch's own knobs (a plain plan) were checked when it compiled, and are not copied.
+const EngineConfig& pinned_knobs(const CompiledLaunch& launch, const EngineConfig& evaluated,
+                                 std::optional<EngineConfig>& storage) {
   if (&evaluated == &launch.config()) return launch.config();
-  EngineConfig pinned = with_evaluated_knobs(launch.config(), evaluated);
-  check_evaluated_knobs(pinned);
-  return pinned;
+  storage = with_evaluated_knobs(launch.config(), evaluated);
+  check_evaluated_knobs(*storage);
+  return *storage;
 }
 
 }  // namespace
@@ -975,7 +965,8 @@ EngineConfig pinned_knobs(const CompiledLaunch& launch, const EngineConfig& eval
 Plan solve_knobs(const CompiledLaunch& launch, const EngineConfig& evaluated,
                  const SolveTargets& targets) {
   const Targets t = checked_targets(launch, targets);
-  const EngineConfig pinned = pinned_knobs(launch, evaluated);
+  std::optional<EngineConfig> pinned_storage;
+  const EngineConfig& pinned = pinned_knobs(launch, evaluated, pinned_storage);
   Plan plan = plan_for(launch, pinned, t);
   judge_utilization_hint(launch, plan, plan.verdict, t);
   if (plan.breakdown.outcome == Outcome::CudagraphProfilingOom) {
@@ -989,7 +980,8 @@ Plan solve(const CompiledLaunch& launch, const EngineConfig& evaluated,
            const SolveTargets& targets) {
   const ModelSpec& spec = launch.spec();
   const Targets t = checked_targets(launch, targets);
-  const EngineConfig pinned = pinned_knobs(launch, evaluated);
+  std::optional<EngineConfig> pinned_storage;
+  const EngineConfig& pinned = pinned_knobs(launch, evaluated, pinned_storage);
   Written written = as_written(launch, pinned, t);
   Plan plan = plan_for(launch, pinned, t);
   plan.as_written_fits = written.fits;

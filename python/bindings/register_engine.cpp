@@ -332,16 +332,18 @@ void register_breakdown(py::module_& m) {
   py::class_<Breakdown>(m, "Breakdown", "What vLLM's startup profiling will find, per rank.")
       .def_readonly("model_id", &Breakdown::model_id)
       .def_readonly("gpu_id", &Breakdown::gpu_id)
-      .def_property_readonly("engine_version", [](const Breakdown& b) { return b.profile.version; })
+      .def_property_readonly("engine_version",
+                             [](const Breakdown& b) { return b.profile().version; })
       .def_property_readonly("engine_version_warning",
                              [](const Breakdown& b) -> std::optional<std::string> {
-                               if (b.profile.version_warning.empty()) return std::nullopt;
-                               return b.profile.version_warning;
+                               if (b.profile().version_warning.empty()) return std::nullopt;
+                               return b.profile().version_warning;
                              })
       .def_property_readonly("model_runner",
                              [](const Breakdown& b) { return b.model_runner_v2 ? "v2" : "v1"; })
       .def_property_readonly(
-          "engine_era", [](const Breakdown& b) { return vramplan::engine_era_name(b.profile.era); })
+          "engine_era",
+          [](const Breakdown& b) { return vramplan::engine_era_name(b.profile().era); })
       .def_readonly("ranks", &Breakdown::ranks)
       .def_readonly("host", &Breakdown::host)
       .def_readonly("num_blocks", &Breakdown::num_blocks)
@@ -403,8 +405,9 @@ void register_plan(py::module_& m) {
       .def_readonly("verdict", &Plan::verdict)
       .def_property_readonly("engine_version_warning",
                              [](const Plan& p) -> std::optional<std::string> {
-                               if (p.breakdown.profile.version_warning.empty()) return std::nullopt;
-                               return p.breakdown.profile.version_warning;
+                               if (p.breakdown.profile().version_warning.empty())
+                                 return std::nullopt;
+                               return p.breakdown.profile().version_warning;
                              })
       .def_readonly("changed", &Plan::changed)
       .def_readonly("gpu_memory_utilization", &Plan::gpu_memory_utilization)

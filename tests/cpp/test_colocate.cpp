@@ -2,6 +2,8 @@
 // checked against sums written out by hand.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "vramplan/colocate.hpp"
 #include "vramplan/errors.hpp"
 
@@ -15,7 +17,9 @@ Breakdown one_rank(bool graphs_in_budget, std::int64_t post_allocation_bytes) {
   Breakdown b;
   b.model_id = "hand-built";
   b.outcome = Outcome::Started;
-  b.profile.cudagraph_in_budget = graphs_in_budget;
+  auto rules = std::make_shared<EngineProfile>();
+  rules->cudagraph_in_budget = graphs_in_budget;
+  b.rules = rules;
   RankBreakdown r;
   r.cuda_context_bytes = 500 * kMiB;
   r.weights_bytes = 15 * kGiB;

@@ -179,7 +179,7 @@ TEST(EngineProfiles, VersionsNewerThanTheNewestRowAreNamed) {
   config.engine_version = newer;
   const Breakdown b =
       compute_breakdown(database().model("meta-llama/Llama-3.1-8B-Instruct"), hardware, config);
-  EXPECT_EQ(b.profile.version_warning, later.version_warning);
+  EXPECT_EQ(b.profile().version_warning, later.version_warning);
   // Unparsable or older than the oldest row: a named error.
   for (const char* bad : {"banana", "0.4.9"}) {
     try {

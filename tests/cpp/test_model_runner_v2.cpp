@@ -49,8 +49,8 @@ TEST(ModelRunnerV2, RoutingAt026DenseOnMrv2GraphsOutsideTheBudget) {
   EXPECT_TRUE(runs_v2(llama));
   EXPECT_FALSE(runs_v2(qwen_moe));
   const Breakdown mrv2 = breakdown(llama);
-  EXPECT_FALSE(mrv2.profile.cudagraph_in_budget);
-  EXPECT_TRUE(breakdown(qwen_moe).profile.cudagraph_in_budget);
+  EXPECT_FALSE(mrv2.profile().cudagraph_in_budget);
+  EXPECT_TRUE(breakdown(qwen_moe).profile().cudagraph_in_budget);
   // The same Llama launch forced onto the V1 runner (VLLM_USE_V2_MODEL_RUNNER=0) has the graphs
   // inside: its KV cache is smaller by exactly the graph pool.
   Launch v1 = llama;
@@ -101,8 +101,8 @@ TEST(ModelRunnerV2, Mrv2GraphEstimateFrom029) {
   const Launch at029 = launch("meta-llama/Llama-3.1-8B-Instruct", "H100-80GB", "0.29.0");
   const Breakdown b28 = breakdown(at028);
   const Breakdown b29 = breakdown(at029);
-  EXPECT_FALSE(b28.profile.cudagraph_in_budget);
-  EXPECT_TRUE(b29.profile.cudagraph_in_budget);
+  EXPECT_FALSE(b28.profile().cudagraph_in_budget);
+  EXPECT_TRUE(b29.profile().cudagraph_in_budget);
   EXPECT_NEAR(static_cast<double>(b29.ranks.front().cudagraph_bytes), kLlamaGraphMiB * kMiB, 2.0);
   EXPECT_EQ(b28.ranks.front().kv_cache_bytes - b29.ranks.front().kv_cache_bytes,
             b29.ranks.front().cudagraph_bytes);

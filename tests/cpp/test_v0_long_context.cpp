@@ -120,8 +120,8 @@ TEST(V0Fallback, TuringAndVoltaRunV0FromPoint8ToPoint10Point1) {
   config.engine_version = "0.9.2";
   config.max_model_len = 8192;
   const Breakdown v0 = compute_breakdown(database().model(kLlama), t4, config);
-  EXPECT_EQ(v0.profile.era, EngineEra::V0);
-  EXPECT_EQ(v0.profile.version, "0.9.2");
+  EXPECT_EQ(v0.profile().era, EngineEra::V0);
+  EXPECT_EQ(v0.profile().version, "0.9.2");
   EXPECT_FALSE(v0.config.chunked_prefill);
   EXPECT_EQ(v0.config.max_num_batched_tokens, 8192);
   EXPECT_TRUE(std::any_of(v0.messages.begin(), v0.messages.end(), [](const std::string& m) {
@@ -129,11 +129,11 @@ TEST(V0Fallback, TuringAndVoltaRunV0FromPoint8ToPoint10Point1) {
   }));
   // 0.10.2 runs V1 on the T4; an A100 (8.0) never falls back.
   config.engine_version = "0.10.2";
-  EXPECT_EQ(compute_breakdown(database().model(kLlama), t4, config).profile.era,
+  EXPECT_EQ(compute_breakdown(database().model(kLlama), t4, config).profile().era,
             EngineEra::V1Early);
   HardwareConfig a100;
   a100.gpu = database().gpu("A100-80GB");
   config.engine_version = "0.9.2";
-  EXPECT_EQ(compute_breakdown(database().model(kLlama), a100, config).profile.era,
+  EXPECT_EQ(compute_breakdown(database().model(kLlama), a100, config).profile().era,
             EngineEra::V1Early);
 }

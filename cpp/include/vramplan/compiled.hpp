@@ -239,10 +239,10 @@ class CompiledLaunch {
   const HardwareConfig& hardware() const noexcept { return hardware_; }
   // The knobs compiled in; its evaluated knobs are the defaults evaluate() starts from.
   const EngineConfig& config() const noexcept { return config_; }
-  // The engine's rules for this launch (a calibrated or version row, adjusted for the runner).
-  const EngineRules& rules() const noexcept { return rules_; }
-  // vLLM's row of them: every launch compiled today runs vLLM.
-  const EngineProfile& profile() const noexcept { return *std::get_if<EngineProfile>(&rules_); }
+  // vLLM's rules for this launch (a calibrated or version row, adjusted for the runner); shared
+  // with every breakdown of the launch, which names the release it was planned under.
+  const EngineProfile& profile() const noexcept { return *profile_; }
+  const std::shared_ptr<const EngineProfile>& profile_ptr() const noexcept { return profile_; }
   const std::vector<CompiledRank>& ranks() const noexcept { return ranks_; }
   const QuantSpec& quantization() const noexcept { return quantization_; }
   DType served_dtype() const noexcept { return served_dtype_; }
@@ -332,7 +332,7 @@ class CompiledLaunch {
   std::shared_ptr<const ModelSpec> spec_;
   HardwareConfig hardware_;
   EngineConfig config_;
-  EngineRules rules_;
+  std::shared_ptr<const EngineProfile> profile_;
   QuantSpec quantization_;
   DType served_dtype_ = DType::BF16;
   SamplerModel sampler_;

@@ -496,7 +496,10 @@ struct HostBreakdown {
 struct Breakdown {
   std::string model_id;
   std::string gpu_id;
-  EngineProfile profile;
+  // The release's rules the launch was planned under, shared with its compiled launch (a copy
+  // per breakdown cost a plan a tenth of its instructions); profile() reads them.
+  std::shared_ptr<const EngineProfile> rules;
+  const EngineProfile& profile() const noexcept;
   bool model_runner_v2 = false;  // the launch runs on Model Runner V2
   ResolvedConfig config;
   std::vector<RankBreakdown> ranks;   // one per pipeline stage (TP ranks are symmetric)

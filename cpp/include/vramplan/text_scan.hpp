@@ -36,6 +36,17 @@ constexpr bool ends_with(std::string_view s, std::string_view p) noexcept {
 constexpr bool contains(std::string_view s, std::string_view p) noexcept {
   return s.find(p) != npos;
 }
+constexpr char ascii_lower(char c) noexcept {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+// Equal but for ASCII letter case (a dtype, a flag value), without a lowered copy.
+constexpr bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  }
+  return true;
+}
 // How many leading characters a and b share (the "did you mean" score of a misspelt name).
 constexpr std::size_t common_prefix(std::string_view a, std::string_view b) noexcept {
   std::size_t n = 0;

@@ -156,6 +156,7 @@ enum class Vision : std::uint8_t {
   Lfm2Vl,      // LFM2-VL: SigLIP2 NaFlex + pixel-unshuffle two-layer projector
   Glm4v,       // GLM-4.1V / 4.5V: 3-D patch ViT with SwiGLU blocks, a downsample conv, a merger
   KimiK25,     // Kimi-K2.5: MoonViT3d + patch-merger projector
+  MiniCpmV46,  // MiniCPM-V 4.6: SigLIP-style ViT, a window-attention merger, an MLP merger
 };
 
 struct Context {
@@ -1497,6 +1498,7 @@ constexpr NamedVision kVisions[] = {
     {"lfm2_vl", Vision::Lfm2Vl},
     {"glm4v", Vision::Glm4v},
     {"kimi_k25", Vision::KimiK25},
+    {"minicpmv4_6", Vision::MiniCpmV46},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -1760,7 +1762,8 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
       e.fail(
           "vision", "'" + vision + "'",
           "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
-          "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v, kimi_k25)");
+          "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v, kimi_k25, "
+          "minicpmv4_6)");
     }
     w.vision = v->vision;
     t.wrappers.push_back(std::move(w));
@@ -2275,6 +2278,27 @@ std::int64_t kimi_k25_tower(const ConfigFields& v, std::int64_t text_hidden) {
   return 3 * patch * patch * h + h + positions * h + layers * block + 2 * h + projector;
 }
 
+// MiniCPM-V 4.6 as vLLM 0.33 builds it (minicpmv4_6.py; 4.7 subclasses it): the SigLIP-style
+// Idefics2VisionTransformer with its post-LayerNorm, less its last layer under the top-level
+// drop_vision_last_layer (MiniCPMV4_6Config's default: false); the ViT window-attention
+// merger over 2 x 2 patches (a LayerNorm, a biased fused qkv and out_proj at the vision width,
+// then a LayerNorm over 4 x width, a biased [4 x width -> 4 x intermediate] and [4 x
+// intermediate -> width]); the merger's one downsample MLP over 2 x 2 merged patches (a
+// LayerNorm over 4 x width, a biased [4 x width -> 4 x width] and [4 x width -> text]).
+std::int64_t minicpmv4_6_tower(const ConfigFields& v, const ConfigFields& top,
+                               std::int64_t text_hidden) {
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t built = top.boolean_or("drop_vision_last_layer", false) ? layers - 1 : layers;
+  const std::int64_t h = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t inter = bounded(v, "intermediate_size", kMaxWidth);
+  const std::int64_t window = 4 * h;
+  const std::int64_t window_merger = 2 * h + 3 * h * h + 3 * h + h * h + h + 2 * window +
+                                     window * 4 * inter + 4 * inter + 4 * inter * h + h;
+  const std::int64_t merger =
+      2 * window + window * window + window + window * text_hidden + text_hidden;
+  return clip_siglip_encoder(v, false, built, true) + window_merger + merger;
+}
+
 std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
                                const std::string& model_type, bool clip, std::int64_t text_hidden) {
   switch (style) {
@@ -2317,6 +2341,8 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
       return glm4v_tower(v, false, 0);
     case Vision::KimiK25:
       return kimi_k25_tower(v, text_hidden);
+    case Vision::MiniCpmV46:
+      return minicpmv4_6_tower(v, top, text_hidden);
     case Vision::Blip2:  // needs the Q-Former's config too: blip2_tower, from add_vision
     case Vision::Siglip:
     case Vision::Vit:
@@ -2902,6 +2928,7 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
   if (style == Vision::Blip2) return "Blip2VisionConfig";
   if (style == Vision::Lfm2Vl) return "Siglip2VisionConfig";
   if (style == Vision::KimiK25) return "Kimi_K25VisionConfig";
+  if (style == Vision::MiniCpmV46) return "MiniCPMV4_6VisionConfig";
   if (style == Vision::Glm4v) {
     if (model_type == "glm_ocr") return "GlmOcrVisionConfig";
     return model_type == "glm4v_moe" ? "Glm4vMoeVisionConfig" : "Glm4vVisionConfig";
@@ -3029,7 +3056,8 @@ json architecture_spec_document(const json& config, const std::string& file) {
     add_vision(config, top, style, model_type, file, doc);
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
              style == Vision::InternVit || style == Vision::InternVlHf || style == Vision::Blip2 ||
-             style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25) {
+             style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25 ||
+             style == Vision::MiniCpmV46) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "
              "config.json");

@@ -148,15 +148,16 @@ enum class Vision : std::uint8_t {
   Qwen3Vl,
   Pixtral,
   Gemma4,
-  PaliGemma,   // SigLIP, all layers and the post-LayerNorm, + a biased linear projector
-  Idefics3,    // Idefics3 / SmolVLM: SigLIP-style ViT + pixel-shuffle linear connector
-  InternVit,   // InternVL (remote code): InternViT + pixel-shuffle mlp1 projector
-  InternVlHf,  // InternVL in transformers' format: InternS1 ViT + pixel-shuffle projector
-  Blip2,       // BLIP-2: EVA ViT-g, a Q-Former over learned queries, a linear projection
-  Lfm2Vl,      // LFM2-VL: SigLIP2 NaFlex + pixel-unshuffle two-layer projector
-  Glm4v,       // GLM-4.1V / 4.5V: 3-D patch ViT with SwiGLU blocks, a downsample conv, a merger
-  KimiK25,     // Kimi-K2.5: MoonViT3d + patch-merger projector
-  MiniCpmV46,  // MiniCPM-V 4.6: SigLIP-style ViT, a window-attention merger, an MLP merger
+  PaliGemma,    // SigLIP, all layers and the post-LayerNorm, + a biased linear projector
+  Idefics3,     // Idefics3 / SmolVLM: SigLIP-style ViT + pixel-shuffle linear connector
+  InternVit,    // InternVL (remote code): InternViT + pixel-shuffle mlp1 projector
+  InternVlHf,   // InternVL in transformers' format: InternS1 ViT + pixel-shuffle projector
+  Blip2,        // BLIP-2: EVA ViT-g, a Q-Former over learned queries, a linear projection
+  Lfm2Vl,       // LFM2-VL: SigLIP2 NaFlex + pixel-unshuffle two-layer projector
+  Glm4v,        // GLM-4.1V / 4.5V: 3-D patch ViT with SwiGLU blocks, a downsample conv, a merger
+  KimiK25,      // Kimi-K2.5: MoonViT3d + patch-merger projector
+  MiniCpmV46,   // MiniCPM-V 4.6: SigLIP-style ViT, a window-attention merger, an MLP merger
+  DeepseekOcr,  // DeepSeek-OCR: SAM ViT-B + CLIP-L (fixed sizes) + a linear projector
 };
 
 struct Context {
@@ -1499,6 +1500,7 @@ constexpr NamedVision kVisions[] = {
     {"glm4v", Vision::Glm4v},
     {"kimi_k25", Vision::KimiK25},
     {"minicpmv4_6", Vision::MiniCpmV46},
+    {"deepseek_ocr", Vision::DeepseekOcr},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -1763,7 +1765,7 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
           "vision", "'" + vision + "'",
           "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
           "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v, kimi_k25, "
-          "minicpmv4_6)");
+          "minicpmv4_6, deepseek_ocr)");
     }
     w.vision = v->vision;
     t.wrappers.push_back(std::move(w));
@@ -2299,6 +2301,37 @@ std::int64_t minicpmv4_6_tower(const ConfigFields& v, const ConfigFields& top,
   return clip_siglip_encoder(v, false, built, true) + window_merger + merger;
 }
 
+// DeepSeek-OCR as vLLM 0.33 builds it (deepseek_ocr.py, deepencoder.py), whatever its
+// vision_config says: build_sam_vit_b() (a biased 16 x 16 patch convolution to 768, a 64 x 64
+// position table, 12 blocks of two LayerNorms, a biased qkv and proj, a biased lin1 / lin2 of
+// 3072 and relative positions per head dimension 64: 2 x (2 x 64 - 1) rows on the global
+// blocks 2, 5, 8, 11, 2 x (2 x 14 - 1) on the windowed ones; a neck of an unbiased 1 x 1 and a 3 x
+// 3 convolution to 256, each followed by a LayerNorm, then unbiased 3 x 3 convolutions to 512 and
+// 1024) and a CLIP-L/14-224 (a class vector, an unbiased patch convolution, 257 positions, a
+// pre-LayerNorm, 24 blocks of width 1024 with biased fused qkv, out_proj and fc1 / fc2 of 4096,
+// two LayerNorms, no post-norm); then projector_config's linear [input_dim -> n_embed] and the
+// image_newline and view_seperator vectors of n_embed.
+std::int64_t deepseek_ocr_tower(const ConfigFields& projector) {
+  const std::string type = projector.string_or("projector_type", "");
+  if (type != "linear") {
+    projector.fail("projector_type", type.empty() ? "missing" : type,
+                   "DeepSeek-OCR's linear projector is the one modelled");
+  }
+  const std::int64_t input = bounded(projector, "input_dim", kMaxWidth);
+  const std::int64_t embed = bounded(projector, "n_embed", kMaxWidth);
+  constexpr std::int64_t s = 768;
+  constexpr std::int64_t sam_block =
+      4 * s + 3 * s * s + 3 * s + s * s + s + 2 * 4 * s * s + 4 * s + s;
+  constexpr std::int64_t sam_rel_pos = 4 * 2 * (2 * 64 - 1) * 64 + 8 * 2 * (2 * 14 - 1) * 64;
+  constexpr std::int64_t sam = 3 * 16 * 16 * s + s + 64 * 64 * s + 12 * sam_block + sam_rel_pos +
+                               256 * s + 2 * 256 + 256 * 256 * 9 + 2 * 256 + 512 * 256 * 9 +
+                               1024 * 512 * 9;
+  constexpr std::int64_t c = 1024;
+  constexpr std::int64_t clip_block = 4 * c + 3 * c * c + 3 * c + c * c + c + 2 * 4 * c * c + 5 * c;
+  constexpr std::int64_t clip = c + 3 * 14 * 14 * c + 257 * c + 2 * c + 24 * clip_block;
+  return sam + clip + input * embed + embed + 2 * embed;
+}
+
 std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
                                const std::string& model_type, bool clip, std::int64_t text_hidden) {
   switch (style) {
@@ -2343,7 +2376,8 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
       return kimi_k25_tower(v, text_hidden);
     case Vision::MiniCpmV46:
       return minicpmv4_6_tower(v, top, text_hidden);
-    case Vision::Blip2:  // needs the Q-Former's config too: blip2_tower, from add_vision
+    case Vision::DeepseekOcr:  // reads projector_config, not vision_config: add_deepseek_ocr
+    case Vision::Blip2:        // needs the Q-Former's config too: blip2_tower, from add_vision
     case Vision::Siglip:
     case Vision::Vit:
     case Vision::None:
@@ -3004,6 +3038,29 @@ void add_vision(const json& config, const ConfigFields& top, Vision style,
   report_defaults(v, defaults, config_class, doc);
 }
 
+// DeepSeek-OCR's tower into doc["vision"]. Its model_type, deepseek_vl_v2, is also
+// DeepSeek-VL2's and DeepSeek-OCR-2's (vLLM's DeepseekVLV2Config tells them apart by
+// architectures, DeepseekVLV2ForCausalLM when none is written): only DeepSeek-OCR is sized.
+void add_deepseek_ocr(const json& config, const ConfigFields& top, const std::string& file,
+                      json& doc) {
+  std::string architecture = "DeepseekVLV2ForCausalLM";
+  if (top.has("architectures") && top.at("architectures").is_array() &&
+      !top.at("architectures").empty() && top.at("architectures")[0].is_string()) {
+    architecture = top.at("architectures")[0].get<std::string>();
+  }
+  if (architecture != "DeepseekOCRForCausalLM") {
+    top.fail("architectures", architecture,
+             "DeepseekOCRForCausalLM: of the deepseek_vl_v2 checkpoints only DeepSeek-OCR's "
+             "encoder is modelled (DeepSeek-VL2's SigLIP tower and DeepSeek-OCR-2's are not)");
+  }
+  if (!top.has("projector_config") || !config.at("projector_config").is_object()) {
+    top.fail("projector_config", top.has("projector_config") ? "not an object" : "missing",
+             "an object with projector_type, input_dim and n_embed");
+  }
+  const ConfigFields projector(config.at("projector_config"), file, "projector_config.");
+  doc["vision"] = {{"num_parameters", deepseek_ocr_tower(projector)}};
+}
+
 json architecture_spec_document(const json& config, const std::string& file) {
   if (!config.is_object())
     throw SpecError(file, "<root>", config.type_name(), "config.json must be an object");
@@ -3012,10 +3069,12 @@ json architecture_spec_document(const json& config, const std::string& file) {
   if (model_type.empty()) top.fail("model_type", "missing", "required to know the cache layout");
   const Wrapper* wrapper = find_wrapper(model_type);
   // vLLM reads a remote-code wrapper's llm_config as its text_config (transformers_utils/
-  // config.py, InternVL).
-  const char* text_key = !top.has("text_config") && wrapper != nullptr && top.has("llm_config")
-                             ? "llm_config"
-                             : "text_config";
+  // config.py, InternVL), and DeepseekVLV2Config its language_config.
+  const char* text_key = "text_config";
+  if (!top.has("text_config") && wrapper != nullptr) {
+    if (top.has("llm_config")) text_key = "llm_config";
+    if (wrapper->vision == Vision::DeepseekOcr) text_key = "language_config";
+  }
   const bool nested = top.has(text_key);
   if (nested && !config.at(text_key).is_object())
     top.fail(text_key, "not an object", "expected an object");
@@ -3052,7 +3111,9 @@ json architecture_spec_document(const json& config, const std::string& file) {
              "Gemma-4's audio encoder (the E2B / E4B checkpoints) is not counted; plan its "
              "text_config as model_type gemma4_text");
   }
-  if (top.has("vision_config")) {
+  if (style == Vision::DeepseekOcr) {
+    add_deepseek_ocr(config, top, file, doc);
+  } else if (top.has("vision_config")) {
     add_vision(config, top, style, model_type, file, doc);
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
              style == Vision::InternVit || style == Vision::InternVlHf || style == Vision::Blip2 ||

@@ -113,3 +113,42 @@ TEST(RegistryMultimodal3, MiniCpmV46ByHand) {
   expect_published(parameter_count(spec), 1.3e9, 2);
   EXPECT_EQ(kv_bf16(spec), 6 * 2 * 2 * 256 * 2);
 }
+
+// DeepSeek-OCR (deepseek-ai; a public model report prints its config.json, every tensor's shape
+// and the checkpoint's 3,336,106,240 parameters, which the shapes below sum to). vLLM 0.33's
+// deepseek_ocr.py builds a fixed SAM ViT-B and CLIP-L/14 (deepencoder.py) whatever its
+// vision_config says: SAM's biased 16 x 16 patch convolution to 768, a 64 x 64 position table,
+// 12 blocks (two LayerNorms, biased qkv and proj, biased lin1 / lin2 of 3072, relative
+// positions [127, 64] x 2 on the global blocks 2, 5, 8, 11 and [27, 64] x 2 on the others), the
+// neck (unbiased 1 x 1 and 3 x 3 convolutions to 256, each with a LayerNorm) and unbiased 3 x 3
+// convolutions to 512 and 1024; CLIP's class vector, unbiased 14 x 14 patch convolution, 257
+// positions, pre-LayerNorm and 24 blocks of width 1024 (biased fused qkv, out_proj, fc1 / fc2 of
+// 4096, two LayerNorms). The linear projector [2048 -> 1280] and two 1280-vectors. The text
+// (language_config, built by deepseek_v2.py with MHA since qk_nope / qk_rope are 0): 12 layers of
+// 10 heads x 128, unbiased q/k/v/o; layer 0 a SwiGLU of 6848, layers 1-11 64 experts of 896 and
+// two shared (1792) behind a router; 129,280-token table and head, untied. KV: 12 x 2 x 10 x 128
+// x 2 B = 61,440 B a token.
+TEST(RegistryMultimodal3, DeepseekOcrMatchesItsCheckpoint) {
+  const ModelSpec spec = load_hf_config(config_path("deepseek-ai__DeepSeek-OCR.json"));
+  const std::int64_t s = 768;
+  const std::int64_t sam_block = 4 * s + linear(s, 3 * s, true) + linear(s, s, true) +
+                                 linear(s, 3072, true) + linear(3072, s, true);
+  const std::int64_t sam = linear(std::int64_t{3} * 16 * 16, s, true) + std::int64_t{64} * 64 * s +
+                           12 * sam_block + 4 * (2 * 127 * 64) + 8 * (2 * 27 * 64) + 256 * s +
+                           2 * 256 + 256 * 256 * 9 + 2 * 256 + 512 * 256 * 9 + 1024 * 512 * 9;
+  const std::int64_t c = 1024;
+  const std::int64_t clip_block = 4 * c + linear(c, 3 * c, true) + linear(c, c, true) +
+                                  linear(c, 4096, true) + linear(4096, c, true);
+  const std::int64_t clip = c + std::int64_t{3} * 14 * 14 * c + 257 * c + 2 * c + 24 * clip_block;
+  const std::int64_t tower = sam + clip + linear(2048, 1280, true) + 2 * 1280;
+  EXPECT_EQ(spec.vision.num_parameters, tower);
+  const std::int64_t h = 1280;
+  const std::int64_t attention = 4 * linear(h, h, false) + 2 * h;
+  const std::int64_t moe =
+      64 * 3 * linear(h, 896, false) + linear(h, 64, false) + 3 * linear(h, 1792, false);
+  const std::int64_t text =
+      2 * std::int64_t{129280} * h + 12 * attention + 3 * linear(h, 6848, false) + 11 * moe + h;
+  EXPECT_EQ(text + tower, std::int64_t{3336106240});
+  EXPECT_EQ(parameter_count(spec), std::int64_t{3336106240});
+  EXPECT_EQ(kv_bf16(spec), 12 * 2 * 10 * 128 * 2);
+}

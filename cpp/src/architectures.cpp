@@ -2305,10 +2305,10 @@ std::int64_t minicpmv4_6_tower(const ConfigFields& v, const ConfigFields& top,
 // vision_config says: build_sam_vit_b() (a biased 16 x 16 patch convolution to 768, a 64 x 64
 // position table, 12 blocks of two LayerNorms, a biased qkv and proj, a biased lin1 / lin2 of
 // 3072 and relative positions per head dimension 64: 2 x (2 x 64 - 1) rows on the global
-// blocks 2, 5, 8, 11, 2 x (2 x 14 - 1) on the windowed ones; a neck of an unbiased 1 x 1 and a 3 x
-// 3 convolution to 256, each followed by a LayerNorm, then unbiased 3 x 3 convolutions to 512 and
-// 1024) and a CLIP-L/14-224 (a class vector, an unbiased patch convolution, 257 positions, a
-// pre-LayerNorm, 24 blocks of width 1024 with biased fused qkv, out_proj and fc1 / fc2 of 4096,
+// blocks 2, 5, 8, 11, 2 x (2 x 14 - 1) = 2 x 27 on the windowed ones; a neck of an unbiased 1 x 1
+// and a 3 x 3 convolution to 256, each followed by a LayerNorm, then unbiased 3 x 3 convolutions to
+// 512 and 1024) and a CLIP-L/14-224 (a class vector, an unbiased patch convolution, 257 positions,
+// a pre-LayerNorm, 24 blocks of width 1024 with biased fused qkv, out_proj and fc1 / fc2 of 4096,
 // two LayerNorms, no post-norm); then projector_config's linear [input_dim -> n_embed] and the
 // image_newline and view_seperator vectors of n_embed.
 std::int64_t deepseek_ocr_tower(const ConfigFields& projector) {
@@ -2319,16 +2319,17 @@ std::int64_t deepseek_ocr_tower(const ConfigFields& projector) {
   }
   const std::int64_t input = bounded(projector, "input_dim", kMaxWidth);
   const std::int64_t embed = bounded(projector, "n_embed", kMaxWidth);
-  constexpr std::int64_t s = 768;
-  constexpr std::int64_t sam_block =
-      4 * s + 3 * s * s + 3 * s + s * s + s + 2 * 4 * s * s + 4 * s + s;
-  constexpr std::int64_t sam_rel_pos = 4 * 2 * (2 * 64 - 1) * 64 + 8 * 2 * (2 * 14 - 1) * 64;
-  constexpr std::int64_t sam = 3 * 16 * 16 * s + s + 64 * 64 * s + 12 * sam_block + sam_rel_pos +
-                               256 * s + 2 * 256 + 256 * 256 * 9 + 2 * 256 + 512 * 256 * 9 +
-                               1024 * 512 * 9;
-  constexpr std::int64_t c = 1024;
-  constexpr std::int64_t clip_block = 4 * c + 3 * c * c + 3 * c + c * c + c + 2 * 4 * c * c + 5 * c;
-  constexpr std::int64_t clip = c + 3 * 14 * 14 * c + 257 * c + 2 * c + 24 * clip_block;
+  constexpr std::int64_t s = 768;  // SAM ViT-B's width
+  constexpr std::int64_t head = 64;
+  constexpr std::int64_t neck = 256;
+  constexpr std::int64_t sam_block = s * 4 + s * s * 3 + s * 3 + s * s + s + s * s * 8 + s * 4 + s;
+  constexpr std::int64_t sam_rel_pos = head * (2 * head - 1) * 2 * 4 + head * 27 * 2 * 8;
+  constexpr std::int64_t sam = s * 3 * 16 * 16 + s + s * 64 * 64 + sam_block * 12 + sam_rel_pos +
+                               neck * s + neck * 2 + neck * neck * 9 + neck * 2 + neck * 512 * 9 +
+                               neck * 2 * 1024 * 9;
+  constexpr std::int64_t c = 1024;  // CLIP-L's width
+  constexpr std::int64_t clip_block = c * 4 + c * c * 3 + c * 3 + c * c + c + c * c * 8 + c * 5;
+  constexpr std::int64_t clip = c + c * 3 * 14 * 14 + c * 257 + c * 2 + clip_block * 24;
   return sam + clip + input * embed + embed + 2 * embed;
 }
 

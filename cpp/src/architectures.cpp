@@ -158,6 +158,7 @@ enum class Vision : std::uint8_t {
   KimiK25,      // Kimi-K2.5: MoonViT3d + patch-merger projector
   MiniCpmV46,   // MiniCPM-V 4.6: SigLIP-style ViT, a window-attention merger, an MLP merger
   DeepseekOcr,  // DeepSeek-OCR: SAM ViT-B + CLIP-L (fixed sizes) + a linear projector
+  Exaone45,     // EXAONE 4.5: Qwen2.5-VL's ViT with grouped K/V heads in its attention
 };
 
 struct Context {
@@ -1501,6 +1502,7 @@ constexpr NamedVision kVisions[] = {
     {"kimi_k25", Vision::KimiK25},
     {"minicpmv4_6", Vision::MiniCpmV46},
     {"deepseek_ocr", Vision::DeepseekOcr},
+    {"exaone4_5", Vision::Exaone45},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -1765,7 +1767,7 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
           "vision", "'" + vision + "'",
           "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
           "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v, kimi_k25, "
-          "minicpmv4_6, deepseek_ocr)");
+          "minicpmv4_6, deepseek_ocr, exaone4_5)");
     }
     w.vision = v->vision;
     t.wrappers.push_back(std::move(w));
@@ -2333,6 +2335,19 @@ std::int64_t deepseek_ocr_tower(const ConfigFields& projector) {
   return sam + clip + input * embed + embed + 2 * embed;
 }
 
+// EXAONE 4.5's vision transformer as vLLM 0.33 builds it (exaone4_5.py): Qwen2.5-VL's
+// (qwen2_5_vl.py: unbiased 3-D patch convolution, RMSNorms, a biased gated MLP, the patch
+// merger) whose blocks attend with num_key_value_heads K/V heads of hidden / num_heads: each
+// biased qkv narrows from 3 x hidden to hidden + 2 x those heads.
+std::int64_t exaone4_5_tower(const ConfigFields& v, std::int64_t text_hidden) {
+  const std::int64_t e = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t heads = bounded(v, "num_heads", e);
+  const std::int64_t kv_heads = bounded(v, "num_key_value_heads", heads);
+  const std::int64_t depth = bounded(v, "depth", kMaxLayers);
+  const std::int64_t kv_width = kv_heads * (e / heads);
+  return qwen_vl_tower(v, Vision::Qwen25Vl, text_hidden) - depth * 2 * (e - kv_width) * (e + 1);
+}
+
 std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
                                const std::string& model_type, bool clip, std::int64_t text_hidden) {
   switch (style) {
@@ -2377,6 +2392,8 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
       return kimi_k25_tower(v, text_hidden);
     case Vision::MiniCpmV46:
       return minicpmv4_6_tower(v, top, text_hidden);
+    case Vision::Exaone45:
+      return exaone4_5_tower(v, text_hidden);
     case Vision::DeepseekOcr:  // reads projector_config, not vision_config: add_deepseek_ocr
     case Vision::Blip2:        // needs the Q-Former's config too: blip2_tower, from add_vision
     case Vision::Siglip:
@@ -2964,6 +2981,7 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
   if (style == Vision::Lfm2Vl) return "Siglip2VisionConfig";
   if (style == Vision::KimiK25) return "Kimi_K25VisionConfig";
   if (style == Vision::MiniCpmV46) return "MiniCPMV4_6VisionConfig";
+  if (style == Vision::Exaone45) return "Exaone4_5_VisionConfig";
   if (style == Vision::Glm4v) {
     if (model_type == "glm_ocr") return "GlmOcrVisionConfig";
     return model_type == "glm4v_moe" ? "Glm4vMoeVisionConfig" : "Glm4vVisionConfig";
@@ -3119,7 +3137,7 @@ json architecture_spec_document(const json& config, const std::string& file) {
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
              style == Vision::InternVit || style == Vision::InternVlHf || style == Vision::Blip2 ||
              style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25 ||
-             style == Vision::MiniCpmV46) {
+             style == Vision::MiniCpmV46 || style == Vision::Exaone45) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "
              "config.json");

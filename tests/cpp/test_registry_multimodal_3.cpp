@@ -152,3 +152,33 @@ TEST(RegistryMultimodal3, DeepseekOcrMatchesItsCheckpoint) {
   EXPECT_EQ(parameter_count(spec), std::int64_t{3336106240});
   EXPECT_EQ(kv_bf16(spec), 12 * 2 * 10 * 128 * 2);
 }
+
+// EXAONE-4.5-33B (LGAI-EXAONE; its technical report: a 1.2 B vision encoder on EXAONE 4.0 32B,
+// 33 B in all). vLLM 0.33's exaone4_5.py subclasses Qwen2.5-VL: an unbiased 3-D patch
+// convolution [2048, 3, 2, 14, 14]; 28 blocks of two RMSNorms, a biased qkv of 32 query and 8
+// K/V heads x 64 ([2048 + 2 x 512, 2048]), a biased proj and a biased gated MLP of 5120; the
+// patch merger (an RMSNorm [2048], biased [8192 -> 8192] and [8192 -> 5120]). The text is
+// EXAONE 4.0 32B's (Exaone4ForCausalLM: 64 layers of 40 query and 8 KV heads x 128 with q/k
+// norms, SwiGLU 27392, post-attention and post-MLP norms) over a 153,600-token table, untied;
+// its MTP layer is a drafter's, not counted. With EXAONE-4.0-32B's 102,400 tokens the text is
+// the published 32.0 B. KV: every one of the 64 layers, 64 x 2 x 8 x 128 x 2 B = 262,144 B a
+// token (48 of them slide within 4096 tokens).
+TEST(RegistryMultimodal3, Exaone45ByHand) {
+  const ModelSpec spec = load_hf_config(config_path("LGAI-EXAONE__EXAONE-4.5-33B.json"));
+  const std::int64_t e = 2048;
+  const std::int64_t block = 2 * e + linear(e, e + 2 * 8 * 64, true) + linear(e, e, true) +
+                             2 * linear(e, 5120, true) + linear(5120, e, true);
+  const std::int64_t encoder = std::int64_t{3} * 2 * 14 * 14 * e + 28 * block;
+  expect_published(encoder, 1.2e9, 2);
+  const std::int64_t merger = e + linear(4 * e, 4 * e, true) + linear(4 * e, 5120, true);
+  EXPECT_EQ(spec.vision.num_parameters, encoder + merger);
+  const std::int64_t h = 5120;
+  const std::int64_t layer = linear(h, 40 * kHead, false) + 2 * linear(h, 8 * kHead, false) +
+                             linear(40 * kHead, h, false) + 2 * kHead +
+                             3 * linear(h, 27392, false) + 2 * h;
+  auto text = [&](std::int64_t vocab) { return 2 * vocab * h + 64 * layer + h; };
+  expect_published(text(102400), 32.0e9);
+  EXPECT_EQ(parameter_count(spec), text(153600) + encoder + merger);
+  EXPECT_EQ(spec.num_nextn_predict_layers, 1);
+  EXPECT_EQ(kv_bf16(spec), 64 * 2 * 8 * 128 * 2);
+}

@@ -148,14 +148,17 @@ enum class Vision : std::uint8_t {
   Qwen3Vl,
   Pixtral,
   Gemma4,
-  PaliGemma,   // SigLIP, all layers and the post-LayerNorm, + a biased linear projector
-  Idefics3,    // Idefics3 / SmolVLM: SigLIP-style ViT + pixel-shuffle linear connector
-  InternVit,   // InternVL (remote code): InternViT + pixel-shuffle mlp1 projector
-  InternVlHf,  // InternVL in transformers' format: InternS1 ViT + pixel-shuffle projector
-  Blip2,       // BLIP-2: EVA ViT-g, a Q-Former over learned queries, a linear projection
-  Lfm2Vl,      // LFM2-VL: SigLIP2 NaFlex + pixel-unshuffle two-layer projector
-  Glm4v,       // GLM-4.1V / 4.5V: 3-D patch ViT with SwiGLU blocks, a downsample conv, a merger
-  KimiK25,     // Kimi-K2.5: MoonViT3d + patch-merger projector
+  PaliGemma,    // SigLIP, all layers and the post-LayerNorm, + a biased linear projector
+  Idefics3,     // Idefics3 / SmolVLM: SigLIP-style ViT + pixel-shuffle linear connector
+  InternVit,    // InternVL (remote code): InternViT + pixel-shuffle mlp1 projector
+  InternVlHf,   // InternVL in transformers' format: InternS1 ViT + pixel-shuffle projector
+  Blip2,        // BLIP-2: EVA ViT-g, a Q-Former over learned queries, a linear projection
+  Lfm2Vl,       // LFM2-VL: SigLIP2 NaFlex + pixel-unshuffle two-layer projector
+  Glm4v,        // GLM-4.1V / 4.5V: 3-D patch ViT with SwiGLU blocks, a downsample conv, a merger
+  KimiK25,      // Kimi-K2.5: MoonViT3d + patch-merger projector
+  MiniCpmV46,   // MiniCPM-V 4.6: SigLIP-style ViT, a window-attention merger, an MLP merger
+  DeepseekOcr,  // DeepSeek-OCR: SAM ViT-B + CLIP-L (fixed sizes) + a linear projector
+  Exaone45,     // EXAONE 4.5: Qwen2.5-VL's ViT with grouped K/V heads in its attention
 };
 
 struct Context {
@@ -1497,6 +1500,9 @@ constexpr NamedVision kVisions[] = {
     {"lfm2_vl", Vision::Lfm2Vl},
     {"glm4v", Vision::Glm4v},
     {"kimi_k25", Vision::KimiK25},
+    {"minicpmv4_6", Vision::MiniCpmV46},
+    {"deepseek_ocr", Vision::DeepseekOcr},
+    {"exaone4_5", Vision::Exaone45},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -1760,7 +1766,8 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
       e.fail(
           "vision", "'" + vision + "'",
           "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
-          "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v, kimi_k25)");
+          "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v, kimi_k25, "
+          "minicpmv4_6, deepseek_ocr, exaone4_5)");
     }
     w.vision = v->vision;
     t.wrappers.push_back(std::move(w));
@@ -2275,6 +2282,72 @@ std::int64_t kimi_k25_tower(const ConfigFields& v, std::int64_t text_hidden) {
   return 3 * patch * patch * h + h + positions * h + layers * block + 2 * h + projector;
 }
 
+// MiniCPM-V 4.6 as vLLM 0.33 builds it (minicpmv4_6.py; 4.7 subclasses it): the SigLIP-style
+// Idefics2VisionTransformer with its post-LayerNorm, less its last layer under the top-level
+// drop_vision_last_layer (MiniCPMV4_6Config's default: false); the ViT window-attention
+// merger over 2 x 2 patches (a LayerNorm, a biased fused qkv and out_proj at the vision width,
+// then a LayerNorm over 4 x width, a biased [4 x width -> 4 x intermediate] and [4 x
+// intermediate -> width]); the merger's one downsample MLP over 2 x 2 merged patches (a
+// LayerNorm over 4 x width, a biased [4 x width -> 4 x width] and [4 x width -> text]).
+std::int64_t minicpmv4_6_tower(const ConfigFields& v, const ConfigFields& top,
+                               std::int64_t text_hidden) {
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t built = top.boolean_or("drop_vision_last_layer", false) ? layers - 1 : layers;
+  const std::int64_t h = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t inter = bounded(v, "intermediate_size", kMaxWidth);
+  const std::int64_t window = 4 * h;
+  const std::int64_t window_merger = 2 * h + 3 * h * h + 3 * h + h * h + h + 2 * window +
+                                     window * 4 * inter + 4 * inter + 4 * inter * h + h;
+  const std::int64_t merger =
+      2 * window + window * window + window + window * text_hidden + text_hidden;
+  return clip_siglip_encoder(v, false, built, true) + window_merger + merger;
+}
+
+// DeepSeek-OCR as vLLM 0.33 builds it (deepseek_ocr.py, deepencoder.py), whatever its
+// vision_config says: build_sam_vit_b() (a biased 16 x 16 patch convolution to 768, a 64 x 64
+// position table, 12 blocks of two LayerNorms, a biased qkv and proj, a biased lin1 / lin2 of
+// 3072 and relative positions per head dimension 64: 2 x (2 x 64 - 1) rows on the global
+// blocks 2, 5, 8, 11, 2 x (2 x 14 - 1) = 2 x 27 on the windowed ones; a neck of an unbiased 1 x 1
+// and a 3 x 3 convolution to 256, each followed by a LayerNorm, then unbiased 3 x 3 convolutions to
+// 512 and 1024) and a CLIP-L/14-224 (a class vector, an unbiased patch convolution, 257 positions,
+// a pre-LayerNorm, 24 blocks of width 1024 with biased fused qkv, out_proj and fc1 / fc2 of 4096,
+// two LayerNorms, no post-norm); then projector_config's linear [input_dim -> n_embed] and the
+// image_newline and view_seperator vectors of n_embed.
+std::int64_t deepseek_ocr_tower(const ConfigFields& projector) {
+  const std::string type = projector.string_or("projector_type", "");
+  if (type != "linear") {
+    projector.fail("projector_type", type.empty() ? "missing" : type,
+                   "DeepSeek-OCR's linear projector is the one modelled");
+  }
+  const std::int64_t input = bounded(projector, "input_dim", kMaxWidth);
+  const std::int64_t embed = bounded(projector, "n_embed", kMaxWidth);
+  constexpr std::int64_t s = 768;  // SAM ViT-B's width
+  constexpr std::int64_t head = 64;
+  constexpr std::int64_t neck = 256;
+  constexpr std::int64_t sam_block = s * 4 + s * s * 3 + s * 3 + s * s + s + s * s * 8 + s * 4 + s;
+  constexpr std::int64_t sam_rel_pos = head * (2 * head - 1) * 2 * 4 + head * 27 * 2 * 8;
+  constexpr std::int64_t sam = s * 3 * 16 * 16 + s + s * 64 * 64 + sam_block * 12 + sam_rel_pos +
+                               neck * s + neck * 2 + neck * neck * 9 + neck * 2 + neck * 512 * 9 +
+                               neck * 2 * 1024 * 9;
+  constexpr std::int64_t c = 1024;  // CLIP-L's width
+  constexpr std::int64_t clip_block = c * 4 + c * c * 3 + c * 3 + c * c + c + c * c * 8 + c * 5;
+  constexpr std::int64_t clip = c + c * 3 * 14 * 14 + c * 257 + c * 2 + clip_block * 24;
+  return sam + clip + input * embed + embed + 2 * embed;
+}
+
+// EXAONE 4.5's vision transformer as vLLM 0.33 builds it (exaone4_5.py): Qwen2.5-VL's
+// (qwen2_5_vl.py: unbiased 3-D patch convolution, RMSNorms, a biased gated MLP, the patch
+// merger) whose blocks attend with num_key_value_heads K/V heads of hidden / num_heads: each
+// biased qkv narrows from 3 x hidden to hidden + 2 x those heads.
+std::int64_t exaone4_5_tower(const ConfigFields& v, std::int64_t text_hidden) {
+  const std::int64_t e = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t heads = bounded(v, "num_heads", e);
+  const std::int64_t kv_heads = bounded(v, "num_key_value_heads", heads);
+  const std::int64_t depth = bounded(v, "depth", kMaxLayers);
+  const std::int64_t kv_width = kv_heads * (e / heads);
+  return qwen_vl_tower(v, Vision::Qwen25Vl, text_hidden) - depth * 2 * (e - kv_width) * (e + 1);
+}
+
 std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
                                const std::string& model_type, bool clip, std::int64_t text_hidden) {
   switch (style) {
@@ -2317,7 +2390,12 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
       return glm4v_tower(v, false, 0);
     case Vision::KimiK25:
       return kimi_k25_tower(v, text_hidden);
-    case Vision::Blip2:  // needs the Q-Former's config too: blip2_tower, from add_vision
+    case Vision::MiniCpmV46:
+      return minicpmv4_6_tower(v, top, text_hidden);
+    case Vision::Exaone45:
+      return exaone4_5_tower(v, text_hidden);
+    case Vision::DeepseekOcr:  // reads projector_config, not vision_config: add_deepseek_ocr
+    case Vision::Blip2:        // needs the Q-Former's config too: blip2_tower, from add_vision
     case Vision::Siglip:
     case Vision::Vit:
     case Vision::None:
@@ -2902,6 +2980,8 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
   if (style == Vision::Blip2) return "Blip2VisionConfig";
   if (style == Vision::Lfm2Vl) return "Siglip2VisionConfig";
   if (style == Vision::KimiK25) return "Kimi_K25VisionConfig";
+  if (style == Vision::MiniCpmV46) return "MiniCPMV4_6VisionConfig";
+  if (style == Vision::Exaone45) return "Exaone4_5_VisionConfig";
   if (style == Vision::Glm4v) {
     if (model_type == "glm_ocr") return "GlmOcrVisionConfig";
     return model_type == "glm4v_moe" ? "Glm4vMoeVisionConfig" : "Glm4vVisionConfig";
@@ -2977,6 +3057,29 @@ void add_vision(const json& config, const ConfigFields& top, Vision style,
   report_defaults(v, defaults, config_class, doc);
 }
 
+// DeepSeek-OCR's tower into doc["vision"]. Its model_type, deepseek_vl_v2, is also
+// DeepSeek-VL2's and DeepSeek-OCR-2's (vLLM's DeepseekVLV2Config tells them apart by
+// architectures, DeepseekVLV2ForCausalLM when none is written): only DeepSeek-OCR is sized.
+void add_deepseek_ocr(const json& config, const ConfigFields& top, const std::string& file,
+                      json& doc) {
+  std::string architecture = "DeepseekVLV2ForCausalLM";
+  if (top.has("architectures") && top.at("architectures").is_array() &&
+      !top.at("architectures").empty() && top.at("architectures")[0].is_string()) {
+    architecture = top.at("architectures")[0].get<std::string>();
+  }
+  if (architecture != "DeepseekOCRForCausalLM") {
+    top.fail("architectures", architecture,
+             "DeepseekOCRForCausalLM: of the deepseek_vl_v2 checkpoints only DeepSeek-OCR's "
+             "encoder is modelled (DeepSeek-VL2's SigLIP tower and DeepSeek-OCR-2's are not)");
+  }
+  if (!top.has("projector_config") || !config.at("projector_config").is_object()) {
+    top.fail("projector_config", top.has("projector_config") ? "not an object" : "missing",
+             "an object with projector_type, input_dim and n_embed");
+  }
+  const ConfigFields projector(config.at("projector_config"), file, "projector_config.");
+  doc["vision"] = {{"num_parameters", deepseek_ocr_tower(projector)}};
+}
+
 json architecture_spec_document(const json& config, const std::string& file) {
   if (!config.is_object())
     throw SpecError(file, "<root>", config.type_name(), "config.json must be an object");
@@ -2985,10 +3088,12 @@ json architecture_spec_document(const json& config, const std::string& file) {
   if (model_type.empty()) top.fail("model_type", "missing", "required to know the cache layout");
   const Wrapper* wrapper = find_wrapper(model_type);
   // vLLM reads a remote-code wrapper's llm_config as its text_config (transformers_utils/
-  // config.py, InternVL).
-  const char* text_key = !top.has("text_config") && wrapper != nullptr && top.has("llm_config")
-                             ? "llm_config"
-                             : "text_config";
+  // config.py, InternVL), and DeepseekVLV2Config its language_config.
+  const char* text_key = "text_config";
+  if (!top.has("text_config") && wrapper != nullptr) {
+    if (top.has("llm_config")) text_key = "llm_config";
+    if (wrapper->vision == Vision::DeepseekOcr) text_key = "language_config";
+  }
   const bool nested = top.has(text_key);
   if (nested && !config.at(text_key).is_object())
     top.fail(text_key, "not an object", "expected an object");
@@ -3025,11 +3130,14 @@ json architecture_spec_document(const json& config, const std::string& file) {
              "Gemma-4's audio encoder (the E2B / E4B checkpoints) is not counted; plan its "
              "text_config as model_type gemma4_text");
   }
-  if (top.has("vision_config")) {
+  if (style == Vision::DeepseekOcr) {
+    add_deepseek_ocr(config, top, file, doc);
+  } else if (top.has("vision_config")) {
     add_vision(config, top, style, model_type, file, doc);
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
              style == Vision::InternVit || style == Vision::InternVlHf || style == Vision::Blip2 ||
-             style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25) {
+             style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25 ||
+             style == Vision::MiniCpmV46 || style == Vision::Exaone45) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "
              "config.json");

@@ -854,6 +854,15 @@ std::vector<KnobChange> solver_changes(const LaunchKnobs& written, const Plan& s
   return out;
 }
 
+// Whether two configs set the same evaluated knobs (a plan from Python passes the launch's own,
+// unset, as a config of its own).
+bool same_evaluated_knobs(const EngineConfig& a, const EngineConfig& b) {
+  for (const KnobSpec& knob : knob_specs()) {
+    if (knob.evaluated && knob.get(a) != knob.get(b)) return false;
+  }
+  return true;
+}
+
 // The evaluated knobs of `config` checked as set_knob would; the launch's compile checked the
 // others (validate_knobs), which with_evaluated_knobs takes from its config unchanged.
 void check_evaluated_knobs(const EngineConfig& config) {
@@ -954,7 +963,9 @@ Targets checked_targets(const CompiledLaunch& launch, const SolveTargets& target
 // launch's own knobs (a plain plan) were checked when it compiled, and are not copied.
 const EngineConfig& pinned_knobs(const CompiledLaunch& launch, const EngineConfig& evaluated,
                                  std::optional<EngineConfig>& storage) {
-  if (&evaluated == &launch.config()) return launch.config();
+  if (&evaluated == &launch.config() || same_evaluated_knobs(evaluated, launch.config())) {
+    return launch.config();
+  }
   storage = with_evaluated_knobs(launch.config(), evaluated);
   check_evaluated_knobs(*storage);
   return *storage;

@@ -15,7 +15,23 @@ def model_specs_dir() -> Path:
 def model_specs_file(name: str) -> str:
     """The path of `name` inside model_specs_dir() (the folder itself for ""), as a string: the
     planner asks for error_bands.json on every plan, so the answer is kept per environment."""
-    return _specs_file(os.environ.get("VRAMPLAN_MODEL_SPECS") or "", name)
+    return _specs_file(_override(), name)
+
+
+_OVERRIDE = "VRAMPLAN_MODEL_SPECS"
+# os.environ.get raises and catches a KeyError inside when the variable is unset (8k
+# instructions, a ninth of a plan); on POSIX, CPython's os.environ keeps its encoded entries in
+# the dict `_data`, which answers a missing key without an exception. Elsewhere: os.environ.
+_ENCODED_ENVIRON: dict[bytes, bytes] | None = (
+    getattr(os.environ, "_data", None) if os.name == "posix" else None
+)
+
+
+def _override() -> str:
+    if _ENCODED_ENVIRON is not None:
+        value = _ENCODED_ENVIRON.get(b"VRAMPLAN_MODEL_SPECS")
+        return os.fsdecode(value) if value else ""
+    return os.environ.get(_OVERRIDE) or ""
 
 
 @functools.lru_cache(maxsize=64)

@@ -842,6 +842,32 @@ def _vllm_plan(
         _integer("safety_margin_bytes", safety_margin_bytes, 0, 1 << 50)
     if runtime_headroom_bytes is not None:
         _integer("runtime_headroom_bytes", runtime_headroom_bytes, 0, 1 << 50)
+    if (
+        traffic is None
+        and not pinned
+        and offline is None
+        and revision is None
+        and (num_gpus is None or (type(num_gpus) is int and num_gpus == 1))
+        and type(memory_used_by_others_bytes) is int
+        and type(host_ram_bytes) is int
+    ):  # a plain plan: its launch, band and MIG flag looked up once, not rebuilt per call
+        launch, band, mig_slice = _plain_launch(
+            model,
+            gpu,
+            num_gpus,
+            memory_used_by_others_bytes,
+            host_ram_bytes,
+            path_identity(model),
+            model_specs_file(BANDS_FILE),
+        )
+        solved = launch.solve(
+            {},
+            context,
+            concurrency,
+            band.safety_margin_bytes if safety_margin_bytes is None else safety_margin_bytes,
+            -1 if runtime_headroom_bytes is None else runtime_headroom_bytes,
+        )
+        return Plan(solved, band, launch, mig_slice=mig_slice)
     model = _model_at(model, offline, revision)
 
     def at_split(split: dict[str, Any]) -> Plan:
@@ -872,6 +898,22 @@ def _vllm_plan(
         result.split_search = [attempt.to_json() for attempt in attempts]
         return result
     return at_split({})
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_launch(
+    model: str | _core.ModelSpec,
+    gpu: str | _core.GpuSpec,
+    num_gpus: int | None,
+    memory_used_by_others_bytes: int,
+    host_ram_bytes: int,
+    files: tuple[object, ...],  # path_identity of the model: part of the key only
+    bands_file: str,  # the error-band table the band comes from: part of the key only
+) -> tuple[_core.Launch, _core.ErrorBand, bool]:
+    """A plan without knobs or traffic: its compiled launch, error band and whether the GPU is
+    a MIG slice, as `at_split` finds them (the arguments checked there, an error not kept)."""
+    launch, _ = _launch(model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, {})
+    return launch, _error_band(launch), _is_mig_slice(gpu)
 
 
 def _is_mig_slice(gpu: str | _core.GpuSpec) -> bool:

@@ -145,27 +145,28 @@ def _resolve(model: str, gpu: str) -> tuple[Any, Any]:
     return api.load_model(model), api.load_gpu(gpu)
 
 
+def _show(as_json: bool, data: dict[str, Any], renderer: str, *, reading: bool = False) -> None:
+    """`data` as JSON, or drawn by the `_render` function named `renderer` (the one that draws
+    vLLM's breakdown table; rich is loaded only for a terminal)."""
+    if as_json:
+        _print(json.dumps(data, indent=2))
+        return
+    from . import _render
+
+    getattr(_render, renderer)(_render.console(reading=reading), data)
+
+
 def _cmd_breakdown(args: argparse.Namespace) -> int:
     spec, card = _resolve(args.model, args.gpu)
     result = sglang.breakdown(spec, card, model_path=args.model, **_knobs(args))
-    if args.json:
-        _print(result.to_json())
-    else:
-        from . import _render  # rich, loaded only for terminal output
-
-        _render.sglang_breakdown(_render.console(), result.data)
+    _show(args.json, result.data, "sglang_breakdown")
     return EXIT_OK if result.started else EXIT_DOES_NOT_FIT
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     spec, card = _resolve(args.model, args.gpu)
     result = sglang.plan(spec, card, model_path=args.model, **_knobs(args))
-    if args.json:
-        _print(result.to_json())
-    else:
-        from . import _render  # rich, loaded only for terminal output
-
-        _render.sglang_plan(_render.console(), result.data)
+    _show(args.json, result.data, "sglang_plan")
     return EXIT_OK if result.fits else EXIT_DOES_NOT_FIT
 
 
@@ -205,12 +206,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     spec, card = _resolve(launch.model_path, args.gpu)
     result = sglang.breakdown(spec, card, model_path=launch.model_path, **launch.knobs)
     data = result.to_dict() | {"unmodelled_flags": launch.unmodelled}
-    if args.json:
-        _print(json.dumps(data, indent=2))
-    else:
-        from . import _render  # rich, loaded only for terminal output
-
-        _render.sglang_breakdown(_render.console(reading=True), result.data)
+    _show(args.json, data, "sglang_breakdown", reading=True)
     return EXIT_OK if result.started else EXIT_DOES_NOT_FIT
 
 

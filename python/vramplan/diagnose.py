@@ -421,8 +421,8 @@ def diagnose(
     overrides: dict[str, Any] | None = None,
     engine_version: str | None = None,
 ) -> Diagnosis:
-    """The cause of a failed launch of `engine` (vLLM by default, or SGLang), with the advice as
-    data in the engine's own knobs and flags.
+    """The cause of a failed launch of `engine` (vLLM by default; any of _core.ENGINE_NAMES), with
+    the advice as data in the engine's own knobs and flags.
 
     `log`: the log text (or any part of it: a traceback, one OOM line), or a `pathlib.Path` to
     read; `dmesg`: a `dmesg` / `journalctl -k` excerpt, as text or a Path. The classifier is
@@ -536,7 +536,7 @@ def format_text(diagnosis: Diagnosis) -> str:
         out.write(
             f"\nOOM kill ({scope}): pid {kill['pid']} {kill['process']}, anon-rss {rss_text}\n"
         )
-    # The advice that carries its own reason (SGLang's; vLLM's explanation gives its reasons).
+    # The advice that carries its own reason (vLLM's explanation gives the reasons of its own).
     reasoned = [item for item in data["advice"] if item.get("why")]
     if reasoned:
         out.write("\nadvice:\n")

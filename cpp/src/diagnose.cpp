@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "vramplan/knobs.hpp"
 #include "vramplan/runtime_vocabulary.hpp"
 #include "vramplan/text_scan.hpp"
 #include "vramplan/utf8.hpp"
@@ -744,8 +745,40 @@ Diagnosis diagnose_launch(std::string_view log_text, std::string_view kernel_tex
   return scanner.finish(parse_vllm_log(log));
 }
 
+nlohmann::json to_json(const std::vector<OomKill>& kills) {
+  auto optional_int = [](const std::optional<std::int64_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  nlohmann::json out = nlohmann::json::array();
+  for (const OomKill& k : kills) {
+    out.push_back({{"pid", k.pid},
+                   {"process", k.process},
+                   {"cgroup", k.cgroup},
+                   {"anon_rss_bytes", optional_int(k.anon_rss_bytes)},
+                   {"file_rss_bytes", optional_int(k.file_rss_bytes)},
+                   {"shmem_rss_bytes", optional_int(k.shmem_rss_bytes)}});
+  }
+  return out;
+}
+
+namespace {
+
+// The `vllm serve` flag of a knob the advice names (the knob table's; the planner-only knobs
+// have none: their argument name as a flag).
+std::string vllm_flag(std::string_view knob_name) {
+  for (const KnobSpec& spec : knob_specs()) {
+    if (spec.name == knob_name && !spec.flag.empty()) return std::string(spec.flag);
+  }
+  std::string flag = "--" + std::string(knob_name);
+  std::replace(flag.begin() + 2, flag.end(), '_', '-');
+  return flag;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const Diagnosis& d) {
   nlohmann::json j;
+  j["engine"] = "vllm";
   j["cause"] = cause_name(d.cause);
   j["evidence"] = d.evidence;
   j["explanation"] = d.explanation;
@@ -753,23 +786,15 @@ nlohmann::json to_json(const Diagnosis& d) {
   j["oom_other_processes_bytes"] = d.oom_other_processes_bytes
                                        ? nlohmann::json(*d.oom_other_processes_bytes)
                                        : nlohmann::json(nullptr);
-  auto optional_int = [](const std::optional<std::int64_t>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-  };
-  nlohmann::json kills = nlohmann::json::array();
-  for (const OomKill& k : d.oom_kills) {
-    kills.push_back({{"pid", k.pid},
-                     {"process", k.process},
-                     {"cgroup", k.cgroup},
-                     {"anon_rss_bytes", optional_int(k.anon_rss_bytes)},
-                     {"file_rss_bytes", optional_int(k.file_rss_bytes)},
-                     {"shmem_rss_bytes", optional_int(k.shmem_rss_bytes)}});
-  }
-  j["oom_kills"] = std::move(kills);
+  j["oom_kills"] = to_json(d.oom_kills);
   nlohmann::json advice = nlohmann::json::array();
   for (const Advice& a : d.advice) {
-    advice.push_back(
-        {{"knob", a.knob}, {"action", advice_action_name(a.action)}, {"value", a.value}});
+    // No `why` of its own: the explanation says why, with the log's numbers.
+    advice.push_back({{"knob", a.knob},
+                      {"flag", vllm_flag(a.knob)},
+                      {"action", advice_action_name(a.action)},
+                      {"value", a.value},
+                      {"why", nullptr}});
   }
   j["advice"] = std::move(advice);
   j["figures"] = to_json(d.figures);

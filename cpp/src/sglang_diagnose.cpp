@@ -227,7 +227,8 @@ nlohmann::json to_json(const SglangDiagnosis& d) {
   j["cause"] = sglang_cause_name(d.cause);
   j["explanation"] = d.explanation;
   j["advice"] = std::move(advice);
-  j["error_lines"] = d.figures.error_lines;
+  j["evidence"] = d.figures.error_lines;
+  j["oom_kills"] = to_json(d.oom_kills);
   j["figures"] = to_json(d.figures);
   return j;
 }

@@ -13,7 +13,7 @@ PYBIND11_MODULE(_core, m) {
   vramplan_py::register_version(m);
   vramplan_py::register_workload(m);  // before the engine: Launch.solve takes a Workload
   vramplan_py::register_engine(m);
-  vramplan_py::register_log_parser(m);
+  vramplan_py::register_engine_calls(m);
   vramplan_py::register_readers(m);
   vramplan_py::register_diagnose(m);
   vramplan_py::register_calibrate(m);
@@ -21,6 +21,5 @@ PYBIND11_MODULE(_core, m) {
   vramplan_py::register_band(m);
   vramplan_py::register_fit(m);  // after the band: fit_options takes an ErrorBandTable
   vramplan_py::register_sglang(m);
-  vramplan_py::register_sglang_diagnose(m);
   vramplan_py::register_llamacpp(m);
 }

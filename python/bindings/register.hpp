@@ -12,14 +12,13 @@ namespace vramplan_py {
 void register_errors(pybind11::module_& m);
 void register_spec(pybind11::module_& m);
 void register_engine(pybind11::module_& m);
-void register_log_parser(pybind11::module_& m);
+void register_engine_calls(pybind11::module_& m);
 void register_readers(pybind11::module_& m);
 void register_diagnose(pybind11::module_& m);
 void register_calibrate(pybind11::module_& m);
 void register_colocate(pybind11::module_& m);
 void register_band(pybind11::module_& m);
 void register_sglang(pybind11::module_& m);
-void register_sglang_diagnose(pybind11::module_& m);
 void register_llamacpp(pybind11::module_& m);
 void register_workload(pybind11::module_& m);
 void register_version(pybind11::module_& m);

@@ -1,13 +1,12 @@
-// vramplan._core's SGLang entry points: breakdown, plan (the solver) and the startup-log parser.
+// vramplan._core's SGLang entry points: breakdown, plan (the solver) and sweep (its log reader
+// and diagnosis are the per-engine calls of register_engine_calls.cpp).
 // Knobs cross as a dict of SGLang's ServerArgs names, each checked by the SGLang knob table;
 // results are plain dicts from the core's JSON renderers.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-#include <pybind11/stl/filesystem.h>
 
 #include <cstdint>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -18,7 +17,6 @@
 #include "vramplan/errors.hpp"
 #include "vramplan/sglang.hpp"
 #include "vramplan/sglang_knobs.hpp"
-#include "vramplan/sglang_log_parser.hpp"
 #include "vramplan/solver.hpp"
 
 namespace py = pybind11;
@@ -58,11 +56,10 @@ SglangRequest request_from(const vramplan::ModelSpec& spec, const py::dict& knob
 
 // The release the rules come from, and the note when they were read from another one.
 void add_release(nlohmann::json& j, const SglangRequest& r) {
-  const vramplan::SglangTable& table = vramplan::sglang_table();
-  j["sglang_version"] = r.version.empty() ? vramplan::newest_known_sglang_version() : r.version;
-  j["rules_release"] = vramplan::sglang_rules(table, r.version).release;
-  const std::string note = vramplan::sglang_version_note(table, r.version);
-  j["version_note"] = note.empty() ? nlohmann::json(nullptr) : nlohmann::json(note);
+  const vramplan::EngineRelease release = vramplan::engine_descriptor("sglang").release(r.version);
+  j["sglang_version"] = release.version;
+  j["rules_release"] = release.rules_release;
+  j["version_note"] = release.note.empty() ? nlohmann::json(nullptr) : nlohmann::json(release.note);
 }
 
 // sglang_sweep's output columns, each written in place by the core: a writable, contiguous
@@ -112,8 +109,6 @@ py::dict sglang_sweep_columns(std::int64_t rows) {
   d["verdict"] = py::array_t<std::int8_t>(n);
   return d;
 }
-
-void register_sglang_log(py::module_& m);
 
 }  // namespace
 
@@ -220,63 +215,12 @@ void register_sglang(py::module_& m) {
       "judged against holding `concurrency` sequences of that context, with remedies when it "
       "does not fit, as a dict.");
   m.def(
-      "sglang_rules_release",
-      [](const std::string& version) {
-        return vramplan::sglang_rules(vramplan::sglang_table(), version).release;
-      },
-      py::arg("version") = "",
-      "The release whose sglang.yaml row applies to an SGLang version ('' the newest); "
-      "ConfigError for a version before the first row or one that does not parse.");
-  m.def(
       "sglang_equivalent_knob",
       [](const std::string& vllm_name) {
         return std::string(vramplan::sglang_equivalent_of_vllm_knob(vllm_name));
       },
       py::arg("vllm_name"),
       "SGLang's knob nearest in meaning to a vLLM knob name ('' where SGLang has none).");
-  register_sglang_log(m);
 }
-
-namespace {
-
-// SGLang's startup-log reader: text, a path, or a named error for anything else.
-void register_sglang_log(py::module_& m) {
-  m.def(
-      "parse_sglang_log",
-      [](const std::string& text) {
-        nlohmann::json j;
-        {
-          py::gil_scoped_release release;
-          j = vramplan::to_json(vramplan::parse_sglang_log(text));
-        }
-        return to_python(j);
-      },
-      py::arg("text"),
-      "Read the figures an SGLang startup log prints (launch settings from server_args, "
-      "baseline, weights, KV pool, graphs, failures) and how the launch ended. Returns a dict "
-      "with every field (None when absent); never raises for malformed text. A path "
-      "(os.PathLike) is streamed in 1 MiB chunks (vramplan.ParseError if it cannot be read).");
-  m.def(
-      "parse_sglang_log",
-      [](const std::filesystem::path& path) {
-        nlohmann::json j;
-        {
-          py::gil_scoped_release release;
-          j = vramplan::to_json(vramplan::read_sglang_log_file(path.string()));
-        }
-        return to_python(j);
-      },
-      py::arg("path"));
-  m.def(
-      "parse_sglang_log",
-      [](const py::object& other) -> py::object {
-        throw vramplan::ConfigError("parse_sglang_log(text)",
-                                    py::str(py::type::of(other).attr("__name__")),
-                                    "a str, bytes or os.PathLike", "not a log text or path");
-      },
-      py::arg("text"));
-}
-
-}  // namespace
 
 }  // namespace vramplan_py

@@ -12,7 +12,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from ._core import ConfigError, Error, ParseError, SpecError, parse_vllm_log
+from ._core import ConfigError, Error, ParseError, SpecError
 from .api import (
     DEFAULT_GPU,
     DEFAULT_MODEL,
@@ -27,6 +27,8 @@ from .api import (
     load_gpu,
     load_model,
     models,
+    parse_log,
+    parse_vllm_log,
     plan,
     schema_markdown,
     spec_database,
@@ -104,6 +106,7 @@ __all__ = [
     "load_gpu",
     "load_model",
     "models",
+    "parse_log",
     "parse_vllm_log",
     "plan",
     "plot_fit",

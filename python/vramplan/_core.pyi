@@ -37,13 +37,14 @@ __all__: list[str] = [
     "Workload",
     "apply_profile_overrides",
     "calibrate",
-    "diagnose_launch",
-    "diagnose_sglang_launch",
+    "diagnose_log",
     "engine_profile",
+    "engine_release",
     "engine_row",
     "error_band_era",
     "fit_options",
     "knob_bounds",
+    "launch_from_figures",
     "llamacpp_log_memory",
     "llamacpp_memory",
     "llamacpp_read_log",
@@ -57,9 +58,8 @@ __all__: list[str] = [
     "overflow_probability",
     "parse_calibration_priors",
     "parse_calibration_profile",
+    "parse_log",
     "parse_model_spec_yaml",
-    "parse_sglang_log",
-    "parse_vllm_log",
     "read_gguf_header",
     "read_host_oom",
     "read_safetensors_folder",
@@ -69,7 +69,6 @@ __all__: list[str] = [
     "sglang_breakdown",
     "sglang_equivalent_knob",
     "sglang_plan",
-    "sglang_rules_release",
     "sglang_sweep",
     "sglang_sweep_columns",
     "with_checkpoint_bytes",
@@ -589,19 +588,19 @@ def calibrate(
     Fit `base`'s constants to measured launches: samples are dicts {id, launch (a Launch), measured: {activation_peak_bytes, non_torch_bytes, cudagraph_bytes, kv_cache_bytes, startup_free_bytes, kv_tokens}, held_out, own_row (evaluate with the launch's own engine row, sharing the constants it has in common with `base`)}; priors dicts {name, value, sigma, source} (a maximum a posteriori fit); cudagraph_sigma_gib weighs CUDA-graph figures apart (0: like the others); unexercised_take_prior: a constant no launch exercises takes its prior instead of base's value (leave-one-source-out). Returns (EngineProfile, report dict[str, typing.Any], profile YAML naming engine_version and gpu).
     """
 
-def diagnose_launch(log_text: str, kernel_text: str = "") -> typing.Any:
+def diagnose_log(engine: str, log_text: str, kernel_text: str = "") -> typing.Any:
     """
-    Name the cause of a failed vLLM launch from its log and an optional dmesg/journalctl excerpt. Returns a dict[str, typing.Any]: cause (fixed vocabulary), evidence (lines), explanation, advice ([{knob, action, value}]), oom_phase, oom_other_processes_bytes, oom_kills, figures (parse_vllm_log's dict[str, typing.Any]). Never raises for malformed text.
-    """
-
-def diagnose_sglang_launch(log_text: str) -> typing.Any:
-    """
-    Name the cause of a failed SGLang launch from its startup log (kernel OOM-killer lines pasted into it count). Returns a dict[str, typing.Any]: engine, cause (fixed vocabulary), explanation, advice ([{knob, flag, action, value, why}] under SGLang's ServerArgs names and flags), error_lines, figures (parse_sglang_log's dict[str, typing.Any]). Never raises for malformed text.
+    Name the cause of a failed launch of the engine from its log and an optional dmesg/journalctl excerpt. Returns a dict[str, typing.Any]: engine, cause (the engine's fixed vocabulary), explanation, evidence (lines), advice ([{knob, flag, action, value, why}] under the engine's names and flags), oom_kills, figures (parse_log's dict[str, typing.Any]), and the engine's own extras (vLLM: oom_phase, oom_other_processes_bytes). Never raises for malformed text.
     """
 
 def engine_profile(version: str = "") -> EngineProfile:
     """
     The engines.yaml row for a vLLM version (empty: newest).
+    """
+
+def engine_release(engine: str, version: str = "") -> dict[str, typing.Any]:
+    """
+    The release whose rule row judges `version` of the engine ('' the newest): version, rules_release, note (what taking that row assumes, or None). ConfigError for a version the engine's rows cannot judge.
     """
 
 def engine_row(name: str) -> dict[str, typing.Any]:
@@ -635,6 +634,11 @@ def fit_options(
 def knob_bounds(name: str, spec: ModelSpec) -> tuple[float, float]:
     """
     The knob's (minimum, maximum) for this model (max_model_len: up to the model's max_position_embeddings).
+    """
+
+def launch_from_figures(engine: str, figures: dict[str, typing.Any]) -> typing.Any:
+    """
+    The launch a log's figures (parse_log's dict[str, typing.Any]) state, as knobs under the engine's names (its version knob where the log prints a release); what the log leaves unsaid is absent.
     """
 
 def llamacpp_log_memory(log_path: str, model: str | ModelSpec = "") -> typing.Any:
@@ -702,27 +706,17 @@ def parse_calibration_profile(yaml_text: str, file: str) -> dict[str, typing.Any
     Read a calibration profile: {engine_version, gpu, fitted_on, profile (EngineProfile)}.
     """
 
+@typing.overload
+def parse_log(engine: str, text: str) -> typing.Any:
+    """
+    Read the figures the engine's startup log prints (launch settings, memory figures, how the launch ended) as a dict[str, typing.Any] with every field (None when the log does not print it); never raises for malformed text. Given a str or bytes, that is the log; given a path (os.PathLike[str]), the file is streamed in 1 MiB chunks, never read whole (ParseError if it cannot be read). Lines over 64 KiB are skipped, only the first 1 GiB is read ('truncated'), and a log holding several launches reports the last one.
+    """
+
+@typing.overload
+def parse_log(engine: str, path: os.PathLike[str] | str | bytes) -> typing.Any: ...
+@typing.overload
+def parse_log(engine: str, text: typing.Any) -> typing.Any: ...
 def parse_model_spec_yaml(text: str, file: str = "<string>") -> ModelSpec: ...
-@typing.overload
-def parse_sglang_log(text: str) -> typing.Any:
-    """
-    Read the figures an SGLang startup log prints (launch settings from server_args, baseline, weights, KV pool, graphs, failures) and how the launch ended. Returns a dict[str, typing.Any] with every field (None when absent); never raises for malformed text. A path (os.PathLike[str]) is streamed in 1 MiB chunks (vramplan.ParseError if it cannot be read).
-    """
-
-@typing.overload
-def parse_sglang_log(path: os.PathLike[str] | str | bytes) -> typing.Any: ...
-@typing.overload
-def parse_sglang_log(text: typing.Any) -> typing.Any: ...
-@typing.overload
-def parse_vllm_log(text: str) -> typing.Any:
-    """
-    Read the figures a vLLM startup log prints (launch settings, weights, activation peak, non-torch memory, KV cache size, CUDA graphs, failure figures) and how the launch ended. Returns a dict[str, typing.Any] with every field (None when the log does not print it); never raises for malformed text. Given a str or bytes, that is the log; given a path (os.PathLike[str]), the file is streamed in 1 MiB chunks, never read whole (vramplan.ParseError if it cannot be read). Lines over 64 KiB are skipped, and only the first 1 GiB is read ('truncated'). A log holding several launches (a restart appended) reports the last one ('launches' counts them).
-    """
-
-@typing.overload
-def parse_vllm_log(path: os.PathLike[str] | str | bytes) -> typing.Any: ...
-@typing.overload
-def parse_vllm_log(text: typing.Any) -> typing.Any: ...
 def read_gguf_header(path: str) -> typing.Any: ...
 def read_host_oom(
     anon_rss_bytes: typing.SupportsInt | typing.SupportsIndex | None,
@@ -764,11 +758,6 @@ def sglang_plan(
 ) -> typing.Any:
     """
     The launch as written judged; the largest mem_fraction_static, max_running_requests, context_length, chunked_prefill_size and cuda_graph_max_bs that start (each with the others as given); the planned launch (pinned knobs kept, mem_fraction_static the largest that leaves `safety_margin_bytes` in the slack, context_length `context` where unset) judged against holding `concurrency` sequences of that context, with remedies when it does not fit, as a dict[str, typing.Any].
-    """
-
-def sglang_rules_release(version: str = "") -> str:
-    """
-    The release whose sglang.yaml row applies to an SGLang version ('' the newest); ConfigError for a version before the first row or one that does not parse.
     """
 
 def sglang_sweep(

@@ -10,7 +10,7 @@ from typing import IO, Any
 
 from ._quoting import shell_word, visible
 from ._styled import Indented, Styled, TableSpec
-from ._units import gib_text
+from ._units import GIB, gib_text
 
 # Piped output meant for reading (check): wrapped at words at this width unless COLUMNS says.
 # Other piped output is never wrapped: a table row or a provenance line stays one line for grep.
@@ -129,6 +129,34 @@ def table(
     return TableSpec(list(columns), cells, title, frozenset(right))
 
 
+def _rank_table(
+    out: Any, rank: dict[str, Any], kv_row: list[str], budget: str, *, how: bool
+) -> None:
+    """One rank's terms (name, size, how we know) and its KV row, titled with the GPU's total and
+    the engine's budget (vLLM: total x utilization; SGLang: what the slack leaves): every
+    engine's breakdown is drawn by this table."""
+    rows: list[list[Any]] = [
+        [term["name"], gib_text(term["bytes"]), term["provenance"]] for term in rank["terms"]
+    ]
+    rows.append(kv_row)
+    columns = ["term", "size", "how we know"]
+    if not how:
+        columns, rows = columns[:2], [row[:2] for row in rows]
+    out.print(
+        table(
+            out,
+            columns,
+            rows,
+            right=["size"],
+            title=(
+                f"per GPU rank, pipeline stage {rank['pipeline_rank']}: total "
+                f"{gib_text(rank['total_memory_bytes'])}, {budget} "
+                f"{gib_text(rank['requested_memory_bytes'])}"
+            ),
+        )
+    )
+
+
 def breakdown(out: Any, data: dict[str, Any], *, how: bool = True) -> None:
     """Per-rank terms; `how`: with the "how we know" column (each term's provenance)."""
     cfg = data["config"]
@@ -156,32 +184,12 @@ def breakdown(out: Any, data: dict[str, Any], *, how: bool = True) -> None:
         f"quantization={cfg['quantization']}"
     )
     for rank in data["ranks"]:
-        rows: list[list[Any]] = [
-            [term["name"], gib_text(term["bytes"]), term["provenance"]] for term in rank["terms"]
+        kv_row = [
+            "kv per token",
+            f"{rank['kv_bytes_per_token']:,} B",
+            f"block {rank['block_size']} tokens, {rank['num_blocks']:,} blocks",
         ]
-        rows.append(
-            [
-                "kv per token",
-                f"{rank['kv_bytes_per_token']:,} B",
-                f"block {rank['block_size']} tokens, {rank['num_blocks']:,} blocks",
-            ]
-        )
-        columns = ["term", "size", "how we know"]
-        if not how:
-            columns, rows = columns[:2], [row[:2] for row in rows]
-        out.print(
-            table(
-                out,
-                columns,
-                rows,
-                right=["size"],
-                title=(
-                    f"per GPU rank, pipeline stage {rank['pipeline_rank']}: total "
-                    f"{gib_text(rank['total_memory_bytes'])}, budget "
-                    f"{gib_text(rank['requested_memory_bytes'])}"
-                ),
-            )
-        )
+        _rank_table(out, rank, kv_row, "budget", how=how)
     out.print(f"GPU KV cache size: {data['kv_tokens']:,} tokens")
     out.print(
         f"Maximum concurrency for {cfg['max_model_len']:,} tokens per request: "
@@ -197,6 +205,155 @@ def breakdown(out: Any, data: dict[str, Any], *, how: bool = True) -> None:
         out.print(f"expected error: {data['error_band']['statement']}", soft_wrap=unwrapped(out))
     for message in data["messages"]:
         out.print(f"  {message}", soft_wrap=unwrapped(out))
+
+
+def sglang_breakdown(
+    out: Any, data: dict[str, Any], *, how: bool = True, solved: bool = False
+) -> None:
+    """An SGLang breakdown's JSON: the launch, its rank's terms (the table vLLM's breakdown is
+    drawn with), SGLang's baseline and slack, and the verdict (`solved`: mem_fraction_static is
+    the solver's)."""
+    out.print(
+        Styled.assemble(
+            (visible(str(data["model"])), "bold"),
+            " on ",
+            (visible(str(data["gpu"])), "bold"),
+            f"  (SGLang {data['sglang_version']}, rules read from the "
+            f"{data['rules_release']} wheel)",
+        )
+    )
+    if data.get("version_note"):
+        out.print(f"  note: {data['version_note']}", soft_wrap=unwrapped(out))
+    f_source = (
+        "solved: the largest that leaves the safety margin in the slack"
+        if solved
+        else "the release's default formula"
+        if data["mem_fraction_static_default"]
+        else "given"
+    )
+    out.print(
+        f"--tp-size {data['tp_size']} --pp-size {data['pp_size']} --dp-size {data['dp_size']}  "
+        f"mem_fraction_static={data['mem_fraction_static']:.3f} ({f_source})  "
+        f"context_length={data['context_length']}  "
+        f"max_running_requests={data['max_running_requests']}  "
+        f"chunked_prefill_size={data['chunked_prefill_size']}  "
+        f"cuda_graph_max_bs={data['cuda_graph_max_bs']}"
+    )
+    swa = f", SWA tokens {data['swa_tokens']}" if data["swa_tokens"] else ""
+    mamba = f", {data['mamba_slots']} Mamba slots" if data["mamba_pool_bytes"] else ""
+    kv_row = [
+        "kv per token",
+        f"{data['cell_bytes']:,} B",
+        (
+            f"max_total_num_tokens={data['max_total_num_tokens']:,}{swa}, page "
+            f"{data['page_size']}{mamba}"
+        ),
+    ]
+    for rank in data["ranks"]:
+        _rank_table(out, rank, kv_row, "weights and pools", how=how)
+    smi = f"nvidia-smi {data['gpu_mib']} MiB" + (" (assumed)" if data["gpu_mib_assumed"] else "")
+    out.print(
+        f"baseline B {gib_text(data['baseline_free_bytes'])} (free after distributed init; GPU "
+        f"{smi}), slack B x (1 - f) {gib_text(data['slack_bytes'])} kept out of the pools"
+    )
+    out.print(f"if the slack is too small: {slack_consequence(data)}", soft_wrap=unwrapped(out))
+    for line in hicache_lines(data.get("hicache")):
+        out.print(line)
+    out.print(Styled("verdict: ").append(outcome_text(data["verdict"])))
+    if data["error"]:
+        out.print(f"  SGLang would fail with: {data['error']}", soft_wrap=unwrapped(out))
+    for note in data["notes"]:
+        out.print(f"  note: {note}", soft_wrap=unwrapped(out))
+
+
+def hicache_lines(hicache: dict[str, Any] | None) -> list[str]:
+    """The HiCache host pools of a breakdown (--enable-hierarchical-cache), per rank and per
+    node; none without HiCache."""
+    if not hicache:
+        return []
+    sizing = (
+        f"--hicache-size {hicache['size_gb']} GB"
+        if hicache["size_gb"]
+        else f"ratio {hicache['ratio']:.3f}"
+        + (" (auto-sized to the host)" if hicache["ratio_auto_sized"] else "")
+    )
+    lines = [f"host memory (HiCache, {sizing}, layout {hicache['mem_layout']}):"]
+    for name in ("full_pool", "swa_pool", "mamba_pool"):
+        pool = hicache[name]
+        if pool:
+            unit = "slots" if name == "mamba_pool" else "tokens"
+            lines.append(
+                f"  {name.replace('_', ' '):<11} {gib_text(pool['bytes'], width=8)}  {pool['tokens']} {unit} x "
+                f"{pool['bytes_per_token']} B, pinned {pool['pinned_bytes'] / GIB:.2f} GiB"
+            )
+    lines.append(
+        f"  pinned per rank {gib_text(hicache['pinned_bytes_per_rank'], width=8)}, per node "
+        f"{hicache['pinned_bytes_per_node'] / GIB:.2f} GiB ({hicache['ranks_per_node']} ranks)"
+    )
+    if hicache["budget_bytes"] is not None:
+        lines.append(
+            f"  SGLang's host check allows {hicache['budget_bytes'] / GIB:.2f} GiB per rank"
+        )
+    return lines
+
+
+def slack_consequence(data: dict[str, Any]) -> str:
+    """What follows when the slack B x (1 - f) cannot hold what it must (SGLang sizes the pool
+    first and only then captures graphs and runs a prefill), and the margin this launch has."""
+    graphs = data["decode_graph_bytes"] + data["prefill_graph_bytes"]
+    return (
+        f"below {(data['req_to_token_bytes'] + graphs) / GIB:.2f} GiB (req_to_token + graphs) "
+        "the graph capture runs out of memory (oom_cuda_graph_capture); below "
+        f"{(data['req_to_token_bytes'] + graphs + data['activation_bytes']) / GIB:.2f} GiB "
+        "(+ activations) the first chunked prefill does (oom_first_prefill); this launch's "
+        f"slack is {data['slack_bytes'] / GIB:.2f} GiB"
+    )
+
+
+def sglang_plan(out: Any, data: dict[str, Any]) -> None:
+    """An SGLang plan's JSON: the launch as written, the largest value of each knob that starts,
+    the planned launch (both breakdowns drawn as vLLM's are), the verdict, the accuracy, the
+    launch line and the remedies."""
+    release = {k: data[k] for k in ("sglang_version", "rules_release", "version_note")}
+    out.print(Styled("the launch as written:", "bold"))
+    sglang_breakdown(out, data["launch"] | release)
+    rows = [
+        [flag, "none starts" if data[key] is None else str(data[key])]
+        for flag, key in (
+            ("--mem-fraction-static", "max_mem_fraction_static"),
+            ("--max-running-requests", "max_running_requests"),
+            ("--context-length", "max_context_length"),
+            ("--chunked-prefill-size", "max_chunked_prefill_size"),
+            ("--cuda-graph-max-bs", "max_cuda_graph_max_bs"),
+        )
+    ]
+    out.print(
+        table(
+            out,
+            ["flag", "largest that starts"],
+            rows,
+            right=["largest that starts"],
+            title="\nlargest values that start (each with the others as given)",
+        )
+    )
+    out.print(
+        Styled(
+            f"\nplanned (safety margin {data['safety_margin_bytes'] / GIB:.2f} GiB kept in the "
+            "slack):",
+            "bold",
+        )
+    )
+    solved = bool(data["launch"]["mem_fraction_static_default"])
+    sglang_breakdown(out, data["planned"] | release, solved=solved)
+    out.print(Styled("\nverdict: ").append(data["verdict"], style=_verdict_style(data["fits"])))
+    out.print(f"accuracy: {data['error_band']}", soft_wrap=unwrapped(out))
+    out.print(data["launch_line"], soft_wrap=True)
+    for remedy in data["remedies"]:
+        state = "fits" if remedy["fits"] else "does not fit"
+        out.print(
+            f"remedy {remedy['kind']} ({state}): {remedy['change']}: {remedy['detail']}",
+            soft_wrap=unwrapped(out),
+        )
 
 
 def _verdict_style(fits: bool) -> str:

@@ -345,6 +345,21 @@ def _engine_profile(profile: object) -> _core.EngineProfile | None:
     return profile
 
 
+def parse_log(
+    source: str | bytes | Path, *, engine: str = engines.DEFAULT_ENGINE
+) -> dict[str, Any]:
+    """The figures `engine`'s startup log prints (launch settings, memory figures, how the launch
+    ended), every field present (None where the log prints none). `source`: the log as str or
+    bytes, or a path, streamed in 1 MiB chunks (lines over 64 KiB skipped, at most 1 GiB read).
+    Never raises for malformed text; a file that cannot be read is a ParseError naming it."""
+    return dict(_core.parse_log(engine, source))
+
+
+def parse_vllm_log(source: str | bytes | Path) -> dict[str, Any]:
+    """parse_log(source, engine="vllm")."""
+    return dict(_core.parse_log("vllm", source))
+
+
 def schema_markdown() -> str:
     """The model/GPU YAML schema as Markdown tables (generated from the C++ key table)."""
     return str(_core.schema_markdown())

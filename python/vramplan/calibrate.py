@@ -131,12 +131,12 @@ SGLANG_REFUSAL = (
     "are fitted in model_specs/sglang.yaml, and SGLang's breakdown and plan take no calibrated "
     "row yet; check an SGLang log against the plan with `vramplan validate --engine sglang`"
 )
-# Figures only SGLang's startup prints (parse_sglang_log): a log with any is SGLang's.
+# Figures only SGLang's startup prints (parse_log("sglang", ...)): a log with any is SGLang's.
 _SGLANG_ONLY_FIGURES = ("max_total_num_tokens", "load_begin_avail_gib", "k_size_gib", "model_path")
 
 
 def _refuse_sglang_log(path: Path) -> None:
-    figures = _core.parse_sglang_log(path)
+    figures = _core.parse_log("sglang", path)
     if any(figures.get(key) is not None for key in _SGLANG_ONLY_FIGURES):
         msg = f"{path}: an SGLang startup log: {SGLANG_REFUSAL}"
         raise _core.ConfigError(msg)
@@ -148,7 +148,7 @@ def _records_from_logs(
     out = []
     for item in paths:
         path = Path(item)
-        figures = _core.parse_vllm_log(path)  # streamed and bounded by the C++ reader
+        figures = _core.parse_log("vllm", path)  # streamed and bounded by the C++ reader
         if figures.get("vllm_version") is None:
             _refuse_sglang_log(path)  # never read an SGLang log as a vLLM one
         record = validate.record_from_log(figures, log_id=path.name, model=model, gpu=gpu)

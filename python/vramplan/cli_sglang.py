@@ -145,17 +145,28 @@ def _resolve(model: str, gpu: str) -> tuple[Any, Any]:
     return api.load_model(model), api.load_gpu(gpu)
 
 
+def _show(as_json: bool, data: dict[str, Any], renderer: str, *, reading: bool = False) -> None:
+    """`data` as JSON, or drawn by the `_render` function named `renderer` (the one that draws
+    vLLM's breakdown table; rich is loaded only for a terminal)."""
+    if as_json:
+        _print(json.dumps(data, indent=2))
+        return
+    from . import _render
+
+    getattr(_render, renderer)(_render.console(reading=reading), data)
+
+
 def _cmd_breakdown(args: argparse.Namespace) -> int:
     spec, card = _resolve(args.model, args.gpu)
     result = sglang.breakdown(spec, card, model_path=args.model, **_knobs(args))
-    _print(result.to_json() if args.json else sglang.breakdown_text(result.data))
+    _show(args.json, result.data, "sglang_breakdown")
     return EXIT_OK if result.started else EXIT_DOES_NOT_FIT
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     spec, card = _resolve(args.model, args.gpu)
     result = sglang.plan(spec, card, model_path=args.model, **_knobs(args))
-    _print(result.to_json() if args.json else sglang.plan_text(result))
+    _show(args.json, result.data, "sglang_plan")
     return EXIT_OK if result.fits else EXIT_DOES_NOT_FIT
 
 
@@ -195,26 +206,25 @@ def _cmd_check(args: argparse.Namespace) -> int:
     spec, card = _resolve(launch.model_path, args.gpu)
     result = sglang.breakdown(spec, card, model_path=launch.model_path, **launch.knobs)
     data = result.to_dict() | {"unmodelled_flags": launch.unmodelled}
-    _print(json.dumps(data, indent=2) if args.json else sglang.breakdown_text(result.data))
+    _show(args.json, data, "sglang_breakdown", reading=True)
     return EXIT_OK if result.started else EXIT_DOES_NOT_FIT
 
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
-    from .diagnose import read_text
-    from .sglang_diagnose import diagnose, format_text
+    from .diagnose import diagnose, format_text, read_text
 
-    result = diagnose(read_text(args.logfile, what="log"))
-    _print(json.dumps(result, indent=2) if args.json else format_text(result))
+    result = diagnose(read_text(args.logfile, what="log"), engine="sglang")
+    _print(json.dumps(result.data, indent=2) if args.json else format_text(result).rstrip("\n"))
     return EXIT_OK
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from .sglang_diagnose import format_validation, validate
+    from .validate import format_sglang_validation, validate_sglang_log
 
-    result = validate(
+    result = validate_sglang_log(
         args.logfile, model=args.model, gpu=args.gpu, sglang_version=args.sglang_version
     )
-    _print(json.dumps(result, indent=2) if args.json else format_validation(result))
+    _print(json.dumps(result, indent=2) if args.json else format_sglang_validation(result))
     return EXIT_OK
 
 

@@ -1,5 +1,6 @@
-"""`diagnose`: the one cause of a failed vLLM launch, the lines it rests on, and the flags that
-fix it. The classifier is C++ (`_core.diagnose_launch`); this module reads the files (bounded),
+"""`diagnose`: the one cause of a failed launch, the lines it rests on, the advice in the engine's
+flags and, where the engine plans one (vLLM), the flags that fix it. The classifier is the
+engine's, in C++ (`_core.diagnose_log`); this module reads the files (bounded),
 names the launch (model, GPU, knobs) from the log or the arguments, and asks the solver for the
 fixing flags with the failure's cause taken into account."""
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import _core, _io, api
+from . import _core, _io, api, engines
 from ._quoting import shell_word
 from ._units import GIB
 from .probe import match_gpu
@@ -87,12 +88,6 @@ def _text(value: str | Path | None, what: str) -> str:
     if isinstance(value, Path):
         return read_text(value, what=what)
     return value
-
-
-def _engine_version(text: str | None) -> str | None:
-    """The logged release as major.minor.patch ("0.10.2", not 0.10.0's row), None if unreadable."""
-    version = _core.Version.read(text or "")
-    return None if version is None else str(version)
 
 
 # The knobs a diagnosis reports as the launch's logged values (the solver may lower those the
@@ -198,18 +193,17 @@ def _launch(
             return None, f"{err}; pass --gpu"
     else:
         return None, "the log does not show the GPU: pass --gpu"
-    knobs: dict[str, Any] = {}
-    for key in ("tensor_parallel_size", "pipeline_parallel_size", "dtype", "enforce_eager"):
-        if figures.get(key) is not None:
-            knobs[key] = figures[key]
-    if figures.get("kv_cache_dtype") and figures["kv_cache_dtype"] != "auto":
-        knobs["kv_cache_dtype"] = figures["kv_cache_dtype"]
+    # The launch the log's figures state (the core's reading, the logged release at its patch);
+    # the caller's release over the log's.
+    stated_launch = _core.launch_from_figures("vllm", figures)
+    logged = {k: v for k, v in stated_launch.items() if k in _EVALUATED_LOGGED}
+    knobs = {k: v for k, v in stated_launch.items() if k not in _EVALUATED_LOGGED}
     quant = str(figures.get("quantization") or "")
     if quant.startswith("fp8") and spec.to_dict()["quantization"] == "none":
         knobs["quantization"] = "fp8"  # online fp8 of a 16-bit checkpoint
-    version = engine_version or _engine_version(figures.get("vllm_version"))
-    if version:
-        knobs["engine_version"] = version
+    if engine_version:
+        knobs["engine_version"] = engine_version
+    version = knobs.get("engine_version")
     from .launch import LOGGED_RUNTIME_KNOBS
 
     # The runtime parts the log says ran (Model Runner V2; FlashInfer's sampler, which 0.8-0.12
@@ -218,16 +212,6 @@ def _launch(
     for figure, knob in LOGGED_RUNTIME_KNOBS.items():
         if figures.get(figure) is True:
             knobs[knob] = "1"
-    logged = {
-        key: figures[key]
-        for key in (
-            "gpu_memory_utilization",
-            "max_model_len",
-            "max_num_seqs",
-            "max_num_batched_tokens",
-        )
-        if figures.get(key) is not None
-    }
     # Then what the log states in vLLM's own arguments, a pasted command line, and the
     # caller's overrides, each over the one before.
     from .launch import engine_arg_names, passthrough_words, to_knobs
@@ -429,6 +413,7 @@ def _host_oom(
 def diagnose(
     log: str | Path = "",
     *,
+    engine: str = engines.DEFAULT_ENGINE,
     dmesg: str | Path | None = None,
     model: str | Path | None = None,
     gpu: str | None = None,
@@ -436,26 +421,71 @@ def diagnose(
     overrides: dict[str, Any] | None = None,
     engine_version: str | None = None,
 ) -> Diagnosis:
-    """The cause of a failed vLLM launch.
+    """The cause of a failed launch of `engine` (vLLM by default; any of _core.ENGINE_NAMES), with
+    the advice as data in the engine's own knobs and flags.
 
     `log`: the log text (or any part of it: a traceback, one OOM line), or a `pathlib.Path` to
-    read; `dmesg`: a `dmesg` / `journalctl -k` excerpt, as text or a Path. `model` / `gpu`
-    name the launch when the log does not (a local path, or no GPU total printed); with both
-    known the answer carries the solver's fixing flags (`fix`). The launch is read from the
-    log's engine-config and "non-default args" lines, a pasted command line and drafter
-    detection; `overrides` (vLLM argument names) take precedence over all of them.
-    `engine_version`: the vLLM release that ran, over the one the log prints (default: the
-    log's, else the newest release the planner knows).
+    read; `dmesg`: a `dmesg` / `journalctl -k` excerpt, as text or a Path. The classifier is
+    the engine's, in the core. Where the engine plans a fix (vLLM), `model` / `gpu` name the
+    launch when the log does not (a local path, or no GPU total printed); with both known the
+    answer carries the solver's fixing flags (`fix`). The launch is read from the log's
+    figures, its "non-default args" line, a pasted command line and drafter detection;
+    `overrides` (vLLM argument names) take precedence over all of them. `engine_version`: the
+    release that ran, over the one the log prints (default: the log's, else the newest
+    release the planner knows). An engine that plans no fix refuses these by name.
     """
+    served = engines.get(engine)
     log_text = _text(log, "log")
     kernel_text = _text(dmesg, "kernel log")
-    result = dict(_core.diagnose_launch(log_text, kernel_text))
+    result = dict(_core.diagnose_log(served.name, log_text, kernel_text))
     result["launch"] = None
     result["fix"] = None
     result["fix_unavailable"] = None
+    if served.diagnosis_fix is None:
+        fix_inputs = {
+            "model": model,
+            "gpu": gpu,
+            "host_ram_bytes": host_ram_bytes,
+            "overrides": overrides,
+            "engine_version": engine_version,
+        }
+        for name, value in fix_inputs.items():
+            if value:
+                raise api.config_error(
+                    name, str(value), f"unset with engine={served.name!r}",
+                    "it names the launch a fix is planned for; this engine's diagnosis plans none",
+                )  # fmt: skip
+        result["fix_unavailable"] = (
+            f"{served.display_name}'s diagnosis gives its advice (above) without a planned fix"
+        )
+        return Diagnosis(result)
+    served.diagnosis_fix(
+        result,
+        log_text,
+        model=model,
+        gpu=gpu,
+        host_ram_bytes=host_ram_bytes,
+        overrides=overrides,
+        engine_version=engine_version,
+    )
+    return Diagnosis(result)
+
+
+def _vllm_fix(
+    result: dict[str, Any],
+    log_text: str,
+    *,
+    model: str | Path | None,
+    gpu: str | None,
+    host_ram_bytes: int | None,
+    overrides: dict[str, Any] | None,
+    engine_version: str | None,
+) -> None:
+    """vLLM's fix for a diagnosis `result` (updated in place): the launch the log describes and
+    the solver's flags for it given the cause, or why there are none."""
     if result["cause"] not in _MEMORY_CAUSES:
         result["fix_unavailable"] = "no memory failure to fix"
-        return Diagnosis(result)
+        return
     pasted = _pasted_launch(log_text)
     result["pasted_command"] = None if pasted is None else {"model": pasted.model, **pasted.args}
     args = logged_args(log_text)
@@ -477,7 +507,7 @@ def diagnose(
         launch, why = None, str(err)
     if launch is None:
         result["fix_unavailable"] = why
-        return Diagnosis(result)
+        return
     result["launch"] = {
         "model": launch["spec"].id,
         "gpu": launch["gpu"].id,
@@ -488,7 +518,6 @@ def diagnose(
         result["fix"] = _fix(result, launch, int(host_ram_bytes or 0))
     except ValueError as err:  # vramplan.Error: the planner rejects the launch as logged
         result["fix_unavailable"] = f"the planner cannot plan this launch: {err}"
-    return Diagnosis(result)
 
 
 def format_text(diagnosis: Diagnosis) -> str:
@@ -507,7 +536,15 @@ def format_text(diagnosis: Diagnosis) -> str:
         out.write(
             f"\nOOM kill ({scope}): pid {kill['pid']} {kill['process']}, anon-rss {rss_text}\n"
         )
+    # The advice that carries its own reason (vLLM's explanation gives the reasons of its own).
+    reasoned = [item for item in data["advice"] if item.get("why")]
+    if reasoned:
+        out.write("\nadvice:\n")
+    for item in reasoned:
+        value = "" if item["value"] is None else f" {item['value']}"
+        out.write(f"  {item['action']} {item['flag'] or item['knob']}{value}: {item['why']}\n")
     fix = data["fix"]
+    serve = engines.get(data["engine"]).serve_command
     if fix:
         launch = data["launch"]
         out.write(f"\nthe launch as logged, planned: {fix['as_written']['verdict']}\n")
@@ -521,7 +558,7 @@ def format_text(diagnosis: Diagnosis) -> str:
         if fix["drops"]:
             out.write(f"  not kept from your launch: {', '.join(fix['drops'])}\n")
         model = shell_word(str(launch["model"]))
-        out.write(f"\nfix ({fix['verdict']}):\n  vllm serve {model} {fix['vllm_args']}\n")
+        out.write(f"\nfix ({fix['verdict']}):\n  {serve} {model} {fix['vllm_args']}\n")
         if fix.get("runtime_headroom_bytes"):
             out.write(
                 f"  (planned keeping {fix['runtime_headroom_bytes'] / GIB:.2f} GiB free for the "
@@ -540,7 +577,7 @@ def format_text(diagnosis: Diagnosis) -> str:
                 drops = f"; drops your {', '.join(remedy['drops'])}" if remedy["drops"] else ""
                 out.write(f"  {remedy['change']:<46} [{mark}] {remedy['detail']}{drops}\n")
                 if remedy["fits"]:
-                    out.write(f"    vllm serve {model} {remedy['flags']}\n")
+                    out.write(f"    {serve} {model} {remedy['flags']}\n")
         out.write(
             "  planner's prediction for the launch as logged: "
             f"{fix['logged_launch_predicted_outcome']}\n"

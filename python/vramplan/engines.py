@@ -42,6 +42,10 @@ class Engine(NamedTuple):
     reads_launch_line: Callable[[list[str]], bool] | None = None
     # Whether fit_models and colocate search this engine's launches (catalogue-wide searches).
     searches_catalogue: bool = False
+    # Plans the fix of a diagnosis (`diagnose.diagnose`'s result, updated in place, with the
+    # log text and diagnose's launch keywords); None: the diagnosis is the cause and the core's
+    # advice only. The cause itself is the core's (`_core.diagnose_log`), for every engine.
+    diagnosis_fix: Callable[..., None] | None = None
 
     def column(self, name: str) -> str:
         """fit's column `name` (vLLM's knob name) as this engine names it."""
@@ -98,6 +102,7 @@ def _vllm() -> Engine:
         sweep=_implemented_in("api", "_vllm_sweep"),
         fit_option=_implemented_in("fit", "_split_plan"),
         searches_catalogue=True,
+        diagnosis_fix=_implemented_in("diagnose", "_vllm_fix"),
     )
 
 

@@ -1055,7 +1055,7 @@ def sglang_options(
 ) -> tuple[str, frozenset[str]]:
     """The release whose rules judge SGLang `version` (None: the newest; the row sglang.yaml
     picks) and the option strings its launch line takes (`serve`: `sglang serve`'s own too)."""
-    release = _core.sglang_rules_release(version or "")
+    release = _core.engine_release("sglang", version or "")["rules_release"]
     row = _sglang_arg_rows().get(release)
     if row is None:
         msg = f"sglang_args.yaml: no option list for SGLang {release} (sglang.yaml has its row)"

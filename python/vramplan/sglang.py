@@ -5,15 +5,14 @@ numbers come from the C++ core (cpp/include/vramplan/sglang.hpp); Python only re
 from __future__ import annotations
 
 import functools
+import io
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _core, _database
 from . import launch as launch_args
-from ._units import GIB, gib_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -261,11 +260,6 @@ def sweep(
     return frame
 
 
-def parse_log(source: str | bytes | Path) -> dict[str, Any]:
-    """The figures an SGLang startup log prints and how the launch ended (the core's parser)."""
-    return dict(_core.parse_sglang_log(source))
-
-
 # --- SGLang's argv ------------------------------------------------------------------------
 
 # Flags SGLang spells in more than one way, to the knob they set.
@@ -375,169 +369,11 @@ def parse_command(words: Sequence[str]) -> SglangLaunch:
 # --- text ---------------------------------------------------------------------------------
 
 
-def _gib(value: int) -> str:
-    return gib_text(value, width=8)
-
-
 def breakdown_text(data: dict[str, Any], *, solved: bool = False) -> str:
-    """The breakdown in SGLang's own terms, per rank, as lines for a terminal (`solved`: its
-    mem_fraction_static is the solver's)."""
-    lines = [
-        (
-            f"SGLang {data['sglang_version']} (rules read from the {data['rules_release']} wheel): "
-            f"{data['model']} on {data['gpu']}, --tp-size {data['tp_size']} --pp-size "
-            f"{data['pp_size']} --dp-size {data['dp_size']}"
-        )
-    ]
-    if data.get("version_note"):
-        lines.append(f"  note: {data['version_note']}")
-    f_source = (
-        "solved: the largest that leaves the safety margin in the slack"
-        if solved
-        else "the release's default formula"
-        if data["mem_fraction_static_default"]
-        else "given"
-    )
-    smi = f"nvidia-smi {data['gpu_mib']} MiB" + (" (assumed)" if data["gpu_mib_assumed"] else "")
-    rows = [
-        ("GPU total (CUDA)", _gib(data["gpu_total_bytes"]), smi),
-        ("CUDA context", _gib(data["cuda_context_bytes"]), "fitted"),
-        ("NCCL", _gib(data["nccl_bytes"]), "fitted; only at TP x PP > 1"),
-        ("baseline B", _gib(data["baseline_free_bytes"]), "free after distributed init"),
-        ("weights per rank", _gib(data["weights_bytes"]), ""),
-        ("free after weights", _gib(data["free_after_weights_bytes"]), ""),
-        ("mem_fraction_static f", f"{data['mem_fraction_static']:8.3f}    ", f_source),
-        ("slack B x (1 - f)", _gib(data["slack_bytes"]), "kept out of the KV pool"),
-    ]
-    if data["mamba_pool_bytes"]:
-        rows.append(
-            ("Mamba state pool", _gib(data["mamba_pool_bytes"]), f"{data['mamba_slots']} slots")
-        )
-    swa = f", SWA tokens {data['swa_tokens']}" if data["swa_tokens"] else ""
-    rows += [
-        (
-            "KV pool",
-            _gib(data["kv_pool_bytes"]),
-            (
-                f"max_total_num_tokens={data['max_total_num_tokens']}{swa}, "
-                f"{data['cell_bytes']} B/token, page {data['page_size']}"
-            ),
-        ),
-        (
-            "req_to_token pool",
-            _gib(data["req_to_token_bytes"]),
-            (
-                f"max_running_requests={data['max_running_requests']}, "
-                f"context_length={data['context_length']}"
-            ),
-        ),
-        ("free after the pools", _gib(data["free_after_pool_bytes"]), "what the slack has left"),
-        ("the slack must hold:", "", ""),
-        (
-            "  decode CUDA graphs",
-            _gib(data["decode_graph_bytes"]),
-            f"estimate, cuda_graph_max_bs={data['cuda_graph_max_bs']}",
-        ),
-        (
-            "  prefill CUDA graphs",
-            _gib(data["prefill_graph_bytes"]),
-            f"estimate, {data['prefill_graph_count']} sizes",
-        ),
-        (
-            "  activations",
-            _gib(data["activation_bytes"]),
-            f"estimate, chunked_prefill_size={data['chunked_prefill_size']}",
-        ),
-        ("free after graphs", _gib(data["free_after_graphs_bytes"]), ""),
-    ]
-    width = max(len(r[0]) for r in rows)
-    lines += [f"  {name:<{width}}  {value}  {why}".rstrip() for name, value, why in rows]
-    lines.append(f"  if the slack is too small: {slack_consequence(data)}")
-    lines += hicache_lines(data.get("hicache"))
-    lines.append(f"verdict: {data['verdict']}")
-    if data["error"]:
-        lines.append(f"  SGLang would fail with: {data['error']}")
-    lines += [f"  note: {note}" for note in data["notes"]]
-    return "\n".join(lines)
+    """The breakdown as the CLI prints it to a pipe: the renderer of vLLM's breakdown
+    (`_render.sglang_breakdown`; `solved`: its mem_fraction_static is the solver's)."""
+    from . import _render
 
-
-def hicache_lines(hicache: dict[str, Any] | None) -> list[str]:
-    """The HiCache host pools of a breakdown (--enable-hierarchical-cache), per rank and per
-    node; none without HiCache."""
-    if not hicache:
-        return []
-    sizing = (
-        f"--hicache-size {hicache['size_gb']} GB"
-        if hicache["size_gb"]
-        else f"ratio {hicache['ratio']:.3f}"
-        + (" (auto-sized to the host)" if hicache["ratio_auto_sized"] else "")
-    )
-    lines = [f"host memory (HiCache, {sizing}, layout {hicache['mem_layout']}):"]
-    for name in ("full_pool", "swa_pool", "mamba_pool"):
-        pool = hicache[name]
-        if pool:
-            unit = "slots" if name == "mamba_pool" else "tokens"
-            lines.append(
-                f"  {name.replace('_', ' '):<11} {_gib(pool['bytes'])}  {pool['tokens']} {unit} x "
-                f"{pool['bytes_per_token']} B, pinned {pool['pinned_bytes'] / GIB:.2f} GiB"
-            )
-    lines.append(
-        f"  pinned per rank {_gib(hicache['pinned_bytes_per_rank'])}, per node "
-        f"{hicache['pinned_bytes_per_node'] / GIB:.2f} GiB ({hicache['ranks_per_node']} ranks)"
-    )
-    if hicache["budget_bytes"] is not None:
-        lines.append(
-            f"  SGLang's host check allows {hicache['budget_bytes'] / GIB:.2f} GiB per rank"
-        )
-    return lines
-
-
-def slack_consequence(data: dict[str, Any]) -> str:
-    """What follows when the slack B x (1 - f) cannot hold what it must (SGLang sizes the pool
-    first and only then captures graphs and runs a prefill), and the margin this launch has."""
-    graphs = data["decode_graph_bytes"] + data["prefill_graph_bytes"]
-    return (
-        f"below {(data['req_to_token_bytes'] + graphs) / GIB:.2f} GiB (req_to_token + graphs) "
-        "the graph capture runs out of memory (oom_cuda_graph_capture); below "
-        f"{(data['req_to_token_bytes'] + graphs + data['activation_bytes']) / GIB:.2f} GiB "
-        "(+ activations) the first chunked prefill does (oom_first_prefill); this launch's "
-        f"slack is {data['slack_bytes'] / GIB:.2f} GiB"
-    )
-
-
-def plan_text(result: SglangPlan) -> str:
-    data = result.data
-
-    def value(key: str) -> str:
-        v = data[key]
-        return "none starts" if v is None else str(v)
-
-    lines = [
-        "the launch as written:",
-        *("  " + line for line in breakdown_text(data["launch"] | _release(data)).splitlines()),
-        "largest values that start (each with the others as given):",
-        f"  --mem-fraction-static   {value('max_mem_fraction_static')}",
-        f"  --max-running-requests  {value('max_running_requests')}",
-        f"  --context-length        {value('max_context_length')}",
-        f"  --chunked-prefill-size  {value('max_chunked_prefill_size')}",
-        f"  --cuda-graph-max-bs     {value('max_cuda_graph_max_bs')}",
-        f"planned (safety margin {data['safety_margin_bytes'] / GIB:.2f} GiB kept in the slack):",
-        *(
-            "  " + line
-            for line in breakdown_text(
-                data["planned"] | _release(data),
-                solved=bool(data["launch"]["mem_fraction_static_default"]),
-            ).splitlines()
-        ),
-        f"verdict: {data['verdict']}",
-        f"accuracy: {data['error_band']}",
-        data["launch_line"],
-    ]
-    for remedy in data["remedies"]:
-        state = "fits" if remedy["fits"] else "does not fit"
-        lines.append(f"remedy {remedy['kind']} ({state}): {remedy['change']}: {remedy['detail']}")
-    return "\n".join(lines)
-
-
-def _release(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: data[k] for k in ("sglang_version", "rules_release", "version_note")}
+    buffer = io.StringIO()
+    _render.sglang_breakdown(_render.console(buffer), data, solved=solved)
+    return buffer.getvalue().rstrip("\n")

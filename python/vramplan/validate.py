@@ -1,4 +1,5 @@
-"""Replay measured vLLM startups (shared/measured record format) through the planner.
+"""Replay measured startups through the planner: vLLM's (shared/measured record format, or a
+log) and SGLang's (a log).
 
 Each record becomes a launch (model, GPU total, version, flags); the prediction of every term
 is compared with what the log printed. A record the planner cannot express is reported with
@@ -311,7 +312,7 @@ def _others_bytes(record: dict[str, Any], cuda_context_bytes: int) -> int:
     ("Free memory on device cuda:0 (54.34/79.18 GiB) on startup", or 0.10.2's form without the
     device, passed or failed; read by the C++ log parser): total - free, less this process's own
     CUDA context (which the free figure already excludes and the planner adds itself)."""
-    figures = _core.parse_vllm_log(str(record.get("error_text") or ""))
+    figures = _core.parse_log("vllm", str(record.get("error_text") or ""))
     free, total = figures.get("free_at_startup_gib"), figures.get("gpu_total_gib")
     if free is None or total is None:
         return 0
@@ -507,7 +508,7 @@ def record_from_log(
     model: str | None = None,
     gpu: str | None = None,
 ) -> dict[str, Any]:
-    """A measured record (shared/measured format) from `parse_vllm_log` figures.
+    """A measured record (shared/measured format) from vLLM log figures (`parse_log`).
 
     `model` / `gpu` override what the log names (logs often give a local path, and never the
     GPU's name, only its total memory).
@@ -542,7 +543,7 @@ def replay_log(
 ) -> Replay:
     """Parse a vLLM startup log (C++ parser) and replay the launch it describes (`profile`,
     `engine_version`: as replay_record)."""
-    figures = _core.parse_vllm_log(text)
+    figures = _core.parse_log("vllm", text)
     record = record_from_log(figures, log_id=log_id, model=model, gpu=gpu)
     return replay_record(record, profile=profile, engine_version=engine_version)
 
@@ -560,7 +561,7 @@ def replay_log_file(
     parser streams it in 1 MiB chunks (lines over 64 KiB skipped, at most 1 GiB read).
     A file that cannot be read raises vramplan.ParseError naming it."""
     path = Path(path)
-    figures = _core.parse_vllm_log(path)
+    figures = _core.parse_log("vllm", path)
     record = record_from_log(figures, log_id=log_id or path.name, model=model, gpu=gpu)
     replay = replay_record(record, profile=profile, engine_version=engine_version)
     if figures.get("launches", 1) > 1:
@@ -597,4 +598,84 @@ def format_table(replays: list[Replay]) -> str:
                     f"{replay.id:<{width}}{term:<21}{predicted:>12.2f}{measured:>12.2f}"
                     f"{error:>+10.2f}"
                 )
+    return "\n".join(lines)
+
+
+# --- an SGLang startup log against the breakdown of its launch --------------------------
+
+# (term, the log's figure, the breakdown's bytes or count, unit).
+_SGLANG_TERMS = (
+    ("baseline_free", "load_begin_avail_gib", "baseline_free_bytes", "GiB"),
+    ("weights", "weights_gib", "weights_bytes", "GiB"),
+    ("free_after_weights", "avail_after_weights_gib", "free_after_weights_bytes", "GiB"),
+    ("k_size", "k_size_gib", "k_size_bytes", "GiB"),
+    ("max_total_num_tokens", "max_total_num_tokens", "max_total_num_tokens", "tokens"),
+    ("free_after_pool", "avail_after_pool_gib", "free_after_pool_bytes", "GiB"),
+    ("decode_cuda_graphs", "decode_graph_gib", "decode_graph_bytes", "GiB"),
+    ("max_running_requests", "max_running_requests", "max_running_requests", "requests"),
+)
+
+
+def validate_sglang_log(
+    log: str | Path, *, model: str | None, gpu: str, sglang_version: str | None
+) -> dict[str, Any]:
+    """The log's figures against the breakdown of the launch it printed, per term."""
+    figures = dict(_core.parse_log("sglang", Path(log)))
+    model_id = model or figures["model_path"]
+    if not model_id:
+        raise api.config_error(
+            "--model", "''", "a model id", "the log prints no model_path: name the model"
+        )
+    # The launch the log states (the core's reading); the caller's release over the log's.
+    knobs: dict[str, Any] = dict(_core.launch_from_figures("sglang", figures))
+    if sglang_version:
+        knobs["sglang_version"] = sglang_version
+    result = api.breakdown(model_id, gpu, engine="sglang", **knobs)
+    predicted = result.to_dict()
+    notes = []
+    missing = [k for k in ("tp_size", "mem_fraction_static") if figures.get(k) is None]
+    if missing:
+        # Never replay a different launch silently: say which settings were SGLang's defaults.
+        notes.append(
+            "the log prints no " + ", ".join(missing) + " (no server_args line): replayed with "
+            "SGLang's defaults for them, so the comparison may be of a different launch"
+        )
+    rows = []
+    for term, measured_key, predicted_key, unit in _SGLANG_TERMS:
+        measured = figures.get(measured_key)
+        if measured is None:
+            continue
+        value = predicted[predicted_key]
+        guess = value / GIB if unit == "GiB" else float(value)
+        error = None if measured == 0 else (guess - measured) / abs(measured)
+        rows.append(
+            {"term": term, "unit": unit, "measured": measured, "predicted": guess, "error": error}
+        )
+    return {
+        "engine": "sglang",
+        "model": model_id,
+        "gpu": gpu,
+        "launch": knobs,
+        "outcome": figures["outcome"],
+        "verdict": predicted["verdict"],
+        "terms": rows,
+        "notes": notes,
+        "breakdown": predicted,
+    }
+
+
+def format_sglang_validation(result: dict[str, Any]) -> str:
+    head = (
+        f"SGLang {result['breakdown']['sglang_version']}: {result['model']} on {result['gpu']} "
+        f"(log outcome {result['outcome']}, predicted {result['verdict']})"
+    )
+    lines = [head, f"  {'term':<22} {'measured':>12} {'predicted':>12} {'error':>8}"]
+    for row in result["terms"]:
+        error = "" if row["error"] is None else f"{row['error'] * 100:+.1f}%"
+        fmt = "{:>12.2f}" if row["unit"] == "GiB" else "{:>12.0f}"
+        lines.append(
+            f"  {row['term']:<22} {fmt.format(row['measured'])} {fmt.format(row['predicted'])}"
+            f" {error:>8}"
+        )
+    lines += [f"  note: {note}" for note in result["notes"]]
     return "\n".join(lines)

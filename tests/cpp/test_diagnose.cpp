@@ -268,9 +268,12 @@ TEST(DiagnoseAdvice, MaxModelLenLowersToVllmsOwnEstimate) {
       "");
   ASSERT_EQ(cause(d), "max_model_len_exceeds_kv");
   const nlohmann::json expected = nlohmann::json::parse(R"([
-    {"knob": "max_model_len", "action": "lower", "value": 9936},
-    {"knob": "gpu_memory_utilization", "action": "raise", "value": null},
-    {"knob": "kv_cache_dtype", "action": "set", "value": "fp8"}])");
+    {"knob": "max_model_len", "flag": "--max-model-len", "action": "lower", "value": 9936,
+     "why": null},
+    {"knob": "gpu_memory_utilization", "flag": "--gpu-memory-utilization", "action": "raise",
+     "value": null, "why": null},
+    {"knob": "kv_cache_dtype", "flag": "--kv-cache-dtype", "action": "set", "value": "fp8",
+     "why": null}])");
   EXPECT_EQ(advice_of(d), expected);
 }
 
@@ -278,7 +281,8 @@ TEST(DiagnoseAdvice, GraphFailuresAdviseEagerModeAndOthersDoNot) {
   const Diagnosis capture = diagnose_launch(read_fixture("vllm16199_capture_oom.log"), "");
   ASSERT_EQ(cause(capture), "cudagraph_capture_oom");
   EXPECT_EQ(advice_of(capture)[0],
-            nlohmann::json::parse(R"({"knob": "enforce_eager", "action": "set", "value": true})"));
+            nlohmann::json::parse(R"({"knob": "enforce_eager", "flag": "--enforce-eager",
+                                      "action": "set", "value": true, "why": null})"));
   const Diagnosis sampler =
       diagnose_launch(read_fixture("v019_gpt_oss_20b_sampler_warmup.log"), "");
   ASSERT_EQ(cause(sampler), "sampler_warmup_oom");

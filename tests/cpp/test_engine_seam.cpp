@@ -2,6 +2,7 @@
 // engine descriptor. Expected values are derived by hand in the comments.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "vramplan/engine_descriptor.hpp"
@@ -168,6 +169,74 @@ TEST(EngineSeam, SglangKnobTableSpeaksSglang) {
   EXPECT_THROW(set_sglang_knob(c, "mem_fraction_static", KnobValue{1.5}), ConfigError);
   EXPECT_THROW(set_sglang_knob(c, "chunked_prefill_size", KnobValue{std::int64_t{0}}), ConfigError);
   EXPECT_THROW(set_sglang_knob(c, "kv_cache_dtype", KnobValue{std::string("fp4")}), ConfigError);
+}
+
+TEST(EngineSeam, EveryEngineFillsEveryEntry) {
+  for (const EngineDescriptor& d : engine_descriptors()) {
+    SCOPED_TRACE(std::string(d.name));
+    EXPECT_NE(d.knobs, nullptr);
+    EXPECT_NE(d.newest_known_version, nullptr);
+    EXPECT_NE(d.launch_argv, nullptr);
+    EXPECT_NE(d.launch_kwargs, nullptr);
+    EXPECT_NE(d.launch_env, nullptr);
+    EXPECT_NE(d.release, nullptr);
+    EXPECT_NE(d.read_log, nullptr);
+    EXPECT_NE(d.read_log_file, nullptr);
+    EXPECT_NE(d.launch_from_figures, nullptr);
+    EXPECT_NE(d.diagnose, nullptr);
+  }
+}
+
+TEST(EngineSeam, EveryEngineDiagnosesInOneShape) {
+  // The keys every engine's diagnosis has, whatever the text: callers read these for any engine.
+  for (const EngineDescriptor& d : engine_descriptors()) {
+    SCOPED_TRACE(std::string(d.name));
+    const nlohmann::json j = d.diagnose("no failure here\n", "");
+    EXPECT_EQ(j["engine"], std::string(d.name));
+    for (const char* key : {"cause", "explanation", "evidence", "advice", "oom_kills", "figures"}) {
+      EXPECT_TRUE(j.contains(key)) << key;
+    }
+    EXPECT_EQ(j["figures"], d.read_log("no failure here\n"));
+    // The newest release is its own rules' release, with nothing assumed.
+    const EngineRelease newest = d.release("");
+    EXPECT_EQ(newest.version, d.newest_known_version());
+    EXPECT_EQ(newest.rules_release, newest.version);
+    EXPECT_EQ(newest.note, "");
+  }
+}
+
+TEST(EngineSeam, VllmRebuildsTheLaunchItsLogStates) {
+  // "auto" is the unset KV dtype; the model and measured figures are not knobs; the release is
+  // read at its patch (0.10.2's row, not 0.10.0's).
+  const nlohmann::json figures = {
+      {"tensor_parallel_size", 2}, {"max_model_len", 8192}, {"kv_cache_dtype", "auto"},
+      {"vllm_version", "0.10.2"},  {"model", "m"},          {"kv_tokens", 476016},
+      {"max_num_seqs", nullptr}};
+  const nlohmann::json expected = {
+      {"tensor_parallel_size", 2}, {"max_model_len", 8192}, {"engine_version", "0.10.2"}};
+  EXPECT_EQ(engine_descriptor("vllm").launch_from_figures(figures), expected);
+  // A log printed by a release newer than the rows: planned with the newest, and said so.
+  EXPECT_NE(engine_descriptor("vllm").release("99.0.0").note.find("newer"), std::string::npos);
+}
+
+TEST(EngineSeam, SglangRebuildsTheLaunchItsLogStates) {
+  // max_running_requests is what the scheduler derived, not the launch's setting; the release
+  // stays as printed (its rows tell .postN builds apart).
+  const nlohmann::json figures = {{"tp_size", 4},
+                                  {"mem_fraction_static", 0.9},
+                                  {"max_running_requests", 2049},
+                                  {"kv_cache_dtype", "fp8_e5m2"},
+                                  {"sglang_version", "0.4.6.post5"},
+                                  {"max_total_num_tokens", 46611}};
+  const nlohmann::json expected = {{"tp_size", 4},
+                                   {"mem_fraction_static", 0.9},
+                                   {"kv_cache_dtype", "fp8_e5m2"},
+                                   {"sglang_version", "0.4.6.post5"}};
+  EXPECT_EQ(engine_descriptor("sglang").launch_from_figures(figures), expected);
+  const std::string max_tokens_line =
+      "[2025-03-08 12:29:29 TP0] max_total_num_tokens=46611, chunked_prefill_size=2048, "
+      "max_prefill_tokens=16384, max_running_requests=2049, context_len=131072\n";
+  EXPECT_EQ(engine_descriptor("sglang").read_log(max_tokens_line)["max_total_num_tokens"], 46611);
 }
 
 }  // namespace

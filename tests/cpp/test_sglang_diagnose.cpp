@@ -76,7 +76,8 @@ TEST(SglangDiagnose, WeightsLeaveNoMemoryRaisesTheFractionPastTheLoggedMinimum) 
   EXPECT_EQ(j["engine"], "sglang");
   EXPECT_EQ(j["cause"], "weights_leave_no_memory");
   EXPECT_EQ(j["advice"][0]["action"], "raise");
-  EXPECT_EQ(j["error_lines"], j["figures"]["error_lines"]);
+  EXPECT_EQ(j["evidence"], j["figures"]["error_lines"]);
+  EXPECT_TRUE(j["oom_kills"].is_array());
 }
 
 TEST(SglangDiagnose, NotEnoughMemoryWithoutWeightsGivesNoFractionValue) {

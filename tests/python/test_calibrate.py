@@ -159,7 +159,7 @@ def test_one_log_identical_logs_and_eager_logs_are_named_errors(logs: Path, tmp_
     eager = []
     for name in ("llama31_8b_h100_v019_tp1.log", "llama31_8b_h100_v019_tp2.log"):
         record = validate.record_from_log(
-            _core.parse_vllm_log((logs / name).read_text()), log_id=name, gpu="H100-80GB"
+            vramplan.parse_vllm_log((logs / name).read_text()), log_id=name, gpu="H100-80GB"
         )
         record["enforce_eager"] = True
         record["cudagraph_gib"] = None
@@ -177,7 +177,7 @@ def test_one_log_identical_logs_and_eager_logs_are_named_errors(logs: Path, tmp_
 def test_mixed_versions_or_gpus_are_refused(logs: Path) -> None:
     records = [
         validate.record_from_log(
-            _core.parse_vllm_log((logs / name).read_text()), log_id=name, gpu="H100-80GB"
+            vramplan.parse_vllm_log((logs / name).read_text()), log_id=name, gpu="H100-80GB"
         )
         for name in ("llama31_8b_h100_v019_tp1.log", "llama31_8b_h100_v019_tp2.log")
     ]
@@ -230,7 +230,7 @@ def test_a_shared_gpu_name_in_a_record_warns_which_size_was_assumed(logs: Path) 
     sample = importlib.import_module("vramplan.calibrate")._sample
     name = "llama31_8b_h100_v019_tp1.log"
     record = validate.record_from_log(
-        _core.parse_vllm_log((logs / name).read_text()), log_id=name, gpu="NVIDIA A100"
+        vramplan.parse_vllm_log((logs / name).read_text()), log_id=name, gpu="NVIDIA A100"
     )
     # The log's total (79.19 GiB, CUDA's figure for an 80 GB card) picks the size: no warning.
     assert record["gpu_total_gib"]

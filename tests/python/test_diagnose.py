@@ -150,7 +150,9 @@ def test_cudagraph_profiling_fix_is_eager() -> None:
     result = vramplan.diagnose(log, gpu="RTX-4090")
     assert result.cause == "cudagraph_profiling_oom"
     # The advice the fix reads is data, the same the explanation says in words.
-    assert {"knob": "enforce_eager", "action": "set", "value": True} in result["advice"]
+    # In the engine's own flag too; its reason is the explanation (no `why` of its own).
+    eager = {"knob": "enforce_eager", "flag": "--enforce-eager", "action": "set", "value": True}
+    assert {**eager, "why": None} in result["advice"]
     assert "--enforce-eager" in result.explanation
     assert result.fix is not None
     # Graphs stay when fewer sequences let graph profiling fit (issue 19: the fix keeps the

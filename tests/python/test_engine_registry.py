@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import vramplan
 from vramplan import _core, api, cli, engines
+from vramplan.diagnose import format_text
 
 MODEL = "Qwen/Qwen3-8B"
 
@@ -178,3 +180,68 @@ def test_a_taken_name_cannot_be_registered_twice(stub: engines.Engine) -> None:
         engines.register(STUB)
     with pytest.raises(vramplan.ConfigError, match="already an engine"):
         engines.register(engines.get("vllm"))
+
+
+def test_the_cores_per_engine_calls_refuse_an_unknown_engine_with_the_list() -> None:
+    listed = ", ".join(_core.ENGINE_NAMES)
+    for call in (
+        lambda: _core.parse_log("stubserve", ""),
+        lambda: _core.diagnose_log("stubserve", ""),
+        lambda: _core.launch_from_figures("stubserve", {}),
+        lambda: _core.engine_release("stubserve"),
+        # A registered engine the core reads no logs of: refused, never read as vLLM's.
+        lambda: vramplan.diagnose("", engine="llamacpp"),
+        lambda: vramplan.parse_log("", engine="llamacpp"),
+    ):
+        with pytest.raises(vramplan.ConfigError, match=f"allowed: {listed}"):
+            call()
+
+
+SGLANG_R08 = Path(__file__).resolve().parents[1] / "data" / "sglang" / "logs" / "sgl-r08.log"
+
+
+def test_every_engine_diagnoses_through_one_call_in_one_shape() -> None:
+    vllm_log = (
+        "Traceback (most recent call last):\n"
+        '  File "gpu_model_runner.py", line 5904, in profile_cudagraph_memory\n'
+        "torch.AcceleratorError: CUDA error: out of memory\n"
+    )
+    results = {
+        "vllm": vramplan.diagnose(vllm_log),
+        "sglang": vramplan.diagnose(SGLANG_R08.read_text(), engine="sglang"),
+    }
+    keys = {"engine", "cause", "explanation", "evidence", "advice", "oom_kills", "figures", "fix"}
+    for name, result in results.items():
+        assert result["engine"] == name
+        assert keys <= set(result.data)
+        # Advice in the engine's own flags: the core's knob tables' spellings.
+        flags = {k["name"]: k["flag"] for k in _core.engine_row(name)["knobs"]}
+        for item in result["advice"]:
+            assert item["flag"] == flags.get(item["knob"], item["flag"])
+            assert item["flag"].startswith("--")
+    # sgl-r08 (0.5.23, weights leave no memory): SGLang's advice carries its own reason and is
+    # printed by the one formatter; SGLang plans no fix, and says so.
+    sglang = results["sglang"]
+    assert sglang.cause == "weights_leave_no_memory"
+    assert sglang["fix"] is None
+    assert "SGLang" in sglang["fix_unavailable"]
+    text = format_text(sglang)
+    assert "\nadvice:\n  raise --mem-fraction-static 0.94: " in text
+    with pytest.raises(vramplan.ConfigError, match="gpu"):
+        vramplan.diagnose(SGLANG_R08.read_text(), engine="sglang", gpu="H200")
+
+
+def test_a_logs_launch_is_rebuilt_by_its_engine() -> None:
+    # sgl-r01 prints its server_args (TP 4, 0.4.3.post4): the launch under SGLang's names; the
+    # scheduler's max_running_requests (2049) is a result, not a setting, and is left out.
+    figures = vramplan.parse_log(SGLANG_R08.with_name("sgl-r01.log"), engine="sglang")
+    launch = _core.launch_from_figures("sglang", figures)
+    assert launch["tp_size"] == 4
+    assert figures["max_running_requests"] == 2049
+    assert "max_running_requests" not in launch
+    # vLLM: the release at its patch (0.10.2 has its own row), "auto" KV dtype left unset.
+    vllm = _core.launch_from_figures(
+        "vllm", {"vllm_version": "0.10.2", "kv_cache_dtype": "auto", "max_model_len": 4096}
+    )
+    assert vllm == {"engine_version": "0.10.2", "max_model_len": 4096}
+    assert _core.engine_release("vllm", "0.10.2")["rules_release"] == "0.10.2"

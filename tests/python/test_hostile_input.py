@@ -178,9 +178,7 @@ def test_log_parser_releases_the_gil_while_reading(tmp_path: Path) -> None:
     path = tmp_path / "sparse.log"
     with path.open("wb") as handle:
         handle.truncate(256 << 20)
-    steps, outcome = steps_while_inside(
-        vramplan.parse_vllm_log, lambda: vramplan.parse_vllm_log(path)
-    )
+    steps, outcome = steps_while_inside(_core.parse_log, lambda: _core.parse_log("vllm", path))
     assert outcome["value"]["kv_cache_gib"] is None
     assert steps > 0
 
@@ -495,7 +493,7 @@ def test_non_finite_flag_values_are_refused_by_name(flag: str, command: str, val
 
 
 def test_api_misuse_is_a_named_error(tmp_path: Path) -> None:
-    with pytest.raises(vramplan.ConfigError, match="parse_vllm_log"):
+    with pytest.raises(vramplan.ConfigError, match="parse_log"):
         vramplan.parse_vllm_log(None)  # type: ignore[call-overload]
     with pytest.raises(vramplan.ConfigError, match=r"records\[0\]"):
         vramplan.calibrate(records=[1])  # type: ignore[list-item]

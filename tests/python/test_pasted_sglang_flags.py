@@ -30,7 +30,7 @@ def test_every_sglang_rules_row_has_its_releases_option_list() -> None:
     # from 0.5.4): the version picks the row, the row's release picks the list.
     for version, release in [("0.4.0", "0.4.6.post5"), ("0.4.7", "0.4.6.post5"),
                              ("0.4.9", "0.4.10.post2"), ("0.5.23", "0.5.23"), (None, "0.5.23")]:  # fmt: skip
-        assert _core.sglang_rules_release(version or "") == release
+        assert _core.engine_release("sglang", version or "")["rules_release"] == release
         assert sglang_options(version)[0] == release
     # server_args.py of 0.4.6.post5 registers 145 add_argument calls with 150 option strings.
     assert len(sglang_options("0.4.6.post5")[1]) == 150

@@ -11,7 +11,7 @@ import sys
 import pytest
 import vramplan
 from vramplan import api, sglang
-from vramplan.sglang_diagnose import diagnose
+from vramplan.diagnose import diagnose
 
 MODEL = "Qwen/Qwen3-8B"
 GIB = 1 << 30
@@ -111,7 +111,7 @@ def test_diagnose_reads_the_host_refusal_and_advises_sglangs_flags() -> None:
         "last):\nValueError: Not enough host memory available. Requesting 117.96 GB but only "
         "have 102.01 GB free. Please reduce the size of the hierarchical cache.\n"
     )
-    result = diagnose(log)
+    result = diagnose(log, engine="sglang")
     assert result["cause"] == "hicache_refused"
     flags = [(a["flag"], a["action"]) for a in result["advice"]]
     assert flags == [("--hicache-ratio", "lower"), ("--hicache-size", "set")]

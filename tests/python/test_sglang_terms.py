@@ -148,3 +148,21 @@ def test_plan_html_and_plot_show_the_planned_launch() -> None:
     assert "SGLang 0.5.23" in html
     gids = [patch.get_gid() for patch in plan.plot().axes[0].patches]
     assert gids == [f"rank0:{t['name']}" for t in plan.planned.terms]
+
+
+def test_cli_text_draws_the_terms_as_vllms_breakdown_does() -> None:
+    # The same table renderer as `vramplan breakdown` (vLLM): a titled table of term, size and
+    # how we know, one row a term in SGLang's order, then the KV row.
+    args = ["breakdown", MODEL, "--gpu", "H100-80GB", "--engine", "sglang"]
+    out = subprocess.run(
+        [sys.executable, "-m", "vramplan", *args, "--mem-fraction-static", "0.8"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    title = next(i for i, line in enumerate(out) if line.startswith("per GPU rank, pipeline"))
+    assert out[title].startswith("per GPU rank, pipeline stage 0: total 79.19 GiB")
+    assert re.match(r"term +\| +size \| how we know$", out[title + 1])
+    rows = [line.split("|")[0].strip() for line in out[title + 3 : title + 3 + len(NAMES) + 1]]
+    assert rows == [*NAMES, "kv per token"]
+    assert out[-1] == "verdict: started"

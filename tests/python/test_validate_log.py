@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import vramplan
-from vramplan import _core, validate
+from vramplan import validate
 
 LOGS_019 = Path(__file__).resolve().parents[1] / "data" / "measured" / "logs" / "vllm-0.19.0"
 LOGS_PUBLIC = Path(__file__).resolve().parents[1] / "data" / "public_logs"
@@ -200,14 +200,14 @@ def test_replay_samples_with_the_sampler_the_log_names() -> None:
         "(EngineCore_0 pid=1812) INFO 09-04 01:02:57 [topk_topp_sampler.py:50] "
         "Using FlashInfer for top-p & top-k sampling.\n"
     )
-    assert _core.parse_vllm_log(line)["flashinfer_sampler"] is True
+    assert vramplan.parse_vllm_log(line)["flashinfer_sampler"] is True
     fallback = (
         "WARNING 09-04 01:02:57 [topk_topp_sampler.py:60] FlashInfer is not available. Falling "
         "back to the PyTorch-native implementation of top-p & top-k sampling. For the best "
         "performance, please install FlashInfer.\n"
     )
-    assert _core.parse_vllm_log(fallback)["flashinfer_sampler"] is False
-    assert _core.parse_vllm_log(text)["flashinfer_sampler"] is None
+    assert vramplan.parse_vllm_log(fallback)["flashinfer_sampler"] is False
+    assert vramplan.parse_vllm_log(text)["flashinfer_sampler"] is None
     model, gpu = "Qwen/Qwen2-7B-Instruct", "A100-80GB"
     with_line = validate.replay_log(line + text, model=model, gpu=gpu)
     without = validate.replay_log(text, model=model, gpu=gpu)

@@ -141,8 +141,12 @@ struct HostOomReading {
 HostOomReading read_host_oom(const OomKill& kill, const HostBreakdown& planned,
                              std::int64_t workers);
 
-// Keys: cause, evidence, explanation, advice ([{knob, action, value}]), oom_phase,
-// oom_other_processes_bytes, oom_kills, figures (the log parser's JSON).
+// Keys: engine ("vllm"), cause, evidence, explanation, advice ([{knob, flag, action, value,
+// why}]: why is null, the explanation says it), oom_phase, oom_other_processes_bytes, oom_kills,
+// figures (the log parser's JSON).
 nlohmann::json to_json(const Diagnosis& diagnosis);
+// Each kill as {pid, process, cgroup, anon_rss_bytes, file_rss_bytes, shmem_rss_bytes} (every
+// engine's diagnosis reports them so).
+nlohmann::json to_json(const std::vector<OomKill>& kills);
 
 }  // namespace vramplan

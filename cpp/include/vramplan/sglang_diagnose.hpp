@@ -54,7 +54,8 @@ struct SglangDiagnosis {
 SglangDiagnosis diagnose_sglang_launch(std::string_view log_text);
 
 // Keys: engine ("sglang"), cause, explanation, advice ([{knob, flag, action, value, why}]),
-// error_lines (the parser's), figures (the parser's JSON).
+// evidence (the parser's error lines), oom_kills, figures (the parser's JSON): the keys of
+// vLLM's diagnosis that SGLang's log can fill.
 nlohmann::json to_json(const SglangDiagnosis& diagnosis);
 
 }  // namespace vramplan

@@ -125,12 +125,12 @@ class GroupBuilder {
   bool mtp_ = false;
 };
 
-// Families whose checkpoints store q, k and v as one Linear (Phi-3 qkv_proj, Falcon and Ling
-// query_key_value, InternLM2 wqkv), or gate and up as one (Phi-3 and GLM-4 gate_up_proj,
+// Families whose checkpoints store q, k and v as one Linear (Phi-3 qkv_proj, Falcon, Ling and
+// Sarvam query_key_value, InternLM2 wqkv), or gate and up as one (Phi-3 and GLM-4 gate_up_proj,
 // gpt-oss experts' gate_up_proj); the rest store them apart, as Llama does.
 bool checkpoint_fuses_qkv(const ModelSpec& s) {
   return s.model_type == "phi3" || s.model_type == "falcon" || s.model_type == "internlm2" ||
-         s.model_type == "bailing_moe";
+         s.model_type == "bailing_moe" || s.model_type == "sarvam_moe";
 }
 
 bool checkpoint_fuses_gate_up(const ModelSpec& s) {

@@ -2755,6 +2755,7 @@ constexpr UnsizedKey kUnsizedKeys[] = {
     {"full_attention_interval", false, false, "linear-attention layers between full ones"},
     {"linear_", true, false, "linear attention (a recurrent state, not a KV cache)"},
     {"mamba", true, false, "state-space (Mamba) mixers"},
+    {"loop_num", false, true, "layers run again in a looped pass that keeps a KV cache of its own"},
     {"ssm_", true, false, "state-space mixers"},
     {"conv_kernel", false, false, "a convolution state (state-space mixers)"},
     {"conv_L_cache", false, false, "short-convolution mixers"},

@@ -1461,6 +1461,33 @@ void iquest_loop(Context& c) {
   c.doc["loop_window"] = window;
 }
 
+// vLLM 0.33's param2moe.py (BharatGen Param2): Ling's layout under its own keys and vLLM's
+// getattr defaults. q/k/v biased with use_qkv_bias, o_proj with use_bias, MLPs bias-free,
+// per-head q/k RMSNorms with use_qk_norm; a dense MLP of intermediate_size below
+// first_k_dense_replace (1), then num_experts experts of moe_intermediate_size behind a router
+// with an fp32 expert bias (moe_router_enable_expert_bias, true) and one shared MLP whose width
+// moe_shared_expert_intermediate_size gives in total (else moe_intermediate_size x
+// num_shared_experts).
+void param2_moe(Context& c) {
+  const ConfigFields& f = c.f;
+  if (f.boolean_or("use_qkv_bias", false)) c.doc["qkv_bias"] = true;
+  if (f.boolean_or("use_bias", false)) c.doc["o_proj_bias"] = true;
+  if (f.boolean_or("use_qk_norm", false)) c.doc["qk_norm"] = true;
+  const std::int64_t width = f.integer("moe_intermediate_size");
+  json moe = {{"num_experts", f.integer("num_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", width},
+              {"first_k_dense", f.integer_or("first_k_dense_replace", 1)},
+              {"router_bias", f.boolean_or("moe_router_enable_expert_bias", true)}};
+  const std::int64_t shared = f.integer_or("num_shared_experts", 1);
+  if (shared > 0) {
+    moe["num_shared_experts"] = 1;
+    moe["shared_expert_intermediate_size"] =
+        f.integer_or("moe_shared_expert_intermediate_size", width * shared);
+  }
+  c.doc["moe"] = moe;
+}
+
 struct NamedRule {
   const char* name;
   Rule rule;
@@ -1516,6 +1543,7 @@ constexpr NamedRule kRules[] = {
     {"nemotron_nas", nemotron_nas},
     {"falcon_h1", falcon_h1},
     {"iquest_loop", iquest_loop},
+    {"param2_moe", param2_moe},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------

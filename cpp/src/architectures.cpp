@@ -1401,6 +1401,96 @@ void mamba2_attention_free(Context& c) {
                     {"ssm_state_dtype", "auto"}};
 }
 
+// vLLM 0.33's falcon_h1.py (Falcon-H1): every layer runs attention (q/k/v/o without bias) and
+// a MambaMixer2 side by side on input_layernorm's output, then pre_ff_layernorm and a gated MLP
+// without bias; the muP multipliers are scalars, not weights. The mixer's inner width is
+// mamba_d_ssm (mamba_expand x hidden_size when written null) over mamba_n_heads x mamba_d_head;
+// its gated norm has a weight only under mamba_rms_norm; both states take the model dtype.
+// vLLM's hybrid KV-cache manager holds each layer's KV and its Mamba state as two layers.
+void falcon_h1(Context& c) {
+  const ConfigFields& f = c.f;
+  if (f.has("attn_layer_indices")) {
+    f.fail("attn_layer_indices", f.at("attn_layer_indices").dump(),
+           "attention on some layers only is not what vLLM's falcon_h1.py builds");
+  }
+  if (f.boolean_or("mamba_proj_bias", false)) {
+    f.fail("mamba_proj_bias", "true", "Mamba2 in_proj / out_proj biases are not modelled");
+  }
+  if (!f.boolean_or("mamba_conv_bias", true)) {
+    f.fail("mamba_conv_bias", "false", "a Mamba2 conv1d without bias is not modelled");
+  }
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t written = f.integer_or("mamba_d_ssm", -1);
+  const std::int64_t inner = written >= 0 ? written : f.integer("mamba_expand") * hidden;
+  const std::int64_t heads = f.integer("mamba_n_heads");
+  if (heads <= 0 || inner % heads != 0) {
+    f.fail("mamba_n_heads", std::to_string(heads), "must divide the Mamba2 inner width");
+  }
+  // mamba_d_head "auto" (FalconH1Config's default): the inner width over the heads.
+  const bool auto_head = !f.has("mamba_d_head") || f.at("mamba_d_head").is_string();
+  const std::int64_t head_dim = auto_head ? inner / heads : f.integer("mamba_d_head");
+  if (head_dim * heads != inner) {
+    f.fail("mamba_d_head", std::to_string(head_dim),
+           "mamba_d_head x mamba_n_heads must equal mamba_d_ssm (" + std::to_string(inner) + ")");
+  }
+  c.doc["mamba_beside_attention"] = true;
+  c.doc["mamba"] = {{"num_heads", heads},
+                    {"head_dim", head_dim},
+                    {"state_size", f.integer("mamba_d_state")},
+                    {"n_groups", f.integer("mamba_n_groups")},
+                    {"conv_kernel", f.integer("mamba_d_conv")},
+                    {"ssm_state_dtype", "auto"},
+                    {"gated_norm", f.boolean_or("mamba_rms_norm", false)}};
+}
+
+// vLLM 0.33's iquest_loopcoder.py (IQuest-Coder-Loop): Llama's layers run twice (loop_num 2,
+// vLLM's getattr default); the first pass attends with full attention and keeps its KV, the
+// second with the same projections over its own KV of the last loop_window_size tokens (64 by
+// default), gated per head against the first pass's by gate_projections [heads, hidden /
+// heads] + bias. Every Linear is bias-free and head_dim is hidden_size / heads whatever the
+// config says. vLLM registers the two passes' attentions as layers of their own.
+void iquest_loop(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t loops = f.integer_or("loop_num", 2);
+  if (loops != 2) {
+    f.fail("loop_num", std::to_string(loops),
+           "each further pass keeps a windowed KV of its own; only the second (loop_num 2) is "
+           "modelled");
+  }
+  const std::int64_t window = f.integer_or("loop_window_size", 64);
+  if (window <= 0) f.fail("loop_window_size", std::to_string(window), "must be positive");
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  c.doc["head_dim"] = c.doc["hidden_size"].get<std::int64_t>() / heads;
+  c.doc["loop_window"] = window;
+}
+
+// vLLM 0.33's param2moe.py (BharatGen Param2): Ling's layout under its own keys and vLLM's
+// getattr defaults. q/k/v biased with use_qkv_bias, o_proj with use_bias, MLPs bias-free,
+// per-head q/k RMSNorms with use_qk_norm; a dense MLP of intermediate_size below
+// first_k_dense_replace (1), then num_experts experts of moe_intermediate_size behind a router
+// with an fp32 expert bias (moe_router_enable_expert_bias, true) and one shared MLP whose width
+// moe_shared_expert_intermediate_size gives in total (else moe_intermediate_size x
+// num_shared_experts).
+void param2_moe(Context& c) {
+  const ConfigFields& f = c.f;
+  if (f.boolean_or("use_qkv_bias", false)) c.doc["qkv_bias"] = true;
+  if (f.boolean_or("use_bias", false)) c.doc["o_proj_bias"] = true;
+  if (f.boolean_or("use_qk_norm", false)) c.doc["qk_norm"] = true;
+  const std::int64_t width = f.integer("moe_intermediate_size");
+  json moe = {{"num_experts", f.integer("num_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", width},
+              {"first_k_dense", f.integer_or("first_k_dense_replace", 1)},
+              {"router_bias", f.boolean_or("moe_router_enable_expert_bias", true)}};
+  const std::int64_t shared = f.integer_or("num_shared_experts", 1);
+  if (shared > 0) {
+    moe["num_shared_experts"] = 1;
+    moe["shared_expert_intermediate_size"] =
+        f.integer_or("moe_shared_expert_intermediate_size", width * shared);
+  }
+  c.doc["moe"] = moe;
+}
+
 struct NamedRule {
   const char* name;
   Rule rule;
@@ -1454,6 +1544,9 @@ constexpr NamedRule kRules[] = {
     {"mimo_v2", mimo_v2},
     {"chatglm", chatglm},
     {"nemotron_nas", nemotron_nas},
+    {"falcon_h1", falcon_h1},
+    {"iquest_loop", iquest_loop},
+    {"param2_moe", param2_moe},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------
@@ -2768,6 +2861,7 @@ constexpr UnsizedKey kUnsizedKeys[] = {
     {"full_attention_interval", false, false, "linear-attention layers between full ones"},
     {"linear_", true, false, "linear attention (a recurrent state, not a KV cache)"},
     {"mamba", true, false, "state-space (Mamba) mixers"},
+    {"loop_num", false, true, "layers run again in a looped pass that keeps a KV cache of its own"},
     {"ssm_", true, false, "state-space mixers"},
     {"conv_kernel", false, false, "a convolution state (state-space mixers)"},
     {"conv_L_cache", false, false, "short-convolution mixers"},

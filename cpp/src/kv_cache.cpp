@@ -72,11 +72,25 @@ std::int64_t kv_layer_bytes_per_token(const ModelSpec& spec, const LayerSpec& la
   return heads * (layer.head_dim + layer.head_dim_v) * o.kv_element_bytes;
 }
 
+LayerSpec beside_cache(const LayerSpec& layer) noexcept {
+  LayerSpec view = layer;
+  view.attention = layer.beside;
+  view.sliding_window = layer.beside == AttentionKind::SlidingWindow ? layer.beside_window : 0;
+  view.kv_shared = false;
+  view.beside = AttentionKind::None;
+  view.beside_window = 0;
+  return view;
+}
+
 std::int64_t kv_bytes_per_token(const ModelSpec& spec, const KvCacheOptions& o) noexcept {
   const LayerRange range = effective_range(spec, o);
   std::int64_t total = 0;
   for (std::int32_t i = range.begin; i < range.end; ++i) {
-    total += kv_layer_bytes_per_token(spec, spec.layers[static_cast<std::size_t>(i)], o);
+    const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
+    total += kv_layer_bytes_per_token(spec, layer, o);
+    if (layer.beside != AttentionKind::None) {
+      total += kv_layer_bytes_per_token(spec, beside_cache(layer), o);
+    }
   }
   return total;
 }
@@ -156,6 +170,41 @@ std::int32_t layers_of_group_on_rank(const KvBucket& b, std::int32_t group,
          dealt_below(b.first_on_rank, group, num_groups);
 }
 
+using KvBuckets = std::map<std::tuple<int, int, std::int64_t>, KvBucket>;
+
+// Adds one cache layer (a decoder layer's attention or mixer, or the cache beside it) to its
+// bucket and to the geometry's token and state bytes.
+void bucket_layer(const ModelSpec& spec, const LayerSpec& layer, bool on_rank,
+                  const KvCacheOptions& o, KvBuckets& buckets, KvGeometry& geometry) {
+  if (layer.attention == AttentionKind::None || layer.kv_shared) return;
+  // Token bytes are linear in the element width: measure them at one byte per element.
+  KvCacheOptions per_element = o;
+  per_element.kv_element_bytes = 1;
+  int window = 0;
+  if (layer.attention == AttentionKind::SlidingWindow) window = layer.sliding_window;
+  if (layer.attention == AttentionKind::ChunkedLocal) window = layer.attention_chunk_size;
+  std::int64_t token_bytes = kv_layer_bytes_per_token(spec, layer, per_element);
+  if (layer.attention == AttentionKind::Mla && spec.mla.index_head_dim > 0) {
+    // The sparse-attention bytes do not scale with the KV dtype: kept apart for kv_page.
+    geometry.sparse_mla_layers += on_rank ? 1 : 0;
+    geometry.indexer_token_bytes = dsa_indexer_token_bytes(spec);
+    geometry.fp8_ds_mla_extra_bytes = dsa_fp8_ds_mla_extra_bytes(spec);
+    token_bytes -= geometry.indexer_token_bytes + geometry.fp8_ds_mla_extra_bytes;
+  }
+  const bool attention = is_token_attention(layer.attention);
+  KvBucket& bucket =
+      buckets[{static_cast<int>(layer.attention), window, attention ? token_bytes : 0}];
+  if (on_rank) {
+    if (bucket.on_rank == 0) bucket.first_on_rank = bucket.count;
+    bucket.on_rank += 1;
+    geometry.token_bytes_per_element += token_bytes;
+  }
+  bucket.count += 1;
+  geometry.max_layer_token_bytes_per_element =
+      std::max(geometry.max_layer_token_bytes_per_element, token_bytes);
+  geometry.state_bytes = std::max(geometry.state_bytes, mamba_state_bytes(spec, layer, o));
+}
+
 }  // namespace
 
 // vLLM groups the layers of every pipeline stage together (get_kv_cache_configs merges the
@@ -166,38 +215,15 @@ KvGeometry kv_geometry(const ModelSpec& spec, const KvCacheOptions& o) {
   const LayerRange range = effective_range(spec, o);
   KvGeometry geometry;
   geometry.num_speculative_tokens = o.num_speculative_tokens;
-  // Token bytes are linear in the element width: measure them at one byte per element.
-  KvCacheOptions per_element = o;
-  per_element.kv_element_bytes = 1;
   // Bucket layers by spec: (kind, window, attention bytes per token) -> count.
-  std::map<std::tuple<int, int, std::int64_t>, KvBucket> buckets;
+  KvBuckets buckets;
   for (std::int32_t i = 0; i < spec.num_hidden_layers; ++i) {
     const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
-    if (layer.attention == AttentionKind::None || layer.kv_shared) continue;
     const bool on_rank = i >= range.begin && i < range.end;
-    int window = 0;
-    if (layer.attention == AttentionKind::SlidingWindow) window = layer.sliding_window;
-    if (layer.attention == AttentionKind::ChunkedLocal) window = layer.attention_chunk_size;
-    std::int64_t token_bytes = kv_layer_bytes_per_token(spec, layer, per_element);
-    if (layer.attention == AttentionKind::Mla && spec.mla.index_head_dim > 0) {
-      // The sparse-attention bytes do not scale with the KV dtype: kept apart for kv_page.
-      geometry.sparse_mla_layers += on_rank ? 1 : 0;
-      geometry.indexer_token_bytes = dsa_indexer_token_bytes(spec);
-      geometry.fp8_ds_mla_extra_bytes = dsa_fp8_ds_mla_extra_bytes(spec);
-      token_bytes -= geometry.indexer_token_bytes + geometry.fp8_ds_mla_extra_bytes;
+    bucket_layer(spec, layer, on_rank, o, buckets, geometry);
+    if (layer.beside != AttentionKind::None) {
+      bucket_layer(spec, beside_cache(layer), on_rank, o, buckets, geometry);
     }
-    const bool attention = is_token_attention(layer.attention);
-    KvBucket& bucket =
-        buckets[{static_cast<int>(layer.attention), window, attention ? token_bytes : 0}];
-    if (on_rank) {
-      if (bucket.on_rank == 0) bucket.first_on_rank = bucket.count;
-      bucket.on_rank += 1;
-      geometry.token_bytes_per_element += token_bytes;
-    }
-    bucket.count += 1;
-    geometry.max_layer_token_bytes_per_element =
-        std::max(geometry.max_layer_token_bytes_per_element, token_bytes);
-    geometry.state_bytes = std::max(geometry.state_bytes, mamba_state_bytes(spec, layer, o));
   }
   std::int32_t layers_on_rank = 0;
   for (const auto& bucket : buckets) layers_on_rank += bucket.second.on_rank;

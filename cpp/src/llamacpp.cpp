@@ -346,6 +346,10 @@ void check_llama_shaped(const ModelSpec& spec) {
     if (present) refuse_spec(spec, name);
   }
   for (const LayerSpec& layer : spec.layers) {
+    if (layer.beside != AttentionKind::None) {
+      refuse_spec(spec,
+                  "a second cache beside the attention (a parallel Mamba2 mixer, a loop pass)");
+    }
     if (layer.attention != AttentionKind::Full || !layer.mlp || layer.kv_shared ||
         (layer.intermediate_size != 0 && layer.intermediate_size != spec.intermediate_size)) {
       refuse_spec(spec, std::string("a layer of ") + attention_kind_name(layer.attention) +

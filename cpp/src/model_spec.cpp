@@ -125,12 +125,12 @@ class GroupBuilder {
   bool mtp_ = false;
 };
 
-// Families whose checkpoints store q, k and v as one Linear (Phi-3 qkv_proj, Falcon and Ling
-// query_key_value, InternLM2 wqkv), or gate and up as one (Phi-3 and GLM-4 gate_up_proj,
+// Families whose checkpoints store q, k and v as one Linear (Phi-3 qkv_proj, Falcon, Ling and
+// Sarvam query_key_value, InternLM2 wqkv), or gate and up as one (Phi-3 and GLM-4 gate_up_proj,
 // gpt-oss experts' gate_up_proj); the rest store them apart, as Llama does.
 bool checkpoint_fuses_qkv(const ModelSpec& s) {
   return s.model_type == "phi3" || s.model_type == "falcon" || s.model_type == "internlm2" ||
-         s.model_type == "bailing_moe";
+         s.model_type == "bailing_moe" || s.model_type == "sarvam_moe";
 }
 
 bool checkpoint_fuses_gate_up(const ModelSpec& s) {
@@ -259,9 +259,11 @@ void add_mamba(const ModelSpec& s, int index, GroupBuilder& b) {
   const std::int64_t conv_dim = inner + groups_state;
   b.add(TensorRole::MixerIn, TensorSplit::Column, index, 2 * inner + groups_state + m.num_heads,
         s.hidden_size, true);
-  // conv1d weight [conv_dim, kernel] + bias [conv_dim]; A_log, D, dt_bias [heads]; norm [inner].
+  // conv1d weight [conv_dim, kernel] + bias [conv_dim]; A_log, D, dt_bias [heads]; the gated
+  // norm [inner] where it has a weight.
   b.add(TensorRole::MixerSmall, TensorSplit::Column, index, conv_dim, m.conv_kernel + 1, false);
-  b.add(TensorRole::MixerSmall, TensorSplit::Column, index, 3LL * m.num_heads + inner, 1, false);
+  b.add(TensorRole::MixerSmall, TensorSplit::Column, index,
+        3LL * m.num_heads + (m.gated_norm ? inner : 0), 1, false);
   b.add(TensorRole::MixerOut, TensorSplit::Row, index, s.hidden_size, inner, true);
 }
 
@@ -356,6 +358,14 @@ void add_layer(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuild
       break;
     case AttentionKind::None:
       break;
+  }
+  if (layer.beside == AttentionKind::Mamba) add_mamba(s, index, b);  // Falcon-H1's parallel mixer
+  if (layer.beside == AttentionKind::SlidingWindow) {
+    // IQuest-Coder-Loop's gate_projections: a biased ColumnParallelLinear [heads, hidden /
+    // heads] a layer, mixing the second pass's windowed attention with the first's.
+    const std::int64_t hq = s.num_attention_heads;
+    b.add(TensorRole::AttnQ, TensorSplit::Column, index, hq, s.hidden_size / hq, true);
+    b.add(TensorRole::Bias, TensorSplit::Column, index, hq, 1, false);
   }
   if (layer.mlp) add_mlp(s, layer, index, b);
   if (s.per_layer_input_size > 0) {

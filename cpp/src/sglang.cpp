@@ -137,6 +137,34 @@ std::int32_t kv_element_bytes_of(const std::string& kv_cache_dtype, std::int32_t
                     "not a KV cache dtype vramplan models for SGLang");
 }
 
+// One cache layer's cells (a decoder layer's attention or mixer, or the cache beside it).
+void add_layer_cells(const ModelSpec& spec, const LayerSpec& layer, const KvCacheOptions& options,
+                     std::int32_t tp, Stage& s) {
+  switch (layer.attention) {
+    case AttentionKind::Full:
+    case AttentionKind::ChunkedLocal:
+    case AttentionKind::Mla: {
+      s.full_cell_bytes += kv_layer_bytes_per_token(spec, layer, options);
+      if (layer.attention == AttentionKind::Mla) {
+        s.k_bytes_per_token += kv_layer_bytes_per_token(spec, layer, options);
+      } else {
+        const std::int64_t heads = std::max<std::int64_t>(1, layer.num_key_value_heads / tp);
+        s.k_bytes_per_token += heads * layer.head_dim * options.kv_element_bytes;
+      }
+      break;
+    }
+    case AttentionKind::SlidingWindow:
+      s.swa_cell_bytes += kv_layer_bytes_per_token(spec, layer, options);
+      break;
+    case AttentionKind::Mamba:
+    case AttentionKind::LinearAttention:
+      s.mamba_bytes_per_slot += mamba_state_bytes(spec, layer, options);
+      break;
+    case AttentionKind::None:
+      break;
+  }
+}
+
 Prepared prepare(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& rules,
                  const SglangConfig& config) {
   validate(config, spec);
@@ -183,29 +211,9 @@ Prepared prepare(const ModelSpec& spec, const GpuSpec& gpu, const SglangRules& r
     options.layers = range;
     for (std::int32_t i = range.begin; i < range.end; ++i) {
       const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
-      switch (layer.attention) {
-        case AttentionKind::Full:
-        case AttentionKind::ChunkedLocal:
-        case AttentionKind::Mla: {
-          s.full_cell_bytes += kv_layer_bytes_per_token(spec, layer, options);
-          if (layer.attention == AttentionKind::Mla) {
-            s.k_bytes_per_token += kv_layer_bytes_per_token(spec, layer, options);
-          } else {
-            const std::int64_t heads =
-                std::max<std::int64_t>(1, layer.num_key_value_heads / config.tp_size);
-            s.k_bytes_per_token += heads * layer.head_dim * p.kv_element_bytes;
-          }
-          break;
-        }
-        case AttentionKind::SlidingWindow:
-          s.swa_cell_bytes += kv_layer_bytes_per_token(spec, layer, options);
-          break;
-        case AttentionKind::Mamba:
-        case AttentionKind::LinearAttention:
-          s.mamba_bytes_per_slot += mamba_state_bytes(spec, layer, options);
-          break;
-        case AttentionKind::None:
-          break;
+      add_layer_cells(spec, layer, options, config.tp_size, s);
+      if (layer.beside != AttentionKind::None) {
+        add_layer_cells(spec, beside_cache(layer), options, config.tp_size, s);
       }
     }
     p.stages.push_back(s);

@@ -69,6 +69,8 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "hybrid_override_pattern", "string", false, "Nemotron-H pattern: M = Mamba2 mixer only, * = attention only, - = MLP only, E = MoE only."},
   {"model", "full_attention_head_dim", "int", false, "Head size of full_attention layers where it differs from head_dim (Gemma-4 global_head_dim).", kMaxHeadDim},
   {"model", "full_attention_num_key_value_heads", "int", false, "KV heads of full_attention layers where they differ (Gemma-4 num_global_key_value_heads).", std::int64_t{1} << 8},
+  {"model", "mamba_beside_attention", "bool", false, "Every attention layer also runs a Mamba2 mixer side by side, with its own weights and state (Falcon-H1); needs a mamba: block."},
+  {"model", "loop_window", "int", false, "Every attention layer also keeps a second KV cache of its heads over the last loop_window tokens, and a gate [heads, hidden / heads] + bias (IQuest-Coder-Loop's second pass); 0: none.", kMaxTokens},
   {"model", "num_kv_shared_layers", "int", false, "The last n layers attend with the KV of the last earlier layer of their kind: no KV cache, q/o projections only (Gemma-4). Below num_hidden_layers.", 4095},
   {"model", "kv_shared_double_wide_mlp", "bool", false, "The KV-shared layers' MLP is 2 x intermediate_size (Gemma-4 use_double_wide_mlp)."},
   {"model", "per_layer_input_size", "int", false, "Per-layer input embedding width (Gemma-4 hidden_size_per_layer_input); 0: none.", std::int64_t{1} << 12},
@@ -117,6 +119,7 @@ const std::vector<SchemaKey> kSchema = {
   {"mamba", "conv_bias", "bool", false, "Mamba-1 conv1d bias. Default true."},
   {"mamba", "proj_bias", "bool", false, "Mamba-1 in_proj / out_proj biases. Default false."},
   {"mamba", "dt_bc_norm_weights", "bool", false, "Mamba-1 RMSNorms with weights on dt, B and C (Jamba). Default false."},
+  {"mamba", "gated_norm", "bool", false, "Mamba2 gated RMSNorm with a weight of num_heads x head_dim (Falcon-H1 mamba_rms_norm false: none). Default true."},
   {"linear_attention", "num_key_heads", "int", true, "linear_num_key_heads.", std::int64_t{1} << 10},
   {"linear_attention", "ssm_state_dtype", "dtype", false, "SSM state cache dtype (config mamba_ssm_dtype). Default: the conv state's (the served dtype)."},
   {"linear_attention", "key_head_dim", "int", true, "linear_key_head_dim.", std::int64_t{1} << 8},
@@ -810,6 +813,9 @@ void read_mamba(const MapReader& r, ModelSpec& s) {
   const char* const mamba2_keys[] = {"num_heads", "head_dim", "n_groups"};
   const char* const mamba1_keys[] = {"intermediate_size", "time_step_rank", "conv_bias",
                                      "proj_bias", "dt_bc_norm_weights"};
+  if (s.mamba.version == 1 && m.has("gated_norm")) {
+    m.fail(m.field("gated_norm"), "given", "a Mamba2 key; version is 1");
+  }
   if (s.mamba.version == 1) {
     for (const char* key : mamba2_keys) {
       if (m.has(key)) m.fail(m.field(key), "given", "a Mamba2 key; version is 1");
@@ -833,6 +839,7 @@ void read_mamba(const MapReader& r, ModelSpec& s) {
   s.mamba.num_heads = m.get_i32("num_heads", 0, 1);
   s.mamba.head_dim = m.get_i32("head_dim", 0, 1);
   s.mamba.n_groups = m.get_i32("n_groups", 1, 1);
+  s.mamba.gated_norm = m.get_bool("gated_norm", true);
 }
 
 void read_short_conv(const MapReader& r, ModelSpec& s) {
@@ -1071,6 +1078,26 @@ void apply_layer_lists(const MapReader& r, ModelSpec& s) {
   }
 }
 
+// Caches beside the attention (LayerSpec::beside): Falcon-H1's parallel Mamba2 mixer,
+// IQuest-Coder-Loop's second-pass window. Every full or sliding attention layer gets one.
+void apply_beside_caches(const MapReader& r, ModelSpec& s) {
+  const bool mamba = r.get_bool("mamba_beside_attention", false);
+  const std::int32_t window = r.get_i32("loop_window", 0, 0);
+  if (mamba && window > 0) {
+    r.fail("loop_window", std::to_string(window), "a layer keeps one cache beside its attention");
+  }
+  if (mamba && (!s.has_mamba || s.mamba.version != 2)) {
+    r.fail("mamba_beside_attention", "true", "needs a mamba: block of version 2");
+  }
+  if (!mamba && window == 0) return;
+  for (LayerSpec& layer : s.layers) {
+    if (layer.attention != AttentionKind::Full && layer.attention != AttentionKind::SlidingWindow)
+      continue;
+    layer.beside = mamba ? AttentionKind::Mamba : AttentionKind::SlidingWindow;
+    layer.beside_window = mamba ? 0 : window;
+  }
+}
+
 }  // namespace
 
 ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string& file) {
@@ -1090,6 +1117,7 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
   const LayerKinds kinds = read_layer_kinds(r, s);
   build_layers(r, kinds, shared, moe, s);
   apply_layer_lists(r, s);
+  apply_beside_caches(r, s);
   finalize_model_spec(s);
   return s;
 }

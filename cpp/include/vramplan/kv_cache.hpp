@@ -89,6 +89,11 @@ std::int64_t dsa_indexer_token_bytes(const ModelSpec& spec) noexcept;
 // the bytes above the plain fp8 latent.
 std::int64_t dsa_fp8_ds_mla_extra_bytes(const ModelSpec& spec) noexcept;
 
+// The second cache a layer keeps beside its attention (LayerSpec::beside) as a layer of its
+// own: the layer's heads under the beside kind and window, no further beside cache; a layer
+// of kind None where it has none.
+LayerSpec beside_cache(const LayerSpec& layer) noexcept;
+
 // Per-layer attention bytes per token on a rank: Hkv_rank * (D + Dv) * s, MLA latent * s (plus
 // the sparse-attention bytes above).
 std::int64_t kv_layer_bytes_per_token(const ModelSpec& spec, const LayerSpec& layer,

@@ -40,6 +40,12 @@ struct LayerSpec {
   // last num_kv_shared_layers): no KV cache of its own, no k/v projections.
   bool kv_shared = false;
   std::int32_t intermediate_size = 0;  // dense MLP width of this layer; 0: the model's
+  // A second cache the layer keeps beside its attention KV, which vLLM registers as a layer of
+  // its own in the hybrid KV-cache manager: Mamba (Falcon-H1's Mamba2 mixer running in parallel
+  // with the attention, with its weights), or SlidingWindow (IQuest-Coder-Loop's second pass:
+  // the same projections, its own KV of the layer's heads over beside_window tokens).
+  AttentionKind beside = AttentionKind::None;
+  std::int32_t beside_window = 0;  // tokens, beside == SlidingWindow only
 };
 
 struct MlaSpec {
@@ -93,6 +99,9 @@ struct MambaSpec {
   bool conv_bias = true;
   bool proj_bias = false;
   bool dt_bc_norm_weights = false;
+  // Mamba2 only: the gated RMSNorm's weight [inner] (vLLM's Mixer2RMSNormGated registers none
+  // under use_rms_norm false: Falcon-H1's mamba_rms_norm).
+  bool gated_norm = true;
 };
 
 // vLLM's ShortConv (LFM2's conv layers, layers/mamba/short_conv.py): in_proj [3 x dim, hidden]

@@ -37,14 +37,16 @@ TEST(RegistryMultimodal4, Ovis25NineBMatchesItsCheckpoint) {
       4 * linear(v, v, true) + linear(v, 4304, true) + linear(4304, v, true) + 2 * (2 * v);
   const std::int64_t vit =
       linear(std::int64_t{3} * 16 * 16, v, true) + std::int64_t{1024} * v + 27 * block + 2 * v;
-  const std::int64_t head = linear(4 * v, 65532, false) + 2 * 65532;
+  const std::int64_t head_out = 65532;  // visual_vocab_size less the 4 indicator slots
+  const std::int64_t head = linear(4 * v, head_out, false) + 2 * head_out;
   const std::int64_t vte = std::int64_t{65536} * 4096;
   EXPECT_EQ(spec.vision.num_parameters, vit + head + vte);
   expect_published(vit, 400e6, 1);  // SigLIP2-so400m
   const std::int64_t h = 4096;
-  const std::int64_t layer = linear(h, 32 * 128, false) + 2 * linear(h, 8 * 128, false) +
-                             linear(32 * 128, h, false) + 2 * 128 + 3 * linear(h, 12288, false) +
-                             2 * h;
+  const std::int64_t head_dim = 128;
+  const std::int64_t layer = linear(h, 32 * head_dim, false) + 2 * linear(h, 8 * head_dim, false) +
+                             linear(32 * head_dim, h, false) + 2 * head_dim +
+                             3 * linear(h, 12288, false) + 2 * h;
   const std::int64_t text = 2 * std::int64_t{151936} * h + 36 * layer + h;
   expect_published(text, 8.19e9, 3);  // Qwen3-8B's model card: 8.2 B
   const std::int64_t total = text + vit + head + vte;

@@ -159,6 +159,7 @@ enum class Vision : std::uint8_t {
   MiniCpmV46,   // MiniCPM-V 4.6: SigLIP-style ViT, a window-attention merger, an MLP merger
   DeepseekOcr,  // DeepSeek-OCR: SAM ViT-B + CLIP-L (fixed sizes) + a linear projector
   Exaone45,     // EXAONE 4.5: Qwen2.5-VL's ViT with grouped K/V heads in its attention
+  Ovis25,       // Ovis2.5: SigLIP2-NaViT visual tokenizer, its head and a visual embedding table
 };
 
 struct Context {
@@ -1596,6 +1597,7 @@ constexpr NamedVision kVisions[] = {
     {"minicpmv4_6", Vision::MiniCpmV46},
     {"deepseek_ocr", Vision::DeepseekOcr},
     {"exaone4_5", Vision::Exaone45},
+    {"ovis2_5", Vision::Ovis25},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -1860,7 +1862,7 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
           "vision", "'" + vision + "'",
           "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
           "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v, kimi_k25, "
-          "minicpmv4_6, deepseek_ocr, exaone4_5)");
+          "minicpmv4_6, deepseek_ocr, exaone4_5, ovis2_5)");
     }
     w.vision = v->vision;
     t.wrappers.push_back(std::move(w));
@@ -2488,6 +2490,7 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
     case Vision::Exaone45:
       return exaone4_5_tower(v, text_hidden);
     case Vision::DeepseekOcr:  // reads projector_config, not vision_config: add_deepseek_ocr
+    case Vision::Ovis25:       // reads vit_config and visual_vocab_size: add_ovis2_5
     case Vision::Blip2:        // needs the Q-Former's config too: blip2_tower, from add_vision
     case Vision::Siglip:
     case Vision::Vit:
@@ -3174,6 +3177,55 @@ void add_deepseek_ocr(const json& config, const ConfigFields& top, const std::st
   doc["vision"] = {{"num_parameters", deepseek_ocr_tower(projector)}};
 }
 
+// Ovis2.5's visual tokenizer and visual embedding table as vLLM 0.33 builds them (ovis2_5.py,
+// siglip2navit.py): the SigLIP2-NaViT ViT of vit_config (num_patches <= 0: a biased patch
+// convolution; preserve_original_pe: (image_size / patch_size)^2 positions; biased q/k/v/o and
+// fc1 / fc2, two LayerNorms a block, the post-LayerNorm), the head (an unbiased Linear from
+// hidden_stride^2 x hidden to visual_vocab_size - 4 indicator slots, and a LayerNorm over those)
+// and the vte embedding [visual_vocab_size, hidden_size] at the top-level hidden_size.
+std::int64_t ovis2_5_tower(const ConfigFields& vit, const ConfigFields& top) {
+  constexpr std::int64_t kIndicatorSlots = 4;  // ovis.py INDICATOR_IDS
+  const std::string backbone = vit.string_or("model_type", "");
+  if (backbone != "siglip2_navit") {
+    vit.fail("model_type", backbone.empty() ? "missing" : backbone,
+             "siglip2_navit, the visual tokenizer vLLM's ovis2_5.py builds");
+  }
+  const std::int64_t h = bounded(vit, "hidden_size", kMaxWidth);
+  const std::int64_t inter = bounded(vit, "intermediate_size", kMaxWidth);
+  const std::int64_t layers = bounded(vit, "num_hidden_layers", kMaxLayers);
+  const std::int64_t image = bounded(vit, "image_size", kMaxSide);
+  const std::int64_t patch = bounded(vit, "patch_size", image);
+  const std::int64_t channels = bounded(vit, "num_channels", 16);
+  const std::int64_t stride = bounded(vit, "hidden_stride", 16);
+  if (!vit.has("num_patches") || !vit.at("num_patches").is_number_integer() ||
+      vit.at("num_patches").get<std::int64_t>() > 0) {
+    vit.fail("num_patches", vit.has("num_patches") ? vit.at("num_patches").dump() : "missing",
+             "-1 (the patch convolution of the checkpoints modelled; NaFlex's linear patch "
+             "embedding is not)");
+  }
+  const bool positions = vit.boolean_or("preserve_original_pe", false);
+  const std::int64_t embeddings =
+      channels * patch * patch * h + h + (positions ? (image / patch) * (image / patch) * h : 0);
+  const std::int64_t block = 4 * h * h + 2 * h * inter + 9 * h + inter;
+  const std::int64_t vocab = bounded(top, "visual_vocab_size", kMaxWidth);
+  if (vocab <= kIndicatorSlots) {
+    top.fail("visual_vocab_size", std::to_string(vocab), "more than the 4 indicator slots");
+  }
+  const std::int64_t head_out = vocab - kIndicatorSlots;
+  const std::int64_t head = stride * stride * h * head_out + 2 * head_out;
+  const std::int64_t vte = vocab * bounded(top, "hidden_size", kMaxWidth);
+  return embeddings + layers * block + 2 * h + head + vte;
+}
+
+void add_ovis2_5(const json& config, const ConfigFields& top, const std::string& file, json& doc) {
+  if (!top.has("vit_config") || !config.at("vit_config").is_object()) {
+    top.fail("vit_config", top.has("vit_config") ? "not an object" : "missing",
+             "the visual tokenizer's ViT sizes are needed to count it");
+  }
+  const ConfigFields vit(config.at("vit_config"), file, "vit_config.");
+  doc["vision"] = {{"num_parameters", ovis2_5_tower(vit, top)}};
+}
+
 json architecture_spec_document(const json& config, const std::string& file) {
   if (!config.is_object())
     throw SpecError(file, "<root>", config.type_name(), "config.json must be an object");
@@ -3226,6 +3278,8 @@ json architecture_spec_document(const json& config, const std::string& file) {
   }
   if (style == Vision::DeepseekOcr) {
     add_deepseek_ocr(config, top, file, doc);
+  } else if (style == Vision::Ovis25) {
+    add_ovis2_5(config, top, file, doc);
   } else if (top.has("vision_config")) {
     add_vision(config, top, style, model_type, file, doc);
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||

@@ -134,6 +134,9 @@ enum class EncoderAttention : std::uint8_t { Unmodelled, Qwen2Vl, Qwen25Vl };
 
 struct TowerSpec {
   std::int64_t num_parameters = 0;
+  // The modality vLLM profiles through this tower: "image", or "audio" for an audio-only model
+  // (Qwen2-Audio), whose encoder profile is not modelled.
+  std::string modality = "image";
   std::int64_t image_tokens_per_item = 0;    // LM embeddings of one largest image
   std::int64_t encoder_tokens_per_item = 0;  // tokens the encoder runs per image (patches, CLS)
   std::int64_t pixel_values_per_item = 0;    // elements of one image's pixel_values

@@ -164,6 +164,7 @@ enum class Audio : std::uint8_t {
   None,
   Qwen2Audio,  // Qwen2-Audio: transformers' Qwen2AudioEncoder + a biased linear projector
   Qwen3Asr,    // Qwen3-ASR: the Qwen3-Omni audio encoder (conv2d stem, proj1 / proj2)
+  Qwen25Omni,  // Qwen2.5-Omni's thinker: a Whisper-style encoder with ln_post and proj
 };
 
 struct Context {
@@ -1515,6 +1516,7 @@ struct NamedAudio {
 constexpr NamedAudio kAudios[] = {
     {"qwen2_audio", Audio::Qwen2Audio},
     {"qwen3_asr", Audio::Qwen3Asr},
+    {"qwen2_5_omni", Audio::Qwen25Omni},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -1710,8 +1712,8 @@ void read_vision_class_defaults(const YAML::Node& list, const std::string& file,
   }
 }
 
-// One wrappers entry: its text row and the tower it carries (a vision tower or an audio
-// encoder).
+// One wrappers entry: its text row and the towers it carries (a vision tower, an audio encoder,
+// or both).
 Wrapper read_wrapper(const TableEntry& e, const Table& t) {
   Wrapper w;
   w.model_type = e.text("model_type", true);
@@ -1721,9 +1723,8 @@ Wrapper read_wrapper(const TableEntry& e, const Table& t) {
     return std::find(m.begin(), m.end(), w.text_model_type) != m.end();
   });
   if (!text_planned) e.fail("text_model_type", w.text_model_type, "not a row's model_type");
-  if (e.has("vision") == e.has("audio")) {
-    e.fail("vision", e.has("audio") ? "set beside audio" : "missing",
-           "a wrapper names its vision tower or its audio encoder (the spec holds one tower)");
+  if (!e.has("vision") && !e.has("audio")) {
+    e.fail("vision", "missing", "a wrapper names its vision tower, its audio encoder, or both");
   }
   if (e.has("vision")) {
     const std::string vision = e.text("vision", true);
@@ -1742,7 +1743,8 @@ Wrapper read_wrapper(const TableEntry& e, const Table& t) {
     const auto* a = std::find_if(std::begin(kAudios), std::end(kAudios),
                                  [&](const NamedAudio& n) { return audio == n.name; });
     if (a == std::end(kAudios)) {
-      e.fail("audio", "'" + audio + "'", "unknown audio encoder (qwen2_audio, qwen3_asr)");
+      e.fail("audio", "'" + audio + "'",
+             "unknown audio encoder (qwen2_audio, qwen3_asr, qwen2_5_omni)");
     }
     w.audio = a->audio;
   }
@@ -2456,6 +2458,20 @@ void vision_profile_facts(const ConfigFields& v, const ConfigFields& top, Vision
 
 // --- audio encoders ------------------------------------------------------------------------
 
+// A Whisper-style encoder without its position table: conv1, conv2, the layers (Whisper's
+// attention, k unbiased) and the final LayerNorm.
+std::int64_t whisper_convs_and_layers(const ConfigFields& a) {
+  const std::int64_t d = bounded(a, "d_model", kMaxWidth);
+  const std::int64_t ffn = bounded(a, "encoder_ffn_dim", kMaxWidth);
+  const std::int64_t layers = bounded(a, "encoder_layers", kMaxLayers);
+  const std::int64_t mels = bounded(a, "num_mel_bins", 1 << 12);
+  const std::int64_t convs = d * mels * 3 + d + d * d * 3 + d;
+  const std::int64_t attention = 4 * d * d + 3 * d;  // q, k, v, out; k unbiased
+  const std::int64_t mlp = 2 * d * ffn + ffn + d;
+  const std::int64_t per_layer = attention + mlp + 2 * 2 * d;
+  return convs + layers * per_layer + 2 * d;
+}
+
 // A Whisper-style audio encoder as transformers' Qwen2AudioEncoder builds it (vLLM 0.33's
 // qwen2_audio.py loads that class): conv1 [d, num_mel_bins, 3] and conv2 [d, d, 3] with biases,
 // a max_source_positions x d position table (an nn.Embedding, stored in the checkpoint), per
@@ -2463,16 +2479,18 @@ void vision_profile_facts(const ConfigFields& v, const ConfigFields& top, Vision
 // [ffn, d] and fc2 [d, ffn] with biases and two LayerNorms, then a final LayerNorm; the average
 // pooling has no weights.
 std::int64_t whisper_style_encoder(const ConfigFields& a) {
-  const std::int64_t d = bounded(a, "d_model", kMaxWidth);
-  const std::int64_t ffn = bounded(a, "encoder_ffn_dim", kMaxWidth);
-  const std::int64_t layers = bounded(a, "encoder_layers", kMaxLayers);
-  const std::int64_t mels = bounded(a, "num_mel_bins", 1 << 12);
   const std::int64_t positions = bounded(a, "max_source_positions", 1 << 20);
-  const std::int64_t stem = d * mels * 3 + d + d * d * 3 + d + positions * d;
-  const std::int64_t attention = 4 * d * d + 3 * d;  // q, k, v, out; k unbiased
-  const std::int64_t mlp = 2 * d * ffn + ffn + d;
-  const std::int64_t per_layer = attention + mlp + 2 * 2 * d;
-  return stem + layers * per_layer + 2 * d;
+  return whisper_convs_and_layers(a) + positions * bounded(a, "d_model", kMaxWidth);
+}
+
+// Qwen2.5-Omni's audio encoder (transformers' Qwen2_5OmniAudioEncoder, which vLLM 0.33's
+// qwen2_5_omni_thinker.py loads): Whisper's convs and layers with sinusoidal positions (a
+// buffer, not a weight), an audio_bos_eos_token embedding [2, output_dim], ln_post (the final
+// LayerNorm) and a biased proj [output_dim, d_model] to the text width; no projector.
+std::int64_t qwen25_omni_audio_encoder(const ConfigFields& a) {
+  const std::int64_t d = bounded(a, "d_model", kMaxWidth);
+  const std::int64_t out = bounded(a, "output_dim", kMaxWidth);
+  return whisper_convs_and_layers(a) + 2 * out + out * d + out;
 }
 
 // The Qwen3-Omni audio encoder as vLLM 0.33 builds it (qwen3_omni_moe_thinker.py
@@ -2502,6 +2520,9 @@ struct AudioConfigClass {
 };
 AudioConfigClass audio_config_class(Audio audio) {
   if (audio == Audio::Qwen3Asr) return {"Qwen3ASRAudioEncoderConfig", "qwen3_asr_audio_encoder"};
+  if (audio == Audio::Qwen25Omni) {
+    return {"Qwen2_5OmniAudioEncoderConfig", "qwen2_5_omni_audio_encoder"};
+  }
   return {"Qwen2AudioEncoderConfig", "qwen2_audio_encoder"};
 }
 
@@ -2515,6 +2536,8 @@ std::int64_t audio_parameters(const ConfigFields& a, Audio audio, std::int64_t t
     case Audio::Qwen3Asr:
       // No projector: proj2 maps to output_dim, the text width.
       return qwen3_omni_audio_encoder(a);
+    case Audio::Qwen25Omni:
+      return qwen25_omni_audio_encoder(a);
     case Audio::None:
       break;
   }
@@ -3056,11 +3079,11 @@ void add_vision(const json& config, const ConfigFields& top, Vision style,
                 const std::string& model_type, const std::string& file, json& doc) {
   const json& vision = config.at("vision_config");
   if (!vision.is_object()) top.fail("vision_config", "not an object", "expected an object");
-  const std::string config_class =
-      vision_config_class(ConfigFields(vision, file, "vision_config."), style, model_type);
+  const std::string config_class = vision_config_class(
+      ConfigFields(vision, file, top.prefix() + "vision_config."), style, model_type);
   const json no_defaults = json::object();
   const json& defaults = config_class.empty() ? no_defaults : vision_class_defaults(config_class);
-  const ConfigFields v(vision, file, "vision_config.", &defaults, config_class);
+  const ConfigFields v(vision, file, top.prefix() + "vision_config.", &defaults, config_class);
   const std::int64_t text_hidden = doc["hidden_size"].get<std::int64_t>();
   std::int64_t parameters = 0;
   if (style == Vision::Blip2) {
@@ -3084,8 +3107,10 @@ void add_vision(const json& config, const ConfigFields& top, Vision style,
   report_defaults(v, defaults, config_class, doc);
 }
 
-// The wrapper's audio encoder into doc["vision"] (the spec's one tower) as a tower of modality
-// audio, and the audio-config class defaults it read into doc["config_defaults"].
+// The wrapper's audio encoder into doc["vision"] (the spec's one tower): alone, a tower of
+// modality audio; beside a vision tower, its share in audio_parameters and audio among the
+// modalities whose profile is not modelled. The audio-config class defaults it read go to
+// doc["config_defaults"].
 void add_audio(const json& config, const ConfigFields& top, Audio audio, const std::string& file,
                json& doc) {  // config / top: the object holding audio_config (thinker_config)
   if (!top.has("audio_config")) {
@@ -3105,7 +3130,16 @@ void add_audio(const json& config, const ConfigFields& top, Audio audio, const s
   }
   const std::int64_t parameters =
       audio_parameters(a, audio, doc["hidden_size"].get<std::int64_t>());
-  doc["vision"] = {{"num_parameters", parameters}, {"modality", "audio"}};
+  if (doc.contains("vision")) {
+    // Beside a vision tower (Qwen2.5-Omni): one tower of both, the audio share apart.
+    json& tower = doc["vision"];
+    tower["num_parameters"] = tower["num_parameters"].get<std::int64_t>() + parameters;
+    tower["audio_parameters"] = parameters;
+    if (!tower.contains("unmodelled_modalities")) tower["unmodelled_modalities"] = json::array();
+    tower["unmodelled_modalities"].push_back("audio");
+  } else {
+    doc["vision"] = {{"num_parameters", parameters}, {"modality", "audio"}};
+  }
   report_defaults(a, defaults, cls.config_class, doc);
 }
 
@@ -3168,8 +3202,8 @@ json architecture_spec_document(const json& config, const std::string& file) {
   // An audio-only wrapper (Qwen2-Audio) builds no vision tower in vLLM: a vision_config there
   // is not read.
   const bool audio_only = wrapper != nullptr && wrapper->vision == Vision::None;
-  if (top.has("vision_config") && !audio_only) {
-    add_vision(config, top, style, model_type, file, doc);
+  if (outer.has("vision_config") && !audio_only) {
+    add_vision(body, outer, style, model_type, file, doc);
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
              style == Vision::InternVit || style == Vision::InternVlHf || style == Vision::Blip2 ||
              style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25) {

@@ -91,6 +91,21 @@ bool CompiledLaunch::multimodal_enabled() const {
   return enabled;
 }
 
+// vLLM 0.33 builds each tower only while one of its modalities is enabled (_mark_tower_model):
+// none without a modality, and of a vision tower beside an audio encoder (Qwen2.5-Omni) the
+// parts whose modalities are on.
+std::int64_t CompiledLaunch::loaded_tower_parameters() const {
+  const TowerSpec& tower = spec_->vision;
+  if (tower.num_parameters <= 0 || !multimodal_enabled()) return 0;
+  if (tower.audio_parameters <= 0) return tower.num_parameters;
+  bool vision = mm_limit("image") > 0;
+  for (const std::string& modality : tower.unmodelled_modalities) {
+    if (modality != "audio") vision |= mm_limit(modality) > 0;
+  }
+  return (mm_limit("audio") > 0 ? tower.audio_parameters : 0) +
+         (vision ? tower.num_parameters - tower.audio_parameters : 0);
+}
+
 EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
   const ModelSpec& s = *spec_;
   const EngineConfig& c = config_;

@@ -125,6 +125,7 @@ const std::vector<SchemaKey> kSchema = {
   {"linear_attention", "conv_kernel", "int", false, "linear_conv_kernel_dim. Default 4.", 64},
   {"vision", "num_parameters", "int", true, "Parameters of the encoder + projector (kept unquantized).", std::int64_t{1} << 42},
   {"vision", "modality", "string", false, "image (default) or audio: the modality vLLM profiles through the tower; an audio tower (Qwen2-Audio, Qwen3-ASR) has no encoder-profile facts: a plan warns while audio is enabled and refuses an explicit audio limit."},
+  {"vision", "audio_parameters", "int", false, "Of num_parameters, an audio encoder's beside the vision tower (Qwen2.5-Omni): vLLM builds it only while audio is enabled, the vision part only while image or video is.", std::int64_t{1} << 42},
   {"vision", "image_tokens_per_item", "int", false, "LM embeddings one image of the processor's largest size becomes (vLLM get_mm_max_tokens_per_item); with the encoder keys it enables the encoder-profile term.", std::int64_t{1} << 24},
   {"vision", "encoder_tokens_per_item", "int", false, "Tokens the encoder transformer runs per such image (patches per tile x tiles, CLS included).", std::int64_t{1} << 24},
   {"vision", "pixel_values_per_item", "int", false, "Elements of one such image's pixel_values tensor.", kMaxTokens},
@@ -865,6 +866,11 @@ void read_vision(const MapReader& r, ModelSpec& s) {
   const MapReader m(r.child("vision"), file, "vision", "vision");
   s.vision.num_parameters = m.get_int("num_parameters", 0, 1);
   s.vision.modality = m.get_string("modality", "image");
+  s.vision.audio_parameters = m.get_int("audio_parameters", 0, 0);
+  if (s.vision.audio_parameters > s.vision.num_parameters) {
+    m.fail(m.field("audio_parameters"), std::to_string(s.vision.audio_parameters),
+           "must not exceed num_parameters (the vision tower's share is the rest)");
+  }
   if (s.vision.modality != "image" && s.vision.modality != "audio") {
     m.fail(m.field("modality"), "'" + s.vision.modality + "'", "expected image or audio");
   }

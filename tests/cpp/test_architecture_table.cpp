@@ -149,8 +149,6 @@ INSTANTIATE_TEST_SUITE_P(
                "'clip'"},
         BadRow{"UnknownAudioEncoder", "vision: llava}", "audio: whisper}", "wrappers[0].audio",
                "'whisper'"},
-        BadRow{"VisionBesideAudio", "vision: llava}", "vision: llava, audio: qwen2_audio}",
-               "wrappers[0].vision", "set beside audio"},
         BadRow{"WrapperWithoutTower", ", vision: llava}", "}", "wrappers[0].vision", "missing"},
         BadRow{"RowWrapperNotListed",
                "wrappers:\n  - {model_type: llava, text_model_type: "

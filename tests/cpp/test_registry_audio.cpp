@@ -77,6 +77,17 @@ std::int64_t qwen3_tied_text(std::int64_t h, std::int64_t layers, std::int64_t h
   return layers * layer + h + vocab * h;
 }
 
+// Qwen2.5-VL's vision transformer (qwen2_5_vl.py) at width e: the unbiased 3-D patch conv
+// [e, 3 x 2 x 14 x 14], per block a biased fused qkv and proj, a biased gated MLP and two
+// RMSNorms; the merger's RMSNorm over e and its biased [4e -> 4e] and [4e -> out].
+std::int64_t qwen25_vl_vision(std::int64_t e, std::int64_t depth, std::int64_t inter,
+                              std::int64_t out) {
+  const std::int64_t block = linear(e, 3 * e, true) + linear(e, e, true) +
+                             2 * linear(e, inter, true) + linear(inter, e, true) + 2 * e;
+  return std::int64_t{3} * 2 * 14 * 14 * e + depth * block + e + linear(4 * e, 4 * e, true) +
+         linear(4 * e, out, true);
+}
+
 std::shared_ptr<const ModelSpec> audio_spec(const std::string& name) {
   return std::make_shared<const ModelSpec>(load_hf_config(config_path(name)));
 }
@@ -141,11 +152,55 @@ TEST(RegistryAudio, Qwen3Asr17bByHand) {
             2038052480);
 }
 
+// Qwen2.5-Omni's thinker, as vLLM builds it (no talker), in a thinker-only checkpoint
+// (TimeChat-Captioner-GRPO-7B, a Qwen2.5-Omni-7B fine-tune; its index gives 8,931,813,888
+// parameters). Audio: Whisper's convs and 32 layers of width 1280 (MLP 5120, 128 mel bins), the
+// [2, 3584] audio_bos_eos_token, ln_post and proj [3584, 1280], no position weights. Vision:
+// Qwen2.5-VL's ViT, 32 blocks of 1280, MLP 3420, merged to 3584. Text: Qwen2.5-7B (28 layers,
+// 28 heads and 4 KV heads x 128, MLP 18944, vocabulary 152,064, untied).
+// KV: 28 x 2 x 4 x 128 x 2 B = 57,344 B a token.
+TEST(RegistryAudio, Qwen25OmniThinkerByHand) {
+  const auto spec = audio_spec("yaolily__TimeChat-Captioner-GRPO-7B.json");
+  const std::int64_t d = 1280;
+  const std::int64_t whisper_layer = linear(d, d, true) + linear(d, d, false) + linear(d, d, true) +
+                                     linear(d, d, true) + linear(d, 5120, true) +
+                                     linear(5120, d, true) + 2 * (2 * d);
+  const std::int64_t audio = (d * 128 * 3 + d) + (d * d * 3 + d) + 2 * 3584 + 32 * whisper_layer +
+                             2 * d + linear(d, 3584, true);
+  const std::int64_t vision = qwen25_vl_vision(1280, 32, 3420, 3584);
+  const std::int64_t text = qwen2_text(3584, 28, 28, 4, 18944, 152064);
+  EXPECT_EQ(spec->vision.num_parameters, audio + vision);
+  EXPECT_EQ(spec->vision.audio_parameters, audio);
+  EXPECT_EQ(spec->vision.modality, "image");
+  EXPECT_EQ(parameter_count(*spec), text + audio + vision);
+  EXPECT_EQ(text + audio + vision, 8931813888);
+  EXPECT_EQ(kv_bf16(*spec), 28 * 2 * 4 * 128 * 2);
+}
+
+// vLLM builds Qwen2.5-Omni's audio encoder only while audio is enabled and its vision tower
+// only while image or video is: the loaded weights drop by each tower's bf16 bytes.
+TEST(RegistryAudio, OmniTowersLoadWithTheirModalities) {
+  const auto spec = audio_spec("yaolily__TimeChat-Captioner-GRPO-7B.json");
+  auto weights = [&](const char* limits) {
+    EngineConfig config;
+    config.max_model_len = 8192;
+    config.limit_mm_per_prompt = limits;
+    return launch_of(spec, config).breakdown(launch_knobs(config)).ranks.front().weights_bytes;
+  };
+  const std::int64_t all = weights(R"({"image": 0, "video": 0, "audio": 1})") +
+                           2 * (spec->vision.num_parameters - spec->vision.audio_parameters);
+  EXPECT_EQ(weights(R"({"audio": 0})"), all - 2 * spec->vision.audio_parameters);
+  EXPECT_EQ(weights(R"({"image": 0, "video": 0, "audio": 0})"),
+            all - 2 * spec->vision.num_parameters);
+}
+
 TEST(RegistryAudio, RegistryPlansTheAudioWrappers) {
   const std::map<std::string, std::string> expected = {
       {"Qwen2AudioForConditionalGeneration", "qwen2_audio"},
       {"Qwen3ASRForConditionalGeneration", "qwen3_asr"},
       {"Qwen3ASRRealtimeGeneration", "qwen3_asr"},
+      {"Qwen2_5OmniModel", "qwen2_5_omni"},
+      {"Qwen2_5OmniForConditionalGeneration", "qwen2_5_omni"},
   };
   std::size_t found = 0;
   for (const VllmArchitecture& a : vllm_registry_architectures()) {

@@ -179,6 +179,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"linear_attention", "conv_kernel"},
     {"vision", "num_parameters"},
     {"vision", "modality"},
+    {"vision", "audio_parameters"},
     {"vision", "image_tokens_per_item"},
     {"vision", "encoder_tokens_per_item"},
     {"vision", "pixel_values_per_item"},

@@ -162,6 +162,15 @@ enum class Vision : std::uint8_t {
   Ovis25,       // Ovis2.5: SigLIP2-NaViT visual tokenizer, its head and a visual embedding table
 };
 
+// The audio encoder a multimodal wrapper carries (read from audio_config; counted by parameters,
+// stored unquantized, beside or instead of a vision tower).
+enum class Audio : std::uint8_t {
+  None,
+  Qwen2Audio,  // Qwen2-Audio: transformers' Qwen2AudioEncoder + a biased linear projector
+  Qwen3Asr,    // Qwen3-ASR: the Qwen3-Omni audio encoder (conv2d stem, proj1 / proj2)
+  Qwen25Omni,  // Qwen2.5-Omni's thinker: a Whisper-style encoder with ln_post and proj
+};
+
 struct Context {
   const ConfigFields& f;  // the text config, family defaults applied
   const ConfigFields& top;
@@ -194,6 +203,7 @@ struct Wrapper {
   std::string model_type;       // top-level model_type of the multimodal checkpoint
   std::string text_model_type;  // when text_config names none (or there is none)
   Vision vision = Vision::None;
+  Audio audio = Audio::None;
 };
 
 // --- named rules: family-specific translation that reads further config keys --------------
@@ -1600,6 +1610,16 @@ constexpr NamedVision kVisions[] = {
     {"ovis2_5", Vision::Ovis25},
 };
 
+struct NamedAudio {
+  const char* name;
+  Audio audio;
+};
+constexpr NamedAudio kAudios[] = {
+    {"qwen2_audio", Audio::Qwen2Audio},
+    {"qwen3_asr", Audio::Qwen3Asr},
+    {"qwen2_5_omni", Audio::Qwen25Omni},
+};
+
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
 const std::set<std::string> kSettable = {"qkv_bias", "o_proj_bias",     "mlp_bias",       "qk_norm",
                                          "mlp",      "norms_per_layer", "attention_sinks"};
@@ -1793,6 +1813,46 @@ void read_vision_class_defaults(const YAML::Node& list, const std::string& file,
   }
 }
 
+// One wrappers entry: its text row and the towers it carries (a vision tower, an audio encoder,
+// or both).
+Wrapper read_wrapper(const TableEntry& e, const Table& t) {
+  Wrapper w;
+  w.model_type = e.text("model_type", true);
+  w.text_model_type = e.text("text_model_type", true);
+  const bool text_planned = std::any_of(t.rows.begin(), t.rows.end(), [&](const Row& r) {
+    const auto& m = r.info.model_types;
+    return std::find(m.begin(), m.end(), w.text_model_type) != m.end();
+  });
+  if (!text_planned) e.fail("text_model_type", w.text_model_type, "not a row's model_type");
+  if (!e.has("vision") && !e.has("audio")) {
+    e.fail("vision", "missing", "a wrapper names its vision tower, its audio encoder, or both");
+  }
+  if (e.has("vision")) {
+    const std::string vision = e.text("vision", true);
+    const auto* v = std::find_if(std::begin(kVisions), std::end(kVisions),
+                                 [&](const NamedVision& n) { return vision == n.name; });
+    if (v == std::end(kVisions)) {
+      e.fail(
+          "vision", "'" + vision + "'",
+          "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
+          "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v, kimi_k25, "
+          "minicpmv4_6, deepseek_ocr, exaone4_5, ovis2_5)");
+    }
+    w.vision = v->vision;
+  }
+  if (e.has("audio")) {
+    const std::string audio = e.text("audio", true);
+    const auto* a = std::find_if(std::begin(kAudios), std::end(kAudios),
+                                 [&](const NamedAudio& n) { return audio == n.name; });
+    if (a == std::end(kAudios)) {
+      e.fail("audio", "'" + audio + "'",
+             "unknown audio encoder (qwen2_audio, qwen3_asr, qwen2_5_omni)");
+    }
+    w.audio = a->audio;
+  }
+  return w;
+}
+
 YAML::Node sequence(const YAML::Node& root, const char* key, const std::string& file) {
   YAML::Node list = root[key];
   if (!list || !list.IsSequence()) throw SpecError(file, key, "missing", "expected a list");
@@ -1841,31 +1901,13 @@ Table parse_table(const std::string& yaml_text, const std::string& file) {
   const YAML::Node wrappers = sequence(root, "wrappers", file);
   for (std::size_t i = 0; i < wrappers.size(); ++i) {
     const TableEntry e(wrappers[i], file, "wrappers[" + std::to_string(i) + "]",
-                       {"model_type", "text_model_type", "vision"});
-    Wrapper w;
-    w.model_type = e.text("model_type", true);
-    w.text_model_type = e.text("text_model_type", true);
-    if (wrapped.erase(w.model_type) == 0) {
-      e.fail("model_type", w.model_type,
+                       {"model_type", "text_model_type", "vision", "audio"});
+    const std::string model_type = e.text("model_type", true);
+    if (wrapped.erase(model_type) == 0) {
+      e.fail("model_type", model_type,
              "not in one architecture row's wrapper_model_types (or listed twice)");
     }
-    const bool text_planned = std::any_of(t.rows.begin(), t.rows.end(), [&](const Row& r) {
-      const auto& m = r.info.model_types;
-      return std::find(m.begin(), m.end(), w.text_model_type) != m.end();
-    });
-    if (!text_planned) e.fail("text_model_type", w.text_model_type, "not a row's model_type");
-    const std::string vision = e.text("vision", true);
-    const auto* v = std::find_if(std::begin(kVisions), std::end(kVisions),
-                                 [&](const NamedVision& n) { return vision == n.name; });
-    if (v == std::end(kVisions)) {
-      e.fail(
-          "vision", "'" + vision + "'",
-          "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
-          "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v, kimi_k25, "
-          "minicpmv4_6, deepseek_ocr, exaone4_5, ovis2_5)");
-    }
-    w.vision = v->vision;
-    t.wrappers.push_back(std::move(w));
+    t.wrappers.push_back(read_wrapper(e, t));
   }
   if (!wrapped.empty()) {
     throw SpecError(file, "wrappers", *wrapped.begin(),
@@ -2588,6 +2630,94 @@ void vision_profile_facts(const ConfigFields& v, const ConfigFields& top, Vision
   out["encoder_mlp"] = gated ? "gated" : "plain";
 }
 
+// --- audio encoders ------------------------------------------------------------------------
+
+// A Whisper-style encoder without its position table: conv1, conv2, the layers (Whisper's
+// attention, k unbiased) and the final LayerNorm.
+std::int64_t whisper_convs_and_layers(const ConfigFields& a) {
+  const std::int64_t d = bounded(a, "d_model", kMaxWidth);
+  const std::int64_t ffn = bounded(a, "encoder_ffn_dim", kMaxWidth);
+  const std::int64_t layers = bounded(a, "encoder_layers", kMaxLayers);
+  const std::int64_t mels = bounded(a, "num_mel_bins", 1 << 12);
+  const std::int64_t convs = d * mels * 3 + d + d * d * 3 + d;
+  const std::int64_t attention = 4 * d * d + 3 * d;  // q, k, v, out; k unbiased
+  const std::int64_t mlp = 2 * d * ffn + ffn + d;
+  const std::int64_t per_layer = attention + mlp + 2 * 2 * d;
+  return convs + layers * per_layer + 2 * d;
+}
+
+// A Whisper-style audio encoder as transformers' Qwen2AudioEncoder builds it (vLLM 0.33's
+// qwen2_audio.py loads that class): conv1 [d, num_mel_bins, 3] and conv2 [d, d, 3] with biases,
+// a max_source_positions x d position table (an nn.Embedding, stored in the checkpoint), per
+// layer q_proj, v_proj and out_proj with biases and k_proj without (Whisper's attention), fc1
+// [ffn, d] and fc2 [d, ffn] with biases and two LayerNorms, then a final LayerNorm; the average
+// pooling has no weights.
+std::int64_t whisper_style_encoder(const ConfigFields& a) {
+  const std::int64_t positions = bounded(a, "max_source_positions", 1 << 20);
+  return whisper_convs_and_layers(a) + positions * bounded(a, "d_model", kMaxWidth);
+}
+
+// Qwen2.5-Omni's audio encoder (transformers' Qwen2_5OmniAudioEncoder, which vLLM 0.33's
+// qwen2_5_omni_thinker.py loads): Whisper's convs and layers with sinusoidal positions (a
+// buffer, not a weight), an audio_bos_eos_token embedding [2, output_dim], ln_post (the final
+// LayerNorm) and a biased proj [output_dim, d_model] to the text width; no projector.
+std::int64_t qwen25_omni_audio_encoder(const ConfigFields& a) {
+  const std::int64_t d = bounded(a, "d_model", kMaxWidth);
+  const std::int64_t out = bounded(a, "output_dim", kMaxWidth);
+  return whisper_convs_and_layers(a) + 2 * out + out * d + out;
+}
+
+// The Qwen3-Omni audio encoder as vLLM 0.33 builds it (qwen3_omni_moe_thinker.py
+// Qwen3OmniMoeAudioEncoder, which qwen3_asr.py loads): three biased 3 x 3 Conv2d of
+// downsample_hidden_size channels (the first over one channel), each halving the mel axis, an
+// unbiased conv_out from channels x the remaining mel bins to d_model, per layer a biased fused
+// qkv and out_proj, biased fc1 / fc2 and two LayerNorms, then ln_post and the biased proj1
+// [d, d] and proj2 [output_dim, d]; the sinusoidal positions are a buffer, not a weight.
+std::int64_t qwen3_omni_audio_encoder(const ConfigFields& a) {
+  const std::int64_t d = bounded(a, "d_model", kMaxWidth);
+  const std::int64_t ffn = bounded(a, "encoder_ffn_dim", kMaxWidth);
+  const std::int64_t layers = bounded(a, "encoder_layers", kMaxLayers);
+  const std::int64_t mels = bounded(a, "num_mel_bins", 1 << 12);
+  const std::int64_t channels = bounded(a, "downsample_hidden_size", kMaxWidth);
+  const std::int64_t out = bounded(a, "output_dim", kMaxWidth);
+  const std::int64_t remaining = (((mels + 1) / 2 + 1) / 2 + 1) / 2;
+  const std::int64_t convs = channels * 9 + channels + 2 * (channels * channels * 9 + channels);
+  const std::int64_t per_layer = 4 * d * d + 4 * d + 2 * d * ffn + ffn + d + 2 * 2 * d;
+  return convs + channels * remaining * d + layers * per_layer + 2 * d + d * d + d + out * d + out;
+}
+
+// The transformers class an audio_config is built as (its defaults fill omitted keys) and the
+// model_type it carries.
+struct AudioConfigClass {
+  const char* config_class;
+  const char* model_type;
+};
+AudioConfigClass audio_config_class(Audio audio) {
+  if (audio == Audio::Qwen3Asr) return {"Qwen3ASRAudioEncoderConfig", "qwen3_asr_audio_encoder"};
+  if (audio == Audio::Qwen25Omni) {
+    return {"Qwen2_5OmniAudioEncoderConfig", "qwen2_5_omni_audio_encoder"};
+  }
+  return {"Qwen2AudioEncoderConfig", "qwen2_audio_encoder"};
+}
+
+// The encoder and projector parameters of a wrapper's audio tower, as vLLM 0.33 builds them.
+std::int64_t audio_parameters(const ConfigFields& a, Audio audio, std::int64_t text_hidden) {
+  switch (audio) {
+    case Audio::Qwen2Audio:
+      // qwen2_audio.py Qwen2AudioMultiModalProjector: a biased Linear [text, d_model].
+      return whisper_style_encoder(a) + bounded(a, "d_model", kMaxWidth) * text_hidden +
+             text_hidden;
+    case Audio::Qwen3Asr:
+      // No projector: proj2 maps to output_dim, the text width.
+      return qwen3_omni_audio_encoder(a);
+    case Audio::Qwen25Omni:
+      return qwen25_omni_audio_encoder(a);
+    case Audio::None:
+      break;
+  }
+  return 0;
+}
+
 // --- shared decoder translation ------------------------------------------------------------
 
 json sliding_pattern(std::int64_t period) {
@@ -3126,11 +3256,11 @@ void add_vision(const json& config, const ConfigFields& top, Vision style,
                 const std::string& model_type, const std::string& file, json& doc) {
   const json& vision = config.at("vision_config");
   if (!vision.is_object()) top.fail("vision_config", "not an object", "expected an object");
-  const std::string config_class =
-      vision_config_class(ConfigFields(vision, file, "vision_config."), style, model_type);
+  const std::string config_class = vision_config_class(
+      ConfigFields(vision, file, top.prefix() + "vision_config."), style, model_type);
   const json no_defaults = json::object();
   const json& defaults = config_class.empty() ? no_defaults : vision_class_defaults(config_class);
-  const ConfigFields v(vision, file, "vision_config.", &defaults, config_class);
+  const ConfigFields v(vision, file, top.prefix() + "vision_config.", &defaults, config_class);
   const std::int64_t text_hidden = doc["hidden_size"].get<std::int64_t>();
   std::int64_t parameters = 0;
   if (style == Vision::Blip2) {
@@ -3226,6 +3356,42 @@ void add_ovis2_5(const json& config, const ConfigFields& top, const std::string&
   doc["vision"] = {{"num_parameters", ovis2_5_tower(vit, top)}};
 }
 
+// The wrapper's audio encoder into doc["vision"] (the spec's one tower): alone, a tower of
+// modality audio; beside a vision tower, its share in audio_parameters and audio among the
+// modalities whose profile is not modelled. The audio-config class defaults it read go to
+// doc["config_defaults"].
+void add_audio(const json& config, const ConfigFields& top, Audio audio, const std::string& file,
+               json& doc) {  // config / top: the object holding audio_config (thinker_config)
+  if (!top.has("audio_config")) {
+    top.fail("audio_config", "missing",
+             "the audio encoder's sizes are needed to count it; write audio_config into "
+             "config.json");
+  }
+  const json& object = config.at("audio_config");
+  if (!object.is_object()) top.fail("audio_config", "not an object", "expected an object");
+  const AudioConfigClass cls = audio_config_class(audio);
+  const json& defaults = vision_class_defaults(cls.config_class);
+  const ConfigFields a(object, file, top.prefix() + "audio_config.", &defaults, cls.config_class);
+  const std::string audio_type = a.string_or("model_type", cls.model_type);
+  if (audio_type != cls.model_type) {
+    a.fail("model_type", audio_type,
+           std::string("vLLM 0.33 builds this model's audio encoder as ") + cls.model_type);
+  }
+  const std::int64_t parameters =
+      audio_parameters(a, audio, doc["hidden_size"].get<std::int64_t>());
+  if (doc.contains("vision")) {
+    // Beside a vision tower (Qwen2.5-Omni): one tower of both, the audio share apart.
+    json& tower = doc["vision"];
+    tower["num_parameters"] = tower["num_parameters"].get<std::int64_t>() + parameters;
+    tower["audio_parameters"] = parameters;
+    if (!tower.contains("unmodelled_modalities")) tower["unmodelled_modalities"] = json::array();
+    tower["unmodelled_modalities"].push_back("audio");
+  } else {
+    doc["vision"] = {{"num_parameters", parameters}, {"modality", "audio"}};
+  }
+  report_defaults(a, defaults, cls.config_class, doc);
+}
+
 json architecture_spec_document(const json& config, const std::string& file) {
   if (!config.is_object())
     throw SpecError(file, "<root>", config.type_name(), "config.json must be an object");
@@ -3233,18 +3399,26 @@ json architecture_spec_document(const json& config, const std::string& file) {
   const std::string model_type = top.string_or("model_type", "");
   if (model_type.empty()) top.fail("model_type", "missing", "required to know the cache layout");
   const Wrapper* wrapper = find_wrapper(model_type);
+  // Qwen3-ASR nests its text and audio configs in thinker_config, which vLLM reads
+  // (hf_config.thinker_config); its dtype and tie flag live there too.
+  const bool thinker = wrapper != nullptr && top.has("thinker_config");
+  if (thinker && !config.at("thinker_config").is_object())
+    top.fail("thinker_config", "not an object", "expected an object");
+  const json& body = thinker ? config.at("thinker_config") : config;
+  const std::string body_prefix = thinker ? "thinker_config." : "";
+  const ConfigFields outer(body, file, body_prefix);
   // vLLM reads a remote-code wrapper's llm_config as its text_config (transformers_utils/
   // config.py, InternVL), and DeepseekVLV2Config its language_config.
   const char* text_key = "text_config";
-  if (!top.has("text_config") && wrapper != nullptr) {
-    if (top.has("llm_config")) text_key = "llm_config";
+  if (!outer.has("text_config") && wrapper != nullptr) {
+    if (outer.has("llm_config")) text_key = "llm_config";
     if (wrapper->vision == Vision::DeepseekOcr) text_key = "language_config";
   }
-  const bool nested = top.has(text_key);
-  if (nested && !config.at(text_key).is_object())
-    top.fail(text_key, "not an object", "expected an object");
-  const json& text = nested ? config.at(text_key) : config;
-  const std::string prefix = nested ? std::string(text_key) + "." : "";
+  const bool nested = outer.has(text_key);
+  if (nested && !body.at(text_key).is_object())
+    outer.fail(text_key, "not an object", "expected an object");
+  const json& text = nested ? body.at(text_key) : body;
+  const std::string prefix = body_prefix + (nested ? std::string(text_key) + "." : "");
   std::string text_type = model_type;
   if (wrapper != nullptr) {
     const ConfigFields t(text, file, prefix);
@@ -3254,7 +3428,7 @@ json architecture_spec_document(const json& config, const std::string& file) {
   const Row* row = find_row(text_type);
   json doc;
   if (row != nullptr) {
-    doc = decoder_document(text, top, *row, text_type, prefix, file);
+    doc = decoder_document(text, outer, *row, text_type, prefix, file);
   } else {
     refuse_if_known(ConfigFields(text, file, prefix), "model_type", text_type);
     refuse_if_known(top, "model_type", model_type);
@@ -3276,12 +3450,15 @@ json architecture_spec_document(const json& config, const std::string& file) {
              "Gemma-4's audio encoder (the E2B / E4B checkpoints) is not counted; plan its "
              "text_config as model_type gemma4_text");
   }
+  // An audio-only wrapper (Qwen2-Audio) builds no vision tower in vLLM: a vision_config there
+  // is not read.
+  const bool audio_only = wrapper != nullptr && wrapper->vision == Vision::None;
   if (style == Vision::DeepseekOcr) {
     add_deepseek_ocr(config, top, file, doc);
   } else if (style == Vision::Ovis25) {
     add_ovis2_5(config, top, file, doc);
-  } else if (top.has("vision_config")) {
-    add_vision(config, top, style, model_type, file, doc);
+  } else if (outer.has("vision_config") && !audio_only) {
+    add_vision(body, outer, style, model_type, file, doc);
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
              style == Vision::InternVit || style == Vision::InternVlHf || style == Vision::Blip2 ||
              style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25 ||
@@ -3289,6 +3466,9 @@ json architecture_spec_document(const json& config, const std::string& file) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "
              "config.json");
+  }
+  if (wrapper != nullptr && wrapper->audio != Audio::None) {
+    add_audio(body, outer, wrapper->audio, file, doc);
   }
   return doc;
 }

@@ -879,13 +879,14 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
                                  : pp > 1 ? profile.non_torch_pipeline_only_bytes
                                           : profile.non_torch_single_rank_bytes;
   const EncoderProfileModel encoder = multimodal_profile(act_bytes);
-  // With every modality limited to 0, vLLM skips the encoder profile and (where the row says
-  // so) does not build the tower, so its weights stay on disk.
+  // With every modality of a tower limited to 0, vLLM skips its profile and (where the row says
+  // so) does not build it, so its weights stay on disk.
   std::unique_ptr<ModelSpec> text_only;
-  if (s.vision.num_parameters > 0 && !multimodal_enabled() &&
-      profile.skips_encoder_without_modalities) {
+  const std::int64_t loaded_tower = loaded_tower_parameters();
+  if (loaded_tower != s.vision.num_parameters && profile.skips_encoder_without_modalities) {
     text_only = std::make_unique<ModelSpec>(s);
     text_only->vision = TowerSpec{};
+    text_only->vision.num_parameters = loaded_tower;
   }
   std::unique_ptr<ModelSpec> merged;  // the last stage's KV pool holds the drafter's layers
   if (!drafter.kv_layers.empty()) {

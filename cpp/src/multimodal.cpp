@@ -49,6 +49,29 @@ std::int64_t vit_attention_peak_elements(EncoderAttention attention, VitRotaryAt
 
 }  // namespace
 
+// An audio tower (vision.modality audio) has no encoder-profile facts: vLLM's profile runs it on
+// the longest dummy audio and keeps its output in the encoder cache, which the plan omits. An
+// explicit audio limit asks for that profile, so it is refused; the default limit warns.
+void CompiledLaunch::audio_profile_unmodelled() {
+  const ModelSpec& s = *spec_;
+  if (mm_limit("audio") == 0) return;
+  const bool asked = std::any_of(mm_limits_.begin(), mm_limits_.end(),
+                                 [](const ModalityLimit& l) { return l.modality == "audio"; });
+  if (asked) {
+    throw ConfigError("limit_mm_per_prompt", "'" + config_.limit_mm_per_prompt + "'",
+                      "{\"audio\": 0} or language_model_only",
+                      s.id +
+                          "'s audio encoder profile (its forward on the longest dummy audio and "
+                          "the encoder cache it fills) is not modelled: its audio profile cannot "
+                          "be counted");
+  }
+  launch_notes_.push_back(
+      "Not modelled: the activation peak of " + s.id +
+      " omits the forward and encoder cache of vLLM's audio profile (its audio encoder is "
+      "counted in the weights only); language_model_only or limit_mm_per_prompt "
+      "'{\"audio\": 0}' makes the plan exact.");
+}
+
 std::int64_t CompiledLaunch::mm_limit(const std::string& modality) const {
   constexpr std::int64_t kDefaultLimit = 999;  // MultiModalConfig.get_limit_per_prompt
   if (config_.language_model_only) return 0;
@@ -61,11 +84,26 @@ std::int64_t CompiledLaunch::mm_limit(const std::string& modality) const {
 bool CompiledLaunch::multimodal_enabled() const {
   const TowerSpec& tower = spec_->vision;
   if (tower.num_parameters <= 0) return false;
-  bool enabled = mm_limit("image") > 0;
+  bool enabled = mm_limit(tower.modality) > 0;
   for (const std::string& modality : tower.unmodelled_modalities) {
     enabled |= mm_limit(modality) > 0;
   }
   return enabled;
+}
+
+// vLLM 0.33 builds each tower only while one of its modalities is enabled (_mark_tower_model):
+// none without a modality, and of a vision tower beside an audio encoder (Qwen2.5-Omni) the
+// parts whose modalities are on.
+std::int64_t CompiledLaunch::loaded_tower_parameters() const {
+  const TowerSpec& tower = spec_->vision;
+  if (tower.num_parameters <= 0 || !multimodal_enabled()) return 0;
+  if (tower.audio_parameters <= 0) return tower.num_parameters;
+  bool vision = mm_limit("image") > 0;
+  for (const std::string& modality : tower.unmodelled_modalities) {
+    if (modality != "audio") vision |= mm_limit(modality) > 0;
+  }
+  return (mm_limit("audio") > 0 ? tower.audio_parameters : 0) +
+         (vision ? tower.num_parameters - tower.audio_parameters : 0);
 }
 
 EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
@@ -101,6 +139,10 @@ EncoderProfileModel CompiledLaunch::multimodal_profile(std::int64_t act_bytes) {
       note += "\": 0}' makes the plan exact.";
       launch_notes_.push_back(std::move(note));
     }
+  }
+  if (tower.modality == "audio") {
+    audio_profile_unmodelled();
+    return encoder;
   }
   const std::int64_t image_limit = mm_limit("image");
   if (image_limit == 0) return encoder;

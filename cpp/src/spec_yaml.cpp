@@ -127,6 +127,8 @@ const std::vector<SchemaKey> kSchema = {
   {"linear_attention", "value_head_dim", "int", true, "linear_value_head_dim.", std::int64_t{1} << 8},
   {"linear_attention", "conv_kernel", "int", false, "linear_conv_kernel_dim. Default 4.", 64},
   {"vision", "num_parameters", "int", true, "Parameters of the encoder + projector (kept unquantized).", std::int64_t{1} << 42},
+  {"vision", "modality", "string", false, "image (default) or audio: the modality vLLM profiles through the tower; an audio tower (Qwen2-Audio, Qwen3-ASR) has no encoder-profile facts: a plan warns while audio is enabled and refuses an explicit audio limit."},
+  {"vision", "audio_parameters", "int", false, "Of num_parameters, an audio encoder's beside the vision tower (Qwen2.5-Omni): vLLM builds it only while audio is enabled, the vision part only while image or video is.", std::int64_t{1} << 42},
   {"vision", "image_tokens_per_item", "int", false, "LM embeddings one image of the processor's largest size becomes (vLLM get_mm_max_tokens_per_item); with the encoder keys it enables the encoder-profile term.", std::int64_t{1} << 24},
   {"vision", "encoder_tokens_per_item", "int", false, "Tokens the encoder transformer runs per such image (patches per tile x tiles, CLS included).", std::int64_t{1} << 24},
   {"vision", "pixel_values_per_item", "int", false, "Elements of one such image's pixel_values tensor.", kMaxTokens},
@@ -870,6 +872,19 @@ void read_vision(const MapReader& r, ModelSpec& s) {
   const std::string& file = r.file();
   const MapReader m(r.child("vision"), file, "vision", "vision");
   s.vision.num_parameters = m.get_int("num_parameters", 0, 1);
+  s.vision.modality = m.get_string("modality", "image");
+  s.vision.audio_parameters = m.get_int("audio_parameters", 0, 0);
+  if (s.vision.audio_parameters > s.vision.num_parameters) {
+    m.fail(m.field("audio_parameters"), std::to_string(s.vision.audio_parameters),
+           "must not exceed num_parameters (the vision tower's share is the rest)");
+  }
+  if (s.vision.modality != "image" && s.vision.modality != "audio") {
+    m.fail(m.field("modality"), "'" + s.vision.modality + "'", "expected image or audio");
+  }
+  if (s.vision.modality == "audio" && m.has("image_tokens_per_item")) {
+    m.fail(m.field("image_tokens_per_item"), "set",
+           "an audio tower's encoder profile is not modelled (image facts only)");
+  }
   if (m.has("image_tokens_per_item")) {
     // The encoder-profile facts come together: each one is needed by the term.
     for (const char* key : {"encoder_tokens_per_item", "pixel_values_per_item",

@@ -147,6 +147,9 @@ INSTANTIATE_TEST_SUITE_P(
                "wrappers[0].text_model_type", "lama"},
         BadRow{"UnknownVisionTower", "vision: llava}", "vision: clip}", "wrappers[0].vision",
                "'clip'"},
+        BadRow{"UnknownAudioEncoder", "vision: llava}", "audio: whisper}", "wrappers[0].audio",
+               "'whisper'"},
+        BadRow{"WrapperWithoutTower", ", vision: llava}", "}", "wrappers[0].vision", "missing"},
         BadRow{"RowWrapperNotListed",
                "wrappers:\n  - {model_type: llava, text_model_type: "
                "llama, vision: llava}\n",

@@ -96,6 +96,11 @@ std::string with_value(const std::string& record, const std::string& key, const 
   }
   std::string yaml = set_value(base, record, key, value, type);
   if (key == "hidden_size") yaml = set_value(yaml, "model", "head_dim", "128", "int");
+  // An audio encoder's share of the tower is at most the whole tower.
+  if (key == "audio_parameters") {
+    yaml =
+        set_value(yaml, "vision", "num_parameters", std::to_string(std::int64_t{1} << 42), "int");
+  }
   if (key == "layer_num_key_value_heads" || key == "layer_intermediate_sizes") {
     // A per-layer list of one value: one layer (its KV heads must divide the 256 heads).
     yaml = set_value(yaml, "model", "num_hidden_layers", "1", "int");

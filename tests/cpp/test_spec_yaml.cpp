@@ -181,6 +181,8 @@ constexpr FormatKey kFormatKeys[] = {
     {"linear_attention", "value_head_dim"},
     {"linear_attention", "conv_kernel"},
     {"vision", "num_parameters"},
+    {"vision", "modality"},
+    {"vision", "audio_parameters"},
     {"vision", "image_tokens_per_item"},
     {"vision", "encoder_tokens_per_item"},
     {"vision", "pixel_values_per_item"},

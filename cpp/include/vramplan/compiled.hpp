@@ -293,7 +293,11 @@ class CompiledLaunch {
   // notes in launch_notes_ what it cannot model. Throws ConfigError naming the knob.
   EncoderProfileModel multimodal_profile(std::int64_t act_bytes);
   std::int64_t mm_limit(const std::string& modality) const;  // vLLM default 999
-  bool multimodal_enabled() const;  // the model has a tower and some modality's limit is > 0
+  bool multimodal_enabled() const;
+  void audio_profile_unmodelled();  // an audio tower's profile: a note, or refused when asked
+  std::int64_t loaded_tower_parameters()
+      const;  // the tower parameters vLLM builds  //
+              // the model has a tower and some modality's limit is > 0
   Breakdown startup_breakdown(const LaunchKnobs& knobs) const;  // without the notes
   // One pass over the ranks: prepare()'s running choices and finish()'s running minimum. Both
   // passes and evaluate()'s single pass (prepare and finish at one utilization, sharing each

@@ -143,6 +143,12 @@ enum class EncoderAttention : std::uint8_t { Unmodelled, Qwen2Vl, Qwen25Vl };
 
 struct TowerSpec {
   std::int64_t num_parameters = 0;
+  // The modality vLLM profiles through this tower: "image", or "audio" for an audio-only model
+  // (Qwen2-Audio), whose encoder profile is not modelled.
+  std::string modality = "image";
+  // Of num_parameters, an audio encoder's beside the vision tower (Qwen2.5-Omni): vLLM builds
+  // each tower only while one of its modalities is enabled.
+  std::int64_t audio_parameters = 0;
   std::int64_t image_tokens_per_item = 0;    // LM embeddings of one largest image
   std::int64_t encoder_tokens_per_item = 0;  // tokens the encoder runs per image (patches, CLS)
   std::int64_t pixel_values_per_item = 0;    // elements of one image's pixel_values

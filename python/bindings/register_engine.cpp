@@ -525,20 +525,27 @@ void register_launch(py::module_& m) {
           "solve",
           [](const CompiledLaunch& launch, const py::dict& knobs, std::int64_t context,
              std::int64_t concurrency, std::int64_t safety_margin_bytes,
-             std::int64_t runtime_headroom_bytes, const vramplan::Workload* workload) {
+             std::int64_t runtime_headroom_bytes, const py::object& workload) {
             const EngineConfig evaluated = evaluated_config_from(knobs);
             vramplan::SolveTargets targets;
             targets.context_tokens = context;
             targets.concurrency = concurrency;
             if (safety_margin_bytes >= 0) targets.safety_margin_bytes = safety_margin_bytes;
             targets.runtime_headroom_bytes = runtime_headroom_bytes;
-            if (workload != nullptr) targets.workload = *workload;
+            // An object, not a Workload pointer: pybind11 refuses None for a pointer on its
+            // first pass and retries every argument (a third of a plan's binding cost).
+            if (!workload.is_none()) {
+              if (!py::isinstance<vramplan::Workload>(workload)) {
+                throw py::type_error("workload: a vramplan Workload or None");
+              }
+              targets.workload = workload.cast<const vramplan::Workload&>();
+            }
             py::gil_scoped_release release;
             return vramplan::solve(launch, evaluated, targets);
           },
           py::arg("knobs"), py::arg("context") = 0, py::arg("concurrency") = 0,
           py::arg("safety_margin_bytes") = -1, py::arg("runtime_headroom_bytes") = -1,
-          py::arg("workload") = nullptr)
+          py::arg("workload") = py::none())
       .def(
           "preemption_probability",
           [](const CompiledLaunch& launch, const py::dict& knobs,

@@ -3,10 +3,14 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "vramplan/bounded_read.hpp"
+#include "vramplan/log_stream.hpp"
 
 namespace vramplan {
 
@@ -93,6 +97,48 @@ auto read_log_file(const std::string& path) {
     if (got < chunk.size()) break;  // end of file
   }
   return parser.finish();
+}
+
+// StreamingLogParser's members, the same for every engine: an engine's State (its line reader)
+// holds `lines` (a LogLines) and takes feed(chunk) and finish().
+template <typename Figures>
+StreamingLogParser<Figures>::StreamingLogParser() : state_(std::make_unique<State>()) {}
+template <typename Figures>
+StreamingLogParser<Figures>::~StreamingLogParser() = default;
+template <typename Figures>
+void StreamingLogParser<Figures>::feed(std::string_view chunk) {
+  state_->feed(chunk);
+}
+template <typename Figures>
+bool StreamingLogParser<Figures>::truncated() const noexcept {
+  return state_->lines.truncated();
+}
+template <typename Figures>
+Figures StreamingLogParser<Figures>::finish() {
+  return state_->finish();
+}
+
+// The figures of a whole log held in memory, through a fresh `Parser`.
+template <typename Parser>
+auto parse_log_text(std::string_view text) {
+  Parser parser;
+  parser.feed(text);
+  return parser.finish();
+}
+
+// A figure the log may not print, as JSON: null where it does not.
+template <typename T>
+nlohmann::json optional_json(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+// A startup log's ending into its figures JSON, the same keys for every engine that counts
+// launches.
+inline void put_log_ending(nlohmann::json& j, const LogEnding& f) {
+  j["outcome"] = f.outcome;
+  j["error_lines"] = f.error_lines;
+  j["truncated"] = f.truncated;
+  j["launches"] = f.launches;
 }
 
 }  // namespace vramplan

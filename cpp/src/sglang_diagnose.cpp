@@ -4,11 +4,13 @@
 #include "vramplan/sglang_diagnose.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <optional>
 #include <utility>
 
+#include "enum_names.hpp"
 #include "vramplan/sglang_knobs.hpp"
 
 namespace vramplan {
@@ -148,28 +150,19 @@ OomKillReader read_kills(std::string_view text) {
 
 }  // namespace
 
+constexpr std::array kSglangCauseNames{
+    std::pair{SglangFailureCause::HostOom, "host_oom"},
+    std::pair{SglangFailureCause::WeightsLeaveNoMemory, "weights_leave_no_memory"},
+    std::pair{SglangFailureCause::KvPoolTooSmall, "kv_pool_too_small"},
+    std::pair{SglangFailureCause::HicacheRefused, "hicache_refused"},
+    std::pair{SglangFailureCause::OomCudaGraphCapture, "oom_cuda_graph_capture"},
+    std::pair{SglangFailureCause::OomFirstPrefill, "oom_first_prefill"},
+    std::pair{SglangFailureCause::Oom, "oom"},
+    std::pair{SglangFailureCause::Started, "started"},
+};
+
 const char* sglang_cause_name(SglangFailureCause cause) noexcept {
-  switch (cause) {
-    case SglangFailureCause::HostOom:
-      return "host_oom";
-    case SglangFailureCause::WeightsLeaveNoMemory:
-      return "weights_leave_no_memory";
-    case SglangFailureCause::KvPoolTooSmall:
-      return "kv_pool_too_small";
-    case SglangFailureCause::HicacheRefused:
-      return "hicache_refused";
-    case SglangFailureCause::OomCudaGraphCapture:
-      return "oom_cuda_graph_capture";
-    case SglangFailureCause::OomFirstPrefill:
-      return "oom_first_prefill";
-    case SglangFailureCause::Oom:
-      return "oom";
-    case SglangFailureCause::Started:
-      return "started";
-    case SglangFailureCause::Unknown:
-      break;
-  }
-  return "unknown";
+  return name_in(kSglangCauseNames, cause, "unknown");
 }
 
 SglangDiagnosis diagnose_sglang_launch(std::string_view log_text) {

@@ -89,7 +89,7 @@ void first(std::optional<T>& slot, const std::optional<T>& value) {
 }  // namespace
 
 template <>
-struct StreamingLogParser<LlamacppLogFigures>::State {
+struct LogReader<LlamacppLogFigures> {
   LogLines lines{kLlamacppLogMaxBytes, kLlamacppLogMaxLineBytes};
   bool started = false;
   LlamacppLogFigures figures;

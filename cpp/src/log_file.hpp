@@ -99,10 +99,10 @@ auto read_log_file(const std::string& path) {
   return parser.finish();
 }
 
-// StreamingLogParser's members, the same for every engine: an engine's State (its line reader)
-// holds `lines` (a LogLines) and takes feed(chunk) and finish().
+// StreamingLogParser's members, the same for every engine (its LogReader does the reading).
 template <typename Figures>
-StreamingLogParser<Figures>::StreamingLogParser() : state_(std::make_unique<State>()) {}
+StreamingLogParser<Figures>::StreamingLogParser()
+    : state_(std::make_unique<LogReader<Figures>>()) {}
 template <typename Figures>
 StreamingLogParser<Figures>::~StreamingLogParser() = default;
 template <typename Figures>

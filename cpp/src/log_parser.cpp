@@ -658,7 +658,7 @@ VllmLogFigures Parser::finish() {
 }  // namespace
 
 template <>
-struct StreamingLogParser<VllmLogFigures>::State {
+struct LogReader<VllmLogFigures> {
   Parser parser;
   LogLines lines{kVllmLogMaxBytes, kVllmLogMaxLineBytes};
 

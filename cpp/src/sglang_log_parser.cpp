@@ -92,7 +92,7 @@ std::string message_of(std::string_view line) {
 }  // namespace
 
 template <>
-struct StreamingLogParser<SglangLogFigures>::State {
+struct LogReader<SglangLogFigures> {
   LogLines lines{kSglangLogMaxBytes, kSglangLogMaxLineBytes};
   SglangLogFigures figures;
   bool in_graph_capture = false;

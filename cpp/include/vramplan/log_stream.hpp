@@ -1,6 +1,6 @@
 // The one streaming-parser form every engine's startup-log reader takes: an engine's parser is
-// StreamingLogParser<its figures>, its line reader defined (State) and the template instantiated
-// in its own parser file.
+// StreamingLogParser<its figures>, its line reader (LogReader<its figures>) defined and the
+// template instantiated in its own parser file.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,11 @@ struct LogEnding {
   std::int32_t launches = 1;
 };
 
+// An engine's line reader behind its StreamingLogParser, defined in the engine's parser file:
+// it holds `lines` (a LogLines) and takes feed(chunk) and finish().
+template <typename Figures>
+struct LogReader;
+
 // Incremental parser: feed() the log in chunks of any size (a line may span chunks), then call
 // finish() once.
 template <typename Figures>
@@ -44,8 +49,7 @@ class StreamingLogParser {
   Figures finish();
 
  private:
-  struct State;
-  std::unique_ptr<State> state_;
+  std::unique_ptr<LogReader<Figures>> state_;
 };
 
 }  // namespace vramplan

@@ -47,6 +47,9 @@ class Engine(NamedTuple):
     fit_columns: Mapping[str, str] = types.MappingProxyType({})
     # Its CLI commands (argv as cli.main got them); None: the main parser's (vLLM's).
     cli: Callable[[list[str]], int] | None = None
+    # Whether `vramplan fit --engine NAME` is one of `cli`'s commands (its own search) rather
+    # than the main parser's fit, which searches through fit_option.
+    cli_fits: bool = False
     # Whether a launch line (argv) is this engine's: `check` picks the engine from it.
     reads_launch_line: Callable[[list[str]], bool] | None = None
     # Whether fit_models and colocate search this engine's launches (catalogue-wide searches).
@@ -150,6 +153,7 @@ def _llamacpp() -> Engine:
         sweep=_implemented_in("llamacpp", "not_yet"),
         fit_option=_implemented_in("llamacpp", "not_yet"),
         cli=_implemented_in("cli_llamacpp", "main"),
+        cli_fits=True,
     )
 
 

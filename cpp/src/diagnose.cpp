@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "enum_names.hpp"
+#include "json_optional.hpp"
 #include "vramplan/knobs.hpp"
 #include "vramplan/runtime_vocabulary.hpp"
 #include "vramplan/text_scan.hpp"
@@ -382,9 +383,7 @@ void Scanner::explain_max_model_len(const VllmLogFigures& f, Diagnosis& d, Shown
         "; vLLM estimates at most " + std::to_string(*f.estimated_max_model_len) + " tokens fit";
   }
   d.explanation += ". Lower --max-model-len, or raise --gpu-memory-utilization, or use fp8 KV.";
-  d.advice = {lower(knob::kMaxModelLen, f.estimated_max_model_len
-                                            ? nlohmann::json(*f.estimated_max_model_len)
-                                            : nlohmann::json(nullptr)),
+  d.advice = {lower(knob::kMaxModelLen, optional_json(f.estimated_max_model_len)),
               raise(knob::kGpuMemoryUtilization), set(knob::kKvCacheDtype, "fp8")};
 }
 
@@ -400,8 +399,7 @@ void Scanner::explain_state_blocks(const VllmLogFigures& f, Diagnosis& d, Shown&
   d.explanation +=
       ". The memory is not short: lower --max-num-seqs to the block count (the scheduler then "
       "queues the rest), or raise --gpu-memory-utilization for more blocks.";
-  d.advice = {lower(knob::kMaxNumSeqs,
-                    f.state_blocks ? nlohmann::json(*f.state_blocks) : nlohmann::json(nullptr)),
+  d.advice = {lower(knob::kMaxNumSeqs, optional_json(f.state_blocks)),
               raise(knob::kGpuMemoryUtilization)};
 }
 
@@ -720,17 +718,14 @@ Diagnosis diagnose_launch(std::string_view log_text, std::string_view kernel_tex
 }
 
 nlohmann::json to_json(const std::vector<OomKill>& kills) {
-  auto optional_int = [](const std::optional<std::int64_t>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-  };
   nlohmann::json out = nlohmann::json::array();
   for (const OomKill& k : kills) {
     out.push_back({{"pid", k.pid},
                    {"process", k.process},
                    {"cgroup", k.cgroup},
-                   {"anon_rss_bytes", optional_int(k.anon_rss_bytes)},
-                   {"file_rss_bytes", optional_int(k.file_rss_bytes)},
-                   {"shmem_rss_bytes", optional_int(k.shmem_rss_bytes)}});
+                   {"anon_rss_bytes", optional_json(k.anon_rss_bytes)},
+                   {"file_rss_bytes", optional_json(k.file_rss_bytes)},
+                   {"shmem_rss_bytes", optional_json(k.shmem_rss_bytes)}});
   }
   return out;
 }
@@ -757,9 +752,7 @@ nlohmann::json to_json(const Diagnosis& d) {
   j["evidence"] = d.evidence;
   j["explanation"] = d.explanation;
   j["oom_phase"] = d.oom_phase.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.oom_phase);
-  j["oom_other_processes_bytes"] = d.oom_other_processes_bytes
-                                       ? nlohmann::json(*d.oom_other_processes_bytes)
-                                       : nlohmann::json(nullptr);
+  j["oom_other_processes_bytes"] = optional_json(d.oom_other_processes_bytes);
   j["oom_kills"] = to_json(d.oom_kills);
   nlohmann::json advice = nlohmann::json::array();
   for (const Advice& a : d.advice) {

@@ -5,10 +5,10 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <string_view>
 
+#include "json_optional.hpp"
 #include "vramplan/bounded_read.hpp"
 #include "vramplan/log_stream.hpp"
 
@@ -124,12 +124,6 @@ auto parse_log_text(std::string_view text) {
   Parser parser;
   parser.feed(text);
   return parser.finish();
-}
-
-// A figure the log may not print, as JSON: null where it does not.
-template <typename T>
-nlohmann::json optional_json(const std::optional<T>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
 // A startup log's ending into its figures JSON, the same keys for every engine that counts

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "enum_names.hpp"
+#include "json_optional.hpp"
 #include "vramplan/sglang_knobs.hpp"
 
 namespace vramplan {
@@ -36,11 +37,6 @@ constexpr std::int64_t kChunkedPrefillWithoutLaunch = 4096;
 // The nearest hundredth at or above / below `value` (a 1e-9 tolerance keeps 0.94 at 0.94).
 double fraction_up(double value) { return std::ceil(value * kHundredths - 1e-9) / kHundredths; }
 double fraction_down(double value) { return std::floor(value * kHundredths + 1e-9) / kHundredths; }
-
-template <typename T>
-nlohmann::json or_null(const std::optional<T>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
-}
 
 SglangAdvice advise(std::string_view knob, AdviceAction action, nlohmann::json value,
                     std::string why) {
@@ -179,7 +175,7 @@ SglangDiagnosis diagnose_sglang_launch(std::string_view log_text) {
     d.explanation =
         "the kernel killed the process for host RAM (loading weights through host memory)";
     d.advice.push_back(
-        advise("tp_size", AdviceAction::Keep, or_null(f.tp_size),
+        advise("tp_size", AdviceAction::Keep, optional_json(f.tp_size),
                "host RAM is not a GPU knob: add host RAM or swap, or run fewer ranks per node"));
   } else if (known != std::end(kCauses)) {
     d.cause = known->cause;

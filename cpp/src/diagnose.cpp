@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "enum_names.hpp"
+#include "json_optional.hpp"
 #include "vramplan/knobs.hpp"
 #include "vramplan/runtime_vocabulary.hpp"
 #include "vramplan/text_scan.hpp"
@@ -159,27 +161,17 @@ std::string phase_from_frames(unsigned frames) {
   return "";
 }
 
-std::string phase_from_log(Phase phase) {
-  switch (phase) {
-    case Phase::Loading:
-      return "loading";
-    case Phase::Profiling:
-      return "profile_run";
-    case Phase::CudagraphProfiling:
-      return "cudagraph_profiling";
-    case Phase::KvAllocated:
-      return "kv_cache_allocation";
-    case Phase::Capturing:
-      return "cudagraph_capture";
-    case Phase::Captured:
-      return "sampler_warmup";
-    case Phase::Running:
-      return "runtime";
-    case Phase::None:
-      break;
-  }
-  return "";
-}
+constexpr std::array kPhaseNames{
+    std::pair{Phase::Loading, "loading"},
+    std::pair{Phase::Profiling, "profile_run"},
+    std::pair{Phase::CudagraphProfiling, "cudagraph_profiling"},
+    std::pair{Phase::KvAllocated, "kv_cache_allocation"},
+    std::pair{Phase::Capturing, "cudagraph_capture"},
+    std::pair{Phase::Captured, "sampler_warmup"},
+    std::pair{Phase::Running, "runtime"},
+};
+
+std::string phase_from_log(Phase phase) { return name_in(kPhaseNames, phase, ""); }
 
 bool is_oom_line(std::string_view line) {
   return contains(line, torch::kCudaOutOfMemory) || contains(line, torch::kOutOfMemoryError) ||
@@ -391,9 +383,7 @@ void Scanner::explain_max_model_len(const VllmLogFigures& f, Diagnosis& d, Shown
         "; vLLM estimates at most " + std::to_string(*f.estimated_max_model_len) + " tokens fit";
   }
   d.explanation += ". Lower --max-model-len, or raise --gpu-memory-utilization, or use fp8 KV.";
-  d.advice = {lower(knob::kMaxModelLen, f.estimated_max_model_len
-                                            ? nlohmann::json(*f.estimated_max_model_len)
-                                            : nlohmann::json(nullptr)),
+  d.advice = {lower(knob::kMaxModelLen, optional_json(f.estimated_max_model_len)),
               raise(knob::kGpuMemoryUtilization), set(knob::kKvCacheDtype, "fp8")};
 }
 
@@ -409,8 +399,7 @@ void Scanner::explain_state_blocks(const VllmLogFigures& f, Diagnosis& d, Shown&
   d.explanation +=
       ". The memory is not short: lower --max-num-seqs to the block count (the scheduler then "
       "queues the rest), or raise --gpu-memory-utilization for more blocks.";
-  d.advice = {lower(knob::kMaxNumSeqs,
-                    f.state_blocks ? nlohmann::json(*f.state_blocks) : nlohmann::json(nullptr)),
+  d.advice = {lower(knob::kMaxNumSeqs, optional_json(f.state_blocks)),
               raise(knob::kGpuMemoryUtilization)};
 }
 
@@ -689,50 +678,33 @@ bool OomKillReader::kernel_line(std::string_view line) {
   return true;
 }
 
+constexpr std::array kAdviceActionNames{
+    std::pair{AdviceAction::Lower, "lower"},
+    std::pair{AdviceAction::Raise, "raise"},
+    std::pair{AdviceAction::Keep, "keep"},
+};
+
 const char* advice_action_name(AdviceAction action) noexcept {
-  switch (action) {
-    case AdviceAction::Lower:
-      return "lower";
-    case AdviceAction::Raise:
-      return "raise";
-    case AdviceAction::Keep:
-      return "keep";
-    case AdviceAction::Set:
-      break;
-  }
-  return "set";
+  return name_in(kAdviceActionNames, action, "set");
 }
 
+constexpr std::array kCauseNames{
+    std::pair{FailureCause::HostRamOomKiller, "host_ram_oom_killer"},
+    std::pair{FailureCause::GpuMemoryUtilizationOvershoot, "gpu_memory_utilization_overshoot"},
+    std::pair{FailureCause::WeightsDoNotFit, "weights_do_not_fit"},
+    std::pair{FailureCause::KvBudgetExhausted, "kv_budget_exhausted"},
+    std::pair{FailureCause::MaxModelLenExceedsKv, "max_model_len_exceeds_kv"},
+    std::pair{FailureCause::StateBlocksBelowMaxNumSeqs, "state_blocks_below_max_num_seqs"},
+    std::pair{FailureCause::ActivationPeakOom, "activation_peak_oom"},
+    std::pair{FailureCause::CudagraphProfilingOom, "cudagraph_profiling_oom"},
+    std::pair{FailureCause::CudagraphCaptureOom, "cudagraph_capture_oom"},
+    std::pair{FailureCause::SamplerWarmupOom, "sampler_warmup_oom"},
+    std::pair{FailureCause::RuntimeOom, "runtime_oom"},
+    std::pair{FailureCause::NotMemory, "not_memory"},
+};
+
 const char* cause_name(FailureCause cause) noexcept {
-  switch (cause) {
-    case FailureCause::HostRamOomKiller:
-      return "host_ram_oom_killer";
-    case FailureCause::GpuMemoryUtilizationOvershoot:
-      return "gpu_memory_utilization_overshoot";
-    case FailureCause::WeightsDoNotFit:
-      return "weights_do_not_fit";
-    case FailureCause::KvBudgetExhausted:
-      return "kv_budget_exhausted";
-    case FailureCause::MaxModelLenExceedsKv:
-      return "max_model_len_exceeds_kv";
-    case FailureCause::StateBlocksBelowMaxNumSeqs:
-      return "state_blocks_below_max_num_seqs";
-    case FailureCause::ActivationPeakOom:
-      return "activation_peak_oom";
-    case FailureCause::CudagraphProfilingOom:
-      return "cudagraph_profiling_oom";
-    case FailureCause::CudagraphCaptureOom:
-      return "cudagraph_capture_oom";
-    case FailureCause::SamplerWarmupOom:
-      return "sampler_warmup_oom";
-    case FailureCause::RuntimeOom:
-      return "runtime_oom";
-    case FailureCause::NotMemory:
-      return "not_memory";
-    case FailureCause::Unknown:
-      break;
-  }
-  return "unknown";
+  return name_in(kCauseNames, cause, "unknown");
 }
 
 Diagnosis diagnose_launch(std::string_view log_text, std::string_view kernel_text) {
@@ -746,17 +718,14 @@ Diagnosis diagnose_launch(std::string_view log_text, std::string_view kernel_tex
 }
 
 nlohmann::json to_json(const std::vector<OomKill>& kills) {
-  auto optional_int = [](const std::optional<std::int64_t>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-  };
   nlohmann::json out = nlohmann::json::array();
   for (const OomKill& k : kills) {
     out.push_back({{"pid", k.pid},
                    {"process", k.process},
                    {"cgroup", k.cgroup},
-                   {"anon_rss_bytes", optional_int(k.anon_rss_bytes)},
-                   {"file_rss_bytes", optional_int(k.file_rss_bytes)},
-                   {"shmem_rss_bytes", optional_int(k.shmem_rss_bytes)}});
+                   {"anon_rss_bytes", optional_json(k.anon_rss_bytes)},
+                   {"file_rss_bytes", optional_json(k.file_rss_bytes)},
+                   {"shmem_rss_bytes", optional_json(k.shmem_rss_bytes)}});
   }
   return out;
 }
@@ -783,9 +752,7 @@ nlohmann::json to_json(const Diagnosis& d) {
   j["evidence"] = d.evidence;
   j["explanation"] = d.explanation;
   j["oom_phase"] = d.oom_phase.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.oom_phase);
-  j["oom_other_processes_bytes"] = d.oom_other_processes_bytes
-                                       ? nlohmann::json(*d.oom_other_processes_bytes)
-                                       : nlohmann::json(nullptr);
+  j["oom_other_processes_bytes"] = optional_json(d.oom_other_processes_bytes);
   j["oom_kills"] = to_json(d.oom_kills);
   nlohmann::json advice = nlohmann::json::array();
   for (const Advice& a : d.advice) {

@@ -237,17 +237,6 @@ std::int32_t parse_ladder(const Row& row, const char* key,
   return static_cast<std::int32_t>(ladder.size());
 }
 
-// A field with a vocabulary: `value` must be one of `choices`' names, else an error listing them.
-template <typename T>
-T choice(const Row& row, const char* key, std::initializer_list<std::pair<const char*, T>> choices,
-         const char* expected) {
-  const std::string value = row.text(key);
-  for (const auto& [name, result] : choices) {
-    if (value == name) return result;
-  }
-  row.fail(key, value, expected);
-}
-
 void parse_era(EngineProfile& p, const Row& row, const char* key) {
   p.era = choice<EngineEra>(row, key,
                             {{"v0", EngineEra::V0},

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "json_optional.hpp"
 #include "vramplan/bounded_read.hpp"
 #include "vramplan/errors.hpp"
 
@@ -154,13 +155,10 @@ std::int64_t safety_margin_with_band(const ErrorBand& band, std::int64_t default
 
 nlohmann::json to_json(const ErrorBand& band) {
   nlohmann::json out = {{"group", band.group}, {"held_out_records", band.held_out_records}};
-  out["band_bytes"] = band.band_bytes ? nlohmann::json(*band.band_bytes) : nlohmann::json();
-  out["over_prediction_bytes"] =
-      band.over_prediction_bytes ? nlohmann::json(*band.over_prediction_bytes) : nlohmann::json();
+  out["band_bytes"] = optional_json(band.band_bytes);
+  out["over_prediction_bytes"] = optional_json(band.over_prediction_bytes);
   out["cudagraph_held_out_records"] = band.cudagraph_held_out_records;
-  out["cudagraph_band_fraction"] = band.cudagraph_band_fraction
-                                       ? nlohmann::json(*band.cudagraph_band_fraction)
-                                       : nlohmann::json();
+  out["cudagraph_band_fraction"] = optional_json(band.cudagraph_band_fraction);
   out["statement"] = band.statement;
   return out;
 }

@@ -88,7 +88,8 @@ void first(std::optional<T>& slot, const std::optional<T>& value) {
 
 }  // namespace
 
-struct LlamacppLogParser::State {
+template <>
+struct LogReader<LlamacppLogFigures> {
   LogLines lines{kLlamacppLogMaxBytes, kLlamacppLogMaxLineBytes};
   bool started = false;
   LlamacppLogFigures figures;
@@ -271,16 +272,10 @@ struct LlamacppLogParser::State {
   }
 };
 
-LlamacppLogParser::LlamacppLogParser() : state_(std::make_unique<State>()) {}
-LlamacppLogParser::~LlamacppLogParser() = default;
-void LlamacppLogParser::feed(std::string_view chunk) { state_->feed(chunk); }
-bool LlamacppLogParser::truncated() const noexcept { return state_->lines.truncated(); }
-LlamacppLogFigures LlamacppLogParser::finish() { return state_->finish(); }
+template class StreamingLogParser<LlamacppLogFigures>;
 
 LlamacppLogFigures parse_llamacpp_log(std::string_view text) {
-  LlamacppLogParser parser;
-  parser.feed(text);
-  return parser.finish();
+  return parse_log_text<LlamacppLogParser>(text);
 }
 
 LlamacppLogFigures read_llamacpp_log_file(const std::string& path) {
@@ -288,11 +283,6 @@ LlamacppLogFigures read_llamacpp_log_file(const std::string& path) {
 }
 
 namespace {
-
-template <typename T>
-nlohmann::json optional_json(const std::optional<T>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
-}
 
 std::int64_t required(const std::optional<std::int64_t>& value, const std::string& key) {
   if (!value || *value <= 0) {

@@ -3,10 +3,14 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
+#include "json_optional.hpp"
 #include "vramplan/bounded_read.hpp"
+#include "vramplan/log_stream.hpp"
 
 namespace vramplan {
 
@@ -93,6 +97,42 @@ auto read_log_file(const std::string& path) {
     if (got < chunk.size()) break;  // end of file
   }
   return parser.finish();
+}
+
+// StreamingLogParser's members, the same for every engine (its LogReader does the reading).
+template <typename Figures>
+StreamingLogParser<Figures>::StreamingLogParser()
+    : state_(std::make_unique<LogReader<Figures>>()) {}
+template <typename Figures>
+StreamingLogParser<Figures>::~StreamingLogParser() = default;
+template <typename Figures>
+void StreamingLogParser<Figures>::feed(std::string_view chunk) {
+  state_->feed(chunk);
+}
+template <typename Figures>
+bool StreamingLogParser<Figures>::truncated() const noexcept {
+  return state_->lines.truncated();
+}
+template <typename Figures>
+Figures StreamingLogParser<Figures>::finish() {
+  return state_->finish();
+}
+
+// The figures of a whole log held in memory, through a fresh `Parser`.
+template <typename Parser>
+auto parse_log_text(std::string_view text) {
+  Parser parser;
+  parser.feed(text);
+  return parser.finish();
+}
+
+// A startup log's ending into its figures JSON, the same keys for every engine that counts
+// launches.
+inline void put_log_ending(nlohmann::json& j, const LogEnding& f) {
+  j["outcome"] = f.outcome;
+  j["error_lines"] = f.error_lines;
+  j["truncated"] = f.truncated;
+  j["launches"] = f.launches;
 }
 
 }  // namespace vramplan

@@ -655,41 +655,28 @@ VllmLogFigures Parser::finish() {
   return out;
 }
 
-template <typename T>
-nlohmann::json opt(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
 }  // namespace
 
-struct VllmLogParser::State {
+template <>
+struct LogReader<VllmLogFigures> {
   Parser parser;
   LogLines lines{kVllmLogMaxBytes, kVllmLogMaxLineBytes};
+
+  void feed(std::string_view chunk) {
+    lines.feed(chunk, [this](std::string_view l) { parser.line(l); });
+  }
+
+  VllmLogFigures finish() {
+    lines.finish([this](std::string_view l) { parser.line(l); });
+    VllmLogFigures out = parser.finish();
+    out.truncated = lines.truncated();
+    return out;
+  }
 };
 
-VllmLogParser::VllmLogParser() : state_(std::make_unique<State>()) {}
-VllmLogParser::~VllmLogParser() = default;
+template class StreamingLogParser<VllmLogFigures>;
 
-bool VllmLogParser::truncated() const noexcept { return state_->lines.truncated(); }
-
-void VllmLogParser::feed(std::string_view chunk) {
-  Parser& parser = state_->parser;
-  state_->lines.feed(chunk, [&parser](std::string_view l) { parser.line(l); });
-}
-
-VllmLogFigures VllmLogParser::finish() {
-  State& s = *state_;
-  s.lines.finish([&s](std::string_view l) { s.parser.line(l); });
-  VllmLogFigures out = s.parser.finish();
-  out.truncated = s.lines.truncated();
-  return out;
-}
-
-VllmLogFigures parse_vllm_log(std::string_view text) {
-  VllmLogParser parser;
-  parser.feed(text);
-  return parser.finish();
-}
+VllmLogFigures parse_vllm_log(std::string_view text) { return parse_log_text<VllmLogParser>(text); }
 
 VllmLogFigures read_vllm_log_file(const std::string& path) {
   return read_log_file<VllmLogParser>(path);
@@ -697,50 +684,47 @@ VllmLogFigures read_vllm_log_file(const std::string& path) {
 
 nlohmann::json to_json(const VllmLogFigures& f) {
   nlohmann::json j = nlohmann::json::object();
-  j["vllm_version"] = opt(f.vllm_version);
-  j["model"] = opt(f.model);
-  j["dtype"] = opt(f.dtype);
-  j["quantization"] = opt(f.quantization);
-  j["kv_cache_dtype"] = opt(f.kv_cache_dtype);
-  j["tensor_parallel_size"] = opt(f.tensor_parallel_size);
-  j["pipeline_parallel_size"] = opt(f.pipeline_parallel_size);
-  j["data_parallel_size"] = opt(f.data_parallel_size);
-  j["gpu_memory_utilization"] = opt(f.gpu_memory_utilization);
-  j["max_model_len"] = opt(f.max_model_len);
-  j["max_num_seqs"] = opt(f.max_num_seqs);
-  j["max_num_batched_tokens"] = opt(f.max_num_batched_tokens);
-  j["block_size"] = opt(f.block_size);
-  j["enforce_eager"] = opt(f.enforce_eager);
-  j["enable_prefix_caching"] = opt(f.enable_prefix_caching);
-  j["gpu_total_gib"] = opt(f.gpu_total_gib);
-  j["weights_gib"] = opt(f.weights_gib);
-  j["activation_peak_gib"] = opt(f.activation_peak_gib);
-  j["non_torch_gib"] = opt(f.non_torch_gib);
-  j["total_non_kv_gib"] = opt(f.total_non_kv_gib);
-  j["kv_cache_gib"] = opt(f.kv_cache_gib);
-  j["kv_tokens"] = opt(f.kv_tokens);
-  j["num_gpu_blocks"] = opt(f.num_gpu_blocks);
-  j["max_concurrency"] = opt(f.max_concurrency);
-  j["max_concurrency_tokens"] = opt(f.max_concurrency_tokens);
-  j["cudagraph_gib"] = opt(f.cudagraph_gib);
-  j["cudagraph_estimate_gib"] = opt(f.cudagraph_estimate_gib);
-  j["padding_layers"] = opt(f.padding_layers);
-  j["model_runner_v2"] = opt(f.model_runner_v2);
-  j["flashinfer_sampler"] = opt(f.flashinfer_sampler);
-  j["consumed_gib"] = opt(f.consumed_gib);
-  j["suggested_kv_cache_memory_bytes"] = opt(f.suggested_kv_cache_memory_bytes);
-  j["startup_free_gib"] = opt(f.startup_free_gib);
-  j["startup_desired_gib"] = opt(f.startup_desired_gib);
-  j["free_at_startup_gib"] = opt(f.free_at_startup_gib);
-  j["estimated_max_model_len"] = opt(f.estimated_max_model_len);
-  j["needed_kv_gib"] = opt(f.needed_kv_gib);
-  j["oom_tried_gib"] = opt(f.oom_tried_gib);
-  j["oom_total_gib"] = opt(f.oom_total_gib);
-  j["oom_free_gib"] = opt(f.oom_free_gib);
-  j["outcome"] = f.outcome;
-  j["error_lines"] = f.error_lines;
-  j["truncated"] = f.truncated;
-  j["launches"] = f.launches;
+  j["vllm_version"] = optional_json(f.vllm_version);
+  j["model"] = optional_json(f.model);
+  j["dtype"] = optional_json(f.dtype);
+  j["quantization"] = optional_json(f.quantization);
+  j["kv_cache_dtype"] = optional_json(f.kv_cache_dtype);
+  j["tensor_parallel_size"] = optional_json(f.tensor_parallel_size);
+  j["pipeline_parallel_size"] = optional_json(f.pipeline_parallel_size);
+  j["data_parallel_size"] = optional_json(f.data_parallel_size);
+  j["gpu_memory_utilization"] = optional_json(f.gpu_memory_utilization);
+  j["max_model_len"] = optional_json(f.max_model_len);
+  j["max_num_seqs"] = optional_json(f.max_num_seqs);
+  j["max_num_batched_tokens"] = optional_json(f.max_num_batched_tokens);
+  j["block_size"] = optional_json(f.block_size);
+  j["enforce_eager"] = optional_json(f.enforce_eager);
+  j["enable_prefix_caching"] = optional_json(f.enable_prefix_caching);
+  j["gpu_total_gib"] = optional_json(f.gpu_total_gib);
+  j["weights_gib"] = optional_json(f.weights_gib);
+  j["activation_peak_gib"] = optional_json(f.activation_peak_gib);
+  j["non_torch_gib"] = optional_json(f.non_torch_gib);
+  j["total_non_kv_gib"] = optional_json(f.total_non_kv_gib);
+  j["kv_cache_gib"] = optional_json(f.kv_cache_gib);
+  j["kv_tokens"] = optional_json(f.kv_tokens);
+  j["num_gpu_blocks"] = optional_json(f.num_gpu_blocks);
+  j["max_concurrency"] = optional_json(f.max_concurrency);
+  j["max_concurrency_tokens"] = optional_json(f.max_concurrency_tokens);
+  j["cudagraph_gib"] = optional_json(f.cudagraph_gib);
+  j["cudagraph_estimate_gib"] = optional_json(f.cudagraph_estimate_gib);
+  j["padding_layers"] = optional_json(f.padding_layers);
+  j["model_runner_v2"] = optional_json(f.model_runner_v2);
+  j["flashinfer_sampler"] = optional_json(f.flashinfer_sampler);
+  j["consumed_gib"] = optional_json(f.consumed_gib);
+  j["suggested_kv_cache_memory_bytes"] = optional_json(f.suggested_kv_cache_memory_bytes);
+  j["startup_free_gib"] = optional_json(f.startup_free_gib);
+  j["startup_desired_gib"] = optional_json(f.startup_desired_gib);
+  j["free_at_startup_gib"] = optional_json(f.free_at_startup_gib);
+  j["estimated_max_model_len"] = optional_json(f.estimated_max_model_len);
+  j["needed_kv_gib"] = optional_json(f.needed_kv_gib);
+  j["oom_tried_gib"] = optional_json(f.oom_tried_gib);
+  j["oom_total_gib"] = optional_json(f.oom_total_gib);
+  j["oom_free_gib"] = optional_json(f.oom_free_gib);
+  put_log_ending(j, f);
   return j;
 }
 

@@ -102,7 +102,10 @@ nlohmann::json to_json(const Breakdown& b) {
                      {"terms", terms_json(r.terms)}});
   }
   const RankBreakdown& first = b.ranks.front();
-  return {{"model", b.model_id},
+  // "engine" names whose breakdown this is, as SGLang's JSON does: a reader picks the
+  // engine's fields by it.
+  return {{"engine", "vllm"},
+          {"model", b.model_id},
           {"gpu", b.gpu_id},
           {"engine_version", b.profile().version},
           {"engine_version_warning", b.profile().version_warning.empty()

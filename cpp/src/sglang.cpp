@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "json_optional.hpp"
 #include "vramplan/dtype.hpp"
 #include "vramplan/errors.hpp"
 #include "vramplan/kv_cache.hpp"
@@ -1308,14 +1309,13 @@ nlohmann::json to_json(const SglangBreakdown& b) {
 
 nlohmann::json to_json(const SglangPlan& plan) {
   nlohmann::json j;
-  auto optional = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   j["launch"] = to_json(plan.launch);
-  j["max_mem_fraction_static"] = optional(plan.max_mem_fraction_static);
-  j["max_running_requests"] = optional(plan.max_running_requests);
-  j["max_context_length"] = optional(plan.max_context_length);
-  j["max_chunked_prefill_size"] = optional(plan.max_chunked_prefill_size);
-  j["max_cuda_graph_max_bs"] = optional(plan.max_cuda_graph_max_bs);
-  j["safe_mem_fraction_static"] = optional(plan.safe_mem_fraction_static);
+  j["max_mem_fraction_static"] = optional_json(plan.max_mem_fraction_static);
+  j["max_running_requests"] = optional_json(plan.max_running_requests);
+  j["max_context_length"] = optional_json(plan.max_context_length);
+  j["max_chunked_prefill_size"] = optional_json(plan.max_chunked_prefill_size);
+  j["max_cuda_graph_max_bs"] = optional_json(plan.max_cuda_graph_max_bs);
+  j["safe_mem_fraction_static"] = optional_json(plan.safe_mem_fraction_static);
   j["planned"] = to_json(plan.planned);
   j["launch_line"] = plan.launch_line;
   j["fits"] = plan.fits;

@@ -4,11 +4,14 @@
 #include "vramplan/sglang_diagnose.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <optional>
 #include <utility>
 
+#include "enum_names.hpp"
+#include "json_optional.hpp"
 #include "vramplan/sglang_knobs.hpp"
 
 namespace vramplan {
@@ -34,11 +37,6 @@ constexpr std::int64_t kChunkedPrefillWithoutLaunch = 4096;
 // The nearest hundredth at or above / below `value` (a 1e-9 tolerance keeps 0.94 at 0.94).
 double fraction_up(double value) { return std::ceil(value * kHundredths - 1e-9) / kHundredths; }
 double fraction_down(double value) { return std::floor(value * kHundredths + 1e-9) / kHundredths; }
-
-template <typename T>
-nlohmann::json or_null(const std::optional<T>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
-}
 
 SglangAdvice advise(std::string_view knob, AdviceAction action, nlohmann::json value,
                     std::string why) {
@@ -148,28 +146,19 @@ OomKillReader read_kills(std::string_view text) {
 
 }  // namespace
 
+constexpr std::array kSglangCauseNames{
+    std::pair{SglangFailureCause::HostOom, "host_oom"},
+    std::pair{SglangFailureCause::WeightsLeaveNoMemory, "weights_leave_no_memory"},
+    std::pair{SglangFailureCause::KvPoolTooSmall, "kv_pool_too_small"},
+    std::pair{SglangFailureCause::HicacheRefused, "hicache_refused"},
+    std::pair{SglangFailureCause::OomCudaGraphCapture, "oom_cuda_graph_capture"},
+    std::pair{SglangFailureCause::OomFirstPrefill, "oom_first_prefill"},
+    std::pair{SglangFailureCause::Oom, "oom"},
+    std::pair{SglangFailureCause::Started, "started"},
+};
+
 const char* sglang_cause_name(SglangFailureCause cause) noexcept {
-  switch (cause) {
-    case SglangFailureCause::HostOom:
-      return "host_oom";
-    case SglangFailureCause::WeightsLeaveNoMemory:
-      return "weights_leave_no_memory";
-    case SglangFailureCause::KvPoolTooSmall:
-      return "kv_pool_too_small";
-    case SglangFailureCause::HicacheRefused:
-      return "hicache_refused";
-    case SglangFailureCause::OomCudaGraphCapture:
-      return "oom_cuda_graph_capture";
-    case SglangFailureCause::OomFirstPrefill:
-      return "oom_first_prefill";
-    case SglangFailureCause::Oom:
-      return "oom";
-    case SglangFailureCause::Started:
-      return "started";
-    case SglangFailureCause::Unknown:
-      break;
-  }
-  return "unknown";
+  return name_in(kSglangCauseNames, cause, "unknown");
 }
 
 SglangDiagnosis diagnose_sglang_launch(std::string_view log_text) {
@@ -186,7 +175,7 @@ SglangDiagnosis diagnose_sglang_launch(std::string_view log_text) {
     d.explanation =
         "the kernel killed the process for host RAM (loading weights through host memory)";
     d.advice.push_back(
-        advise("tp_size", AdviceAction::Keep, or_null(f.tp_size),
+        advise("tp_size", AdviceAction::Keep, optional_json(f.tp_size),
                "host RAM is not a GPU knob: add host RAM or swap, or run fewer ranks per node"));
   } else if (known != std::end(kCauses)) {
     d.cause = known->cause;

@@ -91,7 +91,8 @@ std::string message_of(std::string_view line) {
 
 }  // namespace
 
-struct SglangLogParser::State {
+template <>
+struct LogReader<SglangLogFigures> {
   LogLines lines{kSglangLogMaxBytes, kSglangLogMaxLineBytes};
   SglangLogFigures figures;
   bool in_graph_capture = false;
@@ -289,16 +290,10 @@ struct SglangLogParser::State {
   }
 };
 
-SglangLogParser::SglangLogParser() : state_(std::make_unique<State>()) {}
-SglangLogParser::~SglangLogParser() = default;
-void SglangLogParser::feed(std::string_view chunk) { state_->feed(chunk); }
-bool SglangLogParser::truncated() const noexcept { return state_->lines.truncated(); }
-SglangLogFigures SglangLogParser::finish() { return state_->finish(); }
+template class StreamingLogParser<SglangLogFigures>;
 
 SglangLogFigures parse_sglang_log(std::string_view text) {
-  SglangLogParser parser;
-  parser.feed(text);
-  return parser.finish();
+  return parse_log_text<SglangLogParser>(text);
 }
 
 SglangLogFigures read_sglang_log_file(const std::string& path) {
@@ -306,42 +301,38 @@ SglangLogFigures read_sglang_log_file(const std::string& path) {
 }
 
 nlohmann::json to_json(const SglangLogFigures& f) {
-  auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::json j = nlohmann::json::object();
-  j["sglang_version"] = opt(f.sglang_version);
-  j["model_path"] = opt(f.model_path);
-  j["tp_size"] = opt(f.tp_size);
-  j["pp_size"] = opt(f.pp_size);
-  j["dp_size"] = opt(f.dp_size);
-  j["mem_fraction_static"] = opt(f.mem_fraction_static);
-  j["chunked_prefill_size"] = opt(f.chunked_prefill_size);
-  j["max_prefill_tokens"] = opt(f.max_prefill_tokens);
-  j["max_running_requests"] = opt(f.max_running_requests);
-  j["context_length"] = opt(f.context_length);
-  j["cuda_graph_max_bs"] = opt(f.cuda_graph_max_bs);
-  j["kv_cache_dtype"] = opt(f.kv_cache_dtype);
-  j["baseline_usage_gib"] = opt(f.baseline_usage_gib);
-  j["load_begin_avail_gib"] = opt(f.load_begin_avail_gib);
-  j["weights_gib"] = opt(f.weights_gib);
-  j["avail_after_weights_gib"] = opt(f.avail_after_weights_gib);
-  j["kv_tokens"] = opt(f.kv_tokens);
-  j["k_size_gib"] = opt(f.k_size_gib);
-  j["v_size_gib"] = opt(f.v_size_gib);
-  j["kv_size_gib"] = opt(f.kv_size_gib);
-  j["full_layer_tokens"] = opt(f.full_layer_tokens);
-  j["swa_layer_tokens"] = opt(f.swa_layer_tokens);
-  j["mamba_cache_size"] = opt(f.mamba_cache_size);
-  j["avail_after_pool_gib"] = opt(f.avail_after_pool_gib);
-  j["decode_graph_gib"] = opt(f.decode_graph_gib);
-  j["prefill_graph_gib"] = opt(f.prefill_graph_gib);
-  j["avail_after_graphs_gib"] = opt(f.avail_after_graphs_gib);
-  j["max_total_num_tokens"] = opt(f.max_total_num_tokens);
-  j["available_gpu_mem_gib"] = opt(f.available_gpu_mem_gib);
-  j["oom_tried_gib"] = opt(f.oom_tried_gib);
-  j["outcome"] = f.outcome;
-  j["error_lines"] = f.error_lines;
-  j["truncated"] = f.truncated;
-  j["launches"] = f.launches;
+  j["sglang_version"] = optional_json(f.sglang_version);
+  j["model_path"] = optional_json(f.model_path);
+  j["tp_size"] = optional_json(f.tp_size);
+  j["pp_size"] = optional_json(f.pp_size);
+  j["dp_size"] = optional_json(f.dp_size);
+  j["mem_fraction_static"] = optional_json(f.mem_fraction_static);
+  j["chunked_prefill_size"] = optional_json(f.chunked_prefill_size);
+  j["max_prefill_tokens"] = optional_json(f.max_prefill_tokens);
+  j["max_running_requests"] = optional_json(f.max_running_requests);
+  j["context_length"] = optional_json(f.context_length);
+  j["cuda_graph_max_bs"] = optional_json(f.cuda_graph_max_bs);
+  j["kv_cache_dtype"] = optional_json(f.kv_cache_dtype);
+  j["baseline_usage_gib"] = optional_json(f.baseline_usage_gib);
+  j["load_begin_avail_gib"] = optional_json(f.load_begin_avail_gib);
+  j["weights_gib"] = optional_json(f.weights_gib);
+  j["avail_after_weights_gib"] = optional_json(f.avail_after_weights_gib);
+  j["kv_tokens"] = optional_json(f.kv_tokens);
+  j["k_size_gib"] = optional_json(f.k_size_gib);
+  j["v_size_gib"] = optional_json(f.v_size_gib);
+  j["kv_size_gib"] = optional_json(f.kv_size_gib);
+  j["full_layer_tokens"] = optional_json(f.full_layer_tokens);
+  j["swa_layer_tokens"] = optional_json(f.swa_layer_tokens);
+  j["mamba_cache_size"] = optional_json(f.mamba_cache_size);
+  j["avail_after_pool_gib"] = optional_json(f.avail_after_pool_gib);
+  j["decode_graph_gib"] = optional_json(f.decode_graph_gib);
+  j["prefill_graph_gib"] = optional_json(f.prefill_graph_gib);
+  j["avail_after_graphs_gib"] = optional_json(f.avail_after_graphs_gib);
+  j["max_total_num_tokens"] = optional_json(f.max_total_num_tokens);
+  j["available_gpu_mem_gib"] = optional_json(f.available_gpu_mem_gib);
+  j["oom_tried_gib"] = optional_json(f.oom_tried_gib);
+  put_log_ending(j, f);
   return j;
 }
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -117,17 +116,6 @@ std::vector<SglangLadderStep> ladder(const Row& row, const std::string& key) {
     steps.push_back(s);
   }
   return steps;
-}
-
-// A field with a vocabulary: its text must be one of `choices`' names, else an error listing them.
-template <typename T>
-T choice(const Row& row, const char* key, std::initializer_list<std::pair<const char*, T>> choices,
-         const char* expected) {
-  const std::string value = row.text(key);
-  for (const auto& [name, result] : choices) {
-    if (value == name) return result;
-  }
-  row.fail(key, value, expected);
 }
 
 void parse_from_version(SglangRules& r, const Row& row, const char* key) {

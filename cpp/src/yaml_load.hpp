@@ -4,8 +4,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace vramplan {
 
@@ -29,5 +31,18 @@ std::string without_comment_lines(std::string_view text);
 // but that section's.
 std::string without_section(std::string_view text, std::string_view key);
 std::string only_section(std::string_view text, std::string_view key);
+
+// A field with a vocabulary, for every rule table's row reader (`Row`: text(key) and a
+// [[noreturn]] fail(key, value, problem)): the field's text must be one of `choices`' names,
+// else the row's error with `expected` listing them.
+template <typename T, typename Row>
+T choice(const Row& row, const char* key, std::initializer_list<std::pair<const char*, T>> choices,
+         const char* expected) {
+  const std::string value = row.text(key);
+  for (const auto& [name, result] : choices) {
+    if (value == name) return result;
+  }
+  row.fail(key, value, expected);
+}
 
 }  // namespace vramplan

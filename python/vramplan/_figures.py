@@ -55,15 +55,23 @@ class _Bars(NamedTuple):
     ranks: list[tuple[int, int, int, list[tuple[str, int]]]]
 
 
+_VLLM_BUDGET = "budget (total x utilization)"
+# Each engine's breakdown JSON (by its "engine" key): the key of its verdict and what its
+# budget line is.
+_VERDICT_AND_BUDGET = {
+    "vllm": ("outcome", _VLLM_BUDGET),
+    "sglang": ("verdict", "weights and pools (total - slack)"),
+}
+
+
 def _bars(breakdown: _core.Breakdown | dict[str, Any]) -> _Bars:
     """A vLLM breakdown (the core's object) or a breakdown's JSON (SGLang's, or vLLM's) as
     bars."""
     if isinstance(breakdown, dict):
-        sglang = breakdown.get("engine") == "sglang"
+        verdict_key, budget_label = _VERDICT_AND_BUDGET[breakdown["engine"]]
         return _Bars(
-            f"{breakdown['model']} on {breakdown['gpu']}: "
-            f"{breakdown['verdict'] if sglang else breakdown['outcome']}",
-            "weights and pools (total - slack)" if sglang else "budget (total x utilization)",
+            f"{breakdown['model']} on {breakdown['gpu']}: {breakdown[verdict_key]}",
+            budget_label,
             [
                 (
                     int(r["pipeline_rank"]),
@@ -76,7 +84,7 @@ def _bars(breakdown: _core.Breakdown | dict[str, Any]) -> _Bars:
         )
     return _Bars(
         f"{breakdown.model_id} on {breakdown.gpu_id}: {breakdown.outcome}",
-        "budget (total x utilization)",
+        _VLLM_BUDGET,
         [
             (
                 r.pipeline_rank,

@@ -91,12 +91,14 @@ def _sglang_head_foot(data: dict[str, Any]) -> tuple[str, str, list[str]]:
     return head, foot, [data["error"], *data["notes"]] if data["error"] else list(data["notes"])
 
 
+# Each engine's breakdown JSON (by its "engine" key) to its heading, footer and messages.
+_HEAD_FOOT = {"vllm": _vllm_head_foot, "sglang": _sglang_head_foot}
+
+
 def breakdown_html(data: dict[str, Any]) -> str:
     """A Breakdown's JSON, vLLM's or SGLang's, as a table (one column per pipeline rank) with a
     bar per rank."""
-    head, foot, messages = (
-        _sglang_head_foot(data) if data.get("engine") == "sglang" else _vllm_head_foot(data)
-    )
+    head, foot, messages = _HEAD_FOOT[data["engine"]](data)
     ranks = data["ranks"]
     header = _cell("term", tag="th") + "".join(
         _cell(f"rank {r['pipeline_rank']}", "right", "th") for r in ranks

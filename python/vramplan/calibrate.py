@@ -124,13 +124,7 @@ class Profile:
         return "\n".join(lines)
 
 
-# Why SGLang is not calibrated: its rows (model_specs/sglang.yaml) are compiled in and its
-# breakdown and plan take no fitted row, so fitted constants would have nowhere to apply.
-SGLANG_REFUSAL = (
-    "calibrate fits vLLM's engine rows only: SGLang's baseline constants (CUDA context, NCCL) "
-    "are fitted in model_specs/sglang.yaml, and SGLang's breakdown and plan take no calibrated "
-    "row yet; check an SGLang log against the plan with `vramplan validate --engine sglang`"
-)
+SGLANG_REFUSAL = engines.SGLANG_CALIBRATE_REFUSAL
 # Figures only SGLang's startup prints (parse_log("sglang", ...)): a log with any is SGLang's.
 _SGLANG_ONLY_FIGURES = ("max_total_num_tokens", "load_begin_avail_gib", "k_size_gib", "model_path")
 
@@ -230,10 +224,11 @@ def calibrate(
     identify. engine="sglang" (or an SGLang log) is refused with the reason
     (SGLANG_REFUSAL).
     """
-    # Calibration fits engines.yaml rows: vLLM's. Any other engine is refused with its reason.
-    if engines.get(engine).name != "vllm":
-        reason = SGLANG_REFUSAL if engine == "sglang" else "calibrate fits vLLM's engine rows only"
-        raise api.config_error("engine", engine, "vllm", reason)
+    # Calibration fits engines.yaml rows: an engine without them is refused with its reason.
+    refusal = engines.get(engine).calibrate_refusal
+    if refusal is not None:
+        calibrated = (n for n in engines.names() if engines.get(n).calibrate_refusal is None)
+        raise api.config_error("engine", engine, ", ".join(calibrated), refusal)
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     held: set[str] = set()
     if logs:

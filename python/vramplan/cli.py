@@ -1031,8 +1031,8 @@ def main(argv: list[str] | None = None) -> int:
             from . import engines
 
             fitter = engines.get(engines.engine_named(words), argument="--engine")
-            if fitter.name == "llamacpp" and fitter.cli is not None:
-                return fitter.cli(words)  # GGUF across GPUs: llama.cpp's own fit
+            if fitter.cli_fits and fitter.cli is not None:
+                return fitter.cli(words)  # its own fit (llama.cpp: GGUF across GPUs)
         if words and words[0] in _ENGINE_COMMANDS:
             from . import engines
 

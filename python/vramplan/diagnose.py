@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _core, _io, api, engines
+from ._json_result import JsonResult
 from ._quoting import shell_word
 from ._units import GIB
 from .probe import match_gpu
@@ -42,16 +43,11 @@ _MEMORY_CAUSES = frozenset(CAUSES[: CAUSES.index("runtime_oom") + 1])
 
 
 @dataclass(frozen=True)
-class Diagnosis:
+class Diagnosis(JsonResult):
     """`data` is the JSON: cause, evidence, explanation, advice (the knobs the explanation
     advises changing, as data: [{knob, action: lower|raise|set, value}]), oom_phase,
     oom_other_processes_bytes, oom_kills, figures (the log parser's reading), launch, fix,
     fix_unavailable."""
-
-    data: dict[str, Any]
-
-    def __getitem__(self, key: str) -> Any:
-        return self.data[key]
 
     @property
     def cause(self) -> str:

@@ -17,6 +17,15 @@ from . import _core, _database
 
 # The `--engine` of a call that names none.
 DEFAULT_ENGINE = "vllm"
+# Why calibrate refuses an engine whose rows it cannot fit (the default for a new engine).
+CALIBRATE_REFUSAL = "calibrate fits vLLM's engine rows only"
+# Why SGLang is not calibrated: its rows (model_specs/sglang.yaml) are compiled in and its
+# breakdown and plan take no fitted row, so fitted constants would have nowhere to apply.
+SGLANG_CALIBRATE_REFUSAL = (
+    f"{CALIBRATE_REFUSAL}: SGLang's baseline constants (CUDA context, NCCL) "
+    "are fitted in model_specs/sglang.yaml, and SGLang's breakdown and plan take no calibrated "
+    "row yet; check an SGLang log against the plan with `vramplan validate --engine sglang`"
+)
 
 
 # A NamedTuple, not a dataclass: `dataclasses` imports `inspect` and friends, a tenth of the
@@ -38,6 +47,9 @@ class Engine(NamedTuple):
     fit_columns: Mapping[str, str] = types.MappingProxyType({})
     # Its CLI commands (argv as cli.main got them); None: the main parser's (vLLM's).
     cli: Callable[[list[str]], int] | None = None
+    # Whether `vramplan fit --engine NAME` is one of `cli`'s commands (its own search) rather
+    # than the main parser's fit, which searches through fit_option.
+    cli_fits: bool = False
     # Whether a launch line (argv) is this engine's: `check` picks the engine from it.
     reads_launch_line: Callable[[list[str]], bool] | None = None
     # Whether fit_models and colocate search this engine's launches (catalogue-wide searches).
@@ -46,6 +58,12 @@ class Engine(NamedTuple):
     # log text and diagnose's launch keywords); None: the diagnosis is the cause and the core's
     # advice only. The cause itself is the core's (`_core.diagnose_log`), for every engine.
     diagnosis_fix: Callable[..., None] | None = None
+    # fit's rows for a whole search at once (fit_option's arguments, the splits as a list, and
+    # the progress callback), or None where that search is not one it batches; None: fit plans
+    # one option at a time through fit_option.
+    fit_rows: Callable[..., list[dict[str, Any]] | None] | None = None
+    # Why `vramplan.calibrate` refuses this engine; None: calibrate fits its engine rows.
+    calibrate_refusal: str | None = CALIBRATE_REFUSAL
 
     def column(self, name: str) -> str:
         """fit's column `name` (vLLM's knob name) as this engine names it."""
@@ -101,8 +119,10 @@ def _vllm() -> Engine:
         plan=_implemented_in("api", "_vllm_plan"),
         sweep=_implemented_in("api", "_vllm_sweep"),
         fit_option=_implemented_in("fit", "_split_plan"),
+        fit_rows=_implemented_in("fit", "_vllm_rows"),
         searches_catalogue=True,
         diagnosis_fix=_implemented_in("diagnose", "_vllm_fix"),
+        calibrate_refusal=None,
     )
 
 
@@ -119,6 +139,7 @@ def _sglang() -> Engine:
         fit_columns=_knob_equivalents(),
         cli=_implemented_in("cli_sglang", "main"),
         reads_launch_line=_implemented_in("cli_sglang", "is_sglang_line"),
+        calibrate_refusal=SGLANG_CALIBRATE_REFUSAL,
     )
 
 
@@ -132,6 +153,7 @@ def _llamacpp() -> Engine:
         sweep=_implemented_in("llamacpp", "not_yet"),
         fit_option=_implemented_in("llamacpp", "not_yet"),
         cli=_implemented_in("cli_llamacpp", "main"),
+        cli_fits=True,
     )
 
 

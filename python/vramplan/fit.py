@@ -502,8 +502,8 @@ def fit_rows(
         "host_ram_bytes": host_ram_bytes,
     }
     rows = None
-    if searched.name == "vllm":
-        rows = _vllm_rows(model_id, spec, work, target, node, free_knobs, progress)
+    if searched.fit_rows is not None:
+        rows = searched.fit_rows(model_id, spec, work, target, node, free_knobs, progress)
     if rows is None:
         rows = []
         for done, (gpu, count, split) in enumerate(work, start=1):

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import functools
 import io
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import _core, _database
 from . import launch as launch_args
+from ._json_result import JsonResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,14 +45,9 @@ def newest_known_version() -> str:
 
 
 @dataclass(frozen=True)
-class SglangBreakdown:
+class SglangBreakdown(JsonResult):
     """One SGLang launch per rank, in SGLang's terms (the core's dict: `data`). `ranks` and
     `terms` are shaped as a vLLM Breakdown's, so the HTML view and the plot draw both alike."""
-
-    data: dict[str, Any]
-
-    def __getitem__(self, key: str) -> Any:
-        return self.data[key]
 
     @property
     def verdict(self) -> str:
@@ -75,12 +70,6 @@ class SglangBreakdown:
         provenance), adding up to the GPU's total."""
         return [dict(t) for t in self.data["ranks"][0]["terms"]]
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.data)
-
-    def to_json(self) -> str:
-        return json.dumps(self.data, indent=2)
-
     def _repr_html_(self) -> str:
         """Notebook view: the terms as a table and a stacked bar, as a vLLM breakdown's."""
         from ._html import breakdown_html
@@ -95,16 +84,12 @@ class SglangBreakdown:
 
 
 @dataclass(frozen=True)
-class SglangPlan:
+class SglangPlan(JsonResult):
     """The launch as written judged (`launch`), the largest safe value of each knob, the
     planned launch (`planned`, at the largest safe mem_fraction_static) and its launch line."""
 
-    data: dict[str, Any]
     model_path: str = ""
     launch_knobs: dict[str, Any] = field(default_factory=dict)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.data[key]
 
     @property
     def launch(self) -> SglangBreakdown:
@@ -150,12 +135,6 @@ class SglangPlan:
     def to_engine_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for `sglang.Engine(**kwargs)`, model_path included."""
         return dict(self.data["engine_kwargs"])
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.data)
-
-    def to_json(self) -> str:
-        return json.dumps(self.data, indent=2)
 
     def _repr_html_(self) -> str:
         """Notebook view: verdict, the largest safe knobs, the launch line, the remedies and

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "vramplan/llamacpp.hpp"
+#include "vramplan/log_stream.hpp"
 
 namespace vramplan {
 
@@ -49,23 +49,9 @@ struct LlamacppLogFigures {
   bool truncated = false;
 };
 
-class LlamacppLogParser {
- public:
-  LlamacppLogParser();
-  ~LlamacppLogParser();
-  LlamacppLogParser(const LlamacppLogParser&) = delete;
-  LlamacppLogParser& operator=(const LlamacppLogParser&) = delete;
-  LlamacppLogParser(LlamacppLogParser&&) = delete;
-  LlamacppLogParser& operator=(LlamacppLogParser&&) = delete;
-
-  void feed(std::string_view chunk);
-  bool truncated() const noexcept;
-  LlamacppLogFigures finish();
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
+// llama.cpp's incremental parser (its byte cap: kLlamacppLogMaxBytes).
+extern template class StreamingLogParser<LlamacppLogFigures>;
+using LlamacppLogParser = StreamingLogParser<LlamacppLogFigures>;
 
 LlamacppLogFigures parse_llamacpp_log(std::string_view text);
 LlamacppLogFigures read_llamacpp_log_file(const std::string& path);

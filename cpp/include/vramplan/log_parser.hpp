@@ -22,12 +22,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "vramplan/log_stream.hpp"
 
 namespace vramplan {
 
@@ -38,7 +39,7 @@ inline constexpr std::int64_t kVllmLogMaxBytes = std::int64_t{1} << 30;  // 1 Gi
 
 // Every field is optional: absent when the log does not print it. GiB = 2^30 bytes (vLLM's
 // older "GB" labels are GiB too).
-struct VllmLogFigures {
+struct VllmLogFigures : LogEnding {
   // Launch.
   std::optional<std::string> vllm_version;
   std::optional<std::string> model;
@@ -94,37 +95,14 @@ struct VllmLogFigures {
   std::optional<double> oom_total_gib;
   std::optional<double> oom_free_gib;
 
-  // "started", "insufficient_kv_for_max_model_len", "oom_kv_alloc", "oom_at_load",
-  // "startup_free_memory" or "unknown".
-  std::string outcome = "unknown";
-  // The failing lines, without process prefix and log header, trimmed, de-duplicated, at most
-  // 32 of them (each cut at 2000 bytes, on a character boundary). Generic exception lines
-  // ("XyzError: ...") are kept only when the launch did not start.
-  std::vector<std::string> error_lines;
-  // The log was longer than kVllmLogMaxBytes: only its start was read.
-  bool truncated = false;
-  // Launches the log holds (a restart appended to the same file): every figure above is the
-  // last launch's, never a mix.
-  std::int32_t launches = 1;
+  // LogEnding's outcome: "started", "insufficient_kv_for_max_model_len", "oom_kv_alloc",
+  // "oom_at_load", "startup_free_memory" or "unknown". Its error_lines keep generic exception
+  // lines ("XyzError: ...") only when the launch did not start.
 };
 
-// Incremental parser: feed() the log in chunks of any size (a line may span chunks), then
-// call finish() once.
-class VllmLogParser {
- public:
-  VllmLogParser();
-  ~VllmLogParser();
-  VllmLogParser(const VllmLogParser&) = delete;
-  VllmLogParser& operator=(const VllmLogParser&) = delete;
-
-  void feed(std::string_view chunk);
-  bool truncated() const noexcept;  // kVllmLogMaxBytes reached: further input is ignored
-  VllmLogFigures finish();
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
+// vLLM's incremental parser (its byte cap: kVllmLogMaxBytes).
+extern template class StreamingLogParser<VllmLogFigures>;
+using VllmLogParser = StreamingLogParser<VllmLogFigures>;
 
 VllmLogFigures parse_vllm_log(std::string_view text);
 

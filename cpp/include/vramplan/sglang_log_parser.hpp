@@ -13,12 +13,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "vramplan/log_stream.hpp"
 
 namespace vramplan {
 
@@ -26,7 +27,7 @@ inline constexpr std::size_t kSglangLogMaxLineBytes = std::size_t{64} * 1024;
 inline constexpr std::int64_t kSglangLogMaxBytes = std::int64_t{1} << 30;  // 1 GiB
 
 // Every figure is optional: absent when the log does not print it. SGLang's "GB" is GiB.
-struct SglangLogFigures {
+struct SglangLogFigures : LogEnding {
   // Launch (from "server_args=ServerArgs(...)" and the scheduler's summary line).
   std::optional<std::string> sglang_version;  // an environment dump's "sglang: X" line
   std::optional<std::string> model_path;
@@ -64,34 +65,14 @@ struct SglangLogFigures {
   std::optional<double> available_gpu_mem_gib;       // the summary's "available_gpu_mem="
   std::optional<double> oom_tried_gib;               // "Tried to allocate X GiB/MiB"
 
-  // "started", "weights_leave_no_memory", "not_enough_memory", "oom_cuda_graph_capture",
-  // "hicache_refused" (HiCache's host pool), "oom" (a CUDA OOM elsewhere) or "unknown".
-  std::string outcome = "unknown";
-  // The failing lines, without the "[date TPn]" header, trimmed, de-duplicated, at most 32
-  // (each cut at 2000 bytes on a character boundary).
-  std::vector<std::string> error_lines;
-  bool truncated = false;
-  std::int32_t launches = 1;
+  // LogEnding's outcome: "started", "weights_leave_no_memory", "not_enough_memory",
+  // "oom_cuda_graph_capture", "hicache_refused" (HiCache's host pool), "oom" (a CUDA OOM
+  // elsewhere) or "unknown".
 };
 
-// Incremental parser: feed() chunks of any size, then finish() once.
-class SglangLogParser {
- public:
-  SglangLogParser();
-  ~SglangLogParser();
-  SglangLogParser(const SglangLogParser&) = delete;
-  SglangLogParser& operator=(const SglangLogParser&) = delete;
-  SglangLogParser(SglangLogParser&&) = delete;
-  SglangLogParser& operator=(SglangLogParser&&) = delete;
-
-  void feed(std::string_view chunk);
-  bool truncated() const noexcept;
-  SglangLogFigures finish();
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
+// SGLang's incremental parser (its byte cap: kSglangLogMaxBytes).
+extern template class StreamingLogParser<SglangLogFigures>;
+using SglangLogParser = StreamingLogParser<SglangLogFigures>;
 
 SglangLogFigures parse_sglang_log(std::string_view text);
 // Streams a regular file through the parser in 1 MiB chunks; ParseError if it cannot be read.

@@ -17,6 +17,7 @@
 #include "vramplan/spec_db.hpp"
 
 using namespace vramplan;
+using vramplan_test::config_error_of;
 using vramplan_test::h100;
 
 namespace {
@@ -87,16 +88,6 @@ LoggedBudget read_log(const std::string& name) {
     }
   }
   return out;
-}
-
-ConfigError config_error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ConfigError";
-  return ConfigError("", "", "", "");
 }
 
 }  // namespace

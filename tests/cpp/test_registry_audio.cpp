@@ -21,6 +21,7 @@
 #include "vramplan/model_spec.hpp"
 
 using namespace vramplan;
+using vramplan_test::config_error_of;
 using vramplan_test::config_path;
 using vramplan_test::h100;
 using vramplan_test::kv_bf16;
@@ -96,16 +97,6 @@ CompiledLaunch launch_of(std::shared_ptr<const ModelSpec> spec, EngineConfig con
   HardwareConfig hw;
   hw.gpu = h100();
   return CompiledLaunch(std::move(spec), hw, std::move(config));
-}
-
-ConfigError config_error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ConfigError";
-  return ConfigError("", "", "", "");
 }
 
 }  // namespace

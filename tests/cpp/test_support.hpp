@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <system_error>
 
 #include "vramplan/engine.hpp"
+#include "vramplan/errors.hpp"
 #include "vramplan/kv_cache.hpp"
 #include "vramplan/spec_db.hpp"
 
@@ -141,6 +143,17 @@ inline ReleaseLaunch release_launch(const char* model, const char* gpu, const ch
 
 inline vramplan::Breakdown breakdown_of(const ReleaseLaunch& l) {
   return vramplan::compute_breakdown(*l.spec, l.hardware, l.config);
+}
+
+// The ConfigError `fn` throws (a test failure, and an empty error, when it throws none).
+inline vramplan::ConfigError config_error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const vramplan::ConfigError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no ConfigError";
+  return vramplan::ConfigError("", "", "", "");
 }
 
 }  // namespace vramplan_test

@@ -2642,7 +2642,7 @@ std::int64_t whisper_convs_and_layers(const ConfigFields& a) {
   const std::int64_t convs = d * mels * 3 + d + d * d * 3 + d;
   const std::int64_t attention = 4 * d * d + 3 * d;  // q, k, v, out; k unbiased
   const std::int64_t mlp = 2 * d * ffn + ffn + d;
-  const std::int64_t per_layer = attention + mlp + 2 * 2 * d;
+  const std::int64_t per_layer = attention + mlp + 4 * d;  // two LayerNorms, weight and bias
   return convs + layers * per_layer + 2 * d;
 }
 
@@ -2682,7 +2682,8 @@ std::int64_t qwen3_omni_audio_encoder(const ConfigFields& a) {
   const std::int64_t out = bounded(a, "output_dim", kMaxWidth);
   const std::int64_t remaining = (((mels + 1) / 2 + 1) / 2 + 1) / 2;
   const std::int64_t convs = channels * 9 + channels + 2 * (channels * channels * 9 + channels);
-  const std::int64_t per_layer = 4 * d * d + 4 * d + 2 * d * ffn + ffn + d + 2 * 2 * d;
+  // Fused biased qkv and out, the MLP, two LayerNorms (weight and bias).
+  const std::int64_t per_layer = 4 * d * d + 4 * d + 2 * d * ffn + ffn + d + 4 * d;
   return convs + channels * remaining * d + layers * per_layer + 2 * d + d * d + d + out * d + out;
 }
 

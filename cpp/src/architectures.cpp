@@ -1583,6 +1583,15 @@ constexpr NamedSliding kSlidings[] = {
     {"exaone_pattern", Sliding::ExaonePattern},
 };
 
+// The names of a (name, value) table, comma-separated: the choices an error lists, read from
+// the table itself so that a new entry is listed where it is accepted.
+template <typename Entry, std::size_t N>
+std::string names_of(const Entry (&table)[N]) {
+  std::string out;
+  for (const Entry& entry : table) out += (out.empty() ? "" : ", ") + std::string(entry.name);
+  return out;
+}
+
 struct NamedVision {
   const char* name;
   Vision vision;
@@ -1742,8 +1751,7 @@ Row read_row(const YAML::Node& node, const std::string& file, std::size_t index)
   const auto* s = std::find_if(std::begin(kSlidings), std::end(kSlidings),
                                [&](const NamedSliding& n) { return sliding == n.name; });
   if (s == std::end(kSlidings)) {
-    e.fail("sliding", "'" + sliding + "'",
-           "unknown (if_set, qwen_gated, never, alternate, pattern_key, exaone_pattern)");
+    e.fail("sliding", "'" + sliding + "'", "unknown (" + names_of(kSlidings) + ")");
   }
   row.sliding = s->sliding;
   const json renames = e.values("renames", true);
@@ -1832,11 +1840,7 @@ Wrapper read_wrapper(const TableEntry& e, const Table& t) {
     const auto* v = std::find_if(std::begin(kVisions), std::end(kVisions),
                                  [&](const NamedVision& n) { return vision == n.name; });
     if (v == std::end(kVisions)) {
-      e.fail(
-          "vision", "'" + vision + "'",
-          "unknown vision tower (vit, siglip, llava, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, "
-          "gemma4, paligemma, idefics3, intern_vit, internvl_hf, blip2, lfm2_vl, glm4v, kimi_k25, "
-          "minicpmv4_6, deepseek_ocr, exaone4_5, ovis2_5)");
+      e.fail("vision", "'" + vision + "'", "unknown vision tower (" + names_of(kVisions) + ")");
     }
     w.vision = v->vision;
   }
@@ -1845,8 +1849,7 @@ Wrapper read_wrapper(const TableEntry& e, const Table& t) {
     const auto* a = std::find_if(std::begin(kAudios), std::end(kAudios),
                                  [&](const NamedAudio& n) { return audio == n.name; });
     if (a == std::end(kAudios)) {
-      e.fail("audio", "'" + audio + "'",
-             "unknown audio encoder (qwen2_audio, qwen3_asr, qwen2_5_omni)");
+      e.fail("audio", "'" + audio + "'", "unknown audio encoder (" + names_of(kAudios) + ")");
     }
     w.audio = a->audio;
   }

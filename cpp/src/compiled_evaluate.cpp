@@ -1,6 +1,7 @@
 // The per-point closed form of a compiled launch: vLLM's defaulting of the evaluated knobs,
 // each rank's startup at them and the verdict. No heap allocation on these paths.
 #include <algorithm>
+#include <limits>
 
 #include "launch_internal.hpp"
 #include "vramplan/compiled.hpp"
@@ -292,6 +293,7 @@ PreparedRank CompiledLaunch::prepare_rank(std::size_t index,
         (p.terms.persistent_buffers_bytes - budget.persistent_in_budget_bytes) -
         (activation + budget.cudagraph_in_budget_bytes);
   }
+  p.kv_reserved_bytes = kv_reserved_bytes(*profile_, p.terms);
   return p;
 }
 
@@ -348,7 +350,7 @@ void CompiledLaunch::choose_rank(std::size_t i, const ResolvedKnobs& k,
     pass.worst_request_bytes = need;
     out.worst_rank = static_cast<std::int32_t>(i);
     choices.worst_block_size = prepared.page.block_size;
-    choices.worst_blocks = blocks;
+    choices.worst_blocks = static_cast<double>(blocks);
   }
   const std::int64_t margin =
       prepared.post_allocation_bytes - headroom_bytes(budget.requested_memory_bytes);
@@ -372,65 +374,59 @@ void CompiledLaunch::close_choices(const ResolvedKnobs& k, Evaluation& out,
   const std::int64_t workers = std::int64_t{config_.tensor_parallel_size} *
                                config_.pipeline_parallel_size * config_.data_parallel_size;
   out.host_required_bytes = host_.required_bytes + workers * 5 * k.max_num_seqs * k.max_model_len;
+  choices.verdict = verdict_bounds(k, out, choices);
+  choices.max_model_len = static_cast<double>(k.max_model_len);
+  choices.tokens_from_concurrency = profile().tokens_from_concurrency;
+}
+
+// The startup checks in vLLM's order (VerdictBounds::at), each written as a bound on the
+// requested bytes, the KV bytes or the blocks: those that depend on the utilization compare
+// the requested share with what prepare() fixed (headroom = startup free - requested).
+VerdictBounds CompiledLaunch::verdict_bounds(const ResolvedKnobs& k, const Evaluation& e,
+                                             const PreparedChoices& p) const noexcept {
+  constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t kAlways = std::numeric_limits<std::int64_t>::min();
+  const std::int64_t free = startup_free_bytes_;
+  const std::int64_t kv_fixed = config_.kv_cache_memory_bytes.value_or(0);
+  VerdictBounds v;
+  v.startup_free_limit_bytes = profile().startup_free_memory_check ? free : kNever;
+  if (hardware_.host_ram_bytes > 0 && e.host_required_bytes > hardware_.host_ram_bytes) {
+    v.fixed = Outcome::HostOomKilled;
+  } else if (e.max_weights_bytes > free) {
+    v.fixed = Outcome::OomAtLoad;
+  } else if (e.max_graph_profiling_bytes > free) {
+    v.fixed = Outcome::CudagraphProfilingOom;
+  } else if (kv_fixed > 0 && e.max_weights_bytes + e.max_non_torch_bytes + kv_fixed > free) {
+    // A fixed --kv-cache-memory-bytes is allocated as asked: it must fit beside the weights.
+    v.fixed = Outcome::NoKvMemory;
+  }
+  v.min_kv_cache_bytes = e.kv_empty ? kAlways : 1;  // a rank without KV layers needs none
+  v.request_kv_bytes = e.request_kv_bytes;
+  v.min_num_blocks = state_blocks_bound_max_num_seqs_ ? k.max_num_seqs : kAlways;
+  // Graphs captured after the allocation come first; then the sampler warm-up.
+  v.post_allocation_limit_bytes = free - p.tightest_post_allocation_bytes;
+  v.capture_limit_bytes = free - (p.tightest_cudagraph_bytes - p.tightest_activation_peak_bytes -
+                                  p.tightest_graph_in_budget_bytes);
+  return v;
 }
 
 inline void CompiledLaunch::count_blocks(std::size_t i, const PreparedRank& rank,
-                                         const KvBudget& budget, RankPass& pass) const noexcept {
-  const std::int64_t blocks = kv_num_blocks(ranks_[i].kv, rank.page, budget.kv_cache_bytes);
+                                         std::int64_t kv_cache_bytes,
+                                         RankPass& pass) const noexcept {
+  const std::int64_t blocks = kv_num_blocks(ranks_[i].kv, rank.page, kv_cache_bytes);
   if (pass.num_blocks < 0 || blocks < pass.num_blocks) pass.num_blocks = blocks;
-}
-
-// Inlined into finish_point: a call per sweep point cost the sweep 5-10%.
-[[gnu::always_inline]] inline FinishedPoint CompiledLaunch::conclude(
-    const Evaluation& e, const PreparedChoices& p, const RankPass& pass) const noexcept {
-  FinishedPoint out;
-  out.min_kv_cache_bytes = pass.min_kv_cache_bytes;
-  out.num_blocks = std::max<std::int64_t>(0, pass.num_blocks);
-  if (p.worst_blocks > 0) {
-    out.max_concurrency = static_cast<double>(out.num_blocks) / static_cast<double>(p.worst_blocks);
-  }
-  if (profile().tokens_from_concurrency) {
-    out.kv_tokens =
-        static_cast<std::int64_t>(out.max_concurrency * static_cast<double>(e.knobs.max_model_len));
-  } else {
-    out.kv_tokens = (out.num_blocks / p.worst_groups) * p.worst_block_size;
-  }
-
-  // Startup verdict, in the order vLLM meets the checks; those that depend on the utilization
-  // compare the requested bytes with what prepare() fixed.
-  const std::int64_t requested = pass.requested_memory_bytes;
-  const std::int64_t kv_fixed = config_.kv_cache_memory_bytes.value_or(0);
-  const std::int64_t headroom = headroom_bytes(requested);
-  if (profile().startup_free_memory_check && startup_free_bytes_ < requested) {
-    out.outcome = Outcome::StartupFreeMemory;
-  } else if (hardware_.host_ram_bytes > 0 && e.host_required_bytes > hardware_.host_ram_bytes) {
-    out.outcome = Outcome::HostOomKilled;
-  } else if (e.max_weights_bytes > startup_free_bytes_) {
-    out.outcome = Outcome::OomAtLoad;
-  } else if (e.max_graph_profiling_bytes > startup_free_bytes_) {
-    out.outcome = Outcome::CudagraphProfilingOom;
-  } else if ((out.min_kv_cache_bytes <= 0 && !e.kv_empty) ||
-             (kv_fixed > 0 &&
-              e.max_weights_bytes + e.max_non_torch_bytes + kv_fixed > startup_free_bytes_)) {
-    // A fixed --kv-cache-memory-bytes is allocated as asked: it must fit beside the weights.
-    out.outcome = Outcome::NoKvMemory;
-  } else if (e.request_kv_bytes > out.min_kv_cache_bytes) {
-    out.outcome = Outcome::InsufficientKvForMaxModelLen;
-  } else if (state_blocks_bound_max_num_seqs_ && e.knobs.max_num_seqs > out.num_blocks) {
-    out.outcome = Outcome::StateBlocksBelowMaxNumSeqs;
-  } else if (p.tightest_post_allocation_bytes - headroom > 0) {
-    // Graphs captured after the allocation come first; then the sampler warm-up.
-    out.outcome = p.tightest_cudagraph_bytes > headroom + p.tightest_activation_peak_bytes +
-                                                   p.tightest_graph_in_budget_bytes
-                      ? Outcome::CudagraphCaptureOom
-                      : Outcome::SamplerWarmupOom;
-  }
-  return out;
 }
 
 PreparedEvaluation CompiledLaunch::prepare(const ResolvedKnobs& k) const noexcept {
   PreparedEvaluation p;
+  prepare(k, p);
+  return p;
+}
+
+void CompiledLaunch::prepare(const ResolvedKnobs& k, PreparedEvaluation& p) const noexcept {
+  p.base = Evaluation{};
   p.base.knobs = k;
+  p.choices = PreparedChoices{};
   RankPass pass;
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     const PreparedRank prepared = prepare_rank(i, k);
@@ -438,40 +434,69 @@ PreparedEvaluation CompiledLaunch::prepare(const ResolvedKnobs& k) const noexcep
     // At the resolved utilization; the choices do not depend on it (PreparedChoices).
     const KvBudget budget = kv_budget(*profile_, prepared.terms, k.gpu_memory_utilization,
                                       config_.kv_cache_memory_bytes);
-    pass_kv(i, budget, pass);
+    pass_kv(i, budget.kv_cache_bytes, pass);
     choose_rank(i, k, prepared, budget, p.base, p.choices, pass);
   }
   close_choices(k, p.base, p.choices, pass);
-  return p;
 }
 
 FinishedPoint CompiledLaunch::finish_point(const PreparedEvaluation& p,
                                            double gpu_memory_utilization) const noexcept {
+  return finish_requested(
+      p, requested_memory_bytes(hardware_.gpu.total_memory_bytes, gpu_memory_utilization));
+}
+
+FinishedPoint CompiledLaunch::finish_requested(const PreparedEvaluation& p,
+                                               std::int64_t requested) const noexcept {
   RankPass pass;
-  // finish_rank's KV bytes and blocks, without the rest of its RankEvaluation.
+  pass.requested_memory_bytes = requested;
+  // The rank's KV bytes and blocks (kv_budget's rule with its reserved part prepared).
   const auto add_rank = [&](std::size_t i, const PreparedRank& rank) {
-    const KvBudget budget =
-        kv_budget(*profile_, rank.terms, gpu_memory_utilization, config_.kv_cache_memory_bytes);
-    pass_kv(i, budget, pass);
-    count_blocks(i, rank, budget, pass);
+    const std::int64_t kv =
+        kv_cache_bytes_at(requested, rank.kv_reserved_bytes, config_.kv_cache_memory_bytes);
+    pass_kv(i, kv, pass);
+    count_blocks(i, rank, kv, pass);
   };
-  if (ranks_.size() == 1) {
-    // Most launches (any TP, no PP): the rank loop and its inline check out of the sweep's path.
-    add_rank(0, p.ranks[0]);
-    return conclude(p.base, p.choices, pass);
-  }
+  if (ranks_.size() == 1) return single_rank_point(p).at(requested);  // any TP, no PP
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     if (i < PreparedEvaluation::kInlineRanks) {
       add_rank(i, p.ranks[i]);
     } else {
-      // A rank past the inline ones, prepared again. Built only here: zeroing a PreparedRank
-      // on every point took 60% of BM_Sweep.
-      ResolvedKnobs knobs = p.base.knobs;
-      knobs.gpu_memory_utilization = gpu_memory_utilization;
-      add_rank(i, prepare_rank(i, knobs));
+      // A rank past the inline ones, prepared again (its reserved bytes do not depend on the
+      // utilization). Built only here: zeroing a PreparedRank on every point took 60% of
+      // BM_Sweep.
+      add_rank(i, prepare_rank(i, p.base.knobs));
     }
   }
-  return conclude(p.base, p.choices, pass);
+  return p.choices.finish(requested, pass.min_kv_cache_bytes, pass.num_blocks);
+}
+
+SingleRankPoint CompiledLaunch::single_rank_point(const PreparedEvaluation& p) const noexcept {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  SingleRankPoint point;
+  point.kv_reserved_bytes = p.ranks[0].kv_reserved_bytes;
+  point.fixed_kv_cache_bytes = config_.kv_cache_memory_bytes;
+  point.block_bytes = kv_block_bytes(p.ranks[0].page.page_bytes, ranks_[0].kv.group_size);
+  point.choices = p.choices;
+  // Where VerdictBounds::at says Started: below both limits on the requested bytes, with KV
+  // bytes at least every KV bound (blocks >= m needs m x block bytes) and no fixed failure.
+  const VerdictBounds& v = p.choices.verdict;
+  std::int64_t min_kv = std::max(v.min_kv_cache_bytes, v.request_kv_bytes);  // >= 0
+  if (v.min_num_blocks > 0) {
+    min_kv = point.block_bytes > 0
+                 ? std::max(min_kv, saturating_mul(v.min_num_blocks, point.block_bytes))
+                 : kMax;
+  }
+  point.started_to_bytes = std::min(v.startup_free_limit_bytes, v.post_allocation_limit_bytes);
+  if (v.fixed != Outcome::Started || min_kv == kMax) {
+    point.started_from_bytes = kMax;  // never
+  } else if (point.fixed_kv_cache_bytes) {
+    point.started_from_bytes =
+        *point.fixed_kv_cache_bytes >= min_kv ? std::numeric_limits<std::int64_t>::min() : kMax;
+  } else {
+    point.started_from_bytes = saturating_add(point.kv_reserved_bytes, min_kv);
+  }
+  return point;
 }
 
 namespace {
@@ -507,12 +532,13 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
     const PreparedRank prepared = prepare_rank(i, k);
     const KvBudget budget = kv_budget(*profile_, prepared.terms, k.gpu_memory_utilization,
                                       config_.kv_cache_memory_bytes);
-    pass_kv(i, budget, pass);
+    pass_kv(i, budget.kv_cache_bytes, pass);
+    pass.requested_memory_bytes = budget.requested_memory_bytes;
     choose_rank(i, k, prepared, budget, out, choices, pass);
-    count_blocks(i, prepared, budget, pass);
+    count_blocks(i, prepared, budget.kv_cache_bytes, pass);
   }
   close_choices(k, out, choices, pass);
-  apply(conclude(out, choices, pass), out);
+  apply(choices.finish(pass.requested_memory_bytes, pass.min_kv_cache_bytes, pass.num_blocks), out);
   return out;
 }
 

@@ -333,12 +333,6 @@ std::int64_t blocks_per_request(const std::vector<KvGroup>& groups, std::int32_t
   return blocks;
 }
 
-std::int64_t blocks_in_budget(std::int64_t page_bytes, std::int32_t group_size,
-                              std::int64_t kv_budget_bytes) noexcept {
-  if (page_bytes <= 0 || group_size <= 0 || kv_budget_bytes <= 0) return 0;
-  return kv_budget_bytes / (page_bytes * group_size);  // = floor(floor(b / page) / group)
-}
-
 }  // namespace
 
 std::int64_t kv_blocks_per_request(const KvGeometry& g, const KvPage& page,
@@ -370,15 +364,6 @@ std::int64_t kv_request_bytes(const KvLayout& layout, std::int64_t max_model_len
                               std::int64_t max_num_batched_tokens) noexcept {
   return kv_blocks_per_request(layout, max_model_len, max_num_batched_tokens) * layout.page_bytes *
          layout.group_size;
-}
-
-std::int64_t kv_num_blocks(const KvGeometry& g, const KvPage& page,
-                           std::int64_t kv_budget_bytes) noexcept {
-  return blocks_in_budget(page.page_bytes, g.group_size, kv_budget_bytes);
-}
-
-std::int64_t kv_num_blocks(const KvLayout& layout, std::int64_t kv_budget_bytes) noexcept {
-  return blocks_in_budget(layout.page_bytes, layout.group_size, kv_budget_bytes);
 }
 
 std::int64_t kv_max_model_len_that_fits(const KvGeometry& g, const KvPage& page,

@@ -1101,14 +1101,14 @@ struct Axis {
   }
 };
 
-// One (length, sequences, tokens) point of a sweep, prepared for every utilization.
+// One (length, sequences, tokens) point of a sweep: the knobs its rows show.
 struct SweepPoint {
   std::int64_t max_model_len = 0;  // as resolved (an unset knob shows its default)
   std::int64_t max_num_seqs = 0;
   std::int64_t max_num_batched_tokens = 0;
   double default_utilization = 0.0;
   bool refused = false;
-  PreparedEvaluation prepared;
+  SingleRankPoint single;  // a one-rank launch's rows read this (not the PreparedEvaluation)
 };
 
 // Points prepared together, then finished for each utilization: each utilization writes a run
@@ -1116,6 +1116,56 @@ struct SweepPoint {
 // tokens) rows, which kept ~800 write streams open and left BM_Sweep bound on them (16 points:
 // 26 M points/s, 64: 66 M, 256: 64 M). 64 points are about 38 KiB of stack.
 constexpr std::size_t kSweepTile = 64;
+
+bool valid_utilization(double utilization) { return utilization > 0.0 && utilization <= 1.0; }
+
+// A row's knobs, and the figures of a row vLLM refuses.
+void write_knobs(const SweepColumns& out, std::size_t i, const SweepPoint& p, double utilization) {
+  out.gpu_memory_utilization[i] = utilization;
+  out.max_model_len[i] = p.max_model_len;
+  out.max_num_seqs[i] = p.max_num_seqs;
+  out.max_num_batched_tokens[i] = p.max_num_batched_tokens;
+}
+void write_refused(const SweepColumns& out, std::size_t i) {
+  out.kv_cache_bytes[i] = 0;
+  out.kv_tokens[i] = 0;
+  out.max_concurrency[i] = 0.0;
+  out.outcome[i] = -1;
+}
+
+// One utilization's rows of a tile, from `row` on: a listed utilization (kListed) is checked
+// and turned into requested bytes once for the tile, else each point's default is;
+// `finish(j, requested)` finishes point j.
+template <bool kListed, typename Finish>
+void finish_rows(const std::array<SweepPoint, kSweepTile>& tile, std::size_t count, double listed,
+                 std::int64_t total_memory_bytes, const SweepColumns out, std::size_t row,
+                 const Finish& finish) noexcept {
+  if (kListed && !valid_utilization(listed)) {
+    for (std::size_t j = 0; j < count; ++j) {
+      write_knobs(out, row + j, tile[j], listed);
+      write_refused(out, row + j);
+    }
+    return;
+  }
+  const std::int64_t listed_requested =
+      kListed ? requested_memory_bytes(total_memory_bytes, listed) : 0;
+  for (std::size_t j = 0; j < count; ++j) {
+    const SweepPoint& p = tile[j];
+    const std::size_t i = row + j;
+    const double utilization = kListed ? listed : p.default_utilization;
+    write_knobs(out, i, p, utilization);
+    if (p.refused || (!kListed && !valid_utilization(utilization))) {
+      write_refused(out, i);
+      continue;
+    }
+    const FinishedPoint e = finish(
+        j, kListed ? listed_requested : requested_memory_bytes(total_memory_bytes, utilization));
+    out.kv_cache_bytes[i] = e.min_kv_cache_bytes;
+    out.kv_tokens[i] = e.kv_tokens;
+    out.max_concurrency[i] = e.max_concurrency;
+    out.outcome[i] = static_cast<std::int8_t>(e.outcome);
+  }
+}
 
 }  // namespace
 
@@ -1127,11 +1177,14 @@ void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGri
   const Axis<std::int64_t> seqs{grid.max_num_seqs, knobs.max_num_seqs};
   const Axis<std::int64_t> tokens{grid.max_num_batched_tokens, knobs.max_num_batched_tokens};
   knobs.gpu_memory_utilization.reset();  // resolved to the default, replaced per row
+  const std::int64_t total = launch.hardware().gpu.total_memory_bytes;
   // Rows keep utilization outermost; the points (length, sequences, tokens) are prepared once
   // each, a tile at a time, and only the utilization's share is finished per row.
   const std::size_t points = lens.size() * seqs.size() * tokens.size();
   const std::size_t end = std::min(range.end, points);
   std::array<SweepPoint, kSweepTile> tile;
+  std::array<PreparedEvaluation, kSweepTile> prepared;  // apart: the rows read only the above
+  const SweepColumns columns = out;  // a local copy: the int8 outcome stores cannot alias it
   // Kept across points: a refused point shows what try_resolve left (as before the split).
   ResolvedKnobs resolved;
   for (std::size_t first = range.begin; first < end; first += kSweepTile) {
@@ -1151,29 +1204,30 @@ void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGri
       p.max_num_seqs = knobs.max_num_seqs.value_or(resolved.max_num_seqs);
       p.max_num_batched_tokens =
           knobs.max_num_batched_tokens.value_or(resolved.max_num_batched_tokens);
-      if (!p.refused) p.prepared = launch.prepare(resolved);
+      if (!p.refused) launch.prepare(resolved, prepared[j]);
+    }
+    const bool single_rank = launch.ranks().size() == 1;
+    if (single_rank) {
+      for (std::size_t j = 0; j < count; ++j) {
+        if (!tile[j].refused) tile[j].single = launch.single_rank_point(prepared[j]);
+      }
     }
     for (std::size_t u = 0; u < utils.size(); ++u) {
-      for (std::size_t j = 0; j < count; ++j) {
-        const SweepPoint& p = tile[j];
-        const std::size_t i = u * points + first + j;
-        const double utilization = utils.at(u).value_or(p.default_utilization);
-        out.gpu_memory_utilization[i] = utilization;
-        out.max_model_len[i] = p.max_model_len;
-        out.max_num_seqs[i] = p.max_num_seqs;
-        out.max_num_batched_tokens[i] = p.max_num_batched_tokens;
-        if (p.refused || !(utilization > 0.0 && utilization <= 1.0)) {
-          out.kv_cache_bytes[i] = 0;
-          out.kv_tokens[i] = 0;
-          out.max_concurrency[i] = 0.0;
-          out.outcome[i] = -1;
-          continue;
+      const std::size_t row = u * points + first;
+      const std::optional<double> listed = utils.at(u);
+      const auto rows = [&](const auto& finish) {
+        if (listed) {
+          finish_rows<true>(tile, count, *listed, total, columns, row, finish);
+        } else {
+          finish_rows<false>(tile, count, 0.0, total, columns, row, finish);
         }
-        const FinishedPoint e = launch.finish_point(p.prepared, utilization);
-        out.kv_cache_bytes[i] = e.min_kv_cache_bytes;
-        out.kv_tokens[i] = e.kv_tokens;
-        out.max_concurrency[i] = e.max_concurrency;
-        out.outcome[i] = static_cast<std::int8_t>(e.outcome);
+      };
+      if (single_rank) {
+        rows([&](std::size_t j, std::int64_t requested) { return tile[j].single.at(requested); });
+      } else {
+        rows([&](std::size_t j, std::int64_t requested) {
+          return launch.finish_requested(prepared[j], requested);
+        });
       }
     }
   }

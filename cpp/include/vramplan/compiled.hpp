@@ -188,7 +188,47 @@ struct PreparedRank {
   BudgetTerms terms;
   std::int64_t mm_encoder_bytes = 0;       // part of terms.activation_peak_bytes
   std::int64_t post_allocation_bytes = 0;  // no term of it depends on the utilization
+  std::int64_t kv_reserved_bytes = 0;      // what the KV budget takes before the cache
   KvPage page;
+};
+
+// What the utilization decides at a prepared point (CompiledLaunch::finish_point).
+struct FinishedPoint {
+  std::int64_t min_kv_cache_bytes = 0;
+  std::int64_t num_blocks = 0;
+  std::int64_t kv_tokens = 0;
+  double max_concurrency = 0.0;
+  Outcome outcome = Outcome::Started;
+};
+
+// The startup verdict as a function of the requested bytes, fixed by prepare(): every check
+// the utilization can change compares the requested share, the KV bytes it leaves or the
+// blocks they buy with one bound, so a sweep row is a few comparisons.
+struct VerdictBounds {
+  // The first check that fails at every utilization (host RAM, the load, graph profiling, a
+  // fixed KV size that does not fit); Started when none does.
+  Outcome fixed = Outcome::Started;
+  std::int64_t startup_free_limit_bytes = 0;     // requested above it: StartupFreeMemory
+  std::int64_t min_kv_cache_bytes = 0;           // KV below it: NoKvMemory
+  std::int64_t request_kv_bytes = 0;             // KV below it: InsufficientKvForMaxModelLen
+  std::int64_t min_num_blocks = 0;               // blocks below it: StateBlocksBelowMaxNumSeqs
+  std::int64_t post_allocation_limit_bytes = 0;  // requested above it: an OOM after the KV
+  std::int64_t capture_limit_bytes = 0;          // ... and above this one, in the graph capture
+
+  // The checks in the order vLLM meets them.
+  Outcome at(std::int64_t requested_bytes, std::int64_t kv_cache_bytes,
+             std::int64_t num_blocks) const noexcept {
+    if (requested_bytes > startup_free_limit_bytes) return Outcome::StartupFreeMemory;
+    if (fixed != Outcome::Started) return fixed;
+    if (kv_cache_bytes < min_kv_cache_bytes) return Outcome::NoKvMemory;
+    if (kv_cache_bytes < request_kv_bytes) return Outcome::InsufficientKvForMaxModelLen;
+    if (num_blocks < min_num_blocks) return Outcome::StateBlocksBelowMaxNumSeqs;
+    if (requested_bytes > post_allocation_limit_bytes) {
+      return requested_bytes > capture_limit_bytes ? Outcome::CudagraphCaptureOom
+                                                   : Outcome::SamplerWarmupOom;
+    }
+    return Outcome::Started;
+  }
 };
 
 // What finish() needs of the rank choices prepare() makes. Every rank requests the same
@@ -197,7 +237,8 @@ struct PreparedRank {
 // post-allocation need - headroom = need - (total - others - context) + requested; the
 // requested bytes cancel from every comparison.
 struct PreparedChoices {
-  std::int64_t worst_blocks = 0;       // blocks one request needs on the worst rank
+  // Blocks one request needs on the worst rank: a count, held as the concurrency's divisor.
+  double worst_blocks = 0.0;
   std::int64_t worst_groups = 1;       // the worst rank's KV groups (at least 1)
   std::int32_t worst_block_size = 16;  // the worst rank's page block size
   // The tightest rank: its post-allocation need, graphs, activation peak and the graph bytes
@@ -206,6 +247,56 @@ struct PreparedChoices {
   std::int64_t tightest_cudagraph_bytes = 0;
   std::int64_t tightest_activation_peak_bytes = 0;
   std::int64_t tightest_graph_in_budget_bytes = 0;
+  VerdictBounds verdict;
+  double max_model_len = 0.0;            // the point's, as tokens from concurrency use it
+  bool tokens_from_concurrency = false;  // the release's way of reporting KV tokens
+
+  // The point at a requested share, given the KV bytes and blocks it leaves (min over ranks):
+  // blocks, tokens, concurrency and the verdict.
+  FinishedPoint finish(std::int64_t requested_bytes, std::int64_t min_kv_cache_bytes,
+                       std::int64_t num_blocks) const noexcept {
+    FinishedPoint out = figures(min_kv_cache_bytes, num_blocks);
+    out.outcome = verdict.at(requested_bytes, min_kv_cache_bytes, out.num_blocks);
+    return out;
+  }
+  // finish() without the verdict.
+  FinishedPoint figures(std::int64_t min_kv_cache_bytes, std::int64_t num_blocks) const noexcept {
+    FinishedPoint out;
+    out.min_kv_cache_bytes = min_kv_cache_bytes;
+    out.num_blocks = std::max<std::int64_t>(0, num_blocks);
+    if (worst_blocks > 0.0) {
+      out.max_concurrency = static_cast<double>(out.num_blocks) / worst_blocks;
+    }
+    if (tokens_from_concurrency) {
+      out.kv_tokens = static_cast<std::int64_t>(out.max_concurrency * max_model_len);
+    } else {
+      out.kv_tokens = (out.num_blocks / worst_groups) * worst_block_size;
+    }
+    return out;
+  }
+};
+
+// A prepared point of a one-rank launch as a function of the requested bytes alone (sweep rows):
+// kv_budget's rule with its reserved part fixed, the blocks it buys, and the point's close.
+// Every check of the verdict is monotone in the requested bytes, so the launch starts on one
+// interval of them, worked out once; a row outside it takes the checks in order.
+struct SingleRankPoint {
+  std::int64_t kv_reserved_bytes = 0;
+  std::optional<std::int64_t> fixed_kv_cache_bytes;  // --kv-cache-memory-bytes
+  std::int64_t block_bytes = 0;                      // kv_block_bytes
+  std::int64_t started_from_bytes = 0;               // requested in [from, to]: Started
+  std::int64_t started_to_bytes = -1;
+  PreparedChoices choices;
+
+  FinishedPoint at(std::int64_t requested_bytes) const noexcept {
+    const std::int64_t kv =
+        kv_cache_bytes_at(requested_bytes, kv_reserved_bytes, fixed_kv_cache_bytes);
+    FinishedPoint out = choices.figures(kv, kv_blocks_in_budget(block_bytes, kv));
+    out.outcome = requested_bytes >= started_from_bytes && requested_bytes <= started_to_bytes
+                      ? Outcome::Started
+                      : choices.verdict.at(requested_bytes, kv, out.num_blocks);
+    return out;
+  }
 };
 
 // A point prepared for every utilization (CompiledLaunch::prepare): the evaluation's fields
@@ -216,15 +307,6 @@ struct PreparedEvaluation {
   Evaluation base;  // num_blocks, kv_tokens, concurrency, min KV, outcome unset
   PreparedChoices choices;
   std::array<PreparedRank, kInlineRanks> ranks;
-};
-
-// What the utilization decides at a prepared point (CompiledLaunch::finish_point).
-struct FinishedPoint {
-  std::int64_t min_kv_cache_bytes = 0;
-  std::int64_t num_blocks = 0;
-  std::int64_t kv_tokens = 0;
-  double max_concurrency = 0.0;
-  Outcome outcome = Outcome::Started;
 };
 
 class CompiledLaunch {
@@ -265,11 +347,19 @@ class CompiledLaunch {
   // The startup split along the utilization: prepare() once per (max_model_len, max_num_seqs,
   // max_num_batched_tokens, ...), then finish() per utilization in (0, 1] (sweeps).
   PreparedEvaluation prepare(const ResolvedKnobs& knobs) const noexcept;
+  // The same into `out` (a sweep's tile): the ranks past this launch's keep what they held.
+  void prepare(const ResolvedKnobs& knobs, PreparedEvaluation& out) const noexcept;
   Evaluation finish(const PreparedEvaluation& prepared,
                     double gpu_memory_utilization) const noexcept;
   // finish()'s fields that depend on the utilization, without copying the rest (sweep rows).
   FinishedPoint finish_point(const PreparedEvaluation& prepared,
                              double gpu_memory_utilization) const noexcept;
+  // The same at the requested bytes the utilization gives (requested_memory_bytes): a sweep
+  // works them out once per utilization.
+  FinishedPoint finish_requested(const PreparedEvaluation& prepared,
+                                 std::int64_t requested_memory_bytes) const noexcept;
+  // A one-rank launch's prepared point as a function of the requested bytes (ranks().size() == 1).
+  SingleRankPoint single_rank_point(const PreparedEvaluation& prepared) const noexcept;
   // One rank: finish_rank(i, prepare_rank(i, knobs), knobs.gpu_memory_utilization).
   RankEvaluation evaluate_rank(std::size_t rank, const ResolvedKnobs& knobs) const noexcept;
   PreparedRank prepare_rank(std::size_t rank, const ResolvedKnobs& knobs) const noexcept;
@@ -309,11 +399,10 @@ class CompiledLaunch {
     std::int64_t requested_memory_bytes = 0;  // the same on every rank
     std::int64_t num_blocks = -1;             // min over ranks; -1 before the first
   };
-  // Every pass: the rank's budget into the minimum KV bytes.
-  static void pass_kv(std::size_t index, const KvBudget& budget, RankPass& pass) noexcept {
-    pass.min_kv_cache_bytes = index == 0 ? budget.kv_cache_bytes
-                                         : std::min(pass.min_kv_cache_bytes, budget.kv_cache_bytes);
-    pass.requested_memory_bytes = budget.requested_memory_bytes;
+  // Every pass: the rank's KV bytes into the minimum.
+  static void pass_kv(std::size_t index, std::int64_t kv_cache_bytes, RankPass& pass) noexcept {
+    pass.min_kv_cache_bytes =
+        index == 0 ? kv_cache_bytes : std::min(pass.min_kv_cache_bytes, kv_cache_bytes);
   }
   // prepare()'s step: the fixed fields and the worst and tightest ranks (after pass_kv).
   void choose_rank(std::size_t index, const ResolvedKnobs& knobs, const PreparedRank& rank,
@@ -322,12 +411,12 @@ class CompiledLaunch {
   // prepare()'s close: what follows from the choices and the host.
   void close_choices(const ResolvedKnobs& knobs, Evaluation& out, PreparedChoices& choices,
                      const RankPass& pass) const noexcept;
-  // finish()'s step: the rank's blocks into the minimum (after pass_kv).
-  void count_blocks(std::size_t index, const PreparedRank& rank, const KvBudget& budget,
+  // close_choices' last step: the verdict's bounds at this point.
+  VerdictBounds verdict_bounds(const ResolvedKnobs& knobs, const Evaluation& evaluation,
+                               const PreparedChoices& choices) const noexcept;
+  // finish()'s step: the rank's blocks into the minimum.
+  void count_blocks(std::size_t index, const PreparedRank& rank, std::int64_t kv_cache_bytes,
                     RankPass& pass) const noexcept;
-  // finish()'s close: blocks, tokens, concurrency and the verdict at the pass's utilization.
-  FinishedPoint conclude(const Evaluation& base, const PreparedChoices& choices,
-                         const RankPass& pass) const noexcept;
   // What the GPU has left beside the engine's requested share (the same for every rank).
   std::int64_t headroom_bytes(std::int64_t requested_memory_bytes) const noexcept {
     return startup_free_bytes_ - requested_memory_bytes;

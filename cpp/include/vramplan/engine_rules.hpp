@@ -40,29 +40,45 @@ struct KvBudget {
   std::int64_t persistent_in_budget_bytes = 0;
 };
 
-// vLLM's rule (Worker.determine_available_memory): requested = ceil(total x utilization);
-// KV = requested - weights - activation peak - non-torch - [graph estimate, 0.21+] - [the
-// profile's freed blocks, where the version counts them as non-torch] - [buffers made since the
-// init snapshot, 0.27+ "consumed" formula].
+// vLLM's share of the GPU (Worker.determine_available_memory): ceil(total x utilization).
+inline std::int64_t requested_memory_bytes(std::int64_t total_memory_bytes,
+                                           double memory_fraction) noexcept {
+  return static_cast<std::int64_t>(
+      std::ceil(static_cast<double>(total_memory_bytes) * memory_fraction));
+}
+
+// What vLLM's rule takes from the requested share before the KV cache, none of it depending on
+// the utilization: weights + activation peak + non-torch + [graph estimate, 0.21+] + [the
+// profile's freed blocks, where the version counts them as non-torch] + [buffers made since the
+// init snapshot, 0.27+ "consumed" formula; before, they were held but counted nowhere, so they
+// come out of the headroom instead].
+inline std::int64_t kv_reserved_bytes(const EngineProfile& vllm,
+                                      const BudgetTerms& terms) noexcept {
+  return terms.weights_bytes + terms.activation_peak_bytes + terms.non_torch_bytes +
+         (vllm.cudagraph_in_budget ? terms.cudagraph_bytes : 0) +
+         (vllm.non_torch_counts_cached_activations ? terms.activation_peak_bytes : 0) +
+         (vllm.consumed_budget_formula ? terms.persistent_buffers_bytes : 0);
+}
+
+// The KV cache bytes at a requested share: what the rule leaves, or --kv-cache-memory-bytes as
+// asked.
+inline std::int64_t kv_cache_bytes_at(
+    std::int64_t requested_memory_bytes, std::int64_t reserved_bytes,
+    const std::optional<std::int64_t>& fixed_kv_cache_bytes) noexcept {
+  return fixed_kv_cache_bytes ? *fixed_kv_cache_bytes : requested_memory_bytes - reserved_bytes;
+}
+
+// vLLM's rule: KV = requested - kv_reserved_bytes(...), or the fixed size.
 inline KvBudget kv_budget(const EngineProfile& vllm, const BudgetTerms& terms,
                           double memory_fraction,
                           const std::optional<std::int64_t>& fixed_kv_cache_bytes) noexcept {
   KvBudget budget;
-  budget.requested_memory_bytes = static_cast<std::int64_t>(
-      std::ceil(static_cast<double>(terms.total_memory_bytes) * memory_fraction));
+  budget.requested_memory_bytes = requested_memory_bytes(terms.total_memory_bytes, memory_fraction);
   budget.cudagraph_in_budget_bytes = vllm.cudagraph_in_budget ? terms.cudagraph_bytes : 0;
-  // The consumed formula (0.27+) sees buffers made after the init snapshot; before, they were
-  // held but counted nowhere, so they come out of the headroom instead.
   budget.persistent_in_budget_bytes =
       vllm.consumed_budget_formula ? terms.persistent_buffers_bytes : 0;
-  const std::int64_t cached_activation =
-      vllm.non_torch_counts_cached_activations ? terms.activation_peak_bytes : 0;
-  budget.kv_cache_bytes = fixed_kv_cache_bytes
-                              ? *fixed_kv_cache_bytes
-                              : budget.requested_memory_bytes - terms.weights_bytes -
-                                    terms.activation_peak_bytes - terms.non_torch_bytes -
-                                    budget.cudagraph_in_budget_bytes - cached_activation -
-                                    budget.persistent_in_budget_bytes;
+  budget.kv_cache_bytes = kv_cache_bytes_at(budget.requested_memory_bytes,
+                                            kv_reserved_bytes(vllm, terms), fixed_kv_cache_bytes);
   return budget;
 }
 

@@ -129,10 +129,27 @@ std::int64_t kv_request_bytes(const KvGeometry& geometry, const KvPage& page,
                               std::int64_t max_num_batched_tokens) noexcept;
 std::int64_t kv_request_bytes(const KvLayout& layout, std::int64_t max_model_len,
                               std::int64_t max_num_batched_tokens) noexcept;
-// Blocks a KV budget buys: floor(budget / (page * group_size)).
-std::int64_t kv_num_blocks(const KvGeometry& geometry, const KvPage& page,
-                           std::int64_t kv_budget_bytes) noexcept;
-std::int64_t kv_num_blocks(const KvLayout& layout, std::int64_t kv_budget_bytes) noexcept;
+// Bytes one block costs across a group's pool (page x group_size); 0 for a layout without one.
+inline std::int64_t kv_block_bytes(std::int64_t page_bytes, std::int32_t group_size) noexcept {
+  return page_bytes > 0 && group_size > 0 ? page_bytes * group_size : 0;
+}
+// Blocks a KV budget buys: floor(budget / block bytes) = floor(floor(b / page) / group).
+// Inline: a sweep row counts them.
+inline std::int64_t kv_blocks_in_budget(std::int64_t block_bytes,
+                                        std::int64_t kv_budget_bytes) noexcept {
+  return block_bytes > 0 && kv_budget_bytes > 0 ? kv_budget_bytes / block_bytes : 0;
+}
+inline std::int64_t kv_blocks_in_budget(std::int64_t page_bytes, std::int32_t group_size,
+                                        std::int64_t kv_budget_bytes) noexcept {
+  return kv_blocks_in_budget(kv_block_bytes(page_bytes, group_size), kv_budget_bytes);
+}
+inline std::int64_t kv_num_blocks(const KvGeometry& geometry, const KvPage& page,
+                                  std::int64_t kv_budget_bytes) noexcept {
+  return kv_blocks_in_budget(page.page_bytes, geometry.group_size, kv_budget_bytes);
+}
+inline std::int64_t kv_num_blocks(const KvLayout& layout, std::int64_t kv_budget_bytes) noexcept {
+  return kv_blocks_in_budget(layout.page_bytes, layout.group_size, kv_budget_bytes);
+}
 // Largest max_model_len in [1, upper] whose request fits in `kv_budget_bytes` (vLLM's
 // estimate_max_model_len binary search); 0 if not even one token fits.
 std::int64_t kv_max_model_len_that_fits(const KvGeometry& geometry, const KvPage& page,

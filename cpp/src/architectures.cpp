@@ -1502,6 +1502,35 @@ void param2_moe(Context& c) {
   c.doc["moe"] = moe;
 }
 
+// vLLM 0.33's sarvam.py SarvamMLAForCausalLM (Sarvam-105B): deepseek_v2.py-style MLA through
+// MultiHeadLatentAttentionWrapper (its MLAAttention layer caches the latent, whatever the
+// model_type), a dense MLP of intermediate_size below first_k_dense_replace, then every
+// moe_layer_freq-th layer num_experts experts of moe_intermediate_size behind a router with an
+// fp32 expert bias (moe_router_enable_expert_bias) and one shared MLP of
+// moe_shared_expert_intermediate_size (else moe_intermediate_size) x num_shared_experts.
+void sarvam_mla(Context& c) {
+  const ConfigFields& f = c.f;
+  c.doc["mla"] = mla_dimensions(f);
+  // The config's head_dim (576) is the latent's width, which sarvam.py never reads; as in
+  // DeepseekV3Config, the spec's head_dim is qk_rope_head_dim (MLA layers are sized by mla).
+  c.doc["head_dim"] = f.integer("qk_rope_head_dim");
+  if (!f.has("num_experts")) return;  // vLLM builds every layer's dense MLP then
+  const std::int64_t width = f.integer("moe_intermediate_size");
+  json moe = {{"num_experts", f.integer("num_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", width},
+              {"first_k_dense", f.integer_or("first_k_dense_replace", 1)},
+              {"router_bias", f.boolean_or("moe_router_enable_expert_bias", true)}};
+  if (f.integer_or("moe_layer_freq", 1) != 1) moe["moe_layer_step"] = f.integer("moe_layer_freq");
+  const std::int64_t shared = f.integer_or("num_shared_experts", 1);
+  if (shared > 0) {
+    moe["num_shared_experts"] = 1;
+    moe["shared_expert_intermediate_size"] =
+        f.integer_or("moe_shared_expert_intermediate_size", width) * shared;
+  }
+  c.doc["moe"] = moe;
+}
+
 struct NamedRule {
   const char* name;
   Rule rule;
@@ -1558,6 +1587,7 @@ constexpr NamedRule kRules[] = {
     {"falcon_h1", falcon_h1},
     {"iquest_loop", iquest_loop},
     {"param2_moe", param2_moe},
+    {"sarvam_mla", sarvam_mla},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------

@@ -1504,8 +1504,8 @@ void param2_moe(Context& c) {
 
 // vLLM 0.33's sarvam.py SarvamMLAForCausalLM (Sarvam-105B): deepseek_v2.py-style MLA through
 // MultiHeadLatentAttentionWrapper (its MLAAttention layer caches the latent, whatever the
-// model_type), a dense MLP of intermediate_size below first_k_dense_replace, then every
-// moe_layer_freq-th layer num_experts experts of moe_intermediate_size behind a router with an
+// model_type), a dense MLP of intermediate_size below first_k_dense_replace, then on every layer
+// (moe_layer_freq 1) num_experts experts of moe_intermediate_size behind a router with an
 // fp32 expert bias (moe_router_enable_expert_bias) and one shared MLP of
 // moe_shared_expert_intermediate_size (else moe_intermediate_size) x num_shared_experts.
 void sarvam_mla(Context& c) {
@@ -1521,7 +1521,11 @@ void sarvam_mla(Context& c) {
               {"moe_intermediate_size", width},
               {"first_k_dense", f.integer_or("first_k_dense_replace", 1)},
               {"router_bias", f.boolean_or("moe_router_enable_expert_bias", true)}};
-  if (f.integer_or("moe_layer_freq", 1) != 1) moe["moe_layer_step"] = f.integer("moe_layer_freq");
+  if (f.integer_or("moe_layer_freq", 1) != 1) {
+    f.fail("moe_layer_freq", std::to_string(f.integer("moe_layer_freq")),
+           "1 (sarvam.py's experts on (layer - first_k_dense_replace) % moe_layer_freq == 0 are "
+           "not modelled)");
+  }
   const std::int64_t shared = f.integer_or("num_shared_experts", 1);
   if (shared > 0) {
     moe["num_shared_experts"] = 1;

@@ -19,6 +19,19 @@ using vramplan_test::config_json;
 using vramplan_test::config_path;
 using vramplan_test::kv_bf16;
 
+namespace {
+
+void expect_refused_naming(const nlohmann::json& config, const std::string& key) {
+  try {
+    (void)model_spec_from_hf_config(config, nullptr, "refused.json");
+    ADD_FAILURE() << "accepted a config with " << key;
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
 // Sarvam-105B: sarvam.py's SarvamMLAAttention hands MultiHeadLatentAttentionWrapper an
 // MLAAttention layer, whose cache spec is one latent of kv_lora_rank + qk_rope_head_dim = 512 +
 // 64 = 576 elements a token (num_kv_heads 1), whatever the model_type: 32 x 576 x 2 B = 36,864 B
@@ -62,8 +75,9 @@ TEST(RegistryFamiliesA, SarvamMlaParametersByHand) {
 // sarvam.py multiplies the shared MLP's width by num_shared_experts (unlike param2moe.py):
 // without moe_shared_expert_intermediate_size and with 2 shared experts it is 2 x 2,048 = 4,096,
 // 3 x 4,096 x 2,048 = 25,165,824 more a MoE layer, 780,140,544 over 31; without the expert bias
-// 31 x 128 = 3,968 fewer. Without num_experts vLLM builds every layer dense (3 x 4,096 x 16,384
-// = 201,326,592 each).
+// 31 x 128 = 3,968 fewer. Experts every second layer counted from first_k_dense_replace are
+// refused by key. Without num_experts vLLM builds every layer dense (3 x 4,096 x 16,384 =
+// 201,326,592 each).
 TEST(RegistryFamiliesA, SarvamMlaKeys) {
   nlohmann::json config = config_json("sarvamai__sarvam-105b.json");
   config.erase("moe_shared_expert_intermediate_size");
@@ -73,23 +87,13 @@ TEST(RegistryFamiliesA, SarvamMlaKeys) {
             std::int64_t{106031767424 + 780140544 - 3968});
   // 2,147,483,648 + 32 x (94,642,688 + 201,326,592) + 4,096 = 11,618,504,704.
   config = config_json("sarvamai__sarvam-105b.json");
+  config["moe_layer_freq"] = 2;
+  expect_refused_naming(config, "moe_layer_freq");
+  config = config_json("sarvamai__sarvam-105b.json");
   config.erase("num_experts");
   EXPECT_EQ(parameter_count(model_spec_from_hf_config(config, nullptr, "s105-dense.json")),
             std::int64_t{11618504704});
 }
-
-namespace {
-
-void expect_kimi_refused_naming(const nlohmann::json& config, const std::string& key) {
-  try {
-    (void)model_spec_from_hf_config(config, nullptr, "kimi.json");
-    ADD_FAILURE() << "accepted a config with " << key;
-  } catch (const SpecError& e) {
-    EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
-  }
-}
-
-}  // namespace
 
 // Kimi-Linear-48B-A3B-Instruct (vllm/models/kimi_k3, KimiLinearForCausalLM): the 1-based
 // kda_layers 1-3, 5-7, ..., 25-26 are Kimi Delta Attention (20 layers), layers 4, 8, ..., 24 and
@@ -151,17 +155,17 @@ TEST(RegistryFamiliesA, KimiLinearRefusesKimiK3Blocks) {
   const nlohmann::json base = config_json("moonshotai__Kimi-Linear-48B-A3B-Instruct.json");
   nlohmann::json config = base;
   config["linear_attn_config"]["use_full_rank_gate"] = true;
-  expect_kimi_refused_naming(config, "use_full_rank_gate");
+  expect_refused_naming(config, "use_full_rank_gate");
   config = base;
   config["attn_res_block_size"] = 12;
-  expect_kimi_refused_naming(config, "attn_res_block_size");
+  expect_refused_naming(config, "attn_res_block_size");
   config = base;
   config["routed_expert_hidden_size"] = 1152;
-  expect_kimi_refused_naming(config, "routed_expert_hidden_size");
+  expect_refused_naming(config, "routed_expert_hidden_size");
   config = base;
   config["mla_use_output_gate"] = true;
-  expect_kimi_refused_naming(config, "mla_use_output_gate");
+  expect_refused_naming(config, "mla_use_output_gate");
   config = base;
   config["linear_attn_config"]["kda_layers"].push_back(28);
-  expect_kimi_refused_naming(config, "kda_layers");
+  expect_refused_naming(config, "kda_layers");
 }

@@ -1502,6 +1502,114 @@ void param2_moe(Context& c) {
   c.doc["moe"] = moe;
 }
 
+// vLLM 0.33's sarvam.py SarvamMLAForCausalLM (Sarvam-105B): deepseek_v2.py-style MLA through
+// MultiHeadLatentAttentionWrapper (its MLAAttention layer caches the latent, whatever the
+// model_type), a dense MLP of intermediate_size below first_k_dense_replace, then on every layer
+// (moe_layer_freq 1) num_experts experts of moe_intermediate_size behind a router with an
+// fp32 expert bias (moe_router_enable_expert_bias) and one shared MLP of
+// moe_shared_expert_intermediate_size (else moe_intermediate_size) x num_shared_experts.
+void sarvam_mla(Context& c) {
+  const ConfigFields& f = c.f;
+  c.doc["mla"] = mla_dimensions(f);
+  // The config's head_dim (576) is the latent's width, which sarvam.py never reads; as in
+  // DeepseekV3Config, the spec's head_dim is qk_rope_head_dim (MLA layers are sized by mla).
+  c.doc["head_dim"] = f.integer("qk_rope_head_dim");
+  if (!f.has("num_experts")) return;  // vLLM builds every layer's dense MLP then
+  const std::int64_t width = f.integer("moe_intermediate_size");
+  json moe = {{"num_experts", f.integer("num_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", width},
+              {"first_k_dense", f.integer_or("first_k_dense_replace", 1)},
+              {"router_bias", f.boolean_or("moe_router_enable_expert_bias", true)}};
+  if (f.integer_or("moe_layer_freq", 1) != 1) {
+    f.fail("moe_layer_freq", std::to_string(f.integer("moe_layer_freq")),
+           "1 (sarvam.py's experts on (layer - first_k_dense_replace) % moe_layer_freq == 0 are "
+           "not modelled)");
+  }
+  const std::int64_t shared = f.integer_or("num_shared_experts", 1);
+  if (shared > 0) {
+    moe["num_shared_experts"] = 1;
+    moe["shared_expert_intermediate_size"] =
+        f.integer_or("moe_shared_expert_intermediate_size", width) * shared;
+  }
+  c.doc["moe"] = moe;
+}
+
+// Refuses, by key, what vLLM 0.33's kimi_k3 model builds for Kimi-K3 beyond Kimi-Linear.
+void refuse_kimi_k3_blocks(const ConfigFields& f, const ConfigFields& linear) {
+  if (linear.boolean_or("use_full_rank_gate", false)) {
+    linear.fail("use_full_rank_gate", "true",
+                "Kimi-K3's full-rank-gate KDA (KimiK3DeltaAttention) is not modelled");
+  }
+  if (f.has("attn_res_block_size")) {
+    f.fail("attn_res_block_size", f.at("attn_res_block_size").dump(),
+           "Kimi-K3's block attention residuals are not modelled");
+  }
+  if (f.has("routed_expert_hidden_size")) {
+    f.fail("routed_expert_hidden_size", f.at("routed_expert_hidden_size").dump(),
+           "latent MoE (experts behind down / up projections) is not modelled");
+  }
+  if (f.boolean_or("mla_use_output_gate", false)) {
+    f.fail("mla_use_output_gate", "true", "the MLA output gate (g_proj) is not modelled");
+  }
+  if (f.integer_or("moe_layer_freq", 1) != 1) {
+    f.fail("moe_layer_freq", std::to_string(f.integer("moe_layer_freq")),
+           "1 (kimi_k3 places experts where layer % moe_layer_freq == 0, not modelled)");
+  }
+}
+
+// vLLM 0.33's KimiLinearForCausalLM (vllm/models/kimi_k3, Kimi-Linear): 1-based
+// linear_attn_config.kda_layers build Kimi Delta Attention mixers (KimiGatedDeltaNetAttention:
+// num_heads x head_dim, a short convolution over q, k and v, kda_state_shape's states with an
+// fp32 recurrent one), every other layer DeepSeek-style MLA caching the latent; a dense MLP of
+// intermediate_size below first_k_dense_replace, then num_experts experts of
+// moe_intermediate_size (num_experts_per_token), a router with its e_score_correction_bias and
+// one shared MLP of num_shared_experts x moe_intermediate_size.
+void kimi_linear(Context& c) {
+  const ConfigFields& f = c.f;
+  if (!f.has("linear_attn_config") || !f.at("linear_attn_config").is_object()) {
+    f.fail("linear_attn_config", f.has("linear_attn_config") ? "not an object" : "missing",
+           "an object with kda_layers, num_heads, head_dim and short_conv_kernel_size");
+  }
+  const ConfigFields linear(f.at("linear_attn_config"), f.file(),
+                            f.prefix() + "linear_attn_config.");
+  refuse_kimi_k3_blocks(f, linear);
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  json kinds = json::array();
+  for (std::int64_t i = 0; i < layers; ++i) kinds.push_back("full_attention");
+  // KimiLinearConfig asserts both lists are given; is_kda_layer reads kda_layers alone.
+  if (!linear.has("kda_layers")) linear.fail("kda_layers", "missing", "a list of 1-based layers");
+  const json& kda = f.at("linear_attn_config").at("kda_layers");
+  if (!kda.is_array()) linear.fail("kda_layers", kda.dump(), "expected a list of layers");
+  for (const json& one_based : kda) {
+    if (!one_based.is_number_integer() || one_based.get<std::int64_t>() < 1 ||
+        one_based.get<std::int64_t>() > layers) {
+      linear.fail("kda_layers", one_based.dump(), "1-based layers up to num_hidden_layers");
+    }
+    kinds[static_cast<std::size_t>(one_based.get<std::int64_t>() - 1)] = "linear_attention";
+  }
+  c.doc["layer_types"] = kinds;
+  const std::int64_t heads = linear.integer("num_heads");
+  const std::int64_t head_dim = linear.integer("head_dim");
+  c.doc["linear_attention"] = {{"num_key_heads", heads},
+                               {"key_head_dim", head_dim},
+                               {"num_value_heads", heads},
+                               {"value_head_dim", head_dim},
+                               {"conv_kernel", linear.integer("short_conv_kernel_size")},
+                               {"kimi_delta", true}};
+  c.doc["mla"] = mla_dimensions(f);
+  // head_dim (hidden / heads) is read by neither mixer; as in DeepseekV3Config, the spec's
+  // head_dim is qk_rope_head_dim (MLA layers are sized by mla).
+  c.doc["head_dim"] = f.integer("qk_rope_head_dim");
+  if (!f.has("num_experts")) return;  // every layer's MLP dense
+  c.doc["moe"] = {{"num_experts", f.integer("num_experts")},
+                  {"num_experts_per_tok", f.integer("num_experts_per_token")},
+                  {"moe_intermediate_size", f.integer("moe_intermediate_size")},
+                  {"num_shared_experts", f.integer_or("num_shared_experts", 0)},
+                  {"first_k_dense", f.integer_or("first_k_dense_replace", 0)},
+                  {"router_bias", true}};  // e_score_correction_bias
+}
+
 struct NamedRule {
   const char* name;
   Rule rule;
@@ -1558,6 +1666,8 @@ constexpr NamedRule kRules[] = {
     {"falcon_h1", falcon_h1},
     {"iquest_loop", iquest_loop},
     {"param2_moe", param2_moe},
+    {"sarvam_mla", sarvam_mla},
+    {"kimi_linear", kimi_linear},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------

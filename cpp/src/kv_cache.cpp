@@ -136,8 +136,10 @@ std::int64_t mamba_state_bytes(const ModelSpec& spec, const LayerSpec& layer,
     const std::int64_t conv =
         conv_dim * (g.conv_kernel - 1 + o.num_speculative_tokens) * o.state_element_bytes;
     // vLLM's gated_delta_net_state_dtype: the SSM state takes --mamba-ssm-cache-dtype, else
-    // (auto) the conv state's dtype; Qwen3.5 configs fill it from mamba_ssm_dtype.
-    const std::int64_t ssm_bytes = o.ssm_state_element_bytes > 0 ? o.ssm_state_element_bytes
+    // (auto) the conv state's dtype; Qwen3.5 configs fill it from mamba_ssm_dtype. Kimi Delta
+    // Attention asks kda_state_dtype without the SSM flag: its recurrent state is fp32.
+    const std::int64_t ssm_bytes = g.kimi_delta                    ? 4
+                                   : o.ssm_state_element_bytes > 0 ? o.ssm_state_element_bytes
                                    : g.ssm_state_dtype ? dtype_info(*g.ssm_state_dtype).block_bytes
                                                        : o.state_element_bytes;
     const std::int64_t ssm = (g.num_value_heads / tp) *

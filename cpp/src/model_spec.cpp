@@ -267,8 +267,30 @@ void add_mamba(const ModelSpec& s, int index, GroupBuilder& b) {
   b.add(TensorRole::MixerOut, TensorSplit::Row, index, s.hidden_size, inner, true);
 }
 
+// vLLM 0.33's KimiGatedDeltaNetAttention (kimi_gdn_linear_attn.py, Kimi-Linear): one merged
+// in_proj of q, k, v [3 x H*D] and b [H] (column-split) and f_a [D] (replicated), f_b_proj
+// [H*D, D], g_a_proj [D, h] (replicated) and g_b_proj [H*D, D]: the low-rank f and g gates;
+// dt_bias [H*D], conv1d over q, k and v [3 x H*D, kernel] and A_log [H]; o_norm [D]; o_proj.
+void add_kimi_delta(const ModelSpec& s, int index, GroupBuilder& b) {
+  const LinearAttentionSpec& g = s.linear_attention;
+  const std::int64_t d = g.key_head_dim;
+  const std::int64_t proj = static_cast<std::int64_t>(g.num_key_heads) * d;
+  b.add(TensorRole::MixerIn, TensorSplit::Column, index, 3 * proj + g.num_key_heads, s.hidden_size,
+        true);
+  b.add(TensorRole::MixerIn, TensorSplit::Replicated, index, 2 * d, s.hidden_size, true);
+  b.add(TensorRole::MixerIn, TensorSplit::Column, index, 2 * proj, d, true);
+  b.add(TensorRole::MixerSmall, TensorSplit::Column, index, 3 * proj, g.conv_kernel, false);
+  b.add(TensorRole::MixerSmall, TensorSplit::Column, index, proj + g.num_key_heads, 1, false);
+  b.add(TensorRole::Norm, TensorSplit::Replicated, index, d, 1, false);
+  b.add(TensorRole::MixerOut, TensorSplit::Row, index, s.hidden_size, proj, true);
+}
+
 void add_linear_attention(const ModelSpec& s, int index, GroupBuilder& b) {
   const LinearAttentionSpec& g = s.linear_attention;
+  if (g.kimi_delta) {
+    add_kimi_delta(s, index, b);
+    return;
+  }
   const std::int64_t key_dim = static_cast<std::int64_t>(g.num_key_heads) * g.key_head_dim;
   const std::int64_t value_dim = static_cast<std::int64_t>(g.num_value_heads) * g.value_head_dim;
   // in_proj_qkvz [2*key + 2*value, h] and in_proj_ba [2*Hv, h]: two Linears in vLLM, which a

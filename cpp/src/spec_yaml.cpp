@@ -126,6 +126,7 @@ const std::vector<SchemaKey> kSchema = {
   {"linear_attention", "num_value_heads", "int", true, "linear_num_value_heads.", std::int64_t{1} << 10},
   {"linear_attention", "value_head_dim", "int", true, "linear_value_head_dim.", std::int64_t{1} << 8},
   {"linear_attention", "conv_kernel", "int", false, "linear_conv_kernel_dim. Default 4.", 64},
+  {"linear_attention", "kimi_delta", "bool", false, "Kimi Delta Attention (Kimi-Linear): q/k/v projections with low-rank f and g gates instead of Gated DeltaNet's fused ones; key and value heads and dims equal. Default false."},
   {"vision", "num_parameters", "int", true, "Parameters of the encoder + projector (kept unquantized).", std::int64_t{1} << 42},
   {"vision", "modality", "string", false, "image (default) or audio: the modality vLLM profiles through the tower; an audio tower (Qwen2-Audio, Qwen3-ASR) has no encoder-profile facts: a plan warns while audio is enabled and refuses an explicit audio limit."},
   {"vision", "audio_parameters", "int", false, "Of num_parameters, an audio encoder's beside the vision tower (Qwen2.5-Omni): vLLM builds it only while audio is enabled, the vision part only while image or video is.", std::int64_t{1} << 42},
@@ -863,6 +864,13 @@ void read_linear_attention(const MapReader& r, ModelSpec& s) {
   s.linear_attention.num_value_heads = m.get_i32("num_value_heads", 0, 1);
   s.linear_attention.value_head_dim = m.get_i32("value_head_dim", 0, 1);
   s.linear_attention.conv_kernel = m.get_i32("conv_kernel", 4, 1);
+  s.linear_attention.kimi_delta = m.get_bool("kimi_delta", false);
+  if (s.linear_attention.kimi_delta &&
+      (s.linear_attention.num_key_heads != s.linear_attention.num_value_heads ||
+       s.linear_attention.key_head_dim != s.linear_attention.value_head_dim)) {
+    m.fail(m.field("kimi_delta"), "true",
+           "Kimi Delta Attention has as many key as value heads, of one head_dim");
+  }
   if (m.has("ssm_state_dtype")) {
     s.linear_attention.ssm_state_dtype = m.get_dtype("ssm_state_dtype", DType::F32);
   }

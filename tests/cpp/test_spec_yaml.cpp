@@ -180,6 +180,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"linear_attention", "num_value_heads"},
     {"linear_attention", "value_head_dim"},
     {"linear_attention", "conv_kernel"},
+    {"linear_attention", "kimi_delta"},
     {"vision", "num_parameters"},
     {"vision", "modality"},
     {"vision", "audio_parameters"},

@@ -126,6 +126,10 @@ struct LinearAttentionSpec {
   // Qwen3_5ForConditionalGenerationConfig copies into an unset --mamba-ssm-cache-dtype);
   // nullopt: the conv state's dtype.
   std::optional<DType> ssm_state_dtype;
+  // Kimi Delta Attention (vLLM's KimiGatedDeltaNetAttention, Kimi-Linear) instead of Gated
+  // DeltaNet: num_key_heads x key_head_dim = num_value_heads x value_head_dim = the projection,
+  // separate q/k/v projections and low-rank (head_dim) f and g gates; the same state shapes.
+  bool kimi_delta = false;
 };
 
 // Vision/audio encoder and projector, counted by parameters (stored unquantized), and what

@@ -72,7 +72,7 @@ TEST(RegistryFamiliesB, AXK1ParametersByHand) {
   EXPECT_EQ(spec.num_nextn_predict_layers, 1);
   const std::int64_t hand = 518983070976;
   EXPECT_EQ(parameter_count(spec), hand);
-  EXPECT_EQ(hand - 60 * 192, std::int64_t{518983059456});
+  EXPECT_EQ(hand - std::int64_t{60} * 192, std::int64_t{518983059456});
   vramplan_test::expect_published(hand, 519e9);
 }
 

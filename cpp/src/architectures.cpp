@@ -725,6 +725,25 @@ void qwen_moe(Context& c) { c.doc["moe"] = qwen_style_moe(c.f, false); }
 
 void qwen_moe_quantizable_router(Context& c) { c.doc["moe"] = qwen_style_moe(c.f, true); }
 
+// The layers a config's mlp_layer_types (one "dense" or "sparse" a layer) marks dense, for
+// moe.dense_layers.
+json mlp_layer_types_dense(const ConfigFields& f, std::int64_t layers) {
+  const json& types = f.at("mlp_layer_types");
+  if (!types.is_array() || static_cast<std::int64_t>(types.size()) != layers) {
+    f.fail("mlp_layer_types", types.dump().substr(0, 80),
+           "expected a list of num_hidden_layers entries");
+  }
+  json dense = json::array();
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (types[i] == "dense") {
+      dense.push_back(i);
+    } else if (types[i] != "sparse") {
+      f.fail("mlp_layer_types", types[i].dump(), "expected dense or sparse");
+    }
+  }
+  return dense;
+}
+
 // vLLM 0.33's exaone_moe.py: per mlp_layer_types (ExaoneMoeConfig: dense below
 // first_k_dense_replace when omitted) a gated MLP or ExaoneMoe: a GateLinear router built
 // without quant_config, an fp32 e_score_correction_bias, num_experts experts of
@@ -756,20 +775,7 @@ void exaone_moe(Context& c) {
     c.doc["moe"] = moe;
     return;
   }
-  const json& types = f.at("mlp_layer_types");
-  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
-  if (!types.is_array() || static_cast<std::int64_t>(types.size()) != layers) {
-    f.fail("mlp_layer_types", types.dump().substr(0, 80),
-           "expected a list of num_hidden_layers entries");
-  }
-  json dense = json::array();
-  for (std::size_t i = 0; i < types.size(); ++i) {
-    if (types[i] == "dense") {
-      dense.push_back(i);
-    } else if (types[i] != "sparse") {
-      f.fail("mlp_layer_types", types[i].dump(), "expected dense or sparse");
-    }
-  }
+  const json dense = mlp_layer_types_dense(f, c.doc["num_hidden_layers"].get<std::int64_t>());
   if (!dense.empty()) moe["dense_layers"] = dense;
   c.doc["moe"] = moe;
 }
@@ -1535,6 +1541,100 @@ void sarvam_mla(Context& c) {
   c.doc["moe"] = moe;
 }
 
+// vLLM 0.33's AXK1.py (SK Telecom A.X K1): DeepSeek-V3's MLA attention and MoE (routed +
+// n_shared_experts x moe_intermediate_size shared, an fp32 e_score_correction_bias under
+// topk_method noaux_tc) with a third RMSNorm a layer: post_mlp_layernorm, which every layer
+// builds and the MoE layers apply. Its MoE layers follow mlp_layer_types where the config lists
+// them (transformers' AXK1Config), else first_k_dense_replace and moe_layer_freq.
+void axk1(Context& c) {
+  deepseek_moe_mla(c);
+  c.doc["norms_per_layer"] = 3;
+  json& moe = c.doc["moe"];
+  // AXK1Config's default topk_method.
+  if (c.f.string_or("topk_method", "noaux_tc") == "noaux_tc") moe["router_bias"] = true;
+  if (!c.f.has("mlp_layer_types")) return;
+  moe.erase("first_k_dense");
+  moe.erase("moe_layer_step");
+  const json dense = mlp_layer_types_dense(c.f, c.doc["num_hidden_layers"].get<std::int64_t>());
+  if (!dense.empty()) moe["dense_layers"] = dense;
+}
+
+// Laguna's rope per layer type (laguna.py): rope_parameters keyed by full_attention /
+// sliding_attention (or one flat dict for every layer), partial_rotary_factor from the dict else
+// the config. vLLM's get_rope builds one cos/sin cache per distinct rope: YaRN's of
+// original_max_position_embeddings x factor positions, the default's of max_position_embeddings,
+// each head_dim x partial_rotary_factor wide. Written as rotary_dim head_dim over the positions
+// that give the caches' sum.
+void laguna_rope_cache(Context& c, const std::set<std::string>& types, std::int64_t head_dim) {
+  const ConfigFields& f = c.f;
+  if (f.has("swa_rope_parameters")) {
+    f.fail("swa_rope_parameters", f.at("swa_rope_parameters").dump().substr(0, 80),
+           "a separate sliding-layer rope of the legacy schema is not modelled");
+  }
+  const json none = json::object();
+  // LagunaConfig.__post_init__'s rope where the config gives none (the table's defaults hold
+  // plain values only).
+  const json class_default = {
+      {"full_attention", {{"rope_type", "default"}, {"partial_rotary_factor", 0.5}}},
+      {"sliding_attention", {{"rope_type", "default"}, {"partial_rotary_factor", 1.0}}}};
+  const json* given = f.value("rope_parameters");
+  const json& rope = given == nullptr ? class_default : given->is_object() ? *given : none;
+  bool nested = false;
+  for (const auto& item : rope.items()) nested |= item.value().is_object();
+  const std::int64_t positions = c.doc["max_position_embeddings"].get<std::int64_t>();
+  std::int64_t cached = 0;  // positions x rotary dims over the distinct ropes
+  for (const std::string& type : types) {
+    const json& params = !nested               ? rope
+                         : rope.contains(type) ? rope.at(type)
+                                               : rope.value("full_attention", none);
+    const std::string prefix = f.prefix() + "rope_parameters." + (nested ? type + "." : "");
+    const ConfigFields p(params, f.file(), prefix);
+    const double partial =
+        p.number_or("partial_rotary_factor", f.number_or("partial_rotary_factor", 1.0));
+    if (partial <= 0 || partial > 1) {
+      p.fail("partial_rotary_factor", std::to_string(partial), "expected (0, 1]");
+    }
+    const std::string kind = p.string_or("rope_type", p.string_or("type", "default"));
+    std::int64_t rows = positions;
+    if (kind == "yarn") {
+      rows = static_cast<std::int64_t>(
+          static_cast<double>(p.integer("original_max_position_embeddings")) *
+          p.number_or("factor", 1.0));
+    } else if (kind != "default") {
+      p.fail("rope_type", kind, "Laguna's rope is modelled as default or yarn");
+    }
+    cached += rows * static_cast<std::int64_t>(static_cast<double>(head_dim) * partial);
+    if (!nested) break;  // one rope for every layer
+  }
+  c.doc["rotary_dim"] = head_dim;
+  c.doc["rotary_cache_positions"] = (cached + head_dim - 1) / head_dim;
+}
+
+// Laguna's routed experts (laguna.py LagunaMoE): num_experts of moe_intermediate_size behind a
+// GateLinear router with an fp32 e_score_correction_bias, one shared MLP of
+// shared_expert_intermediate_size when above 0, on the layers mlp_layer_types marks sparse
+// (LagunaConfig: layer 0 dense, the rest sparse, when omitted); num_experts 0: dense layers.
+void laguna_moe(Context& c, std::int64_t layers) {
+  const ConfigFields& f = c.f;
+  if (f.integer("num_experts") == 0) return;
+  json moe = {{"num_experts", f.integer("num_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", f.integer("moe_intermediate_size")},
+              {"router_bias", true}};
+  const std::int64_t shared = f.integer_or("shared_expert_intermediate_size", 0);
+  if (shared > 0) {
+    moe["num_shared_experts"] = 1;
+    moe["shared_expert_intermediate_size"] = shared;
+  }
+  if (f.has("mlp_layer_types")) {
+    const json dense = mlp_layer_types_dense(f, layers);
+    if (!dense.empty()) moe["dense_layers"] = dense;
+  } else {
+    moe["first_k_dense"] = 1;
+  }
+  c.doc["moe"] = moe;
+}
+
 // Refuses, by key, what vLLM 0.33's kimi_k3 model builds for Kimi-K3 beyond Kimi-Linear.
 void refuse_kimi_k3_blocks(const ConfigFields& f, const ConfigFields& linear) {
   if (linear.boolean_or("use_full_rank_gate", false)) {
@@ -1610,6 +1710,101 @@ void kimi_linear(Context& c) {
                   {"router_bias", true}};  // e_score_correction_bias
 }
 
+// vLLM 0.33's laguna.py (poolside Laguna): per-layer query heads (num_attention_heads_per_layer)
+// over shared KV heads, per-head q/k RMSNorms, q/k/v/o biased with attention_bias, an output
+// gate per query head (g_proj [heads, hidden], gating true or "per-head"), sliding / full
+// layers per layer_types, a dense MLP or routed + shared experts per layer. Per-element gating
+// and the sliding layers' attention sinks (swa_attention_sink_enabled) are refused.
+void laguna(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  // gating written as null builds no gate, as vLLM tests config.gating for truth.
+  const json* gating = f.value("gating");
+  if (gating != nullptr && (*gating == true || *gating == "per-head")) {
+    c.doc["attn_head_gate"] = true;
+  } else if (gating != nullptr && *gating != false) {
+    f.fail("gating", gating->dump(),
+           "per-element output gating is not modelled (true or per-head)");
+  }
+  if (f.boolean_or("swa_attention_sink_enabled", false)) {
+    f.fail("swa_attention_sink_enabled", "true",
+           "sinks on the sliding layers only are not modelled");
+  }
+  if (f.has("num_attention_heads_per_layer")) {
+    const json& heads = f.at("num_attention_heads_per_layer");
+    if (!heads.is_array() || static_cast<std::int64_t>(heads.size()) != layers) {
+      f.fail("num_attention_heads_per_layer", heads.dump().substr(0, 80),
+             "expected a list of num_hidden_layers head counts");
+    }
+    c.doc["layer_num_attention_heads"] = heads;
+  }
+  std::set<std::string> types = {"full_attention"};
+  if (c.doc.contains("layer_types")) {
+    types.clear();
+    for (const auto& t : c.doc["layer_types"]) types.insert(t.get<std::string>());
+  }
+  laguna_rope_cache(c, types, c.doc["head_dim"].get<std::int64_t>());
+  laguna_moe(c, layers);
+}
+
+// vLLM 0.33's cohere2_moe.py (Cohere North): Cohere's parallel block (one norm a layer feeding
+// attention and MLP, an RMSNorm with rms_norm_eps else a weight-only LayerNorm; no q/k norm),
+// logits from the embedding (tied whatever the config says), sliding layers per layer_types
+// attending over sliding_window + 1 tokens (Cohere's training convention), and per
+// mlp_layer_types a dense MLP of prefix_dense_intermediate_size or num_experts experts of
+// intermediate_size behind a bias-free GateLinear router, with one shared MLP of
+// intermediate_size x num_shared_experts. Cohere2MoeConfig derives the two lists from
+// first_k_dense_replace and the sliding patterns when a config omits them.
+void cohere2_moe(Context& c) {
+  const ConfigFields& f = c.f;
+  if (!f.boolean_or("use_parallel_block", true)) {
+    f.fail("use_parallel_block", "false",
+           "vLLM 0.33's cohere2_moe.py builds the parallel block only");
+  }
+  if (f.boolean_or("use_qk_norm", false)) {
+    f.fail("use_qk_norm", "true", "vLLM 0.33's cohere2_moe.py builds no q/k norms");
+  }
+  c.doc["tie_word_embeddings"] = true;  // compute_logits reads model.embed_tokens
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  const std::int64_t first_dense = f.integer_or("first_k_dense_replace", 0);
+  if (!f.has("layer_types")) {
+    const std::int64_t prefix_period = f.integer_or("prefix_dense_sliding_window_pattern", 1);
+    const std::int64_t period = f.integer_or("sliding_window_pattern", 4);
+    if (prefix_period <= 0 || period <= 0 || first_dense > layers) {
+      f.fail("sliding_window_pattern", std::to_string(period), "expected positive patterns");
+    }
+    json kinds = json::array();
+    for (std::int64_t i = 0; i < layers; ++i) {
+      const bool prefix = i < first_dense;
+      const std::int64_t step = prefix ? i + 1 : i - first_dense + 1;
+      kinds.push_back(step % (prefix ? prefix_period : period) != 0 ? "sliding_attention"
+                                                                    : "full_attention");
+    }
+    c.doc["layer_types"] = kinds;
+    c.doc["sliding_window"] = f.integer("sliding_window");
+  }
+  if (c.doc.contains("sliding_window")) {
+    c.doc["sliding_window"] = c.doc["sliding_window"].get<std::int64_t>() + 1;
+  }
+  c.doc["intermediate_size"] =
+      f.integer_or("prefix_dense_intermediate_size", f.integer("intermediate_size"));
+  json moe = {{"num_experts", f.integer("num_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", f.integer("intermediate_size")}};
+  const std::int64_t shared = f.integer_or("num_shared_experts", 0);
+  if (shared > 0) {
+    moe["num_shared_experts"] = 1;
+    moe["shared_expert_intermediate_size"] = f.integer("intermediate_size") * shared;
+  }
+  if (f.has("mlp_layer_types")) {
+    const json dense = mlp_layer_types_dense(f, layers);
+    if (!dense.empty()) moe["dense_layers"] = dense;
+  } else {
+    moe["first_k_dense"] = first_dense;
+  }
+  c.doc["moe"] = moe;
+}
+
 struct NamedRule {
   const char* name;
   Rule rule;
@@ -1668,6 +1863,9 @@ constexpr NamedRule kRules[] = {
     {"param2_moe", param2_moe},
     {"sarvam_mla", sarvam_mla},
     {"kimi_linear", kimi_linear},
+    {"axk1", axk1},
+    {"laguna", laguna},
+    {"cohere2_moe", cohere2_moe},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------

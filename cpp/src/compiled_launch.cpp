@@ -426,6 +426,7 @@ std::int64_t attention_split_bytes_per_token(const ModelSpec& spec, const Engine
   }
   if (profile.mm_prefix_lm_model_types.contains(spec.model_type)) return 0;
   std::int32_t head_size_v = 0;
+  std::int32_t query_heads = spec.num_attention_heads;  // the most a layer has (Laguna's differ)
   for (std::int32_t i = layers.begin; i < layers.end; ++i) {
     const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
     switch (layer.attention) {
@@ -437,13 +438,14 @@ std::int64_t attention_split_bytes_per_token(const ModelSpec& spec, const Engine
       case AttentionKind::Full:
       case AttentionKind::SlidingWindow:
         head_size_v = std::max(head_size_v, layer.head_dim_v);
+        query_heads = std::max(query_heads, layer.num_attention_heads);
         break;
       default:
         break;
     }
   }
   if (head_size_v == 0) return 0;
-  const std::int64_t heads = spec.num_attention_heads / tp;
+  const std::int64_t heads = query_heads / tp;
   return std::int64_t{profile.full_cudagraph_attention_splits} * heads * (head_size_v + 1) * 4;
 }
 

@@ -339,7 +339,8 @@ void check_llama_shaped(const ModelSpec& spec) {
       {spec.vision.num_parameters > 0, "a vision tower"},
       {spec.num_nextn_predict_layers > 0, "MTP layers"},
       {spec.qkv_bias || spec.o_proj_bias || spec.mlp_bias, "biases"},
-      {spec.qk_norm || spec.attn_output_gate || spec.attention_sinks, "extra attention tensors"},
+      {spec.qk_norm || spec.attn_output_gate || spec.attn_head_gate || spec.attention_sinks,
+       "extra attention tensors"},
       {!spec.gated_mlp, "an ungated MLP"},
       {spec.per_layer_input_size > 0 || spec.position_embeddings > 0, "extra embeddings"}};
   for (const auto& [present, name] : features) {
@@ -351,9 +352,10 @@ void check_llama_shaped(const ModelSpec& spec) {
                   "a second cache beside the attention (a parallel Mamba2 mixer, a loop pass)");
     }
     if (layer.attention != AttentionKind::Full || !layer.mlp || layer.kv_shared ||
-        (layer.intermediate_size != 0 && layer.intermediate_size != spec.intermediate_size)) {
+        (layer.intermediate_size != 0 && layer.intermediate_size != spec.intermediate_size) ||
+        layer.num_attention_heads != 0) {
       refuse_spec(spec, std::string("a layer of ") + attention_kind_name(layer.attention) +
-                            " attention or its own MLP width");
+                            " attention or its own MLP width or query heads");
     }
   }
 }

@@ -144,7 +144,8 @@ std::int32_t gate_up_modules(const ModelSpec& s) {
 
 void add_attention(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {
   const std::int64_t h = s.hidden_size;
-  const std::int64_t hq = s.num_attention_heads;
+  const std::int64_t hq =
+      layer.num_attention_heads > 0 ? layer.num_attention_heads : s.num_attention_heads;
   const std::int64_t d = layer.head_dim;
   const std::int64_t dv = layer.head_dim_v > 0 ? layer.head_dim_v : d;
   const std::int64_t hkv = layer.num_key_value_heads;
@@ -155,6 +156,8 @@ void add_attention(const ModelSpec& s, const LayerSpec& layer, int index, GroupB
   b.add(TensorRole::AttnKV, TensorSplit::KvHeads, index, kv_rows, h, true, 1, hkv,
         checkpoint_fuses_qkv(s) ? 1 : 2);
   b.add(TensorRole::AttnO, TensorSplit::Row, index, h, hq * dv, true);
+  // Laguna's g_proj: a ColumnParallelLinear [heads, hidden] built with the quant config.
+  if (s.attn_head_gate) b.add(TensorRole::AttnQ, TensorSplit::Column, index, hq, h, true);
   if (s.qkv_bias) {
     b.add(TensorRole::Bias, TensorSplit::Column, index, hq * d, 1, false);
     b.add(TensorRole::Bias, TensorSplit::KvHeads, index, kv_rows, 1, false, 1, hkv);
@@ -468,13 +471,19 @@ std::optional<TensorParallelSplitProblem> tensor_parallel_split_problem(
     const ModelSpec& spec, std::int32_t tensor_parallel_size) {
   const std::int32_t tp = std::max(1, tensor_parallel_size);
   const auto problem = [](const char* field, std::int64_t value) {
-    return TensorParallelSplitProblem{field, value,
-                                      std::string(field) == "num_attention_heads"
-                                          ? "attention heads do not split evenly"
-                                          : "the state-space mixer does not split evenly"};
+    return TensorParallelSplitProblem{
+        field, value,
+        std::string(field).find("num_attention_heads") != std::string::npos
+            ? "attention heads do not split evenly"
+            : "the state-space mixer does not split evenly"};
   };
   if (spec.num_attention_heads % tp != 0) {
     return problem("num_attention_heads", spec.num_attention_heads);
+  }
+  for (const LayerSpec& layer : spec.layers) {
+    if (layer.num_attention_heads % tp != 0) {
+      return problem("layer_num_attention_heads", layer.num_attention_heads);
+    }
   }
   if (spec.has_short_conv) {
     if (spec.short_conv.dim % tp != 0) return problem("short_conv.dim", spec.short_conv.dim);

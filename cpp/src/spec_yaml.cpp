@@ -54,6 +54,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "qk_norm", "bool", false, "Per-head q/k RMSNorm weights (Qwen3, Gemma-3)."},
   {"model", "attention_sinks", "bool", false, "Per-head attention sink logits (gpt-oss)."},
   {"model", "attn_output_gate", "bool", false, "q_proj also emits an output gate (Qwen3-Next)."},
+  {"model", "attn_head_gate", "bool", false, "Every attention layer has a g_proj [heads, hidden_size]: one output gate a query head (Laguna)."},
   {"model", "norms_per_layer", "int", false, "hidden_size-wide norms per layer; default 2 (Gemma-2/3: 4).", 16},
   {"model", "position_embeddings", "int", false, "Rows of a learned absolute position table (GPT-2 wpe, OPT embed_positions), replicated and unquantized; 0: none.", kMaxTokens},
   {"model", "rotary_dim", "int", false, "Rotated dims per head; default head_dim (MLA: qk_rope_head_dim).", std::int64_t{1} << 9},
@@ -63,6 +64,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "attention_chunk_size", "int", false, "Chunk of chunked_attention layers, tokens (Llama-4).", kMaxTokens},
   {"model", "layer_types", "list[string]", false, "Per-layer kind, num_hidden_layers long: full_attention, sliding_attention, chunked_attention, mla, mamba, linear_attention, mlp_only."},
   {"model", "layer_num_key_value_heads", "list[int]", false, "Per-layer KV heads, num_hidden_layers long, where layers differ (DeciLM / Nemotron-NAS: heads / n_heads_in_group); 0 for a layer without attention.", std::int64_t{1} << 8},
+  {"model", "layer_num_attention_heads", "list[int]", false, "Per-layer query heads, num_hidden_layers long, where layers differ (Laguna num_attention_heads_per_layer); each a multiple of the layer's KV heads.", std::int64_t{1} << 8},
   {"model", "layer_intermediate_sizes", "list[int]", false, "Per-layer dense MLP width, num_hidden_layers long, where layers differ (DeciLM / Nemotron-NAS); 0: the layer has no MLP.", std::int64_t{1} << 20},
   {"model", "norm_per_block", "bool", false, "One hidden_size-wide norm before each block a layer has (attention, MLP) instead of norms_per_layer (DeciLM / Nemotron-NAS, whose no-op blocks have none)."},
   {"model", "layer_pattern", "list[string]", false, "Like layer_types, repeated cyclically (Gemma-3: 5 x sliding_attention, full_attention)."},
@@ -723,6 +725,7 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   s.qk_norm = r.get_bool("qk_norm", false);
   s.attention_sinks = r.get_bool("attention_sinks", false);
   s.attn_output_gate = r.get_bool("attn_output_gate", false);
+  s.attn_head_gate = r.get_bool("attn_head_gate", false);
   s.norms_per_layer = r.get_i32("norms_per_layer", 2, 0);
   s.norm_per_block = r.get_bool("norm_per_block", false);
   s.rotary_dim = r.get_i32("rotary_dim", 0, 0);
@@ -1058,6 +1061,29 @@ void build_layers(const MapReader& r, const LayerKinds& layout, const SharedLaye
   }
 }
 
+// Per-layer query heads (Laguna): every attention layer's count a multiple of its KV heads.
+void apply_layer_query_heads(const MapReader& r, ModelSpec& s) {
+  const std::vector<std::int64_t> heads = r.get_int_list("layer_num_attention_heads", 1);
+  if (heads.empty()) return;
+  if (heads.size() != s.layers.size()) {
+    r.fail("layer_num_attention_heads", std::to_string(heads.size()) + " values",
+           "must list num_hidden_layers (" + std::to_string(s.layers.size()) + ") values");
+  }
+  for (std::size_t i = 0; i < heads.size(); ++i) {
+    LayerSpec& layer = s.layers[i];
+    if (layer.attention != AttentionKind::Full && layer.attention != AttentionKind::SlidingWindow) {
+      r.fail("layer_num_attention_heads[" + std::to_string(i) + "]", std::to_string(heads[i]),
+             "per-layer query heads apply to full and sliding attention layers only");
+    }
+    if (heads[i] % layer.num_key_value_heads != 0) {
+      r.fail("layer_num_attention_heads[" + std::to_string(i) + "]", std::to_string(heads[i]),
+             "must be a multiple of the layer's KV heads (" +
+                 std::to_string(layer.num_key_value_heads) + ")");
+    }
+    layer.num_attention_heads = static_cast<std::int32_t>(heads[i]);
+  }
+}
+
 // Heterogeneous layers (DeciLM / Nemotron-NAS): per-layer KV heads and MLP widths over the
 // layers build_layers laid out.
 void apply_layer_lists(const MapReader& r, ModelSpec& s) {
@@ -1140,6 +1166,7 @@ ModelSpec parse_model_spec_yaml(const std::string& yaml_text, const std::string&
   const LayerKinds kinds = read_layer_kinds(r, s);
   build_layers(r, kinds, shared, moe, s);
   apply_layer_lists(r, s);
+  apply_layer_query_heads(r, s);
   apply_beside_caches(r, s);
   finalize_model_spec(s);
   return s;

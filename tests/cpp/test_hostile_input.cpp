@@ -101,7 +101,8 @@ std::string with_value(const std::string& record, const std::string& key, const 
     yaml =
         set_value(yaml, "vision", "num_parameters", std::to_string(std::int64_t{1} << 42), "int");
   }
-  if (key == "layer_num_key_value_heads" || key == "layer_intermediate_sizes") {
+  if (key == "layer_num_key_value_heads" || key == "layer_intermediate_sizes" ||
+      key == "layer_num_attention_heads") {
     // A per-layer list of one value: one layer (its KV heads must divide the 256 heads).
     yaml = set_value(yaml, "model", "num_hidden_layers", "1", "int");
     yaml = set_value(yaml, "model", "num_attention_heads", "256", "int");

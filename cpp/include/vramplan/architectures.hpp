@@ -32,6 +32,8 @@ class ConfigFields {
   bool boolean_or(const char* key, bool fallback) const;
   std::string string_or(const char* key, const std::string& fallback) const;
   const nlohmann::json& at(const char* key) const;  // the file's value (has(key) checked)
+  // The file's value, else the class default; null when neither gives one.
+  const nlohmann::json* value(const char* key) const { return lookup(key); }
   const std::string& file() const { return file_; }
   const std::string& prefix() const { return prefix_; }
   // The keys read so far whose value came from `applied`, in the order first read.

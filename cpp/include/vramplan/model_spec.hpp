@@ -46,6 +46,9 @@ struct LayerSpec {
   // the same projections, its own KV of the layer's heads over beside_window tokens).
   AttentionKind beside = AttentionKind::None;
   std::int32_t beside_window = 0;  // tokens, beside == SlidingWindow only
+  // Query heads where the layers' counts differ (Laguna's num_attention_heads_per_layer); 0: the
+  // model's num_attention_heads.
+  std::int32_t num_attention_heads = 0;
 };
 
 struct MlaSpec {
@@ -258,6 +261,7 @@ struct ModelSpec {
   bool qk_norm = false;           // per-head q/k RMSNorm weights (Qwen3, Gemma-3)
   bool attention_sinks = false;   // per-head sink logits (gpt-oss)
   bool attn_output_gate = false;  // q_proj also emits a gate of Hq*head_dim (Qwen3-Next)
+  bool attn_head_gate = false;    // g_proj [Hq, hidden]: one output gate a query head (Laguna)
   std::int32_t norms_per_layer = 2;
   // One norm before each block a layer has (attention, MLP) instead of norms_per_layer (DeciLM's
   // no-op blocks have none).

@@ -3,6 +3,7 @@
 // from those files, and checked against the published count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -165,9 +166,16 @@ TEST(RegistryFamiliesC, Hy3ParametersByHand) {
 // vLLM reads qk_norm with a default of false, and raises without first_k_dense_replace; the
 // experts' width is expert_hidden_dim, not moe_intermediate_size. Without q/k norms: 80 x 256
 // fewer; expert_hidden_dim 1,024 (moe_intermediate_size kept): 79 x (192 + 1) x 3 x 4,096 x 512
-// fewer.
+// fewer. A key the config omits takes transformers 5.20.2's HYV3Config default
+// (hy_v3/configuration_hy_v3.py: num_experts 192), and the spec says so.
 TEST(RegistryFamiliesC, Hy3Keys) {
   nlohmann::json config = config_json("tencent__Hy3.json");
+  config.erase("num_experts");
+  const ModelSpec defaulted = model_spec_from_hf_config(config, nullptr, "hy3.json");
+  EXPECT_EQ(parameter_count(defaulted), std::int64_t{295033543488});
+  EXPECT_NE(std::find(defaulted.config_defaults.begin(), defaulted.config_defaults.end(),
+                      "num_experts = 192 (HYV3Config)"),
+            defaulted.config_defaults.end());
   config.erase("qk_norm");
   EXPECT_EQ(parameter_count(model_spec_from_hf_config(config, nullptr, "hy3.json")),
             std::int64_t{295033543488} - 80 * 256);

@@ -102,7 +102,7 @@ TEST(RegistryFamiliesC, K2HorizonKeys) {
   EXPECT_EQ(parameter_count(k2_with("attention_gate_func", "softplus")),
             kTotal + 61 * std::int64_t{37748736});
   EXPECT_TRUE(k2_with("attention_gate_func", "silu").attn_output_gate);
-  EXPECT_EQ(parameter_count(k2_with("attention_bias", true)), kTotal + 61 * 14336);
+  EXPECT_EQ(parameter_count(k2_with("attention_bias", true)), kTotal + std::int64_t{61} * 14336);
   const ModelSpec stepped = k2_with("decoder_sparse_step", 2);
   EXPECT_FALSE(stepped.layers[4].moe);
   EXPECT_TRUE(stepped.layers[5].moe);
@@ -160,7 +160,7 @@ TEST(RegistryFamiliesC, Hy3ParametersByHand) {
   EXPECT_FALSE(spec.moe.router_quantizable);
   EXPECT_EQ(parameter_count(spec), std::int64_t{295033543488});
   EXPECT_EQ(parameter_count(spec, true), std::int64_t{298786140416} + 15360);
-  EXPECT_EQ(2 * std::int64_t{298786140416} + 4 * 15360, std::int64_t{597572342272});
+  EXPECT_EQ(2 * std::int64_t{298786140416} + std::int64_t{4} * 15360, std::int64_t{597572342272});
 }
 
 // vLLM reads qk_norm with a default of false, and raises without first_k_dense_replace; the
@@ -178,7 +178,7 @@ TEST(RegistryFamiliesC, Hy3Keys) {
             defaulted.config_defaults.end());
   config.erase("qk_norm");
   EXPECT_EQ(parameter_count(model_spec_from_hf_config(config, nullptr, "hy3.json")),
-            std::int64_t{295033543488} - 80 * 256);
+            std::int64_t{295033543488} - std::int64_t{80} * 256);
   config["qk_norm"] = true;
   config["expert_hidden_dim"] = 1024;
   EXPECT_EQ(parameter_count(model_spec_from_hf_config(config, nullptr, "hy3.json")),

@@ -1539,6 +1539,25 @@ void k2_horizon(Context& c) {
   c.doc["moe"] = moe;
 }
 
+// vLLM 0.33's step1.py (Step-Audio's LM): Llama layers with sqrt-ALiBi attention, KV heads from
+// num_attention_groups (else num_key_value_heads, else 1) and head_dim hidden / heads whatever
+// the config's head_dim; q/k/v and o_proj biased with attention_bias, the MLP with mlp_bias (the
+// generic import's reading). No rotary embedding is built: the spec's cos/sin cache term
+// (max_seq_len x head_dim x 2 bytes, 4 MiB for Step-Audio-EditX) is counted as for BLOOM.
+void step1(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t groups =
+      f.integer_or("num_attention_groups", f.integer_or("num_key_value_heads", 1));
+  c.doc["num_key_value_heads"] = groups > 0 ? groups : 1;
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  if (hidden % heads != 0) {
+    f.fail("num_attention_heads", std::to_string(heads),
+           "step1.py's head_dim is hidden_size / num_attention_heads: it must divide");
+  }
+  c.doc["head_dim"] = hidden / heads;
+}
+
 // vLLM 0.33's hy_v3.py (Tencent Hy3): bias-free q/k/v/o with per-head q/k RMSNorms under qk_norm,
 // a dense MLP of intermediate_size below first_k_dense_replace (required: vLLM raises without
 // it), then num_experts experts of expert_hidden_dim behind a router built without the quant
@@ -1620,6 +1639,7 @@ constexpr NamedRule kRules[] = {
     {"param2_moe", param2_moe},
     {"k2_horizon", k2_horizon},
     {"hy_v3", hy_v3},
+    {"step1", step1},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------

@@ -1,6 +1,6 @@
 // More of vLLM 0.33's text registry (issue 36), each family as its model file builds it:
-// K2-Horizon (k2_horizon.py) and Hy3 (hy_v3.py). KV bytes per token and parameters derived by hand
-// from those files, and checked against the published count.
+// K2-Horizon (k2_horizon.py), Hy3 (hy_v3.py) and Step1 (step1.py). KV bytes per token and
+// parameters derived by hand from those files, and checked against the published count.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -187,4 +187,48 @@ TEST(RegistryFamiliesC, Hy3Keys) {
   const SpecError missing =
       spec_error_of([&] { (void)model_spec_from_hf_config(config, nullptr, "hy3.json"); });
   EXPECT_EQ(missing.field_path(), "first_k_dense_replace");
+}
+
+// Step-Audio-EditX's LM (step1.py): 32 layers of num_attention_groups 4 KV heads x (3,072 / 48 =
+// 64): 2 x 4 x 64 x 2 B = 1,024 B a layer, 32,768 B a token; TP 4: one group a rank, 8,192.
+TEST(RegistryFamiliesC, Step1KvBytesPerTokenByHand) {
+  const ModelSpec spec = load_hf_config(config_path("stepfun-ai__Step-Audio-EditX.json"));
+  EXPECT_EQ(spec.model_type, "step1");
+  EXPECT_EQ(spec.layers[0].num_key_value_heads, 4);
+  EXPECT_EQ(spec.layers[0].head_dim, 64);
+  EXPECT_EQ(spec.max_position_embeddings, 32768);  // max_seq_len
+  EXPECT_EQ(kv_bf16(spec), 32768);
+  EXPECT_EQ(kv_bf16(spec, 4), 8192);
+}
+
+// Parameters (h 3,072, V 74,752 untied): 2 x 229,638,144 = 459,276,288. Per layer: q and o 2 x
+// 3,072^2 = 18,874,368, k/v 2 x 256 x 3,072 = 1,572,864, MLP 3 x 3,072 x 8,192 = 75,497,472, two
+// RMSNorms 6,144: 95,950,848. 459,276,288 + 32 x 95,950,848 + 3,072 = 3,529,706,496: 7.06 GB at
+// 2 B, the LM a public MLX port loads (291 tensors: 32 x 9 + embed, norm and lm_head).
+TEST(RegistryFamiliesC, Step1ParametersByHand) {
+  const ModelSpec spec = load_hf_config(config_path("stepfun-ai__Step-Audio-EditX.json"));
+  EXPECT_FALSE(spec.tie_word_embeddings);
+  EXPECT_FALSE(spec.qkv_bias);
+  EXPECT_EQ(parameter_count(spec), std::int64_t{3529706496});
+  vramplan_test::expect_published(2 * std::int64_t{3529706496}, 7.06e9, 3);
+}
+
+// KV heads: num_attention_groups, else num_key_value_heads, else 1 (32 x 2 x 64 x 2 B = 8,192 B
+// a token); vLLM reads tie_word_embeddings with a default of true (the lm_head's 229,638,144
+// shared); attention_bias biases q/k/v and o_proj: 32 x (3,072 + 2 x 256 + 3,072) more.
+TEST(RegistryFamiliesC, Step1Keys) {
+  nlohmann::json config = config_json("stepfun-ai__Step-Audio-EditX.json");
+  config.erase("num_attention_groups");
+  config["num_key_value_heads"] = 8;
+  EXPECT_EQ(kv_bf16(model_spec_from_hf_config(config, nullptr, "step1.json")), 65536);
+  config.erase("num_key_value_heads");
+  EXPECT_EQ(kv_bf16(model_spec_from_hf_config(config, nullptr, "step1.json")), 8192);
+  config = config_json("stepfun-ai__Step-Audio-EditX.json");
+  config.erase("tie_word_embeddings");
+  EXPECT_EQ(parameter_count(model_spec_from_hf_config(config, nullptr, "step1.json")),
+            std::int64_t{3529706496} - 229638144);
+  config["tie_word_embeddings"] = false;
+  config["attention_bias"] = true;
+  EXPECT_EQ(parameter_count(model_spec_from_hf_config(config, nullptr, "step1.json")),
+            std::int64_t{3529706496} + std::int64_t{32} * (3072 + 2 * 256 + 3072));
 }

@@ -3093,6 +3093,7 @@ constexpr UnsizedKey kUnsizedKeys[] = {
     {"kv_sharing", true, false, "KV shared across layers"},
     {"global_head_dim", false, false, "per-layer head sizes"},
     {"num_global_key_value_heads", false, false, "per-layer KV heads"},
+    {"num_attention_groups", false, false, "KV heads under Step's num_attention_groups"},
     {"per_layer_config", false, false, "per-layer head sizes"},
     {"block_configs", false, false, "per-layer block shapes"},
     {"hidden_size_per_layer_input", false, false, "per-layer input embeddings"},

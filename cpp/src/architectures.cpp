@@ -1712,8 +1712,9 @@ constexpr NamedAudio kAudios[] = {
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
-const std::set<std::string> kSettable = {"qkv_bias", "o_proj_bias",     "mlp_bias",       "qk_norm",
-                                         "mlp",      "norms_per_layer", "attention_sinks"};
+const std::set<std::string> kSettable = {"qkv_bias",        "o_proj_bias",    "mlp_bias",
+                                         "mlp_down_bias",   "qk_norm",        "mlp",
+                                         "norms_per_layer", "attention_sinks"};
 
 // Reads one map of the table, naming "<prefix><key>" and the file in errors.
 class TableEntry {

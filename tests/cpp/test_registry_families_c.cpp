@@ -1,6 +1,7 @@
 // More of vLLM 0.33's text registry (issue 36), each family as its model file builds it:
-// K2-Horizon (k2_horizon.py), Hy3 (hy_v3.py) and Step1 (step1.py). KV bytes per token and
-// parameters derived by hand from those files, and checked against the published count.
+// K2-Horizon (k2_horizon.py), Hy3 (hy_v3.py), Step1 (step1.py) and TeleChat2 (telechat2.py). KV
+// bytes per token and parameters derived by hand from those files, and checked against the
+// published count.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -231,4 +232,50 @@ TEST(RegistryFamiliesC, Step1Keys) {
   config["attention_bias"] = true;
   EXPECT_EQ(parameter_count(model_spec_from_hf_config(config, nullptr, "step1.json")),
             std::int64_t{3529706496} + std::int64_t{32} * (3072 + 2 * 256 + 3072));
+}
+
+// TeleChat2-115B (telechat2.py over LlamaAttention): n_head 64 query heads, num_key_value_heads
+// 8 KV heads of hidden / heads = 128 on each of n_layer 96 layers: 2 x 8 x 128 x 2 B = 4,096 B a
+// layer, 393,216 B a token; TP 8: one KV head a rank, 49,152. seq_length is the context.
+TEST(RegistryFamiliesC, TeleChat2KvBytesPerTokenByHand) {
+  const ModelSpec spec = load_hf_config(config_path("Tele-AI__TeleChat2-115B.json"));
+  EXPECT_EQ(spec.model_type, "telechat");
+  EXPECT_EQ(spec.num_hidden_layers, 96);
+  EXPECT_EQ(spec.layers[0].num_key_value_heads, 8);
+  EXPECT_EQ(spec.layers[0].head_dim, 128);
+  EXPECT_EQ(spec.intermediate_size, 40960);  // ffn_hidden_size
+  EXPECT_EQ(spec.max_position_embeddings, 8192);
+  EXPECT_EQ(kv_bf16(spec), 393216);
+  EXPECT_EQ(kv_bf16(spec, 8), 49152);
+}
+
+// Parameters (h 8,192, V 131,072 untied): word_embeddings + lm_head 2 x 1,073,741,824 =
+// 2,147,483,648. Per layer: query and dense 2 x 8,192^2 = 134,217,728, key_value 2 x 1,024 x
+// 8,192 = 16,777,216, dense's bias 8,192 (query / key_value none: vLLM removes qkv_proj's), MLP
+// 3 x 8,192 x 40,960 = 1,006,632,960 with down_proj's bias 8,192 (gate_up_proj's removed), two
+// RMSNorms 16,384: 1,157,660,672. 2,147,483,648 + 96 x 1,157,660,672 + ln_f 8,192 =
+// 113,282,916,352, which at 4 B (the checkpoint is float32) is the index's total_size,
+// 453,131,665,408 B, to the byte.
+TEST(RegistryFamiliesC, TeleChat2ParametersMatchTheIndex) {
+  const ModelSpec spec = load_hf_config(config_path("Tele-AI__TeleChat2-115B.json"));
+  EXPECT_FALSE(spec.tie_word_embeddings);
+  EXPECT_FALSE(spec.qkv_bias);
+  EXPECT_TRUE(spec.o_proj_bias);
+  EXPECT_FALSE(spec.mlp_bias);
+  EXPECT_TRUE(spec.mlp_down_bias);
+  EXPECT_EQ(parameter_count(spec), std::int64_t{113282916352});
+  EXPECT_EQ(4 * parameter_count(spec), std::int64_t{453131665408});
+}
+
+// The biases are the row's, not the config's: attention_bias / mlp_bias in a config do not add
+// the q/k/v or gate/up biases vLLM removes. Without num_key_value_heads every head caches KV
+// (getattr's default): 96 x 2 x 64 x 128 x 2 B = 3,145,728 B a token.
+TEST(RegistryFamiliesC, TeleChat2Keys) {
+  nlohmann::json config = config_json("Tele-AI__TeleChat2-115B.json");
+  config["attention_bias"] = true;
+  config["mlp_bias"] = true;
+  EXPECT_EQ(parameter_count(model_spec_from_hf_config(config, nullptr, "telechat.json")),
+            std::int64_t{113282916352});
+  config.erase("num_key_value_heads");
+  EXPECT_EQ(kv_bf16(model_spec_from_hf_config(config, nullptr, "telechat.json")), 3145728);
 }

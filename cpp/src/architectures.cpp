@@ -1805,6 +1805,85 @@ void cohere2_moe(Context& c) {
   c.doc["moe"] = moe;
 }
 
+// vLLM 0.33's k2_horizon.py (IFM K2-Horizon): Qwen2-MoE's layer placement (decoder_sparse_step,
+// mlp_only_layers) under K2HorizonConfig's keys. q/k/v and o_proj biased with attention_bias;
+// grouped RMSNorms (layernorm_num_groups) hold one hidden_size weight each, as a plain RMSNorm;
+// attention_gate_func adds a gate_proj [heads x head_dim, hidden], the weight of a q_proj output
+// gate; rope_head_dim rotates part of each head. Sparse layers: num_experts experts of
+// moe_intermediate_size behind a router built with the quant config (moe_gate_bias: an fp32
+// bias), one shared MLP of moe_intermediate_size x num_shared_experts. query_key_norm's norms
+// span every head of the rank (weights of heads x head_dim) and MoVA's value experts
+// (mova_num_experts) replace v_proj: neither is in the spec.
+void k2_horizon(Context& c) {
+  const ConfigFields& f = c.f;
+  if (f.boolean_or("query_key_norm", true)) {
+    f.fail("query_key_norm", "true",
+           "K2HorizonRMSNorm's q/k norms weigh heads x head_dim (every head of the rank), not "
+           "the per-head q/k norm the planner counts: not modelled");
+  }
+  if (f.integer_or("mova_num_experts", 0) > 0) {
+    f.fail("mova_num_experts", std::to_string(f.integer("mova_num_experts")),
+           "MoVA's routed value experts (K2HorizonMoVAAttention, replacing v_proj on sparse "
+           "layers) are not modelled");
+  }
+  if (f.has("attention_gate_func")) c.doc["attn_output_gate"] = true;
+  const std::int64_t head_dim = c.doc["head_dim"].get<std::int64_t>();
+  if (f.has("rope_head_dim") && f.integer("rope_head_dim") != head_dim) {
+    c.doc["rotary_dim"] = f.integer("rope_head_dim");
+  }
+  if (f.integer("num_experts") == 0) return;
+  json moe = qwen_style_moe(f, true);
+  const std::int64_t shared = f.integer_or("num_shared_experts", 0);
+  if (shared > 0) {
+    moe["num_shared_experts"] = 1;
+    moe["shared_expert_intermediate_size"] = f.integer("moe_intermediate_size") * shared;
+  }
+  if (f.boolean_or("moe_gate_bias", false)) moe["router_bias"] = true;
+  c.doc["moe"] = moe;
+}
+
+// vLLM 0.33's step1.py (Step-Audio's LM): Llama layers with sqrt-ALiBi attention, KV heads from
+// num_attention_groups (else num_key_value_heads, else 1) and head_dim hidden / heads whatever
+// the config's head_dim; q/k/v and o_proj biased with attention_bias, the MLP with mlp_bias (the
+// generic import's reading). No rotary embedding is built: the spec's cos/sin cache term
+// (max_seq_len x head_dim x 2 bytes, 4 MiB for Step-Audio-EditX) is counted as for BLOOM.
+void step1(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t groups =
+      f.integer_or("num_attention_groups", f.integer_or("num_key_value_heads", 1));
+  c.doc["num_key_value_heads"] = groups > 0 ? groups : 1;
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  if (hidden % heads != 0) {
+    f.fail("num_attention_heads", std::to_string(heads),
+           "step1.py's head_dim is hidden_size / num_attention_heads: it must divide");
+  }
+  c.doc["head_dim"] = hidden / heads;
+}
+
+// vLLM 0.33's hy_v3.py (Tencent Hy3): bias-free q/k/v/o with per-head q/k RMSNorms under qk_norm,
+// a dense MLP of intermediate_size below first_k_dense_replace (required: vLLM raises without
+// it), then num_experts experts of expert_hidden_dim behind a router built without the quant
+// config, an fp32 expert_bias always, and one shared MLP of expert_hidden_dim x
+// num_shared_experts. vLLM holds that router's weight in float32 (GateLinear params_dtype): the
+// spec counts it at the served dtype, num_experts x hidden x 2 bytes a MoE layer fewer.
+void hy_v3(Context& c) {
+  const ConfigFields& f = c.f;
+  if (f.boolean_or("qk_norm", false)) c.doc["qk_norm"] = true;
+  const std::int64_t width = f.integer("expert_hidden_dim");
+  json moe = {{"num_experts", f.integer("num_experts")},
+              {"num_experts_per_tok", f.integer("num_experts_per_tok")},
+              {"moe_intermediate_size", width},
+              {"first_k_dense", f.integer("first_k_dense_replace")},
+              {"router_bias", true}};
+  const std::int64_t shared = f.integer_or("num_shared_experts", 0);
+  if (shared > 0) {
+    moe["num_shared_experts"] = 1;
+    moe["shared_expert_intermediate_size"] = width * shared;
+  }
+  c.doc["moe"] = moe;
+}
+
 struct NamedRule {
   const char* name;
   Rule rule;
@@ -1866,6 +1945,9 @@ constexpr NamedRule kRules[] = {
     {"axk1", axk1},
     {"laguna", laguna},
     {"cohere2_moe", cohere2_moe},
+    {"k2_horizon", k2_horizon},
+    {"hy_v3", hy_v3},
+    {"step1", step1},
 };
 
 // --- the table, loaded from model_specs/architectures.yaml ----------------------------------
@@ -1938,8 +2020,9 @@ constexpr NamedAudio kAudios[] = {
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
-const std::set<std::string> kSettable = {"qkv_bias", "o_proj_bias",     "mlp_bias",       "qk_norm",
-                                         "mlp",      "norms_per_layer", "attention_sinks"};
+const std::set<std::string> kSettable = {"qkv_bias",        "o_proj_bias",    "mlp_bias",
+                                         "mlp_down_bias",   "qk_norm",        "mlp",
+                                         "norms_per_layer", "attention_sinks"};
 
 // Reads one map of the table, naming "<prefix><key>" and the file in errors.
 class TableEntry {
@@ -3319,6 +3402,7 @@ constexpr UnsizedKey kUnsizedKeys[] = {
     {"kv_sharing", true, false, "KV shared across layers"},
     {"global_head_dim", false, false, "per-layer head sizes"},
     {"num_global_key_value_heads", false, false, "per-layer KV heads"},
+    {"num_attention_groups", false, false, "KV heads under Step's num_attention_groups"},
     {"per_layer_config", false, false, "per-layer head sizes"},
     {"block_configs", false, false, "per-layer block shapes"},
     {"hidden_size_per_layer_input", false, false, "per-layer input embeddings"},

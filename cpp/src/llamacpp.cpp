@@ -338,7 +338,7 @@ void check_llama_shaped(const ModelSpec& spec) {
       {spec.has_mamba || spec.has_linear_attention || spec.has_short_conv, "a recurrent mixer"},
       {spec.vision.num_parameters > 0, "a vision tower"},
       {spec.num_nextn_predict_layers > 0, "MTP layers"},
-      {spec.qkv_bias || spec.o_proj_bias || spec.mlp_bias, "biases"},
+      {spec.qkv_bias || spec.o_proj_bias || spec.mlp_bias || spec.mlp_down_bias, "biases"},
       {spec.qk_norm || spec.attn_output_gate || spec.attn_head_gate || spec.attention_sinks,
        "extra attention tensors"},
       {!spec.gated_mlp, "an ungated MLP"},

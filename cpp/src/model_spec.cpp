@@ -321,10 +321,10 @@ void add_dense_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupB
   b.add(TensorRole::MlpGateUp, TensorSplit::Column, index, gate_factor * width, h, true, 1, 0,
         gate_up_modules(s));
   b.add(TensorRole::MlpDown, TensorSplit::Row, index, h, width, true);
-  if (s.mlp_bias) {
+  if (s.mlp_bias)
     b.add(TensorRole::Bias, TensorSplit::Column, index, gate_factor * width, 1, false);
+  if (s.mlp_bias || s.mlp_down_bias)
     b.add(TensorRole::RowBias, TensorSplit::Replicated, index, h, 1, false);
-  }
 }
 
 void add_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {

@@ -51,6 +51,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "qkv_bias", "bool", false, "q/k/v projections have biases (Qwen2)."},
   {"model", "o_proj_bias", "bool", false, "o_proj has a bias."},
   {"model", "mlp_bias", "bool", false, "MLP projections have biases."},
+  {"model", "mlp_down_bias", "bool", false, "down_proj alone has a bias, gate/up none (TeleChat2)."},
   {"model", "qk_norm", "bool", false, "Per-head q/k RMSNorm weights (Qwen3, Gemma-3)."},
   {"model", "attention_sinks", "bool", false, "Per-head attention sink logits (gpt-oss)."},
   {"model", "attn_output_gate", "bool", false, "q_proj also emits an output gate (Qwen3-Next)."},
@@ -722,6 +723,7 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   s.qkv_bias = r.get_bool("qkv_bias", false);
   s.o_proj_bias = r.get_bool("o_proj_bias", false);
   s.mlp_bias = r.get_bool("mlp_bias", false);
+  s.mlp_down_bias = r.get_bool("mlp_down_bias", false);
   s.qk_norm = r.get_bool("qk_norm", false);
   s.attention_sinks = r.get_bool("attention_sinks", false);
   s.attn_output_gate = r.get_bool("attn_output_gate", false);

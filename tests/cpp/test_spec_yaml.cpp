@@ -105,6 +105,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"model", "qkv_bias"},
     {"model", "o_proj_bias"},
     {"model", "mlp_bias"},
+    {"model", "mlp_down_bias"},
     {"model", "qk_norm"},
     {"model", "attention_sinks"},
     {"model", "attn_output_gate"},

@@ -258,6 +258,8 @@ struct ModelSpec {
   bool qkv_bias = false;
   bool o_proj_bias = false;
   bool mlp_bias = false;
+  // down_proj alone has a bias (TeleChat2: vLLM builds the MLP biased, then removes gate_up's).
+  bool mlp_down_bias = false;
   bool qk_norm = false;           // per-head q/k RMSNorm weights (Qwen3, Gemma-3)
   bool attention_sinks = false;   // per-head sink logits (gpt-oss)
   bool attn_output_gate = false;  // q_proj also emits a gate of Hq*head_dim (Qwen3-Next)

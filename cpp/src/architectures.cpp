@@ -162,6 +162,7 @@ enum class Vision : std::uint8_t {
   Ovis25,       // Ovis2.5: SigLIP2-NaViT visual tokenizer, its head and a visual embedding table
   DotsOcr,      // dots.ocr: 2-D patch ViT with RMSNorms and SwiGLU blocks + LayerNorm patch merger
   Gemma4Unified,  // Gemma-4 Unified: encoder-free patch embedder + projector, audio projector
+  Keye,           // Keye-VL: SigLIP with a packing position table + LayerNorm 2 x 2 MLP projector
 };
 
 // The audio encoder a multimodal wrapper carries (read from audio_config; counted by parameters,
@@ -1621,6 +1622,7 @@ constexpr NamedVision kVisions[] = {
     {"ovis2_5", Vision::Ovis25},
     {"dots_ocr", Vision::DotsOcr},
     {"gemma4_unified", Vision::Gemma4Unified},
+    {"keye", Vision::Keye},
 };
 
 struct NamedAudio {
@@ -2534,6 +2536,21 @@ std::int64_t gemma4_unified_vision(const ConfigFields& v, std::int64_t text_hidd
   return 2 * pixels + pixels * e + e + 2 * e + positions * 2 * e + 2 * e + out * text_hidden;
 }
 
+// Keye-VL's tower as vLLM 0.33 builds it (keye.py KeyeSiglipVisionModel and Projector): the
+// SigLIP encoder (biased patch convolution, (image_size / patch_size)^2 positions, every layer,
+// the post-LayerNorm; the pooling head is dropped on load) plus a packing_position_embedding
+// table of 32,768 positions; the projector merges 2 x 2 patches: a LayerNorm over the vision
+// width, biased [4 w -> 4 w] and [4 w -> text hidden].
+std::int64_t keye_tower(const ConfigFields& v, std::int64_t text_hidden) {
+  constexpr std::int64_t kPackingPositions = 32768;
+  constexpr std::int64_t kMerged = 2 * 2;
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t w = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t m = kMerged * w;
+  const std::int64_t projector = 2 * w + m * m + m + m * text_hidden + text_hidden;
+  return clip_siglip_encoder(v, false, layers, true) + kPackingPositions * w + projector;
+}
+
 std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
                                const std::string& model_type, bool clip, std::int64_t text_hidden) {
   switch (style) {
@@ -2584,6 +2601,8 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
       return dots_ocr_tower(v);
     case Vision::Gemma4Unified:
       return gemma4_unified_vision(v, text_hidden);
+    case Vision::Keye:
+      return keye_tower(v, text_hidden);
     case Vision::DeepseekOcr:  // reads projector_config, not vision_config: add_deepseek_ocr
     case Vision::Ovis25:       // reads vit_config and visual_vocab_size: add_ovis2_5
     case Vision::Blip2:        // needs the Q-Former's config too: blip2_tower, from add_vision
@@ -3265,6 +3284,8 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
   if (style == Vision::Exaone45) return "Exaone4_5_VisionConfig";
   if (style == Vision::DotsOcr) return "DotsVisionConfig";
   if (style == Vision::Gemma4Unified) return "Gemma4UnifiedVisionConfig";
+  // Keye's remote KeyeVisionConfig is SigLIP's (vision_config.model_type siglip_vision_model).
+  if (style == Vision::Keye) return "SiglipVisionConfig";
   if (style == Vision::Glm4v) {
     if (model_type == "glm_ocr") return "GlmOcrVisionConfig";
     return model_type == "glm4v_moe" ? "Glm4vMoeVisionConfig" : "Glm4vVisionConfig";
@@ -3555,7 +3576,7 @@ json architecture_spec_document(const json& config, const std::string& file) {
              style == Vision::InternVit || style == Vision::InternVlHf || style == Vision::Blip2 ||
              style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25 ||
              style == Vision::MiniCpmV46 || style == Vision::Exaone45 || style == Vision::DotsOcr ||
-             style == Vision::Gemma4Unified) {
+             style == Vision::Gemma4Unified || style == Vision::Keye) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "
              "config.json");

@@ -168,3 +168,49 @@ TEST(RegistryFamiliesD, Gemma4UnifiedEmbeddersLoadWithEveryModalityOff) {
   };
   EXPECT_EQ(weights(R"({"image": 0, "video": 0, "audio": 0})"), weights(""));
 }
+
+// Keye-VL-8B-Preview (Kwai-Keye). vLLM 0.33's keye.py reads the top-level Qwen3 keys as
+// Qwen3ForCausalLM: 36 layers of 32 query and 8 KV heads x 128, unbiased q/k/v/o, per-head q/k
+// RMSNorms [128], SwiGLU 12288, two RMSNorms a layer, a final norm, a 151,936-token table and an
+// untied head: Qwen3-8B, whose published count is 8,190,735,360. The tower
+// (KeyeSiglipVisionModel): a biased 14 x 14 patch convolution from 3 channels (num_channels
+// absent: SigLIP's default), (384 / 14)^2 = 27^2 = 729 learned positions and a
+// packing_position_embedding of 32,768 x 1152; 27 blocks of two LayerNorms, biased q/k/v/out and
+// a biased fc1 / fc2 of 4304; the post-LayerNorm (the pooling head is dropped on load). The
+// projector (mlp_AR): a LayerNorm [1152], biased [4608 -> 4608] and [4608 -> 4096] over 2 x 2
+// patches. KV: 36 x 2 x 8 x 128 x 2 B = 147,456 B a token.
+TEST(RegistryFamiliesD, KeyeVl8bPreviewByHand) {
+  const ModelSpec spec = load_hf_config(config_path("Kwai-Keye__Keye-VL-8B-Preview.json"));
+  const std::int64_t w = 1152;
+  const std::int64_t block =
+      2 * 2 * w + 4 * linear(w, w, true) + linear(w, 4304, true) + linear(4304, w, true);
+  const std::int64_t embeddings = linear(3 * 14 * 14, w, true) + 729 * w + 32768 * w;
+  const std::int64_t projector = 2 * w + linear(4 * w, 4 * w, true) + linear(4 * w, 4096, true);
+  const std::int64_t tower = embeddings + 27 * block + 2 * w + projector;
+  EXPECT_EQ(spec.vision.num_parameters, tower);
+  EXPECT_TRUE(has_default(spec, "vision_config.num_channels = 3 (SiglipVisionConfig)"));
+
+  const std::int64_t h = 4096;
+  const std::int64_t layer = linear(h, 32 * 128, false) + 2 * linear(h, 8 * 128, false) +
+                             linear(32 * 128, h, false) + 2 * 128 + 3 * linear(h, 12288, false) +
+                             2 * h;
+  const std::int64_t text = 2 * std::int64_t{151936} * h + 36 * layer + h;
+  EXPECT_EQ(text, 8190735360);  // Qwen3-8B's published parameter count
+  EXPECT_EQ(parameter_count(spec), text + tower);
+  EXPECT_EQ(kv_bf16(spec), 36 * 2 * 8 * 128 * 2);
+  ASSERT_EQ(spec.layers.size(), 36U);
+  for (const LayerSpec& layer : spec.layers) {
+    EXPECT_EQ(layer.attention, AttentionKind::Full);  // use_sliding_window false
+  }
+}
+
+TEST(RegistryFamiliesD, KeyeWithoutVisionConfigIsRefusedByName) {
+  auto config = config_json("Kwai-Keye__Keye-VL-8B-Preview.json");
+  config.erase("vision_config");
+  try {
+    (void)model_spec_from_hf_config(config, nullptr, "<keye>");
+    FAIL() << "expected a SpecError";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("vision_config"), std::string::npos) << e.what();
+  }
+}

@@ -160,6 +160,9 @@ enum class Vision : std::uint8_t {
   DeepseekOcr,  // DeepSeek-OCR: SAM ViT-B + CLIP-L (fixed sizes) + a linear projector
   Exaone45,     // EXAONE 4.5: Qwen2.5-VL's ViT with grouped K/V heads in its attention
   Ovis25,       // Ovis2.5: SigLIP2-NaViT visual tokenizer, its head and a visual embedding table
+  DotsOcr,      // dots.ocr: 2-D patch ViT with RMSNorms and SwiGLU blocks + LayerNorm patch merger
+  Gemma4Unified,  // Gemma-4 Unified: encoder-free patch embedder + projector, audio projector
+  Keye,           // Keye-VL: SigLIP with a packing position table + LayerNorm 2 x 2 MLP projector
 };
 
 // The audio encoder a multimodal wrapper carries (read from audio_config; counted by parameters,
@@ -2007,6 +2010,9 @@ constexpr NamedVision kVisions[] = {
     {"deepseek_ocr", Vision::DeepseekOcr},
     {"exaone4_5", Vision::Exaone45},
     {"ovis2_5", Vision::Ovis25},
+    {"dots_ocr", Vision::DotsOcr},
+    {"gemma4_unified", Vision::Gemma4Unified},
+    {"keye", Vision::Keye},
 };
 
 struct NamedAudio {
@@ -2879,6 +2885,63 @@ std::int64_t exaone4_5_tower(const ConfigFields& v, std::int64_t text_hidden) {
   return qwen_vl_tower(v, Vision::Qwen25Vl, text_hidden) - depth * 2 * (e - kv_width) * (e + 1);
 }
 
+// dots.ocr's vision transformer as vLLM 0.33 builds it (dots_ocr.py DotsVisionTransformer): a
+// biased 2-D patch convolution (Conv2dLayer) to embed_dim and its RMSNorm; blocks of two
+// RMSNorms, a fused qkv and proj and a SwiGLU fc13 / fc2 of intermediate_size, biased with
+// use_bias; a final RMSNorm with post_norm (every layer is built); the PatchMerger: a LayerNorm
+// over embed_dim, then biased [m -> m] and [m -> hidden_size] over m = spatial_merge_size^2
+// patches.
+std::int64_t dots_ocr_tower(const ConfigFields& v) {
+  const std::int64_t e = bounded(v, "embed_dim", kMaxWidth);
+  const std::int64_t out = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t inter = bounded(v, "intermediate_size", kMaxWidth);
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t patch = bounded(v, "patch_size", kMaxSide);
+  const std::int64_t channels = bounded(v, "num_channels", 16);
+  const std::int64_t merge = bounded(v, "spatial_merge_size", 64);
+  const std::int64_t bias = v.boolean_or("use_bias", false) ? 1 : 0;
+  const std::int64_t block =
+      2 * e + 4 * e * e + bias * 4 * e + 3 * e * inter + bias * (2 * inter + e);
+  const std::int64_t post_norm = v.boolean_or("post_norm", true) ? e : 0;
+  const std::int64_t merged = e * merge * merge;
+  const std::int64_t merger = 2 * e + merged * merged + merged + merged * out + out;
+  return channels * patch * patch * e + e + e + layers * block + post_norm + merger;
+}
+
+// Gemma-4 Unified's image path as vLLM 0.33 builds it (gemma4_unified.py): the encoder-free
+// Gemma4UnifiedVisionEmbedder over raw patches of model_patch_size = patch_size x
+// pooling_kernel_size pixels a side and 3 channels (a LayerNorm over the patch, a biased dense to
+// mm_embed_dim, a LayerNorm, a factorized position table [mm_posemb_size, 2, mm_embed_dim] and
+// its LayerNorm), then embed_vision (gemma4_mm.py Gemma4MultimodalEmbedder: an RMSNorm without
+// weight and an unbiased [output_proj_dims -> text hidden]).
+std::int64_t gemma4_unified_vision(const ConfigFields& v, std::int64_t text_hidden) {
+  const std::int64_t side = bounded(v, "patch_size", 1024) * bounded(v, "pooling_kernel_size", 16);
+  if (v.has("model_patch_size") && v.integer("model_patch_size") != side) {
+    v.fail("model_patch_size", std::to_string(v.integer("model_patch_size")),
+           "must equal patch_size x pooling_kernel_size (" + std::to_string(side) + ")");
+  }
+  const std::int64_t pixels = side * side * 3;
+  const std::int64_t e = bounded(v, "mm_embed_dim", kMaxWidth);
+  const std::int64_t positions = bounded(v, "mm_posemb_size", kMaxSide);
+  const std::int64_t out = bounded(v, "output_proj_dims", kMaxWidth);
+  return 2 * pixels + pixels * e + e + 2 * e + positions * 2 * e + 2 * e + out * text_hidden;
+}
+
+// Keye-VL's tower as vLLM 0.33 builds it (keye.py KeyeSiglipVisionModel and Projector): the
+// SigLIP encoder (biased patch convolution, (image_size / patch_size)^2 positions, every layer,
+// the post-LayerNorm; the pooling head is dropped on load) plus a packing_position_embedding
+// table of 32,768 positions; the projector merges 2 x 2 patches: a LayerNorm over the vision
+// width, biased [4 w -> 4 w] and [4 w -> text hidden].
+std::int64_t keye_tower(const ConfigFields& v, std::int64_t text_hidden) {
+  constexpr std::int64_t kPackingPositions = 32768;
+  constexpr std::int64_t kMerged = 2 * 2;
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t w = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t m = kMerged * w;
+  const std::int64_t projector = 2 * w + m * m + m + m * text_hidden + text_hidden;
+  return clip_siglip_encoder(v, false, layers, true) + kPackingPositions * w + projector;
+}
+
 std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
                                const std::string& model_type, bool clip, std::int64_t text_hidden) {
   switch (style) {
@@ -2925,6 +2988,12 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
       return minicpmv4_6_tower(v, top, text_hidden);
     case Vision::Exaone45:
       return exaone4_5_tower(v, text_hidden);
+    case Vision::DotsOcr:
+      return dots_ocr_tower(v);
+    case Vision::Gemma4Unified:
+      return gemma4_unified_vision(v, text_hidden);
+    case Vision::Keye:
+      return keye_tower(v, text_hidden);
     case Vision::DeepseekOcr:  // reads projector_config, not vision_config: add_deepseek_ocr
     case Vision::Ovis25:       // reads vit_config and visual_vocab_size: add_ovis2_5
     case Vision::Blip2:        // needs the Q-Former's config too: blip2_tower, from add_vision
@@ -3605,6 +3674,10 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
   if (style == Vision::KimiK25) return "Kimi_K25VisionConfig";
   if (style == Vision::MiniCpmV46) return "MiniCPMV4_6VisionConfig";
   if (style == Vision::Exaone45) return "Exaone4_5_VisionConfig";
+  if (style == Vision::DotsOcr) return "DotsVisionConfig";
+  if (style == Vision::Gemma4Unified) return "Gemma4UnifiedVisionConfig";
+  // Keye's remote KeyeVisionConfig is SigLIP's (vision_config.model_type siglip_vision_model).
+  if (style == Vision::Keye) return "SiglipVisionConfig";
   if (style == Vision::Glm4v) {
     if (model_type == "glm_ocr") return "GlmOcrVisionConfig";
     return model_type == "glm4v_moe" ? "Glm4vMoeVisionConfig" : "Glm4vVisionConfig";
@@ -3646,6 +3719,31 @@ void report_defaults(const ConfigFields& fields, const json& defaults,
   }
 }
 
+// Gemma-4 Unified's audio path (gemma4_unified.py embed_audio): no encoder, raw frames of
+// audio_embed_dim samples through Gemma4MultimodalEmbedder (an RMSNorm without weight and an
+// unbiased [audio_embed_dim -> text hidden]); 0 without audio_config. Gemma4UnifiedAudioConfig's
+// hidden_size, output_proj_dims and audio_samples_per_token are audio_embed_dim under other
+// names: a config writing them apart is refused. The class defaults read go to
+// doc["config_defaults"].
+std::int64_t gemma4_unified_audio(const json& config, const ConfigFields& top,
+                                  const std::string& file, std::int64_t text_hidden, json& doc) {
+  if (!top.has("audio_config")) return 0;
+  const json& object = config.at("audio_config");
+  if (!object.is_object()) top.fail("audio_config", "not an object", "expected an object");
+  const std::string config_class = "Gemma4UnifiedAudioConfig";
+  const json& defaults = vision_class_defaults(config_class);
+  const ConfigFields a(object, file, top.prefix() + "audio_config.", &defaults, config_class);
+  const std::int64_t width = bounded(a, "audio_embed_dim", kMaxWidth);
+  for (const char* alias : {"hidden_size", "output_proj_dims", "audio_samples_per_token"}) {
+    if (a.has(alias) && a.integer(alias) != width) {
+      a.fail(alias, std::to_string(a.integer(alias)),
+             "must equal audio_embed_dim (" + std::to_string(width) + "), the field it names");
+    }
+  }
+  report_defaults(a, defaults, config_class, doc);
+  return width * text_hidden;
+}
+
 // The wrapper's vision tower into doc["vision"]: its parameters and encoder-profile facts, and
 // the vision-config class defaults it read into doc["config_defaults"].
 void add_vision(const json& config, const ConfigFields& top, Vision style,
@@ -3676,6 +3774,17 @@ void add_vision(const json& config, const ConfigFields& top, Vision style,
                                    text_hidden);
   }
   doc["vision"] = {{"num_parameters", parameters}};
+  if (style == Vision::Gemma4Unified) {
+    // Its audio projector beside the image path: one tower of both, the audio share apart.
+    // No tower: the embedders are built whatever the modality limits, the audio frames'
+    // projector beside the image path.
+    const std::int64_t audio = gemma4_unified_audio(config, top, file, text_hidden, doc);
+    doc["vision"]["always_built"] = true;
+    if (audio > 0) {
+      doc["vision"]["num_parameters"] = parameters + audio;
+      doc["vision"]["unmodelled_modalities"] = {"audio"};
+    }
+  }
   vision_profile_facts(v, top, style, model_type, doc["vision"]);
   report_defaults(v, defaults, config_class, doc);
 }
@@ -3858,7 +3967,8 @@ json architecture_spec_document(const json& config, const std::string& file) {
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
              style == Vision::InternVit || style == Vision::InternVlHf || style == Vision::Blip2 ||
              style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25 ||
-             style == Vision::MiniCpmV46 || style == Vision::Exaone45) {
+             style == Vision::MiniCpmV46 || style == Vision::Exaone45 || style == Vision::DotsOcr ||
+             style == Vision::Gemma4Unified || style == Vision::Keye) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "
              "config.json");

@@ -93,10 +93,12 @@ bool CompiledLaunch::multimodal_enabled() const {
 
 // vLLM 0.33 builds each tower only while one of its modalities is enabled (_mark_tower_model):
 // none without a modality, and of a vision tower beside an audio encoder (Qwen2.5-Omni) the
-// parts whose modalities are on.
+// parts whose modalities are on. A tower built outside _mark_tower_model (always_built) stays.
 std::int64_t CompiledLaunch::loaded_tower_parameters() const {
   const TowerSpec& tower = spec_->vision;
-  if (tower.num_parameters <= 0 || !multimodal_enabled()) return 0;
+  if (tower.num_parameters <= 0) return 0;
+  if (tower.always_built) return tower.num_parameters;
+  if (!multimodal_enabled()) return 0;
   if (tower.audio_parameters <= 0) return tower.num_parameters;
   bool vision = mm_limit("image") > 0;
   for (const std::string& modality : tower.unmodelled_modalities) {

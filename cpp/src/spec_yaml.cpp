@@ -141,6 +141,7 @@ const std::vector<SchemaKey> kSchema = {
   {"vision", "encoder_mlp", "string", false, "gated (SwiGLU) or plain (fc1/fc2, default)."},
   {"vision", "encoder_attention", "string", false, "qwen2_vl or qwen2_5_vl (also Qwen3-VL, Qwen3.5): the encoder attention whose temporaries the profile counts (engines.yaml vit_rotary_attention); absent: the MLP's peak only."},
   {"vision", "unmodelled_modalities", "list[string]", false, "Other modalities vLLM accepts for the model whose profile is not modelled (Qwen-VL video): a plan warns while they are enabled."},
+  {"vision", "always_built", "bool", false, "vLLM builds the tower whatever --limit-mm-per-prompt allows (Gemma-4 Unified's encoder-free embedders, outside _mark_tower_model): its parameters count with every modality off. Default false."},
   {"quantization", "method", "string", true, "none, fp8, int8, awq, gptq, packed_wna16, bnb_nf4, bnb_int8, mxfp4, nvfp4, gguf."},
   {"quantization", "bits", "int", false, "Weight bits (gptq 2/3/4/8, packed_wna16 4/8).", 16},
   {"quantization", "group_size", "int", false, "Quantization group along the input dim; -1 = whole row. Default 128.", std::int64_t{1} << 20},
@@ -933,6 +934,7 @@ void read_vision(const MapReader& r, ModelSpec& s) {
     }
   }
   s.vision.unmodelled_modalities = m.get_string_list("unmodelled_modalities");
+  s.vision.always_built = m.get_bool("always_built", false);
 }
 
 // Per-layer kinds: explicit list, cyclic pattern, Nemotron-H pattern, or uniform.

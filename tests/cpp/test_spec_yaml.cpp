@@ -195,6 +195,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"vision", "encoder_mlp"},
     {"vision", "encoder_attention"},
     {"vision", "unmodelled_modalities"},
+    {"vision", "always_built"},
     {"quantization", "method"},
     {"quantization", "bits"},
     {"quantization", "group_size"},

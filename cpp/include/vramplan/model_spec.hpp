@@ -167,6 +167,9 @@ struct TowerSpec {
   EncoderAttention encoder_attention = EncoderAttention::Unmodelled;
   // Modalities vLLM also accepts for this model whose profile is not modelled (Qwen-VL video).
   std::vector<std::string> unmodelled_modalities;
+  // vLLM builds it whatever --limit-mm-per-prompt allows (Gemma-4 Unified's embedders, outside
+  // _mark_tower_model): its parameters count with every modality off.
+  bool always_built = false;
 };
 
 enum class QuantMethod : std::uint8_t {

@@ -350,7 +350,8 @@ void CompiledLaunch::choose_rank(std::size_t i, const ResolvedKnobs& k,
     pass.worst_request_bytes = need;
     out.worst_rank = static_cast<std::int32_t>(i);
     choices.worst_block_size = prepared.page.block_size;
-    choices.worst_blocks = static_cast<double>(blocks);
+    choices.worst_blocks =
+        blocks > 0 ? static_cast<double>(blocks) : std::numeric_limits<double>::infinity();
   }
   const std::int64_t margin =
       prepared.post_allocation_bytes - headroom_bytes(budget.requested_memory_bytes);
@@ -483,9 +484,8 @@ SingleRankPoint CompiledLaunch::single_rank_point(const PreparedEvaluation& p) c
   const VerdictBounds& v = p.choices.verdict;
   std::int64_t min_kv = std::max(v.min_kv_cache_bytes, v.request_kv_bytes);  // >= 0
   if (v.min_num_blocks > 0) {
-    min_kv = point.block_bytes > 0
-                 ? std::max(min_kv, saturating_mul(v.min_num_blocks, point.block_bytes))
-                 : kMax;
+    // A layout without blocks has the largest block bytes: the product saturates to never.
+    min_kv = std::max(min_kv, saturating_mul(v.min_num_blocks, point.block_bytes));
   }
   point.started_to_bytes = std::min(v.startup_free_limit_bytes, v.post_allocation_limit_bytes);
   if (v.fixed != Outcome::Started || min_kv == kMax) {

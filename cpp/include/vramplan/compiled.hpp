@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -237,8 +238,9 @@ struct VerdictBounds {
 // post-allocation need - headroom = need - (total - others - context) + requested; the
 // requested bytes cancel from every comparison.
 struct PreparedChoices {
-  // Blocks one request needs on the worst rank: a count, held as the concurrency's divisor.
-  double worst_blocks = 0.0;
+  // Blocks one request needs on the worst rank, held as the concurrency's divisor: infinity
+  // when it needs none, so that the concurrency is 0.
+  double worst_blocks = std::numeric_limits<double>::infinity();
   std::int64_t worst_groups = 1;       // the worst rank's KV groups (at least 1)
   std::int32_t worst_block_size = 16;  // the worst rank's page block size
   // The tightest rank: its post-allocation need, graphs, activation peak and the graph bytes
@@ -264,9 +266,7 @@ struct PreparedChoices {
     FinishedPoint out;
     out.min_kv_cache_bytes = min_kv_cache_bytes;
     out.num_blocks = std::max<std::int64_t>(0, num_blocks);
-    if (worst_blocks > 0.0) {
-      out.max_concurrency = static_cast<double>(out.num_blocks) / worst_blocks;
-    }
+    out.max_concurrency = static_cast<double>(out.num_blocks) / worst_blocks;
     if (tokens_from_concurrency) {
       out.kv_tokens = static_cast<std::int64_t>(out.max_concurrency * max_model_len);
     } else {

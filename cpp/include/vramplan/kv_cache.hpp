@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -129,15 +130,17 @@ std::int64_t kv_request_bytes(const KvGeometry& geometry, const KvPage& page,
                               std::int64_t max_num_batched_tokens) noexcept;
 std::int64_t kv_request_bytes(const KvLayout& layout, std::int64_t max_model_len,
                               std::int64_t max_num_batched_tokens) noexcept;
-// Bytes one block costs across a group's pool (page x group_size); 0 for a layout without one.
+// Bytes one block costs across a group's pool (page x group_size); for a layout without one, the
+// largest int64, which no budget buys.
 inline std::int64_t kv_block_bytes(std::int64_t page_bytes, std::int32_t group_size) noexcept {
-  return page_bytes > 0 && group_size > 0 ? page_bytes * group_size : 0;
+  return page_bytes > 0 && group_size > 0 ? page_bytes * group_size
+                                          : std::numeric_limits<std::int64_t>::max();
 }
 // Blocks a KV budget buys: floor(budget / block bytes) = floor(floor(b / page) / group).
 // Inline: a sweep row counts them.
 inline std::int64_t kv_blocks_in_budget(std::int64_t block_bytes,
                                         std::int64_t kv_budget_bytes) noexcept {
-  return block_bytes > 0 && kv_budget_bytes > 0 ? kv_budget_bytes / block_bytes : 0;
+  return kv_budget_bytes > 0 ? kv_budget_bytes / block_bytes : 0;
 }
 inline std::int64_t kv_blocks_in_budget(std::int64_t page_bytes, std::int32_t group_size,
                                         std::int64_t kv_budget_bytes) noexcept {

@@ -1116,6 +1116,7 @@ struct SweepPoint {
 // tokens) rows, which kept ~800 write streams open and left BM_Sweep bound on them (16 points:
 // 26 M points/s, 64: 66 M, 256: 64 M). 64 points are about 38 KiB of stack.
 constexpr std::size_t kSweepTile = 64;
+constexpr std::size_t kSingleRankSweepTile = 256;  // rows only: ~55 KiB of stack
 
 bool valid_utilization(double utilization) { return utilization > 0.0 && utilization <= 1.0; }
 
@@ -1137,7 +1138,7 @@ void write_refused(const SweepColumns& out, std::size_t i) {
 // and turned into requested bytes once for the tile, else each point's default is;
 // `finish(j, requested)` finishes point j.
 template <bool kListed, typename Finish>
-void finish_rows(const std::array<SweepPoint, kSweepTile>& tile, std::size_t count, double listed,
+void finish_rows(const SweepPoint* tile, std::size_t count, double listed,
                  std::int64_t total_memory_bytes, const SweepColumns out, std::size_t row,
                  const Finish& finish) noexcept {
   if (kListed && !valid_utilization(listed)) {
@@ -1167,36 +1168,35 @@ void finish_rows(const std::array<SweepPoint, kSweepTile>& tile, std::size_t cou
   }
 }
 
-}  // namespace
+struct SweepAxes {
+  Axis<double> utils;
+  Axis<std::int64_t> lens, seqs, tokens;
+};
 
-void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGrid& grid,
-           const SweepColumns& out, SweepPointRange range) noexcept {
-  LaunchKnobs knobs = base;
-  const Axis<double> utils{grid.gpu_memory_utilization, knobs.gpu_memory_utilization};
-  const Axis<std::int64_t> lens{grid.max_model_len, knobs.max_model_len};
-  const Axis<std::int64_t> seqs{grid.max_num_seqs, knobs.max_num_seqs};
-  const Axis<std::int64_t> tokens{grid.max_num_batched_tokens, knobs.max_num_batched_tokens};
-  knobs.gpu_memory_utilization.reset();  // resolved to the default, replaced per row
+// The sweep's points [begin, end), kTile at a time: each point is resolved and prepared once,
+// then every utilization writes the tile's run of rows. A one-rank launch keeps what its rows
+// read in the SweepPoint (one scratch preparation serves every point), so its tiles are long:
+// a utilization's run of 256 rows per column rather than 64 keeps the stores streaming.
+// `columns` is a copy: the int8 outcome stores cannot alias it.
+template <bool kSingleRank, std::size_t kTile>
+void sweep_tiles(const CompiledLaunch& launch, LaunchKnobs knobs, const SweepAxes& axes,
+                 std::size_t begin, std::size_t end, const SweepColumns columns) noexcept {
   const std::int64_t total = launch.hardware().gpu.total_memory_bytes;
-  // Rows keep utilization outermost; the points (length, sequences, tokens) are prepared once
-  // each, a tile at a time, and only the utilization's share is finished per row.
-  const std::size_t points = lens.size() * seqs.size() * tokens.size();
-  const std::size_t end = std::min(range.end, points);
-  std::array<SweepPoint, kSweepTile> tile;
-  std::array<PreparedEvaluation, kSweepTile> prepared;  // apart: the rows read only the above
-  const SweepColumns columns = out;  // a local copy: the int8 outcome stores cannot alias it
+  const std::size_t points = axes.lens.size() * axes.seqs.size() * axes.tokens.size();
+  std::array<SweepPoint, kTile> tile;
+  std::array<PreparedEvaluation, kSingleRank ? 1 : kTile> prepared;
   // Kept across points: a refused point shows what try_resolve left (as before the split).
   ResolvedKnobs resolved;
-  for (std::size_t first = range.begin; first < end; first += kSweepTile) {
-    const std::size_t count = std::min(kSweepTile, end - first);
+  for (std::size_t first = begin; first < end; first += kTile) {
+    const std::size_t count = std::min(kTile, end - first);
     for (std::size_t j = 0; j < count; ++j) {
       const std::size_t point = first + j;
-      const std::size_t b = point % tokens.size();
-      const std::size_t s = point / tokens.size() % seqs.size();
-      const std::size_t l = point / tokens.size() / seqs.size();
-      knobs.max_model_len = lens.at(l);
-      knobs.max_num_seqs = seqs.at(s);
-      knobs.max_num_batched_tokens = tokens.at(b);
+      const std::size_t b = point % axes.tokens.size();
+      const std::size_t s = point / axes.tokens.size() % axes.seqs.size();
+      const std::size_t l = point / axes.tokens.size() / axes.seqs.size();
+      knobs.max_model_len = axes.lens.at(l);
+      knobs.max_num_seqs = axes.seqs.at(s);
+      knobs.max_num_batched_tokens = axes.tokens.at(b);
       SweepPoint& p = tile[j];
       p.refused = launch.try_resolve(knobs, resolved) != KnobProblem::None;
       p.default_utilization = resolved.gpu_memory_utilization;
@@ -1204,32 +1204,48 @@ void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGri
       p.max_num_seqs = knobs.max_num_seqs.value_or(resolved.max_num_seqs);
       p.max_num_batched_tokens =
           knobs.max_num_batched_tokens.value_or(resolved.max_num_batched_tokens);
-      if (!p.refused) launch.prepare(resolved, prepared[j]);
+      if (p.refused) continue;
+      PreparedEvaluation& scratch = prepared[kSingleRank ? 0 : j];
+      launch.prepare(resolved, scratch);
+      if (kSingleRank) p.single = launch.single_rank_point(scratch);
     }
-    const bool single_rank = launch.ranks().size() == 1;
-    if (single_rank) {
-      for (std::size_t j = 0; j < count; ++j) {
-        if (!tile[j].refused) tile[j].single = launch.single_rank_point(prepared[j]);
-      }
-    }
-    for (std::size_t u = 0; u < utils.size(); ++u) {
+    for (std::size_t u = 0; u < axes.utils.size(); ++u) {
       const std::size_t row = u * points + first;
-      const std::optional<double> listed = utils.at(u);
-      const auto rows = [&](const auto& finish) {
-        if (listed) {
-          finish_rows<true>(tile, count, *listed, total, columns, row, finish);
+      const std::optional<double> listed = axes.utils.at(u);
+      const auto finish = [&](std::size_t j, std::int64_t requested) {
+        if constexpr (kSingleRank) {
+          return tile[j].single.at(requested);
         } else {
-          finish_rows<false>(tile, count, 0.0, total, columns, row, finish);
+          return launch.finish_requested(prepared[j], requested);
         }
       };
-      if (single_rank) {
-        rows([&](std::size_t j, std::int64_t requested) { return tile[j].single.at(requested); });
+      if (listed) {
+        finish_rows<true>(tile.data(), count, *listed, total, columns, row, finish);
       } else {
-        rows([&](std::size_t j, std::int64_t requested) {
-          return launch.finish_requested(prepared[j], requested);
-        });
+        finish_rows<false>(tile.data(), count, 0.0, total, columns, row, finish);
       }
     }
+  }
+}
+
+}  // namespace
+
+void sweep(const CompiledLaunch& launch, const LaunchKnobs& base, const SweepGrid& grid,
+           const SweepColumns& out, SweepPointRange range) noexcept {
+  LaunchKnobs knobs = base;
+  const SweepAxes axes{{grid.gpu_memory_utilization, knobs.gpu_memory_utilization},
+                       {grid.max_model_len, knobs.max_model_len},
+                       {grid.max_num_seqs, knobs.max_num_seqs},
+                       {grid.max_num_batched_tokens, knobs.max_num_batched_tokens}};
+  knobs.gpu_memory_utilization.reset();  // resolved to the default, replaced per row
+  // Rows keep utilization outermost; the points (length, sequences, tokens) are prepared once
+  // each, a tile at a time, and only the utilization's share is finished per row.
+  const std::size_t points = axes.lens.size() * axes.seqs.size() * axes.tokens.size();
+  const std::size_t end = std::min(range.end, points);
+  if (launch.ranks().size() == 1) {
+    sweep_tiles<true, kSingleRankSweepTile>(launch, knobs, axes, range.begin, end, out);
+  } else {
+    sweep_tiles<false, kSweepTile>(launch, knobs, axes, range.begin, end, out);
   }
 }
 

@@ -169,10 +169,10 @@ TEST(SweepIncremental, SweepRowsMatchEvaluationAcrossTiles) {
     SweepGrid grid;
     grid.gpu_memory_utilization = {0.55, 0.9, 0.97};
     for (std::int64_t len = 1024; len <= 139264; len += 4096) grid.max_model_len.push_back(len);
-    grid.max_num_seqs = {1, 96, 1024};
+    grid.max_num_seqs = {1, 96, 1024, 2048};
     grid.max_num_batched_tokens = {2048, 8192};
     const std::int64_t rows = sweep_size(grid);
-    ASSERT_EQ(rows, 3 * 34 * 3 * 2);  // 204 points: more than one tile of 64
+    ASSERT_EQ(rows, 3 * 34 * 4 * 2);  // 272 points: more than one tile of 64, or of 256
     std::vector<double> util(rows), conc(rows);
     std::vector<std::int64_t> len(rows), seqs(rows), toks(rows), kv(rows), tokens(rows);
     std::vector<std::int8_t> outcome(rows);
@@ -189,10 +189,10 @@ TEST(SweepIncremental, SweepRowsMatchEvaluationAcrossTiles) {
       SCOPED_TRACE("pp " + std::to_string(pp) + " in " + std::to_string(cuts.size() + 1) +
                    " calls, row " + std::to_string(i));
       const auto row = static_cast<std::size_t>(i);
-      const std::size_t point = row % (34 * 3 * 2);
-      EXPECT_EQ(util[row], grid.gpu_memory_utilization[row / (34 * 3 * 2)]);
-      EXPECT_EQ(len[row], grid.max_model_len[point / 6]);
-      EXPECT_EQ(seqs[row], grid.max_num_seqs[point / 2 % 3]);
+      const std::size_t point = row % (34 * 4 * 2);
+      EXPECT_EQ(util[row], grid.gpu_memory_utilization[row / (34 * 4 * 2)]);
+      EXPECT_EQ(len[row], grid.max_model_len[point / 8]);
+      EXPECT_EQ(seqs[row], grid.max_num_seqs[point / 2 % 4]);
       EXPECT_EQ(toks[row], grid.max_num_batched_tokens[point % 2]);
       LaunchKnobs knobs;
       knobs.gpu_memory_utilization = util[row];
@@ -212,7 +212,7 @@ TEST(SweepIncremental, SweepRowsMatchEvaluationAcrossTiles) {
       EXPECT_EQ(conc[row], e.max_concurrency);
     }
     // Refused: the lengths 132096 and 136192, past the model's 131072.
-    EXPECT_EQ(refused, 3 * 2 * 3 * 2);
+    EXPECT_EQ(refused, 3 * 2 * 4 * 2);
   }
 }
 

@@ -1101,62 +1101,53 @@ struct Axis {
   }
 };
 
-// One (length, sequences, tokens) point of a sweep: the knobs its rows show.
-struct SweepPoint {
-  std::int64_t max_model_len = 0;  // as resolved (an unset knob shows its default)
-  std::int64_t max_num_seqs = 0;
-  std::int64_t max_num_batched_tokens = 0;
-  double default_utilization = 0.0;
-  bool refused = false;
-  SingleRankPoint single;  // a one-rank launch's rows read this (not the PreparedEvaluation)
-};
-
 // Points prepared together, then finished for each utilization: each utilization writes a run
-// of kSweepTile consecutive rows per column rather than one row every (lengths x sequences x
+// of kTile consecutive rows per column rather than one row every (lengths x sequences x
 // tokens) rows, which kept ~800 write streams open and left BM_Sweep bound on them (16 points:
-// 26 M points/s, 64: 66 M, 256: 64 M). 64 points are about 38 KiB of stack.
+// 26 M points/s, 64: 66 M). A tile keeps its points as columns, so that a utilization's knob
+// columns are block copies.
+template <std::size_t kTile>
+struct SweepTile {
+  // The knobs the rows show, as resolved (an unset knob shows its default).
+  std::array<double, kTile> default_utilization;
+  std::array<std::int64_t, kTile> max_model_len;
+  std::array<std::int64_t, kTile> max_num_seqs;
+  std::array<std::int64_t, kTile> max_num_batched_tokens;
+  std::array<bool, kTile> refused;
+};
 constexpr std::size_t kSweepTile = 64;
-constexpr std::size_t kSingleRankSweepTile = 256;  // rows only: ~55 KiB of stack
+// A one-rank launch's tile holds each point's rows (SingleRankPoint, ~180 B), not its whole
+// preparation: 256 points are about 55 KiB of stack.
+constexpr std::size_t kSingleRankSweepTile = 256;
 
 bool valid_utilization(double utilization) { return utilization > 0.0 && utilization <= 1.0; }
 
-// A row's knobs, and the figures of a row vLLM refuses.
-void write_knobs(const SweepColumns& out, std::size_t i, const SweepPoint& p, double utilization) {
-  out.gpu_memory_utilization[i] = utilization;
-  out.max_model_len[i] = p.max_model_len;
-  out.max_num_seqs[i] = p.max_num_seqs;
-  out.max_num_batched_tokens[i] = p.max_num_batched_tokens;
-}
-void write_refused(const SweepColumns& out, std::size_t i) {
-  out.kv_cache_bytes[i] = 0;
-  out.kv_tokens[i] = 0;
-  out.max_concurrency[i] = 0.0;
-  out.outcome[i] = -1;
-}
-
-// One utilization's rows of a tile, from `row` on: a listed utilization (kListed) is checked
-// and turned into requested bytes once for the tile, else each point's default is;
-// `finish(j, requested)` finishes point j.
-template <bool kListed, typename Finish>
-void finish_rows(const SweepPoint* tile, std::size_t count, double listed,
+// One utilization's rows of a tile, from `row` on: the knob columns copied, then the figures.
+// A listed utilization (kListed) is checked and turned into requested bytes once for the tile,
+// else each point's default is; `finish(j, requested)` finishes point j.
+template <bool kListed, std::size_t kTile, typename Finish>
+void finish_rows(const SweepTile<kTile>& tile, std::size_t count, double listed,
                  std::int64_t total_memory_bytes, const SweepColumns out, std::size_t row,
                  const Finish& finish) noexcept {
-  if (kListed && !valid_utilization(listed)) {
-    for (std::size_t j = 0; j < count; ++j) {
-      write_knobs(out, row + j, tile[j], listed);
-      write_refused(out, row + j);
-    }
-    return;
+  if (kListed) {
+    std::fill_n(out.gpu_memory_utilization + row, count, listed);
+  } else {
+    std::copy_n(tile.default_utilization.data(), count, out.gpu_memory_utilization + row);
   }
+  std::copy_n(tile.max_model_len.data(), count, out.max_model_len + row);
+  std::copy_n(tile.max_num_seqs.data(), count, out.max_num_seqs + row);
+  std::copy_n(tile.max_num_batched_tokens.data(), count, out.max_num_batched_tokens + row);
+  const bool listed_valid = valid_utilization(listed);
   const std::int64_t listed_requested =
-      kListed ? requested_memory_bytes(total_memory_bytes, listed) : 0;
+      kListed && listed_valid ? requested_memory_bytes(total_memory_bytes, listed) : 0;
   for (std::size_t j = 0; j < count; ++j) {
-    const SweepPoint& p = tile[j];
     const std::size_t i = row + j;
-    const double utilization = kListed ? listed : p.default_utilization;
-    write_knobs(out, i, p, utilization);
-    if (p.refused || (!kListed && !valid_utilization(utilization))) {
-      write_refused(out, i);
+    const double utilization = kListed ? listed : tile.default_utilization[j];
+    if (tile.refused[j] || !(kListed ? listed_valid : valid_utilization(utilization))) {
+      out.kv_cache_bytes[i] = 0;
+      out.kv_tokens[i] = 0;
+      out.max_concurrency[i] = 0.0;
+      out.outcome[i] = -1;
       continue;
     }
     const FinishedPoint e = finish(
@@ -1174,16 +1165,18 @@ struct SweepAxes {
 };
 
 // The sweep's points [begin, end), kTile at a time: each point is resolved and prepared once,
-// then every utilization writes the tile's run of rows. A one-rank launch keeps what its rows
-// read in the SweepPoint (one scratch preparation serves every point), so its tiles are long:
-// a utilization's run of 256 rows per column rather than 64 keeps the stores streaming.
+// then every utilization writes the tile's run of rows. A one-rank launch keeps only what its
+// rows read (one scratch preparation serves every point), so its tiles are long: a
+// utilization's run of 256 rows per column rather than 64 keeps the stores streaming.
 // `columns` is a copy: the int8 outcome stores cannot alias it.
 template <bool kSingleRank, std::size_t kTile>
 void sweep_tiles(const CompiledLaunch& launch, LaunchKnobs knobs, const SweepAxes& axes,
                  std::size_t begin, std::size_t end, const SweepColumns columns) noexcept {
   const std::int64_t total = launch.hardware().gpu.total_memory_bytes;
   const std::size_t points = axes.lens.size() * axes.seqs.size() * axes.tokens.size();
-  std::array<SweepPoint, kTile> tile;
+  SweepTile<kTile> tile;
+  // A one-rank launch's rows read only these; other launches keep each point's preparation.
+  std::array<SingleRankPoint, kSingleRank ? kTile : 1> single;
   std::array<PreparedEvaluation, kSingleRank ? 1 : kTile> prepared;
   // Kept across points: a refused point shows what try_resolve left (as before the split).
   ResolvedKnobs resolved;
@@ -1197,32 +1190,31 @@ void sweep_tiles(const CompiledLaunch& launch, LaunchKnobs knobs, const SweepAxe
       knobs.max_model_len = axes.lens.at(l);
       knobs.max_num_seqs = axes.seqs.at(s);
       knobs.max_num_batched_tokens = axes.tokens.at(b);
-      SweepPoint& p = tile[j];
-      p.refused = launch.try_resolve(knobs, resolved) != KnobProblem::None;
-      p.default_utilization = resolved.gpu_memory_utilization;
-      p.max_model_len = knobs.max_model_len.value_or(resolved.max_model_len);
-      p.max_num_seqs = knobs.max_num_seqs.value_or(resolved.max_num_seqs);
-      p.max_num_batched_tokens =
+      tile.refused[j] = launch.try_resolve(knobs, resolved) != KnobProblem::None;
+      tile.default_utilization[j] = resolved.gpu_memory_utilization;
+      tile.max_model_len[j] = knobs.max_model_len.value_or(resolved.max_model_len);
+      tile.max_num_seqs[j] = knobs.max_num_seqs.value_or(resolved.max_num_seqs);
+      tile.max_num_batched_tokens[j] =
           knobs.max_num_batched_tokens.value_or(resolved.max_num_batched_tokens);
-      if (p.refused) continue;
+      if (tile.refused[j]) continue;
       PreparedEvaluation& scratch = prepared[kSingleRank ? 0 : j];
       launch.prepare(resolved, scratch);
-      if (kSingleRank) p.single = launch.single_rank_point(scratch);
+      if constexpr (kSingleRank) single[j] = launch.single_rank_point(scratch);
     }
     for (std::size_t u = 0; u < axes.utils.size(); ++u) {
       const std::size_t row = u * points + first;
       const std::optional<double> listed = axes.utils.at(u);
       const auto finish = [&](std::size_t j, std::int64_t requested) {
         if constexpr (kSingleRank) {
-          return tile[j].single.at(requested);
+          return single[j].at(requested);
         } else {
           return launch.finish_requested(prepared[j], requested);
         }
       };
       if (listed) {
-        finish_rows<true>(tile.data(), count, *listed, total, columns, row, finish);
+        finish_rows<true>(tile, count, *listed, total, columns, row, finish);
       } else {
-        finish_rows<false>(tile.data(), count, 0.0, total, columns, row, finish);
+        finish_rows<false>(tile, count, 0.0, total, columns, row, finish);
       }
     }
   }

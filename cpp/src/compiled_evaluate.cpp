@@ -283,15 +283,13 @@ PreparedRank CompiledLaunch::prepare_rank(std::size_t index,
     // budget reserved) are free again; graph capture outside the budget and then the
     // sampler warm-up on max_num_seqs dummy requests need their room, and weights repacked
     // at load leave segments the allocator cannot reuse for those large blocks. The reserved
-    // parts do not depend on the utilization (kv_budget), so any value in (0, 1] gives them.
-    const KvBudget budget =
-        kv_budget(*profile_, p.terms, k.gpu_memory_utilization, config_.kv_cache_memory_bytes);
+    // parts do not depend on the utilization (kv_budget).
     const std::int64_t sampler =
         rank.last_stage ? sampler_peak_bytes(sampler_, requests, tokens) : 0;
     p.post_allocation_bytes =
         cudagraph + sampler + unusable_after_repack_bytes_ +
-        (p.terms.persistent_buffers_bytes - budget.persistent_in_budget_bytes) -
-        (activation + budget.cudagraph_in_budget_bytes);
+        (p.terms.persistent_buffers_bytes - persistent_in_budget_bytes(*profile_, p.terms)) -
+        (activation + cudagraph_in_budget_bytes(*profile_, p.terms));
   }
   p.kv_reserved_bytes = kv_reserved_bytes(*profile_, p.terms);
   return p;
@@ -324,9 +322,9 @@ RankEvaluation CompiledLaunch::evaluate_rank(std::size_t index,
 }
 
 void CompiledLaunch::choose_rank(std::size_t i, const ResolvedKnobs& k,
-                                 const PreparedRank& prepared, const KvBudget& budget,
-                                 Evaluation& out, PreparedChoices& choices,
-                                 RankPass& pass) const noexcept {
+                                 const PreparedRank& prepared, std::int64_t requested,
+                                 std::int64_t kv_cache_bytes, Evaluation& out,
+                                 PreparedChoices& choices, RankPass& pass) const noexcept {
   const CompiledRank& rank = ranks_[i];
   out.kv_empty |= rank.kv.groups.empty();
   out.max_weights_bytes = std::max(out.max_weights_bytes, rank.weights_bytes);
@@ -346,15 +344,14 @@ void CompiledLaunch::choose_rank(std::size_t i, const ResolvedKnobs& k,
   const std::int64_t blocks =
       kv_blocks_per_request(rank.kv, prepared.page, k.max_model_len, k.max_num_batched_tokens);
   const std::int64_t need = kv_blocks_bytes(rank.kv, prepared.page, blocks);
-  if (need - budget.kv_cache_bytes >= pass.worst_request_bytes - pass.min_kv_cache_bytes) {
+  if (need - kv_cache_bytes >= pass.worst_request_bytes - pass.min_kv_cache_bytes) {
     pass.worst_request_bytes = need;
     out.worst_rank = static_cast<std::int32_t>(i);
     choices.worst_block_size = prepared.page.block_size;
     choices.worst_blocks =
         blocks > 0 ? static_cast<double>(blocks) : std::numeric_limits<double>::infinity();
   }
-  const std::int64_t margin =
-      prepared.post_allocation_bytes - headroom_bytes(budget.requested_memory_bytes);
+  const std::int64_t margin = prepared.post_allocation_bytes - headroom_bytes(requested);
   if (i == 0 || margin > pass.tightest_margin_bytes) {
     pass.tightest_margin_bytes = margin;
     out.tightest_rank = static_cast<std::int32_t>(i);
@@ -428,15 +425,17 @@ void CompiledLaunch::prepare(const ResolvedKnobs& k, PreparedEvaluation& p) cons
   p.base = Evaluation{};
   p.base.knobs = k;
   p.choices = PreparedChoices{};
+  // Every rank requests the same share; the choices do not depend on it (PreparedChoices).
+  const std::int64_t requested =
+      requested_memory_bytes(hardware_.gpu.total_memory_bytes, k.gpu_memory_utilization);
   RankPass pass;
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     const PreparedRank prepared = prepare_rank(i, k);
     if (i < PreparedEvaluation::kInlineRanks) p.ranks[i] = prepared;
-    // At the resolved utilization; the choices do not depend on it (PreparedChoices).
-    const KvBudget budget = kv_budget(*profile_, prepared.terms, k.gpu_memory_utilization,
-                                      config_.kv_cache_memory_bytes);
-    pass_kv(i, budget.kv_cache_bytes, pass);
-    choose_rank(i, k, prepared, budget, p.base, p.choices, pass);
+    const std::int64_t kv =
+        kv_cache_bytes_at(requested, prepared.kv_reserved_bytes, config_.kv_cache_memory_bytes);
+    pass_kv(i, kv, pass);
+    choose_rank(i, k, prepared, requested, kv, p.base, p.choices, pass);
   }
   close_choices(k, p.base, p.choices, pass);
 }
@@ -527,15 +526,17 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
   Evaluation out;
   out.knobs = k;
   PreparedChoices choices;
+  const std::int64_t requested =
+      requested_memory_bytes(hardware_.gpu.total_memory_bytes, k.gpu_memory_utilization);
   RankPass pass;
+  pass.requested_memory_bytes = requested;
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     const PreparedRank prepared = prepare_rank(i, k);
-    const KvBudget budget = kv_budget(*profile_, prepared.terms, k.gpu_memory_utilization,
-                                      config_.kv_cache_memory_bytes);
-    pass_kv(i, budget.kv_cache_bytes, pass);
-    pass.requested_memory_bytes = budget.requested_memory_bytes;
-    choose_rank(i, k, prepared, budget, out, choices, pass);
-    count_blocks(i, prepared, budget.kv_cache_bytes, pass);
+    const std::int64_t kv =
+        kv_cache_bytes_at(requested, prepared.kv_reserved_bytes, config_.kv_cache_memory_bytes);
+    pass_kv(i, kv, pass);
+    choose_rank(i, k, prepared, requested, kv, out, choices, pass);
+    count_blocks(i, prepared, kv, pass);
   }
   close_choices(k, out, choices, pass);
   apply(choices.finish(pass.requested_memory_bytes, pass.min_kv_cache_bytes, pass.num_blocks), out);

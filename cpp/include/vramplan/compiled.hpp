@@ -406,8 +406,8 @@ class CompiledLaunch {
   }
   // prepare()'s step: the fixed fields and the worst and tightest ranks (after pass_kv).
   void choose_rank(std::size_t index, const ResolvedKnobs& knobs, const PreparedRank& rank,
-                   const KvBudget& budget, Evaluation& out, PreparedChoices& choices,
-                   RankPass& pass) const noexcept;
+                   std::int64_t requested, std::int64_t kv_cache_bytes, Evaluation& out,
+                   PreparedChoices& choices, RankPass& pass) const noexcept;
   // prepare()'s close: what follows from the choices and the host.
   void close_choices(const ResolvedKnobs& knobs, Evaluation& out, PreparedChoices& choices,
                      const RankPass& pass) const noexcept;

@@ -47,17 +47,27 @@ inline std::int64_t requested_memory_bytes(std::int64_t total_memory_bytes,
       std::ceil(static_cast<double>(total_memory_bytes) * memory_fraction));
 }
 
+// The graph estimate vLLM's budget reserves (0.21+), and the buffers made after the init
+// snapshot it counts (0.27+ "consumed" formula; before, they were held but counted nowhere, so
+// they come out of the headroom instead).
+inline std::int64_t cudagraph_in_budget_bytes(const EngineProfile& vllm,
+                                              const BudgetTerms& terms) noexcept {
+  return vllm.cudagraph_in_budget ? terms.cudagraph_bytes : 0;
+}
+inline std::int64_t persistent_in_budget_bytes(const EngineProfile& vllm,
+                                               const BudgetTerms& terms) noexcept {
+  return vllm.consumed_budget_formula ? terms.persistent_buffers_bytes : 0;
+}
+
 // What vLLM's rule takes from the requested share before the KV cache, none of it depending on
-// the utilization: weights + activation peak + non-torch + [graph estimate, 0.21+] + [the
-// profile's freed blocks, where the version counts them as non-torch] + [buffers made since the
-// init snapshot, 0.27+ "consumed" formula; before, they were held but counted nowhere, so they
-// come out of the headroom instead].
+// the utilization: weights + activation peak + non-torch + the reserved graph estimate + [the
+// profile's freed blocks, where the version counts them as non-torch] + the counted buffers.
 inline std::int64_t kv_reserved_bytes(const EngineProfile& vllm,
                                       const BudgetTerms& terms) noexcept {
   return terms.weights_bytes + terms.activation_peak_bytes + terms.non_torch_bytes +
-         (vllm.cudagraph_in_budget ? terms.cudagraph_bytes : 0) +
+         cudagraph_in_budget_bytes(vllm, terms) +
          (vllm.non_torch_counts_cached_activations ? terms.activation_peak_bytes : 0) +
-         (vllm.consumed_budget_formula ? terms.persistent_buffers_bytes : 0);
+         persistent_in_budget_bytes(vllm, terms);
 }
 
 // The KV cache bytes at a requested share: what the rule leaves, or --kv-cache-memory-bytes as
@@ -74,9 +84,8 @@ inline KvBudget kv_budget(const EngineProfile& vllm, const BudgetTerms& terms,
                           const std::optional<std::int64_t>& fixed_kv_cache_bytes) noexcept {
   KvBudget budget;
   budget.requested_memory_bytes = requested_memory_bytes(terms.total_memory_bytes, memory_fraction);
-  budget.cudagraph_in_budget_bytes = vllm.cudagraph_in_budget ? terms.cudagraph_bytes : 0;
-  budget.persistent_in_budget_bytes =
-      vllm.consumed_budget_formula ? terms.persistent_buffers_bytes : 0;
+  budget.cudagraph_in_budget_bytes = cudagraph_in_budget_bytes(vllm, terms);
+  budget.persistent_in_budget_bytes = persistent_in_budget_bytes(vllm, terms);
   budget.kv_cache_bytes = kv_cache_bytes_at(budget.requested_memory_bytes,
                                             kv_reserved_bytes(vllm, terms), fixed_kv_cache_bytes);
   return budget;

@@ -2934,7 +2934,7 @@ std::int64_t gemma4_unified_vision(const ConfigFields& v, std::int64_t text_hidd
 // width, biased [4 w -> 4 w] and [4 w -> text hidden].
 std::int64_t keye_tower(const ConfigFields& v, std::int64_t text_hidden) {
   constexpr std::int64_t kPackingPositions = 32768;
-  constexpr std::int64_t kMerged = 2 * 2;
+  constexpr std::int64_t kMerged = 4;  // 2 x 2 patches
   const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
   const std::int64_t w = bounded(v, "hidden_size", kMaxWidth);
   const std::int64_t m = kMerged * w;

@@ -20,6 +20,7 @@ using namespace vramplan;
 using vramplan_test::config_json;
 using vramplan_test::config_path;
 using vramplan_test::kv_bf16;
+using vramplan_test::spec_error_of;
 
 namespace {
 
@@ -27,17 +28,6 @@ ModelSpec k2_with(const std::string& key, const nlohmann::json& value) {
   nlohmann::json config = config_json("IFM__K2-Horizon-375B-A23B.json");
   config[key] = value;
   return model_spec_from_hf_config(config, nullptr, "k2.json");
-}
-
-// The SpecError a config translation throws (file, field path and value named).
-SpecError spec_error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const SpecError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no SpecError";
-  return SpecError("", "", "", "");
 }
 
 }  // namespace

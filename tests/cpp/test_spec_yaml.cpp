@@ -15,6 +15,7 @@
 #include "vramplan/utf8.hpp"
 
 using namespace vramplan;
+using vramplan_test::spec_error_of;
 namespace fs = std::filesystem;
 
 TEST(SpecYaml, MalformedSpecsGiveNamedErrors) {
@@ -309,20 +310,6 @@ TEST(SpecYaml, EveryDocumentedModelKeyIsRead) {
 
 // Invalid UTF-8 is refused before anything reads the text, naming file, field and offset
 // (it used to load, then crash `plan` in JSON; in a key it surfaced as a UnicodeDecodeError).
-namespace {
-
-SpecError spec_error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const SpecError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no SpecError";
-  return SpecError("", "", "", "");
-}
-
-}  // namespace
-
 TEST(SpecYaml, UnquantizedLayersAreReadAndBounded) {
   const std::string base = std::string(vramplan_test::kLlama31_8B) +
                            "quantization:\n  method: fp8\n  unquantized_layers:\n";

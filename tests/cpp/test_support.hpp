@@ -156,4 +156,15 @@ inline vramplan::ConfigError config_error_of(const std::function<void()>& fn) {
   return vramplan::ConfigError("", "", "", "");
 }
 
+// The SpecError `fn` throws (file, field path and value named), the same way.
+inline vramplan::SpecError spec_error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const vramplan::SpecError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no SpecError";
+  return vramplan::SpecError("", "", "", "");
+}
+
 }  // namespace vramplan_test

@@ -14,8 +14,30 @@ namespace vramplan {
 // CUDA-graph capture sizes at a point: they follow max_num_seqs and max_num_batched_tokens.
 namespace {
 
+// The ladder's sizes up to `limit`: how many, and the largest.
+CaptureSizes ladder_sizes(const EngineProfile& profile, const std::vector<CaptureSizes>* prefix,
+                          std::int64_t limit) noexcept {
+  if (prefix != nullptr && limit >= 0 && limit < static_cast<std::int64_t>(prefix->size())) {
+    return (*prefix)[static_cast<std::size_t>(limit)];
+  }
+  CaptureSizes sizes;
+  for (std::int32_t i = 0; i < profile.capture_ladder_segments; ++i) {
+    const CaptureSegment& seg = profile.capture_ladder[static_cast<std::size_t>(i)];
+    if (limit < seg.start) break;
+    const std::int64_t last = std::min<std::int64_t>(seg.end, limit);
+    const std::int64_t steps = (last - seg.start) / seg.step;
+    sizes.count += static_cast<std::int32_t>(steps + 1);
+    sizes.largest = static_cast<std::int32_t>(seg.start + steps * seg.step);
+  }
+  return sizes;
+}
+
 // Whether `size` is on the profile's capture ladder.
-bool on_capture_ladder(const EngineProfile& profile, std::int64_t size) noexcept {
+bool on_capture_ladder(const EngineProfile& profile, const std::vector<CaptureSizes>* prefix,
+                       std::int64_t size) noexcept {
+  if (prefix != nullptr && size >= 0 && size < static_cast<std::int64_t>(prefix->size())) {
+    return (*prefix)[static_cast<std::size_t>(size)].largest == size;
+  }
   for (std::int32_t i = 0; i < profile.capture_ladder_segments; ++i) {
     const CaptureSegment& seg = profile.capture_ladder[static_cast<std::size_t>(i)];
     if (size >= seg.start && size <= seg.end && (size - seg.start) % seg.step == 0) return true;
@@ -34,9 +56,21 @@ std::int64_t request_grid_value(std::int64_t index) noexcept {
 
 }  // namespace
 
+std::vector<CaptureSizes> capture_ladder_prefix(const EngineProfile& profile) {
+  // Past this a launch walks the ladder (64 KiB of table; vLLM's own ceiling is 512 to 1024).
+  constexpr std::int32_t kLargestTabled = 8192;
+  if (profile.capture_max_size > kLargestTabled) return {};
+  std::vector<CaptureSizes> prefix(static_cast<std::size_t>(profile.capture_max_size) + 1);
+  for (std::size_t limit = 0; limit < prefix.size(); ++limit) {
+    prefix[limit] = ladder_sizes(profile, nullptr, static_cast<std::int64_t>(limit));
+  }
+  return prefix;
+}
+
 CaptureSizes cudagraph_capture_sizes(const EngineProfile& profile, std::int64_t max_num_seqs,
                                      std::int64_t max_num_batched_tokens,
-                                     std::int32_t num_speculative_tokens) noexcept {
+                                     std::int32_t num_speculative_tokens,
+                                     const std::vector<CaptureSizes>* ladder_prefix) noexcept {
   std::int64_t limit = profile.capture_max_size;
   if (profile.capture_bounded_by_max_num_seqs) {
     std::int64_t by_seqs = max_num_seqs * profile.capture_seq_multiplier;
@@ -44,18 +78,10 @@ CaptureSizes cudagraph_capture_sizes(const EngineProfile& profile, std::int64_t 
     limit = std::min(limit, by_seqs);
   }
   if (profile.capture_bounded_by_batched_tokens) limit = std::min(limit, max_num_batched_tokens);
-  CaptureSizes sizes;
-  for (std::int32_t i = 0; i < profile.capture_ladder_segments; ++i) {
-    const CaptureSegment& seg = profile.capture_ladder[static_cast<std::size_t>(i)];
-    if (limit < seg.start) break;
-    const std::int64_t last = std::min<std::int64_t>(seg.end, limit);
-    const std::int64_t steps = (last - seg.start) / seg.step;
-    sizes.count += static_cast<std::int32_t>(steps + 1);
-    sizes.largest = static_cast<std::int32_t>(seg.start + steps * seg.step);
-  }
+  CaptureSizes sizes = ladder_sizes(profile, ladder_prefix, limit);
   // Uniform-decode sizes appended off the ladder (they need not land on its stride).
   auto add = [&](std::int64_t size) {
-    if (size < 1 || size > limit || on_capture_ladder(profile, size)) return;
+    if (size < 1 || size > limit || on_capture_ladder(profile, ladder_prefix, size)) return;
     sizes.count += 1;
     sizes.largest = static_cast<std::int32_t>(std::max<std::int64_t>(sizes.largest, size));
   };
@@ -200,8 +226,9 @@ KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) 
   r.num_cudagraph_sizes = 0;
   r.max_cudagraph_capture_size = 0;
   if (!config_.enforce_eager) {
-    const CaptureSizes sizes = cudagraph_capture_sizes(
-        profile(), r.max_num_seqs, r.max_num_batched_tokens, num_speculative_tokens_);
+    const CaptureSizes sizes =
+        cudagraph_capture_sizes(profile(), r.max_num_seqs, r.max_num_batched_tokens,
+                                num_speculative_tokens_, &capture_ladder_prefix_);
     r.num_cudagraph_sizes = sizes.count;
     r.max_cudagraph_capture_size = sizes.largest;
   }
@@ -277,7 +304,7 @@ PreparedRank CompiledLaunch::prepare_rank(std::size_t index,
                                                                  rank.batch_sized_rdma, tokens)),
                         cudagraph,
                         persistent_buffers_bytes(k.max_num_seqs)};
-  p.page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
+  p.page = rank_page(rank, k.block_size, k.kv_element_bytes);
   if (profile().post_allocation_check) {
     // After the KV cache is allocated the profile activations (and the graph estimate the
     // budget reserved) are free again; graph capture outside the budget and then the
@@ -560,7 +587,7 @@ std::int64_t CompiledLaunch::graph_profiling_blocks(const ResolvedKnobs& k) cons
 std::int64_t CompiledLaunch::estimated_max_model_len(const Evaluation& e) const noexcept {
   const ResolvedKnobs& k = e.knobs;
   const std::size_t worst = static_cast<std::size_t>(e.worst_rank);
-  const KvPage page = kv_page(ranks_[worst].kv, k.block_size, k.kv_element_bytes);
+  const KvPage page = rank_page(ranks_[worst], k.block_size, k.kv_element_bytes);
   return kv_max_model_len_that_fits(ranks_[worst].kv, page, e.min_kv_cache_bytes, k.max_model_len,
                                     k.max_num_batched_tokens);
 }
@@ -569,7 +596,7 @@ std::int64_t CompiledLaunch::blocks_per_request(const ResolvedKnobs& k,
                                                 std::int64_t context) const noexcept {
   std::int64_t worst = 0;
   for (const CompiledRank& rank : ranks_) {
-    const KvPage page = kv_page(rank.kv, k.block_size, k.kv_element_bytes);
+    const KvPage page = rank_page(rank, k.block_size, k.kv_element_bytes);
     worst =
         std::max(worst, kv_blocks_per_request(rank.kv, page, context, k.max_num_batched_tokens));
   }

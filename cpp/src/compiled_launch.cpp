@@ -837,6 +837,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   default_max_num_batched_tokens_ = batch.max_num_batched_tokens;
   long_context_chunked_prefill_above_ = long_context_chunked_prefill_threshold(s, c, profile, gpu);
   fit_capture_ladder(profile, s, gpu);
+  capture_ladder_prefix_ = capture_ladder_prefix(profile);
   model_runner_v2_ = uses_model_runner_v2(s, profile, c, quantization_);
   if (model_runner_v2_ && !profile.model_runner_v2_cudagraph_estimate) {
     // MRV2 before 0.29: profile_cudagraph_memory returns 0, so nothing is profiled and the
@@ -912,6 +913,11 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
                           non_torch,
                           encoder};
   for (std::int32_t stage = 0; stage < pp; ++stage) ranks_.push_back(compile_rank(inputs, stage));
+  for (CompiledRank& rank : ranks_) {
+    rank.default_page_block_size = default_block_size_;
+    rank.default_page_element_bytes = static_cast<std::int32_t>(act_bytes);
+    rank.default_page = kv_page(rank.kv, default_block_size_, rank.default_page_element_bytes);
+  }
   host_ = host_model(s, std::int64_t{tp} * pp * dp, dp, profile, c);
   // --enforce-eager captures no graphs; FULL_AND_PIECEWISE is every 0.20+ release's default.
   state_blocks_bound_max_num_seqs_ =

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "test_support.hpp"
 #include "vramplan/compiled.hpp"
@@ -84,6 +85,36 @@ TEST(CaptureSizesByRelease, CaptureSizes) {
   EXPECT_EQ(cudagraph_capture_sizes(v031, 256, 8192, 0).count, 51);
   // ... and not when max_num_batched_tokens is below it (300 > 256 tokens).
   EXPECT_EQ(cudagraph_capture_sizes(v031, 300, 256, 0).count, 3 + 31 + 1);
+}
+
+TEST(CaptureSizesByRelease, CompiledLadderAnswersAsTheWalk) {
+  // The table a launch compiles (entry L: the ladder sizes <= L) gives the hand-derived counts
+  // above, and the walk's answer at every limit, sequence count and speculation depth tried.
+  const EngineProfile v031 = engine_profile("0.31.0");
+  const std::vector<CaptureSizes> table31 = capture_ladder_prefix(v031);
+  ASSERT_EQ(table31.size(), 513U);  // 0..512, the 0.31 ceiling on Hopper
+  EXPECT_EQ(table31[512].count, 51);
+  EXPECT_EQ(table31[200].count, 3 + 25);  // 1, 2, 4, 8..200
+  EXPECT_EQ(table31[200].largest, 200);
+  EXPECT_EQ(table31[207].largest, 200);  // off the ladder
+  EXPECT_EQ(cudagraph_capture_sizes(v031, 300, 8192, 0, &table31).count, 52);
+  EXPECT_EQ(cudagraph_capture_sizes(v031, 256, 8192, 0, &table31).count, 51);
+  for (const char* version : {"0.27.0", "0.28.0", "0.29.0", "0.31.0", "0.33.0"}) {
+    SCOPED_TRACE(version);
+    const EngineProfile profile = engine_profile(version);
+    const std::vector<CaptureSizes> table = capture_ladder_prefix(profile);
+    for (std::int64_t seqs : {1, 3, 8, 10, 100, 255, 256, 300, 511, 512, 1024}) {
+      for (std::int64_t tokens : {1, 64, 256, 2048, 8192}) {
+        for (std::int32_t speculative : {0, 1, 2, 5}) {
+          const CaptureSizes walked = cudagraph_capture_sizes(profile, seqs, tokens, speculative);
+          const CaptureSizes tabled =
+              cudagraph_capture_sizes(profile, seqs, tokens, speculative, &table);
+          EXPECT_EQ(walked.count, tabled.count) << seqs << " " << tokens << " " << speculative;
+          EXPECT_EQ(walked.largest, tabled.largest) << seqs << " " << tokens << " " << speculative;
+        }
+      }
+    }
+  }
 }
 
 TEST(CaptureSizesByRelease, ReleasesThatMoveNothing) {

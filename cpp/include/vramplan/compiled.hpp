@@ -46,9 +46,15 @@ struct CaptureSizes {
   std::int32_t count = 0;
   std::int32_t largest = 0;
 };
-CaptureSizes cudagraph_capture_sizes(const EngineProfile& profile, std::int64_t max_num_seqs,
-                                     std::int64_t max_num_batched_tokens,
-                                     std::int32_t num_speculative_tokens) noexcept;
+// The ladder's part at every limit 0..capture_max_size, compiled once a launch: entry L holds
+// how many ladder sizes are <= L and the largest of them, so a size S is on the ladder when
+// entry S's largest is S.
+std::vector<CaptureSizes> capture_ladder_prefix(const EngineProfile& profile);
+// `ladder_prefix` (capture_ladder_prefix of `profile`, or null) replaces the walks of the ladder.
+CaptureSizes cudagraph_capture_sizes(
+    const EngineProfile& profile, std::int64_t max_num_seqs, std::int64_t max_num_batched_tokens,
+    std::int32_t num_speculative_tokens,
+    const std::vector<CaptureSizes>* ladder_prefix = nullptr) noexcept;
 
 // The profile run's activation peak on one rank: a per-token forward (dense MLP and hidden
 // buffers), the fused-MoE workspace, and on the last stage the sampler on fp32 logits.
@@ -146,7 +152,21 @@ struct CompiledRank {
   std::int64_t attention_split_bytes_per_token = 0;
   EncoderProfileModel encoder;  // every stage profiles the encoder
   KvGeometry kv;
+  // The page at the launch's default block size and KV element width, compiled (rank_page).
+  KvPage default_page;
+  std::int32_t default_page_block_size = 0;
+  std::int32_t default_page_element_bytes = 0;
 };
+
+// The rank's KV page at these knobs: the compiled one at the launch's defaults.
+inline KvPage rank_page(const CompiledRank& rank, std::int32_t block_size,
+                        std::int32_t kv_element_bytes) noexcept {
+  if (block_size == rank.default_page_block_size &&
+      kv_element_bytes == rank.default_page_element_bytes) {
+    return rank.default_page;
+  }
+  return kv_page(rank.kv, block_size, kv_element_bytes);
+}
 
 // One rank evaluated at resolved knobs.
 struct RankEvaluation {
@@ -430,6 +450,7 @@ class CompiledLaunch {
   DType served_dtype_ = DType::BF16;
   SamplerModel sampler_;
   std::vector<CompiledRank> ranks_;
+  std::vector<CaptureSizes> capture_ladder_prefix_;  // capture_ladder_prefix(profile())
   std::int64_t default_max_num_seqs_ = 0;
   std::int64_t default_max_num_batched_tokens_ = 0;
   // V0's long-context chunked prefill: max_model_len above which it applies to this launch

@@ -91,6 +91,10 @@ TEST(RegistryFamiliesI, OpenCua7bByHand) {
   EXPECT_EQ(parameter_count(spec), text + tower);
   expect_published(text + tower, 8.29e9);  // Qwen2.5-VL-7B's published count
   EXPECT_EQ(kv_bf16(spec), 28 * 2 * 4 * 128 * 2);
+  // Its largest image comes from the checkpoint's preprocessor_config.json, not config.json,
+  // and it takes no video: no encoder-profile facts, no video modality.
+  EXPECT_EQ(spec.vision.image_tokens_per_item, 0);
+  EXPECT_TRUE(spec.vision.unmodelled_modalities.empty());
   ASSERT_EQ(spec.layers.size(), 28U);
   for (const LayerSpec& layer_spec : spec.layers) {
     EXPECT_EQ(layer_spec.attention, AttentionKind::Full);  // use_sliding_window absent

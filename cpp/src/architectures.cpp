@@ -3012,6 +3012,10 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
 // the encoder-profile term is missing, and refuses an explicit image limit.
 void vision_profile_facts(const ConfigFields& v, const ConfigFields& top, Vision style,
                           const std::string& model_type, json& out) {
+  // OpenCUA (opencua.py) builds its Qwen2VLImageProcessor from the checkpoint's
+  // preprocessor_config.json, whose max_pixels config.json does not carry, and takes images
+  // only: no facts.
+  if (model_type == "opencua") return;
   std::int64_t image_tokens = 0;
   std::int64_t encoder_tokens = 0;
   std::int64_t pixels = 0;

@@ -103,6 +103,14 @@ TEST(RegistryFamiliesH, MiniCpmV20ByHand) {
   ASSERT_EQ(spec.layers.size(), 40U);
 }
 
+// MiniCPM-V 1.0 (openbmb/MiniCPM-V) has the 2.0 layout: its model.safetensors.index.json's
+// total_size, 6,869,931,584 bytes of bf16, is 3,434,965,792 parameters, MiniCPM-V-2's count by
+// hand above (resampler.pos_embed stored, the timm pooling head not).
+TEST(RegistryFamiliesH, MiniCpmVPlansItsPublishedTotalSize) {
+  const ModelSpec spec = load_hf_config(config_path("openbmb__MiniCPM-V.json"));
+  EXPECT_EQ(2 * parameter_count(spec), 6869931584);
+}
+
 // drop_vision_last_layer true: vLLM keeps encoder.layers[:-1], one SigLIP block fewer.
 TEST(RegistryFamiliesH, MiniCpmVDropsTheLastVisionLayerWhenAsked) {
   auto config = config_json("openbmb__MiniCPM-Llama3-V-2_5.json");

@@ -156,7 +156,7 @@ enum class Vision : std::uint8_t {
   Lfm2Vl,       // LFM2-VL: SigLIP2 NaFlex + pixel-unshuffle two-layer projector
   Glm4v,        // GLM-4.1V / 4.5V: 3-D patch ViT with SwiGLU blocks, a downsample conv, a merger
   KimiK25,      // Kimi-K2.5: MoonViT3d + patch-merger projector
-  MiniCpmV,     // MiniCPM-V 2.5 (MiniCPMV): SigLIP-style ViT + perceiver resampler
+  MiniCpmV,     // MiniCPM-V 2.0 / 2.5 (MiniCPMV): SigLIP ViT (timm or Idefics2) + resampler
   MiniCpmV46,   // MiniCPM-V 4.6: SigLIP-style ViT, a window-attention merger, an MLP merger
   DeepseekOcr,  // DeepSeek-OCR: SAM ViT-B + CLIP-L (fixed sizes) + a linear projector
   Exaone45,     // EXAONE 4.5: Qwen2.5-VL's ViT with grouped K/V heads in its attention

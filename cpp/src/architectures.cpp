@@ -156,6 +156,7 @@ enum class Vision : std::uint8_t {
   Lfm2Vl,       // LFM2-VL: SigLIP2 NaFlex + pixel-unshuffle two-layer projector
   Glm4v,        // GLM-4.1V / 4.5V: 3-D patch ViT with SwiGLU blocks, a downsample conv, a merger
   KimiK25,      // Kimi-K2.5: MoonViT3d + patch-merger projector
+  MiniCpmV,     // MiniCPM-V 2.0 / 2.5 (MiniCPMV): SigLIP ViT (timm or Idefics2) + resampler
   MiniCpmV46,   // MiniCPM-V 4.6: SigLIP-style ViT, a window-attention merger, an MLP merger
   DeepseekOcr,  // DeepSeek-OCR: SAM ViT-B + CLIP-L (fixed sizes) + a linear projector
   Exaone45,     // EXAONE 4.5: Qwen2.5-VL's ViT with grouped K/V heads in its attention
@@ -163,6 +164,7 @@ enum class Vision : std::uint8_t {
   DotsOcr,      // dots.ocr: 2-D patch ViT with RMSNorms and SwiGLU blocks + LayerNorm patch merger
   Gemma4Unified,  // Gemma-4 Unified: encoder-free patch embedder + projector, audio projector
   Keye,           // Keye-VL: SigLIP with a packing position table + LayerNorm 2 x 2 MLP projector
+  OpenVla,        // OpenVLA: timm DINOv2 ViT-L/14 (4 registers) + SigLIP So400m/14, GELU projector
 };
 
 // The audio encoder a multimodal wrapper carries (read from audio_config; counted by parameters,
@@ -2006,6 +2008,7 @@ constexpr NamedVision kVisions[] = {
     {"lfm2_vl", Vision::Lfm2Vl},
     {"glm4v", Vision::Glm4v},
     {"kimi_k25", Vision::KimiK25},
+    {"minicpmv", Vision::MiniCpmV},
     {"minicpmv4_6", Vision::MiniCpmV46},
     {"deepseek_ocr", Vision::DeepseekOcr},
     {"exaone4_5", Vision::Exaone45},
@@ -2013,6 +2016,7 @@ constexpr NamedVision kVisions[] = {
     {"dots_ocr", Vision::DotsOcr},
     {"gemma4_unified", Vision::Gemma4Unified},
     {"keye", Vision::Keye},
+    {"openvla", Vision::OpenVla},
 };
 
 struct NamedAudio {
@@ -2819,6 +2823,83 @@ std::int64_t kimi_k25_tower(const ConfigFields& v, std::int64_t text_hidden) {
   return 3 * patch * patch * h + h + positions * h + layers * block + 2 * h + projector;
 }
 
+// The MiniCPM-V version vLLM 0.33's minicpmv.py dispatches on: config.version as written (a
+// string or a number), else 2.0 where hidden_size is 2304 and query_num 64, else 2.5.
+std::string minicpmv_version(const ConfigFields& top) {
+  if (top.has("version")) {
+    const json& version = top.at("version");
+    if (version.is_string()) return version.get<std::string>();
+    if (version.is_number()) return version.dump();
+    top.fail("version", version.dump(), "expected a version such as \"2.5\"");
+  }
+  const bool v2_0 =
+      top.integer_or("hidden_size", 0) == 2304 && top.integer_or("query_num", 0) == 64;
+  return v2_0 ? "2.0" : "2.5";
+}
+
+// A size the tower depends on, where the config class is remote code (no defaults the table can
+// read): the file must name it.
+std::int64_t required_count(const ConfigFields& top, const char* key, std::int64_t limit) {
+  if (!top.has(key) || !top.at(key).is_number_integer()) {
+    top.fail(key, top.has(key) ? top.at(key).dump() : "missing",
+             "an integer required (remote-code config class: no default is read)");
+  }
+  return bounded(top, key, limit);
+}
+
+// The text model_type of a MiniCPMV checkpoint, by the version vLLM 0.33's minicpmv.py builds:
+// 2.0 over MiniCPMForCausalLM, 2.5 over LlamaForCausalLM (both from the top-level keys). The other
+// versions (2.6 over Qwen2, 4.0, 4.5 with Resampler4_5 over Qwen3) are refused by name.
+std::string minicpmv_text_model_type(const ConfigFields& top) {
+  const std::string version = minicpmv_version(top);
+  if (version == "2.0") return "minicpm";
+  if (version == "2.5") return "llama";
+  top.fail("version", version,
+           "MiniCPM-V 2.0 and 2.5 are the versions modelled; no config.json of the 2.6 / 4.0 / "
+           "4.5 checkpoints was found to test their text model and resampler against");
+}
+
+// BaseResampler (vLLM 0.33 resampler.py) at the text width d over a `kv` wide tower: the
+// learned queries [queries, d], an unbiased kv_proj [kv -> d], nn.MultiheadAttention (in_proj
+// [3d, d] and out_proj [d, d], biased), LayerNorms ln_q, ln_kv and ln_post, and proj [d, d].
+std::int64_t minicpmv_resampler(std::int64_t queries, std::int64_t kv, std::int64_t d) {
+  return queries * d + kv * d + 4 * d * d + 4 * d + 6 * d + d * d;  // 3 LayerNorms: 6 d
+}
+
+// MiniCPM-V 2.5 (MiniCPM-Llama3-V 2.5) as vLLM 0.33 builds it (minicpmv.py MiniCPMV2_5): the
+// Idefics2VisionTransformer of vision_config (SigLIP's blocks, a biased patch convolution,
+// (image_size / patch_size)^2 positions, the post-LayerNorm), less its last layer under
+// drop_vision_last_layer; then Resampler2_5 over query_num queries at the text width, its 2-D
+// sin-cos positions a buffer.
+std::int64_t minicpmv_tower(const ConfigFields& v, const ConfigFields& top,
+                            std::int64_t text_hidden) {
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t built = required_flag(top, "drop_vision_last_layer") ? layers - 1 : layers;
+  const std::int64_t queries = required_count(top, "query_num", 1 << 16);
+  return clip_siglip_encoder(v, false, built, true) +
+         minicpmv_resampler(queries, v.integer("hidden_size"), text_hidden);
+}
+
+// MiniCPM-V 2.0 as vLLM 0.33 builds it (minicpmv.py MiniCPMV2_0), whatever vision_encoder says:
+// timm's vit_so400m_patch14_siglip_384 (a biased 14 x 14 patch convolution to 1152, 27 x 27
+// positions and no class token, 27 blocks of two LayerNorms, a biased qkv and proj and a biased
+// fc1 / fc2 of 4304, the final LayerNorm; the attention-pooling head replaced by Identity), less
+// its last block under drop_vision_last_layer; then Resampler2 over sqrt(query_num)^2 queries at
+// the text width, whose 2-D sin-cos position table [queries, d] is an nn.Parameter.
+std::int64_t minicpmv2_0_tower(const ConfigFields& top, std::int64_t text_hidden) {
+  constexpr std::int64_t w = 1152;
+  constexpr std::int64_t inter = 4304;
+  constexpr std::int64_t block = 4 * w * w + 2 * w * inter + 9 * w + inter;
+  constexpr std::int64_t side = 384 / 14;  // 27 patches a side
+  constexpr std::int64_t embeddings = w * 3 * 14 * 14 + w + side * side * w;
+  const std::int64_t blocks = required_flag(top, "drop_vision_last_layer") ? 26 : 27;
+  const auto grid = static_cast<std::int64_t>(
+      std::sqrt(static_cast<double>(required_count(top, "query_num", 1 << 16))));
+  const std::int64_t queries = grid * grid;  // vLLM: int(math.sqrt(query_num)) ** 2
+  return embeddings + blocks * block + 2 * w + minicpmv_resampler(queries, w, text_hidden) +
+         queries * text_hidden;
+}
+
 // MiniCPM-V 4.6 as vLLM 0.33 builds it (minicpmv4_6.py; 4.7 subclasses it): the SigLIP-style
 // Idefics2VisionTransformer with its post-LayerNorm, less its last layer under the top-level
 // drop_vision_last_layer (MiniCPMV4_6Config's default: false); the ViT window-attention
@@ -2984,6 +3065,8 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
       return glm4v_tower(v, false, 0);
     case Vision::KimiK25:
       return kimi_k25_tower(v, text_hidden);
+    case Vision::MiniCpmV:
+      return minicpmv_tower(v, top, text_hidden);
     case Vision::MiniCpmV46:
       return minicpmv4_6_tower(v, top, text_hidden);
     case Vision::Exaone45:
@@ -2996,6 +3079,7 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
       return keye_tower(v, text_hidden);
     case Vision::DeepseekOcr:  // reads projector_config, not vision_config: add_deepseek_ocr
     case Vision::Ovis25:       // reads vit_config and visual_vocab_size: add_ovis2_5
+    case Vision::OpenVla:      // fixed timm towers, no vision_config: openvla_tower
     case Vision::Blip2:        // needs the Q-Former's config too: blip2_tower, from add_vision
     case Vision::Siglip:
     case Vision::Vit:
@@ -3676,6 +3760,7 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
   if (style == Vision::Blip2) return "Blip2VisionConfig";
   if (style == Vision::Lfm2Vl) return "Siglip2VisionConfig";
   if (style == Vision::KimiK25) return "Kimi_K25VisionConfig";
+  if (style == Vision::MiniCpmV) return "Idefics2VisionConfig";
   if (style == Vision::MiniCpmV46) return "MiniCPMV4_6VisionConfig";
   if (style == Vision::Exaone45) return "Exaone4_5_VisionConfig";
   if (style == Vision::DotsOcr) return "DotsVisionConfig";
@@ -3856,6 +3941,48 @@ std::int64_t ovis2_5_tower(const ConfigFields& vit, const ConfigFields& top) {
   return embeddings + layers * block + 2 * h + head + vte;
 }
 
+// OpenVLA's fused backbone and projector as vLLM 0.33 builds them (openvla.py
+// PrismaticVisionBackbone, PrismaticProjector), the only layout it accepts: every block of timm's
+// vit_large_patch14_reg4_dinov2 at 224 px (width 1024, a biased 14 x 14 patch convolution, a
+// class vector, 4 register tokens, 16^2 positions without prefix slots; 24 blocks of two
+// LayerNorms, a biased qkv and proj, a biased fc1 / fc2 of 4096 and two layer scales; the final
+// LayerNorm) and of vit_so400m_patch14_siglip_224 (width 1152, 16^2 positions, no class token;
+// 27 blocks of two LayerNorms, a biased qkv and proj, a biased fc1 / fc2 of 4304; the final
+// LayerNorm; its attention-pooling head: a latent vector, a biased q, kv and proj, a LayerNorm
+// and a biased MLP of 4304); the projector fc1 [2176 -> 8704], fc2 [8704 -> text], fc3 [text ->
+// text], all biased. A config naming another backbone, image size or activation is refused, as
+// vLLM refuses it.
+std::int64_t openvla_tower(const ConfigFields& top, std::int64_t text_hidden) {
+  auto expect = [&](const char* key, const json& wanted) {
+    if (top.has(key) && top.at(key) != wanted) {
+      top.fail(
+          key, top.at(key).dump(),
+          "vLLM 0.33's openvla.py builds only " + wanted.dump() + " (dinosiglip-vit-so-224px)");
+    }
+  };
+  expect("use_fused_vision_backbone", true);
+  expect("image_sizes", json::array({224, 224}));
+  expect("timm_model_ids",
+         json::array({"vit_large_patch14_reg4_dinov2.lvd142m", "vit_so400m_patch14_siglip_224"}));
+  expect("timm_override_act_layers", json::array({nullptr, nullptr}));
+  constexpr std::int64_t side = 224 / 14;
+  constexpr std::int64_t positions = side * side;
+  constexpr std::int64_t d = 1024;
+  constexpr std::int64_t dino_block = 12 * d * d + 15 * d;  // fc 4 d; ls1, ls2
+  constexpr std::int64_t dino =
+      d * 3 * 14 * 14 + d + d + 4 * d + positions * d + 24 * dino_block + 2 * d;
+  constexpr std::int64_t s = 1152;
+  constexpr std::int64_t mlp = 4304;
+  constexpr std::int64_t siglip_block = 4 * s * s + 2 * s * mlp + 9 * s + mlp;
+  constexpr std::int64_t pool = s + 4 * s * s + 4 * s + 2 * s + 2 * s * mlp + mlp + s;
+  constexpr std::int64_t siglip =
+      s * 3 * 14 * 14 + s + positions * s + 27 * siglip_block + 2 * s + pool;
+  constexpr std::int64_t fused = d + s;
+  const std::int64_t projector = fused * 4 * fused + 4 * fused + 4 * fused * text_hidden +
+                                 text_hidden + text_hidden * text_hidden + text_hidden;
+  return dino + siglip + projector;
+}
+
 void add_ovis2_5(const json& config, const ConfigFields& top, const std::string& file, json& doc) {
   if (!top.has("vit_config") || !config.at("vit_config").is_object()) {
     top.fail("vit_config", top.has("vit_config") ? "not an object" : "missing",
@@ -3933,6 +4060,7 @@ json architecture_spec_document(const json& config, const std::string& file) {
     const ConfigFields t(text, file, prefix);
     text_type =
         nested ? t.string_or("model_type", wrapper->text_model_type) : wrapper->text_model_type;
+    if (wrapper->vision == Vision::MiniCpmV) text_type = minicpmv_text_model_type(top);
   }
   const Row* row = find_row(text_type);
   json doc;
@@ -3966,12 +4094,19 @@ json architecture_spec_document(const json& config, const std::string& file) {
     add_deepseek_ocr(config, top, file, doc);
   } else if (style == Vision::Ovis25) {
     add_ovis2_5(config, top, file, doc);
+  } else if (style == Vision::OpenVla) {
+    doc["vision"] = {
+        {"num_parameters", openvla_tower(top, doc["hidden_size"].get<std::int64_t>())}};
+  } else if (style == Vision::MiniCpmV && minicpmv_version(top) == "2.0") {
+    doc["vision"] = {
+        {"num_parameters", minicpmv2_0_tower(top, doc["hidden_size"].get<std::int64_t>())}};
   } else if (outer.has("vision_config") && !audio_only) {
     add_vision(body, outer, style, model_type, file, doc);
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
              style == Vision::InternVit || style == Vision::InternVlHf || style == Vision::Blip2 ||
              style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25 ||
-             style == Vision::MiniCpmV46 || style == Vision::Exaone45 || style == Vision::DotsOcr ||
+             style == Vision::MiniCpmV || style == Vision::MiniCpmV46 ||
+             style == Vision::Exaone45 || style == Vision::DotsOcr ||
              style == Vision::Gemma4Unified || style == Vision::Keye) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "

@@ -3923,7 +3923,7 @@ std::int64_t phi3v_tower(const ConfigFields& processor, const ConfigFields& embe
     processor.fail("layer_idx", std::to_string(index), "outside CLIP ViT-L/14-336's 24 layers");
   }
   const std::int64_t layers = index < 0 ? kClipLayers + index + 1 : index + 1;
-  const std::int64_t separators = 2 * 4 * out;
+  const std::int64_t separators = 2 * (4 * out);  // glb_GN and sub_GN
   const std::int64_t projection =
       4 * out * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden;
   return clip_siglip_encoder(clip, true, layers, layers == kClipLayers) + separators + projection;

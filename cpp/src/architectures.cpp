@@ -2476,6 +2476,15 @@ std::int64_t pixtral_tower(const ConfigFields& v, const ConfigFields& top,
   return encoder + projector;
 }
 
+// The first name of a config's `architectures`, or `fallback` where it names none.
+std::string first_architecture(const ConfigFields& top, const std::string& fallback) {
+  if (top.has("architectures") && top.at("architectures").is_array() &&
+      !top.at("architectures").empty() && top.at("architectures")[0].is_string()) {
+    return top.at("architectures")[0].get<std::string>();
+  }
+  return fallback;
+}
+
 // A vision_config size a tower's parameter count or profile multiplies: refused outside
 // [1, limit] so the products stay far inside int64.
 std::int64_t bounded(const ConfigFields& where, const char* key, std::int64_t value,
@@ -2549,6 +2558,15 @@ std::int64_t llava_layers_built(const ConfigFields& top, std::int64_t layers,
 // number of feature layers it concatenates (Granite-Vision).
 std::int64_t llava_tower(const ConfigFields& v, const ConfigFields& top,
                          const std::string& model_type, bool clip, std::int64_t text_hidden) {
+  // bee.py and rvl.py subclass LLaVA-OneVision with projectors of their own (a LayerNorm first;
+  // Bee's four times the text width): refused by name, not sized as OneVision's.
+  const std::string architecture = first_architecture(top, "");
+  if (architecture == "BeeForConditionalGeneration" ||
+      architecture == "RForConditionalGeneration") {
+    top.fail("architectures", architecture,
+             "its projector (bee.py / rvl.py: a LayerNorm before linear_1) is not LLaVA's; not "
+             "modelled");
+  }
   const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
   const bool onevision = model_type == "llava_onevision";
   const std::int64_t built = llava_layers_built(top, layers, onevision ? -1 : -2);
@@ -2931,15 +2949,6 @@ std::int64_t gemma4_unified_vision(const ConfigFields& v, std::int64_t text_hidd
   const std::int64_t positions = bounded(v, "mm_posemb_size", kMaxSide);
   const std::int64_t out = bounded(v, "output_proj_dims", kMaxWidth);
   return 2 * pixels + pixels * e + e + 2 * e + positions * 2 * e + 2 * e + out * text_hidden;
-}
-
-// The first name of a config's `architectures`, or `fallback` where it names none.
-std::string first_architecture(const ConfigFields& top, const std::string& fallback) {
-  if (top.has("architectures") && top.at("architectures").is_array() &&
-      !top.at("architectures").empty() && top.at("architectures")[0].is_string()) {
-    return top.at("architectures")[0].get<std::string>();
-  }
-  return fallback;
 }
 
 // Keye-VL's tower as vLLM 0.33 builds it (keye.py KeyeSiglipVisionModel and Projector): the

@@ -201,3 +201,13 @@ TEST(RegistryFamiliesG, KeyeVl15ArchitectureIsRefusedByName) {
   config["architectures"] = {"KeyeVL1_5ForConditionalGeneration"};
   EXPECT_NE(refusal(config).find("Keye-VL-1.5"), std::string::npos);
 }
+
+// Bee-8B (bee.py) and R-4B (rvl.py) subclass LLaVA-OneVision with projectors of their own (a
+// LayerNorm before linear_1): a OneVision-layout config naming either is refused by name.
+TEST(RegistryFamiliesG, BeeAndRArchitecturesAreRefusedByName) {
+  for (const char* architecture : {"BeeForConditionalGeneration", "RForConditionalGeneration"}) {
+    auto config = config_json("published_values/llava-hf__llava-onevision-qwen2-0.5b-ov-hf.json");
+    config["architectures"] = {architecture};
+    EXPECT_NE(refusal(config).find(architecture), std::string::npos) << architecture;
+  }
+}

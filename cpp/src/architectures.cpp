@@ -165,6 +165,9 @@ enum class Vision : std::uint8_t {
   Gemma4Unified,  // Gemma-4 Unified: encoder-free patch embedder + projector, audio projector
   Keye,           // Keye-VL: SigLIP with a packing position table + LayerNorm 2 x 2 MLP projector
   OpenVla,        // OpenVLA: timm DINOv2 ViT-L/14 (4 registers) + SigLIP So400m/14, GELU projector
+  PaddleOcrVl,    // PaddleOCR-VL: Keye's SigLIP without the packing table, the same projector
+  Cohere2Vision,  // Command A Vision: SigLIP + pixel-shuffle SwiGLU projector
+  Phi3V,          // Phi-3-vision: fixed CLIP ViT-L/14-336 to img_processor.layer_idx + HD projector
 };
 
 // The audio encoder a multimodal wrapper carries (read from audio_config; counted by parameters,
@@ -2017,6 +2020,9 @@ constexpr NamedVision kVisions[] = {
     {"gemma4_unified", Vision::Gemma4Unified},
     {"keye", Vision::Keye},
     {"openvla", Vision::OpenVla},
+    {"paddleocr_vl", Vision::PaddleOcrVl},
+    {"cohere2_vision", Vision::Cohere2Vision},
+    {"phi3_v", Vision::Phi3V},
 };
 
 struct NamedAudio {
@@ -2474,6 +2480,15 @@ std::int64_t pixtral_tower(const ConfigFields& v, const ConfigFields& top,
   return encoder + projector;
 }
 
+// The first name of a config's `architectures`, or `fallback` where it names none.
+std::string first_architecture(const ConfigFields& top, const std::string& fallback) {
+  if (top.has("architectures") && top.at("architectures").is_array() &&
+      !top.at("architectures").empty() && top.at("architectures")[0].is_string()) {
+    return top.at("architectures")[0].get<std::string>();
+  }
+  return fallback;
+}
+
 // A vision_config size a tower's parameter count or profile multiplies: refused outside
 // [1, limit] so the products stay far inside int64.
 std::int64_t bounded(const ConfigFields& where, const char* key, std::int64_t value,
@@ -2547,6 +2562,15 @@ std::int64_t llava_layers_built(const ConfigFields& top, std::int64_t layers,
 // number of feature layers it concatenates (Granite-Vision).
 std::int64_t llava_tower(const ConfigFields& v, const ConfigFields& top,
                          const std::string& model_type, bool clip, std::int64_t text_hidden) {
+  // bee.py and rvl.py subclass LLaVA-OneVision with projectors of their own (a LayerNorm first;
+  // Bee's four times the text width): refused by name, not sized as OneVision's.
+  const std::string architecture = first_architecture(top, "");
+  if (architecture == "BeeForConditionalGeneration" ||
+      architecture == "RForConditionalGeneration") {
+    top.fail("architectures", architecture,
+             "its projector (bee.py / rvl.py: a LayerNorm before linear_1) is not LLaVA's; not "
+             "modelled");
+  }
   const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
   const bool onevision = model_type == "llava_onevision";
   const std::int64_t built = llava_layers_built(top, layers, onevision ? -1 : -2);
@@ -3012,15 +3036,50 @@ std::int64_t gemma4_unified_vision(const ConfigFields& v, std::int64_t text_hidd
 // SigLIP encoder (biased patch convolution, (image_size / patch_size)^2 positions, every layer,
 // the post-LayerNorm; the pooling head is dropped on load) plus a packing_position_embedding
 // table of 32,768 positions; the projector merges 2 x 2 patches: a LayerNorm over the vision
-// width, biased [4 w -> 4 w] and [4 w -> text hidden].
-std::int64_t keye_tower(const ConfigFields& v, std::int64_t text_hidden) {
+// width, biased [4 w -> 4 w] and [4 w -> text hidden]. PaddleOCR-VL (paddleocr_vl.py
+// SiglipVisionModel and Projector) builds the same without the packing table (its checkpoint's
+// copy is dropped on load). Keye-VL-1.5 (keye_vl1_5.py) widens the projector's LayerNorm to the
+// merged 4 w: refused by name, no config of it having been checked.
+std::int64_t keye_tower(const ConfigFields& v, const ConfigFields& top, bool packing_table,
+                        std::int64_t text_hidden) {
   constexpr std::int64_t kPackingPositions = 32768;
   constexpr std::int64_t kMerged = 4;  // 2 x 2 patches
+  const std::string architecture = first_architecture(top, "");
+  if (architecture == "KeyeVL1_5ForConditionalGeneration") {
+    top.fail("architectures", architecture,
+             "Keye-VL-1.5's projector (a LayerNorm over the merged 2 x 2 width, keye_vl1_5.py) "
+             "is not modelled; KeyeForConditionalGeneration's is");
+  }
   const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
   const std::int64_t w = bounded(v, "hidden_size", kMaxWidth);
   const std::int64_t m = kMerged * w;
   const std::int64_t projector = 2 * w + m * m + m + m * text_hidden + text_hidden;
-  return clip_siglip_encoder(v, false, layers, true) + kPackingPositions * w + projector;
+  return clip_siglip_encoder(v, false, layers, true) + (packing_table ? kPackingPositions * w : 0) +
+         projector;
+}
+
+// Command A Vision's tower as vLLM 0.33 builds it (cohere2_vision.py): SiglipVisionModel over
+// vision_config (every layer, the post-LayerNorm, no pooling head), then
+// Cohere2VisionMultiModalProjector: a pixel shuffle of downsample_factor^2 patches, a biased
+// linear_1 [w d^2 -> alignment_intermediate_size] (the SwiGLU gate and up halves) and a biased
+// linear_2 [alignment_intermediate_size / 2 -> text hidden]. Cohere2VisionConfig's defaults:
+// downsample_factor 2, alignment_intermediate_size 36864.
+std::int64_t cohere2_vision_tower(const ConfigFields& v, const ConfigFields& top,
+                                  std::int64_t text_hidden) {
+  const std::int64_t layers = bounded(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t w = bounded(v, "hidden_size", kMaxWidth);
+  const std::int64_t d =
+      bounded(top, "downsample_factor", top.integer_or("downsample_factor", 2), 16);
+  const std::int64_t align =
+      bounded(top, "alignment_intermediate_size",
+              top.integer_or("alignment_intermediate_size", 36864), kMaxWidth);
+  if (align % 2 != 0) {
+    top.fail("alignment_intermediate_size", std::to_string(align),
+             "an even width (the SwiGLU gate and up halves)");
+  }
+  const std::int64_t in = w * d * d;
+  const std::int64_t projector = in * align + align + (align / 2) * text_hidden + text_hidden;
+  return clip_siglip_encoder(v, false, layers, true) + projector;
 }
 
 std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
@@ -3076,10 +3135,15 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
     case Vision::Gemma4Unified:
       return gemma4_unified_vision(v, text_hidden);
     case Vision::Keye:
-      return keye_tower(v, text_hidden);
+      return keye_tower(v, top, true, text_hidden);
+    case Vision::PaddleOcrVl:
+      return keye_tower(v, top, false, text_hidden);
+    case Vision::Cohere2Vision:
+      return cohere2_vision_tower(v, top, text_hidden);
     case Vision::DeepseekOcr:  // reads projector_config, not vision_config: add_deepseek_ocr
     case Vision::Ovis25:       // reads vit_config and visual_vocab_size: add_ovis2_5
     case Vision::OpenVla:      // fixed timm towers, no vision_config: openvla_tower
+    case Vision::Phi3V:        // reads img_processor and embd_layer: add_phi3v
     case Vision::Blip2:        // needs the Q-Former's config too: blip2_tower, from add_vision
     case Vision::Siglip:
     case Vision::Vit:
@@ -3767,6 +3831,16 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
   if (style == Vision::Gemma4Unified) return "Gemma4UnifiedVisionConfig";
   // Keye's remote KeyeVisionConfig is SigLIP's (vision_config.model_type siglip_vision_model).
   if (style == Vision::Keye) return "SiglipVisionConfig";
+  // Command A Vision's vision_config (transformers' Cohere2VisionConfig: siglip_vision_model
+  // unless named); PaddleOCR-VL's PaddleOCRVisionConfig has no defaults table here: its
+  // config must name every size.
+  if (style == Vision::Cohere2Vision) {
+    const std::string vision_type = v.string_or("model_type", "siglip_vision_model");
+    if (vision_type != "siglip_vision_model") {
+      v.fail("model_type", vision_type, "Command A Vision's tower modelled is siglip_vision_model");
+    }
+    return "SiglipVisionConfig";
+  }
   if (style == Vision::Glm4v) {
     if (model_type == "glm_ocr") return "GlmOcrVisionConfig";
     return model_type == "glm4v_moe" ? "Glm4vMoeVisionConfig" : "Glm4vVisionConfig";
@@ -3883,11 +3957,7 @@ void add_vision(const json& config, const ConfigFields& top, Vision style,
 // architectures, DeepseekVLV2ForCausalLM when none is written): only DeepSeek-OCR is sized.
 void add_deepseek_ocr(const json& config, const ConfigFields& top, const std::string& file,
                       json& doc) {
-  std::string architecture = "DeepseekVLV2ForCausalLM";
-  if (top.has("architectures") && top.at("architectures").is_array() &&
-      !top.at("architectures").empty() && top.at("architectures")[0].is_string()) {
-    architecture = top.at("architectures")[0].get<std::string>();
-  }
+  const std::string architecture = first_architecture(top, "DeepseekVLV2ForCausalLM");
   if (architecture != "DeepseekOCRForCausalLM") {
     top.fail("architectures", architecture,
              "DeepseekOCRForCausalLM: of the deepseek_vl_v2 checkpoints only DeepSeek-OCR's "
@@ -3899,6 +3969,73 @@ void add_deepseek_ocr(const json& config, const ConfigFields& top, const std::st
   }
   const ConfigFields projector(config.at("projector_config"), file, "projector_config.");
   doc["vision"] = {{"num_parameters", deepseek_ocr_tower(projector)}};
+}
+
+// An object-valued key of a config with no vision_config (Phi-3-vision's img_processor and
+// embd_layer): an error naming it where it is missing or not an object.
+const json& sub_object(const json& config, const ConfigFields& top, const char* key,
+                       const char* needed) {
+  if (!top.has(key) || !config.at(key).is_object()) {
+    top.fail(key, top.has(key) ? "not an object" : "missing", needed);
+  }
+  return config.at(key);
+}
+
+// Phi-3-vision's image embedding as vLLM 0.33 builds it (phi3v.py Phi3HDImageEmbedding): CLIP
+// ViT-L/14-336 of fixed sizes (CLIP_VIT_LARGE_PATCH14_336_CONFIG: width 1024, MLP 4096, 24
+// layers, 336-pixel images of 14-pixel patches; config.json names only the model) built up to
+// img_processor.layer_idx (default -2: 23 layers; the post-LayerNorm only with all 24), then the
+// HD transform's glb_GN and sub_GN separators [4 x image_dim_out] and img_projection, a biased
+// [4 x image_dim_out -> hidden] and a biased [hidden -> hidden]. Its token table
+// (vision_embed_tokens.wte) is the language model's own once loaded: the published checkpoints
+// store model.embed_tokens.weight alone, and phi3v.py's load_weights then points embed_tokens at
+// the language model's table (the copy it built first is freed before vLLM measures the weights).
+std::int64_t phi3v_tower(const ConfigFields& processor, const ConfigFields& embedding,
+                         std::int64_t text_hidden) {
+  constexpr std::int64_t kClipLayers = 24;
+  static const json kClip = {{"hidden_size", 1024},
+                             {"intermediate_size", 4096},
+                             {"image_size", 336},
+                             {"patch_size", 14},
+                             {"num_channels", 3}};
+  const ConfigFields clip(kClip, processor.file(), "CLIP_VIT_LARGE_PATCH14_336_CONFIG.");
+  for (const char* key : {"use_hd_transform", "with_learnable_separator"}) {
+    if (!embedding.boolean_or(key, false)) {
+      embedding.fail(key, embedding.has(key) ? embedding.at(key).dump() : "missing",
+                     "true (phi3v.py builds the HD transform with its learnable separators only)");
+    }
+  }
+  const std::int64_t out = processor.integer("image_dim_out");
+  if (out != kClip.at("hidden_size").get<std::int64_t>()) {
+    processor.fail("image_dim_out", std::to_string(out),
+                   "1024, the width of the CLIP ViT-L/14-336 phi3v.py builds");
+  }
+  std::int64_t index = -2;  // phi3v.py's default; negative counts from the last layer
+  if (processor.has("layer_idx")) {
+    const json& given = processor.at("layer_idx");
+    if (!given.is_number_integer())
+      processor.fail("layer_idx", given.dump(), "expected an integer");
+    index = given.get<std::int64_t>();
+  }
+  if (index < -kClipLayers || index >= kClipLayers) {
+    processor.fail("layer_idx", std::to_string(index), "outside CLIP ViT-L/14-336's 24 layers");
+  }
+  const std::int64_t layers = index < 0 ? kClipLayers + index + 1 : index + 1;
+  const std::int64_t separators = 2 * (4 * out);  // glb_GN and sub_GN
+  const std::int64_t projection =
+      4 * out * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden;
+  return clip_siglip_encoder(clip, true, layers, layers == kClipLayers) + separators + projection;
+}
+
+void add_phi3v(const json& config, const ConfigFields& top, const std::string& file, json& doc) {
+  const ConfigFields processor(
+      sub_object(config, top, "img_processor", "an object naming image_dim_out"), file,
+      "img_processor.");
+  const ConfigFields embedding(
+      sub_object(config, top, "embd_layer", "an object with use_hd_transform"), file,
+      "embd_layer.");
+  doc["vision"] = {{"num_parameters",
+                    phi3v_tower(processor, embedding, doc["hidden_size"].get<std::int64_t>())}};
 }
 
 // Ovis2.5's visual tokenizer and visual embedding table as vLLM 0.33 builds them (ovis2_5.py,
@@ -4100,6 +4237,8 @@ json architecture_spec_document(const json& config, const std::string& file) {
   } else if (style == Vision::MiniCpmV && minicpmv_version(top) == "2.0") {
     doc["vision"] = {
         {"num_parameters", minicpmv2_0_tower(top, doc["hidden_size"].get<std::int64_t>())}};
+  } else if (style == Vision::Phi3V) {
+    add_phi3v(config, top, file, doc);
   } else if (outer.has("vision_config") && !audio_only) {
     add_vision(body, outer, style, model_type, file, doc);
   } else if (style == Vision::Llava || style == Vision::PaliGemma || style == Vision::Idefics3 ||
@@ -4107,7 +4246,8 @@ json architecture_spec_document(const json& config, const std::string& file) {
              style == Vision::Lfm2Vl || style == Vision::Glm4v || style == Vision::KimiK25 ||
              style == Vision::MiniCpmV || style == Vision::MiniCpmV46 ||
              style == Vision::Exaone45 || style == Vision::DotsOcr ||
-             style == Vision::Gemma4Unified || style == Vision::Keye) {
+             style == Vision::Gemma4Unified || style == Vision::Keye ||
+             style == Vision::PaddleOcrVl || style == Vision::Cohere2Vision) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "
              "config.json");

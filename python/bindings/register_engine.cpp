@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -541,7 +542,10 @@ void register_launch(py::module_& m) {
               targets.workload = workload.cast<const vramplan::Workload&>();
             }
             py::gil_scoped_release release;
-            return vramplan::solve(launch, evaluated, targets);
+            // Made in the holder's own storage: returned by value, pybind11 moved the whole
+            // Plan (its breakdown and texts) into a new one and freed the first.
+            return std::unique_ptr<vramplan::Plan>(
+                new vramplan::Plan(vramplan::solve(launch, evaluated, targets)));
           },
           py::arg("knobs"), py::arg("context") = 0, py::arg("concurrency") = 0,
           py::arg("safety_margin_bytes") = -1, py::arg("runtime_headroom_bytes") = -1,

@@ -850,7 +850,7 @@ def _vllm_plan(
             band.safety_margin_bytes if safety_margin_bytes is None else safety_margin_bytes,
             -1 if runtime_headroom_bytes is None else runtime_headroom_bytes,
         )
-        return Plan(solved, band, launch, mig_slice=mig_slice)
+        return Plan(solved, band, launch, None, None, mig_slice)
     model = _model_at(model, offline, revision)
 
     def at_split(split: dict[str, Any]) -> Plan:

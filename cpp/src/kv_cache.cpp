@@ -371,6 +371,8 @@ std::int64_t kv_request_bytes(const KvLayout& layout, std::int64_t max_model_len
 std::int64_t kv_max_model_len_that_fits(const KvGeometry& g, const KvPage& page,
                                         std::int64_t kv_budget_bytes, std::int64_t upper,
                                         std::int64_t max_num_batched_tokens) noexcept {
+  // A launch that starts holds one request of its own length: no search (most breakdowns).
+  if (kv_request_bytes(g, page, upper, max_num_batched_tokens) <= kv_budget_bytes) return upper;
   std::int64_t lo = 0;
   std::int64_t hi = upper;
   while (lo < hi) {  // largest L with need(L) <= budget; need is monotone in L

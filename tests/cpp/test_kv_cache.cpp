@@ -233,4 +233,8 @@ TEST(KvCache, EstimatedMaxModelLenIsLargestFit) {
   EXPECT_EQ(kv_max_model_len_that_fits(geometry, page, 1LL << 30, 131072, 2048), 8192);
   EXPECT_EQ(kv_max_model_len_that_fits(geometry, page, (1LL << 30) - 1, 131072, 2048), 8176);
   EXPECT_EQ(kv_max_model_len_that_fits(geometry, page, 100, 131072, 2048), 0);
+  // Capped at the length asked: 1 GiB holds 8192 tokens, 4000 are asked (250 blocks fit it).
+  EXPECT_EQ(kv_max_model_len_that_fits(geometry, page, 1LL << 30, 4000, 2048), 4000);
+  EXPECT_EQ(kv_max_model_len_that_fits(geometry, page, 1LL << 30, 8192, 2048), 8192);
+  EXPECT_EQ(kv_max_model_len_that_fits(geometry, page, (1LL << 30) - 1, 8192, 2048), 8176);
 }

@@ -3315,7 +3315,7 @@ std::int64_t gemma3n_audio_encoder(const ConfigFields& a) {
     if (frequencies <= 0) a.fail("sscp_conv_kernel_size", "too wide", "no frequencies remain");
     in = out;
   }
-  const std::int64_t feed_forward = 2 * h + 2 * 4 * h * h;
+  const std::int64_t feed_forward = 2 * h + 8 * h * h;  // two RMSNorms, [4h, h] and [h, 4h]
   const std::int64_t attention = 2 * h + 5 * h * h + h / heads;
   const std::int64_t light_conv = 2 * h + 2 * h * h + h * kernel + h * h;
   const std::int64_t block = 2 * feed_forward + attention + light_conv + h;

@@ -37,14 +37,14 @@ namespace {
 //   [2,048, 64], post_laurel_norm [2,048]; input, post-attention, pre- and post-feedforward and
 //   post-per-layer-input norms [2,048].
 constexpr std::int64_t kH = 2048;
-constexpr std::int64_t kKvWeights = 2 * 512 * kH + 256;  // k/v_proj and k_norm
+constexpr std::int64_t kKvWeights = 2 * kH * 512 + 256;  // k/v_proj and k_norm
 
 std::int64_t gemma3n_layer(std::int64_t width, bool own_kv) {
   const std::int64_t attention = 2 * kH * kH + 256 + (own_kv ? kKvWeights : 0);
   const std::int64_t mlp = 3 * kH * width;
-  const std::int64_t per_layer_input = 2 * 256 * kH;
+  const std::int64_t per_layer_input = 2 * kH * 256;
   const std::int64_t altup = 4 * 4 + 16 * 4 + 4 * kH + 2 * kH;
-  const std::int64_t laurel = 2 * 64 * kH + kH;
+  const std::int64_t laurel = 2 * kH * 64 + kH;
   return attention + mlp + per_layer_input + altup + laurel + 5 * kH;
 }
 
@@ -136,7 +136,7 @@ TEST(RegistryFamiliesF, Gemma3nPerLayerMlpWidths) {
   EXPECT_EQ(mixed.layers[14].intermediate_size, 8192);
   EXPECT_EQ(mixed.layers[15].intermediate_size, 16384);
   const ModelSpec plain = load_hf_config(config_path("google__gemma-3n-E2B-it.text_config.json"));
-  EXPECT_EQ(parameter_count(mixed) - parameter_count(plain), 15 * 3 * kH * 8192);
+  EXPECT_EQ(parameter_count(mixed) - parameter_count(plain), kH * 15 * 3 * 8192);
   const ModelSpec scalar =
       gemma3n_with("google__gemma-3n-E2B-it.text_config.json", "intermediate_size", 8192);
   EXPECT_EQ(parameter_count(scalar), parameter_count(plain));

@@ -3196,6 +3196,8 @@ void vision_profile_facts(const ConfigFields& v, const ConfigFields& top, Vision
     out["encoder_attention"] = style == Vision::Qwen2Vl ? "qwen2_vl" : "qwen2_5_vl";
     out["unmodelled_modalities"] = {"video"};
   } else {
+    // Qwen3-Omni's thinker also takes video through its vision tower (no profile facts either).
+    if (style == Vision::Qwen3Omni) out["unmodelled_modalities"] = {"video"};
     return;
   }
   out["image_tokens_per_item"] = image_tokens;

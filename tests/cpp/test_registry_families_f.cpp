@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "test_support.hpp"
 #include "vramplan/architectures.hpp"
@@ -208,6 +209,9 @@ TEST(RegistryFamiliesF, Qwen3OmniThinkerByHandAgainstPublished) {
   EXPECT_EQ(parameter_count(spec), std::int64_t{31719205488});
   EXPECT_EQ(kv_bf16(spec), 48 * 2 * 4 * 128 * 2);
   EXPECT_EQ(spec.mrope, MropeKind::Standard);  // Qwen3MoeLLMForCausalLM's MRotaryEmbedding
+  // The thinker takes video through its vision tower and audio through its encoder, neither
+  // profile modelled.
+  EXPECT_EQ(spec.vision.unmodelled_modalities, (std::vector<std::string>{"video", "audio"}));
 }
 
 // vLLM sizes the vision position table from image_size / patch_size and builds the deepstack

@@ -3601,9 +3601,10 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
   for (const std::string& key : row.erase) doc.erase(key);
   Context context{f, top, doc};
   for (const Rule rule : row.rules) rule(context);
-  if (doc["intermediate_size"].get<std::int64_t>() == 0 && !doc.contains("moe") &&
+  // A dense model without an MLP width, or a width list no rule read: a named error.
+  if (doc["intermediate_size"].get<std::int64_t>() == 0 && (width_list || !doc.contains("moe")) &&
       !row.attention_free) {
-    (void)f.integer("intermediate_size");  // dense model without an MLP width: named error
+    (void)f.integer("intermediate_size");
   }
   json defaults = json::array();
   for (const std::string& key : f.defaults_used()) {

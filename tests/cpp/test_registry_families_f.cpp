@@ -154,6 +154,18 @@ TEST(RegistryFamiliesF, Gemma3nPerLayerMlpWidths) {
   EXPECT_EQ(text.field_path(), "intermediate_size");
 }
 
+// Only Gemma-3n's rule reads an intermediate_size list; another family's list is a named error.
+TEST(RegistryFamiliesF, IntermediateSizeListOutsideGemma3nIsRefused) {
+  const SpecError e = spec_error_of([] {
+    (void)model_spec_from_hf_config(
+        nlohmann::json::parse(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "intermediate_size": [128, 128], "vocab_size": 100,
+            "max_position_embeddings": 64})"),
+        nullptr, "<llama>");
+  });
+  EXPECT_EQ(e.field_path(), "intermediate_size");
+}
+
 // What vLLM's gemma3n.py refuses (another activation; altup_correct_scale false) and a KV-shared
 // count that leaves no layer its own KV are refused by name; without layer_types the config
 // class's 4 sliding + 1 full pattern applies.

@@ -168,6 +168,8 @@ enum class Vision : std::uint8_t {
   PaddleOcrVl,    // PaddleOCR-VL: Keye's SigLIP without the packing table, the same projector
   Cohere2Vision,  // Command A Vision: SigLIP + pixel-shuffle SwiGLU projector
   Phi3V,          // Phi-3-vision: fixed CLIP ViT-L/14-336 to img_processor.layer_idx + HD projector
+  Qwen3Omni,      // Qwen3-Omni's thinker: Qwen3-VL's ViT, positions from image_size / patch_size
+  Gemma3n,        // Gemma-3n: timm's MobileNet-V5 (by architecture name) + embed_vision
 };
 
 // The audio encoder a multimodal wrapper carries (read from audio_config; counted by parameters,
@@ -177,6 +179,8 @@ enum class Audio : std::uint8_t {
   Qwen2Audio,  // Qwen2-Audio: transformers' Qwen2AudioEncoder + a biased linear projector
   Qwen3Asr,    // Qwen3-ASR: the Qwen3-Omni audio encoder (conv2d stem, proj1 / proj2)
   Qwen25Omni,  // Qwen2.5-Omni's thinker: a Whisper-style encoder with ln_post and proj
+  Qwen3Omni,   // Qwen3-Omni's thinker: the Qwen3-Omni audio encoder (as Qwen3-ASR's)
+  Gemma3n,     // Gemma-3n: the USM Conformer (Gemma3nAudioEncoder) + embed_audio
 };
 
 struct Context {
@@ -425,6 +429,67 @@ void gemma4(Context& c) {
     norms += 1;
   }
   c.doc["norms_per_layer"] = norms;
+}
+
+// Gemma3nTextConfig's intermediate_size: one width, or a list of one per layer (MatFormer);
+// a list of one width is that width, a mixed list per-layer widths.
+void gemma3n_mlp_widths(Context& c) {
+  const ConfigFields& f = c.f;
+  const json* widths = f.value("intermediate_size");
+  if (widths == nullptr || !widths->is_array()) return;  // an integer: read already
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  if (static_cast<std::int64_t>(widths->size()) != layers) {
+    f.fail("intermediate_size", std::to_string(widths->size()) + " entries",
+           "a list needs num_hidden_layers (" + std::to_string(layers) + ") entries");
+  }
+  json sizes = json::array();
+  for (const json& w : *widths) {
+    if (!w.is_number_integer() || w.get<std::int64_t>() <= 0) {
+      f.fail("intermediate_size", w.dump(), "expected positive integers");
+    }
+    sizes.push_back(w);
+  }
+  c.doc["intermediate_size"] = sizes.front();
+  if (std::any_of(sizes.begin(), sizes.end(), [&](const json& w) { return w != sizes.front(); })) {
+    c.doc["layer_intermediate_sizes"] = sizes;
+  }
+}
+
+// Gemma-3n's text model as vLLM 0.33's gemma3n.py builds it from transformers'
+// Gemma3nTextConfig: the last num_kv_shared_layers read an earlier layer's KV (q_proj, o_proj
+// and q_norm only; v_norm has no weight), per-layer input embeddings, an AltUp of
+// altup_num_inputs streams and a LAuReL block of laurel_rank in every layer. Norms per layer:
+// input, post-attention, pre- and post-feedforward, post-per-layer-input (AltUp's router norm
+// and output scale and LAuReL's norm are counted with their blocks). vLLM raises on another
+// hidden_activation and asserts altup_correct_scale.
+void gemma3n(Context& c) {
+  const ConfigFields& f = c.f;
+  gemma3n_mlp_widths(c);
+  const std::string activation = f.string_or("hidden_activation", "gelu_pytorch_tanh");
+  if (activation != "gelu_pytorch_tanh") {
+    f.fail("hidden_activation", activation, "vLLM's gemma3n.py builds gelu_pytorch_tanh only");
+  }
+  if (!f.boolean_or("altup_correct_scale", true)) {
+    f.fail("altup_correct_scale", "false", "vLLM's gemma3n.py requires it");
+  }
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  const std::int64_t shared = f.integer("num_kv_shared_layers");
+  if (shared < 0 || shared >= layers) {
+    f.fail("num_kv_shared_layers", std::to_string(shared),
+           "must be in [0, num_hidden_layers (" + std::to_string(layers) + "))");
+  }
+  if (shared > 0) c.doc["num_kv_shared_layers"] = shared;
+  c.doc["per_layer_input_size"] = f.integer("hidden_size_per_layer_input");
+  c.doc["per_layer_input_vocab_size"] = f.integer("vocab_size_per_layer_input");
+  const std::int64_t streams = f.integer("altup_num_inputs");
+  const std::int64_t active = f.integer_or("altup_active_idx", 0);
+  if (streams < 1 || active < 0 || active >= streams) {
+    f.fail("altup_num_inputs", std::to_string(streams),
+           "must be positive and above altup_active_idx (" + std::to_string(active) + ")");
+  }
+  c.doc["altup_num_inputs"] = streams;
+  c.doc["laurel_rank"] = f.integer("laurel_rank");
+  c.doc["norms_per_layer"] = 5;
 }
 
 // Granite-4 hybrids as vLLM 0.33's granitemoehybrid.py builds them: each layer a MambaMixer2
@@ -1923,6 +1988,7 @@ constexpr NamedRule kRules[] = {
     {"nemotron_h", nemotron_h},
     {"falcon", falcon},
     {"gemma4", gemma4},
+    {"gemma3n", gemma3n},
     {"granite_moe_hybrid", granite_moe_hybrid},
     {"jamba", jamba},
     {"exaone_moe", exaone_moe},
@@ -2023,6 +2089,8 @@ constexpr NamedVision kVisions[] = {
     {"paddleocr_vl", Vision::PaddleOcrVl},
     {"cohere2_vision", Vision::Cohere2Vision},
     {"phi3_v", Vision::Phi3V},
+    {"qwen3_omni", Vision::Qwen3Omni},
+    {"gemma3n", Vision::Gemma3n},
 };
 
 struct NamedAudio {
@@ -2030,9 +2098,9 @@ struct NamedAudio {
   Audio audio;
 };
 constexpr NamedAudio kAudios[] = {
-    {"qwen2_audio", Audio::Qwen2Audio},
-    {"qwen3_asr", Audio::Qwen3Asr},
-    {"qwen2_5_omni", Audio::Qwen25Omni},
+    {"qwen2_audio", Audio::Qwen2Audio},  {"qwen3_asr", Audio::Qwen3Asr},
+    {"qwen2_5_omni", Audio::Qwen25Omni}, {"qwen3_omni", Audio::Qwen3Omni},
+    {"gemma3n", Audio::Gemma3n},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -2422,6 +2490,22 @@ std::int64_t gemma4_tower(const ConfigFields& v, std::int64_t text_hidden) {
          text_hidden * h;
 }
 
+// Qwen3-VL's learned position table: num_position_embeddings rows (none without it); Qwen3-Omni's
+// (qwen3_omni_moe_thinker.py Qwen3Omni_VisionTransformer) (image_size / patch_size)^2 rows.
+std::int64_t qwen3_vl_positions(const ConfigFields& v, Vision style) {
+  if (style != Vision::Qwen3Omni) return v.integer_or("num_position_embeddings", 0);
+  if (!v.has("image_size")) {
+    v.fail("image_size", "missing",
+           "vLLM's Qwen3-Omni vision tower sizes its position table from image_size / patch_size");
+  }
+  const std::int64_t side = v.integer("image_size") / v.integer("patch_size");
+  if (side <= 0 || side > 4096) {
+    v.fail("image_size", std::to_string(v.integer("image_size")),
+           "image_size / patch_size must be in [1, 4096]");
+  }
+  return side * side;
+}
+
 // Qwen-VL vision transformers: 3-D patch convolution, blocks, and a patch merger MLP over
 // spatial_merge_size^2 patches into the text width. Versions differ in norms and MLP.
 std::int64_t qwen_vl_tower(const ConfigFields& v, Vision style, std::int64_t text_hidden) {
@@ -2450,8 +2534,12 @@ std::int64_t qwen_vl_tower(const ConfigFields& v, Vision style, std::int64_t tex
   } else {
     const std::int64_t inter = v.integer("intermediate_size");
     per_layer += 2 * e * inter + inter + e + 4 * e;
-    total += e + v.integer_or("num_position_embeddings", 0) * e;  // conv bias, positions
+    total += e + qwen3_vl_positions(v, style) * e;  // conv bias, positions
     std::int64_t deepstack = 0;
+    if (style == Vision::Qwen3Omni && !v.has("deepstack_visual_indexes")) {
+      v.fail("deepstack_visual_indexes", "missing",
+             "Qwen3-Omni's deepstack mergers are counted from it; write it into config.json");
+    }
     if (v.has("deepstack_visual_indexes")) {
       const json& idx = v.at("deepstack_visual_indexes");
       if (!idx.is_array()) v.fail("deepstack_visual_indexes", idx.dump(), "expected a list");
@@ -3082,17 +3170,42 @@ std::int64_t cohere2_vision_tower(const ConfigFields& v, const ConfigFields& top
   return clip_siglip_encoder(v, false, layers, true) + projector;
 }
 
+// gemma3n_mm.py's Gemma3nMultimodalEmbedder over a tower config: embedding [vocab_size, width],
+// hard and soft RMSNorms [width], embedding_projection [text hidden, width] (its post-projection
+// RMSNorm has no weight).
+std::int64_t gemma3n_embedder(const ConfigFields& c, std::int64_t text_hidden) {
+  const std::int64_t width = bounded(c, "hidden_size", kMaxWidth);
+  return bounded(c, "vocab_size", kMaxWidth) * width + 2 * width + width * text_hidden;
+}
+
+// Gemma-3n's vision tower: timm builds the MobileNet-V5 vision_config.architecture names, whose
+// block shapes config.json does not hold; mobilenetv5_300m_enc, the one Gemma-3n ships, has
+// 294,284,096 parameters (KerasHub's mobilenetv5_300m_enc_gemma3n preset). Another name is
+// refused. Then embed_vision.
+std::int64_t gemma3n_vision(const ConfigFields& v, std::int64_t text_hidden) {
+  constexpr std::int64_t kMobileNetV5_300mEnc = 294284096;
+  const std::string architecture = v.string_or("architecture", "");
+  if (architecture != "mobilenetv5_300m_enc") {
+    v.fail("architecture", "'" + architecture + "'",
+           "the timm vision tower sized is mobilenetv5_300m_enc");
+  }
+  return kMobileNetV5_300mEnc + gemma3n_embedder(v, text_hidden);
+}
+
 std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
                                const std::string& model_type, bool clip, std::int64_t text_hidden) {
   switch (style) {
     case Vision::Qwen2Vl:
     case Vision::Qwen25Vl:
     case Vision::Qwen3Vl:
+    case Vision::Qwen3Omni:
       return qwen_vl_tower(v, style, text_hidden);
     case Vision::Pixtral:
       return pixtral_tower(v, top, text_hidden);
     case Vision::Gemma4:
       return gemma4_tower(v, text_hidden);
+    case Vision::Gemma3n:
+      return gemma3n_vision(v, text_hidden);
     case Vision::Llava:
       return llava_tower(v, top, model_type, clip, text_hidden);
     case Vision::PaliGemma: {
@@ -3235,6 +3348,8 @@ void vision_profile_facts(const ConfigFields& v, const ConfigFields& top, Vision
     out["encoder_attention"] = style == Vision::Qwen2Vl ? "qwen2_vl" : "qwen2_5_vl";
     out["unmodelled_modalities"] = {"video"};
   } else {
+    // Qwen3-Omni's thinker also takes video through its vision tower (no profile facts either).
+    if (style == Vision::Qwen3Omni) out["unmodelled_modalities"] = {"video"};
     return;
   }
   out["image_tokens_per_item"] = image_tokens;
@@ -3302,6 +3417,65 @@ std::int64_t qwen3_omni_audio_encoder(const ConfigFields& a) {
   return convs + channels * remaining * d + layers * per_layer + 2 * d + d * d + d + out * d + out;
 }
 
+// One entry of Gemma3nAudioConfig's two-entry sscp_* lists, which a config.json writes out in
+// full: sscp_conv_channel_size [c0, c1]; sscp_conv_kernel_size / sscp_conv_stride_size
+// [[time, frequency], [time, frequency]] (axis 0 or 1; -1 for a plain entry).
+std::int64_t sscp_entry(const ConfigFields& a, const char* key, std::size_t index, int axis) {
+  if (!a.has(key)) {
+    a.fail(key, "missing",
+           "the subsampling convolutions are sized from it; write it into config.json");
+  }
+  const json& list = a.at(key);
+  const json* value = nullptr;
+  if (list.is_array() && list.size() == 2) {
+    const json& entry = list.at(index);
+    if (axis < 0) {
+      value = &entry;
+    } else if (entry.is_array() && entry.size() == 2) {
+      value = &entry.at(static_cast<std::size_t>(axis));
+    }
+  }
+  if (value == nullptr || !value->is_number_integer() || value->get<std::int64_t>() <= 0 ||
+      value->get<std::int64_t>() > kMaxWidth) {
+    a.fail(key, list.dump().substr(0, 80),
+           axis < 0 ? "expected two positive integers" : "expected two [time, frequency] pairs");
+  }
+  return value->get<std::int64_t>();
+}
+
+// Gemma-3n's USM Conformer (transformers' Gemma3nAudioEncoder, which vLLM 0.33's gemma3n_mm.py
+// builds with AutoModel): two bias-free Conv2d of sscp_conv_channel_size over 1 input channel,
+// each with a CumulativeGroupNorm weight per channel, frequency padded by 1 a side; an unbiased
+// input_proj_linear [hidden, channels x frequencies]. A block: two feed-forwards (RMSNorm,
+// [4h, h], [h, 4h], RMSNorm), attention (RMSNorm, q/k/v and the relative-position pos_proj
+// [h, h], per_dim_scale [h / heads], post [h, h], RMSNorm), a light conv (RMSNorm, linear_start
+// [2h, h], depthwise conv [h, kernel], RMSNorm, linear_end [h, h]) and a final RMSNorm.
+std::int64_t gemma3n_audio_encoder(const ConfigFields& a) {
+  const std::int64_t h = bounded(a, "hidden_size", kMaxWidth);
+  const std::int64_t heads = bounded(a, "conf_num_attention_heads", kMaxLayers);
+  const std::int64_t layers = bounded(a, "conf_num_hidden_layers", kMaxLayers);
+  const std::int64_t kernel = bounded(a, "conf_conv_kernel_size", kMaxLayers);
+  std::int64_t frequencies = bounded(a, "input_feat_size", kMaxWidth);
+  std::int64_t convs = 0;
+  std::int64_t in = 1;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::int64_t out = sscp_entry(a, "sscp_conv_channel_size", i, -1);
+    const std::int64_t kernel_t = sscp_entry(a, "sscp_conv_kernel_size", i, 0);
+    const std::int64_t kernel_f = sscp_entry(a, "sscp_conv_kernel_size", i, 1);
+    const std::int64_t stride_f = sscp_entry(a, "sscp_conv_stride_size", i, 1);
+    (void)sscp_entry(a, "sscp_conv_stride_size", i, 0);
+    convs += out * in * kernel_t * kernel_f + out;
+    frequencies = (frequencies + 2 - kernel_f) / stride_f + 1;
+    if (frequencies <= 0) a.fail("sscp_conv_kernel_size", "too wide", "no frequencies remain");
+    in = out;
+  }
+  const std::int64_t feed_forward = 2 * h + 8 * h * h;  // two RMSNorms, [4h, h] and [h, 4h]
+  const std::int64_t attention = 2 * h + 5 * h * h + h / heads;
+  const std::int64_t light_conv = 2 * h + 2 * h * h + h * kernel + h * h;
+  const std::int64_t block = 2 * feed_forward + attention + light_conv + h;
+  return convs + in * frequencies * h + layers * block;
+}
+
 // The transformers class an audio_config is built as (its defaults fill omitted keys) and the
 // model_type it carries.
 struct AudioConfigClass {
@@ -3310,6 +3484,10 @@ struct AudioConfigClass {
 };
 AudioConfigClass audio_config_class(Audio audio) {
   if (audio == Audio::Qwen3Asr) return {"Qwen3ASRAudioEncoderConfig", "qwen3_asr_audio_encoder"};
+  if (audio == Audio::Qwen3Omni) {
+    return {"Qwen3OmniMoeAudioEncoderConfig", "qwen3_omni_moe_audio_encoder"};
+  }
+  if (audio == Audio::Gemma3n) return {"Gemma3nAudioConfig", "gemma3n_audio"};
   if (audio == Audio::Qwen25Omni) {
     return {"Qwen2_5OmniAudioEncoderConfig", "qwen2_5_omni_audio_encoder"};
   }
@@ -3324,10 +3502,13 @@ std::int64_t audio_parameters(const ConfigFields& a, Audio audio, std::int64_t t
       return whisper_style_encoder(a) + bounded(a, "d_model", kMaxWidth) * text_hidden +
              text_hidden;
     case Audio::Qwen3Asr:
+    case Audio::Qwen3Omni:
       // No projector: proj2 maps to output_dim, the text width.
       return qwen3_omni_audio_encoder(a);
     case Audio::Qwen25Omni:
       return qwen25_omni_audio_encoder(a);
+    case Audio::Gemma3n:
+      return gemma3n_audio_encoder(a) + gemma3n_embedder(a, text_hidden);
     case Audio::None:
       break;
   }
@@ -3529,8 +3710,12 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
   // Attention-free families have no heads; their rule sets the mixer and the layer pattern.
   const std::int64_t head_dim = row.attention_free ? 0 : attention_heads(f, doc);
   // Families whose MLP width lives elsewhere (Falcon's ffn_hidden_size, MoE-only models) set it
-  // in their extra step; a present intermediate_size is always read.
-  doc["intermediate_size"] = row.attention_free ? 0 : f.integer_or("intermediate_size", 0);
+  // in their extra step; a present intermediate_size is always read (a per-layer list by the
+  // family's rule, else a named error below).
+  const json* width = f.value("intermediate_size");
+  const bool width_list = width != nullptr && width->is_array();
+  doc["intermediate_size"] =
+      row.attention_free || width_list ? 0 : f.integer_or("intermediate_size", 0);
   const std::int64_t vocab = f.integer("vocab_size");
   if (vocab <= 0) f.fail("vocab_size", std::to_string(vocab), "must be positive");
   doc["vocab_size"] = vocab;
@@ -3568,9 +3753,10 @@ json decoder_document(const json& text, const ConfigFields& top, const Row& row,
   for (const std::string& key : row.erase) doc.erase(key);
   Context context{f, top, doc};
   for (const Rule rule : row.rules) rule(context);
-  if (doc["intermediate_size"].get<std::int64_t>() == 0 && !doc.contains("moe") &&
+  // A dense model without an MLP width, or a width list no rule read: a named error.
+  if (doc["intermediate_size"].get<std::int64_t>() == 0 && (width_list || !doc.contains("moe")) &&
       !row.attention_free) {
-    (void)f.integer("intermediate_size");  // dense model without an MLP width: named error
+    (void)f.integer("intermediate_size");
   }
   json defaults = json::array();
   for (const std::string& key : f.defaults_used()) {
@@ -3829,6 +4015,7 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
   if (style == Vision::Exaone45) return "Exaone4_5_VisionConfig";
   if (style == Vision::DotsOcr) return "DotsVisionConfig";
   if (style == Vision::Gemma4Unified) return "Gemma4UnifiedVisionConfig";
+  if (style == Vision::Gemma3n) return "Gemma3nVisionConfig";
   // Keye's remote KeyeVisionConfig is SigLIP's (vision_config.model_type siglip_vision_model).
   if (style == Vision::Keye) return "SiglipVisionConfig";
   // Command A Vision's vision_config (transformers' Cohere2VisionConfig: siglip_vision_model

@@ -342,7 +342,8 @@ void check_llama_shaped(const ModelSpec& spec) {
       {spec.qk_norm || spec.attn_output_gate || spec.attn_head_gate || spec.attention_sinks,
        "extra attention tensors"},
       {!spec.gated_mlp, "an ungated MLP"},
-      {spec.per_layer_input_size > 0 || spec.position_embeddings > 0, "extra embeddings"}};
+      {spec.per_layer_input_size > 0 || spec.position_embeddings > 0, "extra embeddings"},
+      {spec.altup_num_inputs > 0 || spec.laurel_rank > 0, "AltUp / LAuReL blocks"}};
   for (const auto& [present, name] : features) {
     if (present) refuse_spec(spec, name);
   }

@@ -356,6 +356,27 @@ void add_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder
   }
 }
 
+// Gemma-3n's per-layer AltUp (gemma3n.py Gemma3nAltUp: correction_coefs [n, n], prediction_coefs
+// [n^2, n] and modality_router [n, hidden], ReplicatedLinears built with the quant config;
+// router_norm and correct_output_scale [hidden], the latter a float32 Parameter counted here at
+// the served dtype, hidden x 2 bytes a layer) and LAuReL block (Gemma3nLaurelBlock: linear_left
+// column-parallel [rank, hidden], linear_right row-parallel [hidden, rank], post_laurel_norm).
+void add_altup_laurel(const ModelSpec& s, int index, GroupBuilder& b) {
+  const std::int64_t h = s.hidden_size;
+  const std::int64_t n = s.altup_num_inputs;
+  if (n > 0) {
+    b.add(TensorRole::MlpDown, TensorSplit::Replicated, index, n, n, true);
+    b.add(TensorRole::MlpDown, TensorSplit::Replicated, index, n * n, n, true);
+    b.add(TensorRole::MlpDown, TensorSplit::Replicated, index, n, h, true);
+    b.add(TensorRole::Norm, TensorSplit::Replicated, index, 2 * h, 1, false);
+  }
+  if (s.laurel_rank > 0) {
+    b.add(TensorRole::MlpGateUp, TensorSplit::Column, index, s.laurel_rank, h, true);
+    b.add(TensorRole::MlpDown, TensorSplit::Row, index, h, s.laurel_rank, true);
+    b.add(TensorRole::Norm, TensorSplit::Replicated, index, h, 1, false);
+  }
+}
+
 void add_layer(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {
   const std::int64_t norms =
       s.norm_per_block ? (layer.attention != AttentionKind::None ? 1 : 0) + (layer.mlp ? 1 : 0)
@@ -401,6 +422,7 @@ void add_layer(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuild
     b.add(TensorRole::MlpDown, TensorSplit::Replicated, index, s.hidden_size,
           s.per_layer_input_size, true);
   }
+  if (s.altup_num_inputs > 0 || s.laurel_rank > 0) add_altup_laurel(s, index, b);
 }
 
 // Gemma-4 per-layer input embeddings: embed_tokens_per_layer (a VocabParallelEmbedding of
@@ -426,6 +448,12 @@ std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include
     b.add(TensorRole::Embedding, TensorSplit::Replicated, -1, spec.position_embeddings, h, false);
   }
   if (spec.per_layer_input_size > 0) add_per_layer_inputs(spec, b);
+  if (spec.altup_num_inputs > 1) {
+    // Gemma-3n's altup_projections and altup_unembed_projections: n - 1 ColumnParallelLinears
+    // [hidden, hidden] each (gather_output).
+    b.add(TensorRole::MlpGateUp, TensorSplit::Column, -1, h, h, true,
+          2 * (static_cast<std::int64_t>(spec.altup_num_inputs) - 1));
+  }
   for (std::size_t i = 0; i < spec.layers.size(); ++i) {
     add_layer(spec, spec.layers[i], static_cast<int>(i), b);
   }

@@ -78,6 +78,8 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "kv_shared_double_wide_mlp", "bool", false, "The KV-shared layers' MLP is 2 x intermediate_size (Gemma-4 use_double_wide_mlp)."},
   {"model", "per_layer_input_size", "int", false, "Per-layer input embedding width (Gemma-4 hidden_size_per_layer_input); 0: none.", std::int64_t{1} << 12},
   {"model", "per_layer_input_vocab_size", "int", false, "Rows of the per-layer input embedding table; default vocab_size.", std::int64_t{1} << 22},
+  {"model", "altup_num_inputs", "int", false, "Gemma-3n AltUp streams n: per layer correction [n, n], prediction [n^2, n] and router [n, hidden_size] coefficients and two hidden_size vectors; per model 2 x (n - 1) hidden_size x hidden_size projections. 0: none.", 64},
+  {"model", "laurel_rank", "int", false, "Gemma-3n LAuReL rank r: per layer [r, hidden_size] and [hidden_size, r] projections and a norm. 0: none.", std::int64_t{1} << 14},
   {"model", "mla", "map", false, "Multi-head latent attention geometry (DeepSeek V2/V3); makes every attention layer MLA."},
   {"model", "short_conv", "map", false, "vLLM's ShortConv mixer (LFM2): its mamba layers are gated depthwise convs whose state is the conv's alone; excludes a mamba: block."},
   {"model", "moe", "map", false, "Routed experts."},
@@ -754,6 +756,8 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   s.position_embeddings = r.get_i32("position_embeddings", 0, 0);
   s.per_layer_input_size = r.get_i32("per_layer_input_size", 0, 0);
   s.per_layer_input_vocab_size = r.get_i32("per_layer_input_vocab_size", s.vocab_size, 1);
+  s.altup_num_inputs = r.get_i32("altup_num_inputs", 0, 0);
+  s.laurel_rank = r.get_i32("laurel_rank", 0, 0);
   return layer;
 }
 

@@ -133,6 +133,8 @@ constexpr FormatKey kFormatKeys[] = {
     {"model", "kv_shared_double_wide_mlp"},
     {"model", "per_layer_input_size"},
     {"model", "per_layer_input_vocab_size"},
+    {"model", "altup_num_inputs"},
+    {"model", "laurel_rank"},
     {"model", "mla"},
     {"model", "short_conv"},
     {"model", "moe"},

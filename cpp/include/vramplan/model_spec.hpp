@@ -276,6 +276,14 @@ struct ModelSpec {
   // projection, and per layer a gate [size, hidden] and a projection [hidden, size]. 0: none.
   std::int32_t per_layer_input_size = 0;
   std::int32_t per_layer_input_vocab_size = 0;
+  // Gemma-3n's AltUp (altup_num_inputs n > 0): per layer correction_coefs [n, n],
+  // prediction_coefs [n^2, n] and modality_router [n, hidden] (replicated Linears), router_norm
+  // and correct_output_scale [hidden]; per model 2 x (n - 1) ColumnParallelLinears [hidden,
+  // hidden] (altup_projections, altup_unembed_projections). 0: none.
+  std::int32_t altup_num_inputs = 0;
+  // Gemma-3n's LAuReL block per layer (laurel_rank r > 0): linear_left [r, hidden] (column),
+  // linear_right [hidden, r] (row), post_laurel_norm [hidden]. 0: none.
+  std::int32_t laurel_rank = 0;
   // Rows of a learned absolute position table, hidden_size wide, that vLLM builds as a plain
   // (replicated, unquantized) nn.Embedding: GPT-2's wpe, OPT's embed_positions. 0: none.
   std::int32_t position_embeddings = 0;

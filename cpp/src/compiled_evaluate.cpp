@@ -60,10 +60,25 @@ std::vector<CaptureSizes> capture_ladder_prefix(const EngineProfile& profile) {
   // Past this a launch walks the ladder (64 KiB of table; vLLM's own ceiling is 512 to 1024).
   constexpr std::int32_t kLargestTabled = 8192;
   if (profile.capture_max_size > kLargestTabled) return {};
-  std::vector<CaptureSizes> prefix(static_cast<std::size_t>(profile.capture_max_size) + 1);
-  for (std::size_t limit = 0; limit < prefix.size(); ++limit) {
-    prefix[limit] = ladder_sizes(profile, nullptr, static_cast<std::int64_t>(limit));
+  const std::size_t size = static_cast<std::size_t>(profile.capture_max_size) + 1;
+  std::vector<CaptureSizes> prefix(size);
+  // The ladder's sizes in ascending order (ladder_sizes' order): each entry up to the next size
+  // holds the sizes counted so far.
+  CaptureSizes counted;
+  std::size_t next = 0;  // the first entry not yet written
+  const auto write_below = [&](std::size_t end) {
+    for (; next < end && next < size; ++next) prefix[next] = counted;
+  };
+  for (std::int32_t i = 0; i < profile.capture_ladder_segments; ++i) {
+    const CaptureSegment& seg = profile.capture_ladder[static_cast<std::size_t>(i)];
+    for (std::int64_t value = seg.start;
+         value <= seg.end && value < static_cast<std::int64_t>(size); value += seg.step) {
+      write_below(static_cast<std::size_t>(value));
+      counted.count += 1;
+      counted.largest = static_cast<std::int32_t>(value);
+    }
   }
+  write_below(size);
   return prefix;
 }
 

@@ -1801,8 +1801,8 @@ void laguna(Context& c) {
 }
 
 // The layers a Step config's moe_layers_enum (a comma-separated string or a list of layer
-// indices) leaves dense, for moe.dense_layers. Without the key: every layer from
-// `first_moe_layer` on routed (Step3p7TextConfig: 3; step3_text.py: 1).
+// indices, which may name the MTP layers past the decoder) leaves dense, for moe.dense_layers.
+// Without the key: every layer from `first_moe_layer` on routed (Step3p7TextConfig: 3).
 json step_dense_layers(const ConfigFields& f, std::int64_t layers, std::int64_t first_moe_layer) {
   std::set<std::int64_t> routed;
   if (!f.has("moe_layers_enum")) {
@@ -1826,10 +1826,8 @@ json step_dense_layers(const ConfigFields& f, std::int64_t layers, std::int64_t 
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used == 0 || layer < 0 || layer >= layers) {
-        f.fail("moe_layers_enum", item, "layer indices below num_hidden_layers");
-      }
-      routed.insert(layer);
+      if (used == 0 || layer < 0) f.fail("moe_layers_enum", item, "non-negative layer indices");
+      routed.insert(layer);  // an index past the decoder (an MTP layer's) routes no decoder layer
     }
   }
   json dense = json::array();

@@ -142,7 +142,14 @@ TEST(RegistryFamiliesE, Step35FlashKeys) {
   nlohmann::json no_bias = config;
   no_bias["use_moe_router_bias"] = false;
   EXPECT_NE(refusal(no_bias).find("use_moe_router_bias"), std::string::npos);
-  // Without moe_layers_enum Step3p7TextConfig routes every layer from 3 on: the same layers.
+  // Without moe_layers_enum Step3p7TextConfig routes every layer from 3 on: the same layers; an
+  // enum naming the MTP layers (45-47) too routes no more decoder layers; a negative index is
+  // refused.
+  config["moe_layers_enum"] = config["moe_layers_enum"].get<std::string>() + ",45,46,47";
+  EXPECT_EQ(parameter_count(from_json(config)), std::int64_t{196956130368});
+  nlohmann::json negative = config;
+  negative["moe_layers_enum"] = "3,-4";
+  EXPECT_NE(refusal(negative).find("moe_layers_enum"), std::string::npos);
   config.erase("moe_layers_enum");
   EXPECT_EQ(parameter_count(from_json(config)), std::int64_t{196956130368});
 }

@@ -135,6 +135,9 @@ enum class Sliding : std::uint8_t {
   Alternate,      // Gemma-2: sliding, full, sliding, full, ...
   PatternKey,     // sliding_window_pattern (Gemma-3 6, Cohere-2 4): n-1 sliding then 1 full
   ExaonePattern,  // EXAONE-4 sliding_window_pattern "LLLG" string or integer
+  // Never without layer_types; a layer_types list may carry num_nextn_predict_layers trailing
+  // MTP entries, which the config class trims (transformers' Step3p7TextConfig for step3p5).
+  MtpPadded,
 };
 
 // The vision tower a multimodal wrapper carries (counted by parameters, stored unquantized).
@@ -1581,6 +1584,53 @@ void param2_moe(Context& c) {
   c.doc["moe"] = moe;
 }
 
+// vLLM 0.33's longcat_flash.py (Meituan LongCat-Flash), its config read through transformers'
+// LongcatFlashConfig: num_layers decoder layers (vLLM's layer count; the class's
+// num_hidden_layers is twice it), each two DeepseekV2 MLA attentions with their own latent caches
+// (dual_mla), two dense MLPs of ffn_hidden_size, four RMSNorms and one MoE of n_routed_experts
+// experts of expert_ffn_hidden_size whose fp32 router and e_score_correction_bias also score
+// zero_expert_num zero-computation experts; logits from an lm_head of its own. The n-gram
+// embedding variant (LongcatFlashNgramForCausalLM, ngram_vocab_size_ratio), modules kept out of
+// quantization (disable_quant_module) and the MTP drafter (longcat_flash_mtp.py's layer) are not
+// modelled: the first two refused by name, the drafter not counted.
+void longcat_flash(Context& c) {
+  const ConfigFields& f = c.f;
+  if (f.has("ngram_vocab_size_ratio")) {
+    f.fail("ngram_vocab_size_ratio", f.at("ngram_vocab_size_ratio").dump(),
+           "LongCat-Flash's hashed n-gram embedding tables (longcat_flash_ngram.py) are not "
+           "modelled");
+  }
+  if (f.has("disable_quant_module") && !f.at("disable_quant_module").empty()) {
+    f.fail("disable_quant_module", f.at("disable_quant_module").dump().substr(0, 80),
+           "none: modules kept out of quantization are not modelled");
+  }
+  const std::int64_t layers = f.integer("num_layers");
+  // LongcatFlashConfig's num_hidden_layers setter keeps num_layers = num_hidden_layers / 2 (the
+  // file's key: the row's rename copies num_layers into the text config's).
+  const ConfigFields& file = c.top;
+  if (file.has("num_hidden_layers") && file.integer("num_hidden_layers") != 2 * layers) {
+    file.fail("num_hidden_layers", std::to_string(file.integer("num_hidden_layers")),
+              "2 x num_layers (" + std::to_string(2 * layers) +
+                  ": LongcatFlashConfig counts two attention sublayers a layer)");
+  }
+  if (layers <= 0 || layers > 100000) f.fail("num_layers", std::to_string(layers), "1 to 100000");
+  c.doc["num_hidden_layers"] = layers;
+  c.doc["mla"] = mla_dimensions(f);
+  // As in DeepseekV3Config, the spec's head_dim is qk_rope_head_dim (MLA layers: sized by mla).
+  c.doc["head_dim"] = f.integer("qk_rope_head_dim");
+  c.doc["dual_mla"] = true;
+  c.doc["dense_mlps_per_layer"] = 2;
+  c.doc["norms_per_layer"] = 4;
+  c.doc["tie_word_embeddings"] = false;
+  c.doc.erase("num_nextn_predict_layers");
+  c.doc["moe"] = {{"num_experts", f.integer("n_routed_experts")},
+                  {"num_experts_per_tok", f.integer("moe_topk")},
+                  {"moe_intermediate_size", f.integer("expert_ffn_hidden_size")},
+                  {"zero_experts", f.integer("zero_expert_num")},
+                  {"router_bias", true},
+                  {"dense_mlp_beside_experts", true}};
+}
+
 // vLLM 0.33's sarvam.py SarvamMLAForCausalLM (Sarvam-105B): deepseek_v2.py-style MLA through
 // MultiHeadLatentAttentionWrapper (its MLAAttention layer caches the latent, whatever the
 // model_type), a dense MLP of intermediate_size below first_k_dense_replace, then on every layer
@@ -1820,6 +1870,205 @@ void laguna(Context& c) {
   laguna_moe(c, layers);
 }
 
+// The layers a Step config's moe_layers_enum (a comma-separated string or a list of layer
+// indices, which may name the MTP layers past the decoder) leaves dense, for moe.dense_layers.
+// Without the key: every layer from `first_moe_layer` on routed (Step3p7TextConfig: 3).
+json step_dense_layers(const ConfigFields& f, std::int64_t layers, std::int64_t first_moe_layer) {
+  std::set<std::int64_t> routed;
+  if (!f.has("moe_layers_enum")) {
+    for (std::int64_t i = first_moe_layer; i < layers; ++i) routed.insert(i);
+  } else {
+    const json& given = f.at("moe_layers_enum");
+    std::vector<std::string> items;
+    if (given.is_string()) {
+      std::stringstream text(given.get<std::string>());
+      for (std::string item; std::getline(text, item, ',');) items.push_back(item);
+    } else if (given.is_array()) {
+      for (const json& item : given) items.push_back(item.dump());
+    } else {
+      f.fail("moe_layers_enum", given.dump().substr(0, 80), "expected \"3,4,...\" or a list");
+    }
+    for (const std::string& item : items) {
+      std::size_t used = 0;
+      std::int64_t layer = -1;
+      try {
+        layer = std::stoll(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || layer < 0) f.fail("moe_layers_enum", item, "non-negative layer indices");
+      routed.insert(layer);  // an index past the decoder (an MTP layer's) routes no decoder layer
+    }
+  }
+  json dense = json::array();
+  for (std::int64_t i = 0; i < layers; ++i) {
+    if (routed.count(i) == 0) dense.push_back(i);
+  }
+  return dense;
+}
+
+// vLLM 0.33's step3_text.py (StepFun Step3's text model, vLLM's Step3TextConfig): one K and one
+// V head of head_dim whatever num_attention_groups says, kept whole on every rank, beside the
+// shared query (share_q_dim); no q/k norm; logits from an lm_head of their own
+// whatever tie_word_embeddings says. A dense MLP of intermediate_size off the moe_layers_enum
+// layers, on them moe_num_experts experts of moe_intermediate_size behind a bias-free router and
+// one shared MLP of share_expert_dim. Its rope caches max_position_embedding positions.
+void step3_text(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  c.doc["num_key_value_heads"] = 1;
+  const std::int64_t share_q = f.integer_or("share_q_dim", 0);
+  c.doc["share_q_dim"] = share_q > 0 ? share_q : c.doc["head_dim"].get<std::int64_t>();
+  c.doc["tie_word_embeddings"] = false;
+  c.doc["rotary_cache_positions"] = f.integer("max_position_embedding");
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    if (!f.has(key) || !f.at(key).is_object()) continue;
+    const ConfigFields rope(f.at(key), f.file(), f.prefix() + key + ".");
+    const std::string kind = rope.string_or("rope_type", rope.string_or("type", "default"));
+    if (kind != "default" && kind != "llama3") {
+      rope.fail("rope_type", kind, "Step3's rope is modelled as default or llama3");
+    }
+  }
+  // Step3TextConfig's default moe_layers_enum is a tuple, which step3_text.py's split() fails on.
+  if (!f.has("moe_layers_enum") || !f.at("moe_layers_enum").is_string()) {
+    f.fail("moe_layers_enum", f.has("moe_layers_enum") ? f.at("moe_layers_enum").dump() : "missing",
+           "a comma-separated string of MoE layers (step3_text.py splits it)");
+  }
+  json moe = {{"num_experts", f.integer("moe_num_experts")},
+              {"num_experts_per_tok", f.integer("moe_top_k")},
+              {"moe_intermediate_size", f.integer("moe_intermediate_size")},
+              {"num_shared_experts", 1},
+              {"shared_expert_intermediate_size", f.integer("share_expert_dim")}};
+  const json dense = step_dense_layers(f, layers, 1);
+  if (!dense.empty()) moe["dense_layers"] = dense;
+  c.doc["moe"] = moe;
+}
+
+// Step-3.5's sliding layers' query heads as vLLM reads them through transformers'
+// Step3p7TextConfig: num_sliding_attention_heads, else attention_other_setting's
+// num_attention_heads (copied whatever its attention_type), else num_attention_heads. Every
+// layer builds num_attention_groups KV heads of head_dim (step3p5.py reads no other): a sliding
+// setting of its own KV heads or head size is refused.
+std::int64_t step3p5_sliding_heads(const ConfigFields& f, const json& doc) {
+  const std::int64_t heads = doc["num_attention_heads"].get<std::int64_t>();
+  if (f.has("num_sliding_attention_heads")) return f.integer("num_sliding_attention_heads");
+  if (!f.has("attention_other_setting")) return heads;
+  const json& other = f.at("attention_other_setting");
+  if (!other.is_object()) {
+    f.fail("attention_other_setting", other.dump().substr(0, 80), "expected an object");
+  }
+  const ConfigFields o(other, f.file(), f.prefix() + "attention_other_setting.");
+  for (const char* key : {"num_attention_groups", "head_dim"}) {
+    const char* global = std::string(key) == "head_dim" ? "head_dim" : "num_key_value_heads";
+    if (o.has(key) && o.integer(key) != doc[global].get<std::int64_t>()) {
+      o.fail(key, std::to_string(o.integer(key)),
+             "the global value: step3p5.py builds every layer's KV heads and head size from "
+             "num_attention_groups and head_dim");
+    }
+  }
+  return o.integer_or("num_attention_heads", heads);
+}
+
+// Step-3.5's rope caches: transformers' Step3p7TextConfig keeps one rope per layer type, from
+// the type's first layer (rope_theta and partial_rotary_factors lists, or scalars), rope_scaling
+// on full_attention only; vLLM's get_rope builds one cos/sin cache per distinct rope, of
+// head_dim x partial_rotary_factor columns over max_position_embeddings rows (default, llama3)
+// or original_max_position_embeddings x factor (yarn). Written as rotary_dim head_dim over the
+// positions that give the caches' sum.
+void step3p5_rope_cache(Context& c, const json& types) {
+  const ConfigFields& f = c.f;
+  const std::int64_t head_dim = c.doc["head_dim"].get<std::int64_t>();
+  const std::int64_t positions = c.doc["max_position_embeddings"].get<std::int64_t>();
+  const auto per_layer = [&f](const char* key, std::size_t layer, double fallback) {
+    const json* v = f.value(key);
+    if (v == nullptr) return fallback;
+    const json& one = v->is_array() && layer < v->size() ? (*v)[layer] : *v;
+    if (!one.is_number()) f.fail(key, v->dump().substr(0, 80), "numbers (one a layer) or one");
+    return one.get<double>();
+  };
+  std::set<std::string> ropes;
+  std::int64_t cached = 0;  // positions x rotary dims over the distinct ropes
+  for (const char* type : {"full_attention", "sliding_attention"}) {
+    std::size_t first = 0;
+    while (first < types.size() && types[first] != type) ++first;
+    if (first == types.size()) continue;
+    const double partial = per_layer("partial_rotary_factors", first, 1.0);
+    if (partial != 1.0 && partial != 0.5) {
+      f.fail("partial_rotary_factors", std::to_string(partial), "1 or 0.5 (step3p5.py asserts)");
+    }
+    std::int64_t rows = positions;
+    std::string scaling = "none";
+    if (std::string(type) == "full_attention" && f.has("rope_scaling") &&
+        f.at("rope_scaling").is_object()) {
+      const ConfigFields s(f.at("rope_scaling"), f.file(), f.prefix() + "rope_scaling.");
+      const std::string kind = s.string_or("rope_type", s.string_or("type", "default"));
+      if (kind == "yarn") {
+        rows = static_cast<std::int64_t>(
+            static_cast<double>(s.integer("original_max_position_embeddings")) *
+            s.number_or("factor", 1.0));
+      } else if (kind != "default" && kind != "llama3") {
+        s.fail("rope_type", kind, "Step-3.5's rope is modelled as default, llama3 or yarn");
+      }
+      scaling = f.at("rope_scaling").dump();
+    }
+    const auto dims = static_cast<std::int64_t>(static_cast<double>(head_dim) * partial);
+    const std::string key = std::to_string(per_layer("rope_theta", first, 10000.0)) + "/" +
+                            std::to_string(dims) + "/" + scaling;
+    if (ropes.insert(key).second) cached += rows * dims;
+  }
+  c.doc["rotary_dim"] = head_dim;
+  c.doc["rotary_cache_positions"] = (cached + head_dim - 1) / head_dim;
+}
+
+// vLLM 0.33's step3p5.py (StepFun Step-3.5-Flash), its config read through transformers'
+// Step3p7TextConfig (registry: step3p5): GQA of num_attention_groups KV heads on every layer,
+// query heads per layer type (sliding: step3p5_sliding_heads), GemmaRMSNorm q/k norms, a g_proj
+// gate a query head (use_head_wise_attn_gate), sliding / full per layer_types; a dense MLP of
+// intermediate_size off the moe_layers_enum layers, on them moe_num_experts experts behind an
+// fp32 router with its router_bias and one shared MLP of share_expert_dim. The MTP layers
+// (num_nextn_predict_layers) load only as step3p5_mtp.py's drafter, whose layers (their own
+// layer types, dense MLPs) are not the copy of the last decoder layer the planner's MTP
+// models: not counted.
+void step3p5(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  if (f.string_or("att_impl_type", "GQA") != "GQA") {
+    f.fail("att_impl_type", f.string_or("att_impl_type", ""), "GQA (step3p5.py builds no other)");
+  }
+  if (!f.boolean_or("use_moe_router_bias", true)) {
+    f.fail("use_moe_router_bias", "false", "true (step3p5.py asserts it)");
+  }
+  if (f.boolean_or("use_head_wise_attn_gate", false)) c.doc["attn_head_gate"] = true;
+  json types = json::array();
+  for (std::int64_t i = 0; i < layers; ++i) types.push_back("full_attention");
+  if (c.doc.contains("layer_types")) types = c.doc["layer_types"];
+  const std::int64_t full = c.doc["num_attention_heads"].get<std::int64_t>();
+  const std::int64_t sliding = step3p5_sliding_heads(f, c.doc);
+  if (sliding != full) {
+    json heads = json::array();
+    for (const auto& t : types) heads.push_back(t == "sliding_attention" ? sliding : full);
+    c.doc["layer_num_attention_heads"] = heads;
+  }
+  step3p5_rope_cache(c, types);
+  c.doc.erase("num_nextn_predict_layers");
+  const json* experts =
+      f.has("moe_num_experts") ? f.value("moe_num_experts") : f.value("n_routed_experts");
+  const json* top_k = f.has("moe_top_k") ? f.value("moe_top_k") : f.value("num_experts_per_tok");
+  if (experts == nullptr || top_k == nullptr) {
+    f.fail(experts == nullptr ? "moe_num_experts" : "moe_top_k", "missing", "required");
+  }
+  json moe = {{"num_experts", *experts},
+              {"num_experts_per_tok", *top_k},
+              {"moe_intermediate_size", f.integer("moe_intermediate_size")},
+              {"num_shared_experts", 1},
+              {"shared_expert_intermediate_size", f.integer("share_expert_dim")},
+              {"router_bias", true}};
+  const json dense =
+      f.has("mlp_layer_types") ? mlp_layer_types_dense(f, layers) : step_dense_layers(f, layers, 3);
+  if (!dense.empty()) moe["dense_layers"] = dense;
+  c.doc["moe"] = moe;
+}
+
 // vLLM 0.33's cohere2_moe.py (Cohere North): Cohere's parallel block (one norm a layer feeding
 // attention and MLP, an RMSNorm with rms_norm_eps else a weight-only LayerNorm; no q/k norm),
 // logits from the embedding (tied whatever the config says), sliding layers per layer_types
@@ -2018,6 +2267,9 @@ constexpr NamedRule kRules[] = {
     {"kimi_linear", kimi_linear},
     {"axk1", axk1},
     {"laguna", laguna},
+    {"step3p5", step3p5},
+    {"longcat_flash", longcat_flash},
+    {"step3_text", step3_text},
     {"cohere2_moe", cohere2_moe},
     {"k2_horizon", k2_horizon},
     {"hy_v3", hy_v3},
@@ -2045,6 +2297,7 @@ constexpr NamedSliding kSlidings[] = {
     {"alternate", Sliding::Alternate},
     {"pattern_key", Sliding::PatternKey},
     {"exaone_pattern", Sliding::ExaonePattern},
+    {"mtp_padded", Sliding::MtpPadded},
 };
 
 // The names of a (name, value) table, comma-separated: the choices an error lists, read from
@@ -3529,8 +3782,13 @@ void translate_layers(const ConfigFields& f, const Row& row, json& doc) {
   const std::int64_t window = f.integer_or("sliding_window", 0);
   const bool qwen_enabled = f.boolean_or("use_sliding_window", false);
   if (f.has("layer_types")) {
-    const json& types = f.at("layer_types");
+    json types = f.at("layer_types");
     if (!types.is_array()) f.fail("layer_types", types.dump().substr(0, 80), "expected a list");
+    const std::int64_t mtp =
+        row.sliding == Sliding::MtpPadded ? f.integer_or("num_nextn_predict_layers", 0) : 0;
+    if (mtp > 0 && static_cast<std::int64_t>(types.size()) == layers + mtp) {
+      types.erase(types.begin() + layers, types.end());  // the MTP layers' entries
+    }
     if (static_cast<std::int64_t>(types.size()) != layers) {
       f.fail("layer_types", std::to_string(types.size()) + " entries",
              "must have num_hidden_layers entries");
@@ -3570,6 +3828,7 @@ void translate_layers(const ConfigFields& f, const Row& row, json& doc) {
   const std::int64_t max_positions = doc["max_position_embeddings"].get<std::int64_t>();
   switch (row.sliding) {
     case Sliding::Never:
+    case Sliding::MtpPadded:
       return;
     case Sliding::Alternate:
       doc["layer_pattern"] = {"sliding_attention", "full_attention"};
@@ -4356,7 +4615,15 @@ json architecture_spec_document(const json& config, const std::string& file) {
   if (!config.is_object())
     throw SpecError(file, "<root>", config.type_name(), "config.json must be an object");
   const ConfigFields top(config, file, "");
-  const std::string model_type = top.string_or("model_type", "");
+  std::string model_type = top.string_or("model_type", "");
+  // vLLM's _ARCHITECTURE_TO_MODEL_TYPE: LongCat-Flash checkpoints name no model_type.
+  if (model_type.empty() && top.has("architectures") && top.at("architectures").is_array() &&
+      !top.at("architectures").empty()) {
+    const json& first = top.at("architectures")[0];
+    if (first == "LongcatFlashForCausalLM" || first == "LongcatFlashNgramForCausalLM") {
+      model_type = "longcat_flash";
+    }
+  }
   if (model_type.empty()) top.fail("model_type", "missing", "required to know the cache layout");
   const Wrapper* wrapper = find_wrapper(model_type);
   // Qwen3-ASR nests its text and audio configs in thinker_config, which vLLM reads

@@ -339,7 +339,8 @@ void check_llama_shaped(const ModelSpec& spec) {
       {spec.vision.num_parameters > 0, "a vision tower"},
       {spec.num_nextn_predict_layers > 0, "MTP layers"},
       {spec.qkv_bias || spec.o_proj_bias || spec.mlp_bias || spec.mlp_down_bias, "biases"},
-      {spec.qk_norm || spec.attn_output_gate || spec.attn_head_gate || spec.attention_sinks,
+      {spec.qk_norm || spec.attn_output_gate || spec.attn_head_gate || spec.attention_sinks ||
+           spec.share_q_dim > 0,
        "extra attention tensors"},
       {!spec.gated_mlp, "an ungated MLP"},
       {spec.per_layer_input_size > 0 || spec.position_embeddings > 0, "extra embeddings"},

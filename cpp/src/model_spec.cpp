@@ -152,9 +152,18 @@ void add_attention(const ModelSpec& s, const LayerSpec& layer, int index, GroupB
   const std::int64_t q_rows = hq * d * (s.attn_output_gate ? 2 : 1);
   // A KV-shared layer (Gemma-4) builds q_proj and o_proj only, and a q_norm without a k_norm.
   const std::int64_t kv_rows = layer.kv_shared ? 0 : hkv * (d + dv);
-  b.add(TensorRole::AttnQ, TensorSplit::Column, index, q_rows, h, true);
-  b.add(TensorRole::AttnKV, TensorSplit::KvHeads, index, kv_rows, h, true, 1, hkv,
-        checkpoint_fuses_qkv(s) ? 1 : 2);
+  if (s.share_q_dim > 0) {
+    // Step3's shared query (step3_text.py): a ReplicatedLinear qkv_proj whole on every rank (the
+    // checkpoint's q_proj, k_proj and v_proj), inter_norm, then the column-parallel wq.
+    b.add(TensorRole::AttnQ, TensorSplit::Replicated, index, s.share_q_dim + kv_rows, h, true, 1, 0,
+          3);
+    b.add(TensorRole::Norm, TensorSplit::Replicated, index, s.share_q_dim, 1, false);
+    b.add(TensorRole::AttnQ, TensorSplit::Column, index, q_rows, s.share_q_dim, true);
+  } else {
+    b.add(TensorRole::AttnQ, TensorSplit::Column, index, q_rows, h, true);
+    b.add(TensorRole::AttnKV, TensorSplit::KvHeads, index, kv_rows, h, true, 1, hkv,
+          checkpoint_fuses_qkv(s) ? 1 : 2);
+  }
   b.add(TensorRole::AttnO, TensorSplit::Row, index, h, hq * dv, true);
   // Laguna's g_proj: a ColumnParallelLinear [heads, hidden] built with the quant config.
   if (s.attn_head_gate) b.add(TensorRole::AttnQ, TensorSplit::Column, index, hq, h, true);
@@ -318,13 +327,14 @@ void add_dense_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupB
   const std::int64_t gate_factor = s.gated_mlp ? 2 : 1;
   const std::int64_t width =
       layer.intermediate_size > 0 ? layer.intermediate_size : s.intermediate_size;
-  b.add(TensorRole::MlpGateUp, TensorSplit::Column, index, gate_factor * width, h, true, 1, 0,
+  const std::int64_t mlps = s.dense_mlps_per_layer;  // LongCat-Flash: two a layer
+  b.add(TensorRole::MlpGateUp, TensorSplit::Column, index, gate_factor * width, h, true, mlps, 0,
         gate_up_modules(s));
-  b.add(TensorRole::MlpDown, TensorSplit::Row, index, h, width, true);
+  b.add(TensorRole::MlpDown, TensorSplit::Row, index, h, width, true, mlps);
   if (s.mlp_bias)
-    b.add(TensorRole::Bias, TensorSplit::Column, index, gate_factor * width, 1, false);
+    b.add(TensorRole::Bias, TensorSplit::Column, index, gate_factor * width, 1, false, mlps);
   if (s.mlp_bias || s.mlp_down_bias)
-    b.add(TensorRole::RowBias, TensorSplit::Replicated, index, h, 1, false);
+    b.add(TensorRole::RowBias, TensorSplit::Replicated, index, h, 1, false, mlps);
 }
 
 void add_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {
@@ -333,9 +343,10 @@ void add_mlp(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder
   if (!layer.moe || s.moe.dense_mlp_beside_experts) add_dense_mlp(s, layer, index, b);
   if (!layer.moe) return;
   const MoeSpec& m = s.moe;
-  b.add(TensorRole::Router, TensorSplit::Replicated, index, m.num_experts, h, m.router_quantizable);
-  if (m.router_bias)
-    b.add(TensorRole::RowBias, TensorSplit::Replicated, index, m.num_experts, 1, false);
+  // The router scores the zero-computation experts too (LongCat-Flash), which hold no weights.
+  const std::int64_t scored = static_cast<std::int64_t>(m.num_experts) + m.zero_experts;
+  b.add(TensorRole::Router, TensorSplit::Replicated, index, scored, h, m.router_quantizable);
+  if (m.router_bias) b.add(TensorRole::RowBias, TensorSplit::Replicated, index, scored, 1, false);
   b.add(TensorRole::ExpertGateUp, TensorSplit::Column, index, gate_factor * m.moe_intermediate_size,
         h, true, m.num_experts, 0, gate_up_modules(s));
   b.add(TensorRole::ExpertDown, TensorSplit::Row, index, h, m.moe_intermediate_size, true,
@@ -406,6 +417,7 @@ void add_layer(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuild
       break;
   }
   if (layer.beside == AttentionKind::Mamba) add_mamba(s, index, b);  // Falcon-H1's parallel mixer
+  if (layer.beside == AttentionKind::Mla) add_mla(s, index, b);  // LongCat-Flash's second attention
   if (layer.beside == AttentionKind::SlidingWindow) {
     // IQuest-Coder-Loop's gate_projections: a biased ColumnParallelLinear [heads, hidden /
     // heads] a layer, mixing the second pass's windowed attention with the first's.

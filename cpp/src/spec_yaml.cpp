@@ -56,6 +56,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "attention_sinks", "bool", false, "Per-head attention sink logits (gpt-oss)."},
   {"model", "attn_output_gate", "bool", false, "q_proj also emits an output gate (Qwen3-Next)."},
   {"model", "attn_head_gate", "bool", false, "Every attention layer has a g_proj [heads, hidden_size]: one output gate a query head (Laguna)."},
+  {"model", "share_q_dim", "int", false, "Step3's low-rank shared query: a replicated qkv_proj [share_q_dim + 2 x KV heads x head_dim, hidden_size], an RMSNorm [share_q_dim] and a column-parallel wq [heads x head_dim, share_q_dim] instead of q_proj; 0: none.", std::int64_t{1} << 16},
   {"model", "norms_per_layer", "int", false, "hidden_size-wide norms per layer; default 2 (Gemma-2/3: 4).", 16},
   {"model", "position_embeddings", "int", false, "Rows of a learned absolute position table (GPT-2 wpe, OPT embed_positions), replicated and unquantized; 0: none.", kMaxTokens},
   {"model", "rotary_dim", "int", false, "Rotated dims per head; default head_dim (MLA: qk_rope_head_dim).", std::int64_t{1} << 9},
@@ -73,6 +74,8 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "full_attention_head_dim", "int", false, "Head size of full_attention layers where it differs from head_dim (Gemma-4 global_head_dim).", kMaxHeadDim},
   {"model", "full_attention_num_key_value_heads", "int", false, "KV heads of full_attention layers where they differ (Gemma-4 num_global_key_value_heads).", std::int64_t{1} << 8},
   {"model", "mamba_beside_attention", "bool", false, "Every attention layer also runs a Mamba2 mixer side by side, with its own weights and state (Falcon-H1); needs a mamba: block."},
+  {"model", "dual_mla", "bool", false, "Every MLA layer runs a second MLA attention with its own weights and latent cache beside the first (LongCat-Flash's two attention sublayers); needs an mla: block."},
+  {"model", "dense_mlps_per_layer", "int", false, "Dense MLPs of the layer's width each layer builds (LongCat-Flash: 2, one after each attention sublayer); default 1.", 8},
   {"model", "loop_window", "int", false, "Every attention layer also keeps a second KV cache of its heads over the last loop_window tokens, and a gate [heads, hidden / heads] + bias (IQuest-Coder-Loop's second pass); 0: none.", kMaxTokens},
   {"model", "num_kv_shared_layers", "int", false, "The last n layers attend with the KV of the last earlier layer of their kind: no KV cache, q/o projections only (Gemma-4). Below num_hidden_layers.", 4095},
   {"model", "kv_shared_double_wide_mlp", "bool", false, "The KV-shared layers' MLP is 2 x intermediate_size (Gemma-4 use_double_wide_mlp)."},
@@ -109,6 +112,7 @@ const std::vector<SchemaKey> kSchema = {
   {"moe", "moe_layer_step", "int", false, "Every n-th layer is MoE (decoder_sparse_step / interleave_moe_layer_step). Default 1.", 4096},
   {"moe", "dense_layers", "list[int]", false, "Explicit dense-MLP layers (mlp_only_layers).", 4095},
   {"moe", "dense_mlp_beside_experts", "bool", false, "MoE layers keep their dense MLP of intermediate_size beside the experts (Gemma-4)."},
+  {"moe", "zero_experts", "int", false, "Zero-computation experts the router also scores (LongCat-Flash zero_expert_num): router rows and router-bias entries without weights; default 0.", std::int64_t{1} << 16},
   {"short_conv", "dim", "int", true, "ShortConv channels (LFM2 conv_dim, the hidden size); its in_proj is [3 x dim, hidden_size].", std::int64_t{1} << 17},
   {"short_conv", "conv_kernel", "int", false, "Depthwise conv taps (LFM2 conv_L_cache); the state keeps conv_kernel - 1 columns. Default 3.", 64},
   {"short_conv", "bias", "bool", false, "conv, in_proj and out_proj biases (LFM2 conv_bias). Default false."},
@@ -731,8 +735,10 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   s.attention_sinks = r.get_bool("attention_sinks", false);
   s.attn_output_gate = r.get_bool("attn_output_gate", false);
   s.attn_head_gate = r.get_bool("attn_head_gate", false);
+  s.share_q_dim = r.get_i32("share_q_dim", 0, 0);
   s.norms_per_layer = r.get_i32("norms_per_layer", 2, 0);
   s.norm_per_block = r.get_bool("norm_per_block", false);
+  s.dense_mlps_per_layer = r.get_i32("dense_mlps_per_layer", 1, 1);
   s.rotary_dim = r.get_i32("rotary_dim", 0, 0);
   s.rotary_cache_positions = r.get_int("rotary_cache_positions", 0, 1);
   const std::string mrope = r.get_string("mrope", "none");
@@ -807,6 +813,7 @@ MoeLayout read_moe(const MapReader& r, ModelSpec& s) {
   s.moe.router_bias = m.get_bool("router_bias", false);
   s.moe.router_quantizable = m.get_bool("router_quantizable", false);
   s.moe.dense_mlp_beside_experts = m.get_bool("dense_mlp_beside_experts", false);
+  s.moe.zero_experts = m.get_i32("zero_experts", 0, 0);
   layout.first_k_dense = m.get_i32("first_k_dense", 0, 0);
   layout.moe_layer_step = m.get_i32("moe_layer_step", 1, 1);
   layout.dense_layers = m.get_int_list("dense_layers", 0);
@@ -1136,10 +1143,22 @@ void apply_layer_lists(const MapReader& r, ModelSpec& s) {
 }
 
 // Caches beside the attention (LayerSpec::beside): Falcon-H1's parallel Mamba2 mixer,
-// IQuest-Coder-Loop's second-pass window. Every full or sliding attention layer gets one.
+// IQuest-Coder-Loop's second-pass window (every full or sliding attention layer gets one), or
+// LongCat-Flash's second MLA attention (every MLA layer).
 void apply_beside_caches(const MapReader& r, ModelSpec& s) {
   const bool mamba = r.get_bool("mamba_beside_attention", false);
   const std::int32_t window = r.get_i32("loop_window", 0, 0);
+  if (r.get_bool("dual_mla", false)) {
+    if (mamba || window > 0) {
+      r.fail("dual_mla", "true", "a layer keeps one cache beside its attention");
+    }
+    if (!s.has_mla) r.fail("dual_mla", "true", "needs an mla: block");
+    // LongCat-Flash's second MLA attention: its own latent cache, a layer of its own in vLLM.
+    for (LayerSpec& layer : s.layers) {
+      if (layer.attention == AttentionKind::Mla) layer.beside = AttentionKind::Mla;
+    }
+    return;
+  }
   if (mamba && window > 0) {
     r.fail("loop_window", std::to_string(window), "a layer keeps one cache beside its attention");
   }

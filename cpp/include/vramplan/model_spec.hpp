@@ -80,6 +80,9 @@ struct MoeSpec {
   bool router_quantizable = false;  // vLLM passes quant_config to the router Linear
   // The MoE layer keeps its dense MLP beside the experts (Gemma-4: both run, outputs summed).
   bool dense_mlp_beside_experts = false;
+  // Zero-computation experts the router also scores (LongCat-Flash's zero_expert_num): router
+  // rows and router-bias entries, no expert weights.
+  std::int32_t zero_experts = 0;
 };
 
 // A Mamba mixer. Version 2 (Nemotron-H, Granite-4): vLLM's MambaMixer2, in_proj, conv1d,
@@ -267,7 +270,14 @@ struct ModelSpec {
   bool attention_sinks = false;   // per-head sink logits (gpt-oss)
   bool attn_output_gate = false;  // q_proj also emits a gate of Hq*head_dim (Qwen3-Next)
   bool attn_head_gate = false;    // g_proj [Hq, hidden]: one output gate a query head (Laguna)
+  // Step3's low-rank shared query (step3_text.py): q, k and v from one replicated qkv_proj
+  // [share_q_dim + 2 x Hkv x head_dim, hidden], the query through an RMSNorm [share_q_dim] and a
+  // column-parallel wq [Hq x head_dim, share_q_dim]; 0: q_proj [Hq x head_dim, hidden].
+  std::int32_t share_q_dim = 0;
   std::int32_t norms_per_layer = 2;
+  // Dense MLPs of the layer's width each layer builds (LongCat-Flash: 2, one after each of its
+  // two attention sublayers).
+  std::int32_t dense_mlps_per_layer = 1;
   // One norm before each block a layer has (attention, MLP) instead of norms_per_layer (DeciLM's
   // no-op blocks have none).
   bool norm_per_block = false;

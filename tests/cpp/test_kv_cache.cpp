@@ -187,7 +187,8 @@ TEST(KvCache, Gemma2TokensAndConcurrencyMatchVllmLog) {
   const auto kv_bytes = static_cast<std::int64_t>(54.12 * kGiB);
   const std::int64_t blocks = kv_num_blocks(layout, kv_bytes);
   // 0.10-0.20 token formula: (num_blocks // num_groups) * block_size.
-  EXPECT_NEAR(static_cast<double>(blocks / 2 * 16), 168880.0, 16 * 2);
+  const std::int64_t tokens = blocks / 2 * 16;  // floor division, as vLLM's
+  EXPECT_NEAR(static_cast<double>(tokens), 168880.0, 16 * 2);
   const double concurrency =
       static_cast<double>(blocks) / static_cast<double>(kv_blocks_per_request(layout, 8192, 8192));
   EXPECT_NEAR(concurrency, 20.60, 0.01);

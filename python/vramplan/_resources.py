@@ -15,7 +15,7 @@ def model_specs_dir() -> Path:
 def model_specs_file(name: str) -> str:
     """The path of `name` inside model_specs_dir() (the folder itself for ""), as a string: the
     planner asks for error_bands.json on every plan, so the answer is kept per environment."""
-    return _specs_file(_override(), name)
+    return _specs_file(model_specs_override(), name)
 
 
 _OVERRIDE = "VRAMPLAN_MODEL_SPECS"
@@ -27,7 +27,8 @@ _ENCODED_ENVIRON: dict[bytes, bytes] | None = (
 )
 
 
-def _override() -> str:
+def model_specs_override() -> str:
+    """$VRAMPLAN_MODEL_SPECS as set, or "" (every model_specs_file answer is a function of it)."""
     if _ENCODED_ENVIRON is not None:
         value = _ENCODED_ENVIRON.get(b"VRAMPLAN_MODEL_SPECS")
         return os.fsdecode(value) if value else ""

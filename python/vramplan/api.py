@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import _core, _database, engines
 from ._identity import path_identity, plain_scalar
-from ._resources import model_specs_file
+from ._resources import model_specs_file, model_specs_override
 from ._units import GIB
 from .deployment import check_mig_parallel
 from .resolve import resolve_model
@@ -841,7 +841,7 @@ def _vllm_plan(
             memory_used_by_others_bytes,
             host_ram_bytes,
             path_identity(model),
-            model_specs_file(BANDS_FILE),
+            model_specs_override(),
         )
         solved = launch.solve(
             {},
@@ -891,7 +891,7 @@ def _plain_launch(
     memory_used_by_others_bytes: int,
     host_ram_bytes: int,
     files: tuple[object, ...],  # path_identity of the model: part of the key only
-    bands_file: str,  # the error-band table the band comes from: part of the key only
+    specs_override: str,  # where the error-band table is read (model_specs_override): key only
 ) -> tuple[_core.Launch, _core.ErrorBand, bool]:
     """A plan without knobs or traffic: its compiled launch, error band and whether the GPU is
     a MIG slice, as `at_split` finds them (the arguments checked there, an error not kept)."""

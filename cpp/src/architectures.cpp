@@ -1536,6 +1536,85 @@ void falcon_h1(Context& c) {
                     {"gated_norm", f.boolean_or("mamba_rms_norm", false)}};
 }
 
+// vLLM 0.33's zamba2.py (Zamba2): a Mamba2 mixer (MambaMixer2 of mamba_expand x hidden_size over
+// n_mamba_heads, mamba_ngroups groups of mamba_d_state) on every layer of layers_block_type; a
+// "hybrid" layer first runs one of num_mem_blocks shared transformer blocks, round-robin, over
+// the 2 x hidden_size concatenation of its input and the embeddings (num_attention_heads heads of
+// attention_head_dim for q, k and v alike: vLLM's QKVParallelLinear takes no KV head count, so
+// num_key_value_heads is not read), and keeps a KV cache of its own (an Attention per use). The
+// block's weights are held once; each use adds a linear [hidden, hidden] and adapter_rank LoRA
+// adapters. lm_head is tied whatever the config says; the MLP is GELU-gated (vLLM raises on any
+// other hidden_act); both Mamba states take the model dtype.
+void zamba2(Context& c) {
+  const ConfigFields& f = c.f;
+  const std::int64_t layers = c.doc["num_hidden_layers"].get<std::int64_t>();
+  const std::int64_t hidden = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t heads = c.doc["num_attention_heads"].get<std::int64_t>();
+  if (!f.has("layers_block_type")) {
+    f.fail("layers_block_type", "missing", "required for zamba2 (mamba / hybrid per layer)");
+  }
+  const json& types = f.at("layers_block_type");
+  if (!types.is_array() || static_cast<std::int64_t>(types.size()) != layers) {
+    f.fail("layers_block_type", types.dump().substr(0, 80),
+           "a list needs num_hidden_layers (" + std::to_string(layers) + ") entries");
+  }
+  json kinds = json::array();
+  for (const json& t : types) {
+    const std::string kind = t.is_string() ? t.get<std::string>() : t.dump();
+    if (kind != "mamba" && kind != "hybrid") {
+      f.fail("layers_block_type", kind, "expected mamba or hybrid");
+    }
+    kinds.push_back(kind == "hybrid" ? "full_attention" : "mamba");
+  }
+  const std::int64_t attention_hidden = f.integer_or("attention_hidden_size", 2 * hidden);
+  if (attention_hidden != 2 * hidden) {
+    f.fail("attention_hidden_size", std::to_string(attention_hidden),
+           "must be 2 x hidden_size: the shared block attends over the hidden states and the "
+           "embeddings concatenated");
+  }
+  const std::int64_t head_dim = f.integer_or("attention_head_dim", attention_hidden / heads);
+  if (heads <= 0 || head_dim * heads != attention_hidden) {
+    f.fail("attention_head_dim", std::to_string(head_dim),
+           "attention_head_dim x num_attention_heads must equal attention_hidden_size");
+  }
+  if (f.string_or("hidden_act", "gelu") != "gelu") {
+    f.fail("hidden_act", f.string_or("hidden_act", ""), "vLLM's Zamba2MLP runs GELU only");
+  }
+  if (f.boolean_or("add_bias_linear", false)) {
+    f.fail("add_bias_linear", "true", "the Mamba2 and MLP biases are not modelled");
+  }
+  if (!f.boolean_or("use_conv_bias", true)) {
+    f.fail("use_conv_bias", "false", "a Mamba2 conv1d without bias is not modelled");
+  }
+  const std::int64_t inner = f.integer("mamba_expand") * hidden;
+  const std::int64_t mamba_heads = f.integer("n_mamba_heads");
+  const std::int64_t mamba_head_dim = f.integer("mamba_headdim");
+  // The mixer's heads are inner / n_mamba_heads wide, its state mamba_headdim: one width.
+  if (mamba_heads <= 0 || mamba_heads * mamba_head_dim != inner) {
+    f.fail("mamba_headdim", std::to_string(mamba_head_dim),
+           "n_mamba_heads x mamba_headdim must equal mamba_expand x hidden_size (" +
+               std::to_string(inner) + ")");
+  }
+  c.doc["layer_types"] = kinds;
+  c.doc["head_dim"] = head_dim;
+  c.doc["num_key_value_heads"] = heads;
+  c.doc["intermediate_size"] = f.integer("intermediate_size");
+  c.doc["tie_word_embeddings"] = true;
+  c.doc["norms_per_layer"] = 1;
+  c.doc["mamba_beside_attention"] = true;
+  const std::int64_t blocks = f.integer("num_mem_blocks");
+  if (blocks <= 0) f.fail("num_mem_blocks", std::to_string(blocks), "must be positive");
+  c.doc["shared_blocks"] = blocks;
+  c.doc["shared_block_adapter_rank"] = f.integer("adapter_rank");
+  c.doc["shared_block_attention_adapters"] = f.boolean_or("use_shared_attention_adapter", false);
+  c.doc["mamba"] = {{"num_heads", mamba_heads},
+                    {"head_dim", mamba_head_dim},
+                    {"state_size", f.integer("mamba_d_state")},
+                    {"n_groups", f.integer("mamba_ngroups")},
+                    {"conv_kernel", f.integer("mamba_d_conv")},
+                    {"ssm_state_dtype", "auto"}};
+}
+
 // vLLM 0.33's iquest_loopcoder.py (IQuest-Coder-Loop): Llama's layers run twice (loop_num 2,
 // vLLM's getattr default); the first pass attends with full attention and keeps its KV, the
 // second with the same projections over its own KV of the last loop_window_size tokens (64 by
@@ -2261,6 +2340,7 @@ constexpr NamedRule kRules[] = {
     {"chatglm", chatglm},
     {"nemotron_nas", nemotron_nas},
     {"falcon_h1", falcon_h1},
+    {"zamba2", zamba2},
     {"iquest_loop", iquest_loop},
     {"param2_moe", param2_moe},
     {"sarvam_mla", sarvam_mla},

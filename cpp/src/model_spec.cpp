@@ -388,7 +388,51 @@ void add_altup_laurel(const ModelSpec& s, int index, GroupBuilder& b) {
   }
 }
 
+// Zamba2's shared transformer blocks (zamba2.py Zamba2AttentionDecoderLayer), held once each:
+// input_layernorm [2h] and pre_ff_layernorm [h]; qkv_proj over the 2h-wide concatenation of the
+// hidden states and the embeddings, num_attention_heads heads of head_dim for q, k and v alike
+// (QKVParallelLinear given no KV head count); o_proj [h, 2h]; the gated MLP.
+void add_shared_blocks(const ModelSpec& s, GroupBuilder& b) {
+  const std::int64_t h = s.hidden_size;
+  const std::int64_t in = 2 * h;
+  const std::int64_t n = s.shared_blocks;
+  const std::int64_t heads = s.num_attention_heads;
+  const std::int64_t qkv = heads * s.head_dim;
+  b.add(TensorRole::Norm, TensorSplit::Replicated, -1, in + h, 1, false, n);
+  b.add(TensorRole::AttnQ, TensorSplit::Column, -1, qkv, in, true, n);
+  b.add(TensorRole::AttnKV, TensorSplit::KvHeads, -1, 2 * qkv, in, true, n, heads, 2);
+  b.add(TensorRole::AttnO, TensorSplit::Row, -1, h, qkv, true, n);
+  // The checkpoint stores gate_up_proj fused (transformers' Zamba2MLP), q, k and v apart.
+  b.add(TensorRole::MlpGateUp, TensorSplit::Column, -1, 2LL * s.intermediate_size, h, true, n);
+  b.add(TensorRole::MlpDown, TensorSplit::Row, -1, h, s.intermediate_size, true, n);
+}
+
+// One use of a Zamba2 shared block (Zamba2HybridLayer): its own linear [h, h] (a
+// ReplicatedLinear), the gate_up LoRA pair of its MLP (Zamba2LoRA: A a ColumnParallelLinear [rank,
+// h], B a MergedColumnParallelLinear [2 x intermediate, rank]) and, with attention adapters, one
+// pair on each of q, k and v over the 2h-wide input.
+void add_shared_block_use(const ModelSpec& s, int index, GroupBuilder& b) {
+  const std::int64_t h = s.hidden_size;
+  const std::int64_t rank = s.shared_block_adapter_rank;
+  b.add(TensorRole::MlpDown, TensorSplit::Replicated, index, h, h, true);
+  b.add(TensorRole::MlpGateUp, TensorSplit::Column, index, rank, h, true);
+  b.add(TensorRole::MlpGateUp, TensorSplit::Column, index, 2LL * s.intermediate_size, rank, true);
+  if (s.shared_block_attention_adapters) {
+    const std::int64_t qkv = static_cast<std::int64_t>(s.num_attention_heads) * s.head_dim;
+    b.add(TensorRole::AttnQ, TensorSplit::Column, index, rank, 2 * h, true, 3);
+    b.add(TensorRole::AttnQ, TensorSplit::Column, index, qkv, rank, true, 3);
+  }
+}
+
 void add_layer(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuilder& b) {
+  if (s.shared_blocks > 0) {
+    // Zamba2: every layer is a Mamba2 layer (one norm, the mixer); a full_attention layer also
+    // runs a shared block, whose weights add_shared_blocks counts once.
+    b.add(TensorRole::Norm, TensorSplit::Replicated, index, s.hidden_size, 1, false);
+    add_mamba(s, index, b);
+    if (layer.attention == AttentionKind::Full) add_shared_block_use(s, index, b);
+    return;
+  }
   const std::int64_t norms =
       s.norm_per_block ? (layer.attention != AttentionKind::None ? 1 : 0) + (layer.mlp ? 1 : 0)
                        : s.norms_per_layer;
@@ -469,6 +513,7 @@ std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include
   for (std::size_t i = 0; i < spec.layers.size(); ++i) {
     add_layer(spec, spec.layers[i], static_cast<int>(i), b);
   }
+  if (spec.shared_blocks > 0) add_shared_blocks(spec, b);
   b.add(TensorRole::Norm, TensorSplit::Replicated, -1, h, 1, false);  // final norm
   if (!spec.tie_word_embeddings) {
     b.add(TensorRole::LmHead, TensorSplit::Vocab, -1, spec.vocab_size, h, false);

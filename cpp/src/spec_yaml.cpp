@@ -83,6 +83,9 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "per_layer_input_vocab_size", "int", false, "Rows of the per-layer input embedding table; default vocab_size.", std::int64_t{1} << 22},
   {"model", "altup_num_inputs", "int", false, "Gemma-3n AltUp streams n: per layer correction [n, n], prediction [n^2, n] and router [n, hidden_size] coefficients and two hidden_size vectors; per model 2 x (n - 1) hidden_size x hidden_size projections. 0: none.", 64},
   {"model", "laurel_rank", "int", false, "Gemma-3n LAuReL rank r: per layer [r, hidden_size] and [hidden_size, r] projections and a norm. 0: none.", std::int64_t{1} << 14},
+  {"model", "shared_blocks", "int", false, "Zamba2 num_mem_blocks n: every full_attention layer runs one of n shared transformer blocks (weights held once: a 2 x hidden_size input norm, q/k/v and o_proj over 2 x hidden_size, a norm and a gated MLP) and adds its own hidden_size x hidden_size projection and LoRA adapters; 0: none.", 64},
+  {"model", "shared_block_adapter_rank", "int", false, "Zamba2 adapter_rank: the rank of each use's LoRA adapters on the shared block's gate_up (and q/k/v with shared_block_attention_adapters); needs shared_blocks.", std::int64_t{1} << 14},
+  {"model", "shared_block_attention_adapters", "bool", false, "Zamba2 use_shared_attention_adapter: each use also has LoRA adapters on q, k and v of the shared block; needs shared_blocks."},
   {"model", "mla", "map", false, "Multi-head latent attention geometry (DeepSeek V2/V3); makes every attention layer MLA."},
   {"model", "short_conv", "map", false, "vLLM's ShortConv mixer (LFM2): its mamba layers are gated depthwise convs whose state is the conv's alone; excludes a mamba: block."},
   {"model", "moe", "map", false, "Routed experts."},
@@ -764,6 +767,14 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   s.per_layer_input_vocab_size = r.get_i32("per_layer_input_vocab_size", s.vocab_size, 1);
   s.altup_num_inputs = r.get_i32("altup_num_inputs", 0, 0);
   s.laurel_rank = r.get_i32("laurel_rank", 0, 0);
+  s.shared_blocks = r.get_i32("shared_blocks", 0, 0);
+  s.shared_block_adapter_rank = r.get_i32("shared_block_adapter_rank", 0, 0);
+  s.shared_block_attention_adapters = r.get_bool("shared_block_attention_adapters", false);
+  if (s.shared_blocks == 0 &&
+      (s.shared_block_adapter_rank > 0 || s.shared_block_attention_adapters)) {
+    r.fail("shared_block_adapter_rank", std::to_string(s.shared_block_adapter_rank),
+           "adapters of shared blocks need shared_blocks");
+  }
   return layer;
 }
 
@@ -1148,6 +1159,10 @@ void apply_layer_lists(const MapReader& r, ModelSpec& s) {
 void apply_beside_caches(const MapReader& r, ModelSpec& s) {
   const bool mamba = r.get_bool("mamba_beside_attention", false);
   const std::int32_t window = r.get_i32("loop_window", 0, 0);
+  if (s.shared_blocks > 0 && !mamba) {
+    r.fail("shared_blocks", std::to_string(s.shared_blocks),
+           "needs mamba_beside_attention (Zamba2: a Mamba2 mixer on every layer)");
+  }
   if (r.get_bool("dual_mla", false)) {
     if (mamba || window > 0) {
       r.fail("dual_mla", "true", "a layer keeps one cache beside its attention");

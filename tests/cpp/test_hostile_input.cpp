@@ -114,6 +114,15 @@ std::string with_value(const std::string& record, const std::string& key, const 
   if (key == "num_kv_shared_layers") {
     yaml = set_value(yaml, "model", "num_hidden_layers", "4096", "int");
   }
+  if (key == "shared_blocks" || key == "shared_block_adapter_rank") {
+    // Zamba2's shared blocks run on the attention layers of a Mamba2 mixer on every layer.
+    yaml +=
+        "layer_pattern: [mamba, full_attention]\nmamba_beside_attention: true\n"
+        "mamba:\n  num_heads: 128\n  head_dim: 64\n  state_size: 128\n";
+    if (key == "shared_block_adapter_rank") {
+      yaml = set_value(yaml, "model", "shared_blocks", "2", "int");
+    }
+  }
   return yaml;
 }
 

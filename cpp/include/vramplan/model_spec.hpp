@@ -294,6 +294,16 @@ struct ModelSpec {
   // Gemma-3n's LAuReL block per layer (laurel_rank r > 0): linear_left [r, hidden] (column),
   // linear_right [hidden, r] (row), post_laurel_norm [hidden]. 0: none.
   std::int32_t laurel_rank = 0;
+  // Zamba2's shared transformer blocks (zamba2.py, shared_blocks n > 0): every full_attention
+  // layer runs one of n blocks, reused round-robin, whose weights are held once: per block an
+  // input norm [2 x hidden], q/k/v [3 x 2 x hidden, 2 x hidden], o_proj [hidden, 2 x hidden], a
+  // norm [hidden] and a gated MLP of intermediate_size. Each use (each such layer) has its own
+  // projection [hidden, hidden] (replicated), a LoRA pair on gate_up (A [rank, hidden], B
+  // [2 x intermediate, rank]) and, with shared_block_attention_adapters, one on each of q, k and
+  // v (A [rank, 2 x hidden], B [2 x hidden, rank]), rank shared_block_adapter_rank. 0: none.
+  std::int32_t shared_blocks = 0;
+  std::int32_t shared_block_adapter_rank = 0;
+  bool shared_block_attention_adapters = false;
   // Rows of a learned absolute position table, hidden_size wide, that vLLM builds as a plain
   // (replicated, unquantized) nn.Embedding: GPT-2's wpe, OPT's embed_positions. 0: none.
   std::int32_t position_embeddings = 0;

@@ -184,6 +184,7 @@ enum class Audio : std::uint8_t {
   Qwen25Omni,  // Qwen2.5-Omni's thinker: a Whisper-style encoder with ln_post and proj
   Qwen3Omni,   // Qwen3-Omni's thinker: the Qwen3-Omni audio encoder (as Qwen3-ASR's)
   Gemma3n,     // Gemma-3n: the USM Conformer (Gemma3nAudioEncoder) + embed_audio
+  MossTranscribeDiarize,  // MOSS-Transcribe-Diarize: vLLM's Whisper encoder + the VQ adaptor
 };
 
 struct Context {
@@ -2433,7 +2434,7 @@ struct NamedAudio {
 constexpr NamedAudio kAudios[] = {
     {"qwen2_audio", Audio::Qwen2Audio},  {"qwen3_asr", Audio::Qwen3Asr},
     {"qwen2_5_omni", Audio::Qwen25Omni}, {"qwen3_omni", Audio::Qwen3Omni},
-    {"gemma3n", Audio::Gemma3n},
+    {"gemma3n", Audio::Gemma3n},         {"moss_transcribe_diarize", Audio::MossTranscribeDiarize},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -3809,6 +3810,22 @@ std::int64_t gemma3n_audio_encoder(const ConfigFields& a) {
   return convs + in * frequencies * h + layers * block;
 }
 
+// MOSS-Transcribe-Diarize's VQ adaptor over audio_merge_size merged encoder frames
+// (moss_transcribe_diarize.py MossTranscribeDiarizeVQAdaptor): a biased Linear [text,
+// adaptor_input_dim], a biased Linear [text, text] and a LayerNorm (weight and bias).
+// adaptor_input_dim, read from the wrapper's keys, is d_model x audio_merge_size where absent,
+// as vLLM's MossTranscribeDiarizeConfig sets it.
+std::int64_t moss_vq_adaptor(const ConfigFields& a, const ConfigFields& outer,
+                             std::int64_t text_hidden) {
+  const std::int64_t merge =
+      bounded(outer, "audio_merge_size", outer.integer_or("audio_merge_size", 4), kMaxLayers);
+  const std::int64_t input = outer.has("adaptor_input_dim")
+                                 ? bounded(outer, "adaptor_input_dim", kMaxWidth)
+                                 : bounded(a, "d_model", kMaxWidth) * merge;
+  return input * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden +
+         2 * text_hidden;
+}
+
 // The transformers class an audio_config is built as (its defaults fill omitted keys) and the
 // model_type it carries.
 struct AudioConfigClass {
@@ -3821,6 +3838,7 @@ AudioConfigClass audio_config_class(Audio audio) {
     return {"Qwen3OmniMoeAudioEncoderConfig", "qwen3_omni_moe_audio_encoder"};
   }
   if (audio == Audio::Gemma3n) return {"Gemma3nAudioConfig", "gemma3n_audio"};
+  if (audio == Audio::MossTranscribeDiarize) return {"WhisperConfig", "whisper"};
   if (audio == Audio::Qwen25Omni) {
     return {"Qwen2_5OmniAudioEncoderConfig", "qwen2_5_omni_audio_encoder"};
   }
@@ -3828,7 +3846,8 @@ AudioConfigClass audio_config_class(Audio audio) {
 }
 
 // The encoder and projector parameters of a wrapper's audio tower, as vLLM 0.33 builds them.
-std::int64_t audio_parameters(const ConfigFields& a, Audio audio, std::int64_t text_hidden) {
+std::int64_t audio_parameters(const ConfigFields& a, const ConfigFields& outer, Audio audio,
+                              std::int64_t text_hidden) {
   switch (audio) {
     case Audio::Qwen2Audio:
       // qwen2_audio.py Qwen2AudioMultiModalProjector: a biased Linear [text, d_model].
@@ -3842,6 +3861,10 @@ std::int64_t audio_parameters(const ConfigFields& a, Audio audio, std::int64_t t
       return qwen25_omni_audio_encoder(a);
     case Audio::Gemma3n:
       return gemma3n_audio_encoder(a) + gemma3n_embedder(a, text_hidden);
+    case Audio::MossTranscribeDiarize:
+      // vLLM's WhisperEncoder (whisper.py) holds the same weights as Qwen2AudioEncoder: a
+      // max_source_positions x d_model position table, k_proj unbiased in the checkpoint.
+      return whisper_style_encoder(a) + moss_vq_adaptor(a, outer, text_hidden);
     case Audio::None:
       break;
   }
@@ -4677,7 +4700,7 @@ void add_audio(const json& config, const ConfigFields& top, Audio audio, const s
            std::string("vLLM 0.33 builds this model's audio encoder as ") + cls.model_type);
   }
   const std::int64_t parameters =
-      audio_parameters(a, audio, doc["hidden_size"].get<std::int64_t>());
+      audio_parameters(a, top, audio, doc["hidden_size"].get<std::int64_t>());
   if (doc.contains("vision")) {
     // Beside a vision tower (Qwen2.5-Omni): one tower of both, the audio share apart.
     json& tower = doc["vision"];

@@ -89,7 +89,8 @@ TEST(RegistryFamiliesP, WhisperMediumEncoderClosesOnThePublishedCount) {
 TEST(RegistryFamiliesP, MossTranscribeDiarizeByHand) {
   const ModelSpec spec = load_hf_config(config_path(kMoss));
   const std::int64_t encoder = whisper_encoder(1024, 4096, 24, 80, 1500);
-  const std::int64_t adaptor = linear(4096, 1024, true) + linear(1024, 1024, true) + 2 * 1024;
+  const std::int64_t adaptor =
+      linear(4096, 1024, true) + linear(1024, 1024, true) + std::int64_t{2} * 1024;
   const std::int64_t text = qwen3_tied_text(1024, 28, 16, 8, 3072, 151936);
   EXPECT_EQ(text, 596049920);
   EXPECT_EQ(spec.vision.num_parameters, encoder + adaptor);
@@ -111,7 +112,7 @@ TEST(RegistryFamiliesP, MossAdaptorWidthFollowsTheMergeSize) {
   config.erase("adaptor_input_dim");
   config["audio_merge_size"] = 2;
   const nlohmann::json doc = architecture_spec_document(config, "config.json");
-  EXPECT_EQ(doc["vision"]["num_parameters"].get<std::int64_t>(), full - 2048 * 1024);
+  EXPECT_EQ(doc["vision"]["num_parameters"].get<std::int64_t>(), full - std::int64_t{2048} * 1024);
 }
 
 // An audio_config naming another encoder than Whisper is refused by name, and so is an

@@ -49,12 +49,12 @@ constexpr std::int64_t kW = 1536;
 constexpr std::int64_t kMlp = 8960;
 
 std::int64_t pe_block(bool layer_scales) {
-  return 2 * 2 * kW + linear(kW, 3 * kW, true) + linear(kW, kW, true) +
+  return kW * 2 * 2 + linear(kW, 3 * kW, true) + linear(kW, kW, true) +
          (layer_scales ? 2 * kW : 0) + linear(kW, kMlp, true) + linear(kMlp, kW, true);
 }
 
 std::int64_t pe_vit(bool layer_scales) {
-  return kW * 3 * 14 * 14 + 52 * 52 * kW + 2 * kW + 47 * pe_block(layer_scales);
+  return kW * 3 * 14 * 14 + kW * 52 * 52 + 2 * kW + 47 * pe_block(layer_scales);
 }
 
 std::int64_t pe_downsamplers() {
@@ -136,7 +136,7 @@ TEST(RegistryFamiliesQ, PerceptionEncoderFlagsByHand) {
             pe_vit(false) + pe_downsamplers() + kProjector);
   nlohmann::json no_posemb = config;
   no_posemb["vision_config"]["use_abs_posemb"] = false;
-  EXPECT_EQ(from_json(no_posemb).vision.num_parameters, base - 52 * 52 * kW);
+  EXPECT_EQ(from_json(no_posemb).vision.num_parameters, base - kW * 52 * 52);
 }
 
 // What step_vl.py refuses or cannot build is refused by name: use_rope2d false (it raises),

@@ -173,6 +173,7 @@ enum class Vision : std::uint8_t {
   Phi3V,          // Phi-3-vision: fixed CLIP ViT-L/14-336 to img_processor.layer_idx + HD projector
   Qwen3Omni,      // Qwen3-Omni's thinker: Qwen3-VL's ViT, positions from image_size / patch_size
   Gemma3n,        // Gemma-3n: timm's MobileNet-V5 (by architecture name) + embed_vision
+  StepPe,  // Step-3.7 (step3p7.py): step_vl.py's Perception Encoder, two stride-2 convs, a linear
 };
 
 // The audio encoder a multimodal wrapper carries (read from audio_config; counted by parameters,
@@ -2425,6 +2426,7 @@ constexpr NamedVision kVisions[] = {
     {"phi3_v", Vision::Phi3V},
     {"qwen3_omni", Vision::Qwen3Omni},
     {"gemma3n", Vision::Gemma3n},
+    {"step_vl", Vision::StepPe},
 };
 
 struct NamedAudio {
@@ -3526,6 +3528,53 @@ std::int64_t gemma3n_vision(const ConfigFields& v, std::int64_t text_hidden) {
   return kMobileNetV5_300mEnc + gemma3n_embedder(v, text_hidden);
 }
 
+// The Perception Encoder as vLLM 0.33's step_vl.py builds it (PerceptionEncoder, which
+// step3p7.py's Step3p7ForConditionalGeneration reuses), with the wrapper's vit_large_projector:
+// an unbiased patch convolution from 3 channels to width; a class vector under use_cls_token
+// (the remote class's ues_cls_token where the file names no use_cls_token); a learned position
+// table of (class +) (image_size / patch_size)^2 rows under use_abs_posemb; ln_pre and ln_post
+// LayerNorms under their flags; `layers` blocks of two LayerNorms, a biased fused qkv and
+// out_proj, two layer scales unless ls_init_value is null, and a biased fc1 / fc2 of
+// int(width x mlp_ratio); then vit_downsampler1 (width -> 2 width) and vit_downsampler2 (2 width
+// -> 4 width), biased 3 x 3 convolutions; vit_large_projector [4 width -> text hidden], biased
+// under the top-level projector_bias. The 2-D RoPE tables are buffers. use_rope2d false is
+// refused, as step_vl.py refuses it.
+std::int64_t step_pe_tower(const ConfigFields& v, const ConfigFields& top,
+                           std::int64_t text_hidden) {
+  if (!v.boolean_or("use_rope2d", true)) {
+    v.fail("use_rope2d", "false", "vLLM 0.33's step_vl.py PerceptionEncoder requires true");
+  }
+  const std::int64_t w = bounded(v, "width", kMaxWidth);
+  const std::int64_t layers = bounded(v, "layers", kMaxLayers);
+  const std::int64_t heads = bounded(v, "heads", w);
+  if (w % heads != 0) {
+    v.fail("heads", std::to_string(heads),
+           "must divide width (" + std::to_string(w) + "): the fused qkv splits it per head");
+  }
+  const std::int64_t patch = bounded(v, "patch_size", kMaxSide);
+  const std::int64_t side = bounded(v, "image_size", kMaxSide) / patch;
+  const double ratio = v.number_or("mlp_ratio", 0.0);
+  // step_vl.py: hidden_dim = int(d_model * mlp_ratio), the same double product truncated.
+  const double product = static_cast<double>(w) * ratio;
+  const std::int64_t inter = bounded(v, "mlp_ratio",
+                                     product >= 1.0 && product <= static_cast<double>(kMaxWidth)
+                                         ? static_cast<std::int64_t>(product)
+                                         : 0,
+                                     kMaxWidth);
+  const bool cls = v.has("use_cls_token") ? v.boolean_or("use_cls_token", false)
+                                          : v.boolean_or("ues_cls_token", false);
+  const bool scales = v.value("ls_init_value") != nullptr;
+  const std::int64_t block = 4 * w * w + 2 * w * inter + 9 * w + inter + (scales ? 2 * w : 0);
+  std::int64_t embeddings = 3 * patch * patch * w + (cls ? w : 0);
+  if (v.boolean_or("use_abs_posemb", true)) embeddings += ((cls ? 1 : 0) + side * side) * w;
+  if (v.boolean_or("use_ln_pre", true)) embeddings += 2 * w;
+  if (v.boolean_or("use_ln_post", false)) embeddings += 2 * w;
+  const std::int64_t downsamplers = (2 * w * w * 9 + 2 * w) + (4 * w * 2 * w * 9 + 4 * w);
+  const std::int64_t projector =
+      4 * w * text_hidden + (top.boolean_or("projector_bias", false) ? text_hidden : 0);
+  return embeddings + layers * block + downsamplers + projector;
+}
+
 std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, Vision style,
                                const std::string& model_type, bool clip, std::int64_t text_hidden) {
   switch (style) {
@@ -3587,6 +3636,8 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
       return keye_tower(v, top, false, text_hidden);
     case Vision::Cohere2Vision:
       return cohere2_vision_tower(v, top, text_hidden);
+    case Vision::StepPe:
+      return step_pe_tower(v, top, text_hidden);
     case Vision::DeepseekOcr:  // reads projector_config, not vision_config: add_deepseek_ocr
     case Vision::Ovis25:       // reads vit_config and visual_vocab_size: add_ovis2_5
     case Vision::OpenVla:      // fixed timm towers, no vision_config: openvla_tower
@@ -4378,6 +4429,9 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
   if (style == Vision::DotsOcr) return "DotsVisionConfig";
   if (style == Vision::Gemma4Unified) return "Gemma4UnifiedVisionConfig";
   if (style == Vision::Gemma3n) return "Gemma3nVisionConfig";
+  // Step-3.7's remote configuration_step3p7.py builds vision_config as its
+  // StepRoboticsVisionEncoderConfig (trust_remote_code; the auto_map names it).
+  if (style == Vision::StepPe) return "StepRoboticsVisionEncoderConfig";
   // Keye's remote KeyeVisionConfig is SigLIP's (vision_config.model_type siglip_vision_model).
   if (style == Vision::Keye) return "SiglipVisionConfig";
   // Command A Vision's vision_config (transformers' Cohere2VisionConfig: siglip_vision_model
@@ -4804,7 +4858,8 @@ json architecture_spec_document(const json& config, const std::string& file) {
              style == Vision::MiniCpmV || style == Vision::MiniCpmV46 ||
              style == Vision::Exaone45 || style == Vision::DotsOcr ||
              style == Vision::Gemma4Unified || style == Vision::Keye ||
-             style == Vision::PaddleOcrVl || style == Vision::Cohere2Vision) {
+             style == Vision::PaddleOcrVl || style == Vision::Cohere2Vision ||
+             style == Vision::StepPe) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "
              "config.json");

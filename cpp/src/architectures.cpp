@@ -3854,7 +3854,7 @@ std::int64_t parakeet_parameters(const ConfigFields& a, std::int64_t text_hidden
   const std::int64_t feed_forward = 2 * d * ffn;
   const std::int64_t attention = 5 * d * d + 2 * d;
   const std::int64_t convolution = 3 * d * d + d * kernel + 2 * d + (conv_bias ? 2 * d + d + d : 0);
-  const std::int64_t block = 2 * feed_forward + attention + convolution + 5 * 2 * d;
+  const std::int64_t block = 2 * feed_forward + attention + convolution + 10 * d;  // 5 LayerNorms
   const std::int64_t head = d + d * projection + projection * text_hidden +
                             (projection_bias ? projection + text_hidden : 0);
   return subsampling + layers * block + head;

@@ -150,8 +150,8 @@ TEST(RegistryFamiliesN, NemotronNanoOmniStateAndKvByHand) {
 }
 
 // vLLM builds no sound encoder without sound_config, no video embedder at
-// video_temporal_patch_size 1, and one class token without cls_token_per_teacher (1 + 10 - 1
-// registers: 10 tokens still).
+// video_temporal_patch_size 1, one class token without cls_token_per_teacher (1 + 10 - 1
+// registers: 10 tokens still), and vision_final_layernorm only under MTP.
 TEST(RegistryFamiliesN, NemotronNanoOmniOptionalParts) {
   auto no_sound = config_json(kOmni);
   no_sound.erase("sound_config");
@@ -172,6 +172,12 @@ TEST(RegistryFamiliesN, NemotronNanoOmniOptionalParts) {
   one_cls["vision_config"]["args"].erase("register_multiple");  // None: no registers
   const ModelSpec bare = model_spec_from_hf_config(one_cls, nullptr, "<omni>");
   EXPECT_EQ(bare.vision.num_parameters, c_radio_v4_h(2) + mlp1() - 9 * 1280);
+
+  // A text model with MTP layers: vision_final_layernorm, a LayerNorm [1280] (weight + bias).
+  auto mtp = no_sound;
+  mtp["llm_config"]["num_nextn_predict_layers"] = 1;
+  const ModelSpec with_mtp = model_spec_from_hf_config(mtp, nullptr, "<omni>");
+  EXPECT_EQ(with_mtp.vision.num_parameters, c_radio_v4_h(2) + mlp1() + 2 * 1280);
 }
 
 // What vLLM cannot build, or what the remote config classes leave unknown, is refused by name.

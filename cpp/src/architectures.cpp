@@ -3825,6 +3825,16 @@ std::int64_t gemma3n_audio_encoder(const ConfigFields& a) {
 // five LayerNorms; the relative positions are a buffer. The projection: an RMSNorm [d], linear1
 // [d -> projection_hidden_size] and linear2 [-> text width], biased with projection_bias.
 std::int64_t parakeet_parameters(const ConfigFields& a, std::int64_t text_hidden) {
+  // ParakeetConfig.from_hf_config passes these beside **sound_config.to_dict(): a duplicate
+  // stops vLLM (TypeError).
+  for (const char* key :
+       {"attention_bias", "scale_input", "llm_hidden_size", "max_position_embeddings"}) {
+    if (a.has(key)) {
+      a.fail(key, a.at(key).dump().substr(0, 40),
+             "parakeet.py passes ParakeetConfig this keyword itself: vLLM 0.33 stops on the "
+             "duplicate");
+    }
+  }
   const std::int64_t d = required_count(a, "hidden_size", kMaxWidth);
   const std::int64_t heads = required_count(a, "num_attention_heads", kMaxLayers);
   const std::int64_t layers = required_count(a, "num_hidden_layers", kMaxLayers);

@@ -201,6 +201,9 @@ TEST(RegistryFamiliesN, NemotronNanoOmniRefusesByName) {
   message = refusal(omni_with("vision_config", "separate_video_embedder", false));
   EXPECT_NE(message.find("separate_video_embedder"), std::string::npos) << message;
 
+  message = refusal(omni_with("sound_config", "attention_bias", true));
+  EXPECT_NE(message.find("sound_config.attention_bias"), std::string::npos) << message;
+
   auto duplicate = config_json(kOmni);
   duplicate["vision_config"]["args"]["patch_size"] = 16;
   message = refusal(duplicate);

@@ -174,6 +174,7 @@ enum class Vision : std::uint8_t {
   Qwen3Omni,      // Qwen3-Omni's thinker: Qwen3-VL's ViT, positions from image_size / patch_size
   Gemma3n,        // Gemma-3n: timm's MobileNet-V5 (by architecture name) + embed_vision
   StepPe,  // Step-3.7 (step3p7.py): step_vl.py's Perception Encoder, two stride-2 convs, a linear
+  Radio,   // Nemotron Nano VL / Omni (nano_nemotron_vl.py): vLLM's RADIO ViT + ReLU^2 mlp1
 };
 
 // The audio encoder a multimodal wrapper carries (read from audio_config; counted by parameters,
@@ -186,6 +187,7 @@ enum class Audio : std::uint8_t {
   Qwen3Omni,   // Qwen3-Omni's thinker: the Qwen3-Omni audio encoder (as Qwen3-ASR's)
   Gemma3n,     // Gemma-3n: the USM Conformer (Gemma3nAudioEncoder) + embed_audio
   MossTranscribeDiarize,  // MOSS-Transcribe-Diarize: vLLM's Whisper encoder + the VQ adaptor
+  Parakeet,               // Nemotron Omni: sound_config's Parakeet Conformer + ReLU^2 projection
 };
 
 struct Context {
@@ -2427,6 +2429,7 @@ constexpr NamedVision kVisions[] = {
     {"qwen3_omni", Vision::Qwen3Omni},
     {"gemma3n", Vision::Gemma3n},
     {"step_vl", Vision::StepPe},
+    {"radio", Vision::Radio},
 };
 
 struct NamedAudio {
@@ -2437,6 +2440,7 @@ constexpr NamedAudio kAudios[] = {
     {"qwen2_audio", Audio::Qwen2Audio},  {"qwen3_asr", Audio::Qwen3Asr},
     {"qwen2_5_omni", Audio::Qwen25Omni}, {"qwen3_omni", Audio::Qwen3Omni},
     {"gemma3n", Audio::Gemma3n},         {"moss_transcribe_diarize", Audio::MossTranscribeDiarize},
+    {"parakeet", Audio::Parakeet},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -3643,6 +3647,7 @@ std::int64_t vision_parameters(const ConfigFields& v, const ConfigFields& top, V
     case Vision::OpenVla:      // fixed timm towers, no vision_config: openvla_tower
     case Vision::Phi3V:        // reads img_processor and embd_layer: add_phi3v
     case Vision::Blip2:        // needs the Q-Former's config too: blip2_tower, from add_vision
+    case Vision::Radio:        // reads vision_config.args and the wrapper's keys: add_radio
     case Vision::Siglip:
     case Vision::Vit:
     case Vision::None:
@@ -3877,6 +3882,63 @@ std::int64_t moss_vq_adaptor(const ConfigFields& a, const ConfigFields& outer,
          2 * text_hidden;
 }
 
+// Nemotron Omni's sound encoder and projection as vLLM 0.33 builds them (parakeet.py
+// ProjectedParakeet over sound_config, a remote-code SoundConfig whose defaults are not read, so
+// every size is required): transformers' ParakeetEncoder with attention_bias forced false
+// (ParakeetConfig.from_hf_config). Subsampling: a biased k x k Conv2d from one channel, then
+// log2(subsampling_factor) - 1 pairs of a biased depthwise k x k and a biased pointwise 1 x 1
+// Conv2d, and a biased linear from channels x (num_mel_bins / stride^log2(factor)) to d. A
+// Conformer block: two feed-forwards [d -> ffn -> d], q/k/v/o and relative_k_proj [d, d] with
+// bias_u and bias_v [heads, d / heads], a convolution module (pointwise [2d, d], depthwise
+// [d, kernel], biased with convolution_bias; a BatchNorm's weight and bias; pointwise [d, d]) and
+// five LayerNorms; the relative positions are a buffer. The projection: an RMSNorm [d], linear1
+// [d -> projection_hidden_size] and linear2 [-> text width], biased with projection_bias.
+std::int64_t parakeet_parameters(const ConfigFields& a, std::int64_t text_hidden) {
+  // ParakeetConfig.from_hf_config passes these beside **sound_config.to_dict(): a duplicate
+  // stops vLLM (TypeError).
+  for (const char* key :
+       {"attention_bias", "scale_input", "llm_hidden_size", "max_position_embeddings"}) {
+    if (a.has(key)) {
+      a.fail(key, a.at(key).dump().substr(0, 40),
+             "parakeet.py passes ParakeetConfig this keyword itself: vLLM 0.33 stops on the "
+             "duplicate");
+    }
+  }
+  const std::int64_t d = required_count(a, "hidden_size", kMaxWidth);
+  const std::int64_t heads = required_count(a, "num_attention_heads", kMaxLayers);
+  const std::int64_t layers = required_count(a, "num_hidden_layers", kMaxLayers);
+  const std::int64_t ffn = required_count(a, "intermediate_size", kMaxWidth);
+  const std::int64_t kernel = required_count(a, "conv_kernel_size", kMaxLayers);
+  const std::int64_t channels = required_count(a, "subsampling_conv_channels", kMaxWidth);
+  const std::int64_t k = required_count(a, "subsampling_conv_kernel_size", kMaxLayers);
+  const std::int64_t factor = required_count(a, "subsampling_factor", kMaxLayers);
+  const std::int64_t stride = required_count(a, "subsampling_conv_stride", kMaxLayers);
+  const std::int64_t mels = required_count(a, "num_mel_bins", 1 << 12);
+  const std::int64_t projection = required_count(a, "projection_hidden_size", kMaxWidth);
+  const bool conv_bias = required_flag(a, "convolution_bias");
+  const bool projection_bias = required_flag(a, "projection_bias");
+  if (d % heads != 0) {
+    a.fail("num_attention_heads", std::to_string(heads),
+           "must divide hidden_size (" + std::to_string(d) + "): the head width is d / heads");
+  }
+  std::int64_t convs = 0;  // int(math.log2(subsampling_factor)) stride-2 stages
+  while ((std::int64_t{2} << convs) <= factor) ++convs;
+  if (convs < 1) a.fail("subsampling_factor", std::to_string(factor), "expected at least 2");
+  std::int64_t remaining = mels;
+  for (std::int64_t i = 0; i < convs; ++i) remaining /= stride;
+  if (remaining < 1) a.fail("num_mel_bins", std::to_string(mels), "no mel bins remain");
+  const std::int64_t first = channels * k * k + channels;
+  const std::int64_t pair = channels * k * k + channels + channels * channels + channels;
+  const std::int64_t subsampling = first + (convs - 1) * pair + channels * remaining * d + d;
+  const std::int64_t feed_forward = 2 * d * ffn;
+  const std::int64_t attention = 5 * d * d + 2 * d;
+  const std::int64_t convolution = 3 * d * d + d * kernel + 2 * d + (conv_bias ? 2 * d + d + d : 0);
+  const std::int64_t block = 2 * feed_forward + attention + convolution + 10 * d;  // 5 LayerNorms
+  const std::int64_t head = d + d * projection + projection * text_hidden +
+                            (projection_bias ? projection + text_hidden : 0);
+  return subsampling + layers * block + head;
+}
+
 // The transformers class an audio_config is built as (its defaults fill omitted keys) and the
 // model_type it carries.
 struct AudioConfigClass {
@@ -3890,6 +3952,7 @@ AudioConfigClass audio_config_class(Audio audio) {
   }
   if (audio == Audio::Gemma3n) return {"Gemma3nAudioConfig", "gemma3n_audio"};
   if (audio == Audio::MossTranscribeDiarize) return {"WhisperConfig", "whisper"};
+  if (audio == Audio::Parakeet) return {"SoundConfig", "parakeet"};
   if (audio == Audio::Qwen25Omni) {
     return {"Qwen2_5OmniAudioEncoderConfig", "qwen2_5_omni_audio_encoder"};
   }
@@ -3916,6 +3979,8 @@ std::int64_t audio_parameters(const ConfigFields& a, const ConfigFields& outer, 
       // vLLM's WhisperEncoder (whisper.py) holds the same weights as Qwen2AudioEncoder: a
       // max_source_positions x d_model position table, k_proj unbiased in the checkpoint.
       return whisper_style_encoder(a) + moss_vq_adaptor(a, outer, text_hidden);
+    case Audio::Parakeet:
+      return parakeet_parameters(a, text_hidden);
     case Audio::None:
       break;
   }
@@ -4432,6 +4497,7 @@ std::string vision_config_class(const ConfigFields& v, Vision style,
   // Step-3.7's remote configuration_step3p7.py builds vision_config as its
   // StepRoboticsVisionEncoderConfig (trust_remote_code; the auto_map names it).
   if (style == Vision::StepPe) return "StepRoboticsVisionEncoderConfig";
+  if (style == Vision::Radio) return "NemotronH_Nano_VL_V2 vision_config";
   // Keye's remote KeyeVisionConfig is SigLIP's (vision_config.model_type siglip_vision_model).
   if (style == Vision::Keye) return "SiglipVisionConfig";
   // Command A Vision's vision_config (transformers' Cohere2VisionConfig: siglip_vision_model
@@ -4510,6 +4576,151 @@ std::int64_t gemma4_unified_audio(const json& config, const ConfigFields& top,
   return width * text_hidden;
 }
 
+// vLLM 0.33's RadioConfig table VIT_TIMM_DIM_BY_NAME (transformers_utils/configs/radio.py): the
+// timm ViT names a RADIO config may give as args.model, with the width, depth and MLP width each
+// sizes (the head count sizes no weight).
+struct RadioVit {
+  const char* name;
+  std::int64_t width;
+  std::int64_t depth;
+  std::int64_t mlp;
+};
+constexpr RadioVit kRadioVits[] = {
+    {"vit_small_patch16_224", 384, 12, 1536},   {"vit_base_patch16_224", 768, 12, 3072},
+    {"vit_large_patch16_224", 1024, 24, 4096},  {"vit_huge_patch16_224", 1280, 32, 5120},
+    {"vit_so400m_patch16_224", 1152, 27, 4304},
+};
+
+const RadioVit& radio_vit(const ConfigFields& args) {
+  const std::string model = args.string_or("model", "");
+  for (const RadioVit& vit : kRadioVits) {
+    if (model == vit.name) return vit;
+  }
+  std::string known;
+  for (const RadioVit& vit : kRadioVits)
+    known += (known.empty() ? "" : ", ") + std::string(vit.name);
+  args.fail("model", model.empty() ? "missing" : model,
+            "vLLM 0.33's RadioConfig sizes only " + known + " (VIT_TIMM_DIM_BY_NAME)");
+}
+
+// The class and register tokens of RADIO's ClsToken: one class token, or one per distinct
+// teacher name under cls_token_per_teacher; register_multiple - (tokens % register_multiple)
+// registers when register_multiple is set (a whole multiple when tokens divide it).
+std::int64_t radio_prefix_tokens(const ConfigFields& args) {
+  std::set<std::string> teachers;
+  if (args.has("teachers")) {
+    const json& list = args.at("teachers");
+    if (!list.is_array()) args.fail("teachers", list.dump().substr(0, 60), "expected a list");
+    for (const json& t : list) {
+      if (!t.is_object() || !t.contains("name") || !t.at("name").is_string()) {
+        args.fail("teachers", t.dump().substr(0, 60), "each teacher needs a string name");
+      }
+      teachers.insert(t.at("name").get<std::string>());
+    }
+  }
+  const auto distinct = static_cast<std::int64_t>(teachers.size());
+  const std::int64_t cls = args.boolean_or("cls_token_per_teacher", false) ? distinct : 1;
+  const std::int64_t multiple = args.has("register_multiple")
+                                    ? bounded(args, "register_multiple", 1 << 12)
+                                    : 0;  // RadioConfig's None: no registers
+  return cls + (multiple > 0 ? multiple - cls % multiple : 0);
+}
+
+// vLLM 0.33's RADIO tower (radio.py RadioModel, as nano_nemotron_vl.py's
+// get_vit_model_from_radio_config configures it): the ViT of vision_config.args.model; an
+// unbiased patch embedder [3 p^2 -> w] and, with video_temporal_patch_size T > 1, a separate
+// unbiased video embedder [3 T p^2 -> w]; a position table of (round(cpe_max_size / p))^2
+// entries; the class and register tokens; per block two LayerNorms (RMSNorms under norm_type
+// rms_norm), qkv [3w, w] (biased with qkv_bias), a biased proj, q/k RMSNorms under
+// qk_normalization, a biased fc1 / fc2 of the table's MLP width and the layer scales ls1 / ls2
+// (built, though the checkpoint's are skipped at load); no final norm. `v`: vision_config with
+// the getattr defaults of nano_nemotron_vl.py, `args`: its args with RadioConfig's defaults.
+std::int64_t radio_tower(const ConfigFields& v, const ConfigFields& args) {
+  // RadioConfig takes these as keywords beside **args: a duplicate stops vLLM (TypeError).
+  for (const char* key : {"model_name", "image_size", "patch_size", "norm_mean", "norm_std",
+                          "video_temporal_patch_size", "separate_video_embedder"}) {
+    if (args.has(key)) {
+      args.fail(key, args.at(key).dump().substr(0, 40),
+                "nano_nemotron_vl.py passes RadioConfig this keyword itself: vLLM 0.33 stops on "
+                "the duplicate");
+    }
+  }
+  const RadioVit& vit = radio_vit(args);
+  const std::int64_t w = vit.width;
+  const std::int64_t patch = bounded(v, "patch_size", 1 << 10);
+  const std::int64_t temporal = bounded(v, "video_temporal_patch_size", 1 << 6);
+  if (temporal > 1 && !v.boolean_or("separate_video_embedder", true)) {
+    v.fail("separate_video_embedder", "false",
+           "vLLM 0.33's radio.py builds only a separate video embedder when "
+           "video_temporal_patch_size > 1 (NotImplementedError otherwise)");
+  }
+  // max_img_size = int(round(cpe_max_size / patch_size) * patch_size): Python's round, halves
+  // to even; the generator's rows and columns are that over the patch size.
+  const std::int64_t cpe = bounded(args, "cpe_max_size", kMaxSide);
+  std::int64_t side = cpe / patch;
+  const std::int64_t rest = cpe % patch;
+  if (2 * rest > patch || (2 * rest == patch && side % 2 == 1)) ++side;
+  if (side < 1) args.fail("cpe_max_size", std::to_string(cpe), "below half a patch: no positions");
+  const std::string norm = args.string_or("norm_type", "layer_norm");
+  if (norm != "layer_norm" && norm != "rms_norm") {
+    args.fail("norm_type", norm, "expected layer_norm or rms_norm (intern_vit.py NORM2FN)");
+  }
+  const std::int64_t norm_width = norm == "layer_norm" ? 2 * w : w;
+  const std::int64_t block = 2 * norm_width + 3 * w * w +
+                             (args.boolean_or("qkv_bias", true) ? 3 * w : 0) + w * w + w +
+                             (args.boolean_or("qk_normalization", false) ? 2 * w : 0) +
+                             2 * w * vit.mlp + vit.mlp + w + 2 * w;
+  const std::int64_t embedders =
+      3 * patch * patch * w + (temporal > 1 ? 3 * temporal * patch * patch * w : 0);
+  return embedders + side * side * w + radio_prefix_tokens(args) * w + vit.depth * block;
+}
+
+// nano_nemotron_vl.py's projector: mlp1 (an RMSNorm over vit_hidden_size x round(1 /
+// downsample_ratio)^2, unbiased [-> projector_hidden_size] and [-> text width]) and, where the
+// text config has num_nextn_predict_layers > 0, vision_final_layernorm (a LayerNorm over
+// vit_hidden_size). The wrapper's config class is remote code: its sizes are required.
+std::int64_t nano_nemotron_vl_projector(const ConfigFields& top, const json& text,
+                                        std::int64_t text_hidden) {
+  const std::int64_t vit = required_count(top, "vit_hidden_size", kMaxWidth);
+  const std::int64_t hidden = required_count(top, "projector_hidden_size", kMaxWidth);
+  const json* ratio = top.value("downsample_ratio");
+  if (ratio == nullptr || !ratio->is_number() || ratio->get<double>() <= 0.0 ||
+      ratio->get<double>() > 1.0) {
+    top.fail("downsample_ratio", ratio == nullptr ? "missing" : ratio->dump(),
+             "a number in (0, 1] required (remote-code config class: no default is read)");
+  }
+  // int(round(1 / downsample_ratio)): nearbyint rounds halves to even, as Python's round.
+  const auto scale = static_cast<std::int64_t>(std::nearbyint(1.0 / ratio->get<double>()));
+  const std::int64_t in = vit * scale * scale;
+  const json* mtp = text.is_object() && text.contains("num_nextn_predict_layers")
+                        ? &text.at("num_nextn_predict_layers")
+                        : nullptr;
+  const bool final_norm =
+      mtp != nullptr && mtp->is_number_integer() && mtp->get<std::int64_t>() > 0;
+  return in + in * hidden + hidden * text_hidden + (final_norm ? 2 * vit : 0);
+}
+
+// Nemotron Nano VL / Omni's image path into `parameters`: the RADIO tower of vision_config and
+// the projector; the defaults it took go to doc["config_defaults"].
+std::int64_t add_radio(const json& config, const ConfigFields& top, const ConfigFields& v,
+                       const std::string& file, json& doc) {
+  if (!v.has("args") || !v.at("args").is_object()) {
+    v.fail("args", v.has("args") ? "not an object" : "missing",
+           "the RADIO ViT is named by vision_config.args.model");
+  }
+  const std::string args_class = "RadioConfig";
+  const json& args_defaults = vision_class_defaults(args_class);
+  const ConfigFields args(v.at("args"), file, v.prefix() + "args.", &args_defaults, args_class);
+  const std::int64_t text_hidden = doc["hidden_size"].get<std::int64_t>();
+  const json& text = config.contains("llm_config")    ? config.at("llm_config")
+                     : config.contains("text_config") ? config.at("text_config")
+                                                      : config;
+  const std::int64_t parameters =
+      radio_tower(v, args) + nano_nemotron_vl_projector(top, text, text_hidden);
+  report_defaults(args, args_defaults, args_class, doc);
+  return parameters;
+}
+
 // The wrapper's vision tower into doc["vision"]: its parameters and encoder-profile facts, and
 // the vision-config class defaults it read into doc["config_defaults"].
 void add_vision(const json& config, const ConfigFields& top, Vision style,
@@ -4535,6 +4746,8 @@ void add_vision(const json& config, const ConfigFields& top, Vision style,
     report_defaults(q, qformer_defaults, qformer_class, doc);
   } else if (style == Vision::Glm4v && model_type == "glm_ocr") {
     parameters = glm4v_tower(v, true, doc["intermediate_size"].get<std::int64_t>());
+  } else if (style == Vision::Radio) {
+    parameters = add_radio(config, top, v, file, doc);
   } else {
     parameters = vision_parameters(v, top, style, model_type, config_class == "CLIPVisionConfig",
                                    text_hidden);
@@ -4738,16 +4951,19 @@ void add_ovis2_5(const json& config, const ConfigFields& top, const std::string&
 // doc["config_defaults"].
 void add_audio(const json& config, const ConfigFields& top, Audio audio, const std::string& file,
                json& doc) {  // config / top: the object holding audio_config (thinker_config)
-  if (!top.has("audio_config")) {
-    top.fail("audio_config", "missing",
+  // Nemotron Omni's encoder reads sound_config, and vLLM builds none without one.
+  const char* key = audio == Audio::Parakeet ? "sound_config" : "audio_config";
+  if (!top.has(key)) {
+    if (audio == Audio::Parakeet) return;
+    top.fail(key, "missing",
              "the audio encoder's sizes are needed to count it; write audio_config into "
              "config.json");
   }
-  const json& object = config.at("audio_config");
-  if (!object.is_object()) top.fail("audio_config", "not an object", "expected an object");
+  const json& object = config.at(key);
+  if (!object.is_object()) top.fail(key, "not an object", "expected an object");
   const AudioConfigClass cls = audio_config_class(audio);
   const json& defaults = vision_class_defaults(cls.config_class);
-  const ConfigFields a(object, file, top.prefix() + "audio_config.", &defaults, cls.config_class);
+  const ConfigFields a(object, file, top.prefix() + key + ".", &defaults, cls.config_class);
   const std::string audio_type = a.string_or("model_type", cls.model_type);
   if (audio_type != cls.model_type) {
     a.fail("model_type", audio_type,
@@ -4859,13 +5075,22 @@ json architecture_spec_document(const json& config, const std::string& file) {
              style == Vision::Exaone45 || style == Vision::DotsOcr ||
              style == Vision::Gemma4Unified || style == Vision::Keye ||
              style == Vision::PaddleOcrVl || style == Vision::Cohere2Vision ||
-             style == Vision::StepPe) {
+             style == Vision::StepPe || style == Vision::Radio) {
     top.fail("vision_config", "missing",
              "the vision tower's sizes are needed to count it; write vision_config into "
              "config.json");
   }
   if (wrapper != nullptr && wrapper->audio != Audio::None) {
     add_audio(body, outer, wrapper->audio, file, doc);
+  }
+  // vLLM 0.33 applies Nemotron-H's float32 SSM-state default (NemotronHNanoVLV2Config) to the
+  // NemotronH_Nano_VL_V2 architecture alone: the Omni architectures of the same class keep
+  // mamba_ssm_cache_dtype auto, the conv state's dtype.
+  if (style == Vision::Radio && doc.contains("mamba")) {
+    const json* architectures = top.value("architectures");
+    const bool v2 = architectures != nullptr && architectures->is_array() &&
+                    !architectures->empty() && architectures->at(0) == "NemotronH_Nano_VL_V2";
+    if (!v2) doc["mamba"]["ssm_state_dtype"] = "auto";
   }
   return doc;
 }

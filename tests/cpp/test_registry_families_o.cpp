@@ -25,15 +25,16 @@ namespace {
 
 constexpr std::int64_t kVocab = 100353;  // text_config.vocab_size
 constexpr std::int64_t kText = 2048;     // text_config.hidden_size
+constexpr std::int64_t kHeadDim = 128;   // the text's and the encoder's attention heads
 
 // GraniteForCausalLM over both checkpoints' text_config (granite-4.0-1b-base's layout): 40
 // layers of 16 query and 4 KV heads x 128 (2048 / 16), unbiased q/k/v/o, a SwiGLU MLP of 4096,
 // two RMSNorms a layer, the final norm, the 100,353-token table and, untied, an lm_head of the
 // same shape.
 std::int64_t granite_text(bool tied) {
-  const std::int64_t layer = linear(kText, 16 * 128, false) + 2 * linear(kText, 4 * 128, false) +
-                             linear(16 * 128, kText, false) + 3 * linear(kText, 4096, false) +
-                             2 * kText;
+  const std::int64_t layer =
+      linear(kText, 16 * kHeadDim, false) + 2 * linear(kText, 4 * kHeadDim, false) +
+      linear(16 * kHeadDim, kText, false) + 3 * linear(kText, 4096, false) + 2 * kText;
   return (tied ? 1 : 2) * kVocab * kText + 40 * layer + kText;
 }
 
@@ -50,10 +51,11 @@ std::int64_t granite_text(bool tied) {
 std::int64_t granite_speech_encoder() {
   const std::int64_t h = 1024;
   const std::int64_t feed_forward = 2 * h + linear(h, 4 * h, true) + linear(4 * h, h, true);
-  const std::int64_t attention = 2 * h + linear(h, 1024, false) + linear(h, 2 * 1024, false) +
-                                 linear(1024, h, true) + (2 * 512 + 1) * 128;
-  const std::int64_t conv =
-      2 * h + linear(h, 2 * 2048, true) + 2048 * 15 + 2 * 2048 + linear(2048, h, true);
+  const std::int64_t inner = 8 * kHeadDim;
+  const std::int64_t attention = 2 * h + linear(h, inner, false) + linear(h, 2 * inner, false) +
+                                 linear(inner, h, true) + (2 * 512 + 1) * kHeadDim;
+  const std::int64_t c = 2 * h;  // the convolution width
+  const std::int64_t conv = 2 * h + linear(h, 2 * c, true) + c * 15 + 2 * c + linear(c, h, true);
   const std::int64_t block = 2 * feed_forward + attention + conv + 2 * h;
   return linear(160, h, true) + 16 * block + linear(h, 348, true) + linear(348, h, true);
 }
@@ -81,8 +83,8 @@ std::int64_t granite_speech_projector(std::int64_t encoder_width) {
 constexpr std::int64_t kGraniteSpeech41TotalSize = 4626414392;
 // The checkpoint's non-parameter tensors: each of the 16 conv modules' BatchNorm running mean and
 // variance (2 x 2048, BF16) and num_batches_tracked (one int64).
-constexpr std::int64_t kRunningStats = 16 * 2 * 2048;
-constexpr std::int64_t kBatchesTrackedBytes = 16 * 8;
+constexpr std::int64_t kRunningStats = std::int64_t{16} * 2 * 2048;
+constexpr std::int64_t kBatchesTrackedBytes = std::int64_t{16} * 8;
 
 }  // namespace
 
@@ -119,7 +121,7 @@ TEST(RegistryFamiliesO, GraniteSpeech41PlusByHand) {
   EXPECT_TRUE(spec.tie_word_embeddings);
   EXPECT_EQ(parameter_count(spec), granite_text(true) + tower);
   const std::int64_t base = (kGraniteSpeech41TotalSize - kBatchesTrackedBytes) / 2 - kRunningStats;
-  EXPECT_EQ(parameter_count(spec), base - kVocab * kText + 2 * 2 * 1024 * 1024);
+  EXPECT_EQ(parameter_count(spec), base - kVocab * kText + std::int64_t{2} * 2 * 1024 * 1024);
   EXPECT_EQ(kv_bf16(spec), 40 * 2 * 4 * 128 * 2);
 }
 

@@ -4733,6 +4733,31 @@ const json& granite_speech_part(const json& config, const ConfigFields& top, con
   return object;
 }
 
+// The Plus encoder's cat_hidden_layers (layer indices whose hidden states the encoder
+// concatenates with its last) as GraniteSpeechPlusConfig checks them: each in [0, num_layers),
+// and the projector's encoder_hidden_size the concatenated width, hidden_dim x (count + 1).
+void check_cat_hidden_layers(const ConfigFields& e, const ConfigFields& q) {
+  if (!e.has("cat_hidden_layers")) return;
+  const json& list = e.at("cat_hidden_layers");
+  const std::int64_t layers = bounded(e, "num_layers", kMaxLayers);
+  if (!list.is_array()) e.fail("cat_hidden_layers", list.dump(), "expected a list of layers");
+  for (const json& index : list) {
+    if (!index.is_number_integer() || index.get<std::int64_t>() < 0 ||
+        index.get<std::int64_t>() >= layers) {
+      e.fail("cat_hidden_layers", index.dump(),
+             "expected layer indices in [0, num_layers = " + std::to_string(layers) + ")");
+    }
+  }
+  const auto concatenated =
+      bounded(e, "hidden_dim", kMaxWidth) * (static_cast<std::int64_t>(list.size()) + 1);
+  const std::int64_t width = bounded(q, "encoder_hidden_size", kMaxWidth);
+  if (width != concatenated) {
+    q.fail("encoder_hidden_size", std::to_string(width),
+           "the Plus encoder hands the projector hidden_dim x (len(cat_hidden_layers) + 1) = " +
+               std::to_string(concatenated) + " features");
+  }
+}
+
 // Granite Speech (Plus)'s audio path into doc["vision"], a tower of modality audio: the encoder
 // from encoder_config (GraniteSpeechEncoderConfig; GraniteSpeechPlusEncoderConfig for
 // granite_speech_plus), the projector from projector_config (Blip2QFormerConfig, model_type
@@ -4757,6 +4782,7 @@ void add_granite_speech(const json& config, const ConfigFields& top, const std::
   if (projector_type != "blip_2_qformer") {
     q.fail("model_type", projector_type, "vLLM 0.33 builds this projector as blip2.py's Q-Former");
   }
+  if (plus) check_cat_hidden_layers(e, q);
   const std::int64_t text_hidden = doc["hidden_size"].get<std::int64_t>();
   doc["vision"] = {
       {"num_parameters", granite_speech_encoder(e) + granite_speech_projector(q, g, text_hidden)},

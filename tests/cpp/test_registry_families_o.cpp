@@ -163,3 +163,20 @@ TEST(RegistryFamiliesO, GraniteSpeechRefusesWhatItCannotSize) {
             "encoder_config.context_size");
   EXPECT_EQ(with("", "window_size", 4).field_path(), "window_size");
 }
+
+// The Plus encoder's cat_hidden_layers as transformers' GraniteSpeechPlusConfig checks them: a
+// layer index outside the encoder, or a projector width other than the concatenated
+// hidden_dim x (len + 1) = 2 x 1024, is refused by name.
+TEST(RegistryFamiliesO, GraniteSpeechPlusChecksTheConcatenatedWidth) {
+  const auto with = [](const char* part, const char* key, const nlohmann::json& value) {
+    nlohmann::json config = config_json("ibm-granite__granite-speech-4.1-2b-plus.json");
+    config[part][key] = value;
+    return spec_error_of([&] { (void)model_spec_from_hf_config(config, nullptr, "<plus>"); });
+  };
+  EXPECT_EQ(with("encoder_config", "cat_hidden_layers", nlohmann::json::array({16})).field_path(),
+            "encoder_config.cat_hidden_layers");
+  EXPECT_EQ(with("encoder_config", "cat_hidden_layers", nlohmann::json::array({3, 7})).field_path(),
+            "projector_config.encoder_hidden_size");
+  EXPECT_EQ(with("projector_config", "encoder_hidden_size", 1024).field_path(),
+            "projector_config.encoder_hidden_size");
+}

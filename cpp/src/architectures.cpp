@@ -188,6 +188,9 @@ enum class Audio : std::uint8_t {
   Gemma3n,     // Gemma-3n: the USM Conformer (Gemma3nAudioEncoder) + embed_audio
   MossTranscribeDiarize,  // MOSS-Transcribe-Diarize: vLLM's Whisper encoder + the VQ adaptor
   Parakeet,               // Nemotron Omni: sound_config's Parakeet Conformer + ReLU^2 projection
+  // Granite Speech (Plus): a Conformer CTC encoder (encoder_config) + a windowed Q-Former
+  // projector (projector_config), read from those keys rather than audio_config
+  GraniteSpeech,
 };
 
 struct Context {
@@ -2440,7 +2443,7 @@ constexpr NamedAudio kAudios[] = {
     {"qwen2_audio", Audio::Qwen2Audio},  {"qwen3_asr", Audio::Qwen3Asr},
     {"qwen2_5_omni", Audio::Qwen25Omni}, {"qwen3_omni", Audio::Qwen3Omni},
     {"gemma3n", Audio::Gemma3n},         {"moss_transcribe_diarize", Audio::MossTranscribeDiarize},
-    {"parakeet", Audio::Parakeet},
+    {"parakeet", Audio::Parakeet},       {"granite_speech", Audio::GraniteSpeech},
 };
 
 // Spec fields a row may set or erase (a typo is a named error, not a silently ignored key).
@@ -3130,14 +3133,28 @@ std::int64_t internvl_hf_tower(const ConfigFields& v, const ConfigFields& top,
   return layers * per_layer + embeddings + post + projector;
 }
 
+// blip2.py's Blip2QFormerModel over a Blip2QFormerConfig: a LayerNorm; per layer a biased
+// self-attention q/k/v and dense with a LayerNorm, every cross_attention_frequency-th layer
+// (0, f, 2f, ...) a cross-attention whose k and v read `encoder_width`, a biased intermediate and
+// output with a LayerNorm; no word embeddings.
+std::int64_t qformer_parameters(const ConfigFields& q, std::int64_t encoder_width) {
+  const std::int64_t qh = bounded(q, "hidden_size", kMaxWidth);
+  const std::int64_t qi = bounded(q, "intermediate_size", kMaxWidth);
+  const std::int64_t q_layers = bounded(q, "num_hidden_layers", kMaxLayers);
+  const std::int64_t frequency = bounded(q, "cross_attention_frequency", kMaxLayers);
+  const std::int64_t self_attention = 4 * (qh * qh + qh) + 2 * qh;
+  const std::int64_t cross_attention = 2 * (qh * qh + qh) + 2 * (encoder_width * qh + qh) + 2 * qh;
+  const std::int64_t mlp = qh * qi + qi + qi * qh + qh + 2 * qh;
+  const std::int64_t crossing = (q_layers + frequency - 1) / frequency;
+  return 2 * qh + q_layers * (self_attention + mlp) + crossing * cross_attention;
+}
+
 // BLIP-2 as vLLM 0.33 builds it (blip2.py, blip.py BlipVisionModel): every vision layer and the
 // post-LayerNorm, with a class vector, a biased patch convolution over 3 channels and patches + 1
 // positions; per layer a fused qkv (biased with qkv_bias), a biased projection, a biased
-// fc1/fc2 and two LayerNorms. Then num_query_tokens learned queries, the Q-Former (a LayerNorm;
-// per layer a biased self-attention q/k/v/dense with its LayerNorm, every
-// cross_attention_frequency-th layer a cross-attention whose k and v read the vision width, a
-// biased intermediate and output with a LayerNorm; no word embeddings) and a biased projection
-// to the text width.
+// fc1/fc2 and two LayerNorms. Then num_query_tokens learned queries, the Q-Former
+// (qformer_parameters, its cross-attention reading the vision width) and a biased projection to
+// the text width.
 std::int64_t blip2_tower(const ConfigFields& v, const ConfigFields& q, const ConfigFields& top,
                          std::int64_t text_hidden) {
   const std::int64_t h = bounded(v, "hidden_size", kMaxWidth);
@@ -3151,19 +3168,10 @@ std::int64_t blip2_tower(const ConfigFields& v, const ConfigFields& q, const Con
   const std::int64_t vision =
       h + 3 * patch * patch * h + h + (side * side + 1) * h + layers * vision_layer + 2 * h;
   const std::int64_t qh = bounded(q, "hidden_size", kMaxWidth);
-  const std::int64_t qi = bounded(q, "intermediate_size", kMaxWidth);
-  const std::int64_t q_layers = bounded(q, "num_hidden_layers", kMaxLayers);
-  const std::int64_t frequency = bounded(q, "cross_attention_frequency", kMaxLayers);
   // Blip2Config sets the Q-Former's encoder_hidden_size to the vision width.
-  const std::int64_t self_attention = 4 * (qh * qh + qh) + 2 * qh;
-  const std::int64_t cross_attention = 2 * (qh * qh + qh) + 2 * (h * qh + qh) + 2 * qh;
-  const std::int64_t mlp = qh * qi + qi + qi * qh + qh + 2 * qh;
-  const std::int64_t crossing = (q_layers + frequency - 1) / frequency;  // layers 0, f, 2f, ...
-  const std::int64_t qformer =
-      2 * qh + q_layers * (self_attention + mlp) + crossing * cross_attention;
   const std::int64_t queries =
       bounded(top, "num_query_tokens", top.integer_or("num_query_tokens", 32), 1 << 16) * qh;
-  return vision + queries + qformer + qh * text_hidden + text_hidden;
+  return vision + queries + qformer_parameters(q, h) + qh * text_hidden + text_hidden;
 }
 
 // LFM2-VL as vLLM 0.33 builds it (lfm2_vl.py, lfm2_siglip2.py): SigLIP2 NaFlex, every layer and
@@ -3939,6 +3947,63 @@ std::int64_t parakeet_parameters(const ConfigFields& a, std::int64_t text_hidden
   return subsampling + layers * block + head;
 }
 
+// Granite Speech's Conformer CTC encoder as vLLM 0.33 builds it (granite_speech.py
+// GraniteSpeechCTCEncoder, which granite_speech_plus.py subclasses with the same modules): a
+// biased input_linear [h, input_dim]; per block two feed-forwards (LayerNorm, biased up
+// [mult h, h] and down [h, mult h]), attention (LayerNorm, unbiased to_q [inner, h] and to_kv
+// [2 inner, h], a biased to_out [h, inner], Shaw's relative-position table
+// [2 max_pos_emb + 1, dim_head]; inner = num_heads x dim_head), a convolution module (LayerNorm,
+// biased pointwise up_conv [2 e h, h], an unbiased depthwise conv [e h, kernel], BatchNorm weight
+// and bias over e h, biased pointwise down_conv [h, e h]; e = conv_expansion_factor) and a
+// post-LayerNorm; then the biased self-conditioning pair out [output_dim, h] and out_mid
+// [h, output_dim]. BatchNorm's running mean and variance are buffers, not parameters (2 e h
+// values a block). dim_head absent and without a class default (the Plus encoder config) is
+// hidden_dim / num_heads, as that class derives it.
+std::int64_t granite_speech_encoder(const ConfigFields& e) {
+  const std::int64_t h = bounded(e, "hidden_dim", kMaxWidth);
+  const std::int64_t heads = bounded(e, "num_heads", kMaxLayers);
+  const std::int64_t dim_head =
+      e.value("dim_head") != nullptr ? bounded(e, "dim_head", kMaxWidth) : h / heads;
+  const std::int64_t mult = bounded(e, "feedforward_mult", kMaxLayers);
+  const std::int64_t out = bounded(e, "output_dim", kMaxWidth);
+  const std::int64_t max_pos = bounded(e, "max_pos_emb", kMaxWidth);
+  const std::int64_t context = bounded(e, "context_size", kMaxWidth);
+  if (context > max_pos) {
+    e.fail("context_size", std::to_string(context),
+           "vLLM requires 0 < context_size <= max_pos_emb (" + std::to_string(max_pos) + ")");
+  }
+  const std::int64_t kernel = bounded(e, "conv_kernel_size", kMaxLayers);
+  const std::int64_t conv = bounded(e, "conv_expansion_factor", kMaxLayers) * h;
+  const std::int64_t inner = heads * dim_head;
+  const std::int64_t feed_forward = 2 * h + (h * mult * h + mult * h) + (mult * h * h + h);
+  const std::int64_t attention =
+      2 * h + 3 * h * inner + (inner * h + h) + (2 * max_pos + 1) * dim_head;
+  const std::int64_t conv_module =
+      2 * h + (h * 2 * conv + 2 * conv) + conv * kernel + 2 * conv + (conv * h + h);
+  const std::int64_t block = 2 * feed_forward + attention + conv_module + 2 * h;
+  const std::int64_t input = bounded(e, "input_dim", kMaxWidth) * h + h;
+  return input + bounded(e, "num_layers", kMaxLayers) * block + (h * out + out) + (out * h + h);
+}
+
+// Granite Speech's projector (granite_speech.py GraniteSpeechEncoderProjector): window_size /
+// downsample_rate learned queries of the Q-Former width, the Q-Former over projector_config
+// (qformer_parameters, its cross-attention reading encoder_hidden_size) and a biased linear to the
+// text width. `g`: the top-level config with GraniteSpeechConfig's defaults.
+std::int64_t granite_speech_projector(const ConfigFields& q, const ConfigFields& g,
+                                      std::int64_t text_hidden) {
+  const std::int64_t window = bounded(g, "window_size", kMaxWidth);
+  const std::int64_t rate = bounded(g, "downsample_rate", kMaxWidth);
+  if (window < rate) {
+    g.fail("window_size", std::to_string(window),
+           "window_size / downsample_rate (" + std::to_string(rate) +
+               ") learned queries: at least one is needed");
+  }
+  const std::int64_t qh = bounded(q, "hidden_size", kMaxWidth);
+  return (window / rate) * qh +
+         qformer_parameters(q, bounded(q, "encoder_hidden_size", kMaxWidth)) + qh * text_hidden +
+         text_hidden;
+}
+
 // The transformers class an audio_config is built as (its defaults fill omitted keys) and the
 // model_type it carries.
 struct AudioConfigClass {
@@ -3981,6 +4046,7 @@ std::int64_t audio_parameters(const ConfigFields& a, const ConfigFields& outer, 
       return whisper_style_encoder(a) + moss_vq_adaptor(a, outer, text_hidden);
     case Audio::Parakeet:
       return parakeet_parameters(a, text_hidden);
+    case Audio::GraniteSpeech:  // no audio_config: add_granite_speech counts it
     case Audio::None:
       break;
   }
@@ -4945,12 +5011,87 @@ void add_ovis2_5(const json& config, const ConfigFields& top, const std::string&
   doc["vision"] = {{"num_parameters", ovis2_5_tower(vit, top)}};
 }
 
+// One of Granite Speech's sub-configs (encoder_config, projector_config) as an object.
+const json& granite_speech_part(const json& config, const ConfigFields& top, const char* key) {
+  if (!top.has(key)) {
+    top.fail(key, "missing",
+             "Granite Speech's audio encoder and projector are sized from encoder_config and "
+             "projector_config; write both into config.json");
+  }
+  const json& object = config.at(key);
+  if (!object.is_object()) top.fail(key, "not an object", "expected an object");
+  return object;
+}
+
+// The Plus encoder's cat_hidden_layers (layer indices whose hidden states the encoder
+// concatenates with its last) as GraniteSpeechPlusConfig checks them: each in [0, num_layers),
+// and the projector's encoder_hidden_size the concatenated width, hidden_dim x (count + 1).
+void check_cat_hidden_layers(const ConfigFields& e, const ConfigFields& q) {
+  if (!e.has("cat_hidden_layers")) return;
+  const json& list = e.at("cat_hidden_layers");
+  const std::int64_t layers = bounded(e, "num_layers", kMaxLayers);
+  if (!list.is_array()) e.fail("cat_hidden_layers", list.dump(), "expected a list of layers");
+  for (const json& index : list) {
+    if (!index.is_number_integer() || index.get<std::int64_t>() < 0 ||
+        index.get<std::int64_t>() >= layers) {
+      e.fail("cat_hidden_layers", index.dump(),
+             "expected layer indices in [0, num_layers = " + std::to_string(layers) + ")");
+    }
+  }
+  const auto concatenated =
+      bounded(e, "hidden_dim", kMaxWidth) * (static_cast<std::int64_t>(list.size()) + 1);
+  const std::int64_t width = bounded(q, "encoder_hidden_size", kMaxWidth);
+  if (width != concatenated) {
+    q.fail("encoder_hidden_size", std::to_string(width),
+           "the Plus encoder hands the projector hidden_dim x (len(cat_hidden_layers) + 1) = " +
+               std::to_string(concatenated) + " features");
+  }
+}
+
+// Granite Speech (Plus)'s audio path into doc["vision"], a tower of modality audio: the encoder
+// from encoder_config (GraniteSpeechEncoderConfig; GraniteSpeechPlusEncoderConfig for
+// granite_speech_plus), the projector from projector_config (Blip2QFormerConfig, model_type
+// blip_2_qformer) and the top-level window_size / downsample_rate (GraniteSpeechConfig,
+// GraniteSpeechPlusConfig). The class defaults read go to doc["config_defaults"].
+void add_granite_speech(const json& config, const ConfigFields& top, const std::string& file,
+                        json& doc) {
+  const bool plus = top.string_or("model_type", "") == "granite_speech_plus";
+  const std::string top_class = plus ? "GraniteSpeechPlusConfig" : "GraniteSpeechConfig";
+  const std::string encoder_class =
+      plus ? "GraniteSpeechPlusEncoderConfig" : "GraniteSpeechEncoderConfig";
+  const std::string projector_class = "Blip2QFormerConfig";
+  const json& top_defaults = vision_class_defaults(top_class);
+  const json& encoder_defaults = vision_class_defaults(encoder_class);
+  const json& projector_defaults = vision_class_defaults(projector_class);
+  const ConfigFields g(config, file, top.prefix(), &top_defaults, top_class);
+  const ConfigFields e(granite_speech_part(config, top, "encoder_config"), file,
+                       top.prefix() + "encoder_config.", &encoder_defaults, encoder_class);
+  const ConfigFields q(granite_speech_part(config, top, "projector_config"), file,
+                       top.prefix() + "projector_config.", &projector_defaults, projector_class);
+  const std::string projector_type = q.string_or("model_type", "blip_2_qformer");
+  if (projector_type != "blip_2_qformer") {
+    q.fail("model_type", projector_type, "vLLM 0.33 builds this projector as blip2.py's Q-Former");
+  }
+  if (plus) check_cat_hidden_layers(e, q);
+  const std::int64_t text_hidden = doc["hidden_size"].get<std::int64_t>();
+  doc["vision"] = {
+      {"num_parameters", granite_speech_encoder(e) + granite_speech_projector(q, g, text_hidden)},
+      {"modality", "audio"}};
+  report_defaults(g, top_defaults, top_class, doc);
+  report_defaults(e, encoder_defaults, encoder_class, doc);
+  report_defaults(q, projector_defaults, projector_class, doc);
+}
+
 // The wrapper's audio encoder into doc["vision"] (the spec's one tower): alone, a tower of
 // modality audio; beside a vision tower, its share in audio_parameters and audio among the
 // modalities whose profile is not modelled. The audio-config class defaults it read go to
 // doc["config_defaults"].
 void add_audio(const json& config, const ConfigFields& top, Audio audio, const std::string& file,
                json& doc) {  // config / top: the object holding audio_config (thinker_config)
+  if (audio == Audio::GraniteSpeech) {
+    add_granite_speech(config, top, file, doc);
+    return;
+  }
   // Nemotron Omni's encoder reads sound_config, and vLLM builds none without one.
   const char* key = audio == Audio::Parakeet ? "sound_config" : "audio_config";
   if (!top.has(key)) {

@@ -10,6 +10,8 @@ runs over `python -c pass`), and the wall and CPU ms of `fit` and `colocate` com
 of --rounds). CPU ms (the child's user + system) is the figure to trust on a loaded machine.
 Every figure alternates old, new, old, new... so that load on the machine hits both alike;
 the load average before and after is printed with the table. Asserts nothing.
+--instructions: instead, the plan calls' instructions per call under callgrind (load-proof):
+(Ir at --high calls - Ir at --low calls) / (high - low), each child after two warm calls.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import os
 import resource
 import statistics
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
@@ -64,6 +68,17 @@ start = time.process_time()
 frame = vramplan.sweep({model!r}, 'H100-80GB', **grid)
 print((time.process_time() - start) / len(frame) * 1e9)
 """
+# A fixed number of calls after two warm ones, counted under callgrind. The child runs in an
+# empty folder (`-c` puts the working directory first on sys.path, and a busy folder's listing
+# changes the import's count from one run to the next) with one BLAS thread (numpy's idle
+# workers spin for as long as the machine's load lets them).
+COUNTED = """
+import vramplan
+f = lambda: {call}
+f(); f()
+for _ in range({calls}):
+    f()
+"""
 SWEEP_LENGTHS = {"10^5": 100, "10^6": 1000, "10^7": 10000}  # x 10 sequences x 100 utilizations
 COLD = {
     "vramplan plan": ["plan", LLAMA, "--gpu", "H100-80GB"],
@@ -85,6 +100,7 @@ WALL = {
 }  # fmt: skip
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
 ENV.pop("VRAMPLAN_MODEL_SPECS", None)  # each package its own installed database
+COUNTED_ENV = {**ENV, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
 def run_ms(argv: list[str]) -> tuple[float, float]:
@@ -134,6 +150,47 @@ def sweep_ns(python: str, lengths: int) -> tuple[float]:
     return (float(done.stdout.split()[-1]),)
 
 
+def callgrind_total(python: str, code: str, quiet: str, out: str) -> int:
+    """Instructions of one child under callgrind (its whole run)."""
+    subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python, "-c", code],
+        cwd=quiet,
+        env=COUNTED_ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
+    with Path(out).open(encoding="utf-8") as profile:
+        for line in profile:
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+    raise RuntimeError(f"{out}: no totals line")
+
+
+def instructions_per_call(python: str, call: str, low: int, high: int) -> tuple[float]:
+    with tempfile.TemporaryDirectory() as quiet, tempfile.TemporaryDirectory() as outputs:
+        counts = [
+            callgrind_total(
+                python, COUNTED.format(call=call, calls=calls), quiet, f"{outputs}/{calls}.out"
+            )
+            for calls in (low, high)
+        ]
+    return ((counts[1] - counts[0]) / (high - low),)
+
+
+def instruction_figures(
+    pythons: dict[str, str], low: int, high: int
+) -> list[tuple[str, dict[str, float]]]:
+    rows: list[tuple[str, dict[str, float]]] = []
+    for label, call in CALLS.items():
+        values = {
+            name: instructions_per_call(python, call, low, high)[0]
+            for name, python in pythons.items()
+        }
+        rows.append((label.replace("plan µs", "plan instructions"), values))
+    return rows
+
+
 def figures(
     pythons: dict[str, str], rounds: int, cold_runs: int
 ) -> list[tuple[str, dict[str, float]]]:
@@ -177,10 +234,20 @@ def main() -> None:
     )
     parser.add_argument("--cold-runs", type=int, default=15, help="runs of each cold start")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="the plan calls' instructions per call under callgrind instead of times",
+    )
+    parser.add_argument("--low", type=int, default=20, help="--instructions: the fewer calls")
+    parser.add_argument("--high", type=int, default=520, help="--instructions: the more calls")
     args = parser.parse_args()
     pythons = {args.old_name: args.old, args.new_name: args.new}
     load_before = os.getloadavg()
-    rows = figures(pythons, args.rounds, args.cold_runs)
+    if args.instructions:
+        rows = instruction_figures(pythons, args.low, args.high)
+    else:
+        rows = figures(pythons, args.rounds, args.cold_runs)
     load_after = os.getloadavg()
     if args.json:
         print(json.dumps({"load": [load_before, load_after], "figures": dict(rows)}, indent=2))

@@ -1,6 +1,7 @@
 // The per-point closed form of a compiled launch: vLLM's defaulting of the evaluated knobs,
 // each rank's startup at them and the verdict. No heap allocation on these paths.
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 #include "launch_internal.hpp"
@@ -191,7 +192,8 @@ std::int64_t multimodal_activation_peak_bytes(const EncoderProfileModel& encoder
          std::max(forward, cache + text_peak_bytes);
 }
 
-KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) const noexcept {
+[[gnu::flatten]] KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k,
+                                                         ResolvedKnobs& r) const noexcept {
   const ModelSpec& s = *spec_;
   if ((k.max_model_len && *k.max_model_len <= 0) || (k.max_num_seqs && *k.max_num_seqs <= 0) ||
       (k.max_num_batched_tokens && *k.max_num_batched_tokens <= 0) ||
@@ -250,11 +252,19 @@ KnobProblem CompiledLaunch::try_resolve(const LaunchKnobs& k, ResolvedKnobs& r) 
   return KnobProblem::None;
 }
 
-ResolvedKnobs CompiledLaunch::resolve(const LaunchKnobs& k) const {
+[[gnu::flatten]] ResolvedKnobs CompiledLaunch::resolve(const LaunchKnobs& k) const {
   ResolvedKnobs r;
-  switch (try_resolve(k, r)) {
+  const KnobProblem problem = try_resolve(k, r);
+  if (problem != KnobProblem::None) throw_knob_problem(problem, k, r);
+  return r;
+}
+
+// Out of resolve's line: the errors' texts are built only when one is thrown.
+void CompiledLaunch::throw_knob_problem(KnobProblem problem, const LaunchKnobs& k,
+                                        const ResolvedKnobs& r) const {
+  switch (problem) {
     case KnobProblem::None:
-      return r;
+      break;
     case KnobProblem::NotPositive: {
       // The registry names the knob; C++ callers filling LaunchKnobs directly land here.
       EngineConfig probe;
@@ -281,7 +291,7 @@ ResolvedKnobs CompiledLaunch::resolve(const LaunchKnobs& k) const {
                         ">= max_num_seqs (" + std::to_string(r.max_num_seqs) + ")",
                         "vLLM schedules at least one token per sequence");
   }
-  return r;
+  std::abort();  // only a problem is thrown
 }
 
 PreparedRank CompiledLaunch::prepare_rank(std::size_t index,
@@ -411,9 +421,7 @@ void CompiledLaunch::close_choices(const ResolvedKnobs& k, Evaluation& out,
   choices.worst_groups = std::max<std::int64_t>(
       1,
       static_cast<std::int64_t>(ranks_[static_cast<std::size_t>(out.worst_rank)].kv.groups.size()));
-  const std::int64_t workers = std::int64_t{config_.tensor_parallel_size} *
-                               config_.pipeline_parallel_size * config_.data_parallel_size;
-  out.host_required_bytes = host_.required_bytes + workers * 5 * k.max_num_seqs * k.max_model_len;
+  out.host_required_bytes = host_.required_bytes + input_batch_bytes(k);
   choices.verdict = verdict_bounds(k, out, choices);
   choices.max_model_len = static_cast<double>(k.max_model_len);
   choices.tokens_from_concurrency = profile().tokens_from_concurrency;
@@ -564,15 +572,15 @@ Evaluation CompiledLaunch::finish(const PreparedEvaluation& p,
 // prepare() and finish() in one pass over the ranks at the resolved utilization: each rank's
 // budget serves both, and no rank is stored (zeroing and copying a PreparedEvaluation made
 // BM_Evaluate 41 -> 56 ns). The steps are prepare()'s and finish_point()'s own.
-Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
-  Evaluation out;
-  out.knobs = k;
+[[gnu::flatten]] Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
+  Evaluation out{k};
   PreparedChoices choices;
   const std::int64_t requested =
       requested_memory_bytes(hardware_.gpu.total_memory_bytes, k.gpu_memory_utilization);
   RankPass pass;
   pass.requested_memory_bytes = requested;
-  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+  const std::size_t ranks = ranks_.size();
+  for (std::size_t i = 0; i < ranks; ++i) {
     const PreparedRank prepared = prepare_rank(i, k);
     const std::int64_t kv =
         kv_cache_bytes_at(requested, prepared.kv_reserved_bytes, config_.kv_cache_memory_bytes);
@@ -583,12 +591,6 @@ Evaluation CompiledLaunch::evaluate(const ResolvedKnobs& k) const noexcept {
   close_choices(k, out, choices, pass);
   apply(choices.finish(pass.requested_memory_bytes, pass.min_kv_cache_bytes, pass.num_blocks), out);
   return out;
-}
-
-std::int64_t CompiledLaunch::persistent_buffers_bytes(std::int64_t max_num_seqs) const noexcept {
-  if (!model_runner_v2_) return 0;
-  const std::int64_t vocab = spec_->vocab_size;
-  return max_num_seqs * (vocab + ceil_div(vocab, 32)) * 4;
 }
 
 std::int64_t CompiledLaunch::graph_profiling_blocks(const ResolvedKnobs& k) const noexcept {

@@ -839,6 +839,8 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
   fit_capture_ladder(profile, s, gpu);
   capture_ladder_prefix_ = capture_ladder_prefix(profile);
   model_runner_v2_ = uses_model_runner_v2(s, profile, c, quantization_);
+  persistent_bytes_per_sequence_ =
+      model_runner_v2_ ? (s.vocab_size + ceil_div(s.vocab_size, 32)) * 4 : 0;
   if (model_runner_v2_ && !profile.model_runner_v2_cudagraph_estimate) {
     // MRV2 before 0.29: profile_cudagraph_memory returns 0, so nothing is profiled and the
     // graphs are captured after the KV allocation, outside the budget (as up to 0.20).
@@ -919,6 +921,7 @@ CompiledLaunch::CompiledLaunch(std::shared_ptr<const ModelSpec> spec, HardwareCo
     rank.default_page = kv_page(rank.kv, default_block_size_, rank.default_page_element_bytes);
   }
   host_ = host_model(s, std::int64_t{tp} * pp * dp, dp, profile, c);
+  input_batch_bytes_per_token_ = std::int64_t{tp} * pp * dp * 5;
   // --enforce-eager captures no graphs; FULL_AND_PIECEWISE is every 0.20+ release's default.
   state_blocks_bound_max_num_seqs_ =
       profile.state_blocks_bound_max_num_seqs && !c.enforce_eager &&

@@ -186,9 +186,7 @@ std::int64_t kv_offload_pinned_bytes(std::int64_t offload_bytes, std::int64_t en
 
 HostBreakdown CompiledLaunch::host(const ResolvedKnobs& k) const {
   HostBreakdown h = host_;
-  const std::int64_t workers = std::int64_t{config_.tensor_parallel_size} *
-                               config_.pipeline_parallel_size * config_.data_parallel_size;
-  h.input_batch_bytes = workers * 5 * k.max_num_seqs * k.max_model_len;
+  h.input_batch_bytes = input_batch_bytes(k);
   h.required_bytes += h.input_batch_bytes;
   h.terms = {
       {"process_baseline", h.process_baseline_bytes,

@@ -354,22 +354,15 @@ std::string verdict_text(const CompiledLaunch& launch, const Evaluation& e, cons
            std::to_string(j.concurrent_sequences) + " fit";
   }
   // With vLLM's own capacity line, beside the max_num_seqs cap it does not bound; one buffer.
-  std::string text;
-  text.reserve(192);
-  text += "fits: ";
-  append_integer(text, e.kv_tokens);
-  text += " KV tokens, ";
-  append_integer(text, j.concurrent_sequences);
-  text += " concurrent sequences of ";
-  append_integer(text, context);
-  text += " tokens (Maximum concurrency for ";
-  append_integer(text, k.max_model_len);
-  text += " tokens per request: ";
-  append_fixed2(text, e.max_concurrency);
-  text += "x; max_num_seqs ";
-  append_integer(text, k.max_num_seqs);
-  text += ")";
-  return text;
+  TextBuffer text;
+  text << "fits: ";
+  text.integer(e.kv_tokens) << " KV tokens, ";
+  text.integer(j.concurrent_sequences) << " concurrent sequences of ";
+  text.integer(context) << " tokens (Maximum concurrency for ";
+  text.integer(k.max_model_len) << " tokens per request: ";
+  text.fixed2(e.max_concurrency) << "x; max_num_seqs ";
+  text.integer(k.max_num_seqs) << ")";
+  return std::move(text).str();
 }
 
 // Why max_num_seqs sits below the release default: the check it lets the launch pass.
@@ -392,7 +385,7 @@ std::string lowered_seqs_binding(Outcome failing) {
 }
 
 // The solve at fixed compile-time knobs: utilization, context, batched tokens, sequences.
-Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig config,
+Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, const EngineConfig& config,
                const Targets& t) {
   Plan plan;
   plan.safety_margin_bytes = t.safety_margin_bytes;
@@ -520,8 +513,8 @@ Plan plan_once(const CompiledLaunch& launch, LaunchKnobs knobs, EngineConfig con
   plan.max_model_len = k.max_model_len;
   plan.max_num_seqs = k.max_num_seqs;
   plan.max_num_batched_tokens = k.max_num_batched_tokens;
-  set_chosen(config, k);
-  plan.config = std::move(config);
+  plan.config = config;
+  set_chosen(plan.config, k);
 
   const Judgement j = judge(launch, e, t, context);
   plan.concurrent_sequences = j.concurrent_sequences;

@@ -109,5 +109,35 @@ TEST(DecimalText, IntegersPrintAsPrintfPrintsThem) {
   }
 }
 
+// TextBuffer writes what the same pieces appended to a std::string write, whatever the lengths:
+// pieces that overflow its stack buffer, pieces longer than the buffer and figures that need a
+// spill (a fixed2 of 1e300 is 300 digits) come out whole and in order.
+TEST(DecimalText, TextBufferWritesWhatAppendsWrite) {
+  const std::string long_piece(700, 'p');
+  for (const std::size_t prefix_length : {0, 1, 100, 490, 500, 511, 512, 513, 1200}) {
+    const std::string prefix(prefix_length, 'a');
+    TextBuffer buffer;
+    buffer << prefix;
+    buffer.integer(std::numeric_limits<std::int64_t>::min()) << ", ";
+    buffer.fixed2(2.675) << " ";
+    buffer.fixed2(1e300) << long_piece;
+    buffer.integer(42) << ".";
+    std::string expected = prefix;
+    append_integer(expected, std::numeric_limits<std::int64_t>::min());
+    expected += ", ";
+    append_fixed2(expected, 2.675);
+    expected += " ";
+    append_fixed2(expected, 1e300);
+    expected += long_piece;
+    append_integer(expected, 42);
+    expected += ".";
+    const std::string written = std::move(buffer).str();
+    EXPECT_EQ(written, expected) << prefix_length;
+    EXPECT_EQ(written.substr(prefix_length, 22), "-9223372036854775808, ") << prefix_length;
+    EXPECT_EQ(written.size(), prefix_length + 22 + 4 + 1 + printf_fixed2(1e300).size() + 700 + 3)
+        << prefix_length;
+  }
+}
+
 }  // namespace
 }  // namespace vramplan

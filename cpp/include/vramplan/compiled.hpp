@@ -354,7 +354,14 @@ class CompiledLaunch {
   bool model_runner_v2() const noexcept { return model_runner_v2_; }
   // MRV2's persistent sampler state at `max_num_seqs` (PenaltiesState: int32 output bin counts
   // [seqs, vocab] + packed prompt masks [seqs, ceil(vocab / 32)]); 0 on the V1 runner.
-  std::int64_t persistent_buffers_bytes(std::int64_t max_num_seqs) const noexcept;
+  std::int64_t persistent_buffers_bytes(std::int64_t max_num_seqs) const noexcept {
+    return max_num_seqs * persistent_bytes_per_sequence_;
+  }
+  // The workers' InputBatch on the host: token_ids_cpu (int32) and is_token_ids (bool), 5 bytes
+  // a token of [max_num_seqs, max_model_len] in each (gpu_input_batch.py).
+  std::int64_t input_batch_bytes(const ResolvedKnobs& knobs) const noexcept {
+    return input_batch_bytes_per_token_ * knobs.max_num_seqs * knobs.max_model_len;
+  }
   // Blocks of the minimal KV cache graph profiling allocates (num_gpu_blocks_override).
   std::int64_t graph_profiling_blocks(const ResolvedKnobs& knobs) const noexcept;
 
@@ -399,6 +406,9 @@ class CompiledLaunch {
   Breakdown breakdown(const LaunchKnobs& knobs) const;
 
  private:
+  // resolve()'s ConfigError naming the knob try_resolve refused.
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_knob_problem(
+      KnobProblem problem, const LaunchKnobs& knobs, const ResolvedKnobs& resolved) const;
   // The encoder profile from limit_mm_per_prompt / language_model_only and the tower's facts;
   // notes in launch_notes_ what it cannot model. Throws ConfigError naming the knob.
   EncoderProfileModel multimodal_profile(std::int64_t act_bytes);
@@ -463,6 +473,8 @@ class CompiledLaunch {
   std::int64_t unusable_after_repack_bytes_ = 0;
   std::int32_t num_speculative_tokens_ = 0;
   bool model_runner_v2_ = false;
+  std::int64_t persistent_bytes_per_sequence_ = 0;  // persistent_buffers_bytes per sequence
+  std::int64_t input_batch_bytes_per_token_ = 0;    // input_batch_bytes per token, all workers
   // 0.20+, FULL decode graphs, a rank with Mamba / linear-attention state: max_num_seqs must
   // not pass the KV pool's blocks (Outcome::StateBlocksBelowMaxNumSeqs).
   bool state_blocks_bound_max_num_seqs_ = false;

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import statistics
@@ -129,14 +130,15 @@ def alternate(pythons: dict[str, str], runs: int, measure: Any) -> dict[str, tup
 
 
 def per_call_us(python: str, call: str) -> tuple[float]:
+    """nan where the package cannot make the call (an earlier release without the option)."""
     done = subprocess.run(
         [python, "-c", PER_CALL.format(call=call)],
         env=ENV,
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
     )
-    return (float(done.stdout.split()[-1]),)
+    return (float(done.stdout.split()[-1]) if done.returncode == 0 else math.nan,)
 
 
 def sweep_ns(python: str, lengths: int) -> tuple[float]:
@@ -168,13 +170,17 @@ def callgrind_total(python: str, code: str, quiet: str, out: str) -> int:
 
 
 def instructions_per_call(python: str, call: str, low: int, high: int) -> tuple[float]:
+    """nan where the package cannot make the call (an earlier release without the option)."""
     with tempfile.TemporaryDirectory() as quiet, tempfile.TemporaryDirectory() as outputs:
-        counts = [
-            callgrind_total(
-                python, COUNTED.format(call=call, calls=calls), quiet, f"{outputs}/{calls}.out"
-            )
-            for calls in (low, high)
-        ]
+        try:
+            counts = [
+                callgrind_total(
+                    python, COUNTED.format(call=call, calls=calls), quiet, f"{outputs}/{calls}.out"
+                )
+                for calls in (low, high)
+            ]
+        except subprocess.CalledProcessError:
+            return (math.nan,)
     return ((counts[1] - counts[0]) / (high - low),)
 
 
@@ -223,6 +229,10 @@ def figures(
     return rows
 
 
+def figure(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:,.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--old", required=True, help="the interpreter of the earlier package")
@@ -242,7 +252,11 @@ def main() -> None:
     parser.add_argument("--low", type=int, default=20, help="--instructions: the fewer calls")
     parser.add_argument("--high", type=int, default=520, help="--instructions: the more calls")
     args = parser.parse_args()
-    pythons = {args.old_name: args.old, args.new_name: args.new}
+    # Absolute (the counted children run in a folder of their own), links kept (a venv's).
+    pythons = {
+        args.old_name: str(Path(args.old).absolute()),
+        args.new_name: str(Path(args.new).absolute()),
+    }
     load_before = os.getloadavg()
     if args.instructions:
         rows = instruction_figures(pythons, args.low, args.high)
@@ -261,8 +275,8 @@ def main() -> None:
     print("|---|---:|---:|---:|")
     for label, values in rows:
         old, new = values[args.old_name], values[args.new_name]
-        ratio = f"{new / old:.2f}" if old > 0 else "-"
-        print(f"| {label} | {old:,.1f} | {new:,.1f} | {ratio} |")
+        ratio = f"{new / old:.2f}" if old > 0 and not math.isnan(new) else "-"
+        print(f"| {label} | {figure(old)} | {figure(new)} | {ratio} |")
 
 
 if __name__ == "__main__":

@@ -827,30 +827,32 @@ def _vllm_plan(
         _integer("runtime_headroom_bytes", runtime_headroom_bytes, 0, 1 << 50)
     if (
         traffic is None
-        and not pinned
         and offline is None
         and revision is None
-        and (num_gpus is None or (type(num_gpus) is int and num_gpus == 1))
         and type(memory_used_by_others_bytes) is int
         and type(host_ram_bytes) is int
-    ):  # a plain plan: its launch, band and MIG flag looked up once, not rebuilt per call
-        launch, band, mig_slice = _plain_launch(
-            model,
-            gpu,
-            num_gpus,
-            memory_used_by_others_bytes,
-            host_ram_bytes,
-            path_identity(model),
-            model_specs_override(),
-        )
-        solved = launch.solve(
-            {},
-            context,
-            concurrency,
-            band.safety_margin_bytes if safety_margin_bytes is None else safety_margin_bytes,
-            -1 if runtime_headroom_bytes is None else runtime_headroom_bytes,
-        )
-        return Plan(solved, band, launch, None, None, mig_slice)
+        and (num_gpus is None or (type(num_gpus) is int and not _searches_splits(num_gpus, pinned)))
+    ):  # no traffic, no split search: the launch, band and MIG flag looked up once per knobs
+        knobs_key = _pinned_key(pinned)
+        if knobs_key is not None:
+            launch, evaluated, band, mig_slice = _known_launch(
+                model,
+                gpu,
+                num_gpus,
+                memory_used_by_others_bytes,
+                host_ram_bytes,
+                path_identity(model),
+                model_specs_override(),
+                knobs_key,
+            )
+            solved = launch.solve(
+                evaluated,
+                context,
+                concurrency,
+                band.safety_margin_bytes if safety_margin_bytes is None else safety_margin_bytes,
+                -1 if runtime_headroom_bytes is None else runtime_headroom_bytes,
+            )
+            return Plan(solved, band, launch, evaluated, None, mig_slice)
     model = _model_at(model, offline, revision)
 
     def at_split(split: dict[str, Any]) -> Plan:
@@ -883,8 +885,24 @@ def _vllm_plan(
     return at_split({})
 
 
+def _pinned_key(pinned: dict[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:
+    """The pinned knobs as a cache key, each value with its type (True == 1 == 1.0 are
+    different arguments here); None where a value is unhashable or names a drafter (whose
+    files the key would have to follow too)."""
+    if not pinned:
+        return ()
+    if "speculative_model" in pinned:
+        return None
+    key = tuple((name, type(value), value) for name, value in sorted(pinned.items()))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 @functools.lru_cache(maxsize=256)
-def _plain_launch(
+def _known_launch(
     model: str | _core.ModelSpec,
     gpu: str | _core.GpuSpec,
     num_gpus: int | None,
@@ -892,11 +910,16 @@ def _plain_launch(
     host_ram_bytes: int,
     files: tuple[object, ...],  # path_identity of the model: part of the key only
     specs_override: str,  # where the error-band table is read (model_specs_override): key only
-) -> tuple[_core.Launch, _core.ErrorBand, bool]:
-    """A plan without knobs or traffic: its compiled launch, error band and whether the GPU is
-    a MIG slice, as `at_split` finds them (the arguments checked there, an error not kept)."""
-    launch, _ = _launch(model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, {})
-    return launch, _error_band(launch), _is_mig_slice(gpu)
+    knobs_key: tuple[tuple[str, type, Any], ...],
+) -> tuple[_core.Launch, dict[str, Any], _core.ErrorBand, bool]:
+    """A plan without traffic or split search: its compiled launch, evaluated knobs, error band
+    and whether the GPU is a MIG slice, as `at_split` finds them (the arguments checked there,
+    an error not kept)."""
+    knobs = {name: value for name, _, value in knobs_key}
+    launch, evaluated = _launch(
+        model, gpu, num_gpus, memory_used_by_others_bytes, host_ram_bytes, knobs
+    )
+    return launch, evaluated, _error_band(launch), _is_mig_slice(gpu)
 
 
 def _is_mig_slice(gpu: str | _core.GpuSpec) -> bool:

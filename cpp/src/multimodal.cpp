@@ -55,6 +55,19 @@ std::int64_t vit_attention_peak_elements(EncoderAttention attention, VitRotaryAt
 void CompiledLaunch::audio_profile_unmodelled() {
   const ModelSpec& s = *spec_;
   if (mm_limit("audio") == 0) return;
+  // An encoder-decoder (Whisper) runs without chunked multimodal input: vLLM's
+  // compute_mm_encoder_budget refuses a batch budget below one item's encoder tokens.
+  const std::int32_t encoder_tokens =
+      s.layers.empty() || s.layers.front().beside != AttentionKind::CrossAttention
+          ? 0
+          : s.layers.front().beside_window;
+  if (config_.max_num_batched_tokens && *config_.max_num_batched_tokens < encoder_tokens) {
+    throw ConfigError("max_num_batched_tokens", std::to_string(*config_.max_num_batched_tokens),
+                      ">= " + std::to_string(encoder_tokens),
+                      s.id + " runs one audio item's " + std::to_string(encoder_tokens) +
+                          " encoder tokens in a batch (chunked multimodal input is off for "
+                          "encoder-decoder models)");
+  }
   const bool asked = std::any_of(mm_limits_.begin(), mm_limits_.end(),
                                  [](const ModalityLimit& l) { return l.modality == "audio"; });
   if (asked) {

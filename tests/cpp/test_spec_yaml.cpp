@@ -132,6 +132,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"model", "full_attention_num_key_value_heads"},
     {"model", "mamba_beside_attention"},
     {"model", "loop_window"},
+    {"model", "cross_attention_encoder_tokens"},
     {"model", "num_kv_shared_layers"},
     {"model", "kv_shared_double_wide_mlp"},
     {"model", "per_layer_input_size"},

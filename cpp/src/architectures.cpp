@@ -1081,7 +1081,8 @@ std::int64_t whisper_style_encoder(const ConfigFields& a);
 // decoder_attention_heads heads, each with a self-attention, a cross-attention to the encoder's
 // max_source_positions output tokens and an fc1 / fc2 MLP of decoder_ffn_dim, all biased (k too:
 // the fused qkv_proj / kv_proj hold the zero k bias the loader adds), three LayerNorms with
-// biases; a learned position table of max_target_positions rows; proj_out tied to embed_tokens.
+// biases; a learned position table of max_target_positions rows; embed_tokens a plain
+// nn.Embedding (whole on every TP rank), proj_out tied to it.
 // The encoder (WhisperEncoder, built while audio is enabled) is the audio tower: Whisper's
 // convs, position table, encoder_layers layers and final LayerNorm, plus the zero k bias of each
 // layer's fused qkv_proj.
@@ -1093,6 +1094,7 @@ void whisper(Context& c) {
   c.doc["position_embeddings"] = bounded(f, "max_target_positions", kPositions);
   c.doc["cross_attention_encoder_tokens"] = bounded(f, "max_source_positions", kPositions);
   c.doc["tie_word_embeddings"] = true;  // proj_out.tie_weights(embed_tokens), whatever the flag
+  c.doc["replicated_token_embedding"] = true;  // embed_tokens is a plain nn.Embedding
   const std::int64_t d = c.doc["hidden_size"].get<std::int64_t>();
   const std::int64_t encoder_heads = bounded(f, "encoder_attention_heads", d);
   if (d % encoder_heads != 0) {

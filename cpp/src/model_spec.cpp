@@ -505,7 +505,9 @@ std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include
   groups.reserve(spec.layers.size() * 16 + 16);
   GroupBuilder b(groups);
   const std::int64_t h = spec.hidden_size;
-  b.add(TensorRole::Embedding, TensorSplit::Vocab, -1, spec.vocab_size, h, false);
+  b.add(TensorRole::Embedding,
+        spec.replicated_token_embedding ? TensorSplit::Replicated : TensorSplit::Vocab, -1,
+        spec.vocab_size, h, false);
   if (spec.position_embeddings > 0) {
     b.add(TensorRole::Embedding, TensorSplit::Replicated, -1, spec.position_embeddings, h, false);
   }

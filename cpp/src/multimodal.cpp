@@ -68,6 +68,14 @@ void CompiledLaunch::audio_profile_unmodelled() {
                           " encoder tokens in a batch (chunked multimodal input is off for "
                           "encoder-decoder models)");
   }
+  if (encoder_tokens > 0) {
+    launch_notes_.push_back(
+        "vLLM's startup check and its logged maximum concurrency reserve a request "
+        "max_num_batched_tokens encoder tokens of cross-attention KV (its encoder budget); a "
+        "request of " +
+        s.id + " fills " + std::to_string(encoder_tokens) +
+        ", so more requests run at once than that figure, which the plan reports, says.");
+  }
   const bool asked = std::any_of(mm_limits_.begin(), mm_limits_.end(),
                                  [](const ModalityLimit& l) { return l.modality == "audio"; });
   if (asked) {

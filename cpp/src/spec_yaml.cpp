@@ -59,6 +59,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "share_q_dim", "int", false, "Step3's low-rank shared query: a replicated qkv_proj [share_q_dim + 2 x KV heads x head_dim, hidden_size], an RMSNorm [share_q_dim] and a column-parallel wq [heads x head_dim, share_q_dim] instead of q_proj; 0: none.", std::int64_t{1} << 16},
   {"model", "norms_per_layer", "int", false, "hidden_size-wide norms per layer; default 2 (Gemma-2/3: 4).", 16},
   {"model", "position_embeddings", "int", false, "Rows of a learned absolute position table (GPT-2 wpe, OPT embed_positions), replicated and unquantized; 0: none.", kMaxTokens},
+  {"model", "replicated_token_embedding", "bool", false, "The token embedding is a plain nn.Embedding held whole and unpadded on every tensor-parallel rank (Whisper's embed_tokens) instead of a VocabParallelEmbedding (rows padded to 64, split over TP)."},
   {"model", "rotary_dim", "int", false, "Rotated dims per head; default head_dim (MLA: qk_rope_head_dim).", std::int64_t{1} << 9},
   {"model", "rotary_cache_positions", "int", false, "Positions vLLM's cos/sin caches hold together; default max_position_embeddings (linear rope scaling: x its factor; Gemma-3: + an unscaled sliding-layer rope).", std::int64_t{1} << 36},
   {"model", "mrope", "string", false, "Multimodal rotary embedding (rope settings with mrope_section): standard (Qwen2-VL, Qwen2.5-VL) or qwen3_vl (Qwen3-VL, Qwen3.5); vLLM's cos/sin cache then covers more positions (engines.yaml mrope_cache_positions_factor)."},
@@ -764,6 +765,7 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   }
   layer.kv_shared_double_wide_mlp = r.get_bool("kv_shared_double_wide_mlp", false);
   s.position_embeddings = r.get_i32("position_embeddings", 0, 0);
+  s.replicated_token_embedding = r.get_bool("replicated_token_embedding", false);
   s.per_layer_input_size = r.get_i32("per_layer_input_size", 0, 0);
   s.per_layer_input_vocab_size = r.get_i32("per_layer_input_vocab_size", s.vocab_size, 1);
   s.altup_num_inputs = r.get_i32("altup_num_inputs", 0, 0);

@@ -179,6 +179,12 @@ TEST(RegistryFamiliesW, WhisperPlanCountsTheCrossGroupAndNamesTheAudioProfile) {
                             return m.find("vLLM's audio profile") != std::string::npos;
                           }),
             1);
+  EXPECT_EQ(std::count_if(b.messages.begin(), b.messages.end(),
+                          [](const std::string& m) {
+                            return m.find("cross-attention KV") != std::string::npos &&
+                                   m.find("fills 1500") != std::string::npos;
+                          }),
+            1);
 }
 
 // The cross-attention key excludes the other caches beside a layer's attention.
@@ -207,4 +213,19 @@ TEST(RegistryFamiliesW, WhisperBatchBelowOneAudioItemIsRefused) {
             "max_num_batched_tokens");
   config.max_num_batched_tokens = 1500;
   EXPECT_NO_THROW((void)CompiledLaunch(spec, hw, config));
+}
+
+// whisper.py's embed_tokens is a plain nn.Embedding (not a VocabParallelEmbedding): its 51,866
+// rows, unpadded, on every tensor-parallel rank.
+TEST(RegistryFamiliesW, WhisperTokenEmbeddingIsReplicated) {
+  const ModelSpec spec = large_v3();
+  EXPECT_TRUE(spec.replicated_token_embedding);
+  int tables = 0;
+  for (const TensorGroup& group : model_tensor_groups(spec)) {
+    if (group.role != TensorRole::Embedding || group.rows != 51866) continue;
+    EXPECT_EQ(group.split, TensorSplit::Replicated);
+    EXPECT_EQ(group.cols, 1280);
+    ++tables;
+  }
+  EXPECT_EQ(tables, 1);
 }

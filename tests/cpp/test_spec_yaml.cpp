@@ -120,6 +120,7 @@ constexpr FormatKey kFormatKeys[] = {
     {"model", "layer_num_attention_heads"},
     {"model", "layer_intermediate_sizes"},
     {"model", "position_embeddings"},
+    {"model", "replicated_token_embedding"},
     {"model", "rotary_dim"},
     {"model", "rotary_cache_positions"},
     {"model", "mrope"},

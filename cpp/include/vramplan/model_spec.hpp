@@ -312,6 +312,9 @@ struct ModelSpec {
   // Rows of a learned absolute position table, hidden_size wide, that vLLM builds as a plain
   // (replicated, unquantized) nn.Embedding: GPT-2's wpe, OPT's embed_positions. 0: none.
   std::int32_t position_embeddings = 0;
+  // The token embedding is a plain nn.Embedding, whole on every TP rank and unpadded (Whisper's
+  // embed_tokens), instead of a VocabParallelEmbedding (rows padded to 64, split over TP).
+  bool replicated_token_embedding = false;
   std::int32_t rotary_dim = 0;  // 0: head_dim (partial rotary models set it)
   // Positions vLLM's cos/sin caches hold together (0: max_position_embeddings): one cache per
   // distinct rope, linear scaling caching max_position_embeddings x its factor.

@@ -75,6 +75,12 @@ void CompiledLaunch::audio_profile_unmodelled() {
         "request of " +
         s.id + " fills " + std::to_string(encoder_tokens) +
         ", so more requests run at once than that figure, which the plan reports, says.");
+    if (!config_.enforce_eager) {
+      launch_notes_.push_back(
+          "Not modelled: vLLM captures an encoder-decoder model's CUDA graphs FULL_DECODE_ONLY "
+          "(no piecewise graphs); the cudagraph term of " +
+          s.id + " is the release's default capture.");
+    }
   }
   const bool asked = std::any_of(mm_limits_.begin(), mm_limits_.end(),
                                  [](const ModalityLimit& l) { return l.modality == "audio"; });

@@ -160,7 +160,8 @@ TEST(RegistryFamiliesW, WhisperTurboParametersByHand) {
 
 // A plan on an H100 at vLLM 0.33: the startup check's request and the concurrency count the
 // cross group's 512 blocks beside the 28 of a 448-token request (max_num_batched_tokens 8,192
-// given); the audio encoder's profile is not modelled and the plan says so.
+// given); the audio encoder's profile and the encoder-decoder graph capture are not modelled, and
+// the plan says so.
 TEST(RegistryFamiliesW, WhisperPlanCountsTheCrossGroupAndNamesTheAudioProfile) {
   const auto spec = std::make_shared<const ModelSpec>(large_v3());
   EngineConfig config;
@@ -183,6 +184,11 @@ TEST(RegistryFamiliesW, WhisperPlanCountsTheCrossGroupAndNamesTheAudioProfile) {
                           [](const std::string& m) {
                             return m.find("cross-attention KV") != std::string::npos &&
                                    m.find("fills 1500") != std::string::npos;
+                          }),
+            1);
+  EXPECT_EQ(std::count_if(b.messages.begin(), b.messages.end(),
+                          [](const std::string& m) {
+                            return m.find("FULL_DECODE_ONLY") != std::string::npos;
                           }),
             1);
 }

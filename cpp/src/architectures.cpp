@@ -1073,6 +1073,39 @@ void opt(Context& c) {
   c.doc["position_embeddings"] = c.doc["max_position_embeddings"].get<std::int64_t>() + 2;
 }
 
+std::int64_t bounded(const ConfigFields& where, const char* key, std::int64_t limit);
+std::int64_t whisper_style_encoder(const ConfigFields& a);
+
+// vLLM 0.33's whisper.py (WhisperForConditionalGeneration): the decoder is the text model,
+// decoder_layers layers (WhisperConfig's num_hidden_layers is encoder_layers) of
+// decoder_attention_heads heads, each with a self-attention, a cross-attention to the encoder's
+// max_source_positions output tokens and an fc1 / fc2 MLP of decoder_ffn_dim, all biased (k too:
+// the fused qkv_proj / kv_proj hold the zero k bias the loader adds), three LayerNorms with
+// biases; a learned position table of max_target_positions rows; embed_tokens a plain
+// nn.Embedding (whole on every TP rank), proj_out tied to it.
+// The encoder (WhisperEncoder, built while audio is enabled) is the audio tower: Whisper's
+// convs, position table, encoder_layers layers and final LayerNorm, plus the zero k bias of each
+// layer's fused qkv_proj.
+void whisper(Context& c) {
+  const ConfigFields& f = c.f;
+  constexpr std::int64_t kLayers = 1 << 12;
+  constexpr std::int64_t kPositions = 1 << 20;
+  c.doc["num_hidden_layers"] = bounded(f, "decoder_layers", kLayers);
+  c.doc["position_embeddings"] = bounded(f, "max_target_positions", kPositions);
+  c.doc["cross_attention_encoder_tokens"] = bounded(f, "max_source_positions", kPositions);
+  c.doc["tie_word_embeddings"] = true;  // proj_out.tie_weights(embed_tokens), whatever the flag
+  c.doc["replicated_token_embedding"] = true;  // embed_tokens is a plain nn.Embedding
+  const std::int64_t d = c.doc["hidden_size"].get<std::int64_t>();
+  const std::int64_t encoder_heads = bounded(f, "encoder_attention_heads", d);
+  if (d % encoder_heads != 0) {
+    f.fail("encoder_attention_heads", std::to_string(encoder_heads),
+           "whisper.py needs d_model a multiple of the encoder's heads");
+  }
+  c.doc["vision"] = {
+      {"num_parameters", whisper_style_encoder(f) + bounded(f, "encoder_layers", kLayers) * d},
+      {"modality", "audio"}};
+}
+
 // vLLM 0.33's minicpm.py: head_dim = hidden_size / heads (a head_dim or kv_channels key is not
 // read); num_experts > 0 makes every MLP num_experts routed experts of intermediate_size.
 void minicpm(Context& c) {
@@ -2337,6 +2370,7 @@ constexpr NamedRule kRules[] = {
     {"gptj", gptj},
     {"gpt2", gpt2},
     {"opt", opt},
+    {"whisper", whisper},
     {"minicpm", minicpm},
     {"minicpm3", minicpm3},
     {"lfm2", lfm2},

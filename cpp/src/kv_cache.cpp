@@ -9,9 +9,17 @@ namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
 
+// Layers that cache K and V (or a latent) per token: the request's own tokens, or the encoder's
+// (cross-attention).
 bool is_token_attention(AttentionKind kind) noexcept {
   return kind == AttentionKind::Full || kind == AttentionKind::SlidingWindow ||
-         kind == AttentionKind::ChunkedLocal || kind == AttentionKind::Mla;
+         kind == AttentionKind::ChunkedLocal || kind == AttentionKind::Mla ||
+         kind == AttentionKind::CrossAttention;
+}
+
+// Of those, the caches that grow with the request's tokens: what "KV bytes per token" counts.
+bool grows_with_tokens(AttentionKind kind) noexcept {
+  return is_token_attention(kind) && kind != AttentionKind::CrossAttention;
 }
 
 LayerRange effective_range(const ModelSpec& spec, const KvCacheOptions& o) noexcept {
@@ -38,6 +46,12 @@ std::int64_t group_blocks(const KvGroup& g, std::int32_t page_block_size,
     case AttentionKind::Mamba:
     case AttentionKind::LinearAttention:
       return 1 + speculative;
+    case AttentionKind::CrossAttention:
+      // CrossAttentionSpec.max_memory_usage_bytes: cdiv(max_num_encoder_input_tokens,
+      // block_size) pages, whatever max_model_len; SchedulerConfig sets that budget to
+      // max_num_batched_tokens (the encoder's g.window output tokens a request actually fills
+      // are fewer: vLLM's startup check and concurrency reserve the budget).
+      return ceil_div(max_num_batched_tokens, block_size);
     case AttentionKind::None:
       return 0;
   }
@@ -75,7 +89,10 @@ std::int64_t kv_layer_bytes_per_token(const ModelSpec& spec, const LayerSpec& la
 LayerSpec beside_cache(const LayerSpec& layer) noexcept {
   LayerSpec view = layer;
   view.attention = layer.beside;
-  view.sliding_window = layer.beside == AttentionKind::SlidingWindow ? layer.beside_window : 0;
+  view.sliding_window =
+      layer.beside == AttentionKind::SlidingWindow || layer.beside == AttentionKind::CrossAttention
+          ? layer.beside_window
+          : 0;
   view.kv_shared = false;
   view.beside = AttentionKind::None;
   view.beside_window = 0;
@@ -88,7 +105,7 @@ std::int64_t kv_bytes_per_token(const ModelSpec& spec, const KvCacheOptions& o) 
   for (std::int32_t i = range.begin; i < range.end; ++i) {
     const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
     total += kv_layer_bytes_per_token(spec, layer, o);
-    if (layer.beside != AttentionKind::None) {
+    if (grows_with_tokens(layer.beside)) {
       total += kv_layer_bytes_per_token(spec, beside_cache(layer), o);
     }
   }
@@ -184,6 +201,7 @@ void bucket_layer(const ModelSpec& spec, const LayerSpec& layer, bool on_rank,
   per_element.kv_element_bytes = 1;
   int window = 0;
   if (layer.attention == AttentionKind::SlidingWindow) window = layer.sliding_window;
+  if (layer.attention == AttentionKind::CrossAttention) window = layer.sliding_window;
   if (layer.attention == AttentionKind::ChunkedLocal) window = layer.attention_chunk_size;
   std::int64_t token_bytes = kv_layer_bytes_per_token(spec, layer, per_element);
   if (layer.attention == AttentionKind::Mla && spec.mla.index_head_dim > 0) {
@@ -199,7 +217,7 @@ void bucket_layer(const ModelSpec& spec, const LayerSpec& layer, bool on_rank,
   if (on_rank) {
     if (bucket.on_rank == 0) bucket.first_on_rank = bucket.count;
     bucket.on_rank += 1;
-    geometry.token_bytes_per_element += token_bytes;
+    if (grows_with_tokens(layer.attention)) geometry.token_bytes_per_element += token_bytes;
   }
   bucket.count += 1;
   geometry.max_layer_token_bytes_per_element =

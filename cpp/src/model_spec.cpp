@@ -18,6 +18,8 @@ const char* attention_kind_name(AttentionKind kind) noexcept {
       return "mamba";
     case AttentionKind::LinearAttention:
       return "linear_attention";
+    case AttentionKind::CrossAttention:
+      return "cross_attention";
     case AttentionKind::None:
       return "none";
   }
@@ -457,11 +459,15 @@ void add_layer(const ModelSpec& s, const LayerSpec& layer, int index, GroupBuild
     case AttentionKind::LinearAttention:
       add_linear_attention(s, index, b);
       break;
+    case AttentionKind::CrossAttention:  // only ever beside a layer's own attention
     case AttentionKind::None:
       break;
   }
   if (layer.beside == AttentionKind::Mamba) add_mamba(s, index, b);  // Falcon-H1's parallel mixer
   if (layer.beside == AttentionKind::Mla) add_mla(s, index, b);  // LongCat-Flash's second attention
+  // Whisper's encoder_attn (WhisperCrossAttention): q_proj, kv_proj over the encoder output of
+  // hidden_size, out_proj, shaped and biased as the layer's self-attention.
+  if (layer.beside == AttentionKind::CrossAttention) add_attention(s, layer, index, b);
   if (layer.beside == AttentionKind::SlidingWindow) {
     // IQuest-Coder-Loop's gate_projections: a biased ColumnParallelLinear [heads, hidden /
     // heads] a layer, mixing the second pass's windowed attention with the first's.
@@ -499,7 +505,9 @@ std::vector<TensorGroup> model_tensor_groups(const ModelSpec& spec, bool include
   groups.reserve(spec.layers.size() * 16 + 16);
   GroupBuilder b(groups);
   const std::int64_t h = spec.hidden_size;
-  b.add(TensorRole::Embedding, TensorSplit::Vocab, -1, spec.vocab_size, h, false);
+  b.add(TensorRole::Embedding,
+        spec.replicated_token_embedding ? TensorSplit::Replicated : TensorSplit::Vocab, -1,
+        spec.vocab_size, h, false);
   if (spec.position_embeddings > 0) {
     b.add(TensorRole::Embedding, TensorSplit::Replicated, -1, spec.position_embeddings, h, false);
   }

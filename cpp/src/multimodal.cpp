@@ -55,6 +55,33 @@ std::int64_t vit_attention_peak_elements(EncoderAttention attention, VitRotaryAt
 void CompiledLaunch::audio_profile_unmodelled() {
   const ModelSpec& s = *spec_;
   if (mm_limit("audio") == 0) return;
+  // An encoder-decoder (Whisper) runs without chunked multimodal input: vLLM's
+  // compute_mm_encoder_budget refuses a batch budget below one item's encoder tokens.
+  const std::int32_t encoder_tokens =
+      s.layers.empty() || s.layers.front().beside != AttentionKind::CrossAttention
+          ? 0
+          : s.layers.front().beside_window;
+  if (config_.max_num_batched_tokens && *config_.max_num_batched_tokens < encoder_tokens) {
+    throw ConfigError("max_num_batched_tokens", std::to_string(*config_.max_num_batched_tokens),
+                      ">= " + std::to_string(encoder_tokens),
+                      s.id + " runs one audio item's " + std::to_string(encoder_tokens) +
+                          " encoder tokens in a batch (chunked multimodal input is off for "
+                          "encoder-decoder models)");
+  }
+  if (encoder_tokens > 0) {
+    launch_notes_.push_back(
+        "vLLM's startup check and its logged maximum concurrency reserve a request "
+        "max_num_batched_tokens encoder tokens of cross-attention KV (its encoder budget); a "
+        "request of " +
+        s.id + " fills " + std::to_string(encoder_tokens) +
+        ", so more requests run at once than that figure, which the plan reports, says.");
+    if (!config_.enforce_eager) {
+      launch_notes_.push_back(
+          "Not modelled: vLLM captures an encoder-decoder model's CUDA graphs FULL_DECODE_ONLY "
+          "(no piecewise graphs); the cudagraph term of " +
+          s.id + " is the release's default capture.");
+    }
+  }
   const bool asked = std::any_of(mm_limits_.begin(), mm_limits_.end(),
                                  [](const ModalityLimit& l) { return l.modality == "audio"; });
   if (asked) {

@@ -95,6 +95,13 @@ void validate(const SglangConfig& c, const ModelSpec& spec) {
     throw ConfigError("model_type", spec.model_type, "a model SGLang caches as this spec says",
                       "SGLang caches this model's MLA latent, the spec vLLM's per-head K and V");
   }
+  // An encoder-decoder's cross-attention cache (Whisper): SGLang's pools for it are not modelled.
+  if (std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& layer) {
+        return layer.beside == AttentionKind::CrossAttention;
+      })) {
+    throw ConfigError("model_type", spec.model_type, "a decoder-only model",
+                      "SGLang's cache of the encoder output (cross-attention) is not modelled");
+  }
   if (c.pp_size > spec.num_hidden_layers) {
     throw ConfigError("pp_size", std::to_string(c.pp_size),
                       "1.." + std::to_string(spec.num_hidden_layers),
@@ -161,6 +168,7 @@ void add_layer_cells(const ModelSpec& spec, const LayerSpec& layer, const KvCach
     case AttentionKind::LinearAttention:
       s.mamba_bytes_per_slot += mamba_state_bytes(spec, layer, options);
       break;
+    case AttentionKind::CrossAttention:  // refused in validate
     case AttentionKind::None:
       break;
   }

@@ -59,6 +59,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "share_q_dim", "int", false, "Step3's low-rank shared query: a replicated qkv_proj [share_q_dim + 2 x KV heads x head_dim, hidden_size], an RMSNorm [share_q_dim] and a column-parallel wq [heads x head_dim, share_q_dim] instead of q_proj; 0: none.", std::int64_t{1} << 16},
   {"model", "norms_per_layer", "int", false, "hidden_size-wide norms per layer; default 2 (Gemma-2/3: 4).", 16},
   {"model", "position_embeddings", "int", false, "Rows of a learned absolute position table (GPT-2 wpe, OPT embed_positions), replicated and unquantized; 0: none.", kMaxTokens},
+  {"model", "replicated_token_embedding", "bool", false, "The token embedding is a plain nn.Embedding held whole and unpadded on every tensor-parallel rank (Whisper's embed_tokens) instead of a VocabParallelEmbedding (rows padded to 64, split over TP)."},
   {"model", "rotary_dim", "int", false, "Rotated dims per head; default head_dim (MLA: qk_rope_head_dim).", std::int64_t{1} << 9},
   {"model", "rotary_cache_positions", "int", false, "Positions vLLM's cos/sin caches hold together; default max_position_embeddings (linear rope scaling: x its factor; Gemma-3: + an unscaled sliding-layer rope).", std::int64_t{1} << 36},
   {"model", "mrope", "string", false, "Multimodal rotary embedding (rope settings with mrope_section): standard (Qwen2-VL, Qwen2.5-VL) or qwen3_vl (Qwen3-VL, Qwen3.5); vLLM's cos/sin cache then covers more positions (engines.yaml mrope_cache_positions_factor)."},
@@ -77,6 +78,7 @@ const std::vector<SchemaKey> kSchema = {
   {"model", "dual_mla", "bool", false, "Every MLA layer runs a second MLA attention with its own weights and latent cache beside the first (LongCat-Flash's two attention sublayers); needs an mla: block."},
   {"model", "dense_mlps_per_layer", "int", false, "Dense MLPs of the layer's width each layer builds (LongCat-Flash: 2, one after each attention sublayer); default 1.", 8},
   {"model", "loop_window", "int", false, "Every attention layer also keeps a second KV cache of its heads over the last loop_window tokens, and a gate [heads, hidden / heads] + bias (IQuest-Coder-Loop's second pass); 0: none.", kMaxTokens},
+  {"model", "cross_attention_encoder_tokens", "int", false, "Every full_attention layer also attends to the encoder's output (an encoder-decoder's cross-attention, Whisper's encoder_attn): q/kv/o projections shaped and biased as its self-attention, and a KV cache of its heads that each request fills once with this many encoder tokens (Whisper: max_source_positions), which vLLM's startup check and concurrency size by the encoder budget, max_num_batched_tokens; 0: none.", kMaxTokens},
   {"model", "num_kv_shared_layers", "int", false, "The last n layers attend with the KV of the last earlier layer of their kind: no KV cache, q/o projections only (Gemma-4). Below num_hidden_layers.", 4095},
   {"model", "kv_shared_double_wide_mlp", "bool", false, "The KV-shared layers' MLP is 2 x intermediate_size (Gemma-4 use_double_wide_mlp)."},
   {"model", "per_layer_input_size", "int", false, "Per-layer input embedding width (Gemma-4 hidden_size_per_layer_input); 0: none.", std::int64_t{1} << 12},
@@ -763,6 +765,7 @@ SharedLayerFields read_model_scalars(const MapReader& r, ModelSpec& s) {
   }
   layer.kv_shared_double_wide_mlp = r.get_bool("kv_shared_double_wide_mlp", false);
   s.position_embeddings = r.get_i32("position_embeddings", 0, 0);
+  s.replicated_token_embedding = r.get_bool("replicated_token_embedding", false);
   s.per_layer_input_size = r.get_i32("per_layer_input_size", 0, 0);
   s.per_layer_input_vocab_size = r.get_i32("per_layer_input_vocab_size", s.vocab_size, 1);
   s.altup_num_inputs = r.get_i32("altup_num_inputs", 0, 0);
@@ -1154,11 +1157,25 @@ void apply_layer_lists(const MapReader& r, ModelSpec& s) {
 }
 
 // Caches beside the attention (LayerSpec::beside): Falcon-H1's parallel Mamba2 mixer,
-// IQuest-Coder-Loop's second-pass window (every full or sliding attention layer gets one), or
-// LongCat-Flash's second MLA attention (every MLA layer).
+// IQuest-Coder-Loop's second-pass window (every full or sliding attention layer gets one),
+// LongCat-Flash's second MLA attention (every MLA layer), or an encoder-decoder's cross-attention
+// (every full attention layer).
 void apply_beside_caches(const MapReader& r, ModelSpec& s) {
   const bool mamba = r.get_bool("mamba_beside_attention", false);
   const std::int32_t window = r.get_i32("loop_window", 0, 0);
+  const std::int32_t encoder_tokens = r.get_i32("cross_attention_encoder_tokens", 0, 0);
+  if (encoder_tokens > 0) {
+    if (mamba || window > 0 || r.get_bool("dual_mla", false)) {
+      r.fail("cross_attention_encoder_tokens", std::to_string(encoder_tokens),
+             "a layer keeps one cache beside its attention");
+    }
+    for (LayerSpec& layer : s.layers) {
+      if (layer.attention != AttentionKind::Full) continue;
+      layer.beside = AttentionKind::CrossAttention;
+      layer.beside_window = encoder_tokens;
+    }
+    return;
+  }
   if (s.shared_blocks > 0 && !mamba) {
     r.fail("shared_blocks", std::to_string(s.shared_blocks),
            "needs mamba_beside_attention (Zamba2: a Mamba2 mixer on every layer)");

@@ -32,7 +32,7 @@ struct KvCacheOptions {
 // One KV group of the hybrid allocator: layers sharing a spec and a page size.
 struct KvGroup {
   AttentionKind kind;
-  std::int32_t window = 0;      // sliding window / chunk, tokens
+  std::int32_t window = 0;      // sliding window / chunk, tokens; cross-attention: encoder tokens
   std::int32_t num_layers = 0;  // layers of this kind in the group (<= group_size)
   // Tokens per block as a multiple of the page's block size: vLLM's
   // unify_kv_cache_spec_page_size gives layers with a smaller page (fewer KV bytes per token,
@@ -91,15 +91,18 @@ std::int64_t dsa_indexer_token_bytes(const ModelSpec& spec) noexcept;
 std::int64_t dsa_fp8_ds_mla_extra_bytes(const ModelSpec& spec) noexcept;
 
 // The second cache a layer keeps beside its attention (LayerSpec::beside) as a layer of its
-// own: the layer's heads under the beside kind and window, no further beside cache; a layer
-// of kind None where it has none.
+// own: the layer's heads under the beside kind and window (a cross-attention cache: the encoder's
+// output tokens in sliding_window), no further beside cache; a layer of kind None where it has
+// none.
 LayerSpec beside_cache(const LayerSpec& layer) noexcept;
 
 // Per-layer attention bytes per token on a rank: Hkv_rank * (D + Dv) * s, MLA latent * s (plus
-// the sparse-attention bytes above).
+// the sparse-attention bytes above); a cross-attention cache's per encoder token.
 std::int64_t kv_layer_bytes_per_token(const ModelSpec& spec, const LayerSpec& layer,
                                       const KvCacheOptions& options) noexcept;
-// Bytes per token summed over the rank's attention layers (the planner's headline figure).
+// Bytes per token summed over the rank's attention layers (the planner's headline figure): the
+// caches that grow with the request's tokens (not a cross-attention cache, a fixed cost per
+// request).
 std::int64_t kv_bytes_per_token(const ModelSpec& spec, const KvCacheOptions& options) noexcept;
 // State bytes of one Mamba / linear-attention layer per request slot.
 std::int64_t mamba_state_bytes(const ModelSpec& spec, const LayerSpec& layer,
@@ -115,7 +118,8 @@ KvLayout kv_layout(const KvGeometry& geometry, const KvPage& page);
 KvLayout kv_layout(const ModelSpec& spec, const KvCacheOptions& options);
 
 // Blocks one request of `max_model_len` tokens needs, summed over groups
-// (SWA/chunked groups capped as vLLM caps them, Mamba = 1 + k slots).
+// (SWA/chunked groups capped as vLLM caps them, Mamba = 1 + k slots, cross-attention the
+// encoder budget of max_num_batched_tokens).
 std::int64_t kv_blocks_per_request(const KvGeometry& geometry, const KvPage& page,
                                    std::int64_t max_model_len,
                                    std::int64_t max_num_batched_tokens) noexcept;

@@ -22,7 +22,10 @@ enum class AttentionKind : std::uint8_t {
   Mla,              // MLAAttentionSpec: one latent of kv_lora_rank + qk_rope_head_dim
   Mamba,            // MambaSpec (Mamba-1 or Mamba2 state)
   LinearAttention,  // MambaSpec-like GatedDeltaNet state (Qwen3-Next)
-  None,             // no KV (MLP-only layer or a layer sharing another layer's KV)
+  // CrossAttentionSpec: an encoder-decoder's attention to the encoder output (Whisper), a cache
+  // filled once per request with the encoder's tokens, not growing with the request's own
+  CrossAttention,
+  None,  // no KV (MLP-only layer or a layer sharing another layer's KV)
 };
 
 const char* attention_kind_name(AttentionKind kind) noexcept;
@@ -42,10 +45,12 @@ struct LayerSpec {
   std::int32_t intermediate_size = 0;  // dense MLP width of this layer; 0: the model's
   // A second cache the layer keeps beside its attention KV, which vLLM registers as a layer of
   // its own in the hybrid KV-cache manager: Mamba (Falcon-H1's Mamba2 mixer running in parallel
-  // with the attention, with its weights), or SlidingWindow (IQuest-Coder-Loop's second pass:
-  // the same projections, its own KV of the layer's heads over beside_window tokens).
+  // with the attention, with its weights), SlidingWindow (IQuest-Coder-Loop's second pass:
+  // the same projections, its own KV of the layer's heads over beside_window tokens), or
+  // CrossAttention (Whisper's encoder_attn: q/kv/o projections of the layer's shape, a KV of
+  // the layer's heads over the encoder's beside_window output tokens).
   AttentionKind beside = AttentionKind::None;
-  std::int32_t beside_window = 0;  // tokens, beside == SlidingWindow only
+  std::int32_t beside_window = 0;  // tokens, beside == SlidingWindow or CrossAttention only
   // Query heads where the layers' counts differ (Laguna's num_attention_heads_per_layer); 0: the
   // model's num_attention_heads.
   std::int32_t num_attention_heads = 0;
@@ -307,6 +312,9 @@ struct ModelSpec {
   // Rows of a learned absolute position table, hidden_size wide, that vLLM builds as a plain
   // (replicated, unquantized) nn.Embedding: GPT-2's wpe, OPT's embed_positions. 0: none.
   std::int32_t position_embeddings = 0;
+  // The token embedding is a plain nn.Embedding, whole on every TP rank and unpadded (Whisper's
+  // embed_tokens), instead of a VocabParallelEmbedding (rows padded to 64, split over TP).
+  bool replicated_token_embedding = false;
   std::int32_t rotary_dim = 0;  // 0: head_dim (partial rotary models set it)
   // Positions vLLM's cos/sin caches hold together (0: max_position_embeddings): one cache per
   // distinct rope, linear scaling caching max_position_embeddings x its factor.

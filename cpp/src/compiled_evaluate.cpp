@@ -579,15 +579,19 @@ Evaluation CompiledLaunch::finish(const PreparedEvaluation& p,
       requested_memory_bytes(hardware_.gpu.total_memory_bytes, k.gpu_memory_utilization);
   RankPass pass;
   pass.requested_memory_bytes = requested;
-  const std::size_t ranks = ranks_.size();
-  for (std::size_t i = 0; i < ranks; ++i) {
+  const auto add_rank = [&](std::size_t i) {
     const PreparedRank prepared = prepare_rank(i, k);
     const std::int64_t kv =
         kv_cache_bytes_at(requested, prepared.kv_reserved_bytes, config_.kv_cache_memory_bytes);
     pass_kv(i, kv, pass);
     choose_rank(i, k, prepared, requested, kv, out, choices, pass);
     count_blocks(i, prepared, kv, pass);
-  }
+  };
+  // The first rank (a launch compiles pipeline_parallel_size >= 1 stages; without pipeline
+  // parallelism it is the only one) outside the loop: the loop's hoisted invariants cost a
+  // one-rank launch more than they save.
+  add_rank(0);
+  for (std::size_t i = 1; i < ranks_.size(); ++i) add_rank(i);
   close_choices(k, out, choices, pass);
   apply(choices.finish(pass.requested_memory_bytes, pass.min_kv_cache_bytes, pass.num_blocks), out);
   return out;

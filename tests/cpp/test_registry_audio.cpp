@@ -26,6 +26,7 @@ using vramplan_test::config_path;
 using vramplan_test::h100;
 using vramplan_test::kv_bf16;
 using vramplan_test::linear;
+using vramplan_test::qwen3_tied_text;
 
 namespace {
 
@@ -65,17 +66,6 @@ std::int64_t qwen3_omni_encoder(std::int64_t d, std::int64_t ffn, std::int64_t l
                              linear(ffn, d, true) + 2 * (2 * d);
   return convs + channels * 16 * d + layers * layer + 2 * d + linear(d, d, true) +
          linear(d, out, true);
-}
-
-// A Qwen3 decoder: unbiased q/k/v/o with q/k RMSNorms over the head, SwiGLU MLP, two RMSNorms a
-// layer, a final norm, the head tied to the embeddings.
-std::int64_t qwen3_tied_text(std::int64_t h, std::int64_t layers, std::int64_t heads,
-                             std::int64_t kv_heads, std::int64_t inter, std::int64_t vocab) {
-  constexpr std::int64_t kHead = 128;
-  const std::int64_t layer = linear(h, heads * kHead, false) +
-                             2 * linear(h, kv_heads * kHead, false) +
-                             linear(heads * kHead, h, false) + 2 * kHead + 3 * h * inter + 2 * h;
-  return layers * layer + h + vocab * h;
 }
 
 // Qwen2.5-VL's vision transformer (qwen2_5_vl.py) at width e: the unbiased 3-D patch conv

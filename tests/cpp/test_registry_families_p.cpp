@@ -19,6 +19,7 @@ using vramplan_test::config_json;
 using vramplan_test::config_path;
 using vramplan_test::kv_bf16;
 using vramplan_test::linear;
+using vramplan_test::qwen3_tied_text;
 
 namespace {
 
@@ -46,17 +47,6 @@ std::int64_t whisper_decoder(std::int64_t d, std::int64_t ffn, std::int64_t laye
   const std::int64_t layer =
       2 * attention + linear(d, ffn, true) + linear(ffn, d, true) + 3 * (2 * d);
   return vocab * d + positions * d + layers * layer + 2 * d;
-}
-
-// A Qwen3 decoder of head size 128: unbiased q/k/v/o with q/k RMSNorms over the head, SwiGLU
-// MLP, two RMSNorms a layer, a final norm, the head tied to the embeddings.
-std::int64_t qwen3_tied_text(std::int64_t h, std::int64_t layers, std::int64_t heads,
-                             std::int64_t kv_heads, std::int64_t inter, std::int64_t vocab) {
-  constexpr std::int64_t kHead = 128;
-  const std::int64_t layer = linear(h, heads * kHead, false) +
-                             2 * linear(h, kv_heads * kHead, false) +
-                             linear(heads * kHead, h, false) + 2 * kHead + 3 * h * inter + 2 * h;
-  return layers * layer + h + vocab * h;
 }
 
 std::string reason_of(const std::string& architecture) {

@@ -114,6 +114,17 @@ inline std::int64_t linear(std::int64_t in, std::int64_t out, bool bias) {
   return in * out + (bias ? out : 0);
 }
 
+// A Qwen3 decoder's parameters by hand, head size 128: unbiased q/k/v/o with q/k RMSNorms over
+// the head, SwiGLU MLP, two RMSNorms a layer, a final norm, the head tied to the embeddings.
+inline std::int64_t qwen3_tied_text(std::int64_t h, std::int64_t layers, std::int64_t heads,
+                                    std::int64_t kv_heads, std::int64_t inter, std::int64_t vocab) {
+  constexpr std::int64_t kHead = 128;
+  const std::int64_t layer = linear(h, heads * kHead, false) +
+                             2 * linear(h, kv_heads * kHead, false) +
+                             linear(heads * kHead, h, false) + 2 * kHead + 3 * h * inter + 2 * h;
+  return layers * layer + h + vocab * h;
+}
+
 // KV bytes per token of `spec` at bf16 (KV and recurrent state), per rank at `tp`.
 inline std::int64_t kv_bf16(const vramplan::ModelSpec& spec, std::int32_t tp = 1) {
   return vramplan::kv_bytes_per_token(spec, bf16_kv_options(tp));

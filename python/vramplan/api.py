@@ -893,10 +893,13 @@ def _pinned_key(pinned: dict[str, Any]) -> tuple[tuple[str, type, Any], ...] | N
         return ()
     if "speculative_model" in pinned:
         return None
-    # One knob needs no sort, and a list is built faster than a generator's tuple: this runs on
-    # every plan with knobs.
-    items = pinned.items() if len(pinned) == 1 else sorted(pinned.items())
-    key = tuple([(name, type(value), value) for name, value in items])
+    # This runs on every plan with knobs: one knob (the common case) without a sort or a
+    # comprehension's frame, several as a list (built faster than a generator's tuple).
+    if len(pinned) == 1:
+        ((name, value),) = pinned.items()
+        key: tuple[tuple[str, type, Any], ...] = ((name, type(value), value),)
+    else:
+        key = tuple([(name, type(value), value) for name, value in sorted(pinned.items())])
     try:
         hash(key)
     except TypeError:

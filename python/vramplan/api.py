@@ -269,13 +269,27 @@ def _vllm_names_to_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
     memory effect are accepted and dropped; unknown names raise ConfigError (did you mean)."""
     if not knobs:
         return {}  # nothing to rename (a plain plan): the argument list is not consulted
-    # Keyed by each value's type too: True == 1 and 1 == 1.0 are different arguments here.
-    key = tuple((name, type(value), value) for name, value in sorted(knobs.items()))
-    try:
-        hash(key)
-    except TypeError:  # an unhashable value (a speculative_config dict): translated each time
+    key = _typed_key(knobs)
+    if key is None:  # an unhashable value (a speculative_config dict): translated each time
         return _translated(knobs)
     return dict(_translated_once(key))
+
+
+def _typed_key(knobs: dict[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:
+    """`knobs` as a cache key, each value with its type (True == 1 == 1.0 are different
+    arguments here), in name order; None where a value is unhashable."""
+    # On every plan with knobs: one knob (the common case) without a sort or a comprehension's
+    # frame, several as a list (built faster than a generator's tuple).
+    if len(knobs) == 1:
+        ((name, value),) = knobs.items()
+        key: tuple[tuple[str, type, Any], ...] = ((name, type(value), value),)
+    else:
+        key = tuple([(name, type(value), value) for name, value in sorted(knobs.items())])
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _translated(knobs: dict[str, Any]) -> dict[str, Any]:
@@ -886,25 +900,9 @@ def _vllm_plan(
 
 
 def _pinned_key(pinned: dict[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:
-    """The pinned knobs as a cache key, each value with its type (True == 1 == 1.0 are
-    different arguments here); None where a value is unhashable or names a drafter (whose
-    files the key would have to follow too)."""
-    if not pinned:
-        return ()
-    if "speculative_model" in pinned:
-        return None
-    # This runs on every plan with knobs: one knob (the common case) without a sort or a
-    # comprehension's frame, several as a list (built faster than a generator's tuple).
-    if len(pinned) == 1:
-        ((name, value),) = pinned.items()
-        key: tuple[tuple[str, type, Any], ...] = ((name, type(value), value),)
-    else:
-        key = tuple([(name, type(value), value) for name, value in sorted(pinned.items())])
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    """The pinned knobs as `_known_launch`'s key (`_typed_key`); None also where they name a
+    drafter, whose files the key would have to follow too."""
+    return None if "speculative_model" in pinned else _typed_key(pinned)
 
 
 @functools.lru_cache(maxsize=256)

@@ -70,11 +70,11 @@ void CompiledLaunch::audio_profile_unmodelled() {
   }
   if (encoder_tokens > 0) {
     launch_notes_.push_back(
-        "vLLM's startup check and its logged maximum concurrency reserve a request "
-        "max_num_batched_tokens encoder tokens of cross-attention KV (its encoder budget); a "
-        "request of " +
+        "vLLM's startup check and its logged maximum concurrency reserve each request "
+        "max_num_batched_tokens encoder tokens of cross-attention KV (its encoder budget), and "
+        "the plan reports those figures; a request of " +
         s.id + " fills " + std::to_string(encoder_tokens) +
-        ", so more requests run at once than that figure, which the plan reports, says.");
+        ", so more requests fit at once than that maximum concurrency says.");
     if (!config_.enforce_eager) {
       launch_notes_.push_back(
           "Not modelled: vLLM captures an encoder-decoder model's CUDA graphs FULL_DECODE_ONLY "
